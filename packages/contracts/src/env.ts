@@ -1,0 +1,55 @@
+import type { Static, TObject } from 'typebox'
+import Value from 'typebox/value'
+
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+/**
+ * Parses an environment (a `process.env`-like record) against a TypeBox object of string-typed
+ * variables: applies defaults, converts numbers and booleans, and throws one `ConfigError` naming
+ * every bad variable, so a misconfigured process says everything wrong at once and exits.
+ */
+export function parseEnv<T extends TObject>(
+  schema: T,
+  source: Record<string, string | undefined>,
+): Static<T> {
+  const input: Record<string, unknown> = {}
+  for (const name of Object.keys(schema.properties)) {
+    const raw = source[name]
+    if (raw !== undefined && raw !== '') input[name] = raw
+  }
+  const value = Value.Convert(schema, Value.Default(schema, input))
+  const problems = [...Value.Errors(schema, value)].map((e) => {
+    const name = e.instancePath.replace(/^\//, '') || missingName(e.params)
+    const shown = name && source[name] !== undefined && !SECRET_NAME.test(name)
+    const given = shown ? ` (got ${JSON.stringify(source[name])})` : ''
+    return `  ${name}: ${e.message}${given}`
+  })
+  if (problems.length > 0) {
+    throw new ConfigError(`Invalid configuration:\n${[...new Set(problems)].join('\n')}`)
+  }
+  return value as Static<T>
+}
+
+/** Variables whose values are never echoed back, even when wrong. */
+const SECRET_NAME = /TOKEN|SECRET|PASSWORD|_URL$/
+
+/** `parseEnv` for a process entry point: a bad configuration prints its message and exits 1. */
+export function loadEnvOrExit<T extends TObject>(
+  schema: T,
+  source: Record<string, string | undefined>,
+): Static<T> {
+  try {
+    return parseEnv(schema, source)
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error
+    process.stderr.write(`${error.message}\n`)
+    process.exit(1)
+  }
+}
+
+function missingName(params: unknown): string {
+  const required = (params as { requiredProperties?: string[] })?.requiredProperties
+  return required?.join(', ') ?? '(root)'
+}

@@ -1,0 +1,38 @@
+import Type, { type Static } from 'typebox'
+
+/**
+ * Every error code the service answers with, and the HTTP status it always comes with.
+ * One closed list: handlers throw `AppError` with one of these, never a bare status.
+ */
+export const ErrorCodes = {
+  VALIDATION_ERROR: 400,
+  API_KEY_MISSING: 401,
+  API_KEY_INVALID: 401,
+  ADMIN_AUTH_REQUIRED: 401,
+  API_KEY_NOT_ACTIVE: 403,
+  INSUFFICIENT_SCOPE: 403,
+  TENANT_FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  INVALID_STATE_TRANSITION: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  IDEMPOTENCY_KEY_REUSED: 422,
+  RATE_LIMITED: 429,
+  INTERNAL_ERROR: 500,
+  SERVICE_UNAVAILABLE: 503,
+} as const
+
+export type ErrorCode = keyof typeof ErrorCodes
+
+/** The spec's error body: `error` is the HTTP reason phrase of `statusCode`. */
+export const ErrorBody = Type.Object(
+  {
+    message: Type.String(),
+    errorCode: Type.String({ examples: ['VALIDATION_ERROR'] }),
+    statusCode: Type.Integer({ minimum: 400, maximum: 599 }),
+    error: Type.String({ examples: ['Bad Request'] }),
+  },
+  { additionalProperties: false, description: 'The error body every failure answers with' },
+)
+export type ErrorBody = Static<typeof ErrorBody>

@@ -1,0 +1,6 @@
+export * from './api-keys.ts'
+export * from './errors.ts'
+export * from './jobs.ts'
+export * from './logging.ts'
+export * from './paging.ts'
+export * from './scopes.ts'

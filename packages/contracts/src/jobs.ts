@@ -1,0 +1,39 @@
+import Type, { type Static } from 'typebox'
+
+/** Queue names shared by the API, the relay and the workers. Never rename one: jobs live in Redis. */
+export const QueueNames = {
+  email: 'email',
+} as const
+export type QueueName = (typeof QueueNames)[keyof typeof QueueNames]
+
+/** Redis pub/sub channel (under the queue prefix) that tells API instances to drop a cached key. */
+export const API_KEY_INVALIDATION_CHANNEL = 'api-keys:invalidate'
+
+export const EMAIL_TEMPLATES = ['api-key.approved', 'api-key.rejected', 'api-key.revoked'] as const
+export type EmailTemplate = (typeof EMAIL_TEMPLATES)[number]
+
+export const ApiKeyEmailData = Type.Object(
+  {
+    keyId: Type.String(),
+    clientName: Type.String(),
+    keyPrefix: Type.String(),
+    reason: Type.Union([Type.String(), Type.Null()]),
+  },
+  { additionalProperties: false },
+)
+export type ApiKeyEmailData = Static<typeof ApiKeyEmailData>
+
+/** One e-mail to send. `outboxId` ties it to the outbox row that asked for it (and dedupes the job). */
+export const EmailJob = Type.Object(
+  {
+    outboxId: Type.String({ pattern: '^[0-9]+$' }),
+    to: Type.String({ minLength: 3 }),
+    template: Type.Enum(EMAIL_TEMPLATES),
+    data: ApiKeyEmailData,
+  },
+  { additionalProperties: false },
+)
+export type EmailJob = Static<typeof EmailJob>
+
+/** What an outbox row of topic `email` carries: the job minus the id the relay adds. */
+export type EmailOutboxPayload = Omit<EmailJob, 'outboxId'>

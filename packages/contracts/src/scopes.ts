@@ -1,0 +1,17 @@
+/** Scopes in use. The list is open-ended: any well-formed `verb:noun` may be requested. */
+export const Scopes = {
+  sendFreeText: 'send:free-text',
+  sendTemplate: 'send:template',
+  sendImage: 'send:image',
+  readMessages: 'read:messages',
+  readChannels: 'read:channels',
+  readProjects: 'read:projects',
+  readProducts: 'read:products',
+  readOrders: 'read:orders',
+  createOrders: 'create:orders',
+  readKits: 'read:kits',
+} as const
+
+export type KnownScope = (typeof Scopes)[keyof typeof Scopes]
+
+export const SCOPE_PATTERN = '^[a-z][a-z0-9-]*:[a-z0-9*][a-z0-9-]*$'

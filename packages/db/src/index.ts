@@ -1,0 +1,6 @@
+export * from './api-key-secret.ts'
+export * from './client.ts'
+export * from './queries/api-keys.ts'
+export * from './queries/email-deliveries.ts'
+export * from './queries/outbox.ts'
+export * from './schema/index.ts'

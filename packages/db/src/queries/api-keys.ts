@@ -1,0 +1,165 @@
+import {
+  API_KEY_TRANSITIONS,
+  type ApiKeyDecision,
+  type ApiKeyListQuery,
+  type ApiKeyStatus,
+  type AppEnv,
+  type EmailOutboxPayload,
+  type EmailTemplate,
+} from '@dispatch/contracts'
+import { and, asc, count, desc, eq, ilike, or, type SQL, sql } from 'drizzle-orm'
+import type { Db } from '../client.ts'
+import { apiKeyAuditLog } from '../schema/api-key-audit-log.ts'
+import { type ApiKeyRow, apiKeys } from '../schema/api-keys.ts'
+import { OUTBOX_NOTIFY_CHANNEL, outbox } from '../schema/outbox.ts'
+
+export interface NewApiKey {
+  keyHash: string
+  keyPrefix: string
+  environment: AppEnv
+  clientName: string
+  email: string
+  scopes: string[]
+  tenantId: string | null
+  createdAt: Date
+}
+
+export async function insertApiKey(db: Db, key: NewApiKey): Promise<ApiKeyRow> {
+  const [row] = await db
+    .insert(apiKeys)
+    .values({ ...key, updatedAt: key.createdAt })
+    .returning()
+  if (!row) throw new Error('insert into api_keys returned no row')
+  return row
+}
+
+export async function findApiKeyByHash(db: Db, keyHash: string): Promise<ApiKeyRow | undefined> {
+  const [row] = await db.select().from(apiKeys).where(eq(apiKeys.keyHash, keyHash)).limit(1)
+  return row
+}
+
+export async function findApiKeyById(db: Db, id: string): Promise<ApiKeyRow | undefined> {
+  const [row] = await db.select().from(apiKeys).where(eq(apiKeys.id, id)).limit(1)
+  return row
+}
+
+export async function listApiKeyHistory(db: Db, id: string) {
+  return db
+    .select({
+      actor: apiKeyAuditLog.actor,
+      fromStatus: apiKeyAuditLog.fromStatus,
+      toStatus: apiKeyAuditLog.toStatus,
+      reason: apiKeyAuditLog.reason,
+      createdAt: apiKeyAuditLog.createdAt,
+    })
+    .from(apiKeyAuditLog)
+    .where(eq(apiKeyAuditLog.apiKeyId, id))
+    .orderBy(asc(apiKeyAuditLog.id))
+}
+
+const orderColumns = {
+  createdAt: apiKeys.createdAt,
+  updatedAt: apiKeys.updatedAt,
+  clientName: apiKeys.clientName,
+  status: apiKeys.status,
+} as const
+
+/** Escapes LIKE wildcards so `q` is searched as the literal text the admin typed. */
+const likePattern = (q: string) => `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
+
+export async function listApiKeys(db: Db, query: ApiKeyListQuery) {
+  const filters: SQL[] = []
+  if (query.status) filters.push(eq(apiKeys.status, query.status))
+  if (query.tenantId) filters.push(eq(apiKeys.tenantId, query.tenantId))
+  if (query.q) {
+    const pattern = likePattern(query.q)
+    const match = or(
+      ilike(apiKeys.clientName, pattern),
+      ilike(apiKeys.email, pattern),
+      ilike(apiKeys.keyPrefix, pattern),
+    )
+    if (match) filters.push(match)
+  }
+  const where = filters.length > 0 ? and(...filters) : undefined
+  const direction = query.order === 'ASC' ? asc : desc
+  const [rows, [total]] = await Promise.all([
+    db
+      .select()
+      .from(apiKeys)
+      .where(where)
+      // The id breaks ties so pages never overlap or skip rows.
+      .orderBy(direction(orderColumns[query.orderField]), direction(apiKeys.id))
+      .limit(query.take)
+      .offset((query.page - 1) * query.take),
+    db.select({ value: count() }).from(apiKeys).where(where),
+  ])
+  return { rows, itemCount: total?.value ?? 0 }
+}
+
+export interface DecideApiKeyInput {
+  id: string
+  decision: ApiKeyDecision
+  actor: string
+  reason: string | null
+  /** Binds the key to a tenant at approval; the admin's word wins over the requested one. */
+  tenantId?: string | undefined
+  now: Date
+}
+
+export type DecideApiKeyResult =
+  | { outcome: 'decided'; key: ApiKeyRow; from: ApiKeyStatus }
+  | { outcome: 'not_found' }
+  | { outcome: 'invalid_transition'; status: ApiKeyStatus }
+
+const decisionEmail: Record<ApiKeyDecision, EmailTemplate> = {
+  approve: 'api-key.approved',
+  reject: 'api-key.rejected',
+  revoke: 'api-key.revoked',
+}
+
+/**
+ * Applies an admin decision in one transaction: the status change, its audit row and the outbox
+ * row for the e-mail commit together or not at all. The update is conditional on the expected
+ * current status, so of two admins deciding the same key at once exactly one wins: the other's
+ * update finds no row in the `from` status once the first commits.
+ */
+export async function decideApiKey(db: Db, input: DecideApiKeyInput): Promise<DecideApiKeyResult> {
+  const { from, to } = API_KEY_TRANSITIONS[input.decision]
+  return db.transaction(async (tx) => {
+    const [key] = await tx
+      .update(apiKeys)
+      .set({
+        status: to,
+        statusReason: input.reason,
+        decidedBy: input.actor,
+        decidedAt: input.now,
+        updatedAt: input.now,
+        ...(input.tenantId ? { tenantId: input.tenantId } : {}),
+      })
+      .where(and(eq(apiKeys.id, input.id), eq(apiKeys.status, from)))
+      .returning()
+    if (!key) {
+      const [current] = await tx
+        .select({ status: apiKeys.status })
+        .from(apiKeys)
+        .where(eq(apiKeys.id, input.id))
+      return current ? { outcome: 'invalid_transition', status: current.status } : { outcome: 'not_found' }
+    }
+    await tx.insert(apiKeyAuditLog).values({
+      apiKeyId: key.id,
+      actor: input.actor,
+      fromStatus: from,
+      toStatus: to,
+      reason: input.reason,
+      createdAt: input.now,
+    })
+    const email: EmailOutboxPayload = {
+      to: key.email,
+      template: decisionEmail[input.decision],
+      data: { keyId: key.id, clientName: key.clientName, keyPrefix: key.keyPrefix, reason: input.reason },
+    }
+    await tx.insert(outbox).values({ topic: 'email', payload: email, createdAt: input.now })
+    await tx.execute(sql`select pg_notify(${OUTBOX_NOTIFY_CHANNEL}, '')`)
+    return { outcome: 'decided', key, from }
+  })
+}

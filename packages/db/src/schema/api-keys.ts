@@ -1,0 +1,29 @@
+import { index, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core'
+import { apiKeyStatus, appEnv } from './enums.ts'
+
+/** API keys. The key itself is never stored: only its SHA-256 and a short prefix admins can read. */
+export const apiKeys = pgTable(
+  'api_keys',
+  {
+    id: uuid().primaryKey().defaultRandom(),
+    keyHash: text().notNull().unique(),
+    keyPrefix: text().notNull(),
+    environment: appEnv().notNull(),
+    clientName: text().notNull(),
+    email: text().notNull(),
+    scopes: text().array().notNull(),
+    tenantId: text(),
+    status: apiKeyStatus().notNull().default('pending'),
+    statusReason: text(),
+    decidedBy: text(),
+    decidedAt: timestamp({ withTimezone: true }),
+    createdAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    index('api_keys_status_created_at_idx').on(t.status, t.createdAt),
+    index('api_keys_created_at_idx').on(t.createdAt),
+  ],
+)
+
+export type ApiKeyRow = typeof apiKeys.$inferSelect

@@ -1,0 +1,5 @@
+export * from './api-key-audit-log.ts'
+export * from './api-keys.ts'
+export * from './email-deliveries.ts'
+export * from './enums.ts'
+export * from './outbox.ts'

@@ -1,0 +1,22 @@
+import { sql } from 'drizzle-orm'
+import { bigserial, index, jsonb, pgTable, text, timestamp } from 'drizzle-orm/pg-core'
+
+/**
+ * The transactional outbox: side effects (e-mails) written in the same transaction as the change
+ * that causes them, then moved to the queue by the worker's relay. Nothing is lost when Redis is
+ * down, and nothing is sent for a change that rolled back.
+ */
+export const outbox = pgTable(
+  'outbox',
+  {
+    id: bigserial({ mode: 'number' }).primaryKey(),
+    topic: text().notNull(),
+    payload: jsonb().notNull(),
+    createdAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
+    dispatchedAt: timestamp({ withTimezone: true }),
+  },
+  (t) => [index('outbox_pending_idx').on(t.id).where(sql`${t.dispatchedAt} is null`)],
+)
+
+/** Postgres NOTIFY channel that wakes the relay as soon as a new outbox row commits. */
+export const OUTBOX_NOTIFY_CHANNEL = 'dispatch_outbox'
