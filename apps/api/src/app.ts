@@ -1,0 +1,88 @@
+import { randomUUID } from 'node:crypto'
+import rateLimit from '@fastify/rate-limit'
+import swagger from '@fastify/swagger'
+import swaggerUi from '@fastify/swagger-ui'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import Fastify, { type FastifyInstance, LogController } from 'fastify'
+import type { ApiDeps } from './deps.ts'
+import { AppError } from './errors.ts'
+import { adminAuth } from './plugins/admin-auth.ts'
+import { apiKeyAuth } from './plugins/api-key-auth.ts'
+import { installErrorHandler } from './plugins/error-handler.ts'
+import { installValidation } from './plugins/validation.ts'
+import { adminApiKeyRoutes } from './routes/admin/api-keys.ts'
+import { apiKeyRoutes } from './routes/api-keys/index.ts'
+import { healthRoutes } from './routes/health/index.ts'
+
+export type { ApiDeps } from './deps.ts'
+export { createDeps, createLogger } from './deps.ts'
+export { type ApiConfig, parseApiConfig } from './env.ts'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    deps: ApiDeps
+  }
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+
+/** Builds the API with the dependencies it is given; the server and the tests both call this. */
+export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
+  const { config } = deps
+  const app = Fastify({
+    loggerInstance: deps.logger,
+    bodyLimit: config.BODY_LIMIT_BYTES,
+    trustProxy: config.TRUST_PROXY,
+    logController: new LogController({ requestIdLogLabel: 'requestId' }),
+    // The caller's x-request-id is kept when it is sane, so one id follows a request across systems.
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id']
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
+    },
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  app.decorate('deps', deps)
+  installValidation(app)
+  installErrorHandler(app)
+  // JSON only: anything else is 415, rather than a string that fails validation.
+  app.removeContentTypeParser(['text/plain'])
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id)
+  })
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Dispatch API', version: '0.1.0', description: 'Queue-backed message dispatch.' },
+      components: {
+        securitySchemes: {
+          apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
+          adminToken: { type: 'http', scheme: 'bearer' },
+        },
+      },
+    },
+  })
+  await app.register(swaggerUi, { routePrefix: '/docs' })
+  await app.register(rateLimit, {
+    global: false,
+    redis: deps.redis,
+    nameSpace: `${config.QUEUE_PREFIX}:rate-limit:`,
+    // A rate limiter that cannot reach Redis lets requests through rather than failing them.
+    skipOnError: true,
+    errorResponseBuilder: (_request, context) =>
+      new AppError('RATE_LIMITED', `Too many requests; retry in ${context.after}`, {
+        'retry-after': String(Math.max(1, Math.ceil(context.ttl / 1000))),
+      }),
+  })
+  await app.register(apiKeyAuth)
+  await app.register(adminAuth)
+
+  await app.register(healthRoutes)
+  await app.register(apiKeyRoutes, { prefix: '/api/api-keys' })
+  await app.register(adminApiKeyRoutes, { prefix: '/api/admin/api-keys' })
+
+  app.addHook('onClose', async () => deps.close())
+  return app
+}

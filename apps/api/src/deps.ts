@@ -1,0 +1,64 @@
+import { REDACTED_LOG_PATHS } from '@dispatch/contracts'
+import { createDb, type Db } from '@dispatch/db'
+import type { FastifyBaseLogger } from 'fastify'
+import { Redis } from 'ioredis'
+import pino, { type DestinationStream } from 'pino'
+import type { ApiConfig } from './env.ts'
+
+/** Everything the app talks to, built once by the server (or by a test) and handed to `buildApp`. */
+export interface ApiDeps {
+  config: ApiConfig
+  db: Db
+  /** Commands (rate limits, publishing). Fails fast when Redis is down: no offline queue. */
+  redis: Redis
+  /** A dedicated connection for pub/sub subscriptions. */
+  redisSubscriber: Redis
+  logger: FastifyBaseLogger
+  clock: () => Date
+  /** Postgres reachability, for /readyz. */
+  pingDb(): Promise<void>
+  close(): Promise<void>
+}
+
+export function createLogger(
+  config: Pick<ApiConfig, 'LOG_LEVEL'>,
+  stream?: DestinationStream,
+): FastifyBaseLogger {
+  const options = { level: config.LOG_LEVEL, redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' } }
+  return stream ? pino(options, stream) : pino(options)
+}
+
+export function createDeps(config: ApiConfig, overrides: { logger?: FastifyBaseLogger } = {}): ApiDeps {
+  const { db, sql, close: closeDb } = createDb(config.DATABASE_URL)
+  const redisOptions = {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2000,
+    lazyConnect: false,
+  }
+  const redis = new Redis(config.REDIS_URL, redisOptions)
+  const redisSubscriber = new Redis(config.REDIS_URL, { ...redisOptions, enableOfflineQueue: true })
+  const logger = overrides.logger ?? createLogger(config)
+  for (const [name, client] of [
+    ['redis', redis],
+    ['redis-subscriber', redisSubscriber],
+  ] as const) {
+    client.on('error', (error) => logger.warn({ err: error, client: name }, 'redis connection error'))
+  }
+  return {
+    config,
+    db,
+    redis,
+    redisSubscriber,
+    logger,
+    clock: () => new Date(),
+    pingDb: async () => {
+      await sql`select 1`
+    },
+    close: async () => {
+      redis.disconnect()
+      redisSubscriber.disconnect()
+      await closeDb()
+    },
+  }
+}

@@ -1,0 +1,71 @@
+import { APP_ENVS } from '@dispatch/contracts'
+import { loadEnvOrExit, parseEnv } from '@dispatch/contracts/env'
+import Type, { type Static } from 'typebox'
+
+const ApiEnv = Type.Object({
+  APP_ENV: Type.Enum(APP_ENVS, { default: 'development' }),
+  HOST: Type.String({ default: '127.0.0.1' }),
+  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
+  LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { default: 'info' }),
+  DATABASE_URL: Type.String({
+    pattern: '^postgres(ql)?://',
+    default: 'postgres://postgres@127.0.0.1:5432/dispatch',
+  }),
+  REDIS_URL: Type.String({ pattern: '^rediss?://', default: 'redis://127.0.0.1:6379' }),
+  QUEUE_PREFIX: Type.String({ pattern: '^[A-Za-z0-9_-]+$', default: 'dispatch' }),
+  ADMIN_TOKENS: Type.Optional(
+    Type.String({ pattern: '^[A-Za-z0-9_.-]+=[^,\\s]{16,}(,[A-Za-z0-9_.-]+=[^,\\s]{16,})*$' }),
+  ),
+  TRUST_PROXY: Type.Boolean({ default: false }),
+  BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 65536 }),
+  KEY_REQUEST_RATE_MAX: Type.Integer({ minimum: 1, default: 20 }),
+  KEY_REQUEST_RATE_WINDOW_MS: Type.Integer({ minimum: 1000, default: 3_600_000 }),
+  API_KEY_CACHE_TTL_MS: Type.Integer({ minimum: 0, default: 30_000 }),
+  API_KEY_CACHE_MAX: Type.Integer({ minimum: 1, default: 10_000 }),
+  SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, default: 10_000 }),
+})
+type ApiEnv = Static<typeof ApiEnv>
+
+/** Used only in development when ADMIN_TOKENS is unset, so the README's curl lines work as given. */
+export const DEVELOPMENT_ADMIN_TOKEN = 'dev-admin-token-change-me'
+
+export interface AdminToken {
+  name: string
+  token: string
+}
+
+export type ApiConfig = Omit<ApiEnv, 'ADMIN_TOKENS'> & {
+  adminTokens: AdminToken[]
+  usingDevAdminToken: boolean
+}
+
+function toConfig(env: ApiEnv): ApiConfig {
+  const { ADMIN_TOKENS, ...rest } = env
+  if (!ADMIN_TOKENS && env.APP_ENV === 'production') {
+    throw new Error(
+      'Invalid configuration:\n  ADMIN_TOKENS: required in production (name=token pairs, comma-separated)',
+    )
+  }
+  const adminTokens = ADMIN_TOKENS
+    ? ADMIN_TOKENS.split(',').map((pair) => {
+        const at = pair.indexOf('=')
+        return { name: pair.slice(0, at), token: pair.slice(at + 1) }
+      })
+    : [{ name: 'dev-admin', token: DEVELOPMENT_ADMIN_TOKEN }]
+  return { ...rest, adminTokens, usingDevAdminToken: !ADMIN_TOKENS }
+}
+
+/** Parses an environment record; throws naming each bad variable. Tests call this with their own. */
+export const parseApiConfig = (source: Record<string, string | undefined>) =>
+  toConfig(parseEnv(ApiEnv, source))
+
+/** The process's configuration, or a message naming each bad variable and exit 1. */
+export function loadApiConfig(): ApiConfig {
+  const env = loadEnvOrExit(ApiEnv, process.env)
+  try {
+    return toConfig(env)
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n`)
+    process.exit(1)
+  }
+}

@@ -1,0 +1,21 @@
+import { STATUS_CODES } from 'node:http'
+import { type ErrorBody, type ErrorCode, ErrorCodes } from '@dispatch/contracts'
+
+/** The one error type handlers throw; the error handler renders it as the spec's error body. */
+export class AppError extends Error {
+  override name = 'AppError'
+  readonly errorCode: ErrorCode
+  readonly statusCode: number
+  readonly headers: Record<string, string>
+
+  constructor(errorCode: ErrorCode, message: string, headers: Record<string, string> = {}) {
+    super(message)
+    this.errorCode = errorCode
+    this.statusCode = ErrorCodes[errorCode]
+    this.headers = headers
+  }
+}
+
+export function errorBody(errorCode: ErrorCode | string, statusCode: number, message: string): ErrorBody {
+  return { message, errorCode, statusCode, error: STATUS_CODES[statusCode] ?? 'Error' }
+}

@@ -1,0 +1,99 @@
+import { API_KEY_INVALIDATION_CHANNEL } from '@dispatch/contracts'
+import { type ApiKeyRow, findApiKeyByHash, hashApiKey, keyPrefixFor } from '@dispatch/db'
+import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify'
+import fp from 'fastify-plugin'
+import { AppError } from '../errors.ts'
+import { ApiKeyCache } from './api-key-cache.ts'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** An onRequest hook that admits only an active key of this environment, with `scope` if given. */
+    requireApiKey(scope?: string): onRequestHookHandler
+    /** Tells every API instance to drop its cached copy of the key (after a status change). */
+    publishApiKeyChange(id: string): Promise<void>
+    apiKeyCache: ApiKeyCache
+  }
+  interface FastifyRequest {
+    apiKey: ApiKeyRow
+  }
+}
+
+export const apiKeyAuth = fp(
+  async (app: FastifyInstance) => {
+    const { config, db, redis, redisSubscriber } = app.deps
+    const cache = new ApiKeyCache(config.API_KEY_CACHE_TTL_MS, config.API_KEY_CACHE_MAX)
+    const channel = `${config.QUEUE_PREFIX}:${API_KEY_INVALIDATION_CHANNEL}`
+    const envPrefix = keyPrefixFor(config.APP_ENV)
+
+    let connectedBefore = false
+    const onReady = () => {
+      // Messages published while we were disconnected are lost: start from a clean cache.
+      if (connectedBefore) cache.clear()
+      connectedBefore = true
+    }
+    const onMessage = (from: string, id: string) => {
+      if (from === channel) cache.evictKey(id)
+    }
+    redisSubscriber.on('ready', onReady)
+    redisSubscriber.on('message', onMessage)
+    await redisSubscriber.subscribe(channel).catch((error: Error) => {
+      app.log.warn({ err: error }, 'api-key invalidation channel not subscribed yet; retries on reconnect')
+    })
+    app.addHook('onClose', async () => {
+      redisSubscriber.off('ready', onReady)
+      redisSubscriber.off('message', onMessage)
+    })
+
+    app.decorateRequest('apiKey', null as unknown as ApiKeyRow)
+    app.decorate('apiKeyCache', cache)
+    app.decorate('publishApiKeyChange', async (id: string) => {
+      cache.evictKey(id)
+      try {
+        await redis.publish(channel, id)
+      } catch (error) {
+        app.log.warn(
+          { err: error, apiKeyId: id },
+          'could not publish api-key change; other instances catch up by TTL',
+        )
+      }
+    })
+
+    const authenticate = async (request: FastifyRequest, scope: string | undefined) => {
+      const header = request.headers['x-api-key']
+      const raw = Array.isArray(header) ? header[0] : header
+      if (!raw) throw new AppError('API_KEY_MISSING', 'The x-api-key header is required')
+      if (!raw.startsWith(envPrefix)) throw new AppError('API_KEY_INVALID', 'The API key is not valid')
+      const hash = hashApiKey(raw)
+      let key: ApiKeyRow | null
+      try {
+        key = await cache.get(hash, async () => (await findApiKeyByHash(db, hash)) ?? null)
+      } catch (error) {
+        request.log.error({ err: error }, 'api-key lookup failed')
+        throw new AppError(
+          'SERVICE_UNAVAILABLE',
+          'The service cannot check API keys right now; retry shortly',
+          {
+            'retry-after': '1',
+          },
+        )
+      }
+      if (!key || key.environment !== config.APP_ENV)
+        throw new AppError('API_KEY_INVALID', 'The API key is not valid')
+      if (key.status !== 'approved') {
+        throw new AppError(
+          'API_KEY_NOT_ACTIVE',
+          `The API key is ${key.status}; only approved keys can be used`,
+        )
+      }
+      if (scope && !key.scopes.includes(scope)) {
+        throw new AppError('INSUFFICIENT_SCOPE', `The API key lacks the "${scope}" scope`)
+      }
+      request.apiKey = key
+    }
+
+    app.decorate('requireApiKey', (scope?: string): onRequestHookHandler => {
+      return async (request) => authenticate(request, scope)
+    })
+  },
+  { name: 'api-key-auth', dependencies: [] },
+)

@@ -1,0 +1,59 @@
+import type { ErrorObject } from 'ajv'
+import type { FastifyError, FastifyInstance } from 'fastify'
+import { AppError, errorBody } from '../errors.ts'
+import { describeValidationError } from './validation.ts'
+
+/** Fastify's own errors that a client caused, mapped to our codes. */
+const fastifyCodes: Record<string, { errorCode: string; message?: string }> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: { errorCode: 'VALIDATION_ERROR', message: 'Body is not valid JSON' },
+  FST_ERR_CTP_EMPTY_JSON_BODY: {
+    errorCode: 'VALIDATION_ERROR',
+    message: 'Body is empty but Content-Type is application/json',
+  },
+  FST_ERR_CTP_BODY_TOO_LARGE: {
+    errorCode: 'PAYLOAD_TOO_LARGE',
+    message: 'Body is larger than this endpoint accepts',
+  },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: {
+    errorCode: 'UNSUPPORTED_MEDIA_TYPE',
+    message: 'Content-Type must be application/json',
+  },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: {
+    errorCode: 'VALIDATION_ERROR',
+    message: 'Content-Length does not match the body',
+  },
+  FST_ERR_CTP_INVALID_TYPE: {
+    errorCode: 'UNSUPPORTED_MEDIA_TYPE',
+    message: 'Content-Type must be application/json',
+  },
+}
+
+/** Renders every failure, from every route, as the spec's error body; 5xx details stay in the log. */
+export function installErrorHandler(app: FastifyInstance) {
+  app.setNotFoundHandler((request, reply) => {
+    reply
+      .code(404)
+      .send(errorBody('NOT_FOUND', 404, `Route ${request.method} ${request.url.split('?')[0]} not found`))
+  })
+
+  app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
+    if (error instanceof AppError) {
+      reply.headers(error.headers)
+      return reply.code(error.statusCode).send(errorBody(error.errorCode, error.statusCode, error.message))
+    }
+    if (error.validation) {
+      const message = describeValidationError(error.validationContext, error.validation[0] as ErrorObject)
+      return reply.code(400).send(errorBody('VALIDATION_ERROR', 400, message))
+    }
+    const known = error.code ? fastifyCodes[error.code] : undefined
+    const status = error.statusCode ?? 500
+    if (known && status < 500) {
+      return reply.code(status).send(errorBody(known.errorCode, status, known.message ?? error.message))
+    }
+    if (status >= 400 && status < 500) {
+      return reply.code(status).send(errorBody('VALIDATION_ERROR', status, error.message))
+    }
+    request.log.error({ err: error }, 'request failed')
+    return reply.code(500).send(errorBody('INTERNAL_ERROR', 500, 'Internal server error'))
+  })
+}

@@ -1,0 +1,132 @@
+import {
+  ApiKeyAdminDetail,
+  ApiKeyAdminView,
+  type ApiKeyDecision,
+  ApiKeyIdParams,
+  ApiKeyList,
+  ApiKeyListQuery,
+  ApproveApiKeyBody,
+  pageMeta,
+  RejectApiKeyBody,
+  RevokeApiKeyBody,
+} from '@dispatch/contracts'
+import { decideApiKey, findApiKeyById, listApiKeyHistory, listApiKeys } from '@dispatch/db'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { TSchema } from 'typebox'
+import { AppError } from '../../errors.ts'
+import { toApiKeyAdminView } from '../../views.ts'
+import { errorResponses } from '../responses.ts'
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+const notFound = (id: string) => new AppError('NOT_FOUND', `No API key with id ${JSON.stringify(id)}`)
+/** A malformed id names no key: 404, the same as an unknown one (and never a database error). */
+const checkId = (id: string) => {
+  if (!UUID.test(id)) throw notFound(id)
+  return id.toLowerCase()
+}
+
+const adminErrors = errorResponses('ADMIN_AUTH_REQUIRED', 'NOT_FOUND', 'VALIDATION_ERROR')
+const security = [{ adminToken: [] }]
+
+export const adminApiKeyRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { db, clock } = app.deps
+  app.addHook('onRequest', app.requireAdmin)
+
+  app.get(
+    '/',
+    {
+      schema: {
+        tags: ['admin'],
+        summary: 'List API keys',
+        security,
+        querystring: ApiKeyListQuery,
+        response: { 200: ApiKeyList, ...adminErrors },
+      },
+    },
+    async (request) => {
+      const { rows, itemCount } = await listApiKeys(db, request.query)
+      return {
+        ...pageMeta(request.query.page, request.query.take, itemCount),
+        data: rows.map(toApiKeyAdminView),
+      }
+    },
+  )
+
+  app.get(
+    '/:id',
+    {
+      schema: {
+        tags: ['admin'],
+        summary: 'One API key, with its decision history',
+        security,
+        params: ApiKeyIdParams,
+        response: { 200: ApiKeyAdminDetail, ...adminErrors },
+      },
+    },
+    async (request) => {
+      const id = checkId(request.params.id)
+      const [row, history] = await Promise.all([findApiKeyById(db, id), listApiKeyHistory(db, id)])
+      if (!row) throw notFound(id)
+      return {
+        ...toApiKeyAdminView(row),
+        history: history.map((h) => ({ ...h, createdAt: h.createdAt.toISOString() })),
+      }
+    },
+  )
+
+  const decisionRoute = <B extends TSchema>(
+    decision: ApiKeyDecision,
+    body: B,
+    summary: string,
+    read: (body: Record<string, string | undefined>) => {
+      reason: string | null
+      tenantId?: string | undefined
+    },
+  ) =>
+    app.post(
+      `/:id/${decision}`,
+      {
+        // An empty POST (no body, no Content-Type) means "no options".
+        preValidation: async (request) => {
+          request.body ??= {} as typeof request.body
+        },
+        schema: {
+          tags: ['admin'],
+          summary,
+          security,
+          params: ApiKeyIdParams,
+          body,
+          response: { 200: ApiKeyAdminView, ...adminErrors, ...errorResponses('INVALID_STATE_TRANSITION') },
+        },
+      },
+      async (request) => {
+        const id = checkId(request.params.id)
+        const result = await decideApiKey(db, {
+          id,
+          decision,
+          actor: request.adminName,
+          now: clock(),
+          ...read(request.body as Record<string, string | undefined>),
+        })
+        if (result.outcome === 'not_found') throw notFound(id)
+        if (result.outcome === 'invalid_transition') {
+          throw new AppError(
+            'INVALID_STATE_TRANSITION',
+            `Cannot ${decision} an API key that is ${result.status}`,
+          )
+        }
+        request.log.info({ apiKeyId: id, decision, actor: request.adminName }, 'api key decided')
+        await app.publishApiKeyChange(id)
+        return toApiKeyAdminView(result.key)
+      },
+    )
+
+  decisionRoute('approve', ApproveApiKeyBody, 'Approve a pending key', (b) => ({
+    reason: null,
+    tenantId: b.tenantId,
+  }))
+  decisionRoute('reject', RejectApiKeyBody, 'Reject a pending key, with a reason', (b) => ({
+    reason: b.reason ?? null,
+  }))
+  decisionRoute('revoke', RevokeApiKeyBody, 'Revoke an approved key', (b) => ({ reason: b.reason ?? null }))
+}

@@ -1,0 +1,71 @@
+import { ApiKeyCreated, ApiKeyRequestBody, ApiKeySelf } from '@dispatch/contracts'
+import { generateApiKey, insertApiKey } from '@dispatch/db'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { toApiKeySelf } from '../../views.ts'
+import { errorResponses } from '../responses.ts'
+
+export const apiKeyRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { config, db, clock } = app.deps
+
+  app.post(
+    '/request',
+    {
+      config: {
+        rateLimit: { max: config.KEY_REQUEST_RATE_MAX, timeWindow: config.KEY_REQUEST_RATE_WINDOW_MS },
+      },
+      schema: {
+        tags: ['api-keys'],
+        summary: 'Request an API key',
+        description: 'The key is returned once, in this answer, and works only after an admin approves it.',
+        body: ApiKeyRequestBody,
+        response: {
+          201: ApiKeyCreated,
+          ...errorResponses(
+            'VALIDATION_ERROR',
+            'PAYLOAD_TOO_LARGE',
+            'UNSUPPORTED_MEDIA_TYPE',
+            'RATE_LIMITED',
+          ),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { key, keyHash, keyPrefix } = generateApiKey(config.APP_ENV)
+      const row = await insertApiKey(db, {
+        keyHash,
+        keyPrefix,
+        environment: config.APP_ENV,
+        clientName: request.body.clientName,
+        email: request.body.email,
+        scopes: request.body.scopes,
+        tenantId: request.body.tenantId ?? null,
+        createdAt: clock(),
+      })
+      request.log.info({ apiKeyId: row.id, keyPrefix }, 'api key requested')
+      return reply.code(201).send({
+        id: row.id,
+        key,
+        status: 'pending' as const,
+        clientName: row.clientName,
+        email: row.email,
+        scopes: row.scopes,
+        tenantId: row.tenantId,
+        createdAt: row.createdAt.toISOString(),
+      })
+    },
+  )
+
+  app.get(
+    '/me',
+    {
+      onRequest: app.requireApiKey(),
+      schema: {
+        tags: ['api-keys'],
+        summary: 'The calling API key',
+        security: [{ apiKey: [] }],
+        response: { 200: ApiKeySelf, ...errorResponses('API_KEY_MISSING', 'API_KEY_NOT_ACTIVE') },
+      },
+    },
+    async (request) => toApiKeySelf(request.apiKey),
+  )
+}

@@ -1,0 +1,26 @@
+import closeWithGrace from 'close-with-grace'
+import { buildApp } from './app.ts'
+import { createDeps } from './deps.ts'
+import { loadApiConfig } from './env.ts'
+
+const config = loadApiConfig()
+const deps = createDeps(config)
+const app = await buildApp(deps)
+
+if (config.usingDevAdminToken) {
+  app.log.warn('ADMIN_TOKENS is unset: the development admin token "dev-admin-token-change-me" is in use')
+}
+
+closeWithGrace({ delay: config.SHUTDOWN_GRACE_MS }, async ({ signal, err }) => {
+  if (err) app.log.error({ err }, 'shutting down after an error')
+  else app.log.info({ signal }, 'shutting down: finishing in-flight requests')
+  await app.close()
+})
+
+try {
+  const address = await app.listen({ host: config.HOST, port: config.PORT })
+  app.log.info(`Dispatch API listening on ${address} (docs at ${address}/docs)`)
+} catch (err) {
+  app.log.fatal({ err }, 'could not start the API')
+  process.exit(1)
+}
