@@ -1,0 +1,56 @@
+import type { ApiKeyEmailData, EmailTemplate } from '@dispatch/contracts'
+
+export interface RenderedEmail {
+  subject: string
+  text: string
+  html: string
+}
+
+const escapeHtml = (s: string) =>
+  s.replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c,
+  )
+/** Client names are the requester's text: keep them to one line in a subject. */
+const oneLine = (s: string) => s.replace(/[\r\n\t]+/g, ' ').trim()
+
+interface Draft {
+  subject: string
+  /** Paragraphs of plain text; the HTML part is made from the same words, escaped. */
+  paragraphs: string[]
+}
+
+const drafts: Record<EmailTemplate, (d: ApiKeyEmailData) => Draft> = {
+  'api-key.approved': (d) => ({
+    subject: `Your Dispatch API key for ${oneLine(d.clientName)} is approved`,
+    paragraphs: [
+      `Good news: the API key ${d.keyPrefix}… requested for ${d.clientName} has been approved.`,
+      'It works from now on. Send it in the x-api-key header of each request, and keep it secret.',
+    ],
+  }),
+  'api-key.rejected': (d) => ({
+    subject: `Your Dispatch API key request for ${oneLine(d.clientName)} was rejected`,
+    paragraphs: [
+      `The API key ${d.keyPrefix}… requested for ${d.clientName} has been rejected and will not work.`,
+      `Reason: ${d.reason ?? 'none given'}`,
+      'You can request a new key once the reason has been addressed.',
+    ],
+  }),
+  'api-key.revoked': (d) => ({
+    subject: `Your Dispatch API key for ${oneLine(d.clientName)} was revoked`,
+    paragraphs: [
+      `The API key ${d.keyPrefix}… of ${d.clientName} has been revoked. Requests made with it are refused from now on.`,
+      ...(d.reason ? [`Reason: ${d.reason}`] : []),
+      'If you still need access, request a new key.',
+    ],
+  }),
+}
+
+export function renderEmail(template: EmailTemplate, data: ApiKeyEmailData): RenderedEmail {
+  const { subject, paragraphs } = drafts[template](data)
+  return {
+    subject,
+    text: `${paragraphs.join('\n\n')}\n\n— Dispatch\n`,
+    html: `<!doctype html><html><body>${paragraphs.map((p) => `<p>${escapeHtml(p)}</p>`).join('')}<p>— Dispatch</p></body></html>`,
+  }
+}

@@ -1,0 +1,23 @@
+import { loadWorkerConfig } from './env.ts'
+import { createWorkerLogger, startWorker } from './index.ts'
+
+const config = loadWorkerConfig()
+const logger = createWorkerLogger(config)
+const worker = await startWorker(config, logger)
+logger.info({ roles: config.roles, env: config.APP_ENV }, 'Dispatch worker running')
+
+let stopping = false
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.once(signal, async () => {
+    if (stopping) return
+    stopping = true
+    logger.info({ signal }, 'shutting down: finishing in-flight jobs')
+    const timer = setTimeout(() => {
+      logger.error('in-flight jobs did not finish in time; exiting')
+      process.exit(1)
+    }, config.SHUTDOWN_GRACE_MS)
+    timer.unref()
+    await worker.close()
+    process.exit(0)
+  })
+}

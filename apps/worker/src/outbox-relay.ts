@@ -1,0 +1,100 @@
+import { EmailJob, QueueNames } from '@dispatch/contracts'
+import { type Db, OUTBOX_NOTIFY_CHANNEL, type OutboxRow, relayOutbox, type Sql } from '@dispatch/db'
+import type { Queue } from 'bullmq'
+import type { Logger } from 'pino'
+import Value from 'typebox/value'
+
+export interface OutboxRelayOptions {
+  db: Db
+  /** The raw driver, for LISTEN: a committed outbox row wakes the relay at once. */
+  sql: Sql
+  emailQueue: Queue<EmailJob>
+  logger: Logger
+  pollMs: number
+  batchSize: number
+}
+
+/**
+ * Moves committed outbox rows into their queues. Woken by NOTIFY and, as a fallback, by a timer;
+ * when Redis is down a batch rolls back and is retried on the next tick, so nothing is lost.
+ * Each job's id is derived from its outbox row, so a row relayed twice (a crash between the
+ * enqueue and the commit) is still one job.
+ */
+export class OutboxRelay {
+  readonly #options: OutboxRelayOptions
+  #timer: NodeJS.Timeout | undefined
+  #listener: { unlisten(): Promise<void> } | undefined
+  #running: Promise<void> | undefined
+  #again = false
+  #failing = false
+  #stopped = false
+
+  constructor(options: OutboxRelayOptions) {
+    this.#options = options
+  }
+
+  async start() {
+    const { sql, pollMs, logger } = this.#options
+    try {
+      this.#listener = await sql.listen(OUTBOX_NOTIFY_CHANNEL, () => this.kick())
+    } catch (error) {
+      logger.warn({ err: error }, 'outbox LISTEN failed; relying on polling')
+    }
+    this.#timer = setInterval(() => this.kick(), pollMs)
+    this.kick()
+  }
+
+  /** Runs a relay pass now, or right after the one in progress. */
+  kick() {
+    if (this.#stopped) return
+    if (this.#running) {
+      this.#again = true
+      return
+    }
+    this.#running = this.#drain().finally(() => {
+      this.#running = undefined
+      if (this.#again) {
+        this.#again = false
+        this.kick()
+      }
+    })
+  }
+
+  async #drain() {
+    const { db, batchSize, logger } = this.#options
+    try {
+      let moved: number
+      do {
+        moved = await relayOutbox(db, batchSize, (rows) => this.#publish(rows))
+        if (moved > 0) logger.debug({ moved }, 'outbox rows relayed')
+      } while (moved === batchSize && !this.#stopped)
+      if (this.#failing) logger.info('outbox relay recovered')
+      this.#failing = false
+    } catch (error) {
+      // Logged once per outage, not on every tick.
+      if (!this.#failing) logger.warn({ err: error }, 'outbox relay failed; retrying')
+      this.#failing = true
+    }
+  }
+
+  async #publish(rows: OutboxRow[]) {
+    const { emailQueue, logger } = this.#options
+    const jobs = []
+    for (const row of rows) {
+      const data = { ...(row.payload as object), outboxId: String(row.id) }
+      if (row.topic !== QueueNames.email || !Value.Check(EmailJob, data)) {
+        logger.error({ outboxId: row.id, topic: row.topic }, 'outbox row has no valid job; skipped')
+        continue
+      }
+      jobs.push({ name: data.template, data, opts: { jobId: `outbox-${row.id}` } })
+    }
+    if (jobs.length > 0) await emailQueue.addBulk(jobs)
+  }
+
+  async stop() {
+    this.#stopped = true
+    clearInterval(this.#timer)
+    await this.#listener?.unlisten().catch(() => {})
+    await this.#running
+  }
+}
