@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import { API_KEY_INVALIDATION_CHANNEL } from '@dispatch/contracts'
 import { type ApiKeyRow, findApiKeyByHash, hashApiKey, keyPrefixFor } from '@dispatch/db'
 import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify'
@@ -31,8 +32,12 @@ export const apiKeyAuth = fp(
       if (connectedBefore) cache.clear()
       connectedBefore = true
     }
-    const onMessage = (from: string, id: string) => {
-      if (from === channel) cache.evictKey(id)
+    // Messages are "<instance> <key id>". An instance evicts locally before publishing, so its own
+    // echo, arriving later, would only throw away an entry cached since: it is ignored.
+    const instanceId = randomUUID()
+    const onMessage = (from: string, message: string) => {
+      const [origin, id] = message.split(' ')
+      if (from === channel && id && origin !== instanceId) cache.evictKey(id)
     }
     redisSubscriber.on('ready', onReady)
     redisSubscriber.on('message', onMessage)
@@ -49,7 +54,7 @@ export const apiKeyAuth = fp(
     app.decorate('publishApiKeyChange', async (id: string) => {
       cache.evictKey(id)
       try {
-        await redis.publish(channel, id)
+        await redis.publish(channel, `${instanceId} ${id}`)
       } catch (error) {
         app.log.warn(
           { err: error, apiKeyId: id },

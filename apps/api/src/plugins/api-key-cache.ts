@@ -15,55 +15,70 @@ interface Entry {
 export class ApiKeyCache {
   readonly #entries = new Map<string, Entry>()
   readonly #inflight = new Map<string, Promise<ApiKeyRow | null>>()
-  /** When the cache last lost entries; a load that started before then is not cached. */
+  /**
+   * Evictions are numbered. A lookup remembers the number when it starts, and its result is not
+   * cached if its key (or everything) was evicted since: the row it read may predate the change.
+   */
+  #generation = 0
   #clearedAt = 0
-  private readonly ttlMs: number
-  private readonly maxEntries: number
-  private readonly now: () => number
+  readonly #evictedAt = new Map<string, number>()
+  readonly #ttlMs: number
+  readonly #maxEntries: number
+  readonly #now: () => number
 
   constructor(ttlMs: number, maxEntries: number, now: () => number = Date.now) {
-    this.ttlMs = ttlMs
-    this.maxEntries = maxEntries
-    this.now = now
+    this.#ttlMs = ttlMs
+    this.#maxEntries = maxEntries
+    this.#now = now
   }
 
   /** The cached lookup for `hash`, or one `load` shared by every concurrent caller. */
   async get(hash: string, load: () => Promise<ApiKeyRow | null>): Promise<ApiKeyRow | null> {
     const hit = this.#entries.get(hash)
-    if (hit && hit.expiresAt > this.now()) {
+    if (hit && hit.expiresAt > this.#now()) {
       this.#entries.delete(hash)
       this.#entries.set(hash, hit)
       return hit.key
     }
     const pending = this.#inflight.get(hash)
     if (pending) return pending
-    const started = this.now()
-    const loading = load().finally(() => this.#inflight.delete(hash))
+    const startedAt = this.#generation
+    const loading = (async () => {
+      try {
+        const key = await load()
+        const evictedAt = Math.max(this.#clearedAt, key ? (this.#evictedAt.get(key.id) ?? 0) : 0)
+        if (evictedAt <= startedAt && this.#ttlMs > 0) this.#store(hash, key)
+        return key
+      } finally {
+        // Only after the check above: the eviction record must outlive every lookup it concerns.
+        this.#inflight.delete(hash)
+        if (this.#inflight.size === 0) this.#evictedAt.clear()
+      }
+    })()
     this.#inflight.set(hash, loading)
-    const key = await loading
-    // An eviction that arrived while loading may describe a newer state than we read: skip caching.
-    if (this.#clearedAt <= started && this.ttlMs > 0) this.#store(hash, key)
-    return key
+    return loading
   }
 
   #store(hash: string, key: ApiKeyRow | null) {
     this.#entries.delete(hash)
-    this.#entries.set(hash, { key, expiresAt: this.now() + this.ttlMs })
-    if (this.#entries.size > this.maxEntries) {
+    this.#entries.set(hash, { key, expiresAt: this.#now() + this.#ttlMs })
+    if (this.#entries.size > this.#maxEntries) {
       const oldest = this.#entries.keys().next().value
       if (oldest !== undefined) this.#entries.delete(oldest)
     }
   }
 
   evictKey(id: string) {
-    this.#clearedAt = this.now()
+    this.#generation++
+    if (this.#inflight.size > 0) this.#evictedAt.set(id, this.#generation)
     for (const [hash, entry] of this.#entries) {
       if (entry.key?.id === id) this.#entries.delete(hash)
     }
   }
 
   clear() {
-    this.#clearedAt = this.now()
+    this.#generation++
+    this.#clearedAt = this.#generation
     this.#entries.clear()
   }
 

@@ -1,0 +1,86 @@
+import type { ApiKeyRow } from '@dispatch/db'
+import { describe, expect, it } from 'vitest'
+import { ApiKeyCache } from './api-key-cache.ts'
+
+const row = (id: string, status: ApiKeyRow['status'] = 'approved') => ({ id, status }) as ApiKeyRow
+
+describe('ApiKeyCache', () => {
+  it('loads once, then answers from memory until the TTL passes', async () => {
+    let now = 0
+    const cache = new ApiKeyCache(1000, 10, () => now)
+    let loads = 0
+    const load = async () => {
+      loads++
+      return row('a')
+    }
+    await cache.get('h', load)
+    await cache.get('h', load)
+    expect(loads).toBe(1)
+    now = 1001
+    await cache.get('h', load)
+    expect(loads).toBe(2)
+  })
+
+  it('shares one load among concurrent callers', async () => {
+    const cache = new ApiKeyCache(1000, 10)
+    let loads = 0
+    const load = async () => {
+      loads++
+      await new Promise((r) => setTimeout(r, 10))
+      return row('a')
+    }
+    await Promise.all([cache.get('h', load), cache.get('h', load), cache.get('h', load)])
+    expect(loads).toBe(1)
+  })
+
+  it('drops a key on eviction, and does not cache a read that raced with it', async () => {
+    const cache = new ApiKeyCache(1000, 10)
+    await cache.get('h', async () => row('a'))
+    cache.evictKey('a')
+    expect(cache.size).toBe(0)
+
+    let release: () => void = () => {}
+    const slow = cache.get('h', () => new Promise((r) => (release = () => r(row('a', 'approved')))))
+    cache.evictKey('a') // the key changed while its old state was being read
+    release()
+    expect((await slow)?.status).toBe('approved')
+    expect(cache.size).toBe(0)
+
+    // An eviction of another key does not stop this one from being cached.
+    let releaseB: () => void = () => {}
+    const other = cache.get('h', () => new Promise((r) => (releaseB = () => r(row('a')))))
+    cache.evictKey('b')
+    releaseB()
+    await other
+    expect(cache.size).toBe(1)
+  })
+
+  it('keeps at most maxEntries, dropping the least recently used', async () => {
+    const cache = new ApiKeyCache(1000, 2)
+    await cache.get('1', async () => row('1'))
+    await cache.get('2', async () => row('2'))
+    await cache.get('1', async () => row('1')) // 1 is now the most recent
+    await cache.get('3', async () => row('3'))
+    let reloaded = false
+    await cache.get('2', async () => {
+      reloaded = true
+      return row('2')
+    })
+    expect(reloaded).toBe(true)
+  })
+
+  it('remembers unknown keys too, and forgets everything on clear', async () => {
+    const cache = new ApiKeyCache(1000, 10)
+    let loads = 0
+    const unknown = async () => {
+      loads++
+      return null
+    }
+    await cache.get('nope', unknown)
+    await cache.get('nope', unknown)
+    expect(loads).toBe(1)
+    cache.clear()
+    await cache.get('nope', unknown)
+    expect(loads).toBe(2)
+  })
+})
