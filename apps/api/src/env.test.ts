@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest'
+import { DEVELOPMENT_ADMIN_TOKEN, parseApiConfig } from './env.ts'
+
+describe('API configuration', () => {
+  it('has defaults that run against local Postgres and Redis in development', () => {
+    const config = parseApiConfig({})
+    expect(config).toMatchObject({
+      APP_ENV: 'development',
+      PORT: 3000,
+      DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/dispatch',
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      usingDevAdminToken: true,
+    })
+    expect(config.adminTokens).toEqual([{ name: 'dev-admin', token: DEVELOPMENT_ADMIN_TOKEN }])
+  })
+
+  it('names every bad variable at once, without echoing secrets', () => {
+    const attempt = () =>
+      parseApiConfig({ PORT: 'eighty', APP_ENV: 'staging', REDIS_URL: 'http://x', ADMIN_TOKENS: 'ana=short' })
+    expect(attempt).toThrow(/PORT/)
+    expect(attempt).toThrow(/APP_ENV/)
+    expect(attempt).toThrow(/REDIS_URL/)
+    expect(attempt).toThrow(/ADMIN_TOKENS/)
+    expect(attempt).not.toThrow(/ana=short/)
+  })
+
+  it('requires ADMIN_TOKENS in production and parses named pairs', () => {
+    expect(() => parseApiConfig({ APP_ENV: 'production' })).toThrow(/ADMIN_TOKENS: required in production/)
+    const config = parseApiConfig({
+      APP_ENV: 'production',
+      ADMIN_TOKENS: 'ana=0123456789abcdef0123,ops=fedcba9876543210fedc=x',
+    })
+    expect(config.adminTokens).toEqual([
+      { name: 'ana', token: '0123456789abcdef0123' },
+      { name: 'ops', token: 'fedcba9876543210fedc=x' },
+    ])
+    expect(config.usingDevAdminToken).toBe(false)
+  })
+})

@@ -1,0 +1,81 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { buildTestApp, createWorld, expectError, type TestApp, type TestWorld } from './helpers.ts'
+
+let world: TestWorld
+let app: TestApp
+beforeAll(async () => {
+  world = await createWorld()
+  app = await buildTestApp(world)
+})
+afterAll(async () => {
+  await app.close()
+  await world.close()
+})
+
+describe('health', () => {
+  it('GET /healthz answers while the process is up', async () => {
+    const res = await app.inject({ method: 'GET', url: '/healthz' })
+    expect(res.statusCode).toBe(200)
+    expect(res.json()).toEqual({ status: 'ok' })
+  })
+
+  it('GET /readyz answers 200 when Postgres and Redis are reachable', async () => {
+    const res = await app.inject({ method: 'GET', url: '/readyz' })
+    expect(res.statusCode).toBe(200)
+    expect(res.json()).toEqual({ status: 'ok', checks: { postgres: 'ok', redis: 'ok' } })
+  })
+
+  it('GET /readyz answers 503 with the error body naming what is down', async () => {
+    const broken = await buildTestApp(world, {
+      REDIS_URL: 'redis://127.0.0.1:1',
+      DATABASE_URL: world.databaseUrl.replace(/:\d+\//, ':1/'),
+    })
+    try {
+      const res = await broken.inject({ method: 'GET', url: '/readyz' })
+      expectError(res, 503, 'SERVICE_UNAVAILABLE', /Postgres and Redis unreachable/)
+      // Liveness is about the process only.
+      expect((await broken.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200)
+    } finally {
+      await broken.close()
+    }
+  })
+})
+
+describe('OpenAPI', () => {
+  it('documents every route from the same schemas at /docs/json', async () => {
+    const res = await app.inject({ method: 'GET', url: '/docs/json' })
+    expect(res.statusCode).toBe(200)
+    const doc = res.json()
+    expect(doc.openapi).toMatch(/^3\./)
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining([
+        '/api/api-keys/request',
+        '/api/api-keys/me',
+        '/api/admin/api-keys',
+        '/api/admin/api-keys/{id}',
+        '/api/admin/api-keys/{id}/approve',
+        '/api/admin/api-keys/{id}/reject',
+        '/api/admin/api-keys/{id}/revoke',
+      ]),
+    )
+    const request = doc.paths['/api/api-keys/request'].post
+    expect(request.requestBody.content['application/json'].schema.required).toEqual([
+      'clientName',
+      'email',
+      'scopes',
+    ])
+    expect(Object.keys(request.responses)).toEqual(expect.arrayContaining(['201', '400', '429']))
+    expect(doc.components.securitySchemes.apiKey).toMatchObject({
+      type: 'apiKey',
+      in: 'header',
+      name: 'x-api-key',
+    })
+  })
+
+  it('serves Swagger UI at /docs', async () => {
+    const res = await app.inject({ method: 'GET', url: '/docs/' })
+    expect(res.statusCode).toBe(200)
+    expect(res.headers['content-type']).toMatch(/text\/html/)
+    expect(res.body).toMatch(/swagger/i)
+  })
+})

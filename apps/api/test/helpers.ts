@@ -1,0 +1,118 @@
+import { STATUS_CODES } from 'node:http'
+import { type ApiKeyCreated, ErrorBody } from '@dispatch/contracts'
+import type { Sql } from '@dispatch/db'
+import { captureLogs, createTestDatabase, testQueuePrefix, testRedisUrl } from '@dispatch/testing'
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import Value from 'typebox/value'
+import { expect } from 'vitest'
+import { buildApp, createDeps, createLogger, parseApiConfig } from '../src/app.ts'
+
+export const ADMIN = { ana: 'ana-token-0123456789abcdef', ops: 'ops-token-0123456789abcdef' }
+export const asAdmin = (token = ADMIN.ana) => ({ authorization: `Bearer ${token}` })
+
+/** One test file's world: its own database and queue prefix on the run's Postgres and Redis. */
+export interface TestWorld {
+  databaseUrl: string
+  redisUrl: string
+  queuePrefix: string
+  sql: Sql
+  close(): Promise<void>
+}
+
+export async function createWorld(): Promise<TestWorld> {
+  const database = await createTestDatabase()
+  return {
+    databaseUrl: database.url,
+    redisUrl: testRedisUrl(),
+    queuePrefix: testQueuePrefix(),
+    sql: database.sql,
+    close: database.drop,
+  }
+}
+
+export interface TestApp extends FastifyInstance {
+  logs: ReturnType<typeof captureLogs>
+}
+
+/** The real app on the world's Postgres and Redis, its log lines captured for the test to read. */
+export async function buildTestApp(
+  world: TestWorld,
+  env: Record<string, string> = {},
+  /** Extra routes a test adds before the app is ready (to exercise a plugin from the outside). */
+  extend?: (app: FastifyInstance) => void,
+): Promise<TestApp> {
+  const config = parseApiConfig({
+    DATABASE_URL: world.databaseUrl,
+    REDIS_URL: world.redisUrl,
+    QUEUE_PREFIX: world.queuePrefix,
+    ADMIN_TOKENS: `ana=${ADMIN.ana},ops=${ADMIN.ops}`,
+    KEY_REQUEST_RATE_MAX: '10000',
+    LOG_LEVEL: 'info',
+    ...env,
+  })
+  const logs = captureLogs()
+  const app = await buildApp(createDeps(config, { logger: createLogger(config, logs.stream) }))
+  extend?.(app)
+  await app.ready()
+  return Object.assign(app, { logs })
+}
+
+export const keyRequest = (overrides: Record<string, unknown> = {}) => ({
+  clientName: 'Acme Notifications',
+  email: 'ops@acme.test',
+  scopes: ['send:free-text', 'read:messages'],
+  ...overrides,
+})
+
+export async function requestKey(app: FastifyInstance, overrides: Record<string, unknown> = {}) {
+  const res = await app.inject({
+    method: 'POST',
+    url: '/api/api-keys/request',
+    payload: keyRequest(overrides),
+  })
+  if (res.statusCode !== 201) throw new Error(`key request failed: ${res.statusCode} ${res.body}`)
+  return res.json<ApiKeyCreated>()
+}
+
+export async function decide(
+  app: FastifyInstance,
+  id: string,
+  decision: 'approve' | 'reject' | 'revoke',
+  payload?: object,
+  token = ADMIN.ana,
+): Promise<LightMyRequestResponse> {
+  return app.inject({
+    method: 'POST',
+    url: `/api/admin/api-keys/${id}/${decision}`,
+    headers: asAdmin(token),
+    ...(payload ? { payload } : {}),
+  })
+}
+
+/** A key that works: requested, then approved by an admin. */
+export async function activeKey(app: FastifyInstance, overrides: Record<string, unknown> = {}) {
+  const created = await requestKey(app, overrides)
+  const res = await decide(app, created.id, 'approve')
+  if (res.statusCode !== 200) throw new Error(`approve failed: ${res.statusCode} ${res.body}`)
+  return created
+}
+
+/** Asserts the spec's error body, exactly: its four fields, the status, the code, `error` the reason phrase. */
+export function expectError(
+  res: LightMyRequestResponse,
+  statusCode: number,
+  errorCode: string,
+  message?: RegExp,
+) {
+  expect(res.statusCode, res.body).toBe(statusCode)
+  const body = res.json()
+  expect(Value.Check(ErrorBody, body), res.body).toBe(true)
+  expect(body).toEqual({
+    statusCode,
+    errorCode,
+    error: STATUS_CODES[statusCode],
+    message: expect.any(String),
+  })
+  if (message) expect(body.message).toMatch(message)
+  return body as { message: string }
+}
