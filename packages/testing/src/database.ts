@@ -2,6 +2,17 @@ import { randomBytes } from 'node:crypto'
 import postgres from 'postgres'
 import { inject } from 'vitest'
 
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** A URL on the test Postgres server; tests clone `templateDatabase` from it. */
+    postgresUrl: string
+    templateDatabase: string
+    redisUrl: string
+    /** Every database and Redis key of this run starts with it, so teardown finds them all. */
+    runId: string
+  }
+}
+
 /** A fresh, migrated database of its own for one test file, cloned from the run's template. */
 export async function createTestDatabase(): Promise<{
   url: string

@@ -3,18 +3,8 @@ import { migrateDatabase } from '@dispatch/db/migrate'
 import { Redis } from 'ioredis'
 import postgres from 'postgres'
 import type { TestProject } from 'vitest/node'
+import './database.ts'
 import { LOCAL_DATABASE_URL, LOCAL_REDIS_URL, testEnv } from './env.ts'
-
-declare module 'vitest' {
-  export interface ProvidedContext {
-    /** A URL on the test Postgres server; tests clone `templateDatabase` from it. */
-    postgresUrl: string
-    templateDatabase: string
-    redisUrl: string
-    /** Every database and Redis key of this run starts with it, so teardown finds them all. */
-    runId: string
-  }
-}
 
 type Stop = () => Promise<void>
 

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Installs what is missing, applies migrations, and runs the API and the worker against local
+# Postgres and Redis. Ctrl-C stops both, letting in-flight work finish.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/bootstrap.sh
+ensure_node24
+ensure_pnpm
+install_dependencies
+ensure_services
+exec pnpm start

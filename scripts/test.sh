@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Installs what is missing and runs the whole test suite against local Postgres and Redis
+# (or DATABASE_URL / REDIS_URL when set). Extra arguments go to vitest (a file filter, say).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/bootstrap.sh
+ensure_node24
+ensure_pnpm
+install_dependencies
+ensure_services
+exec pnpm test "$@"
