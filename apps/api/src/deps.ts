@@ -36,7 +36,8 @@ export function createDeps(config: ApiConfig, overrides: { logger?: FastifyBaseL
     connectTimeout: 2000,
     lazyConnect: false,
   }
-  const redis = new Redis(config.REDIS_URL, redisOptions)
+  // Commands answer within 2 s or fail: a Redis that stopped answering must not hang requests.
+  const redis = new Redis(config.REDIS_URL, { ...redisOptions, commandTimeout: 2000 })
   const redisSubscriber = new Redis(config.REDIS_URL, { ...redisOptions, enableOfflineQueue: true })
   const logger = overrides.logger ?? createLogger(config)
   for (const [name, client] of [

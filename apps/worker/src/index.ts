@@ -44,6 +44,9 @@ export async function startWorker(
       maxRetriesPerRequest: options.blocking ? null : 1,
       enableOfflineQueue: options.blocking,
       connectTimeout: 2000,
+      // A producer call must not hang on a Redis that stopped answering (the relay holds a
+      // Postgres transaction meanwhile); blocking commands have no such bound.
+      ...(options.blocking ? {} : { commandTimeout: 5000 }),
     })
     client.on('error', (error) => logger.warn({ err: error, client: name }, 'redis connection error'))
     closers.push(() => client.disconnect())
