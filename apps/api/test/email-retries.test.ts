@@ -1,10 +1,15 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { startSmtpServer, type TestSmtpServer, waitFor } from '@dispatch/testing'
-import { createWorkerLogger, parseWorkerConfig, type RunningWorker, startWorker } from '@dispatch/worker'
+import type { RunningWorker } from '@dispatch/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { activeKey, buildTestApp, createWorld, type TestApp, type TestWorld } from './helpers.ts'
-
-type Mail = TestSmtpServer['messages'][number]
+import {
+  activeKey,
+  buildTestApp,
+  createWorld,
+  startTestWorker,
+  type TestApp,
+  type TestWorld,
+} from './helpers.ts'
 
 let world: TestWorld
 let app: TestApp
@@ -14,17 +19,10 @@ beforeAll(async () => {
   world = await createWorld()
   app = await buildTestApp(world)
   smtp = await startSmtpServer()
-  const config = parseWorkerConfig({
-    DATABASE_URL: world.databaseUrl,
-    REDIS_URL: world.redisUrl,
-    QUEUE_PREFIX: world.queuePrefix,
+  worker = await startTestWorker(world, {
     SMTP_URL: smtp.url,
-    OUTBOX_POLL_MS: '100',
-    EMAIL_BACKOFF_MS: '20',
     EMAIL_ATTEMPTS: '5',
-    LOG_LEVEL: 'silent',
   })
-  worker = await startWorker(config, createWorkerLogger(config))
 })
 afterAll(async () => {
   await worker?.close()
@@ -33,9 +31,7 @@ afterAll(async () => {
   await world?.close()
 })
 
-const recipientOf = (mail: Mail) =>
-  (Array.isArray(mail.to) ? mail.to : mail.to ? [mail.to] : []).flatMap((a) => a.value.map((v) => v.address))
-const mailsTo = (address: string) => smtp.messages.filter((m) => recipientOf(m).includes(address))
+const mailsTo = (address: string) => smtp.messagesTo(address)
 
 interface Delivery {
   status: string

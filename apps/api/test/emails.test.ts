@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { startSmtpServer, type TestSmtpServer, waitFor } from '@dispatch/testing'
-import { createWorkerLogger, parseWorkerConfig, type RunningWorker, startWorker } from '@dispatch/worker'
+import type { RunningWorker } from '@dispatch/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
@@ -9,6 +9,7 @@ import {
   decide,
   expectError,
   requestKey,
+  startTestWorker,
   type TestApp,
   type TestWorld,
 } from './helpers.ts'
@@ -25,16 +26,10 @@ beforeAll(async () => {
   world = await createWorld()
   app = await buildTestApp(world)
   smtp = await startSmtpServer()
-  const config = parseWorkerConfig({
-    DATABASE_URL: world.databaseUrl,
-    REDIS_URL: world.redisUrl,
-    QUEUE_PREFIX: world.queuePrefix,
+  worker = await startTestWorker(world, {
     SMTP_URL: smtp.url,
     OUTBOX_POLL_MS: String(POLL_MS),
-    EMAIL_BACKOFF_MS: '20',
-    LOG_LEVEL: 'silent',
   })
-  worker = await startWorker(config, createWorkerLogger(config))
 })
 afterAll(async () => {
   await worker?.close()
@@ -43,9 +38,7 @@ afterAll(async () => {
   await world?.close()
 })
 
-const recipientOf = (mail: Mail) =>
-  (Array.isArray(mail.to) ? mail.to : mail.to ? [mail.to] : []).flatMap((a) => a.value.map((v) => v.address))
-const mailsTo = (address: string) => smtp.messages.filter((m) => recipientOf(m).includes(address))
+const mailsTo = (address: string) => smtp.messagesTo(address)
 /** Waits for the `count`-th e-mail to `address` and returns it. */
 const nthMailTo = (address: string, count = 1) =>
   waitFor(() => mailsTo(address)[count - 1], { what: `e-mail #${count} to ${address}` })

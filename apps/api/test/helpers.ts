@@ -2,7 +2,9 @@ import { STATUS_CODES } from 'node:http'
 import { type ApiKeyCreated, ErrorBody } from '@dispatch/contracts'
 import type { Sql } from '@dispatch/db'
 import { captureLogs, createTestDatabase, testQueuePrefix, testRedisUrl } from '@dispatch/testing'
+import { createWorkerLogger, parseWorkerConfig, type RunningWorker, startWorker } from '@dispatch/worker'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import type { DestinationStream } from 'pino'
 import Value from 'typebox/value'
 import { expect } from 'vitest'
 import { buildApp, createDeps, createLogger, parseApiConfig } from '../src/app.ts'
@@ -55,6 +57,24 @@ export async function buildTestApp(
   extend?.(app)
   await app.ready()
   return Object.assign(app, { logs })
+}
+
+/** The real worker, in process, on the world's Postgres, Redis and queue prefix; quick to poll and retry. */
+export async function startTestWorker(
+  world: TestWorld,
+  env: Record<string, string> = {},
+  logs?: DestinationStream,
+): Promise<RunningWorker> {
+  const config = parseWorkerConfig({
+    DATABASE_URL: world.databaseUrl,
+    REDIS_URL: world.redisUrl,
+    QUEUE_PREFIX: world.queuePrefix,
+    OUTBOX_POLL_MS: '100',
+    EMAIL_BACKOFF_MS: '20',
+    LOG_LEVEL: 'silent',
+    ...env,
+  })
+  return startWorker(config, createWorkerLogger(config, logs))
 }
 
 export const keyRequest = (overrides: Record<string, unknown> = {}) => ({

@@ -1,5 +1,4 @@
 import { captureLogs, startSmtpServer, waitFor } from '@dispatch/testing'
-import { createWorkerLogger, parseWorkerConfig, startWorker } from '@dispatch/worker'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import {
   ADMIN,
@@ -8,6 +7,7 @@ import {
   createWorld,
   decide,
   requestKey,
+  startTestWorker,
   type TestApp,
   type TestWorld,
 } from './helpers.ts'
@@ -26,15 +26,15 @@ afterAll(async () => {
 it('writes no key value and no admin token to any log line, at the most verbose level', async () => {
   const smtp = await startSmtpServer()
   const workerLogs = captureLogs()
-  const config = parseWorkerConfig({
-    DATABASE_URL: world.databaseUrl,
-    REDIS_URL: world.redisUrl,
-    QUEUE_PREFIX: world.queuePrefix,
-    SMTP_URL: smtp.url,
-    OUTBOX_POLL_MS: '50',
-    LOG_LEVEL: 'trace',
-  })
-  const worker = await startWorker(config, createWorkerLogger(config, workerLogs.stream))
+  const worker = await startTestWorker(
+    world,
+    {
+      SMTP_URL: smtp.url,
+      OUTBOX_POLL_MS: '50',
+      LOG_LEVEL: 'trace',
+    },
+    workerLogs.stream,
+  )
   try {
     const key = await requestKey(app)
     await app.inject({ method: 'GET', url: '/api/api-keys/me', headers: { 'x-api-key': key.key } })

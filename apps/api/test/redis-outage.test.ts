@@ -7,11 +7,17 @@ import {
   testRedisUrl,
   waitFor,
 } from '@dispatch/testing'
-import { createWorkerLogger, parseWorkerConfig, type RunningWorker, startWorker } from '@dispatch/worker'
+import type { RunningWorker } from '@dispatch/worker'
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { buildTestApp, createWorld, decide, requestKey, type TestApp, type TestWorld } from './helpers.ts'
-
-type Mail = TestSmtpServer['messages'][number]
+import {
+  buildTestApp,
+  createWorld,
+  decide,
+  requestKey,
+  startTestWorker,
+  type TestApp,
+  type TestWorld,
+} from './helpers.ts'
 
 let world: TestWorld
 let proxy: TcpProxy
@@ -24,16 +30,10 @@ beforeAll(async () => {
   proxy = await startTcpProxy({ host: redis.hostname, port: Number(redis.port || 6379) })
   app = await buildTestApp(world, { REDIS_URL: proxy.url('redis') })
   smtp = await startSmtpServer()
-  const config = parseWorkerConfig({
-    DATABASE_URL: world.databaseUrl,
+  worker = await startTestWorker(world, {
     REDIS_URL: proxy.url('redis'),
-    QUEUE_PREFIX: world.queuePrefix,
     SMTP_URL: smtp.url,
-    OUTBOX_POLL_MS: '100',
-    EMAIL_BACKOFF_MS: '20',
-    LOG_LEVEL: 'silent',
   })
-  worker = await startWorker(config, createWorkerLogger(config))
 })
 afterAll(async () => {
   // Redis back first, so nothing is left waiting on it while closing.
@@ -45,9 +45,7 @@ afterAll(async () => {
   await world?.close()
 })
 
-const recipientOf = (mail: Mail) =>
-  (Array.isArray(mail.to) ? mail.to : mail.to ? [mail.to] : []).flatMap((a) => a.value.map((v) => v.address))
-const mailsTo = (address: string) => smtp.messages.filter((m) => recipientOf(m).includes(address))
+const mailsTo = (address: string) => smtp.messagesTo(address)
 const me = (key: string) =>
   app.inject({ method: 'GET', url: '/api/api-keys/me', headers: { 'x-api-key': key } })
 

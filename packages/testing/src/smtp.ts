@@ -5,10 +5,15 @@ import { SMTPServer } from 'smtp-server'
 export interface TestSmtpServer {
   url: string
   messages: ParsedMail[]
+  /** The messages accepted so far for this recipient. */
+  messagesTo(address: string): ParsedMail[]
   /** Answers the next `count` messages with this SMTP status (e.g. 451 transient, 550 permanent). */
   failNext(count: number, code: number): void
   close(): Promise<void>
 }
+
+const recipients = (mail: ParsedMail) =>
+  (Array.isArray(mail.to) ? mail.to : mail.to ? [mail.to] : []).flatMap((a) => a.value.map((v) => v.address))
 
 /** A real SMTP server, in process, that keeps every message it accepts, parsed. */
 export async function startSmtpServer(): Promise<TestSmtpServer> {
@@ -43,6 +48,7 @@ export async function startSmtpServer(): Promise<TestSmtpServer> {
   return {
     url: `smtp://127.0.0.1:${port}`,
     messages,
+    messagesTo: (address) => messages.filter((m) => recipients(m).includes(address)),
     failNext: (count, code) => {
       failures = { count, code }
     },
