@@ -52,3 +52,11 @@ ensure_services() {
 }
 
 export TURBO_TELEMETRY_DISABLED=1
+
+# Everything a script needs before it runs pnpm.
+prepare() {
+  ensure_node24
+  ensure_pnpm
+  install_dependencies
+  ensure_services
+}

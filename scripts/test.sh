@@ -4,8 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/bootstrap.sh
-ensure_node24
-ensure_pnpm
-install_dependencies
-ensure_services
+prepare
 exec pnpm test "$@"

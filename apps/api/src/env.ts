@@ -1,18 +1,10 @@
-import { APP_ENVS } from '@dispatch/contracts'
-import { loadEnvOrExit, parseEnv } from '@dispatch/contracts/env'
+import { commonEnv, loadEnvOrExit, parseEnv } from '@dispatch/contracts/env'
 import Type, { type Static } from 'typebox'
 
 const ApiEnv = Type.Object({
-  APP_ENV: Type.Enum(APP_ENVS, { default: 'development' }),
+  ...commonEnv,
   HOST: Type.String({ default: '127.0.0.1' }),
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
-  LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { default: 'info' }),
-  DATABASE_URL: Type.String({
-    pattern: '^postgres(ql)?://',
-    default: 'postgres://postgres@127.0.0.1:5432/dispatch',
-  }),
-  REDIS_URL: Type.String({ pattern: '^rediss?://', default: 'redis://127.0.0.1:6379' }),
-  QUEUE_PREFIX: Type.String({ pattern: '^[A-Za-z0-9_-]+$', default: 'dispatch' }),
   ADMIN_TOKENS: Type.Optional(
     Type.String({ pattern: '^[A-Za-z0-9_.-]+=[^,\\s]{16,}(,[A-Za-z0-9_.-]+=[^,\\s]{16,})*$' }),
   ),

@@ -1,6 +1,5 @@
 import { fileURLToPath } from 'node:url'
-import { APP_ENVS } from '@dispatch/contracts'
-import { loadEnvOrExit, parseEnv } from '@dispatch/contracts/env'
+import { commonEnv, loadEnvOrExit, parseEnv } from '@dispatch/contracts/env'
 import Type, { type Static } from 'typebox'
 
 /** The queues (and loops) a worker process can run; ops pick per process with WORKER_QUEUES. */
@@ -8,14 +7,7 @@ export const WORKER_ROLES = ['email', 'outbox'] as const
 export type WorkerRole = (typeof WORKER_ROLES)[number]
 
 const WorkerEnv = Type.Object({
-  APP_ENV: Type.Enum(APP_ENVS, { default: 'development' }),
-  LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { default: 'info' }),
-  DATABASE_URL: Type.String({
-    pattern: '^postgres(ql)?://',
-    default: 'postgres://postgres@127.0.0.1:5432/dispatch',
-  }),
-  REDIS_URL: Type.String({ pattern: '^rediss?://', default: 'redis://127.0.0.1:6379' }),
-  QUEUE_PREFIX: Type.String({ pattern: '^[A-Za-z0-9_-]+$', default: 'dispatch' }),
+  ...commonEnv,
   WORKER_QUEUES: Type.String({
     pattern: `^(${WORKER_ROLES.join('|')})(,(${WORKER_ROLES.join('|')}))*$`,
     default: WORKER_ROLES.join(','),

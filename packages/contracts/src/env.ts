@@ -1,5 +1,6 @@
-import type { Static, TObject } from 'typebox'
+import Type, { type Static, type TObject } from 'typebox'
 import Value from 'typebox/value'
+import { APP_ENVS } from './api-keys.ts'
 
 export class ConfigError extends Error {
   override name = 'ConfigError'
@@ -52,4 +53,17 @@ export function loadEnvOrExit<T extends TObject>(
 function missingName(params: unknown): string {
   const required = (params as { requiredProperties?: string[] })?.requiredProperties
   return required?.join(', ') ?? '(root)'
+}
+
+/** Variables every process reads, with the defaults that run against local Postgres and Redis. */
+export const commonEnv = {
+  APP_ENV: Type.Enum(APP_ENVS, { default: 'development' }),
+  LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { default: 'info' }),
+  DATABASE_URL: Type.String({
+    pattern: '^postgres(ql)?://',
+    default: 'postgres://postgres@127.0.0.1:5432/dispatch',
+  }),
+  REDIS_URL: Type.String({ pattern: '^rediss?://', default: 'redis://127.0.0.1:6379' }),
+  /** Prefix of every Redis key and channel: the API and the workers must agree on it. */
+  QUEUE_PREFIX: Type.String({ pattern: '^[A-Za-z0-9_-]+$', default: 'dispatch' }),
 }
