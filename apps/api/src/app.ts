@@ -8,7 +8,7 @@ import type { ApiDeps } from './deps.ts'
 import { AppError } from './errors.ts'
 import { adminAuth } from './plugins/admin-auth.ts'
 import { apiKeyAuth } from './plugins/api-key-auth.ts'
-import { installErrorHandler } from './plugins/error-handler.ts'
+import { installErrorHandler, renderFrameworkError } from './plugins/error-handler.ts'
 import { installValidation } from './plugins/validation.ts'
 import { adminApiKeyRoutes } from './routes/admin/api-keys.ts'
 import { apiKeyRoutes } from './routes/api-keys/index.ts'
@@ -41,6 +41,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
     },
     routerOptions: { ignoreTrailingSlash: true },
+    frameworkErrors: renderFrameworkError,
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.decorate('deps', deps)

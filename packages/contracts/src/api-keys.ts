@@ -94,7 +94,7 @@ export type ApiKeyListQuery = Static<typeof ApiKeyListQuery>
 export const ApiKeyList = DataEnvelope(ApiKeyAdminView)
 export type ApiKeyList = Static<typeof ApiKeyList>
 
-export const ApiKeyIdParams = Type.Object({ id: Type.String({ maxLength: 64 }) })
+export const ApiKeyIdParams = Type.Object({ id: Type.String() })
 
 export const ApproveApiKeyBody = Type.Object(
   { tenantId: Type.Optional(TenantId) },

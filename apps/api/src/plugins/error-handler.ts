@@ -1,5 +1,5 @@
 import type { ErrorObject } from 'ajv'
-import type { FastifyError, FastifyInstance } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, errorBody } from '../errors.ts'
 import { describeValidationError } from './validation.ts'
 
@@ -56,4 +56,24 @@ export function installErrorHandler(app: FastifyInstance) {
     request.log.error({ err: error }, 'request failed')
     return reply.code(500).send(errorBody('INTERNAL_ERROR', 500, 'Internal server error'))
   })
+}
+
+/**
+ * Errors the router raises before any route or hook runs (Fastify's `frameworkErrors`), which would
+ * otherwise answer with Fastify's own body. A path parameter over the router's length limit names
+ * nothing that exists, like any other malformed id.
+ */
+export function renderFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  const path = request.url.split('?')[0]
+  switch (error.code) {
+    case 'FST_ERR_BAD_URL':
+      return reply.code(400).send(errorBody('VALIDATION_ERROR', 400, 'The URL is malformed'))
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return reply
+        .code(404)
+        .send(errorBody('NOT_FOUND', 404, `Route ${request.method} ${path?.slice(0, 100)}… not found`))
+    default:
+      request.log.error({ err: error }, 'request failed in the router')
+      return reply.code(500).send(errorBody('INTERNAL_ERROR', 500, 'Internal server error'))
+  }
 }

@@ -198,6 +198,7 @@ describe('GET /api/admin/api-keys/:id', () => {
   it('answers 404 for an unknown id and for a malformed one', async () => {
     expectError(await get('/api/admin/api-keys/00000000-0000-4000-8000-000000000000'), 404, 'NOT_FOUND')
     expectError(await get('/api/admin/api-keys/42'), 404, 'NOT_FOUND')
+    expectError(await get(`/api/admin/api-keys/${'a'.repeat(500)}`), 404, 'NOT_FOUND')
     expectError(await get(`/api/admin/api-keys/${encodeURIComponent("1' or '1'='1")}`), 404, 'NOT_FOUND')
   })
 })

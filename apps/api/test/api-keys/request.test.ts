@@ -154,6 +154,16 @@ describe('errors everywhere', () => {
     expectError(res, 404, 'NOT_FOUND')
   })
 
+  it('answers a malformed URL and an over-long path parameter with the error body', async () => {
+    expectError(
+      await app.inject({ method: 'GET', url: '/api/admin/api-keys/%E0%A4%A' }),
+      400,
+      'VALIDATION_ERROR',
+    )
+    const long = await app.inject({ method: 'GET', url: `/api/admin/api-keys/${'a'.repeat(500)}` })
+    expectError(long, 404, 'NOT_FOUND')
+  })
+
   it('echoes a sane x-request-id and makes one up otherwise', async () => {
     const given = await app.inject({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'abc-123' } })
     expect(given.headers['x-request-id']).toBe('abc-123')
