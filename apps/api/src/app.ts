@@ -42,6 +42,8 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     },
     routerOptions: { ignoreTrailingSlash: true },
     frameworkErrors: renderFrameworkError,
+    // Shed load while draining with our own error body (below), not Fastify's.
+    return503OnClosing: false,
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.decorate('deps', deps)
@@ -49,8 +51,19 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   installErrorHandler(app)
   // JSON only: anything else is 415, rather than a string that fails validation.
   app.removeContentTypeParser(['text/plain'])
+  let closing = false
+  app.addHook('preClose', async () => {
+    closing = true
+  })
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id)
+    // A request arriving on a kept-alive connection while the server drains goes elsewhere.
+    if (closing) {
+      throw new AppError('SERVICE_UNAVAILABLE', 'The server is shutting down; retry the request', {
+        'retry-after': '1',
+        connection: 'close',
+      })
+    }
   })
 
   await app.register(swagger, {
