@@ -17,8 +17,8 @@ export interface OutboxRelayOptions {
 /**
  * Moves committed outbox rows into their queues. Woken by NOTIFY and, as a fallback, by a timer;
  * when Redis is down a batch rolls back and is retried on the next tick, so nothing is lost.
- * Each job's id is derived from its outbox row, so a row relayed twice (a crash between the
- * enqueue and the commit) is still one job.
+ * Each job's id is the outbox row's own random job id, so a row relayed twice (a crash between
+ * the enqueue and the commit) is still one job.
  */
 export class OutboxRelay {
   readonly #options: OutboxRelayOptions
@@ -86,7 +86,7 @@ export class OutboxRelay {
         logger.error({ outboxId: row.id, topic: row.topic }, 'outbox row has no valid job; skipped')
         continue
       }
-      jobs.push({ name: data.template, data, opts: { jobId: `outbox-${row.id}` } })
+      jobs.push({ name: data.template, data, opts: { jobId: `outbox-${row.jobId}` } })
     }
     if (jobs.length > 0) await emailQueue.addBulk(jobs)
   }

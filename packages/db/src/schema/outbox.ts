@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { bigserial, index, jsonb, pgTable, text, timestamp } from 'drizzle-orm/pg-core'
+import { bigserial, index, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core'
 
 /**
  * The transactional outbox: side effects (e-mails) written in the same transaction as the change
@@ -10,6 +10,12 @@ export const outbox = pgTable(
   'outbox',
   {
     id: bigserial({ mode: 'number' }).primaryKey(),
+    /**
+     * The queue's job id for this row, which makes a row relayed twice one job. Random rather than
+     * the row id: ids restart with a new or restored database while Redis keeps finished jobs, and a
+     * reused id would be taken for a duplicate and silently dropped.
+     */
+    jobId: uuid().notNull().defaultRandom().unique(),
     topic: text().notNull(),
     payload: jsonb().notNull(),
     createdAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
