@@ -1,4 +1,4 @@
-import { REDACTED_LOG_PATHS } from '@dispatch/contracts'
+import { loggerOptions } from '@dispatch/contracts'
 import { createDb, type Db } from '@dispatch/db'
 import type { FastifyBaseLogger } from 'fastify'
 import { Redis } from 'ioredis'
@@ -24,8 +24,7 @@ export function createLogger(
   config: Pick<ApiConfig, 'LOG_LEVEL'>,
   stream?: DestinationStream,
 ): FastifyBaseLogger {
-  const options = { level: config.LOG_LEVEL, redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' } }
-  return stream ? pino(options, stream) : pino(options)
+  return pino(loggerOptions(config.LOG_LEVEL), stream)
 }
 
 export function createDeps(config: ApiConfig, overrides: { logger?: FastifyBaseLogger } = {}): ApiDeps {

@@ -1,4 +1,4 @@
-import { type EmailJob, QueueNames, REDACTED_LOG_PATHS } from '@dispatch/contracts'
+import { type EmailJob, loggerOptions, QueueNames } from '@dispatch/contracts'
 import { createDb } from '@dispatch/db'
 import { Queue, type Worker } from 'bullmq'
 import { Redis } from 'ioredis'
@@ -14,8 +14,7 @@ export function createWorkerLogger(
   config: Pick<WorkerConfig, 'LOG_LEVEL'>,
   stream?: DestinationStream,
 ): Logger {
-  const options = { level: config.LOG_LEVEL, redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' } }
-  return stream ? pino(options, stream) : pino(options)
+  return pino(loggerOptions(config.LOG_LEVEL), stream)
 }
 
 export interface RunningWorker {

@@ -1,5 +1,5 @@
 /** Log paths pino censors in every process: secrets never reach a log line, whatever carries them. */
-export const REDACTED_LOG_PATHS = [
+const REDACTED_LOG_PATHS = [
   'req.headers["x-api-key"]',
   'req.headers.authorization',
   'headers["x-api-key"]',
@@ -11,3 +11,9 @@ export const REDACTED_LOG_PATHS = [
   '*.token',
   'smtpUrl',
 ]
+
+/** The pino options of every process: its level, and the one redaction policy. */
+export const loggerOptions = (level: string) => ({
+  level,
+  redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' },
+})
