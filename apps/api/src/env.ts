@@ -1,4 +1,4 @@
-import { commonEnv, loadEnvOrExit, parseEnv } from '@dispatch/contracts/env'
+import { ConfigError, commonEnv, exitOnConfigError, parseEnv } from '@dispatch/contracts/env'
 import Type, { type Static } from 'typebox'
 
 const ApiEnv = Type.Object({
@@ -34,7 +34,7 @@ export type ApiConfig = Omit<ApiEnv, 'ADMIN_TOKENS'> & {
 function toConfig(env: ApiEnv): ApiConfig {
   const { ADMIN_TOKENS, ...rest } = env
   if (!ADMIN_TOKENS && env.APP_ENV === 'production') {
-    throw new Error(
+    throw new ConfigError(
       'Invalid configuration:\n  ADMIN_TOKENS: required in production (name=token pairs, comma-separated)',
     )
   }
@@ -52,12 +52,4 @@ export const parseApiConfig = (source: Record<string, string | undefined>) =>
   toConfig(parseEnv(ApiEnv, source))
 
 /** The process's configuration, or a message naming each bad variable and exit 1. */
-export function loadApiConfig(): ApiConfig {
-  const env = loadEnvOrExit(ApiEnv, process.env)
-  try {
-    return toConfig(env)
-  } catch (error) {
-    process.stderr.write(`${(error as Error).message}\n`)
-    process.exit(1)
-  }
-}
+export const loadApiConfig = (): ApiConfig => exitOnConfigError(() => parseApiConfig(process.env))

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url'
-import { commonEnv, loadEnvOrExit, parseEnv } from '@dispatch/contracts/env'
+import { commonEnv, exitOnConfigError, parseEnv } from '@dispatch/contracts/env'
 import Type, { type Static } from 'typebox'
 
 /** The queues (and loops) a worker process can run; ops pick per process with WORKER_QUEUES. */
@@ -33,4 +33,4 @@ const toConfig = ({ WORKER_QUEUES, ...rest }: WorkerEnv): WorkerConfig => ({
 
 export const parseWorkerConfig = (source: Record<string, string | undefined>) =>
   toConfig(parseEnv(WorkerEnv, source))
-export const loadWorkerConfig = () => toConfig(loadEnvOrExit(WorkerEnv, process.env))
+export const loadWorkerConfig = () => exitOnConfigError(() => parseWorkerConfig(process.env))

@@ -36,13 +36,10 @@ export function parseEnv<T extends TObject>(
 /** Variables whose values are never echoed back, even when wrong. */
 const SECRET_NAME = /TOKEN|SECRET|PASSWORD|_URL$/
 
-/** `parseEnv` for a process entry point: a bad configuration prints its message and exits 1. */
-export function loadEnvOrExit<T extends TObject>(
-  schema: T,
-  source: Record<string, string | undefined>,
-): Static<T> {
+/** For a process entry point: a configuration that fails to load prints its message and exits 1. */
+export function exitOnConfigError<T>(load: () => T): T {
   try {
-    return parseEnv(schema, source)
+    return load()
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error
     process.stderr.write(`${error.message}\n`)
