@@ -12,6 +12,4 @@ export const Scopes = {
   readKits: 'read:kits',
 } as const
 
-export type KnownScope = (typeof Scopes)[keyof typeof Scopes]
-
 export const SCOPE_PATTERN = '^[a-z][a-z0-9-]*:[a-z0-9*][a-z0-9-]*$'

@@ -15,5 +15,4 @@ export function createDb(url: string, options: DbOptions = {}) {
 
 export type DbClient = ReturnType<typeof createDb>
 export type Db = DbClient['db']
-export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
 export type Sql = DbClient['sql']
