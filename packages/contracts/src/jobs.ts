@@ -3,6 +3,7 @@ import Type, { type Static } from 'typebox'
 /** Queue names shared by the API, the relay and the workers. Never rename one: jobs live in Redis. */
 export const QueueNames = {
   email: 'email',
+  messages: 'messages',
 } as const
 export type QueueName = (typeof QueueNames)[keyof typeof QueueNames]
 

@@ -1,0 +1,137 @@
+import Type, { type Static } from 'typebox'
+
+export const MESSAGE_TYPES = ['text', 'template', 'image'] as const
+export type MessageType = (typeof MESSAGE_TYPES)[number]
+
+/**
+ * A message's life. `queued` → `sending` → `sent` come from our side; `delivered`, `read` come from
+ * the platform's webhooks; `failed` from either. The rank orders them, so a late event never moves a
+ * message backwards (a `delivered` arriving after `read` changes nothing).
+ */
+export const MESSAGE_STATUSES = ['queued', 'sending', 'sent', 'delivered', 'read', 'failed'] as const
+export type MessageStatus = (typeof MESSAGE_STATUSES)[number]
+export const MESSAGE_STATUS_RANK: Record<MessageStatus, number> = {
+  queued: 0,
+  sending: 1,
+  sent: 2,
+  delivered: 3,
+  read: 4,
+  failed: 5,
+}
+
+/** E.164: a plus, a non-zero digit, then 7 to 14 digits. */
+export const Phone = Type.String({
+  pattern: '^\\+[1-9][0-9]{7,14}$',
+  description: 'E.164, e.g. +5511987654321',
+})
+const NonBlank = (maxLength: number) => Type.String({ minLength: 1, maxLength, pattern: '\\S' })
+
+export const SendTextBody = Type.Object(
+  { phone: Phone, text: NonBlank(4096) },
+  { additionalProperties: false },
+)
+export type SendTextBody = Static<typeof SendTextBody>
+
+export const HeaderVariable = Type.Object(
+  {
+    type: Type.String({ minLength: 1, maxLength: 20 }),
+    value: Type.Union([Type.String({ maxLength: 1024 }), Type.Null()]),
+    originalMediaId: Type.String({ minLength: 1, maxLength: 256 }),
+  },
+  { additionalProperties: false },
+)
+export type HeaderVariable = Static<typeof HeaderVariable>
+
+export const ButtonVariable = Type.Object(
+  {
+    buttonIndex: Type.Integer({ minimum: 0, maximum: 9 }),
+    text: Type.String({ maxLength: 2000 }),
+    type: Type.String({ minLength: 1, maxLength: 20 }),
+  },
+  { additionalProperties: false },
+)
+export type ButtonVariable = Static<typeof ButtonVariable>
+
+export const SendTemplateBody = Type.Object(
+  {
+    phone: Phone,
+    templateId: NonBlank(512),
+    language: Type.String({ pattern: '^[a-z]{2,3}(_[A-Z]{2})?$', description: 'e.g. pt_BR, en' }),
+    variables: Type.Optional(
+      Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$' }), Type.String({ maxLength: 1024 }), {
+        maxProperties: 100,
+      }),
+    ),
+    headerVariables: Type.Optional(Type.Array(HeaderVariable, { maxItems: 10 })),
+    buttonVariables: Type.Optional(Type.Array(ButtonVariable, { maxItems: 10 })),
+  },
+  { additionalProperties: false },
+)
+export type SendTemplateBody = Static<typeof SendTemplateBody>
+
+export const SendImageBody = Type.Object(
+  {
+    phone: Phone,
+    image: Type.Object(
+      {
+        mediaId: NonBlank(256),
+        text: Type.Optional(Type.String({ maxLength: 1024 })),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+)
+export type SendImageBody = Static<typeof SendImageBody>
+
+const DateTime = Type.String({ format: 'date-time' })
+const MessageId = Type.String({ format: 'uuid' })
+
+/** 202: the message is in the queue. */
+export const MessageAccepted = Type.Object({
+  messageId: MessageId,
+  status: Type.Literal('queued'),
+  type: Type.Enum(MESSAGE_TYPES),
+  phone: Type.String(),
+  createdAt: DateTime,
+})
+export type MessageAccepted = Static<typeof MessageAccepted>
+
+/** Why the last attempt failed: the platform's code (or NETWORK, TIMEOUT, HTTP_<status>) and text. */
+export const MessageError = Type.Object({ code: Type.String(), message: Type.String() })
+export type MessageError = Static<typeof MessageError>
+
+export const MessageView = Type.Object({
+  messageId: MessageId,
+  type: Type.Enum(MESSAGE_TYPES),
+  phone: Type.String(),
+  status: Type.Enum(MESSAGE_STATUSES),
+  attempts: Type.Integer({ minimum: 0 }),
+  platformMessageId: Type.Union([Type.String(), Type.Null()]),
+  lastError: Type.Union([MessageError, Type.Null()]),
+  createdAt: DateTime,
+  updatedAt: DateTime,
+})
+export type MessageView = Static<typeof MessageView>
+
+export const MessageIdParams = Type.Object({ messageId: Type.String({ maxLength: 64 }) })
+
+/** The `messages` queue's job: everything the worker needs, so the API writes nothing to Postgres. */
+export const MessageJob = Type.Object(
+  {
+    messageId: MessageId,
+    apiKeyId: Type.String({ format: 'uuid' }),
+    acceptedAt: DateTime,
+    message: Type.Union([
+      Type.Object({ type: Type.Literal('text'), body: SendTextBody }, { additionalProperties: false }),
+      Type.Object(
+        { type: Type.Literal('template'), body: SendTemplateBody },
+        { additionalProperties: false },
+      ),
+      Type.Object({ type: Type.Literal('image'), body: SendImageBody }, { additionalProperties: false }),
+    ]),
+  },
+  { additionalProperties: false },
+)
+export type MessageJob = Static<typeof MessageJob>
+export type OutboundMessage = MessageJob['message']

@@ -1,0 +1,42 @@
+import { sql } from 'drizzle-orm'
+import { index, integer, jsonb, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core'
+import { apiKeys } from './api-keys.ts'
+import { messageStatus, messageType } from './enums.ts'
+
+/**
+ * One row per accepted message, written by the worker (the API only enqueues). The id is the
+ * `messageId` the client got with its 202, and the BullMQ job id.
+ */
+export const messages = pgTable(
+  'messages',
+  {
+    id: uuid().primaryKey(),
+    apiKeyId: uuid()
+      .notNull()
+      .references(() => apiKeys.id),
+    type: messageType().notNull(),
+    phone: text().notNull(),
+    /** The request body as accepted. */
+    payload: jsonb().notNull(),
+    status: messageStatus().notNull().default('queued'),
+    attempts: integer().notNull().default(0),
+    /** Stored before the job is acknowledged: a job run again after a crash never sends twice. */
+    platformMessageId: text(),
+    lastErrorCode: text(),
+    lastErrorMessage: text(),
+    acceptedAt: timestamp({ withTimezone: true }).notNull(),
+    sentAt: timestamp({ withTimezone: true }),
+    deliveredAt: timestamp({ withTimezone: true }),
+    readAt: timestamp({ withTimezone: true }),
+    failedAt: timestamp({ withTimezone: true }),
+    updatedAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex('messages_platform_message_id_idx')
+      .on(t.platformMessageId)
+      .where(sql`${t.platformMessageId} is not null`),
+    index('messages_api_key_accepted_at_idx').on(t.apiKeyId, t.acceptedAt),
+  ],
+)
+
+export type MessageRow = typeof messages.$inferSelect
