@@ -9,10 +9,14 @@ import { AppError } from './errors.ts'
 import { adminAuth } from './plugins/admin-auth.ts'
 import { apiKeyAuth } from './plugins/api-key-auth.ts'
 import { installErrorHandler, renderFrameworkError } from './plugins/error-handler.ts'
+import { idempotency } from './plugins/idempotency.ts'
 import { installValidation } from './plugins/validation.ts'
 import { adminApiKeyRoutes } from './routes/admin/api-keys.ts'
 import { apiKeyRoutes } from './routes/api-keys/index.ts'
 import { healthRoutes } from './routes/health/index.ts'
+import { sendMessageRoutes } from './routes/messages/send.ts'
+import { messageStatusRoutes } from './routes/messages/status.ts'
+import { whatsappWebhookRoutes } from './routes/webhooks/whatsapp.ts'
 
 export type { ApiDeps } from './deps.ts'
 export { createDeps, createLogger } from './deps.ts'
@@ -92,10 +96,17 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   })
   await app.register(apiKeyAuth)
   await app.register(adminAuth)
+  await app.register(idempotency)
 
   await app.register(healthRoutes)
   await app.register(apiKeyRoutes, { prefix: '/api/api-keys' })
   await app.register(adminApiKeyRoutes, { prefix: '/api/admin/api-keys' })
+  // The spec's usage example omits `/api`; both paths answer.
+  for (const prefix of ['/api/third-party/messages', '/third-party/messages']) {
+    await app.register(sendMessageRoutes, { prefix })
+    await app.register(messageStatusRoutes, { prefix })
+  }
+  await app.register(whatsappWebhookRoutes, { prefix: '/api/webhooks/whatsapp' })
 
   app.addHook('onClose', async () => deps.close())
   return app

@@ -1,5 +1,6 @@
-import { loggerOptions } from '@dispatch/contracts'
+import { loggerOptions, type MessageJob, QueueNames } from '@dispatch/contracts'
 import { createDb, type Db } from '@dispatch/db'
+import { Queue } from 'bullmq'
 import type { FastifyBaseLogger } from 'fastify'
 import { Redis } from 'ioredis'
 import pino, { type DestinationStream } from 'pino'
@@ -13,6 +14,8 @@ export interface ApiDeps {
   redis: Redis
   /** A dedicated connection for pub/sub subscriptions. */
   redisSubscriber: Redis
+  /** The producer side of the `messages` queue, on the fail-fast connection: no Redis, no 202. */
+  messageQueue: Queue<MessageJob>
   logger: FastifyBaseLogger
   clock: () => Date
   /** Postgres reachability, for /readyz. */
@@ -39,6 +42,11 @@ export function createDeps(config: ApiConfig, overrides: { logger?: FastifyBaseL
   const redis = new Redis(config.REDIS_URL, { ...redisOptions, commandTimeout: 2000 })
   const redisSubscriber = new Redis(config.REDIS_URL, { ...redisOptions, enableOfflineQueue: true })
   const logger = overrides.logger ?? createLogger(config)
+  const messageQueue = new Queue<MessageJob>(QueueNames.messages, {
+    connection: redis,
+    prefix: config.QUEUE_PREFIX,
+  })
+  messageQueue.on('error', (error) => logger.warn({ err: error }, 'messages queue error'))
   for (const [name, client] of [
     ['redis', redis],
     ['redis-subscriber', redisSubscriber],
@@ -50,12 +58,14 @@ export function createDeps(config: ApiConfig, overrides: { logger?: FastifyBaseL
     db,
     redis,
     redisSubscriber,
+    messageQueue,
     logger,
     clock: () => new Date(),
     pingDb: async () => {
       await sql`select 1`
     },
     close: async () => {
+      await messageQueue.close().catch(() => {})
       redis.disconnect()
       redisSubscriber.disconnect()
       await closeDb()

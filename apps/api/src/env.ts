@@ -15,6 +15,14 @@ const ApiEnv = Type.Object({
   API_KEY_CACHE_TTL_MS: Type.Integer({ minimum: 0, default: 30_000 }),
   API_KEY_CACHE_MAX: Type.Integer({ minimum: 1, default: 10_000 }),
   SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, default: 10_000 }),
+  /** Send requests per second per API key, across every API instance. */
+  MESSAGE_RATE_PER_SECOND: Type.Integer({ minimum: 1, default: 100 }),
+  /** How long an Idempotency-Key is remembered. */
+  IDEMPOTENCY_TTL_SECONDS: Type.Integer({ minimum: 60, default: 24 * 3600 }),
+  /** The platform webhook: the token Meta echoes in the subscription handshake, and the app secret
+   * that signs each delivery (X-Hub-Signature-256). Without the secret, deliveries are refused. */
+  WHATSAPP_VERIFY_TOKEN: Type.Optional(Type.String({ minLength: 8 })),
+  WHATSAPP_APP_SECRET: Type.Optional(Type.String({ minLength: 8 })),
 })
 type ApiEnv = Static<typeof ApiEnv>
 

@@ -1,5 +1,5 @@
-import type { ApiKeyAdminView, ApiKeySelf } from '@dispatch/contracts'
-import type { ApiKeyRow } from '@dispatch/db'
+import type { ApiKeyAdminView, ApiKeySelf, MessageView } from '@dispatch/contracts'
+import type { ApiKeyRow, MessageRow } from '@dispatch/db'
 
 export const toApiKeySelf = (row: ApiKeyRow): ApiKeySelf => ({
   id: row.id,
@@ -18,5 +18,17 @@ export const toApiKeyAdminView = (row: ApiKeyRow): ApiKeyAdminView => ({
   statusReason: row.statusReason,
   decidedBy: row.decidedBy,
   decidedAt: row.decidedAt?.toISOString() ?? null,
+  updatedAt: row.updatedAt.toISOString(),
+})
+
+export const toMessageView = (row: MessageRow): MessageView => ({
+  messageId: row.id,
+  type: row.type,
+  phone: row.phone,
+  status: row.status,
+  attempts: row.attempts,
+  platformMessageId: row.platformMessageId,
+  lastError: row.lastErrorCode ? { code: row.lastErrorCode, message: row.lastErrorMessage ?? '' } : null,
+  createdAt: row.acceptedAt.toISOString(),
   updatedAt: row.updatedAt.toISOString(),
 })

@@ -1,8 +1,9 @@
 import { STATUS_CODES } from 'node:http'
-import { type ApiKeyCreated, ErrorBody } from '@dispatch/contracts'
+import { type ApiKeyCreated, ErrorBody, type MessageJob, QueueNames } from '@dispatch/contracts'
 import type { Sql } from '@dispatch/db'
 import { captureLogs, createTestDatabase, testQueuePrefix, testRedisUrl } from '@dispatch/testing'
 import { createWorkerLogger, parseWorkerConfig, type RunningWorker, startWorker } from '@dispatch/worker'
+import { Queue } from 'bullmq'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import type { DestinationStream } from 'pino'
 import Value from 'typebox/value'
@@ -136,3 +137,42 @@ export function expectError(
   if (message) expect(body.message).toMatch(message)
   return body as { message: string }
 }
+
+/** The world's `messages` queue, as a test reads it: what the API enqueued, nothing else. */
+export function messagesQueue(world: TestWorld): Queue<MessageJob> {
+  return new Queue<MessageJob>(QueueNames.messages, {
+    connection: { url: world.redisUrl },
+    prefix: world.queuePrefix,
+  })
+}
+
+export const SEND_SCOPES = ['send:free-text', 'send:template', 'send:image', 'read:messages']
+
+/** A valid body for each send endpoint. */
+export const validSends = {
+  'send-text': { phone: '+5511987654321', text: 'Your code is 123456' },
+  'send-template': {
+    phone: '+5511987654321',
+    templateId: 'order_shipped',
+    language: 'pt_BR',
+    variables: { '1': 'Ana', '2': 'BR-1042' },
+    headerVariables: [{ type: 'image', value: null, originalMediaId: 'media-123' }],
+    buttonVariables: [{ buttonIndex: 0, text: 'track/BR-1042', type: 'URL' }],
+  },
+  'send-image': { phone: '+5511987654321', image: { mediaId: 'media-456', text: 'Your invoice' } },
+} as const
+export type SendPath = keyof typeof validSends
+
+export const send = (
+  app: FastifyInstance,
+  path: SendPath,
+  key: string,
+  payload: unknown = validSends[path],
+  headers: Record<string, string> = {},
+) =>
+  app.inject({
+    method: 'POST',
+    url: `/api/third-party/messages/${path}`,
+    headers: { 'x-api-key': key, ...headers },
+    payload: payload as object,
+  })

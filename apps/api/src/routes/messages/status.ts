@@ -1,0 +1,90 @@
+import { MessageIdParams, type MessageJob, MessageView } from '@dispatch/contracts'
+import { findMessageById } from '@dispatch/db'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { Job } from 'bullmq'
+import { AppError } from '../../errors.ts'
+import { toMessageView } from '../../views.ts'
+import { errorResponses } from '../responses.ts'
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/** Before the worker's record lands, the queue knows the message: its state is the status. */
+function viewFromJob(job: Job<MessageJob>, state: string): MessageView {
+  const { data } = job
+  const status =
+    state === 'completed'
+      ? 'sent'
+      : state === 'failed'
+        ? 'failed'
+        : state === 'active' || job.attemptsMade > 0
+          ? 'sending'
+          : 'queued'
+  const result = job.returnvalue as { platformMessageId?: string } | null | undefined
+  const updatedAt = job.finishedOn ?? job.processedOn ?? job.timestamp
+  return {
+    messageId: data.messageId,
+    type: data.message.type,
+    phone: data.message.body.phone,
+    status,
+    attempts: job.attemptsMade,
+    platformMessageId: result?.platformMessageId ?? null,
+    lastError: job.failedReason ? { code: 'DELIVERY_FAILED', message: job.failedReason } : null,
+    createdAt: data.acceptedAt,
+    updatedAt: new Date(updatedAt).toISOString(),
+  }
+}
+
+export const messageStatusRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { db, messageQueue } = app.deps
+  const notFound = () => new AppError('NOT_FOUND', 'Message not found')
+
+  app.get(
+    '/:messageId',
+    {
+      onRequest: app.requireApiKey('read:messages'),
+      schema: {
+        tags: ['messages'],
+        summary: 'A message and its delivery status',
+        description: 'Requires the `read:messages` scope. A key sees only the messages it sent.',
+        security: [{ apiKey: [] }],
+        params: MessageIdParams,
+        response: {
+          200: MessageView,
+          ...errorResponses(
+            'API_KEY_MISSING',
+            'API_KEY_INVALID',
+            'API_KEY_NOT_ACTIVE',
+            'INSUFFICIENT_SCOPE',
+            'NOT_FOUND',
+          ),
+        },
+      },
+    },
+    async (request) => {
+      const { messageId } = request.params
+      if (!UUID.test(messageId)) throw notFound()
+      const row = await findMessageById(db, messageId.toLowerCase())
+      if (row) {
+        if (row.apiKeyId !== request.apiKey.id) throw notFound()
+        return toMessageView(row)
+      }
+      let job: Job<MessageJob> | undefined
+      let state: string
+      try {
+        job = await messageQueue.getJob(messageId.toLowerCase())
+        state = job ? await job.getState() : 'unknown'
+      } catch (error) {
+        request.log.error({ err: error }, 'message lookup in the queue failed')
+        throw new AppError(
+          'SERVICE_UNAVAILABLE',
+          'The service cannot look up this message right now; retry shortly',
+          {
+            'retry-after': '1',
+          },
+        )
+      }
+      if (!job || job.data.apiKeyId !== request.apiKey.id) throw notFound()
+      return viewFromJob(job, state)
+    },
+  )
+}
