@@ -1,7 +1,7 @@
 import { loggerOptions, type MessageJob, QueueNames } from '@dispatch/contracts'
 import { createDb, type Db } from '@dispatch/db'
 import { Queue } from 'bullmq'
-import type { FastifyBaseLogger } from 'fastify'
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import { Redis } from 'ioredis'
 import pino, { type DestinationStream } from 'pino'
 import type { ApiConfig } from './env.ts'
@@ -23,11 +23,23 @@ export interface ApiDeps {
   close(): Promise<void>
 }
 
+/** Secrets some callers must put in a query string (the webhook handshake's verify token). */
+const SECRET_QUERY_PARAMS = /([?&](?:hub\.verify_token|hub%2Everify_token)=)[^&]*/gi
+
+/** Fastify's request serializer, with secret query parameters censored. */
+const serializeRequest = (request: FastifyRequest) => ({
+  method: request.method,
+  url: request.url.replace(SECRET_QUERY_PARAMS, '$1[redacted]'),
+  host: request.host,
+  remoteAddress: request.ip,
+  remotePort: request.socket?.remotePort,
+})
+
 export function createLogger(
   config: Pick<ApiConfig, 'LOG_LEVEL'>,
   stream?: DestinationStream,
 ): FastifyBaseLogger {
-  return pino(loggerOptions(config.LOG_LEVEL), stream)
+  return pino({ ...loggerOptions(config.LOG_LEVEL), serializers: { req: serializeRequest } }, stream)
 }
 
 export function createDeps(config: ApiConfig, overrides: { logger?: FastifyBaseLogger } = {}): ApiDeps {

@@ -22,7 +22,8 @@ export interface PlatformStatusUpdate {
  * so `status < new` refuses a late `delivered` after `read`. Returns whether a message moved.
  */
 export async function applyPlatformStatus(db: Db, update: PlatformStatusUpdate): Promise<boolean> {
-  const { status, at } = update
+  const { status } = update
+  const at = sql`${update.at.toISOString()}::timestamptz`
   const rows = await db
     .update(messages)
     .set({
@@ -32,7 +33,7 @@ export async function applyPlatformStatus(db: Db, update: PlatformStatusUpdate):
       ...(status === 'delivered' || status === 'read'
         ? { deliveredAt: sql`coalesce(${messages.deliveredAt}, ${at})` }
         : {}),
-      ...(status === 'read' ? { readAt: at } : {}),
+      ...(status === 'read' ? { readAt: update.at } : {}),
       ...(status === 'failed'
         ? {
             failedAt: at,
