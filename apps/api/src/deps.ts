@@ -51,7 +51,11 @@ export function createDeps(config: ApiConfig, overrides: { logger?: FastifyBaseL
     lazyConnect: false,
   }
   // Commands answer within 2 s or fail: a Redis that stopped answering must not hang requests.
-  const redis = new Redis(config.REDIS_URL, { ...redisOptions, commandTimeout: 2000 })
+  const redis = new Redis(config.REDIS_URL, {
+    ...redisOptions,
+    commandTimeout: 2000,
+    enableAutoPipelining: true,
+  })
   const redisSubscriber = new Redis(config.REDIS_URL, { ...redisOptions, enableOfflineQueue: true })
   const logger = overrides.logger ?? createLogger(config)
   const messageQueue = new Queue<MessageJob>(QueueNames.messages, {
