@@ -13,7 +13,8 @@ import { Redis } from 'ioredis'
 import { buildApp, createDeps, createLogger, parseApiConfig } from '../src/app.ts'
 
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 100)
-const duration = Number(process.env.BENCH_DURATION_S ?? 10)
+const duration = Number(process.env.BENCH_DURATION_S ?? 5)
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3)
 const body = JSON.stringify({ phone: '+5511987654321', text: 'Your code is 123456' })
 
 interface Run {
@@ -51,6 +52,14 @@ function autocannon(url: string, headers: Record<string, string>, seconds = dura
   })
 }
 
+const middle = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
+const median = (runs: Run[]): Run => ({
+  requestsPerSecond: middle(runs.map((r) => r.requestsPerSecond)),
+  p99: middle(runs.map((r) => r.p99)),
+  non2xx: 0,
+  errors: 0,
+})
+
 const address = (app: FastifyInstance) => {
   const info = app.server.address()
   if (!info || typeof info === 'string') throw new Error('not listening')
@@ -80,20 +89,34 @@ async function main() {
 
   try {
     const key = await approvedKey(app)
-    console.log(`accept path: ${connections} connections, ${duration} s each, log level ${config.LOG_LEVEL}`)
+    console.log(
+      `accept path: ${connections} connections, ${rounds} rounds of ${duration} s each side, log level ${config.LOG_LEVEL}`,
+    )
     const baseUrl = `${address(baseline)}/incr`
     const sendUrl = `${address(app)}/api/third-party/messages/send-text`
     const sendHeaders = { 'x-api-key': key }
     // A short warm-up of each, so neither pays for JIT compilation in its measured run.
     await autocannon(baseUrl, {}, 2)
     await autocannon(sendUrl, sendHeaders, 2)
-    const base = await autocannon(baseUrl, {})
-    const sendRun = await autocannon(sendUrl, sendHeaders)
-    if (sendRun.non2xx > 0 || sendRun.errors > 0 || base.errors > 0) {
-      throw new Error(
-        `non-2xx answers during the run: send ${sendRun.non2xx}/${sendRun.errors}, baseline ${base.errors}`,
+    // Alternating rounds, medians compared: a machine whose load drifts during the run moves
+    // both sides alike rather than one.
+    const baseRuns: Run[] = []
+    const sendRuns: Run[] = []
+    for (let round = 1; round <= rounds; round++) {
+      const b = await autocannon(baseUrl, {})
+      const s = await autocannon(sendUrl, sendHeaders)
+      baseRuns.push(b)
+      sendRuns.push(s)
+      console.log(
+        `  round ${round}/${rounds}: send-text ${Math.round(s.requestsPerSecond)} req/s, p99 ${s.p99} ms;` +
+          ` baseline ${Math.round(b.requestsPerSecond)} req/s, p99 ${b.p99} ms`,
       )
+      if (s.non2xx > 0 || s.errors > 0 || b.errors > 0) {
+        throw new Error(`failed answers during the run: send ${s.non2xx} non-2xx, ${s.errors} errors`)
+      }
     }
+    const base = median(baseRuns)
+    const sendRun = median(sendRuns)
     printComparison({
       name: 'send-text throughput',
       figure: sendRun.requestsPerSecond,

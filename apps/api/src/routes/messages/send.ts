@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto'
 import {
-  MESSAGE_JOB_OPTIONS,
   MessageAccepted,
   MessageJob,
   type MessageType,
@@ -12,6 +11,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { TSchema } from 'typebox'
 import { Compile } from 'typebox/compile'
 import { AppError } from '../../errors.ts'
+import { MessageEnqueuer } from '../../message-enqueuer.ts'
 import { errorResponses } from '../responses.ts'
 
 const SENDS: ReadonlyArray<{
@@ -52,6 +52,7 @@ const jobIsValid = Compile(MessageJob)
  */
 export const sendMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { config, messageQueue, clock } = app.deps
+  const enqueuer = new MessageEnqueuer(messageQueue)
   // One bucket per key across the three sends, on the root store, so it holds across instances.
   const perKeyLimit = app.rateLimit({
     max: config.MESSAGE_RATE_PER_SECOND,
@@ -97,7 +98,7 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
         const job = { messageId, apiKeyId: request.apiKey.id, acceptedAt, message: { type: send.type, body } }
         if (!jobIsValid.Check(job)) throw new Error(`message job does not match its contract: ${messageId}`)
         try {
-          await messageQueue.add(send.type, job, { ...MESSAGE_JOB_OPTIONS, jobId: messageId })
+          await enqueuer.add(job as MessageJob)
         } catch (error) {
           request.log.error({ err: error, messageId }, 'could not enqueue message')
           throw new AppError(

@@ -1,0 +1,46 @@
+import { MESSAGE_JOB_OPTIONS, type MessageJob } from '@dispatch/contracts'
+import type { Queue } from 'bullmq'
+
+interface Pending {
+  job: MessageJob
+  resolve(): void
+  reject(error: unknown): void
+}
+
+/**
+ * Adds the jobs of every request that arrives in the same turn of the event loop with one
+ * `addBulk` (one Redis transaction): under load that halves the producer's cost per message, and
+ * a lone request waits only for the current turn to end. A batch fails or succeeds as a whole,
+ * so no request is told 202 for a job that is not in Redis.
+ */
+export class MessageEnqueuer {
+  readonly #queue: Queue<MessageJob>
+  #pending: Pending[] = []
+
+  constructor(queue: Queue<MessageJob>) {
+    this.#queue = queue
+  }
+
+  add(job: MessageJob): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.#pending.push({ job, resolve, reject }) === 1) setImmediate(() => this.#flush())
+    })
+  }
+
+  async #flush() {
+    const batch = this.#pending
+    this.#pending = []
+    try {
+      await this.#queue.addBulk(
+        batch.map(({ job }) => ({
+          name: job.message.type,
+          data: job,
+          opts: { ...MESSAGE_JOB_OPTIONS, jobId: job.messageId },
+        })),
+      )
+      for (const pending of batch) pending.resolve()
+    } catch (error) {
+      for (const pending of batch) pending.reject(error)
+    }
+  }
+}
