@@ -1,9 +1,9 @@
 import { fileURLToPath } from 'node:url'
-import { commonEnv, exitOnConfigError, parseEnv } from '@dispatch/contracts/env'
+import { ConfigError, commonEnv, exitOnConfigError, parseEnv } from '@dispatch/contracts/env'
 import Type, { type Static } from 'typebox'
 
 /** The queues (and loops) a worker process can run; ops pick per process with WORKER_QUEUES. */
-export const WORKER_ROLES = ['email', 'outbox'] as const
+export const WORKER_ROLES = ['email', 'outbox', 'messages'] as const
 export type WorkerRole = (typeof WORKER_ROLES)[number]
 
 const WorkerEnv = Type.Object({
@@ -21,15 +21,42 @@ const WorkerEnv = Type.Object({
   OUTBOX_POLL_MS: Type.Integer({ minimum: 10, default: 1000 }),
   OUTBOX_BATCH_SIZE: Type.Integer({ minimum: 1, maximum: 1000, default: 100 }),
   SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, default: 30_000 }),
+  MESSAGES_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1000, default: 20 }),
+  MESSAGES_BACKOFF_MS: Type.Integer({ minimum: 1, default: 1000 }),
+  /** How long a job's lock lasts, and how often stalled jobs (of a killed worker) are looked for. */
+  MESSAGES_LOCK_MS: Type.Integer({ minimum: 100, default: 30_000 }),
+  MESSAGES_STALLED_INTERVAL_MS: Type.Integer({ minimum: 100, default: 30_000 }),
+  /** Unset: `whatsapp-cloud` when its token and phone number id are set, else `sandbox`. */
+  PLATFORM: Type.Optional(Type.Enum(['sandbox', 'whatsapp-cloud'])),
+  /** Messages per second for the sender's phone number, across every worker process. */
+  PLATFORM_RATE_PER_SECOND: Type.Integer({ minimum: 1, default: 80 }),
+  PLATFORM_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 10_000 }),
+  WHATSAPP_API_URL: Type.String({ pattern: '^https?://', default: 'https://graph.facebook.com/v21.0' }),
+  WHATSAPP_ACCESS_TOKEN: Type.Optional(Type.String({ minLength: 1 })),
+  WHATSAPP_PHONE_NUMBER_ID: Type.Optional(Type.String({ pattern: '^[0-9]+$' })),
+  SANDBOX_LATENCY_MS: Type.Integer({ minimum: 0, default: 0 }),
+  SANDBOX_FAILURE_RATE: Type.Number({ minimum: 0, maximum: 1, default: 0 }),
 })
 type WorkerEnv = Static<typeof WorkerEnv>
 
-export type WorkerConfig = Omit<WorkerEnv, 'WORKER_QUEUES'> & { roles: WorkerRole[] }
+export type WorkerConfig = Omit<WorkerEnv, 'WORKER_QUEUES' | 'PLATFORM'> & {
+  roles: WorkerRole[]
+  platform: 'sandbox' | 'whatsapp-cloud'
+}
 
-const toConfig = ({ WORKER_QUEUES, ...rest }: WorkerEnv): WorkerConfig => ({
-  ...rest,
-  roles: [...new Set(WORKER_QUEUES.split(','))] as WorkerRole[],
-})
+function toConfig({ WORKER_QUEUES, PLATFORM, ...rest }: WorkerEnv): WorkerConfig {
+  const hasCredentials = Boolean(rest.WHATSAPP_ACCESS_TOKEN && rest.WHATSAPP_PHONE_NUMBER_ID)
+  if (PLATFORM === 'whatsapp-cloud' && !hasCredentials) {
+    throw new ConfigError(
+      'Invalid configuration:\n  PLATFORM: whatsapp-cloud needs WHATSAPP_ACCESS_TOKEN and WHATSAPP_PHONE_NUMBER_ID',
+    )
+  }
+  return {
+    ...rest,
+    roles: [...new Set(WORKER_QUEUES.split(','))] as WorkerRole[],
+    platform: PLATFORM ?? (hasCredentials ? 'whatsapp-cloud' : 'sandbox'),
+  }
+}
 
 export const parseWorkerConfig = (source: Record<string, string | undefined>) =>
   toConfig(parseEnv(WorkerEnv, source))

@@ -1,4 +1,4 @@
-import { type EmailJob, loggerOptions, QueueNames } from '@dispatch/contracts'
+import { type EmailJob, loggerOptions, type MessageJob, QueueNames } from '@dispatch/contracts'
 import { createDb } from '@dispatch/db'
 import { Queue, type Worker } from 'bullmq'
 import { Redis } from 'ioredis'
@@ -6,7 +6,11 @@ import pino, { type DestinationStream, type Logger } from 'pino'
 import { createMailer } from './email/transport.ts'
 import type { WorkerConfig } from './env.ts'
 import { OutboxRelay } from './outbox-relay.ts'
+import { createSandboxPlatform } from './platforms/sandbox.ts'
+import type { MessagingPlatform } from './platforms/types.ts'
+import { createWhatsAppCloudPlatform } from './platforms/whatsapp-cloud.ts'
 import { startEmailWorker } from './workers/email.ts'
+import { type DeliveryResult, startMessagesWorker } from './workers/messages.ts'
 
 export { parseWorkerConfig, type WorkerConfig } from './env.ts'
 
@@ -29,6 +33,22 @@ const emailJobOptions = (config: WorkerConfig) => ({
   removeOnComplete: { age: 7 * 24 * 3600, count: 10_000 },
   removeOnFail: { age: 30 * 24 * 3600 },
 })
+
+/** The platform adapter the config names: the Cloud API when credentials are set, else the sandbox. */
+export function createPlatform(config: WorkerConfig): MessagingPlatform {
+  if (config.platform === 'whatsapp-cloud') {
+    return createWhatsAppCloudPlatform({
+      apiUrl: config.WHATSAPP_API_URL,
+      accessToken: config.WHATSAPP_ACCESS_TOKEN ?? '',
+      phoneNumberId: config.WHATSAPP_PHONE_NUMBER_ID ?? '',
+      timeoutMs: config.PLATFORM_TIMEOUT_MS,
+    })
+  }
+  return createSandboxPlatform({
+    latencyMs: config.SANDBOX_LATENCY_MS,
+    failureRate: config.SANDBOX_FAILURE_RATE,
+  })
+}
 
 /** Starts the queues and loops that `config.roles` names, in this process. */
 export async function startWorker(
@@ -70,6 +90,31 @@ export async function startWorker(
     )
   }
 
+  let messagesWorker: Worker<MessageJob, DeliveryResult> | undefined
+  if (config.roles.includes('messages')) {
+    const platform = createPlatform(config)
+    messagesWorker = startMessagesWorker({
+      db,
+      platform,
+      logger,
+      connection: redisClient({ blocking: true }, 'messages-worker'),
+      prefix: config.QUEUE_PREFIX,
+      concurrency: config.MESSAGES_CONCURRENCY,
+      ratePerSecond: config.PLATFORM_RATE_PER_SECOND,
+      backoffMs: config.MESSAGES_BACKOFF_MS,
+      lockMs: config.MESSAGES_LOCK_MS,
+      stalledIntervalMs: config.MESSAGES_STALLED_INTERVAL_MS,
+    })
+    logger.info(
+      {
+        platform: platform.name,
+        concurrency: config.MESSAGES_CONCURRENCY,
+        ratePerSecond: config.PLATFORM_RATE_PER_SECOND,
+      },
+      'messages worker started',
+    )
+  }
+
   let relay: OutboxRelay | undefined
   if (config.roles.includes('outbox')) {
     const emailQueue = new Queue<EmailJob>(QueueNames.email, {
@@ -94,7 +139,7 @@ export async function startWorker(
   return {
     close: async () => {
       await relay?.stop()
-      await emailWorker?.close()
+      await Promise.all([emailWorker?.close(), messagesWorker?.close()])
       for (const close of closers.reverse()) await close()
       await closeDb()
     },

@@ -1,0 +1,140 @@
+import { MessageJob, QueueNames } from '@dispatch/contracts'
+import { type Db, type DeliveryOutcome, findPlatformMessageId } from '@dispatch/db'
+import { type Job, UnrecoverableError, Worker } from 'bullmq'
+import type { Redis } from 'ioredis'
+import type { Logger } from 'pino'
+import { Compile } from 'typebox/compile'
+import { DeliveryRecorder } from '../delivery-recorder.ts'
+import { type MessagingPlatform, PlatformError } from '../platforms/types.ts'
+
+export interface DeliveryResult {
+  platformMessageId: string
+}
+
+export interface MessagesWorkerOptions {
+  db: Db
+  platform: MessagingPlatform
+  logger: Logger
+  connection: Redis
+  prefix: string
+  concurrency: number
+  ratePerSecond: number
+  backoffMs: number
+  lockMs: number
+  stalledIntervalMs: number
+}
+
+const isMessageJob = Compile(MessageJob)
+const MAX_BACKOFF_MS = 15 * 60_000
+
+/** Exponential backoff with full jitter over the upper half: base·2^(n-1)·[0.5, 1), capped. */
+export function platformBackoff(attemptsMade: number, baseMs: number, error?: Error): number {
+  if (error instanceof PlatformError && error.retryAfterMs !== undefined) return error.retryAfterMs
+  const ceiling = Math.min(MAX_BACKOFF_MS, baseMs * 2 ** Math.max(0, attemptsMade - 1))
+  return Math.round(ceiling * (0.5 + Math.random() * 0.5))
+}
+
+const asPlatformError = (error: unknown) =>
+  error instanceof PlatformError
+    ? error
+    : new PlatformError('INTERNAL', 'retryable', (error as Error)?.message ?? String(error))
+
+/**
+ * Delivers one message. A job run again (retried, or picked up after a worker died) first looks
+ * for a platform id already recorded, and never sends a message twice once it has one.
+ */
+export async function deliverMessage(
+  job: Job<MessageJob, DeliveryResult>,
+  worker: Worker<MessageJob, DeliveryResult>,
+  deps: Pick<MessagesWorkerOptions, 'db' | 'platform' | 'logger'> & { recorder: DeliveryRecorder },
+): Promise<DeliveryResult> {
+  const { db, platform, logger, recorder } = deps
+  if (!isMessageJob.Check(job.data)) {
+    logger.error({ jobId: job.id }, 'message job does not match its contract; failed without delivery')
+    throw new UnrecoverableError('The job payload does not match the messages contract')
+  }
+  const { messageId, apiKeyId, acceptedAt, message } = job.data
+  const log = logger.child({ messageId, type: message.type })
+
+  // First run of a new job: nothing can be recorded yet, so spare the lookup (the hot path).
+  if (job.attemptsMade > 0 || job.attemptsStarted > 1) {
+    const known =
+      (job.progress as { platformMessageId?: string } | undefined)?.platformMessageId ??
+      (await findPlatformMessageId(db, messageId))
+    if (known) {
+      log.info({ platformMessageId: known }, 'message already sent; not sending again')
+      return { platformMessageId: known }
+    }
+  }
+
+  const attempts = job.attemptsMade + 1
+  const outcome = (status: DeliveryOutcome['status'], fields: Partial<DeliveryOutcome>): DeliveryOutcome => ({
+    id: messageId,
+    apiKeyId,
+    type: message.type,
+    phone: message.body.phone,
+    payload: message.body,
+    acceptedAt: new Date(acceptedAt),
+    status,
+    attempts,
+    platformMessageId: null,
+    lastErrorCode: null,
+    lastErrorMessage: null,
+    at: new Date(),
+    ...fields,
+  })
+
+  let platformMessageId: string
+  try {
+    ;({ platformMessageId } = await platform.deliver({ messageId, message }))
+  } catch (caught) {
+    const error = asPlatformError(caught)
+    if (error.kind === 'rate-limited') {
+      // The whole queue waits: every worker on it, in every process. No attempt is spent.
+      log.warn({ code: error.code, pauseMs: error.retryAfterMs }, 'platform rate limit; pausing deliveries')
+      await worker.rateLimit(error.retryAfterMs ?? 1000)
+      throw Worker.RateLimitError()
+    }
+    if (error.alert) log.error({ alert: error.alert, code: error.code }, error.message)
+    const final = error.kind === 'permanent' || attempts >= (job.opts.attempts ?? 1)
+    await recorder.record(
+      outcome(final ? 'failed' : 'sending', { lastErrorCode: error.code, lastErrorMessage: error.message }),
+    )
+    log.warn({ code: error.code, kind: error.kind, attempts, final }, 'delivery attempt failed')
+    throw final ? new UnrecoverableError(`${error.code}: ${error.message}`) : error
+  }
+
+  try {
+    await recorder.record(outcome('sent', { platformMessageId }))
+  } catch (error) {
+    // Sent but not recorded: keep the id on the job in Redis, so the retry completes without sending.
+    await job.updateProgress({ platformMessageId }).catch(() => {})
+    log.error({ err: error, platformMessageId }, 'message sent but its record failed; retrying the record')
+    throw error
+  }
+  log.debug({ platformMessageId, attempts }, 'message sent')
+  return { platformMessageId }
+}
+
+export function startMessagesWorker(options: MessagesWorkerOptions): Worker<MessageJob, DeliveryResult> {
+  const recorder = new DeliveryRecorder(options.db)
+  const worker: Worker<MessageJob, DeliveryResult> = new Worker<MessageJob, DeliveryResult>(
+    QueueNames.messages,
+    (job) => deliverMessage(job, worker, { ...options, recorder }),
+    {
+      connection: options.connection,
+      prefix: options.prefix,
+      concurrency: options.concurrency,
+      // BullMQ's limiter is kept in Redis: the rate holds across every worker process.
+      limiter: { max: options.ratePerSecond, duration: 1000 },
+      lockDuration: options.lockMs,
+      stalledInterval: options.stalledIntervalMs,
+      settings: {
+        backoffStrategy: (attemptsMade, _type, error) =>
+          platformBackoff(attemptsMade, options.backoffMs, error),
+      },
+    },
+  )
+  worker.on('error', (error) => options.logger.error({ err: error }, 'messages worker error'))
+  return worker
+}

@@ -1,0 +1,205 @@
+import { graphError, waitFor } from '@dispatch/testing'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ACCESS_TOKEN, createDeliveryWorld, type DeliveryWorld, PHONE_NUMBER_ID, text } from './world.ts'
+
+let world: DeliveryWorld
+let worker: Awaited<ReturnType<DeliveryWorld['startWorker']>>
+beforeAll(async () => {
+  world = await createDeliveryWorld()
+  // One at a time, so scripted answers meet the message they are meant for.
+  worker = await world.startWorker({ MESSAGES_CONCURRENCY: '1', PLATFORM_TIMEOUT_MS: '300' })
+})
+afterAll(async () => {
+  await world?.close()
+})
+
+const settled = (id: string) =>
+  waitFor(
+    async () => {
+      const row = await world.message(id)
+      return row && (row.status === 'sent' || row.status === 'failed') ? row : undefined
+    },
+    { what: `message ${id} to be sent or failed`, timeoutMs: 10_000 },
+  )
+const requestsFor = (id: string) => world.fake.requests.filter((r) => r.messageId === id)
+
+describe('the WhatsApp Cloud API adapter sends exactly the expected JSON', () => {
+  it('text', async () => {
+    const id = await world.enqueue(text('Hello, Ana'))
+    const row = await settled(id)
+    const [request] = requestsFor(id)
+    expect(request?.path).toBe(`/v21.0/${PHONE_NUMBER_ID}/messages`)
+    expect(request?.headers.authorization).toBe(`Bearer ${ACCESS_TOKEN}`)
+    expect(request?.body).toEqual({
+      messaging_product: 'whatsapp',
+      recipient_type: 'individual',
+      to: '5511987654321',
+      biz_opaque_callback_data: id,
+      type: 'text',
+      text: { preview_url: false, body: 'Hello, Ana' },
+    })
+    expect(row).toMatchObject({
+      status: 'sent',
+      attempts: 1,
+      platform_message_id: request?.platformMessageId,
+    })
+    expect(row?.sent_at).toBeInstanceOf(Date)
+  })
+
+  it('image, with its caption', async () => {
+    const id = await world.enqueue({
+      type: 'image',
+      body: { phone: '+14155550123', image: { mediaId: '1479537139650973', text: 'Your invoice' } },
+    })
+    await settled(id)
+    expect(requestsFor(id)[0]?.body).toEqual({
+      messaging_product: 'whatsapp',
+      recipient_type: 'individual',
+      to: '14155550123',
+      biz_opaque_callback_data: id,
+      type: 'image',
+      image: { id: '1479537139650973', caption: 'Your invoice' },
+    })
+  })
+
+  it('template with a header image, two body variables and a URL button', async () => {
+    const id = await world.enqueue({
+      type: 'template',
+      body: {
+        phone: '+5511987654321',
+        templateId: 'order_shipped',
+        language: 'pt_BR',
+        variables: { '2': 'BR-1042', '1': 'Ana' },
+        headerVariables: [{ type: 'image', value: null, originalMediaId: '2342543534' }],
+        buttonVariables: [{ buttonIndex: 0, text: 'track/BR-1042', type: 'URL' }],
+      },
+    })
+    await settled(id)
+    expect(requestsFor(id)[0]?.body).toEqual({
+      messaging_product: 'whatsapp',
+      recipient_type: 'individual',
+      to: '5511987654321',
+      biz_opaque_callback_data: id,
+      type: 'template',
+      template: {
+        name: 'order_shipped',
+        language: { code: 'pt_BR' },
+        components: [
+          { type: 'header', parameters: [{ type: 'image', image: { id: '2342543534' } }] },
+          {
+            type: 'body',
+            parameters: [
+              { type: 'text', text: 'Ana' },
+              { type: 'text', text: 'BR-1042' },
+            ],
+          },
+          {
+            type: 'button',
+            sub_type: 'url',
+            index: '0',
+            parameters: [{ type: 'text', text: 'track/BR-1042' }],
+          },
+        ],
+      },
+    })
+  })
+
+  it('template with named variables and no header or buttons', async () => {
+    const id = await world.enqueue({
+      type: 'template',
+      body: {
+        phone: '+5511987654321',
+        templateId: 'welcome',
+        language: 'en',
+        variables: { first_name: 'Ana' },
+      },
+    })
+    await settled(id)
+    expect((requestsFor(id)[0]?.body as { template: unknown }).template).toEqual({
+      name: 'welcome',
+      language: { code: 'en' },
+      components: [
+        { type: 'body', parameters: [{ type: 'text', parameter_name: 'first_name', text: 'Ana' }] },
+      ],
+    })
+  })
+})
+
+describe('failures, classified', () => {
+  it('retries a 500 and then delivers: sent, two attempts', async () => {
+    world.fake.script({ status: 500, body: { error: { message: 'Internal error', code: 1 } } })
+    const id = await world.enqueue(text())
+    const row = await settled(id)
+    expect(requestsFor(id)).toHaveLength(2)
+    expect(row).toMatchObject({ status: 'sent', attempts: 2, last_error_code: '1' })
+  })
+
+  it('retries a timeout', async () => {
+    world.fake.script({ status: 200, body: {}, delayMs: 1500 })
+    const id = await world.enqueue(text())
+    const row = await settled(id)
+    expect(row).toMatchObject({ status: 'sent', attempts: 2, last_error_code: 'TIMEOUT' })
+  })
+
+  it('does not retry 131026: failed after one attempt, with the platform error', async () => {
+    world.fake.script(graphError(131026, 'Message undeliverable'))
+    const id = await world.enqueue(text())
+    const row = await settled(id)
+    expect(requestsFor(id)).toHaveLength(1)
+    expect(row).toMatchObject({
+      status: 'failed',
+      attempts: 1,
+      last_error_code: '131026',
+      last_error_message: 'Message undeliverable',
+      platform_message_id: null,
+    })
+    expect(row?.failed_at).toBeInstanceOf(Date)
+  })
+
+  it('fails another 4xx at once too, and an unknown 400 without a code', async () => {
+    world.fake.script(graphError(132001, 'Template name does not exist in the translation'))
+    const first = await world.enqueue(text())
+    world.fake.script({ status: 400, body: 'not json' })
+    const second = await world.enqueue(text())
+    expect(await settled(first)).toMatchObject({ status: 'failed', attempts: 1, last_error_code: '132001' })
+    expect(await settled(second)).toMatchObject({
+      status: 'failed',
+      attempts: 1,
+      last_error_code: 'HTTP_400',
+    })
+  })
+
+  it('429 with Retry-After pauses delivery for that long, spends no attempt, and still delivers', async () => {
+    world.fake.script({ ...graphError(130429, 'Rate limit hit', 429), headers: { 'retry-after': '1' } })
+    const id = await world.enqueue(text())
+    const row = await settled(id)
+    const [limited, accepted] = requestsFor(id)
+    expect(row).toMatchObject({ status: 'sent', attempts: 1 })
+    expect(accepted).toBeDefined()
+    // The platform asked for a second; the next try waited at least that (less a little clock slack).
+    const gap = (accepted?.receivedAt ?? 0) - (limited?.receivedAt ?? 0)
+    expect(gap).toBeGreaterThanOrEqual(900)
+  })
+
+  it('code 190 (token expired) fails the message and raises an alert in the logs, token never logged', async () => {
+    world.fake.script(graphError(190, 'Error validating access token: Session has expired', 401))
+    const id = await world.enqueue(text())
+    expect(await settled(id)).toMatchObject({ status: 'failed', attempts: 1, last_error_code: '190' })
+    const alert = worker.logs.lines
+      .map((line) => JSON.parse(line))
+      .find((line) => line.alert === 'platform-token-expired')
+    expect(alert?.level).toBe(50)
+    expect(worker.logs.text()).not.toContain(ACCESS_TOKEN)
+  })
+
+  it('a malformed job fails without delivery, and the worker goes on with the next one', async () => {
+    await world.queue.add('text', { messageId: 'not-a-uuid', nonsense: true } as never, {
+      jobId: 'malformed-1',
+    })
+    const id = await world.enqueue(text())
+    await settled(id)
+    const job = await world.queue.getJob('malformed-1')
+    expect(await job?.getState()).toBe('failed')
+    expect(job?.attemptsMade).toBe(1)
+  })
+})

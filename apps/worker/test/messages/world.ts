@@ -1,0 +1,95 @@
+import { randomUUID } from 'node:crypto'
+import { MESSAGE_JOB_OPTIONS, type MessageJob, type OutboundMessage, QueueNames } from '@dispatch/contracts'
+import { createDb, generateApiKey, insertApiKey } from '@dispatch/db'
+import {
+  captureLogs,
+  createTestDatabase,
+  type FakeWhatsApp,
+  startFakeWhatsApp,
+  testQueuePrefix,
+  testRedisUrl,
+} from '@dispatch/testing'
+import { Queue } from 'bullmq'
+import { createWorkerLogger, parseWorkerConfig, type RunningWorker, startWorker } from '../../src/index.ts'
+
+export const PHONE_NUMBER_ID = '106540352242922'
+export const ACCESS_TOKEN = 'EAAG-test-access-token-never-logged'
+
+/** A database with one API key (messages belong to one), a queue prefix, and a fake Cloud API. */
+export async function createDeliveryWorld() {
+  const database = await createTestDatabase()
+  const queuePrefix = testQueuePrefix()
+  const { db, close } = createDb(database.url, { max: 1 })
+  const { keyHash, keyPrefix } = generateApiKey('development')
+  const key = await insertApiKey(db, {
+    keyHash,
+    keyPrefix,
+    environment: 'development',
+    clientName: 'Acme',
+    email: 'ops@acme.test',
+    scopes: ['send:free-text'],
+    tenantId: null,
+    createdAt: new Date(),
+  })
+  await close()
+  const fake = await startFakeWhatsApp()
+  const queue = new Queue<MessageJob>(QueueNames.messages, {
+    connection: { url: testRedisUrl() },
+    prefix: queuePrefix,
+  })
+  const workers: RunningWorker[] = []
+
+  /** The env a worker process of this world runs with: the Cloud API adapter on the fake. */
+  const workerEnv = (env: Record<string, string> = {}) => ({
+    DATABASE_URL: database.url,
+    REDIS_URL: testRedisUrl(),
+    QUEUE_PREFIX: queuePrefix,
+    WORKER_QUEUES: 'messages',
+    WHATSAPP_API_URL: fake.url,
+    WHATSAPP_ACCESS_TOKEN: ACCESS_TOKEN,
+    WHATSAPP_PHONE_NUMBER_ID: PHONE_NUMBER_ID,
+    MESSAGES_BACKOFF_MS: '20',
+    PLATFORM_RATE_PER_SECOND: '10000',
+    LOG_LEVEL: 'info',
+    ...env,
+  })
+
+  return {
+    sql: database.sql,
+    queue,
+    fake: fake as FakeWhatsApp,
+    apiKeyId: key.id,
+    workerEnv,
+    /** The real worker, in process; its log lines captured. */
+    async startWorker(env: Record<string, string> = {}) {
+      const logs = captureLogs()
+      const config = parseWorkerConfig(workerEnv(env))
+      const worker = await startWorker(config, createWorkerLogger(config, logs.stream))
+      workers.push(worker)
+      return Object.assign(worker, { logs })
+    },
+    /** Enqueues a message the way the API does. */
+    async enqueue(message: OutboundMessage, messageId: string = randomUUID()) {
+      const job: MessageJob = { messageId, apiKeyId: key.id, acceptedAt: new Date().toISOString(), message }
+      await queue.add(message.type, job, { ...MESSAGE_JOB_OPTIONS, jobId: messageId })
+      return messageId
+    },
+    async message(id: string) {
+      const [row] = await database.sql`select * from messages where id = ${id}`
+      return row
+    },
+    async close() {
+      for (const worker of workers) await worker.close()
+      await queue.obliterate({ force: true }).catch(() => {})
+      await queue.close()
+      await fake.close()
+      await database.drop()
+    },
+  }
+}
+export type DeliveryWorld = Awaited<ReturnType<typeof createDeliveryWorld>>
+
+export const text = (body = 'Your code is 123456'): OutboundMessage => ({
+  type: 'text',
+  body: { phone: '+5511987654321', text: body },
+})
