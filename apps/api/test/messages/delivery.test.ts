@@ -1,0 +1,140 @@
+import { createHmac } from 'node:crypto'
+import { type FakeWhatsApp, startFakeWhatsApp, waitFor } from '@dispatch/testing'
+import type { RunningWorker } from '@dispatch/worker'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  activeKey,
+  buildTestApp,
+  createWorld,
+  SEND_SCOPES,
+  type SendPath,
+  send,
+  startTestWorker,
+  type TestApp,
+  type TestWorld,
+} from '../helpers.ts'
+
+const APP_SECRET = 'whatsapp-app-secret-for-tests'
+
+let world: TestWorld
+let app: TestApp
+let fake: FakeWhatsApp
+let worker: RunningWorker
+let key: string
+beforeAll(async () => {
+  world = await createWorld()
+  app = await buildTestApp(world, { WHATSAPP_APP_SECRET: APP_SECRET })
+  fake = await startFakeWhatsApp()
+  worker = await startTestWorker(world, {
+    WORKER_QUEUES: 'messages',
+    WHATSAPP_API_URL: fake.url,
+    WHATSAPP_ACCESS_TOKEN: 'EAAG-e2e-token',
+    WHATSAPP_PHONE_NUMBER_ID: '106540352242922',
+  })
+  key = (await activeKey(app, { scopes: SEND_SCOPES })).key
+})
+afterAll(async () => {
+  await worker?.close()
+  await app?.close()
+  await fake?.close()
+  await world?.close()
+})
+
+const status = async (id: string) =>
+  (
+    await app.inject({ method: 'GET', url: `/api/third-party/messages/${id}`, headers: { 'x-api-key': key } })
+  ).json()
+
+describe('from the API to the platform and back', () => {
+  it.each<SendPath>(['send-text', 'send-template', 'send-image'])(
+    '%s: accepted, delivered to the Cloud API, status sent with the platform id',
+    async (path) => {
+      const accepted = (await send(app, path, key)).json()
+      const view = await waitFor(
+        async () => {
+          const current = await status(accepted.messageId)
+          return current.status === 'sent' ? current : undefined
+        },
+        { what: `${path} to be sent` },
+      )
+      const request = fake.requests.find((r) => r.messageId === accepted.messageId)
+      expect(request?.body.to).toBe('5511987654321')
+      expect(view).toMatchObject({ messageId: accepted.messageId, attempts: 1, lastError: null })
+      expect(view.platformMessageId).toBe(request?.platformMessageId)
+    },
+  )
+
+  it('the platform webhooks then move it to delivered and read', async () => {
+    const accepted = (await send(app, 'send-text', key)).json()
+    const sent = await waitFor(
+      async () => {
+        const current = await status(accepted.messageId)
+        return current.status === 'sent' ? current : undefined
+      },
+      { what: 'the message to be sent' },
+    )
+    for (const value of ['delivered', 'read']) {
+      const body = JSON.stringify({
+        object: 'whatsapp_business_account',
+        entry: [
+          {
+            id: 'WABA',
+            changes: [
+              {
+                field: 'messages',
+                value: {
+                  statuses: [
+                    {
+                      id: sent.platformMessageId,
+                      status: value,
+                      timestamp: String(Math.floor(Date.now() / 1000)),
+                      biz_opaque_callback_data: accepted.messageId,
+                    },
+                  ],
+                },
+              },
+            ],
+          },
+        ],
+      })
+      const signature = `sha256=${createHmac('sha256', APP_SECRET).update(body).digest('hex')}`
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/webhooks/whatsapp',
+        headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature },
+        payload: body,
+      })
+      expect(res.statusCode).toBe(200)
+      expect((await status(accepted.messageId)).status).toBe(value)
+    }
+  })
+})
+
+describe('the sandbox adapter', () => {
+  it('is the default without platform credentials: messages are recorded as sent', async () => {
+    const sandboxWorld = await createWorld()
+    const sandboxApp = await buildTestApp(sandboxWorld)
+    const sandbox = await startTestWorker(sandboxWorld, { WORKER_QUEUES: 'messages' })
+    try {
+      const sandboxKey = (await activeKey(sandboxApp, { scopes: SEND_SCOPES })).key
+      const accepted = (await send(sandboxApp, 'send-image', sandboxKey)).json()
+      const view = await waitFor(
+        async () => {
+          const res = await sandboxApp.inject({
+            method: 'GET',
+            url: `/api/third-party/messages/${accepted.messageId}`,
+            headers: { 'x-api-key': sandboxKey },
+          })
+          const current = res.json<{ status: string; platformMessageId: string | null }>()
+          return current.status === 'sent' ? current : undefined
+        },
+        { what: 'the sandbox to send' },
+      )
+      expect(view?.platformMessageId).toMatch(/^wamid\.sandbox\./)
+    } finally {
+      await sandbox.close()
+      await sandboxApp.close()
+      await sandboxWorld.close()
+    }
+  })
+})
