@@ -1,4 +1,4 @@
-import { type Db, type DeliveryOutcome, recordDeliveryOutcomes } from '@dispatch/db'
+import { type DeliveryOutcome, recordDeliveryOutcomes, type Sql } from '@dispatch/db'
 
 interface Pending {
   outcome: DeliveryOutcome
@@ -7,21 +7,23 @@ interface Pending {
 }
 
 /**
- * Writes delivery outcomes in batches: every outcome recorded in the same turn of the event loop
- * goes to Postgres in one statement, up to `maxBatch` rows, with at most one statement in flight.
- * Each caller waits for its own row to be committed, so a job is acknowledged only once its
- * outcome (and platform id) is stored.
+ * Writes delivery outcomes in batches: the outcomes recorded in the same turn of the event loop go
+ * to Postgres in one statement (up to `maxBatch` rows), with up to `maxInFlight` statements at
+ * once so commits overlap. Each caller waits for its own row to be committed, so a job is
+ * acknowledged only once its outcome (and platform id) is stored.
  */
 export class DeliveryRecorder {
-  readonly #db: Db
+  readonly #sql: Sql
   readonly #maxBatch: number
+  readonly #maxInFlight: number
   #pending: Pending[] = []
-  #flushing: Promise<void> | null = null
+  #inFlight = 0
   #scheduled = false
 
-  constructor(db: Db, maxBatch = 500) {
-    this.#db = db
-    this.#maxBatch = maxBatch
+  constructor(sql: Sql, options: { maxBatch?: number; maxInFlight?: number } = {}) {
+    this.#sql = sql
+    this.#maxBatch = options.maxBatch ?? 500
+    this.#maxInFlight = options.maxInFlight ?? 4
   }
 
   record(outcome: DeliveryOutcome): Promise<void> {
@@ -32,12 +34,14 @@ export class DeliveryRecorder {
   }
 
   #schedule() {
-    if (this.#scheduled || this.#flushing) return
+    if (this.#scheduled || this.#inFlight >= this.#maxInFlight) return
     this.#scheduled = true
     setImmediate(() => {
       this.#scheduled = false
-      this.#flushing = this.#flush().finally(() => {
-        this.#flushing = null
+      if (this.#pending.length === 0) return
+      this.#inFlight++
+      void this.#flush().finally(() => {
+        this.#inFlight--
         if (this.#pending.length > 0) this.#schedule()
       })
     })
@@ -48,7 +52,7 @@ export class DeliveryRecorder {
     // One row per message per statement: Postgres refuses to update a row twice in one upsert.
     const latest = new Map(batch.map((p) => [p.outcome.id, p.outcome]))
     try {
-      await recordDeliveryOutcomes(this.#db, [...latest.values()])
+      await recordDeliveryOutcomes(this.#sql, [...latest.values()])
       for (const p of batch) p.resolve()
     } catch (error) {
       for (const p of batch) p.reject(error)

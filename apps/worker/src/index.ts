@@ -95,6 +95,7 @@ export async function startWorker(
     const platform = createPlatform(config)
     messagesWorker = startMessagesWorker({
       db,
+      sql,
       platform,
       logger,
       connection: redisClient({ blocking: true }, 'messages-worker'),

@@ -1,5 +1,5 @@
 import { MessageJob, QueueNames } from '@dispatch/contracts'
-import { type Db, type DeliveryOutcome, findPlatformMessageId } from '@dispatch/db'
+import { type Db, type DeliveryOutcome, findPlatformMessageId, type Sql } from '@dispatch/db'
 import { type Job, UnrecoverableError, Worker } from 'bullmq'
 import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
@@ -13,6 +13,8 @@ export interface DeliveryResult {
 
 export interface MessagesWorkerOptions {
   db: Db
+  /** The driver itself, for the batched outcome writes. */
+  sql: Sql
   platform: MessagingPlatform
   logger: Logger
   connection: Redis
@@ -117,7 +119,7 @@ export async function deliverMessage(
 }
 
 export function startMessagesWorker(options: MessagesWorkerOptions): Worker<MessageJob, DeliveryResult> {
-  const recorder = new DeliveryRecorder(options.db)
+  const recorder = new DeliveryRecorder(options.sql)
   const worker: Worker<MessageJob, DeliveryResult> = new Worker<MessageJob, DeliveryResult>(
     QueueNames.messages,
     (job) => deliverMessage(job, worker, { ...options, recorder }),

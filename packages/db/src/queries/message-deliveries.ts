@@ -1,5 +1,5 @@
-import { eq, sql } from 'drizzle-orm'
-import type { Db } from '../client.ts'
+import { eq } from 'drizzle-orm'
+import type { Db, Sql } from '../client.ts'
 import { messages } from '../schema/messages.ts'
 
 /** What one delivery attempt leaves behind, written by the worker before the job is acknowledged. */
@@ -28,46 +28,45 @@ export async function findPlatformMessageId(db: Db, id: string): Promise<string 
   return row?.platformMessageId ?? null
 }
 
-const excluded = (column: string) => sql.raw(`excluded.${column}`)
-
 /**
- * Writes many outcomes in one statement. The first outcome of a message inserts its row; later
- * ones update it, only forward: the status never moves back (a webhook may already have said
- * `delivered`), attempts never decrease, and a recorded platform id is never replaced.
+ * Writes many outcomes in one statement, the rows passed as one array per column (`unnest`), so the
+ * statement is the same whatever the batch size and is prepared once. The first outcome of a message
+ * inserts its row; later ones update it, only forward: the status never moves back (a webhook may
+ * already have said `delivered`), attempts never decrease, a recorded platform id is never replaced.
  */
-export async function recordDeliveryOutcomes(db: Db, outcomes: DeliveryOutcome[]): Promise<void> {
+export async function recordDeliveryOutcomes(sql: Sql, outcomes: DeliveryOutcome[]): Promise<void> {
   if (outcomes.length === 0) return
-  await db
-    .insert(messages)
-    .values(
-      outcomes.map((o) => ({
-        id: o.id,
-        apiKeyId: o.apiKeyId,
-        type: o.type,
-        phone: o.phone,
-        payload: o.payload,
-        status: o.status,
-        attempts: o.attempts,
-        platformMessageId: o.platformMessageId,
-        lastErrorCode: o.lastErrorCode,
-        lastErrorMessage: o.lastErrorMessage,
-        acceptedAt: o.acceptedAt,
-        sentAt: o.status === 'sent' ? o.at : null,
-        failedAt: o.status === 'failed' ? o.at : null,
-        updatedAt: o.at,
-      })),
+  // Sent as text[] and cast in SQL: explicit, whatever type parsing the client was set up with.
+  const TEXT = 25
+  const column = (pick: (o: DeliveryOutcome) => string | number | null) =>
+    sql.array(
+      outcomes.map((o) => {
+        const value = pick(o)
+        return value === null ? null : String(value)
+      }) as string[],
+      TEXT,
     )
-    .onConflictDoUpdate({
-      target: messages.id,
-      set: {
-        status: sql`greatest(${messages.status}, ${excluded('status')})`,
-        attempts: sql`greatest(${messages.attempts}, ${excluded('attempts')})`,
-        platformMessageId: sql`coalesce(${messages.platformMessageId}, ${excluded('platform_message_id')})`,
-        lastErrorCode: sql`coalesce(${excluded('last_error_code')}, ${messages.lastErrorCode})`,
-        lastErrorMessage: sql`coalesce(${excluded('last_error_message')}, ${messages.lastErrorMessage})`,
-        sentAt: sql`coalesce(${messages.sentAt}, ${excluded('sent_at')})`,
-        failedAt: sql`coalesce(${messages.failedAt}, ${excluded('failed_at')})`,
-        updatedAt: sql`greatest(${messages.updatedAt}, ${excluded('updated_at')})`,
-      },
-    })
+  const iso = (date: Date | null) => date?.toISOString() ?? null
+  await sql`
+    insert into messages (id, api_key_id, type, phone, payload, status, attempts, platform_message_id,
+      last_error_code, last_error_message, accepted_at, sent_at, failed_at, updated_at)
+    select * from unnest(
+      ${column((o) => o.id)}::uuid[], ${column((o) => o.apiKeyId)}::uuid[],
+      ${column((o) => o.type)}::message_type[], ${column((o) => o.phone)}::text[],
+      ${column((o) => JSON.stringify(o.payload))}::jsonb[], ${column((o) => o.status)}::message_status[],
+      ${column((o) => o.attempts)}::int[], ${column((o) => o.platformMessageId)}::text[],
+      ${column((o) => o.lastErrorCode)}::text[], ${column((o) => o.lastErrorMessage)}::text[],
+      ${column((o) => iso(o.acceptedAt))}::timestamptz[],
+      ${column((o) => iso(o.status === 'sent' ? o.at : null))}::timestamptz[],
+      ${column((o) => iso(o.status === 'failed' ? o.at : null))}::timestamptz[],
+      ${column((o) => iso(o.at))}::timestamptz[])
+    on conflict (id) do update set
+      status = greatest(messages.status, excluded.status),
+      attempts = greatest(messages.attempts, excluded.attempts),
+      platform_message_id = coalesce(messages.platform_message_id, excluded.platform_message_id),
+      last_error_code = coalesce(excluded.last_error_code, messages.last_error_code),
+      last_error_message = coalesce(excluded.last_error_message, messages.last_error_message),
+      sent_at = coalesce(messages.sent_at, excluded.sent_at),
+      failed_at = coalesce(messages.failed_at, excluded.failed_at),
+      updated_at = greatest(messages.updated_at, excluded.updated_at)`
 }
