@@ -25,7 +25,8 @@ const requestsFor = (id: string) => world.fake.requests.filter((r) => r.messageI
 
 describe('the WhatsApp Cloud API adapter sends exactly the expected JSON', () => {
   it('text', async () => {
-    const id = await world.enqueue(text('Hello, Ana'))
+    const tricky = 'Hello, "Ana" \\ {1,2} NULL — ação 🎉'
+    const id = await world.enqueue(text(tricky))
     const row = await settled(id)
     const [request] = requestsFor(id)
     expect(request?.path).toBe(`/v21.0/${PHONE_NUMBER_ID}/messages`)
@@ -36,8 +37,10 @@ describe('the WhatsApp Cloud API adapter sends exactly the expected JSON', () =>
       to: '5511987654321',
       biz_opaque_callback_data: id,
       type: 'text',
-      text: { preview_url: false, body: 'Hello, Ana' },
+      text: { preview_url: false, body: tricky },
     })
+    // The record keeps the body exactly, quotes, braces and all.
+    expect(row?.payload).toEqual({ phone: '+5511987654321', text: tricky })
     expect(row).toMatchObject({
       status: 'sent',
       attempts: 1,

@@ -36,30 +36,29 @@ export async function findPlatformMessageId(db: Db, id: string): Promise<string 
  */
 export async function recordDeliveryOutcomes(sql: Sql, outcomes: DeliveryOutcome[]): Promise<void> {
   if (outcomes.length === 0) return
-  // Sent as text[] and cast in SQL: explicit, whatever type parsing the client was set up with.
-  const TEXT = 25
+  // Each column goes as one Postgres array literal, cast in SQL: no dependence on how the client
+  // serializes arrays.
   const column = (pick: (o: DeliveryOutcome) => string | number | null) =>
-    sql.array(
-      outcomes.map((o) => {
+    `{${outcomes
+      .map((o) => {
         const value = pick(o)
-        return value === null ? null : String(value)
-      }) as string[],
-      TEXT,
-    )
+        return value === null ? 'NULL' : `"${String(value).replace(/[\\"]/g, '\\$&')}"`
+      })
+      .join(',')}}`
   const iso = (date: Date | null) => date?.toISOString() ?? null
   await sql`
     insert into messages (id, api_key_id, type, phone, payload, status, attempts, platform_message_id,
       last_error_code, last_error_message, accepted_at, sent_at, failed_at, updated_at)
     select * from unnest(
-      ${column((o) => o.id)}::uuid[], ${column((o) => o.apiKeyId)}::uuid[],
-      ${column((o) => o.type)}::message_type[], ${column((o) => o.phone)}::text[],
-      ${column((o) => JSON.stringify(o.payload))}::jsonb[], ${column((o) => o.status)}::message_status[],
-      ${column((o) => o.attempts)}::int[], ${column((o) => o.platformMessageId)}::text[],
+      ${column((o) => o.id)}::text[]::uuid[], ${column((o) => o.apiKeyId)}::text[]::uuid[],
+      ${column((o) => o.type)}::text[]::message_type[], ${column((o) => o.phone)}::text[],
+      ${column((o) => JSON.stringify(o.payload))}::text[]::jsonb[], ${column((o) => o.status)}::text[]::message_status[],
+      ${column((o) => o.attempts)}::text[]::int[], ${column((o) => o.platformMessageId)}::text[],
       ${column((o) => o.lastErrorCode)}::text[], ${column((o) => o.lastErrorMessage)}::text[],
-      ${column((o) => iso(o.acceptedAt))}::timestamptz[],
-      ${column((o) => iso(o.status === 'sent' ? o.at : null))}::timestamptz[],
-      ${column((o) => iso(o.status === 'failed' ? o.at : null))}::timestamptz[],
-      ${column((o) => iso(o.at))}::timestamptz[])
+      ${column((o) => iso(o.acceptedAt))}::text[]::timestamptz[],
+      ${column((o) => iso(o.status === 'sent' ? o.at : null))}::text[]::timestamptz[],
+      ${column((o) => iso(o.status === 'failed' ? o.at : null))}::text[]::timestamptz[],
+      ${column((o) => iso(o.at))}::text[]::timestamptz[])
     on conflict (id) do update set
       status = greatest(messages.status, excluded.status),
       attempts = greatest(messages.attempts, excluded.attempts),
