@@ -47,7 +47,7 @@ export interface FakeWhatsApp {
  * the success shape with a `wamid`, or Graph error bodies when scripted.
  */
 export async function startFakeWhatsApp(
-  options: { latencyMs?: number; port?: number } = {},
+  options: { latencyMs?: number; port?: number; onAccepted?: (request: CloudApiRequest) => void } = {},
 ): Promise<FakeWhatsApp> {
   const requests: CloudApiRequest[] = []
   const queue: ScriptedAnswer[] = []
@@ -78,6 +78,7 @@ export async function startFakeWhatsApp(
       if (!res.writable) return
       res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers })
       res.end(answer.body === undefined ? '' : JSON.stringify(answer.body))
+      if (recorded.platformMessageId) options.onAccepted?.(recorded)
     })
   })
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve))

@@ -1,0 +1,73 @@
+/**
+ * The tests' fake WhatsApp Cloud API as a standalone server, to try the `whatsapp-cloud` adapter
+ * without a Meta account:
+ *
+ *   pnpm fake:whatsapp            # listens on 127.0.0.1:4010 (FAKE_WHATSAPP_PORT)
+ *
+ * With WHATSAPP_APP_SECRET set, it also plays Meta's webhooks: each accepted message is reported
+ * `delivered`, then `read`, signed, to FAKE_WEBHOOK_URL (default: the local API's webhook).
+ */
+import { createHmac } from 'node:crypto'
+import { type CloudApiRequest, startFakeWhatsApp } from './whatsapp-server.ts'
+
+const port = Number(process.env.FAKE_WHATSAPP_PORT ?? 4010)
+const webhookUrl = process.env.FAKE_WEBHOOK_URL ?? 'http://127.0.0.1:3000/api/webhooks/whatsapp'
+const appSecret = process.env.WHATSAPP_APP_SECRET
+
+async function report(request: CloudApiRequest, status: 'delivered' | 'read') {
+  if (!appSecret) return
+  const body = JSON.stringify({
+    object: 'whatsapp_business_account',
+    entry: [
+      {
+        id: 'FAKE_WABA',
+        changes: [
+          {
+            field: 'messages',
+            value: {
+              messaging_product: 'whatsapp',
+              statuses: [
+                {
+                  id: request.platformMessageId,
+                  status,
+                  timestamp: String(Math.floor(Date.now() / 1000)),
+                  recipient_id: request.body.to,
+                  biz_opaque_callback_data: request.messageId,
+                },
+              ],
+            },
+          },
+        ],
+      },
+    ],
+  })
+  const signature = `sha256=${createHmac('sha256', appSecret).update(body).digest('hex')}`
+  try {
+    const res = await fetch(webhookUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature },
+      body,
+    })
+    console.log(`  webhook ${status} → ${res.status}`)
+  } catch (error) {
+    console.log(`  webhook ${status} failed: ${(error as Error).message}`)
+  }
+}
+
+const fake = await startFakeWhatsApp({
+  port,
+  onAccepted: (request) => {
+    console.log(`accepted ${request.body.type} to +${request.body.to} → ${request.platformMessageId}`)
+    setTimeout(() => void report(request, 'delivered'), 500)
+    setTimeout(() => void report(request, 'read'), 1500)
+  },
+})
+console.log(`Fake WhatsApp Cloud API on ${fake.url}. Run the worker with:
+  WHATSAPP_API_URL=${fake.url} WHATSAPP_ACCESS_TOKEN=fake-token WHATSAPP_PHONE_NUMBER_ID=106540352242922`)
+console.log(
+  appSecret
+    ? `Reporting delivered/read to ${webhookUrl}, signed with WHATSAPP_APP_SECRET.`
+    : 'Set WHATSAPP_APP_SECRET (the same as the API) to have it report delivered/read by webhook.',
+)
+process.once('SIGINT', () => void fake.close().then(() => process.exit(0)))
+process.once('SIGTERM', () => void fake.close().then(() => process.exit(0)))
