@@ -11,8 +11,12 @@ import { apiKeyAuth } from './plugins/api-key-auth.ts'
 import { installErrorHandler, renderFrameworkError } from './plugins/error-handler.ts'
 import { installValidation } from './plugins/validation.ts'
 import { adminApiKeyRoutes } from './routes/admin/api-keys.ts'
+import { adminCatalogRoutes } from './routes/admin/catalog.ts'
 import { apiKeyRoutes } from './routes/api-keys/index.ts'
 import { healthRoutes } from './routes/health/index.ts'
+import { catalogRoutes } from './routes/third-party/catalog.ts'
+import { kitRoutes } from './routes/third-party/kits.ts'
+import { orderRoutes } from './routes/third-party/orders.ts'
 
 export type { ApiDeps } from './deps.ts'
 export { createDeps, createLogger } from './deps.ts'
@@ -96,6 +100,10 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(healthRoutes)
   await app.register(apiKeyRoutes, { prefix: '/api/api-keys' })
   await app.register(adminApiKeyRoutes, { prefix: '/api/admin/api-keys' })
+  await app.register(adminCatalogRoutes, { prefix: '/api/admin' })
+  for (const routes of [catalogRoutes, orderRoutes, kitRoutes]) {
+    await app.register(routes, { prefix: '/api/third-party' })
+  }
 
   app.addHook('onClose', async () => deps.close())
   return app

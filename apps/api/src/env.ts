@@ -15,6 +15,8 @@ const ApiEnv = Type.Object({
   API_KEY_CACHE_TTL_MS: Type.Integer({ minimum: 0, default: 30_000 }),
   API_KEY_CACHE_MAX: Type.Integer({ minimum: 1, default: 10_000 }),
   SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, default: 10_000 }),
+  /** Where the BME copy of `order.created` goes, for channels with `sendBMEEmail`. */
+  BME_EMAIL: Type.String({ pattern: '^[^@\\s]+@[^@\\s]+$', default: 'bme@dispatch.local' }),
 })
 type ApiEnv = Static<typeof ApiEnv>
 
