@@ -35,7 +35,7 @@ export async function claimIdempotencyKey(
       .onConflictDoUpdate({
         target: [orderIdempotencyKeys.apiKeyId, orderIdempotencyKeys.key],
         set: { requestHash, createdAt: now, orderId: null, response: null },
-        setWhere: sql`${orderIdempotencyKeys.createdAt} < ${now}::timestamptz - interval '${sql.raw(String(IDEMPOTENCY_TTL_HOURS))} hours'`,
+        setWhere: sql`${orderIdempotencyKeys.createdAt} < ${now.toISOString()}::timestamptz - interval '${sql.raw(String(IDEMPOTENCY_TTL_HOURS))} hours'`,
       })
       .returning({ key: orderIdempotencyKeys.key })
     // The short wait is for the claim only; stock updates may queue behind other orders as needed.
