@@ -6,19 +6,25 @@ export const BENCH_TENANT = 'bench'
 const PROJECTS = 50
 const BATCH = 100_000
 
-/** The catalog and key the generated orders hang off; returns the key and a project id. */
+/** The catalog the generated orders hang off. */
 export async function seedBenchCatalog(sql: postgres.Sql) {
-  const [channel] =
-    await sql`insert into channels (name, timeline) values ('Bench channel', 'RESEARCH') returning id`
-  const projects = await sql`
+  const [channel] = await sql`
+    insert into channels (name, timeline) values ('Bench channel', 'RESEARCH') returning id`
+  await sql`
     insert into projects (tenant_id, channel_id, name)
-    select ${BENCH_TENANT}, ${channel?.id}, 'Bench project ' || i from generate_series(1, ${PROJECTS}) i
-    returning id`
-  const products = await sql`
+    select ${BENCH_TENANT}, ${channel?.id}, 'Bench project ' || i from generate_series(1, ${PROJECTS}) i`
+  await sql`
     insert into products (tenant_id, channel_id, name, stock, price, product_type)
     values (${BENCH_TENANT}, ${channel?.id}, 'Bench kit', 2000000000, 4900, 'KIT'),
-           (${BENCH_TENANT}, ${channel?.id}, 'Bench probiotic', 2000000000, 2900, 'PROBIOTIC')
-    returning id`
+           (${BENCH_TENANT}, ${channel?.id}, 'Bench probiotic', 2000000000, 2900, 'PROBIOTIC')`
+  return loadBenchCatalog(sql)
+}
+
+/** The bench catalog of a (possibly kept) database, and a fresh approved key for its tenant. */
+export async function loadBenchCatalog(sql: postgres.Sql) {
+  const [channel] = await sql`select id from channels where name = 'Bench channel'`
+  const projects = await sql`select id from projects where tenant_id = ${BENCH_TENANT} order by display_id`
+  const products = await sql`select id from products where tenant_id = ${BENCH_TENANT} order by display_id`
   const { key, keyHash, keyPrefix } = generateApiKey('development')
   const [apiKey] = await sql`
     insert into api_keys (key_hash, key_prefix, environment, client_name, email, scopes, tenant_id, status)
@@ -35,7 +41,7 @@ export async function seedBenchCatalog(sql: postgres.Sql) {
   }
 }
 
-type Catalog = Awaited<ReturnType<typeof seedBenchCatalog>>
+type Catalog = Awaited<ReturnType<typeof loadBenchCatalog>>
 
 /**
  * Fills the bench tenant with `total` orders, set-based: one INSERT … SELECT generate_series per

@@ -7,7 +7,8 @@
  *   pnpm --filter @dispatch/api bench:orders
  *   BENCH_ORDERS=100000 BENCH_SAMPLES=300 BENCH_DURATION_S=10 BENCH_KEEP_DB=1 (all optional)
  *
- * Runs in a database of its own, dropped at the end (BENCH_KEEP_DB=1 keeps it, to look at plans).
+ * Runs in a database of its own, dropped at the end. BENCH_KEEP_DB=1 keeps it (to look at
+ * plans); BENCH_REUSE_DB=<its url> measures over it again without generating.
  */
 import { randomBytes } from 'node:crypto'
 import type { OrderListQuery } from '@dispatch/contracts'
@@ -15,7 +16,7 @@ import { createDb, createOrder, findOrder, listOrders } from '@dispatch/db'
 import { ensureDatabase, migrateDatabase } from '@dispatch/db/migrate'
 import postgres from 'postgres'
 import { buildApp, createDeps, createLogger, parseApiConfig } from '../src/app.ts'
-import { BENCH_TENANT, generateOrders, seedBenchCatalog } from './orders-generate.ts'
+import { BENCH_TENANT, generateOrders, loadBenchCatalog, seedBenchCatalog } from './orders-generate.ts'
 
 const total = Number(process.env.BENCH_ORDERS ?? 1_000_000)
 const samples = Number(process.env.BENCH_SAMPLES ?? 300)
@@ -60,6 +61,14 @@ async function throughput(create: () => Promise<void>) {
 }
 
 async function prepare() {
+  const reuse = process.env.BENCH_REUSE_DB
+  if (reuse) {
+    const sql = postgres(reuse, { max: 1, onnotice: () => {} })
+    const catalog = await loadBenchCatalog(sql)
+    const [row] = await sql`select count(*)::int as n from orders where tenant_id = ${BENCH_TENANT}`
+    await sql.end()
+    return { databaseUrl: reuse, catalog, generated: Number(row?.n) }
+  }
   const url = new URL(baseUrl)
   url.pathname = `/bench_orders_${randomBytes(3).toString('hex')}`
   const databaseUrl = url.toString()
@@ -70,7 +79,7 @@ async function prepare() {
   console.log(`generating ${total.toLocaleString('en-US')} orders in ${url.pathname.slice(1)} …`)
   await generateOrders(sql, catalog, total)
   await sql.end()
-  return { databaseUrl, catalog }
+  return { databaseUrl, catalog, generated: total }
 }
 
 async function dropDatabase(databaseUrl: string) {
@@ -80,7 +89,7 @@ async function dropDatabase(databaseUrl: string) {
   await admin.end()
 }
 
-const { databaseUrl, catalog } = await prepare()
+const { databaseUrl, catalog, generated } = await prepare()
 const config = parseApiConfig({
   DATABASE_URL: databaseUrl,
   REDIS_URL: redisUrl,
@@ -93,7 +102,7 @@ const direct = createDb(databaseUrl)
 const headers = { 'x-api-key': catalog.key }
 const project = catalog.projectIds[7] as string
 /** Matches ten invoice numbers (INV-xxxxxx0 … INV-xxxxxx9) out of the whole tenant. */
-const fragment = `inv-${String(Math.floor(total / 2))
+const fragment = `inv-${String(Math.floor(generated / 2))
   .padStart(7, '0')
   .slice(0, 6)}`
 const month = new Date(Date.now() - 200 * 86_400_000).toISOString().slice(0, 7)
@@ -167,6 +176,6 @@ try {
 } finally {
   await app.close()
   await direct.close()
-  if (process.env.BENCH_KEEP_DB) console.log(`kept ${databaseUrl}`)
+  if (process.env.BENCH_KEEP_DB || process.env.BENCH_REUSE_DB) console.log(`kept ${databaseUrl}`)
   else await dropDatabase(databaseUrl)
 }

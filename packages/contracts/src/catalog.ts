@@ -17,6 +17,14 @@ import {
 import { listQueryProperties, PageMeta } from './paging.ts'
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
+/**
+ * Nullable strings and enums as `type: ['string', 'null']` rather than `anyOf`: the same JSON
+ * Schema meaning, but the response serializer writes them directly instead of trying each branch.
+ */
+export const NullableString = (options: { format?: string } = {}) =>
+  Type.Unsafe<string | null>({ ...options, type: ['string', 'null'] })
+export const NullableEnum = <T extends readonly string[]>(values: T) =>
+  Type.Unsafe<T[number] | null>({ type: ['string', 'null'], enum: [...values, null] })
 /** Resource ids are UUIDs on the wire as strings; a malformed one in a filter is a 400. */
 export const ResourceId = Type.String({ format: 'uuid' })
 
@@ -45,7 +53,7 @@ export const Channel = Type.Object({
 })
 export type Channel = Static<typeof Channel>
 
-const Str = Nullable(Type.String())
+const Str = NullableString()
 export const Project = Type.Object({
   id: Type.String(),
   name: Type.String(),
@@ -63,21 +71,21 @@ export const Project = Type.Object({
   isPartnerEmailD4Trigger: Type.Boolean(),
   organizationName: Str,
   tenantId: Type.String(),
-  collaborator: Nullable(Type.Enum(COLLABORATORS)),
-  externalSampleType: Nullable(Type.Enum(EXTERNAL_SAMPLE_TYPES)),
-  externalSpeciesType: Nullable(Type.Enum(EXTERNAL_SPECIES_TYPES)),
-  externalTissueNucleicAcidType: Nullable(Type.Enum(EXTERNAL_TISSUE_NUCLEIC_ACID_TYPES)),
-  externalTissueOrgan: Nullable(Type.Enum(EXTERNAL_TISSUE_ORGANS)),
-  externalElutionBuffer: Nullable(Type.Enum(EXTERNAL_ELUTION_BUFFERS)),
-  externalPipeline: Nullable(Type.Enum(EXTERNAL_PIPELINES)),
+  collaborator: NullableEnum(COLLABORATORS),
+  externalSampleType: NullableEnum(EXTERNAL_SAMPLE_TYPES),
+  externalSpeciesType: NullableEnum(EXTERNAL_SPECIES_TYPES),
+  externalTissueNucleicAcidType: NullableEnum(EXTERNAL_TISSUE_NUCLEIC_ACID_TYPES),
+  externalTissueOrgan: NullableEnum(EXTERNAL_TISSUE_ORGANS),
+  externalElutionBuffer: NullableEnum(EXTERNAL_ELUTION_BUFFERS),
+  externalPipeline: NullableEnum(EXTERNAL_PIPELINES),
   externalOutputType: Type.Array(Type.Enum(REPORT_TYPES)),
   pdfTemplateName: Str,
   externalSequencingTypeId: Str,
   externalHaveSentB1: Type.Boolean(),
   externalHaveSentB2: Type.Boolean(),
   externalEmail: Str,
-  inputMLPrefix: Nullable(Type.Enum(ML_PREFIXES)),
-  outputMLPrefix: Nullable(Type.Enum(ML_PREFIXES)),
+  inputMLPrefix: NullableEnum(ML_PREFIXES),
+  outputMLPrefix: NullableEnum(ML_PREFIXES),
   prefix: Str,
 })
 export type Project = Static<typeof Project>

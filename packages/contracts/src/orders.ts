@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox'
-import { Channel, Nullable, Product, Project, ResourceId } from './catalog.ts'
+import { Channel, Nullable, NullableEnum, NullableString, Product, Project, ResourceId } from './catalog.ts'
 import {
   KIT_STATUSES,
   ORDER_STATUSES,
@@ -10,7 +10,7 @@ import {
 } from './catalog-enums.ts'
 import { DataEnvelope, listQueryProperties } from './paging.ts'
 
-const Str = Nullable(Type.String())
+const Str = NullableString()
 /** Calendar dates on the wire: `YYYY-MM-DD`. */
 export const CalendarDate = Type.String({ format: 'date', pattern: '^\\d{4}-\\d{2}-\\d{2}$' })
 
@@ -88,7 +88,7 @@ const B2dProfileNameData = Type.Object({
   lastName: Type.String(),
   fullName: Type.String(),
 })
-const KitDate = Nullable(CalendarDate)
+const KitDate = NullableString({ format: 'date' })
 export const Kit = Type.Object({
   id: Type.String(),
   profileId: Str,
@@ -123,8 +123,8 @@ export const Kit = Type.Object({
   isFfqSurveyCompletion: Str,
   pdfPath: Str,
   surveyToolResponseId: Str,
-  pdfQC: Nullable(Type.Enum(PDF_QC_VALUES)),
-  reportStatus: Nullable(Type.Enum(REPORT_STATUSES)),
+  pdfQC: NullableEnum(PDF_QC_VALUES),
+  reportStatus: NullableEnum(REPORT_STATUSES),
 })
 export type Kit = Static<typeof Kit>
 

@@ -118,6 +118,29 @@ describe('GET /api/third-party/orders', () => {
     expect(ids((await orders('?take=10&q=%25')).json())).toEqual([])
   })
 
+  it('counts search matches right on every page, past the end included', async () => {
+    expect((await orders('?take=1&q=lab')).json()).toMatchObject({
+      itemCount: 2,
+      pageCount: 2,
+      hasNextPage: true,
+    })
+    expect((await orders('?take=1&page=2&q=lab')).json()).toMatchObject({ itemCount: 2, hasNextPage: false })
+    const past = (await orders('?take=1&page=5&q=lab')).json()
+    expect(past).toMatchObject({
+      page: 5,
+      itemCount: 2,
+      pageCount: 2,
+      hasPreviousPage: true,
+      hasNextPage: false,
+      data: [],
+    })
+    expect((await orders('?take=1&q=no-such-order')).json()).toMatchObject({
+      itemCount: 0,
+      pageCount: 0,
+      data: [],
+    })
+  })
+
   it('lists no soft-deleted order, except with deleted=true', async () => {
     const gone = await placeOrder(app, t)
     await world.sql`update orders set deleted_at = now() where id = ${gone.id}`

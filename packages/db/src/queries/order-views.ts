@@ -1,5 +1,6 @@
 import type { Kit, Order, OrderItem } from '@dispatch/contracts'
-import { asc, inArray } from 'drizzle-orm'
+import { asc, inArray, sql } from 'drizzle-orm'
+import type { AnyPgColumn } from 'drizzle-orm/pg-core'
 import { channels } from '../schema/channels.ts'
 import { discountCodes } from '../schema/discount-codes.ts'
 import { type KitRow, kits } from '../schema/kits.ts'
@@ -9,6 +10,9 @@ import { products } from '../schema/products.ts'
 import { projects } from '../schema/projects.ts'
 import { toChannel, toProduct, toProject } from './catalog-views.ts'
 import type { Executor } from './executor.ts'
+
+/** `column = any($1)`: one array parameter, so the statement text (and its plan) is the same for any page size. */
+const anyOf = (column: AnyPgColumn, ids: string[]) => sql`${column} = any(${sql.param(ids)}::uuid[])`
 
 const byId = <T extends { id: string }>(rows: T[]) => new Map(rows.map((r) => [r.id, r]))
 const unique = (values: string[]) => [...new Set(values)]
@@ -20,33 +24,40 @@ const unique = (values: string[]) => [...new Set(values)]
 export async function assembleOrders(db: Executor, rows: OrderRow[]): Promise<Order[]> {
   if (rows.length === 0) return []
   const orderIds = rows.map((r) => r.id)
-  const [items, codes, kitRows, channelRows, projectRows] = await Promise.all([
-    db.select().from(orderItems).where(inArray(orderItems.orderId, orderIds)).orderBy(asc(orderItems.id)),
+  const [items, codes, kitRows, channelRows, projectRows, productRows] = await Promise.all([
+    db.select().from(orderItems).where(anyOf(orderItems.orderId, orderIds)).orderBy(asc(orderItems.id)),
     db
       .select()
       .from(discountCodes)
-      .where(inArray(discountCodes.orderId, orderIds))
+      .where(anyOf(discountCodes.orderId, orderIds))
       .orderBy(asc(discountCodes.id)),
     db
       .select({ orderItemId: kits.orderItemId, serial: kits.serial })
       .from(kits)
-      .where(inArray(kits.orderId, orderIds))
+      .where(anyOf(kits.orderId, orderIds))
       .orderBy(asc(kits.serial)),
     db
       .select()
       .from(channels)
-      .where(inArray(channels.id, unique(rows.map((r) => r.channelId)))),
+      .where(anyOf(channels.id, unique(rows.map((r) => r.channelId)))),
     db
       .select()
       .from(projects)
-      .where(inArray(projects.id, unique(rows.map((r) => r.projectId)))),
+      .where(anyOf(projects.id, unique(rows.map((r) => r.projectId)))),
+    // Products through a subquery, so they load alongside the items rather than after them.
+    db
+      .select()
+      .from(products)
+      .where(
+        inArray(
+          products.id,
+          db
+            .selectDistinct({ id: orderItems.productId })
+            .from(orderItems)
+            .where(anyOf(orderItems.orderId, orderIds)),
+        ),
+      ),
   ])
-  const productRows = items.length
-    ? await db
-        .select()
-        .from(products)
-        .where(inArray(products.id, unique(items.map((i) => i.productId))))
-    : []
   const productsById = byId(productRows)
   const channelsById = byId(channelRows)
   const projectsById = byId(projectRows)

@@ -1,5 +1,5 @@
 import type { KitListQuery, OrderListQuery } from '@dispatch/contracts'
-import { and, count, eq, exists, gte, ilike, isNull, like, lte, sql } from 'drizzle-orm'
+import { and, count, eq, exists, getTableColumns, gte, ilike, isNull, like, lte, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { kits } from '../schema/kits.ts'
 import { orderItems } from '../schema/order-items.ts'
@@ -36,17 +36,37 @@ export async function listOrders(db: Db, tenantId: string, query: OrderListQuery
         )
       : undefined,
   ])
-  const [rows, [total]] = await Promise.all([
-    db
-      .select()
+  const countAll = async () => (await db.select({ value: count() }).from(orders).where(where))[0]?.value ?? 0
+  const sort = ordering(query.order, ...orderColumns[query.orderField], orders.id)
+  if (query.q) {
+    // A search matches few rows and costs one trigram scan: count them in the same scan.
+    const rows = await db
+      .select(withTotal)
       .from(orders)
       .where(where)
-      .orderBy(...ordering(query.order, ...orderColumns[query.orderField], orders.id))
+      .orderBy(...sort)
       .limit(query.take)
-      .offset(offsetOf(query)),
-    db.select({ value: count() }).from(orders).where(where),
-  ])
-  return { items: await assembleOrders(db, rows), itemCount: total?.value ?? 0 }
+      .offset(offsetOf(query))
+    const itemCount = rows[0]?.fullCount ?? (query.page > 1 ? await countAll() : 0)
+    return { items: await assembleOrders(db, rows), itemCount }
+  }
+  // The count runs while the page and its relations load.
+  const counting = countAll()
+  counting.catch(() => {}) // awaited below; this only keeps an early failure from going unhandled
+  const rows = await db
+    .select()
+    .from(orders)
+    .where(where)
+    .orderBy(...sort)
+    .limit(query.take)
+    .offset(offsetOf(query))
+  const items = await assembleOrders(db, rows)
+  return { items, itemCount: await counting }
+}
+
+const withTotal = {
+  ...getTableColumns(orders),
+  fullCount: sql<number>`(count(*) over ())::int`.as('full_count'),
 }
 
 /** One order of the tenant, or undefined: another tenant's order is as absent as a missing one. */
