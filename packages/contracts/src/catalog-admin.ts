@@ -1,5 +1,5 @@
 import Type, { type Static, type TObject } from 'typebox'
-import { WorkflowValue } from './catalog.ts'
+import { Text as PlainText, WorkflowValue } from './catalog.ts'
 import {
   COLLABORATORS,
   EXTERNAL_ELUTION_BUFFERS,
@@ -14,8 +14,8 @@ import {
   TIMELINES,
 } from './catalog-enums.ts'
 
-const Name = Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' })
-const Text = (maxLength = 200) => Type.Optional(Type.String({ maxLength }))
+const Name = Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\u0000]*\\S[^\\u0000]*$' })
+const Text = (maxLength = 200) => Type.Optional(PlainText({ maxLength }))
 const Flag = Type.Optional(Type.Boolean())
 const TenantId = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' })
 const Id = Type.String({ format: 'uuid' })
@@ -43,7 +43,7 @@ export type UpdateChannelBody = Static<typeof UpdateChannelBody>
 
 const Opt = <T extends readonly string[]>(values: T) =>
   Type.Optional(Type.Union([Type.Enum(values), Type.Null()]))
-const OptText = (maxLength = 200) => Type.Optional(Type.Union([Type.String({ maxLength }), Type.Null()]))
+const OptText = (maxLength = 200) => Type.Optional(Type.Union([PlainText({ maxLength }), Type.Null()]))
 
 export const CreateProjectBody = Type.Object(
   {
@@ -53,7 +53,7 @@ export const CreateProjectBody = Type.Object(
     clinicCode: OptText(),
     addressId: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 2147483647 }), Type.Null()])),
     principalInvestigatorName: OptText(),
-    surveyToolSurveyId: Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 100 })),
+    surveyToolSurveyId: Type.Optional(Type.Array(PlainText({ maxLength: 200 }), { maxItems: 100 })),
     workflow: Type.Optional(WorkflowValue),
     externalResearchProjectId: OptText(),
     surveyCollectionId: OptText(),

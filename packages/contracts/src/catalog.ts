@@ -16,6 +16,11 @@ import {
 } from './catalog-enums.ts'
 import { listQueryProperties, PageMeta } from './paging.ts'
 
+/** Text Postgres can store: anything but the NUL character (which it refuses with an error). */
+export const NO_NUL = '^[^\\u0000]*$'
+export const Text = (options: { minLength?: number; maxLength: number }) =>
+  Type.String({ ...options, pattern: NO_NUL })
+
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 /**
  * Nullable strings and enums as `type: ['string', 'null']` rather than `anyOf`: the same JSON

@@ -1,5 +1,14 @@
 import Type, { type Static } from 'typebox'
-import { Channel, Nullable, NullableEnum, NullableString, Product, Project, ResourceId } from './catalog.ts'
+import {
+  Channel,
+  Nullable,
+  NullableEnum,
+  NullableString,
+  Product,
+  Project,
+  ResourceId,
+  Text,
+} from './catalog.ts'
 import {
   KIT_STATUSES,
   ORDER_STATUSES,
@@ -19,7 +28,7 @@ export type DiscountCode = Static<typeof DiscountCode>
 
 export const ExternalMetadata = Type.Object(
   {
-    externalId: Type.String({ maxLength: 200 }),
+    externalId: Text({ maxLength: 200 }),
     volume: Type.Integer({ minimum: 0 }),
     concentration: Type.Integer({ minimum: 0 }),
   },
@@ -28,7 +37,7 @@ export const ExternalMetadata = Type.Object(
 export const OrderItemMetadata = Type.Object(
   {
     customMessageFee: Type.Optional(Type.Integer({ minimum: 0 })),
-    customMessage: Type.Optional(Type.String({ maxLength: 2000 })),
+    customMessage: Type.Optional(Text({ maxLength: 2000 })),
     externalMetadata: Type.Optional(Type.Array(ExternalMetadata, { maxItems: 1000 })),
   },
   { additionalProperties: false },
@@ -150,7 +159,7 @@ export const KitListQuery = Type.Object(
     orderField: Type.Enum(KIT_ORDER_FIELDS, { default: 'createdAt' }),
     orderId: Type.Optional(ResourceId),
     projectId: Type.Optional(ResourceId),
-    serial: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    serial: Type.Optional(Text({ minLength: 1, maxLength: 64 })),
     status: Type.Optional(Type.Enum(KIT_STATUSES)),
   },
   { additionalProperties: false },
@@ -164,7 +173,7 @@ export const SingleOrder = Type.Array(Order, { minItems: 1, maxItems: 1 })
 export const OrderIdParams = Type.Object({ orderId: Type.String() })
 
 export const KitSerial = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' })
-const OptionalText = (maxLength: number) => Type.Optional(Type.String({ maxLength }))
+const OptionalText = (maxLength: number) => Type.Optional(Text({ maxLength }))
 
 /** The order registration payload. `addressId` is an integer here and a string in the response. */
 export const CreateOrderBody = Type.Object(

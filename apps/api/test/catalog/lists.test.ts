@@ -231,6 +231,7 @@ describe('common list parameters', () => {
     'deleted=maybe',
     'itemCount=-1',
     'unknown=1',
+    'q=a%00b',
   ])('%s is a 400 with the error body', async (query) => {
     for (const path of ['channels', 'projects', 'products', 'orders', 'kits']) {
       expectError(await list(`${path}?${query}`), 400, 'VALIDATION_ERROR')

@@ -136,6 +136,18 @@ describe('POST /api/third-party/orders: refused, with nothing written', () => {
     expectError(await post(orderBody(t, { orderItems: [item] })), 400, 'VALIDATION_ERROR', message)
   })
 
+  it('refuses text Postgres cannot store (a NUL character) with a 400, not a 500', async () => {
+    expectError(await post(orderBody(t, { order: { notes: 'a\u0000b' } })), 400, 'VALIDATION_ERROR', /notes/)
+    const item = {
+      productId: t.kit.id,
+      price: 1,
+      quantity: 1,
+      kitSerials: [],
+      metadata: { customMessage: '\u0000' },
+    }
+    expectError(await post(orderBody(t, { orderItems: [item] })), 400, 'VALIDATION_ERROR', /customMessage/)
+  })
+
   it('refuses serials that do not match the quantity, serials on other products, and repeated serials', async () => {
     const before = await orderCount()
     expectError(

@@ -194,6 +194,7 @@ describe('GET /api/third-party/kits', () => {
     expect((await kits(`serial=${serial}`)).data).toHaveLength(1)
     expect((await kits(`serial=${serial}&status=ACTIVATED`)).data).toHaveLength(0)
     expect((await kits(`projectId=${secondProject.id}`)).data).toHaveLength(0)
+    expectError(await get(app, t.key, '/api/third-party/kits?serial=a%00'), 400, 'VALIDATION_ERROR', /serial/)
     expect((await kits('')).itemCount).toBeGreaterThanOrEqual(5)
   })
 })
