@@ -1,4 +1,4 @@
-import Type, { type Static, type TSchema } from 'typebox'
+import Type, { type Static, type TObject, type TSchema } from 'typebox'
 import {
   COLLABORATORS,
   COLLECTION_MEDIUMS,
@@ -28,6 +28,9 @@ export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Ty
  */
 export const NullableString = (options: { format?: string } = {}) =>
   Type.Unsafe<string | null>({ ...options, type: ['string', 'null'] })
+/** A nullable object the same way (`type: ['object', 'null']`), for the same reason. */
+export const NullableObject = <T extends TObject>(schema: T) =>
+  Type.Unsafe<Static<T> | null>({ ...schema, type: ['object', 'null'] })
 export const NullableEnum = <T extends readonly string[]>(values: T) =>
   Type.Unsafe<T[number] | null>({ type: ['string', 'null'], enum: [...values, null] })
 /** Resource ids are UUIDs on the wire as strings; a malformed one in a filter is a 400. */

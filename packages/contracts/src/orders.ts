@@ -1,8 +1,8 @@
 import Type, { type Static } from 'typebox'
 import {
   Channel,
-  Nullable,
   NullableEnum,
+  NullableObject,
   NullableString,
   Product,
   Project,
@@ -55,9 +55,9 @@ export const OrderItem = Type.Object({
   productId: Type.String(),
   quantity: Type.Integer(),
   price: Type.Integer(),
-  metadata: Nullable(OrderItemMetadata),
+  metadata: NullableObject(OrderItemMetadata),
   kitSerials: Type.Array(Type.String()),
-  discountAllocations: Nullable(DiscountAllocations),
+  discountAllocations: NullableObject(DiscountAllocations),
   product: Product,
 })
 export type OrderItem = Static<typeof OrderItem>
@@ -102,7 +102,7 @@ export const Kit = Type.Object({
   id: Type.String(),
   profileId: Str,
   b2dProfileName: Str,
-  b2dProfileNameData: Nullable(B2dProfileNameData),
+  b2dProfileNameData: NullableObject(B2dProfileNameData),
   orderItemId: Type.String(),
   projectId: Type.String(),
   serial: Type.String(),
