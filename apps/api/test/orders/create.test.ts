@@ -76,6 +76,7 @@ describe('POST /api/third-party/orders: a valid order', () => {
     expect(kitItem.metadata).toEqual({ customMessage: 'hi', customMessageFee: 5 })
     expect(kitItem.product.id).toBe(t.kit.id)
     expect(await stockOf(t.kit.id)).toBe(before - 2)
+    expect(kitItem.product.stock).toBe(before - 2)
     const kits =
       await world.sql`select status, order_item_id from kits where serial in ${world.sql(kitSerials)}`
     expect(kits.map((k) => k.status)).toEqual(['UNACTIVATED', 'UNACTIVATED'])

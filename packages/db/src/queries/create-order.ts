@@ -99,7 +99,6 @@ async function insertOrder(db: Db, input: CreateOrderInput): Promise<CreateOrder
       return { ...item, product, serials }
     })
 
-    await decrementStock(tx, items)
     const allSerials = items.flatMap((i) => i.serials)
     if (allSerials.length > 0) {
       const taken = await tx
@@ -163,6 +162,9 @@ async function insertOrder(db: Db, input: CreateOrderInput): Promise<CreateOrder
     const [full] = await assembleOrders(tx, [order])
     if (!full) throw new Error('the order just inserted was not found')
     await queueOrderEmails(tx, full, channel, project.externalEmail, input)
+    // Last, so the product rows every concurrent order for them waits on stay locked only briefly.
+    const stock = await decrementStock(tx, items)
+    for (const item of full.orderItems) item.product.stock = stock.get(item.productId) ?? item.product.stock
     if (input.idempotency) {
       await tx
         .update(orderIdempotencyKeys)
@@ -247,11 +249,13 @@ async function checkReferences(tx: Executor, tenantId: string, body: CreateOrder
 /**
  * Takes the stock of every product in one conditional UPDATE each, in id order (two orders for the
  * same products never deadlock). A product short of stock matches no row: the order is refused.
+ * Returns each product's stock left.
  */
 async function decrementStock(
   tx: Executor,
   items: { productId: string; quantity: number; product: ProductRow }[],
 ) {
+  const left = new Map<string, number>()
   const wanted = new Map<string, number>()
   for (const i of items) wanted.set(i.productId, (wanted.get(i.productId) ?? 0) + i.quantity)
   for (const [id, quantity] of [...wanted].sort(([a], [b]) => (a < b ? -1 : 1))) {
@@ -259,7 +263,7 @@ async function decrementStock(
       .update(products)
       .set({ stock: sql`${products.stock} - ${quantity}` })
       .where(and(eq(products.id, id), gte(products.stock, quantity)))
-      .returning({ id: products.id })
+      .returning({ stock: products.stock })
     if (!row) {
       const product = items.find((i) => i.productId === id)?.product
       throw new OrderRejected(
@@ -267,7 +271,9 @@ async function decrementStock(
         `Product ${product?.displayId ?? id} has fewer than ${quantity} in stock`,
       )
     }
+    left.set(id, row.stock)
   }
+  return left
 }
 
 async function queueOrderEmails(
