@@ -12,10 +12,14 @@ import { installErrorHandler, renderFrameworkError } from './plugins/error-handl
 import { idempotency } from './plugins/idempotency.ts'
 import { installValidation } from './plugins/validation.ts'
 import { adminApiKeyRoutes } from './routes/admin/api-keys.ts'
+import { adminCatalogRoutes } from './routes/admin/catalog.ts'
 import { apiKeyRoutes } from './routes/api-keys/index.ts'
 import { healthRoutes } from './routes/health/index.ts'
 import { sendMessageRoutes } from './routes/messages/send.ts'
 import { messageStatusRoutes } from './routes/messages/status.ts'
+import { catalogRoutes } from './routes/third-party/catalog.ts'
+import { kitRoutes } from './routes/third-party/kits.ts'
+import { orderRoutes } from './routes/third-party/orders.ts'
 import { whatsappWebhookRoutes } from './routes/webhooks/whatsapp.ts'
 
 export type { ApiDeps } from './deps.ts'
@@ -107,6 +111,10 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     await app.register(messageStatusRoutes, { prefix })
   }
   await app.register(whatsappWebhookRoutes, { prefix: '/api/webhooks/whatsapp' })
+  await app.register(adminCatalogRoutes, { prefix: '/api/admin' })
+  for (const routes of [catalogRoutes, orderRoutes, kitRoutes]) {
+    await app.register(routes, { prefix: '/api/third-party' })
+  }
 
   app.addHook('onClose', async () => deps.close())
   return app

@@ -23,6 +23,8 @@ const ApiEnv = Type.Object({
    * that signs each delivery (X-Hub-Signature-256). Without the secret, deliveries are refused. */
   WHATSAPP_VERIFY_TOKEN: Type.Optional(Type.String({ minLength: 8 })),
   WHATSAPP_APP_SECRET: Type.Optional(Type.String({ minLength: 8 })),
+  /** Where the BME copy of `order.created` goes, for channels with `sendBMEEmail`. */
+  BME_EMAIL: Type.String({ pattern: '^[^@\\s]+@[^@\\s]+$', default: 'bme@dispatch.local' }),
 })
 type ApiEnv = Static<typeof ApiEnv>
 

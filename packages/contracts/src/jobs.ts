@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox'
+import { OrderEmailJob } from './order-emails.ts'
 
 /** Queue names shared by the API, the relay and the workers. Never rename one: jobs live in Redis. */
 export const QueueNames = {
@@ -24,8 +25,7 @@ export const ApiKeyEmailData = Type.Object(
 )
 export type ApiKeyEmailData = Static<typeof ApiKeyEmailData>
 
-/** One e-mail to send. `outboxId` ties it to the outbox row that asked for it (and dedupes the job). */
-export const EmailJob = Type.Object(
+export const ApiKeyEmailJob = Type.Object(
   {
     outboxId: Type.String({ pattern: '^[0-9]+$' }),
     to: Type.String({ minLength: 3 }),
@@ -34,10 +34,17 @@ export const EmailJob = Type.Object(
   },
   { additionalProperties: false },
 )
+
+/** One e-mail to send. `outboxId` ties it to the outbox row that asked for it (and dedupes the job). */
+export const EmailJob = Type.Union([ApiKeyEmailJob, OrderEmailJob])
 export type EmailJob = Static<typeof EmailJob>
 
 /** What an outbox row of topic `email` carries: the job minus the id the relay adds. */
-export type EmailOutboxPayload = Omit<EmailJob, 'outboxId'>
+export type EmailOutboxPayload = EmailJob extends infer J
+  ? J extends unknown
+    ? Omit<J, 'outboxId'>
+    : never
+  : never
 
 /**
  * How every `messages` job is added (the job id is the message id). The backoff is the worker's own

@@ -8,7 +8,7 @@ export const listQueryProperties = {
   order: Type.Enum(['ASC', 'DESC'], { default: 'DESC' }),
   page: Type.Integer({ minimum: 1, default: 1 }),
   take: Type.Integer({ minimum: 1, maximum: 1000, default: 1 }),
-  q: Type.Optional(Type.String({ maxLength: 200 })),
+  q: Type.Optional(Type.String({ maxLength: 200, pattern: '^[^\\u0000]*$' })),
   tenantId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
   deleted: Type.Optional(Type.Enum(['true', 'false'])),
   itemCount: Type.Optional(Type.Integer({ minimum: 0 })),

@@ -4,6 +4,7 @@ import { generateApiKey } from './api-key-secret.ts'
 import { createDb } from './client.ts'
 import { loadDbEnv } from './env.ts'
 import { apiKeys } from './schema/api-keys.ts'
+import { DEMO_IDS, seedDemoCatalog } from './seed-catalog.ts'
 
 const DEMO_CLIENT = 'Dispatch demo client'
 const DEMO_TENANT = 'demo'
@@ -11,6 +12,12 @@ const DEMO_TENANT = 'demo'
 const { APP_ENV, DATABASE_URL } = loadDbEnv()
 const { db, close } = createDb(DATABASE_URL, { max: 1 })
 try {
+  const added = await seedDemoCatalog(db, DEMO_TENANT)
+  console.log(
+    added > 0
+      ? `demo catalog for tenant "${DEMO_TENANT}": ${added} records added (project ${DEMO_IDS.gutProject})`
+      : `demo catalog for tenant "${DEMO_TENANT}" is in place already`,
+  )
   if (APP_ENV !== 'development') {
     console.log('production: no demo key is seeded')
   } else {

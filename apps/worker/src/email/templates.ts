@@ -1,4 +1,11 @@
-import type { ApiKeyEmailData, EmailTemplate } from '@dispatch/contracts'
+import {
+  type ApiKeyEmailData,
+  type EmailOutboxPayload,
+  type EmailTemplate,
+  ORDER_EMAIL_TEMPLATES,
+  type OrderEmailTemplate,
+} from '@dispatch/contracts'
+import { orderDrafts } from './order-templates.ts'
 
 export interface RenderedEmail {
   subject: string
@@ -6,15 +13,15 @@ export interface RenderedEmail {
   html: string
 }
 
-const escapeHtml = (s: string) =>
+export const escapeHtml = (s: string) =>
   s.replace(
     /[&<>"']/g,
     (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c,
   )
 /** Client names are the requester's text: keep them to one line in a subject. */
-const oneLine = (s: string) => s.replace(/[\r\n\t]+/g, ' ').trim()
+export const oneLine = (s: string) => s.replace(/[\r\n\t]+/g, ' ').trim()
 
-interface Draft {
+export interface Draft {
   subject: string
   /** Paragraphs of plain text; the HTML part is made from the same words, escaped. */
   paragraphs: string[]
@@ -46,8 +53,14 @@ const drafts: Record<EmailTemplate, (d: ApiKeyEmailData) => Draft> = {
   }),
 }
 
-export function renderEmail(template: EmailTemplate, data: ApiKeyEmailData): RenderedEmail {
-  const { subject, paragraphs } = drafts[template](data)
+type OrderEmail = Extract<EmailOutboxPayload, { template: OrderEmailTemplate }>
+const isOrderEmail = (email: EmailOutboxPayload): email is OrderEmail =>
+  (ORDER_EMAIL_TEMPLATES as readonly string[]).includes(email.template)
+
+export function renderEmail(email: EmailOutboxPayload): RenderedEmail {
+  const { subject, paragraphs } = isOrderEmail(email)
+    ? orderDrafts[email.template](email.data)
+    : drafts[email.template](email.data)
   return {
     subject,
     text: `${paragraphs.join('\n\n')}\n\n— Dispatch\n`,

@@ -30,11 +30,11 @@ export async function sendEmailJob(job: Job<EmailJob>, { db, mailer, logger }: E
       `invalid e-mail job payload: ${[...Value.Errors(EmailJob, job.data)][0]?.message}`,
     )
   }
-  const { outboxId, to, template, data } = job.data
+  const { outboxId, to, template } = job.data
   const id = Number(outboxId)
   if ((await findEmailDelivery(db, id))?.status === 'sent') return { skipped: true }
 
-  const email = renderEmail(template, data)
+  const email = renderEmail(job.data)
   const attempts = job.attemptsMade + 1
   const base = { outboxId: id, recipient: to, template, subject: email.subject, attempts }
   try {

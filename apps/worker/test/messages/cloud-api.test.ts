@@ -118,7 +118,7 @@ describe('the WhatsApp Cloud API adapter sends exactly the expected JSON', () =>
       },
     })
     await settled(id)
-    expect((requestsFor(id)[0]?.body as { template: unknown }).template).toEqual({
+    expect((requestsFor(id)[0]?.body as { template?: unknown } | undefined)?.template).toEqual({
       name: 'welcome',
       language: { code: 'en' },
       components: [

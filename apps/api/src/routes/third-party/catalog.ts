@@ -1,0 +1,80 @@
+import {
+  ChannelList,
+  ChannelListQuery,
+  ProductList,
+  ProductListQuery,
+  ProjectList,
+  ProjectListQuery,
+  pageMeta,
+  Scopes,
+} from '@dispatch/contracts'
+import { listChannels, listProducts, listProjects } from '@dispatch/db'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { errorResponses } from '../responses.ts'
+import { security, splitCommaLists, tenantOf } from './tenancy.ts'
+
+const errors = errorResponses('VALIDATION_ERROR', 'API_KEY_MISSING', 'API_KEY_NOT_ACTIVE')
+
+/** The catalog partners read: shared channels, and their tenant's projects and products. */
+export const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { db } = app.deps
+
+  app.get(
+    '/channels',
+    {
+      onRequest: app.requireApiKey(Scopes.readChannels),
+      preValidation: splitCommaLists('channelIds'),
+      schema: {
+        tags: ['catalog'],
+        summary: 'List channels (a bare array)',
+        security,
+        querystring: ChannelListQuery,
+        response: { 200: ChannelList, ...errors },
+      },
+    },
+    async (request) => {
+      if (request.query.tenantId !== undefined) tenantOf(request, request.query.tenantId)
+      return listChannels(db, request.query)
+    },
+  )
+
+  app.get(
+    '/projects',
+    {
+      onRequest: app.requireApiKey(Scopes.readProjects),
+      preValidation: splitCommaLists('channelIds'),
+      schema: {
+        tags: ['catalog'],
+        summary: "List the tenant's projects (an array holding one envelope with `datas`)",
+        security,
+        querystring: ProjectListQuery,
+        response: { 200: ProjectList, ...errors },
+      },
+    },
+    async (request) => {
+      const { query } = request
+      const { items, itemCount } = await listProjects(db, tenantOf(request, query.tenantId), query)
+      return [{ ...pageMeta(query.page, query.take, itemCount), datas: items }]
+    },
+  )
+
+  app.get(
+    '/products',
+    {
+      onRequest: app.requireApiKey(Scopes.readProducts),
+      preValidation: splitCommaLists('productType'),
+      schema: {
+        tags: ['catalog'],
+        summary: "List the tenant's products (an array holding one envelope with `datas`)",
+        security,
+        querystring: ProductListQuery,
+        response: { 200: ProductList, ...errors },
+      },
+    },
+    async (request) => {
+      const { query } = request
+      const { items, itemCount } = await listProducts(db, tenantOf(request, query.tenantId), query)
+      return [{ ...pageMeta(query.page, query.take, itemCount), datas: items }]
+    },
+  )
+}

@@ -1,0 +1,30 @@
+import { KitList, KitListQuery, pageMeta, Scopes } from '@dispatch/contracts'
+import { listKits } from '@dispatch/db'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { errorResponses } from '../responses.ts'
+import { security, tenantOf } from './tenancy.ts'
+
+export const kitRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { db } = app.deps
+  app.get(
+    '/kits',
+    {
+      onRequest: app.requireApiKey(Scopes.readKits),
+      schema: {
+        tags: ['orders'],
+        summary: "List the tenant's kit records (one envelope with `data`)",
+        security,
+        querystring: KitListQuery,
+        response: {
+          200: KitList,
+          ...errorResponses('VALIDATION_ERROR', 'API_KEY_MISSING', 'API_KEY_NOT_ACTIVE'),
+        },
+      },
+    },
+    async (request) => {
+      const { query } = request
+      const { items, itemCount } = await listKits(db, tenantOf(request, query.tenantId), query)
+      return { ...pageMeta(query.page, query.take, itemCount), data: items }
+    },
+  )
+}

@@ -1,0 +1,144 @@
+import { createHash } from 'node:crypto'
+import {
+  CreateOrderBody,
+  Order,
+  OrderIdParams,
+  OrderList,
+  OrderListQuery,
+  pageMeta,
+  Scopes,
+  SingleOrder,
+} from '@dispatch/contracts'
+import { createOrder, findOrder, listOrders, OrderRejected } from '@dispatch/db'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import Type from 'typebox'
+import { AppError } from '../../errors.ts'
+import { errorResponses } from '../responses.ts'
+import { security, tenantOf } from './tenancy.ts'
+
+const readErrors = errorResponses('VALIDATION_ERROR', 'API_KEY_MISSING', 'API_KEY_NOT_ACTIVE', 'NOT_FOUND')
+
+/** JSON with keys sorted, so the same body in another key order is the same request. */
+const canonical = (value: unknown): string =>
+  Array.isArray(value)
+    ? `[${value.map(canonical).join(',')}]`
+    : value && typeof value === 'object'
+      ? `{${Object.keys(value)
+          .sort()
+          .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
+          .join(',')}}`
+      : JSON.stringify(value)
+
+function idempotencyKeyOf(header: string | string[] | undefined): string | undefined {
+  if (header === undefined) return undefined
+  const key = Array.isArray(header) ? header[0] : header
+  if (!key || key.length > 255) {
+    throw new AppError('VALIDATION_ERROR', 'Idempotency-Key must be 1 to 255 characters')
+  }
+  return key
+}
+
+export const orderRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { db, clock, config } = app.deps
+
+  app.get(
+    '/orders',
+    {
+      onRequest: app.requireApiKey(Scopes.readOrders),
+      schema: {
+        tags: ['orders'],
+        summary: "List the tenant's orders (one envelope with `data`)",
+        security,
+        querystring: OrderListQuery,
+        response: { 200: OrderList, ...readErrors },
+      },
+    },
+    async (request) => {
+      const { query } = request
+      const tenantId = tenantOf(request, query.tenantId)
+      if (query.startDate && query.endDate && query.startDate > query.endDate) {
+        throw new AppError('VALIDATION_ERROR', 'querystring.startDate must not be after querystring.endDate')
+      }
+      const { items, itemCount } = await listOrders(db, tenantId, query)
+      return { ...pageMeta(query.page, query.take, itemCount), data: items }
+    },
+  )
+
+  app.get(
+    '/orders/:orderId',
+    {
+      onRequest: app.requireApiKey(Scopes.readOrders),
+      schema: {
+        tags: ['orders'],
+        summary: 'One order (an array holding it)',
+        security,
+        params: OrderIdParams,
+        response: { 200: SingleOrder, ...readErrors },
+      },
+    },
+    async (request) => {
+      const { orderId } = request.params
+      const order = await findOrder(db, tenantOf(request), orderId)
+      if (!order) throw new AppError('NOT_FOUND', `No order with id ${JSON.stringify(orderId)}`)
+      return [order]
+    },
+  )
+
+  app.post(
+    '/orders',
+    {
+      onRequest: app.requireApiKey(Scopes.createOrders),
+      schema: {
+        tags: ['orders'],
+        summary: 'Register an order (with kit serials)',
+        security,
+        headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String()) }),
+        body: CreateOrderBody,
+        response: {
+          201: Order,
+          ...readErrors,
+          ...errorResponses('OUT_OF_STOCK', 'INVALID_REFERENCE'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const tenantId = tenantOf(request)
+      const key = idempotencyKeyOf(request.headers['idempotency-key'])
+      const idempotency = key
+        ? { key, requestHash: createHash('sha256').update(canonical(request.body)).digest('hex') }
+        : undefined
+      let result: Awaited<ReturnType<typeof createOrder>>
+      try {
+        result = await createOrder(db, {
+          tenantId,
+          apiKeyId: request.apiKey.id,
+          body: request.body,
+          now: clock(),
+          bmeEmail: config.BME_EMAIL,
+          idempotency,
+        })
+      } catch (error) {
+        if (error instanceof OrderRejected) throw new AppError(error.code, error.message)
+        throw error
+      }
+      switch (result.outcome) {
+        case 'created':
+          request.log.info({ orderId: result.order.id, displayId: result.order.displayId }, 'order created')
+          return reply.code(201).send(result.order)
+        case 'replayed':
+          return reply.code(201).header('idempotent-replayed', 'true').send(result.response)
+        case 'key_reused':
+          throw new AppError(
+            'IDEMPOTENCY_KEY_REUSED',
+            'This Idempotency-Key was used with a different request body in the last 24 hours',
+          )
+        case 'in_flight':
+          throw new AppError(
+            'IDEMPOTENCY_REQUEST_IN_PROGRESS',
+            'A request with this Idempotency-Key is still being processed; retry shortly',
+            { 'retry-after': '1' },
+          )
+      }
+    },
+  )
+}

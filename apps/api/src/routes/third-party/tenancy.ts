@@ -1,0 +1,32 @@
+import type { FastifyRequest, preValidationHookHandler } from 'fastify'
+import { AppError } from '../../errors.ts'
+
+/**
+ * The tenant a request acts for: always the key's own. A `tenantId` parameter naming another
+ * tenant is refused, never honoured, so one tenant's key cannot reach another's records.
+ */
+export function tenantOf(request: FastifyRequest, requested?: string): string {
+  const own = request.apiKey.tenantId
+  if (!own)
+    throw new AppError('TENANT_FORBIDDEN', 'The API key is bound to no tenant; an admin sets one at approval')
+  if (requested !== undefined && requested !== own) {
+    throw new AppError('TENANT_FORBIDDEN', `The API key may not access tenant ${JSON.stringify(requested)}`)
+  }
+  return own
+}
+
+/** Array parameters accept `a=1&a=2` and `a=1,2` alike: commas are split before validation. */
+export const splitCommaLists =
+  (...names: string[]): preValidationHookHandler =>
+  async (request) => {
+    const query = request.query as Record<string, unknown>
+    for (const name of names) {
+      const value = query[name]
+      if (value === undefined) continue
+      query[name] = (Array.isArray(value) ? value : [value])
+        .flatMap((v) => String(v).split(','))
+        .filter(Boolean)
+    }
+  }
+
+export const security = [{ apiKey: [] }]
