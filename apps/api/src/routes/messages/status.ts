@@ -26,7 +26,8 @@ function viewFromJob(job: Job<MessageJob>, state: string): MessageView {
     type: data.message.type,
     phone: data.message.body.phone,
     status,
-    attempts: job.attemptsMade,
+    // attemptsMade counts failed attempts; a completed job also made the one that succeeded.
+    attempts: job.attemptsMade + (state === 'completed' ? 1 : 0),
     platformMessageId: result?.platformMessageId ?? null,
     lastError: job.failedReason ? { code: 'DELIVERY_FAILED', message: job.failedReason } : null,
     createdAt: data.acceptedAt,
@@ -84,6 +85,11 @@ export const messageStatusRoutes: FastifyPluginAsyncTypebox = async (app) => {
         )
       }
       if (!job || job.data.apiKeyId !== request.apiKey.id) throw notFound()
+      // A finished job's record was written before it finished: it was only just too late above.
+      if (state === 'completed' || state === 'failed') {
+        const recorded = await findMessageById(db, job.data.messageId)
+        if (recorded) return toMessageView(recorded)
+      }
       return viewFromJob(job, state)
     },
   )
