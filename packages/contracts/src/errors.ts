@@ -14,9 +14,10 @@ export const ErrorCodes = {
   TENANT_FORBIDDEN: 403,
   NOT_FOUND: 404,
   INVALID_STATE_TRANSITION: 409,
+  /** A request with the same Idempotency-Key is still being processed; retry after a second. */
+  IDEMPOTENCY_REQUEST_IN_PROGRESS: 409,
   OUT_OF_STOCK: 409,
   KIT_SERIAL_TAKEN: 409,
-  IDEMPOTENCY_KEY_IN_USE: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   IDEMPOTENCY_KEY_REUSED: 422,

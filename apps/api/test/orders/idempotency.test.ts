@@ -162,7 +162,7 @@ describe('Idempotency-Key on POST /orders', () => {
     const res = await postOrder(app, t.key, orderBody(t, { order: { invoiceNo } }), {
       'idempotency-key': key,
     })
-    expectError(res, 409, 'IDEMPOTENCY_KEY_IN_USE', /still being processed/)
+    expectError(res, 409, 'IDEMPOTENCY_REQUEST_IN_PROGRESS', /still being processed/)
     expect(res.headers['retry-after']).toBe('1')
     release()
     await holder
@@ -185,7 +185,7 @@ describe('Idempotency-Key on POST /orders', () => {
     )
     for (const r of results) {
       if (r.statusCode === 409) {
-        expectError(r, 409, 'IDEMPOTENCY_KEY_IN_USE')
+        expectError(r, 409, 'IDEMPOTENCY_REQUEST_IN_PROGRESS')
         expect(r.headers['retry-after']).toBe('1')
       } else expect(r.statusCode).toBe(201)
     }

@@ -134,7 +134,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox = async (app) => {
           )
         case 'in_flight':
           throw new AppError(
-            'IDEMPOTENCY_KEY_IN_USE',
+            'IDEMPOTENCY_REQUEST_IN_PROGRESS',
             'A request with this Idempotency-Key is still being processed; retry shortly',
             { 'retry-after': '1' },
           )
