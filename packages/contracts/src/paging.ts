@@ -6,7 +6,8 @@ import Type, { type Static, type TSchema } from 'typebox'
  */
 export const listQueryProperties = {
   order: Type.Enum(['ASC', 'DESC'], { default: 'DESC' }),
-  page: Type.Integer({ minimum: 1, default: 1 }),
+  // The spec sets no maximum; one keeps the row offset a safe integer for the database.
+  page: Type.Integer({ minimum: 1, maximum: 1_000_000_000, default: 1 }),
   take: Type.Integer({ minimum: 1, maximum: 1000, default: 1 }),
   q: Type.Optional(Type.String({ maxLength: 200, pattern: '^[^\\u0000]*$' })),
   tenantId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),

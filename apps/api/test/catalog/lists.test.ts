@@ -232,6 +232,7 @@ describe('common list parameters', () => {
     'itemCount=-1',
     'unknown=1',
     'q=a%00b',
+    'page=99999999999999999999',
   ])('%s is a 400 with the error body', async (query) => {
     for (const path of ['channels', 'projects', 'products', 'orders', 'kits']) {
       expectError(await list(`${path}?${query}`), 400, 'VALIDATION_ERROR')

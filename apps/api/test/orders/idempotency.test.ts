@@ -1,3 +1,4 @@
+import { hashApiKey } from '@dispatch/db'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
@@ -135,6 +136,42 @@ describe('Idempotency-Key on POST /orders', () => {
     expect(
       (await postOrder(app, t.key, orderBody(t), { 'idempotency-key': 'k'.repeat(255) })).statusCode,
     ).toBe(201)
+  })
+
+  it('tells a duplicate whose first request is still in flight to retry: 409 with Retry-After', async () => {
+    const { key, invoiceNo } = fresh()
+    const [row] = await world.sql`select id from api_keys where key_hash = ${hashApiKey(t.key)}`
+    // Another request holds the key: its transaction has claimed it and not committed yet.
+    let release = () => {}
+    const held = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    let claimed = () => {}
+    const claiming = new Promise<void>((resolve) => {
+      claimed = resolve
+    })
+    const holder = world.sql
+      .begin(async (tx) => {
+        await tx`insert into order_idempotency_keys (api_key_id, key, request_hash) values (${row?.id}, ${key}, 'x')`
+        claimed()
+        await held
+        throw new Error('roll back')
+      })
+      .catch(() => {})
+    await claiming
+    const res = await postOrder(app, t.key, orderBody(t, { order: { invoiceNo } }), {
+      'idempotency-key': key,
+    })
+    expectError(res, 409, 'IDEMPOTENCY_REQUEST_IN_PROGRESS', /still being processed/)
+    expect(res.headers['retry-after']).toBe('1')
+    release()
+    await holder
+    // Once the holder rolled back, the key is free: the retry creates the order.
+    const retry = await postOrder(app, t.key, orderBody(t, { order: { invoiceNo } }), {
+      'idempotency-key': key,
+    })
+    expect(retry.statusCode).toBe(201)
+    expect(await ordersWith(invoiceNo)).toBe(1)
   })
 
   it('creates one order for concurrent duplicates; the others replay or are told to retry', async () => {
