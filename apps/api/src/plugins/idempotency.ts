@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError } from '../errors.ts'
+import { readIdempotencyKey, requestFingerprint } from '../idempotency-key.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -22,20 +23,8 @@ type Stored =
   | { state: 'pending'; fingerprint: string }
   | { state: 'done'; fingerprint: string; statusCode: number; body: string }
 
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/
 /** How long a claim holds while its request runs; a crashed request frees its key after this. */
 const CLAIM_MS = 30_000
-
-/** JSON with object keys sorted, so the same body sent with its keys reordered is the same body. */
-const canonical = (value: unknown): string =>
-  Array.isArray(value)
-    ? `[${value.map(canonical).join(',')}]`
-    : value && typeof value === 'object'
-      ? `{${Object.keys(value)
-          .sort()
-          .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
-          .join(',')}}`
-      : JSON.stringify(value)
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 
@@ -56,16 +45,10 @@ export const idempotency = fp(
     app.decorateRequest('idempotencyClaim', null)
     app.decorate('idempotency', {
       async claim(request: FastifyRequest, reply: FastifyReply) {
-        const header = request.headers['idempotency-key']
+        const header = readIdempotencyKey(request.headers['idempotency-key'])
         if (header === undefined) return
-        if (typeof header !== 'string' || !IDEMPOTENCY_KEY.test(header)) {
-          throw new AppError(
-            'VALIDATION_ERROR',
-            'headers.idempotency-key must be 1 to 255 printable ASCII characters',
-          )
-        }
         const redisKey = `${config.QUEUE_PREFIX}:idempotency:${request.apiKey.id}:${sha256(header)}`
-        const fingerprint = sha256(`${request.method} ${request.routeOptions.url} ${canonical(request.body)}`)
+        const fingerprint = requestFingerprint(`${request.method} ${request.routeOptions.url}`, request.body)
         const pending: Stored = { state: 'pending', fingerprint }
         let previous: string | null
         try {

@@ -125,13 +125,13 @@ describe('Idempotency-Key on POST /orders', () => {
       await postOrder(app, t.key, orderBody(t), { 'idempotency-key': 'x'.repeat(256) }),
       400,
       'VALIDATION_ERROR',
-      /Idempotency-Key/,
+      /idempotency-key/i,
     )
     expectError(
       await postOrder(app, t.key, orderBody(t), { 'idempotency-key': '' }),
       400,
       'VALIDATION_ERROR',
-      /Idempotency-Key/,
+      /idempotency-key/i,
     )
     expect(
       (await postOrder(app, t.key, orderBody(t), { 'idempotency-key': 'k'.repeat(255) })).statusCode,

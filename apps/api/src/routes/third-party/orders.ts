@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto'
 import {
   CreateOrderBody,
   Order,
@@ -13,30 +12,11 @@ import { createOrder, findOrder, listOrders, OrderRejected } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import Type from 'typebox'
 import { AppError } from '../../errors.ts'
+import { readIdempotencyKey, requestFingerprint } from '../../idempotency-key.ts'
 import { errorResponses } from '../responses.ts'
 import { security, tenantOf } from './tenancy.ts'
 
 const readErrors = errorResponses('VALIDATION_ERROR', 'API_KEY_MISSING', 'API_KEY_NOT_ACTIVE', 'NOT_FOUND')
-
-/** JSON with keys sorted, so the same body in another key order is the same request. */
-const canonical = (value: unknown): string =>
-  Array.isArray(value)
-    ? `[${value.map(canonical).join(',')}]`
-    : value && typeof value === 'object'
-      ? `{${Object.keys(value)
-          .sort()
-          .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
-          .join(',')}}`
-      : JSON.stringify(value)
-
-function idempotencyKeyOf(header: string | string[] | undefined): string | undefined {
-  if (header === undefined) return undefined
-  const key = Array.isArray(header) ? header[0] : header
-  if (!key || key.length > 255) {
-    throw new AppError('VALIDATION_ERROR', 'Idempotency-Key must be 1 to 255 characters')
-  }
-  return key
-}
 
 export const orderRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, clock, config } = app.deps
@@ -103,9 +83,9 @@ export const orderRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const tenantId = tenantOf(request)
-      const key = idempotencyKeyOf(request.headers['idempotency-key'])
+      const key = readIdempotencyKey(request.headers['idempotency-key'])
       const idempotency = key
-        ? { key, requestHash: createHash('sha256').update(canonical(request.body)).digest('hex') }
+        ? { key, requestHash: requestFingerprint('POST /orders', request.body) }
         : undefined
       let result: Awaited<ReturnType<typeof createOrder>>
       try {
