@@ -55,7 +55,22 @@ export class DeliveryRecorder {
       await recordDeliveryOutcomes(this.#sql, [...latest.values()])
       for (const p of batch) p.resolve()
     } catch (error) {
-      for (const p of batch) p.reject(error)
+      if (latest.size === 1) {
+        for (const p of batch) p.reject(error)
+        return
+      }
+      // One bad row (a key deleted since, say) must not fail the others: write them one by one.
+      await Promise.all(
+        [...latest.values()].map(async (outcome) => {
+          const waiting = batch.filter((p) => p.outcome.id === outcome.id)
+          try {
+            await recordDeliveryOutcomes(this.#sql, [outcome])
+            for (const p of waiting) p.resolve()
+          } catch (rowError) {
+            for (const p of waiting) p.reject(rowError)
+          }
+        }),
+      )
     }
   }
 }

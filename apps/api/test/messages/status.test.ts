@@ -210,6 +210,25 @@ describe('WhatsApp webhook', () => {
     expect((await status(id)).json().status).toBe('sent')
   })
 
+  it("takes a large batch of statuses (over the send endpoints' 64 KiB) in one delivery", async () => {
+    const ids = await Promise.all(Array.from({ length: 3 }, (_, i) => sentMessage(`wamid.batch-${i}`)))
+    const now = Math.floor(Date.now() / 1000)
+    const statuses = Array.from({ length: 600 }, (_, i) => ({
+      id: `wamid.batch-${i % 3}`,
+      status: 'delivered',
+      timestamp: String(now),
+      recipient_id: '5511987654321',
+      pricing: { billable: true, pricing_model: 'CBP', category: 'utility' },
+    }))
+    const payload = {
+      object: 'whatsapp_business_account',
+      entry: [{ id: 'W', changes: [{ field: 'messages', value: { statuses } }] }],
+    }
+    expect(JSON.stringify(payload).length).toBeGreaterThan(65_536)
+    expect((await deliver(payload)).statusCode).toBe(200)
+    for (const id of ids) expect((await status(id)).json().status).toBe('delivered')
+  })
+
   it('acknowledges unknown message ids and unknown statuses, and refuses malformed bodies with 400', async () => {
     const now = Math.floor(Date.now() / 1000)
     expect((await deliver(statusEvent('wamid.never-sent', 'delivered', now))).statusCode).toBe(200)

@@ -58,17 +58,6 @@ export async function deliverMessage(
   const { messageId, apiKeyId, acceptedAt, message } = job.data
   const log = logger.child({ messageId, type: message.type })
 
-  // First run of a new job: nothing can be recorded yet, so spare the lookup (the hot path).
-  if (job.attemptsMade > 0 || job.attemptsStarted > 1) {
-    const known =
-      (job.progress as { platformMessageId?: string } | undefined)?.platformMessageId ??
-      (await findPlatformMessageId(db, messageId))
-    if (known) {
-      log.info({ platformMessageId: known }, 'message already sent; not sending again')
-      return { platformMessageId: known }
-    }
-  }
-
   const attempts = job.attemptsMade + 1
   const outcome = (status: DeliveryOutcome['status'], fields: Partial<DeliveryOutcome>): DeliveryOutcome => ({
     id: messageId,
@@ -85,6 +74,22 @@ export async function deliverMessage(
     at: new Date(),
     ...fields,
   })
+
+  // First run of a new job: nothing can be recorded yet, so spare the lookup (the hot path).
+  if (job.attemptsMade > 0 || job.attemptsStarted > 1) {
+    const recorded = await findPlatformMessageId(db, messageId)
+    if (recorded) {
+      log.info({ platformMessageId: recorded }, 'message already sent; not sending again')
+      return { platformMessageId: recorded }
+    }
+    // Sent by an earlier run whose record failed: record it now, still without sending.
+    const sent = (job.progress as { platformMessageId?: string } | undefined)?.platformMessageId
+    if (sent) {
+      await recorder.record(outcome('sent', { platformMessageId: sent, attempts: job.attemptsMade }))
+      log.info({ platformMessageId: sent }, 'message already sent; recorded it without sending again')
+      return { platformMessageId: sent }
+    }
+  }
 
   let platformMessageId: string
   try {

@@ -75,6 +75,8 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/',
     {
+      // Meta batches status changes; allow more than the send endpoints' 64 KiB.
+      bodyLimit: 1024 * 1024,
       // Checked before validation: an unsigned body is refused without saying what was wrong with it.
       preValidation: async (request) => {
         if (

@@ -1,0 +1,48 @@
+import { randomUUID } from 'node:crypto'
+import { createDb, type DeliveryOutcome, generateApiKey, insertApiKey } from '@dispatch/db'
+import { createTestDatabase } from '@dispatch/testing'
+import { expect, it } from 'vitest'
+import { DeliveryRecorder } from '../../src/delivery-recorder.ts'
+
+it('one outcome that cannot be written does not fail the others recorded with it', async () => {
+  const database = await createTestDatabase()
+  const { db, sql, close } = createDb(database.url, { max: 2 })
+  try {
+    const { keyHash, keyPrefix } = generateApiKey('development')
+    const key = await insertApiKey(db, {
+      keyHash,
+      keyPrefix,
+      environment: 'development',
+      clientName: 'Acme',
+      email: 'ops@acme.test',
+      scopes: ['send:free-text'],
+      tenantId: null,
+      createdAt: new Date(),
+    })
+    const outcome = (apiKeyId: string): DeliveryOutcome => ({
+      id: randomUUID(),
+      apiKeyId,
+      type: 'text',
+      phone: '+5511987654321',
+      payload: { phone: '+5511987654321', text: 'hi' },
+      acceptedAt: new Date(),
+      status: 'sent',
+      attempts: 1,
+      platformMessageId: `wamid.${randomUUID()}`,
+      lastErrorCode: null,
+      lastErrorMessage: null,
+      at: new Date(),
+    })
+    const good = [outcome(key.id), outcome(key.id)]
+    // A message whose key no longer exists: the foreign key refuses its row.
+    const orphan = outcome(randomUUID())
+    const recorder = new DeliveryRecorder(sql)
+    const results = await Promise.allSettled([...good, orphan].map((o) => recorder.record(o)))
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected'])
+    const rows = await database.sql`select id from messages order by id`
+    expect(rows.map((r) => r.id).sort()).toEqual(good.map((o) => o.id).sort())
+  } finally {
+    await close()
+    await database.drop()
+  }
+})
