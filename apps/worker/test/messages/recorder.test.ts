@@ -1,24 +1,15 @@
 import { randomUUID } from 'node:crypto'
-import { createDb, type DeliveryOutcome, generateApiKey, insertApiKey } from '@dispatch/db'
+import { createDb, type DeliveryOutcome } from '@dispatch/db'
 import { createTestDatabase } from '@dispatch/testing'
 import { expect, it } from 'vitest'
 import { DeliveryRecorder } from '../../src/delivery-recorder.ts'
+import { insertSenderKey } from './world.ts'
 
 it('one outcome that cannot be written does not fail the others recorded with it', async () => {
   const database = await createTestDatabase()
   const { db, sql, close } = createDb(database.url, { max: 2 })
   try {
-    const { keyHash, keyPrefix } = generateApiKey('development')
-    const key = await insertApiKey(db, {
-      keyHash,
-      keyPrefix,
-      environment: 'development',
-      clientName: 'Acme',
-      email: 'ops@acme.test',
-      scopes: ['send:free-text'],
-      tenantId: null,
-      createdAt: new Date(),
-    })
+    const key = await insertSenderKey(db)
     const outcome = (apiKeyId: string): DeliveryOutcome => ({
       id: randomUUID(),
       apiKeyId,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { MESSAGE_JOB_OPTIONS, type MessageJob, type OutboundMessage, QueueNames } from '@dispatch/contracts'
-import { createDb, generateApiKey, insertApiKey } from '@dispatch/db'
+import { createDb, type Db, generateApiKey, insertApiKey } from '@dispatch/db'
 import {
   captureLogs,
   createTestDatabase,
@@ -15,13 +15,10 @@ import { createWorkerLogger, parseWorkerConfig, type RunningWorker, startWorker 
 export const PHONE_NUMBER_ID = '106540352242922'
 export const ACCESS_TOKEN = 'EAAG-test-access-token-never-logged'
 
-/** A database with one API key (messages belong to one), a queue prefix, and a fake Cloud API. */
-export async function createDeliveryWorld() {
-  const database = await createTestDatabase()
-  const queuePrefix = testQueuePrefix()
-  const { db, close } = createDb(database.url, { max: 1 })
+/** An API key row: every message belongs to one. */
+export function insertSenderKey(db: Db) {
   const { keyHash, keyPrefix } = generateApiKey('development')
-  const key = await insertApiKey(db, {
+  return insertApiKey(db, {
     keyHash,
     keyPrefix,
     environment: 'development',
@@ -31,6 +28,14 @@ export async function createDeliveryWorld() {
     tenantId: null,
     createdAt: new Date(),
   })
+}
+
+/** A database with one API key, a queue prefix, and a fake Cloud API. */
+export async function createDeliveryWorld() {
+  const database = await createTestDatabase()
+  const queuePrefix = testQueuePrefix()
+  const { db, close } = createDb(database.url, { max: 1 })
+  const key = await insertSenderKey(db)
   await close()
   const fake = await startFakeWhatsApp()
   const queue = new Queue<MessageJob>(QueueNames.messages, {
