@@ -2,13 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { ensureDatabase, migrateDatabase } from '@dispatch/db/migrate'
 import { Redis } from 'ioredis'
 import postgres from 'postgres'
-import { LOCAL_DATABASE_URL, LOCAL_REDIS_URL } from './env.ts'
-
-/** Where benchmarks run: DATABASE_URL / REDIS_URL, else the machine's local services. */
-export const benchEnv = () => ({
-  databaseUrl: process.env.DATABASE_URL ?? LOCAL_DATABASE_URL,
-  redisUrl: process.env.REDIS_URL ?? LOCAL_REDIS_URL,
-})
+import { benchEnv } from './env.ts'
 
 /**
  * A migrated database and a queue prefix of the benchmark's own, removed by `drop()`, so a

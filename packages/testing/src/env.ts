@@ -9,3 +9,16 @@ export const testEnv = {
 
 export const LOCAL_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/postgres'
 export const LOCAL_REDIS_URL = 'redis://127.0.0.1:6379'
+
+/** Where benchmarks run: DATABASE_URL / REDIS_URL, else the machine's local services. */
+export const benchEnv = () => ({
+  databaseUrl: process.env.DATABASE_URL ?? LOCAL_DATABASE_URL,
+  redisUrl: process.env.REDIS_URL ?? LOCAL_REDIS_URL,
+})
+
+/** `pnpm fake:whatsapp`: its port, and where (and whether: with the app secret) it plays Meta's webhooks. */
+export const fakeWhatsAppEnv = () => ({
+  port: Number(process.env.FAKE_WHATSAPP_PORT ?? 4010),
+  webhookUrl: process.env.FAKE_WEBHOOK_URL ?? 'http://127.0.0.1:3000/api/webhooks/whatsapp',
+  appSecret: process.env.WHATSAPP_APP_SECRET,
+})

@@ -8,11 +8,10 @@
  * `delivered`, then `read`, signed, to FAKE_WEBHOOK_URL (default: the local API's webhook).
  */
 import { createHmac } from 'node:crypto'
+import { fakeWhatsAppEnv } from './env.ts'
 import { type CloudApiRequest, startFakeWhatsApp } from './whatsapp-server.ts'
 
-const port = Number(process.env.FAKE_WHATSAPP_PORT ?? 4010)
-const webhookUrl = process.env.FAKE_WEBHOOK_URL ?? 'http://127.0.0.1:3000/api/webhooks/whatsapp'
-const appSecret = process.env.WHATSAPP_APP_SECRET
+const { port, webhookUrl, appSecret } = fakeWhatsAppEnv()
 
 async function report(request: CloudApiRequest, status: 'delivered' | 'read') {
   if (!appSecret) return
