@@ -27,8 +27,7 @@ const canonical = (value: unknown): string =>
           .join(',')}}`
       : JSON.stringify(value)
 
+export const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
+
 /** What makes two requests under one key "the same request": the route and the body's content. */
-export const requestFingerprint = (route: string, body: unknown) =>
-  createHash('sha256')
-    .update(`${route} ${canonical(body)}`)
-    .digest('hex')
+export const requestFingerprint = (route: string, body: unknown) => sha256(`${route} ${canonical(body)}`)

@@ -1,8 +1,7 @@
-import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError } from '../errors.ts'
-import { readIdempotencyKey, requestFingerprint } from '../idempotency-key.ts'
+import { readIdempotencyKey, requestFingerprint, sha256 } from '../idempotency-key.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -25,8 +24,6 @@ type Stored =
 
 /** How long a claim holds while its request runs; a crashed request frees its key after this. */
 const CLAIM_MS = 30_000
-
-const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 
 /**
  * Idempotency keys live in Redis, per API key, for IDEMPOTENCY_TTL_SECONDS: the hot path stays off
