@@ -140,7 +140,19 @@ export async function startWorker(
   return {
     close: async () => {
       await relay?.stop()
-      await Promise.all([emailWorker?.close(), messagesWorker?.close()])
+      // BullMQ's close() can wait forever on a Redis that is unreachable (taskforcesh/bullmq#4656):
+      // wait for in-flight jobs up to the grace period, then drop the connections regardless. Jobs
+      // cut short stall and are retaken by another worker.
+      let timer: NodeJS.Timeout | undefined
+      const drained = await Promise.race([
+        Promise.all([emailWorker?.close(), messagesWorker?.close()]).then(() => true),
+        new Promise<false>((resolve) => {
+          timer = setTimeout(() => resolve(false), config.SHUTDOWN_GRACE_MS)
+        }),
+      ])
+      clearTimeout(timer)
+      if (!drained)
+        logger.warn({ graceMs: config.SHUTDOWN_GRACE_MS }, 'workers did not close in time; disconnecting')
       for (const close of closers.reverse()) await close()
       await closeDb()
     },
