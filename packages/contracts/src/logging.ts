@@ -10,6 +10,11 @@ const REDACTED_LOG_PATHS = [
   'token',
   '*.token',
   'smtpUrl',
+  // The WhatsApp Cloud API bearer token, should a config or adapter object ever be logged.
+  'accessToken',
+  '*.accessToken',
+  'WHATSAPP_ACCESS_TOKEN',
+  '*.WHATSAPP_ACCESS_TOKEN',
 ]
 
 /** The pino options of every process: its level, and the one redaction policy. */
