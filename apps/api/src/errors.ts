@@ -16,6 +16,12 @@ export class AppError extends Error {
   }
 }
 
+/** 503 for a dependency that is down right now: the client should retry in a second. */
+export const unavailable = (what: string) =>
+  new AppError('SERVICE_UNAVAILABLE', `The service cannot ${what} right now; retry shortly`, {
+    'retry-after': '1',
+  })
+
 export function errorBody(errorCode: ErrorCode | string, statusCode: number, message: string): ErrorBody {
   return { message, errorCode, statusCode, error: STATUS_CODES[statusCode] ?? 'Error' }
 }

@@ -3,7 +3,7 @@ import { API_KEY_INVALIDATION_CHANNEL } from '@dispatch/contracts'
 import { type ApiKeyRow, findApiKeyByHash, hashApiKey, keyPrefixFor } from '@dispatch/db'
 import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
-import { AppError } from '../errors.ts'
+import { AppError, unavailable } from '../errors.ts'
 import { ApiKeyCache } from './api-key-cache.ts'
 
 declare module 'fastify' {
@@ -74,13 +74,7 @@ export const apiKeyAuth = fp(
         key = await cache.get(hash, async () => (await findApiKeyByHash(db, hash)) ?? null)
       } catch (error) {
         request.log.error({ err: error }, 'api-key lookup failed')
-        throw new AppError(
-          'SERVICE_UNAVAILABLE',
-          'The service cannot check API keys right now; retry shortly',
-          {
-            'retry-after': '1',
-          },
-        )
+        throw unavailable('check API keys')
       }
       if (!key || key.environment !== config.APP_ENV)
         throw new AppError('API_KEY_INVALID', 'The API key is not valid')

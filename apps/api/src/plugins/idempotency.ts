@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { AppError } from '../errors.ts'
+import { AppError, unavailable } from '../errors.ts'
 import { readIdempotencyKey, requestFingerprint, sha256 } from '../idempotency-key.ts'
 
 declare module 'fastify' {
@@ -34,10 +34,6 @@ export const idempotency = fp(
   async (app: FastifyInstance) => {
     const { config, redis } = app.deps
     const ttlMs = config.IDEMPOTENCY_TTL_SECONDS * 1000
-    const unavailable = () =>
-      new AppError('SERVICE_UNAVAILABLE', 'The service cannot accept messages right now; retry shortly', {
-        'retry-after': '1',
-      })
 
     app.decorateRequest('idempotencyClaim', null)
     app.decorate('idempotency', {
@@ -60,7 +56,7 @@ export const idempotency = fp(
           )) as string | null
         } catch (error) {
           request.log.error({ err: error }, 'idempotency claim failed')
-          throw unavailable()
+          throw unavailable('accept messages')
         }
         if (previous === null) {
           request.idempotencyClaim = { redisKey, fingerprint }

@@ -10,7 +10,7 @@ import {
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { TSchema } from 'typebox'
 import { Compile } from 'typebox/compile'
-import { AppError } from '../../errors.ts'
+import { unavailable } from '../../errors.ts'
 import { MessageEnqueuer } from '../../message-enqueuer.ts'
 import { errorResponses } from '../responses.ts'
 
@@ -101,13 +101,7 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
           await enqueuer.add(job as MessageJob)
         } catch (error) {
           request.log.error({ err: error, messageId }, 'could not enqueue message')
-          throw new AppError(
-            'SERVICE_UNAVAILABLE',
-            'The service cannot accept messages right now; retry shortly',
-            {
-              'retry-after': '1',
-            },
-          )
+          throw unavailable('accept messages')
         }
         request.log.info({ messageId, type: send.type }, 'message accepted')
         return reply

@@ -2,7 +2,7 @@ import { MessageIdParams, type MessageJob, MessageView } from '@dispatch/contrac
 import { findMessageById } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Job } from 'bullmq'
-import { AppError } from '../../errors.ts'
+import { AppError, unavailable } from '../../errors.ts'
 import { toMessageView } from '../../views.ts'
 import { errorResponses } from '../responses.ts'
 
@@ -76,13 +76,7 @@ export const messageStatusRoutes: FastifyPluginAsyncTypebox = async (app) => {
         state = job ? await job.getState() : 'unknown'
       } catch (error) {
         request.log.error({ err: error }, 'message lookup in the queue failed')
-        throw new AppError(
-          'SERVICE_UNAVAILABLE',
-          'The service cannot look up this message right now; retry shortly',
-          {
-            'retry-after': '1',
-          },
-        )
+        throw unavailable('look up this message')
       }
       if (!job || job.data.apiKeyId !== request.apiKey.id) throw notFound()
       // A finished job's record was written before it finished: it was only just too late above.
