@@ -7,44 +7,26 @@
  * With WHATSAPP_APP_SECRET set, it also plays Meta's webhooks: each accepted message is reported
  * `delivered`, then `read`, signed, to FAKE_WEBHOOK_URL (default: the local API's webhook).
  */
-import { createHmac } from 'node:crypto'
 import { fakeWhatsAppEnv } from './env.ts'
-import { type CloudApiRequest, startFakeWhatsApp } from './whatsapp-server.ts'
+import { type CloudApiRequest, signWebhook, startFakeWhatsApp, statusWebhook } from './whatsapp-server.ts'
 
 const { port, webhookUrl, appSecret } = fakeWhatsAppEnv()
 
 async function report(request: CloudApiRequest, status: 'delivered' | 'read') {
   if (!appSecret) return
-  const body = JSON.stringify({
-    object: 'whatsapp_business_account',
-    entry: [
-      {
-        id: 'FAKE_WABA',
-        changes: [
-          {
-            field: 'messages',
-            value: {
-              messaging_product: 'whatsapp',
-              statuses: [
-                {
-                  id: request.platformMessageId,
-                  status,
-                  timestamp: String(Math.floor(Date.now() / 1000)),
-                  recipient_id: request.body.to,
-                  biz_opaque_callback_data: request.messageId,
-                },
-              ],
-            },
-          },
-        ],
-      },
-    ],
-  })
-  const signature = `sha256=${createHmac('sha256', appSecret).update(body).digest('hex')}`
+  const body = JSON.stringify(
+    statusWebhook({
+      id: request.platformMessageId,
+      status,
+      timestamp: String(Math.floor(Date.now() / 1000)),
+      recipient_id: request.body.to,
+      biz_opaque_callback_data: request.messageId,
+    }),
+  )
   try {
     const res = await fetch(webhookUrl, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature },
+      headers: { 'content-type': 'application/json', 'x-hub-signature-256': signWebhook(body, appSecret) },
       body,
     })
     console.log(`  webhook ${status} → ${res.status}`)

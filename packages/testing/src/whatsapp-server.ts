@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto'
+import { createHmac, randomBytes } from 'node:crypto'
 import { createServer, type IncomingHttpHeaders } from 'node:http'
 import type { AddressInfo } from 'node:net'
 
@@ -28,6 +28,30 @@ export const graphError = (code: number, message: string, status = 400): Scripte
   status,
   body: { error: { message, type: 'OAuthException', code, error_subcode: 2494010, fbtrace_id: 'AbCdEf123' } },
 })
+
+/** A status webhook as Meta sends it: one account entry, one `messages` change, these statuses. */
+export const statusWebhook = (...statuses: Array<Record<string, unknown>>) => ({
+  object: 'whatsapp_business_account',
+  entry: [
+    {
+      id: 'WABA_ID',
+      changes: [
+        {
+          field: 'messages',
+          value: {
+            messaging_product: 'whatsapp',
+            metadata: { display_phone_number: '15550001111', phone_number_id: '106540352242922' },
+            statuses,
+          },
+        },
+      ],
+    },
+  ],
+})
+
+/** `X-Hub-Signature-256` of these exact bytes under the app secret. */
+export const signWebhook = (body: string, appSecret: string) =>
+  `sha256=${createHmac('sha256', appSecret).update(body).digest('hex')}`
 
 export interface FakeWhatsApp {
   /** Base URL to use as WHATSAPP_API_URL. */

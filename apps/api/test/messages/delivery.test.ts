@@ -1,5 +1,4 @@
-import { createHmac } from 'node:crypto'
-import { type FakeWhatsApp, startFakeWhatsApp, waitFor } from '@dispatch/testing'
+import { type FakeWhatsApp, signWebhook, startFakeWhatsApp, statusWebhook, waitFor } from '@dispatch/testing'
 import type { RunningWorker } from '@dispatch/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
@@ -74,34 +73,18 @@ describe('from the API to the platform and back', () => {
       { what: 'the message to be sent' },
     )
     for (const value of ['delivered', 'read']) {
-      const body = JSON.stringify({
-        object: 'whatsapp_business_account',
-        entry: [
-          {
-            id: 'WABA',
-            changes: [
-              {
-                field: 'messages',
-                value: {
-                  statuses: [
-                    {
-                      id: sent.platformMessageId,
-                      status: value,
-                      timestamp: String(Math.floor(Date.now() / 1000)),
-                      biz_opaque_callback_data: accepted.messageId,
-                    },
-                  ],
-                },
-              },
-            ],
-          },
-        ],
-      })
-      const signature = `sha256=${createHmac('sha256', APP_SECRET).update(body).digest('hex')}`
+      const body = JSON.stringify(
+        statusWebhook({
+          id: sent.platformMessageId,
+          status: value,
+          timestamp: String(Math.floor(Date.now() / 1000)),
+          biz_opaque_callback_data: accepted.messageId,
+        }),
+      )
       const res = await app.inject({
         method: 'POST',
         url: '/api/webhooks/whatsapp',
-        headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature },
+        headers: { 'content-type': 'application/json', 'x-hub-signature-256': signWebhook(body, APP_SECRET) },
         payload: body,
       })
       expect(res.statusCode).toBe(200)

@@ -1,5 +1,5 @@
-import { createHmac } from 'node:crypto'
 import { MessageView } from '@dispatch/contracts'
+import { signWebhook, statusWebhook } from '@dispatch/testing'
 import Value from 'typebox/value'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
@@ -101,28 +101,9 @@ describe('GET /api/third-party/messages/:messageId', () => {
   })
 })
 
-const sign = (body: string, secret = APP_SECRET) =>
-  `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`
-const statusEvent = (id: string, value: string, timestamp: number, extra: object = {}) => ({
-  object: 'whatsapp_business_account',
-  entry: [
-    {
-      id: 'WABA_ID',
-      changes: [
-        {
-          field: 'messages',
-          value: {
-            messaging_product: 'whatsapp',
-            metadata: { display_phone_number: '15550001111', phone_number_id: '1234567890' },
-            statuses: [
-              { id, status: value, timestamp: String(timestamp), recipient_id: '5511987654321', ...extra },
-            ],
-          },
-        },
-      ],
-    },
-  ],
-})
+const sign = (body: string, secret = APP_SECRET) => signWebhook(body, secret)
+const statusEvent = (id: string, value: string, timestamp: number, extra: object = {}) =>
+  statusWebhook({ id, status: value, timestamp: String(timestamp), recipient_id: '5511987654321', ...extra })
 const deliver = (payload: object, signature?: string) => {
   const body = JSON.stringify(payload)
   return app.inject({
