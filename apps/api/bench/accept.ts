@@ -7,7 +7,7 @@
  */
 import { spawn } from 'node:child_process'
 import { createRequire } from 'node:module'
-import { createBenchWorld, printComparison } from '@dispatch/testing/bench'
+import { createBenchWorld, median, printComparison } from '@dispatch/testing/bench'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
 import { buildApp, createDeps, createLogger, parseApiConfig } from '../src/app.ts'
@@ -52,10 +52,9 @@ function autocannon(url: string, headers: Record<string, string>, seconds = dura
   })
 }
 
-const middle = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
-const median = (runs: Run[]): Run => ({
-  requestsPerSecond: middle(runs.map((r) => r.requestsPerSecond)),
-  p99: middle(runs.map((r) => r.p99)),
+const medianRun = (runs: Run[]): Run => ({
+  requestsPerSecond: median(runs.map((r) => r.requestsPerSecond)),
+  p99: median(runs.map((r) => r.p99)),
   non2xx: 0,
   errors: 0,
 })
@@ -115,8 +114,8 @@ async function main() {
         throw new Error(`failed answers during the run: send ${s.non2xx} non-2xx, ${s.errors} errors`)
       }
     }
-    const base = median(baseRuns)
-    const sendRun = median(sendRuns)
+    const base = medianRun(baseRuns)
+    const sendRun = medianRun(sendRuns)
     printComparison({
       name: 'send-text throughput',
       figure: sendRun.requestsPerSecond,

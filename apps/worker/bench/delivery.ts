@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto'
 import { MESSAGE_JOB_OPTIONS, type MessageJob, QueueNames } from '@dispatch/contracts'
 import { createDb, generateApiKey, insertApiKey } from '@dispatch/db'
-import { createBenchWorld, printComparison } from '@dispatch/testing/bench'
+import { createBenchWorld, median, printComparison } from '@dispatch/testing/bench'
 import { Queue, Worker } from 'bullmq'
 import { Redis } from 'ioredis'
 import pino from 'pino'
@@ -106,8 +106,6 @@ const deliveryRun = () =>
     }),
   )
 
-const middle = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
-
 try {
   console.log(`delivery: ${jobs} queued jobs, concurrency ${concurrency}, ${rounds} alternating rounds`)
   const base: number[] = []
@@ -126,8 +124,8 @@ try {
     throw new Error(`expected ${jobs * rounds} sent records, found ${recorded?.count}`)
   printComparison({
     name: 'delivery throughput (sandbox)',
-    figure: middle(real),
-    baseline: middle(base),
+    figure: median(real),
+    baseline: median(base),
     unit: 'msg/s',
     better: 'higher',
     aim: '≥ 0.8',

@@ -37,6 +37,10 @@ export async function createBenchWorld(name: string) {
   }
 }
 
+/** The middle value of a benchmark's rounds (the upper middle of an even count). */
+export const median = (values: number[]) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
+
 export interface BenchLine {
   name: string
   figure: number
