@@ -1,3 +1,4 @@
+import type { MessageView } from '@dispatch/contracts'
 import { type FakeWhatsApp, signWebhook, startFakeWhatsApp, statusWebhook, waitFor } from '@dispatch/testing'
 import type { RunningWorker } from '@dispatch/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -39,23 +40,32 @@ afterAll(async () => {
   await world?.close()
 })
 
-const status = async (id: string) =>
+const statusOn = async (on: TestApp, apiKey: string, id: string) =>
   (
-    await app.inject({ method: 'GET', url: `/api/third-party/messages/${id}`, headers: { 'x-api-key': key } })
-  ).json()
+    await on.inject({
+      method: 'GET',
+      url: `/api/third-party/messages/${id}`,
+      headers: { 'x-api-key': apiKey },
+    })
+  ).json<MessageView>()
+const status = (id: string) => statusOn(app, key, id)
+
+/** The message's status once it reads `sent`. */
+const untilSent = (id: string, on = app, apiKey = key) =>
+  waitFor(
+    async () => {
+      const current = await statusOn(on, apiKey, id)
+      return current.status === 'sent' ? current : undefined
+    },
+    { what: `message ${id} to be sent` },
+  )
 
 describe('from the API to the platform and back', () => {
   it.each<SendPath>(['send-text', 'send-template', 'send-image'])(
     '%s: accepted, delivered to the Cloud API, status sent with the platform id',
     async (path) => {
       const accepted = (await send(app, path, key)).json()
-      const view = await waitFor(
-        async () => {
-          const current = await status(accepted.messageId)
-          return current.status === 'sent' ? current : undefined
-        },
-        { what: `${path} to be sent` },
-      )
+      const view = await untilSent(accepted.messageId)
       const request = fake.requests.find((r) => r.messageId === accepted.messageId)
       expect(request?.body.to).toBe('5511987654321')
       expect(view).toMatchObject({ messageId: accepted.messageId, attempts: 1, lastError: null })
@@ -65,13 +75,7 @@ describe('from the API to the platform and back', () => {
 
   it('the platform webhooks then move it to delivered and read', async () => {
     const accepted = (await send(app, 'send-text', key)).json()
-    const sent = await waitFor(
-      async () => {
-        const current = await status(accepted.messageId)
-        return current.status === 'sent' ? current : undefined
-      },
-      { what: 'the message to be sent' },
-    )
+    const sent = await untilSent(accepted.messageId)
     for (const value of ['delivered', 'read']) {
       const body = JSON.stringify(
         statusWebhook({
@@ -101,18 +105,7 @@ describe('the sandbox adapter', () => {
     try {
       const sandboxKey = (await activeKey(sandboxApp, { scopes: SEND_SCOPES })).key
       const accepted = (await send(sandboxApp, 'send-image', sandboxKey)).json()
-      const view = await waitFor(
-        async () => {
-          const res = await sandboxApp.inject({
-            method: 'GET',
-            url: `/api/third-party/messages/${accepted.messageId}`,
-            headers: { 'x-api-key': sandboxKey },
-          })
-          const current = res.json<{ status: string; platformMessageId: string | null }>()
-          return current.status === 'sent' ? current : undefined
-        },
-        { what: 'the sandbox to send' },
-      )
+      const view = await untilSent(accepted.messageId, sandboxApp, sandboxKey)
       expect(view?.platformMessageId).toMatch(/^wamid\.sandbox\./)
     } finally {
       await sandbox.close()
