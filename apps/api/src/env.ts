@@ -14,6 +14,8 @@ const ApiEnv = Type.Object({
   KEY_REQUEST_RATE_WINDOW_MS: Type.Integer({ minimum: 1000, default: 3_600_000 }),
   API_KEY_CACHE_TTL_MS: Type.Integer({ minimum: 0, default: 30_000 }),
   API_KEY_CACHE_MAX: Type.Integer({ minimum: 1, default: 10_000 }),
+  /** How long past its TTL a cached key still answers while Postgres cannot be reached. */
+  API_KEY_STALE_IF_ERROR_MS: Type.Integer({ minimum: 0, default: 300_000 }),
   SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, default: 10_000 }),
   /** Send requests per second per API key, across every API instance. */
   MESSAGE_RATE_PER_SECOND: Type.Integer({ minimum: 1, default: 100 }),

@@ -22,7 +22,11 @@ declare module 'fastify' {
 export const apiKeyAuth = fp(
   async (app: FastifyInstance) => {
     const { config, db, redis, redisSubscriber } = app.deps
-    const cache = new ApiKeyCache(config.API_KEY_CACHE_TTL_MS, config.API_KEY_CACHE_MAX)
+    const cache = new ApiKeyCache({
+      ttlMs: config.API_KEY_CACHE_TTL_MS,
+      maxEntries: config.API_KEY_CACHE_MAX,
+      staleIfErrorMs: config.API_KEY_STALE_IF_ERROR_MS,
+    })
     const channel = `${config.QUEUE_PREFIX}:${API_KEY_INVALIDATION_CHANNEL}`
     const envPrefix = keyPrefixFor(config.APP_ENV)
 

@@ -7,7 +7,7 @@ const row = (id: string, status: ApiKeyRow['status'] = 'approved') => ({ id, sta
 describe('ApiKeyCache', () => {
   it('loads once, then answers from memory until the TTL passes', async () => {
     let now = 0
-    const cache = new ApiKeyCache(1000, 10, () => now)
+    const cache = new ApiKeyCache({ ttlMs: 1000, maxEntries: 10, now: () => now })
     let loads = 0
     const load = async () => {
       loads++
@@ -22,7 +22,7 @@ describe('ApiKeyCache', () => {
   })
 
   it('shares one load among concurrent callers', async () => {
-    const cache = new ApiKeyCache(1000, 10)
+    const cache = new ApiKeyCache({ ttlMs: 1000, maxEntries: 10 })
     let loads = 0
     const load = async () => {
       loads++
@@ -34,7 +34,7 @@ describe('ApiKeyCache', () => {
   })
 
   it('drops a key on eviction, and does not cache a read that raced with it', async () => {
-    const cache = new ApiKeyCache(1000, 10)
+    const cache = new ApiKeyCache({ ttlMs: 1000, maxEntries: 10 })
     await cache.get('h', async () => row('a'))
     cache.evictKey('a')
     expect(cache.size).toBe(0)
@@ -56,7 +56,7 @@ describe('ApiKeyCache', () => {
   })
 
   it('keeps at most maxEntries, dropping the least recently used', async () => {
-    const cache = new ApiKeyCache(1000, 2)
+    const cache = new ApiKeyCache({ ttlMs: 1000, maxEntries: 2 })
     await cache.get('1', async () => row('1'))
     await cache.get('2', async () => row('2'))
     await cache.get('1', async () => row('1')) // 1 is now the most recent
@@ -70,7 +70,7 @@ describe('ApiKeyCache', () => {
   })
 
   it('remembers unknown keys too, and forgets everything on clear', async () => {
-    const cache = new ApiKeyCache(1000, 10)
+    const cache = new ApiKeyCache({ ttlMs: 1000, maxEntries: 10 })
     let loads = 0
     const unknown = async () => {
       loads++
@@ -82,5 +82,29 @@ describe('ApiKeyCache', () => {
     cache.clear()
     await cache.get('nope', unknown)
     expect(loads).toBe(2)
+  })
+
+  it('answers from an expired entry while lookups fail, for staleIfErrorMs and never after an eviction', async () => {
+    let now = 0
+    const cache = new ApiKeyCache({ ttlMs: 1000, maxEntries: 10, staleIfErrorMs: 5000, now: () => now })
+    const down = async (): Promise<ApiKeyRow | null> => {
+      throw new Error('connect ECONNREFUSED')
+    }
+    await cache.get('h', async () => row('a'))
+    now = 3000 // expired, within the stale bound
+    expect((await cache.get('h', down))?.id).toBe('a')
+    now = 6001 // past it
+    await expect(cache.get('h', down)).rejects.toThrow('ECONNREFUSED')
+
+    now = 0
+    await cache.get('h', async () => row('a'))
+    cache.evictKey('a') // a status change: the old state is never served again
+    now = 3000
+    await expect(cache.get('h', down)).rejects.toThrow('ECONNREFUSED')
+
+    await cache.get('g', async () => row('b'))
+    cache.clear() // the subscriber reconnected: changes may have been missed
+    now = 5000
+    await expect(cache.get('g', down)).rejects.toThrow('ECONNREFUSED')
   })
 })

@@ -1,5 +1,18 @@
 import type { ApiKeyRow } from '@dispatch/db'
 
+export interface ApiKeyCacheOptions {
+  /** How long a lookup is answered from memory. */
+  ttlMs: number
+  maxEntries: number
+  /**
+   * How long past its TTL an entry still answers when a fresh lookup fails (Postgres unreachable):
+   * stale-if-error, so the known keys keep sending through an outage. An entry evicted by a status
+   * change is gone, so a key known to be revoked is never served from here. 0 turns it off.
+   */
+  staleIfErrorMs?: number
+  now?: () => number
+}
+
 interface Entry {
   key: ApiKeyRow | null
   expiresAt: number
@@ -11,6 +24,7 @@ interface Entry {
  * (least recently used entries go first) and time-limited; a status change anywhere evicts the key
  * at once through `evictKey`, driven by Redis pub/sub. The TTL only bounds staleness when a
  * pub/sub message was missed, and a reconnect of the subscriber clears everything for that reason.
+ * When a lookup fails, an expired entry still answers for `staleIfErrorMs` (stale-if-error).
  */
 export class ApiKeyCache {
   readonly #entries = new Map<string, Entry>()
@@ -24,12 +38,14 @@ export class ApiKeyCache {
   readonly #evictedAt = new Map<string, number>()
   readonly #ttlMs: number
   readonly #maxEntries: number
+  readonly #staleIfErrorMs: number
   readonly #now: () => number
 
-  constructor(ttlMs: number, maxEntries: number, now: () => number = Date.now) {
-    this.#ttlMs = ttlMs
-    this.#maxEntries = maxEntries
-    this.#now = now
+  constructor(options: ApiKeyCacheOptions) {
+    this.#ttlMs = options.ttlMs
+    this.#maxEntries = options.maxEntries
+    this.#staleIfErrorMs = options.staleIfErrorMs ?? 0
+    this.#now = options.now ?? Date.now
   }
 
   /** The cached lookup for `hash`, or one `load` shared by every concurrent caller. */
@@ -49,6 +65,11 @@ export class ApiKeyCache {
         const evictedAt = Math.max(this.#clearedAt, key ? (this.#evictedAt.get(key.id) ?? 0) : 0)
         if (evictedAt <= startedAt && this.#ttlMs > 0) this.#store(hash, key)
         return key
+      } catch (error) {
+        // Still here: not evicted since it was stored, so no status change is known to have made it wrong.
+        const stale = this.#entries.get(hash)
+        if (stale && stale.expiresAt + this.#staleIfErrorMs > this.#now()) return stale.key
+        throw error
       } finally {
         // Only after the check above: the eviction record must outlive every lookup it concerns.
         this.#inflight.delete(hash)

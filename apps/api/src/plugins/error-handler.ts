@@ -1,6 +1,7 @@
 import type { ErrorObject } from 'ajv'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { AppError, errorBody } from '../errors.ts'
+import { AppError, errorBody, unavailable } from '../errors.ts'
+import { isOutage } from '../outages.ts'
 import { describeValidationError } from './validation.ts'
 
 /** Fastify's own errors that a client caused, mapped to our codes. */
@@ -36,7 +37,13 @@ export function installErrorHandler(app: FastifyInstance) {
       .send(errorBody('NOT_FOUND', 404, `Route ${request.method} ${request.url.split('?')[0]} not found`))
   })
 
-  app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
+  app.setErrorHandler((caught: FastifyError | AppError, request, reply) => {
+    let error = caught
+    if (!(error instanceof AppError) && isOutage(error)) {
+      // Postgres or Redis unreachable: the request was fine and will work again shortly.
+      request.log.warn({ err: error }, 'request failed: a dependency is unreachable')
+      error = unavailable('complete this request')
+    }
     if (error instanceof AppError) {
       reply.headers(error.headers)
       return reply.code(error.statusCode).send(errorBody(error.errorCode, error.statusCode, error.message))
