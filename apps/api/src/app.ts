@@ -8,8 +8,10 @@ import type { ApiDeps } from './deps.ts'
 import { AppError } from './errors.ts'
 import { adminAuth } from './plugins/admin-auth.ts'
 import { apiKeyAuth } from './plugins/api-key-auth.ts'
+import { handleClientError, refuseConnect } from './plugins/client-errors.ts'
 import { installErrorHandler, renderFrameworkError } from './plugins/error-handler.ts'
 import { idempotency } from './plugins/idempotency.ts'
+import { installTextGuard } from './plugins/text-guard.ts'
 import { installValidation } from './plugins/validation.ts'
 import { adminApiKeyRoutes } from './routes/admin/api-keys.ts'
 import { adminCatalogRoutes } from './routes/admin/catalog.ts'
@@ -50,13 +52,16 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     },
     routerOptions: { ignoreTrailingSlash: true },
     frameworkErrors: renderFrameworkError,
+    clientErrorHandler: handleClientError,
     // Shed load while draining with our own error body (below), not Fastify's.
     return503OnClosing: false,
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.decorate('deps', deps)
+  refuseConnect(app.server)
   installValidation(app)
   installErrorHandler(app)
+  installTextGuard(app)
   // JSON only: anything else is 415, rather than a string that fails validation.
   app.removeContentTypeParser(['text/plain'])
   let closing = false

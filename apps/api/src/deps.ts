@@ -1,4 +1,4 @@
-import { loggerOptions, type MessageJob, QueueNames } from '@dispatch/contracts'
+import { loggerOptions, type MessageJob, QueueNames, urlPassword } from '@dispatch/contracts'
 import { createDb, type Db } from '@dispatch/db'
 import { Queue } from 'bullmq'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
@@ -35,11 +35,18 @@ const serializeRequest = (request: FastifyRequest) => ({
   remotePort: request.socket?.remotePort,
 })
 
-export function createLogger(
-  config: Pick<ApiConfig, 'LOG_LEVEL'>,
-  stream?: DestinationStream,
-): FastifyBaseLogger {
-  return pino({ ...loggerOptions(config.LOG_LEVEL), serializers: { req: serializeRequest } }, stream)
+/** Every secret value the API's configuration holds: no log line may carry one. */
+const configSecrets = (config: ApiConfig) => [
+  ...config.adminTokens.map((admin) => admin.token),
+  config.WHATSAPP_APP_SECRET,
+  config.WHATSAPP_VERIFY_TOKEN,
+  urlPassword(config.DATABASE_URL),
+  urlPassword(config.REDIS_URL),
+]
+
+export function createLogger(config: ApiConfig, stream?: DestinationStream): FastifyBaseLogger {
+  const options = loggerOptions(config.LOG_LEVEL, configSecrets(config))
+  return pino({ ...options, serializers: { ...options.serializers, req: serializeRequest } }, stream)
 }
 
 export function createDeps(config: ApiConfig, overrides: { logger?: FastifyBaseLogger } = {}): ApiDeps {

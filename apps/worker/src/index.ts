@@ -1,4 +1,4 @@
-import { type EmailJob, loggerOptions, type MessageJob, QueueNames } from '@dispatch/contracts'
+import { type EmailJob, loggerOptions, type MessageJob, QueueNames, urlPassword } from '@dispatch/contracts'
 import { createDb } from '@dispatch/db'
 import { Queue, type Worker } from 'bullmq'
 import { Redis } from 'ioredis'
@@ -14,11 +14,15 @@ import { type DeliveryResult, startMessagesWorker } from './workers/messages.ts'
 
 export { parseWorkerConfig, type WorkerConfig } from './env.ts'
 
-export function createWorkerLogger(
-  config: Pick<WorkerConfig, 'LOG_LEVEL'>,
-  stream?: DestinationStream,
-): Logger {
-  return pino(loggerOptions(config.LOG_LEVEL), stream)
+export function createWorkerLogger(config: WorkerConfig, stream?: DestinationStream): Logger {
+  // Every secret value the worker's configuration holds: no log line may carry one.
+  const secrets = [
+    config.WHATSAPP_ACCESS_TOKEN,
+    urlPassword(config.SMTP_URL),
+    urlPassword(config.DATABASE_URL),
+    urlPassword(config.REDIS_URL),
+  ]
+  return pino(loggerOptions(config.LOG_LEVEL, secrets), stream)
 }
 
 export interface RunningWorker {

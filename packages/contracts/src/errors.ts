@@ -15,6 +15,10 @@ export const ErrorCodes = {
   TENANT_FORBIDDEN: 403,
   WEBHOOK_VERIFY_TOKEN_INVALID: 403,
   NOT_FOUND: 404,
+  /** CONNECT, which no route of this API answers. */
+  METHOD_NOT_ALLOWED: 405,
+  /** The request did not arrive in full in time (Node's request and header timeouts). */
+  REQUEST_TIMEOUT: 408,
   INVALID_STATE_TRANSITION: 409,
   /** A request with the same Idempotency-Key is still being processed; retry after a second. */
   IDEMPOTENCY_REQUEST_IN_PROGRESS: 409,
@@ -22,6 +26,8 @@ export const ErrorCodes = {
   KIT_SERIAL_TAKEN: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
+  /** The request's headers are over Node's size limit (16 KiB by default). */
+  HEADERS_TOO_LARGE: 431,
   IDEMPOTENCY_KEY_REUSED: 422,
   INVALID_REFERENCE: 422,
   RATE_LIMITED: 429,

@@ -1,3 +1,5 @@
+import { type LoggerOptions, stdSerializers } from 'pino'
+
 /** Log paths pino censors in every process: secrets never reach a log line, whatever carries them. */
 const REDACTED_LOG_PATHS = [
   'req.headers["x-api-key"]',
@@ -17,8 +19,67 @@ const REDACTED_LOG_PATHS = [
   '*.WHATSAPP_ACCESS_TOKEN',
 ]
 
-/** The pino options of every process: its level, and the one redaction policy. */
-export const loggerOptions = (level: string) => ({
+const CENSOR = '[redacted]'
+
+/**
+ * Secrets by their shape, wherever they appear in a line: API keys (the 14-character prefix admins
+ * read stays), SHA-256 digests (a key's hash) and webhook signing secrets.
+ */
+const SECRET_SHAPES = [
+  'mdk_(?:dev|prod)_[A-Za-z0-9_-]{20,}',
+  '(?<![0-9A-Fa-f])[0-9a-f]{64}(?![0-9A-Fa-f])',
+  'whsec_[A-Za-z0-9+/=_-]{16,}',
+]
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+
+/**
+ * The last line of defence, run on every serialized line: each configured secret value (as written
+ * and as JSON escapes it) and each secret shape becomes `[redacted]`. Redaction paths and the error
+ * serializer keep secrets out at their source; this catches what a future log call forgets.
+ */
+export function secretCensor(secrets: readonly (string | undefined)[]): (line: string) => string {
+  const literals = [...new Set(secrets.filter((s): s is string => typeof s === 'string' && s.length >= 6))]
+    .flatMap((s) => [s, JSON.stringify(s).slice(1, -1)])
+    .sort((a, b) => b.length - a.length)
+    .map(escapeRegExp)
+  const pattern = new RegExp([...literals, ...SECRET_SHAPES].join('|'), 'g')
+  return (line) => line.replace(pattern, CENSOR)
+}
+
+/** The password of a connection URL (`smtp://user:pass@host`), if it has one. */
+export function urlPassword(url: string | undefined): string | undefined {
+  if (!url) return undefined
+  try {
+    return decodeURIComponent(new URL(url).password) || undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** A failed query's parameters (drizzle puts them in the message and in `params`) hold key hashes and e-mails. */
+const QUERY_PARAMS = /\nparams: [^\n]*/g
+
+/** pino's error serializer, less the query parameters a database error carries. */
+function serializeError(error: unknown) {
+  const serialized = stdSerializers.err(error as Error) as ReturnType<typeof stdSerializers.err> &
+    Record<string, unknown>
+  if (!serialized || typeof serialized !== 'object') return serialized
+  for (const field of ['params', 'parameters', 'args']) delete serialized[field]
+  for (const field of ['message', 'stack'] as const) {
+    const text = serialized[field]
+    if (typeof text === 'string') serialized[field] = text.replace(QUERY_PARAMS, '\nparams: [redacted]')
+  }
+  return serialized
+}
+
+/** The pino options of every process: its level, the one redaction policy, and its secrets' censor. */
+export const loggerOptions = (
+  level: string,
+  secrets: readonly (string | undefined)[] = [],
+): LoggerOptions & { serializers: Record<string, (value: never) => unknown> } => ({
   level,
-  redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' },
+  redact: { paths: REDACTED_LOG_PATHS, censor: CENSOR },
+  serializers: { err: serializeError },
+  hooks: { streamWrite: secretCensor(secrets) },
 })
