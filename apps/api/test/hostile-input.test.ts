@@ -1,7 +1,6 @@
-import { createHmac } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
 import { ErrorBody, Scopes } from '@dispatch/contracts'
-import { rawRequest } from '@dispatch/testing'
+import { rawRequest, signWebhook } from '@dispatch/testing'
 import Value from 'typebox/value'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
@@ -270,11 +269,10 @@ describe('NUL bytes and lone surrogates', () => {
         },
       ],
     })
-    const signature = `sha256=${createHmac('sha256', APP_SECRET).update(body).digest('hex')}`
     const res = await app.inject({
       method: 'POST',
       url: '/api/webhooks/whatsapp',
-      headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature },
+      headers: { 'content-type': 'application/json', 'x-hub-signature-256': signWebhook(body, APP_SECRET) },
       payload: body,
     })
     expect(res.statusCode, res.body).toBe(200)
@@ -307,7 +305,12 @@ describe('what the HTTP parser refuses, sent over a raw socket', () => {
       400,
       'VALIDATION_ERROR',
     ],
-    ['a NUL in a header', 'GET /healthz HTTP/1.1\r\nHost: x\r\nX-Note: a\u0000b\r\n\r\n', 400, 'VALIDATION_ERROR'],
+    [
+      'a NUL in a header',
+      'GET /healthz HTTP/1.1\r\nHost: x\r\nX-Note: a\u0000b\r\n\r\n',
+      400,
+      'VALIDATION_ERROR',
+    ],
     [
       'a NUL in the x-api-key header',
       `GET /api/api-keys/me HTTP/1.1\r\nHost: x\r\nx-api-key: mdk_dev_\u0000\r\n\r\n`,
@@ -321,20 +324,28 @@ describe('what the HTTP parser refuses, sent over a raw socket', () => {
       431,
       'HEADERS_TOO_LARGE',
     ],
-    ['CONNECT', 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', 405, 'METHOD_NOT_ALLOWED'],
+    [
+      'CONNECT',
+      'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n',
+      405,
+      'METHOD_NOT_ALLOWED',
+    ],
     ['a request line that is not HTTP', 'HELLO\r\n\r\n', 400, 'VALIDATION_ERROR'],
   ]
 
-  it.each(cases)('%s: an answer with the error body, then the connection closes', async (_, bytes, status, code) => {
-    const res = await rawRequest(port, bytes)
-    expect(res.statusCode, res.body).toBe(status)
-    expect(res.headers['content-type']).toMatch(/^application\/json/)
-    expect(Number(res.headers['content-length'])).toBe(Buffer.byteLength(res.body))
-    const body = JSON.parse(res.body)
-    expect(Value.Check(ErrorBody, body), res.body).toBe(true)
-    expect(body).toMatchObject({ statusCode: status, errorCode: code })
-    if (status === 405) expect(res.headers.allow).toContain('POST')
-  })
+  it.each(cases)(
+    '%s: an answer with the error body, then the connection closes',
+    async (_, bytes, status, code) => {
+      const res = await rawRequest(port, bytes)
+      expect(res.statusCode, res.body).toBe(status)
+      expect(res.headers['content-type']).toMatch(/^application\/json/)
+      expect(Number(res.headers['content-length'])).toBe(Buffer.byteLength(res.body))
+      const body = JSON.parse(res.body)
+      expect(Value.Check(ErrorBody, body), res.body).toBe(true)
+      expect(body).toMatchObject({ statusCode: status, errorCode: code })
+      if (status === 405) expect(res.headers.allow).toContain('POST')
+    },
+  )
 
   it('still answers a well-formed request on a new connection after all that', async () => {
     const res = await rawRequest(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')

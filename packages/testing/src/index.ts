@@ -1,6 +1,6 @@
 export * from './database.ts'
-export * from './smtp.ts'
 export * from './raw-http.ts'
+export * from './smtp.ts'
 export * from './tcp-proxy.ts'
 export * from './wait.ts'
 export * from './whatsapp-server.ts'

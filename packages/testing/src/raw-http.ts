@@ -29,7 +29,11 @@ export function rawRequest(port: number, bytes: string | Buffer, timeoutMs = 500
       const split = text.indexOf('\r\n\r\n')
       const status = /^HTTP\/1\.[01] (\d{3})/.exec(text)
       if (split < 0 || !status) {
-        reject(new Error(`no HTTP answer to ${JSON.stringify(String(bytes).slice(0, 60))}: ${JSON.stringify(text)}`))
+        reject(
+          new Error(
+            `no HTTP answer to ${JSON.stringify(String(bytes).slice(0, 60))}: ${JSON.stringify(text)}`,
+          ),
+        )
         return
       }
       const headers: Record<string, string> = {}
