@@ -45,7 +45,7 @@ export function createMailer(
       await mkdir(config.MAIL_DIR, { recursive: true })
       const path = join(config.MAIL_DIR, `${new Date().toISOString().replace(/[:.]/g, '-')}-${reference}.eml`)
       await writeFile(path, info.message as Buffer)
-      logger.info({ path, to: email.to, subject: email.subject }, 'no SMTP_URL: e-mail written to file')
+      logger.info({ path, subject: email.subject }, 'no SMTP_URL: e-mail written to file')
       return { messageId: info.messageId }
     },
     close: () => transport.close(),
