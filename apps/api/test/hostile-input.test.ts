@@ -80,13 +80,15 @@ const describePath = (root: string, path: Path) =>
 function withValueAt(base: unknown, path: Path, value: unknown): unknown {
   const [head, ...rest] = path
   if (head === undefined) return value
-  const copy: Record<string | number, unknown> = Array.isArray(base)
-    ? [...base]
-    : base && typeof base === 'object'
-      ? { ...base }
-      : typeof head === 'number'
-        ? []
-        : {}
+  const copy = (
+    Array.isArray(base)
+      ? [...base]
+      : base && typeof base === 'object'
+        ? { ...base }
+        : typeof head === 'number'
+          ? []
+          : {}
+  ) as Record<string | number, unknown>
   copy[head] = withValueAt(copy[head], rest, value)
   return copy
 }

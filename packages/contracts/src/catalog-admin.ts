@@ -14,7 +14,7 @@ import {
   TIMELINES,
 } from './catalog-enums.ts'
 
-const Name = Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\u0000]*\\S[^\\u0000]*$' })
+const Name = Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' })
 const Text = (maxLength = 200) => Type.Optional(PlainText({ maxLength }))
 const Flag = Type.Optional(Type.Boolean())
 const TenantId = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' })

@@ -16,10 +16,8 @@ import {
 } from './catalog-enums.ts'
 import { listQueryProperties, PageMeta } from './paging.ts'
 
-/** Text Postgres can store: anything but the NUL character (which it refuses with an error). */
-export const NO_NUL = '^[^\\u0000]*$'
-export const Text = (options: { minLength?: number; maxLength: number }) =>
-  Type.String({ ...options, pattern: NO_NUL })
+/** Text of bounded length (NUL and unpaired surrogates are refused for every route, before validation). */
+export const Text = (options: { minLength?: number; maxLength: number }) => Type.String(options)
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 /**

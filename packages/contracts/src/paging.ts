@@ -9,7 +9,7 @@ export const listQueryProperties = {
   // The spec sets no maximum; one keeps the row offset a safe integer for the database.
   page: Type.Integer({ minimum: 1, maximum: 1_000_000_000, default: 1 }),
   take: Type.Integer({ minimum: 1, maximum: 1000, default: 1 }),
-  q: Type.Optional(Type.String({ maxLength: 200, pattern: '^[^\\u0000]*$' })),
+  q: Type.Optional(Type.String({ maxLength: 200 })),
   tenantId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
   deleted: Type.Optional(Type.Enum(['true', 'false'])),
   itemCount: Type.Optional(Type.Integer({ minimum: 0 })),
