@@ -1,3 +1,4 @@
+import { isStorableText } from '@dispatch/contracts'
 import type { FastifyInstance } from 'fastify'
 import { AppError } from '../errors.ts'
 
@@ -5,17 +6,11 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /**
      * The route takes the messaging platform's own input (its webhook), which is sanitized and
-     * stored rather than refused: see `toStorableText`.
+     * stored rather than refused: see `toStorableText` in @dispatch/contracts.
      */
     platformInput?: boolean
   }
 }
-
-/** Text Postgres can store and the platform can deliver: no NUL, no unpaired UTF-16 surrogate. */
-export const isStorableText = (text: string) => text.isWellFormed() && !text.includes('\u0000')
-
-/** Platform input made storable: each NUL and each unpaired surrogate becomes U+FFFD. */
-export const toStorableText = (text: string) => text.toWellFormed().replaceAll('\u0000', '\uFFFD')
 
 const PROBLEM = 'must not contain a NUL character or an unpaired surrogate'
 

@@ -1,3 +1,4 @@
+import { toStorableText } from '@dispatch/contracts'
 import { classifyPlatformAnswer, classifyTransportFailure } from './classify.ts'
 import { cloudApiPayload } from './cloud-api-payload.ts'
 import { type Delivered, type MessagingPlatform, PlatformError } from './types.ts'
@@ -9,9 +10,10 @@ export interface CloudApiOptions {
   timeoutMs: number
 }
 
+/** The answer as it may come: untrusted, so every field is checked before it is used or stored. */
 interface CloudApiAnswer {
-  messages?: Array<{ id?: string }>
-  error?: { code?: number; message?: string }
+  messages?: Array<{ id?: unknown }>
+  error?: { code?: unknown; message?: unknown }
 }
 
 /** The WhatsApp Cloud API (Graph API `POST /{phone-number-id}/messages`, bearer token). */
@@ -38,14 +40,16 @@ export function createWhatsAppCloudPlatform(options: CloudApiOptions): Messaging
         // A body that is not JSON (a proxy's error page): the status decides.
       }
       if (!response.ok) {
+        const { code, message } = answer.error ?? {}
         throw classifyPlatformAnswer(
           response.status,
-          answer.error?.code,
-          answer.error?.message ?? '',
+          Number.isInteger(code) ? (code as number) : undefined,
+          typeof message === 'string' ? toStorableText(message) : '',
           response.headers.get('retry-after'),
         )
       }
-      const platformMessageId = answer.messages?.[0]?.id
+      const id = answer.messages?.[0]?.id
+      const platformMessageId = typeof id === 'string' ? toStorableText(id) : undefined
       if (!platformMessageId) {
         // It may well have been sent: failing is better than sending it twice.
         throw new PlatformError(

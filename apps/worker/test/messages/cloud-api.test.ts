@@ -159,6 +159,25 @@ describe('failures, classified', () => {
     expect(row?.failed_at).toBeInstanceOf(Date)
   })
 
+  it('stores what the platform answers safely: a NUL or a lone surrogate becomes U+FFFD, never a stuck record', async () => {
+    world.fake.script(graphError(131026, 'bad\u0000 \ud800 answer'))
+    const failed = await world.enqueue(text())
+    world.fake.script({
+      status: 200,
+      body: { messaging_product: 'whatsapp', messages: [{ id: 'wamid.\u0000\udfff' }] },
+    })
+    const sent = await world.enqueue(text())
+    world.fake.script({ status: 400, body: { error: { code: 'not a number', message: { nested: true } } } })
+    const odd = await world.enqueue(text())
+    expect(await settled(failed)).toMatchObject({
+      status: 'failed',
+      last_error_code: '131026',
+      last_error_message: 'bad\uFFFD \uFFFD answer',
+    })
+    expect(await settled(sent)).toMatchObject({ status: 'sent', platform_message_id: 'wamid.\uFFFD\uFFFD' })
+    expect(await settled(odd)).toMatchObject({ status: 'failed', last_error_code: 'HTTP_400' })
+  })
+
   it('fails another 4xx at once too, and an unknown 400 without a code', async () => {
     world.fake.script(graphError(132001, 'Template name does not exist in the translation'))
     const first = await world.enqueue(text())
