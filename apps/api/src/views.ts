@@ -14,6 +14,7 @@ export const toApiKeySelf = (row: ApiKeyRow): ApiKeySelf => ({
 
 export const toApiKeyAdminView = (row: ApiKeyRow): ApiKeyAdminView => ({
   ...toApiKeySelf(row),
+  requestedTenantId: row.requestedTenantId,
   email: row.email,
   statusReason: row.statusReason,
   decidedBy: row.decidedBy,

@@ -110,10 +110,15 @@ export async function decide(
   })
 }
 
-/** A key that works: requested, then approved by an admin. */
+/**
+ * A key that works: requested, then approved by an admin. A `tenantId` in the overrides is
+ * requested and then bound by the admin at approval (a request alone binds nothing); without one
+ * the key is approved bound to no tenant.
+ */
 export async function activeKey(app: FastifyInstance, overrides: Record<string, unknown> = {}) {
   const created = await requestKey(app, overrides)
-  const res = await decide(app, created.id, 'approve')
+  const { tenantId } = overrides
+  const res = await decide(app, created.id, 'approve', tenantId === undefined ? undefined : { tenantId })
   if (res.statusCode !== 200) throw new Error(`approve failed: ${res.statusCode} ${res.body}`)
   return created
 }

@@ -37,7 +37,7 @@ const key = await insertApiKey(db, {
   clientName: 'Bench',
   email: 'bench@dispatch.test',
   scopes: ['send:free-text'],
-  tenantId: null,
+  requestedTenantId: null,
   createdAt: new Date(),
 })
 

@@ -57,7 +57,7 @@ async function approvedKey(email: string, clientName: string) {
     clientName,
     email,
     scopes: ['send:free-text'],
-    tenantId: null,
+    requestedTenantId: null,
     createdAt: new Date(),
   })
   const result = await decideApiKey(client.db, {

@@ -21,7 +21,7 @@ async function databaseWithOneDecision(email: string) {
     clientName: 'Reset Co',
     email,
     scopes: ['send:free-text'],
-    tenantId: null,
+    requestedTenantId: null,
     createdAt: new Date(),
   })
   await decideApiKey(db, { id: key.id, decision: 'approve', actor: 'test', reason: null, now: new Date() })

@@ -36,7 +36,10 @@ export const ApiKeyCreated = Type.Object({
   clientName: Type.String(),
   email: Type.String(),
   scopes: Type.Array(Type.String()),
-  tenantId: Type.Union([Type.String(), Type.Null()]),
+  tenantId: Type.Null({ description: 'The bound tenant: none until an admin binds one at approval.' }),
+  requestedTenantId: Type.Union([Type.String(), Type.Null()], {
+    description: 'The tenant asked for; an admin decides at approval whether to bind it.',
+  }),
   createdAt: DateTime,
 })
 export type ApiKeyCreated = Static<typeof ApiKeyCreated>
@@ -65,6 +68,9 @@ export const ApiKeyAuditEntry = Type.Object({
 /** An API key as admins see it: everything but the secret and its hash. */
 export const ApiKeyAdminView = Type.Object({
   ...ApiKeySelf.properties,
+  requestedTenantId: Type.Union([Type.String(), Type.Null()], {
+    description: 'The tenant the requester asked for; `tenantId` is the one an admin bound.',
+  }),
   email: Type.String(),
   statusReason: Type.Union([Type.String(), Type.Null()]),
   decidedBy: Type.Union([Type.String(), Type.Null()]),
@@ -86,6 +92,8 @@ export const ApiKeyListQuery = Type.Object(
     ...listQueryProperties,
     orderField: Type.Enum(API_KEY_ORDER_FIELDS, { default: 'createdAt' }),
     status: Type.Optional(ApiKeyStatus),
+    // `tenantId` (from the common parameters) filters on the bound tenant; this one on the request.
+    requestedTenantId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
   },
   { additionalProperties: false },
 )
@@ -96,6 +104,7 @@ export type ApiKeyList = Static<typeof ApiKeyList>
 
 export const ApiKeyIdParams = Type.Object({ id: Type.String() })
 
+/** Approval binds the key to `tenantId` when the admin names one; without it, to no tenant. */
 export const ApproveApiKeyBody = Type.Object(
   { tenantId: Type.Optional(TenantId) },
   { additionalProperties: false },

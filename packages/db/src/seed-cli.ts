@@ -39,6 +39,8 @@ try {
         clientName: DEMO_CLIENT,
         email: 'demo@dispatch.local',
         scopes: Object.values(Scopes),
+        // Seeded approved, so bound: as if requested for `demo` and approved with {tenantId: "demo"}.
+        requestedTenantId: DEMO_TENANT,
         tenantId: DEMO_TENANT,
         status: 'approved',
         decidedBy: 'seed',

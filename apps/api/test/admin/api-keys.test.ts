@@ -79,6 +79,8 @@ describe('admin authentication, as an attacker would try it', () => {
 })
 
 describe('GET /api/admin/api-keys', () => {
+  // The keys of this block asked for one tenant; pending keys are bound to none, so the block
+  // isolates them with `requestedTenantId` (`tenantId` filters the bound tenant, tested below).
   let tenant: string
   beforeAll(async () => {
     tenant = `list-${Date.now()}`
@@ -89,7 +91,7 @@ describe('GET /api/admin/api-keys', () => {
   })
 
   it('pages with the envelope, taking 1 by default, newest first', async () => {
-    const res = await get(`/api/admin/api-keys?tenantId=${tenant}`)
+    const res = await get(`/api/admin/api-keys?requestedTenantId=${tenant}`)
     expect(res.statusCode).toBe(200)
     const body = res.json()
     expect(Value.Check(ApiKeyList, body)).toBe(true)
@@ -106,7 +108,7 @@ describe('GET /api/admin/api-keys', () => {
   })
 
   it('is right at the edges: last page, page past the end, empty result', async () => {
-    const last = (await get(`/api/admin/api-keys?tenantId=${tenant}&take=3&page=2`)).json()
+    const last = (await get(`/api/admin/api-keys?requestedTenantId=${tenant}&take=3&page=2`)).json()
     expect(last).toMatchObject({
       page: 2,
       take: 3,
@@ -116,7 +118,7 @@ describe('GET /api/admin/api-keys', () => {
       hasNextPage: false,
     })
     expect(last.data).toHaveLength(1)
-    const past = (await get(`/api/admin/api-keys?tenantId=${tenant}&take=3&page=9`)).json()
+    const past = (await get(`/api/admin/api-keys?requestedTenantId=${tenant}&take=3&page=9`)).json()
     expect(past).toMatchObject({
       itemCount: 4,
       pageCount: 2,
@@ -124,7 +126,7 @@ describe('GET /api/admin/api-keys', () => {
       hasNextPage: false,
       data: [],
     })
-    const none = (await get('/api/admin/api-keys?tenantId=nobody-here&take=10')).json()
+    const none = (await get('/api/admin/api-keys?requestedTenantId=nobody-here&take=10')).json()
     expect(none).toMatchObject({
       page: 1,
       itemCount: 0,
@@ -136,21 +138,27 @@ describe('GET /api/admin/api-keys', () => {
   })
 
   it('filters by status and searches client name and e-mail, taking q literally', async () => {
-    const approved = (await get(`/api/admin/api-keys?tenantId=${tenant}&status=approved&take=10`)).json()
+    const approved = (
+      await get(`/api/admin/api-keys?requestedTenantId=${tenant}&status=approved&take=10`)
+    ).json()
     expect(approved.data.map((k: { clientName: string }) => k.clientName)).toEqual(['Delta SA'])
-    const byName = (await get(`/api/admin/api-keys?tenantId=${tenant}&q=gmbh&take=10`)).json()
+    const byName = (await get(`/api/admin/api-keys?requestedTenantId=${tenant}&q=gmbh&take=10`)).json()
     expect(byName.data.map((k: { clientName: string }) => k.clientName)).toEqual(['Beta GmbH'])
     const literal = (
-      await get(`/api/admin/api-keys?tenantId=${tenant}&q=${encodeURIComponent('100%')}&take=10`)
+      await get(`/api/admin/api-keys?requestedTenantId=${tenant}&q=${encodeURIComponent('100%')}&take=10`)
     ).json()
     expect(literal.data.map((k: { clientName: string }) => k.clientName)).toEqual(['Gamma 100% Inc'])
-    const byEmail = (await get(`/api/admin/api-keys?tenantId=${tenant}&q=acme.test&take=10`)).json()
+    const byEmail = (await get(`/api/admin/api-keys?requestedTenantId=${tenant}&q=acme.test&take=10`)).json()
     expect(byEmail.itemCount).toBe(4)
   })
 
   it('orders by an allowed field both ways', async () => {
     const names = async (order: string) =>
-      (await get(`/api/admin/api-keys?tenantId=${tenant}&take=10&orderField=clientName&order=${order}`))
+      (
+        await get(
+          `/api/admin/api-keys?requestedTenantId=${tenant}&take=10&orderField=clientName&order=${order}`,
+        )
+      )
         .json()
         .data.map((k: { clientName: string }) => k.clientName)
     expect(await names('ASC')).toEqual(['Alpha Ltd', 'Beta GmbH', 'Delta SA', 'Gamma 100% Inc'])
@@ -208,13 +216,19 @@ describe('decisions', () => {
     const key = await requestKey(app, { tenantId: 'requested' })
     const res = await decide(app, key.id, 'approve', { tenantId: 'bound-by-admin' })
     expect(res.statusCode).toBe(200)
-    expect(res.json()).toMatchObject({ status: 'approved', tenantId: 'bound-by-admin', decidedBy: 'ana' })
+    expect(res.json()).toMatchObject({
+      status: 'approved',
+      tenantId: 'bound-by-admin',
+      requestedTenantId: 'requested',
+      decidedBy: 'ana',
+    })
   })
 
-  it('approves with no body at all, keeping the requested tenant', async () => {
+  it('approves with no body at all binding no tenant, whatever was requested', async () => {
     const key = await requestKey(app, { tenantId: 'requested' })
     const res = await decide(app, key.id, 'approve')
-    expect(res.json()).toMatchObject({ status: 'approved', tenantId: 'requested' })
+    expect(res.statusCode).toBe(200)
+    expect(res.json()).toMatchObject({ status: 'approved', tenantId: null, requestedTenantId: 'requested' })
   })
 
   it('rejects with a reason, which is required', async () => {

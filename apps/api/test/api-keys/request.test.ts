@@ -41,17 +41,29 @@ describe('POST /api/api-keys/request', () => {
       clientName: 'Acme Notifications',
       email: 'ops@acme.test',
       scopes: ['send:free-text', 'read:messages'],
-      tenantId: 'acme',
+      tenantId: null,
+      requestedTenantId: 'acme',
     })
     expect(body.key).toMatch(/^mdk_dev_[A-Za-z0-9_-]{32}$/)
     expect(Object.keys(body).sort()).toEqual(
-      ['clientName', 'createdAt', 'email', 'id', 'key', 'scopes', 'status', 'tenantId'].sort(),
+      [
+        'clientName',
+        'createdAt',
+        'email',
+        'id',
+        'key',
+        'requestedTenantId',
+        'scopes',
+        'status',
+        'tenantId',
+      ].sort(),
     )
 
     const [row] = await world.sql`select * from api_keys where id = ${body.id}`
     expect(row?.key_hash).toBe(createHash('sha256').update(body.key).digest('hex'))
     expect(body.key.startsWith(row?.key_prefix)).toBe(true)
     expect(row?.key_prefix.length).toBeLessThan(20)
+    expect(row).toMatchObject({ requested_tenant_id: 'acme', tenant_id: null })
     expect(JSON.stringify(row)).not.toContain(body.key)
   })
 
@@ -63,7 +75,7 @@ describe('POST /api/api-keys/request', () => {
   it('accepts unknown but well-formed scopes, and no tenant', async () => {
     const res = await post(keyRequest({ scopes: ['read:weather', 'send:*'] }))
     expect(res.statusCode).toBe(201)
-    expect(res.json().tenantId).toBeNull()
+    expect(res.json()).toMatchObject({ tenantId: null, requestedTenantId: null })
   })
 
   const invalid: Array<[string, unknown, RegExp]> = [

@@ -25,7 +25,7 @@ export function insertSenderKey(db: Db) {
     clientName: 'Acme',
     email: 'ops@acme.test',
     scopes: ['send:free-text'],
-    tenantId: null,
+    requestedTenantId: null,
     createdAt: new Date(),
   })
 }

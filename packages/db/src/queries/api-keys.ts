@@ -20,7 +20,8 @@ export interface NewApiKey {
   clientName: string
   email: string
   scopes: string[]
-  tenantId: string | null
+  /** What the requester asked for. A request never binds a tenant: only an admin's approval does. */
+  requestedTenantId: string | null
   createdAt: Date
 }
 
@@ -71,6 +72,7 @@ export async function listApiKeys(db: Db, query: ApiKeyListQuery) {
   const filters: SQL[] = []
   if (query.status) filters.push(eq(apiKeys.status, query.status))
   if (query.tenantId) filters.push(eq(apiKeys.tenantId, query.tenantId))
+  if (query.requestedTenantId) filters.push(eq(apiKeys.requestedTenantId, query.requestedTenantId))
   if (query.q) {
     const pattern = likePattern(query.q)
     const match = or(
@@ -101,7 +103,10 @@ export interface DecideApiKeyInput {
   decision: ApiKeyDecision
   actor: string
   reason: string | null
-  /** Binds the key to a tenant at approval; the admin's word wins over the requested one. */
+  /**
+   * The tenant an approval binds, only ever from the admin's own word: without it the key is
+   * approved bound to none, whatever tenant was requested.
+   */
   tenantId?: string | undefined
   now: Date
 }
@@ -134,7 +139,7 @@ export async function decideApiKey(db: Db, input: DecideApiKeyInput): Promise<De
         decidedBy: input.actor,
         decidedAt: input.now,
         updatedAt: input.now,
-        ...(input.tenantId ? { tenantId: input.tenantId } : {}),
+        ...(input.decision === 'approve' ? { tenantId: input.tenantId ?? null } : {}),
       })
       .where(and(eq(apiKeys.id, input.id), eq(apiKeys.status, from)))
       .returning()

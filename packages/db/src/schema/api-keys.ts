@@ -12,6 +12,9 @@ export const apiKeys = pgTable(
     clientName: text().notNull(),
     email: text().notNull(),
     scopes: text().array().notNull(),
+    /** The tenant the requester asked for: only a request, never read for access. */
+    requestedTenantId: text(),
+    /** The tenant the key acts for, bound by an admin at approval; null until one is bound. */
     tenantId: text(),
     status: apiKeyStatus().notNull().default('pending'),
     statusReason: text(),

@@ -16,7 +16,10 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         tags: ['api-keys'],
         summary: 'Request an API key',
-        description: 'The key is returned once, in this answer, and works only after an admin approves it.',
+        description:
+          'The key is returned once, in this answer, and works only after an admin approves it. ' +
+          '`tenantId` here is only a request (answered as `requestedTenantId`); the key reads a ' +
+          "tenant's data only once an admin binds one at approval.",
         body: ApiKeyRequestBody,
         response: {
           201: ApiKeyCreated,
@@ -38,7 +41,7 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox = async (app) => {
         clientName: request.body.clientName,
         email: request.body.email,
         scopes: request.body.scopes,
-        tenantId: request.body.tenantId ?? null,
+        requestedTenantId: request.body.tenantId ?? null,
         createdAt: clock(),
       })
       request.log.info({ apiKeyId: row.id, keyPrefix }, 'api key requested')
@@ -49,7 +52,8 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox = async (app) => {
         clientName: row.clientName,
         email: row.email,
         scopes: row.scopes,
-        tenantId: row.tenantId,
+        tenantId: null,
+        requestedTenantId: row.requestedTenantId,
         createdAt: row.createdAt.toISOString(),
       })
     },
