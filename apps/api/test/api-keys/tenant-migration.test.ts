@@ -19,7 +19,7 @@ afterAll(async () => {
   await database?.drop()
 })
 
-it('keeps the tenant of approved and revoked keys, and unbinds the pending ones', async () => {
+it('keeps the tenant of approved and revoked keys, and unbinds the ones never approved', async () => {
   const { sql } = database
   await sql`alter table api_keys drop column requested_tenant_id`
   const statuses = ['pending', 'approved', 'revoked', 'rejected'] as const
@@ -45,7 +45,7 @@ it('keeps the tenant of approved and revoked keys, and unbinds the pending ones'
     { key_hash: 'approved-null', requested_tenant_id: null, tenant_id: null },
     { key_hash: 'pending-acme', requested_tenant_id: 'acme', tenant_id: null },
     { key_hash: 'pending-null', requested_tenant_id: null, tenant_id: null },
-    { key_hash: 'rejected-acme', requested_tenant_id: 'acme', tenant_id: 'acme' },
+    { key_hash: 'rejected-acme', requested_tenant_id: 'acme', tenant_id: null },
     { key_hash: 'rejected-null', requested_tenant_id: null, tenant_id: null },
     { key_hash: 'revoked-acme', requested_tenant_id: 'acme', tenant_id: 'acme' },
     { key_hash: 'revoked-null', requested_tenant_id: null, tenant_id: null },
