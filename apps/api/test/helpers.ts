@@ -181,3 +181,18 @@ export const send = (
     headers: { 'x-api-key': key, ...headers },
     payload: payload as object,
   })
+
+/** A message as the worker leaves it after sending: a row with the platform's id. Returns its id. */
+export async function recordSentMessage(
+  app: FastifyInstance,
+  world: TestWorld,
+  key: { id: string; key: string },
+  platformMessageId: string,
+): Promise<string> {
+  const accepted = (await send(app, 'send-text', key.key)).json()
+  await world.sql`
+    insert into messages (id, api_key_id, type, phone, payload, status, attempts, platform_message_id, accepted_at, sent_at)
+    values (${accepted.messageId}, ${key.id}, 'text', '+5511987654321', ${world.sql.json({ text: 'hi' })}, 'sent', 1,
+            ${platformMessageId}, ${accepted.createdAt}, now())`
+  return accepted.messageId as string
+}

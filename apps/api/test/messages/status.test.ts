@@ -7,6 +7,7 @@ import {
   buildTestApp,
   createWorld,
   expectError,
+  recordSentMessage,
   SEND_SCOPES,
   send,
   type TestApp,
@@ -36,15 +37,7 @@ const status = (messageId: string, apiKey = key.key) =>
     headers: { 'x-api-key': apiKey },
   })
 
-/** A message as the worker leaves it after sending: a row with the platform's id. */
-async function sentMessage(platformMessageId: string) {
-  const accepted = (await send(app, 'send-text', key.key)).json()
-  await world.sql`
-    insert into messages (id, api_key_id, type, phone, payload, status, attempts, platform_message_id, accepted_at, sent_at)
-    values (${accepted.messageId}, ${key.id}, 'text', '+5511987654321', ${world.sql.json({ text: 'hi' })}, 'sent', 1,
-            ${platformMessageId}, ${accepted.createdAt}, now())`
-  return accepted.messageId as string
-}
+const sentMessage = (platformMessageId: string) => recordSentMessage(app, world, key, platformMessageId)
 
 describe('GET /api/third-party/messages/:messageId', () => {
   it('answers right after the 202, before any worker has run: queued, no attempts yet', async () => {
