@@ -1,9 +1,10 @@
-import { createHmac, timingSafeEqual } from 'node:crypto'
+import { timingSafeEqual } from 'node:crypto'
 import { WhatsAppVerifyQuery, WhatsAppWebhook } from '@dispatch/contracts'
 import { applyPlatformStatus, type PlatformStatus } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError } from '../../errors.ts'
 import { errorResponses } from '../responses.ts'
+import { signatureHeader, signatureMatches } from './whatsapp-signature.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -12,14 +13,6 @@ declare module 'fastify' {
 }
 
 const PLATFORM_STATUSES = new Set<string>(['sent', 'delivered', 'read', 'failed'])
-
-/** `sha256=<hex>` of the raw body under the app secret, compared in constant time. */
-function signatureMatches(secret: string, body: Buffer, header: string | string[] | undefined): boolean {
-  if (typeof header !== 'string' || !header.startsWith('sha256=')) return false
-  const given = Buffer.from(header.slice(7), 'hex')
-  const expected = createHmac('sha256', secret).update(body).digest()
-  return given.length === expected.length && timingSafeEqual(given, expected)
-}
 
 /**
  * The WhatsApp Cloud API's webhook: the subscription handshake (GET) and signed deliveries (POST)
@@ -81,7 +74,7 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       preValidation: async (request) => {
         if (
           !request.rawBody ||
-          !signatureMatches(appSecret, request.rawBody, request.headers['x-hub-signature-256'])
+          !signatureMatches(appSecret, request.rawBody, signatureHeader(request.raw.rawHeaders))
         ) {
           throw new AppError(
             'WEBHOOK_SIGNATURE_INVALID',
