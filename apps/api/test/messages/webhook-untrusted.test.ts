@@ -2,16 +2,27 @@ import { request as httpRequest } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { signWebhook, statusWebhook } from '@dispatch/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, createWorld, expectError, type TestApp, type TestWorld } from '../helpers.ts'
+import {
+  activeKey,
+  buildTestApp,
+  createWorld,
+  expectError,
+  recordSentMessage,
+  SEND_SCOPES,
+  type TestApp,
+  type TestWorld,
+} from '../helpers.ts'
 
 // Platform input is untrusted even when correctly signed: these deliveries are all signed.
 const APP_SECRET = 'whatsapp-app-secret-for-tests'
 
 let world: TestWorld
 let app: TestApp
+let key: { id: string; key: string }
 beforeAll(async () => {
   world = await createWorld()
   app = await buildTestApp(world, { WHATSAPP_APP_SECRET: APP_SECRET })
+  key = await activeKey(app, { scopes: SEND_SCOPES })
 })
 afterAll(async () => {
   await app.close()
@@ -19,6 +30,12 @@ afterAll(async () => {
 })
 
 const now = () => Math.floor(Date.now() / 1000)
+const sentMessage = (platformMessageId: string) => recordSentMessage(app, world, key, platformMessageId)
+const row = async (id: string) => {
+  const [found] = await world.sql`
+    select status, delivered_at, read_at, last_error_code, last_error_message from messages where id = ${id}`
+  return found
+}
 const post = (body: string | Buffer, signature: string | string[] | undefined) =>
   app.inject({
     method: 'POST',
@@ -29,6 +46,105 @@ const post = (body: string | Buffer, signature: string | string[] | undefined) =
     },
     payload: body,
   })
+/** The exact bytes, signed: what Meta would send. */
+const deliver = (...statuses: unknown[]) => {
+  const body = JSON.stringify(statusWebhook(...(statuses as Array<Record<string, unknown>>)))
+  return post(body, signWebhook(body, APP_SECRET))
+}
+
+describe('WhatsApp webhook: out-of-range and malformed items', () => {
+  it('skips a status whose timestamp is not a sane time, applies the good one beside it, answers 200', async () => {
+    const far = await sentMessage('wamid.window-far')
+    const old = await sentMessage('wamid.window-old')
+    const ahead = await sentMessage('wamid.window-ahead')
+    const good = await sentMessage('wamid.window-good')
+    const res = await deliver(
+      { id: 'wamid.window-far', status: 'read', timestamp: '999999999999', recipient_id: '5511987654321' },
+      { id: 'wamid.window-old', status: 'read', timestamp: String(now() - 31 * 86_400) },
+      { id: 'wamid.window-ahead', status: 'read', timestamp: String(now() + 2 * 3600) },
+      { id: 'wamid.window-good', status: 'delivered', timestamp: String(now()) },
+    )
+    expect(res.statusCode, res.body).toBe(200)
+    expect(res.json()).toEqual({ received: true })
+    for (const id of [far, old, ahead]) expect(await row(id)).toMatchObject({ status: 'sent', read_at: null })
+    expect((await row(good))?.status).toBe('delivered')
+
+    // One warning names where and why, never a message id or a phone number.
+    const warning = app.logs.lines.find((line) => line.includes('whatsapp webhook items skipped'))
+    expect(warning).toBeDefined()
+    const logged = JSON.parse(warning as string)
+    expect(logged.level).toBe(40)
+    expect(logged.skipped).toBe(3)
+    expect(logged.items[0]).toEqual({
+      at: 'entry[0].changes[0].statuses[0]',
+      reason: expect.stringMatching(/timestamp.*outside/),
+    })
+    expect(warning).not.toContain('wamid.')
+    expect(app.logs.text()).not.toContain('5511987654321')
+  })
+
+  it('a time just inside the window (59 minutes ahead, 29 days back) applies', async () => {
+    const ahead = await sentMessage('wamid.window-edge-ahead')
+    const back = await sentMessage('wamid.window-edge-back')
+    const res = await deliver(
+      { id: 'wamid.window-edge-ahead', status: 'delivered', timestamp: String(now() + 59 * 60) },
+      { id: 'wamid.window-edge-back', status: 'delivered', timestamp: String(now() - 29 * 86_400) },
+    )
+    expect(res.statusCode).toBe(200)
+    expect((await row(ahead))?.status).toBe('delivered')
+    expect((await row(back))?.status).toBe('delivered')
+  })
+
+  it('skips items of the wrong type, without an id or with an unknown status; the good ones still apply', async () => {
+    const bad = await sentMessage('wamid.bad-items')
+    const good = await sentMessage('wamid.good-item')
+    const ts = String(now())
+    const res = await deliver(
+      { id: 42, status: 'read', timestamp: ts },
+      { status: 'read', timestamp: ts },
+      { id: '', status: 'read', timestamp: ts },
+      { id: 'wamid.bad-items', status: 'deleted', timestamp: ts },
+      { id: 'wamid.bad-items', status: 'read', timestamp: Number(ts) },
+      { id: 'wamid.bad-items', status: 'read', timestamp: '-1' },
+      { id: 'wamid.bad-items', status: 'failed', timestamp: ts, errors: [{ code: 'oops' }] },
+      { id: 'wamid.bad-items', status: 'failed', timestamp: ts, errors: 'none' },
+      null,
+      'wamid.bad-items',
+      [],
+      { id: 'wamid.good-item', status: 'read', timestamp: ts },
+    )
+    expect(res.statusCode, res.body).toBe(200)
+    expect((await row(bad))?.status).toBe('sent')
+    expect((await row(good))?.status).toBe('read')
+    const warning = app.logs.lines.findLast((line) => line.includes('whatsapp webhook items skipped'))
+    expect(JSON.parse(warning as string).skipped).toBe(11)
+  })
+
+  it('keeps its 4xx for a body that is not JSON, or not a webhook envelope', async () => {
+    const notJson = '{"object":'
+    expectError(await post(notJson, signWebhook(notJson, APP_SECRET)), 400, 'VALIDATION_ERROR')
+    const noEntry = JSON.stringify({ object: 'whatsapp_business_account' })
+    expectError(await post(noEntry, signWebhook(noEntry, APP_SECRET)), 400, 'VALIDATION_ERROR', /entry/)
+    const statusesNotArray = JSON.stringify({
+      object: 'whatsapp_business_account',
+      entry: [{ changes: [{ field: 'messages', value: { statuses: 'x' } }] }],
+    })
+    expectError(
+      await post(statusesNotArray, signWebhook(statusesNotArray, APP_SECRET)),
+      400,
+      'VALIDATION_ERROR',
+    )
+  })
+
+  it('a signed body nested deeper than the call stack allows is handled, never a 500', async () => {
+    const deep = `{"object":"x","entry":[],"deep":${'['.repeat(200_000)}${']'.repeat(200_000)}}`
+    expect((await post(deep, signWebhook(deep, APP_SECRET))).statusCode).toBe(200)
+    const deepItem = JSON.stringify(
+      statusWebhook({ id: 'wamid.deep', status: 'read', timestamp: String(now()) }),
+    ).replace('"statuses":[', `"statuses":[${'['.repeat(200_000)}${']'.repeat(200_000)},`)
+    expect((await post(deepItem, signWebhook(deepItem, APP_SECRET))).statusCode).toBe(200)
+  })
+})
 
 describe('WhatsApp webhook: the signature header, parsed strictly', () => {
   const signed = () => {

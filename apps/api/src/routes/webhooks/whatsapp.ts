@@ -1,10 +1,11 @@
 import { timingSafeEqual } from 'node:crypto'
 import { WhatsAppVerifyQuery, WhatsAppWebhook } from '@dispatch/contracts'
-import { applyPlatformStatus, type PlatformStatus } from '@dispatch/db'
+import { applyPlatformStatus } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError } from '../../errors.ts'
 import { errorResponses } from '../responses.ts'
 import { signatureHeader, signatureMatches } from './whatsapp-signature.ts'
+import { readStatusUpdates } from './whatsapp-statuses.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -12,14 +13,12 @@ declare module 'fastify' {
   }
 }
 
-const PLATFORM_STATUSES = new Set<string>(['sent', 'delivered', 'read', 'failed'])
-
 /**
  * The WhatsApp Cloud API's webhook: the subscription handshake (GET) and signed deliveries (POST)
  * whose status changes move messages forward. Each half is on only when its secret is configured.
  */
 export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const { config, db } = app.deps
+  const { config, db, clock } = app.deps
   const verifyToken = config.WHATSAPP_VERIFY_TOKEN
   const appSecret = config.WHATSAPP_APP_SECRET
 
@@ -93,31 +92,23 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      let applied = 0
-      let ignored = 0
-      for (const entry of request.body.entry) {
-        for (const change of entry.changes) {
-          for (const status of change.value.statuses ?? []) {
-            if (!PLATFORM_STATUSES.has(status.status)) {
-              ignored++
-              continue
-            }
-            const error = status.errors?.[0]
-            const moved = await applyPlatformStatus(db, {
-              platformMessageId: status.id,
-              status: status.status as PlatformStatus,
-              at: new Date(Number(status.timestamp) * 1000),
-              ...(error
-                ? { error: { code: String(error.code), message: error.message ?? error.title ?? '' } }
-                : {}),
-            })
-            if (moved) applied++
-            else ignored++
-          }
-        }
+      const { updates, skipped } = readStatusUpdates(request.body, clock())
+      if (skipped.length > 0) {
+        // Positions and reasons only: item values may carry phone numbers (a wamid encodes one).
+        request.log.warn(
+          { skipped: skipped.length, items: skipped.slice(0, 20) },
+          'whatsapp webhook items skipped',
+        )
       }
-      // Unknown or stale ids are acknowledged too: Meta retries anything but a 200 for days.
-      request.log.info({ applied, ignored }, 'whatsapp webhook processed')
+      let applied = 0
+      for (const update of updates) {
+        if (await applyPlatformStatus(db, update)) applied++
+      }
+      // Skipped, unknown and stale items are acknowledged too: Meta retries anything but a 200 for days.
+      request.log.info(
+        { applied, ignored: updates.length - applied, skipped: skipped.length },
+        'whatsapp webhook processed',
+      )
       return { received: true }
     },
   )

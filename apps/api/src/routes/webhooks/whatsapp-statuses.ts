@@ -1,0 +1,62 @@
+import { WhatsAppStatus, type WhatsAppWebhook } from '@dispatch/contracts'
+import type { PlatformStatusUpdate } from '@dispatch/db'
+import { Compile } from 'typebox/compile'
+
+const isStatus = Compile(WhatsAppStatus)
+
+/**
+ * The window a status time must fall in. Meta retries a delivery for up to 7 days, so a month back
+ * is generous; an hour ahead allows for clock skew. Outside it the value is garbage (and a far
+ * future year is one Postgres refuses), so the item is skipped.
+ */
+export const STATUS_TIME_AHEAD_MS = 60 * 60 * 1000
+export const STATUS_TIME_BACK_MS = 30 * 24 * 60 * 60 * 1000
+
+/** Where a skipped item was, and why; never its values (a wamid encodes the recipient's number). */
+export interface SkippedStatus {
+  at: string
+  reason: string
+}
+
+/**
+ * The updates a delivery carries, each item checked on its own: one bad item (wrong type, missing
+ * id, unknown status, time out of the window) is skipped and reported, the others still apply.
+ */
+export function readStatusUpdates(
+  body: WhatsAppWebhook,
+  now: Date,
+): { updates: PlatformStatusUpdate[]; skipped: SkippedStatus[] } {
+  const updates: PlatformStatusUpdate[] = []
+  const skipped: SkippedStatus[] = []
+  body.entry.forEach((entry, e) => {
+    entry.changes.forEach((change, c) => {
+      change.value.statuses?.forEach((item, s) => {
+        const at = `entry[${e}].changes[${c}].statuses[${s}]`
+        if (!isStatus.Check(item)) {
+          const [problem] = isStatus.Errors(item)
+          skipped.push({
+            at,
+            reason: `${problem?.instancePath || 'item'} ${problem?.message ?? 'is invalid'}`,
+          })
+          return
+        }
+        const time = new Date(Number(item.timestamp) * 1000)
+        const offset = time.getTime() - now.getTime()
+        if (offset > STATUS_TIME_AHEAD_MS || offset < -STATUS_TIME_BACK_MS) {
+          skipped.push({ at, reason: `/timestamp ${item.timestamp} is outside the accepted window` })
+          return
+        }
+        const error = item.errors?.[0]
+        updates.push({
+          platformMessageId: item.id,
+          status: item.status,
+          at: time,
+          ...(error
+            ? { error: { code: String(error.code), message: error.message ?? error.title ?? '' } }
+            : {}),
+        })
+      })
+    })
+  })
+  return { updates, skipped }
+}
