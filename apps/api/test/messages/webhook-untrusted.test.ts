@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto'
 import { request as httpRequest } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { signWebhook, statusWebhook } from '@dispatch/testing'
@@ -143,6 +144,86 @@ describe('WhatsApp webhook: out-of-range and malformed items', () => {
       statusWebhook({ id: 'wamid.deep', status: 'read', timestamp: String(now()) }),
     ).replace('"statuses":[', `"statuses":[${'['.repeat(200_000)}${']'.repeat(200_000)},`)
     expect((await post(deepItem, signWebhook(deepItem, APP_SECRET))).statusCode).toBe(200)
+  })
+})
+
+describe('WhatsApp webhook: NUL and lone surrogates from the platform', () => {
+  it('stores an error message and title with U+FFFD in place of NUL and lone surrogates', async () => {
+    const withMessage = await sentMessage('wamid.nul-message')
+    const withTitle = await sentMessage('wamid.nul-title')
+    const ts = String(now())
+    const res = await deliver(
+      {
+        id: 'wamid.nul-message',
+        status: 'failed',
+        timestamp: ts,
+        errors: [
+          { code: 131026, title: 'x\u0000', message: 'bad\u0000byte \ud800 high \udfff low \ud83d\ude00 ok' },
+        ],
+      },
+      {
+        id: 'wamid.nul-title',
+        status: 'failed',
+        timestamp: ts,
+        errors: [{ code: 131049, title: '\udfff\u0000\ud800' }],
+      },
+    )
+    expect(res.statusCode, res.body).toBe(200)
+    expect(await row(withMessage)).toMatchObject({
+      status: 'failed',
+      last_error_code: '131026',
+      last_error_message: 'bad\uFFFDbyte \uFFFD high \uFFFD low \ud83d\ude00 ok',
+    })
+    expect(await row(withTitle)).toMatchObject({ status: 'failed', last_error_message: '\uFFFD\uFFFD\uFFFD' })
+  })
+
+  it('an id with NUL or a lone surrogate is looked up as its U+FFFD form: 200, never a 500', async () => {
+    const nul = await sentMessage('wamid.id-\uFFFD-nul')
+    const ts = String(now())
+    const res = await deliver(
+      { id: 'wamid.id-\u0000-nul', status: 'delivered', timestamp: ts },
+      { id: 'wamid.id-\ud800', status: 'delivered', timestamp: ts },
+      { id: '\udfff', status: 'read', timestamp: ts },
+      { id: '\u0000', status: 'failed', timestamp: ts, errors: [{ code: 1, message: '\u0000' }] },
+    )
+    expect(res.statusCode, res.body).toBe(200)
+    expect((await row(nul))?.status).toBe('delivered')
+  })
+
+  it('NUL and lone surrogates anywhere else (other fields, keys, the envelope) are harmless too', async () => {
+    const id = await sentMessage('wamid.nul-elsewhere')
+    const payload = statusWebhook({
+      id: 'wamid.nul-elsewhere',
+      status: 'read',
+      timestamp: String(now()),
+      recipient_id: '\u0000\ud800',
+      biz_opaque_callback_data: '\udfff',
+      'key\u0000\ud800': { nested: ['\u0000'] },
+    })
+    const body = JSON.stringify({ ...payload, object: 'whatsapp\u0000\ud800' })
+    // JSON.stringify escapes them: these are the bytes `\u0000`, `\ud800` on the wire.
+    expect(body).toContain('\\u0000')
+    expect(body).toContain('\\ud800')
+    const res = await post(body, signWebhook(body, APP_SECRET))
+    expect(res.statusCode, res.body).toBe(200)
+    expect((await row(id))?.status).toBe('read')
+  })
+
+  it('bytes that are not UTF-8 become U+FFFD too', async () => {
+    const id = await sentMessage('wamid.bad-utf8')
+    const text = JSON.stringify(
+      statusWebhook({
+        id: 'wamid.bad-utf8',
+        status: 'failed',
+        timestamp: String(now()),
+        errors: [{ code: 1, message: 'AB' }],
+      }),
+    )
+    const bytes = Buffer.from(text.replace('"AB"', '"A\u0001B"'))
+    bytes[bytes.indexOf(1)] = 0xff
+    const res = await post(bytes, `sha256=${createHmac('sha256', APP_SECRET).update(bytes).digest('hex')}`)
+    expect(res.statusCode, res.body).toBe(200)
+    expect((await row(id))?.last_error_message).toBe('A\uFFFDB')
   })
 })
 

@@ -4,6 +4,7 @@ import { applyPlatformStatus } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError } from '../../errors.ts'
 import { errorResponses } from '../responses.ts'
+import { toStorableJson } from './platform-text.ts'
 import { signatureHeader, signatureMatches } from './whatsapp-signature.ts'
 import { readStatusUpdates } from './whatsapp-statuses.ts'
 
@@ -53,15 +54,19 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }
 
   if (!appSecret) return
-  // The signature covers the exact bytes Meta sent, so keep them beside the parsed body.
+  // The signature covers the exact bytes Meta sent, so keep them beside the parsed body, whose
+  // strings are made storable (NUL and lone surrogates become U+FFFD) before anything reads them.
   app.removeContentTypeParser('application/json')
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     request.rawBody = body as Buffer
+    let parsed: unknown
     try {
-      done(null, JSON.parse((body as Buffer).toString('utf8')))
+      parsed = JSON.parse((body as Buffer).toString('utf8'))
     } catch {
       done(new AppError('VALIDATION_ERROR', 'The request body is not valid JSON'), undefined)
+      return
     }
+    done(null, toStorableJson(parsed))
   })
 
   app.post(
