@@ -1,5 +1,6 @@
+import { toStorableText } from '@dispatch/contracts'
 import { describe, expect, it } from 'vitest'
-import { toStorableJson, toStorableText } from './platform-text.ts'
+import { toStorableJson } from './platform-text.ts'
 
 describe('toStorableText', () => {
   it('replaces NUL and unpaired surrogates with U+FFFD, keeps everything else', () => {

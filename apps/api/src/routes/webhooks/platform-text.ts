@@ -1,11 +1,7 @@
-/**
- * Text from the messaging platform is untrusted even when signed. Postgres refuses a NUL in `text`
- * and `jsonb`, and a lone UTF-16 surrogate cannot be encoded as UTF-8, so either would fail the
- * statement. Each is replaced by U+FFFD, the replacement character, before anything is stored.
- */
-export function toStorableText(text: string): string {
-  return text.toWellFormed().replaceAll('\u0000', '\uFFFD')
-}
+import { toStorableText } from '@dispatch/contracts'
+
+// Other routes refuse text Postgres cannot store (NUL, unpaired surrogates); the platform's webhook
+// must acknowledge it instead, so its strings are replaced with U+FFFD by the same rule.
 
 /**
  * The parsed JSON with every string, keys included, made storable. Walks with an explicit stack,
