@@ -2,16 +2,6 @@ import { isStorableText } from '@dispatch/contracts'
 import type { FastifyInstance } from 'fastify'
 import { AppError } from '../errors.ts'
 
-declare module 'fastify' {
-  interface FastifyContextConfig {
-    /**
-     * The route takes the messaging platform's own input (its webhook), which is sanitized and
-     * stored rather than refused: see `toStorableText` in @dispatch/contracts.
-     */
-    platformInput?: boolean
-  }
-}
-
 const PROBLEM = 'must not contain a NUL character or an unpaired surrogate'
 
 /**
@@ -44,10 +34,11 @@ export function findUnstorableText(value: unknown, root: string): string | undef
  * included) is refused with `400 VALIDATION_ERROR` naming the field when Postgres could not store it
  * or the platform could not deliver it. It runs before validation and before any route's own
  * pre-validation, on every route present and future, so nothing with such text is ever queued.
+ * The platform's webhook is the one route whose input is stored rather than refused: its body
+ * parser makes the text storable first (`routes/webhooks/platform-text.ts`).
  */
 export function installTextGuard(app: FastifyInstance) {
   app.addHook('preValidation', async (request) => {
-    if (request.routeOptions.config.platformInput) return
     const problem =
       findUnstorableText(request.params, 'params') ??
       findUnstorableText(request.query, 'querystring') ??
