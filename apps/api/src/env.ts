@@ -12,6 +12,12 @@ const ApiEnv = Type.Object({
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 65536 }),
   KEY_REQUEST_RATE_MAX: Type.Integer({ minimum: 1, default: 20 }),
   KEY_REQUEST_RATE_WINDOW_MS: Type.Integer({ minimum: 1000, default: 3_600_000 }),
+  /** Failed admin authentications allowed per client address per window, across every API instance. */
+  ADMIN_AUTH_FAILURE_MAX: Type.Integer({ minimum: 1, default: 20 }),
+  ADMIN_AUTH_FAILURE_WINDOW_MS: Type.Integer({ minimum: 1000, default: 60_000 }),
+  /** Invalid API keys allowed per client address per window, across every API instance. */
+  API_KEY_FAILURE_MAX: Type.Integer({ minimum: 1, default: 60 }),
+  API_KEY_FAILURE_WINDOW_MS: Type.Integer({ minimum: 1000, default: 60_000 }),
   API_KEY_CACHE_TTL_MS: Type.Integer({ minimum: 0, default: 30_000 }),
   API_KEY_CACHE_MAX: Type.Integer({ minimum: 1, default: 10_000 }),
   /** How long past its TTL a cached key still answers while Postgres cannot be reached. */
