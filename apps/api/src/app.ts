@@ -8,6 +8,7 @@ import type { ApiDeps } from './deps.ts'
 import { AppError } from './errors.ts'
 import { adminAuth } from './plugins/admin-auth.ts'
 import { apiKeyAuth } from './plugins/api-key-auth.ts'
+import { authFailureLimit } from './plugins/auth-failure-limit.ts'
 import { handleClientError, refuseConnect } from './plugins/client-errors.ts'
 import { installErrorHandler, renderFrameworkError } from './plugins/error-handler.ts'
 import { idempotency } from './plugins/idempotency.ts'
@@ -103,6 +104,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
         'retry-after': String(Math.max(1, Math.ceil(context.ttl / 1000))),
       }),
   })
+  await app.register(authFailureLimit)
   await app.register(apiKeyAuth)
   await app.register(adminAuth)
   await app.register(idempotency)

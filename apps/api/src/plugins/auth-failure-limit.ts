@@ -1,0 +1,108 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import type { Redis, Result } from 'ioredis'
+import { AppError } from '../errors.ts'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Failed authentications per client address: admin tokens and API keys counted apart. */
+    authFailureLimits: { admin: AuthFailureLimiter; apiKey: AuthFailureLimiter }
+  }
+}
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    countAuthFailure(
+      key: string,
+      failed: '0' | '1',
+      max: number,
+      windowMs: number,
+    ): Result<[blocked: number, value: number], Context>
+  }
+}
+
+/**
+ * A fixed window per address, in one atomic step: an address already at the limit is blocked (the
+ * reply is the window's remaining milliseconds) whatever this request's outcome, so being blocked
+ * says nothing about the credential; otherwise a failure is counted, the first one opening the window.
+ */
+const COUNT_AUTH_FAILURE = `
+local count = tonumber(redis.call('GET', KEYS[1]) or '0')
+if count >= tonumber(ARGV[2]) then
+  local ttl = redis.call('PTTL', KEYS[1])
+  if ttl < 0 then
+    redis.call('PEXPIRE', KEYS[1], ARGV[3])
+    ttl = tonumber(ARGV[3])
+  end
+  return {1, ttl}
+end
+if ARGV[1] == '1' then
+  count = redis.call('INCR', KEYS[1])
+  if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
+end
+return {0, count}
+`
+
+export interface AuthFailureLimiter {
+  /**
+   * Throws `429 RATE_LIMITED` with `Retry-After` when the request's address (`request.ip`) is over
+   * the limit, whether or not this request `failed`; otherwise counts it when it failed. One Redis
+   * round trip. When Redis cannot answer, lets the request through (logged): an outage must not
+   * lock admins out.
+   */
+  guard(request: FastifyRequest, failed: boolean): Promise<void>
+}
+
+function createLimiter(
+  redis: Redis,
+  keyPrefix: string,
+  limit: { max: number; windowMs: number },
+): AuthFailureLimiter {
+  return {
+    async guard(request, failed) {
+      let answer: [number, number]
+      try {
+        answer = await redis.countAuthFailure(
+          `${keyPrefix}${request.ip}`,
+          failed ? '1' : '0',
+          limit.max,
+          limit.windowMs,
+        )
+      } catch (error) {
+        request.log.warn({ err: error }, 'authentication failure limit skipped: Redis did not answer')
+        return
+      }
+      const [blocked, ttlMs] = answer
+      if (!blocked) return
+      const seconds = Math.max(1, Math.ceil(ttlMs / 1000))
+      throw new AppError(
+        'RATE_LIMITED',
+        `Too many failed authentication attempts from this address; retry in ${seconds} seconds`,
+        { 'retry-after': String(seconds) },
+      )
+    },
+  }
+}
+
+/**
+ * Counts failed authentications per client address in Redis, so the limit holds across API
+ * instances: admin-auth and api-key-auth each guard with their own counter and limit.
+ */
+export const authFailureLimit = fp(
+  async (app: FastifyInstance) => {
+    const { config, redis } = app.deps
+    redis.defineCommand('countAuthFailure', { numberOfKeys: 1, lua: COUNT_AUTH_FAILURE })
+    const prefix = `${config.QUEUE_PREFIX}:auth-failures`
+    app.decorate('authFailureLimits', {
+      admin: createLimiter(redis, `${prefix}:admin:`, {
+        max: config.ADMIN_AUTH_FAILURE_MAX,
+        windowMs: config.ADMIN_AUTH_FAILURE_WINDOW_MS,
+      }),
+      apiKey: createLimiter(redis, `${prefix}:api-key:`, {
+        max: config.API_KEY_FAILURE_MAX,
+        windowMs: config.API_KEY_FAILURE_WINDOW_MS,
+      }),
+    })
+  },
+  { name: 'auth-failure-limit' },
+)
