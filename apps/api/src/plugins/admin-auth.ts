@@ -19,6 +19,8 @@ const digest = (value: string) => createHash('sha256').update(value).digest()
  * Admins authenticate with `Authorization: Bearer <token>`; tokens are named pairs from config.
  * The presented token is compared with every configured one in constant time (hashes of equal
  * length, no early exit), so timing reveals neither a match nor its position.
+ * Every admin request asks the failure limiter first: an address past its failed attempts gets 429
+ * even with the right token, so guessing on cannot tell a hit from a miss.
  */
 export const adminAuth = fp(
   async (app: FastifyInstance) => {
@@ -32,6 +34,9 @@ export const adminAuth = fp(
       for (const token of tokens) {
         if (timingSafeEqual(presented, token.digest) && match) actor ??= token.name
       }
+      // A request without credentials guesses nothing: it is not counted, but is refused when blocked.
+      const failed = !actor && request.headers.authorization !== undefined
+      await app.authFailureLimits.admin.guard(request, failed)
       if (!actor) {
         throw new AppError(
           'ADMIN_AUTH_REQUIRED',
@@ -44,5 +49,5 @@ export const adminAuth = fp(
       request.adminName = actor
     })
   },
-  { name: 'admin-auth' },
+  { name: 'admin-auth', dependencies: ['auth-failure-limit'] },
 )
