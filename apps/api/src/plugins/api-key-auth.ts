@@ -67,11 +67,20 @@ export const apiKeyAuth = fp(
       }
     })
 
+    // Only the failure path asks Redis, so a valid cached key costs no round trip. An address past
+    // its invalid keys gets 429 for each further invalid one; a valid key from it still passes:
+    // keys are 192 random bits, so telling a hit from a miss gives guessing nothing, and senders
+    // sharing an address with an attacker (a NAT) keep working.
+    const invalidKey = async (request: FastifyRequest) => {
+      await app.authFailureLimits.apiKey.guard(request, true)
+      return new AppError('API_KEY_INVALID', 'The API key is not valid')
+    }
+
     const authenticate = async (request: FastifyRequest, scope: string | undefined) => {
       const header = request.headers['x-api-key']
       const raw = Array.isArray(header) ? header[0] : header
       if (!raw) throw new AppError('API_KEY_MISSING', 'The x-api-key header is required')
-      if (!raw.startsWith(envPrefix)) throw new AppError('API_KEY_INVALID', 'The API key is not valid')
+      if (!raw.startsWith(envPrefix)) throw await invalidKey(request)
       const hash = hashApiKey(raw)
       let key: ApiKeyRow | null
       try {
@@ -80,8 +89,7 @@ export const apiKeyAuth = fp(
         request.log.error({ err: error }, 'api-key lookup failed')
         throw unavailable('check API keys')
       }
-      if (!key || key.environment !== config.APP_ENV)
-        throw new AppError('API_KEY_INVALID', 'The API key is not valid')
+      if (!key || key.environment !== config.APP_ENV) throw await invalidKey(request)
       if (key.status !== 'approved') {
         throw new AppError(
           'API_KEY_NOT_ACTIVE',
@@ -98,5 +106,5 @@ export const apiKeyAuth = fp(
       return async (request) => authenticate(request, scope)
     })
   },
-  { name: 'api-key-auth', dependencies: [] },
+  { name: 'api-key-auth', dependencies: ['auth-failure-limit'] },
 )
