@@ -1,0 +1,140 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import { startTcpProxy, testRedisUrl } from '@dispatch/testing'
+import type { LightMyRequestResponse } from 'fastify'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  ADMIN,
+  activeKey,
+  asAdmin,
+  buildTestApp,
+  createWorld,
+  expectError,
+  type TestApp,
+  type TestWorld,
+} from './helpers.ts'
+
+// Two API instances on one Redis and queue prefix: the attacker's requests alternate between them.
+const LIMITS = {
+  ADMIN_AUTH_FAILURE_MAX: '20',
+  ADMIN_AUTH_FAILURE_WINDOW_MS: '3000',
+  API_KEY_FAILURE_MAX: '20',
+  API_KEY_FAILURE_WINDOW_MS: '3000',
+}
+
+let world: TestWorld
+let instances: [TestApp, TestApp]
+beforeAll(async () => {
+  world = await createWorld()
+  instances = [await buildTestApp(world, LIMITS), await buildTestApp(world, LIMITS)]
+})
+afterAll(async () => {
+  for (const app of instances ?? []) await app?.close()
+  await world?.close()
+})
+
+/** Instance i % 2 answers the i-th request. */
+const on = (i: number) => instances[i % 2] as TestApp
+const OTHER_ADDRESS = '203.0.113.50'
+
+const listKeys = (i: number, remoteAddress: string, headers: Record<string, string>) =>
+  on(i).inject({ method: 'GET', url: '/api/admin/api-keys', remoteAddress, headers })
+const me = (i: number, remoteAddress: string, headers: Record<string, string>) =>
+  on(i).inject({ method: 'GET', url: '/api/api-keys/me', remoteAddress, headers })
+
+/** The over-limit answer: 429 RATE_LIMITED, the spec's body, a Retry-After within the window. */
+function expectLimited(res: LightMyRequestResponse): number {
+  expectError(res, 429, 'RATE_LIMITED', /too many failed authentication attempts/i)
+  const retryAfter = Number(res.headers['retry-after'])
+  expect(Number.isInteger(retryAfter), String(res.headers['retry-after'])).toBe(true)
+  expect(retryAfter).toBeGreaterThanOrEqual(1)
+  expect(retryAfter).toBeLessThanOrEqual(3)
+  return retryAfter
+}
+
+describe('guessing admin tokens', () => {
+  it('is refused past 20 failures from one address, on every instance, right token included, until the window passes', async () => {
+    const attacker = '198.51.100.7'
+    for (let i = 0; i < 20; i++) {
+      const res = await listKeys(i, attacker, { authorization: `Bearer guess-${i}-0123456789abcdef` })
+      expectError(res, 401, 'ADMIN_AUTH_REQUIRED')
+    }
+    const retryAfter = expectLimited(
+      await listKeys(20, attacker, { authorization: 'Bearer guess-20-0123456789abcdef' }),
+    )
+    // No oracle: the right token from that address is refused the same way, on either instance.
+    expectLimited(await listKeys(21, attacker, asAdmin()))
+    expectLimited(await listKeys(22, attacker, asAdmin(ADMIN.ops)))
+    expectLimited(await listKeys(23, attacker, {}))
+
+    // The admin elsewhere is not locked out.
+    expect((await listKeys(0, OTHER_ADDRESS, asAdmin())).statusCode).toBe(200)
+    expect((await listKeys(1, OTHER_ADDRESS, asAdmin())).statusCode).toBe(200)
+
+    await sleep(retryAfter * 1000 + 100)
+    expect((await listKeys(0, attacker, asAdmin())).statusCode).toBe(200)
+    expectError(await listKeys(1, attacker, { authorization: 'Bearer x' }), 401, 'ADMIN_AUTH_REQUIRED')
+  })
+
+  it('does not count requests that present no credentials', async () => {
+    const address = '198.51.100.8'
+    for (let i = 0; i < 30; i++) {
+      expectError(await listKeys(i, address, {}), 401, 'ADMIN_AUTH_REQUIRED')
+    }
+    expect((await listKeys(30, address, asAdmin())).statusCode).toBe(200)
+  })
+})
+
+describe('guessing API keys', () => {
+  it('is refused past 20 invalid keys from one address, on every instance, until the window passes', async () => {
+    const key = await activeKey(on(0))
+    const attacker = '198.51.100.9'
+    const guesses = [
+      (i: number) => `mdk_dev_guess${i}000000000000000000000000000000`,
+      (i: number) => key.key.replace('mdk_dev_', 'mdk_prod_') + i,
+      (i: number) => `not-a-key-${i}`,
+    ]
+    for (let i = 0; i < 20; i++) {
+      const guess = guesses[i % guesses.length]?.(i) ?? ''
+      expectError(await me(i, attacker, { 'x-api-key': guess }), 401, 'API_KEY_INVALID')
+    }
+    const retryAfter = expectLimited(await me(20, attacker, { 'x-api-key': 'mdk_dev_guess20' }))
+    expectLimited(await me(21, attacker, { 'x-api-key': 'mdk_dev_guess21' }))
+
+    // Other addresses are not affected.
+    expectError(await me(0, OTHER_ADDRESS, { 'x-api-key': 'mdk_dev_guess' }), 401, 'API_KEY_INVALID')
+    // A valid key still works from the blocked address: only invalid keys are answered 429 (a
+    // 192-bit key cannot be guessed, and senders behind the attacker's NAT keep working).
+    expect((await me(0, attacker, { 'x-api-key': key.key })).statusCode).toBe(200)
+    expect((await me(1, attacker, { 'x-api-key': key.key })).statusCode).toBe(200)
+    // A missing key is not a guess.
+    expectError(await me(0, attacker, {}), 401, 'API_KEY_MISSING')
+
+    await sleep(retryAfter * 1000 + 100)
+    expectError(await me(0, attacker, { 'x-api-key': 'mdk_dev_guess22' }), 401, 'API_KEY_INVALID')
+  })
+})
+
+it('lets admins in when Redis is unreachable (the limiter fails open, with a warning)', async () => {
+  const redis = new URL(testRedisUrl())
+  const proxy = await startTcpProxy({ host: redis.hostname, port: Number(redis.port || 6379) })
+  const app = await buildTestApp(world, {
+    ...LIMITS,
+    ADMIN_AUTH_FAILURE_MAX: '2',
+    REDIS_URL: proxy.url('redis'),
+  })
+  try {
+    await proxy.cut()
+    const list = (headers: Record<string, string>) =>
+      app.inject({ method: 'GET', url: '/api/admin/api-keys', remoteAddress: '198.51.100.10', headers })
+    for (let i = 0; i < 5; i++) {
+      expectError(await list({ authorization: 'Bearer wrong-token-0123456789' }), 401, 'ADMIN_AUTH_REQUIRED')
+    }
+    const res = await list(asAdmin())
+    expect(res.statusCode, res.body).toBe(200)
+    expect(app.logs.text()).toMatch(/authentication failure limit skipped/)
+  } finally {
+    await proxy.restore().catch(() => {})
+    await app.close()
+    await proxy.close()
+  }
+})
