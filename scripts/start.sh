@@ -5,4 +5,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/bootstrap.sh
 prepare
-exec pnpm start
+exec bash scripts/run.sh

@@ -1,4 +1,4 @@
-import { loggerOptions, type MessageJob, QueueNames, urlPassword } from '@dispatch/contracts'
+import { logDestination, loggerOptions, type MessageJob, QueueNames, urlPassword } from '@dispatch/contracts'
 import { createDb, type Db } from '@dispatch/db'
 import { Queue } from 'bullmq'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
@@ -46,7 +46,10 @@ const configSecrets = (config: ApiConfig) => [
 
 export function createLogger(config: ApiConfig, stream?: DestinationStream): FastifyBaseLogger {
   const options = loggerOptions(config.LOG_LEVEL, configSecrets(config))
-  return pino({ ...options, serializers: { ...options.serializers, req: serializeRequest } }, stream)
+  return pino(
+    { ...options, name: 'api', serializers: { ...options.serializers, req: serializeRequest } },
+    stream ?? logDestination(config.LOG_FORMAT),
+  )
 }
 
 export function createDeps(config: ApiConfig, overrides: { logger?: FastifyBaseLogger } = {}): ApiDeps {

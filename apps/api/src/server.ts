@@ -8,7 +8,7 @@ const deps = createDeps(config)
 const app = await buildApp(deps)
 
 if (config.usingDevAdminToken) {
-  app.log.warn('ADMIN_TOKENS is unset: the development admin token "dev-admin-token-change-me" is in use')
+  app.log.warn('ADMIN_TOKENS is unset: the development admin token from the README is in use')
 }
 
 closeWithGrace({ delay: config.SHUTDOWN_GRACE_MS }, async ({ signal, err }) => {

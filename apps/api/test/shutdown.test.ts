@@ -6,6 +6,7 @@ import { ADMIN, createWorld, type TestWorld } from './helpers.ts'
 
 const apiDir = fileURLToPath(new URL('..', import.meta.url))
 const workerDir = fileURLToPath(new URL('../../worker/', import.meta.url))
+const repoDir = fileURLToPath(new URL('../../../', import.meta.url))
 
 let world: TestWorld
 let smtp: TestSmtpServer
@@ -30,10 +31,13 @@ interface Running {
 }
 
 /** Runs one of the real entry points in a process of its own, with only the environment given. */
-function run(cwd: string, script: string, env: Record<string, string>): Running {
-  const child = spawn(process.execPath, [script], {
+const run = (cwd: string, script: string, env: Record<string, string>) =>
+  runCommand(process.execPath, [script], cwd, env)
+
+function runCommand(command: string, args: string[], cwd: string, env: Record<string, string>): Running {
+  const child = spawn(command, args, {
     cwd,
-    env: { PATH: process.env.PATH ?? '', ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   children.add(child)
@@ -138,5 +142,29 @@ describe('the worker process', () => {
     const { code, signal } = await exitWithin(worker, 10_000)
     expect({ code, signal }).toEqual({ code: 0, signal: null })
     expect(worker.stdout()).toContain('shutting down')
+  })
+})
+
+describe('the development runner (pnpm start, scripts/run.sh)', () => {
+  it('runs both processes with lines for a person, and a SIGTERM stops both once and cleanly', async () => {
+    const runner = runCommand('bash', ['scripts/run.sh'], repoDir, {
+      ...apiEnv({ LOG_FORMAT: 'pretty' }),
+      SMTP_URL: smtp.url,
+    })
+    await untilLogged(runner, 'Dispatch worker running')
+    await untilLogged(runner, 'listening on http://')
+    const out = runner.stdout()
+    expect(out).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO \(api\): Dispatch API listening on http:/m)
+    expect(out).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO \(worker\): Dispatch worker running/m)
+    expect(out).not.toMatch(/^\{"level"/m)
+
+    runner.child.kill('SIGTERM')
+    const { code, signal } = await exitWithin(runner, 20_000)
+    expect({ code, signal }, runner.stderr()).toEqual({ code: 0, signal: null })
+    expect(runner.stdout()).toMatch(/INFO \(api\): shutting down/)
+    expect(runner.stdout()).toMatch(/INFO \(worker\): shutting down/)
+    expect(runner.stderr()).toContain('stopped cleanly')
+    // Each got one signal: a second one would have cut its shutdown short with exit 1.
+    expect(runner.stdout()).not.toContain('second SIGTERM')
   })
 })

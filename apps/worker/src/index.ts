@@ -1,4 +1,11 @@
-import { type EmailJob, loggerOptions, type MessageJob, QueueNames, urlPassword } from '@dispatch/contracts'
+import {
+  type EmailJob,
+  logDestination,
+  loggerOptions,
+  type MessageJob,
+  QueueNames,
+  urlPassword,
+} from '@dispatch/contracts'
 import { createDb } from '@dispatch/db'
 import { Queue, type Worker } from 'bullmq'
 import { Redis } from 'ioredis'
@@ -22,7 +29,10 @@ export function createWorkerLogger(config: WorkerConfig, stream?: DestinationStr
     urlPassword(config.DATABASE_URL),
     urlPassword(config.REDIS_URL),
   ]
-  return pino(loggerOptions(config.LOG_LEVEL, secrets), stream)
+  return pino(
+    { ...loggerOptions(config.LOG_LEVEL, secrets), name: 'worker' },
+    stream ?? logDestination(config.LOG_FORMAT),
+  )
 }
 
 export interface RunningWorker {

@@ -1,6 +1,7 @@
 import Type, { type Static, type TObject } from 'typebox'
 import Value from 'typebox/value'
 import { APP_ENVS } from './api-keys.ts'
+import { LOG_FORMATS } from './logging.ts'
 
 export class ConfigError extends Error {
   override name = 'ConfigError'
@@ -56,6 +57,8 @@ function missingName(params: unknown): string {
 export const commonEnv = {
   APP_ENV: Type.Enum(APP_ENVS, { default: 'development' }),
   LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { default: 'info' }),
+  /** `json` lines (the default), or `pretty` for a person at a terminal (`scripts/run.sh` picks it there). */
+  LOG_FORMAT: Type.Enum(LOG_FORMATS, { default: 'json' }),
   DATABASE_URL: Type.String({
     pattern: '^postgres(ql)?://',
     default: 'postgres://postgres@127.0.0.1:5432/dispatch',

@@ -1,4 +1,5 @@
-import { type LoggerOptions, stdSerializers } from 'pino'
+import { type DestinationStream, type LoggerOptions, stdSerializers } from 'pino'
+import pretty from 'pino-pretty'
 
 /** Log paths pino censors in every process: secrets never reach a log line, whatever carries them. */
 const REDACTED_LOG_PATHS = [
@@ -83,3 +84,23 @@ export const loggerOptions = (
   serializers: { err: serializeError },
   hooks: { streamWrite: secretCensor(secrets) },
 })
+
+/** The log formats: JSON lines (the default, what log shippers read) or lines for a person. */
+export const LOG_FORMATS = ['json', 'pretty'] as const
+export type LogFormat = (typeof LOG_FORMATS)[number]
+
+/**
+ * Where a process writes its log lines: standard output as JSON (`undefined`: pino's default), or
+ * pretty-printed for a person at a terminal. Secrets are censored before either.
+ */
+export function logDestination(format: LogFormat): DestinationStream | undefined {
+  if (format === 'json') return undefined
+  return pretty({
+    // Colours only where a terminal shows them, not in a file or a pipe.
+    colorize: Boolean(process.stdout.isTTY),
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname',
+    singleLine: true,
+    sync: true,
+  })
+}
