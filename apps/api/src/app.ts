@@ -84,6 +84,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     openapi: {
       openapi: '3.1.0',
       info: { title: 'Dispatch API', version: '0.1.0', description: 'Queue-backed message dispatch.' },
+      servers: [{ url: 'http://127.0.0.1:3000', description: 'Development' }],
       components: {
         securitySchemes: {
           apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
@@ -112,10 +113,14 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(healthRoutes)
   await app.register(apiKeyRoutes, { prefix: '/api/api-keys' })
   await app.register(adminApiKeyRoutes, { prefix: '/api/admin/api-keys' })
-  // The spec's usage example omits `/api`; both paths answer.
-  for (const prefix of ['/api/third-party/messages', '/third-party/messages']) {
-    await app.register(sendMessageRoutes, { prefix })
-    await app.register(messageStatusRoutes, { prefix })
+  // The spec's usage example omits `/api`; both paths answer. The alias stays out of the OpenAPI
+  // document, whose operationIds (and the client generated from them) must be unique.
+  for (const [prefix, hide] of [
+    ['/api/third-party/messages', false],
+    ['/third-party/messages', true],
+  ] as const) {
+    await app.register(sendMessageRoutes, { prefix, hide })
+    await app.register(messageStatusRoutes, { prefix, hide })
   }
   await app.register(whatsappWebhookRoutes, { prefix: '/api/webhooks/whatsapp' })
   await app.register(adminCatalogRoutes, { prefix: '/api/admin' })

@@ -36,6 +36,7 @@ export const adminApiKeyRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/',
     {
       schema: {
+        operationId: 'listApiKeys',
         tags: ['admin'],
         summary: 'List API keys',
         security,
@@ -56,6 +57,7 @@ export const adminApiKeyRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/:id',
     {
       schema: {
+        operationId: 'getApiKey',
         tags: ['admin'],
         summary: 'One API key, with its decision history',
         security,
@@ -91,6 +93,7 @@ export const adminApiKeyRoutes: FastifyPluginAsyncTypebox = async (app) => {
           request.body ??= {} as typeof request.body
         },
         schema: {
+          operationId: `${decision}ApiKey`,
           tags: ['admin'],
           summary,
           security,

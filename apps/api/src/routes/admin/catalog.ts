@@ -29,6 +29,9 @@ import { errorResponses } from '../responses.ts'
 const errors = errorResponses('ADMIN_AUTH_REQUIRED', 'NOT_FOUND', 'VALIDATION_ERROR', 'INVALID_REFERENCE')
 const security = [{ adminToken: [] }]
 const names = { channels: 'channel', projects: 'project', products: 'product' } as const
+/** `createChannel`, `updateProject`, …: the OpenAPI operationIds the typed client is generated from. */
+const operationId = (verb: string, table: CatalogTable) =>
+  `${verb}${names[table][0]?.toUpperCase()}${names[table].slice(1)}`
 
 /** A missing record, a soft-deleted one and a malformed id are all the same 404. */
 const notFound = (table: CatalogTable, id: string) =>
@@ -59,6 +62,7 @@ export const adminCatalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
       `/${table}`,
       {
         schema: {
+          operationId: operationId('create', table),
           tags,
           summary: `Create a ${names[table]}`,
           security,
@@ -76,6 +80,7 @@ export const adminCatalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
       `/${table}/:id`,
       {
         schema: {
+          operationId: operationId('update', table),
           tags,
           summary: `Update a ${names[table]} (only the fields given)`,
           security,
@@ -93,7 +98,15 @@ export const adminCatalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
     )
     app.delete(
       `/${table}/:id`,
-      { schema: { tags, summary: `Soft-delete a ${names[table]}`, security, params: CatalogIdParams } },
+      {
+        schema: {
+          operationId: operationId('delete', table),
+          tags,
+          summary: `Soft-delete a ${names[table]}`,
+          security,
+          params: CatalogIdParams,
+        },
+      },
       async (request, reply) => {
         const { id } = request.params
         if (!(await softDeleteCatalogRecord(db, table, id, clock()))) throw notFound(table, id)

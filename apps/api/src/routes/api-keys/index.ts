@@ -14,8 +14,11 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox = async (app) => {
         rateLimit: { max: config.KEY_REQUEST_RATE_MAX, timeWindow: config.KEY_REQUEST_RATE_WINDOW_MS },
       },
       schema: {
+        operationId: 'requestApiKey',
         tags: ['api-keys'],
         summary: 'Request an API key',
+        // Anyone may ask; the key works only once an admin approves it.
+        security: [],
         description:
           'The key is returned once, in this answer, and works only after an admin approves it. ' +
           '`tenantId` here is only a request (answered as `requestedTenantId`); the key reads a ' +
@@ -64,6 +67,7 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       onRequest: app.requireApiKey(),
       schema: {
+        operationId: 'getOwnApiKey',
         tags: ['api-keys'],
         summary: 'The calling API key',
         security: [{ apiKey: [] }],

@@ -16,8 +16,10 @@ export async function healthRoutes(app: FastifyInstance) {
     '/healthz',
     {
       schema: {
+        operationId: 'getLiveness',
         tags: ['health'],
         summary: 'The process is up',
+        security: [],
         response: { 200: Type.Object({ status: Type.Literal('ok') }) },
       },
     },
@@ -28,8 +30,10 @@ export async function healthRoutes(app: FastifyInstance) {
     '/readyz',
     {
       schema: {
+        operationId: 'getReadiness',
         tags: ['health'],
         summary: 'Postgres and Redis are reachable',
+        security: [],
         response: {
           200: Type.Object({ status: Type.Literal('ok'), checks: Type.Record(Type.String(), Type.String()) }),
           ...errorResponses('SERVICE_UNAVAILABLE'),

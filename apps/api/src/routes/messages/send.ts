@@ -16,6 +16,7 @@ import { errorResponses } from '../responses.ts'
 
 const SENDS: ReadonlyArray<{
   path: string
+  operationId: string
   type: MessageType
   scope: string
   body: TSchema
@@ -23,6 +24,7 @@ const SENDS: ReadonlyArray<{
 }> = [
   {
     path: '/send-text',
+    operationId: 'sendTextMessage',
     type: 'text',
     scope: 'send:free-text',
     body: SendTextBody,
@@ -30,6 +32,7 @@ const SENDS: ReadonlyArray<{
   },
   {
     path: '/send-template',
+    operationId: 'sendTemplateMessage',
     type: 'template',
     scope: 'send:template',
     body: SendTemplateBody,
@@ -37,6 +40,7 @@ const SENDS: ReadonlyArray<{
   },
   {
     path: '/send-image',
+    operationId: 'sendImageMessage',
     type: 'image',
     scope: 'send:image',
     body: SendImageBody,
@@ -44,13 +48,18 @@ const SENDS: ReadonlyArray<{
   },
 ]
 
+/** `hide` keeps a second mount of the routes (the spec's alias path) out of the OpenAPI document. */
+export interface MessageRouteOptions {
+  hide?: boolean
+}
+
 const jobIsValid = Compile(MessageJob)
 
 /**
  * The hot path: a cached key check, one rate-limit call and one queue write, all in Redis. The
  * worker writes the message record; the API never touches Postgres here.
  */
-export const sendMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
+export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> = async (app, options) => {
   const { config, messageQueue, clock } = app.deps
   const enqueuer = new MessageEnqueuer(messageQueue)
   // One bucket per key across the three sends, on the root store, so it holds across instances.
@@ -68,6 +77,8 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
         preHandler: [perKeyLimit, app.idempotency.claim],
         onSend: app.idempotency.remember,
         schema: {
+          operationId: send.operationId,
+          hide: options.hide,
           tags: ['messages'],
           summary: send.summary,
           description: `Requires the \`${send.scope}\` scope. 202 means the message is queued for delivery.`,

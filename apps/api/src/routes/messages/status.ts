@@ -5,6 +5,7 @@ import type { Job } from 'bullmq'
 import { AppError, unavailable } from '../../errors.ts'
 import { toMessageView } from '../../views.ts'
 import { errorResponses } from '../responses.ts'
+import type { MessageRouteOptions } from './send.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
@@ -35,7 +36,7 @@ function viewFromJob(job: Job<MessageJob>, state: string): MessageView {
   }
 }
 
-export const messageStatusRoutes: FastifyPluginAsyncTypebox = async (app) => {
+export const messageStatusRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> = async (app, options) => {
   const { db, messageQueue } = app.deps
   const notFound = () => new AppError('NOT_FOUND', 'Message not found')
 
@@ -44,6 +45,8 @@ export const messageStatusRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       onRequest: app.requireApiKey('read:messages'),
       schema: {
+        operationId: 'getMessage',
+        hide: options.hide,
         tags: ['messages'],
         summary: 'A message and its delivery status',
         description: 'Requires the `read:messages` scope. A key sees only the messages it sent.',

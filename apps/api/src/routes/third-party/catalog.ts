@@ -25,6 +25,7 @@ export const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
       onRequest: app.requireApiKey(Scopes.readChannels),
       preValidation: splitCommaLists('channelIds'),
       schema: {
+        operationId: 'listChannels',
         tags: ['catalog'],
         summary: 'List channels (a bare array)',
         security,
@@ -44,6 +45,7 @@ export const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
       onRequest: app.requireApiKey(Scopes.readProjects),
       preValidation: splitCommaLists('channelIds'),
       schema: {
+        operationId: 'listProjects',
         tags: ['catalog'],
         summary: "List the tenant's projects (an array holding one envelope with `datas`)",
         security,
@@ -64,6 +66,7 @@ export const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
       onRequest: app.requireApiKey(Scopes.readProducts),
       preValidation: splitCommaLists('productType'),
       schema: {
+        operationId: 'listProducts',
         tags: ['catalog'],
         summary: "List the tenant's products (an array holding one envelope with `datas`)",
         security,

@@ -11,6 +11,7 @@ export const kitRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       onRequest: app.requireApiKey(Scopes.readKits),
       schema: {
+        operationId: 'listKits',
         tags: ['orders'],
         summary: "List the tenant's kit records (one envelope with `data`)",
         security,

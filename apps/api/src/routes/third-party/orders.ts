@@ -26,6 +26,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       onRequest: app.requireApiKey(Scopes.readOrders),
       schema: {
+        operationId: 'listOrders',
         tags: ['orders'],
         summary: "List the tenant's orders (one envelope with `data`)",
         security,
@@ -49,6 +50,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       onRequest: app.requireApiKey(Scopes.readOrders),
       schema: {
+        operationId: 'getOrder',
         tags: ['orders'],
         summary: 'One order (an array holding it)',
         security,
@@ -69,6 +71,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       onRequest: app.requireApiKey(Scopes.createOrders),
       schema: {
+        operationId: 'createOrder',
         tags: ['orders'],
         summary: 'Register an order (with kit serials)',
         security,

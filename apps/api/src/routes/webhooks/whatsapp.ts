@@ -28,8 +28,11 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       '/',
       {
         schema: {
+          operationId: 'verifyWhatsAppWebhook',
           tags: ['webhooks'],
           summary: 'WhatsApp webhook subscription handshake',
+          // The verify token in the query string is the check, not a security scheme.
+          security: [],
           querystring: WhatsAppVerifyQuery,
           response: {
             200: { type: 'string' },
@@ -87,8 +90,11 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
         }
       },
       schema: {
+        operationId: 'receiveWhatsAppWebhook',
         tags: ['webhooks'],
         summary: 'WhatsApp webhook deliveries (message status changes)',
+        // Authenticated by the body's X-Hub-Signature-256, not by a security scheme.
+        security: [],
         body: WhatsAppWebhook,
         response: {
           200: { type: 'object', properties: { received: { type: 'boolean' } } },
