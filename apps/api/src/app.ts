@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto'
 import rateLimit from '@fastify/rate-limit'
-import swagger from '@fastify/swagger'
-import swaggerUi from '@fastify/swagger-ui'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance, LogController } from 'fastify'
 import type { ApiDeps } from './deps.ts'
@@ -12,6 +10,7 @@ import { authFailureLimit } from './plugins/auth-failure-limit.ts'
 import { handleClientError, refuseConnect } from './plugins/client-errors.ts'
 import { installErrorHandler, renderFrameworkError } from './plugins/error-handler.ts'
 import { idempotency } from './plugins/idempotency.ts'
+import { registerOpenApi } from './plugins/openapi.ts'
 import { installTextGuard } from './plugins/text-guard.ts'
 import { installValidation } from './plugins/validation.ts'
 import { adminApiKeyRoutes } from './routes/admin/api-keys.ts'
@@ -80,20 +79,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     }
   })
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: { title: 'Dispatch API', version: '0.1.0', description: 'Queue-backed message dispatch.' },
-      servers: [{ url: 'http://127.0.0.1:3000', description: 'Development' }],
-      components: {
-        securitySchemes: {
-          apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
-          adminToken: { type: 'http', scheme: 'bearer' },
-        },
-      },
-    },
-  })
-  await app.register(swaggerUi, { routePrefix: '/docs' })
+  await registerOpenApi(app)
   await app.register(rateLimit, {
     global: false,
     redis: deps.redis,

@@ -49,8 +49,8 @@ async function approvedSender(
     body: { clientName: 'Acme', email: 'ops@acme.test', scopes },
   })
   const admin = createDispatchClient({ baseUrl: url, adminToken: ADMIN.ana })
+  // An approval takes no body: the document says so, and the client sends none.
   const approved = await admin.POST('/api/admin/api-keys/{id}/approve', {
-    body: {},
     params: { path: { id: created.id } },
   })
   expect(approved.status).toBe('approved')

@@ -14,6 +14,7 @@ import { decideApiKey, findApiKeyById, listApiKeyHistory, listApiKeys } from '@d
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { TSchema } from 'typebox'
 import { AppError } from '../../errors.ts'
+import { OPTIONAL_BODY } from '../../plugins/openapi.ts'
 import { toApiKeyAdminView } from '../../views.ts'
 import { errorResponses } from '../responses.ts'
 
@@ -88,11 +89,13 @@ export const adminApiKeyRoutes: FastifyPluginAsyncTypebox = async (app) => {
     app.post(
       `/:id/${decision}`,
       {
-        // An empty POST (no body, no Content-Type) means "no options".
+        // An empty POST (no body, no Content-Type) means "no options" (and fails validation where
+        // an option is required, as reject's reason is).
         preValidation: async (request) => {
           request.body ??= {} as typeof request.body
         },
         schema: {
+          ...((body as { required?: string[] }).required?.length ? {} : { [OPTIONAL_BODY]: true }),
           operationId: `${decision}ApiKey`,
           tags: ['admin'],
           summary,
