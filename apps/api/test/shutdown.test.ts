@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { startSmtpServer, type TestSmtpServer, waitFor } from '@dispatch/testing'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { ADMIN, createWorld, type TestWorld } from './helpers.ts'
 
 const apiDir = fileURLToPath(new URL('..', import.meta.url))
@@ -150,6 +150,14 @@ describe('the development runner (pnpm start, scripts/run.sh)', () => {
     const runner = runCommand('bash', ['scripts/run.sh'], repoDir, {
       ...apiEnv({ LOG_FORMAT: 'pretty' }),
       SMTP_URL: smtp.url,
+    })
+    // The runner's processes have process groups of their own: a SIGKILL of the runner would leave
+    // them running, so whatever happens it is stopped the way a person stops it.
+    onTestFinished(async () => {
+      if (runner.child.exitCode === null && runner.child.signalCode === null) {
+        runner.child.kill('SIGTERM')
+        await exitWithin(runner, 20_000).catch(() => {})
+      }
     })
     await untilLogged(runner, 'Dispatch worker running')
     await untilLogged(runner, 'listening on http://')

@@ -1,5 +1,5 @@
+import { createRequire } from 'node:module'
 import { type DestinationStream, type LoggerOptions, stdSerializers } from 'pino'
-import pretty from 'pino-pretty'
 
 /** Log paths pino censors in every process: secrets never reach a log line, whatever carries them. */
 const REDACTED_LOG_PATHS = [
@@ -95,6 +95,8 @@ export type LogFormat = (typeof LOG_FORMATS)[number]
  */
 export function logDestination(format: LogFormat): DestinationStream | undefined {
   if (format === 'json') return undefined
+  // Loaded only here: a process writing JSON (production, the tests) never pays for it.
+  const pretty = createRequire(import.meta.url)('pino-pretty') as typeof import('pino-pretty')
   return pretty({
     // Colours only where a terminal shows them, not in a file or a pipe.
     colorize: Boolean(process.stdout.isTTY),
