@@ -28,6 +28,7 @@ export const toMessageView = (row: MessageRow): MessageView => ({
   phone: row.phone,
   status: row.status,
   attempts: row.attempts,
+  clientReference: row.clientReference,
   platformMessageId: row.platformMessageId,
   lastError: row.lastErrorCode ? { code: row.lastErrorCode, message: row.lastErrorMessage ?? '' } : null,
   createdAt: row.acceptedAt.toISOString(),

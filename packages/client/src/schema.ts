@@ -1273,6 +1273,8 @@ export interface operations {
                     /** @description E.164, e.g. +5511987654321 */
                     phone: string;
                     text: string;
+                    /** @description Your own reference for this message, returned with its status */
+                    clientReference?: string;
                 };
             };
         };
@@ -1470,6 +1472,8 @@ export interface operations {
                         text: string;
                         type: string;
                     }[];
+                    /** @description Your own reference for this message, returned with its status */
+                    clientReference?: string;
                 };
             };
         };
@@ -1655,6 +1659,8 @@ export interface operations {
                         mediaId: string;
                         text?: string;
                     };
+                    /** @description Your own reference for this message, returned with its status */
+                    clientReference?: string;
                 };
             };
         };
@@ -1850,6 +1856,7 @@ export interface operations {
                         /** @enum {unknown} */
                         status: "queued" | "sending" | "sent" | "delivered" | "read" | "failed";
                         attempts: number;
+                        clientReference: string | null;
                         platformMessageId: string | null;
                         lastError: {
                             code: string;

@@ -26,8 +26,18 @@ export const Phone = Type.String({
 })
 const NonBlank = (maxLength: number) => Type.String({ minLength: 1, maxLength, pattern: '\\S' })
 
+/**
+ * The sender's own reference for a message (its notification id, say), optional on every send,
+ * returned by `GET /messages/:id` and, later, in every event about the message.
+ */
+export const ClientReference = Type.String({
+  minLength: 1,
+  maxLength: 256,
+  description: 'Your own reference for this message, returned with its status',
+})
+
 export const SendTextBody = Type.Object(
-  { phone: Phone, text: NonBlank(4096) },
+  { phone: Phone, text: NonBlank(4096), clientReference: Type.Optional(ClientReference) },
   { additionalProperties: false },
 )
 export type SendTextBody = Static<typeof SendTextBody>
@@ -64,6 +74,7 @@ export const SendTemplateBody = Type.Object(
     ),
     headerVariables: Type.Optional(Type.Array(HeaderVariable, { maxItems: 10 })),
     buttonVariables: Type.Optional(Type.Array(ButtonVariable, { maxItems: 10 })),
+    clientReference: Type.Optional(ClientReference),
   },
   { additionalProperties: false },
 )
@@ -79,6 +90,7 @@ export const SendImageBody = Type.Object(
       },
       { additionalProperties: false },
     ),
+    clientReference: Type.Optional(ClientReference),
   },
   { additionalProperties: false },
 )
@@ -107,6 +119,7 @@ export const MessageView = Type.Object({
   phone: Type.String(),
   status: Type.Enum(MESSAGE_STATUSES),
   attempts: Type.Integer({ minimum: 0 }),
+  clientReference: Type.Union([Type.String(), Type.Null()]),
   platformMessageId: Type.Union([Type.String(), Type.Null()]),
   lastError: Type.Union([MessageError, Type.Null()]),
   createdAt: DateTime,
@@ -116,12 +129,16 @@ export type MessageView = Static<typeof MessageView>
 
 export const MessageIdParams = Type.Object({ messageId: Type.String({ maxLength: 64 }) })
 
-/** The `messages` queue's job: everything the worker needs, so the API writes nothing to Postgres. */
+/**
+ * The `messages` queue's job: everything the worker needs, so the API writes nothing to Postgres.
+ * The sender's `clientReference` travels beside the message, not in its body (what the platform gets).
+ */
 export const MessageJob = Type.Object(
   {
     messageId: MessageId,
     apiKeyId: Type.String({ format: 'uuid' }),
     acceptedAt: DateTime,
+    clientReference: Type.Optional(ClientReference),
     message: Type.Union([
       Type.Object({ type: Type.Literal('text'), body: SendTextBody }, { additionalProperties: false }),
       Type.Object(

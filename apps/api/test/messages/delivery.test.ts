@@ -6,12 +6,14 @@ import {
   activeKey,
   buildTestApp,
   createWorld,
+  expectError,
   SEND_SCOPES,
   type SendPath,
   send,
   startTestWorker,
   type TestApp,
   type TestWorld,
+  validSends,
 } from '../helpers.ts'
 
 const APP_SECRET = 'whatsapp-app-secret-for-tests'
@@ -93,6 +95,36 @@ describe('from the API to the platform and back', () => {
       })
       expect(res.statusCode).toBe(200)
       expect((await status(accepted.messageId)).status).toBe(value)
+    }
+  })
+})
+
+describe("clientReference, the sender's own reference", () => {
+  it.each<SendPath>(['send-text', 'send-template', 'send-image'])(
+    '%s: shown by the status before and after the worker records it, never sent to the platform',
+    async (path) => {
+      const clientReference = `order-42/${path}/ação`
+      const res = await send(app, path, key, { ...validSends[path], clientReference })
+      expect(res.statusCode, res.body).toBe(202)
+      const { messageId } = res.json()
+      expect((await status(messageId)).clientReference).toBe(clientReference)
+      const view = await untilSent(messageId)
+      expect(view.clientReference).toBe(clientReference)
+      const request = fake.requests.find((r) => r.messageId === messageId)
+      expect(JSON.stringify(request?.body)).not.toContain('order-42')
+      const [row] = await world.sql<{ payload: object; client_reference: string }[]>`
+        select payload, client_reference from messages where id = ${messageId}`
+      expect(row?.client_reference).toBe(clientReference)
+      expect(row?.payload).toEqual(validSends[path])
+    },
+  )
+
+  it('is null when not given, and refused past 256 characters or empty', async () => {
+    const { messageId } = (await send(app, 'send-text', key)).json()
+    expect((await untilSent(messageId)).clientReference).toBeNull()
+    for (const clientReference of ['x'.repeat(257), '']) {
+      const res = await send(app, 'send-text', key, { ...validSends['send-text'], clientReference })
+      expectError(res, 400, 'VALIDATION_ERROR', /^body\.clientReference/)
     }
   })
 })

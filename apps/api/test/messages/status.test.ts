@@ -51,6 +51,7 @@ describe('GET /api/third-party/messages/:messageId', () => {
       phone: '+5511987654321',
       status: 'queued',
       attempts: 0,
+      clientReference: null,
       platformMessageId: null,
       lastError: null,
       createdAt: accepted.createdAt,

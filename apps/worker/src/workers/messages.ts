@@ -55,7 +55,7 @@ export async function deliverMessage(
     logger.error({ jobId: job.id }, 'message job does not match its contract; failed without delivery')
     throw new UnrecoverableError('The job payload does not match the messages contract')
   }
-  const { messageId, apiKeyId, acceptedAt, message } = job.data
+  const { messageId, apiKeyId, acceptedAt, clientReference, message } = job.data
   const log = logger.child({ messageId, type: message.type })
 
   const attempts = job.attemptsMade + 1
@@ -65,6 +65,7 @@ export async function deliverMessage(
     type: message.type,
     phone: message.body.phone,
     payload: message.body,
+    clientReference: clientReference ?? null,
     acceptedAt: new Date(acceptedAt),
     status,
     attempts,

@@ -16,6 +16,7 @@ it('one outcome that cannot be written does not fail the others recorded with it
       type: 'text',
       phone: '+5511987654321',
       payload: { phone: '+5511987654321', text: 'hi' },
+      clientReference: null,
       acceptedAt: new Date(),
       status: 'sent',
       attempts: 1,

@@ -9,6 +9,7 @@ export interface DeliveryOutcome {
   type: 'text' | 'template' | 'image'
   phone: string
   payload: unknown
+  clientReference: string | null
   acceptedAt: Date
   status: 'sending' | 'sent' | 'failed'
   attempts: number
@@ -47,12 +48,13 @@ export async function recordDeliveryOutcomes(sql: Sql, outcomes: DeliveryOutcome
       .join(',')}}`
   const iso = (date: Date | null) => date?.toISOString() ?? null
   await sql`
-    insert into messages (id, api_key_id, type, phone, payload, status, attempts, platform_message_id,
-      last_error_code, last_error_message, accepted_at, sent_at, failed_at, updated_at)
+    insert into messages (id, api_key_id, type, phone, payload, client_reference, status, attempts,
+      platform_message_id, last_error_code, last_error_message, accepted_at, sent_at, failed_at, updated_at)
     select * from unnest(
       ${column((o) => o.id)}::text[]::uuid[], ${column((o) => o.apiKeyId)}::text[]::uuid[],
       ${column((o) => o.type)}::text[]::message_type[], ${column((o) => o.phone)}::text[],
-      ${column((o) => JSON.stringify(o.payload))}::text[]::jsonb[], ${column((o) => o.status)}::text[]::message_status[],
+      ${column((o) => JSON.stringify(o.payload))}::text[]::jsonb[], ${column((o) => o.clientReference)}::text[],
+      ${column((o) => o.status)}::text[]::message_status[],
       ${column((o) => o.attempts)}::text[]::int[], ${column((o) => o.platformMessageId)}::text[],
       ${column((o) => o.lastErrorCode)}::text[], ${column((o) => o.lastErrorMessage)}::text[],
       ${column((o) => iso(o.acceptedAt))}::text[]::timestamptz[],

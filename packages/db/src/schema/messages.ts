@@ -16,8 +16,10 @@ export const messages = pgTable(
       .references(() => apiKeys.id),
     type: messageType().notNull(),
     phone: text().notNull(),
-    /** The request body as accepted. */
+    /** The request body as accepted (without the sender's reference, kept beside it). */
     payload: jsonb().notNull(),
+    /** The sender's own reference, if it gave one. */
+    clientReference: text(),
     status: messageStatus().notNull().default('queued'),
     attempts: integer().notNull().default(0),
     /** Stored before the job is acknowledged: a job run again after a crash never sends twice. */

@@ -103,10 +103,16 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
         },
       },
       async (request, reply) => {
-        const body = request.body as { phone: string }
+        const { clientReference, ...body } = request.body as { phone: string; clientReference?: string }
         const messageId = randomUUID()
         const acceptedAt = clock().toISOString()
-        const job = { messageId, apiKeyId: request.apiKey.id, acceptedAt, message: { type: send.type, body } }
+        const job = {
+          messageId,
+          apiKeyId: request.apiKey.id,
+          acceptedAt,
+          ...(clientReference === undefined ? {} : { clientReference }),
+          message: { type: send.type, body },
+        }
         if (!jobIsValid.Check(job)) throw new Error(`message job does not match its contract: ${messageId}`)
         try {
           await enqueuer.add(job as MessageJob)

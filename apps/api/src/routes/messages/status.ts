@@ -27,6 +27,7 @@ function viewFromJob(job: Job<MessageJob>, state: string): MessageView {
     type: data.message.type,
     phone: data.message.body.phone,
     status,
+    clientReference: data.clientReference ?? null,
     // attemptsMade counts failed attempts; a completed job also made the one that succeeded.
     attempts: job.attemptsMade + (state === 'completed' ? 1 : 0),
     platformMessageId: result?.platformMessageId ?? null,
