@@ -67,7 +67,12 @@ function toConfig(env: ApiEnv): ApiConfig {
       })
     : [{ name: 'dev-admin', token: DEVELOPMENT_ADMIN_TOKEN }]
   const allowPrivate = env.WEBHOOK_ALLOW_PRIVATE_TARGETS ?? env.APP_ENV !== 'production'
-  return { ...rest, WEBHOOK_ALLOW_PRIVATE_TARGETS: allowPrivate, adminTokens, usingDevAdminToken: !ADMIN_TOKENS }
+  return {
+    ...rest,
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: allowPrivate,
+    adminTokens,
+    usingDevAdminToken: !ADMIN_TOKENS,
+  }
 }
 
 /** Parses an environment record; throws naming each bad variable. Tests call this with their own. */

@@ -29,8 +29,7 @@ export function isPrivateAddress(address: string): boolean {
 
 export type Lookup = (host: string) => Promise<string[]>
 
-const systemLookup: Lookup = async (host) =>
-  (await dnsLookup(host, { all: true })).map((a) => a.address)
+const systemLookup: Lookup = async (host) => (await dnsLookup(host, { all: true })).map((a) => a.address)
 
 export interface TargetRules {
   /** Production takes https only; development also http. */

@@ -43,7 +43,8 @@ const toView = (row: WebhookEndpointRow): WebhookEndpointView => ({
   updatedAt: row.updatedAt.toISOString(),
 })
 
-const notFound = (id: string) => new AppError('NOT_FOUND', `No webhook endpoint with id ${JSON.stringify(id)}`)
+const notFound = (id: string) =>
+  new AppError('NOT_FOUND', `No webhook endpoint with id ${JSON.stringify(id)}`)
 /** A malformed id names no endpoint: 404, the same as an unknown one or another key's. */
 const checkId = (id: string) => {
   if (!UUID.test(id)) throw notFound(id)
@@ -52,7 +53,12 @@ const checkId = (id: string) => {
 
 const tags = ['webhooks']
 const security = [{ apiKey: [] }]
-const keyErrors = errorResponses('API_KEY_MISSING', 'API_KEY_INVALID', 'API_KEY_NOT_ACTIVE', 'INSUFFICIENT_SCOPE')
+const keyErrors = errorResponses(
+  'API_KEY_MISSING',
+  'API_KEY_INVALID',
+  'API_KEY_NOT_ACTIVE',
+  'INSUFFICIENT_SCOPE',
+)
 const oneErrors = { ...keyErrors, ...errorResponses('NOT_FOUND') }
 const description =
   'Requires the `manage:webhooks` scope. A key sees and changes only its own endpoints; ' +
