@@ -22,6 +22,7 @@ import { messageStatusRoutes } from './routes/messages/status.ts'
 import { catalogRoutes } from './routes/third-party/catalog.ts'
 import { kitRoutes } from './routes/third-party/kits.ts'
 import { orderRoutes } from './routes/third-party/orders.ts'
+import { webhookEndpointRoutes } from './routes/third-party/webhook-endpoints.ts'
 import { whatsappWebhookRoutes } from './routes/webhooks/whatsapp.ts'
 
 export type { ApiDeps } from './deps.ts'
@@ -110,7 +111,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   }
   await app.register(whatsappWebhookRoutes, { prefix: '/api/webhooks/whatsapp' })
   await app.register(adminCatalogRoutes, { prefix: '/api/admin' })
-  for (const routes of [catalogRoutes, orderRoutes, kitRoutes]) {
+  for (const routes of [catalogRoutes, orderRoutes, kitRoutes, webhookEndpointRoutes]) {
     await app.register(routes, { prefix: '/api/third-party' })
   }
 

@@ -36,4 +36,19 @@ describe('API configuration', () => {
     ])
     expect(config.usingDevAdminToken).toBe(false)
   })
+
+  it('allows private webhook targets by default in development only, and either way when told', () => {
+    const prod = { APP_ENV: 'production', ADMIN_TOKENS: 'ana=0123456789abcdef0123' }
+    expect(parseApiConfig({}).WEBHOOK_ALLOW_PRIVATE_TARGETS).toBe(true)
+    expect(parseApiConfig(prod).WEBHOOK_ALLOW_PRIVATE_TARGETS).toBe(false)
+    expect(
+      parseApiConfig({ ...prod, WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' }).WEBHOOK_ALLOW_PRIVATE_TARGETS,
+    ).toBe(true)
+    expect(parseApiConfig({ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'false' }).WEBHOOK_ALLOW_PRIVATE_TARGETS).toBe(
+      false,
+    )
+    expect(() => parseApiConfig({ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'maybe' })).toThrow(
+      /WEBHOOK_ALLOW_PRIVATE_TARGETS/,
+    )
+  })
 })

@@ -33,6 +33,9 @@ const ApiEnv = Type.Object({
   WHATSAPP_APP_SECRET: Type.Optional(Type.String({ minLength: 8 })),
   /** Where the BME copy of `order.created` goes, for channels with `sendBMEEmail`. */
   BME_EMAIL: Type.String({ pattern: '^[^@\\s]+@[^@\\s]+$', default: 'bme@dispatch.local' }),
+  /** Whether webhook endpoints may point at loopback, private or link-local addresses. Unset: true
+   * in development (a receiver on your machine), false in production (no SSRF into the network). */
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: Type.Optional(Type.Boolean()),
 })
 type ApiEnv = Static<typeof ApiEnv>
 
@@ -44,7 +47,8 @@ export interface AdminToken {
   token: string
 }
 
-export type ApiConfig = Omit<ApiEnv, 'ADMIN_TOKENS'> & {
+export type ApiConfig = Omit<ApiEnv, 'ADMIN_TOKENS' | 'WEBHOOK_ALLOW_PRIVATE_TARGETS'> & {
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: boolean
   adminTokens: AdminToken[]
   usingDevAdminToken: boolean
 }
@@ -62,7 +66,13 @@ function toConfig(env: ApiEnv): ApiConfig {
         return { name: pair.slice(0, at), token: pair.slice(at + 1) }
       })
     : [{ name: 'dev-admin', token: DEVELOPMENT_ADMIN_TOKEN }]
-  return { ...rest, adminTokens, usingDevAdminToken: !ADMIN_TOKENS }
+  const allowPrivate = env.WEBHOOK_ALLOW_PRIVATE_TARGETS ?? env.APP_ENV !== 'production'
+  return {
+    ...rest,
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: allowPrivate,
+    adminTokens,
+    usingDevAdminToken: !ADMIN_TOKENS,
+  }
 }
 
 /** Parses an environment record; throws naming each bad variable. Tests call this with their own. */

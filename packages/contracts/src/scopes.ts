@@ -10,6 +10,7 @@ export const Scopes = {
   readOrders: 'read:orders',
   createOrders: 'create:orders',
   readKits: 'read:kits',
+  manageWebhooks: 'manage:webhooks',
 } as const
 
 export const SCOPE_PATTERN = '^[a-z][a-z0-9-]*:[a-z0-9*][a-z0-9-]*$'

@@ -1,0 +1,221 @@
+import { randomBytes } from 'node:crypto'
+import {
+  CreateWebhookEndpointBody,
+  pageMeta,
+  Scopes,
+  UpdateWebhookEndpointBody,
+  type WebhookEndpointEvents,
+  WebhookEndpointIdParams,
+  WebhookEndpointList,
+  WebhookEndpointListQuery,
+  WebhookEndpointView,
+  WebhookEndpointWithSecret,
+} from '@dispatch/contracts'
+import {
+  deleteWebhookEndpoint,
+  findWebhookEndpoint,
+  insertWebhookEndpoint,
+  listWebhookEndpoints,
+  rotateWebhookEndpointSecret,
+  updateWebhookEndpoint,
+  type WebhookEndpointRow,
+} from '@dispatch/db'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { AppError } from '../../errors.ts'
+import { checkWebhookTarget } from '../../webhook-targets.ts'
+import { errorResponses } from '../responses.ts'
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+/** How long the secret a rotation replaces keeps signing beside the new one. */
+const PREVIOUS_SECRET_TTL_MS = 24 * 3600 * 1000
+
+/** A Standard Webhooks secret: `whsec_` and the base64 of 32 random bytes. */
+const newSigningSecret = () => `whsec_${randomBytes(32).toString('base64')}`
+
+const toView = (row: WebhookEndpointRow): WebhookEndpointView => ({
+  id: row.id,
+  url: row.url,
+  events: row.events as WebhookEndpointEvents,
+  description: row.description,
+  enabled: row.enabled,
+  previousSecretExpiresAt: row.previousSecretExpiresAt?.toISOString() ?? null,
+  createdAt: row.createdAt.toISOString(),
+  updatedAt: row.updatedAt.toISOString(),
+})
+
+const notFound = (id: string) =>
+  new AppError('NOT_FOUND', `No webhook endpoint with id ${JSON.stringify(id)}`)
+/** A malformed id names no endpoint: 404, the same as an unknown one or another key's. */
+const checkId = (id: string) => {
+  if (!UUID.test(id)) throw notFound(id)
+  return id.toLowerCase()
+}
+
+const tags = ['webhooks']
+const security = [{ apiKey: [] }]
+const keyErrors = errorResponses(
+  'API_KEY_MISSING',
+  'API_KEY_INVALID',
+  'API_KEY_NOT_ACTIVE',
+  'INSUFFICIENT_SCOPE',
+)
+const oneErrors = { ...keyErrors, ...errorResponses('NOT_FOUND') }
+const description =
+  'Requires the `manage:webhooks` scope. A key sees and changes only its own endpoints; ' +
+  "another key's endpoint is a 404."
+
+/** A key's webhook endpoints: where its delivery reports will go (delivery itself comes later). */
+export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { db, clock, config } = app.deps
+  const onRequest = app.requireApiKey(Scopes.manageWebhooks)
+  const targetRules = {
+    production: config.APP_ENV === 'production',
+    allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+  }
+
+  app.post(
+    '/webhook-endpoints',
+    {
+      onRequest,
+      schema: {
+        operationId: 'createWebhookEndpoint',
+        tags,
+        summary: 'Register a webhook endpoint; its signing secret is shown in this answer only',
+        description,
+        security,
+        body: CreateWebhookEndpointBody,
+        response: { 201: WebhookEndpointWithSecret, ...keyErrors, ...errorResponses('VALIDATION_ERROR') },
+      },
+    },
+    async (request, reply) => {
+      const { url, events, description: text } = request.body
+      await checkWebhookTarget(url, targetRules)
+      const secret = newSigningSecret()
+      const row = await insertWebhookEndpoint(db, {
+        apiKeyId: request.apiKey.id,
+        url,
+        events,
+        description: text ?? null,
+        secret,
+        now: clock(),
+      })
+      request.log.info({ webhookEndpointId: row.id }, 'webhook endpoint registered')
+      return reply.code(201).send({ ...toView(row), secret })
+    },
+  )
+
+  app.get(
+    '/webhook-endpoints',
+    {
+      onRequest,
+      schema: {
+        operationId: 'listWebhookEndpoints',
+        tags,
+        summary: "The key's webhook endpoints",
+        description,
+        security,
+        querystring: WebhookEndpointListQuery,
+        response: { 200: WebhookEndpointList, ...keyErrors, ...errorResponses('VALIDATION_ERROR') },
+      },
+    },
+    async (request) => {
+      const { rows, itemCount } = await listWebhookEndpoints(db, request.apiKey.id, request.query)
+      return { ...pageMeta(request.query.page, request.query.take, itemCount), data: rows.map(toView) }
+    },
+  )
+
+  app.get(
+    '/webhook-endpoints/:id',
+    {
+      onRequest,
+      schema: {
+        operationId: 'getWebhookEndpoint',
+        tags,
+        summary: 'One webhook endpoint (never its secret)',
+        description,
+        security,
+        params: WebhookEndpointIdParams,
+        response: { 200: WebhookEndpointView, ...oneErrors },
+      },
+    },
+    async (request) => {
+      const id = checkId(request.params.id)
+      const row = await findWebhookEndpoint(db, request.apiKey.id, id)
+      if (!row) throw notFound(id)
+      return toView(row)
+    },
+  )
+
+  app.patch(
+    '/webhook-endpoints/:id',
+    {
+      onRequest,
+      schema: {
+        operationId: 'updateWebhookEndpoint',
+        tags,
+        summary: "Change an endpoint's url, events or enabled",
+        description,
+        security,
+        params: WebhookEndpointIdParams,
+        body: UpdateWebhookEndpointBody,
+        response: { 200: WebhookEndpointView, ...oneErrors, ...errorResponses('VALIDATION_ERROR') },
+      },
+    },
+    async (request) => {
+      const id = checkId(request.params.id)
+      if (!(await findWebhookEndpoint(db, request.apiKey.id, id))) throw notFound(id)
+      if (request.body.url !== undefined) await checkWebhookTarget(request.body.url, targetRules)
+      const row = await updateWebhookEndpoint(db, request.apiKey.id, id, request.body, clock())
+      if (!row) throw notFound(id)
+      return toView(row)
+    },
+  )
+
+  app.delete(
+    '/webhook-endpoints/:id',
+    {
+      onRequest,
+      schema: {
+        operationId: 'deleteWebhookEndpoint',
+        tags,
+        summary: 'Delete a webhook endpoint',
+        description,
+        security,
+        params: WebhookEndpointIdParams,
+        response: { 204: { type: 'null', description: 'Deleted' }, ...oneErrors },
+      },
+    },
+    async (request, reply) => {
+      const id = checkId(request.params.id)
+      if (!(await deleteWebhookEndpoint(db, request.apiKey.id, id))) throw notFound(id)
+      request.log.info({ webhookEndpointId: id }, 'webhook endpoint deleted')
+      return reply.code(204).send(null)
+    },
+  )
+
+  app.post(
+    '/webhook-endpoints/:id/rotate-secret',
+    {
+      onRequest,
+      schema: {
+        operationId: 'rotateWebhookEndpointSecret',
+        tags,
+        summary: 'A new signing secret, shown once; the old one keeps signing for 24 hours',
+        description,
+        security,
+        params: WebhookEndpointIdParams,
+        response: { 200: WebhookEndpointWithSecret, ...oneErrors },
+      },
+    },
+    async (request) => {
+      const id = checkId(request.params.id)
+      const now = clock()
+      const secret = newSigningSecret()
+      const expiresAt = new Date(now.getTime() + PREVIOUS_SECRET_TTL_MS)
+      const row = await rotateWebhookEndpointSecret(db, request.apiKey.id, id, secret, expiresAt, now)
+      if (!row) throw notFound(id)
+      request.log.info({ webhookEndpointId: id }, 'webhook endpoint secret rotated')
+      return { ...toView(row), secret }
+    },
+  )
+}

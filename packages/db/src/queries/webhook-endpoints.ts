@@ -1,0 +1,109 @@
+import type { WebhookEndpointListQuery } from '@dispatch/contracts'
+import { and, count, eq, ilike, or, type SQL, sql } from 'drizzle-orm'
+import type { Db } from '../client.ts'
+import { type WebhookEndpointRow, webhookEndpoints } from '../schema/webhook-endpoints.ts'
+import { likePattern, offsetOf, ordering, whereAll } from './list-helpers.ts'
+
+export interface NewWebhookEndpoint {
+  apiKeyId: string
+  url: string
+  events: string[]
+  description: string | null
+  secret: string
+  now: Date
+}
+
+export async function insertWebhookEndpoint(db: Db, input: NewWebhookEndpoint): Promise<WebhookEndpointRow> {
+  const { now, ...values } = input
+  const [row] = await db
+    .insert(webhookEndpoints)
+    .values({ ...values, createdAt: now, updatedAt: now })
+    .returning()
+  if (!row) throw new Error('insert returned no webhook endpoint')
+  return row
+}
+
+/** Every read and write is scoped to the owning key: another key's endpoint does not exist. */
+const owned = (apiKeyId: string, id: string) =>
+  and(eq(webhookEndpoints.id, id), eq(webhookEndpoints.apiKeyId, apiKeyId))
+
+export async function findWebhookEndpoint(db: Db, apiKeyId: string, id: string) {
+  const [row] = await db.select().from(webhookEndpoints).where(owned(apiKeyId, id))
+  return row
+}
+
+export async function listWebhookEndpoints(db: Db, apiKeyId: string, query: WebhookEndpointListQuery) {
+  let search: SQL | undefined
+  if (query.q) {
+    const pattern = likePattern(query.q)
+    search = or(ilike(webhookEndpoints.url, pattern), ilike(webhookEndpoints.description, pattern))
+  }
+  const where = whereAll([eq(webhookEndpoints.apiKeyId, apiKeyId), search])
+  const column = query.orderField === 'updatedAt' ? webhookEndpoints.updatedAt : webhookEndpoints.createdAt
+  const [rows, [total]] = await Promise.all([
+    db
+      .select()
+      .from(webhookEndpoints)
+      .where(where)
+      .orderBy(...ordering(query.order, column, webhookEndpoints.id))
+      .limit(query.take)
+      .offset(offsetOf(query)),
+    db.select({ value: count() }).from(webhookEndpoints).where(where),
+  ])
+  return { rows, itemCount: total?.value ?? 0 }
+}
+
+export interface WebhookEndpointChanges {
+  url?: string | undefined
+  events?: string[] | undefined
+  enabled?: boolean | undefined
+}
+
+export async function updateWebhookEndpoint(
+  db: Db,
+  apiKeyId: string,
+  id: string,
+  changes: WebhookEndpointChanges,
+  now: Date,
+) {
+  const set = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined))
+  const [row] = await db
+    .update(webhookEndpoints)
+    .set({ ...set, updatedAt: now })
+    .where(owned(apiKeyId, id))
+    .returning()
+  return row
+}
+
+export async function deleteWebhookEndpoint(db: Db, apiKeyId: string, id: string): Promise<boolean> {
+  const rows = await db
+    .delete(webhookEndpoints)
+    .where(owned(apiKeyId, id))
+    .returning({ id: webhookEndpoints.id })
+  return rows.length > 0
+}
+
+/**
+ * The new secret signs from now on; the current one becomes the previous and keeps signing until
+ * `previousExpiresAt`. A rotation during another rotation's overlap drops the older previous secret.
+ */
+export async function rotateWebhookEndpointSecret(
+  db: Db,
+  apiKeyId: string,
+  id: string,
+  secret: string,
+  previousExpiresAt: Date,
+  now: Date,
+) {
+  const [row] = await db
+    .update(webhookEndpoints)
+    .set({
+      previousSecret: sql`${webhookEndpoints.secret}`,
+      previousSecretExpiresAt: previousExpiresAt,
+      secret,
+      updatedAt: now,
+    })
+    .where(owned(apiKeyId, id))
+    .returning()
+  return row
+}

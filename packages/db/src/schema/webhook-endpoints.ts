@@ -1,0 +1,29 @@
+import { boolean, index, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core'
+import { apiKeys } from './api-keys.ts'
+
+/**
+ * Where a key's delivery reports go. The signing secrets must sign later, so they cannot be
+ * hashed: they are stored as issued (encryption at rest is a known gap, see docs/messaging.md).
+ */
+export const webhookEndpoints = pgTable(
+  'webhook_endpoints',
+  {
+    id: uuid().primaryKey().defaultRandom(),
+    apiKeyId: uuid()
+      .notNull()
+      .references(() => apiKeys.id, { onDelete: 'cascade' }),
+    url: text().notNull(),
+    events: text().array().notNull(),
+    description: text(),
+    enabled: boolean().notNull().default(true),
+    secret: text().notNull(),
+    /** After a rotation, the old secret keeps signing beside the new one until it expires. */
+    previousSecret: text(),
+    previousSecretExpiresAt: timestamp({ withTimezone: true }),
+    createdAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index('webhook_endpoints_api_key_id_created_at_idx').on(t.apiKeyId, t.createdAt)],
+)
+
+export type WebhookEndpointRow = typeof webhookEndpoints.$inferSelect
