@@ -10,7 +10,7 @@ import {
   RejectApiKeyBody,
   RevokeApiKeyBody,
 } from '@dispatch/contracts'
-import { decideApiKey, findApiKeyById, listApiKeyHistory, listApiKeys } from '@dispatch/db'
+import { decideApiKey, findApiKeyById, isUuid, listApiKeyHistory, listApiKeys } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { TSchema } from 'typebox'
 import { AppError } from '../../errors.ts'
@@ -18,11 +18,10 @@ import { OPTIONAL_BODY } from '../../plugins/openapi.ts'
 import { toApiKeyAdminView } from '../../views.ts'
 import { errorResponses } from '../responses.ts'
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const notFound = (id: string) => new AppError('NOT_FOUND', `No API key with id ${JSON.stringify(id)}`)
 /** A malformed id names no key: 404, the same as an unknown one (and never a database error). */
 const checkId = (id: string) => {
-  if (!UUID.test(id)) throw notFound(id)
+  if (!isUuid(id)) throw notFound(id)
   return id.toLowerCase()
 }
 

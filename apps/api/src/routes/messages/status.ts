@@ -1,13 +1,11 @@
 import { MessageIdParams, type MessageJob, MessageView } from '@dispatch/contracts'
-import { findMessageById } from '@dispatch/db'
+import { findMessageById, isUuid } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Job } from 'bullmq'
 import { AppError, unavailable } from '../../errors.ts'
 import { toMessageView } from '../../views.ts'
 import { errorResponses } from '../responses.ts'
 import type { MessageRouteOptions } from './send.ts'
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /** Before the worker's record lands, the queue knows the message: its state is the status. */
 function viewFromJob(job: Job<MessageJob>, state: string): MessageView {
@@ -67,7 +65,7 @@ export const messageStatusRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions>
     },
     async (request) => {
       const { messageId } = request.params
-      if (!UUID.test(messageId)) throw notFound()
+      if (!isUuid(messageId)) throw notFound()
       const row = await findMessageById(db, messageId.toLowerCase())
       if (row) {
         if (row.apiKeyId !== request.apiKey.id) throw notFound()

@@ -15,6 +15,7 @@ import {
   deleteWebhookEndpoint,
   findWebhookEndpoint,
   insertWebhookEndpoint,
+  isUuid,
   listWebhookEndpoints,
   rotateWebhookEndpointSecret,
   updateWebhookEndpoint,
@@ -25,7 +26,6 @@ import { AppError } from '../../errors.ts'
 import { checkWebhookTarget } from '../../webhook-targets.ts'
 import { errorResponses } from '../responses.ts'
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 /** How long the secret a rotation replaces keeps signing beside the new one. */
 const PREVIOUS_SECRET_TTL_MS = 24 * 3600 * 1000
 
@@ -47,7 +47,7 @@ const notFound = (id: string) =>
   new AppError('NOT_FOUND', `No webhook endpoint with id ${JSON.stringify(id)}`)
 /** A malformed id names no endpoint: 404, the same as an unknown one or another key's. */
 const checkId = (id: string) => {
-  if (!UUID.test(id)) throw notFound(id)
+  if (!isUuid(id)) throw notFound(id)
   return id.toLowerCase()
 }
 
