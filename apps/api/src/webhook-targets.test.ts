@@ -30,6 +30,15 @@ describe('webhook targets', () => {
     expect(isPrivateAddress(address)).toBe(false)
   })
 
+  it('refuses a name that does not resolve in time, instead of waiting on the resolver', async () => {
+    const started = Date.now()
+    const rules = { ...production([]), lookup: () => new Promise<string[]>(() => {}), lookupTimeoutMs: 50 }
+    await expect(checkWebhookTarget('https://slow.example/x', rules)).rejects.toThrow(
+      /^body\.url host "slow\.example" does not resolve/,
+    )
+    expect(Date.now() - started).toBeLessThan(2000)
+  })
+
   it('refuses a name when any of its addresses is private (a public one beside it does not help)', async () => {
     await expect(
       checkWebhookTarget('https://hooks.example/x', production(['93.184.216.34', '10.0.0.7'])),

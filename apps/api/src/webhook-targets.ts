@@ -36,6 +36,23 @@ export interface TargetRules {
   production: boolean
   allowPrivate: boolean
   lookup?: Lookup
+  /** How long a name may take to resolve before the URL is refused. Default 5 s. */
+  lookupTimeoutMs?: number
+}
+
+const DEFAULT_LOOKUP_TIMEOUT_MS = 5000
+
+/** The lookup, or a rejection once `ms` have passed: a slow resolver must not hold a request open. */
+async function lookupWithin(lookup: Lookup, host: string, ms: number): Promise<string[]> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('lookup timed out')), ms)
+  })
+  try {
+    return await Promise.race([lookup(host), timeout])
+  } finally {
+    clearTimeout(timer)
+  }
 }
 
 const refuse = (why: string) => new AppError('VALIDATION_ERROR', `body.url ${why}`)
@@ -64,7 +81,11 @@ export async function checkWebhookTarget(raw: string, rules: TargetRules): Promi
     addresses = [host]
   } else {
     try {
-      addresses = await (rules.lookup ?? systemLookup)(host)
+      addresses = await lookupWithin(
+        rules.lookup ?? systemLookup,
+        host,
+        rules.lookupTimeoutMs ?? DEFAULT_LOOKUP_TIMEOUT_MS,
+      )
     } catch {
       addresses = []
     }
