@@ -20,6 +20,8 @@ export const messages = pgTable(
     payload: jsonb().notNull(),
     /** The sender's own reference, if it gave one. */
     clientReference: text(),
+    /** The business number it went out from (`phone_number_id`): replies are routed on it. */
+    senderPhoneNumberId: text(),
     status: messageStatus().notNull().default('queued'),
     attempts: integer().notNull().default(0),
     /** Stored before the job is acknowledged: a job run again after a crash never sends twice. */
@@ -38,6 +40,8 @@ export const messages = pgTable(
       .on(t.platformMessageId)
       .where(sql`${t.platformMessageId} is not null`),
     index('messages_api_key_accepted_at_idx').on(t.apiKeyId, t.acceptedAt),
+    // A reply goes to the key that last sent to its number: the newest sent message per phone.
+    index('messages_phone_sent_at_idx').on(t.phone, t.sentAt),
   ],
 )
 

@@ -20,6 +20,10 @@ export const webhookEndpoints = pgTable(
     /** After a rotation, the old secret keeps signing beside the new one until it expires. */
     previousSecret: text(),
     previousSecretExpiresAt: timestamp({ withTimezone: true }),
+    /** Since when deliveries have failed without a success in between; null while healthy. */
+    failingSince: timestamp({ withTimezone: true }),
+    /** Why the service disabled it (`gone`: it answered 410; `failing`: it failed for too long). */
+    disabledReason: text(),
     createdAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
   },

@@ -1,0 +1,53 @@
+import { sql } from 'drizzle-orm'
+import { index, jsonb, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core'
+import { apiKeys } from './api-keys.ts'
+
+/**
+ * Messages the recipients sent back, from the platform's webhook. Each is routed to the key that
+ * last sent to that phone number from that business number within the customer-service window;
+ * one that no key sent to stays here unrouted (`api_key_id` null), for admins to see.
+ */
+export const inboundMessages = pgTable(
+  'inbound_messages',
+  {
+    id: uuid().primaryKey().defaultRandom(),
+    /** The platform's id (wamid): the platform redelivers webhooks, and a reply is stored once. */
+    platformMessageId: text().notNull().unique(),
+    /** The business number that received it (`metadata.phone_number_id`). */
+    phoneNumberId: text().notNull(),
+    /** The sender of the reply, E.164 (`+` and the platform's `from`). */
+    phone: text().notNull(),
+    /** The platform's message type: text, image, document, audio, button, interactive, location… */
+    type: text().notNull(),
+    /** What the reply carries, normalized (see docs/messaging.md). */
+    content: jsonb().notNull(),
+    /** The key it was routed to; null when none had sent to this number in the window. */
+    apiKeyId: uuid().references(() => apiKeys.id, { onDelete: 'set null' }),
+    /** Our message it answers, when the platform says so (`context.id`) and we know it. */
+    inReplyTo: uuid(),
+    receivedAt: timestamp({ withTimezone: true }).notNull(),
+    createdAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    index('inbound_messages_api_key_id_received_at_idx').on(t.apiKeyId, t.receivedAt),
+    index('inbound_messages_unrouted_idx')
+      .on(t.receivedAt)
+      .where(sql`${t.apiKeyId} is null`),
+  ],
+)
+
+export type InboundMessageRow = typeof inboundMessages.$inferSelect
+
+/**
+ * The customer-service window per business number and recipient: free-form messages may go out
+ * within 24 h of the recipient's last message. Recorded on every reply, routed or not.
+ */
+export const conversationWindows = pgTable(
+  'conversation_windows',
+  {
+    phoneNumberId: text().notNull(),
+    phone: text().notNull(),
+    lastInboundAt: timestamp({ withTimezone: true }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.phoneNumberId, t.phone] })],
+)

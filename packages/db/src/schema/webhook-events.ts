@@ -1,0 +1,65 @@
+import { bigserial, index, integer, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core'
+import { apiKeys } from './api-keys.ts'
+import { webhookEndpoints } from './webhook-endpoints.ts'
+
+/**
+ * The events a key's webhook endpoints receive, written by database triggers in the same
+ * transaction as the change they report (a message's status, an inbound reply): an event exists
+ * exactly when its change committed. Only keys with at least one endpoint get events. Each event
+ * also leaves an outbox row, which the relay turns into one delivery job per subscribed endpoint.
+ */
+export const webhookEvents = pgTable(
+  'webhook_events',
+  {
+    /** The `webhook-id` header: the same on every delivery of this event, for receivers to dedupe. */
+    id: text().primaryKey(),
+    apiKeyId: uuid()
+      .notNull()
+      .references(() => apiKeys.id, { onDelete: 'cascade' }),
+    type: text().notNull(),
+    /** The message the event is about (an outbound message, or the inbound reply itself). */
+    messageId: uuid(),
+    /** Increases with each event of one message, so a receiver can put them in order. */
+    sequence: integer(),
+    /** The exact JSON the receivers get: `{type, timestamp, data}`. */
+    payload: jsonb().notNull(),
+    createdAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    index('webhook_events_api_key_id_created_at_idx').on(t.apiKeyId, t.createdAt),
+    index('webhook_events_message_id_sequence_idx').on(t.messageId, t.sequence),
+  ],
+)
+
+export type WebhookEventRow = typeof webhookEvents.$inferSelect
+
+/** One try at delivering one event to one endpoint, as the endpoint's owner sees it. */
+export const webhookAttempts = pgTable(
+  'webhook_attempts',
+  {
+    id: bigserial({ mode: 'number' }).primaryKey(),
+    endpointId: uuid()
+      .notNull()
+      .references(() => webhookEndpoints.id, { onDelete: 'cascade' }),
+    eventId: text()
+      .notNull()
+      .references(() => webhookEvents.id, { onDelete: 'cascade' }),
+    /** 1 for the first try of a delivery; a manual retry or a replay starts again at 1. */
+    attempt: integer().notNull(),
+    /** Null when no answer came (timeout, refused connection, blocked address). */
+    statusCode: integer(),
+    durationMs: integer().notNull(),
+    /** At most 1 KiB of the answer's body. */
+    responseExcerpt: text(),
+    error: text(),
+    /** When the next try is due; null after a success or the last try. */
+    nextRetryAt: timestamp({ withTimezone: true }),
+    createdAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    index('webhook_attempts_endpoint_id_created_at_idx').on(t.endpointId, t.createdAt),
+    index('webhook_attempts_event_id_idx').on(t.eventId),
+  ],
+)
+
+export type WebhookAttemptRow = typeof webhookAttempts.$inferSelect
