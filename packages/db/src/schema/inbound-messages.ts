@@ -30,9 +30,7 @@ export const inboundMessages = pgTable(
   },
   (t) => [
     index('inbound_messages_api_key_id_received_at_idx').on(t.apiKeyId, t.receivedAt),
-    index('inbound_messages_unrouted_idx')
-      .on(t.receivedAt)
-      .where(sql`${t.apiKeyId} is null`),
+    index('inbound_messages_unrouted_idx').on(t.receivedAt).where(sql`${t.apiKeyId} is null`),
   ],
 )
 
