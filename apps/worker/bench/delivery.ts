@@ -94,7 +94,7 @@ const deliveryRun = () =>
     startMessagesWorker({
       db,
       sql,
-      platform: createSandboxPlatform({ latencyMs: 0, failureRate: 0 }),
+      platform: createSandboxPlatform({ latencyMs: 0, failureRate: 0, phoneNumberId: '100000000000001' }),
       logger,
       connection: connection(),
       prefix: world.queuePrefix,

@@ -61,6 +61,7 @@ export function createPlatform(config: WorkerConfig): MessagingPlatform {
   return createSandboxPlatform({
     latencyMs: config.SANDBOX_LATENCY_MS,
     failureRate: config.SANDBOX_FAILURE_RATE,
+    phoneNumberId: config.SANDBOX_PHONE_NUMBER_ID,
   })
 }
 

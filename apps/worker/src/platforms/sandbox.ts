@@ -9,9 +9,11 @@ import { type Delivered, type MessagingPlatform, PlatformError } from './types.t
 export function createSandboxPlatform(options: {
   latencyMs: number
   failureRate: number
+  phoneNumberId: string
 }): MessagingPlatform {
   return {
     name: 'sandbox',
+    phoneNumberId: options.phoneNumberId,
     async deliver(): Promise<Delivered> {
       if (options.latencyMs > 0) await sleep(options.latencyMs)
       if (options.failureRate > 0 && Math.random() < options.failureRate) {

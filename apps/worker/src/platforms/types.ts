@@ -13,6 +13,8 @@ export interface Delivered {
 /** The one interface every messaging platform adapter implements. */
 export interface MessagingPlatform {
   readonly name: string
+  /** The business number messages go out from (`phone_number_id`): replies are routed on it. */
+  readonly phoneNumberId: string
   deliver(delivery: Delivery): Promise<Delivered>
 }
 

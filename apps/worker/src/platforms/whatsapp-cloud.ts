@@ -21,6 +21,7 @@ export function createWhatsAppCloudPlatform(options: CloudApiOptions): Messaging
   const url = `${options.apiUrl.replace(/\/+$/, '')}/${options.phoneNumberId}/messages`
   return {
     name: 'whatsapp-cloud',
+    phoneNumberId: options.phoneNumberId,
     async deliver({ messageId, message }): Promise<Delivered> {
       let response: Response
       try {

@@ -66,6 +66,7 @@ export async function deliverMessage(
     phone: message.body.phone,
     payload: message.body,
     clientReference: clientReference ?? null,
+    senderPhoneNumberId: platform.phoneNumberId,
     acceptedAt: new Date(acceptedAt),
     status,
     attempts,

@@ -17,6 +17,7 @@ it('one outcome that cannot be written does not fail the others recorded with it
       phone: '+5511987654321',
       payload: { phone: '+5511987654321', text: 'hi' },
       clientReference: null,
+      senderPhoneNumberId: '100000000000001',
       acceptedAt: new Date(),
       status: 'sent',
       attempts: 1,
