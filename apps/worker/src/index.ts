@@ -5,6 +5,7 @@ import {
   type MessageJob,
   QueueNames,
   urlPassword,
+  type WebhookJob,
 } from '@dispatch/contracts'
 import { createDb } from '@dispatch/db'
 import { Queue, type Worker } from 'bullmq'
@@ -133,17 +134,25 @@ export async function startWorker(
 
   let relay: OutboxRelay | undefined
   if (config.roles.includes('outbox')) {
+    const producer = redisClient({ blocking: false }, 'outbox-queues')
     const emailQueue = new Queue<EmailJob>(QueueNames.email, {
-      connection: redisClient({ blocking: false }, 'outbox-queue'),
+      connection: producer,
       prefix: config.QUEUE_PREFIX,
       defaultJobOptions: emailJobOptions(config),
     })
     emailQueue.on('error', (error) => logger.warn({ err: error }, 'e-mail queue error'))
     closers.push(() => emailQueue.close())
+    const webhookQueue = new Queue<WebhookJob>(QueueNames.webhooks, {
+      connection: producer,
+      prefix: config.QUEUE_PREFIX,
+    })
+    webhookQueue.on('error', (error) => logger.warn({ err: error }, 'webhook queue error'))
+    closers.push(() => webhookQueue.close())
     relay = new OutboxRelay({
       db,
       sql,
       emailQueue,
+      webhookQueue,
       logger,
       pollMs: config.OUTBOX_POLL_MS,
       batchSize: config.OUTBOX_BATCH_SIZE,

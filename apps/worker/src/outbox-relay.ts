@@ -1,5 +1,19 @@
-import { EmailJob, QueueNames } from '@dispatch/contracts'
-import { type Db, OUTBOX_NOTIFY_CHANNEL, type OutboxRow, relayOutbox, type Sql } from '@dispatch/db'
+import {
+  EmailJob,
+  QueueNames,
+  WEBHOOK_JOB_OPTIONS,
+  type WebhookJob,
+  webhookEventBody,
+  webhookJobId,
+} from '@dispatch/contracts'
+import {
+  type Db,
+  OUTBOX_NOTIFY_CHANNEL,
+  type OutboxRow,
+  relayOutbox,
+  type Sql,
+  webhookDeliveriesFor,
+} from '@dispatch/db'
 import type { Queue } from 'bullmq'
 import type { Logger } from 'pino'
 import Value from 'typebox/value'
@@ -9,6 +23,8 @@ export interface OutboxRelayOptions {
   /** The raw driver, for LISTEN: a committed outbox row wakes the relay at once. */
   sql: Sql
   emailQueue: Queue<EmailJob>
+  /** Where each webhook event becomes one job per endpoint subscribed to it. */
+  webhookQueue: Queue<WebhookJob>
   logger: Logger
   pollMs: number
   batchSize: number
@@ -78,17 +94,41 @@ export class OutboxRelay {
   }
 
   async #publish(rows: OutboxRow[]) {
-    const { emailQueue, logger } = this.#options
-    const jobs = []
+    const { emailQueue, webhookQueue, db, logger } = this.#options
+    const emails = []
+    const eventIds: string[] = []
     for (const row of rows) {
+      if (row.topic === 'webhook') {
+        const { eventId } = row.payload as { eventId?: unknown }
+        if (typeof eventId === 'string') {
+          eventIds.push(eventId)
+          continue
+        }
+      }
       const data = { ...(row.payload as object), outboxId: String(row.id) }
       if (row.topic !== QueueNames.email || !Value.Check(EmailJob, data)) {
         logger.error({ outboxId: row.id, topic: row.topic }, 'outbox row has no valid job; skipped')
         continue
       }
-      jobs.push({ name: data.template, data, opts: { jobId: `outbox-${row.jobId}` } })
+      emails.push({ name: data.template, data, opts: { jobId: `outbox-${row.jobId}` } })
     }
-    if (jobs.length > 0) await emailQueue.addBulk(jobs)
+    // An event whose key has no endpoint subscribed to its type (any more) makes no job.
+    const deliveries = await webhookDeliveriesFor(db, eventIds)
+    const webhooks = deliveries.map((d) => ({
+      name: d.eventType,
+      data: {
+        eventId: d.eventId,
+        endpointId: d.endpointId,
+        eventType: d.eventType,
+        body: webhookEventBody(d.payload),
+        reason: 'event' as const,
+      },
+      opts: { ...WEBHOOK_JOB_OPTIONS, jobId: webhookJobId(d.eventId, d.endpointId) },
+    }))
+    await Promise.all([
+      emails.length > 0 ? emailQueue.addBulk(emails) : undefined,
+      webhooks.length > 0 ? webhookQueue.addBulk(webhooks) : undefined,
+    ])
   }
 
   async stop() {

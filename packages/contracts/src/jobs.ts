@@ -5,6 +5,7 @@ import { OrderEmailJob } from './order-emails.ts'
 export const QueueNames = {
   email: 'email',
   messages: 'messages',
+  webhooks: 'webhooks',
 } as const
 export type QueueName = (typeof QueueNames)[keyof typeof QueueNames]
 
@@ -35,8 +36,29 @@ export const ApiKeyEmailJob = Type.Object(
   { additionalProperties: false },
 )
 
+/** Told to a key's owner when the service disables one of its webhook endpoints. */
+export const WebhookEndpointEmailJob = Type.Object(
+  {
+    outboxId: Type.String({ pattern: '^[0-9]+$' }),
+    to: Type.String({ minLength: 3 }),
+    template: Type.Literal('webhook-endpoint.disabled'),
+    data: Type.Object(
+      {
+        endpointId: Type.String(),
+        url: Type.String(),
+        clientName: Type.String(),
+        /** `gone`: it answered 410; `failing`: every delivery failed for too long. */
+        reason: Type.Enum(['gone', 'failing']),
+        failingSince: Type.Union([Type.String(), Type.Null()]),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+)
+
 /** One e-mail to send. `outboxId` ties it to the outbox row that asked for it (and dedupes the job). */
-export const EmailJob = Type.Union([ApiKeyEmailJob, OrderEmailJob])
+export const EmailJob = Type.Union([ApiKeyEmailJob, OrderEmailJob, WebhookEndpointEmailJob])
 export type EmailJob = Static<typeof EmailJob>
 
 /** What an outbox row of topic `email` carries: the job minus the id the relay adds. */

@@ -57,10 +57,28 @@ type OrderEmail = Extract<EmailOutboxPayload, { template: OrderEmailTemplate }>
 const isOrderEmail = (email: EmailOutboxPayload): email is OrderEmail =>
   (ORDER_EMAIL_TEMPLATES as readonly string[]).includes(email.template)
 
+type WebhookEndpointEmail = Extract<EmailOutboxPayload, { template: 'webhook-endpoint.disabled' }>
+
+function webhookEndpointDisabled({ data: d }: WebhookEndpointEmail): Draft {
+  return {
+    subject: `A Dispatch webhook endpoint of ${oneLine(d.clientName)} was disabled`,
+    paragraphs: [
+      `The webhook endpoint ${d.url} (${d.endpointId}) no longer receives events.`,
+      d.reason === 'gone'
+        ? 'It answered 410 Gone, which says the endpoint no longer exists.'
+        : `Every delivery to it has failed since ${d.failingSince ?? 'a while'}.`,
+      'Once it works again, enable it (PATCH with {"enabled": true}) and replay the events you missed (POST …/replay with {"since": …}). Every attempt is listed under …/attempts.',
+    ],
+  }
+}
+
 export function renderEmail(email: EmailOutboxPayload): RenderedEmail {
-  const { subject, paragraphs } = isOrderEmail(email)
-    ? orderDrafts[email.template](email.data)
-    : drafts[email.template](email.data)
+  const { subject, paragraphs } =
+    email.template === 'webhook-endpoint.disabled'
+      ? webhookEndpointDisabled(email)
+      : isOrderEmail(email)
+        ? orderDrafts[email.template](email.data)
+        : drafts[email.template](email.data)
   return {
     subject,
     text: `${paragraphs.join('\n\n')}\n\n— Dispatch\n`,

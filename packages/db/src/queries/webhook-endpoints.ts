@@ -67,9 +67,11 @@ export async function updateWebhookEndpoint(
   now: Date,
 ) {
   const set = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined))
+  // Enabled or disabled by its owner: whatever the service had recorded about its failures is over.
+  const health = changes.enabled === undefined ? {} : { failingSince: null, disabledReason: null }
   const [row] = await db
     .update(webhookEndpoints)
-    .set({ ...set, updatedAt: now })
+    .set({ ...set, ...health, updatedAt: now })
     .where(owned(apiKeyId, id))
     .returning()
   return row

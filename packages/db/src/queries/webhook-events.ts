@@ -1,0 +1,230 @@
+import type { WebhookAttemptListQuery } from '@dispatch/contracts'
+import { and, asc, count, eq, gt, gte, isNotNull, isNull, lt, or, sql } from 'drizzle-orm'
+import type { Db } from '../client.ts'
+import { apiKeys } from '../schema/api-keys.ts'
+import { OUTBOX_NOTIFY_CHANNEL, outbox } from '../schema/outbox.ts'
+import { webhookEndpoints } from '../schema/webhook-endpoints.ts'
+import { webhookAttempts, webhookEvents } from '../schema/webhook-events.ts'
+import { offsetOf, ordering, whereAll } from './list-helpers.ts'
+
+/** One event bound for one endpoint: what the relay turns into a `webhooks` job. */
+export interface WebhookDelivery {
+  eventId: string
+  eventType: string
+  payload: unknown
+  endpointId: string
+}
+
+/** The deliveries the given events make: one per enabled endpoint of their key subscribed to the type. */
+export async function webhookDeliveriesFor(db: Db, eventIds: string[]): Promise<WebhookDelivery[]> {
+  if (eventIds.length === 0) return []
+  return db
+    .select({
+      eventId: webhookEvents.id,
+      eventType: webhookEvents.type,
+      payload: webhookEvents.payload,
+      endpointId: webhookEndpoints.id,
+    })
+    .from(webhookEvents)
+    .innerJoin(
+      webhookEndpoints,
+      and(
+        eq(webhookEndpoints.apiKeyId, webhookEvents.apiKeyId),
+        eq(webhookEndpoints.enabled, true),
+        sql`${webhookEvents.type} = any(${webhookEndpoints.events})`,
+      ),
+    )
+    .where(sql`${webhookEvents.id} = any(${sql.param(eventIds)}::text[])`)
+    .orderBy(asc(webhookEvents.createdAt))
+}
+
+/** An endpoint as the delivering worker needs it, whoever owns it. */
+export async function findWebhookEndpointForDelivery(db: Db, id: string) {
+  const [row] = await db
+    .select({
+      id: webhookEndpoints.id,
+      apiKeyId: webhookEndpoints.apiKeyId,
+      url: webhookEndpoints.url,
+      events: webhookEndpoints.events,
+      enabled: webhookEndpoints.enabled,
+      secret: webhookEndpoints.secret,
+      previousSecret: webhookEndpoints.previousSecret,
+      previousSecretExpiresAt: webhookEndpoints.previousSecretExpiresAt,
+      failingSince: webhookEndpoints.failingSince,
+    })
+    .from(webhookEndpoints)
+    .where(eq(webhookEndpoints.id, id))
+  return row
+}
+export type DeliverableEndpoint = NonNullable<Awaited<ReturnType<typeof findWebhookEndpointForDelivery>>>
+
+export interface NewWebhookAttempt {
+  endpointId: string
+  eventId: string
+  attempt: number
+  statusCode: number | null
+  durationMs: number
+  responseExcerpt: string | null
+  error: string | null
+  nextRetryAt: Date | null
+  createdAt: Date
+}
+
+/** Writes attempts in one statement; an endpoint or event deleted meanwhile drops only its own rows. */
+export async function recordWebhookAttempts(db: Db, attempts: NewWebhookAttempt[]): Promise<void> {
+  if (attempts.length === 0) return
+  await db.execute(sql`
+    insert into webhook_attempts (endpoint_id, event_id, attempt, status_code, duration_ms,
+      response_excerpt, error, next_retry_at, created_at)
+    select a.* from jsonb_to_recordset(${JSON.stringify(attempts)}::jsonb) as a(
+      "endpointId" uuid, "eventId" text, attempt int, "statusCode" int, "durationMs" int,
+      "responseExcerpt" text, error text, "nextRetryAt" timestamptz, "createdAt" timestamptz)
+    where exists (select 1 from webhook_endpoints e where e.id = a."endpointId")
+      and exists (select 1 from webhook_events v where v.id = a."eventId")`)
+}
+
+/** A success ends any failing streak. Cheap when there is none: the row is not touched. */
+export async function markWebhookEndpointHealthy(db: Db, id: string): Promise<void> {
+  await db
+    .update(webhookEndpoints)
+    .set({ failingSince: null })
+    .where(and(eq(webhookEndpoints.id, id), isNotNull(webhookEndpoints.failingSince)))
+}
+
+export type DisableReason = 'gone' | 'failing'
+
+/**
+ * Records a failed delivery: starts the failing streak if none is running, and disables the
+ * endpoint (telling the key's owner by e-mail, through the outbox) when it answered 410 or the
+ * streak has lasted `disableAfterMs`. Returns the reason when this call disabled it.
+ */
+export async function markWebhookEndpointFailing(
+  db: Db,
+  id: string,
+  options: { now: Date; disableAfterMs: number; gone: boolean },
+): Promise<DisableReason | null> {
+  return db.transaction(async (tx) => {
+    const [row] = await tx
+      .update(webhookEndpoints)
+      .set({
+        failingSince: sql`coalesce(${webhookEndpoints.failingSince}, ${options.now.toISOString()}::timestamptz)`,
+      })
+      .where(eq(webhookEndpoints.id, id))
+      .returning({
+        enabled: webhookEndpoints.enabled,
+        failingSince: webhookEndpoints.failingSince,
+        url: webhookEndpoints.url,
+        apiKeyId: webhookEndpoints.apiKeyId,
+      })
+    if (!row?.enabled || !row.failingSince) return null
+    const reason: DisableReason | null = options.gone
+      ? 'gone'
+      : options.now.getTime() - row.failingSince.getTime() >= options.disableAfterMs
+        ? 'failing'
+        : null
+    if (!reason) return null
+    await tx
+      .update(webhookEndpoints)
+      .set({ enabled: false, disabledReason: reason, updatedAt: options.now })
+      .where(eq(webhookEndpoints.id, id))
+    const [key] = await tx
+      .select({ email: apiKeys.email, clientName: apiKeys.clientName })
+      .from(apiKeys)
+      .where(eq(apiKeys.id, row.apiKeyId))
+    if (key) {
+      await tx.insert(outbox).values({
+        topic: 'email',
+        payload: {
+          to: key.email,
+          template: 'webhook-endpoint.disabled',
+          data: {
+            endpointId: id,
+            url: row.url,
+            clientName: key.clientName,
+            reason,
+            failingSince: row.failingSince.toISOString(),
+          },
+        },
+        createdAt: options.now,
+      })
+      await tx.execute(sql`select pg_notify(${OUTBOX_NOTIFY_CHANNEL}, '')`)
+    }
+    return reason
+  })
+}
+
+/** One of the key's events, if it is the key's. */
+export async function findWebhookEvent(db: Db, apiKeyId: string, eventId: string) {
+  const [row] = await db
+    .select()
+    .from(webhookEvents)
+    .where(and(eq(webhookEvents.id, eventId), eq(webhookEvents.apiKeyId, apiKeyId)))
+  return row
+}
+
+/**
+ * A page of the key's events of the given types in `[since, until)`, in the order they were
+ * recorded, after `cursor` (the last event of the previous page).
+ */
+export async function webhookEventsBetween(
+  db: Db,
+  input: {
+    apiKeyId: string
+    types: string[]
+    since: Date
+    until: Date
+    cursor?: { createdAt: Date; id: string }
+    limit: number
+  },
+) {
+  const { cursor } = input
+  return db
+    .select({
+      id: webhookEvents.id,
+      type: webhookEvents.type,
+      payload: webhookEvents.payload,
+      createdAt: webhookEvents.createdAt,
+    })
+    .from(webhookEvents)
+    .where(
+      whereAll([
+        eq(webhookEvents.apiKeyId, input.apiKeyId),
+        sql`${webhookEvents.type} = any(${sql.param(input.types)}::text[])`,
+        gte(webhookEvents.createdAt, input.since),
+        lt(webhookEvents.createdAt, input.until),
+        cursor
+          ? or(
+              gt(webhookEvents.createdAt, cursor.createdAt),
+              and(eq(webhookEvents.createdAt, cursor.createdAt), gt(webhookEvents.id, cursor.id)),
+            )
+          : undefined,
+      ]),
+    )
+    .orderBy(asc(webhookEvents.createdAt), asc(webhookEvents.id))
+    .limit(input.limit)
+}
+
+/** An endpoint's attempts, newest first by default, with the event's type beside each. */
+export async function listWebhookAttempts(db: Db, endpointId: string, query: WebhookAttemptListQuery) {
+  const where = whereAll([
+    eq(webhookAttempts.endpointId, endpointId),
+    query.eventId === undefined ? undefined : eq(webhookAttempts.eventId, query.eventId),
+    query.success === undefined
+      ? undefined
+      : query.success
+        ? sql`${webhookAttempts.statusCode} between 200 and 299`
+        : or(isNull(webhookAttempts.statusCode), sql`${webhookAttempts.statusCode} not between 200 and 299`),
+  ])
+  const [rows, [total]] = await Promise.all([
+    db
+      .select({ attempt: webhookAttempts, eventType: webhookEvents.type })
+      .from(webhookAttempts)
+      .innerJoin(webhookEvents, eq(webhookEvents.id, webhookAttempts.eventId))
+      .where(where)
+      .orderBy(...ordering(query.order, webhookAttempts.createdAt, webhookAttempts.id))
+      .limit(query.take)
+      .offset(offsetOf(query)),
+    db.select({ value: count() }).from(webhookAttempts).where(where),
+  ])
+  return { rows, itemCount: total?.value ?? 0 }
+}
