@@ -22,6 +22,7 @@ import { messageStatusRoutes } from './routes/messages/status.ts'
 import { catalogRoutes } from './routes/third-party/catalog.ts'
 import { kitRoutes } from './routes/third-party/kits.ts'
 import { orderRoutes } from './routes/third-party/orders.ts'
+import { webhookDeliveryRoutes } from './routes/third-party/webhook-deliveries.ts'
 import { webhookEndpointRoutes } from './routes/third-party/webhook-endpoints.ts'
 import { whatsappWebhookRoutes } from './routes/webhooks/whatsapp.ts'
 
@@ -111,7 +112,13 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   }
   await app.register(whatsappWebhookRoutes, { prefix: '/api/webhooks/whatsapp' })
   await app.register(adminCatalogRoutes, { prefix: '/api/admin' })
-  for (const routes of [catalogRoutes, orderRoutes, kitRoutes, webhookEndpointRoutes]) {
+  for (const routes of [
+    catalogRoutes,
+    orderRoutes,
+    kitRoutes,
+    webhookEndpointRoutes,
+    webhookDeliveryRoutes,
+  ]) {
     await app.register(routes, { prefix: '/api/third-party' })
   }
 

@@ -1,4 +1,11 @@
-import { logDestination, loggerOptions, type MessageJob, QueueNames, urlPassword } from '@dispatch/contracts'
+import {
+  logDestination,
+  loggerOptions,
+  type MessageJob,
+  QueueNames,
+  urlPassword,
+  type WebhookJob,
+} from '@dispatch/contracts'
 import { createDb, type Db } from '@dispatch/db'
 import { Queue } from 'bullmq'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
@@ -16,6 +23,8 @@ export interface ApiDeps {
   redisSubscriber: Redis
   /** The producer side of the `messages` queue, on the fail-fast connection: no Redis, no 202. */
   messageQueue: Queue<MessageJob>
+  /** The producer side of the `webhooks` queue, for a sender's retries and replays. */
+  webhookQueue: Queue<WebhookJob>
   logger: FastifyBaseLogger
   clock: () => Date
   /** Postgres reachability, for /readyz. */
@@ -73,6 +82,11 @@ export function createDeps(config: ApiConfig, overrides: { logger?: FastifyBaseL
     prefix: config.QUEUE_PREFIX,
   })
   messageQueue.on('error', (error) => logger.warn({ err: error }, 'messages queue error'))
+  const webhookQueue = new Queue<WebhookJob>(QueueNames.webhooks, {
+    connection: redis,
+    prefix: config.QUEUE_PREFIX,
+  })
+  webhookQueue.on('error', (error) => logger.warn({ err: error }, 'webhooks queue error'))
   for (const [name, client] of [
     ['redis', redis],
     ['redis-subscriber', redisSubscriber],
@@ -85,6 +99,7 @@ export function createDeps(config: ApiConfig, overrides: { logger?: FastifyBaseL
     redis,
     redisSubscriber,
     messageQueue,
+    webhookQueue,
     logger,
     clock: () => new Date(),
     pingDb: async () => {
@@ -92,6 +107,7 @@ export function createDeps(config: ApiConfig, overrides: { logger?: FastifyBaseL
     },
     close: async () => {
       await messageQueue.close().catch(() => {})
+      await webhookQueue.close().catch(() => {})
       redis.disconnect()
       redisSubscriber.disconnect()
       await closeDb()

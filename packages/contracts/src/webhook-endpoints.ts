@@ -50,6 +50,13 @@ export const WebhookEndpointView = Type.Object(
     events: Type.Array(Type.Enum(WEBHOOK_EVENT_TYPES)),
     description: Type.Union([Type.String(), Type.Null()]),
     enabled: Type.Boolean(),
+    /**
+     * Why the service disabled it: `gone` (it answered 410) or `failing` (every delivery failed
+     * for too long). Null when it is enabled, or was disabled by its owner.
+     */
+    disabledReason: Type.Union([Type.Enum(['gone', 'failing']), Type.Null()]),
+    /** Since when deliveries have failed without a success in between; null while healthy. */
+    failingSince: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
     /** Until then the previous secret signs too (null when there is none). */
     previousSecretExpiresAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
     createdAt: Type.String({ format: 'date-time' }),

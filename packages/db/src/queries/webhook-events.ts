@@ -1,5 +1,5 @@
 import type { WebhookAttemptListQuery } from '@dispatch/contracts'
-import { and, asc, count, eq, gt, gte, isNotNull, isNull, lt, or, sql } from 'drizzle-orm'
+import { and, asc, count, eq, gte, isNotNull, isNull, lt, or, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { apiKeys } from '../schema/api-keys.ts'
 import { OUTBOX_NOTIFY_CHANNEL, outbox } from '../schema/outbox.ts'
@@ -173,7 +173,8 @@ export async function webhookEventsBetween(
     types: string[]
     since: Date
     until: Date
-    cursor?: { createdAt: Date; id: string }
+    /** `at` is the previous page's last `cursorAt`: Postgres's own text, microseconds kept. */
+    cursor?: { at: string; id: string }
     limit: number
   },
 ) {
@@ -183,7 +184,7 @@ export async function webhookEventsBetween(
       id: webhookEvents.id,
       type: webhookEvents.type,
       payload: webhookEvents.payload,
-      createdAt: webhookEvents.createdAt,
+      cursorAt: sql<string>`${webhookEvents.createdAt}::text`,
     })
     .from(webhookEvents)
     .where(
@@ -193,10 +194,7 @@ export async function webhookEventsBetween(
         gte(webhookEvents.createdAt, input.since),
         lt(webhookEvents.createdAt, input.until),
         cursor
-          ? or(
-              gt(webhookEvents.createdAt, cursor.createdAt),
-              and(eq(webhookEvents.createdAt, cursor.createdAt), gt(webhookEvents.id, cursor.id)),
-            )
+          ? sql`(${webhookEvents.createdAt}, ${webhookEvents.id}) > (${cursor.at}::timestamptz, ${cursor.id})`
           : undefined,
       ]),
     )

@@ -38,15 +38,17 @@ const toView = (row: WebhookEndpointRow): WebhookEndpointView => ({
   events: row.events as WebhookEndpointEvents,
   description: row.description,
   enabled: row.enabled,
+  disabledReason: row.disabledReason as WebhookEndpointView['disabledReason'],
+  failingSince: row.failingSince?.toISOString() ?? null,
   previousSecretExpiresAt: row.previousSecretExpiresAt?.toISOString() ?? null,
   createdAt: row.createdAt.toISOString(),
   updatedAt: row.updatedAt.toISOString(),
 })
 
-const notFound = (id: string) =>
+export const notFound = (id: string) =>
   new AppError('NOT_FOUND', `No webhook endpoint with id ${JSON.stringify(id)}`)
 /** A malformed id names no endpoint: 404, the same as an unknown one or another key's. */
-const checkId = (id: string) => {
+export const checkId = (id: string) => {
   if (!isUuid(id)) throw notFound(id)
   return id.toLowerCase()
 }

@@ -1,0 +1,215 @@
+import { randomUUID } from 'node:crypto'
+import {
+  pageMeta,
+  Scopes,
+  WEBHOOK_JOB_OPTIONS,
+  WebhookAttemptList,
+  WebhookAttemptListQuery,
+  type WebhookAttemptView,
+  WebhookEndpointIdParams,
+  WebhookEventParams,
+  type WebhookJob,
+  WebhookReplayAnswer,
+  WebhookReplayBody,
+  WebhookRetryAnswer,
+  webhookEventBody,
+  webhookJobId,
+} from '@dispatch/contracts'
+import {
+  findWebhookEndpoint,
+  findWebhookEvent,
+  listWebhookAttempts,
+  type WebhookAttemptRow,
+  type WebhookEndpointRow,
+  webhookEventsBetween,
+} from '@dispatch/db'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { AppError } from '../../errors.ts'
+import { errorResponses } from '../responses.ts'
+import { checkId, notFound } from './webhook-endpoints.ts'
+
+/** Events are replayed in pages of this many, each page one `addBulk`. */
+const REPLAY_PAGE = 1000
+
+const toView = ({ attempt: a, eventType }: { attempt: WebhookAttemptRow; eventType: string }) =>
+  ({
+    id: String(a.id),
+    eventId: a.eventId,
+    eventType,
+    attempt: a.attempt,
+    success: a.statusCode !== null && a.statusCode >= 200 && a.statusCode < 300,
+    statusCode: a.statusCode,
+    durationMs: a.durationMs,
+    responseExcerpt: a.responseExcerpt,
+    error: a.error,
+    nextRetryAt: a.nextRetryAt?.toISOString() ?? null,
+    createdAt: a.createdAt.toISOString(),
+  }) satisfies WebhookAttemptView
+
+const tags = ['webhooks']
+const security = [{ apiKey: [] }]
+const keyErrors = errorResponses(
+  'API_KEY_MISSING',
+  'API_KEY_INVALID',
+  'API_KEY_NOT_ACTIVE',
+  'INSUFFICIENT_SCOPE',
+  'NOT_FOUND',
+)
+const description =
+  'Requires the `manage:webhooks` scope. A key sees only its own endpoints and events; ' +
+  "another key's are a 404."
+
+/** A disabled endpoint gets nothing: retrying or replaying to it would only be dropped. */
+function requireEnabled(endpoint: WebhookEndpointRow) {
+  if (!endpoint.enabled) {
+    throw new AppError(
+      'INVALID_STATE_TRANSITION',
+      'The webhook endpoint is disabled: enable it (PATCH {"enabled": true}) first',
+    )
+  }
+}
+
+/** What a sender does about its deliveries: see every attempt, send one event again, replay a window. */
+export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { db, clock, webhookQueue } = app.deps
+  const onRequest = app.requireApiKey(Scopes.manageWebhooks)
+
+  const ownEndpoint = async (apiKeyId: string, rawId: string) => {
+    const id = checkId(rawId)
+    const endpoint = await findWebhookEndpoint(db, apiKeyId, id)
+    if (!endpoint) throw notFound(id)
+    return endpoint
+  }
+
+  app.get(
+    '/webhook-endpoints/:id/attempts',
+    {
+      onRequest,
+      schema: {
+        operationId: 'listWebhookAttempts',
+        tags,
+        summary: 'Every delivery attempt to an endpoint, newest first',
+        description: `${description} Filter by \`eventId\` or by \`success\`.`,
+        security,
+        params: WebhookEndpointIdParams,
+        querystring: WebhookAttemptListQuery,
+        response: { 200: WebhookAttemptList, ...keyErrors, ...errorResponses('VALIDATION_ERROR') },
+      },
+    },
+    async (request) => {
+      const endpoint = await ownEndpoint(request.apiKey.id, request.params.id)
+      const { rows, itemCount } = await listWebhookAttempts(db, endpoint.id, request.query)
+      return { ...pageMeta(request.query.page, request.query.take, itemCount), data: rows.map(toView) }
+    },
+  )
+
+  app.post(
+    '/webhook-endpoints/:id/events/:eventId/retry',
+    {
+      onRequest,
+      schema: {
+        operationId: 'retryWebhookEvent',
+        tags,
+        summary: 'Send one event to this endpoint again, now (same webhook-id, new attempts)',
+        description,
+        security,
+        params: WebhookEventParams,
+        response: {
+          202: WebhookRetryAnswer,
+          ...keyErrors,
+          ...errorResponses('INVALID_STATE_TRANSITION', 'SERVICE_UNAVAILABLE'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const endpoint = await ownEndpoint(request.apiKey.id, request.params.id)
+      const event = await findWebhookEvent(db, request.apiKey.id, request.params.eventId)
+      if (!event) {
+        throw new AppError('NOT_FOUND', `No webhook event with id ${JSON.stringify(request.params.eventId)}`)
+      }
+      requireEnabled(endpoint)
+      const data: WebhookJob = {
+        eventId: event.id,
+        endpointId: endpoint.id,
+        eventType: event.type,
+        body: webhookEventBody(event.payload),
+        reason: 'retry',
+      }
+      await webhookQueue.add(event.type, data, {
+        ...WEBHOOK_JOB_OPTIONS,
+        jobId: webhookJobId(event.id, endpoint.id, `retry-${randomUUID()}`),
+      })
+      request.log.info({ webhookEndpointId: endpoint.id, eventId: event.id }, 'webhook event retry queued')
+      return reply.code(202).send({ eventId: event.id, endpointId: endpoint.id })
+    },
+  )
+
+  app.post(
+    '/webhook-endpoints/:id/replay',
+    {
+      onRequest,
+      schema: {
+        operationId: 'replayWebhookEvents',
+        tags,
+        summary: 'Send again every event since a time (to `until`, default now) this endpoint subscribes to',
+        description: `${description} Events are kept 30 days. Each replayed event keeps its webhook-id.`,
+        security,
+        params: WebhookEndpointIdParams,
+        body: WebhookReplayBody,
+        response: {
+          202: WebhookReplayAnswer,
+          ...keyErrors,
+          ...errorResponses('VALIDATION_ERROR', 'INVALID_STATE_TRANSITION', 'SERVICE_UNAVAILABLE'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const endpoint = await ownEndpoint(request.apiKey.id, request.params.id)
+      const now = clock()
+      const since = new Date(request.body.since)
+      const until = request.body.until ? new Date(request.body.until) : now
+      if (since.getTime() > now.getTime()) {
+        throw new AppError('VALIDATION_ERROR', 'body.since must not be in the future')
+      }
+      if (until.getTime() <= since.getTime()) {
+        throw new AppError('VALIDATION_ERROR', 'body.until must be after body.since')
+      }
+      requireEnabled(endpoint)
+      // One tag per replay: a second replay of the same window queues the events again, while a
+      // page added twice within one replay stays one job each.
+      const tag = `replay-${randomUUID()}`
+      let events = 0
+      let cursor: { at: string; id: string } | undefined
+      for (;;) {
+        const page = await webhookEventsBetween(db, {
+          apiKeyId: request.apiKey.id,
+          types: endpoint.events,
+          since,
+          until,
+          cursor,
+          limit: REPLAY_PAGE,
+        })
+        if (page.length === 0) break
+        await webhookQueue.addBulk(
+          page.map((event) => ({
+            name: event.type,
+            data: {
+              eventId: event.id,
+              endpointId: endpoint.id,
+              eventType: event.type,
+              body: webhookEventBody(event.payload),
+              reason: 'replay' as const,
+            },
+            opts: { ...WEBHOOK_JOB_OPTIONS, jobId: webhookJobId(event.id, endpoint.id, tag) },
+          })),
+        )
+        events += page.length
+        const last = page[page.length - 1]
+        if (!last || page.length < REPLAY_PAGE) break
+        cursor = { at: last.cursorAt, id: last.id }
+      }
+      request.log.info({ webhookEndpointId: endpoint.id, events }, 'webhook events replay queued')
+      return reply.code(202).send({ events, since: since.toISOString(), until: until.toISOString() })
+    },
+  )
+}
