@@ -1,9 +1,10 @@
 import { fileURLToPath } from 'node:url'
 import { ConfigError, commonEnv, exitOnConfigError, parseEnv } from '@dispatch/contracts/env'
 import Type, { type Static } from 'typebox'
+import { parseRetrySchedule } from './webhooks/schedule.ts'
 
 /** The queues (and loops) a worker process can run; ops pick per process with WORKER_QUEUES. */
-export const WORKER_ROLES = ['email', 'outbox', 'messages'] as const
+export const WORKER_ROLES = ['email', 'outbox', 'messages', 'webhooks'] as const
 export type WorkerRole = (typeof WORKER_ROLES)[number]
 
 const WorkerEnv = Type.Object({
@@ -34,6 +35,22 @@ const WorkerEnv = Type.Object({
   WHATSAPP_API_URL: Type.String({ pattern: '^https?://', default: 'https://graph.facebook.com/v21.0' }),
   WHATSAPP_ACCESS_TOKEN: Type.Optional(Type.String({ minLength: 1 })),
   WHATSAPP_PHONE_NUMBER_ID: Type.Optional(Type.String({ pattern: '^[0-9]+$' })),
+  /** Webhook deliveries in flight in this process, across every endpoint. */
+  WEBHOOK_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1000, default: 50 }),
+  /** How long a receiver has to answer (connection included), as Svix. */
+  WEBHOOK_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 120_000, default: 15_000 }),
+  /** The waits between tries after the first (units ms, s, m, h): 8 tries over about 28 hours. */
+  WEBHOOK_RETRY_SCHEDULE: Type.String({ minLength: 1, default: '5s,5m,30m,2h,5h,10h,10h' }),
+  /** Deliveries in flight to one endpoint, across every worker process. */
+  WEBHOOK_ENDPOINT_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
+  /** Deliveries per second to one endpoint, across every worker process. */
+  WEBHOOK_ENDPOINT_RATE_PER_SECOND: Type.Integer({ minimum: 1, maximum: 100_000, default: 200 }),
+  /** How long an endpoint answering 429, 502 or 504 without a Retry-After is left alone. */
+  WEBHOOK_SLOW_DOWN_MS: Type.Integer({ minimum: 0, default: 5000 }),
+  /** An endpoint whose every delivery failed for this long is disabled and its owner told. */
+  WEBHOOK_DISABLE_AFTER_MS: Type.Integer({ minimum: 1000, default: 5 * 24 * 3600 * 1000 }),
+  /** Default: true in development and tests, false in production (as the API). */
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: Type.Optional(Type.Boolean()),
   SANDBOX_LATENCY_MS: Type.Integer({ minimum: 0, default: 0 }),
   SANDBOX_FAILURE_RATE: Type.Number({ minimum: 0, maximum: 1, default: 0 }),
   /** The business number the sandbox pretends to send from: replies to it are routed as usual. */
@@ -41,20 +58,40 @@ const WorkerEnv = Type.Object({
 })
 type WorkerEnv = Static<typeof WorkerEnv>
 
-export type WorkerConfig = Omit<WorkerEnv, 'WORKER_QUEUES' | 'PLATFORM'> & {
+export type WorkerConfig = Omit<
+  WorkerEnv,
+  'WORKER_QUEUES' | 'PLATFORM' | 'WEBHOOK_RETRY_SCHEDULE' | 'WEBHOOK_ALLOW_PRIVATE_TARGETS'
+> & {
   roles: WorkerRole[]
   platform: 'sandbox' | 'whatsapp-cloud'
+  /** The waits between webhook tries, in ms: `length + 1` tries in all. */
+  webhookRetrySchedule: number[]
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: boolean
 }
 
-function toConfig({ WORKER_QUEUES, PLATFORM, ...rest }: WorkerEnv): WorkerConfig {
+function toConfig({
+  WORKER_QUEUES,
+  PLATFORM,
+  WEBHOOK_RETRY_SCHEDULE,
+  WEBHOOK_ALLOW_PRIVATE_TARGETS,
+  ...rest
+}: WorkerEnv): WorkerConfig {
   const hasCredentials = Boolean(rest.WHATSAPP_ACCESS_TOKEN && rest.WHATSAPP_PHONE_NUMBER_ID)
   if (PLATFORM === 'whatsapp-cloud' && !hasCredentials) {
     throw new ConfigError(
       'Invalid configuration:\n  PLATFORM: whatsapp-cloud needs WHATSAPP_ACCESS_TOKEN and WHATSAPP_PHONE_NUMBER_ID',
     )
   }
+  let webhookRetrySchedule: number[]
+  try {
+    webhookRetrySchedule = parseRetrySchedule(WEBHOOK_RETRY_SCHEDULE)
+  } catch (error) {
+    throw new ConfigError(`Invalid configuration:\n  WEBHOOK_RETRY_SCHEDULE: ${(error as Error).message}`)
+  }
   return {
     ...rest,
+    webhookRetrySchedule,
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: WEBHOOK_ALLOW_PRIVATE_TARGETS ?? rest.APP_ENV !== 'production',
     roles: [...new Set(WORKER_QUEUES.split(','))] as WorkerRole[],
     platform: PLATFORM ?? (hasCredentials ? 'whatsapp-cloud' : 'sandbox'),
   }

@@ -17,6 +17,7 @@ import { OutboxRelay } from './outbox-relay.ts'
 import { createSandboxPlatform } from './platforms/sandbox.ts'
 import type { MessagingPlatform } from './platforms/types.ts'
 import { createWhatsAppCloudPlatform } from './platforms/whatsapp-cloud.ts'
+import { startWebhooksWorker, type WebhookResult } from './webhooks/worker.ts'
 import { startEmailWorker } from './workers/email.ts'
 import { type DeliveryResult, startMessagesWorker } from './workers/messages.ts'
 
@@ -132,6 +133,35 @@ export async function startWorker(
     )
   }
 
+  let webhooksWorker: Worker<WebhookJob, WebhookResult> | undefined
+  if (config.roles.includes('webhooks')) {
+    webhooksWorker = startWebhooksWorker({
+      db,
+      logger,
+      connection: redisClient({ blocking: true }, 'webhooks-worker'),
+      gateConnection: redisClient({ blocking: false }, 'webhooks-gate'),
+      prefix: config.QUEUE_PREFIX,
+      concurrency: config.WEBHOOK_CONCURRENCY,
+      timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+      schedule: config.webhookRetrySchedule,
+      endpointConcurrency: config.WEBHOOK_ENDPOINT_CONCURRENCY,
+      endpointRatePerSecond: config.WEBHOOK_ENDPOINT_RATE_PER_SECOND,
+      slowDownMs: config.WEBHOOK_SLOW_DOWN_MS,
+      disableAfterMs: config.WEBHOOK_DISABLE_AFTER_MS,
+      allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+      production: config.APP_ENV === 'production',
+    })
+    logger.info(
+      {
+        concurrency: config.WEBHOOK_CONCURRENCY,
+        endpointConcurrency: config.WEBHOOK_ENDPOINT_CONCURRENCY,
+        endpointRatePerSecond: config.WEBHOOK_ENDPOINT_RATE_PER_SECOND,
+        tries: config.webhookRetrySchedule.length + 1,
+      },
+      'webhooks worker started',
+    )
+  }
+
   let relay: OutboxRelay | undefined
   if (config.roles.includes('outbox')) {
     const producer = redisClient({ blocking: false }, 'outbox-queues')
@@ -169,7 +199,9 @@ export async function startWorker(
       // cut short stall and are retaken by another worker.
       let timer: NodeJS.Timeout | undefined
       const drained = await Promise.race([
-        Promise.all([emailWorker?.close(), messagesWorker?.close()]).then(() => true),
+        Promise.all([emailWorker?.close(), messagesWorker?.close(), webhooksWorker?.close()]).then(
+          () => true,
+        ),
         new Promise<false>((resolve) => {
           timer = setTimeout(() => resolve(false), config.SHUTDOWN_GRACE_MS)
         }),
