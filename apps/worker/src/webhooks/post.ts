@@ -1,5 +1,6 @@
 import { type Agent, type ClientRequest, request as httpRequest, type IncomingMessage } from 'node:http'
 import { request as httpsRequest } from 'node:https'
+import { StringDecoder } from 'node:string_decoder'
 import { checkDestination, type DestinationRules, lookups, sharedAgent } from './destination.ts'
 
 export interface WebhookPost extends DestinationRules {
@@ -148,8 +149,12 @@ function readExcerpt(res: IncomingMessage): () => string {
     }
     if (seenBytes > DRAIN_LIMIT_BYTES) res.destroy()
   })
-  // A stream decode leaves out a character cut in two at the end.
-  return () => new TextDecoder().decode(Buffer.concat(kept), { stream: seenBytes > keptBytes })
+  return () => {
+    if (keptBytes === 0) return ''
+    const bytes = kept.length === 1 ? (kept[0] as Buffer) : Buffer.concat(kept)
+    // A StringDecoder holds back a character cut in two at the end, rather than mangling it.
+    return seenBytes > keptBytes ? new StringDecoder('utf8').write(bytes) : bytes.toString('utf8')
+  }
 }
 
 function failureOf(status: number): string | null {
