@@ -1,5 +1,6 @@
+import { isPrivateAddress } from '@dispatch/contracts'
 import { describe, expect, it } from 'vitest'
-import { checkWebhookTarget, isPrivateAddress } from './webhook-targets.ts'
+import { checkWebhookTarget } from './webhook-targets.ts'
 
 const production = (addresses: string[]) => ({
   production: true,

@@ -1,4 +1,4 @@
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 
 /** One request a receiver got: the raw body, as its signature covers it. */
@@ -6,7 +6,7 @@ export interface ReceivedWebhook {
   path: string
   headers: IncomingHttpHeaders
   body: string
-  /** `body` parsed, for the test's convenience. */
+  /** `body` parsed, for the test's convenience (empty when it is not JSON). */
   json: { type: string; timestamp: string; data: Record<string, unknown> }
   receivedAt: number
 }
@@ -17,10 +17,14 @@ export type ReceiverAnswer =
   | 'hang'
 
 export interface WebhookReceiver {
-  /** `http://127.0.0.1:<port>/hook`: the port survives a stop and a start. */
+  /** `http://127.0.0.1:<port>`: the port survives a stop and a start. */
   url: string
   port: number
   received: ReceivedWebhook[]
+  /** The same list as `received`. */
+  requests: ReceivedWebhook[]
+  /** TCP connections opened so far: fewer than requests means keep-alive worked. */
+  connections: number
   /** Requests whose `webhook-id` is this event's. */
   deliveriesOf(eventId: string): ReceivedWebhook[]
   /** Decides each answer (default 204); `received` holds the request already. */
@@ -33,8 +37,15 @@ export interface WebhookReceiver {
   close(): Promise<void>
 }
 
-/** A local HTTP server that plays a sender's webhook receiver, keeping what it receives. */
-export async function startWebhookReceiver(options: { port?: number } = {}): Promise<WebhookReceiver> {
+/**
+ * A local HTTP server that plays a sender's webhook receiver, keeping what it receives. It answers
+ * as `answer` decides (default 204), or, given `respond`, lets that write each response itself (one
+ * that never ends it leaves the sender hanging).
+ */
+export async function startWebhookReceiver(
+  respond?: (webhook: ReceivedWebhook, res: ServerResponse) => void,
+  options: { port?: number } = {},
+): Promise<WebhookReceiver> {
   const received: ReceivedWebhook[] = []
   const sockets = new Set<Socket>()
   let inFlight = 0
@@ -43,6 +54,8 @@ export async function startWebhookReceiver(options: { port?: number } = {}): Pro
     url: '',
     port: options.port ?? 0,
     received,
+    requests: received,
+    connections: 0,
     deliveriesOf: (eventId) => received.filter((r) => r.headers['webhook-id'] === eventId),
     answer: () => ({ status: 204 }),
     maxInFlight: 0,
@@ -71,6 +84,10 @@ export async function startWebhookReceiver(options: { port?: number } = {}): Pro
           }
           const request = { path: req.url ?? '', headers: req.headers, body, json, receivedAt: Date.now() }
           received.push(request)
+          if (respond) {
+            respond(request, res)
+            return
+          }
           const answer = receiver.answer(request, received.length - 1)
           if (answer === 'hang') return
           if (answer.delayMs) await new Promise((r) => setTimeout(r, answer.delayMs))
@@ -80,13 +97,14 @@ export async function startWebhookReceiver(options: { port?: number } = {}): Pro
         })
       })
       server.on('connection', (socket) => {
+        receiver.connections++
         sockets.add(socket)
         socket.on('close', () => sockets.delete(socket))
       })
       const listening = server
       await new Promise<void>((resolve) => listening.listen(receiver.port, '127.0.0.1', resolve))
       receiver.port = (listening.address() as AddressInfo).port
-      receiver.url = `http://127.0.0.1:${receiver.port}/hook`
+      receiver.url = `http://127.0.0.1:${receiver.port}`
     },
     close: () => receiver.stop(),
   }

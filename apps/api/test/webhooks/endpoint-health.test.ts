@@ -1,4 +1,4 @@
-import type { WebhookAttemptList, WebhookEndpointWithSecret } from '@dispatch/contracts'
+import type { WebhookAttemptList, WebhookEndpointView, WebhookEndpointWithSecret } from '@dispatch/contracts'
 import {
   startSmtpServer,
   startWebhookReceiver,
@@ -79,8 +79,8 @@ describe('endpoint health', () => {
       await sendText()
       const disabled = await waitFor(
         async () => {
-          const res = await call('GET', `/${endpoint.id}`)
-          return res.json().enabled === false && res.json()
+          const view = (await call('GET', `/${endpoint.id}`)).json<WebhookEndpointView>()
+          return view.enabled ? undefined : view
         },
         { what: 'the endpoint disabled' },
       )

@@ -46,15 +46,16 @@ const isWebhookJob = Compile(WebhookJob)
 const ENDPOINT_CACHE_MS = 1000
 /** Answers that mean "slow down" (Standard Webhooks): the endpoint is paused, not only this event. */
 const SLOW_DOWN_STATUSES = new Set([429, 502, 504])
+/** A receiver's Retry-After is honoured up to this; longer asks wait this long. */
+const MAX_RETRY_AFTER_MS = 12 * 3600 * 1000
 
 /** A failed try that will be tried again, after `delayMs` (the schedule, or the receiver's Retry-After). */
 export class WebhookAttemptFailed extends Error {
   override name = 'WebhookAttemptFailed'
-  constructor(
-    message: string,
-    readonly delayMs: number,
-  ) {
+  readonly delayMs: number
+  constructor(message: string, delayMs: number) {
     super(message)
+    this.delayMs = delayMs
   }
 }
 
@@ -134,7 +135,7 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
     try {
       result = await postWebhook({
         url: endpoint.url,
-        headers: signWebhook({ id: eventId, timestamp: now, body, secrets }),
+        headers: { ...signWebhook({ id: eventId, timestamp: now, body, secrets }) },
         body,
         timeoutMs: options.timeoutMs,
         allowPrivate: options.allowPrivate,
@@ -168,12 +169,18 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
     }
 
     const gone = result.statusCode === 410
+    const retryAfterMs =
+      result.retryAfterMs === null ? null : Math.min(result.retryAfterMs, MAX_RETRY_AFTER_MS)
     if (result.statusCode !== null && SLOW_DOWN_STATUSES.has(result.statusCode)) {
-      await gate.slowDown(endpointId, result.retryAfterMs ?? options.slowDownMs).catch(() => {})
+      await gate.slowDown(endpointId, retryAfterMs ?? options.slowDownMs).catch(() => {})
     }
-    const last = gone || attempt > schedule.length
-    const delayMs = last ? 0 : retryDelay(schedule, attempt, result.retryAfterMs ?? undefined)
-    await recorder.record({ ...attemptRow, nextRetryAt: last ? null : new Date(now.getTime() + delayMs) })
+    // Null once the schedule is used up: this was the last try.
+    const delayMs = gone ? null : retryDelay(schedule, attempt, retryAfterMs)
+    const last = delayMs === null
+    await recorder.record({
+      ...attemptRow,
+      nextRetryAt: delayMs === null ? null : new Date(now.getTime() + delayMs),
+    })
 
     let disabled: Awaited<ReturnType<typeof markWebhookEndpointFailing>> = null
     try {
@@ -190,7 +197,7 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
     log.warn({ statusCode: result.statusCode, attempt, last, disabled }, 'webhook delivery failed')
     if (disabled) throw new UnrecoverableError(`${why}; endpoint disabled (${disabled})`)
     if (last) throw new UnrecoverableError(`${why}; no tries left`)
-    throw new WebhookAttemptFailed(why, delayMs)
+    throw new WebhookAttemptFailed(why, delayMs ?? 0)
   }
 
   const worker: Worker<WebhookJob, WebhookResult> = new Worker<WebhookJob, WebhookResult>(
@@ -204,7 +211,7 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
       settings: {
         // The delay was chosen with the try (schedule or Retry-After) and recorded as nextRetryAt.
         backoffStrategy: (attemptsMade, _type, error) =>
-          error instanceof WebhookAttemptFailed ? error.delayMs : retryDelay(schedule, attemptsMade),
+          error instanceof WebhookAttemptFailed ? error.delayMs : (retryDelay(schedule, attemptsMade) ?? -1),
       },
     },
   )

@@ -1,0 +1,75 @@
+import { lookup as dnsLookup } from 'node:dns'
+import { Agent as HttpAgent } from 'node:http'
+import { Agent as HttpsAgent } from 'node:https'
+import { isIP, type LookupFunction } from 'node:net'
+import { isPrivateAddress } from '@dispatch/contracts'
+
+export interface DestinationRules {
+  /** Production takes https only; development also http. */
+  production: boolean
+  /** Whether loopback, private, link-local and metadata addresses may be reached (local development). */
+  allowPrivate: boolean
+}
+
+/** Thrown (through the request) when a name resolves to an address the rules forbid. */
+export class BlockedAddressError extends Error {
+  readonly code = 'EWEBHOOKBLOCKED'
+  constructor(address: string) {
+    super(`blocked: ${address} is a loopback, private, link-local or metadata address`)
+  }
+}
+
+/**
+ * Where a webhook URL may be sent, checked again at every delivery (the endpoint was checked at
+ * registration, but its name may point elsewhere now). Returns the parsed URL, or why it is
+ * refused. An IP literal is checked here, since Node connects to it without a lookup; a name is
+ * checked by `guardedLookup` on the very addresses the socket then connects to, so a name that
+ * answers a public address to one query and a private one to the next (DNS rebinding) gains nothing.
+ */
+export function checkDestination(raw: string, rules: DestinationRules): URL | string {
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    return 'invalid URL'
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return `scheme ${url.protocol} is not allowed`
+  if (url.protocol === 'http:' && rules.production) return 'https is required in production'
+  if (url.username || url.password) return 'the URL must not carry credentials'
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1')
+  if (!rules.allowPrivate && isIP(host) !== 0 && isPrivateAddress(host))
+    return new BlockedAddressError(host).message
+  return url
+}
+
+/** `dns.lookup`, failing the connection when any address it finds is private. */
+function guardedLookup(allowPrivate: boolean): LookupFunction {
+  if (allowPrivate) return dnsLookup
+  return (hostname, options, callback) => {
+    dnsLookup(hostname, options, (error, address, family) => {
+      if (error) return callback(error, address, family)
+      // With `all` (Node's happy eyeballs asks for it) every candidate is checked, not just one.
+      const found = Array.isArray(address) ? address.map((a) => a.address) : [address]
+      const blocked = found.find(isPrivateAddress)
+      if (blocked !== undefined) return callback(new BlockedAddressError(blocked), '', family)
+      callback(null, address, family)
+    })
+  }
+}
+
+export const lookups = { public: guardedLookup(false), private: guardedLookup(true) } as const
+
+/**
+ * Keep-alive agents shared by every delivery of the process. Kept apart by rule: an agent pools
+ * sockets by host and port only, so a socket opened where private addresses were allowed must
+ * never be handed to a delivery where they are not.
+ */
+const sharedAgents = {
+  public: { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) },
+  private: { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) },
+}
+
+export function sharedAgent(url: URL, allowPrivate: boolean): HttpAgent {
+  const agents = allowPrivate ? sharedAgents.private : sharedAgents.public
+  return url.protocol === 'https:' ? agents.https : agents.http
+}

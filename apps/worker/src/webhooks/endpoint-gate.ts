@@ -1,0 +1,140 @@
+import { randomUUID } from 'node:crypto'
+import type { Redis, Result } from 'ioredis'
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    acquireWebhookEndpoint(
+      inflightKey: string,
+      rateKey: string,
+      pauseKey: string,
+      concurrency: number,
+      ratePerSecond: number,
+      leaseMs: number,
+      token: string,
+    ): Result<[granted: number, waitMs: number, reason: string], Context>
+    slowDownWebhookEndpoint(pauseKey: string, ms: number): Result<number, Context>
+  }
+}
+
+/**
+ * Everything is timed by the Redis server's clock, so workers on machines whose clocks differ
+ * still agree. In order: a pause refuses for the rest of it; expired leases (those of a worker that
+ * died holding them) are dropped, and a full set of leases refuses; a second whose rate is used up
+ * refuses until it ends. Only when all three allow is a lease taken and the second's count raised,
+ * so a refusal costs nothing. Every key expires on its own: the pause with itself, the leases with
+ * the last one, the count at the end of its second.
+ */
+const ACQUIRE = `
+local pause = redis.call('PTTL', KEYS[3])
+if pause > 0 then return {0, pause, 'paused'} end
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return {0, 0, 'concurrency'} end
+local second_ends = (tonumber(time[1]) + 1) * 1000
+if tonumber(redis.call('GET', KEYS[2]) or '0') >= tonumber(ARGV[2]) then
+  return {0, second_ends - now, 'rate'}
+end
+redis.call('INCR', KEYS[2])
+redis.call('PEXPIREAT', KEYS[2], second_ends)
+local expiry = now + tonumber(ARGV[3])
+redis.call('ZADD', KEYS[1], expiry, ARGV[4])
+local latest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+redis.call('PEXPIREAT', KEYS[1], latest[2])
+return {1, 0, 'ok'}
+`
+
+/** Extends the pause to `ms` from now unless it already lasts longer; answers the pause in force. */
+const SLOW_DOWN = `
+local left = redis.call('PTTL', KEYS[1])
+local ms = tonumber(ARGV[1])
+if left >= ms then return left end
+redis.call('SET', KEYS[1], '1', 'PX', ms)
+return ms
+`
+
+export interface EndpointGateOptions {
+  /** The deployment's key prefix (the queue prefix): keys are `<prefix>:webhooks:endpoint:<id>:…`. */
+  prefix: string
+  /** Deliveries to one endpoint at once, across every worker process. */
+  concurrency: number
+  /** Deliveries started per second (of the Redis clock) to one endpoint. */
+  ratePerSecond: number
+  /**
+   * How long a slot stays taken when it is never released (its worker died). Longer than a
+   * delivery's timeout, or a slow delivery's slot is handed to another before it ends.
+   */
+  leaseMs: number
+}
+
+export type EndpointRefusal = 'paused' | 'concurrency' | 'rate'
+
+export type EndpointGrant =
+  | { ok: true; release(): Promise<void> }
+  | { ok: false; waitMs: number; reason: EndpointRefusal }
+
+/** A short, spread wait before trying a full endpoint again: slots free up as deliveries end. */
+const CONCURRENCY_WAIT_MS = { min: 100, max: 250 }
+
+/**
+ * Per-endpoint limits held in Redis, so they hold across every worker process: one script (one
+ * round trip) per call. A receiver that asked to slow down (429, 502, 504) is paused with
+ * `slowDown`; while paused, or at its concurrency, or past its rate for this second, `acquire`
+ * refuses with how long to wait. Uses `redis.defineCommand`, so it adds two commands to the client.
+ */
+export class EndpointGate {
+  readonly #redis: Redis
+  readonly #options: EndpointGateOptions
+
+  constructor(redis: Redis, options: EndpointGateOptions) {
+    for (const name of ['concurrency', 'ratePerSecond', 'leaseMs'] as const) {
+      if (!Number.isSafeInteger(options[name]) || options[name] < 1) {
+        throw new RangeError(
+          `EndpointGate ${name} must be a whole number of at least 1, got ${options[name]}`,
+        )
+      }
+    }
+    this.#redis = redis
+    this.#options = options
+    redis.defineCommand('acquireWebhookEndpoint', { numberOfKeys: 3, lua: ACQUIRE })
+    redis.defineCommand('slowDownWebhookEndpoint', { numberOfKeys: 1, lua: SLOW_DOWN })
+  }
+
+  /** Takes a slot for one delivery to the endpoint, or says how long to wait before asking again. */
+  async acquire(endpointId: string): Promise<EndpointGrant> {
+    const { concurrency, ratePerSecond, leaseMs } = this.#options
+    const inflight = this.#key(endpointId, 'inflight')
+    const token = randomUUID()
+    const [granted, waitMs, reason] = await this.#redis.acquireWebhookEndpoint(
+      inflight,
+      this.#key(endpointId, 'rate'),
+      this.#key(endpointId, 'pause'),
+      concurrency,
+      ratePerSecond,
+      leaseMs,
+      token,
+    )
+    if (granted === 1) {
+      // Releasing twice, or after the lease expired, removes nothing.
+      return { ok: true, release: async () => void (await this.#redis.zrem(inflight, token)) }
+    }
+    if (reason === 'concurrency') {
+      const { min, max } = CONCURRENCY_WAIT_MS
+      return { ok: false, reason, waitMs: min + Math.floor(Math.random() * (max - min + 1)) }
+    }
+    return { ok: false, reason: reason as EndpointRefusal, waitMs: Math.max(1, waitMs) }
+  }
+
+  /**
+   * Pauses the endpoint for `ms` from now, for every worker; never shortens a longer pause already
+   * set. Resolves to the pause now in force, in ms.
+   */
+  async slowDown(endpointId: string, ms: number): Promise<number> {
+    if (!Number.isFinite(ms) || ms <= 0) throw new RangeError(`slowDown needs a positive duration, got ${ms}`)
+    return this.#redis.slowDownWebhookEndpoint(this.#key(endpointId, 'pause'), Math.ceil(ms))
+  }
+
+  #key(endpointId: string, what: 'inflight' | 'rate' | 'pause'): string {
+    return `${this.#options.prefix}:webhooks:endpoint:${endpointId}:${what}`
+  }
+}
