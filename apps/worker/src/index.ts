@@ -17,6 +17,7 @@ import { OutboxRelay } from './outbox-relay.ts'
 import { createSandboxPlatform } from './platforms/sandbox.ts'
 import type { MessagingPlatform } from './platforms/types.ts'
 import { createWhatsAppCloudPlatform } from './platforms/whatsapp-cloud.ts'
+import { startWebhookRetention } from './webhooks/retention.ts'
 import { startWebhooksWorker, type WebhookResult } from './webhooks/worker.ts'
 import { startEmailWorker } from './workers/email.ts'
 import { type DeliveryResult, startMessagesWorker } from './workers/messages.ts'
@@ -160,6 +161,12 @@ export async function startWorker(
       },
       'webhooks worker started',
     )
+    const retention = startWebhookRetention({
+      db,
+      logger,
+      retentionMs: config.WEBHOOK_EVENT_RETENTION_DAYS * 24 * 3600 * 1000,
+    })
+    closers.unshift(() => retention.stop())
   }
 
   let relay: OutboxRelay | undefined

@@ -55,6 +55,7 @@ CREATE INDEX "webhook_attempts_endpoint_id_created_at_idx" ON "webhook_attempts"
 CREATE INDEX "webhook_attempts_event_id_idx" ON "webhook_attempts" USING btree ("event_id");--> statement-breakpoint
 CREATE INDEX "webhook_events_api_key_id_created_at_idx" ON "webhook_events" USING btree ("api_key_id","created_at");--> statement-breakpoint
 CREATE INDEX "webhook_events_message_id_sequence_idx" ON "webhook_events" USING btree ("message_id","sequence");--> statement-breakpoint
+CREATE INDEX "webhook_events_created_at_idx" ON "webhook_events" USING btree ("created_at");--> statement-breakpoint
 CREATE INDEX "messages_phone_sent_at_idx" ON "messages" USING btree ("phone","sent_at");--> statement-breakpoint
 -- Webhook events are written by triggers, in the transaction of the change they report: every
 -- path that moves a message (the worker's batched record, the platform's status webhook, later a

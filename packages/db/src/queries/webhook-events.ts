@@ -226,3 +226,19 @@ export async function listWebhookAttempts(db: Db, endpointId: string, query: Web
   ])
   return { rows, itemCount: total?.value ?? 0 }
 }
+
+/**
+ * Deletes up to `limit` webhook events recorded before `before` (their attempts go with them) and
+ * as many outbox rows dispatched before it, oldest first. Returns how many rows went, so a caller
+ * can repeat until nothing is left.
+ */
+export async function purgeWebhookHistory(db: Db, before: Date, limit: number): Promise<number> {
+  const cutoff = before.toISOString()
+  const events = await db.execute(sql`
+    delete from webhook_events where id in (
+      select id from webhook_events where created_at < ${cutoff}::timestamptz order by created_at limit ${limit})`)
+  const relayed = await db.execute(sql`
+    delete from outbox where id in (
+      select id from outbox where dispatched_at < ${cutoff}::timestamptz order by id limit ${limit})`)
+  return (events.count ?? 0) + (relayed.count ?? 0)
+}

@@ -28,6 +28,8 @@ export const webhookEvents = pgTable(
   (t) => [
     index('webhook_events_api_key_id_created_at_idx').on(t.apiKeyId, t.createdAt),
     index('webhook_events_message_id_sequence_idx').on(t.messageId, t.sequence),
+    // Old events are purged after the retention period, oldest first.
+    index('webhook_events_created_at_idx').on(t.createdAt),
   ],
 )
 
