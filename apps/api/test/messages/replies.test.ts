@@ -351,6 +351,19 @@ describe('replies: what the platform sends twice, or badly', () => {
     expect(app.logs.text()).not.toContain('private words')
   })
 
+  it('stores NUL and lone surrogates as U+FFFD, and keeps only the fields it reads', async () => {
+    const odd = reply(PHONES.gus, {
+      type: 'location',
+      location: { latitude: 1.5, longitude: 2.5, name: 'a\u0000b\ud800', extra: { deep: ['x'] } },
+    })
+    const unknown = reply(PHONES.gus, { type: 'order\u0000', order: { products: [{ a: '\u0000' }] } })
+    await deliver(app, NUMBER, odd, unknown)
+    expect((await viewOf(odd)).content).toEqual({
+      location: { latitude: 1.5, longitude: 2.5, name: 'a\uFFFDb\uFFFD' },
+    })
+    expect(await viewOf(unknown)).toMatchObject({ type: 'order\uFFFD', content: { unsupported: true } })
+  })
+
   it('applies the statuses and stores the replies of one delivery', async () => {
     const sent = await sendTo(acme, PHONES.hal)
     const answer = reply(PHONES.hal)
