@@ -1,5 +1,11 @@
-import type { ApiKeyAdminView, ApiKeySelf, MessageView } from '@dispatch/contracts'
-import type { ApiKeyRow, MessageRow } from '@dispatch/db'
+import type {
+  ApiKeyAdminView,
+  ApiKeySelf,
+  InboundContent,
+  InboundMessageView,
+  MessageView,
+} from '@dispatch/contracts'
+import type { ApiKeyRow, InboundMessageRow, MessageRow } from '@dispatch/db'
 
 export const toApiKeySelf = (row: ApiKeyRow): ApiKeySelf => ({
   id: row.id,
@@ -33,4 +39,17 @@ export const toMessageView = (row: MessageRow): MessageView => ({
   lastError: row.lastErrorCode ? { code: row.lastErrorCode, message: row.lastErrorMessage ?? '' } : null,
   createdAt: row.acceptedAt.toISOString(),
   updatedAt: row.updatedAt.toISOString(),
+})
+
+export const toInboundMessageView = (row: InboundMessageRow): InboundMessageView => ({
+  id: row.id,
+  platformMessageId: row.platformMessageId,
+  phoneNumberId: row.phoneNumberId,
+  phone: row.phone,
+  type: row.type,
+  content: row.content as InboundContent,
+  apiKeyId: row.apiKeyId,
+  inReplyTo: row.inReplyTo,
+  receivedAt: row.receivedAt.toISOString(),
+  createdAt: row.createdAt.toISOString(),
 })

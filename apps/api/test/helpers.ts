@@ -8,7 +8,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import type { DestinationStream } from 'pino'
 import Value from 'typebox/value'
 import { expect } from 'vitest'
-import { buildApp, createDeps, createLogger, parseApiConfig } from '../src/app.ts'
+import { type ApiDeps, buildApp, createDeps, createLogger, parseApiConfig } from '../src/app.ts'
 
 export const ADMIN = { ana: 'ana-token-0123456789abcdef', ops: 'ops-token-0123456789abcdef' }
 export const asAdmin = (token = ADMIN.ana) => ({ authorization: `Bearer ${token}` })
@@ -43,6 +43,8 @@ export async function buildTestApp(
   env: Record<string, string> = {},
   /** Extra routes a test adds before the app is ready (to exercise a plugin from the outside). */
   extend?: (app: FastifyInstance) => void,
+  /** Dependencies to replace, such as a clock set to another time. */
+  overrides: Partial<Pick<ApiDeps, 'clock'>> = {},
 ): Promise<TestApp> {
   const config = parseApiConfig({
     DATABASE_URL: world.databaseUrl,
@@ -54,7 +56,10 @@ export async function buildTestApp(
     ...env,
   })
   const logs = captureLogs()
-  const app = await buildApp(createDeps(config, { logger: createLogger(config, logs.stream) }))
+  const app = await buildApp({
+    ...createDeps(config, { logger: createLogger(config, logs.stream) }),
+    ...overrides,
+  })
   extend?.(app)
   await app.ready()
   return Object.assign(app, { logs })

@@ -160,6 +160,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/inbound-messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List replies (inbound messages), newest first; routed=false for the unroutable */
+        get: operations["listInboundMessages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/third-party/messages/send-text": {
         parameters: {
             query?: never;
@@ -250,7 +267,7 @@ export interface paths {
         /** WhatsApp webhook subscription handshake */
         get: operations["verifyWhatsAppWebhook"];
         put?: never;
-        /** WhatsApp webhook deliveries (message status changes) */
+        /** WhatsApp webhook deliveries (message status changes and replies) */
         post: operations["receiveWhatsAppWebhook"];
         delete?: never;
         options?: never;
@@ -1392,6 +1409,132 @@ export interface operations {
             };
         };
     };
+    listInboundMessages: {
+        parameters: {
+            query: {
+                order: "ASC" | "DESC";
+                page: number;
+                take: number;
+                q?: string;
+                tenantId?: string;
+                deleted?: "true" | "false";
+                itemCount?: number;
+                orderField: "receivedAt" | "createdAt";
+                /** @description true: routed to a key only; false: unroutable replies only */
+                routed?: boolean;
+                apiKeyId?: string;
+                phoneNumberId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        page: number;
+                        take: number;
+                        itemCount: number;
+                        pageCount: number;
+                        hasPreviousPage: boolean;
+                        hasNextPage: boolean;
+                        data: {
+                            /** Format: uuid */
+                            id: string;
+                            platformMessageId: string;
+                            phoneNumberId: string;
+                            phone: string;
+                            type: string;
+                            content: {
+                                text: string;
+                            } | {
+                                media: {
+                                    id: string;
+                                    mimeType: string;
+                                    sha256?: string;
+                                    caption?: string;
+                                    filename?: string;
+                                };
+                            } | {
+                                button: {
+                                    text: string;
+                                    payload: string;
+                                } | {
+                                    id: string;
+                                    title: string;
+                                };
+                            } | {
+                                listReply: {
+                                    id: string;
+                                    title: string;
+                                    description?: string;
+                                };
+                            } | {
+                                location: {
+                                    latitude: number;
+                                    longitude: number;
+                                    name?: string;
+                                    address?: string;
+                                };
+                            } | {
+                                reaction: {
+                                    emoji: string | null;
+                                    messageId: string;
+                                };
+                            } | {
+                                /** @enum {boolean} */
+                                unsupported: true;
+                            };
+                            apiKeyId: string | null;
+                            inReplyTo: string | null;
+                            /** Format: date-time */
+                            receivedAt: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
     sendTextMessage: {
         parameters: {
             query?: never;
@@ -2123,8 +2266,14 @@ export interface operations {
                         changes: {
                             field: string;
                             value: {
+                                /** @description `{phone_number_id, display_phone_number}`: the business number. Messages of a change without a phone_number_id are skipped and logged. */
+                                metadata?: unknown;
                                 /** @description Each item is checked against WhatsAppStatus; bad items are skipped and logged. */
                                 statuses?: unknown[];
+                                /** @description The senders of `messages[]` (profile name, wa_id). Not read. */
+                                contacts?: unknown[];
+                                /** @description Messages users sent to the business number. Each item is checked against WhatsAppInboundMessage; bad items are skipped and logged. */
+                                messages?: unknown[];
                             };
                         }[];
                     }[];

@@ -1,4 +1,4 @@
-import Type, { type Static } from 'typebox'
+import Type, { type Static, type TSchema } from 'typebox'
 
 /** The statuses a WhatsApp status webhook reports that move a message forward. */
 export const WHATSAPP_STATUSES = ['sent', 'delivered', 'read', 'failed'] as const
@@ -27,10 +27,75 @@ export const WhatsAppStatus = Type.Object({
 })
 export type WhatsAppStatus = Static<typeof WhatsAppStatus>
 
+/** A wamid: Meta's ids are short; a cap keeps a stored one within its unique index's row size. */
+const Wamid = Type.String({ minLength: 1, maxLength: 256 })
+const Str = Type.String()
+const Opt = <T extends TSchema>(schema: T) => Type.Optional(schema)
+
+/**
+ * One item of `messages[]` (a user's message to a business number), as Dispatch reads it: the
+ * fields every item has. The body under the item's `type` key is checked on its own against
+ * `WhatsAppInboundBodies` when Dispatch knows the type; other types are stored as unsupported.
+ * `from` is the user's phone number, digits only (E.164 without the `+`).
+ */
+export const WhatsAppInboundMessage = Type.Object({
+  id: Wamid,
+  from: Type.String({ pattern: '^[1-9][0-9]{7,14}$' }),
+  /** Unix seconds, as a string. */
+  timestamp: Type.String({ pattern: '^[0-9]{1,12}$' }),
+  type: Type.String({ minLength: 1, maxLength: 64 }),
+  /** Set when the user replied to (quoted) a message, or pressed a button on one: its wamid. */
+  context: Opt(Type.Object({ id: Opt(Wamid), from: Opt(Str) })),
+})
+export type WhatsAppInboundMessage = Static<typeof WhatsAppInboundMessage>
+
+/** A change's `metadata`, as read for its messages: the business number they were sent to. */
+export const WhatsAppMetadata = Type.Object({
+  phone_number_id: Type.String({ pattern: '^[0-9]{1,32}$' }),
+  display_phone_number: Opt(Str),
+})
+export type WhatsAppMetadata = Static<typeof WhatsAppMetadata>
+
+/** The message types whose body is a media object (`{id, mime_type, sha256, …}`). */
+export const WHATSAPP_MEDIA_TYPES = ['image', 'document', 'audio', 'video', 'sticker'] as const
+export type WhatsAppMediaType = (typeof WHATSAPP_MEDIA_TYPES)[number]
+
+const WhatsAppMedia = Type.Object({
+  id: Type.String({ minLength: 1 }),
+  mime_type: Str,
+  sha256: Opt(Str),
+  caption: Opt(Str),
+  filename: Opt(Str),
+})
+const Reply = Type.Object({ id: Str, title: Str, description: Opt(Str) })
+
+/** The body of each message type Dispatch normalizes, under the key named like the type. */
+export const WhatsAppInboundBodies = {
+  text: Type.Object({ body: Str }),
+  ...(Object.fromEntries(WHATSAPP_MEDIA_TYPES.map((type) => [type, WhatsAppMedia])) as Record<
+    WhatsAppMediaType,
+    typeof WhatsAppMedia
+  >),
+  /** A template's quick-reply button. */
+  button: Type.Object({ text: Str, payload: Str }),
+  /** `type` says which reply it carries; other kinds (flows' `nfm_reply`, …) are unsupported. */
+  interactive: Type.Object({ type: Str, button_reply: Opt(Reply), list_reply: Opt(Reply) }),
+  location: Type.Object({
+    latitude: Type.Number({ minimum: -90, maximum: 90 }),
+    longitude: Type.Number({ minimum: -180, maximum: 180 }),
+    name: Opt(Str),
+    address: Opt(Str),
+  }),
+  /** Without `emoji` when the user removed their reaction. */
+  reaction: Type.Object({ message_id: Wamid, emoji: Opt(Str) }),
+} as const
+export type WhatsAppInboundType = keyof typeof WhatsAppInboundBodies
+
 /**
  * The envelope of a delivery. A body that does not have this shape is refused with 400; the items
- * of `statuses[]` are left unchecked here because each is checked on its own against
- * `WhatsAppStatus`.
+ * of `statuses[]` and `messages[]` are left unchecked here because each is checked on its own
+ * (against `WhatsAppStatus`, `WhatsAppInboundMessage`), and so is `metadata`: a change whose
+ * business number is missing costs only its own messages, never the delivery.
  */
 export const WhatsAppWebhook = Type.Object({
   object: Type.String(),
@@ -41,9 +106,26 @@ export const WhatsAppWebhook = Type.Object({
         Type.Object({
           field: Type.String(),
           value: Type.Object({
+            metadata: Type.Optional(
+              Type.Unknown({
+                description:
+                  '`{phone_number_id, display_phone_number}`: the business number. Messages of a change without a phone_number_id are skipped and logged.',
+              }),
+            ),
             statuses: Type.Optional(
               Type.Array(Type.Unknown(), {
                 description: 'Each item is checked against WhatsAppStatus; bad items are skipped and logged.',
+              }),
+            ),
+            contacts: Type.Optional(
+              Type.Array(Type.Unknown(), {
+                description: 'The senders of `messages[]` (profile name, wa_id). Not read.',
+              }),
+            ),
+            messages: Type.Optional(
+              Type.Array(Type.Unknown(), {
+                description:
+                  'Messages users sent to the business number. Each item is checked against WhatsAppInboundMessage; bad items are skipped and logged.',
               }),
             ),
           }),

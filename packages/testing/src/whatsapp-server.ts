@@ -49,6 +49,35 @@ export const statusWebhook = (...statuses: Array<Record<string, unknown>>) => ({
   ],
 })
 
+/**
+ * A messages webhook as Meta sends it: one account entry, one `messages` change for the business
+ * number `phoneNumberId`, these messages from users, and a contact for each sender.
+ */
+export const messageWebhook = (phoneNumberId: string, ...messages: unknown[]) => ({
+  object: 'whatsapp_business_account',
+  entry: [
+    {
+      id: 'WABA_ID',
+      changes: [
+        {
+          field: 'messages',
+          value: {
+            messaging_product: 'whatsapp',
+            metadata: { display_phone_number: '15550001111', phone_number_id: phoneNumberId },
+            contacts: [...new Set(messages.map((m) => (m as { from?: unknown } | null)?.from))].map(
+              (from) => ({
+                profile: { name: 'A User' },
+                wa_id: from,
+              }),
+            ),
+            messages,
+          },
+        },
+      ],
+    },
+  ],
+})
+
 /** `X-Hub-Signature-256` of these exact bytes under the app secret. */
 export const signWebhook = (body: string, appSecret: string) =>
   `sha256=${createHmac('sha256', appSecret).update(body).digest('hex')}`

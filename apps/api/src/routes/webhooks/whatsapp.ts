@@ -1,10 +1,11 @@
 import { timingSafeEqual } from 'node:crypto'
 import { WhatsAppVerifyQuery, WhatsAppWebhook } from '@dispatch/contracts'
-import { applyPlatformStatus } from '@dispatch/db'
+import { applyPlatformStatus, recordInboundMessage } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError } from '../../errors.ts'
 import { errorResponses } from '../responses.ts'
 import { toStorableJson } from './platform-text.ts'
+import { readInboundMessages } from './whatsapp-messages.ts'
 import { signatureHeader, signatureMatches } from './whatsapp-signature.ts'
 import { readStatusUpdates } from './whatsapp-statuses.ts'
 
@@ -16,7 +17,8 @@ declare module 'fastify' {
 
 /**
  * The WhatsApp Cloud API's webhook: the subscription handshake (GET) and signed deliveries (POST)
- * whose status changes move messages forward. Each half is on only when its secret is configured.
+ * whose status changes move messages forward and whose messages are replies, stored and routed to
+ * the key whose conversation they belong to. Each half is on only when its secret is configured.
  */
 export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { config, db, clock } = app.deps
@@ -92,7 +94,7 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         operationId: 'receiveWhatsAppWebhook',
         tags: ['webhooks'],
-        summary: 'WhatsApp webhook deliveries (message status changes)',
+        summary: 'WhatsApp webhook deliveries (message status changes and replies)',
         // Authenticated by the body's X-Hub-Signature-256, not by a security scheme.
         security: [],
         body: WhatsAppWebhook,
@@ -103,7 +105,10 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const { updates, skipped } = readStatusUpdates(request.body, clock())
+      const now = clock()
+      const { updates, skipped: skippedStatuses } = readStatusUpdates(request.body, now)
+      const { messages, skipped: skippedMessages } = readInboundMessages(request.body, now)
+      const skipped = [...skippedStatuses, ...skippedMessages]
       if (skipped.length > 0) {
         // Positions and reasons only: item values may carry phone numbers (a wamid encodes one).
         request.log.warn(
@@ -115,9 +120,17 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       for (const update of updates) {
         if (await applyPlatformStatus(db, update)) applied++
       }
+      const replies = { routed: 0, unrouted: 0, duplicate: 0 }
+      for (const message of messages) {
+        const recorded = await recordInboundMessage(db, message)
+        if (recorded.outcome === 'duplicate') replies.duplicate++
+        else if (recorded.apiKeyId) replies.routed++
+        else replies.unrouted++
+      }
       // Skipped, unknown and stale items are acknowledged too: Meta retries anything but a 200 for days.
+      // Counts only: never a phone number or a reply's text.
       request.log.info(
-        { applied, ignored: updates.length - applied, skipped: skipped.length },
+        { applied, ignored: updates.length - applied, replies, skipped: skipped.length },
         'whatsapp webhook processed',
       )
       return { received: true }

@@ -1,0 +1,138 @@
+import {
+  type InboundContent,
+  WhatsAppInboundBodies,
+  WhatsAppInboundMessage,
+  type WhatsAppInboundType,
+  WhatsAppMetadata,
+  type WhatsAppWebhook,
+} from '@dispatch/contracts'
+import type { InboundMessage } from '@dispatch/db'
+import type { Static, TSchema } from 'typebox'
+import { Compile } from 'typebox/compile'
+import { type SkippedStatus, STATUS_TIME_AHEAD_MS, STATUS_TIME_BACK_MS } from './whatsapp-statuses.ts'
+
+type Bodies = typeof WhatsAppInboundBodies
+type Body<T extends WhatsAppInboundType> = Static<Bodies[T]>
+
+const isMessage = Compile(WhatsAppInboundMessage)
+const isMetadata = Compile(WhatsAppMetadata)
+// A Map, not an object: a `type` such as "constructor" or "__proto__" must not find anything.
+const bodyChecks = new Map(
+  Object.entries(WhatsAppInboundBodies).map(([type, schema]) => [type, Compile(schema as TSchema)]),
+)
+
+/** The object without its undefined values: optional fields are absent, not `undefined`, in JSON. */
+const defined = <T extends object>(value: T): T =>
+  Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T
+
+const media = (body: Body<'image'>): InboundContent => ({
+  media: defined({
+    id: body.id,
+    mimeType: body.mime_type,
+    sha256: body.sha256,
+    caption: body.caption,
+    filename: body.filename,
+  }),
+})
+
+/** Each known type's body, normalized; a string says why an item of that type is malformed. */
+const normalize: { [T in WhatsAppInboundType]: (body: Body<T>) => InboundContent | string } = {
+  text: (body) => ({ text: body.body }),
+  image: media,
+  document: media,
+  audio: media,
+  video: media,
+  sticker: media,
+  button: (body) => ({ button: { text: body.text, payload: body.payload } }),
+  interactive: (body) => {
+    if (body.type === 'button_reply') {
+      return body.button_reply
+        ? { button: { id: body.button_reply.id, title: body.button_reply.title } }
+        : '/interactive/button_reply is required'
+    }
+    if (body.type === 'list_reply') {
+      const reply = body.list_reply
+      return reply
+        ? { listReply: defined({ id: reply.id, title: reply.title, description: reply.description }) }
+        : '/interactive/list_reply is required'
+    }
+    return { unsupported: true }
+  },
+  location: (body) => ({
+    location: defined({
+      latitude: body.latitude,
+      longitude: body.longitude,
+      name: body.name,
+      address: body.address,
+    }),
+  }),
+  reaction: (body) => ({ reaction: { emoji: body.emoji ?? null, messageId: body.message_id } }),
+}
+
+/** The content of an item whose envelope is valid, or why its body is not. */
+function readContent(item: WhatsAppInboundMessage): InboundContent | string {
+  const check = bodyChecks.get(item.type)
+  // A type Dispatch does not read (contacts, order, system, unsupported…) is kept, not dropped.
+  if (!check) return { unsupported: true }
+  const body = (item as Record<string, unknown>)[item.type]
+  if (!check.Check(body)) {
+    const [problem] = check.Errors(body)
+    return `/${item.type}${problem?.instancePath ?? ''} ${problem?.message ?? 'is invalid'}`
+  }
+  return (normalize[item.type as WhatsAppInboundType] as (body: unknown) => InboundContent | string)(body)
+}
+
+/**
+ * The replies a delivery carries, each item checked on its own like the statuses: one bad item
+ * (missing id or sender, a time out of the window, a malformed body for its type, no business
+ * number on its change) is skipped and reported by position, the others are still read.
+ */
+export function readInboundMessages(
+  body: WhatsAppWebhook,
+  now: Date,
+): { messages: InboundMessage[]; skipped: SkippedStatus[] } {
+  const messages: InboundMessage[] = []
+  const skipped: SkippedStatus[] = []
+  body.entry.forEach((entry, e) => {
+    entry.changes.forEach((change, c) => {
+      const metadata = change.value.metadata
+      const phoneNumberId = isMetadata.Check(metadata) ? metadata.phone_number_id : undefined
+      change.value.messages?.forEach((item, m) => {
+        const at = `entry[${e}].changes[${c}].messages[${m}]`
+        if (!phoneNumberId) {
+          skipped.push({ at, reason: 'metadata.phone_number_id is missing or invalid' })
+          return
+        }
+        if (!isMessage.Check(item)) {
+          const [problem] = isMessage.Errors(item)
+          skipped.push({
+            at,
+            reason: `${problem?.instancePath || 'item'} ${problem?.message ?? 'is invalid'}`,
+          })
+          return
+        }
+        const time = new Date(Number(item.timestamp) * 1000)
+        const offset = time.getTime() - now.getTime()
+        if (offset > STATUS_TIME_AHEAD_MS || offset < -STATUS_TIME_BACK_MS) {
+          skipped.push({ at, reason: `/timestamp ${item.timestamp} is outside the accepted window` })
+          return
+        }
+        const content = readContent(item)
+        if (typeof content === 'string') {
+          skipped.push({ at, reason: content })
+          return
+        }
+        messages.push({
+          platformMessageId: item.id,
+          phoneNumberId,
+          phone: `+${item.from}`,
+          type: item.type,
+          content,
+          contextId: item.context?.id ?? null,
+          receivedAt: time,
+        })
+      })
+    })
+  })
+  return { messages, skipped }
+}
