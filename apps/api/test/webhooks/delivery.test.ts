@@ -2,6 +2,7 @@ import { WebhookAttemptList, type WebhookEndpointWithSecret } from '@dispatch/co
 import {
   type FakeWhatsApp,
   graphError,
+  messageWebhook,
   signWebhook as signMetaWebhook,
   startFakeWhatsApp,
   startWebhookReceiver,
@@ -194,6 +195,62 @@ describe('webhook events reach the sender, signed', () => {
       })
       expect(final.json.data).toMatchObject({ status: 'failed', error: { code: '131026', willRetry: false } })
       expect(events.map((e) => e.json.data.sequence)).toEqual([1, 2])
+    } finally {
+      await receiver.close()
+    }
+  })
+
+  it('a reply arrives as message.received, signed, quoting the message it answers', async () => {
+    const receiver = await startWebhookReceiver()
+    try {
+      const endpoint = await register(receiver, ['message.received'])
+      const messageId = await sendText(key.key, '+5511912345678', 'ticket-7')
+      const wamid = await wamidOf(messageId)
+      await waitFor(
+        async () =>
+          (
+            await app.inject({
+              method: 'GET',
+              url: `/api/third-party/messages/${messageId}`,
+              headers: { 'x-api-key': key.key },
+            })
+          ).json().status === 'sent',
+      )
+      const body = JSON.stringify(
+        messageWebhook(PHONE_NUMBER_ID, {
+          from: '5511912345678',
+          id: 'wamid.reply-to-ticket-7',
+          timestamp: String(Math.floor(Date.now() / 1000)),
+          type: 'text',
+          text: { body: 'Yes, Tuesday works' },
+          context: { from: '15550001111', id: wamid },
+        }),
+      )
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/webhooks/whatsapp',
+        headers: {
+          'content-type': 'application/json',
+          'x-hub-signature-256': signMetaWebhook(body, APP_SECRET),
+        },
+        payload: body,
+      })
+      expect(res.statusCode, res.body).toBe(200)
+      const event = await waitFor(() => receiver.received.find((r) => r.json.type === 'message.received'), {
+        what: 'message.received',
+      })
+      new Webhook(endpoint.secret).verify(event.body, event.headers as Record<string, string>)
+      expect(event.json.data).toMatchObject({
+        status: 'received',
+        sequence: 1,
+        phone: '+5511912345678',
+        phoneNumberId: PHONE_NUMBER_ID,
+        type: 'text',
+        text: 'Yes, Tuesday works',
+        inReplyTo: messageId,
+        clientReference: 'ticket-7',
+      })
+      expect(event.json.data.messageId).not.toBe(messageId)
     } finally {
       await receiver.close()
     }
