@@ -6,11 +6,50 @@
  *
  * With WHATSAPP_APP_SECRET set, it also plays Meta's webhooks: each accepted message is reported
  * `delivered`, then `read`, signed, to FAKE_WEBHOOK_URL (default: the local API's webhook).
+ *
+ * And it plays a customer answering, once, then exits:
+ *
+ *   pnpm fake:reply +5511987654321 "Tuesday works"   # a text from that phone to the business number
  */
 import { fakeWhatsAppEnv } from './env.ts'
-import { type CloudApiRequest, signWebhook, startFakeWhatsApp, statusWebhook } from './whatsapp-server.ts'
+import {
+  type CloudApiRequest,
+  messageWebhook,
+  signWebhook,
+  startFakeWhatsApp,
+  statusWebhook,
+} from './whatsapp-server.ts'
 
 const { port, webhookUrl, appSecret } = fakeWhatsAppEnv()
+/** The business number the fake plays, as the worker's WHATSAPP_PHONE_NUMBER_ID must say. */
+const PHONE_NUMBER_ID = process.env.WHATSAPP_PHONE_NUMBER_ID ?? '106540352242922'
+
+if (process.argv[2] === 'reply') {
+  const [phone, ...words] = process.argv.slice(3)
+  if (!phone || !/^\+?[1-9][0-9]{7,14}$/.test(phone) || words.length === 0 || !appSecret) {
+    console.error('usage: WHATSAPP_APP_SECRET=… pnpm fake:reply +5511987654321 "some text"')
+    process.exit(2)
+  }
+  const body = JSON.stringify(
+    messageWebhook(PHONE_NUMBER_ID, {
+      from: phone.replace(/^\+/, ''),
+      id: `wamid.reply.${Date.now()}`,
+      timestamp: String(Math.floor(Date.now() / 1000)),
+      type: 'text',
+      text: { body: words.join(' ') },
+    }),
+  )
+  const res = await fetch(webhookUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-hub-signature-256': signWebhook(body, appSecret) },
+    body,
+  }).catch((error: Error) => {
+    console.error(`could not reach ${webhookUrl}: ${error.message}`)
+    process.exit(1)
+  })
+  console.log(`reply from ${phone} to business number ${PHONE_NUMBER_ID} → ${res.status}`)
+  process.exit(res.ok ? 0 : 1)
+}
 
 async function report(request: CloudApiRequest, status: 'delivered' | 'read') {
   if (!appSecret) return
@@ -44,7 +83,7 @@ const fake = await startFakeWhatsApp({
   },
 })
 console.log(`Fake WhatsApp Cloud API on ${fake.url}. Run the worker with:
-  WHATSAPP_API_URL=${fake.url} WHATSAPP_ACCESS_TOKEN=fake-token WHATSAPP_PHONE_NUMBER_ID=106540352242922`)
+  WHATSAPP_API_URL=${fake.url} WHATSAPP_ACCESS_TOKEN=fake-token WHATSAPP_PHONE_NUMBER_ID=${PHONE_NUMBER_ID}`)
 console.log(
   appSecret
     ? `Reporting delivered/read to ${webhookUrl}, signed with WHATSAPP_APP_SECRET.`
