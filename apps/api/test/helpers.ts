@@ -1,7 +1,13 @@
 import { STATUS_CODES } from 'node:http'
 import { type ApiKeyCreated, ErrorBody, type MessageJob, QueueNames } from '@dispatch/contracts'
 import type { Sql } from '@dispatch/db'
-import { captureLogs, createTestDatabase, testQueuePrefix, testRedisUrl } from '@dispatch/testing'
+import {
+  captureLogs,
+  createTestDatabase,
+  signWebhook,
+  testQueuePrefix,
+  testRedisUrl,
+} from '@dispatch/testing'
 import { createWorkerLogger, parseWorkerConfig, type RunningWorker, startWorker } from '@dispatch/worker'
 import { Queue } from 'bullmq'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
@@ -200,4 +206,15 @@ export async function recordSentMessage(
     values (${accepted.messageId}, ${key.id}, 'text', '+5511987654321', ${world.sql.json({ text: 'hi' })}, 'sent', 1,
             ${platformMessageId}, ${accepted.createdAt}, now())`
   return accepted.messageId as string
+}
+
+/** Signs the exact bytes under the app secret and posts them to the platform's webhook, as Meta does. */
+export function postPlatformWebhook(app: FastifyInstance, body: object, appSecret: string) {
+  const bytes = JSON.stringify(body)
+  return app.inject({
+    method: 'POST',
+    url: '/api/webhooks/whatsapp',
+    headers: { 'content-type': 'application/json', 'x-hub-signature-256': signWebhook(bytes, appSecret) },
+    payload: bytes,
+  })
 }

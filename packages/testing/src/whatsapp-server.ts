@@ -29,31 +29,8 @@ export const graphError = (code: number, message: string, status = 400): Scripte
   body: { error: { message, type: 'OAuthException', code, error_subcode: 2494010, fbtrace_id: 'AbCdEf123' } },
 })
 
-/** A status webhook as Meta sends it: one account entry, one `messages` change, these statuses. */
-export const statusWebhook = (...statuses: Array<Record<string, unknown>>) => ({
-  object: 'whatsapp_business_account',
-  entry: [
-    {
-      id: 'WABA_ID',
-      changes: [
-        {
-          field: 'messages',
-          value: {
-            messaging_product: 'whatsapp',
-            metadata: { display_phone_number: '15550001111', phone_number_id: '106540352242922' },
-            statuses,
-          },
-        },
-      ],
-    },
-  ],
-})
-
-/**
- * A messages webhook as Meta sends it: one account entry, one `messages` change for the business
- * number `phoneNumberId`, these messages from users, and a contact for each sender.
- */
-export const messageWebhook = (phoneNumberId: string, ...messages: unknown[]) => ({
+/** A webhook as Meta sends it: one account entry, one `messages` change of this value. */
+const changeWebhook = (phoneNumberId: string, value: Record<string, unknown>) => ({
   object: 'whatsapp_business_account',
   entry: [
     {
@@ -64,19 +41,30 @@ export const messageWebhook = (phoneNumberId: string, ...messages: unknown[]) =>
           value: {
             messaging_product: 'whatsapp',
             metadata: { display_phone_number: '15550001111', phone_number_id: phoneNumberId },
-            contacts: [...new Set(messages.map((m) => (m as { from?: unknown } | null)?.from))].map(
-              (from) => ({
-                profile: { name: 'A User' },
-                wa_id: from,
-              }),
-            ),
-            messages,
+            ...value,
           },
         },
       ],
     },
   ],
 })
+
+/** A status webhook as Meta sends it, for the business number the tests use: these statuses. */
+export const statusWebhook = (...statuses: Array<Record<string, unknown>>) =>
+  changeWebhook('106540352242922', { statuses })
+
+/**
+ * A messages webhook as Meta sends it, for the business number `phoneNumberId`: these messages
+ * from users, and a contact for each sender.
+ */
+export const messageWebhook = (phoneNumberId: string, ...messages: unknown[]) =>
+  changeWebhook(phoneNumberId, {
+    contacts: [...new Set(messages.map((m) => (m as { from?: unknown } | null)?.from))].map((from) => ({
+      profile: { name: 'A User' },
+      wa_id: from,
+    })),
+    messages,
+  })
 
 /** `X-Hub-Signature-256` of these exact bytes under the app secret. */
 export const signWebhook = (body: string, appSecret: string) =>

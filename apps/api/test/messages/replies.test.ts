@@ -1,5 +1,5 @@
 import { InboundMessageList, type InboundMessageView, type MessageView } from '@dispatch/contracts'
-import { type FakeWhatsApp, messageWebhook, signWebhook, startFakeWhatsApp, waitFor } from '@dispatch/testing'
+import { type FakeWhatsApp, messageWebhook, startFakeWhatsApp, waitFor } from '@dispatch/testing'
 import type { RunningWorker } from '@dispatch/worker'
 import Value from 'typebox/value'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -8,6 +8,7 @@ import {
   asAdmin,
   buildTestApp,
   createWorld,
+  postPlatformWebhook,
   SEND_SCOPES,
   send,
   startTestWorker,
@@ -111,13 +112,7 @@ type Reply = ReturnType<typeof reply>
 
 /** Signs and posts the exact bytes, as Meta would. */
 async function post(on: TestApp, body: object) {
-  const bytes = JSON.stringify(body)
-  const res = await on.inject({
-    method: 'POST',
-    url: '/api/webhooks/whatsapp',
-    headers: { 'content-type': 'application/json', 'x-hub-signature-256': signWebhook(bytes, APP_SECRET) },
-    payload: bytes,
-  })
+  const res = await postPlatformWebhook(on, body, APP_SECRET)
   expect(res.statusCode, res.body).toBe(200)
   expect(res.json()).toEqual({ received: true })
 }

@@ -3,7 +3,6 @@ import {
   type FakeWhatsApp,
   graphError,
   messageWebhook,
-  signWebhook as signMetaWebhook,
   startFakeWhatsApp,
   startWebhookReceiver,
   statusWebhook,
@@ -19,6 +18,7 @@ import {
   buildTestApp,
   createWorld,
   expectError,
+  postPlatformWebhook,
   SEND_SCOPES,
   send,
   startTestWorker,
@@ -93,20 +93,13 @@ const wamidOf = (messageId: string) =>
   )
 
 async function reportStatus(wamid: string, status: 'delivered' | 'read') {
-  const body = JSON.stringify(
-    statusWebhook({
-      id: wamid,
-      status,
-      timestamp: String(Math.floor(Date.now() / 1000)),
-      recipient_id: '5511987654321',
-    }),
-  )
-  const res = await app.inject({
-    method: 'POST',
-    url: '/api/webhooks/whatsapp',
-    headers: { 'content-type': 'application/json', 'x-hub-signature-256': signMetaWebhook(body, APP_SECRET) },
-    payload: body,
+  const body = statusWebhook({
+    id: wamid,
+    status,
+    timestamp: String(Math.floor(Date.now() / 1000)),
+    recipient_id: '5511987654321',
   })
+  const res = await postPlatformWebhook(app, body, APP_SECRET)
   expect(res.statusCode, res.body).toBe(200)
 }
 
@@ -216,25 +209,15 @@ describe('webhook events reach the sender, signed', () => {
             })
           ).json().status === 'sent',
       )
-      const body = JSON.stringify(
-        messageWebhook(PHONE_NUMBER_ID, {
-          from: '5511912345678',
-          id: 'wamid.reply-to-ticket-7',
-          timestamp: String(Math.floor(Date.now() / 1000)),
-          type: 'text',
-          text: { body: 'Yes, Tuesday works' },
-          context: { from: '15550001111', id: wamid },
-        }),
-      )
-      const res = await app.inject({
-        method: 'POST',
-        url: '/api/webhooks/whatsapp',
-        headers: {
-          'content-type': 'application/json',
-          'x-hub-signature-256': signMetaWebhook(body, APP_SECRET),
-        },
-        payload: body,
+      const body = messageWebhook(PHONE_NUMBER_ID, {
+        from: '5511912345678',
+        id: 'wamid.reply-to-ticket-7',
+        timestamp: String(Math.floor(Date.now() / 1000)),
+        type: 'text',
+        text: { body: 'Yes, Tuesday works' },
+        context: { from: '15550001111', id: wamid },
       })
+      const res = await postPlatformWebhook(app, body, APP_SECRET)
       expect(res.statusCode, res.body).toBe(200)
       const event = await waitFor(() => receiver.received.find((r) => r.json.type === 'message.received'), {
         what: 'message.received',

@@ -26,7 +26,7 @@ import {
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError } from '../../errors.ts'
 import { errorResponses } from '../responses.ts'
-import { checkId, notFound } from './webhook-endpoints.ts'
+import { checkId, notFound, oneErrors } from './webhook-endpoints.ts'
 
 /** Events are replayed in pages of this many, each page one `addBulk`. */
 const REPLAY_PAGE = 1000
@@ -48,13 +48,7 @@ const toView = ({ attempt: a, eventType }: { attempt: WebhookAttemptRow; eventTy
 
 const tags = ['webhooks']
 const security = [{ apiKey: [] }]
-const keyErrors = errorResponses(
-  'API_KEY_MISSING',
-  'API_KEY_INVALID',
-  'API_KEY_NOT_ACTIVE',
-  'INSUFFICIENT_SCOPE',
-  'NOT_FOUND',
-)
+const keyErrors = oneErrors
 const description =
   'Requires the `manage:webhooks` scope. A key sees only its own endpoints and events; ' +
   "another key's are a 404."

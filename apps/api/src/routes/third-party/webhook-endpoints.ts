@@ -61,7 +61,7 @@ const keyErrors = errorResponses(
   'API_KEY_NOT_ACTIVE',
   'INSUFFICIENT_SCOPE',
 )
-const oneErrors = { ...keyErrors, ...errorResponses('NOT_FOUND') }
+export const oneErrors = { ...keyErrors, ...errorResponses('NOT_FOUND') }
 const description =
   'Requires the `manage:webhooks` scope. A key sees and changes only its own endpoints; ' +
   "another key's endpoint is a 404."

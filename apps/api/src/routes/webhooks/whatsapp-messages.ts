@@ -9,7 +9,7 @@ import {
 import type { InboundMessage } from '@dispatch/db'
 import type { Static, TSchema } from 'typebox'
 import { Compile } from 'typebox/compile'
-import { type SkippedStatus, STATUS_TIME_AHEAD_MS, STATUS_TIME_BACK_MS } from './whatsapp-statuses.ts'
+import { judgeItem, type SkippedStatus } from './whatsapp-statuses.ts'
 
 type Bodies = typeof WhatsAppInboundBodies
 type Body<T extends WhatsAppInboundType> = Static<Bodies[T]>
@@ -97,26 +97,18 @@ export function readInboundMessages(
     entry.changes.forEach((change, c) => {
       const metadata = change.value.metadata
       const phoneNumberId = isMetadata.Check(metadata) ? metadata.phone_number_id : undefined
-      change.value.messages?.forEach((item, m) => {
+      change.value.messages?.forEach((raw, m) => {
         const at = `entry[${e}].changes[${c}].messages[${m}]`
         if (!phoneNumberId) {
           skipped.push({ at, reason: 'metadata.phone_number_id is missing or invalid' })
           return
         }
-        if (!isMessage.Check(item)) {
-          const [problem] = isMessage.Errors(item)
-          skipped.push({
-            at,
-            reason: `${problem?.instancePath || 'item'} ${problem?.message ?? 'is invalid'}`,
-          })
+        const judged = judgeItem(isMessage, raw, now)
+        if ('reason' in judged) {
+          skipped.push({ at, reason: judged.reason })
           return
         }
-        const time = new Date(Number(item.timestamp) * 1000)
-        const offset = time.getTime() - now.getTime()
-        if (offset > STATUS_TIME_AHEAD_MS || offset < -STATUS_TIME_BACK_MS) {
-          skipped.push({ at, reason: `/timestamp ${item.timestamp} is outside the accepted window` })
-          return
-        }
+        const { item, time } = judged
         const content = readContent(item)
         if (typeof content === 'string') {
           skipped.push({ at, reason: content })

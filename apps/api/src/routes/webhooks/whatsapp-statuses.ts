@@ -18,6 +18,33 @@ export interface SkippedStatus {
   reason: string
 }
 
+/** The compiled check of one item's contract. */
+interface ItemCheck<T> {
+  Check(value: unknown): value is T
+  Errors(value: unknown): Iterable<{ instancePath?: string; message?: string }>
+}
+
+/**
+ * Judges one platform item on its own: its shape against `check`, then its time against the
+ * window. Answers the item and its time, or the reason to skip it (the rule broken, never a value).
+ */
+export function judgeItem<T extends { timestamp: string }>(
+  check: ItemCheck<T>,
+  item: unknown,
+  now: Date,
+): { item: T; time: Date } | { reason: string } {
+  if (!check.Check(item)) {
+    const [problem] = check.Errors(item)
+    return { reason: `${problem?.instancePath || 'item'} ${problem?.message ?? 'is invalid'}` }
+  }
+  const time = new Date(Number(item.timestamp) * 1000)
+  const offset = time.getTime() - now.getTime()
+  if (offset > STATUS_TIME_AHEAD_MS || offset < -STATUS_TIME_BACK_MS) {
+    return { reason: `/timestamp ${item.timestamp} is outside the accepted window` }
+  }
+  return { item, time }
+}
+
 /**
  * The updates a delivery carries, each item checked on its own: one bad item (wrong type, missing
  * id, unknown status, time out of the window) is skipped and reported, the others still apply.
@@ -30,22 +57,14 @@ export function readStatusUpdates(
   const skipped: SkippedStatus[] = []
   body.entry.forEach((entry, e) => {
     entry.changes.forEach((change, c) => {
-      change.value.statuses?.forEach((item, s) => {
+      change.value.statuses?.forEach((raw, s) => {
         const at = `entry[${e}].changes[${c}].statuses[${s}]`
-        if (!isStatus.Check(item)) {
-          const [problem] = isStatus.Errors(item)
-          skipped.push({
-            at,
-            reason: `${problem?.instancePath || 'item'} ${problem?.message ?? 'is invalid'}`,
-          })
+        const judged = judgeItem(isStatus, raw, now)
+        if ('reason' in judged) {
+          skipped.push({ at, reason: judged.reason })
           return
         }
-        const time = new Date(Number(item.timestamp) * 1000)
-        const offset = time.getTime() - now.getTime()
-        if (offset > STATUS_TIME_AHEAD_MS || offset < -STATUS_TIME_BACK_MS) {
-          skipped.push({ at, reason: `/timestamp ${item.timestamp} is outside the accepted window` })
-          return
-        }
+        const { item, time } = judged
         const error = item.errors?.[0]
         updates.push({
           platformMessageId: item.id,
