@@ -2129,7 +2129,7 @@ export interface operations {
                         type: "text" | "template" | "image";
                         phone: string;
                         /** @enum {unknown} */
-                        status: "queued" | "sending" | "sent" | "delivered" | "read" | "failed";
+                        status: "scheduled" | "queued" | "sending" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled";
                         attempts: number;
                         clientReference: string | null;
                         platformMessageId: string | null;
@@ -4444,7 +4444,7 @@ export interface operations {
                             /** Format: uuid */
                             id: string;
                             url: string;
-                            events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received")[];
+                            events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled")[];
                             description: string | null;
                             enabled: boolean;
                             disabledReason: ("gone" | "failing") | null;
@@ -4519,7 +4519,7 @@ export interface operations {
             content: {
                 "application/json": {
                     url: string;
-                    events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received")[];
+                    events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled")[];
                     description?: string;
                 };
             };
@@ -4535,7 +4535,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -4620,7 +4620,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -4764,7 +4764,7 @@ export interface operations {
             content: {
                 "application/json": {
                     url?: string;
-                    events?: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received")[];
+                    events?: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled")[];
                     enabled?: boolean;
                 };
             };
@@ -4780,7 +4780,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -4880,7 +4880,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;

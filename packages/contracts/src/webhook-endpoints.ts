@@ -8,6 +8,8 @@ export const WEBHOOK_EVENT_TYPES = [
   'message.read',
   'message.failed',
   'message.received',
+  'message.expired',
+  'message.canceled',
 ] as const
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number]
 export type WebhookEndpointEvents = WebhookEventType[]

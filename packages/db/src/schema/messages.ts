@@ -28,11 +28,19 @@ export const messages = pgTable(
     platformMessageId: text(),
     lastErrorCode: text(),
     lastErrorMessage: text(),
+    /** The batch it came in (`POST /messages/batch`), if any. */
+    batchId: uuid(),
     acceptedAt: timestamp({ withTimezone: true }).notNull(),
+    /** When it is due, for a scheduled message. */
+    sendAt: timestamp({ withTimezone: true }),
+    /** Not handed to the platform by then, it is never sent: `expired`. */
+    expiresAt: timestamp({ withTimezone: true }),
     sentAt: timestamp({ withTimezone: true }),
     deliveredAt: timestamp({ withTimezone: true }),
     readAt: timestamp({ withTimezone: true }),
     failedAt: timestamp({ withTimezone: true }),
+    expiredAt: timestamp({ withTimezone: true }),
+    canceledAt: timestamp({ withTimezone: true }),
     updatedAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
@@ -42,6 +50,7 @@ export const messages = pgTable(
     index('messages_api_key_accepted_at_idx').on(t.apiKeyId, t.acceptedAt),
     // A reply goes to the key that last sent to its number: the newest sent message per phone.
     index('messages_phone_sent_at_idx').on(t.phone, t.sentAt),
+    index('messages_api_key_batch_idx').on(t.apiKeyId, t.batchId).where(sql`${t.batchId} is not null`),
   ],
 )
 
