@@ -25,6 +25,12 @@ const ApiEnv = Type.Object({
   SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, default: 10_000 }),
   /** Send requests per second per API key, across every API instance. */
   MESSAGE_RATE_PER_SECOND: Type.Integer({ minimum: 1, default: 100 }),
+  /** How long a message may wait to be handed to the platform, unless its send says otherwise. */
+  MESSAGE_VALIDITY_SECONDS: Type.Integer({ minimum: 1, maximum: 86_400, default: 14_400 }),
+  /** The shortest `validitySeconds` a send may ask (lowered in tests). */
+  MESSAGE_VALIDITY_MIN_SECONDS: Type.Integer({ minimum: 1, maximum: 86_400, default: 60 }),
+  /** How far ahead a `sendAt` must be at least (lowered in tests); at most 35 days. */
+  SCHEDULE_MIN_AHEAD_SECONDS: Type.Integer({ minimum: 0, maximum: 86_400, default: 60 }),
   /** How long an Idempotency-Key is remembered. */
   IDEMPOTENCY_TTL_SECONDS: Type.Integer({ minimum: 60, default: 24 * 3600 }),
   /** The platform webhook: the token Meta echoes in the subscription handshake, and the app secret

@@ -3,6 +3,8 @@ import type { Queue } from 'bullmq'
 
 interface Pending {
   job: MessageJob
+  /** How long the queue holds it back: a scheduled message's wait until its `sendAt`. */
+  delayMs: number
   resolve(): void
   reject(error: unknown): void
 }
@@ -21,9 +23,9 @@ export class MessageEnqueuer {
     this.#queue = queue
   }
 
-  add(job: MessageJob): Promise<void> {
+  add(job: MessageJob, delayMs = 0): Promise<void> {
     return new Promise((resolve, reject) => {
-      if (this.#pending.push({ job, resolve, reject }) === 1) setImmediate(() => this.#flush())
+      if (this.#pending.push({ job, delayMs, resolve, reject }) === 1) setImmediate(() => this.#flush())
     })
   }
 
@@ -32,10 +34,10 @@ export class MessageEnqueuer {
     this.#pending = []
     try {
       await this.#queue.addBulk(
-        batch.map(({ job }) => ({
+        batch.map(({ job, delayMs }) => ({
           name: job.message.type,
           data: job,
-          opts: { ...MESSAGE_JOB_OPTIONS, jobId: job.messageId },
+          opts: { ...MESSAGE_JOB_OPTIONS, jobId: job.messageId, ...(delayMs > 0 ? { delay: delayMs } : {}) },
         })),
       )
       for (const pending of batch) pending.resolve()

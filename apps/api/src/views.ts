@@ -37,6 +37,9 @@ export const toMessageView = (row: MessageRow): MessageView => ({
   clientReference: row.clientReference,
   platformMessageId: row.platformMessageId,
   lastError: row.lastErrorCode ? { code: row.lastErrorCode, message: row.lastErrorMessage ?? '' } : null,
+  batchId: row.batchId,
+  sendAt: row.sendAt?.toISOString() ?? null,
+  expiresAt: row.expiresAt?.toISOString() ?? null,
   createdAt: row.acceptedAt.toISOString(),
   updatedAt: row.updatedAt.toISOString(),
 })

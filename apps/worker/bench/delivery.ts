@@ -96,6 +96,7 @@ const deliveryRun = () =>
       sql,
       platform: createSandboxPlatform({ latencyMs: 0, failureRate: 0, phoneNumberId: '100000000000001' }),
       logger,
+      claims: connection(),
       connection: connection(),
       prefix: world.queuePrefix,
       concurrency,

@@ -116,6 +116,7 @@ export async function startWorker(
       sql,
       platform,
       logger,
+      claims: redisClient({ blocking: false }, 'messages-claims'),
       connection: redisClient({ blocking: true }, 'messages-worker'),
       prefix: config.QUEUE_PREFIX,
       concurrency: config.MESSAGES_CONCURRENCY,

@@ -188,7 +188,7 @@ export interface paths {
         put?: never;
         /**
          * Send a free-text message
-         * @description Requires the `send:free-text` scope. 202 means the message is queued for delivery.
+         * @description Requires the `send:free-text` scope. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
          */
         post: operations["sendTextMessage"];
         delete?: never;
@@ -208,7 +208,7 @@ export interface paths {
         put?: never;
         /**
          * Send an approved template message
-         * @description Requires the `send:template` scope. 202 means the message is queued for delivery.
+         * @description Requires the `send:template` scope. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
          */
         post: operations["sendTemplateMessage"];
         delete?: never;
@@ -228,7 +228,7 @@ export interface paths {
         put?: never;
         /**
          * Send an image message
-         * @description Requires the `send:image` scope. 202 means the message is queued for delivery.
+         * @description Requires the `send:image` scope. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
          */
         post: operations["sendImageMessage"];
         delete?: never;
@@ -251,6 +251,26 @@ export interface paths {
         get: operations["getMessage"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/third-party/messages/{messageId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a queued or scheduled message
+         * @description Requires the send scope of the message's type (or `send:*`). A message a worker has taken (`sending` or later) is `409 INVALID_STATE_TRANSITION`. Canceling a canceled message answers it again.
+         */
+        post: operations["cancelMessage"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1550,6 +1570,13 @@ export interface operations {
                     text: string;
                     /** @description Your own reference for this message, returned with its status */
                     clientReference?: string;
+                    /**
+                     * Format: date-time
+                     * @description Send later: at least 1 minute and at most 35 days ahead
+                     */
+                    sendAt?: string;
+                    /** @description Never send it later than this many seconds after it is due: 60 to 86400 (default 14400) */
+                    validitySeconds?: number;
                 };
             };
         };
@@ -1563,8 +1590,8 @@ export interface operations {
                     "application/json": {
                         /** Format: uuid */
                         messageId: string;
-                        /** @enum {string} */
-                        status: "queued";
+                        /** @enum {unknown} */
+                        status: "queued" | "scheduled";
                         /** @enum {unknown} */
                         type: "text" | "template" | "image";
                         phone: string;
@@ -1749,6 +1776,13 @@ export interface operations {
                     }[];
                     /** @description Your own reference for this message, returned with its status */
                     clientReference?: string;
+                    /**
+                     * Format: date-time
+                     * @description Send later: at least 1 minute and at most 35 days ahead
+                     */
+                    sendAt?: string;
+                    /** @description Never send it later than this many seconds after it is due: 60 to 86400 (default 14400) */
+                    validitySeconds?: number;
                 };
             };
         };
@@ -1762,8 +1796,8 @@ export interface operations {
                     "application/json": {
                         /** Format: uuid */
                         messageId: string;
-                        /** @enum {string} */
-                        status: "queued";
+                        /** @enum {unknown} */
+                        status: "queued" | "scheduled";
                         /** @enum {unknown} */
                         type: "text" | "template" | "image";
                         phone: string;
@@ -1936,6 +1970,13 @@ export interface operations {
                     };
                     /** @description Your own reference for this message, returned with its status */
                     clientReference?: string;
+                    /**
+                     * Format: date-time
+                     * @description Send later: at least 1 minute and at most 35 days ahead
+                     */
+                    sendAt?: string;
+                    /** @description Never send it later than this many seconds after it is due: 60 to 86400 (default 14400) */
+                    validitySeconds?: number;
                 };
             };
         };
@@ -1949,8 +1990,8 @@ export interface operations {
                     "application/json": {
                         /** Format: uuid */
                         messageId: string;
-                        /** @enum {string} */
-                        status: "queued";
+                        /** @enum {unknown} */
+                        status: "queued" | "scheduled";
                         /** @enum {unknown} */
                         type: "text" | "template" | "image";
                         phone: string;
@@ -2137,6 +2178,9 @@ export interface operations {
                             code: string;
                             message: string;
                         } | null;
+                        batchId: string | null;
+                        sendAt: string | null;
+                        expiresAt: string | null;
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -2178,6 +2222,130 @@ export interface operations {
             };
             /** @description The error body every failure answers with */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    cancelMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                messageId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        messageId: string;
+                        /** @enum {unknown} */
+                        type: "text" | "template" | "image";
+                        phone: string;
+                        /** @enum {unknown} */
+                        status: "scheduled" | "queued" | "sending" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled";
+                        attempts: number;
+                        clientReference: string | null;
+                        platformMessageId: string | null;
+                        lastError: {
+                            code: string;
+                            message: string;
+                        } | null;
+                        batchId: string | null;
+                        sendAt: string | null;
+                        expiresAt: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -45,8 +45,33 @@ export const ClientReference = Type.String({
   description: 'Your own reference for this message, returned with its status',
 })
 
+/**
+ * When a message is due: ISO 8601 with an offset, at least a minute (`SCHEDULE_MIN_AHEAD_SECONDS`)
+ * and at most 35 days ahead (checked by the API against its clock).
+ */
+export const SendAt = Type.String({
+  format: 'date-time',
+  description: 'Send later: at least 1 minute and at most 35 days ahead',
+})
+
+/** How long a message may wait to be handed to the platform before it expires instead. */
+export const ValiditySeconds = Type.Integer({
+  // The API holds it to at least MESSAGE_VALIDITY_MIN_SECONDS (60) against its configuration.
+  minimum: 1,
+  maximum: 86_400,
+  description: 'Never send it later than this many seconds after it is due: 60 to 86400 (default 14400)',
+})
+
+/** What every send takes beside the message itself; none of it reaches the platform. */
+export const deliveryOptions = {
+  clientReference: Type.Optional(ClientReference),
+  sendAt: Type.Optional(SendAt),
+  validitySeconds: Type.Optional(ValiditySeconds),
+}
+export const DELIVERY_OPTION_KEYS = ['clientReference', 'sendAt', 'validitySeconds'] as const
+
 export const SendTextBody = Type.Object(
-  { phone: Phone, text: NonBlank(4096), clientReference: Type.Optional(ClientReference) },
+  { phone: Phone, text: NonBlank(4096), ...deliveryOptions },
   { additionalProperties: false },
 )
 export type SendTextBody = Static<typeof SendTextBody>
@@ -83,7 +108,7 @@ export const SendTemplateBody = Type.Object(
     ),
     headerVariables: Type.Optional(Type.Array(HeaderVariable, { maxItems: 10 })),
     buttonVariables: Type.Optional(Type.Array(ButtonVariable, { maxItems: 10 })),
-    clientReference: Type.Optional(ClientReference),
+    ...deliveryOptions,
   },
   { additionalProperties: false },
 )
@@ -99,7 +124,7 @@ export const SendImageBody = Type.Object(
       },
       { additionalProperties: false },
     ),
-    clientReference: Type.Optional(ClientReference),
+    ...deliveryOptions,
   },
   { additionalProperties: false },
 )
@@ -111,7 +136,8 @@ const MessageId = Type.String({ format: 'uuid' })
 /** 202: the message is in the queue. */
 export const MessageAccepted = Type.Object({
   messageId: MessageId,
-  status: Type.Literal('queued'),
+  /** `scheduled` when it has a `sendAt`. */
+  status: Type.Enum(['queued', 'scheduled']),
   type: Type.Enum(MESSAGE_TYPES),
   phone: Type.String(),
   createdAt: DateTime,
@@ -131,6 +157,9 @@ export const MessageView = Type.Object({
   clientReference: Type.Union([Type.String(), Type.Null()]),
   platformMessageId: Type.Union([Type.String(), Type.Null()]),
   lastError: Type.Union([MessageError, Type.Null()]),
+  batchId: Type.Union([MessageId, Type.Null()]),
+  sendAt: Type.Union([DateTime, Type.Null()]),
+  expiresAt: Type.Union([DateTime, Type.Null()]),
   createdAt: DateTime,
   updatedAt: DateTime,
 })
@@ -148,6 +177,12 @@ export const MessageJob = Type.Object(
     apiKeyId: Type.String({ format: 'uuid' }),
     acceptedAt: DateTime,
     clientReference: Type.Optional(ClientReference),
+    /** The batch it came in. */
+    batchId: Type.Optional(MessageId),
+    /** Set for a scheduled message: the job is delayed until then. */
+    sendAt: Type.Optional(DateTime),
+    /** Not handed to the platform by then, it expires (absent on jobs queued before expiry existed). */
+    expiresAt: Type.Optional(DateTime),
     message: Type.Union([
       Type.Object({ type: Type.Literal('text'), body: SendTextBody }, { additionalProperties: false }),
       Type.Object(

@@ -54,6 +54,8 @@ describe.each(PATHS)('POST /api/third-party/messages/%s', (path) => {
       messageId: body.messageId,
       apiKeyId: expect.any(String),
       acceptedAt: body.createdAt,
+      // The default validity (MESSAGE_VALIDITY_SECONDS, 4 hours) from acceptance.
+      expiresAt: new Date(Date.parse(body.createdAt) + 4 * 3600 * 1000).toISOString(),
       message: { type: TYPES[path], body: validSends[path] },
     })
     expect(job?.opts.attempts).toBeGreaterThan(1)

@@ -54,6 +54,9 @@ describe('GET /api/third-party/messages/:messageId', () => {
       clientReference: null,
       platformMessageId: null,
       lastError: null,
+      batchId: null,
+      sendAt: null,
+      expiresAt: new Date(Date.parse(accepted.createdAt) + 4 * 3600 * 1000).toISOString(),
       createdAt: accepted.createdAt,
       updatedAt: expect.any(String),
     })

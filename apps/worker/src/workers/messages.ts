@@ -1,4 +1,10 @@
-import { MessageJob, QueueNames } from '@dispatch/contracts'
+import {
+  MessageJob,
+  messageClaimKey,
+  messageClaimTtlMs,
+  QueueNames,
+  WORKER_CLAIM_SCRIPT,
+} from '@dispatch/contracts'
 import { type Db, type DeliveryOutcome, findPlatformMessageId, type Sql } from '@dispatch/db'
 import { type Job, UnrecoverableError, Worker } from 'bullmq'
 import type { Redis } from 'ioredis'
@@ -7,12 +13,13 @@ import { Compile } from 'typebox/compile'
 import { DeliveryRecorder } from '../delivery-recorder.ts'
 import { type MessagingPlatform, PlatformError } from '../platforms/types.ts'
 
-export interface DeliveryResult {
-  platformMessageId: string
-}
+/** What a job ends with: the platform's id, or why it was never sent. */
+export type DeliveryResult = { platformMessageId: string } | { outcome: 'expired' | 'canceled' }
 
 export interface MessagesWorkerOptions {
   db: Db
+  /** A non-blocking connection, for the message claims that settle a race with a cancel. */
+  claims: Redis
   /** The driver itself, for the batched outcome writes. */
   sql: Sql
   platform: MessagingPlatform
@@ -48,14 +55,16 @@ const asPlatformError = (error: unknown) =>
 export async function deliverMessage(
   job: Job<MessageJob, DeliveryResult>,
   worker: Worker<MessageJob, DeliveryResult>,
-  deps: Pick<MessagesWorkerOptions, 'db' | 'platform' | 'logger'> & { recorder: DeliveryRecorder },
+  deps: Pick<MessagesWorkerOptions, 'db' | 'platform' | 'logger' | 'claims' | 'prefix'> & {
+    recorder: DeliveryRecorder
+  },
 ): Promise<DeliveryResult> {
   const { db, platform, logger, recorder } = deps
   if (!isMessageJob.Check(job.data)) {
     logger.error({ jobId: job.id }, 'message job does not match its contract; failed without delivery')
     throw new UnrecoverableError('The job payload does not match the messages contract')
   }
-  const { messageId, apiKeyId, acceptedAt, clientReference, message } = job.data
+  const { messageId, apiKeyId, acceptedAt, clientReference, message, batchId, sendAt, expiresAt } = job.data
   const log = logger.child({ messageId, type: message.type })
 
   const attempts = job.attemptsMade + 1
@@ -67,7 +76,10 @@ export async function deliverMessage(
     payload: message.body,
     clientReference: clientReference ?? null,
     senderPhoneNumberId: platform.phoneNumberId,
+    batchId: batchId ?? null,
     acceptedAt: new Date(acceptedAt),
+    sendAt: sendAt ? new Date(sendAt) : null,
+    expiresAt: expiresAt ? new Date(expiresAt) : null,
     status,
     attempts,
     platformMessageId: null,
@@ -76,6 +88,19 @@ export async function deliverMessage(
     at: new Date(),
     ...fields,
   })
+
+  // Taking the message's claim settles any race with a cancel: once ours, a cancel is refused.
+  const holder = await deps.claims.eval(
+    WORKER_CLAIM_SCRIPT,
+    1,
+    messageClaimKey(deps.prefix, messageId),
+    messageClaimTtlMs(expiresAt, Date.now()),
+  )
+  if (holder === 'cancel') {
+    await recorder.record(outcome('canceled', { attempts: job.attemptsMade }))
+    log.info('message canceled before it was sent')
+    return { outcome: 'canceled' }
+  }
 
   // First run of a new job: nothing can be recorded yet, so spare the lookup (the hot path).
   if (job.attemptsMade > 0 || job.attemptsStarted > 1) {
@@ -91,6 +116,19 @@ export async function deliverMessage(
       log.info({ platformMessageId: sent }, 'message already sent; recorded it without sending again')
       return { platformMessageId: sent }
     }
+  }
+
+  // Past its validity (a backlog, an outage, the platform's rate limits): never sent late.
+  if (expiresAt && Date.now() > Date.parse(expiresAt)) {
+    await recorder.record(
+      outcome('expired', {
+        attempts: job.attemptsMade,
+        lastErrorCode: 'MESSAGE_EXPIRED',
+        lastErrorMessage: `Not handed to the platform before ${expiresAt}`,
+      }),
+    )
+    log.info({ expiresAt }, 'message expired before it could be sent')
+    return { outcome: 'expired' }
   }
 
   let platformMessageId: string

@@ -12,8 +12,11 @@ export interface DeliveryOutcome {
   clientReference: string | null
   /** The business number it goes out from; kept from the first record. */
   senderPhoneNumberId: string
+  batchId: string | null
   acceptedAt: Date
-  status: 'sending' | 'sent' | 'failed'
+  sendAt: Date | null
+  expiresAt: Date | null
+  status: 'sending' | 'sent' | 'failed' | 'expired' | 'canceled'
   attempts: number
   platformMessageId: string | null
   lastErrorCode: string | null
@@ -51,7 +54,8 @@ export async function recordDeliveryOutcomes(sql: Sql, outcomes: DeliveryOutcome
   const iso = (date: Date | null) => date?.toISOString() ?? null
   await sql`
     insert into messages (id, api_key_id, type, phone, payload, client_reference, sender_phone_number_id, status, attempts,
-      platform_message_id, last_error_code, last_error_message, accepted_at, sent_at, failed_at, updated_at)
+      platform_message_id, last_error_code, last_error_message, batch_id, accepted_at, send_at, expires_at,
+      sent_at, failed_at, expired_at, canceled_at, updated_at)
     select * from unnest(
       ${column((o) => o.id)}::text[]::uuid[], ${column((o) => o.apiKeyId)}::text[]::uuid[],
       ${column((o) => o.type)}::text[]::message_type[], ${column((o) => o.phone)}::text[],
@@ -60,9 +64,14 @@ export async function recordDeliveryOutcomes(sql: Sql, outcomes: DeliveryOutcome
       ${column((o) => o.status)}::text[]::message_status[],
       ${column((o) => o.attempts)}::text[]::int[], ${column((o) => o.platformMessageId)}::text[],
       ${column((o) => o.lastErrorCode)}::text[], ${column((o) => o.lastErrorMessage)}::text[],
+      ${column((o) => o.batchId)}::text[]::uuid[],
       ${column((o) => iso(o.acceptedAt))}::text[]::timestamptz[],
+      ${column((o) => iso(o.sendAt))}::text[]::timestamptz[],
+      ${column((o) => iso(o.expiresAt))}::text[]::timestamptz[],
       ${column((o) => iso(o.status === 'sent' ? o.at : null))}::text[]::timestamptz[],
       ${column((o) => iso(o.status === 'failed' ? o.at : null))}::text[]::timestamptz[],
+      ${column((o) => iso(o.status === 'expired' ? o.at : null))}::text[]::timestamptz[],
+      ${column((o) => iso(o.status === 'canceled' ? o.at : null))}::text[]::timestamptz[],
       ${column((o) => iso(o.at))}::text[]::timestamptz[])
     on conflict (id) do update set
       status = greatest(messages.status, excluded.status),
@@ -73,5 +82,10 @@ export async function recordDeliveryOutcomes(sql: Sql, outcomes: DeliveryOutcome
       last_error_message = coalesce(excluded.last_error_message, messages.last_error_message),
       sent_at = coalesce(messages.sent_at, excluded.sent_at),
       failed_at = coalesce(messages.failed_at, excluded.failed_at),
+      expired_at = coalesce(messages.expired_at, excluded.expired_at),
+      canceled_at = coalesce(messages.canceled_at, excluded.canceled_at),
+      batch_id = coalesce(messages.batch_id, excluded.batch_id),
+      send_at = coalesce(messages.send_at, excluded.send_at),
+      expires_at = coalesce(messages.expires_at, excluded.expires_at),
       updated_at = greatest(messages.updated_at, excluded.updated_at)`
 }

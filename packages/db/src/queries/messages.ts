@@ -1,5 +1,5 @@
-import type { MessageError } from '@dispatch/contracts'
-import { and, eq, lt, sql } from 'drizzle-orm'
+import type { MessageError, MessageJob } from '@dispatch/contracts'
+import { and, eq, inArray, lt, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { type MessageRow, messages } from '../schema/messages.ts'
 
@@ -43,6 +43,40 @@ export async function applyPlatformStatus(db: Db, update: PlatformStatusUpdate):
         : {}),
     })
     .where(and(eq(messages.platformMessageId, update.platformMessageId), lt(messages.status, status)))
+    .returning({ id: messages.id })
+  return rows.length > 0
+}
+
+/**
+ * The record of a message scheduled for later, written by the API when it accepts it, so it is
+ * listed (and cancelable in Postgres) before it is due. The worker's record fills in the rest.
+ */
+export async function recordScheduledMessage(db: Db, job: MessageJob): Promise<void> {
+  await db
+    .insert(messages)
+    .values({
+      id: job.messageId,
+      apiKeyId: job.apiKeyId,
+      type: job.message.type,
+      phone: job.message.body.phone,
+      payload: job.message.body,
+      clientReference: job.clientReference ?? null,
+      batchId: job.batchId ?? null,
+      status: 'scheduled',
+      acceptedAt: new Date(job.acceptedAt),
+      sendAt: job.sendAt ? new Date(job.sendAt) : null,
+      expiresAt: job.expiresAt ? new Date(job.expiresAt) : null,
+      updatedAt: new Date(job.acceptedAt),
+    })
+    .onConflictDoNothing()
+}
+
+/** Marks a message canceled if it is still `scheduled` or `queued`; answers whether it moved. */
+export async function markMessageCanceled(db: Db, id: string, at: Date): Promise<boolean> {
+  const rows = await db
+    .update(messages)
+    .set({ status: 'canceled', canceledAt: at, updatedAt: at })
+    .where(and(eq(messages.id, id), inArray(messages.status, ['scheduled', 'queued'])))
     .returning({ id: messages.id })
   return rows.length > 0
 }

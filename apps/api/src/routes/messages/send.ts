@@ -1,18 +1,21 @@
-import { randomUUID } from 'node:crypto'
 import {
   MessageAccepted,
-  MessageJob,
+  type MessageJob,
   type MessageType,
   SendImageBody,
   SendTemplateBody,
   SendTextBody,
 } from '@dispatch/contracts'
+import { recordScheduledMessage } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyBaseLogger } from 'fastify'
 import type { TSchema } from 'typebox'
-import { Compile } from 'typebox/compile'
 import { unavailable } from '../../errors.ts'
 import { MessageEnqueuer } from '../../message-enqueuer.ts'
 import { errorResponses } from '../responses.ts'
+import { acceptMessage } from './accept.ts'
+
+type SendBody = Parameters<typeof acceptMessage>[0]['body']
 
 const SENDS: ReadonlyArray<{
   path: string
@@ -53,14 +56,21 @@ export interface MessageRouteOptions {
   hide?: boolean
 }
 
-const jobIsValid = Compile(MessageJob)
-
 /**
  * The hot path: a cached key check, one rate-limit call and one queue write, all in Redis. The
- * worker writes the message record; the API never touches Postgres here.
+ * worker writes the message record; the API never touches Postgres here, except to list a
+ * scheduled message at once (it would otherwise have no record until it is due).
  */
 export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> = async (app, options) => {
-  const { config, messageQueue, clock } = app.deps
+  const { config, messageQueue, clock, db } = app.deps
+  /** Best effort: the job is stored; without this row the worker writes one when it is due. */
+  const recordScheduled = async (log: FastifyBaseLogger, job: MessageJob) => {
+    try {
+      await recordScheduledMessage(db, job)
+    } catch (error) {
+      log.warn({ err: error, messageId: job.messageId }, 'scheduled message not listed until due')
+    }
+  }
   const enqueuer = new MessageEnqueuer(messageQueue)
   // One bucket per key across the three sends, on the root store, so it holds across instances.
   const perKeyLimit = app.rateLimit({
@@ -81,7 +91,7 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
           hide: options.hide,
           tags: ['messages'],
           summary: send.summary,
-          description: `Requires the \`${send.scope}\` scope. 202 means the message is queued for delivery.`,
+          description: `Requires the \`${send.scope}\` scope. 202 means the message is stored in the queue: \`queued\`, or \`scheduled\` with a \`sendAt\`.`,
           security: [{ apiKey: [] }],
           body: send.body,
           response: {
@@ -103,27 +113,26 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
         },
       },
       async (request, reply) => {
-        const { clientReference, ...body } = request.body as { phone: string; clientReference?: string }
-        const messageId = randomUUID()
-        const acceptedAt = clock().toISOString()
-        const job = {
-          messageId,
-          apiKeyId: request.apiKey.id,
-          acceptedAt,
-          ...(clientReference === undefined ? {} : { clientReference }),
-          message: { type: send.type, body },
-        }
-        if (!jobIsValid.Check(job)) throw new Error(`message job does not match its contract: ${messageId}`)
+        const { job, delayMs, status } = acceptMessage(
+          { type: send.type, body: request.body as SendBody, apiKeyId: request.apiKey.id, now: clock() },
+          config,
+        )
+        const { messageId } = job
         try {
-          await enqueuer.add(job as MessageJob)
+          await enqueuer.add(job, delayMs)
         } catch (error) {
           request.log.error({ err: error, messageId }, 'could not enqueue message')
           throw unavailable('accept messages')
         }
-        request.log.info({ messageId, type: send.type }, 'message accepted')
-        return reply
-          .code(202)
-          .send({ messageId, status: 'queued', type: send.type, phone: body.phone, createdAt: acceptedAt })
+        if (status === 'scheduled') await recordScheduled(request.log, job)
+        request.log.info({ messageId, type: send.type, status }, 'message accepted')
+        return reply.code(202).send({
+          messageId,
+          status,
+          type: send.type,
+          phone: job.message.body.phone,
+          createdAt: job.acceptedAt,
+        })
       },
     )
   }

@@ -1,0 +1,80 @@
+import { randomUUID } from 'node:crypto'
+import { DELIVERY_OPTION_KEYS, MessageJob, type MessageType } from '@dispatch/contracts'
+import { Compile } from 'typebox/compile'
+import type { ApiConfig } from '../../env.ts'
+import { AppError } from '../../errors.ts'
+
+/** The farthest ahead a message may be scheduled. */
+export const SCHEDULE_MAX_AHEAD_MS = 35 * 24 * 3600 * 1000
+
+const jobIsValid = Compile(MessageJob)
+
+/** A send the API accepted: its job, and how long the queue holds it back (scheduled ones). */
+export interface AcceptedMessage {
+  job: MessageJob
+  delayMs: number
+  status: 'queued' | 'scheduled'
+}
+
+type SendBody = { phone: string; clientReference?: string; sendAt?: string; validitySeconds?: number }
+
+const invalid = (field: string, why: string) => new AppError('VALIDATION_ERROR', `${field} ${why}`)
+
+/**
+ * Turns a validated send body into its job: the delivery options (`clientReference`, `sendAt`,
+ * `validitySeconds`) go beside the message, never into the body the platform gets. Throws `400`
+ * naming the field when `sendAt` or `validitySeconds` is out of range for this configuration;
+ * `field` prefixes those names (`body` for a single send, `body.messages[3]` in a batch).
+ */
+export function acceptMessage(
+  input: {
+    type: MessageType
+    body: SendBody
+    apiKeyId: string
+    now: Date
+    batchId?: string
+    field?: string
+  },
+  config: Pick<
+    ApiConfig,
+    'MESSAGE_VALIDITY_SECONDS' | 'MESSAGE_VALIDITY_MIN_SECONDS' | 'SCHEDULE_MIN_AHEAD_SECONDS'
+  >,
+): AcceptedMessage {
+  const { type, now, field = 'body' } = input
+  const body: Record<string, unknown> = { ...input.body }
+  for (const key of DELIVERY_OPTION_KEYS) delete body[key]
+  const { clientReference, sendAt, validitySeconds } = input.body
+
+  let due = now.getTime()
+  if (sendAt !== undefined) {
+    const at = Date.parse(sendAt)
+    const minAhead = config.SCHEDULE_MIN_AHEAD_SECONDS * 1000
+    if (Number.isNaN(at)) throw invalid(`${field}.sendAt`, 'must be a date-time')
+    if (at - due < minAhead) {
+      throw invalid(`${field}.sendAt`, `must be at least ${config.SCHEDULE_MIN_AHEAD_SECONDS} seconds ahead`)
+    }
+    if (at - due > SCHEDULE_MAX_AHEAD_MS) throw invalid(`${field}.sendAt`, 'must be at most 35 days ahead')
+    due = at
+  }
+  const validity = validitySeconds ?? config.MESSAGE_VALIDITY_SECONDS
+  if (validitySeconds !== undefined && validitySeconds < config.MESSAGE_VALIDITY_MIN_SECONDS) {
+    throw invalid(`${field}.validitySeconds`, `must be at least ${config.MESSAGE_VALIDITY_MIN_SECONDS}`)
+  }
+
+  const job = {
+    messageId: randomUUID(),
+    apiKeyId: input.apiKeyId,
+    acceptedAt: now.toISOString(),
+    ...(clientReference === undefined ? {} : { clientReference }),
+    ...(input.batchId === undefined ? {} : { batchId: input.batchId }),
+    ...(sendAt === undefined ? {} : { sendAt: new Date(due).toISOString() }),
+    expiresAt: new Date(due + validity * 1000).toISOString(),
+    message: { type, body },
+  }
+  if (!jobIsValid.Check(job)) throw new Error(`message job does not match its contract: ${job.messageId}`)
+  return {
+    job,
+    delayMs: sendAt === undefined ? 0 : due - now.getTime(),
+    status: sendAt === undefined ? 'queued' : 'scheduled',
+  }
+}

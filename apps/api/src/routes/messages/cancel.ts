@@ -1,0 +1,112 @@
+import {
+  MessageIdParams,
+  type MessageJob,
+  type MessageType,
+  MessageView,
+  messageClaimKey,
+  messageClaimTtlMs,
+} from '@dispatch/contracts'
+import { markMessageCanceled } from '@dispatch/db'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { Job } from 'bullmq'
+import { AppError, unavailable } from '../../errors.ts'
+import { toMessageView } from '../../views.ts'
+import { errorResponses } from '../responses.ts'
+import { findOwnMessage, viewFromJob } from './lookup.ts'
+import type { MessageRouteOptions } from './send.ts'
+
+const SCOPE_OF: Record<MessageType, string> = {
+  text: 'send:free-text',
+  template: 'send:template',
+  image: 'send:image',
+}
+const mayCancel = (scopes: string[], type: MessageType) =>
+  scopes.includes(SCOPE_OF[type]) || scopes.includes('send:*')
+
+const tooLate = (status: string) =>
+  new AppError(
+    'INVALID_STATE_TRANSITION',
+    `The message is ${status}: only a queued or scheduled message can be canceled`,
+  )
+
+/**
+ * Cancels a message no worker has taken yet. The message's claim in Redis decides a race with a
+ * worker: whoever sets it first wins, so the answer is either `canceled` (and the platform is never
+ * called) or `409` (and the message goes out), never both.
+ */
+export const cancelMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> = async (app, options) => {
+  const { db, redis, config, clock } = app.deps
+
+  app.post(
+    '/:messageId/cancel',
+    {
+      onRequest: app.requireApiKey(),
+      schema: {
+        operationId: 'cancelMessage',
+        hide: options.hide,
+        tags: ['messages'],
+        summary: 'Cancel a queued or scheduled message',
+        description:
+          "Requires the send scope of the message's type (or `send:*`). A message a worker has taken " +
+          '(`sending` or later) is `409 INVALID_STATE_TRANSITION`. Canceling a canceled message answers it again.',
+        security: [{ apiKey: [] }],
+        params: MessageIdParams,
+        response: {
+          200: MessageView,
+          ...errorResponses(
+            'API_KEY_MISSING',
+            'API_KEY_INVALID',
+            'API_KEY_NOT_ACTIVE',
+            'INSUFFICIENT_SCOPE',
+            'NOT_FOUND',
+            'INVALID_STATE_TRANSITION',
+            'SERVICE_UNAVAILABLE',
+          ),
+        },
+      },
+    },
+    async (request) => {
+      const { scopes } = request.apiKey
+      if (!scopes.some((s) => s.startsWith('send:'))) {
+        throw new AppError('INSUFFICIENT_SCOPE', 'The API key lacks a send scope')
+      }
+      const found = await findOwnMessage(app.deps, request.apiKey.id, request.params.messageId)
+      const type = 'row' in found ? found.row.type : found.job.data.message.type
+      if (!mayCancel(scopes, type)) {
+        throw new AppError('INSUFFICIENT_SCOPE', `The API key lacks the "${SCOPE_OF[type]}" scope`)
+      }
+      if ('row' in found && found.row.status === 'canceled') return toMessageView(found.row)
+      if ('row' in found && found.row.status !== 'scheduled' && found.row.status !== 'queued') {
+        throw tooLate(found.row.status)
+      }
+      const job =
+        'job' in found ? found.job : await app.deps.messageQueue.getJob(found.row.id).catch(() => undefined)
+      const messageId = 'row' in found ? found.row.id : found.job.data.messageId
+      const expiresAt = 'row' in found ? found.row.expiresAt?.toISOString() : found.job.data.expiresAt
+
+      let holder: string | null
+      try {
+        const key = messageClaimKey(config.QUEUE_PREFIX, messageId)
+        const set = await redis.set(key, 'cancel', 'PX', messageClaimTtlMs(expiresAt, Date.now()), 'NX')
+        holder = set === 'OK' ? 'cancel' : await redis.get(key)
+      } catch (error) {
+        request.log.error({ err: error, messageId }, 'message cancel could not reach Redis')
+        throw unavailable('cancel messages')
+      }
+      if (holder !== 'cancel') throw tooLate('sending')
+
+      const now = clock()
+      // The record, when there is one (a scheduled message); the worker writes it otherwise. Either
+      // way the claim already guarantees the message is never sent.
+      await markMessageCanceled(db, messageId, now).catch((error) =>
+        request.log.warn({ err: error, messageId }, 'canceled message not yet recorded; the worker will'),
+      )
+      // Due at once: the worker records the cancel now instead of at the scheduled time.
+      await (job as Job<MessageJob> | undefined)?.promote().catch(() => {})
+      request.log.info({ messageId }, 'message canceled')
+      if ('row' in found)
+        return { ...toMessageView(found.row), status: 'canceled' as const, updatedAt: now.toISOString() }
+      return viewFromJob(found.job, found.state, 'cancel')
+    },
+  )
+}
