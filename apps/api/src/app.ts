@@ -10,6 +10,7 @@ import { authFailureLimit } from './plugins/auth-failure-limit.ts'
 import { handleClientError, refuseConnect } from './plugins/client-errors.ts'
 import { installErrorHandler, renderFrameworkError } from './plugins/error-handler.ts'
 import { idempotency } from './plugins/idempotency.ts'
+import { messageRateLimit } from './plugins/message-rate-limit.ts'
 import { registerOpenApi } from './plugins/openapi.ts'
 import { installTextGuard } from './plugins/text-guard.ts'
 import { installValidation } from './plugins/validation.ts'
@@ -96,6 +97,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
       }),
   })
   await app.register(authFailureLimit)
+  await app.register(messageRateLimit)
   await app.register(apiKeyAuth)
   await app.register(adminAuth)
   await app.register(idempotency)

@@ -8,7 +8,7 @@ import {
 } from '@dispatch/contracts'
 import { recordScheduledMessage } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyBaseLogger } from 'fastify'
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import type { TSchema } from 'typebox'
 import { unavailable } from '../../errors.ts'
 import { MessageEnqueuer } from '../../message-enqueuer.ts'
@@ -72,12 +72,8 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
     }
   }
   const enqueuer = new MessageEnqueuer(messageQueue)
-  // One bucket per key across the three sends, on the root store, so it holds across instances.
-  const perKeyLimit = app.rateLimit({
-    max: config.MESSAGE_RATE_PER_SECOND,
-    timeWindow: 1000,
-    keyGenerator: (request) => `messages:${request.apiKey.id}`,
-  })
+  // One bucket per key across the three sends and batches, in Redis, so it holds across instances.
+  const perKeyLimit = (request: FastifyRequest) => app.spendMessageRate(request, 1)
 
   for (const send of SENDS) {
     app.post(
