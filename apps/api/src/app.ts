@@ -19,6 +19,7 @@ import { adminCatalogRoutes } from './routes/admin/catalog.ts'
 import { adminInboundMessageRoutes } from './routes/admin/inbound-messages.ts'
 import { apiKeyRoutes } from './routes/api-keys/index.ts'
 import { healthRoutes } from './routes/health/index.ts'
+import { batchMessageRoutes } from './routes/messages/batch.ts'
 import { cancelMessageRoutes } from './routes/messages/cancel.ts'
 import { sendMessageRoutes } from './routes/messages/send.ts'
 import { messageStatusRoutes } from './routes/messages/status.ts'
@@ -113,6 +114,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     ['/third-party/messages', true],
   ] as const) {
     await app.register(sendMessageRoutes, { prefix, hide })
+    await app.register(batchMessageRoutes, { prefix, hide })
     await app.register(messageStatusRoutes, { prefix, hide })
     await app.register(cancelMessageRoutes, { prefix, hide })
   }

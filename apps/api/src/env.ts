@@ -10,6 +10,8 @@ const ApiEnv = Type.Object({
   ),
   TRUST_PROXY: Type.Boolean({ default: false }),
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 65536 }),
+  /** The body limit of `POST /messages/batch` (up to 1,000 messages). */
+  BATCH_BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 2 * 1024 * 1024 }),
   KEY_REQUEST_RATE_MAX: Type.Integer({ minimum: 1, default: 20 }),
   KEY_REQUEST_RATE_WINDOW_MS: Type.Integer({ minimum: 1000, default: 3_600_000 }),
   /** Failed admin authentications allowed per client address per window, across every API instance. */

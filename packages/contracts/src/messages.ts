@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox'
+import { ErrorBody } from './errors.ts'
 
 export const MESSAGE_TYPES = ['text', 'template', 'image'] as const
 export type MessageType = (typeof MESSAGE_TYPES)[number]
@@ -196,3 +197,54 @@ export const MessageJob = Type.Object(
 )
 export type MessageJob = Static<typeof MessageJob>
 export type OutboundMessage = MessageJob['message']
+
+/** How many messages one batch may carry. */
+export const BATCH_MAX_ITEMS = 1000
+
+/** One item of a batch: a send's body, with its `type`. */
+export const BatchItem = Type.Union([
+  Type.Object({ type: Type.Literal('text'), ...SendTextBody.properties }, { additionalProperties: false }),
+  Type.Object(
+    { type: Type.Literal('template'), ...SendTemplateBody.properties },
+    { additionalProperties: false },
+  ),
+  Type.Object({ type: Type.Literal('image'), ...SendImageBody.properties }, { additionalProperties: false }),
+])
+export type BatchItem = Static<typeof BatchItem>
+
+/**
+ * The batch route's body. Items are checked one by one by the route (each against `BatchItem`),
+ * so one bad item is answered in its result instead of failing the whole batch.
+ */
+export const BatchBody = Type.Object(
+  {
+    messages: Type.Array(Type.Object({}, { additionalProperties: true }), {
+      minItems: 1,
+      maxItems: BATCH_MAX_ITEMS,
+      description: 'Each item: {type: "text" | "template" | "image", ...that send\'s body}',
+    }),
+  },
+  { additionalProperties: false },
+)
+export type BatchBody = Static<typeof BatchBody>
+
+export const BatchItemResult = Type.Union([
+  Type.Object(
+    { index: Type.Integer({ minimum: 0 }), messageId: MessageId, status: Type.Enum(['queued', 'scheduled']) },
+    { additionalProperties: false },
+  ),
+  Type.Object({ index: Type.Integer({ minimum: 0 }), error: ErrorBody }, { additionalProperties: false }),
+])
+export type BatchItemResult = Static<typeof BatchItemResult>
+
+/** 202: the valid items are queued (or scheduled); one result per item, in order. */
+export const BatchAccepted = Type.Object(
+  {
+    batchId: MessageId,
+    accepted: Type.Integer({ minimum: 0 }),
+    rejected: Type.Integer({ minimum: 0 }),
+    results: Type.Array(BatchItemResult),
+  },
+  { additionalProperties: false },
+)
+export type BatchAccepted = Static<typeof BatchAccepted>

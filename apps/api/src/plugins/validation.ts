@@ -7,20 +7,22 @@ import type { FastifyInstance, FastifySchemaCompiler } from 'fastify'
  * coerced. Query strings, params and headers arrive as text, so they are coerced (and single values
  * become arrays where an array is expected).
  */
+/** An Ajv as the routes use it: `false` for bodies (strict), `'array'` for text parts. */
+export function makeAjv(coerceTypes: boolean | 'array') {
+  const ajv = new Ajv({
+    coerceTypes,
+    useDefaults: true,
+    removeAdditional: false,
+    allErrors: false,
+    strict: false,
+  })
+  addFormats.default(ajv)
+  return ajv
+}
+
 export function installValidation(app: FastifyInstance) {
-  const make = (coerceTypes: boolean | 'array') => {
-    const ajv = new Ajv({
-      coerceTypes,
-      useDefaults: true,
-      removeAdditional: false,
-      allErrors: false,
-      strict: false,
-    })
-    addFormats.default(ajv)
-    return ajv
-  }
-  const strict = make(false)
-  const coercing = make('array')
+  const strict = makeAjv(false)
+  const coercing = makeAjv('array')
   const compiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
     (httpPart === 'body' ? strict : coercing).compile(schema as object)
   app.setValidatorCompiler(compiler)

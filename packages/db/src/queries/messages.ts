@@ -52,22 +52,30 @@ export async function applyPlatformStatus(db: Db, update: PlatformStatusUpdate):
  * listed (and cancelable in Postgres) before it is due. The worker's record fills in the rest.
  */
 export async function recordScheduledMessage(db: Db, job: MessageJob): Promise<void> {
+  await recordScheduledMessages(db, [job])
+}
+
+/** The records of many scheduled messages (a batch's), in one statement. */
+export async function recordScheduledMessages(db: Db, jobs: MessageJob[]): Promise<void> {
+  if (jobs.length === 0) return
   await db
     .insert(messages)
-    .values({
-      id: job.messageId,
-      apiKeyId: job.apiKeyId,
-      type: job.message.type,
-      phone: job.message.body.phone,
-      payload: job.message.body,
-      clientReference: job.clientReference ?? null,
-      batchId: job.batchId ?? null,
-      status: 'scheduled',
-      acceptedAt: new Date(job.acceptedAt),
-      sendAt: job.sendAt ? new Date(job.sendAt) : null,
-      expiresAt: job.expiresAt ? new Date(job.expiresAt) : null,
-      updatedAt: new Date(job.acceptedAt),
-    })
+    .values(
+      jobs.map((job) => ({
+        id: job.messageId,
+        apiKeyId: job.apiKeyId,
+        type: job.message.type,
+        phone: job.message.body.phone,
+        payload: job.message.body,
+        clientReference: job.clientReference ?? null,
+        batchId: job.batchId ?? null,
+        status: 'scheduled' as const,
+        acceptedAt: new Date(job.acceptedAt),
+        sendAt: job.sendAt ? new Date(job.sendAt) : null,
+        expiresAt: job.expiresAt ? new Date(job.expiresAt) : null,
+        updatedAt: new Date(job.acceptedAt),
+      })),
+    )
     .onConflictDoNothing()
 }
 
