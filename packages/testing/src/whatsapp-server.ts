@@ -78,6 +78,8 @@ export interface FakeWhatsApp {
   sendsOf(messageId: string): number
   /** The next answers, in order; after them the fake accepts every message again. */
   script(...answers: ScriptedAnswer[]): void
+  /** Drops the scripted answers not used yet. */
+  clearScript(): void
   /** Latency added to every accepted message. */
   latencyMs: number
   close(): Promise<void>
@@ -129,6 +131,9 @@ export async function startFakeWhatsApp(
     requests,
     sendsOf: (messageId) => requests.filter((r) => r.messageId === messageId && r.platformMessageId).length,
     script: (...answers) => queue.push(...answers),
+    clearScript: () => {
+      queue.length = 0
+    },
     get latencyMs() {
       return fake.latencyMs
     },

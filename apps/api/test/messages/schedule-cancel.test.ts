@@ -205,6 +205,6 @@ describe('validity', () => {
     expect(expired.lastError).toMatchObject({ code: 'MESSAGE_EXPIRED' })
     expect(fake.sendsOf(accepted.messageId)).toBe(0)
     expect(fake.requests.filter((r) => r.messageId === accepted.messageId).length).toBeGreaterThan(0)
-    fake.script()
+    fake.clearScript()
   }, 30_000)
 })

@@ -29,7 +29,15 @@ import {
 const APP_SECRET = 'whatsapp-app-secret-for-webhook-tests'
 const PHONE_NUMBER_ID = '106540352242922'
 const SCOPES = [...SEND_SCOPES, 'manage:webhooks']
-const ALL_EVENTS = ['message.sent', 'message.delivered', 'message.read', 'message.failed', 'message.received']
+const ALL_EVENTS = [
+  'message.sent',
+  'message.delivered',
+  'message.read',
+  'message.failed',
+  'message.received',
+  'message.expired',
+  'message.canceled',
+]
 
 let world: TestWorld
 let app: TestApp
@@ -38,7 +46,11 @@ let worker: RunningWorker
 let key: { id: string; key: string }
 beforeAll(async () => {
   world = await createWorld()
-  app = await buildTestApp(world, { WHATSAPP_APP_SECRET: APP_SECRET })
+  app = await buildTestApp(world, {
+    WHATSAPP_APP_SECRET: APP_SECRET,
+    SCHEDULE_MIN_AHEAD_SECONDS: '1',
+    MESSAGE_VALIDITY_MIN_SECONDS: '1',
+  })
   fake = await startFakeWhatsApp()
   worker = await startTestWorker(world, {
     WHATSAPP_API_URL: fake.url,
@@ -238,6 +250,44 @@ describe('webhook events reach the sender, signed', () => {
       await receiver.close()
     }
   })
+
+  it('a canceled message is reported as message.canceled, an expired one as message.expired', async () => {
+    const receiver = await startWebhookReceiver()
+    try {
+      await register(receiver, ['message.canceled', 'message.expired'])
+      const scheduled = await send(app, 'send-text', key.key, {
+        phone: '+5511987654321',
+        text: 'later',
+        clientReference: 'to-cancel',
+        sendAt: new Date(Date.now() + 60_000).toISOString(),
+      })
+      const canceledId = scheduled.json<{ messageId: string }>().messageId
+      const res = await app.inject({
+        method: 'POST',
+        url: `/api/third-party/messages/${canceledId}/cancel`,
+        headers: { 'x-api-key': key.key },
+      })
+      expect(res.statusCode, res.body).toBe(200)
+      const canceled = await waitForEvent(receiver, canceledId, 'message.canceled')
+      expect(canceled.json.data).toMatchObject({ status: 'canceled', clientReference: 'to-cancel' })
+
+      fake.script(...Array.from({ length: 20 }, () => graphError(130429, 'Rate limit hit', 400)))
+      const raw = await send(app, 'send-text', key.key, {
+        phone: '+5511987654321',
+        text: 'x',
+        validitySeconds: 1,
+      })
+      const shortLived = raw.json<{ messageId: string }>().messageId
+      const expired = await waitForEvent(receiver, shortLived, 'message.expired', 15_000)
+      expect(expired.json.data).toMatchObject({
+        status: 'expired',
+        error: { code: 'MESSAGE_EXPIRED', willRetry: false },
+      })
+    } finally {
+      fake.clearScript()
+      await receiver.close()
+    }
+  }, 30_000)
 
   it('after a rotation, deliveries are signed with both secrets for the overlap', async () => {
     const receiver = await startWebhookReceiver()
