@@ -101,6 +101,7 @@ describe('refusals, with the error body and nothing stored', () => {
     ['two files', [filePart(png()), filePart(jpeg(), 'b.jpg', 'image/jpeg')], /more than one file/],
     ['a text field beside the file', [filePart(png()), ['type', 'image/png']], /unknown field "type"/],
     ['an empty file', [filePart(Buffer.alloc(0))], /body\.file is empty/],
+    ['a field name with a NUL', [['a\u0000b', 'x']], /unknown field "a\\u0000b"/],
   ])('%s: 400 VALIDATION_ERROR', async (_, parts, message) => {
     const before = await mediaCount()
     expectError(await upload(app, key.key, parts), 400, 'VALIDATION_ERROR', message)
