@@ -214,13 +214,17 @@ async function readUpload(req: IncomingMessage, bytes: Buffer): Promise<CloudApi
   }
   let form: FormData
   try {
-    form = await new Response(bytes, {
+    form = await new Response(new Uint8Array(bytes), {
       headers: { 'content-type': req.headers['content-type'] ?? '' },
     }).formData()
   } catch {
     return upload // Not a multipart form: recorded empty, refused below.
   }
-  for (const [name, value] of form) {
+  const entries: [string, string | File][] = []
+  form.forEach((value, name) => {
+    entries.push([name, value])
+  })
+  for (const [name, value] of entries) {
     if (typeof value === 'string') upload.fields[name] = value
     else if (name === 'file') {
       upload.file = { name: value.name, type: value.type, bytes: Buffer.from(await value.arrayBuffer()) }

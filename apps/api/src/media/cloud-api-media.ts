@@ -50,7 +50,11 @@ export function createCloudApiMediaUpload(options: CloudApiMediaOptions): MediaU
     const form = new FormData()
     form.append('messaging_product', 'whatsapp')
     form.append('type', image.mimeType)
-    form.append('file', new Blob([image.bytes], { type: image.mimeType }), FILE_NAMES[image.mimeType])
+    form.append(
+      'file',
+      new Blob([new Uint8Array(image.bytes)], { type: image.mimeType }),
+      FILE_NAMES[image.mimeType],
+    )
     let response: Response
     let text: string
     try {

@@ -208,7 +208,7 @@ describe('MEDIA_MAX_BYTES', () => {
     })
     expect(res.status).toBe(413)
     expect(res.headers.get('connection')).toBe('close')
-    expect((await res.json()).errorCode).toBe('PAYLOAD_TOO_LARGE')
+    expect(((await res.json()) as { errorCode: string }).errorCode).toBe('PAYLOAD_TOO_LARGE')
     expect(await closed).toBeLessThan(big.length / 10)
   })
 })
