@@ -25,6 +25,7 @@ import { sendMessageRoutes } from './routes/messages/send.ts'
 import { messageStatusRoutes } from './routes/messages/status.ts'
 import { catalogRoutes } from './routes/third-party/catalog.ts'
 import { kitRoutes } from './routes/third-party/kits.ts'
+import { mediaRoutes } from './routes/third-party/media.ts'
 import { orderRoutes } from './routes/third-party/orders.ts'
 import { webhookDeliveryRoutes } from './routes/third-party/webhook-deliveries.ts'
 import { webhookEndpointRoutes } from './routes/third-party/webhook-endpoints.ts'
@@ -126,6 +127,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     kitRoutes,
     webhookEndpointRoutes,
     webhookDeliveryRoutes,
+    mediaRoutes,
   ]) {
     await app.register(routes, { prefix: '/api/third-party' })
   }

@@ -49,6 +49,7 @@ const configSecrets = (config: ApiConfig) => [
   ...config.adminTokens.map((admin) => admin.token),
   config.WHATSAPP_APP_SECRET,
   config.WHATSAPP_VERIFY_TOKEN,
+  config.WHATSAPP_ACCESS_TOKEN,
   urlPassword(config.DATABASE_URL),
   urlPassword(config.REDIS_URL),
 ]

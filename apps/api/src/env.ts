@@ -1,4 +1,12 @@
-import { ConfigError, commonEnv, exitOnConfigError, parseEnv } from '@dispatch/contracts/env'
+import {
+  ConfigError,
+  choosePlatform,
+  commonEnv,
+  exitOnConfigError,
+  type PlatformName,
+  parseEnv,
+  platformEnv,
+} from '@dispatch/contracts/env'
 import Type, { type Static } from 'typebox'
 
 const ApiEnv = Type.Object({
@@ -39,6 +47,12 @@ const ApiEnv = Type.Object({
    * that signs each delivery (X-Hub-Signature-256). Without the secret, deliveries are refused. */
   WHATSAPP_VERIFY_TOKEN: Type.Optional(Type.String({ minLength: 8 })),
   WHATSAPP_APP_SECRET: Type.Optional(Type.String({ minLength: 8 })),
+  /** The platform media uploads go to: the worker's, by the same variables (see the worker's env). */
+  ...platformEnv,
+  /** The largest file `POST /api/third-party/media` takes; the Cloud API takes images up to 5 MB. */
+  MEDIA_MAX_BYTES: Type.Integer({ minimum: 1024, maximum: 64 * 1024 * 1024, default: 5 * 1024 * 1024 }),
+  /** How long the Cloud API has to take an upload (connection, the file, and its answer). */
+  MEDIA_UPLOAD_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 30_000 }),
   /** Where the BME copy of `order.created` goes, for channels with `sendBMEEmail`. */
   BME_EMAIL: Type.String({ pattern: '^[^@\\s]+@[^@\\s]+$', default: 'bme@dispatch.local' }),
   /** Whether webhook endpoints may point at loopback, private or link-local addresses. Unset: true
@@ -55,14 +69,15 @@ export interface AdminToken {
   token: string
 }
 
-export type ApiConfig = Omit<ApiEnv, 'ADMIN_TOKENS' | 'WEBHOOK_ALLOW_PRIVATE_TARGETS'> & {
+export type ApiConfig = Omit<ApiEnv, 'ADMIN_TOKENS' | 'WEBHOOK_ALLOW_PRIVATE_TARGETS' | 'PLATFORM'> & {
   WEBHOOK_ALLOW_PRIVATE_TARGETS: boolean
+  platform: PlatformName
   adminTokens: AdminToken[]
   usingDevAdminToken: boolean
 }
 
 function toConfig(env: ApiEnv): ApiConfig {
-  const { ADMIN_TOKENS, ...rest } = env
+  const { ADMIN_TOKENS, PLATFORM, ...rest } = env
   if (!ADMIN_TOKENS && env.APP_ENV === 'production') {
     throw new ConfigError(
       'Invalid configuration:\n  ADMIN_TOKENS: required in production (name=token pairs, comma-separated)',
@@ -78,6 +93,7 @@ function toConfig(env: ApiEnv): ApiConfig {
   return {
     ...rest,
     WEBHOOK_ALLOW_PRIVATE_TARGETS: allowPrivate,
+    platform: choosePlatform({ ...rest, PLATFORM }),
     adminTokens,
     usingDevAdminToken: !ADMIN_TOKENS,
   }

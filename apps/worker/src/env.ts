@@ -1,5 +1,13 @@
 import { fileURLToPath } from 'node:url'
-import { ConfigError, commonEnv, exitOnConfigError, parseEnv } from '@dispatch/contracts/env'
+import {
+  ConfigError,
+  choosePlatform,
+  commonEnv,
+  exitOnConfigError,
+  type PlatformName,
+  parseEnv,
+  platformEnv,
+} from '@dispatch/contracts/env'
 import Type, { type Static } from 'typebox'
 import { parseRetrySchedule } from './webhooks/schedule.ts'
 
@@ -27,14 +35,10 @@ const WorkerEnv = Type.Object({
   /** How long a job's lock lasts, and how often stalled jobs (of a killed worker) are looked for. */
   MESSAGES_LOCK_MS: Type.Integer({ minimum: 100, default: 30_000 }),
   MESSAGES_STALLED_INTERVAL_MS: Type.Integer({ minimum: 100, default: 30_000 }),
-  /** Unset: `whatsapp-cloud` when its token and phone number id are set, else `sandbox`. */
-  PLATFORM: Type.Optional(Type.Enum(['sandbox', 'whatsapp-cloud'])),
+  ...platformEnv,
   /** Messages per second for the sender's phone number, across every worker process. */
   PLATFORM_RATE_PER_SECOND: Type.Integer({ minimum: 1, default: 80 }),
   PLATFORM_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 10_000 }),
-  WHATSAPP_API_URL: Type.String({ pattern: '^https?://', default: 'https://graph.facebook.com/v21.0' }),
-  WHATSAPP_ACCESS_TOKEN: Type.Optional(Type.String({ minLength: 1 })),
-  WHATSAPP_PHONE_NUMBER_ID: Type.Optional(Type.String({ pattern: '^[0-9]+$' })),
   /** Webhook deliveries in flight in this process, across every endpoint. */
   WEBHOOK_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1000, default: 50 }),
   /** How long a receiver has to answer (connection included), as Svix. */
@@ -65,7 +69,7 @@ export type WorkerConfig = Omit<
   'WORKER_QUEUES' | 'PLATFORM' | 'WEBHOOK_RETRY_SCHEDULE' | 'WEBHOOK_ALLOW_PRIVATE_TARGETS'
 > & {
   roles: WorkerRole[]
-  platform: 'sandbox' | 'whatsapp-cloud'
+  platform: PlatformName
   /** The waits between webhook tries, in ms: `length + 1` tries in all. */
   webhookRetrySchedule: number[]
   WEBHOOK_ALLOW_PRIVATE_TARGETS: boolean
@@ -78,12 +82,7 @@ function toConfig({
   WEBHOOK_ALLOW_PRIVATE_TARGETS,
   ...rest
 }: WorkerEnv): WorkerConfig {
-  const hasCredentials = Boolean(rest.WHATSAPP_ACCESS_TOKEN && rest.WHATSAPP_PHONE_NUMBER_ID)
-  if (PLATFORM === 'whatsapp-cloud' && !hasCredentials) {
-    throw new ConfigError(
-      'Invalid configuration:\n  PLATFORM: whatsapp-cloud needs WHATSAPP_ACCESS_TOKEN and WHATSAPP_PHONE_NUMBER_ID',
-    )
-  }
+  const platform = choosePlatform({ ...rest, PLATFORM })
   let webhookRetrySchedule: number[]
   try {
     webhookRetrySchedule = parseRetrySchedule(WEBHOOK_RETRY_SCHEDULE)
@@ -95,7 +94,7 @@ function toConfig({
     webhookRetrySchedule,
     WEBHOOK_ALLOW_PRIVATE_TARGETS: WEBHOOK_ALLOW_PRIVATE_TARGETS ?? rest.APP_ENV !== 'production',
     roles: [...new Set(WORKER_QUEUES.split(','))] as WorkerRole[],
-    platform: PLATFORM ?? (hasCredentials ? 'whatsapp-cloud' : 'sandbox'),
+    platform,
   }
 }
 

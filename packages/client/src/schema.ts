@@ -655,6 +655,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/third-party/media": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload an image to send
+         * @description Requires the `send:image` scope. A multipart form with one JPEG or PNG file in `file`, its type told by its bytes; the answer's `mediaId` is what `send-image` takes.
+         */
+        post: operations["uploadMedia"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -5649,6 +5669,160 @@ export interface operations {
             };
             /** @description The error body every failure answers with */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    uploadMedia: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description A JPEG or PNG image, up to MEDIA_MAX_BYTES (5 MiB by default)
+                     */
+                    file: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The platform's media id with the Cloud API; a UUID with the sandbox */
+                        mediaId: string;
+                        /**
+                         * @description The type the file's bytes say it is
+                         * @enum {unknown}
+                         */
+                        mimeType: "image/jpeg" | "image/png";
+                        /** @description Bytes */
+                        size: number;
+                        /** @description SHA-256 of the file's bytes, hex */
+                        sha256: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -67,3 +67,33 @@ export const commonEnv = {
   /** Prefix of every Redis key and channel: the API and the workers must agree on it. */
   QUEUE_PREFIX: Type.String({ pattern: '^[A-Za-z0-9_-]+$', default: 'dispatch' }),
 }
+
+export const PLATFORMS = ['sandbox', 'whatsapp-cloud'] as const
+export type PlatformName = (typeof PLATFORMS)[number]
+
+/**
+ * The messaging platform, as every process that talks to it reads it: the worker sends through it
+ * and the API uploads media to it, so both must name the same one.
+ */
+export const platformEnv = {
+  /** Unset: `whatsapp-cloud` when its token and phone number id are set, else `sandbox`. */
+  PLATFORM: Type.Optional(Type.Enum(PLATFORMS)),
+  WHATSAPP_API_URL: Type.String({ pattern: '^https?://', default: 'https://graph.facebook.com/v21.0' }),
+  WHATSAPP_ACCESS_TOKEN: Type.Optional(Type.String({ minLength: 1 })),
+  WHATSAPP_PHONE_NUMBER_ID: Type.Optional(Type.String({ pattern: '^[0-9]+$' })),
+}
+
+/** The platform a configuration asks for; `whatsapp-cloud` without its credentials is an error. */
+export function choosePlatform(env: {
+  PLATFORM?: PlatformName | undefined
+  WHATSAPP_ACCESS_TOKEN?: string | undefined
+  WHATSAPP_PHONE_NUMBER_ID?: string | undefined
+}): PlatformName {
+  const hasCredentials = Boolean(env.WHATSAPP_ACCESS_TOKEN && env.WHATSAPP_PHONE_NUMBER_ID)
+  if (env.PLATFORM === 'whatsapp-cloud' && !hasCredentials) {
+    throw new ConfigError(
+      'Invalid configuration:\n  PLATFORM: whatsapp-cloud needs WHATSAPP_ACCESS_TOKEN and WHATSAPP_PHONE_NUMBER_ID',
+    )
+  }
+  return env.PLATFORM ?? (hasCredentials ? 'whatsapp-cloud' : 'sandbox')
+}

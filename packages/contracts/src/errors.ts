@@ -32,6 +32,8 @@ export const ErrorCodes = {
   INVALID_REFERENCE: 422,
   RATE_LIMITED: 429,
   INTERNAL_ERROR: 500,
+  /** The messaging platform refused or garbled a request the service made on the caller's behalf. */
+  PLATFORM_ERROR: 502,
   SERVICE_UNAVAILABLE: 503,
 } as const
 

@@ -1,5 +1,5 @@
 import { createHmac, randomBytes } from 'node:crypto'
-import { createServer, type IncomingHttpHeaders } from 'node:http'
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 
 /** One request the fake platform received. */
@@ -12,6 +12,19 @@ export interface CloudApiRequest {
   /** The `wamid` the fake answered with, when it accepted the message. */
   platformMessageId: string | undefined
   /** When it arrived (ms since the epoch). */
+  receivedAt: number
+}
+
+/** One file upload the fake platform received (`POST /{phone-number-id}/media`). */
+export interface CloudApiUpload {
+  path: string
+  headers: IncomingHttpHeaders
+  /** The form's text fields (`type`, `messaging_product`), by name. */
+  fields: Record<string, string>
+  /** The form's `file` part, when it had one. */
+  file: { name: string; type: string; bytes: Buffer } | undefined
+  /** The media id the fake answered with, when it took the upload. */
+  mediaId: string | undefined
   receivedAt: number
 }
 
@@ -74,12 +87,16 @@ export interface FakeWhatsApp {
   /** Base URL to use as WHATSAPP_API_URL. */
   url: string
   requests: CloudApiRequest[]
+  /** Media uploads, apart from the sends above. */
+  uploads: CloudApiUpload[]
   /** Accepted sends per message id: more than one means a message went out twice. */
   sendsOf(messageId: string): number
   /** The next answers, in order; after them the fake accepts every message again. */
   script(...answers: ScriptedAnswer[]): void
   /** Drops the scripted answers not used yet. */
   clearScript(): void
+  /** The next answers to media uploads, in order; after them the fake takes every upload again. */
+  scriptUploads(...answers: ScriptedAnswer[]): void
   /** Latency added to every accepted message. */
   latencyMs: number
   close(): Promise<void>
@@ -87,18 +104,28 @@ export interface FakeWhatsApp {
 
 /**
  * A local HTTP server that answers like the WhatsApp Cloud API's `POST /{phone-number-id}/messages`:
- * the success shape with a `wamid`, or Graph error bodies when scripted.
+ * the success shape with a `wamid`, or Graph error bodies when scripted. It also takes
+ * `POST /{phone-number-id}/media` uploads as the Cloud API does (multipart `file`, `type`,
+ * `messaging_product=whatsapp`, bearer token) and answers `{ id }`.
  */
 export async function startFakeWhatsApp(
   options: { latencyMs?: number; port?: number; onAccepted?: (request: CloudApiRequest) => void } = {},
 ): Promise<FakeWhatsApp> {
   const requests: CloudApiRequest[] = []
   const queue: ScriptedAnswer[] = []
+  const uploads: CloudApiUpload[] = []
+  const uploadQueue: ScriptedAnswer[] = []
   const fake = { latencyMs: options.latencyMs ?? 0 }
   const server = createServer((req, res) => {
     const chunks: Buffer[] = []
     req.on('data', (chunk: Buffer) => chunks.push(chunk))
     req.on('end', async () => {
+      if (req.method === 'POST' && MEDIA_PATH.test(req.url ?? '')) {
+        const upload = await readUpload(req, Buffer.concat(chunks))
+        uploads.push(upload)
+        await writeAnswer(res, uploadQueue.shift() ?? acceptUpload(upload))
+        return
+      }
       let body: Record<string, unknown> = {}
       try {
         body = JSON.parse(Buffer.concat(chunks).toString('utf8'))
@@ -129,11 +156,13 @@ export async function startFakeWhatsApp(
   return {
     url: `http://127.0.0.1:${port}/v21.0`,
     requests,
+    uploads,
     sendsOf: (messageId) => requests.filter((r) => r.messageId === messageId && r.platformMessageId).length,
     script: (...answers) => queue.push(...answers),
     clearScript: () => {
       queue.length = 0
     },
+    scriptUploads: (...answers) => uploadQueue.push(...answers),
     get latencyMs() {
       return fake.latencyMs
     },
@@ -166,4 +195,57 @@ function accept(request: CloudApiRequest, latencyMs: number): ScriptedAnswer {
       messages: [{ id: wamid }],
     },
   }
+}
+
+/** `POST /v21.0/{phone-number-id}/media`, the Graph API's upload path. */
+const MEDIA_PATH = /^(?:\/v[0-9.]+)?\/[0-9]+\/media(?:\?.*)?$/
+
+async function writeAnswer(res: ServerResponse, answer: ScriptedAnswer) {
+  if (answer.delayMs) await new Promise((r) => setTimeout(r, answer.delayMs))
+  if (!res.writable) return
+  res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers })
+  res.end(answer.body === undefined ? '' : JSON.stringify(answer.body))
+}
+
+/** An upload as the fake saw it, its form parsed by fetch's own multipart parser. */
+async function readUpload(req: IncomingMessage, bytes: Buffer): Promise<CloudApiUpload> {
+  const upload: CloudApiUpload = {
+    path: req.url ?? '',
+    headers: req.headers,
+    fields: {},
+    file: undefined,
+    mediaId: undefined,
+    receivedAt: Date.now(),
+  }
+  let form: FormData
+  try {
+    form = await new Response(new Uint8Array(bytes), {
+      headers: { 'content-type': req.headers['content-type'] ?? '' },
+    }).formData()
+  } catch {
+    return upload // Not a multipart form: recorded empty, refused below.
+  }
+  const entries: [string, string | File][] = []
+  form.forEach((value, name) => {
+    entries.push([name, value])
+  })
+  for (const [name, value] of entries) {
+    if (typeof value === 'string') upload.fields[name] = value
+    else if (name === 'file') {
+      upload.file = { name: value.name, type: value.type, bytes: Buffer.from(await value.arrayBuffer()) }
+    }
+  }
+  return upload
+}
+
+function acceptUpload(upload: CloudApiUpload): ScriptedAnswer {
+  if (!upload.headers.authorization?.startsWith('Bearer ')) {
+    return graphError(190, 'Error validating access token', 401)
+  }
+  if (upload.fields.messaging_product !== 'whatsapp' || !upload.fields.type || !upload.file) {
+    return graphError(100, 'Invalid parameter')
+  }
+  // The Graph API's media ids are long decimal numbers.
+  upload.mediaId = String(BigInt(`0x${randomBytes(7).toString('hex')}`) + 1_000_000_000_000_000n)
+  return { status: 200, body: { id: upload.mediaId } }
 }

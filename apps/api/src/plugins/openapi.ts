@@ -8,15 +8,29 @@ import type { FastifyInstance } from 'fastify'
  */
 export const OPTIONAL_BODY = 'x-optional-body'
 
-type Operation = Record<string, unknown> & { requestBody?: { required?: boolean } }
+/**
+ * A route schema that sets this to a schema takes a `multipart/form-data` body of that shape. Its
+ * handler reads the parts as they stream in, so Fastify validates nothing: the schema only
+ * documents the form.
+ */
+export const MULTIPART_BODY = 'x-multipart-body'
 
-/** Marks the request body optional on the operations that say so, and drops the marker. */
-function markOptionalBodies<T extends { paths?: object }>(document: T): T {
+type Operation = Record<string, unknown> & { requestBody?: { required?: boolean; content?: object } }
+
+/** Applies the markers above to the operations that carry them, and drops the markers. */
+function applyBodyMarkers<T extends { paths?: object }>(document: T): T {
   for (const operations of Object.values(document.paths ?? {}) as Record<string, unknown>[]) {
     for (const operation of Object.values(operations) as Operation[]) {
-      if (!operation || typeof operation !== 'object' || !(OPTIONAL_BODY in operation)) continue
-      if (operation.requestBody) operation.requestBody.required = false
-      delete operation[OPTIONAL_BODY]
+      if (!operation || typeof operation !== 'object') continue
+      if (OPTIONAL_BODY in operation) {
+        if (operation.requestBody) operation.requestBody.required = false
+        delete operation[OPTIONAL_BODY]
+      }
+      if (MULTIPART_BODY in operation) {
+        const schema = JSON.parse(JSON.stringify(operation[MULTIPART_BODY]))
+        operation.requestBody = { required: true, content: { 'multipart/form-data': { schema } } }
+        delete operation[MULTIPART_BODY]
+      }
     }
   }
   return document
@@ -37,7 +51,7 @@ export async function registerOpenApi(app: FastifyInstance) {
       },
     },
     transformObject: (documents) =>
-      'openapiObject' in documents ? markOptionalBodies(documents.openapiObject) : documents.swaggerObject,
+      'openapiObject' in documents ? applyBodyMarkers(documents.openapiObject) : documents.swaggerObject,
   })
   await app.register(swaggerUi, { routePrefix: '/docs' })
 }
