@@ -1,0 +1,306 @@
+/**
+ * Webhook fan-out benchmark: events per second delivered by the real webhooks worker (jobs queued
+ * in Redis, endpoints read from Postgres, per-endpoint gate in Redis, Standard Webhooks signature,
+ * every attempt written to Postgres) versus a bare loop of signed POSTs of the same bodies at the
+ * same concurrency, both to one receiver answering 204. Prints figure, baseline, ratio.
+ *
+ * The receiver runs in a child process (webhooks-receiver.ts): it plays the sender's server, another
+ * machine in production, so its work must not take the event loop of the side being measured.
+ *
+ * With BENCH_BREAKDOWN=1 each round also drains the same jobs with a BullMQ worker whose processor
+ * does nothing, and with one that sends the bare signed POST: what the queue alone costs.
+ *
+ *   pnpm --filter @dispatch/worker bench:webhooks
+ *   (BENCH_JOBS, BENCH_CONCURRENCY, BENCH_ROUNDS, BENCH_ENDPOINTS, BENCH_BREAKDOWN)
+ */
+import { createHmac, createSecretKey, type KeyObject, randomBytes } from 'node:crypto'
+import { Agent, request } from 'node:http'
+import {
+  QueueNames,
+  WEBHOOK_JOB_OPTIONS,
+  type WebhookJob,
+  webhookEventBody,
+  webhookJobId,
+} from '@dispatch/contracts'
+import { createDb, generateApiKey, insertApiKey, insertWebhookEndpoint } from '@dispatch/db'
+import { createBenchWorld, median, printComparison } from '@dispatch/testing/bench'
+import { Queue, Worker } from 'bullmq'
+import { Redis } from 'ioredis'
+import pino from 'pino'
+import { DEFAULT_WEBHOOK_RETRY_SCHEDULE, parseRetrySchedule } from '../src/webhooks/schedule.ts'
+import { startWebhooksWorker } from '../src/webhooks/worker.ts'
+import { armReceiver, checkTally, startReceiver } from './webhooks-receiver.ts'
+
+const jobCount = Number(process.env.BENCH_JOBS ?? 10_000)
+const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 50)
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3)
+const endpointCount = Number(process.env.BENCH_ENDPOINTS ?? 4)
+const breakdown = process.env.BENCH_BREAKDOWN === '1'
+
+async function main() {
+  const world = await createBenchWorld('webhooks')
+  const { db, sql, close: closeDb } = createDb(world.databaseUrl)
+  const connections: Redis[] = []
+  const connection = () => {
+    const client = new Redis(world.redisUrl, { maxRetriesPerRequest: null })
+    connections.push(client)
+    return client
+  }
+  const receiver = await startReceiver()
+
+  try {
+    const { keyHash, keyPrefix } = generateApiKey('development')
+    const key = await insertApiKey(db, {
+      keyHash,
+      keyPrefix,
+      environment: 'development',
+      clientName: 'Bench',
+      email: 'bench@dispatch.test',
+      scopes: ['send:free-text', 'manage:webhooks'],
+      requestedTenantId: null,
+      createdAt: new Date(),
+    })
+    const endpoints = await Promise.all(
+      Array.from({ length: endpointCount }, (_, i) =>
+        insertWebhookEndpoint(db, {
+          apiKeyId: key.id,
+          url: `${receiver.url}/hooks/${i + 1}`,
+          events: ['message.delivered'],
+          description: null,
+          secret: `whsec_${randomBytes(32).toString('base64')}`,
+          now: new Date(),
+        }),
+      ),
+    )
+    const secrets = Object.fromEntries(endpoints.map((e) => [new URL(e.url).pathname, e.secret]))
+
+    // Events as the trigger stores them, so attempts can be recorded against them; each event goes
+    // to every endpoint, as the relay fans it out.
+    const eventCount = Math.ceil(jobCount / endpointCount)
+    const events = await sql<Array<{ id: string; type: string; payload: unknown }>>`
+      insert into webhook_events (id, api_key_id, type, message_id, sequence, payload)
+      select 'msg_' || replace(gen_random_uuid()::text, '-', ''), ${key.id}, 'message.delivered', m, 2,
+        jsonb_build_object('type', 'message.delivered',
+          'timestamp', to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+          'data', jsonb_build_object('messageId', m, 'clientReference', 'order-' || g, 'type', 'text',
+            'phone', '+5511987654321', 'status', 'delivered', 'attempts', 1, 'error', null, 'sequence', 2))
+      from generate_series(1, ${eventCount}) g, gen_random_uuid() m
+      returning id, type, payload`
+    const jobs: WebhookJob[] = events
+      .flatMap((event) =>
+        endpoints.map((endpoint) => ({
+          eventId: event.id,
+          endpointId: endpoint.id,
+          eventType: event.type,
+          body: webhookEventBody(event.payload),
+          reason: 'event' as const,
+        })),
+      )
+      .slice(0, jobCount)
+    const urls = new Map(endpoints.map((e) => [e.id, e.url]))
+    const keys = new Map(
+      endpoints.map((e) => [e.id, createSecretKey(Buffer.from(e.secret.slice('whsec_'.length), 'base64'))]),
+    )
+
+    const logger = pino({ level: 'silent' })
+    const schedule = parseRetrySchedule(DEFAULT_WEBHOOK_RETRY_SCHEDULE)
+
+    /** A run's rate, and this process's CPU per event (user + system, µs). */
+    interface Run {
+      perSecond: number
+      cpuUs: number
+    }
+    const timed = async (count: number, work: () => Promise<void>): Promise<Run> => {
+      const cpu = process.cpuUsage()
+      const began = performance.now()
+      await work()
+      const { user, system } = process.cpuUsage(cpu)
+      return { perSecond: count / ((performance.now() - began) / 1000), cpuUs: (user + system) / count }
+    }
+
+    const startRealWorker = () =>
+      startWebhooksWorker({
+        db,
+        logger,
+        connection: connection(),
+        gateConnection: connection(),
+        prefix: world.queuePrefix,
+        concurrency,
+        timeoutMs: 15_000,
+        schedule,
+        // Raised so the per-endpoint limits never refuse: the gate's round trips are still made.
+        endpointConcurrency: concurrency,
+        endpointRatePerSecond: 1_000_000,
+        slowDownMs: 5000,
+        disableAfterMs: 5 * 24 * 3600 * 1000,
+        allowPrivate: true,
+        production: false,
+      })
+    const startBareWorker = (handle: (job: WebhookJob) => Promise<void>) => () =>
+      new Worker<WebhookJob>(QueueNames.webhooks, (job) => handle(job.data), {
+        connection: connection(),
+        prefix: world.queuePrefix,
+        concurrency,
+      })
+
+    /**
+     * A worker started on a queue filled with `batch`, timed from its start until the receiver has
+     * every request (or, for a worker that sends nothing, until every job completed).
+     */
+    async function queueRun(
+      side: string,
+      batch: WebhookJob[],
+      start: () => Worker,
+      sends = true,
+    ): Promise<Run> {
+      const queue = new Queue<WebhookJob>(QueueNames.webhooks, {
+        connection: connection(),
+        prefix: world.queuePrefix,
+      })
+      for (let from = 0; from < batch.length; from += 1000) {
+        await queue.addBulk(
+          batch.slice(from, from + 1000).map((data) => ({
+            name: data.eventType,
+            data,
+            opts: { ...WEBHOOK_JOB_OPTIONS, jobId: webhookJobId(data.eventId, data.endpointId) },
+          })),
+        )
+      }
+      const arrived = await armReceiver(receiver.child, { expect: batch.length, secrets })
+      let worker: Worker | undefined
+      let failed: (error: Error) => void = () => {}
+      const failure = new Promise<never>((_, reject) => {
+        failed = reject
+      })
+      let finished: Promise<void> = Promise.resolve()
+      const run = await timed(batch.length, async () => {
+        const started = start()
+        worker = started
+        let completed = 0
+        finished = new Promise<void>((resolve) => {
+          started.on('completed', () => {
+            if (++completed === batch.length) resolve()
+          })
+          started.on('failed', (_job, error) => failed(error))
+          started.on('error', failed)
+        })
+        if (sends) checkTally(side, await Promise.race([arrived(), failure]), batch.length)
+        else await Promise.race([finished, failure])
+      })
+      // Not timed: the last attempts are written after their POSTs were answered.
+      await Promise.race([finished, failure])
+      await worker?.close()
+      await queue.obliterate({ force: true })
+      await queue.close()
+      return run
+    }
+
+    const agent = new Agent({ keepAlive: true })
+    /** One signed POST as a bare client would send it: node:http keep-alive, HMAC per request. */
+    const post = (job: WebhookJob) =>
+      new Promise<void>((resolve, reject) => {
+        const timestamp = Math.floor(Date.now() / 1000)
+        const signature = createHmac('sha256', keys.get(job.endpointId) as KeyObject)
+          .update(`${job.eventId}.${timestamp}.${job.body}`)
+          .digest('base64')
+        const body = Buffer.from(job.body)
+        const req = request(urls.get(job.endpointId) as string, {
+          method: 'POST',
+          agent,
+          headers: {
+            'content-type': 'application/json',
+            'content-length': String(body.length),
+            'webhook-id': job.eventId,
+            'webhook-timestamp': String(timestamp),
+            'webhook-signature': `v1,${signature}`,
+          },
+        })
+        req.on('error', reject)
+        req.on('response', (res) => {
+          if (res.statusCode !== 204) reject(new Error(`receiver answered ${res.statusCode}`))
+          res.resume()
+          res.on('end', resolve)
+        })
+        req.end(body)
+      })
+
+    /** `concurrency` loops POSTing `batch` from memory, timed to the last arrival. */
+    async function baselineRun(batch: WebhookJob[]): Promise<Run> {
+      const arrived = await armReceiver(receiver.child, { expect: batch.length, secrets })
+      return timed(batch.length, async () => {
+        let next = 0
+        const loop = async () => {
+          while (next < batch.length) await post(batch[next++] as WebhookJob)
+        }
+        await Promise.all(Array.from({ length: concurrency }, loop))
+        checkTally('baseline', await arrived(), batch.length)
+      })
+    }
+
+    console.log(
+      `webhook fan-out: ${jobs.length} jobs (${eventCount} events × ${endpointCount} endpoints), ` +
+        `concurrency ${concurrency}, ${rounds} alternating rounds, receiver in a child process`,
+    )
+    const sides = {
+      'webhooks worker': () => queueRun('worker', jobs, startRealWorker),
+      'bare signed POSTs': () => baselineRun(jobs),
+      ...(breakdown
+        ? {
+            'BullMQ no-op': () =>
+              queueRun(
+                'BullMQ no-op',
+                jobs,
+                startBareWorker(async () => {}),
+                false,
+              ),
+            'BullMQ + bare POST': () => queueRun('BullMQ + bare POST', jobs, startBareWorker(post)),
+          }
+        : {}),
+    }
+    // A short warm-up of each, so none pays for JIT compilation in its measured run.
+    const warmUp = jobs.slice(0, Math.min(1000, jobs.length))
+    await baselineRun(warmUp)
+    await queueRun('worker', warmUp, startRealWorker)
+    const runs = new Map<string, Run[]>()
+    for (let round = 1; round <= rounds; round++) {
+      // Alternating, so load that drifts during the run moves every side alike.
+      const line: string[] = []
+      for (const [side, run] of Object.entries(sides)) {
+        const result = await run()
+        runs.set(side, [...(runs.get(side) ?? []), result])
+        line.push(
+          `${side} ${Math.round(result.perSecond)} events/s (${Math.round(result.cpuUs)} µs CPU each)`,
+        )
+      }
+      console.log(`  round ${round}/${rounds}: ${line.join('; ')}`)
+    }
+    const medianOf = (side: string) => median((runs.get(side) ?? []).map((r) => r.perSecond))
+    for (const side of Object.keys(sides).slice(2)) {
+      console.log(
+        `  ${side}: ${Math.round(medianOf(side))} events/s, ${(medianOf(side) / medianOf('bare signed POSTs')).toFixed(2)} of the baseline`,
+      )
+    }
+    const [recorded] = await sql<[{ count: string }]>`
+      select count(*) from webhook_attempts where status_code = 204`
+    const expected = jobs.length * rounds + warmUp.length
+    if (Number(recorded?.count) !== expected) {
+      throw new Error(`expected ${expected} attempts recorded, found ${recorded?.count}`)
+    }
+    agent.destroy()
+    printComparison({
+      name: 'webhook fan-out throughput',
+      figure: medianOf('webhooks worker'),
+      baseline: medianOf('bare signed POSTs'),
+      unit: 'events/s',
+      better: 'higher',
+      aim: '≥ 0.7',
+    })
+  } finally {
+    receiver.child.disconnect()
+    for (const client of connections) client.disconnect()
+    await closeDb()
+    await world.drop()
+  }
+}
+
+await main()
