@@ -46,9 +46,9 @@ const WorkerEnv = Type.Object({
   /** The waits between tries after the first (units ms, s, m, h): 8 tries over about 28 hours. */
   WEBHOOK_RETRY_SCHEDULE: Type.String({ minLength: 1, default: '5s,5m,30m,2h,5h,10h,10h' }),
   /** Deliveries in flight to one endpoint, across every worker process. */
-  WEBHOOK_ENDPOINT_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
+  WEBHOOK_ENDPOINT_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1000, default: 20 }),
   /** Deliveries per second to one endpoint, across every worker process. */
-  WEBHOOK_ENDPOINT_RATE_PER_SECOND: Type.Integer({ minimum: 1, maximum: 100_000, default: 200 }),
+  WEBHOOK_ENDPOINT_RATE_PER_SECOND: Type.Integer({ minimum: 1, maximum: 100_000, default: 1000 }),
   /** How long an endpoint answering 429, 502 or 504 without a Retry-After is left alone. */
   WEBHOOK_SLOW_DOWN_MS: Type.Integer({ minimum: 0, default: 5000 }),
   /** An endpoint whose every delivery failed for this long is disabled and its owner told. */

@@ -2,15 +2,17 @@ import { type Db, type NewWebhookAttempt, recordWebhookAttempts } from '@dispatc
 import type { Logger } from 'pino'
 
 /**
- * Writes delivery attempts in batches: those recorded in the same turn of the event loop go in one
- * statement. The log of attempts is for the endpoint's owner to read; a write that fails (Postgres
- * down) is logged and dropped rather than holding back deliveries, which already happened.
+ * Writes delivery attempts in batches: one insert at a time, and the attempts recorded while it
+ * runs go together in the next, so batches grow with the load instead of statements multiplying.
+ * The log of attempts is for the endpoint's owner to read; a write that fails (Postgres down) is
+ * logged and dropped rather than holding back deliveries, which already happened.
  */
 export class AttemptRecorder {
   readonly #db: Db
   readonly #logger: Logger
   #pending: NewWebhookAttempt[] = []
-  #flushing: Promise<void> | undefined
+  #next: Promise<void> | undefined
+  #running: Promise<void> = Promise.resolve()
 
   constructor(db: Db, logger: Logger) {
     this.#db = db
@@ -19,14 +21,19 @@ export class AttemptRecorder {
 
   record(attempt: NewWebhookAttempt): Promise<void> {
     this.#pending.push(attempt)
-    this.#flushing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.#flush())
-    return this.#flushing
+    // The next insert starts when the running one ends, and takes everything pending by then.
+    this.#next ??= this.#running.then(() => {
+      this.#next = undefined
+      return this.#flush()
+    })
+    this.#running = this.#next
+    return this.#next
   }
 
   async #flush() {
     const batch = this.#pending
     this.#pending = []
-    this.#flushing = undefined
+    if (batch.length === 0) return
     try {
       await recordWebhookAttempts(this.#db, batch)
     } catch (error) {

@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto'
+import { createHmac, createSecretKey, type KeyObject } from 'node:crypto'
 
 /** The three Standard Webhooks headers every delivery carries. */
 export interface WebhookSignatureHeaders {
@@ -21,13 +21,25 @@ export interface WebhookToSign {
 const SECRET_PREFIX = 'whsec_'
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/
 
+/**
+ * Keys already made, by secret: `createHmac` given raw bytes rebuilds its key on every call (about
+ * 30 µs), a KeyObject does not (about 4 µs). Bounded: cleared when it grows past the limit.
+ */
+const keys = new Map<string, KeyObject>()
+const MAX_KEYS = 10_000
+
 /** The HMAC key of a `whsec_` secret. The error never quotes the secret. */
-function signingKey(secret: string, index: number): Buffer {
+function signingKey(secret: string, index: number): KeyObject {
+  const known = keys.get(secret)
+  if (known) return known
   const encoded = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : ''
   if (!BASE64.test(encoded)) {
     throw new Error(`webhook secret #${index + 1} is not "whsec_" followed by base64`)
   }
-  return Buffer.from(encoded, 'base64')
+  const key = createSecretKey(Buffer.from(encoded, 'base64'))
+  if (keys.size >= MAX_KEYS) keys.clear()
+  keys.set(secret, key)
+  return key
 }
 
 /**

@@ -73,7 +73,10 @@ export interface NewWebhookAttempt {
 /** Writes attempts in one statement; an endpoint or event deleted meanwhile drops only its own rows. */
 export async function recordWebhookAttempts(db: Db, attempts: NewWebhookAttempt[]): Promise<void> {
   if (attempts.length === 0) return
-  await db.execute(sql`
+  // The attempt log is best effort already: no need to wait for the WAL flush.
+  await db.transaction(async (tx) => {
+    await tx.execute(sql`set local synchronous_commit = off`)
+    await tx.execute(sql`
     insert into webhook_attempts (endpoint_id, event_id, attempt, status_code, duration_ms,
       response_excerpt, error, next_retry_at, created_at)
     select a.* from jsonb_to_recordset(${JSON.stringify(attempts)}::jsonb) as a(
@@ -81,6 +84,7 @@ export async function recordWebhookAttempts(db: Db, attempts: NewWebhookAttempt[
       "responseExcerpt" text, error text, "nextRetryAt" timestamptz, "createdAt" timestamptz)
     where exists (select 1 from webhook_endpoints e where e.id = a."endpointId")
       and exists (select 1 from webhook_events v where v.id = a."eventId")`)
+  })
 }
 
 /** A success ends any failing streak. Cheap when there is none: the row is not touched. */
