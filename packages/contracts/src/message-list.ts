@@ -6,19 +6,15 @@ import { listQueryProperties, PageMeta } from './paging.ts'
 export const MESSAGE_ORDER_FIELDS = ['createdAt', 'updatedAt'] as const
 
 /**
- * A calendar day (UTC) or an instant with its offset. Years 1000–2999: a year 0000 would reach
- * Postgres, which refuses it, and no message is older than the service.
+ * A bound of the acceptance window: a calendar day (UTC) or an instant with its offset. Checked by
+ * `parseTimeBound` rather than by formats here, so a bad value gets one message naming both forms.
  */
 const AcceptedBound = (edge: string) =>
-  Type.Union(
-    [
-      Type.String({ format: 'date', pattern: '^[12][0-9]{3}-[0-9]{2}-[0-9]{2}$' }),
-      Type.String({ format: 'date-time', pattern: '^[12][0-9]{3}-[0-9]{2}-[0-9]{2}T' }),
-    ],
-    {
-      description: `${edge} of the acceptance time, inclusive: a date (YYYY-MM-DD, the whole UTC day) or a date-time with its offset`,
-    },
-  )
+  Type.String({
+    maxLength: 40,
+    description: `${edge} of the acceptance time, inclusive: a date (YYYY-MM-DD, the whole UTC day) or a date-time with its offset (RFC 3339)`,
+    examples: ['2026-03-01', '2026-03-01T09:30:00-03:00'],
+  })
 
 /**
  * `GET /messages`: the common list parameters (`take` defaults to 1) and the message filters.
@@ -56,3 +52,50 @@ export const MessageList = Type.Object(
   { additionalProperties: false },
 )
 export type MessageList = Static<typeof MessageList>
+
+const DATE = /^([1-9][0-9]{3})-([0-9]{2})-([0-9]{2})$/
+const DATE_TIME =
+  /^([1-9][0-9]{3}-[0-9]{2}-[0-9]{2})T([01][0-9]|2[0-3]):([0-5][0-9]):([0-5][0-9])(\.[0-9]{1,6})?(Z|[+-](?:0[0-9]|1[0-4]):[0-5][0-9])$/i
+
+export const TIME_BOUND_RULE =
+  'must be a date (2026-03-01) or a date-time with its offset (2026-03-01T09:30:00Z, …-03:00)'
+
+/** A bound as Postgres reads it: a day's midnight (UTC) or the instant as given. */
+export interface TimeBound {
+  at: string
+  wholeDay: boolean
+}
+
+/**
+ * `2026-03-01` (that UTC day) or an RFC 3339 date-time with an offset, up to microseconds; a day
+ * that does not exist (2026-02-30) or a year before 1000 is refused (Postgres has no year 0).
+ */
+export function parseTimeBound(value: string): TimeBound | undefined {
+  const time = DATE_TIME.exec(value)
+  const day = time ? (time[1] as string) : value
+  const [, year, month, date] = (DATE.exec(day) ?? []).map(Number)
+  if (year === undefined || month === undefined || date === undefined) return undefined
+  const midnight = new Date(Date.UTC(year, month - 1, date))
+  if (midnight.getUTCMonth() !== month - 1 || midnight.getUTCDate() !== date) return undefined
+  return time ? { at: value.toUpperCase(), wholeDay: false } : { at: `${day}T00:00:00Z`, wholeDay: true }
+}
+
+export interface AcceptedWindow {
+  from?: string | undefined
+  /** Exclusive: the day after an end date. */
+  before?: string | undefined
+  /** Inclusive: an end date-time. */
+  until?: string | undefined
+}
+
+/**
+ * The acceptance window of two bounds, both inclusive: from the start (a day from its midnight)
+ * until the end (a day through its last instant: before the next midnight).
+ */
+export function acceptedWindow(start?: TimeBound, end?: TimeBound): AcceptedWindow {
+  return {
+    from: start?.at,
+    before: end?.wholeDay ? new Date(Date.parse(end.at) + 86_400_000).toISOString() : undefined,
+    until: end && !end.wholeDay ? end.at : undefined,
+  }
+}
