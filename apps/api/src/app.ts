@@ -18,6 +18,7 @@ import { adminCatalogRoutes } from './routes/admin/catalog.ts'
 import { adminInboundMessageRoutes } from './routes/admin/inbound-messages.ts'
 import { apiKeyRoutes } from './routes/api-keys/index.ts'
 import { healthRoutes } from './routes/health/index.ts'
+import { messageListRoutes } from './routes/messages/list.ts'
 import { sendMessageRoutes } from './routes/messages/send.ts'
 import { messageStatusRoutes } from './routes/messages/status.ts'
 import { catalogRoutes } from './routes/third-party/catalog.ts'
@@ -111,6 +112,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   ] as const) {
     await app.register(sendMessageRoutes, { prefix, hide })
     await app.register(messageStatusRoutes, { prefix, hide })
+    await app.register(messageListRoutes, { prefix, hide })
   }
   await app.register(whatsappWebhookRoutes, { prefix: '/api/webhooks/whatsapp' })
   await app.register(adminCatalogRoutes, { prefix: '/api/admin' })
