@@ -48,10 +48,10 @@ type Target = Awaited<ReturnType<typeof prepare>>
 
 const counters = async (databaseUrl: string) => {
   const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} })
-  const [row] = await sql`select n_tup_upd::int as updates, n_tup_hot_upd::int as hot from pg_stat_user_tables
-    where relname = 'messages'`
+  const [row] = await sql`select n_tup_upd::int as updates, n_tup_hot_upd::int as hot,
+    pg_indexes_size('messages')::float8 as "indexBytes" from pg_stat_user_tables where relname = 'messages'`
   await sql.end()
-  return { updates: Number(row?.updates), hot: Number(row?.hot) }
+  return { updates: Number(row?.updates), hot: Number(row?.hot), indexBytes: Number(row?.indexBytes) }
 }
 
 const outcome = (
@@ -139,9 +139,6 @@ async function walPerUpdate(target: Target, messages: number) {
   const { sql, close } = createDb(target.databaseUrl, { max: 1 })
   const total = { updates: 0, records: 0, fpi: 0, bytes: 0 }
   try {
-    // Both passes start right after a checkpoint, so each pays alike for the full-page image of
-    // every page it is first to change (which pages those are is what differs).
-    await sql`checkpoint`
     await traffic(target, sql, 'wal', messages, async (platformMessageId, status) => {
       const [row] = await sql.unsafe(
         `explain (analyze, wal, format json) update messages set status = $2::message_status, updated_at = now(),
@@ -205,7 +202,10 @@ try {
     const updates = (after[i]?.updates ?? 0) - (before[i]?.updates ?? 0)
     const hot = (after[i]?.hot ?? 0) - (before[i]?.hot ?? 0)
     const share = updates ? ((100 * hot) / updates).toFixed(0) : '?'
-    console.log(`  HOT updates ${target.label} list indexes: ${hot} of ${updates} (${share} %)`)
+    const grown = ((after[i]?.indexBytes ?? 0) - (before[i]?.indexBytes ?? 0)) / 2 ** 20
+    console.log(
+      `  ${target.label} list indexes: HOT updates ${hot} of ${updates} (${share} %); the table's indexes grew ${grown.toFixed(1)} MB`,
+    )
   })
   for (const target of targets) {
     const wal = await walPerUpdate(target, 1000)
