@@ -15,10 +15,6 @@ import { errorResponses } from '../responses.ts'
 import { splitCommaLists, tenantOf } from '../third-party/tenancy.ts'
 import type { MessageRouteOptions } from './send.ts'
 
-/**
- * The key's own messages as recorded in Postgres: a message is listed once the worker has written
- * its row (or, scheduled, once accepted), not while its job only waits in Redis.
- */
 /** The acceptance window of `startDate`/`endDate`, or a 400 naming the parameter at fault. */
 function acceptedWindowOf(startDate: string | undefined, endDate: string | undefined) {
   const bound = (value: string | undefined, name: string) => {
@@ -39,6 +35,10 @@ function acceptedWindowOf(startDate: string | undefined, endDate: string | undef
   return window
 }
 
+/**
+ * The key's own messages as recorded in Postgres: a message is listed once the worker has written
+ * its row (or, scheduled, once accepted), not while its job only waits in Redis.
+ */
 export const messageListRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> = async (app, options) => {
   const { db } = app.deps
 
