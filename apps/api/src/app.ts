@@ -21,6 +21,7 @@ import { apiKeyRoutes } from './routes/api-keys/index.ts'
 import { healthRoutes } from './routes/health/index.ts'
 import { batchMessageRoutes } from './routes/messages/batch.ts'
 import { cancelMessageRoutes } from './routes/messages/cancel.ts'
+import { messageListRoutes } from './routes/messages/list.ts'
 import { sendMessageRoutes } from './routes/messages/send.ts'
 import { messageStatusRoutes } from './routes/messages/status.ts'
 import { catalogRoutes } from './routes/third-party/catalog.ts'
@@ -118,6 +119,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     await app.register(batchMessageRoutes, { prefix, hide })
     await app.register(messageStatusRoutes, { prefix, hide })
     await app.register(cancelMessageRoutes, { prefix, hide })
+    await app.register(messageListRoutes, { prefix, hide })
   }
   await app.register(whatsappWebhookRoutes, { prefix: '/api/webhooks/whatsapp' })
   await app.register(adminCatalogRoutes, { prefix: '/api/admin' })

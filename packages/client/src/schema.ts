@@ -297,6 +297,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/third-party/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List your messages (one envelope with `data`)
+         * @description Requires the `read:messages` scope. A key sees only the messages it sent, once the worker has recorded them.
+         */
+        get: operations["listMessages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/webhooks/whatsapp": {
         parameters: {
             query?: never;
@@ -2582,6 +2602,125 @@ export interface operations {
             };
             /** @description The error body every failure answers with */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    listMessages: {
+        parameters: {
+            query: {
+                order: "ASC" | "DESC";
+                page: number;
+                take: number;
+                q?: string;
+                tenantId?: string;
+                deleted?: "true" | "false";
+                itemCount?: number;
+                orderField: "createdAt" | "updatedAt";
+                status?: ("scheduled" | "queued" | "sending" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled")[];
+                type?: ("text" | "template" | "image")[];
+                /** @description E.164, e.g. +5511987654321 */
+                phone?: string;
+                /** @description Your own reference for this message, returned with its status */
+                clientReference?: string;
+                batchId?: string;
+                /** @description Start of the acceptance time, inclusive: a date (YYYY-MM-DD, the whole UTC day) or a date-time with its offset (RFC 3339) */
+                startDate?: string;
+                /** @description End of the acceptance time, inclusive: a date (YYYY-MM-DD, the whole UTC day) or a date-time with its offset (RFC 3339) */
+                endDate?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        page: number;
+                        take: number;
+                        itemCount: number;
+                        pageCount: number;
+                        hasPreviousPage: boolean;
+                        hasNextPage: boolean;
+                        itemCountExact: boolean;
+                        data: {
+                            /** Format: uuid */
+                            messageId: string;
+                            /** @enum {unknown} */
+                            type: "text" | "template" | "image";
+                            phone: string;
+                            /** @enum {unknown} */
+                            status: "scheduled" | "queued" | "sending" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled";
+                            attempts: number;
+                            clientReference: string | null;
+                            platformMessageId: string | null;
+                            lastError: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            batchId: string | null;
+                            sendAt: string | null;
+                            expiresAt: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -99,6 +99,24 @@ describe('a sender using @dispatch/client against the listening API', () => {
     }
   })
 
+  it('lists the messages it sent, a status list going as repeated query parameters', async () => {
+    const { client } = await approvedSender()
+    const { messageId } = await client.POST('/api/third-party/messages/send-text', {
+      body: { phone, text: 'Listed' },
+    })
+    await waitUntilSent(client, messageId)
+    const listed = await client.GET('/api/third-party/messages', {
+      params: {
+        query: { order: 'DESC', page: 1, take: 10, orderField: 'createdAt', status: ['sent', 'failed'] },
+      },
+    })
+    expect(listed).toMatchObject({
+      itemCount: 1,
+      itemCountExact: true,
+      data: [{ messageId, status: 'sent' }],
+    })
+  })
+
   it('throws a typed DispatchError for a 400 and a 403', async () => {
     const { client } = await approvedSender(['send:free-text'])
     const invalid = await client

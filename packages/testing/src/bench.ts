@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { Agent, request } from 'node:http'
 import { ensureDatabase, migrateDatabase } from '@dispatch/db/migrate'
 import { Redis } from 'ioredis'
 import postgres from 'postgres'
@@ -60,4 +61,60 @@ export function printComparison(line: BenchLine) {
       ` → ratio ${ratio.toFixed(2)} (${line.better} is better${line.aim ? `; aim ${line.aim}` : ''})`,
   )
   return ratio
+}
+
+/** The value 95 % of the samples stay at or under. */
+export const p95 = (values: number[]) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length * 0.95)] ?? 0
+
+/**
+ * p95 (and median) in milliseconds of `figure` and of `baseline`, sampled alternately (after a shared warm-up of
+ * 30 each), so machine noise and warm-up weigh on both alike rather than on whichever runs first.
+ */
+export async function pairedP95(
+  figure: () => Promise<unknown>,
+  baseline: () => Promise<unknown>,
+  samples: number,
+) {
+  for (let i = 0; i < 30; i++) {
+    await figure()
+    await baseline()
+  }
+  const times = { figure: [] as number[], baseline: [] as number[] }
+  const time = async (run: () => Promise<unknown>, into: number[]) => {
+    const start = performance.now()
+    await run()
+    into.push(performance.now() - start)
+  }
+  for (let i = 0; i < samples; i++) {
+    if (i % 2) {
+      await time(figure, times.figure)
+      await time(baseline, times.baseline)
+    } else {
+      await time(baseline, times.baseline)
+      await time(figure, times.figure)
+    }
+  }
+  return {
+    figure: p95(times.figure),
+    baseline: p95(times.baseline),
+    medians: { figure: median(times.figure), baseline: median(times.baseline) },
+  }
+}
+
+/** A lean keep-alive GET client (lighter than fetch), so the client's own cost stays out of a figure. */
+export function keepAliveGet() {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+  const get = (url: string, headers: Record<string, string>) =>
+    new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request(url, { agent, headers }, (res) => {
+        const chunks: Buffer[] = []
+        res.on('data', (c: Buffer) => chunks.push(c))
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }))
+        res.on('error', reject)
+      })
+      req.on('error', reject)
+      req.end()
+    })
+  return { get, close: () => agent.destroy() }
 }

@@ -1,0 +1,118 @@
+import {
+  type AcceptedWindow,
+  MESSAGE_COUNT_LIMIT,
+  type MessageListQuery,
+  type MessageStatus,
+} from '@dispatch/contracts'
+import { type Column, eq, getTableColumns, gte, inArray, lt, lte, or, type SQL, sql } from 'drizzle-orm'
+import type { Db } from '../client.ts'
+import { type MessageRow, messages } from '../schema/messages.ts'
+import { offsetOf, ordering, whereAll } from './list-helpers.ts'
+import { isUuid } from './orders.ts'
+
+const timestamp = (value: string) => sql`${value}::timestamptz`
+
+/**
+ * The key's messages matching everything but `status` (which the caller applies, see below), within
+ * the acceptance window (`acceptedWindow` of `startDate`/`endDate`; bounds go to Postgres as text,
+ * so no precision is lost on the way).
+ * `q` is an exact match on the message id, the client reference or the phone: each is indexed.
+ */
+function filtersOf(apiKeyId: string, query: MessageListQuery, window: AcceptedWindow): SQL[] {
+  const filters: (SQL | undefined)[] = [
+    eq(messages.apiKeyId, apiKeyId),
+    // Messages are never deleted: `deleted=true` (deleted records only) lists none.
+    query.deleted === 'true' ? sql`false` : undefined,
+    query.type ? inArray(messages.type, query.type) : undefined,
+    query.phone ? eq(messages.phone, query.phone) : undefined,
+    query.clientReference ? eq(messages.clientReference, query.clientReference) : undefined,
+    query.batchId ? eq(messages.batchId, query.batchId) : undefined,
+    window.from ? gte(messages.acceptedAt, timestamp(window.from)) : undefined,
+    window.before ? lt(messages.acceptedAt, timestamp(window.before)) : undefined,
+    window.until ? lte(messages.acceptedAt, timestamp(window.until)) : undefined,
+    query.q
+      ? or(
+          isUuid(query.q) ? eq(messages.id, query.q.toLowerCase()) : undefined,
+          eq(messages.clientReference, query.q),
+          eq(messages.phone, query.q),
+        )
+      : undefined,
+  ]
+  return filters.filter((f) => f !== undefined)
+}
+
+/**
+ * One page of the key's messages, newest first by default, and how many match: exactly up to
+ * MESSAGE_COUNT_LIMIT (or the end of the page, if further), beyond that a lower bound, so no list
+ * ever counts millions of rows. See docs/messaging.md (Listing messages) for the indexes each
+ * filter reads.
+ */
+export async function listMessages(
+  db: Db,
+  apiKeyId: string,
+  query: MessageListQuery,
+  window: AcceptedWindow = {},
+) {
+  const filters = filtersOf(apiKeyId, query, window)
+  const statuses = [...new Set(query.status ?? [])] as MessageStatus[]
+  const offset = offsetOf(query)
+  const countLimit = Math.max(MESSAGE_COUNT_LIMIT, offset + query.take) + 1
+
+  const matching = whereAll([...filters, statuses.length ? inArray(messages.status, statuses) : undefined])
+  const counting = db
+    .select({ value: sql<number>`count(*)::int` })
+    .from(db.select({ one: sql`1` }).from(messages).where(matching).limit(countLimit).as('matches'))
+    .then(([row]) => row?.value ?? 0)
+  counting.catch(() => {}) // awaited below; this only keeps an early failure from going unhandled
+
+  const rows = await (statuses.length > 1
+    ? pageOfStatuses(db, filters, statuses, query, offset)
+    : db
+        .select()
+        .from(messages)
+        .where(matching)
+        .orderBy(...sortOf(query, messages))
+        .limit(query.take)
+        .offset(offset))
+  const itemCount = await counting
+  return { rows, itemCount, itemCountExact: itemCount < countLimit }
+}
+
+const sortOf = (query: MessageListQuery, source: { acceptedAt: Column; updatedAt: Column; id: Column }) =>
+  ordering(query.order, query.orderField === 'updatedAt' ? source.updatedAt : source.acceptedAt, source.id)
+
+/**
+ * Several statuses: Postgres 15 cannot read `status = any(…)` off the (key, status, accepted_at)
+ * index in time order, so each status is read on its own (newest first, as far as the page's end)
+ * and the results merged. The cost is one short index range per status, whatever their sizes.
+ */
+async function pageOfStatuses(
+  db: Db,
+  filters: SQL[],
+  statuses: MessageStatus[],
+  query: MessageListQuery,
+  offset: number,
+): Promise<MessageRow[]> {
+  const perStatus = db
+    .select()
+    .from(messages)
+    .where(whereAll([...filters, eq(messages.status, sql`wanted.status`)]))
+    .orderBy(...sortOf(query, messages))
+    .limit(offset + query.take)
+    .as('m')
+  return db
+    .select(pick(perStatus))
+    .from(sql`unnest(${`{${statuses.join(',')}}`}::message_status[]) as wanted(status)`)
+    .crossJoinLateral(perStatus)
+    .orderBy(...sortOf(query, perStatus))
+    .limit(query.take)
+    .offset(offset)
+}
+
+/** The subquery's columns under the table's own field names, so rows come back as MessageRows. */
+const pick = <T extends Record<keyof MessageRow, unknown>>(subquery: T) =>
+  Object.fromEntries(
+    Object.keys(getTableColumns(messages)).map((name) => [name, subquery[name as keyof MessageRow]]),
+  ) as {
+    [K in keyof MessageRow]: T[K]
+  }
