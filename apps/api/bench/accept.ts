@@ -10,7 +10,7 @@ import { MESSAGE_JOB_OPTIONS, QueueNames } from '@dispatch/contracts'
 import { createBenchWorld, printComparison } from '@dispatch/testing/bench'
 import { Queue } from 'bullmq'
 import { Redis } from 'ioredis'
-import { assertClean, autocannon, medianRun, type Run, startServer } from './load.ts'
+import { assertClean, autocannon, medianRun, type Run, settle, startServer } from './load.ts'
 
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 100)
 const duration = Number(process.env.BENCH_DURATION_S ?? 5)
@@ -26,6 +26,7 @@ const queues = [QueueNames.messages, `${QueueNames.messages}-baseline`].map(
   (name) => new Queue(name, { connection: redis, prefix: world.queuePrefix }),
 )
 const drain = async () => {
+  await settle()
   let jobs = 0
   for (const queue of queues) {
     jobs += await queue.count()

@@ -1,11 +1,12 @@
 /**
- * What the HTTP benchmarks share: autocannon in a child process, and the servers under test each in
- * a child process of their own (`server.ts`), so load generator and servers never share an event
- * loop and each server has a process to itself, as in production.
+ * What the accept benchmarks share: autocannon in a child process, the servers under test each in a
+ * child process of their own (`server.ts`), so load generator and servers never share an event
+ * loop and each server has a process to itself as in production, and an approved key.
  */
 import { type ChildProcess, fork, spawn } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { median } from '@dispatch/testing/bench'
+import type { FastifyInstance } from 'fastify'
 
 export interface Run {
   requestsPerSecond: number
@@ -58,6 +59,12 @@ export function assertClean(name: string, run: Run) {
   }
 }
 
+/**
+ * Waits for the requests still in flight when autocannon stopped to end, before the queue is
+ * emptied: an obliterate holds Redis for a moment, and would time out their enqueue.
+ */
+export const settle = () => new Promise((resolve) => setTimeout(resolve, 1000))
+
 export const medianRun = (runs: Run[]): Run => ({
   requestsPerSecond: median(runs.map((r) => r.requestsPerSecond)),
   p99: median(runs.map((r) => r.p99)),
@@ -102,4 +109,25 @@ export function startServer(role: 'app' | 'baseline', env: ServerEnv): Promise<C
       })
     })
   })
+}
+
+/** Requests a key with every send scope and approves it, through the API itself. */
+export async function approvedKey(app: FastifyInstance): Promise<string> {
+  const created = await app.inject({
+    method: 'POST',
+    url: '/api/api-keys/request',
+    payload: {
+      clientName: 'Bench',
+      email: 'bench@dispatch.test',
+      scopes: ['send:free-text', 'send:template', 'send:image'],
+    },
+  })
+  const { id, key } = created.json()
+  const approved = await app.inject({
+    method: 'POST',
+    url: `/api/admin/api-keys/${id}/approve`,
+    headers: { authorization: `Bearer ${app.deps.config.adminTokens[0]?.token}` },
+  })
+  if (approved.statusCode !== 200) throw new Error(`approve failed: ${approved.body}`)
+  return key
 }

@@ -15,6 +15,7 @@ import { Queue } from 'bullmq'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
 import { buildApp, createDeps, createLogger, parseApiConfig } from '../src/app.ts'
+import { approvedKey } from './load.ts'
 
 const role = process.argv[2]
 if (role !== 'app' && role !== 'baseline') throw new Error(`unknown role ${role}: app or baseline`)
@@ -53,6 +54,7 @@ async function startBaseline() {
       messageId,
       apiKeyId: '00000000-0000-4000-8000-000000000000',
       acceptedAt: new Date().toISOString(),
+      expiresAt: new Date(Date.now() + 4 * 3600_000).toISOString(),
       message: { type: 'text', body: request.body as { phone: string; text: string } },
     }
     await queue.add('text', job, { ...MESSAGE_JOB_OPTIONS, jobId: messageId })
@@ -72,27 +74,6 @@ async function startBaseline() {
       redis.disconnect()
     },
   }
-}
-
-/** Requests a key with every send scope and approves it, through the API itself. */
-async function approvedKey(app: FastifyInstance): Promise<string> {
-  const created = await app.inject({
-    method: 'POST',
-    url: '/api/api-keys/request',
-    payload: {
-      clientName: 'Bench',
-      email: 'bench@dispatch.test',
-      scopes: ['send:free-text', 'send:template', 'send:image'],
-    },
-  })
-  const { id, key } = created.json()
-  const approved = await app.inject({
-    method: 'POST',
-    url: `/api/admin/api-keys/${id}/approve`,
-    headers: { authorization: `Bearer ${app.deps.config.adminTokens[0]?.token}` },
-  })
-  if (approved.statusCode !== 200) throw new Error(`approve failed: ${approved.body}`)
-  return key
 }
 
 const server = role === 'app' ? await startApp() : await startBaseline()
