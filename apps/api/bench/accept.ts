@@ -61,10 +61,18 @@ try {
     const order = targets.map((_, i) => targets[(i + round - 1) % targets.length] as (typeof targets)[number])
     const line: string[] = []
     for (const target of order) {
+      const server = target.name === 'send-text' ? api : bare
+      const cpuBefore = await server.cpuSeconds()
       const run = await autocannon({ ...target, body, connections, seconds: duration })
+      const cpuAfter = await server.cpuSeconds()
       assertClean(target.name, run)
       runs.get(target.name)?.push(run)
-      line.push(`${target.name} ${Math.round(run.requestsPerSecond)} req/s, p99 ${run.p99} ms`)
+      // The server's CPU per request: what a request costs where the load is CPU-bound.
+      const cpu =
+        cpuBefore === undefined || cpuAfter === undefined
+          ? ''
+          : `, ${Math.round(((cpuAfter - cpuBefore) * 1e6) / (run.requestsPerSecond * duration))} µs CPU`
+      line.push(`${target.name} ${Math.round(run.requestsPerSecond)} req/s, p99 ${run.p99} ms${cpu}`)
     }
     const queued = await drain()
     console.log(`  round ${round}/${rounds}: ${line.join('; ')} (${queued} jobs queued, then removed)`)

@@ -27,9 +27,8 @@ const api = await startServer('app', {
 })
 const redis = new Redis(world.redisUrl, { maxRetriesPerRequest: null })
 const queue = new Queue(QueueNames.messages, { connection: redis, prefix: world.queuePrefix })
-/** Removes the round's jobs, so no round runs against a fuller Redis; answers how many there were. */
+/** Removes the run's jobs, so no run meets a fuller Redis; answers how many there were. */
 const drain = async () => {
-  await settle()
   const jobs = await queue.count()
   await queue.obliterate({ force: true })
   return jobs
@@ -51,13 +50,26 @@ const batch = {
   perRequest: batchSize,
 }
 
-/** One timed run; messages per second, with how many jobs it left in the queue as a check. */
+/**
+ * One timed run: messages per second, the API process's CPU per message (a batch spreads the
+ * per-request work over its items), and how many jobs it left in the queue as a check.
+ */
 async function measure(load: typeof single, seconds: number) {
+  const cpuBefore = await api.cpuSeconds()
   const run = await autocannon({ ...load, seconds })
   assertClean(load.url, run)
+  await settle()
+  const cpuAfter = await api.cpuSeconds()
   const queued = await drain()
-  return { ...run, messagesPerSecond: run.requestsPerSecond * load.perRequest, queued }
+  const cpuPerMessage =
+    cpuBefore === undefined || cpuAfter === undefined
+      ? 'n/a'
+      : `${Math.round(((cpuAfter - cpuBefore) * 1e6) / queued)} µs`
+  return { ...run, messagesPerSecond: run.requestsPerSecond * load.perRequest, queued, cpuPerMessage }
 }
+type Measured = Awaited<ReturnType<typeof measure>>
+const describe = (m: Measured) =>
+  `${Math.round(m.messagesPerSecond)} msg/s (p99 ${m.p99} ms, API CPU ${m.cpuPerMessage} per message, ${m.queued} jobs queued)`
 
 try {
   console.log(
@@ -69,17 +81,15 @@ try {
   const singles: number[] = []
   const batches: number[] = []
   for (let round = 1; round <= rounds; round++) {
-    const first = round % 2 === 1
-    const s = first ? await measure(single, duration) : undefined
-    const b = await measure(batch, duration)
-    const s2 = s ?? (await measure(single, duration))
-    singles.push(s2.messagesPerSecond)
+    // Alternating which goes first: load that drifts during the run moves both alike.
+    const order = round % 2 === 1 ? [single, batch] : [batch, single]
+    const measured = new Map<typeof single, Measured>()
+    for (const load of order) measured.set(load, await measure(load, duration))
+    const s = measured.get(single) as Measured
+    const b = measured.get(batch) as Measured
+    singles.push(s.messagesPerSecond)
     batches.push(b.messagesPerSecond)
-    console.log(
-      `  round ${round}/${rounds}: batch ${Math.round(b.requestsPerSecond)} req/s = ${Math.round(b.messagesPerSecond)} msg/s` +
-        ` (p99 ${b.p99} ms, ${b.queued} jobs queued); send-text ${Math.round(s2.messagesPerSecond)} msg/s` +
-        ` (p99 ${s2.p99} ms, ${s2.queued} jobs queued)`,
-    )
+    console.log(`  round ${round}/${rounds}: batch ${describe(b)}; send-text ${describe(s)}`)
   }
   printComparison({
     name: `batch accept (${batchSize} per request) vs send-text`,
@@ -91,6 +101,7 @@ try {
   })
 } finally {
   await api.stop()
+  await settle()
   await drain().catch(() => {})
   await queue.close()
   redis.disconnect()

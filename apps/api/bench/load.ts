@@ -4,6 +4,7 @@
  * loop and each server has a process to itself as in production, and an approved key.
  */
 import { type ChildProcess, fork, spawn } from 'node:child_process'
+import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { median } from '@dispatch/testing/bench'
 import type { FastifyInstance } from 'fastify'
@@ -84,7 +85,19 @@ export interface ChildServer {
   url: string
   /** `app` only: an approved key with every send scope. */
   key: string
+  /** The process's CPU time so far (user + system), in seconds; undefined off Linux. */
+  cpuSeconds(): Promise<number | undefined>
   stop(): Promise<void>
+}
+
+/** A process's CPU time from /proc (USER_HZ is 100 on Linux), or undefined where there is none. */
+export async function processCpuSeconds(pid: number | undefined): Promise<number | undefined> {
+  try {
+    const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]?.split(' ') ?? []
+    return (Number(fields[11]) + Number(fields[12])) / 100
+  } catch {
+    return undefined
+  }
 }
 
 /** Starts `server.ts` as `role` in a child process and waits until it listens. */
@@ -102,6 +115,7 @@ export function startServer(role: 'app' | 'baseline', env: ServerEnv): Promise<C
       resolve({
         url,
         key,
+        cpuSeconds: () => processCpuSeconds(child.pid),
         async stop() {
           if (child.exitCode === null) child.kill('SIGTERM')
           await exited
