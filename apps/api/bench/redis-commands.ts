@@ -5,7 +5,9 @@
  * messages worker with the sandbox platform draining them), for send-text and for batches, each
  * with and without an Idempotency-Key, versus a bare BullMQ `addBulk` and a no-op worker measured
  * the same way. Commandstats counts the commands a Lua script runs as well as the EVAL/EVALSHA
- * itself, so a script costs 1 + what it calls. Prints totals, ratios and the count per command.
+ * itself, so a script costs 1 + what it calls. Prints totals, ratios and the count per command,
+ * and, as an indication only (timed, so as noisy as the machine), the CPU per message of the
+ * redis-server and of this process.
  *
  *   pnpm --filter @dispatch/api bench:redis    (BENCH_MESSAGES, BENCH_BATCH_SIZE, REDIS_SERVER: the binary)
  */
@@ -69,7 +71,9 @@ async function pool(total: number, inFlight: number, one: (i: number) => Promise
 
 interface Phase {
   counts: Counts
-  cpuSeconds: number
+  /** CPU seconds of the redis-server, and of this process (the API or producer, and the worker). */
+  redisCpu: number
+  nodeCpu: number
 }
 interface Measured {
   name: string
@@ -80,14 +84,16 @@ interface Measured {
 /** Commands and Redis CPU spent by `work`; the observer's own INFO calls are left out. */
 async function phase(work: () => Promise<void>): Promise<Phase> {
   const [countsBefore, cpuBefore] = [await commandCounts(observer), await redisCpuSeconds(observer)]
+  const nodeBefore = process.cpuUsage()
   await work()
+  const node = process.cpuUsage(nodeBefore)
   const [countsAfter, cpuAfter] = [await commandCounts(observer), await redisCpuSeconds(observer)]
   const counts: Counts = new Map()
   for (const [name, calls] of countsAfter) {
     const delta = calls - (countsBefore.get(name) ?? 0)
     if (name !== 'info' && delta > 0) counts.set(name, delta)
   }
-  return { counts, cpuSeconds: cpuAfter - cpuBefore }
+  return { counts, redisCpu: cpuAfter - cpuBefore, nodeCpu: (node.user + node.system) / 1e6 }
 }
 
 const sentCount = async () => {
@@ -214,12 +220,13 @@ try {
   }
 
   const [base, ...ours] = results as [Measured, ...Measured[]]
-  const cpu = (p: Phase) => ((p.cpuSeconds * 1e6) / messages).toFixed(0)
+  const µs = (seconds: number) => `${Math.round((seconds * 1e6) / messages)} µs`
   for (const m of results) {
     console.log(
       `  ${m.name}: ${perMessage(m).toFixed(2)} commands per message (accept ${(total(m.accept) / messages).toFixed(2)},` +
-        ` delivery ${(total(m.delivery) / messages).toFixed(2)}); Redis CPU per message ${cpu(m.accept)} µs` +
-        ` accepting, ${cpu(m.delivery)} µs delivering`,
+        ` delivery ${(total(m.delivery) / messages).toFixed(2)}); CPU per message, accepting: Redis` +
+        ` ${µs(m.accept.redisCpu)}, node ${µs(m.accept.nodeCpu)}; delivering: Redis ${µs(m.delivery.redisCpu)},` +
+        ` node ${µs(m.delivery.nodeCpu)}`,
     )
   }
   printCountTable(
