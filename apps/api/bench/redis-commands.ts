@@ -77,6 +77,8 @@ interface Phase {
 }
 interface Measured {
   name: string
+  /** The case's column heading in the table of commands. */
+  label: string
   accept: Phase
   delivery: Phase
 }
@@ -181,7 +183,7 @@ async function bare(count: number): Promise<Measured> {
   const delivery = await phase(() => drain(count))
   await queue.close()
   connection.disconnect()
-  return { name: 'bare BullMQ', accept, delivery }
+  return { name: 'bare BullMQ', label: 'bare', accept, delivery }
 }
 
 const total = (p: Phase) => [...p.counts.values()].reduce((a, b) => a + b, 0)
@@ -203,16 +205,16 @@ try {
     await sendTexts(app, key, sendsInFlight, true)
     await sendBatches(app, key, batchSize, true)
     await deliver(sendsInFlight + batchSize)
-    for (const [name, send, idempotent] of [
-      ['send-text', sendTexts, false],
-      ['send-text + Idempotency-Key', sendTexts, true],
-      [`batch of ${batchSize}`, sendBatches, false],
-      [`batch of ${batchSize} + Idempotency-Key`, sendBatches, true],
+    for (const [name, label, send, idempotent] of [
+      ['send-text', 'send-text', sendTexts, false],
+      ['send-text + Idempotency-Key', 'send+key', sendTexts, true],
+      [`batch of ${batchSize}`, 'batch', sendBatches, false],
+      [`batch of ${batchSize} + Idempotency-Key`, 'batch+key', sendBatches, true],
     ] as const) {
       const began = performance.now()
       const accept = await phase(() => send(app, key, messages, idempotent))
       const delivery = await phase(() => deliver(messages))
-      results.push({ name, accept, delivery })
+      results.push({ name, label, accept, delivery })
       console.log(`  ${name}: accepted and delivered in ${((performance.now() - began) / 1000).toFixed(1)} s`)
     }
   } finally {
@@ -230,7 +232,7 @@ try {
     )
   }
   printCountTable(
-    results.map((m) => ({ name: m.name, phases: { accept: m.accept.counts, delivery: m.delivery.counts } })),
+    results.map((m) => ({ name: m.label, phases: { accept: m.accept.counts, delivery: m.delivery.counts } })),
     messages,
   )
   for (const m of ours) {

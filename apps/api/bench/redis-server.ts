@@ -66,7 +66,10 @@ export async function redisCpuSeconds(redis: Redis): Promise<number> {
   return read('used_cpu_user') + read('used_cpu_sys')
 }
 
-/** Calls per message of each command, one column per case, one row per phase and command. */
+/**
+ * Calls per message of each command, one column per case, one row per phase and command; commands
+ * under 0.01 per message in every case (connection setup, idle waits, timers) are left out.
+ */
 export function printCountTable(cases: { name: string; phases: Record<string, Counts> }[], messages: number) {
   const phases = Object.keys(cases[0]?.phases ?? {})
   const rows: string[][] = [['phase', 'command', ...cases.map((c) => c.name)]]
@@ -76,6 +79,7 @@ export function printCountTable(cases: { name: string; phases: Record<string, Co
       (a, b) => (cases[0]?.phases[phase]?.get(b) ?? 0) - (cases[0]?.phases[phase]?.get(a) ?? 0),
     )
     for (const name of sorted) {
+      if (cases.every((c) => (c.phases[phase]?.get(name) ?? 0) / messages < 0.005)) continue
       rows.push([phase, name, ...cases.map((c) => ((c.phases[phase]?.get(name) ?? 0) / messages).toFixed(2))])
     }
   }
