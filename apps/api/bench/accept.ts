@@ -1,163 +1,119 @@
 /**
  * Accept-path benchmark: autocannon against POST /api/third-party/messages/send-text (approved key,
- * valid body), versus a bare Fastify route doing one Redis INCR, same connections and duration,
- * both served by this process. Prints each figure, its baseline and the ratio.
+ * valid body) versus two bare Fastify routes: one plain BullMQ `add` per request, and one Redis
+ * `INCR` per request. The API and the bare server each run in a process of their own, autocannon
+ * in a third; same connections and duration, alternating rounds, medians compared.
  *
- *   pnpm --filter @dispatch/api bench     (BENCH_CONNECTIONS, BENCH_DURATION_S to change the load)
+ *   pnpm --filter @dispatch/api bench:accept    (BENCH_CONNECTIONS, BENCH_DURATION_S, BENCH_ROUNDS)
  */
-import { spawn } from 'node:child_process'
-import { createRequire } from 'node:module'
-import { createBenchWorld, median, printComparison } from '@dispatch/testing/bench'
-import Fastify, { type FastifyInstance } from 'fastify'
+import { MESSAGE_JOB_OPTIONS, QueueNames } from '@dispatch/contracts'
+import { createBenchWorld, printComparison } from '@dispatch/testing/bench'
+import { Queue } from 'bullmq'
 import { Redis } from 'ioredis'
-import { buildApp, createDeps, createLogger, parseApiConfig } from '../src/app.ts'
+import { assertClean, autocannon, medianRun, type Run, settle, startServer } from './load.ts'
 
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 100)
 const duration = Number(process.env.BENCH_DURATION_S ?? 5)
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3)
 const body = JSON.stringify({ phone: '+5511987654321', text: 'Your code is 123456' })
 
-interface Run {
-  requestsPerSecond: number
-  p99: number
-  non2xx: number
-  errors: number
-}
-
-/** autocannon in a child process, so the load generator does not share the server's event loop. */
-function autocannon(url: string, headers: Record<string, string>, seconds = duration): Promise<Run> {
-  const bin = createRequire(import.meta.url).resolve('autocannon/autocannon.js')
-  const args = [bin, '-c', String(connections), '-d', String(seconds), '-m', 'POST', '-b', body, '--json']
-  for (const [name, value] of Object.entries({ 'content-type': 'application/json', ...headers })) {
-    args.push('-H', `${name}=${value}`)
+const world = await createBenchWorld('accept')
+const env = { DATABASE_URL: world.databaseUrl, REDIS_URL: world.redisUrl, QUEUE_PREFIX: world.queuePrefix }
+const [api, bare] = await Promise.all([startServer('app', env), startServer('baseline', env)])
+// The jobs each round queued are removed before the next, so no round runs against a fuller Redis.
+const redis = new Redis(world.redisUrl, { maxRetriesPerRequest: null })
+const queues = [QueueNames.messages, `${QueueNames.messages}-baseline`].map(
+  (name) => new Queue(name, { connection: redis, prefix: world.queuePrefix }),
+)
+const drain = async () => {
+  await settle()
+  let jobs = 0
+  for (const queue of queues) {
+    jobs += await queue.count()
+    await queue.obliterate({ force: true })
   }
-  args.push(url)
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] })
-    let out = ''
-    child.stdout.on('data', (chunk) => {
-      out += chunk
-    })
-    child.on('error', reject)
-    child.on('close', (code) => {
-      if (code !== 0) return reject(new Error(`autocannon exited with ${code}`))
-      const result = JSON.parse(out)
-      resolve({
-        requestsPerSecond: result.requests.average,
-        p99: result.latency.p99,
-        non2xx: result.non2xx,
-        errors: result.errors,
-      })
-    })
-  })
+  return jobs
 }
 
-const medianRun = (runs: Run[]): Run => ({
-  requestsPerSecond: median(runs.map((r) => r.requestsPerSecond)),
-  p99: median(runs.map((r) => r.p99)),
-  non2xx: 0,
-  errors: 0,
-})
+const targets = [
+  {
+    name: 'send-text',
+    url: `${api.url}/api/third-party/messages/send-text`,
+    headers: { 'x-api-key': api.key },
+  },
+  { name: 'BullMQ add', url: `${bare.url}/add`, headers: {} },
+  { name: 'INCR', url: `${bare.url}/incr`, headers: {} },
+] as const
+type Target = (typeof targets)[number]['name']
 
-const address = (app: FastifyInstance) => {
-  const info = app.server.address()
-  if (!info || typeof info === 'string') throw new Error('not listening')
-  return `http://127.0.0.1:${info.port}`
-}
-
-async function main() {
-  const world = await createBenchWorld('accept')
-  const config = parseApiConfig({
-    DATABASE_URL: world.databaseUrl,
-    REDIS_URL: world.redisUrl,
-    QUEUE_PREFIX: world.queuePrefix,
-    LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
-    // The per-key limit is part of the path being measured, set high enough not to refuse.
-    MESSAGE_RATE_PER_SECOND: '1000000',
-  })
-  const app = await buildApp(createDeps(config, { logger: createLogger(config) }))
-  await app.listen({ host: '127.0.0.1', port: 0 })
-
-  const baselineRedis = new Redis(world.redisUrl, { enableOfflineQueue: false })
-  const baseline = Fastify({ loggerInstance: createLogger(config) })
-  baseline.post('/incr', async (_request, reply) => {
-    const n = await baselineRedis.incr(`${world.queuePrefix}:baseline`)
-    return reply.code(202).send({ n })
-  })
-  await baseline.listen({ host: '127.0.0.1', port: 0 })
-
-  try {
-    const key = await approvedKey(app)
-    console.log(
-      `accept path: ${connections} connections, ${rounds} rounds of ${duration} s each side, log level ${config.LOG_LEVEL}`,
-    )
-    const baseUrl = `${address(baseline)}/incr`
-    const sendUrl = `${address(app)}/api/third-party/messages/send-text`
-    const sendHeaders = { 'x-api-key': key }
-    // A short warm-up of each, so neither pays for JIT compilation in its measured run.
-    await autocannon(baseUrl, {}, 2)
-    await autocannon(sendUrl, sendHeaders, 2)
-    // Alternating rounds, medians compared: a machine whose load drifts during the run moves
-    // both sides alike rather than one.
-    const baseRuns: Run[] = []
-    const sendRuns: Run[] = []
-    for (let round = 1; round <= rounds; round++) {
-      const b = await autocannon(baseUrl, {})
-      const s = await autocannon(sendUrl, sendHeaders)
-      baseRuns.push(b)
-      sendRuns.push(s)
-      console.log(
-        `  round ${round}/${rounds}: send-text ${Math.round(s.requestsPerSecond)} req/s, p99 ${s.p99} ms;` +
-          ` baseline ${Math.round(b.requestsPerSecond)} req/s, p99 ${b.p99} ms`,
-      )
-      if (s.non2xx > 0 || s.errors > 0 || b.errors > 0) {
-        throw new Error(`failed answers during the run: send ${s.non2xx} non-2xx, ${s.errors} errors`)
-      }
+try {
+  console.log(
+    `accept path: ${connections} connections, ${rounds} rounds of ${duration} s per server, each server` +
+      ` and autocannon in a process of its own; log level ${process.env.LOG_LEVEL ?? 'warn'};` +
+      ` job options ${JSON.stringify(MESSAGE_JOB_OPTIONS)}`,
+  )
+  // A short warm-up of each, so none pays for JIT compilation in its measured run.
+  for (const target of targets) await autocannon({ ...target, body, connections, seconds: 2 })
+  await drain()
+  const runs = new Map<Target, Run[]>(targets.map((t) => [t.name, []]))
+  for (let round = 1; round <= rounds; round++) {
+    // Alternating rounds, each starting one further along: load that drifts moves all alike.
+    const order = targets.map((_, i) => targets[(i + round - 1) % targets.length] as (typeof targets)[number])
+    const line: string[] = []
+    for (const target of order) {
+      const server = target.name === 'send-text' ? api : bare
+      const cpuBefore = await server.cpuSeconds()
+      const run = await autocannon({ ...target, body, connections, seconds: duration })
+      const cpuAfter = await server.cpuSeconds()
+      assertClean(target.name, run)
+      runs.get(target.name)?.push(run)
+      // The server's CPU per request: what a request costs where the load is CPU-bound.
+      const cpu =
+        cpuBefore === undefined || cpuAfter === undefined
+          ? ''
+          : `, ${Math.round(((cpuAfter - cpuBefore) * 1e6) / (run.requestsPerSecond * duration))} µs CPU`
+      line.push(`${target.name} ${Math.round(run.requestsPerSecond)} req/s, p99 ${run.p99} ms${cpu}`)
     }
-    const base = medianRun(baseRuns)
-    const sendRun = medianRun(sendRuns)
-    printComparison({
-      name: 'send-text throughput',
-      figure: sendRun.requestsPerSecond,
-      baseline: base.requestsPerSecond,
-      unit: 'req/s',
-      better: 'higher',
-      aim: '≥ 0.6',
-    })
-    printComparison({
-      name: 'send-text p99 latency',
-      figure: sendRun.p99,
-      baseline: base.p99,
-      unit: 'ms',
-      better: 'lower',
-      aim: `p99 ≤ 15 ms at ${connections} connections`,
-    })
-    const queued = await app.deps.messageQueue.count()
-    console.log(`jobs queued during the runs: ${queued}`)
-  } finally {
-    await app.deps.messageQueue.obliterate({ force: true }).catch(() => {})
-    await app.close()
-    await baseline.close()
-    baselineRedis.disconnect()
-    await world.drop()
+    const queued = await drain()
+    console.log(`  round ${round}/${rounds}: ${line.join('; ')} (${queued} jobs queued, then removed)`)
   }
-}
-
-async function approvedKey(app: FastifyInstance): Promise<string> {
-  const admin = { authorization: `Bearer ${app.deps.config.adminTokens[0]?.token}` }
-  const created = await app.inject({
-    method: 'POST',
-    url: '/api/api-keys/request',
-    payload: { clientName: 'Bench', email: 'bench@dispatch.test', scopes: ['send:free-text'] },
+  const [send, add, incr] = targets.map((t) => medianRun(runs.get(t.name) ?? [])) as [Run, Run, Run]
+  printComparison({
+    name: 'send-text throughput vs one BullMQ add per request',
+    figure: send.requestsPerSecond,
+    baseline: add.requestsPerSecond,
+    unit: 'req/s',
+    better: 'higher',
+    aim: '≥ 1.0',
   })
-  const { id, key } = created.json()
-  const approved = await app.inject({
-    method: 'POST',
-    url: `/api/admin/api-keys/${id}/approve`,
-    headers: admin,
+  printComparison({
+    name: 'send-text p99 latency vs one BullMQ add per request',
+    figure: send.p99,
+    baseline: add.p99,
+    unit: 'ms',
+    better: 'lower',
+    aim: '≤ 1.2',
   })
-  if (approved.statusCode !== 200) throw new Error(`approve failed: ${approved.body}`)
-  return key
+  printComparison({
+    name: 'send-text throughput vs one INCR per request',
+    figure: send.requestsPerSecond,
+    baseline: incr.requestsPerSecond,
+    unit: 'req/s',
+    better: 'higher',
+    aim: '≥ 0.6',
+  })
+  printComparison({
+    name: 'send-text p99 latency vs one INCR per request',
+    figure: send.p99,
+    baseline: incr.p99,
+    unit: 'ms',
+    better: 'lower',
+    aim: `p99 ≤ 15 ms at ${connections} connections`,
+  })
+} finally {
+  await Promise.all([api.stop(), bare.stop()])
+  await drain().catch(() => {})
+  for (const queue of queues) await queue.close()
+  redis.disconnect()
+  await world.drop()
 }
-
-await main()

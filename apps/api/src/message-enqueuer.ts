@@ -11,9 +11,10 @@ interface Pending {
 
 /**
  * Adds the jobs of every request that arrives in the same turn of the event loop with one
- * `addBulk` (one Redis transaction): under load that halves the producer's cost per message, and
- * a lone request waits only for the current turn to end. A batch fails or succeeds as a whole,
- * so no request is told 202 for a job that is not in Redis.
+ * `addBulk` (one pipeline): under load that halves the producer's cost per message, and a lone
+ * request waits only for the current turn to end. Every request waits for the whole flush, so no
+ * request is told 202 for a job that is not in Redis. The pipeline is not a transaction: when Redis
+ * fails partway, some jobs of a flush answered 503 may be stored (see docs/messaging.md).
  */
 export class MessageEnqueuer {
   readonly #queue: Queue<MessageJob>

@@ -1,13 +1,17 @@
 /**
  * Delivery benchmark: messages per second through the real messages worker (sandbox adapter, no
  * latency, records written to Postgres) versus a BullMQ worker with a no-op processor, on the same
- * number of queued jobs and the same concurrency, in this process. Prints figure, baseline, ratio.
+ * number of queued jobs and the same concurrency, in this process. Prints figure, baseline, ratio,
+ * and where the real worker's time goes: CPU per message of this process and of the database's
+ * Postgres backends, and the mean time of each step of a job, timed around the dependencies the
+ * worker is handed (its claim connection, the platform, the driver), so the worker runs unchanged.
  *
  *   pnpm --filter @dispatch/worker bench    (BENCH_JOBS, BENCH_CONCURRENCY, BENCH_ROUNDS)
  */
 import { randomUUID } from 'node:crypto'
+import { readFile } from 'node:fs/promises'
 import { MESSAGE_JOB_OPTIONS, type MessageJob, QueueNames } from '@dispatch/contracts'
-import { createDb, generateApiKey, insertApiKey } from '@dispatch/db'
+import { createDb, generateApiKey, insertApiKey, type Sql } from '@dispatch/db'
 import { createBenchWorld, median, printComparison } from '@dispatch/testing/bench'
 import { Queue, Worker } from 'bullmq'
 import { Redis } from 'ioredis'
@@ -41,6 +45,36 @@ const key = await insertApiKey(db, {
   createdAt: new Date(),
 })
 
+/** A running mean of durations, in milliseconds. */
+class Span {
+  count = 0
+  totalMs = 0
+  add(ms: number) {
+    this.count++
+    this.totalMs += ms
+  }
+  get mean() {
+    return `${(this.count ? this.totalMs / this.count : 0).toFixed(2)} ms`
+  }
+  async time<T>(work: Promise<T>): Promise<T> {
+    const began = performance.now()
+    try {
+      return await work
+    } finally {
+      this.add(performance.now() - began)
+    }
+  }
+}
+const spans = {
+  /** Active to completed: the whole of a job in the worker, BullMQ's completion included. */
+  job: new Span(),
+  noopJob: new Span(),
+  claim: new Span(),
+  platform: new Span(),
+  /** Per statement: the recorder writes the outcomes of many jobs in each. */
+  record: new Span(),
+}
+
 /** Fills a queue with `jobs` text messages, as the API adds them. */
 async function fill(queue: Queue<MessageJob>) {
   for (let start = 0; start < jobs; start += 1000) {
@@ -58,29 +92,71 @@ async function fill(queue: Queue<MessageJob>) {
   }
 }
 
+/**
+ * CPU seconds so far of this database's Postgres backends, from /proc (USER_HZ is 100 on Linux);
+ * undefined where Postgres is not on this machine.
+ */
+async function postgresCpuSeconds(): Promise<Map<number, number> | undefined> {
+  const rows = await sql<{ pid: number }[]>`
+    select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`
+  const cpu = new Map<number, number>()
+  try {
+    for (const { pid } of rows) {
+      const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]?.split(' ') ?? []
+      cpu.set(pid, (Number(fields[11]) + Number(fields[12])) / 100)
+    }
+  } catch {
+    return undefined
+  }
+  return cpu
+}
+
+interface Drained {
+  perSecond: number
+  /** CPU per message in µs: this process, and the database's Postgres backends (when local). */
+  processCpu: number
+  postgresCpu: number | undefined
+}
+
 /** Starts `start()` on a full queue and times it until every job has completed. */
-async function timeDrain(queueName: string, start: () => Worker): Promise<number> {
+async function timeDrain(queueName: string, jobSpan: Span, start: () => Worker): Promise<Drained> {
   const queue = new Queue<MessageJob>(queueName, { connection: connection(), prefix: world.queuePrefix })
   await fill(queue)
+  const pgBefore = await postgresCpuSeconds()
+  const cpuBefore = process.cpuUsage()
   const began = performance.now()
   const worker = start()
+  const activeAt = new Map<string | undefined, number>()
   let done = 0
   await new Promise<void>((resolve, reject) => {
-    worker.on('completed', () => {
+    worker.on('active', (job) => activeAt.set(job.id, performance.now()))
+    worker.on('completed', (job) => {
+      jobSpan.add(performance.now() - (activeAt.get(job.id) ?? began))
       if (++done === jobs) resolve()
     })
     worker.on('failed', (_job, error) => reject(error))
   })
   const seconds = (performance.now() - began) / 1000
+  const cpu = process.cpuUsage(cpuBefore)
+  const pgAfter = await postgresCpuSeconds()
   await worker.close()
   await queue.obliterate({ force: true })
   await queue.close()
-  return jobs / seconds
+  const pgSeconds =
+    pgBefore && pgAfter
+      ? [...pgAfter].reduce((sum, [pid, s]) => sum + s - (pgBefore.get(pid) ?? 0), 0)
+      : undefined
+  return {
+    perSecond: jobs / seconds,
+    processCpu: (cpu.user + cpu.system) / jobs,
+    postgresCpu: pgSeconds === undefined ? undefined : (pgSeconds * 1e6) / jobs,
+  }
 }
 
 const baselineRun = () =>
   timeDrain(
     'bench-noop',
+    spans.noopJob,
     () =>
       new Worker('bench-noop', async () => ({ platformMessageId: 'noop' }), {
         connection: connection(),
@@ -89,14 +165,32 @@ const baselineRun = () =>
       }),
   )
 
+/** The claim connection, its one command (the claim script) timed. */
+function timedClaims() {
+  const client = connection()
+  const evaluate = client.eval.bind(client) as (...args: unknown[]) => Promise<unknown>
+  Object.assign(client, { eval: (...args: unknown[]) => spans.claim.time(evaluate(...args)) })
+  return client
+}
+
+/** The driver, each statement timed: the recorder's upserts are a round's only statements. */
+const timedSql = new Proxy(sql, {
+  apply(target, thisArg, args) {
+    const query = Reflect.apply(target, thisArg, args)
+    spans.record.time(Promise.resolve(query)).catch(() => {})
+    return query
+  },
+}) as Sql
+
+const sandbox = createSandboxPlatform({ latencyMs: 0, failureRate: 0, phoneNumberId: '100000000000001' })
 const deliveryRun = () =>
-  timeDrain(QueueNames.messages, () =>
+  timeDrain(QueueNames.messages, spans.job, () =>
     startMessagesWorker({
       db,
-      sql,
-      platform: createSandboxPlatform({ latencyMs: 0, failureRate: 0, phoneNumberId: '100000000000001' }),
+      sql: timedSql,
+      platform: { ...sandbox, deliver: (message) => spans.platform.time(sandbox.deliver(message)) },
       logger,
-      claims: connection(),
+      claims: timedClaims(),
       connection: connection(),
       prefix: world.queuePrefix,
       concurrency,
@@ -107,15 +201,21 @@ const deliveryRun = () =>
     }),
   )
 
+const us = (n: number | undefined) => (n === undefined ? 'n/a' : `${Math.round(n)} µs`)
+
 try {
   console.log(`delivery: ${jobs} queued jobs, concurrency ${concurrency}, ${rounds} alternating rounds`)
-  const base: number[] = []
-  const real: number[] = []
+  const base: Drained[] = []
+  const real: Drained[] = []
   for (let round = 1; round <= rounds; round++) {
-    base.push(await baselineRun())
-    real.push(await deliveryRun())
+    const b = await baselineRun()
+    const r = await deliveryRun()
+    base.push(b)
+    real.push(r)
     console.log(
-      `  round ${round}/${rounds}: sandbox delivery ${Math.round(real.at(-1) ?? 0)} msg/s; no-op ${Math.round(base.at(-1) ?? 0)} jobs/s`,
+      `  round ${round}/${rounds}: sandbox delivery ${Math.round(r.perSecond)} msg/s` +
+        ` (CPU per message: this process ${us(r.processCpu)}, Postgres ${us(r.postgresCpu)});` +
+        ` no-op ${Math.round(b.perSecond)} jobs/s (this process ${us(b.processCpu)})`,
     )
   }
   const [recorded] = await db.execute<{ count: string }>(
@@ -125,12 +225,18 @@ try {
     throw new Error(`expected ${jobs * rounds} sent records, found ${recorded?.count}`)
   printComparison({
     name: 'delivery throughput (sandbox)',
-    figure: median(real),
-    baseline: median(base),
+    figure: median(real.map((r) => r.perSecond)),
+    baseline: median(base.map((b) => b.perSecond)),
     unit: 'msg/s',
     better: 'higher',
     aim: '≥ 0.8',
   })
+  console.log(
+    `  per job (means over the rounds): ${spans.job.mean} from active to completed (no-op ${spans.noopJob.mean});` +
+      ` in it the claim ${spans.claim.mean}, the platform ${spans.platform.mean}, and the record:` +
+      ` ${spans.record.count} statements of ${Math.round((jobs * rounds) / Math.max(1, spans.record.count))}` +
+      ` outcomes on average, ${spans.record.mean} each`,
+  )
 } finally {
   for (const client of connections) client.disconnect()
   await closeDb()
