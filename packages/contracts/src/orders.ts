@@ -21,7 +21,8 @@ import { DataEnvelope, listQueryProperties } from './paging.ts'
 
 const Str = NullableString()
 /** Calendar dates on the wire: `YYYY-MM-DD`. */
-export const CalendarDate = Type.String({ format: 'date', pattern: '^\\d{4}-\\d{2}-\\d{2}$' })
+/** A calendar date, years 0001 to 9999: Postgres has no year 0, so 0000-01-01 is a 400, not a 500. */
+export const CalendarDate = Type.String({ format: 'date', pattern: '^(?!0000)\\d{4}-\\d{2}-\\d{2}$' })
 
 export const DiscountCode = Type.Object({ code: Type.String(), amount: Type.String(), type: Type.String() })
 export type DiscountCode = Static<typeof DiscountCode>

@@ -101,6 +101,9 @@ describe('GET /api/third-party/orders', () => {
       /startDate/,
     )
     expectError(await orders('?startDate=2026-13-01'), 400, 'VALIDATION_ERROR', /startDate/)
+    // Postgres has no year 0: refused as a bad date, not a database error.
+    expectError(await orders('?startDate=0000-01-01'), 400, 'VALIDATION_ERROR', /startDate/)
+    expectError(await orders('?endDate=0000-12-31'), 400, 'VALIDATION_ERROR', /endDate/)
     expectError(await orders('?endDate=03/01/2026'), 400, 'VALIDATION_ERROR', /endDate/)
   })
 
