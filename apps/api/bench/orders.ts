@@ -11,10 +11,10 @@
  * plans); BENCH_REUSE_DB=<its url> measures over it again without generating.
  */
 import { randomBytes } from 'node:crypto'
-import { Agent, request } from 'node:http'
 import type { OrderListQuery } from '@dispatch/contracts'
 import { createDb, createOrder, findOrder, listOrders } from '@dispatch/db'
 import { ensureDatabase, migrateDatabase } from '@dispatch/db/migrate'
+import { keepAliveGet, pairedP95 } from '@dispatch/testing/bench'
 import postgres from 'postgres'
 import { buildApp, createDeps, createLogger, parseApiConfig } from '../src/app.ts'
 import { BENCH_TENANT, generateOrders, loadBenchCatalog, seedBenchCatalog } from './orders-generate.ts'
@@ -26,54 +26,11 @@ const clients = 10
 const baseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
 
-const p95 = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length * 0.95)] ?? 0
 const fmt = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: 2 })
 function print(name: string, figure: number, baseline: number, unit: string, aim: string) {
   console.log(
     `${name}: ${fmt(figure)} ${unit} vs baseline ${fmt(baseline)} ${unit} → ratio ${(figure / baseline).toFixed(2)} (aim ${aim})`,
   )
-}
-
-/** A lean keep-alive GET (lighter than fetch), so the client's own cost stays out of the figure. */
-const agent = new Agent({ keepAlive: true, maxSockets: 1 })
-const httpGet = (url: string, headers: Record<string, string>) =>
-  new Promise<{ status: number; body: string }>((resolve, reject) => {
-    const req = request(url, { agent, headers }, (res) => {
-      const chunks: Buffer[] = []
-      res.on('data', (c: Buffer) => chunks.push(c))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }))
-      res.on('error', reject)
-    })
-    req.on('error', reject)
-    req.end()
-  })
-
-/**
- * p95 in milliseconds of `api` and of `baseline`, sampled alternately (after a shared warm-up), so
- * machine noise and warm-up weigh on both alike rather than on whichever runs first.
- */
-async function pairedP95(api: () => Promise<unknown>, baseline: () => Promise<unknown>) {
-  for (let i = 0; i < 30; i++) {
-    await api()
-    await baseline()
-  }
-  const times = { api: [] as number[], baseline: [] as number[] }
-  for (let i = 0; i < samples; i++) {
-    for (const [name, run] of i % 2
-      ? ([
-          ['api', api],
-          ['baseline', baseline],
-        ] as const)
-      : ([
-          ['baseline', baseline],
-          ['api', api],
-        ] as const)) {
-      const start = performance.now()
-      await run()
-      times[name].push(performance.now() - start)
-    }
-  }
-  return { api: p95(times.api), baseline: p95(times.baseline) }
 }
 
 /** `clients` loops creating orders for `duration` seconds; returns orders per second. */
@@ -138,6 +95,9 @@ const fragment = `inv-${String(Math.floor(generated / 2))
   .slice(0, 6)}`
 const month = new Date(Date.now() - 200 * 86_400_000).toISOString().slice(0, 7)
 
+/** A lean keep-alive GET, so the client's own cost stays out of the figure. */
+const http = keepAliveGet()
+const httpGet = http.get
 try {
   const base: OrderListQuery = { order: 'DESC', page: 1, take: 100, orderField: 'orderedAt' }
   const lists: [string, string, OrderListQuery][] = [
@@ -154,13 +114,14 @@ try {
     const check = await httpGet(url, headers)
     if (check.status !== 200) throw new Error(`${url}: ${check.status} ${check.body}`)
     const body = JSON.parse(check.body) as { data: unknown[]; itemCount: number }
-    const { api, baseline } = await pairedP95(
+    const { figure, baseline } = await pairedP95(
       () => httpGet(url, headers),
       () => listOrders(direct.db, BENCH_TENANT, parsed),
+      samples,
     )
     print(
       `GET /orders take=100, ${name} [${body.data.length} of ${body.itemCount}] p95`,
-      api,
+      figure,
       baseline,
       'ms',
       'ratio ≤ 1.5, p95 ≤ 25 ms',
@@ -172,8 +133,9 @@ try {
   const single = await pairedP95(
     () => httpGet(oneUrl, headers),
     () => findOrder(direct.db, BENCH_TENANT, one?.id as string),
+    samples,
   )
-  print('GET /orders/:orderId p95', single.api, single.baseline, 'ms', 'p95 ≤ 5 ms')
+  print('GET /orders/:orderId p95', single.figure, single.baseline, 'ms', 'p95 ≤ 5 ms')
 
   let serial = 0
   const body = () => ({
@@ -209,7 +171,7 @@ try {
     'ratio near 1 (higher is better)',
   )
 } finally {
-  agent.destroy()
+  http.close()
   await app.close()
   await direct.close()
   if (process.env.BENCH_KEEP_DB || process.env.BENCH_REUSE_DB) console.log(`kept ${databaseUrl}`)
