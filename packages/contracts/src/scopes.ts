@@ -1,3 +1,5 @@
+import type { MessageType } from './messages.ts'
+
 /** Scopes in use. The list is open-ended: any well-formed `verb:noun` may be requested. */
 export const Scopes = {
   sendFreeText: 'send:free-text',
@@ -14,3 +16,10 @@ export const Scopes = {
 } as const
 
 export const SCOPE_PATTERN = '^[a-z][a-z0-9-]*:[a-z0-9*][a-z0-9-]*$'
+
+/** The scope each message type's send needs (and its cancel, beside `send:*`). */
+export const SEND_SCOPE: Record<MessageType, string> = {
+  text: Scopes.sendFreeText,
+  template: Scopes.sendTemplate,
+  image: Scopes.sendImage,
+}

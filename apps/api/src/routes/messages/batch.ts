@@ -6,6 +6,7 @@ import {
   type BatchItemResult,
   type MessageJob,
   type MessageType,
+  SEND_SCOPE,
 } from '@dispatch/contracts'
 import { recordScheduledMessages } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
@@ -16,14 +17,14 @@ import { errorResponses } from '../responses.ts'
 import { type AcceptedMessage, acceptMessage } from './accept.ts'
 import type { MessageRouteOptions } from './send.ts'
 
-/** Each item type's own check and scope, as the single sends have them. */
+/** Each item type's own check, as the single sends have it. */
 const ajv = makeAjv(false)
-const ITEMS: Record<MessageType, { check: ReturnType<typeof ajv.compile>; scope: string }> = {
-  text: { check: ajv.compile(BatchItem.anyOf[0]), scope: 'send:free-text' },
-  template: { check: ajv.compile(BatchItem.anyOf[1]), scope: 'send:template' },
-  image: { check: ajv.compile(BatchItem.anyOf[2]), scope: 'send:image' },
+const CHECKS: Record<MessageType, ReturnType<typeof ajv.compile>> = {
+  text: ajv.compile(BatchItem.anyOf[0]),
+  template: ajv.compile(BatchItem.anyOf[1]),
+  image: ajv.compile(BatchItem.anyOf[2]),
 }
-const isType = (type: unknown): type is MessageType => typeof type === 'string' && Object.hasOwn(ITEMS, type)
+const isType = (type: unknown): type is MessageType => typeof type === 'string' && Object.hasOwn(CHECKS, type)
 
 const failure = (error: AppError) => errorBody(error.errorCode, error.statusCode, error.message)
 
@@ -84,7 +85,8 @@ export const batchMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> 
           if (!isType(type)) {
             throw new AppError('VALIDATION_ERROR', `${field}.type must be one of "text", "template", "image"`)
           }
-          const { check, scope } = ITEMS[type]
+          const check = CHECKS[type]
+          const scope = SEND_SCOPE[type]
           if (!check(item))
             throw new AppError('VALIDATION_ERROR', describeValidationError(field, check.errors?.[0]))
           if (!scopes.includes(scope)) {

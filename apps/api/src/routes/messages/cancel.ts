@@ -5,6 +5,7 @@ import {
   MessageView,
   messageClaimKey,
   messageClaimTtlMs,
+  SEND_SCOPE,
 } from '@dispatch/contracts'
 import { markMessageCanceled } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
@@ -15,13 +16,8 @@ import { errorResponses } from '../responses.ts'
 import { findOwnMessage, viewFromJob } from './lookup.ts'
 import type { MessageRouteOptions } from './send.ts'
 
-const SCOPE_OF: Record<MessageType, string> = {
-  text: 'send:free-text',
-  template: 'send:template',
-  image: 'send:image',
-}
 const mayCancel = (scopes: string[], type: MessageType) =>
-  scopes.includes(SCOPE_OF[type]) || scopes.includes('send:*')
+  scopes.includes(SEND_SCOPE[type]) || scopes.includes('send:*')
 
 const tooLate = (status: string) =>
   new AppError(
@@ -73,7 +69,7 @@ export const cancelMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions>
       const found = await findOwnMessage(app.deps, request.apiKey.id, request.params.messageId)
       const type = 'row' in found ? found.row.type : found.job.data.message.type
       if (!mayCancel(scopes, type)) {
-        throw new AppError('INSUFFICIENT_SCOPE', `The API key lacks the "${SCOPE_OF[type]}" scope`)
+        throw new AppError('INSUFFICIENT_SCOPE', `The API key lacks the "${SEND_SCOPE[type]}" scope`)
       }
       if ('row' in found && found.row.status === 'canceled') return toMessageView(found.row)
       if ('row' in found && found.row.status !== 'scheduled' && found.row.status !== 'queued') {

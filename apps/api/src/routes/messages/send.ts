@@ -2,6 +2,7 @@ import {
   MessageAccepted,
   type MessageJob,
   type MessageType,
+  SEND_SCOPE,
   SendImageBody,
   SendTemplateBody,
   SendTextBody,
@@ -21,7 +22,6 @@ const SENDS: ReadonlyArray<{
   path: string
   operationId: string
   type: MessageType
-  scope: string
   body: TSchema
   summary: string
 }> = [
@@ -29,7 +29,6 @@ const SENDS: ReadonlyArray<{
     path: '/send-text',
     operationId: 'sendTextMessage',
     type: 'text',
-    scope: 'send:free-text',
     body: SendTextBody,
     summary: 'Send a free-text message',
   },
@@ -37,7 +36,6 @@ const SENDS: ReadonlyArray<{
     path: '/send-template',
     operationId: 'sendTemplateMessage',
     type: 'template',
-    scope: 'send:template',
     body: SendTemplateBody,
     summary: 'Send an approved template message',
   },
@@ -45,7 +43,6 @@ const SENDS: ReadonlyArray<{
     path: '/send-image',
     operationId: 'sendImageMessage',
     type: 'image',
-    scope: 'send:image',
     body: SendImageBody,
     summary: 'Send an image message',
   },
@@ -79,7 +76,7 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
     app.post(
       send.path,
       {
-        onRequest: app.requireApiKey(send.scope),
+        onRequest: app.requireApiKey(SEND_SCOPE[send.type]),
         preHandler: [perKeyLimit, app.idempotency.claim],
         onSend: app.idempotency.remember,
         schema: {
@@ -87,7 +84,7 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
           hide: options.hide,
           tags: ['messages'],
           summary: send.summary,
-          description: `Requires the \`${send.scope}\` scope. 202 means the message is stored in the queue: \`queued\`, or \`scheduled\` with a \`sendAt\`.`,
+          description: `Requires the \`${SEND_SCOPE[send.type]}\` scope. 202 means the message is stored in the queue: \`queued\`, or \`scheduled\` with a \`sendAt\`.`,
           security: [{ apiKey: [] }],
           body: send.body,
           response: {
