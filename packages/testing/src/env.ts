@@ -21,4 +21,12 @@ export const fakeWhatsAppEnv = () => ({
   port: Number(process.env.FAKE_WHATSAPP_PORT ?? 4010),
   webhookUrl: process.env.FAKE_WEBHOOK_URL ?? 'http://127.0.0.1:3000/api/webhooks/whatsapp',
   appSecret: process.env.WHATSAPP_APP_SECRET,
+  /** The business number the fake plays, as the worker's WHATSAPP_PHONE_NUMBER_ID must say. */
+  phoneNumberId: process.env.WHATSAPP_PHONE_NUMBER_ID ?? '106540352242922',
+})
+
+/** `pnpm webhook:receiver`: its port, and the endpoint's signing secret (unset: nothing checked). */
+export const webhookReceiverEnv = () => ({
+  port: Number(process.env.RECEIVER_PORT ?? 4020),
+  secret: process.env.WEBHOOK_SECRET,
 })

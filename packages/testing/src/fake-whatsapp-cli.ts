@@ -20,9 +20,7 @@ import {
   statusWebhook,
 } from './whatsapp-server.ts'
 
-const { port, webhookUrl, appSecret } = fakeWhatsAppEnv()
-/** The business number the fake plays, as the worker's WHATSAPP_PHONE_NUMBER_ID must say. */
-const PHONE_NUMBER_ID = process.env.WHATSAPP_PHONE_NUMBER_ID ?? '106540352242922'
+const { port, webhookUrl, appSecret, phoneNumberId: PHONE_NUMBER_ID } = fakeWhatsAppEnv()
 
 if (process.argv[2] === 'reply') {
   const [phone, ...words] = process.argv.slice(3)

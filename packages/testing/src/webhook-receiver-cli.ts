@@ -6,9 +6,9 @@
  */
 import { createServer } from 'node:http'
 import { Webhook } from 'standardwebhooks'
+import { webhookReceiverEnv } from './env.ts'
 
-const port = Number(process.env.RECEIVER_PORT ?? 4020)
-const secret = process.env.WEBHOOK_SECRET
+const { port, secret } = webhookReceiverEnv()
 const verifier = secret ? new Webhook(secret) : undefined
 const seen = new Set<string>()
 
