@@ -66,7 +66,7 @@ export const cancelMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions>
       if (!scopes.some((s) => s.startsWith('send:'))) {
         throw new AppError('INSUFFICIENT_SCOPE', 'The API key lacks a send scope')
       }
-      const found = await findOwnMessage(app.deps, request.apiKey.id, request.params.messageId)
+      const found = await findOwnMessage(app.deps, request.apiKey.id, request.params.messageId, request.log)
       const type = 'row' in found ? found.row.type : found.job.data.message.type
       if (!mayCancel(scopes, type)) {
         throw new AppError('INSUFFICIENT_SCOPE', `The API key lacks the "${SEND_SCOPE[type]}" scope`)

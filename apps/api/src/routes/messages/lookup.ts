@@ -1,6 +1,7 @@
 import { type MessageClaim, type MessageJob, type MessageView, messageClaimKey } from '@dispatch/contracts'
 import { findMessageById, isUuid, type MessageRow } from '@dispatch/db'
 import type { Job } from 'bullmq'
+import type { FastifyBaseLogger } from 'fastify'
 import type { ApiDeps } from '../../deps.ts'
 import { AppError, unavailable } from '../../errors.ts'
 
@@ -19,6 +20,7 @@ export async function findOwnMessage(
   deps: Pick<ApiDeps, 'db' | 'messageQueue' | 'redis' | 'config'>,
   apiKeyId: string,
   rawId: string,
+  log: FastifyBaseLogger,
 ): Promise<FoundMessage> {
   if (!isUuid(rawId)) throw messageNotFound()
   const id = rawId.toLowerCase()
@@ -35,7 +37,8 @@ export async function findOwnMessage(
     state = job ? await job.getState() : 'unknown'
     if (job) claim = await deps.redis.get(messageClaimKey(deps.config.QUEUE_PREFIX, id))
   } catch (error) {
-    throw Object.assign(unavailable('look up this message'), { cause: error })
+    log.error({ err: error }, 'message lookup in the queue failed')
+    throw unavailable('look up this message')
   }
   if (!job || job.data.apiKeyId !== apiKeyId) throw messageNotFound()
   // A finished job's record was written before it finished: it was only just too late above.
