@@ -1,3 +1,4 @@
+import { secretsEnv } from '@dispatch/contracts'
 import {
   ConfigError,
   choosePlatform,
@@ -49,6 +50,7 @@ const ApiEnv = Type.Object({
   WHATSAPP_APP_SECRET: Type.Optional(Type.String({ minLength: 8 })),
   /** The platform media uploads go to: the worker's, by the same variables (see the worker's env). */
   ...platformEnv,
+  ...secretsEnv,
   /** The largest file `POST /api/third-party/media` takes; the Cloud API takes images up to 5 MB. */
   MEDIA_MAX_BYTES: Type.Integer({ minimum: 1024, maximum: 64 * 1024 * 1024, default: 5 * 1024 * 1024 }),
   /** How long the Cloud API has to take an upload (connection, the file, and its answer). */

@@ -7,7 +7,7 @@ import type {
 } from '@dispatch/contracts'
 import type { ApiKeyRow, InboundMessageRow, MessageRow } from '@dispatch/db'
 
-export const toApiKeySelf = (row: ApiKeyRow): ApiKeySelf => ({
+const keyFields = (row: ApiKeyRow) => ({
   id: row.id,
   clientName: row.clientName,
   keyPrefix: row.keyPrefix,
@@ -18,8 +18,34 @@ export const toApiKeySelf = (row: ApiKeyRow): ApiKeySelf => ({
   createdAt: row.createdAt.toISOString(),
 })
 
+/** Today's count against the key's quota, read from Redis by the caller. */
+export interface KeyUsage {
+  today: number
+  resetsAt: Date
+}
+
+export const toApiKeySelf = (row: ApiKeyRow, usage: KeyUsage, defaultRatePerSecond: number): ApiKeySelf => ({
+  ...keyFields(row),
+  limits: {
+    senderId: row.senderId,
+    ratePerSecond: row.ratePerSecond,
+    dailyQuota: row.dailyQuota,
+    transactional: row.transactional,
+    effectiveRatePerSecond: row.ratePerSecond ?? defaultRatePerSecond,
+  },
+  usage: {
+    today: usage.today,
+    remainingToday: row.dailyQuota === null ? null : Math.max(0, row.dailyQuota - usage.today),
+    resetsAt: usage.resetsAt.toISOString(),
+  },
+})
+
 export const toApiKeyAdminView = (row: ApiKeyRow): ApiKeyAdminView => ({
-  ...toApiKeySelf(row),
+  ...keyFields(row),
+  senderId: row.senderId,
+  ratePerSecond: row.ratePerSecond,
+  dailyQuota: row.dailyQuota,
+  transactional: row.transactional,
   requestedTenantId: row.requestedTenantId,
   email: row.email,
   statusReason: row.statusReason,
@@ -40,6 +66,8 @@ export const toMessageView = (row: MessageRow): MessageView => ({
   batchId: row.batchId,
   sendAt: row.sendAt?.toISOString() ?? null,
   expiresAt: row.expiresAt?.toISOString() ?? null,
+  senderId: row.senderId,
+  senderPhoneNumberId: row.senderPhoneNumberId,
   createdAt: row.acceptedAt.toISOString(),
   updatedAt: row.updatedAt.toISOString(),
 })

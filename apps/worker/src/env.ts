@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url'
+import { secretsEnv } from '@dispatch/contracts'
 import {
   ConfigError,
   choosePlatform,
@@ -36,8 +37,11 @@ const WorkerEnv = Type.Object({
   MESSAGES_LOCK_MS: Type.Integer({ minimum: 100, default: 30_000 }),
   MESSAGES_STALLED_INTERVAL_MS: Type.Integer({ minimum: 100, default: 30_000 }),
   ...platformEnv,
-  /** Messages per second for the sender's phone number, across every worker process. */
-  PLATFORM_RATE_PER_SECOND: Type.Integer({ minimum: 1, default: 80 }),
+  ...secretsEnv,
+  /** Messages per second for the default sender's phone number, across every worker process. */
+  PLATFORM_RATE_PER_SECOND: Type.Integer({ minimum: 1, maximum: 1000, default: 80 }),
+  /** Who is told by e-mail when a sender needs attention (its token was refused). */
+  ADMIN_ALERT_EMAIL: Type.Optional(Type.String({ minLength: 3, maxLength: 254 })),
   PLATFORM_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 10_000 }),
   /** Webhook deliveries in flight in this process, across every endpoint. */
   WEBHOOK_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1000, default: 50 }),

@@ -44,8 +44,20 @@ export const ApiKeyCreated = Type.Object({
 })
 export type ApiKeyCreated = Static<typeof ApiKeyCreated>
 
-/** What the calling key learns about itself at `GET /api/api-keys/me`. */
-export const ApiKeySelf = Type.Object({
+/** What an admin sets on a key at `PATCH /api/admin/api-keys/:id`; null falls back to the default. */
+export const ApiKeyLimits = Type.Object({
+  /** The sender its messages go out through; null: the default sender. */
+  senderId: Type.Union([Type.String(), Type.Null()]),
+  /** Messages per second; null: the service's MESSAGE_RATE_PER_SECOND. */
+  ratePerSecond: Type.Union([Type.Integer(), Type.Null()]),
+  /** Messages per UTC day; null: no quota. */
+  dailyQuota: Type.Union([Type.Integer(), Type.Null()]),
+  /** May send with `priority: "high"`. */
+  transactional: Type.Boolean(),
+})
+export type ApiKeyLimits = Static<typeof ApiKeyLimits>
+
+const KeyFields = {
   id: Id,
   clientName: Type.String(),
   keyPrefix: Type.String(),
@@ -54,20 +66,58 @@ export const ApiKeySelf = Type.Object({
   status: ApiKeyStatus,
   environment: Type.String(),
   createdAt: DateTime,
+}
+
+/** What the calling key learns about itself at `GET /api/api-keys/me`. */
+export const ApiKeySelf = Type.Object({
+  ...KeyFields,
+  limits: Type.Object({
+    ...ApiKeyLimits.properties,
+    /** The rate in force: the key's own, or the service's default. */
+    effectiveRatePerSecond: Type.Integer(),
+  }),
+  usage: Type.Object({
+    /** Messages accepted today (UTC), counted against `dailyQuota`. */
+    today: Type.Integer({ minimum: 0 }),
+    /** Null without a quota. */
+    remainingToday: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()]),
+    /** When today's count starts again: the next midnight UTC. */
+    resetsAt: DateTime,
+  }),
 })
 export type ApiKeySelf = Static<typeof ApiKeySelf>
+
+/** `PATCH /api/admin/api-keys/:id`: any of the limits; null resets one to the service's default. */
+export const UpdateApiKeyBody = Type.Object(
+  {
+    senderId: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Null()])),
+    ratePerSecond: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 100_000 }), Type.Null()])),
+    dailyQuota: Type.Optional(
+      Type.Union([Type.Integer({ minimum: 1, maximum: 1_000_000_000 }), Type.Null()]),
+    ),
+    transactional: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false, minProperties: 1 },
+)
+export type UpdateApiKeyBody = Static<typeof UpdateApiKeyBody>
 
 export const ApiKeyAuditEntry = Type.Object({
   actor: Type.String(),
   fromStatus: ApiKeyStatus,
   toStatus: ApiKeyStatus,
   reason: Type.Union([Type.String(), Type.Null()]),
+  /** A limits change (`PATCH`): each changed field's value before and after; null for a decision. */
+  changes: Type.Union([
+    Type.Record(Type.String(), Type.Object({ from: Type.Unknown(), to: Type.Unknown() })),
+    Type.Null(),
+  ]),
   createdAt: DateTime,
 })
 
 /** An API key as admins see it: everything but the secret and its hash. */
 export const ApiKeyAdminView = Type.Object({
-  ...ApiKeySelf.properties,
+  ...KeyFields,
+  ...ApiKeyLimits.properties,
   requestedTenantId: Type.Union([Type.String(), Type.Null()], {
     description: 'The tenant the requester asked for; `tenantId` is the one an admin bound.',
   }),
@@ -127,3 +177,8 @@ export const API_KEY_TRANSITIONS = {
   revoke: { from: 'approved', to: 'revoked' },
 } as const satisfies Record<string, { from: ApiKeyStatus; to: ApiKeyStatus }>
 export type ApiKeyDecision = keyof typeof API_KEY_TRANSITIONS
+
+/** Daily quotas run per UTC day: the moment the current one ends. */
+export function nextUtcMidnight(now: Date): Date {
+  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1))
+}

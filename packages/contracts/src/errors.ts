@@ -13,6 +13,8 @@ export const ErrorCodes = {
   API_KEY_NOT_ACTIVE: 403,
   INSUFFICIENT_SCOPE: 403,
   TENANT_FORBIDDEN: 403,
+  /** `priority: "high"` from a key an admin has not marked transactional. */
+  PRIORITY_NOT_ALLOWED: 403,
   WEBHOOK_VERIFY_TOKEN_INVALID: 403,
   NOT_FOUND: 404,
   /** CONNECT, which no route of this API answers. */
@@ -24,6 +26,10 @@ export const ErrorCodes = {
   IDEMPOTENCY_REQUEST_IN_PROGRESS: 409,
   OUT_OF_STOCK: 409,
   KIT_SERIAL_TAKEN: 409,
+  /** A sender with this `phoneNumberId` exists already. */
+  SENDER_EXISTS: 409,
+  /** A sender still bound to keys (or still holding messages) cannot be deleted. */
+  SENDER_IN_USE: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   /** The request's headers are over Node's size limit (16 KiB by default). */
@@ -31,6 +37,8 @@ export const ErrorCodes = {
   IDEMPOTENCY_KEY_REUSED: 422,
   INVALID_REFERENCE: 422,
   RATE_LIMITED: 429,
+  /** The key's daily quota (messages per UTC day) is spent; `Retry-After` runs to midnight UTC. */
+  QUOTA_EXCEEDED: 429,
   INTERNAL_ERROR: 500,
   /** The messaging platform refused or garbled a request the service made on the caller's behalf. */
   PLATFORM_ERROR: 502,

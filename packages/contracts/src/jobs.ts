@@ -57,8 +57,34 @@ export const WebhookEndpointEmailJob = Type.Object(
   { additionalProperties: false },
 )
 
+/** Told to the admins (`ADMIN_ALERT_EMAIL`) when a sender needs attention (its token was refused). */
+export const SenderAlertEmailJob = Type.Object(
+  {
+    outboxId: Type.String({ pattern: '^[0-9]+$' }),
+    to: Type.String({ minLength: 3 }),
+    template: Type.Literal('sender.needs-attention'),
+    data: Type.Object(
+      {
+        senderId: Type.String(),
+        displayName: Type.String(),
+        phoneNumberId: Type.String(),
+        /** The platform's error code and text. */
+        code: Type.String(),
+        reason: Type.String(),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+)
+
 /** One e-mail to send. `outboxId` ties it to the outbox row that asked for it (and dedupes the job). */
-export const EmailJob = Type.Union([ApiKeyEmailJob, OrderEmailJob, WebhookEndpointEmailJob])
+export const EmailJob = Type.Union([
+  ApiKeyEmailJob,
+  OrderEmailJob,
+  WebhookEndpointEmailJob,
+  SenderAlertEmailJob,
+])
 export type EmailJob = Static<typeof EmailJob>
 
 /** What an outbox row of topic `email` carries: the job minus the id the relay adds. */

@@ -63,13 +63,23 @@ export const ValiditySeconds = Type.Integer({
   description: 'Never send it later than this many seconds after it is due: 60 to 86400 (default 14400)',
 })
 
+/** Delivery priority on the key's sender: `high` only for keys an admin marked transactional. */
+export const MESSAGE_PRIORITIES = ['high', 'normal', 'low'] as const
+export type MessagePriority = (typeof MESSAGE_PRIORITIES)[number]
+export const Priority = Type.Enum(MESSAGE_PRIORITIES, {
+  description:
+    'On the same sender, `high` goes before `normal` before `low`, fair between keys within a level. ' +
+    '`high` needs a key an admin marked transactional (else 403 PRIORITY_NOT_ALLOWED). Default `normal`.',
+})
+
 /** What every send takes beside the message itself; none of it reaches the platform. */
 export const deliveryOptions = {
   clientReference: Type.Optional(ClientReference),
   sendAt: Type.Optional(SendAt),
   validitySeconds: Type.Optional(ValiditySeconds),
+  priority: Type.Optional(Priority),
 }
-export const DELIVERY_OPTION_KEYS = ['clientReference', 'sendAt', 'validitySeconds'] as const
+export const DELIVERY_OPTION_KEYS = ['clientReference', 'sendAt', 'validitySeconds', 'priority'] as const
 
 export const SendTextBody = Type.Object(
   { phone: Phone, text: NonBlank(4096), ...deliveryOptions },
@@ -161,6 +171,10 @@ export const MessageView = Type.Object({
   batchId: Type.Union([MessageId, Type.Null()]),
   sendAt: Type.Union([DateTime, Type.Null()]),
   expiresAt: Type.Union([DateTime, Type.Null()]),
+  /** The sender (business number) it goes out through: `default` is the environment's. */
+  senderId: Type.Union([Type.String(), Type.Null()]),
+  /** That sender's `phone_number_id`, once a worker has taken the message. */
+  senderPhoneNumberId: Type.Union([Type.String(), Type.Null()]),
   createdAt: DateTime,
   updatedAt: DateTime,
 })
@@ -184,6 +198,10 @@ export const MessageJob = Type.Object(
     sendAt: Type.Optional(DateTime),
     /** Not handed to the platform by then, it expires (absent on jobs queued before expiry existed). */
     expiresAt: Type.Optional(DateTime),
+    /** The sender it goes out through (absent on jobs queued before senders existed: `default`). */
+    senderId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    /** Its level on that sender (absent: `normal`). */
+    priority: Type.Optional(Priority),
     message: Type.Union([
       Type.Object({ type: Type.Literal('text'), body: SendTextBody }, { additionalProperties: false }),
       Type.Object(

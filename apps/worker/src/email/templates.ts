@@ -72,13 +72,28 @@ function webhookEndpointDisabled({ data: d }: WebhookEndpointEmail): Draft {
   }
 }
 
+type SenderAlertEmail = Extract<EmailOutboxPayload, { template: 'sender.needs-attention' }>
+
+function senderNeedsAttention({ data: d }: SenderAlertEmail): Draft {
+  return {
+    subject: `Dispatch sender ${oneLine(d.displayName)} needs attention: deliveries paused`,
+    paragraphs: [
+      `The platform refused the access token of the sender ${d.displayName} (phone number id ${d.phoneNumberId}, sender ${d.senderId}): ${d.code} ${d.reason}`,
+      'Its deliveries are paused: its messages wait, each within its validity, instead of failing. Other senders are not affected.',
+      `Set a valid token (PATCH /api/admin/senders/${d.senderId} with {"accessToken": …}; for the default sender, WHATSAPP_ACCESS_TOKEN and a worker restart) and its deliveries resume at once.`,
+    ],
+  }
+}
+
 export function renderEmail(email: EmailOutboxPayload): RenderedEmail {
   const { subject, paragraphs } =
     email.template === 'webhook-endpoint.disabled'
       ? webhookEndpointDisabled(email)
-      : isOrderEmail(email)
-        ? orderDrafts[email.template](email.data)
-        : drafts[email.template](email.data)
+      : email.template === 'sender.needs-attention'
+        ? senderNeedsAttention(email)
+        : isOrderEmail(email)
+          ? orderDrafts[email.template](email.data)
+          : drafts[email.template](email.data)
   return {
     subject,
     text: `${paragraphs.join('\n\n')}\n\n— Dispatch\n`,

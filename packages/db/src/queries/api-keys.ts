@@ -51,6 +51,7 @@ export async function listApiKeyHistory(db: Db, id: string) {
       fromStatus: apiKeyAuditLog.fromStatus,
       toStatus: apiKeyAuditLog.toStatus,
       reason: apiKeyAuditLog.reason,
+      changes: apiKeyAuditLog.changes,
       createdAt: apiKeyAuditLog.createdAt,
     })
     .from(apiKeyAuditLog)

@@ -1,5 +1,6 @@
-import { index, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core'
+import { boolean, index, integer, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core'
 import { apiKeyStatus, appEnv } from './enums.ts'
+import { senders } from './senders.ts'
 
 /** API keys. The key itself is never stored: only its SHA-256 and a short prefix admins can read. */
 export const apiKeys = pgTable(
@@ -20,6 +21,14 @@ export const apiKeys = pgTable(
     statusReason: text(),
     decidedBy: text(),
     decidedAt: timestamp({ withTimezone: true }),
+    /** The sender its messages go out through; null: the default sender. */
+    senderId: text().references(() => senders.id),
+    /** Messages per second; null: MESSAGE_RATE_PER_SECOND. */
+    ratePerSecond: integer(),
+    /** Messages per UTC day; null: no quota. */
+    dailyQuota: integer(),
+    /** May send `priority: "high"`. */
+    transactional: boolean().notNull().default(false),
     createdAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
   },

@@ -1,7 +1,14 @@
-import { API_KEY_STATUSES, APP_ENVS, MESSAGE_STATUSES, MESSAGE_TYPES } from '@dispatch/contracts'
+import {
+  API_KEY_STATUSES,
+  APP_ENVS,
+  MESSAGE_STATUSES,
+  MESSAGE_TYPES,
+  SENDER_STATES,
+} from '@dispatch/contracts'
 import { pgEnum } from 'drizzle-orm/pg-core'
 
 export const apiKeyStatus = pgEnum('api_key_status', API_KEY_STATUSES)
 export const appEnv = pgEnum('app_env', APP_ENVS)
 export const messageType = pgEnum('message_type', MESSAGE_TYPES)
 export const messageStatus = pgEnum('message_status', MESSAGE_STATUSES)
+export const senderState = pgEnum('sender_state', SENDER_STATES)

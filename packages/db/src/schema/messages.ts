@@ -22,6 +22,8 @@ export const messages = pgTable(
     clientReference: text(),
     /** The business number it went out from (`phone_number_id`): replies are routed on it. */
     senderPhoneNumberId: text(),
+    /** The sender (`senders.id`) it went out through. No foreign key: a removed sender's history stays. */
+    senderId: text(),
     status: messageStatus().notNull().default('queued'),
     attempts: integer().notNull().default(0),
     /** Stored before the job is acknowledged: a job run again after a crash never sends twice. */

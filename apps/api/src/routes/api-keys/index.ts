@@ -1,4 +1,4 @@
-import { ApiKeyCreated, ApiKeyRequestBody, ApiKeySelf } from '@dispatch/contracts'
+import { ApiKeyCreated, ApiKeyRequestBody, ApiKeySelf, nextUtcMidnight } from '@dispatch/contracts'
 import { generateApiKey, insertApiKey } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { toApiKeySelf } from '../../views.ts'
@@ -74,6 +74,12 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: ApiKeySelf, ...errorResponses('API_KEY_MISSING', 'API_KEY_NOT_ACTIVE') },
       },
     },
-    async (request) => toApiKeySelf(request.apiKey),
+    // Usage is filled in by the per-key limits work (issue 13); until then, nothing counted.
+    async (request) =>
+      toApiKeySelf(
+        request.apiKey,
+        { today: 0, resetsAt: nextUtcMidnight(new Date()) },
+        config.MESSAGE_RATE_PER_SECOND,
+      ),
   )
 }

@@ -1,4 +1,10 @@
-import { type MessageClaim, type MessageJob, type MessageView, messageClaimKey } from '@dispatch/contracts'
+import {
+  DEFAULT_SENDER_ID,
+  type MessageClaim,
+  type MessageJob,
+  type MessageView,
+  messageClaimKey,
+} from '@dispatch/contracts'
 import { findMessageById, isUuid, type MessageRow } from '@dispatch/db'
 import type { Job } from 'bullmq'
 import type { FastifyBaseLogger } from 'fastify'
@@ -81,6 +87,8 @@ export function viewFromJob(job: Job<MessageJob>, state: string, claim: MessageC
     batchId: data.batchId ?? null,
     sendAt: data.sendAt ?? null,
     expiresAt: data.expiresAt ?? null,
+    senderId: data.senderId ?? DEFAULT_SENDER_ID,
+    senderPhoneNumberId: null,
     createdAt: data.acceptedAt,
     updatedAt: new Date(updatedAt).toISOString(),
   }

@@ -1,0 +1,101 @@
+import Type, { type Static } from 'typebox'
+import { DataEnvelope, listQueryProperties } from './paging.ts'
+
+/**
+ * A sender is one WhatsApp business number (`phone_number_id`) with its own access token, pace and
+ * state. The environment's `WHATSAPP_*` (or sandbox) settings are the sender `default`, which every
+ * key without a sender of its own uses; admins add the others at `/api/admin/senders`.
+ */
+export const DEFAULT_SENDER_ID = 'default'
+
+export const SENDER_STATES = ['active', 'paused', 'needs_attention'] as const
+export type SenderState = (typeof SENDER_STATES)[number]
+
+/** The Cloud API's ceiling per number; 80/s is its default. */
+export const SENDER_MAX_RATE = 1000
+export const SENDER_DEFAULT_RATE = 80
+
+/**
+ * The BullMQ queue a sender's admitted messages wait in. The default sender keeps the historical
+ * `messages` queue, so jobs queued before senders existed are still delivered.
+ */
+export const senderQueueName = (senderId: string) =>
+  senderId === DEFAULT_SENDER_ID ? 'messages' : `messages.${senderId}`
+
+/** Redis pub/sub channel (under the queue prefix): a sender was added, changed or removed. */
+export const SENDER_CHANGES_CHANNEL = 'senders:changed'
+
+const DateTime = Type.String({ format: 'date-time' })
+const PhoneNumberId = Type.String({ pattern: '^[0-9]{1,32}$', description: "The number's Graph API id" })
+const DisplayName = Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' })
+/** The number as Meta shows it (digits, country code first): quality updates name the number by it. */
+const DisplayPhoneNumber = Type.String({ pattern: '^[0-9]{6,20}$' })
+const AccessToken = Type.String({
+  minLength: 8,
+  maxLength: 4096,
+  pattern: '^[\\x21-\\x7e]+$',
+  description: 'The Graph API access token for this number. Write-only: never shown again.',
+})
+const Rate = Type.Integer({
+  minimum: 1,
+  maximum: SENDER_MAX_RATE,
+  description: 'Messages per second through this number, across every worker (default 80)',
+})
+
+/** A sender as admins see it: the token never, only its last four characters. */
+export const SenderView = Type.Object({
+  id: Type.String(),
+  phoneNumberId: Type.String(),
+  displayName: Type.String(),
+  displayPhoneNumber: Type.Union([Type.String(), Type.Null()]),
+  ratePerSecond: Type.Integer(),
+  state: Type.Enum(SENDER_STATES),
+  /** Why it is `needs_attention` or `paused` (the platform's error, or the admin's note). */
+  stateReason: Type.Union([Type.String(), Type.Null()]),
+  accessTokenLast4: Type.Union([Type.String(), Type.Null()]),
+  /** `environment` for the default sender (managed by `WHATSAPP_*`), `admin` for the others. */
+  source: Type.Enum(['environment', 'admin']),
+  createdAt: DateTime,
+  updatedAt: DateTime,
+})
+export type SenderView = Static<typeof SenderView>
+
+export const CreateSenderBody = Type.Object(
+  {
+    phoneNumberId: PhoneNumberId,
+    displayName: DisplayName,
+    displayPhoneNumber: Type.Optional(DisplayPhoneNumber),
+    accessToken: AccessToken,
+    ratePerSecond: Type.Optional(Rate),
+  },
+  { additionalProperties: false },
+)
+export type CreateSenderBody = Static<typeof CreateSenderBody>
+
+/** `state` takes `active` or `paused` from an admin; `needs_attention` is set by the service only. */
+export const UpdateSenderBody = Type.Object(
+  {
+    displayName: Type.Optional(DisplayName),
+    displayPhoneNumber: Type.Optional(Type.Union([DisplayPhoneNumber, Type.Null()])),
+    accessToken: Type.Optional(AccessToken),
+    ratePerSecond: Type.Optional(Rate),
+    state: Type.Optional(Type.Enum(['active', 'paused'])),
+  },
+  { additionalProperties: false, minProperties: 1 },
+)
+export type UpdateSenderBody = Static<typeof UpdateSenderBody>
+
+export const SenderIdParams = Type.Object({ id: Type.String({ maxLength: 64 }) })
+
+export const SenderListQuery = Type.Object(
+  {
+    ...listQueryProperties,
+    orderField: Type.Enum(['createdAt', 'displayName'], { default: 'createdAt' }),
+    state: Type.Optional(Type.Enum(SENDER_STATES)),
+  },
+  { additionalProperties: false },
+)
+export type SenderListQuery = Static<typeof SenderListQuery>
+
+export const SenderList = DataEnvelope(SenderView)
+export type SenderList = Static<typeof SenderList>
