@@ -68,6 +68,7 @@ const outcome = (
     payload: { text: 'Your code is 123456' },
     clientReference,
     senderPhoneNumberId: '106540352242922',
+    senderId: 'default',
     batchId: null,
     sendAt: null,
     expiresAt: null,

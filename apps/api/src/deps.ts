@@ -1,17 +1,11 @@
-import {
-  logDestination,
-  loggerOptions,
-  type MessageJob,
-  QueueNames,
-  urlPassword,
-  type WebhookJob,
-} from '@dispatch/contracts'
+import { logDestination, loggerOptions, QueueNames, urlPassword, type WebhookJob } from '@dispatch/contracts'
 import { createDb, type Db } from '@dispatch/db'
 import { Queue } from 'bullmq'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import { Redis } from 'ioredis'
 import pino, { type DestinationStream } from 'pino'
 import type { ApiConfig } from './env.ts'
+import { MessageStore } from './message-store.ts'
 
 /** Everything the app talks to, built once by the server (or by a test) and handed to `buildApp`. */
 export interface ApiDeps {
@@ -21,8 +15,8 @@ export interface ApiDeps {
   redis: Redis
   /** A dedicated connection for pub/sub subscriptions. */
   redisSubscriber: Redis
-  /** The producer side of the `messages` queue, on the fail-fast connection: no Redis, no 202. */
-  messageQueue: Queue<MessageJob>
+  /** Accepted messages in Redis, on the fail-fast connection (no Redis, no 202): added for fair admission, found for lookups. */
+  messages: MessageStore
   /** The producer side of the `webhooks` queue, for a sender's retries and replays. */
   webhookQueue: Queue<WebhookJob>
   logger: FastifyBaseLogger
@@ -78,11 +72,7 @@ export function createDeps(config: ApiConfig, overrides: { logger?: FastifyBaseL
   })
   const redisSubscriber = new Redis(config.REDIS_URL, { ...redisOptions, enableOfflineQueue: true })
   const logger = overrides.logger ?? createLogger(config)
-  const messageQueue = new Queue<MessageJob>(QueueNames.messages, {
-    connection: redis,
-    prefix: config.QUEUE_PREFIX,
-  })
-  messageQueue.on('error', (error) => logger.warn({ err: error }, 'messages queue error'))
+  const messages = new MessageStore(redis, config.QUEUE_PREFIX, logger)
   const webhookQueue = new Queue<WebhookJob>(QueueNames.webhooks, {
     connection: redis,
     prefix: config.QUEUE_PREFIX,
@@ -99,7 +89,7 @@ export function createDeps(config: ApiConfig, overrides: { logger?: FastifyBaseL
     db,
     redis,
     redisSubscriber,
-    messageQueue,
+    messages,
     webhookQueue,
     logger,
     clock: () => new Date(),
@@ -107,7 +97,7 @@ export function createDeps(config: ApiConfig, overrides: { logger?: FastifyBaseL
       await sql`select 1`
     },
     close: async () => {
-      await messageQueue.close().catch(() => {})
+      await messages.close()
       await webhookQueue.close().catch(() => {})
       redis.disconnect()
       redisSubscriber.disconnect()

@@ -1,5 +1,5 @@
 import { STATUS_CODES } from 'node:http'
-import { type ApiKeyCreated, ErrorBody, type MessageJob, QueueNames } from '@dispatch/contracts'
+import { type ApiKeyCreated, DEFAULT_SENDER_ID, ErrorBody, fairKeys } from '@dispatch/contracts'
 import type { Sql } from '@dispatch/db'
 import {
   captureLogs,
@@ -9,12 +9,13 @@ import {
   testRedisUrl,
 } from '@dispatch/testing'
 import { createWorkerLogger, parseWorkerConfig, type RunningWorker, startWorker } from '@dispatch/worker'
-import { Queue } from 'bullmq'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import { Redis } from 'ioredis'
 import type { DestinationStream } from 'pino'
 import Value from 'typebox/value'
 import { expect } from 'vitest'
 import { type ApiDeps, buildApp, createDeps, createLogger, parseApiConfig } from '../src/app.ts'
+import { MessageStore } from '../src/message-store.ts'
 
 export const ADMIN = { ana: 'ana-token-0123456789abcdef', ops: 'ops-token-0123456789abcdef' }
 export const asAdmin = (token = ADMIN.ana) => ({ authorization: `Bearer ${token}` })
@@ -154,12 +155,30 @@ export function expectError(
   return body as { message: string }
 }
 
-/** The world's `messages` queue, as a test reads it: what the API enqueued, nothing else. */
-export function messagesQueue(world: TestWorld): Queue<MessageJob> {
-  return new Queue<MessageJob>(QueueNames.messages, {
-    connection: { url: world.redisUrl },
-    prefix: world.queuePrefix,
-  })
+/**
+ * What the API stored for a sender (default: the default sender), as a test reads it: messages
+ * waiting for admission, being admitted, and jobs in the sender's queue.
+ */
+export function storedMessages(world: TestWorld, senderId = DEFAULT_SENDER_ID) {
+  const redis = new Redis(world.redisUrl)
+  const store = new MessageStore(redis, world.queuePrefix)
+  const keys = fairKeys(world.queuePrefix, senderId)
+  return {
+    getJob: async (id: string) => (await store.find(senderId, id))?.job,
+    /** Every message stored, whatever its state. */
+    count: async () => {
+      const [waiting, moving, counts] = await Promise.all([
+        redis.hlen(keys.jobs),
+        redis.hlen(keys.moving),
+        store.queue(senderId).getJobCounts(),
+      ])
+      return waiting + moving + Object.values(counts).reduce((a, b) => a + b, 0)
+    },
+    close: async () => {
+      await store.close()
+      redis.disconnect()
+    },
+  }
 }
 
 export const SEND_SCOPES = ['send:free-text', 'send:template', 'send:image', 'read:messages']

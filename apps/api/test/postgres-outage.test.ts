@@ -9,10 +9,10 @@ import {
   decide,
   expectError,
   keyRequest,
-  messagesQueue,
   requestKey,
   SEND_SCOPES,
   send,
+  storedMessages,
   type TestApp,
   type TestWorld,
 } from './helpers.ts'
@@ -86,7 +86,7 @@ it('With Postgres unreachable: 503 with Retry-After where Postgres is needed, kn
     expectError(await send(app, 'send-text', revoked.key), 403, 'API_KEY_NOT_ACTIVE', /revoked/)
 
     // What was accepted is stored: every job is in Redis.
-    const queue = messagesQueue(world)
+    const queue = storedMessages(world)
     try {
       for (const id of accepted) expect(await queue.getJob(id), id).toBeDefined()
     } finally {

@@ -16,8 +16,10 @@ import { createBenchWorld, median, printComparison } from '@dispatch/testing/ben
 import { Queue, Worker } from 'bullmq'
 import { Redis } from 'ioredis'
 import pino from 'pino'
+import { DeliveryRecorder } from '../src/delivery-recorder.ts'
 import { createSandboxPlatform } from '../src/platforms/sandbox.ts'
-import { startMessagesWorker } from '../src/workers/messages.ts'
+import type { Delivery } from '../src/platforms/types.ts'
+import { type DeliveryResult, deliverMessage } from '../src/senders/deliver.ts'
 
 const jobs = Number(process.env.BENCH_JOBS ?? 10_000)
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 50)
@@ -183,23 +185,29 @@ const timedSql = new Proxy(sql, {
 }) as Sql
 
 const sandbox = createSandboxPlatform({ latencyMs: 0, failureRate: 0, phoneNumberId: '100000000000001' })
-const deliveryRun = () =>
-  timeDrain(QueueNames.messages, spans.job, () =>
-    startMessagesWorker({
-      db,
-      sql: timedSql,
-      platform: { ...sandbox, deliver: (message) => spans.platform.time(sandbox.deliver(message)) },
-      logger,
-      claims: timedClaims(),
-      connection: connection(),
-      prefix: world.queuePrefix,
-      concurrency,
-      ratePerSecond: 1_000_000,
-      backoffMs: 1000,
-      lockMs: 30_000,
-      stalledIntervalMs: 30_000,
-    }),
+/** The messages worker of one sender, as a lane runs it, without rate limit. */
+function startDeliveryWorker(): Worker<MessageJob, DeliveryResult> {
+  const lane = {
+    senderId: 'default',
+    platform: { ...sandbox, deliver: (delivery: Delivery) => spans.platform.time(sandbox.deliver(delivery)) },
+    rateLimit: async () => {},
+    tokenRefused: async () => {},
+  }
+  const deps = {
+    db,
+    claims: timedClaims(),
+    logger,
+    prefix: world.queuePrefix,
+    recorder: new DeliveryRecorder(timedSql),
+  }
+  return new Worker<MessageJob, DeliveryResult>(
+    QueueNames.messages,
+    (job, token) => deliverMessage(job, token, lane, deps),
+    { connection: connection(), prefix: world.queuePrefix, concurrency },
   )
+}
+
+const deliveryRun = () => timeDrain(QueueNames.messages, spans.job, () => startDeliveryWorker())
 
 const us = (n: number | undefined) => (n === undefined ? 'n/a' : `${Math.round(n)} µs`)
 

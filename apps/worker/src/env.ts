@@ -36,10 +36,24 @@ const WorkerEnv = Type.Object({
   /** How long a job's lock lasts, and how often stalled jobs (of a killed worker) are looked for. */
   MESSAGES_LOCK_MS: Type.Integer({ minimum: 100, default: 30_000 }),
   MESSAGES_STALLED_INTERVAL_MS: Type.Integer({ minimum: 100, default: 30_000 }),
+  /**
+   * The senders this process delivers for: `*` (all, the default) or sender ids, comma-separated
+   * (`default` is the environment's). A pool per group of senders is how ops isolate big numbers.
+   */
+  WORKER_SENDERS: Type.String({ pattern: '^(\\*|[A-Za-z0-9_-]+(,[A-Za-z0-9_-]+)*)$', default: '*' }),
+  /** How often senders are read again, beside the API's announcements of each change. */
+  SENDER_REFRESH_MS: Type.Integer({ minimum: 100, default: 10_000 }),
+  /** How often each sender with waiting messages is topped up from its fair-admission lists. */
+  ADMISSION_INTERVAL_MS: Type.Integer({ minimum: 5, maximum: 10_000, default: 50 }),
+  /**
+   * How much of a sender's rate waits in its queue, admitted ahead: enough to keep its workers busy
+   * between top-ups; more only delays a newly arrived key's first message by as much.
+   */
+  SENDER_QUEUE_WINDOW_MS: Type.Integer({ minimum: 50, maximum: 60_000, default: 1000 }),
   ...platformEnv,
   ...secretsEnv,
   /** Messages per second for the default sender's phone number, across every worker process. */
-  PLATFORM_RATE_PER_SECOND: Type.Integer({ minimum: 1, maximum: 1000, default: 80 }),
+  PLATFORM_RATE_PER_SECOND: Type.Integer({ minimum: 1, default: 80 }),
   /** Who is told by e-mail when a sender needs attention (its token was refused). */
   ADMIN_ALERT_EMAIL: Type.Optional(Type.String({ minLength: 3, maxLength: 254 })),
   PLATFORM_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 10_000 }),
@@ -70,9 +84,11 @@ type WorkerEnv = Static<typeof WorkerEnv>
 
 export type WorkerConfig = Omit<
   WorkerEnv,
-  'WORKER_QUEUES' | 'PLATFORM' | 'WEBHOOK_RETRY_SCHEDULE' | 'WEBHOOK_ALLOW_PRIVATE_TARGETS'
+  'WORKER_QUEUES' | 'WORKER_SENDERS' | 'PLATFORM' | 'WEBHOOK_RETRY_SCHEDULE' | 'WEBHOOK_ALLOW_PRIVATE_TARGETS'
 > & {
   roles: WorkerRole[]
+  /** `*`, or the ids of the senders this process delivers for. */
+  workerSenders: '*' | string[]
   platform: PlatformName
   /** The waits between webhook tries, in ms: `length + 1` tries in all. */
   webhookRetrySchedule: number[]
@@ -81,6 +97,7 @@ export type WorkerConfig = Omit<
 
 function toConfig({
   WORKER_QUEUES,
+  WORKER_SENDERS,
   PLATFORM,
   WEBHOOK_RETRY_SCHEDULE,
   WEBHOOK_ALLOW_PRIVATE_TARGETS,
@@ -98,6 +115,7 @@ function toConfig({
     webhookRetrySchedule,
     WEBHOOK_ALLOW_PRIVATE_TARGETS: WEBHOOK_ALLOW_PRIVATE_TARGETS ?? rest.APP_ENV !== 'production',
     roles: [...new Set(WORKER_QUEUES.split(','))] as WorkerRole[],
+    workerSenders: WORKER_SENDERS === '*' ? '*' : [...new Set(WORKER_SENDERS.split(','))],
     platform,
   }
 }

@@ -40,12 +40,22 @@ const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&
  * serializer keep secrets out at their source; this catches what a future log call forgets.
  */
 export function secretCensor(secrets: readonly (string | undefined)[]): (line: string) => string {
-  const literals = [...new Set(secrets.filter((s): s is string => typeof s === 'string' && s.length >= 6))]
-    .flatMap((s) => [s, JSON.stringify(s).slice(1, -1)])
-    .sort((a, b) => b.length - a.length)
-    .map(escapeRegExp)
-  const pattern = new RegExp([...literals, ...SECRET_SHAPES].join('|'), 'g')
-  return (line) => line.replace(pattern, CENSOR)
+  // The list may grow while the process runs (a worker learns senders' tokens): the pattern is
+  // rebuilt when it does.
+  let compiledFor = -1
+  let pattern = /$^/g
+  const compile = () => {
+    const literals = [...new Set(secrets.filter((s): s is string => typeof s === 'string' && s.length >= 6))]
+      .flatMap((s) => [s, JSON.stringify(s).slice(1, -1)])
+      .sort((a, b) => b.length - a.length)
+      .map(escapeRegExp)
+    pattern = new RegExp([...literals, ...SECRET_SHAPES].join('|'), 'g')
+    compiledFor = secrets.length
+  }
+  return (line) => {
+    if (compiledFor !== secrets.length) compile()
+    return line.replace(pattern, CENSOR)
+  }
 }
 
 /** The password of a connection URL (`smtp://user:pass@host`), if it has one. */

@@ -1,7 +1,6 @@
-import { BatchAccepted, type MessageJob, type MessageView } from '@dispatch/contracts'
+import { BatchAccepted, type MessageView } from '@dispatch/contracts'
 import { type FakeWhatsApp, startFakeWhatsApp, waitFor } from '@dispatch/testing'
 import type { RunningWorker } from '@dispatch/worker'
-import type { Queue } from 'bullmq'
 import Value from 'typebox/value'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
@@ -9,10 +8,10 @@ import {
   buildTestApp,
   createWorld,
   expectError,
-  messagesQueue,
   SEND_SCOPES,
   send,
   startTestWorker,
+  storedMessages,
   type TestApp,
   type TestWorld,
   validSends,
@@ -22,7 +21,7 @@ let world: TestWorld
 let app: TestApp
 let fake: FakeWhatsApp
 let worker: RunningWorker
-let queue: Queue<MessageJob>
+let queue: ReturnType<typeof storedMessages>
 let key: string
 beforeAll(async () => {
   world = await createWorld()
@@ -36,7 +35,7 @@ beforeAll(async () => {
     MESSAGES_CONCURRENCY: '50',
     PLATFORM_RATE_PER_SECOND: '100000',
   })
-  queue = messagesQueue(world)
+  queue = storedMessages(world)
   key = (await activeKey(app, { scopes: SEND_SCOPES })).key
 })
 afterAll(async () => {

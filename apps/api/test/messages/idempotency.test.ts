@@ -1,14 +1,12 @@
-import type { MessageJob } from '@dispatch/contracts'
-import type { Queue } from 'bullmq'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
   buildTestApp,
   createWorld,
   expectError,
-  messagesQueue,
   SEND_SCOPES,
   send,
+  storedMessages,
   type TestApp,
   type TestWorld,
   validSends,
@@ -16,12 +14,12 @@ import {
 
 let world: TestWorld
 let app: TestApp
-let queue: Queue<MessageJob>
+let queue: ReturnType<typeof storedMessages>
 let key: string
 beforeAll(async () => {
   world = await createWorld()
   app = await buildTestApp(world, { MESSAGE_RATE_PER_SECOND: '100000' })
-  queue = messagesQueue(world)
+  queue = storedMessages(world)
   key = (await activeKey(app, { scopes: SEND_SCOPES })).key
 })
 afterAll(async () => {

@@ -5,9 +5,9 @@ import {
   buildTestApp,
   createWorld,
   expectError,
-  messagesQueue,
   SEND_SCOPES,
   send,
+  storedMessages,
   type TestApp,
   type TestWorld,
 } from '../helpers.ts'
@@ -31,7 +31,7 @@ afterAll(async () => {
 it('With Redis down, a send is 503 SERVICE_UNAVAILABLE within a second and nothing is queued', async () => {
   const key = (await activeKey(app, { scopes: SEND_SCOPES })).key
   expect((await send(app, 'send-text', key)).statusCode).toBe(202)
-  const queue = messagesQueue(world)
+  const queue = storedMessages(world)
   const before = await queue.count()
 
   await proxy.cut()

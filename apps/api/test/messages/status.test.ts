@@ -57,6 +57,8 @@ describe('GET /api/third-party/messages/:messageId', () => {
       batchId: null,
       sendAt: null,
       expiresAt: new Date(Date.parse(accepted.createdAt) + 4 * 3600 * 1000).toISOString(),
+      senderId: 'default',
+      senderPhoneNumberId: null,
       createdAt: accepted.createdAt,
       updatedAt: expect.any(String),
     })

@@ -7,7 +7,7 @@ describe('classifyPlatformAnswer', () => {
     [500, 1, 'retryable'],
     [500, 2, 'retryable'],
     [500, 131000, 'retryable'],
-    [400, 131056, 'retryable'],
+    [400, 131056, 'recipient-throttled'],
     [400, 131057, 'retryable'],
     [503, undefined, 'retryable'],
     [429, undefined, 'rate-limited'],
@@ -19,7 +19,8 @@ describe('classifyPlatformAnswer', () => {
     [400, 132000, 'permanent'],
     [400, 132001, 'permanent'],
     [404, undefined, 'permanent'],
-    [401, 190, 'permanent'],
+    [401, 190, 'token-refused'],
+    [401, undefined, 'token-refused'],
     // The code decides over the status: a transient code on a 4xx is still retried.
     [400, 131000, 'retryable'],
   ] as const)('HTTP %i with code %s is %s', (status, code, kind) => {

@@ -1,7 +1,10 @@
 import { PlatformError } from './types.ts'
 
-/** Graph API error codes worth retrying: temporary errors and throttling of one recipient pair. */
-const RETRYABLE_CODES = new Set([1, 2, 131000, 131056, 131057])
+/** Graph API error codes worth retrying: temporary errors, and a throughput upgrade under way. */
+const RETRYABLE_CODES = new Set([1, 2, 131000, 131057])
+/** Pair rate limit: about one message per 6 s to the same recipient, with short bursts. */
+const PAIR_RATE_LIMIT = 131056
+const PAIR_RATE_DELAY_MS = 6000
 /** Codes that mean "slow down" for the whole phone number: pause, spend no attempt. */
 const RATE_LIMIT_CODES = new Set([130429])
 /** Codes that mean the same request will always fail (invalid parameter, recipient, template…). */
@@ -30,8 +33,13 @@ export function classifyPlatformAnswer(
 ): PlatformError {
   const code = graphCode === undefined ? `HTTP_${status}` : String(graphCode)
   const text = message || `HTTP ${status}`
-  if (graphCode === TOKEN_EXPIRED) {
-    return new PlatformError(code, 'permanent', text, { alert: 'platform-token-expired' })
+  if (graphCode === TOKEN_EXPIRED || (graphCode === undefined && status === 401)) {
+    return new PlatformError(code, 'token-refused', text, { alert: 'platform-token-expired' })
+  }
+  if (graphCode === PAIR_RATE_LIMIT) {
+    return new PlatformError(code, 'recipient-throttled', text, {
+      retryAfterMs: parseRetryAfter(retryAfter) ?? PAIR_RATE_DELAY_MS,
+    })
   }
   if (status === 429 || (graphCode !== undefined && RATE_LIMIT_CODES.has(graphCode))) {
     return new PlatformError(code, 'rate-limited', text, {

@@ -25,6 +25,10 @@ export type FailureKind =
   | 'rate-limited'
   /** Will fail the same way again: fail the message now. */
   | 'permanent'
+  /** Too many messages to this one recipient (131056): delay this message only, spend no attempt. */
+  | 'recipient-throttled'
+  /** The sender's access token was refused (190, 401): pause the sender, alert, spend no attempt. */
+  | 'token-refused'
 
 /** A classified delivery failure: `code` is the platform's error code, or NETWORK, TIMEOUT, HTTP_<status>. */
 export class PlatformError extends Error {

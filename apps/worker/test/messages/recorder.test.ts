@@ -18,6 +18,7 @@ it('one outcome that cannot be written does not fail the others recorded with it
       payload: { phone: '+5511987654321', text: 'hi' },
       clientReference: null,
       senderPhoneNumberId: '100000000000001',
+      senderId: 'default',
       batchId: null,
       sendAt: null,
       expiresAt: null,

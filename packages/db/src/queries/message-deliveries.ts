@@ -12,6 +12,8 @@ export interface DeliveryOutcome {
   clientReference: string | null
   /** The business number it goes out from; kept from the first record. */
   senderPhoneNumberId: string
+  /** The sender (`senders.id`) it goes out through. */
+  senderId: string
   batchId: string | null
   acceptedAt: Date
   sendAt: Date | null
@@ -53,14 +55,14 @@ export async function recordDeliveryOutcomes(sql: Sql, outcomes: DeliveryOutcome
       .join(',')}}`
   const iso = (date: Date | null) => date?.toISOString() ?? null
   await sql`
-    insert into messages (id, api_key_id, type, phone, payload, client_reference, sender_phone_number_id, status, attempts,
+    insert into messages (id, api_key_id, type, phone, payload, client_reference, sender_phone_number_id, sender_id, status, attempts,
       platform_message_id, last_error_code, last_error_message, batch_id, accepted_at, send_at, expires_at,
       sent_at, failed_at, expired_at, canceled_at, updated_at)
     select * from unnest(
       ${column((o) => o.id)}::text[]::uuid[], ${column((o) => o.apiKeyId)}::text[]::uuid[],
       ${column((o) => o.type)}::text[]::message_type[], ${column((o) => o.phone)}::text[],
       ${column((o) => JSON.stringify(o.payload))}::text[]::jsonb[], ${column((o) => o.clientReference)}::text[],
-      ${column((o) => o.senderPhoneNumberId)}::text[],
+      ${column((o) => o.senderPhoneNumberId)}::text[], ${column((o) => o.senderId)}::text[],
       ${column((o) => o.status)}::text[]::message_status[],
       ${column((o) => o.attempts)}::text[]::int[], ${column((o) => o.platformMessageId)}::text[],
       ${column((o) => o.lastErrorCode)}::text[], ${column((o) => o.lastErrorMessage)}::text[],
@@ -77,6 +79,7 @@ export async function recordDeliveryOutcomes(sql: Sql, outcomes: DeliveryOutcome
       status = greatest(messages.status, excluded.status),
       attempts = greatest(messages.attempts, excluded.attempts),
       sender_phone_number_id = coalesce(messages.sender_phone_number_id, excluded.sender_phone_number_id),
+      sender_id = coalesce(messages.sender_id, excluded.sender_id),
       platform_message_id = coalesce(messages.platform_message_id, excluded.platform_message_id),
       last_error_code = coalesce(excluded.last_error_code, messages.last_error_code),
       last_error_message = coalesce(excluded.last_error_message, messages.last_error_message),

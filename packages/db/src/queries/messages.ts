@@ -1,4 +1,5 @@
 import type { MessageError, MessageJob } from '@dispatch/contracts'
+import { DEFAULT_SENDER_ID } from '@dispatch/contracts'
 import { and, eq, inArray, lt, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { type MessageRow, messages } from '../schema/messages.ts'
@@ -69,6 +70,7 @@ export async function recordScheduledMessages(db: Db, jobs: MessageJob[]): Promi
         payload: job.message.body,
         clientReference: job.clientReference ?? null,
         batchId: job.batchId ?? null,
+        senderId: job.senderId ?? DEFAULT_SENDER_ID,
         status: 'scheduled' as const,
         acceptedAt: new Date(job.acceptedAt),
         sendAt: job.sendAt ? new Date(job.sendAt) : null,

@@ -1,5 +1,11 @@
 import { randomUUID } from 'node:crypto'
-import { DELIVERY_OPTION_KEYS, MessageJob, type MessageType } from '@dispatch/contracts'
+import {
+  DEFAULT_SENDER_ID,
+  DELIVERY_OPTION_KEYS,
+  MessageJob,
+  type MessagePriority,
+  type MessageType,
+} from '@dispatch/contracts'
 import { Compile } from 'typebox/compile'
 import type { ApiConfig } from '../../env.ts'
 import { AppError } from '../../errors.ts'
@@ -16,21 +22,36 @@ export interface AcceptedMessage {
   status: 'queued' | 'scheduled'
 }
 
-type SendBody = { phone: string; clientReference?: string; sendAt?: string; validitySeconds?: number }
+type SendBody = {
+  phone: string
+  clientReference?: string
+  sendAt?: string
+  validitySeconds?: number
+  priority?: MessagePriority
+}
+
+/** What the accept step needs of the calling key. */
+export interface SendingKey {
+  id: string
+  /** Its sender; null: the default. */
+  senderId: string | null
+  transactional: boolean
+}
 
 const invalid = (field: string, why: string) => new AppError('VALIDATION_ERROR', `${field} ${why}`)
 
 /**
  * Turns a validated send body into its job: the delivery options (`clientReference`, `sendAt`,
- * `validitySeconds`) go beside the message, never into the body the platform gets. Throws `400`
- * naming the field when `sendAt` or `validitySeconds` is out of range for this configuration;
+ * `validitySeconds`, `priority`) go beside the message, never into the body the platform gets. Throws `400`
+ * naming the field when `sendAt` or `validitySeconds` is out of range for this configuration, and
+ * `403` for `priority: "high"` from a key not marked transactional;
  * `field` prefixes those names (`body` for a single send, `body.messages[3]` in a batch).
  */
 export function acceptMessage(
   input: {
     type: MessageType
     body: SendBody
-    apiKeyId: string
+    apiKey: SendingKey
     now: Date
     batchId?: string
     field?: string
@@ -43,7 +64,13 @@ export function acceptMessage(
   const { type, now, field = 'body' } = input
   const body: Record<string, unknown> = { ...input.body }
   for (const key of DELIVERY_OPTION_KEYS) delete body[key]
-  const { clientReference, sendAt, validitySeconds } = input.body
+  const { clientReference, sendAt, validitySeconds, priority = 'normal' } = input.body
+  if (priority === 'high' && !input.apiKey.transactional) {
+    throw new AppError(
+      'PRIORITY_NOT_ALLOWED',
+      `${field}.priority "high" is for keys an admin marked transactional; send "normal" or "low"`,
+    )
+  }
 
   let due = now.getTime()
   if (sendAt !== undefined) {
@@ -63,8 +90,10 @@ export function acceptMessage(
 
   const job = {
     messageId: randomUUID(),
-    apiKeyId: input.apiKeyId,
+    apiKeyId: input.apiKey.id,
     acceptedAt: now.toISOString(),
+    senderId: input.apiKey.senderId ?? DEFAULT_SENDER_ID,
+    priority,
     ...(clientReference === undefined ? {} : { clientReference }),
     ...(input.batchId === undefined ? {} : { batchId: input.batchId }),
     ...(sendAt === undefined ? {} : { sendAt: new Date(due).toISOString() }),

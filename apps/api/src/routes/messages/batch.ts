@@ -11,7 +11,6 @@ import {
 import { recordScheduledMessages } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError, errorBody, unavailable } from '../../errors.ts'
-import { MessageEnqueuer } from '../../message-enqueuer.ts'
 import { describeValidationError, makeAjv } from '../../plugins/validation.ts'
 import { errorResponses } from '../responses.ts'
 import { type AcceptedMessage, acceptMessage } from './accept.ts'
@@ -30,12 +29,11 @@ const failure = (error: AppError) => errorBody(error.errorCode, error.statusCode
 
 /**
  * Many messages in one request: each item is checked on its own and answered in its own result;
- * the valid ones are queued together (one `addBulk`), count against the key's rate limit by
+ * the valid ones are stored together (one pipeline), count against the key's rate limit by
  * number, and share a `batchId`. `Idempotency-Key` covers the batch as a whole.
  */
 export const batchMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> = async (app, options) => {
-  const { config, messageQueue, clock, db } = app.deps
-  const enqueuer = new MessageEnqueuer(messageQueue)
+  const { config, messages, clock, db } = app.deps
 
   app.post(
     '/batch',
@@ -67,6 +65,7 @@ export const batchMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> 
             'UNSUPPORTED_MEDIA_TYPE',
             'IDEMPOTENCY_KEY_REUSED',
             'RATE_LIMITED',
+            'QUOTA_EXCEEDED',
             'SERVICE_UNAVAILABLE',
           ),
         },
@@ -96,7 +95,7 @@ export const batchMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> 
             {
               type,
               body: body as AcceptedMessage['job']['message']['body'],
-              apiKeyId: request.apiKey.id,
+              apiKey: request.apiKey,
               now,
               batchId,
               field,
@@ -117,7 +116,7 @@ export const batchMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> 
 
       await app.spendMessageRate(request, accepted.length)
       try {
-        await Promise.all(accepted.map(({ job, delayMs }) => enqueuer.add(job, delayMs)))
+        await Promise.all(accepted.map(({ job, delayMs }) => messages.add(job, delayMs)))
       } catch (error) {
         request.log.error({ err: error, batchId }, 'could not enqueue batch')
         throw unavailable('accept messages')

@@ -1,6 +1,6 @@
 import {
+  DEFAULT_SENDER_ID,
   MessageIdParams,
-  type MessageJob,
   type MessageType,
   MessageView,
   messageClaimKey,
@@ -9,7 +9,6 @@ import {
 } from '@dispatch/contracts'
 import { markMessageCanceled } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { Job } from 'bullmq'
 import { AppError, unavailable } from '../../errors.ts'
 import { toMessageView } from '../../views.ts'
 import { errorResponses } from '../responses.ts'
@@ -66,7 +65,7 @@ export const cancelMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions>
       if (!scopes.some((s) => s.startsWith('send:'))) {
         throw new AppError('INSUFFICIENT_SCOPE', 'The API key lacks a send scope')
       }
-      const found = await findOwnMessage(app.deps, request.apiKey.id, request.params.messageId, request.log)
+      const found = await findOwnMessage(app.deps, request.apiKey, request.params.messageId, request.log)
       const type = 'row' in found ? found.row.type : found.job.data.message.type
       if (!mayCancel(scopes, type)) {
         throw new AppError('INSUFFICIENT_SCOPE', `The API key lacks the "${SEND_SCOPE[type]}" scope`)
@@ -75,8 +74,6 @@ export const cancelMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions>
       if ('row' in found && found.row.status !== 'scheduled' && found.row.status !== 'queued') {
         throw tooLate(found.row.status)
       }
-      const job =
-        'job' in found ? found.job : await app.deps.messageQueue.getJob(found.row.id).catch(() => undefined)
       const messageId = 'row' in found ? found.row.id : found.job.data.messageId
       const expiresAt = 'row' in found ? found.row.expiresAt?.toISOString() : found.job.data.expiresAt
 
@@ -98,7 +95,15 @@ export const cancelMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions>
         request.log.warn({ err: error, messageId }, 'canceled message not yet recorded; the worker will'),
       )
       // Due at once: the worker records the cancel now instead of at the scheduled time.
-      await (job as Job<MessageJob> | undefined)?.promote().catch(() => {})
+      const senderId = ('row' in found ? found.row.senderId : found.job.data.senderId) ?? DEFAULT_SENDER_ID
+      await app.deps.messages
+        .promote(senderId, messageId)
+        .catch((error) =>
+          request.log.warn(
+            { err: error, messageId },
+            'canceled message stays until its time; the worker records it then',
+          ),
+        )
       request.log.info({ messageId }, 'message canceled')
       if ('row' in found)
         return { ...toMessageView(found.row), status: 'canceled' as const, updatedAt: now.toISOString() }

@@ -1,33 +1,26 @@
-import {
-  DEFAULT_SENDER_ID,
-  type MessageClaim,
-  type MessageJob,
-  type MessageView,
-  messageClaimKey,
-} from '@dispatch/contracts'
+import { DEFAULT_SENDER_ID, type MessageClaim, type MessageView, messageClaimKey } from '@dispatch/contracts'
 import { findMessageById, isUuid, type MessageRow } from '@dispatch/db'
-import type { Job } from 'bullmq'
 import type { FastifyBaseLogger } from 'fastify'
 import type { ApiDeps } from '../../deps.ts'
 import { AppError, unavailable } from '../../errors.ts'
+import type { QueuedJob, QueuedMessage } from '../../message-store.ts'
 
 export const messageNotFound = () => new AppError('NOT_FOUND', 'Message not found')
 
-/** Where a message is known: its record, or (before the worker wrote one) its queue job. */
-export type FoundMessage =
-  | { row: MessageRow }
-  | { job: Job<MessageJob>; state: string; claim: MessageClaim | null }
+/** Where a message is known: its record, or (before the worker wrote one) Redis. */
+export type FoundMessage = { row: MessageRow } | (QueuedMessage & { claim: MessageClaim | null })
 
 /**
  * A key's own message, by id: the record first, else the queue's job with its state and who holds
  * its claim. Another key's message, an unknown id and a malformed one are all `404`.
  */
 export async function findOwnMessage(
-  deps: Pick<ApiDeps, 'db' | 'messageQueue' | 'redis' | 'config'>,
-  apiKeyId: string,
+  deps: Pick<ApiDeps, 'db' | 'messages' | 'redis' | 'config'>,
+  apiKey: { id: string; senderId: string | null },
   rawId: string,
   log: FastifyBaseLogger,
 ): Promise<FoundMessage> {
+  const apiKeyId = apiKey.id
   if (!isUuid(rawId)) throw messageNotFound()
   const id = rawId.toLowerCase()
   const row = await findMessageById(deps.db, id)
@@ -35,30 +28,30 @@ export async function findOwnMessage(
     if (row.apiKeyId !== apiKeyId) throw messageNotFound()
     return { row }
   }
-  let job: Job<MessageJob> | undefined
-  let state: string
+  // Looked for on the key's sender: a message queued before the key was bound to another waits
+  // on the old one, and is known here once its record is written.
+  let found: QueuedMessage | undefined
   let claim: string | null = null
   try {
-    job = await deps.messageQueue.getJob(id)
-    state = job ? await job.getState() : 'unknown'
-    if (job) claim = await deps.redis.get(messageClaimKey(deps.config.QUEUE_PREFIX, id))
+    found = await deps.messages.find(apiKey.senderId ?? DEFAULT_SENDER_ID, id)
+    if (found) claim = await deps.redis.get(messageClaimKey(deps.config.QUEUE_PREFIX, id))
   } catch (error) {
     log.error({ err: error }, 'message lookup in the queue failed')
     throw unavailable('look up this message')
   }
-  if (!job || job.data.apiKeyId !== apiKeyId) throw messageNotFound()
+  if (!found || found.job.data.apiKeyId !== apiKeyId) throw messageNotFound()
   // A finished job's record was written before it finished: it was only just too late above.
-  if (state === 'completed' || state === 'failed') {
+  if (found.state === 'completed' || found.state === 'failed') {
     const recorded = await findMessageById(deps.db, id)
     if (recorded) return { row: recorded }
   }
-  return { job, state, claim: claim === 'worker' || claim === 'cancel' ? claim : null }
+  return { ...found, claim: claim === 'worker' || claim === 'cancel' ? claim : null }
 }
 
 type JobOutcome = { platformMessageId?: string; outcome?: 'expired' | 'canceled' } | null | undefined
 
-/** Before the worker's record lands, the queue knows the message: its state is the status. */
-export function viewFromJob(job: Job<MessageJob>, state: string, claim: MessageClaim | null): MessageView {
+/** Before the worker's record lands, Redis knows the message: its state is the status. */
+export function viewFromJob(job: QueuedJob, state: string, claim: MessageClaim | null): MessageView {
   const { data } = job
   const result = job.returnvalue as JobOutcome
   const status: MessageView['status'] =

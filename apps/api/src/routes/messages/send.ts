@@ -12,7 +12,6 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import type { TSchema } from 'typebox'
 import { unavailable } from '../../errors.ts'
-import { MessageEnqueuer } from '../../message-enqueuer.ts'
 import { errorResponses } from '../responses.ts'
 import { acceptMessage } from './accept.ts'
 
@@ -54,12 +53,13 @@ export interface MessageRouteOptions {
 }
 
 /**
- * The hot path: a cached key check, one rate-limit call and one queue write, all in Redis. The
+ * The hot path: a cached key check, one rate-limit call and one write to the sender's fair-admission
+ * lists, all in Redis. The
  * worker writes the message record; the API never touches Postgres here, except to list a
  * scheduled message at once (it would otherwise have no record until it is due).
  */
 export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> = async (app, options) => {
-  const { config, messageQueue, clock, db } = app.deps
+  const { config, messages, clock, db } = app.deps
   /** Best effort: the job is stored; without this row the worker writes one when it is due. */
   const recordScheduled = async (log: FastifyBaseLogger, job: MessageJob) => {
     try {
@@ -68,7 +68,6 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
       log.warn({ err: error, messageId: job.messageId }, 'scheduled message not listed until due')
     }
   }
-  const enqueuer = new MessageEnqueuer(messageQueue)
   // One bucket per key across the three sends and batches, in Redis, so it holds across instances.
   const perKeyLimit = (request: FastifyRequest) => app.spendMessageRate(request, 1)
 
@@ -95,11 +94,13 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
               'API_KEY_INVALID',
               'API_KEY_NOT_ACTIVE',
               'INSUFFICIENT_SCOPE',
+              'PRIORITY_NOT_ALLOWED',
               'IDEMPOTENCY_REQUEST_IN_PROGRESS',
               'PAYLOAD_TOO_LARGE',
               'UNSUPPORTED_MEDIA_TYPE',
               'IDEMPOTENCY_KEY_REUSED',
               'RATE_LIMITED',
+              'QUOTA_EXCEEDED',
               'SERVICE_UNAVAILABLE',
             ),
           },
@@ -107,12 +108,12 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
       },
       async (request, reply) => {
         const { job, delayMs, status } = acceptMessage(
-          { type: send.type, body: request.body as SendBody, apiKeyId: request.apiKey.id, now: clock() },
+          { type: send.type, body: request.body as SendBody, apiKey: request.apiKey, now: clock() },
           config,
         )
         const { messageId } = job
         try {
-          await enqueuer.add(job, delayMs)
+          await messages.add(job, delayMs)
         } catch (error) {
           request.log.error({ err: error, messageId }, 'could not enqueue message')
           throw unavailable('accept messages')

@@ -31,7 +31,7 @@ export const messageStatusRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions>
       },
     },
     async (request) => {
-      const found = await findOwnMessage(app.deps, request.apiKey.id, request.params.messageId, request.log)
+      const found = await findOwnMessage(app.deps, request.apiKey, request.params.messageId, request.log)
       return 'row' in found ? toMessageView(found.row) : viewFromJob(found.job, found.state, found.claim)
     },
   )

@@ -1,36 +1,32 @@
-import {
-  MessageJob,
-  messageClaimKey,
-  messageClaimTtlMs,
-  QueueNames,
-  WORKER_CLAIM_SCRIPT,
-} from '@dispatch/contracts'
-import { type Db, type DeliveryOutcome, findPlatformMessageId, type Sql } from '@dispatch/db'
-import { type Job, UnrecoverableError, Worker } from 'bullmq'
+import { MessageJob, messageClaimKey, messageClaimTtlMs, WORKER_CLAIM_SCRIPT } from '@dispatch/contracts'
+import { type Db, type DeliveryOutcome, findPlatformMessageId } from '@dispatch/db'
+import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq'
 import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import { Compile } from 'typebox/compile'
-import { DeliveryRecorder } from '../delivery-recorder.ts'
+import type { DeliveryRecorder } from '../delivery-recorder.ts'
 import { type MessagingPlatform, PlatformError } from '../platforms/types.ts'
 
 /** What a job ends with: the platform's id, or why it was never sent. */
 export type DeliveryResult = { platformMessageId: string } | { outcome: 'expired' | 'canceled' }
 
-export interface MessagesWorkerOptions {
+/** The sender a job is delivered through, as its lane holds it now (its token may change). */
+export interface DeliveryLane {
+  senderId: string
+  platform: MessagingPlatform
+  /** Slows this sender's queue down, in every process: the platform's rate limit. */
+  rateLimit(ms: number): Promise<void>
+  /** Pauses this sender (its token was refused): `needs_attention`, alert, queue paused. */
+  tokenRefused(error: PlatformError): Promise<void>
+}
+
+export interface DeliveryDeps {
   db: Db
   /** A non-blocking connection, for the message claims that settle a race with a cancel. */
   claims: Redis
-  /** The driver itself, for the batched outcome writes. */
-  sql: Sql
-  platform: MessagingPlatform
   logger: Logger
-  connection: Redis
   prefix: string
-  concurrency: number
-  ratePerSecond: number
-  backoffMs: number
-  lockMs: number
-  stalledIntervalMs: number
+  recorder: DeliveryRecorder
 }
 
 const isMessageJob = Compile(MessageJob)
@@ -54,18 +50,18 @@ const asPlatformError = (error: unknown) =>
  */
 export async function deliverMessage(
   job: Job<MessageJob, DeliveryResult>,
-  worker: Worker<MessageJob, DeliveryResult>,
-  deps: Pick<MessagesWorkerOptions, 'db' | 'platform' | 'logger' | 'claims' | 'prefix'> & {
-    recorder: DeliveryRecorder
-  },
+  token: string | undefined,
+  lane: DeliveryLane,
+  deps: DeliveryDeps,
 ): Promise<DeliveryResult> {
-  const { db, platform, logger, recorder } = deps
+  const { db, logger, recorder } = deps
+  const { platform, senderId } = lane
   if (!isMessageJob.Check(job.data)) {
     logger.error({ jobId: job.id }, 'message job does not match its contract; failed without delivery')
     throw new UnrecoverableError('The job payload does not match the messages contract')
   }
   const { messageId, apiKeyId, acceptedAt, clientReference, message, batchId, sendAt, expiresAt } = job.data
-  const log = logger.child({ messageId, type: message.type })
+  const log = logger.child({ messageId, type: message.type, senderId })
 
   const attempts = job.attemptsMade + 1
   const outcome = (status: DeliveryOutcome['status'], fields: Partial<DeliveryOutcome>): DeliveryOutcome => ({
@@ -76,6 +72,7 @@ export async function deliverMessage(
     payload: message.body,
     clientReference: clientReference ?? null,
     senderPhoneNumberId: platform.phoneNumberId,
+    senderId,
     batchId: batchId ?? null,
     acceptedAt: new Date(acceptedAt),
     sendAt: sendAt ? new Date(sendAt) : null,
@@ -137,9 +134,23 @@ export async function deliverMessage(
   } catch (caught) {
     const error = asPlatformError(caught)
     if (error.kind === 'rate-limited') {
-      // The whole queue waits: every worker on it, in every process. No attempt is spent.
-      log.warn({ code: error.code, pauseMs: error.retryAfterMs }, 'platform rate limit; pausing deliveries')
-      await worker.rateLimit(error.retryAfterMs ?? 1000)
+      // This sender's queue waits: every worker on it, in every process; other senders go on. No
+      // attempt is spent.
+      log.warn({ code: error.code, pauseMs: error.retryAfterMs }, 'platform rate limit; slowing this sender')
+      await lane.rateLimit(error.retryAfterMs ?? 1000)
+      throw Worker.RateLimitError()
+    }
+    if (error.kind === 'recipient-throttled' && token) {
+      // Only this recipient is over its pair rate: this message waits, the sender's others go on.
+      const delayMs = Math.round((error.retryAfterMs ?? 6000) * (1 + Math.random() * 0.5))
+      log.info({ code: error.code, delayMs }, 'pair rate limit for this recipient; delaying this message')
+      await job.moveToDelayed(Date.now() + delayMs, token)
+      throw new DelayedError()
+    }
+    if (error.kind === 'token-refused') {
+      // Back in the queue, which is paused: it waits (within its validity) for a fixed token.
+      log.error({ alert: error.alert, code: error.code }, 'sender token refused; pausing this sender')
+      await lane.tokenRefused(error)
       throw Worker.RateLimitError()
     }
     if (error.alert) log.error({ alert: error.alert, code: error.code }, error.message)
@@ -161,27 +172,4 @@ export async function deliverMessage(
   }
   log.debug({ platformMessageId, attempts }, 'message sent')
   return { platformMessageId }
-}
-
-export function startMessagesWorker(options: MessagesWorkerOptions): Worker<MessageJob, DeliveryResult> {
-  const recorder = new DeliveryRecorder(options.sql)
-  const worker: Worker<MessageJob, DeliveryResult> = new Worker<MessageJob, DeliveryResult>(
-    QueueNames.messages,
-    (job) => deliverMessage(job, worker, { ...options, recorder }),
-    {
-      connection: options.connection,
-      prefix: options.prefix,
-      concurrency: options.concurrency,
-      // BullMQ's limiter is kept in Redis: the rate holds across every worker process.
-      limiter: { max: options.ratePerSecond, duration: 1000 },
-      lockDuration: options.lockMs,
-      stalledInterval: options.stalledIntervalMs,
-      settings: {
-        backoffStrategy: (attemptsMade, _type, error) =>
-          platformBackoff(attemptsMade, options.backoffMs, error),
-      },
-    },
-  )
-  worker.on('error', (error) => options.logger.error({ err: error }, 'messages worker error'))
-  return worker
 }

@@ -1,0 +1,165 @@
+import {
+  DEFAULT_SENDER_ID,
+  FAIR_ENQUEUE_SCRIPT,
+  fairActiveKey,
+  fairKeys,
+  type MessageJob,
+  senderQueueName,
+} from '@dispatch/contracts'
+import { type Job, Queue } from 'bullmq'
+import type { ChainableCommander, Redis } from 'ioredis'
+
+interface Pending {
+  job: MessageJob
+  /** How long it waits: a scheduled message's time until its `sendAt`. */
+  delayMs: number
+  resolve(): void
+  reject(error: unknown): void
+}
+
+/** What a status lookup needs of a message still in Redis: a BullMQ job, or one waiting for admission. */
+export interface QueuedJob {
+  data: MessageJob
+  attemptsMade: number
+  timestamp: number
+  returnvalue?: unknown
+  failedReason?: string
+  finishedOn?: number
+  processedOn?: number
+}
+
+export interface QueuedMessage {
+  job: QueuedJob
+  /** BullMQ's state, or `waiting` / `delayed` while it waits for admission. */
+  state: string
+}
+
+type FairEnqueue = (
+  jobs: string,
+  list: string,
+  ring: string,
+  scheduled: string,
+  messageId: string,
+  json: string,
+  apiKeyId: string,
+  dueMs: number,
+) => ChainableCommander
+
+/**
+ * Where the API keeps accepted messages: in their sender's fair-admission lists
+ * (packages/contracts/src/fair-queue.ts), from which workers admit them into the sender's queue.
+ * Adds are gathered per turn of the event loop into one pipeline: under load, one round trip for
+ * many requests, and a lone request waits only for the current turn. Every request waits for the
+ * whole flush, so none is told 202 for a message that is not in Redis. A pipeline is not a
+ * transaction: when Redis fails partway, some messages of a flush answered 503 may be stored
+ * (see docs/messaging.md).
+ */
+export class MessageStore {
+  readonly #redis: Redis
+  readonly #prefix: string
+  readonly #queues = new Map<string, Queue<MessageJob>>()
+  readonly #logger: { warn(context: object, message: string): void } | undefined
+  #pending: Pending[] = []
+
+  constructor(redis: Redis, prefix: string, logger?: { warn(context: object, message: string): void }) {
+    this.#redis = redis
+    this.#prefix = prefix
+    this.#logger = logger
+    redis.defineCommand('dispatchFairEnqueue', { numberOfKeys: 4, lua: FAIR_ENQUEUE_SCRIPT })
+  }
+
+  add(job: MessageJob, delayMs = 0): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.#pending.push({ job, delayMs, resolve, reject }) === 1) setImmediate(() => this.#flush())
+    })
+  }
+
+  async #flush() {
+    const batch = this.#pending
+    this.#pending = []
+    const pipeline = this.#redis.pipeline()
+    const enqueue = (pipeline as unknown as { dispatchFairEnqueue: FairEnqueue }).dispatchFairEnqueue.bind(
+      pipeline,
+    )
+    const senders = new Set<string>()
+    const now = Date.now()
+    for (const { job, delayMs } of batch) {
+      const senderId = job.senderId ?? DEFAULT_SENDER_ID
+      const level = job.priority ?? 'normal'
+      const keys = fairKeys(this.#prefix, senderId)
+      senders.add(senderId)
+      enqueue(
+        keys.jobs,
+        keys.list(level, job.apiKeyId),
+        keys.ring(level),
+        keys.scheduled,
+        job.messageId,
+        JSON.stringify(job),
+        job.apiKeyId,
+        delayMs > 0 ? now + delayMs : 0,
+      )
+    }
+    // After the messages: an admitter that sees the sender idle and drops it re-checks after.
+    pipeline.sadd(fairActiveKey(this.#prefix), ...senders)
+    try {
+      const results = (await pipeline.exec()) ?? []
+      const failed = results.find(([error]) => error)
+      if (failed || results.length !== batch.length + 1) throw failed?.[0] ?? new Error('pipeline cut short')
+      for (const pending of batch) pending.resolve()
+    } catch (error) {
+      for (const pending of batch) pending.reject(error)
+    }
+  }
+
+  /** The sender's BullMQ queue, for looking up admitted jobs. */
+  queue(senderId: string): Queue<MessageJob> {
+    let queue = this.#queues.get(senderId)
+    if (!queue) {
+      queue = new Queue<MessageJob>(senderQueueName(senderId), {
+        connection: this.#redis,
+        prefix: this.#prefix,
+      })
+      queue.on('error', (error) => this.#logger?.warn({ err: error }, 'messages queue error'))
+      this.#queues.set(senderId, queue)
+    }
+    return queue
+  }
+
+  /**
+   * A message still in Redis, by id: waiting for admission, being admitted, or a job in the
+   * sender's queue. Looked for in the order a message moves, so a message moving meanwhile is
+   * still found. Throws when Redis cannot be reached.
+   */
+  async find(senderId: string, messageId: string): Promise<QueuedMessage | undefined> {
+    const keys = fairKeys(this.#prefix, senderId)
+    const [waiting, due] = await Promise.all([
+      this.#redis.hget(keys.jobs, messageId),
+      this.#redis.zscore(keys.scheduled, messageId),
+    ])
+    const admitting = waiting ?? (await this.#redis.hget(keys.moving, messageId))
+    if (admitting) {
+      const data = JSON.parse(admitting) as MessageJob
+      return {
+        job: { data, attemptsMade: 0, timestamp: Date.parse(data.acceptedAt) },
+        state: waiting && due !== null && Number(due) > Date.now() ? 'delayed' : 'waiting',
+      }
+    }
+    const job: Job<MessageJob> | undefined = await this.queue(senderId).getJob(messageId)
+    return job ? { job, state: await job.getState() } : undefined
+  }
+
+  /**
+   * Makes a scheduled message due at once (a cancel: the worker then records it without waiting
+   * for its time). Nothing happens to a message that is not scheduled.
+   */
+  async promote(senderId: string, messageId: string): Promise<void> {
+    await this.#redis.zadd(fairKeys(this.#prefix, senderId).scheduled, 'XX', 0, messageId)
+    // A scheduled job queued before fair admission existed waits in the queue as a delayed job.
+    const job = await this.queue(senderId).getJob(messageId)
+    if (job && (await job.isDelayed())) await job.promote()
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.#queues.values()].map((q) => q.close().catch(() => {})))
+  }
+}

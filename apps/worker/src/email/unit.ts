@@ -1,0 +1,26 @@
+import type { WorkerUnitStarter } from '../runtime.ts'
+import { startEmailWorker } from '../workers/email.ts'
+import { createMailer } from './transport.ts'
+
+/** The `email` role: sends the outbox's e-mails (key decisions, orders, alerts). */
+export const startEmailUnit: WorkerUnitStarter = async ({ config, db, logger, redis }) => {
+  const mailer = createMailer(config, logger)
+  const worker = startEmailWorker({
+    db,
+    mailer,
+    logger,
+    connection: redis('email-worker', { blocking: true }),
+    prefix: config.QUEUE_PREFIX,
+    concurrency: config.EMAIL_CONCURRENCY,
+  })
+  logger.info(
+    { concurrency: config.EMAIL_CONCURRENCY, smtp: Boolean(config.SMTP_URL) },
+    'e-mail worker started',
+  )
+  return {
+    close: async () => {
+      await worker.close()
+      mailer.close()
+    },
+  }
+}

@@ -1,0 +1,46 @@
+import { type EmailJob, QueueNames, type WebhookJob } from '@dispatch/contracts'
+import { Queue } from 'bullmq'
+import { OutboxRelay } from '../outbox-relay.ts'
+import type { WorkerUnitStarter } from '../runtime.ts'
+
+/** Job retention: enough to dedupe a relayed row and to inspect failures, bounded in Redis. */
+const emailJobOptions = (attempts: number, backoffMs: number) => ({
+  attempts,
+  backoff: { type: 'exponential' as const, delay: backoffMs, jitter: 0.5 },
+  removeOnComplete: { age: 7 * 24 * 3600, count: 10_000 },
+  removeOnFail: { age: 30 * 24 * 3600 },
+})
+
+/** The `outbox` role: relays committed side effects (e-mails, webhook events) into their queues. */
+export const startOutboxUnit: WorkerUnitStarter = async ({ config, db, sql, logger, redis }) => {
+  const producer = redis('outbox-queues', { blocking: false })
+  const emailQueue = new Queue<EmailJob>(QueueNames.email, {
+    connection: producer,
+    prefix: config.QUEUE_PREFIX,
+    defaultJobOptions: emailJobOptions(config.EMAIL_ATTEMPTS, config.EMAIL_BACKOFF_MS),
+  })
+  emailQueue.on('error', (error) => logger.warn({ err: error }, 'e-mail queue error'))
+  const webhookQueue = new Queue<WebhookJob>(QueueNames.webhooks, {
+    connection: producer,
+    prefix: config.QUEUE_PREFIX,
+  })
+  webhookQueue.on('error', (error) => logger.warn({ err: error }, 'webhook queue error'))
+  const relay = new OutboxRelay({
+    db,
+    sql,
+    emailQueue,
+    webhookQueue,
+    logger,
+    pollMs: config.OUTBOX_POLL_MS,
+    batchSize: config.OUTBOX_BATCH_SIZE,
+  })
+  await relay.start()
+  logger.info({ pollMs: config.OUTBOX_POLL_MS }, 'outbox relay started')
+  return {
+    close: async () => {
+      await relay.stop()
+      await emailQueue.close()
+      await webhookQueue.close()
+    },
+  }
+}

@@ -1,0 +1,58 @@
+import type { Db, Sql } from '@dispatch/db'
+import { Redis } from 'ioredis'
+import type { Logger } from 'pino'
+import type { WorkerConfig, WorkerRole } from './env.ts'
+
+/** What every part of a worker process is built from: its config, Postgres, logs and Redis. */
+export interface WorkerContext {
+  config: WorkerConfig
+  db: Db
+  /** The driver itself, for batched writes. */
+  sql: Sql
+  logger: Logger
+  /**
+   * A Redis connection of this process, closed with it. `blocking` ones (BullMQ workers) wait out an
+   * outage; the others (producers, scripts) fail fast, so a caller is never stuck on a dead Redis.
+   */
+  redis(name: string, options: { blocking: boolean }): Redis
+  /** Adds a secret learned at run time (a sender's token) to the values no log line may carry. */
+  addSecret(value: string): void
+}
+
+/**
+ * One part of a worker process (a queue's consumers, a loop), started by its role in
+ * `WORKER_QUEUES`. Every role is one: `index.ts` only starts them and closes them in order.
+ */
+export interface WorkerUnit {
+  /** Stops taking work and lets what is in flight finish. Connections are closed after, by the process. */
+  close(): Promise<void>
+}
+
+export type WorkerUnitStarter = (context: WorkerContext) => Promise<WorkerUnit>
+
+/** The connections of one process, built on demand and closed together at the end. */
+export function createRedisFactory(config: WorkerConfig, logger: Logger) {
+  const clients: Redis[] = []
+  const redis = (name: string, options: { blocking: boolean }) => {
+    const client = new Redis(config.REDIS_URL, {
+      maxRetriesPerRequest: options.blocking ? null : 1,
+      enableOfflineQueue: options.blocking,
+      connectTimeout: 2000,
+      // A producer call must not hang on a Redis that stopped answering (the relay holds a
+      // Postgres transaction meanwhile); blocking commands have no such bound.
+      ...(options.blocking ? {} : { commandTimeout: 5000 }),
+    })
+    client.on('error', (error) => logger.warn({ err: error, client: name }, 'redis connection error'))
+    clients.push(client)
+    return client
+  }
+  return {
+    redis,
+    disconnectAll: () => {
+      for (const client of clients) client.disconnect()
+    },
+  }
+}
+
+/** The order roles start in; they close in reverse, the outbox relay (a producer) first. */
+export const START_ORDER: readonly WorkerRole[] = ['email', 'messages', 'webhooks', 'outbox']

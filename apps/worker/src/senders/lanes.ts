@@ -1,0 +1,225 @@
+import {
+  type MessageJob,
+  SENDER_CHANGES_CHANNEL,
+  type SenderState,
+  senderQueueName,
+} from '@dispatch/contracts'
+import { markSenderNeedsAttention } from '@dispatch/db'
+import { Queue, Worker } from 'bullmq'
+import type { Redis } from 'ioredis'
+import { DeliveryRecorder } from '../delivery-recorder.ts'
+import { createSandboxPlatform } from '../platforms/sandbox.ts'
+import type { MessagingPlatform, PlatformError } from '../platforms/types.ts'
+import { createWhatsAppCloudPlatform } from '../platforms/whatsapp-cloud.ts'
+import type { WorkerContext } from '../runtime.ts'
+import { type DeliveryLane, type DeliveryResult, deliverMessage, platformBackoff } from './deliver.ts'
+import type { SenderSettings } from './registry.ts'
+
+/** The platform adapter for one sender: the Cloud API with its token, or the sandbox as its number. */
+export function createSenderPlatform(
+  config: WorkerContext['config'],
+  sender: SenderSettings,
+): MessagingPlatform {
+  if (config.platform === 'whatsapp-cloud') {
+    return createWhatsAppCloudPlatform({
+      apiUrl: config.WHATSAPP_API_URL,
+      accessToken: sender.accessToken ?? '',
+      phoneNumberId: sender.phoneNumberId,
+      timeoutMs: config.PLATFORM_TIMEOUT_MS,
+    })
+  }
+  return createSandboxPlatform({
+    latencyMs: config.SANDBOX_LATENCY_MS,
+    failureRate: config.SANDBOX_FAILURE_RATE,
+    phoneNumberId: sender.phoneNumberId,
+  })
+}
+
+/**
+ * One sender's delivery in this process: its queue (rate, pause), a BullMQ worker on it, and its
+ * platform adapter. Its rate and pause are stored in Redis by BullMQ (`setGlobalRateLimit`,
+ * `pause`), so they hold for every process; each process applies the sender's settings as it learns
+ * them, and the same settings applied twice change nothing.
+ */
+export class SenderLane implements DeliveryLane {
+  readonly senderId: string
+  readonly queue: Queue<MessageJob>
+  platform: MessagingPlatform
+  settings: SenderSettings
+  #worker: Worker<MessageJob, DeliveryResult> | undefined
+  #appliedRate: number | undefined
+  #appliedPaused: boolean | undefined
+  readonly #context: WorkerContext
+  readonly #publisher: Redis
+
+  constructor(
+    context: WorkerContext,
+    settings: SenderSettings,
+    connections: { producer: Redis; worker: Redis; claims: Redis },
+    recorder: DeliveryRecorder,
+  ) {
+    const { config, logger } = context
+    this.#context = context
+    this.#publisher = connections.producer
+    this.senderId = settings.id
+    this.settings = settings
+    this.platform = createSenderPlatform(config, settings)
+    const name = senderQueueName(settings.id)
+    this.queue = new Queue<MessageJob>(name, {
+      connection: connections.producer,
+      prefix: config.QUEUE_PREFIX,
+    })
+    this.queue.on('error', (error) =>
+      logger.warn({ err: error, senderId: this.senderId }, 'sender queue error'),
+    )
+    const deps = { db: context.db, claims: connections.claims, logger, prefix: config.QUEUE_PREFIX, recorder }
+    this.#worker = new Worker<MessageJob, DeliveryResult>(
+      name,
+      (job, token) => deliverMessage(job, token, this, deps),
+      {
+        connection: connections.worker,
+        prefix: config.QUEUE_PREFIX,
+        // Started once the sender's rate is in place (`apply`): never a burst past it.
+        autorun: false,
+        concurrency: config.MESSAGES_CONCURRENCY,
+        lockDuration: config.MESSAGES_LOCK_MS,
+        stalledInterval: config.MESSAGES_STALLED_INTERVAL_MS,
+        settings: {
+          backoffStrategy: (attemptsMade, _type, error) =>
+            platformBackoff(attemptsMade, config.MESSAGES_BACKOFF_MS, error),
+        },
+      },
+    )
+    this.#worker.on('error', (error) =>
+      logger.error({ err: error, senderId: this.senderId }, 'messages worker error'),
+    )
+  }
+
+  /** Applies a sender's settings: its rate and pause (in Redis, for every process) and its token. */
+  async apply(next: SenderSettings): Promise<void> {
+    const changedCredentials =
+      next.accessToken !== this.settings.accessToken || next.phoneNumberId !== this.settings.phoneNumberId
+    this.settings = next
+    if (changedCredentials) this.platform = createSenderPlatform(this.#context.config, next)
+    if (this.#appliedRate !== next.ratePerSecond) {
+      await this.queue.setGlobalRateLimit(next.ratePerSecond, 1000)
+      this.#appliedRate = next.ratePerSecond
+    }
+    const paused = next.state !== 'active'
+    if (this.#appliedPaused !== paused) {
+      if (paused) await this.queue.pause()
+      else await this.queue.resume()
+      this.#appliedPaused = paused
+      this.#context.logger.info(
+        { senderId: this.senderId, state: next.state },
+        paused ? 'sender paused' : 'sender active',
+      )
+    }
+    if (this.#worker && !this.#worker.isRunning()) {
+      this.#worker
+        .run()
+        .catch((error) =>
+          this.#context.logger.error({ err: error, senderId: this.senderId }, 'messages worker stopped'),
+        )
+    }
+  }
+
+  async rateLimit(ms: number): Promise<void> {
+    await this.queue.rateLimit(ms)
+  }
+
+  async tokenRefused(error: PlatformError): Promise<void> {
+    const { config, db, logger } = this.#context
+    const state: SenderState = 'needs_attention'
+    // Paused first: whatever happens to the record, no further message meets the same refusal.
+    await this.queue.pause()
+    this.#appliedPaused = true
+    this.settings = { ...this.settings, state }
+    const changed = await markSenderNeedsAttention(db, this.senderId, {
+      code: error.code,
+      reason: error.message,
+      alertTo: config.ADMIN_ALERT_EMAIL,
+      now: new Date(),
+    })
+    if (!changed) return
+    if (!config.ADMIN_ALERT_EMAIL)
+      logger.error({ senderId: this.senderId }, 'sender needs attention; ADMIN_ALERT_EMAIL unset, no e-mail')
+    // Every other process learns at once (it would at its next refresh anyway).
+    await this.#publisher
+      .publish(`${config.QUEUE_PREFIX}:${SENDER_CHANGES_CHANNEL}`, this.senderId)
+      .catch(() => {})
+  }
+
+  /** Stops taking jobs and lets those in flight finish. */
+  async close(): Promise<void> {
+    await this.#worker?.close()
+    this.#worker = undefined
+    await this.queue.close()
+  }
+}
+
+/** Every sender's lane in this process, kept in line with the registry. */
+export class SenderLanes {
+  readonly #lanes = new Map<string, SenderLane>()
+  readonly #context: WorkerContext
+  readonly #connections: { producer: Redis; worker: Redis; claims: Redis }
+  readonly #recorder: DeliveryRecorder
+
+  constructor(context: WorkerContext) {
+    this.#context = context
+    this.#connections = {
+      producer: context.redis('senders-queues', { blocking: false }),
+      worker: context.redis('messages-workers', { blocking: true }),
+      claims: context.redis('messages-claims', { blocking: false }),
+    }
+    // One recorder for every sender: outcomes of all of them share each batched write.
+    this.#recorder = new DeliveryRecorder(context.sql)
+  }
+
+  get producer(): Redis {
+    return this.#connections.producer
+  }
+
+  lanes(): IterableIterator<SenderLane> {
+    return this.#lanes.values()
+  }
+
+  get(id: string): SenderLane | undefined {
+    return this.#lanes.get(id)
+  }
+
+  /** Starts lanes for new senders, applies changed settings, closes the lanes of removed ones. */
+  async reconcile(senders: SenderSettings[]): Promise<void> {
+    const { logger } = this.#context
+    const seen = new Set<string>()
+    for (const sender of senders) {
+      seen.add(sender.id)
+      let lane = this.#lanes.get(sender.id)
+      if (!lane) {
+        lane = new SenderLane(this.#context, sender, this.#connections, this.#recorder)
+        this.#lanes.set(sender.id, lane)
+        logger.info(
+          {
+            senderId: sender.id,
+            phoneNumberId: sender.phoneNumberId,
+            ratePerSecond: sender.ratePerSecond,
+            platform: lane.platform.name,
+          },
+          'delivering for sender',
+        )
+      }
+      await lane.apply(sender)
+    }
+    for (const [id, lane] of this.#lanes) {
+      if (seen.has(id)) continue
+      this.#lanes.delete(id)
+      logger.info({ senderId: id }, 'sender removed; its lane closes')
+      await lane.close()
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.#lanes.values()].map((lane) => lane.close()))
+    this.#lanes.clear()
+  }
+}

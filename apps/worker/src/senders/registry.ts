@@ -1,0 +1,158 @@
+import {
+  createSecretBox,
+  DEFAULT_SENDER_ID,
+  lastFour,
+  SENDER_CHANGES_CHANNEL,
+  type SenderState,
+} from '@dispatch/contracts'
+import { listAllSenders, type SenderRow, upsertDefaultSender } from '@dispatch/db'
+import type { WorkerContext } from '../runtime.ts'
+
+/** What a worker needs of a sender to deliver through it. */
+export interface SenderSettings {
+  id: string
+  phoneNumberId: string
+  displayName: string
+  ratePerSecond: number
+  state: SenderState
+  /** Opened from its sealed form (admins' senders) or the environment (`default`). */
+  accessToken: string | undefined
+}
+
+/** The environment's sender: `WHATSAPP_*` for the Cloud API, or the sandbox's number. */
+export function defaultSender(config: WorkerContext['config'], row?: SenderRow): SenderSettings {
+  const cloud = config.platform === 'whatsapp-cloud'
+  return {
+    id: DEFAULT_SENDER_ID,
+    phoneNumberId: (cloud ? config.WHATSAPP_PHONE_NUMBER_ID : undefined) ?? config.SANDBOX_PHONE_NUMBER_ID,
+    displayName: row?.displayName ?? (cloud ? 'WhatsApp (environment)' : 'Sandbox (environment)'),
+    ratePerSecond: row?.ratePerSecond ?? config.PLATFORM_RATE_PER_SECOND,
+    state: row?.state ?? 'active',
+    accessToken: config.WHATSAPP_ACCESS_TOKEN,
+  }
+}
+
+/** `WORKER_SENDERS`: the senders this process delivers for (`*`: all). */
+export const servesSender = (config: WorkerContext['config'], id: string) =>
+  config.workerSenders === '*' || config.workerSenders.includes(id)
+
+/**
+ * The senders this process delivers for, kept current: read from Postgres at start, again whenever
+ * the API announces a change (Redis pub/sub) and every SENDER_REFRESH_MS in case an announcement
+ * was missed. A new sender is picked up without a restart. While Postgres is unreachable the last
+ * known list stays in force (at start: the default sender alone).
+ */
+export class SenderRegistry {
+  readonly #context: WorkerContext
+  readonly #onChange: (senders: SenderSettings[]) => Promise<void>
+  readonly #box
+  #timer: NodeJS.Timeout | undefined
+  #running: Promise<void> = Promise.resolve()
+  #again = false
+  #stopped = false
+  #subscriber: ReturnType<WorkerContext['redis']> | undefined
+
+  constructor(context: WorkerContext, onChange: (senders: SenderSettings[]) => Promise<void>) {
+    this.#context = context
+    this.#onChange = onChange
+    this.#box = createSecretBox(context.config)
+  }
+
+  async start(): Promise<void> {
+    const { config, db, logger } = this.#context
+    const fallback = defaultSender(config)
+    if (fallback.accessToken) this.#context.addSecret(fallback.accessToken)
+    try {
+      await upsertDefaultSender(db, {
+        phoneNumberId: fallback.phoneNumberId,
+        displayName: fallback.displayName,
+        ratePerSecond: config.PLATFORM_RATE_PER_SECOND,
+        accessTokenLast4: fallback.accessToken ? lastFour(fallback.accessToken) : null,
+      })
+    } catch (error) {
+      logger.warn({ err: error }, 'default sender not written to Postgres; retried at the next refresh')
+    }
+    const channel = `${config.QUEUE_PREFIX}:${SENDER_CHANGES_CHANNEL}`
+    const subscriber = this.#context.redis('senders-changes', { blocking: true })
+    this.#subscriber = subscriber
+    subscriber.on('message', (from: string) => {
+      if (from === channel) this.refresh()
+    })
+    // Announcements missed while disconnected: catch up on reconnect.
+    subscriber.on('ready', () => this.refresh())
+    subscriber.subscribe(channel).catch((error: Error) => {
+      logger.warn({ err: error }, 'sender changes channel not subscribed yet; retries on reconnect')
+    })
+    await this.refresh(true)
+    this.#timer = setInterval(() => this.refresh(), config.SENDER_REFRESH_MS)
+    this.#timer.unref()
+  }
+
+  /** Reads the senders again and applies them; calls made meanwhile run once after. */
+  refresh(initial = false): Promise<void> {
+    if (this.#stopped) return this.#running
+    if (!initial && this.#again) return this.#running
+    this.#again = true
+    this.#running = this.#running.then(async () => {
+      this.#again = false
+      if (this.#stopped) return
+      try {
+        await this.#onChange(await this.#load(initial))
+      } catch (error) {
+        this.#context.logger.warn({ err: error }, 'senders not refreshed; retried at the next refresh')
+      }
+    })
+    return this.#running
+  }
+
+  async #load(initial: boolean): Promise<SenderSettings[]> {
+    const { config, db, logger } = this.#context
+    let rows: SenderRow[]
+    try {
+      rows = await listAllSenders(db)
+    } catch (error) {
+      logger.warn({ err: error }, 'senders not read from Postgres; keeping the ones in force')
+      if (initial) return [defaultSender(config)].filter((s) => servesSender(config, s.id))
+      throw error
+    }
+    const senders: SenderSettings[] = []
+    for (const row of rows) {
+      if (!servesSender(config, row.id)) continue
+      if (row.id === DEFAULT_SENDER_ID) {
+        senders.push(defaultSender(config, row))
+        continue
+      }
+      let accessToken: string | undefined
+      try {
+        accessToken = row.accessTokenCiphertext ? this.#box.open(row.accessTokenCiphertext) : undefined
+      } catch (error) {
+        // Its messages wait: a wrong SECRETS_KEY must not send them with no token or fail them.
+        logger.error(
+          { err: error, senderId: row.id },
+          'sender token cannot be opened (SECRETS_KEY?); not delivering for it',
+        )
+        continue
+      }
+      if (accessToken) this.#context.addSecret(accessToken)
+      senders.push({
+        id: row.id,
+        phoneNumberId: row.phoneNumberId,
+        displayName: row.displayName,
+        ratePerSecond: row.ratePerSecond,
+        state: row.state,
+        accessToken,
+      })
+    }
+    if (!rows.some((row) => row.id === DEFAULT_SENDER_ID) && servesSender(config, DEFAULT_SENDER_ID)) {
+      senders.unshift(defaultSender(config))
+    }
+    return senders
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true
+    clearInterval(this.#timer)
+    await this.#running.catch(() => {})
+    this.#subscriber?.removeAllListeners('message')
+  }
+}

@@ -1,0 +1,34 @@
+import type { WorkerUnitStarter } from '../runtime.ts'
+import { Admitter } from './admitter.ts'
+import { SenderLanes } from './lanes.ts'
+import { SenderRegistry } from './registry.ts'
+
+/**
+ * The `messages` role: for each sender this process serves (WORKER_SENDERS), a lane (its queue,
+ * rate, pause and platform adapter), and the admitter that fills the lanes' queues fairly from the
+ * senders' waiting messages. Senders come and go at run time through the registry.
+ */
+export const startMessagesUnit: WorkerUnitStarter = async (context) => {
+  const lanes = new SenderLanes(context)
+  const registry = new SenderRegistry(context, (senders) => lanes.reconcile(senders))
+  await registry.start()
+  const admitter = new Admitter(context, lanes.producer, () => lanes.lanes())
+  admitter.start()
+  const { config, logger } = context
+  logger.info(
+    {
+      platform: config.platform,
+      senders: [...lanes.lanes()].map((lane) => lane.senderId),
+      serves: config.workerSenders,
+      concurrencyPerSender: config.MESSAGES_CONCURRENCY,
+    },
+    'messages worker started',
+  )
+  return {
+    close: async () => {
+      await registry.stop()
+      await admitter.stop()
+      await lanes.close()
+    },
+  }
+}
