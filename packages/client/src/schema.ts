@@ -65,7 +65,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The calling API key */
+        /**
+         * The calling API key, with its limits and today's usage
+         * @description `usage.today` counts the messages sent since midnight UTC against the key (a batch counts its messages), with or without a `dailyQuota`; it reads 0 while Redis is unreachable.
+         */
         get: operations["getOwnApiKey"];
         put?: never;
         post?: never;

@@ -1,4 +1,5 @@
-import { ApiKeyAdminDetail, ApiKeyAdminView } from '@dispatch/contracts'
+import { ApiKeyAdminDetail, ApiKeyAdminView, type ApiKeySelf } from '@dispatch/contracts'
+import { waitFor } from '@dispatch/testing'
 import Value from 'typebox/value'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
@@ -9,6 +10,8 @@ import {
   createWorld,
   expectError,
   requestKey,
+  SEND_SCOPES,
+  send,
   type TestApp,
   type TestWorld,
 } from '../helpers.ts'
@@ -25,8 +28,8 @@ afterAll(async () => {
   await world.close()
 })
 
-const patch = (id: string, payload: unknown, headers: Record<string, string> = asAdmin(), on = app) =>
-  on.inject({
+const patch = (id: string, payload: unknown, headers: Record<string, string> = asAdmin()) =>
+  app.inject({
     method: 'PATCH',
     url: `/api/admin/api-keys/${id}`,
     headers,
@@ -34,6 +37,8 @@ const patch = (id: string, payload: unknown, headers: Record<string, string> = a
   })
 const detail = async (id: string) =>
   (await app.inject({ method: 'GET', url: `/api/admin/api-keys/${id}`, headers: asAdmin() })).json()
+const me = (key: string, on: TestApp = app) =>
+  on.inject({ method: 'GET', url: '/api/api-keys/me', headers: { 'x-api-key': key } })
 const auditRows = async (id: string) =>
   world.sql`select actor, from_status, to_status, reason, changes from api_key_audit_log
             where api_key_id = ${id} order by id`
@@ -185,5 +190,37 @@ describe('PATCH /api/admin/api-keys/:id', () => {
       expectError(res, 401, 'ADMIN_AUTH_REQUIRED')
     }
     expect(await detail(key.id)).toMatchObject({ dailyQuota: null })
+  })
+})
+
+describe('every instance applies a change at once', () => {
+  it('a second instance sharing Redis drops its cached key: new rate and quota on its next request', async () => {
+    const second = await buildTestApp(world)
+    try {
+      const key = await activeKey(app, { scopes: SEND_SCOPES })
+      // The second instance caches the key with the service defaults.
+      expect((await me(key.key, second)).json().limits).toMatchObject({
+        ratePerSecond: null,
+        dailyQuota: null,
+        effectiveRatePerSecond: 100,
+      })
+      expect((await send(second, 'send-text', key.key)).statusCode).toBe(202)
+
+      expect((await patch(key.id, { ratePerSecond: 3, dailyQuota: 2 })).statusCode).toBe(200)
+      const self = await waitFor(
+        async () => {
+          const body = (await me(key.key, second)).json<ApiKeySelf>()
+          return body.limits.dailyQuota === 2 && body
+        },
+        { timeoutMs: 1000, intervalMs: 10, what: 'the second instance to see the new limits' },
+      )
+      expect(self.limits).toMatchObject({ ratePerSecond: 3, effectiveRatePerSecond: 3, dailyQuota: 2 })
+      // The send before the quota was set counts: one left today.
+      expect(self.usage).toMatchObject({ today: 1, remainingToday: 1 })
+      expect((await send(second, 'send-text', key.key)).statusCode).toBe(202)
+      expectError(await send(second, 'send-text', key.key), 429, 'QUOTA_EXCEEDED')
+    } finally {
+      await second.close()
+    }
   })
 })
