@@ -65,7 +65,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The calling API key */
+        /**
+         * The calling API key, with its limits and today's usage
+         * @description `usage.today` counts the messages sent since midnight UTC against the key (a batch counts its messages), with or without a `dailyQuota`; it reads 0 while Redis is unreachable.
+         */
         get: operations["getOwnApiKey"];
         put?: never;
         post?: never;
@@ -106,7 +109,11 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Set a key's sender, rate, daily quota or transactional flag
+         * @description Any status of key. Only the fields given change; null resets one to the service default (`senderId` null or `"default"`: the default sender; `ratePerSecond` null: `MESSAGE_RATE_PER_SECOND`; `dailyQuota` null: no quota). Each change is in the history with its actor and `changes`; one that changes nothing records nothing. Every instance applies it to the next request.
+         */
+        patch: operations["updateApiKey"];
         trace?: never;
     };
     "/api/admin/api-keys/{id}/approve": {
@@ -909,6 +916,19 @@ export interface operations {
                         environment: string;
                         /** Format: date-time */
                         createdAt: string;
+                        limits: {
+                            senderId: string | null;
+                            ratePerSecond: number | null;
+                            dailyQuota: number | null;
+                            transactional: boolean;
+                            effectiveRatePerSecond: number;
+                        };
+                        usage: {
+                            today: number;
+                            remainingToday: number | null;
+                            /** Format: date-time */
+                            resetsAt: string;
+                        };
                     };
                 };
             };
@@ -991,6 +1011,10 @@ export interface operations {
                             environment: string;
                             /** Format: date-time */
                             createdAt: string;
+                            senderId: string | null;
+                            ratePerSecond: number | null;
+                            dailyQuota: number | null;
+                            transactional: boolean;
                             /** @description The tenant the requester asked for; `tenantId` is the one an admin bound. */
                             requestedTenantId: string | null;
                             email: string;
@@ -1082,6 +1106,10 @@ export interface operations {
                         environment: string;
                         /** Format: date-time */
                         createdAt: string;
+                        senderId: string | null;
+                        ratePerSecond: number | null;
+                        dailyQuota: number | null;
+                        transactional: boolean;
                         /** @description The tenant the requester asked for; `tenantId` is the one an admin bound. */
                         requestedTenantId: string | null;
                         email: string;
@@ -1097,6 +1125,12 @@ export interface operations {
                             /** @enum {unknown} */
                             toStatus: "pending" | "approved" | "rejected" | "revoked";
                             reason: string | null;
+                            changes: {
+                                [key: string]: {
+                                    from: unknown;
+                                    to: unknown;
+                                };
+                            } | null;
                             /** Format: date-time */
                             createdAt: string;
                         }[];
@@ -1153,6 +1187,125 @@ export interface operations {
             };
         };
     };
+    updateApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    senderId?: string | null;
+                    ratePerSecond?: number | null;
+                    dailyQuota?: number | null;
+                    transactional?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        clientName: string;
+                        keyPrefix: string;
+                        scopes: string[];
+                        tenantId: string | null;
+                        /** @enum {unknown} */
+                        status: "pending" | "approved" | "rejected" | "revoked";
+                        environment: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        senderId: string | null;
+                        ratePerSecond: number | null;
+                        dailyQuota: number | null;
+                        transactional: boolean;
+                        /** @description The tenant the requester asked for; `tenantId` is the one an admin bound. */
+                        requestedTenantId: string | null;
+                        email: string;
+                        statusReason: string | null;
+                        decidedBy: string | null;
+                        decidedAt: string | null;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
     approveApiKey: {
         parameters: {
             query?: never;
@@ -1188,6 +1341,10 @@ export interface operations {
                         environment: string;
                         /** Format: date-time */
                         createdAt: string;
+                        senderId: string | null;
+                        ratePerSecond: number | null;
+                        dailyQuota: number | null;
+                        transactional: boolean;
                         /** @description The tenant the requester asked for; `tenantId` is the one an admin bound. */
                         requestedTenantId: string | null;
                         email: string;
@@ -1300,6 +1457,10 @@ export interface operations {
                         environment: string;
                         /** Format: date-time */
                         createdAt: string;
+                        senderId: string | null;
+                        ratePerSecond: number | null;
+                        dailyQuota: number | null;
+                        transactional: boolean;
                         /** @description The tenant the requester asked for; `tenantId` is the one an admin bound. */
                         requestedTenantId: string | null;
                         email: string;
@@ -1412,6 +1573,10 @@ export interface operations {
                         environment: string;
                         /** Format: date-time */
                         createdAt: string;
+                        senderId: string | null;
+                        ratePerSecond: number | null;
+                        dailyQuota: number | null;
+                        transactional: boolean;
                         /** @description The tenant the requester asked for; `tenantId` is the one an admin bound. */
                         requestedTenantId: string | null;
                         email: string;
@@ -1637,6 +1802,11 @@ export interface operations {
                     sendAt?: string;
                     /** @description Never send it later than this many seconds after it is due: 60 to 86400 (default 14400) */
                     validitySeconds?: number;
+                    /**
+                     * @description On the same sender, `high` goes before `normal` before `low`, fair between keys within a level. `high` needs a key an admin marked transactional (else 403 PRIORITY_NOT_ALLOWED). Default `normal`.
+                     * @enum {unknown}
+                     */
+                    priority?: "high" | "normal" | "low";
                 };
             };
         };
@@ -1843,6 +2013,11 @@ export interface operations {
                     sendAt?: string;
                     /** @description Never send it later than this many seconds after it is due: 60 to 86400 (default 14400) */
                     validitySeconds?: number;
+                    /**
+                     * @description On the same sender, `high` goes before `normal` before `low`, fair between keys within a level. `high` needs a key an admin marked transactional (else 403 PRIORITY_NOT_ALLOWED). Default `normal`.
+                     * @enum {unknown}
+                     */
+                    priority?: "high" | "normal" | "low";
                 };
             };
         };
@@ -2037,6 +2212,11 @@ export interface operations {
                     sendAt?: string;
                     /** @description Never send it later than this many seconds after it is due: 60 to 86400 (default 14400) */
                     validitySeconds?: number;
+                    /**
+                     * @description On the same sender, `high` goes before `normal` before `low`, fair between keys within a level. `high` needs a key an admin marked transactional (else 403 PRIORITY_NOT_ALLOWED). Default `normal`.
+                     * @enum {unknown}
+                     */
+                    priority?: "high" | "normal" | "low";
                 };
             };
         };
@@ -2437,6 +2617,8 @@ export interface operations {
                         batchId: string | null;
                         sendAt: string | null;
                         expiresAt: string | null;
+                        senderId: string | null;
+                        senderPhoneNumberId: string | null;
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -2529,6 +2711,8 @@ export interface operations {
                         batchId: string | null;
                         sendAt: string | null;
                         expiresAt: string | null;
+                        senderId: string | null;
+                        senderPhoneNumberId: string | null;
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -2679,6 +2863,8 @@ export interface operations {
                             batchId: string | null;
                             sendAt: string | null;
                             expiresAt: string | null;
+                            senderId: string | null;
+                            senderPhoneNumberId: string | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */

@@ -1,63 +1,130 @@
+import { nextUtcMidnight } from '@dispatch/contracts'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError } from '../errors.ts'
+import type { KeyUsage } from '../views.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
     /**
-     * Counts `count` messages against the key's MESSAGE_RATE_PER_SECOND, shared by every instance;
-     * throws `429 RATE_LIMITED` with `Retry-After` when the key is over it.
+     * Counts `count` messages against the key's rate (its own `ratePerSecond`, else
+     * MESSAGE_RATE_PER_SECOND) and its daily quota, shared by every instance; throws
+     * `429 QUOTA_EXCEEDED` when today's count would pass the quota (the request is refused whole,
+     * `Retry-After` runs to midnight UTC), else `429 RATE_LIMITED` with `Retry-After` when the key
+     * is over its rate. A refused request spends neither.
      */
     spendMessageRate(request: FastifyRequest, count: number): Promise<void>
+    /** The calling key's count for today (UTC); 0 when Redis cannot say. */
+    messageUsageToday(request: FastifyRequest): Promise<KeyUsage>
   }
 }
 
+const DAY_MS = 24 * 60 * 60 * 1000
+/** Today's count outlives its day by this much, for anyone looking back at yesterday. */
+const KEEP_COUNT_MS = 2 * DAY_MS
+
 /**
- * One window per key, counted in messages. A request is let in while the window holds fewer than
- * the limit, then counts all its messages; a window that went past the limit lasts one second per
- * limit's worth of messages. So a single send behaves as a plain 1-second window, and a batch of
- * 1,000 at 100/s is let in once and then holds the key off for 10 s: over time, never more than
- * the limit per second. KEYS[1] the window; ARGV: count, limit, window ms.
+ * The daily quota, then the rate, in one round trip.
+ *
+ * Quota: KEYS[2] counts the key's messages of one UTC day, for every key (so `GET /me` can tell
+ * usage, and a quota set mid-day counts what was sent before it); a key with a quota is refused
+ * whole when the count plus this request's would pass it.
+ *
+ * Rate: one window per key, counted in messages. A request is let in while the window holds fewer
+ * than the limit, then counts all its messages; a window that went past the limit lasts one second
+ * per limit's worth of messages. So a single send behaves as a plain 1-second window, and a batch
+ * of 1,000 at 100/s is let in once and then holds the key off for 10 s: over time, never more than
+ * the limit per second.
+ *
+ * Nothing is counted before both checks pass. KEYS[1] the window, KEYS[2] today's count.
+ * ARGV: count, rate limit, window ms, daily quota (-1: none), when today's count expires (unix ms).
+ * Returns {1} let in, {0, window ttl ms} over the rate, {2, today's count} over the quota.
  */
 const SCRIPT = `
+local count = tonumber(ARGV[1])
 local limit = tonumber(ARGV[2])
+local quota = tonumber(ARGV[4])
+if quota >= 0 then
+  local used = tonumber(redis.call('GET', KEYS[2]) or '0')
+  if used + count > quota then return {2, used} end
+end
 local before = tonumber(redis.call('GET', KEYS[1]) or '0')
 if before >= limit then return {0, redis.call('PTTL', KEYS[1])} end
-local now = redis.call('INCRBY', KEYS[1], ARGV[1])
+local now = redis.call('INCRBY', KEYS[1], count)
 if before == 0 or now > limit then
   redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]) * math.ceil(now / limit))
 end
-return {1, 0}`
+if redis.call('INCRBY', KEYS[2], count) == count then redis.call('PEXPIREAT', KEYS[2], ARGV[5]) end
+return {1}`
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
 
 export const messageRateLimit = fp(
   async (app: FastifyInstance) => {
-    const { config, redis } = app.deps
+    const { config, redis, clock } = app.deps
+    // The key id as a hash tag keeps both keys of the script on one slot, should Redis be a cluster.
+    const windowKey = (apiKeyId: string) => `${config.QUEUE_PREFIX}:message-rate:{${apiKeyId}}`
+    const dayKey = (apiKeyId: string, now: Date) =>
+      `${config.QUEUE_PREFIX}:quota:{${apiKeyId}}:${now.toISOString().slice(0, 10)}`
+
     app.decorate('spendMessageRate', async (request: FastifyRequest, count: number) => {
-      let answer: [number, number]
+      const key = request.apiKey
+      const now = clock()
+      const resetsAt = nextUtcMidnight(now)
+      const limit = key.ratePerSecond ?? config.MESSAGE_RATE_PER_SECOND
+      let answer: [number, number?]
       try {
         answer = (await redis.eval(
           SCRIPT,
-          1,
-          `${config.QUEUE_PREFIX}:message-rate:${request.apiKey.id}`,
+          2,
+          windowKey(key.id),
+          dayKey(key.id, now),
           count,
-          config.MESSAGE_RATE_PER_SECOND,
+          limit,
           1000,
-        )) as [number, number]
+          key.dailyQuota ?? -1,
+          resetsAt.getTime() + KEEP_COUNT_MS,
+        )) as [number, number?]
       } catch (error) {
-        // A limiter that cannot reach Redis lets requests through; the enqueue answers for Redis.
-        request.log.warn({ err: error }, 'message rate limit skipped: Redis unreachable')
+        // A limiter that cannot reach Redis lets requests through, quota included: the enqueue
+        // answers for Redis, and a quota is not worth refusing sends while Redis is briefly away.
+        request.log.warn({ err: error }, 'message rate limit and quota skipped: Redis unreachable')
         return
       }
-      const [allowed, ttlMs] = answer
-      if (allowed === 1) return
-      const seconds = Math.max(1, Math.ceil(ttlMs / 1000))
-      throw new AppError(
-        'RATE_LIMITED',
-        `Too many messages; retry in ${seconds} second${seconds === 1 ? '' : 's'}`,
-        {
-          'retry-after': String(seconds),
-        },
-      )
+      const [outcome, detail = 0] = answer
+      if (outcome === 1) return
+      if (outcome === 2) {
+        const quota = key.dailyQuota ?? 0
+        const left = Math.max(0, quota - detail)
+        const seconds = Math.max(1, Math.ceil((resetsAt.getTime() - now.getTime()) / 1000))
+        const why =
+          left === 0
+            ? `The daily quota of ${plural(quota, 'message')} is spent`
+            : `The daily quota of ${plural(quota, 'message')} has ${left} left today, fewer than this request's ${count}`
+        throw new AppError(
+          'QUOTA_EXCEEDED',
+          `${why}; it resets at ${resetsAt.toISOString()} (midnight UTC)`,
+          {
+            'retry-after': String(seconds),
+          },
+        )
+      }
+      const seconds = Math.max(1, Math.ceil(detail / 1000))
+      throw new AppError('RATE_LIMITED', `Too many messages; retry in ${plural(seconds, 'second')}`, {
+        'retry-after': String(seconds),
+      })
+    })
+
+    app.decorate('messageUsageToday', async (request: FastifyRequest): Promise<KeyUsage> => {
+      const now = clock()
+      const resetsAt = nextUtcMidnight(now)
+      try {
+        const today = Number((await redis.get(dayKey(request.apiKey.id, now))) ?? 0)
+        return { today, resetsAt }
+      } catch (error) {
+        request.log.warn({ err: error }, "today's message count unknown: Redis unreachable")
+        return { today: 0, resetsAt }
+      }
     })
   },
   { name: 'message-rate-limit' },

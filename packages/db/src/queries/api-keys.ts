@@ -1,9 +1,11 @@
 import {
   API_KEY_TRANSITIONS,
   type ApiKeyDecision,
+  type ApiKeyLimits,
   type ApiKeyListQuery,
   type ApiKeyStatus,
   type AppEnv,
+  DEFAULT_SENDER_ID,
   type EmailOutboxPayload,
   type EmailTemplate,
 } from '@dispatch/contracts'
@@ -12,6 +14,7 @@ import type { Db } from '../client.ts'
 import { apiKeyAuditLog } from '../schema/api-key-audit-log.ts'
 import { type ApiKeyRow, apiKeys } from '../schema/api-keys.ts'
 import { OUTBOX_NOTIFY_CHANNEL, outbox } from '../schema/outbox.ts'
+import { senders } from '../schema/senders.ts'
 
 export interface NewApiKey {
   keyHash: string
@@ -167,5 +170,73 @@ export async function decideApiKey(db: Db, input: DecideApiKeyInput): Promise<De
     await tx.insert(outbox).values({ topic: 'email', payload: email, createdAt: input.now })
     await tx.execute(sql`select pg_notify(${OUTBOX_NOTIFY_CHANNEL}, '')`)
     return { outcome: 'decided', key, from }
+  })
+}
+
+export interface UpdateApiKeyLimitsInput {
+  id: string
+  actor: string
+  /** Only the fields to set; null resets one to the service's default. */
+  limits: Partial<ApiKeyLimits>
+  now: Date
+}
+
+export type UpdateApiKeyLimitsResult =
+  | { outcome: 'updated'; key: ApiKeyRow; changes: Record<string, { from: unknown; to: unknown }> }
+  | { outcome: 'unchanged'; key: ApiKeyRow }
+  | { outcome: 'not_found' }
+  | { outcome: 'unknown_sender'; senderId: string }
+
+const LIMIT_FIELDS = ['senderId', 'ratePerSecond', 'dailyQuota', 'transactional'] as const
+
+/**
+ * Sets a key's limits, whatever its status, in one transaction with one audit row naming each
+ * field that changed (`{field: {from, to}}`, the status unchanged). The row is locked first, so
+ * two admins' changes apply one after the other and each audit row tells what it really changed;
+ * a change to nothing writes nothing. `senderId: "default"` is stored as null (the default sender),
+ * and any other sender is locked against deletion until the change commits.
+ */
+export async function updateApiKeyLimits(
+  db: Db,
+  input: UpdateApiKeyLimitsInput,
+): Promise<UpdateApiKeyLimitsResult> {
+  const wanted: Partial<ApiKeyLimits> = { ...input.limits }
+  if (wanted.senderId === DEFAULT_SENDER_ID) wanted.senderId = null
+  return db.transaction(async (tx) => {
+    const [current] = await tx.select().from(apiKeys).where(eq(apiKeys.id, input.id)).for('update')
+    if (!current) return { outcome: 'not_found' }
+    const changes: Record<string, { from: unknown; to: unknown }> = {}
+    const set: Partial<ApiKeyLimits> = {}
+    for (const field of LIMIT_FIELDS) {
+      const to = wanted[field]
+      if (to === undefined || to === current[field]) continue
+      changes[field] = { from: current[field], to }
+      Object.assign(set, { [field]: to })
+    }
+    if (Object.keys(changes).length === 0) return { outcome: 'unchanged', key: current }
+    if (typeof wanted.senderId === 'string' && changes.senderId) {
+      const [sender] = await tx
+        .select({ id: senders.id })
+        .from(senders)
+        .where(eq(senders.id, wanted.senderId))
+        .for('key share')
+      if (!sender) return { outcome: 'unknown_sender', senderId: wanted.senderId }
+    }
+    const [key] = await tx
+      .update(apiKeys)
+      .set({ ...set, updatedAt: input.now })
+      .where(eq(apiKeys.id, input.id))
+      .returning()
+    if (!key) throw new Error('update of a locked api_keys row returned no row')
+    await tx.insert(apiKeyAuditLog).values({
+      apiKeyId: key.id,
+      actor: input.actor,
+      fromStatus: key.status,
+      toStatus: key.status,
+      reason: null,
+      changes,
+      createdAt: input.now,
+    })
+    return { outcome: 'updated', key, changes }
   })
 }

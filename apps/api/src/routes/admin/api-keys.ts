@@ -9,8 +9,16 @@ import {
   pageMeta,
   RejectApiKeyBody,
   RevokeApiKeyBody,
+  UpdateApiKeyBody,
 } from '@dispatch/contracts'
-import { decideApiKey, findApiKeyById, isUuid, listApiKeyHistory, listApiKeys } from '@dispatch/db'
+import {
+  decideApiKey,
+  findApiKeyById,
+  isUuid,
+  listApiKeyHistory,
+  listApiKeys,
+  updateApiKeyLimits,
+} from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { TSchema } from 'typebox'
 import { AppError } from '../../errors.ts'
@@ -73,6 +81,49 @@ export const adminApiKeyRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ...toApiKeyAdminView(row),
         history: history.map((h) => ({ ...h, createdAt: h.createdAt.toISOString() })),
       }
+    },
+  )
+
+  app.patch(
+    '/:id',
+    {
+      schema: {
+        operationId: 'updateApiKey',
+        tags: ['admin'],
+        summary: "Set a key's sender, rate, daily quota or transactional flag",
+        description:
+          'Any status of key. Only the fields given change; null resets one to the service default ' +
+          '(`senderId` null or `"default"`: the default sender; `ratePerSecond` null: ' +
+          '`MESSAGE_RATE_PER_SECOND`; `dailyQuota` null: no quota). Each change is in the history ' +
+          'with its actor and `changes`; one that changes nothing records nothing. Every instance ' +
+          'applies it to the next request.',
+        security,
+        params: ApiKeyIdParams,
+        body: UpdateApiKeyBody,
+        response: { 200: ApiKeyAdminView, ...adminErrors, ...errorResponses('INVALID_REFERENCE') },
+      },
+    },
+    async (request) => {
+      const id = checkId(request.params.id)
+      const result = await updateApiKeyLimits(db, {
+        id,
+        actor: request.adminName,
+        limits: request.body,
+        now: clock(),
+      })
+      if (result.outcome === 'not_found') throw notFound(id)
+      if (result.outcome === 'unknown_sender') {
+        throw new AppError('INVALID_REFERENCE', `No sender with id ${JSON.stringify(result.senderId)}`)
+      }
+      if (result.outcome === 'updated') {
+        request.log.info(
+          { apiKeyId: id, actor: request.adminName, changes: result.changes },
+          'api key limits changed',
+        )
+        // Cached keys carry their limits: every instance drops its copy.
+        await app.publishApiKeyChange(id)
+      }
+      return toApiKeyAdminView(result.key)
     },
   )
 

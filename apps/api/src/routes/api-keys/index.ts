@@ -1,4 +1,4 @@
-import { ApiKeyCreated, ApiKeyRequestBody, ApiKeySelf, nextUtcMidnight } from '@dispatch/contracts'
+import { ApiKeyCreated, ApiKeyRequestBody, ApiKeySelf } from '@dispatch/contracts'
 import { generateApiKey, insertApiKey } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { toApiKeySelf } from '../../views.ts'
@@ -69,17 +69,15 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         operationId: 'getOwnApiKey',
         tags: ['api-keys'],
-        summary: 'The calling API key',
+        summary: "The calling API key, with its limits and today's usage",
+        description:
+          '`usage.today` counts the messages sent since midnight UTC against the key (a batch counts ' +
+          'its messages), with or without a `dailyQuota`; it reads 0 while Redis is unreachable.',
         security: [{ apiKey: [] }],
         response: { 200: ApiKeySelf, ...errorResponses('API_KEY_MISSING', 'API_KEY_NOT_ACTIVE') },
       },
     },
-    // Usage is filled in by the per-key limits work (issue 13); until then, nothing counted.
     async (request) =>
-      toApiKeySelf(
-        request.apiKey,
-        { today: 0, resetsAt: nextUtcMidnight(new Date()) },
-        config.MESSAGE_RATE_PER_SECOND,
-      ),
+      toApiKeySelf(request.apiKey, await app.messageUsageToday(request), config.MESSAGE_RATE_PER_SECOND),
   )
 }
