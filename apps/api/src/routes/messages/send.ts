@@ -76,7 +76,8 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
       send.path,
       {
         onRequest: app.requireApiKey(SEND_SCOPE[send.type]),
-        preHandler: [perKeyLimit, app.idempotency.claim],
+        // Claimed first: a replay answers its stored 202 without spending rate or quota again.
+        preHandler: [app.idempotency.claim, perKeyLimit],
         onSend: app.idempotency.remember,
         schema: {
           operationId: send.operationId,
