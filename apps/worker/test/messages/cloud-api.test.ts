@@ -203,15 +203,36 @@ describe('failures, classified', () => {
     expect(gap).toBeGreaterThanOrEqual(900)
   })
 
-  it('code 190 (token expired) fails the message and raises an alert in the logs, token never logged', async () => {
+  it('code 190 (token refused) pauses the sender: the message waits, the sender needs attention, an alert; fixed, it goes out', async () => {
     world.fake.script(graphError(190, 'Error validating access token: Session has expired', 401))
     const id = await world.enqueue(text())
-    expect(await settled(id)).toMatchObject({ status: 'failed', attempts: 1, last_error_code: '190' })
+    const sender = await waitFor(
+      async () => {
+        const [row] = await world.sql`select state, state_reason from senders where id = 'default'`
+        return row?.state === 'needs_attention' ? row : undefined
+      },
+      { what: 'the default sender to need attention' },
+    )
+    expect(sender.state_reason).toMatch(/^190: Error validating access token/)
+    // Not failed, not retried: it waits in the paused queue, no attempt spent.
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect(requestsFor(id)).toHaveLength(1)
+    expect((await world.message(id))?.status ?? 'queued').not.toBe('failed')
+    const job = await world.queue.getJob(id)
+    expect(await job?.getState()).toBe('waiting')
+    expect(job?.attemptsMade).toBe(0)
+    expect(await world.queue.isPaused()).toBe(true)
     const alert = worker.logs.lines
       .map((line) => JSON.parse(line))
       .find((line) => line.alert === 'platform-token-expired')
     expect(alert?.level).toBe(50)
     expect(worker.logs.text()).not.toContain(ACCESS_TOKEN)
+
+    // An admin sets it active again (as PATCH /api/admin/senders/default does): delivery resumes.
+    await world.sql`update senders set state = 'active', state_reason = null where id = 'default'`
+    await world.announceSenderChange('default')
+    expect(await settled(id)).toMatchObject({ status: 'sent', attempts: 1, sender_id: 'default' })
+    expect(await world.queue.isPaused()).toBe(false)
   })
 
   it('a malformed job fails without delivery, and the worker goes on with the next one', async () => {

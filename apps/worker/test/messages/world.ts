@@ -1,5 +1,11 @@
 import { randomUUID } from 'node:crypto'
-import { MESSAGE_JOB_OPTIONS, type MessageJob, type OutboundMessage, QueueNames } from '@dispatch/contracts'
+import {
+  MESSAGE_JOB_OPTIONS,
+  type MessageJob,
+  type OutboundMessage,
+  QueueNames,
+  SENDER_CHANGES_CHANNEL,
+} from '@dispatch/contracts'
 import { createDb, type Db, generateApiKey, insertApiKey } from '@dispatch/db'
 import {
   captureLogs,
@@ -10,6 +16,7 @@ import {
   testRedisUrl,
 } from '@dispatch/testing'
 import { Queue } from 'bullmq'
+import { Redis } from 'ioredis'
 import { createWorkerLogger, parseWorkerConfig, type RunningWorker, startWorker } from '../../src/index.ts'
 
 export const PHONE_NUMBER_ID = '106540352242922'
@@ -73,7 +80,13 @@ export async function createDeliveryWorld() {
       workers.push(worker)
       return Object.assign(worker, { logs })
     },
-    /** Enqueues a message the way the API does. */
+    /** Tells running workers a sender changed, as the admin routes do. */
+    async announceSenderChange(senderId: string) {
+      const redis = new Redis(testRedisUrl())
+      await redis.publish(`${queuePrefix}:${SENDER_CHANGES_CHANNEL}`, senderId)
+      redis.disconnect()
+    },
+    /** Enqueues a message straight into the default sender's queue, as an admitter does. */
     async enqueue(message: OutboundMessage, messageId: string = randomUUID()) {
       const job: MessageJob = { messageId, apiKeyId: key.id, acceptedAt: new Date().toISOString(), message }
       await queue.add(message.type, job, { ...MESSAGE_JOB_OPTIONS, jobId: messageId })
