@@ -97,6 +97,16 @@ export interface FakeWhatsApp {
   clearScript(): void
   /** The next answers to media uploads, in order; after them the fake takes every upload again. */
   scriptUploads(...answers: ScriptedAnswer[]): void
+  /**
+   * Per business number: the only access token it takes (others get 190, as Meta answers an expired
+   * token), and an answer it gives every send until cleared (a 130429 loop). Unset: anything goes.
+   */
+  number(
+    phoneNumberId: string,
+    behaviour: { token?: string | undefined; answer?: ScriptedAnswer | undefined },
+  ): void
+  /** Accepted sends from one business number, in arrival order. */
+  sentFrom(phoneNumberId: string): CloudApiRequest[]
   /** Latency added to every accepted message. */
   latencyMs: number
   close(): Promise<void>
@@ -115,7 +125,17 @@ export async function startFakeWhatsApp(
   const queue: ScriptedAnswer[] = []
   const uploads: CloudApiUpload[] = []
   const uploadQueue: ScriptedAnswer[] = []
+  const numbers = new Map<string, { token?: string | undefined; answer?: ScriptedAnswer | undefined }>()
   const fake = { latencyMs: options.latencyMs ?? 0 }
+  /** What the number's own behaviour answers, if it has one for this request. */
+  const numberAnswer = (recorded: CloudApiRequest): ScriptedAnswer | undefined => {
+    const behaviour = numbers.get(phoneNumberIdOf(recorded.path))
+    if (!behaviour) return undefined
+    if (behaviour.token !== undefined && recorded.headers.authorization !== `Bearer ${behaviour.token}`) {
+      return graphError(190, 'Error validating access token: Session has expired', 401)
+    }
+    return behaviour.answer
+  }
   const server = createServer((req, res) => {
     const chunks: Buffer[] = []
     req.on('data', (chunk: Buffer) => chunks.push(chunk))
@@ -142,8 +162,8 @@ export async function startFakeWhatsApp(
         receivedAt: Date.now(),
       }
       requests.push(recorded)
-      const scripted = queue.shift()
-      const answer: ScriptedAnswer = scripted ?? accept(recorded, fake.latencyMs)
+      const answer: ScriptedAnswer =
+        numberAnswer(recorded) ?? queue.shift() ?? accept(recorded, fake.latencyMs)
       if (answer.delayMs) await new Promise((r) => setTimeout(r, answer.delayMs))
       if (!res.writable) return
       res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers })
@@ -163,6 +183,11 @@ export async function startFakeWhatsApp(
       queue.length = 0
     },
     scriptUploads: (...answers) => uploadQueue.push(...answers),
+    number: (phoneNumberId, behaviour) => {
+      numbers.set(phoneNumberId, { ...numbers.get(phoneNumberId), ...behaviour })
+    },
+    sentFrom: (phoneNumberId) =>
+      requests.filter((r) => r.platformMessageId && phoneNumberIdOf(r.path) === phoneNumberId),
     get latencyMs() {
       return fake.latencyMs
     },
@@ -176,6 +201,9 @@ export async function startFakeWhatsApp(
       }),
   }
 }
+
+/** `/v21.0/{phone-number-id}/messages` → the phone number id. */
+const phoneNumberIdOf = (path: string) => path.split('/').at(-2) ?? ''
 
 function accept(request: CloudApiRequest, latencyMs: number): ScriptedAnswer {
   if (!request.headers.authorization?.startsWith('Bearer ')) {

@@ -1,0 +1,174 @@
+import { SENDER_CHANGES_CHANNEL } from '@dispatch/contracts'
+import { type FakeWhatsApp, startFakeWhatsApp, waitFor } from '@dispatch/testing'
+import type { RunningWorker } from '@dispatch/worker'
+import { Redis } from 'ioredis'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import {
+  activeKey,
+  asAdmin,
+  buildTestApp,
+  createWorld,
+  SEND_SCOPES,
+  send,
+  startTestWorker,
+  type TestApp,
+  type TestWorld,
+} from '../helpers.ts'
+
+let world: TestWorld
+let app: TestApp
+let fake: FakeWhatsApp
+let worker: RunningWorker | undefined
+beforeAll(async () => {
+  world = await createWorld()
+  fake = await startFakeWhatsApp()
+  app = await buildTestApp(world, { MESSAGE_RATE_PER_SECOND: '100000' })
+})
+afterEach(async () => {
+  await worker?.close()
+  worker = undefined
+  // What one test left waiting (a backlog) must not reach the next one.
+  const redis = new Redis(world.redisUrl)
+  for (const pattern of [`${world.queuePrefix}:fair:*`, `${world.queuePrefix}:messages:*`]) {
+    const keys = await redis.keys(pattern)
+    if (keys.length > 0) await redis.del(...keys)
+  }
+  redis.disconnect()
+})
+afterAll(async () => {
+  await app?.close()
+  await fake?.close()
+  await world?.close()
+})
+
+const workerEnv = (env: Record<string, string>) => ({
+  WHATSAPP_API_URL: fake.url,
+  WHATSAPP_ACCESS_TOKEN: 'EAAG-fairness-token',
+  WHATSAPP_PHONE_NUMBER_ID: '100000000000123',
+  ADMISSION_INTERVAL_MS: '20',
+  ...env,
+})
+
+async function sendBatch(key: { key: string }, count: number, text: string, extra: object = {}) {
+  const messages = Array.from({ length: count }, (_, i) => ({
+    type: 'text',
+    phone: '+5511987654321',
+    text: `${text} ${i}`,
+    ...extra,
+  }))
+  const res = await app.inject({
+    method: 'POST',
+    url: '/api/third-party/messages/batch',
+    headers: { 'x-api-key': key.key },
+    payload: { messages },
+  })
+  expect(res.statusCode, res.body).toBe(202)
+  return res.json<{ results: Array<{ messageId: string }> }>().results.map((r) => r.messageId)
+}
+
+/** The order the fake platform accepted messages in, by message id. */
+const acceptedOrder = () => fake.requests.filter((r) => r.platformMessageId).map((r) => r.messageId ?? '')
+
+async function setDefaultSenderState(state: 'active' | 'paused') {
+  // As PATCH /api/admin/senders/default does: the row, then the announcement.
+  const res = await app.inject({
+    method: 'PATCH',
+    url: '/api/admin/senders/default',
+    headers: asAdmin(),
+    payload: { state },
+  })
+  if (res.statusCode === 200) return
+  await world.sql`update senders set state = ${state} where id = 'default'`
+  const redis = new Redis(world.redisUrl)
+  await redis.publish(`${world.queuePrefix}:${SENDER_CHANGES_CHANNEL}`, 'default')
+  redis.disconnect()
+}
+
+describe('fair sharing on one sender', () => {
+  it("a key with a 5,000-message backlog does not hold back another key's 20: all go out before half the backlog", async () => {
+    const keyA = await activeKey(app, { scopes: SEND_SCOPES })
+    const keyB = await activeKey(app, { scopes: SEND_SCOPES })
+    const backlog: string[] = []
+    for (let i = 0; i < 5; i++) backlog.push(...(await sendBatch(keyA, 1000, 'campaign')))
+    // 200 a second on the sender: the backlog alone would take 25 s.
+    worker = await startTestWorker(world, workerEnv({ PLATFORM_RATE_PER_SECOND: '200' }))
+    await waitFor(() => acceptedOrder().length >= 100 || undefined, {
+      what: 'the backlog to start going out',
+    })
+    const urgent: string[] = []
+    for (let i = 0; i < 20; i++) {
+      const res = await send(app, 'send-text', keyB.key, { phone: '+5511912345678', text: `code ${i}` })
+      expect(res.statusCode, res.body).toBe(202)
+      urgent.push(res.json<{ messageId: string }>().messageId)
+    }
+    await waitFor(() => urgent.every((id) => acceptedOrder().includes(id)) || undefined, {
+      what: "key B's 20 messages",
+      timeoutMs: 20_000,
+    })
+    const order = acceptedOrder()
+    const lastUrgent = Math.max(...urgent.map((id) => order.indexOf(id)))
+    const backlogSet = new Set(backlog)
+    const backlogBefore = order.slice(0, lastUrgent).filter((id) => backlogSet.has(id)).length
+    expect(backlogBefore).toBeLessThan(2500)
+    // Not merely "before half": within about a window of the sender's rate plus their turns.
+    expect(backlogBefore - order.slice(0, order.indexOf(urgent[0] as string)).length).toBeLessThan(400)
+  })
+})
+
+describe('priority', () => {
+  it('a key not marked transactional asking "high" is 403; marked, it may', async () => {
+    const key = await activeKey(app, { scopes: SEND_SCOPES })
+    const high = { phone: '+5511987654321', text: 'urgent', priority: 'high' }
+    const refused = await send(app, 'send-text', key.key, high)
+    expect(refused.statusCode, refused.body).toBe(403)
+    expect(refused.json()).toMatchObject({
+      errorCode: 'PRIORITY_NOT_ALLOWED',
+      statusCode: 403,
+      error: 'Forbidden',
+    })
+    const mark = await app.inject({
+      method: 'PATCH',
+      url: `/api/admin/api-keys/${key.id}`,
+      headers: asAdmin(),
+      payload: { transactional: true },
+    })
+    expect(mark.statusCode, mark.body).toBe(200)
+    expect((await send(app, 'send-text', key.key, high)).statusCode).toBe(202)
+    expect((await send(app, 'send-text', key.key, { ...high, priority: 'low' })).statusCode).toBe(202)
+  })
+
+  it('on one sender, high goes before normal before low, and keys take turns within a level', async () => {
+    await setDefaultSenderState('paused')
+    // Paused before any worker runs: everything below waits for admission together.
+    const marked = await activeKey(app, { scopes: SEND_SCOPES })
+    await app.inject({
+      method: 'PATCH',
+      url: `/api/admin/api-keys/${marked.id}`,
+      headers: asAdmin(),
+      payload: { transactional: true },
+    })
+    const other = await activeKey(app, { scopes: SEND_SCOPES })
+    const low = await sendBatch(marked, 4, 'low', { priority: 'low' })
+    const normalA = await sendBatch(marked, 4, 'normal A')
+    const normalB = await sendBatch(other, 4, 'normal B')
+    const high = await sendBatch(marked, 4, 'high', { priority: 'high' })
+    const before = acceptedOrder().length
+    worker = await startTestWorker(
+      world,
+      workerEnv({ MESSAGES_CONCURRENCY: '1', PLATFORM_RATE_PER_SECOND: '50' }),
+    )
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect(acceptedOrder().length).toBe(before)
+    await setDefaultSenderState('active')
+    const all = [...high, ...normalA, ...normalB, ...low]
+    await waitFor(() => all.every((id) => acceptedOrder().includes(id)) || undefined, {
+      what: 'all 16 messages',
+    })
+    const order = acceptedOrder().filter((id) => all.includes(id))
+    expect(order.slice(0, 4).sort()).toEqual([...high].sort())
+    expect(order.slice(12).sort()).toEqual([...low].sort())
+    // The two keys' normal messages alternate.
+    const level = order.slice(4, 12).map((id) => (normalA.includes(id) ? 'A' : 'B'))
+    expect(level.join('')).toMatch(/^(AB|BA){4}$/)
+  })
+})
