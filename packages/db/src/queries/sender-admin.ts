@@ -1,5 +1,5 @@
 import { DEFAULT_SENDER_ID, type SenderListQuery, type SenderState } from '@dispatch/contracts'
-import { and, count, eq, ilike, or, sql } from 'drizzle-orm'
+import { and, count, eq, ilike, lt, or, type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { apiKeys } from '../schema/api-keys.ts'
 import { type SenderRow, senders } from '../schema/senders.ts'
@@ -142,4 +142,29 @@ export async function deleteSenderIfUnbound(db: Db, id: string): Promise<DeleteS
   }
   const [exists] = await db.select({ id: senders.id }).from(senders).where(eq(senders.id, id))
   return exists ? 'in_use' : 'not_found'
+}
+
+/**
+ * The platform raised a number's throughput: every sender on that number (by its display number,
+ * or its phone number id when the change names one) goes to `ratePerSecond`, never down.
+ * Returns the senders on the number and those whose rate changed.
+ */
+export async function raiseSenderRate(
+  db: Db,
+  number: { displayPhoneNumber?: string | undefined; phoneNumberId?: string | undefined },
+  ratePerSecond: number,
+  now: Date,
+): Promise<{ matched: string[]; raised: string[] }> {
+  const matches: SQL[] = []
+  if (number.displayPhoneNumber) matches.push(eq(senders.displayPhoneNumber, number.displayPhoneNumber))
+  if (number.phoneNumberId) matches.push(eq(senders.phoneNumberId, number.phoneNumberId))
+  if (matches.length === 0) return { matched: [], raised: [] }
+  const onNumber = or(...matches)
+  const raised = await db
+    .update(senders)
+    .set({ ratePerSecond, updatedAt: now })
+    .where(and(onNumber, lt(senders.ratePerSecond, ratePerSecond)))
+    .returning({ id: senders.id })
+  const matched = await db.select({ id: senders.id }).from(senders).where(onNumber)
+  return { matched: matched.map((r) => r.id), raised: raised.map((r) => r.id) }
 }
