@@ -1,5 +1,10 @@
-import { DEFAULT_SENDER_ID, type SenderListQuery, type SenderState } from '@dispatch/contracts'
-import { and, count, eq, ilike, lt, or, type SQL, sql } from 'drizzle-orm'
+import {
+  DEFAULT_SENDER_ID,
+  type SecretBox,
+  type SenderListQuery,
+  type SenderState,
+} from '@dispatch/contracts'
+import { and, count, eq, ilike, isNotNull, lt, or, type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { apiKeys } from '../schema/api-keys.ts'
 import { type SenderRow, senders } from '../schema/senders.ts'
@@ -167,4 +172,34 @@ export async function raiseSenderRate(
     .returning({ id: senders.id })
   const matched = await db.select({ id: senders.id }).from(senders).where(onNumber)
   return { matched: matched.map((r) => r.id), raised: raised.map((r) => r.id) }
+}
+
+/**
+ * Re-seals every stored token sealed under an older key with the box's current one (after a key
+ * rotation). Each row is written only if its value is still the one read, so a token an admin
+ * replaces meanwhile is left alone. Values no key of the box opens are counted, not changed.
+ */
+export async function resealSenderTokens(db: Db, box: SecretBox) {
+  const rows = await db
+    .select({ id: senders.id, sealed: senders.accessTokenCiphertext })
+    .from(senders)
+    .where(isNotNull(senders.accessTokenCiphertext))
+  const result = { total: rows.length, resealed: 0, unreadable: [] as string[] }
+  for (const { id, sealed } of rows) {
+    if (sealed === null || !box.isStale(sealed)) continue
+    let token: string
+    try {
+      token = box.open(sealed)
+    } catch {
+      result.unreadable.push(id)
+      continue
+    }
+    const [updated] = await db
+      .update(senders)
+      .set({ accessTokenCiphertext: box.seal(token) })
+      .where(and(eq(senders.id, id), eq(senders.accessTokenCiphertext, sealed)))
+      .returning({ id: senders.id })
+    if (updated) result.resealed++
+  }
+  return result
 }
