@@ -17,6 +17,7 @@ import { installValidation } from './plugins/validation.ts'
 import { adminApiKeyRoutes } from './routes/admin/api-keys.ts'
 import { adminCatalogRoutes } from './routes/admin/catalog.ts'
 import { adminInboundMessageRoutes } from './routes/admin/inbound-messages.ts'
+import { adminSenderRoutes } from './routes/admin/senders.ts'
 import { apiKeyRoutes } from './routes/api-keys/index.ts'
 import { healthRoutes } from './routes/health/index.ts'
 import { batchMessageRoutes } from './routes/messages/batch.ts'
@@ -109,6 +110,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(apiKeyRoutes, { prefix: '/api/api-keys' })
   await app.register(adminApiKeyRoutes, { prefix: '/api/admin/api-keys' })
   await app.register(adminInboundMessageRoutes, { prefix: '/api/admin/inbound-messages' })
+  await app.register(adminSenderRoutes, { prefix: '/api/admin/senders' })
   // The spec's usage example omits `/api`; both paths answer. The alias stays out of the OpenAPI
   // document, whose operationIds (and the client generated from them) must be unique.
   for (const [prefix, hide] of [

@@ -16,6 +16,8 @@ const REDACTED_LOG_PATHS = [
   // The WhatsApp Cloud API bearer token, should a config or adapter object ever be logged.
   'accessToken',
   '*.accessToken',
+  // An admin's sender token, should a request body (`req.body`, `request.body`) ever be logged.
+  '*.body.accessToken',
   'WHATSAPP_ACCESS_TOKEN',
   '*.WHATSAPP_ACCESS_TOKEN',
 ]

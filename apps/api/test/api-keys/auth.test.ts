@@ -69,7 +69,11 @@ describe('GET /api/api-keys/me', () => {
 
   it('refuses a development key on a production instance, even though it exists', async () => {
     const key = await activeKey(app)
-    const production = await buildTestApp(world, { APP_ENV: 'production' })
+    const production = await buildTestApp(world, {
+      APP_ENV: 'production',
+      // Production refuses to start without its own key for the senders' tokens.
+      SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
+    })
     try {
       expectError(await me({ 'x-api-key': key.key }, production), 401, 'API_KEY_INVALID')
     } finally {

@@ -196,7 +196,11 @@ describe('webhook endpoints in production', () => {
   let production: TestApp
   let prodKey: { id: string; key: string }
   beforeAll(async () => {
-    production = await buildTestApp(world, { APP_ENV: 'production' })
+    production = await buildTestApp(world, {
+      APP_ENV: 'production',
+      // Production refuses to start without its own key for the senders' tokens.
+      SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
+    })
     prodKey = await activeKey(production, { scopes: SCOPES })
     expect(prodKey.key).toMatch(/^mdk_prod_/)
   })

@@ -5,6 +5,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError } from '../../errors.ts'
 import { errorResponses } from '../responses.ts'
 import { toStorableJson } from './platform-text.ts'
+import { applyQualityUpdates, readQualityUpdates } from './quality-updates.ts'
 import { readInboundMessages } from './whatsapp-messages.ts'
 import { signatureHeader, signatureMatches } from './whatsapp-signature.ts'
 import { readStatusUpdates } from './whatsapp-statuses.ts'
@@ -94,7 +95,7 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         operationId: 'receiveWhatsAppWebhook',
         tags: ['webhooks'],
-        summary: 'WhatsApp webhook deliveries (message status changes and replies)',
+        summary: 'WhatsApp webhook deliveries (message status changes, replies, number quality updates)',
         // Authenticated by the body's X-Hub-Signature-256, not by a security scheme.
         security: [],
         body: WhatsAppWebhook,
@@ -108,7 +109,8 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const now = clock()
       const { updates, skipped: skippedStatuses } = readStatusUpdates(request.body, now)
       const { messages, skipped: skippedMessages } = readInboundMessages(request.body, now)
-      const skipped = [...skippedStatuses, ...skippedMessages]
+      const { updates: qualityUpdates, skipped: skippedQuality } = readQualityUpdates(request.body)
+      const skipped = [...skippedStatuses, ...skippedMessages, ...skippedQuality]
       if (skipped.length > 0) {
         // Positions and reasons only: item values may carry phone numbers (a wamid encodes one).
         request.log.warn(
@@ -127,6 +129,7 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
         else if (recorded.apiKeyId) replies.routed++
         else replies.unrouted++
       }
+      await applyQualityUpdates(app.deps, request.log, qualityUpdates, now)
       // Skipped, unknown and stale items are acknowledged too: Meta retries anything but a 200 for days.
       // Counts only: never a phone number or a reply's text.
       request.log.info(

@@ -1,0 +1,260 @@
+import { randomUUID } from 'node:crypto'
+import {
+  CreateSenderBody,
+  createSecretBox,
+  DEFAULT_SENDER_ID,
+  fairKeys,
+  lastFour,
+  pageMeta,
+  SenderIdParams,
+  SenderList,
+  SenderListQuery,
+  SenderView,
+  senderQueueName,
+  UpdateSenderBody,
+} from '@dispatch/contracts'
+import {
+  countKeysBoundToSender,
+  deleteSenderIfUnbound,
+  findSender,
+  insertSender,
+  isUuid,
+  listSenders,
+  SenderExists,
+  type SenderRow,
+  updateSender,
+} from '@dispatch/db'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { Redis } from 'ioredis'
+import { AppError } from '../../errors.ts'
+import { publishSenderChange } from '../../sender-changes.ts'
+import { errorResponses } from '../responses.ts'
+
+/** What admins see: never the token, only its last four characters. */
+export const toSenderView = (row: SenderRow): SenderView => ({
+  id: row.id,
+  phoneNumberId: row.phoneNumberId,
+  displayName: row.displayName,
+  displayPhoneNumber: row.displayPhoneNumber,
+  ratePerSecond: row.ratePerSecond,
+  state: row.state,
+  stateReason: row.stateReason,
+  accessTokenLast4: row.accessTokenLast4,
+  source: row.id === DEFAULT_SENDER_ID ? 'environment' : 'admin',
+  createdAt: row.createdAt.toISOString(),
+  updatedAt: row.updatedAt.toISOString(),
+})
+
+const boundKeys = (count: number) =>
+  new AppError(
+    'SENDER_IN_USE',
+    `${count === 1 ? 'An API key is' : `${count} API keys are`} bound to this sender; bind them to another sender (or to none) first`,
+  )
+const notFound = (id: string) => new AppError('NOT_FOUND', `No sender with id ${JSON.stringify(id)}`)
+/** `default` or a UUID; anything else names no sender: 404, never a database error. */
+const checkId = (id: string) => {
+  if (id === DEFAULT_SENDER_ID) return id
+  if (!isUuid(id)) throw notFound(id)
+  return id.toLowerCase()
+}
+
+/** The default sender's token, number and name come from `WHATSAPP_*`; only these are an admin's. */
+const DEFAULT_SENDER_FIELDS = new Set(['state', 'ratePerSecond', 'displayPhoneNumber'])
+
+/**
+ * Messages still on their way through a sender: waiting for admission (fair queue), or admitted to
+ * its BullMQ queue and not finished (waiting, delivering, retrying later).
+ */
+async function messagesInFlight(redis: Redis, prefix: string, senderId: string): Promise<number> {
+  const fair = fairKeys(prefix, senderId)
+  // BullMQ's layout, `prefix:queue:state`, as `bullQueueKeys` reads it for the admitter.
+  const queue = `${prefix}:${senderQueueName(senderId)}`
+  const counts = await Promise.all([
+    redis.hlen(fair.jobs),
+    redis.zcard(fair.scheduled),
+    redis.hlen(fair.moving),
+    ...['wait', 'paused', 'active'].map((state) => redis.llen(`${queue}:${state}`)),
+    ...['prioritized', 'delayed'].map((state) => redis.zcard(`${queue}:${state}`)),
+  ])
+  return counts.reduce((sum, n) => sum + n, 0)
+}
+
+const errors = errorResponses('ADMIN_AUTH_REQUIRED', 'NOT_FOUND', 'VALIDATION_ERROR')
+const security = [{ adminToken: [] }]
+const tags = ['admin']
+
+/**
+ * Admins manage the WhatsApp numbers messages go out through. Tokens are sealed with the secret
+ * box before they are stored and are never answered or logged; every change is published so
+ * running workers reconcile at once.
+ */
+export const adminSenderRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { db, clock, config, redis } = app.deps
+  // Built at boot: a production API without SECRETS_KEY (or with a malformed one) does not start.
+  const box = createSecretBox(config)
+  app.addHook('onRequest', app.requireAdmin)
+
+  app.post(
+    '/',
+    {
+      schema: {
+        operationId: 'createSender',
+        tags,
+        summary: 'Add a sender number, with its Graph API token (write-only)',
+        security,
+        body: CreateSenderBody,
+        response: { 201: SenderView, ...errors, ...errorResponses('SENDER_EXISTS') },
+      },
+    },
+    async (request, reply) => {
+      const { accessToken, ...body } = request.body
+      let row: SenderRow
+      try {
+        row = await insertSender(db, {
+          ...body,
+          id: randomUUID(),
+          displayPhoneNumber: body.displayPhoneNumber ?? null,
+          accessTokenCiphertext: box.seal(accessToken),
+          accessTokenLast4: lastFour(accessToken),
+          now: clock(),
+        })
+      } catch (error) {
+        if (error instanceof SenderExists) throw new AppError('SENDER_EXISTS', error.message)
+        throw error
+      }
+      request.log.info({ senderId: row.id, actor: request.adminName }, 'sender created')
+      await publishSenderChange(app.deps, request.log, row.id)
+      return reply.code(201).send(toSenderView(row))
+    },
+  )
+
+  app.get(
+    '/',
+    {
+      schema: {
+        operationId: 'listSenders',
+        tags,
+        summary: 'List senders (the environment’s `default` among them once a worker has started)',
+        security,
+        querystring: SenderListQuery,
+        response: { 200: SenderList, ...errorResponses('ADMIN_AUTH_REQUIRED', 'VALIDATION_ERROR') },
+      },
+    },
+    async (request) => {
+      const { rows, itemCount } = await listSenders(db, request.query)
+      return { ...pageMeta(request.query.page, request.query.take, itemCount), data: rows.map(toSenderView) }
+    },
+  )
+
+  app.get(
+    '/:id',
+    {
+      schema: {
+        operationId: 'getSender',
+        tags,
+        summary: 'One sender',
+        security,
+        params: SenderIdParams,
+        response: { 200: SenderView, ...errors },
+      },
+    },
+    async (request) => {
+      const id = checkId(request.params.id)
+      const row = await findSender(db, id)
+      if (!row) throw notFound(id)
+      return toSenderView(row)
+    },
+  )
+
+  app.patch(
+    '/:id',
+    {
+      schema: {
+        operationId: 'updateSender',
+        tags,
+        summary: 'Change a sender (only the fields given); `state: active` resumes one that needs attention',
+        security,
+        params: SenderIdParams,
+        body: UpdateSenderBody,
+        response: { 200: SenderView, ...errors },
+      },
+    },
+    async (request) => {
+      const id = checkId(request.params.id)
+      const { accessToken, ...changes } = request.body
+      if (id === DEFAULT_SENDER_ID) {
+        const managed = Object.keys(request.body).find((field) => !DEFAULT_SENDER_FIELDS.has(field))
+        if (managed) {
+          throw new AppError(
+            'VALIDATION_ERROR',
+            `body.${managed} cannot be changed on the default sender: it is managed by the environment (WHATSAPP_*)`,
+          )
+        }
+      }
+      const row = await updateSender(
+        db,
+        id,
+        {
+          ...changes,
+          ...(accessToken === undefined
+            ? {}
+            : { accessTokenCiphertext: box.seal(accessToken), accessTokenLast4: lastFour(accessToken) }),
+          pausedBy: request.adminName,
+        },
+        clock(),
+      )
+      if (!row) throw notFound(id)
+      request.log.info(
+        { senderId: id, fields: Object.keys(request.body), actor: request.adminName },
+        'sender updated',
+      )
+      await publishSenderChange(app.deps, request.log, id)
+      return toSenderView(row)
+    },
+  )
+
+  app.delete(
+    '/:id',
+    {
+      schema: {
+        operationId: 'deleteSender',
+        tags,
+        summary: 'Remove a sender no API key uses and no message waits for',
+        security,
+        params: SenderIdParams,
+        response: {
+          204: { type: 'null', description: 'Deleted' },
+          ...errors,
+          ...errorResponses('SENDER_IN_USE'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const id = checkId(request.params.id)
+      if (id === DEFAULT_SENDER_ID) {
+        throw new AppError(
+          'SENDER_IN_USE',
+          'The default sender cannot be deleted: it is the environment’s (WHATSAPP_*), used by every key without a sender of its own',
+        )
+      }
+      if (!(await findSender(db, id))) throw notFound(id)
+      const bound = await countKeysBoundToSender(db, id)
+      if (bound > 0) throw boundKeys(bound)
+      // A sender no key is bound to receives no new messages, so what waits now is all that will.
+      const waiting = await messagesInFlight(redis, config.QUEUE_PREFIX, id)
+      if (waiting > 0) {
+        throw new AppError(
+          'SENDER_IN_USE',
+          `${waiting} message${waiting === 1 ? ' is' : 's are'} still on the way through this sender`,
+        )
+      }
+      // The delete checks the keys again, in the same statement: one may have been bound meanwhile.
+      const outcome = await deleteSenderIfUnbound(db, id)
+      if (outcome === 'not_found') throw notFound(id)
+      if (outcome === 'in_use') throw boundKeys(1)
+      request.log.info({ senderId: id, actor: request.adminName }, 'sender deleted')
+      await publishSenderChange(app.deps, request.log, id)
+      return reply.code(204).send(null)
+    },
+  )
+}

@@ -1,0 +1,23 @@
+import { SENDER_CHANGES_CHANNEL } from '@dispatch/contracts'
+import type { FastifyBaseLogger } from 'fastify'
+import type { ApiDeps } from './deps.ts'
+
+/**
+ * Tells running workers that a sender was added, changed or removed, so they reconcile at once
+ * rather than at their next sweep. Best effort: the change is stored already, so a Redis that
+ * cannot take the message costs a warning, not the request.
+ */
+export async function publishSenderChange(
+  deps: Pick<ApiDeps, 'redis' | 'config'>,
+  log: FastifyBaseLogger,
+  senderId: string,
+): Promise<void> {
+  try {
+    await deps.redis.publish(`${deps.config.QUEUE_PREFIX}:${SENDER_CHANGES_CHANNEL}`, senderId)
+  } catch (error) {
+    log.warn(
+      { err: error, senderId },
+      'could not publish sender change; workers catch up at their next sweep',
+    )
+  }
+}

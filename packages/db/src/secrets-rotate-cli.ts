@@ -1,0 +1,46 @@
+import { createSecretBox, secretsEnv } from '@dispatch/contracts'
+import { commonEnv, exitOnConfigError, parseEnv } from '@dispatch/contracts/env'
+import Type from 'typebox'
+import { createDb } from './client.ts'
+import { redactUrl } from './migrate.ts'
+import { resealSenderTokens } from './queries/sender-admin.ts'
+
+/**
+ * `pnpm secrets:rotate`: re-seals every sender token stored under an older key with SECRETS_KEY.
+ * Run it after a rotation (new key in SECRETS_KEY, the old one in SECRETS_KEY_PREVIOUS), then drop
+ * the old key. Running it again changes nothing.
+ */
+const RotateEnv = Type.Object({
+  APP_ENV: commonEnv.APP_ENV,
+  DATABASE_URL: commonEnv.DATABASE_URL,
+  ...secretsEnv,
+})
+
+const { env, box } = exitOnConfigError(() => {
+  const env = parseEnv(RotateEnv, process.env)
+  return { env, box: createSecretBox(env) }
+})
+const { db, close } = createDb(env.DATABASE_URL, { max: 1 })
+try {
+  const { total, resealed, unreadable } = await resealSenderTokens(db, box)
+  console.log(
+    `${resealed} of ${total} sender tokens re-sealed under the current SECRETS_KEY in ${redactUrl(env.DATABASE_URL)}`,
+  )
+  if (unreadable.length > 0) {
+    console.error(
+      `${unreadable.length} tokens are sealed under a key neither SECRETS_KEY nor SECRETS_KEY_PREVIOUS holds ` +
+        `(senders ${unreadable.join(', ')}): add that key to SECRETS_KEY_PREVIOUS and run this again, ` +
+        'or give those senders a new token (PATCH /api/admin/senders/:id)',
+    )
+    process.exitCode = 1
+  }
+} catch (error) {
+  // drizzle's message names the query; the driver's reason is its cause. Never the parameters:
+  // they hold sealed tokens.
+  const { message, cause } = error as Error & { cause?: Error }
+  const query = message.replace(/\nparams: [^\n]*/g, '')
+  console.error(`secrets:rotate failed: ${query}${cause?.message ? `\n  ${cause.message}` : ''}`)
+  process.exitCode = 1
+} finally {
+  await close()
+}
