@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import { DEVELOPMENT_ADMIN_TOKEN, parseApiConfig } from './env.ts'
 
+/** A well-formed key, as production needs one. */
+const SECRETS_KEY = Buffer.alloc(32, 7).toString('base64')
+
 describe('API configuration', () => {
   it('has defaults that run against local Postgres and Redis in development', () => {
     const config = parseApiConfig({})
@@ -24,11 +27,25 @@ describe('API configuration', () => {
     expect(attempt).not.toThrow(/ana=short/)
   })
 
+  it('requires a 32-byte SECRETS_KEY in production, naming it; development has its own', () => {
+    const prod = { APP_ENV: 'production', ADMIN_TOKENS: 'ana=0123456789abcdef0123' }
+    expect(() => parseApiConfig(prod)).toThrow(/SECRETS_KEY: required in production/)
+    expect(() => parseApiConfig({ ...prod, SECRETS_KEY: 'c2hvcnQ=' })).toThrow(
+      /SECRETS_KEY: must be 32 bytes/,
+    )
+    expect(() => parseApiConfig({ SECRETS_KEY_PREVIOUS: 'c2hvcnQ=' })).toThrow(
+      /SECRETS_KEY_PREVIOUS: must be 32 bytes/,
+    )
+    expect(parseApiConfig({ ...prod, SECRETS_KEY }).APP_ENV).toBe('production')
+    expect(parseApiConfig({}).SECRETS_KEY).toBeUndefined()
+  })
+
   it('requires ADMIN_TOKENS in production and parses named pairs', () => {
     expect(() => parseApiConfig({ APP_ENV: 'production' })).toThrow(/ADMIN_TOKENS: required in production/)
     const config = parseApiConfig({
       APP_ENV: 'production',
       ADMIN_TOKENS: 'ana=0123456789abcdef0123,ops=fedcba9876543210fedc=x',
+      SECRETS_KEY,
     })
     expect(config.adminTokens).toEqual([
       { name: 'ana', token: '0123456789abcdef0123' },
@@ -38,7 +55,7 @@ describe('API configuration', () => {
   })
 
   it('allows private webhook targets by default in development only, and either way when told', () => {
-    const prod = { APP_ENV: 'production', ADMIN_TOKENS: 'ana=0123456789abcdef0123' }
+    const prod = { APP_ENV: 'production', ADMIN_TOKENS: 'ana=0123456789abcdef0123', SECRETS_KEY }
     expect(parseApiConfig({}).WEBHOOK_ALLOW_PRIVATE_TARGETS).toBe(true)
     expect(parseApiConfig(prod).WEBHOOK_ALLOW_PRIVATE_TARGETS).toBe(false)
     expect(

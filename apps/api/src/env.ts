@@ -1,4 +1,4 @@
-import { secretsEnv } from '@dispatch/contracts'
+import { createSecretBox, secretsEnv } from '@dispatch/contracts'
 import {
   ConfigError,
   choosePlatform,
@@ -85,6 +85,9 @@ function toConfig(env: ApiEnv): ApiConfig {
       'Invalid configuration:\n  ADMIN_TOKENS: required in production (name=token pairs, comma-separated)',
     )
   }
+  // Sender tokens are sealed under SECRETS_KEY: checked here (required in production, 32 bytes),
+  // so a bad one stops the process with the others' message, not at the first request.
+  createSecretBox(env)
   const adminTokens = ADMIN_TOKENS
     ? ADMIN_TOKENS.split(',').map((pair) => {
         const at = pair.indexOf('=')

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url'
-import { secretsEnv } from '@dispatch/contracts'
+import { createSecretBox, secretsEnv } from '@dispatch/contracts'
 import {
   ConfigError,
   choosePlatform,
@@ -104,6 +104,8 @@ function toConfig({
   ...rest
 }: WorkerEnv): WorkerConfig {
   const platform = choosePlatform({ ...rest, PLATFORM })
+  // Sender tokens are opened with SECRETS_KEY: required in production, 32 bytes.
+  createSecretBox(rest)
   let webhookRetrySchedule: number[]
   try {
     webhookRetrySchedule = parseRetrySchedule(WEBHOOK_RETRY_SCHEDULE)
