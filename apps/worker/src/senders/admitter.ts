@@ -45,13 +45,25 @@ export class Admitter {
   }
 
   start(): void {
+    const interval = this.#context.config.ADMISSION_INTERVAL_MS
+    let failures = 0
     const loop = async () => {
       if (this.#stopped) return
-      this.#running = this.#round().catch((error) =>
-        this.#context.logger.warn({ err: error }, 'admission round failed; retried next round'),
+      this.#running = this.#round().then(
+        () => {
+          if (failures > 0) this.#context.logger.info({ failures }, 'admission rounds succeed again')
+          failures = 0
+        },
+        (error) => {
+          // A Redis outage fails every round: say so once, then every hundredth, and back off.
+          if (failures++ % 100 === 0) {
+            this.#context.logger.warn({ err: error, failures }, 'admission round failed; retrying')
+          }
+        },
       )
       await this.#running
-      if (!this.#stopped) this.#timer = setTimeout(loop, this.#context.config.ADMISSION_INTERVAL_MS)
+      const wait = failures === 0 ? interval : Math.min(2000, interval * 2 ** Math.min(failures, 10))
+      if (!this.#stopped) this.#timer = setTimeout(loop, wait)
     }
     this.#timer = setTimeout(loop, 0)
   }
