@@ -20,7 +20,7 @@ describe('worker configuration', () => {
   })
 
   it('takes admission settings within bounds', () => {
-    expect(parseWorkerConfig({})).toMatchObject({ ADMISSION_INTERVAL_MS: 50, SENDER_QUEUE_WINDOW_MS: 1000 })
+    expect(parseWorkerConfig({})).toMatchObject({ ADMISSION_INTERVAL_MS: 50, SENDER_QUEUE_WINDOW_MS: 500 })
     expect(() => parseWorkerConfig({ ADMISSION_INTERVAL_MS: '0' })).toThrow(/ADMISSION_INTERVAL_MS/)
     expect(() => parseWorkerConfig({ SENDER_QUEUE_WINDOW_MS: '10' })).toThrow(/SENDER_QUEUE_WINDOW_MS/)
   })

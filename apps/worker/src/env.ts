@@ -49,7 +49,7 @@ const WorkerEnv = Type.Object({
    * How much of a sender's rate waits in its queue, admitted ahead: enough to keep its workers busy
    * between top-ups; more only delays a newly arrived key's first message by as much.
    */
-  SENDER_QUEUE_WINDOW_MS: Type.Integer({ minimum: 50, maximum: 60_000, default: 1000 }),
+  SENDER_QUEUE_WINDOW_MS: Type.Integer({ minimum: 50, maximum: 60_000, default: 500 }),
   ...platformEnv,
   ...secretsEnv,
   /** Messages per second for the default sender's phone number, across every worker process. */
