@@ -203,6 +203,23 @@ describe('failures, classified', () => {
     expect(gap).toBeGreaterThanOrEqual(900)
   })
 
+  it('131056 (pair rate) delays only that message, spends no attempt, and the next message does not wait for it', async () => {
+    world.fake.script({
+      ...graphError(131056, '(#131056) Pair rate limit hit'),
+      headers: { 'retry-after': '2' },
+    })
+    const paired = await world.enqueue(text('to a busy recipient'))
+    await waitFor(() => requestsFor(paired).length > 0 || undefined, { what: 'the first try' })
+    const other = await world.enqueue(text('to anyone else'))
+    expect(await settled(other)).toMatchObject({ status: 'sent' })
+    // The other message went out while the paired one was still waiting its turn.
+    expect(requestsFor(paired)).toHaveLength(1)
+    const row = await settled(paired)
+    expect(row).toMatchObject({ status: 'sent', attempts: 1 })
+    const [limited, accepted] = requestsFor(paired)
+    expect((accepted?.receivedAt ?? 0) - (limited?.receivedAt ?? 0)).toBeGreaterThanOrEqual(1900)
+  })
+
   it('code 190 (token refused) pauses the sender: the message waits, the sender needs attention, an alert; fixed, it goes out', async () => {
     world.fake.script(graphError(190, 'Error validating access token: Session has expired', 401))
     const id = await world.enqueue(text())
