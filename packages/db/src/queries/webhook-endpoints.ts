@@ -9,6 +9,7 @@ export interface NewWebhookEndpoint {
   url: string
   events: string[]
   description: string | null
+  /** The signing secret as stored: sealed with the secret box (`v1.…`), never the secret itself. */
   secret: string
   now: Date
 }
@@ -86,14 +87,15 @@ export async function deleteWebhookEndpoint(db: Db, apiKeyId: string, id: string
 }
 
 /**
- * The new secret signs from now on; the current one becomes the previous and keeps signing until
- * `previousExpiresAt`. A rotation during another rotation's overlap drops the older previous secret.
+ * The new secret (given sealed) signs from now on; the current one becomes the previous, moved as
+ * stored (sealed or, from before sealing, clear), and keeps signing until `previousExpiresAt`. A
+ * rotation during another rotation's overlap drops the older previous secret.
  */
 export async function rotateWebhookEndpointSecret(
   db: Db,
   apiKeyId: string,
   id: string,
-  secret: string,
+  sealedSecret: string,
   previousExpiresAt: Date,
   now: Date,
 ) {
@@ -102,7 +104,7 @@ export async function rotateWebhookEndpointSecret(
     .set({
       previousSecret: sql`${webhookEndpoints.secret}`,
       previousSecretExpiresAt: previousExpiresAt,
-      secret,
+      secret: sealedSecret,
       updatedAt: now,
     })
     .where(owned(apiKeyId, id))
