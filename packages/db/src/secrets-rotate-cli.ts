@@ -46,7 +46,8 @@ try {
       `Webhook signing secrets of ${webhooks.unreadable.length} endpoints are sealed under a key neither ` +
         `SECRETS_KEY nor SECRETS_KEY_PREVIOUS holds (endpoints ${webhooks.unreadable.join(', ')}); their ` +
         'deliveries wait: add that key to SECRETS_KEY_PREVIOUS and run this again. Without the key those ' +
-        'secrets are lost: the endpoints need new ones (POST /api/third-party/webhook-endpoints/:id/rotate-secret).',
+        'secrets are lost: the endpoints need new ones (POST /api/third-party/webhook-endpoints/:id/rotate-secret, ' +
+        'twice, so the unreadable one is not kept as the previous secret).',
     )
     process.exitCode = 1
   }
