@@ -16,6 +16,7 @@
 import { createHmac, createSecretKey, type KeyObject, randomBytes } from 'node:crypto'
 import { Agent, request } from 'node:http'
 import {
+  createSecretBox,
   QueueNames,
   WEBHOOK_JOB_OPTIONS,
   type WebhookJob,
@@ -135,6 +136,7 @@ async function main() {
         disableAfterMs: 5 * 24 * 3600 * 1000,
         allowPrivate: true,
         production: false,
+        box: createSecretBox({ APP_ENV: 'development' }),
       })
     const startBareWorker = (handle: (job: WebhookJob) => Promise<void>) => () =>
       new Worker<WebhookJob>(QueueNames.webhooks, (job) => handle(job.data), {

@@ -104,7 +104,7 @@ function toConfig({
   ...rest
 }: WorkerEnv): WorkerConfig {
   const platform = choosePlatform({ ...rest, PLATFORM })
-  // Sender tokens are opened with SECRETS_KEY: required in production, 32 bytes.
+  // Sender tokens and webhook signing secrets are opened with SECRETS_KEY: required in production, 32 bytes.
   createSecretBox(rest)
   let webhookRetrySchedule: number[]
   try {

@@ -3,9 +3,9 @@ import Type from 'typebox'
 import { ConfigError } from './env.ts'
 
 /**
- * Secrets stored at rest (senders' access tokens) are sealed with AES-256-GCM under `SECRETS_KEY`:
- * `v1.<key id>.<iv>.<tag>.<ciphertext>`, base64url parts, the key id being the first 8 hex digits of
- * the key's SHA-256. Opening picks the key by that id among `SECRETS_KEY` and `SECRETS_KEY_PREVIOUS`,
+ * Secrets stored at rest (senders' access tokens, webhook signing secrets) are sealed with
+ * AES-256-GCM under `SECRETS_KEY`: `v1.<key id>.<iv>.<tag>.<ciphertext>`, base64url parts, the key
+ * id being the first 8 hex digits of the key's SHA-256. Opening picks the key by that id among `SECRETS_KEY` and `SECRETS_KEY_PREVIOUS`,
  * so a rotation is: new key in `SECRETS_KEY`, the old one in `SECRETS_KEY_PREVIOUS`, restart, run
  * `pnpm secrets:rotate` (re-seals every value under the new key), then drop the old key.
  */

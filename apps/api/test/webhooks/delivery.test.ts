@@ -1,5 +1,13 @@
-import { WebhookAttemptList, type WebhookEndpointWithSecret } from '@dispatch/contracts'
+import { randomBytes } from 'node:crypto'
 import {
+  createSecretBox,
+  QueueNames,
+  WebhookAttemptList,
+  type WebhookEndpointWithSecret,
+  webhookJobId,
+} from '@dispatch/contracts'
+import {
+  captureLogs,
   type FakeWhatsApp,
   graphError,
   messageWebhook,
@@ -10,6 +18,8 @@ import {
   waitFor,
 } from '@dispatch/testing'
 import type { RunningWorker } from '@dispatch/worker'
+import { Queue } from 'bullmq'
+import { Redis } from 'ioredis'
 import { Webhook } from 'standardwebhooks'
 import Value from 'typebox/value'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -43,6 +53,8 @@ let world: TestWorld
 let app: TestApp
 let fake: FakeWhatsApp
 let worker: RunningWorker
+/** What the worker logs at level error and above. */
+const workerLogs = captureLogs()
 let key: { id: string; key: string }
 beforeAll(async () => {
   world = await createWorld()
@@ -52,16 +64,21 @@ beforeAll(async () => {
     MESSAGE_VALIDITY_MIN_SECONDS: '1',
   })
   fake = await startFakeWhatsApp()
-  worker = await startTestWorker(world, {
-    WHATSAPP_API_URL: fake.url,
-    WHATSAPP_ACCESS_TOKEN: 'EAAG-webhook-tests',
-    WHATSAPP_PHONE_NUMBER_ID: PHONE_NUMBER_ID,
-    MESSAGES_BACKOFF_MS: '50',
-    // Quick tries, so a test sees several within seconds; the real schedule is Svix's.
-    WEBHOOK_RETRY_SCHEDULE: '200ms,400ms,800ms,1s,1s,1s,1s',
-    WEBHOOK_TIMEOUT_MS: '1000',
-    WEBHOOK_SLOW_DOWN_MS: '500',
-  })
+  worker = await startTestWorker(
+    world,
+    {
+      WHATSAPP_API_URL: fake.url,
+      WHATSAPP_ACCESS_TOKEN: 'EAAG-webhook-tests',
+      WHATSAPP_PHONE_NUMBER_ID: PHONE_NUMBER_ID,
+      MESSAGES_BACKOFF_MS: '50',
+      // Quick tries, so a test sees several within seconds; the real schedule is Svix's.
+      WEBHOOK_RETRY_SCHEDULE: '200ms,400ms,800ms,1s,1s,1s,1s',
+      WEBHOOK_TIMEOUT_MS: '1000',
+      WEBHOOK_SLOW_DOWN_MS: '500',
+      LOG_LEVEL: 'error',
+    },
+    workerLogs.stream,
+  )
   key = await activeKey(app, { scopes: SCOPES })
 })
 afterAll(async () => {
@@ -124,8 +141,8 @@ const waitForEvent = (receiver: WebhookReceiver, messageId: string, type: string
     what: `${type} for ${messageId}`,
   })
 
-async function attempts(endpointId: string, query = 'take=100') {
-  const res = await call('GET', `/${endpointId}/attempts?${query}`)
+async function attempts(endpointId: string, query = 'take=100', apiKey = key.key) {
+  const res = await call('GET', `/${endpointId}/attempts?${query}`, apiKey)
   expect(res.statusCode, res.body).toBe(200)
   expect(Value.Check(WebhookAttemptList, res.json()), res.body).toBe(true)
   return res.json<WebhookAttemptList>().data
@@ -510,6 +527,81 @@ describe('retry and replay', () => {
       })
       expectError(bad, 400, 'VALIDATION_ERROR', /until/)
     } finally {
+      await receiver.close()
+    }
+  })
+})
+
+describe('signing secrets at rest', () => {
+  it('an endpoint from before secrets were sealed (a clear whsec_ in its row) is delivered, signed with it', async () => {
+    const receiver = await startWebhookReceiver()
+    try {
+      const owner = await activeKey(app, { scopes: SCOPES })
+      const endpoint = await register(receiver, ['message.sent'], owner.key)
+      const legacy = `whsec_${randomBytes(32).toString('base64')}`
+      await world.sql`update webhook_endpoints set secret = ${legacy} where id = ${endpoint.id}`
+      const messageId = await sendText(owner.key)
+      const event = await waitForEvent(receiver, messageId, 'message.sent')
+      const headers = event.headers as Record<string, string>
+      new Webhook(legacy).verify(event.body, headers)
+      expect(() => new Webhook(endpoint.secret).verify(event.body, headers)).toThrow()
+    } finally {
+      await receiver.close()
+    }
+  })
+
+  it('a secret sealed under a key the worker lacks: not delivered, no try spent, logged without the value; delivered once it opens', async () => {
+    const receiver = await startWebhookReceiver()
+    const connection = new Redis(world.redisUrl, { maxRetriesPerRequest: null })
+    const queue = new Queue(QueueNames.webhooks, { connection, prefix: world.queuePrefix })
+    try {
+      const owner = await activeKey(app, { scopes: SCOPES })
+      const endpoint = await register(receiver, ['message.sent'], owner.key)
+      const otherKey = randomBytes(32).toString('base64')
+      const foreign = createSecretBox({ APP_ENV: 'production', SECRETS_KEY: otherKey }).seal(endpoint.secret)
+      await world.sql`update webhook_endpoints set secret = ${foreign} where id = ${endpoint.id}`
+      const messageId = await sendText(owner.key)
+
+      const eventId = await waitFor(
+        async () =>
+          (
+            await world.sql`select id from webhook_events where api_key_id = ${owner.id} and type = 'message.sent'`
+          )[0]?.id as string | undefined,
+        { what: 'the message.sent event' },
+      )
+      const job = await waitFor(
+        async () => {
+          const found = await queue.getJob(webhookJobId(eventId, endpoint.id))
+          return found && (await found.getState()) === 'delayed' && found
+        },
+        { what: 'the delivery postponed' },
+      )
+      expect(job.attemptsMade).toBe(0)
+      await new Promise((r) => setTimeout(r, 500))
+      expect(eventsAbout(receiver, messageId)).toEqual([])
+      const tries = await world.sql`select 1 from webhook_attempts where endpoint_id = ${endpoint.id}`
+      expect(tries).toHaveLength(0)
+      const line = workerLogs.lines.find((l) => l.includes('webhook signing secret cannot be opened'))
+      expect(line).toBeDefined()
+      expect(JSON.parse(line ?? '{}')).toMatchObject({ level: 50, webhookEndpointId: endpoint.id, eventId })
+      expect(workerLogs.text()).not.toContain(foreign.split('.').slice(2).join('.'))
+      expect(workerLogs.text()).not.toContain(endpoint.secret)
+
+      // The key put right (here: sealed again under the worker's key), the same job goes out, as its first try.
+      const box = createSecretBox({ APP_ENV: 'development' })
+      await world.sql`update webhook_endpoints set secret = ${box.seal(endpoint.secret)} where id = ${endpoint.id}`
+      await new Promise((r) => setTimeout(r, 1100))
+      await job.promote()
+      const event = await waitForEvent(receiver, messageId, 'message.sent')
+      new Webhook(endpoint.secret).verify(event.body, event.headers as Record<string, string>)
+      const log = await waitFor(async () => {
+        const list = await attempts(endpoint.id, 'take=10', owner.key)
+        return list.length === 1 && list
+      })
+      expect(log[0]).toMatchObject({ attempt: 1, success: true })
+    } finally {
+      await queue.close()
+      connection.disconnect()
       await receiver.close()
     }
   })

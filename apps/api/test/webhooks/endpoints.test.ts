@@ -1,4 +1,9 @@
-import { WebhookEndpointList, WebhookEndpointView, WebhookEndpointWithSecret } from '@dispatch/contracts'
+import {
+  createSecretBox,
+  WebhookEndpointList,
+  WebhookEndpointView,
+  WebhookEndpointWithSecret,
+} from '@dispatch/contracts'
 import Value from 'typebox/value'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
@@ -12,6 +17,14 @@ import {
 
 const SCOPES = ['manage:webhooks']
 const SECRET = /^whsec_[A-Za-z0-9+/]{43}=$/
+/** The API under test has no SECRETS_KEY: it seals with the development key, as this box does. */
+const box = createSecretBox({ APP_ENV: 'development' })
+const SEALED = /^v1\.[0-9a-f]{8}\.[\w-]+\.[\w-]+\.[\w-]+$/
+
+const storedSecrets = async (id: string) => {
+  const [row] = await world.sql`select secret, previous_secret from webhook_endpoints where id = ${id}`
+  return row as { secret: string; previous_secret: string | null }
+}
 
 let world: TestWorld
 let app: TestApp
@@ -59,6 +72,12 @@ describe('webhook endpoints: happy path', () => {
       previousSecretExpiresAt: null,
     })
     expect(body.secret).toMatch(SECRET)
+    // Stored sealed under SECRETS_KEY, never as shown; the worker opens it to sign.
+    const stored = await storedSecrets(body.id)
+    expect(stored.secret).toMatch(SEALED)
+    expect(stored.secret).not.toContain(body.secret)
+    expect(box.open(stored.secret)).toBe(body.secret)
+    expect(stored.previous_secret).toBeNull()
 
     const one = await call('GET', `/${body.id}`, key.key)
     expect(one.statusCode, one.body).toBe(200)
@@ -105,6 +124,7 @@ describe('webhook endpoints: happy path', () => {
 
   it('rotates the secret: a new one shown once, the previous one signing for 24 h (its expiry shown, not its value)', async () => {
     const created = (await register(hook)).json()
+    const sealedBefore = (await storedSecrets(created.id)).secret
     const before = Date.now()
     const rotated = await call('POST', `/${created.id}/rotate-secret`, key.key)
     expect(rotated.statusCode, rotated.body).toBe(200)
@@ -119,10 +139,13 @@ describe('webhook endpoints: happy path', () => {
     const detail = await call('GET', `/${created.id}`, key.key)
     expect(detail.json().previousSecretExpiresAt).toBe(body.previousSecretExpiresAt)
     expect(detail.body).not.toContain('whsec_')
-    // Stored for signing: the new secret current, the old one kept as the previous.
-    const [row] =
-      await world.sql`select secret, previous_secret from webhook_endpoints where id = ${created.id}`
-    expect(row).toEqual({ secret: body.secret, previous_secret: created.secret })
+    // Stored for signing, both sealed: the new secret current, the old one moved as it was stored.
+    const row = await storedSecrets(created.id)
+    expect(row.secret).toMatch(SEALED)
+    expect(box.open(row.secret)).toBe(body.secret)
+    expect(row.previous_secret).toBe(sealedBefore)
+    expect(box.open(row.previous_secret ?? '')).toBe(created.secret)
+    expect(JSON.stringify(row)).not.toContain('whsec_')
   })
 })
 
@@ -195,12 +218,10 @@ describe('webhook endpoints: validation', () => {
 describe('webhook endpoints in production', () => {
   let production: TestApp
   let prodKey: { id: string; key: string }
+  // Production refuses to start without its own key for the senders' tokens and signing secrets.
+  const SECRETS_KEY = Buffer.alloc(32, 7).toString('base64')
   beforeAll(async () => {
-    production = await buildTestApp(world, {
-      APP_ENV: 'production',
-      // Production refuses to start without its own key for the senders' tokens.
-      SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
-    })
+    production = await buildTestApp(world, { APP_ENV: 'production', SECRETS_KEY })
     prodKey = await activeKey(production, { scopes: SCOPES })
     expect(prodKey.key).toMatch(/^mdk_prod_/)
   })
@@ -237,6 +258,10 @@ describe('webhook endpoints in production', () => {
       production,
     )
     expect(res.statusCode, res.body).toBe(201)
+    // Sealed under the configured SECRETS_KEY, which the development key does not open.
+    const { secret } = await storedSecrets(res.json().id)
+    expect(createSecretBox({ APP_ENV: 'production', SECRETS_KEY }).open(secret)).toBe(res.json().secret)
+    expect(() => box.open(secret)).toThrow(/key this process does not hold/)
   })
 
   it('refuses a private target when a PATCH moves the endpoint there', async () => {

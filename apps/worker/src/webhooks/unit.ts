@@ -1,3 +1,4 @@
+import { createSecretBox } from '@dispatch/contracts'
 import type { WorkerUnitStarter } from '../runtime.ts'
 import { startWebhookRetention } from './retention.ts'
 import { startWebhooksWorker } from './worker.ts'
@@ -19,6 +20,7 @@ export const startWebhooksUnit: WorkerUnitStarter = async ({ config, db, logger,
     disableAfterMs: config.WEBHOOK_DISABLE_AFTER_MS,
     allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
     production: config.APP_ENV === 'production',
+    box: createSecretBox(config),
   })
   logger.info(
     {

@@ -1,4 +1,4 @@
-import { QueueNames, WebhookJob } from '@dispatch/contracts'
+import { QueueNames, type SecretBox, WebhookJob } from '@dispatch/contracts'
 import {
   type Db,
   type DeliverableEndpoint,
@@ -15,6 +15,7 @@ import { EndpointGate } from './endpoint-gate.ts'
 import { postWebhook } from './post.ts'
 import { retryDelay } from './schedule.ts'
 import { signWebhook } from './sign.ts'
+import { SigningSecrets } from './signing-secrets.ts'
 
 export interface WebhooksWorkerOptions {
   db: Db
@@ -34,6 +35,8 @@ export interface WebhooksWorkerOptions {
   disableAfterMs: number
   allowPrivate: boolean
   production: boolean
+  /** Opens the endpoints' signing secrets, stored sealed under SECRETS_KEY. */
+  box: SecretBox
   lockMs?: number
 }
 
@@ -48,6 +51,11 @@ const ENDPOINT_CACHE_MS = 1000
 const SLOW_DOWN_STATUSES = new Set([429, 502, 504])
 /** A receiver's Retry-After is honoured up to this; longer asks wait this long. */
 const MAX_RETRY_AFTER_MS = 12 * 3600 * 1000
+/**
+ * How long a delivery waits when its endpoint's secret does not open (a worker without the key it
+ * was sealed under): the key comes with a restart, and the job must neither spend its tries nor go.
+ */
+const UNOPENED_SECRET_DELAY_MS = 30_000
 
 /** A failed try that will be tried again, after `delayMs` (the schedule, or the receiver's Retry-After). */
 export class WebhookAttemptFailed extends Error {
@@ -90,6 +98,7 @@ class EndpointCache {
 export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<WebhookJob, WebhookResult> {
   const { db, logger, schedule } = options
   const endpoints = new EndpointCache(db)
+  const signingSecrets = new SigningSecrets(options.box)
   const recorder = new AttemptRecorder(db, logger)
   const gate = new EndpointGate(options.gateConnection, {
     prefix: options.prefix,
@@ -122,15 +131,21 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
     if (!endpoint) return { delivered: false, skipped: 'endpoint-gone' }
     if (!endpoint.enabled) return { delivered: false, skipped: 'endpoint-disabled' }
 
+    let secrets: string[]
+    try {
+      secrets = signingSecrets.of(endpoint, new Date())
+    } catch (error) {
+      // Sent unsigned or failed, it would be lost to a configuration error: it waits for the key.
+      // The error names the key id, never the value.
+      log.error({ err: error }, 'webhook signing secret cannot be opened (SECRETS_KEY?); delivery postponed')
+      return later(UNOPENED_SECRET_DELAY_MS)
+    }
+
     const slot = await gate.acquire(endpointId)
     if (!slot.ok) return later(slot.waitMs)
 
     const attempt = job.attemptsMade + 1
     const now = new Date()
-    const secrets = [endpoint.secret]
-    if (endpoint.previousSecret && (endpoint.previousSecretExpiresAt?.getTime() ?? 0) > now.getTime()) {
-      secrets.push(endpoint.previousSecret)
-    }
     let result: Awaited<ReturnType<typeof postWebhook>>
     try {
       result = await postWebhook({

@@ -1,4 +1,4 @@
-import type { WebhookEndpointListQuery } from '@dispatch/contracts'
+import type { SecretBox, WebhookEndpointListQuery } from '@dispatch/contracts'
 import { and, count, eq, ilike, or, type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { type WebhookEndpointRow, webhookEndpoints } from '../schema/webhook-endpoints.ts'
@@ -9,6 +9,7 @@ export interface NewWebhookEndpoint {
   url: string
   events: string[]
   description: string | null
+  /** The signing secret as stored: sealed with the secret box (`v1.…`), never the secret itself. */
   secret: string
   now: Date
 }
@@ -86,14 +87,15 @@ export async function deleteWebhookEndpoint(db: Db, apiKeyId: string, id: string
 }
 
 /**
- * The new secret signs from now on; the current one becomes the previous and keeps signing until
- * `previousExpiresAt`. A rotation during another rotation's overlap drops the older previous secret.
+ * The new secret (given sealed) signs from now on; the current one becomes the previous, moved as
+ * stored (sealed or, from before sealing, clear), and keeps signing until `previousExpiresAt`. A
+ * rotation during another rotation's overlap drops the older previous secret.
  */
 export async function rotateWebhookEndpointSecret(
   db: Db,
   apiKeyId: string,
   id: string,
-  secret: string,
+  sealedSecret: string,
   previousExpiresAt: Date,
   now: Date,
 ) {
@@ -102,10 +104,60 @@ export async function rotateWebhookEndpointSecret(
     .set({
       previousSecret: sql`${webhookEndpoints.secret}`,
       previousSecretExpiresAt: previousExpiresAt,
-      secret,
+      secret: sealedSecret,
       updatedAt: now,
     })
     .where(owned(apiKeyId, id))
     .returning()
   return row
+}
+
+/** What a sealed value starts with; a signing secret stored before sealing (`whsec_…`) does not. */
+const SEALED_PREFIX = 'v1.'
+
+/**
+ * Seals every stored signing secret (current and previous) with the box's current key: those under
+ * an older key (after a key rotation) and those stored clear before secrets were sealed. Each value
+ * is written only if it is still the one read, so a rotation meanwhile is left alone (the next run
+ * seals what it moved). Values no key of the box opens are counted, by endpoint, not changed.
+ */
+export async function resealWebhookSecrets(db: Db, box: SecretBox) {
+  const rows = await db
+    .select({
+      id: webhookEndpoints.id,
+      secret: webhookEndpoints.secret,
+      previousSecret: webhookEndpoints.previousSecret,
+    })
+    .from(webhookEndpoints)
+  const result = { total: 0, resealed: 0, wereClear: 0, unreadable: [] as string[] }
+  const columns = [
+    ['secret', webhookEndpoints.secret],
+    ['previousSecret', webhookEndpoints.previousSecret],
+  ] as const
+  for (const row of rows) {
+    for (const [field, column] of columns) {
+      const stored = row[field]
+      if (stored === null) continue
+      result.total++
+      const clear = !stored.startsWith(SEALED_PREFIX)
+      if (!clear && !box.isStale(stored)) continue
+      let secret: string
+      try {
+        secret = clear ? stored : box.open(stored)
+      } catch {
+        if (!result.unreadable.includes(row.id)) result.unreadable.push(row.id)
+        continue
+      }
+      const sealed = box.seal(secret)
+      const [updated] = await db
+        .update(webhookEndpoints)
+        .set(field === 'secret' ? { secret: sealed } : { previousSecret: sealed })
+        .where(and(eq(webhookEndpoints.id, row.id), eq(column, stored)))
+        .returning({ id: webhookEndpoints.id })
+      if (!updated) continue
+      result.resealed++
+      if (clear) result.wereClear++
+    }
+  }
+  return result
 }

@@ -3,7 +3,9 @@ import { apiKeys } from './api-keys.ts'
 
 /**
  * Where a key's delivery reports go. The signing secrets must sign later, so they cannot be
- * hashed: they are stored as issued (encryption at rest is a known gap, see docs/messaging.md).
+ * hashed: they are sealed with the secret box under `SECRETS_KEY` (`v1.…`, see
+ * `packages/contracts/src/secrets.ts`). Rows written before that hold them clear (`whsec_…`) until
+ * `pnpm secrets:rotate` seals them; the worker accepts both.
  */
 export const webhookEndpoints = pgTable(
   'webhook_endpoints',
@@ -16,6 +18,7 @@ export const webhookEndpoints = pgTable(
     events: text().array().notNull(),
     description: text(),
     enabled: boolean().notNull().default(true),
+    /** Sealed (`v1.…`), or clear (`whsec_…`) in a row from before sealing. */
     secret: text().notNull(),
     /** After a rotation, the old secret keeps signing beside the new one until it expires. */
     previousSecret: text(),

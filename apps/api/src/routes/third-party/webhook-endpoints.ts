@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import {
   CreateWebhookEndpointBody,
+  createSecretBox,
   pageMeta,
   Scopes,
   UpdateWebhookEndpointBody,
@@ -69,6 +70,8 @@ const description =
 /** A key's webhook endpoints: where its delivery reports will go (delivery itself comes later). */
 export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, clock, config } = app.deps
+  // Signing secrets are stored sealed under SECRETS_KEY; only the answer that issues one shows it.
+  const box = createSecretBox(config)
   const onRequest = app.requireApiKey(Scopes.manageWebhooks)
   const targetRules = {
     production: config.APP_ENV === 'production',
@@ -98,7 +101,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
         url,
         events,
         description: text ?? null,
-        secret,
+        secret: box.seal(secret),
         now: clock(),
       })
       request.log.info({ webhookEndpointId: row.id }, 'webhook endpoint registered')
@@ -214,7 +217,14 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const now = clock()
       const secret = newSigningSecret()
       const expiresAt = new Date(now.getTime() + PREVIOUS_SECRET_TTL_MS)
-      const row = await rotateWebhookEndpointSecret(db, request.apiKey.id, id, secret, expiresAt, now)
+      const row = await rotateWebhookEndpointSecret(
+        db,
+        request.apiKey.id,
+        id,
+        box.seal(secret),
+        expiresAt,
+        now,
+      )
       if (!row) throw notFound(id)
       request.log.info({ webhookEndpointId: id }, 'webhook endpoint secret rotated')
       return { ...toView(row), secret }
