@@ -140,3 +140,7 @@ export async function clearFairAdmission(redis: Redis, prefix: string): Promise<
   } while (cursor !== '0')
   return messages
 }
+
+/** The value a share `q` (0–1) of the samples stay at or under: `percentile(values, 0.99)` is the p99. */
+export const percentile = (values: number[], q: number) =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * q))] ?? 0
