@@ -6,9 +6,7 @@
  *   pnpm --filter @dispatch/api bench:batch
  *   (BENCH_CONNECTIONS for send-text, BENCH_BATCH_CONNECTIONS for batches, BENCH_DURATION_S, BENCH_ROUNDS)
  */
-import { QueueNames } from '@dispatch/contracts'
-import { createBenchWorld, median, printComparison } from '@dispatch/testing/bench'
-import { Queue } from 'bullmq'
+import { clearFairAdmission, createBenchWorld, median, printComparison } from '@dispatch/testing/bench'
 import { Redis } from 'ioredis'
 import { assertClean, autocannon, settle, startServer } from './load.ts'
 
@@ -26,13 +24,11 @@ const api = await startServer('app', {
   QUEUE_PREFIX: world.queuePrefix,
 })
 const redis = new Redis(world.redisUrl, { maxRetriesPerRequest: null })
-const queue = new Queue(QueueNames.messages, { connection: redis, prefix: world.queuePrefix })
-/** Removes the run's jobs, so no run meets a fuller Redis; answers how many there were. */
-const drain = async () => {
-  const jobs = await queue.count()
-  await queue.obliterate({ force: true })
-  return jobs
-}
+/**
+ * Removes the run's messages, so no run meets a fuller Redis; answers how many there were. The API
+ * stores them in their sender's fair-admission keys (no worker runs here to admit them).
+ */
+const drain = () => clearFairAdmission(redis, world.queuePrefix)
 
 const headers = { 'x-api-key': api.key }
 const single = {
@@ -52,7 +48,7 @@ const batch = {
 
 /**
  * One timed run: messages per second, the API process's CPU per message (a batch spreads the
- * per-request work over its items), and how many jobs it left in the queue as a check.
+ * per-request work over its items), and how many messages it stored as a check.
  */
 async function measure(load: typeof single, seconds: number) {
   const cpuBefore = await api.cpuSeconds()
@@ -69,7 +65,7 @@ async function measure(load: typeof single, seconds: number) {
 }
 type Measured = Awaited<ReturnType<typeof measure>>
 const describe = (m: Measured) =>
-  `${Math.round(m.messagesPerSecond)} msg/s (p99 ${m.p99} ms, API CPU ${m.cpuPerMessage} per message, ${m.queued} jobs queued)`
+  `${Math.round(m.messagesPerSecond)} msg/s (p99 ${m.p99} ms, API CPU ${m.cpuPerMessage} per message, ${m.queued} messages stored)`
 
 try {
   console.log(
@@ -103,7 +99,6 @@ try {
   await api.stop()
   await settle()
   await drain().catch(() => {})
-  await queue.close()
   redis.disconnect()
   await world.drop()
 }

@@ -4,7 +4,10 @@
  * after BENCH_MESSAGES messages go from accept to `sent` (the real API in process, then the real
  * messages worker with the sandbox platform draining them), for send-text and for batches, each
  * with and without an Idempotency-Key, versus a bare BullMQ `addBulk` and a no-op worker measured
- * the same way. Commandstats counts the commands a Lua script runs as well as the EVAL/EVALSHA
+ * the same way. Since issue 13 the API stores each message in its sender's fair-admission keys and
+ * the worker's admitter moves it into the sender's BullMQ queue, so the job's add is counted in the
+ * delivery phase (the worker's), with the admission itself; a case ends only once every message is
+ * `sent`, so nothing it stored is left for the next. Commandstats counts the commands a Lua script runs as well as the EVAL/EVALSHA
  * itself, so a script costs 1 + what it calls. Prints totals, ratios and the count per command,
  * and, as an indication only (timed, so as noisy as the machine), the CPU per message of the
  * redis-server and of this process.

@@ -118,3 +118,29 @@ export function keepAliveGet() {
     })
   return { get, close: () => agent.destroy() }
 }
+
+/**
+ * What the API stores for admission since issue 13 (packages/contracts/src/fair-queue.ts), under a
+ * queue prefix: every sender's fair-admission keys (`${prefix}:fair:{sender}:*`, its jobs hash, its
+ * lists and rings) and the set of active senders. Answers how many messages were waiting (the jobs
+ * and moving hashes: stored, not yet in a BullMQ queue) and removes every one of those keys, so the
+ * next round of a benchmark starts on a Redis as empty as the first. `UNLINK`, so a large hash is
+ * freed off Redis's main thread while requests of the next round may be arriving.
+ */
+export async function clearFairAdmission(redis: Redis, prefix: string): Promise<number> {
+  let messages = 0
+  let cursor = '0'
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:fair:*`, 'COUNT', 1000)
+    for (const key of keys) {
+      if (key.endsWith(':jobs') || key.endsWith(':moving')) messages += await redis.hlen(key)
+    }
+    if (keys.length) await redis.unlink(...keys)
+    cursor = next
+  } while (cursor !== '0')
+  return messages
+}
+
+/** The value a share `q` (0–1) of the samples stay at or under: `percentile(values, 0.99)` is the p99. */
+export const percentile = (values: number[], q: number) =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * q))] ?? 0
