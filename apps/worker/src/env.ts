@@ -47,7 +47,8 @@ const WorkerEnv = Type.Object({
   ADMISSION_INTERVAL_MS: Type.Integer({ minimum: 5, maximum: 10_000, default: 50 }),
   /**
    * How much of a sender's rate waits in its queue, admitted ahead: enough to keep its workers busy
-   * between top-ups; more only delays a newly arrived key's first message by as much.
+   * between top-ups. A newly arrived key's first message waits up to about twice this (the rate
+   * limit runs in one-second windows; measured in docs/benchmarks.md).
    */
   SENDER_QUEUE_WINDOW_MS: Type.Integer({ minimum: 50, maximum: 60_000, default: 500 }),
   ...platformEnv,

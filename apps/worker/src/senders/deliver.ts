@@ -15,7 +15,7 @@ export interface DeliveryLane {
   senderId: string
   platform: MessagingPlatform
   /** Slows this sender's queue down, in every process: the platform's rate limit. */
-  rateLimit(ms: number): Promise<void>
+  rateLimit(ms: number): Promise<{ pauseMs: number; newPause: boolean }>
   /** Pauses this sender (its token was refused): `needs_attention`, alert, queue paused. */
   tokenRefused(error: PlatformError): Promise<void>
 }
@@ -136,8 +136,9 @@ export async function deliverMessage(
     if (error.kind === 'rate-limited') {
       // This sender's queue waits: every worker on it, in every process; other senders go on. No
       // attempt is spent.
-      log.warn({ code: error.code, pauseMs: error.retryAfterMs }, 'platform rate limit; slowing this sender')
-      await lane.rateLimit(error.retryAfterMs ?? 1000)
+      const { pauseMs, newPause } = await lane.rateLimit(error.retryAfterMs ?? 1000)
+      // One line per pause, not one per job of the burst that met it.
+      if (newPause) log.warn({ code: error.code, pauseMs }, 'platform rate limit; pausing this sender')
       throw Worker.RateLimitError()
     }
     if (error.kind === 'recipient-throttled' && token) {

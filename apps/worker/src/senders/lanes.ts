@@ -15,6 +15,11 @@ import type { WorkerContext } from '../runtime.ts'
 import { type DeliveryLane, type DeliveryResult, deliverMessage, platformBackoff } from './deliver.ts'
 import type { SenderSettings } from './registry.ts'
 
+/** The longest a rate-limited sender is paused at once, however long its streak. */
+const RATE_LIMIT_MAX_PAUSE_MS = 60_000
+/** A number not rate limited for this long after its last pause starts a new streak. */
+const RATE_LIMIT_QUIET_MS = 10_000
+
 /** The platform adapter for one sender: the Cloud API with its token, or the sandbox as its number. */
 export function createSenderPlatform(
   config: WorkerContext['config'],
@@ -48,6 +53,8 @@ export class SenderLane implements DeliveryLane {
   settings: SenderSettings
   #worker: Worker<MessageJob, DeliveryResult> | undefined
   #appliedRate: number | undefined
+  #pausedUntil = 0
+  #limitStreak = 0
   #appliedPaused: boolean | undefined
   readonly #context: WorkerContext
   readonly #publisher: Redis
@@ -124,8 +131,23 @@ export class SenderLane implements DeliveryLane {
     }
   }
 
-  async rateLimit(ms: number): Promise<void> {
-    await this.queue.rateLimit(ms)
+  /**
+   * Pauses this sender's queue (in every process) for the platform's rate limit. A number that is
+   * still limited when a pause ends is paused twice as long the next time (up to a minute), so a
+   * long limit costs a few refused requests, not a burst of every worker slot each second; the
+   * jobs of one burst share its pause. The streak ends once the number has gone quiet for a while.
+   */
+  async rateLimit(ms: number): Promise<{ pauseMs: number; newPause: boolean }> {
+    const now = Date.now()
+    if (now < this.#pausedUntil) {
+      await this.queue.rateLimit(this.#pausedUntil - now)
+      return { pauseMs: this.#pausedUntil - now, newPause: false }
+    }
+    this.#limitStreak = now - this.#pausedUntil > RATE_LIMIT_QUIET_MS ? 1 : this.#limitStreak + 1
+    const pauseMs = Math.min(RATE_LIMIT_MAX_PAUSE_MS, Math.max(ms, ms * 2 ** (this.#limitStreak - 1)))
+    this.#pausedUntil = now + pauseMs
+    await this.queue.rateLimit(pauseMs)
+    return { pauseMs, newPause: true }
   }
 
   async tokenRefused(error: PlatformError): Promise<void> {

@@ -203,6 +203,26 @@ describe('failures, classified', () => {
     expect(gap).toBeGreaterThanOrEqual(900)
   })
 
+  it('a number that stays rate limited is paused longer each time, not hammered every pause', async () => {
+    // 130429 with Retry-After 0.2 s for three seconds: pauses of 0.2, 0.4, 0.8, 1.6 s make about five
+    // tries; a fixed pause would make about fifteen.
+    world.fake.number(PHONE_NUMBER_ID, {
+      answer: { ...graphError(130429, '(#130429) Rate limit hit'), headers: { 'retry-after': '0.2' } },
+    })
+    const id = await world.enqueue(text())
+    await new Promise((resolve) => setTimeout(resolve, 3000))
+    world.fake.number(PHONE_NUMBER_ID, { answer: undefined })
+    const refused = requestsFor(id).length
+    expect(refused).toBeGreaterThanOrEqual(3)
+    expect(refused).toBeLessThanOrEqual(7)
+    expect(await settled(id)).toMatchObject({ status: 'sent', attempts: 1 })
+    // One warning per pause, never more than the refusals.
+    const pauses = worker.logs.lines.filter(
+      (line) => line.includes(id) && line.includes('platform rate limit; pausing this sender'),
+    )
+    expect(pauses.length).toBeLessThanOrEqual(refused)
+  })
+
   it('131056 (pair rate) delays only that message, spends no attempt, and the next message does not wait for it', async () => {
     world.fake.script({
       ...graphError(131056, '(#131056) Pair rate limit hit'),
