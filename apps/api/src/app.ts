@@ -14,24 +14,7 @@ import { messageRateLimit } from './plugins/message-rate-limit.ts'
 import { registerOpenApi } from './plugins/openapi.ts'
 import { installTextGuard } from './plugins/text-guard.ts'
 import { installValidation } from './plugins/validation.ts'
-import { adminApiKeyRoutes } from './routes/admin/api-keys.ts'
-import { adminCatalogRoutes } from './routes/admin/catalog.ts'
-import { adminInboundMessageRoutes } from './routes/admin/inbound-messages.ts'
-import { adminSenderRoutes } from './routes/admin/senders.ts'
-import { apiKeyRoutes } from './routes/api-keys/index.ts'
-import { healthRoutes } from './routes/health/index.ts'
-import { batchMessageRoutes } from './routes/messages/batch.ts'
-import { cancelMessageRoutes } from './routes/messages/cancel.ts'
-import { messageListRoutes } from './routes/messages/list.ts'
-import { sendMessageRoutes } from './routes/messages/send.ts'
-import { messageStatusRoutes } from './routes/messages/status.ts'
-import { catalogRoutes } from './routes/third-party/catalog.ts'
-import { kitRoutes } from './routes/third-party/kits.ts'
-import { mediaRoutes } from './routes/third-party/media.ts'
-import { orderRoutes } from './routes/third-party/orders.ts'
-import { webhookDeliveryRoutes } from './routes/third-party/webhook-deliveries.ts'
-import { webhookEndpointRoutes } from './routes/third-party/webhook-endpoints.ts'
-import { whatsappWebhookRoutes } from './routes/webhooks/whatsapp.ts'
+import { registerRoutes } from './routes/index.ts'
 
 export type { ApiDeps } from './deps.ts'
 export { createDeps, createLogger } from './deps.ts'
@@ -106,35 +89,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(adminAuth)
   await app.register(idempotency)
 
-  await app.register(healthRoutes)
-  await app.register(apiKeyRoutes, { prefix: '/api/api-keys' })
-  await app.register(adminApiKeyRoutes, { prefix: '/api/admin/api-keys' })
-  await app.register(adminInboundMessageRoutes, { prefix: '/api/admin/inbound-messages' })
-  await app.register(adminSenderRoutes, { prefix: '/api/admin/senders' })
-  // The spec's usage example omits `/api`; both paths answer. The alias stays out of the OpenAPI
-  // document, whose operationIds (and the client generated from them) must be unique.
-  for (const [prefix, hide] of [
-    ['/api/third-party/messages', false],
-    ['/third-party/messages', true],
-  ] as const) {
-    await app.register(sendMessageRoutes, { prefix, hide })
-    await app.register(batchMessageRoutes, { prefix, hide })
-    await app.register(messageStatusRoutes, { prefix, hide })
-    await app.register(cancelMessageRoutes, { prefix, hide })
-    await app.register(messageListRoutes, { prefix, hide })
-  }
-  await app.register(whatsappWebhookRoutes, { prefix: '/api/webhooks/whatsapp' })
-  await app.register(adminCatalogRoutes, { prefix: '/api/admin' })
-  for (const routes of [
-    catalogRoutes,
-    orderRoutes,
-    kitRoutes,
-    webhookEndpointRoutes,
-    webhookDeliveryRoutes,
-    mediaRoutes,
-  ]) {
-    await app.register(routes, { prefix: '/api/third-party' })
-  }
+  await registerRoutes(app)
 
   app.addHook('onClose', async () => deps.close())
   return app

@@ -1,0 +1,66 @@
+import type { FastifyInstance } from 'fastify'
+import { adminApiKeyRoutes } from './admin/api-keys.ts'
+import { adminCatalogRoutes } from './admin/catalog.ts'
+import { adminInboundMessageRoutes } from './admin/inbound-messages.ts'
+import { adminSenderRoutes } from './admin/senders.ts'
+import { apiKeyRoutes } from './api-keys/index.ts'
+import { healthRoutes } from './health/index.ts'
+import { batchMessageRoutes } from './messages/batch.ts'
+import { cancelMessageRoutes } from './messages/cancel.ts'
+import { messageListRoutes } from './messages/list.ts'
+import { sendMessageRoutes } from './messages/send.ts'
+import { messageStatusRoutes } from './messages/status.ts'
+import { catalogRoutes } from './third-party/catalog.ts'
+import { kitRoutes } from './third-party/kits.ts'
+import { mediaRoutes } from './third-party/media.ts'
+import { orderRoutes } from './third-party/orders.ts'
+import { webhookDeliveryRoutes } from './third-party/webhook-deliveries.ts'
+import { webhookEndpointRoutes } from './third-party/webhook-endpoints.ts'
+import { whatsappWebhookRoutes } from './webhooks/whatsapp.ts'
+
+/**
+ * Each group of routes and where it is mounted, in the order of the OpenAPI document: a new group
+ * is one more line here. `messages` stands for the message routes below.
+ */
+const ROUTES = [
+  [healthRoutes, {}],
+  [apiKeyRoutes, { prefix: '/api/api-keys' }],
+  [adminApiKeyRoutes, { prefix: '/api/admin/api-keys' }],
+  [adminInboundMessageRoutes, { prefix: '/api/admin/inbound-messages' }],
+  [adminSenderRoutes, { prefix: '/api/admin/senders' }],
+  'messages',
+  [whatsappWebhookRoutes, { prefix: '/api/webhooks/whatsapp' }],
+  [adminCatalogRoutes, { prefix: '/api/admin' }],
+  [catalogRoutes, { prefix: '/api/third-party' }],
+  [orderRoutes, { prefix: '/api/third-party' }],
+  [kitRoutes, { prefix: '/api/third-party' }],
+  [webhookEndpointRoutes, { prefix: '/api/third-party' }],
+  [webhookDeliveryRoutes, { prefix: '/api/third-party' }],
+  [mediaRoutes, { prefix: '/api/third-party' }],
+] as const
+
+/** The message routes, mounted twice: the spec's usage example omits `/api`. */
+const MESSAGE_ROUTES = [
+  sendMessageRoutes,
+  batchMessageRoutes,
+  messageStatusRoutes,
+  cancelMessageRoutes,
+  messageListRoutes,
+] as const
+
+export async function registerRoutes(app: FastifyInstance): Promise<void> {
+  for (const entry of ROUTES) {
+    if (entry !== 'messages') {
+      await app.register(entry[0] as never, entry[1])
+      continue
+    }
+    // Both paths answer. The alias stays out of the OpenAPI document, whose operationIds (and the
+    // client generated from them) must be unique.
+    for (const [prefix, hide] of [
+      ['/api/third-party/messages', false],
+      ['/third-party/messages', true],
+    ] as const) {
+      for (const routes of MESSAGE_ROUTES) await app.register(routes, { prefix, hide })
+    }
+  }
+}
