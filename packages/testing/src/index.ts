@@ -1,4 +1,5 @@
 export * from './database.ts'
+export * from './metrics.ts'
 export * from './raw-http.ts'
 export * from './smtp.ts'
 export * from './tcp-proxy.ts'
