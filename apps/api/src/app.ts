@@ -11,6 +11,7 @@ import { handleClientError, refuseConnect } from './plugins/client-errors.ts'
 import { installErrorHandler, renderFrameworkError } from './plugins/error-handler.ts'
 import { idempotency } from './plugins/idempotency.ts'
 import { messageRateLimit } from './plugins/message-rate-limit.ts'
+import { metrics } from './plugins/metrics.ts'
 import { registerOpenApi } from './plugins/openapi.ts'
 import { installTextGuard } from './plugins/text-guard.ts'
 import { installValidation } from './plugins/validation.ts'
@@ -71,6 +72,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     }
   })
 
+  await app.register(metrics)
   await registerOpenApi(app)
   await app.register(rateLimit, {
     global: false,

@@ -44,6 +44,7 @@ const configSecrets = (config: ApiConfig) => [
   config.WHATSAPP_APP_SECRET,
   config.WHATSAPP_VERIFY_TOKEN,
   config.WHATSAPP_ACCESS_TOKEN,
+  config.METRICS_TOKEN,
   urlPassword(config.DATABASE_URL),
   urlPassword(config.REDIS_URL),
 ]

@@ -1,4 +1,4 @@
-import { createSecretBox, secretsEnv } from '@dispatch/contracts'
+import { createSecretBox, metricsEnv, secretsEnv } from '@dispatch/contracts'
 import {
   ConfigError,
   choosePlatform,
@@ -51,6 +51,7 @@ const ApiEnv = Type.Object({
   /** The platform media uploads go to: the worker's, by the same variables (see the worker's env). */
   ...platformEnv,
   ...secretsEnv,
+  ...metricsEnv,
   /** The largest file `POST /api/third-party/media` takes; the Cloud API takes images up to 5 MB. */
   MEDIA_MAX_BYTES: Type.Integer({ minimum: 1024, maximum: 64 * 1024 * 1024, default: 5 * 1024 * 1024 }),
   /** How long the Cloud API has to take an upload (connection, the file, and its answer). */

@@ -26,6 +26,7 @@ export const apiKeyAuth = fp(
       ttlMs: config.API_KEY_CACHE_TTL_MS,
       maxEntries: config.API_KEY_CACHE_MAX,
       staleIfErrorMs: config.API_KEY_STALE_IF_ERROR_MS,
+      onLookup: app.metrics?.keyCacheLookup,
     })
     const channel = `${config.QUEUE_PREFIX}:${API_KEY_INVALIDATION_CHANNEL}`
     const envPrefix = keyPrefixFor(config.APP_ENV)
@@ -106,5 +107,5 @@ export const apiKeyAuth = fp(
       return async (request) => authenticate(request, scope)
     })
   },
-  { name: 'api-key-auth', dependencies: ['auth-failure-limit'] },
+  { name: 'api-key-auth', dependencies: ['auth-failure-limit', 'metrics'] },
 )

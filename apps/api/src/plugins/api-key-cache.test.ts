@@ -107,4 +107,29 @@ describe('ApiKeyCache', () => {
     now = 5000
     await expect(cache.get('g', down)).rejects.toThrow('ECONNREFUSED')
   })
+
+  it('tells how each lookup was answered: hit (a fresh entry or a shared load), miss, stale', async () => {
+    let now = 0
+    const seen: string[] = []
+    const cache = new ApiKeyCache({
+      ttlMs: 1000,
+      maxEntries: 10,
+      staleIfErrorMs: 5000,
+      now: () => now,
+      onLookup: (result) => seen.push(result),
+    })
+    await Promise.all([cache.get('h', async () => row('a')), cache.get('h', async () => row('a'))])
+    await cache.get('h', async () => row('a'))
+    now = 2000
+    await cache.get('h', async () => {
+      throw new Error('connect ECONNREFUSED')
+    })
+    now = 10_000
+    await expect(
+      cache.get('h', async () => {
+        throw new Error('connect ECONNREFUSED')
+      }),
+    ).rejects.toThrow()
+    expect(seen).toEqual(['hit', 'miss', 'hit', 'stale', 'miss'])
+  })
 })

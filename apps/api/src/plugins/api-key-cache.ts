@@ -11,7 +11,15 @@ export interface ApiKeyCacheOptions {
    */
   staleIfErrorMs?: number
   now?: () => number
+  /**
+   * Told how each lookup was answered (metrics): `hit` without a Postgres query of its own (a fresh
+   * entry, or a load already under way), `miss` by a query, `stale` by an expired entry because the
+   * query failed.
+   */
+  onLookup?: (result: KeyCacheLookup) => void
 }
+
+export type KeyCacheLookup = 'hit' | 'miss' | 'stale'
 
 interface Entry {
   key: ApiKeyRow | null
@@ -40,12 +48,14 @@ export class ApiKeyCache {
   readonly #maxEntries: number
   readonly #staleIfErrorMs: number
   readonly #now: () => number
+  readonly #onLookup: ((result: KeyCacheLookup) => void) | undefined
 
   constructor(options: ApiKeyCacheOptions) {
     this.#ttlMs = options.ttlMs
     this.#maxEntries = options.maxEntries
     this.#staleIfErrorMs = options.staleIfErrorMs ?? 0
     this.#now = options.now ?? Date.now
+    this.#onLookup = options.onLookup
   }
 
   /** The cached lookup for `hash`, or one `load` shared by every concurrent caller. */
@@ -54,21 +64,28 @@ export class ApiKeyCache {
     if (hit && hit.expiresAt > this.#now()) {
       this.#entries.delete(hash)
       this.#entries.set(hash, hit)
+      this.#onLookup?.('hit')
       return hit.key
     }
     const pending = this.#inflight.get(hash)
-    if (pending) return pending
+    if (pending) {
+      this.#onLookup?.('hit')
+      return pending
+    }
     const startedAt = this.#generation
     const loading = (async () => {
       try {
         const key = await load()
         const evictedAt = Math.max(this.#clearedAt, key ? (this.#evictedAt.get(key.id) ?? 0) : 0)
         if (evictedAt <= startedAt && this.#ttlMs > 0) this.#store(hash, key)
+        this.#onLookup?.('miss')
         return key
       } catch (error) {
         // Still here: not evicted since it was stored, so no status change is known to have made it wrong.
         const stale = this.#entries.get(hash)
-        if (stale && stale.expiresAt + this.#staleIfErrorMs > this.#now()) return stale.key
+        const usable = stale && stale.expiresAt + this.#staleIfErrorMs > this.#now()
+        this.#onLookup?.(usable ? 'stale' : 'miss')
+        if (usable) return stale.key
         throw error
       } finally {
         // Only after the check above: the eviction record must outlive every lookup it concerns.

@@ -10,6 +10,7 @@ import { cancelMessageRoutes } from './messages/cancel.ts'
 import { messageListRoutes } from './messages/list.ts'
 import { sendMessageRoutes } from './messages/send.ts'
 import { messageStatusRoutes } from './messages/status.ts'
+import { metricsRoutes } from './metrics/index.ts'
 import { catalogRoutes } from './third-party/catalog.ts'
 import { kitRoutes } from './third-party/kits.ts'
 import { mediaRoutes } from './third-party/media.ts'
@@ -24,6 +25,7 @@ import { whatsappWebhookRoutes } from './webhooks/whatsapp.ts'
  */
 const ROUTES = [
   [healthRoutes, {}],
+  [metricsRoutes, {}],
   [apiKeyRoutes, { prefix: '/api/api-keys' }],
   [adminApiKeyRoutes, { prefix: '/api/admin/api-keys' }],
   [adminInboundMessageRoutes, { prefix: '/api/admin/inbound-messages' }],

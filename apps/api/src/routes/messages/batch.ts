@@ -127,6 +127,7 @@ export const batchMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> 
           request.log.warn({ err: error, batchId }, 'scheduled messages not listed until due'),
         )
       }
+      app.metrics?.acceptedBatch(accepted.map(({ job }) => job.message.type))
       const rejected = results.length - accepted.length
       request.log.info({ batchId, accepted: accepted.length, rejected }, 'message batch accepted')
       return reply.code(202).send({ batchId, accepted: accepted.length, rejected, results })

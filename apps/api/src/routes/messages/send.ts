@@ -120,6 +120,7 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
           throw unavailable('accept messages')
         }
         if (status === 'scheduled') await recordScheduled(request.log, job)
+        app.metrics?.accepted(send.type)
         request.log.info({ messageId, type: send.type, status }, 'message accepted')
         return reply.code(202).send({
           messageId,
