@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url'
-import { createSecretBox, secretsEnv } from '@dispatch/contracts'
+import { createSecretBox, metricsEnv, secretsEnv } from '@dispatch/contracts'
 import {
   ConfigError,
   choosePlatform,
@@ -53,6 +53,13 @@ const WorkerEnv = Type.Object({
   SENDER_QUEUE_WINDOW_MS: Type.Integer({ minimum: 50, maximum: 60_000, default: 500 }),
   ...platformEnv,
   ...secretsEnv,
+  ...metricsEnv,
+  /**
+   * Where this process serves `GET /metrics`: unset, no listener (and nothing counted); 0, any free
+   * port (logged). One listener for the whole process, whatever its WORKER_QUEUES.
+   */
+  METRICS_PORT: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535 })),
+  METRICS_HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
   /** Messages per second for the default sender's phone number, across every worker process. */
   PLATFORM_RATE_PER_SECOND: Type.Integer({ minimum: 1, default: 80 }),
   /** Who is told by e-mail when a sender needs attention (its token was refused). */

@@ -3,6 +3,8 @@ import { createDb } from '@dispatch/db'
 import pino, { type DestinationStream, type Logger } from 'pino'
 import { startEmailUnit } from './email/unit.ts'
 import type { WorkerConfig, WorkerRole } from './env.ts'
+import { WorkerMetrics } from './metrics/registry.ts'
+import { type MetricsUnit, startMetricsUnit } from './metrics/unit.ts'
 import { startOutboxUnit } from './outbox/unit.ts'
 import { createRedisFactory, START_ORDER, type WorkerUnit, type WorkerUnitStarter } from './runtime.ts'
 import { startMessagesUnit } from './senders/unit.ts'
@@ -22,6 +24,7 @@ export function createWorkerLogger(config: WorkerConfig, stream?: DestinationStr
     urlPassword(config.SMTP_URL),
     urlPassword(config.DATABASE_URL),
     urlPassword(config.REDIS_URL),
+    config.METRICS_TOKEN,
   ]
   const logger = pino(
     { ...loggerOptions(config.LOG_LEVEL, secrets), name: 'worker' },
@@ -32,6 +35,8 @@ export function createWorkerLogger(config: WorkerConfig, stream?: DestinationStr
 }
 
 export interface RunningWorker {
+  /** Where this process serves `/metrics` (`http://host:port`), when it does (METRICS_PORT). */
+  metricsUrl: string | undefined
   /** Stops taking work, lets in-flight jobs finish, then closes every connection. */
   close(): Promise<void>
 }
@@ -52,6 +57,9 @@ export async function startWorker(
   const { db, sql, close: closeDb } = createDb(config.DATABASE_URL)
   const connections = createRedisFactory(config, logger)
   const secrets = loggerSecrets.get(logger)
+  // No listener, nobody to read them: without METRICS_PORT nothing is counted either.
+  const metrics =
+    config.METRICS_ENABLED && config.METRICS_PORT !== undefined ? new WorkerMetrics() : undefined
   const context = {
     config,
     db,
@@ -61,20 +69,26 @@ export async function startWorker(
     addSecret: (value: string) => {
       if (secrets && !secrets.includes(value)) secrets.push(value)
     },
+    metrics,
   }
   const started: Array<[WorkerRole, WorkerUnit]> = []
+  let listener: MetricsUnit | undefined
   try {
+    // For the whole process, before the units: they register what it reads at scrape time.
+    if (metrics) listener = await startMetricsUnit(context, metrics)
     for (const role of START_ORDER) {
       if (config.roles.includes(role)) started.push([role, await UNITS[role](context)])
     }
   } catch (error) {
     for (const [, unit] of started.reverse()) await unit.close().catch(() => {})
+    await listener?.close()
     connections.disconnectAll()
     await closeDb()
     throw error
   }
 
   return {
+    metricsUrl: listener?.url,
     close: async () => {
       // The relay first (it only produces), then every consumer at once, within the grace period.
       const relay = started.find(([role]) => role === 'outbox')?.[1]
@@ -94,6 +108,8 @@ export async function startWorker(
       clearTimeout(timer)
       if (!drained)
         logger.warn({ graceMs: config.SHUTDOWN_GRACE_MS }, 'workers did not close in time; disconnecting')
+      // Last: a scrape during the drain still answers.
+      await listener?.close()
       connections.disconnectAll()
       await closeDb()
     },

@@ -2,6 +2,7 @@ import type { Db, Sql } from '@dispatch/db'
 import { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import type { WorkerConfig, WorkerRole } from './env.ts'
+import type { WorkerMetrics } from './metrics/registry.ts'
 
 /** What every part of a worker process is built from: its config, Postgres, logs and Redis. */
 export interface WorkerContext {
@@ -17,6 +18,11 @@ export interface WorkerContext {
   redis(name: string, options: { blocking: boolean }): Redis
   /** Adds a secret learned at run time (a sender's token) to the values no log line may carry. */
   addSecret(value: string): void
+  /**
+   * This process's metrics: units count into it and tell it what to read at scrape time. Undefined
+   * when off (METRICS_ENABLED false, or no METRICS_PORT): nothing is counted.
+   */
+  metrics: WorkerMetrics | undefined
 }
 
 /**

@@ -1,9 +1,10 @@
+import { QueueNames } from '@dispatch/contracts'
 import type { WorkerUnitStarter } from '../runtime.ts'
 import { startEmailWorker } from '../workers/email.ts'
 import { createMailer } from './transport.ts'
 
 /** The `email` role: sends the outbox's e-mails (key decisions, orders, alerts). */
-export const startEmailUnit: WorkerUnitStarter = async ({ config, db, logger, redis }) => {
+export const startEmailUnit: WorkerUnitStarter = async ({ config, db, logger, redis, metrics }) => {
   const mailer = createMailer(config, logger)
   const worker = startEmailWorker({
     db,
@@ -12,7 +13,9 @@ export const startEmailUnit: WorkerUnitStarter = async ({ config, db, logger, re
     connection: redis('email-worker', { blocking: true }),
     prefix: config.QUEUE_PREFIX,
     concurrency: config.EMAIL_CONCURRENCY,
+    metrics,
   })
+  metrics?.watchQueues(() => [QueueNames.email])
   logger.info(
     { concurrency: config.EMAIL_CONCURRENCY, smtp: Boolean(config.SMTP_URL) },
     'e-mail worker started',

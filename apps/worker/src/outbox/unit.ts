@@ -12,7 +12,7 @@ const emailJobOptions = (attempts: number, backoffMs: number) => ({
 })
 
 /** The `outbox` role: relays committed side effects (e-mails, webhook events) into their queues. */
-export const startOutboxUnit: WorkerUnitStarter = async ({ config, db, sql, logger, redis }) => {
+export const startOutboxUnit: WorkerUnitStarter = async ({ config, db, sql, logger, redis, metrics }) => {
   const producer = redis('outbox-queues', { blocking: false })
   const emailQueue = new Queue<EmailJob>(QueueNames.email, {
     connection: producer,
@@ -35,6 +35,7 @@ export const startOutboxUnit: WorkerUnitStarter = async ({ config, db, sql, logg
     batchSize: config.OUTBOX_BATCH_SIZE,
   })
   await relay.start()
+  metrics?.watchOutbox()
   logger.info({ pollMs: config.OUTBOX_POLL_MS }, 'outbox relay started')
   return {
     close: async () => {

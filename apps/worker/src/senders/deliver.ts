@@ -5,6 +5,7 @@ import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import { Compile } from 'typebox/compile'
 import type { DeliveryRecorder } from '../delivery-recorder.ts'
+import type { DeliveryMetrics } from '../metrics/registry.ts'
 import { type MessagingPlatform, PlatformError } from '../platforms/types.ts'
 
 /** What a job ends with: the platform's id, or why it was never sent. */
@@ -27,6 +28,8 @@ export interface DeliveryDeps {
   logger: Logger
   prefix: string
   recorder: DeliveryRecorder
+  /** Counts outcomes, when metrics are on. */
+  metrics?: DeliveryMetrics | undefined
 }
 
 const isMessageJob = Compile(MessageJob)
@@ -54,7 +57,7 @@ export async function deliverMessage(
   lane: DeliveryLane,
   deps: DeliveryDeps,
 ): Promise<DeliveryResult> {
-  const { db, logger, recorder } = deps
+  const { db, logger, recorder, metrics } = deps
   const { platform, senderId } = lane
   if (!isMessageJob.Check(job.data)) {
     logger.error({ jobId: job.id }, 'message job does not match its contract; failed without delivery')
@@ -95,6 +98,7 @@ export async function deliverMessage(
   )
   if (holder === 'cancel') {
     await recorder.record(outcome('canceled', { attempts: job.attemptsMade }))
+    metrics?.canceled(senderId)
     log.info('message canceled before it was sent')
     return { outcome: 'canceled' }
   }
@@ -110,6 +114,7 @@ export async function deliverMessage(
     const sent = (job.progress as { platformMessageId?: string } | undefined)?.platformMessageId
     if (sent) {
       await recorder.record(outcome('sent', { platformMessageId: sent, attempts: job.attemptsMade }))
+      metrics?.sent(senderId, sendAt ?? acceptedAt)
       log.info({ platformMessageId: sent }, 'message already sent; recorded it without sending again')
       return { platformMessageId: sent }
     }
@@ -124,6 +129,7 @@ export async function deliverMessage(
         lastErrorMessage: `Not handed to the platform before ${expiresAt}`,
       }),
     )
+    metrics?.expired(senderId)
     log.info({ expiresAt }, 'message expired before it could be sent')
     return { outcome: 'expired' }
   }
@@ -138,7 +144,10 @@ export async function deliverMessage(
       // attempt is spent.
       const { pauseMs, newPause } = await lane.rateLimit(error.retryAfterMs ?? 1000)
       // One line per pause, not one per job of the burst that met it.
-      if (newPause) log.warn({ code: error.code, pauseMs }, 'platform rate limit; pausing this sender')
+      if (newPause) {
+        log.warn({ code: error.code, pauseMs }, 'platform rate limit; pausing this sender')
+        metrics?.rateLimitPaused(senderId)
+      }
       throw Worker.RateLimitError()
     }
     if (error.kind === 'recipient-throttled' && token) {
@@ -159,6 +168,8 @@ export async function deliverMessage(
     await recorder.record(
       outcome(final ? 'failed' : 'sending', { lastErrorCode: error.code, lastErrorMessage: error.message }),
     )
+    if (final) metrics?.failed(senderId, error.code)
+    else metrics?.retried(senderId, error.code)
     log.warn({ code: error.code, kind: error.kind, attempts, final }, 'delivery attempt failed')
     throw final ? new UnrecoverableError(`${error.code}: ${error.message}`) : error
   }
@@ -171,6 +182,7 @@ export async function deliverMessage(
     log.error({ err: error, platformMessageId }, 'message sent but its record failed; retrying the record')
     throw error
   }
+  metrics?.sent(senderId, sendAt ?? acceptedAt)
   log.debug({ platformMessageId, attempts }, 'message sent')
   return { platformMessageId }
 }

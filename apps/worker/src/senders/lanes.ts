@@ -79,7 +79,14 @@ export class SenderLane implements DeliveryLane {
     this.queue.on('error', (error) =>
       logger.warn({ err: error, senderId: this.senderId }, 'sender queue error'),
     )
-    const deps = { db: context.db, claims: connections.claims, logger, prefix: config.QUEUE_PREFIX, recorder }
+    const deps = {
+      db: context.db,
+      claims: connections.claims,
+      logger,
+      prefix: config.QUEUE_PREFIX,
+      recorder,
+      metrics: context.metrics,
+    }
     this.#worker = new Worker<MessageJob, DeliveryResult>(
       name,
       (job, token) => deliverMessage(job, token, this, deps),

@@ -14,6 +14,8 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
   await registry.start()
   const admitter = new Admitter(context, lanes.producer, () => lanes.lanes())
   admitter.start()
+  context.metrics?.watchSenders(() => lanes.lanes())
+  context.metrics?.watchQueues(() => [...lanes.lanes()].map((lane) => lane.queue.name))
   const { config, logger } = context
   logger.info(
     {

@@ -1,10 +1,10 @@
-import { createSecretBox } from '@dispatch/contracts'
+import { createSecretBox, QueueNames } from '@dispatch/contracts'
 import type { WorkerUnitStarter } from '../runtime.ts'
 import { startWebhookRetention } from './retention.ts'
 import { startWebhooksWorker } from './worker.ts'
 
 /** The `webhooks` role: delivers signed events to senders' endpoints, and purges old ones. */
-export const startWebhooksUnit: WorkerUnitStarter = async ({ config, db, logger, redis }) => {
+export const startWebhooksUnit: WorkerUnitStarter = async ({ config, db, logger, redis, metrics }) => {
   const worker = startWebhooksWorker({
     db,
     logger,
@@ -21,7 +21,9 @@ export const startWebhooksUnit: WorkerUnitStarter = async ({ config, db, logger,
     allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
     production: config.APP_ENV === 'production',
     box: createSecretBox(config),
+    metrics,
   })
+  metrics?.watchQueues(() => [QueueNames.webhooks])
   logger.info(
     {
       concurrency: config.WEBHOOK_CONCURRENCY,

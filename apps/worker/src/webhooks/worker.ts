@@ -10,6 +10,7 @@ import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq'
 import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import { Compile } from 'typebox/compile'
+import type { WorkerMetrics } from '../metrics/registry.ts'
 import { AttemptRecorder } from './attempt-recorder.ts'
 import { EndpointGate } from './endpoint-gate.ts'
 import { postWebhook } from './post.ts'
@@ -38,6 +39,8 @@ export interface WebhooksWorkerOptions {
   /** Opens the endpoints' signing secrets, stored sealed under SECRETS_KEY. */
   box: SecretBox
   lockMs?: number
+  /** Counts outcomes, when metrics are on. */
+  metrics?: Pick<WorkerMetrics, 'webhook'> | undefined
 }
 
 export type WebhookResult =
@@ -96,7 +99,7 @@ class EndpointCache {
  * long failing streak disable the endpoint; 429, 502 and 504 pause the endpoint for every worker.
  */
 export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<WebhookJob, WebhookResult> {
-  const { db, logger, schedule } = options
+  const { db, logger, schedule, metrics } = options
   const endpoints = new EndpointCache(db)
   const signingSecrets = new SigningSecrets(options.box)
   const recorder = new AttemptRecorder(db, logger)
@@ -128,6 +131,7 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
       log.warn({ err: error }, 'webhook endpoint not readable; delivery postponed')
       return later(5000)
     }
+    if (!endpoint?.enabled) metrics?.webhook('skipped')
     if (!endpoint) return { delivered: false, skipped: 'endpoint-gone' }
     if (!endpoint.enabled) return { delivered: false, skipped: 'endpoint-disabled' }
 
@@ -179,6 +183,7 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
           log.warn({ err: error }, 'webhook endpoint health not recorded'),
         )
       }
+      metrics?.webhook('success')
       log.debug({ statusCode: result.statusCode, attempt }, 'webhook delivered')
       return { delivered: true, statusCode: result.statusCode ?? 200, attempt }
     }
@@ -208,6 +213,7 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
     } catch (error) {
       log.warn({ err: error }, 'webhook endpoint failure not recorded')
     }
+    metrics?.webhook(disabled || last ? 'failed' : 'retry')
     const why = result.error ?? `answered ${result.statusCode}`
     log.warn({ statusCode: result.statusCode, attempt, last, disabled }, 'webhook delivery failed')
     if (disabled) throw new UnrecoverableError(`${why}; endpoint disabled (${disabled})`)

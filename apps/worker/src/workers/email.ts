@@ -6,11 +6,14 @@ import type { Logger } from 'pino'
 import Value from 'typebox/value'
 import { renderEmail } from '../email/templates.ts'
 import type { Mailer } from '../email/transport.ts'
+import type { WorkerMetrics } from '../metrics/registry.ts'
 
 export interface EmailProcessorDeps {
   db: Db
   mailer: Mailer
   logger: Logger
+  /** Counts outcomes, when metrics are on. */
+  metrics?: Pick<WorkerMetrics, 'email'> | undefined
 }
 
 /** SMTP 5xx answers (unknown mailbox, policy refusal) will not change on a retry. */
@@ -24,7 +27,7 @@ const isPermanent = (error: unknown) => {
  * (a job that runs twice after a crash); failures are recorded with their attempt count and
  * rethrown so BullMQ retries with backoff, except permanent ones.
  */
-export async function sendEmailJob(job: Job<EmailJob>, { db, mailer, logger }: EmailProcessorDeps) {
+export async function sendEmailJob(job: Job<EmailJob>, { db, mailer, logger, metrics }: EmailProcessorDeps) {
   if (!Value.Check(EmailJob, job.data)) {
     throw new UnrecoverableError(
       `invalid e-mail job payload: ${[...Value.Errors(EmailJob, job.data)][0]?.message}`,
@@ -46,6 +49,7 @@ export async function sendEmailJob(job: Job<EmailJob>, { db, mailer, logger }: E
       providerMessageId: messageId,
       sentAt: new Date(),
     })
+    metrics?.email('sent')
     logger.info({ outboxId, template, attempts }, 'e-mail sent')
     return { messageId }
   } catch (error) {
@@ -59,6 +63,7 @@ export async function sendEmailJob(job: Job<EmailJob>, { db, mailer, logger }: E
       providerMessageId: null,
       sentAt: null,
     })
+    metrics?.email(final ? 'failed' : 'retry')
     logger.warn({ outboxId, template, attempts, final, err: error }, 'e-mail not sent')
     throw permanent ? new UnrecoverableError(lastError) : error
   }

@@ -1,4 +1,4 @@
-import { asc, inArray, isNull } from 'drizzle-orm'
+import { asc, inArray, isNull, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { outbox } from '../schema/outbox.ts'
 
@@ -36,4 +36,19 @@ export async function relayOutbox(
       )
     return rows.length
   })
+}
+
+/**
+ * How long, in seconds by Postgres' clock, the oldest row still waiting for the relay has waited;
+ * 0 when none waits. The lowest pending id is the first entry of `outbox_pending_idx`: one index
+ * probe, however long the table (metrics read it at every scrape).
+ */
+export async function pendingOutboxAgeSeconds(db: Db): Promise<number> {
+  const [row] = await db
+    .select({ age: sql<number>`extract(epoch from now() - ${outbox.createdAt})::float8` })
+    .from(outbox)
+    .where(isNull(outbox.dispatchedAt))
+    .orderBy(asc(outbox.id))
+    .limit(1)
+  return row ? Math.max(0, Number(row.age)) : 0
 }

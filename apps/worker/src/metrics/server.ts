@@ -1,0 +1,78 @@
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { bearerTokenCheck, PROMETHEUS_CONTENT_TYPE } from '@dispatch/contracts'
+import type { Logger } from 'pino'
+
+export interface MetricsServerOptions {
+  host: string
+  /** 0: any free port. */
+  port: number
+  /** When set, only `Authorization: Bearer <token>` is answered (compared in constant time). */
+  token: string | undefined
+  scrape(): Promise<string>
+  logger: Logger
+}
+
+export interface MetricsServer {
+  /** Where it listens: `http://host:port`. */
+  url: string
+  close(): Promise<void>
+}
+
+const plain = (status: number, body: string, headers: Record<string, string> = {}) => ({
+  status,
+  body,
+  headers: { 'content-type': 'text/plain; charset=utf-8', ...headers },
+})
+
+/**
+ * A bare `node:http` listener with one route, `GET /metrics`: a worker has no HTTP framework and
+ * needs none for this. Anything else is 404; without a valid token (when one is set), a plain 401.
+ */
+export async function startMetricsServer(options: MetricsServerOptions): Promise<MetricsServer> {
+  const authorized = options.token ? bearerTokenCheck(options.token) : () => true
+  const answer = async (method: string | undefined, path: string, authorization: string | undefined) => {
+    if (path !== '/metrics') return plain(404, 'Not found\n')
+    if (method !== 'GET' && method !== 'HEAD')
+      return plain(405, 'Method not allowed\n', { allow: 'GET, HEAD' })
+    if (!authorized(authorization)) return plain(401, 'Unauthorized\n', { 'www-authenticate': 'Bearer' })
+    try {
+      return {
+        status: 200,
+        body: await options.scrape(),
+        headers: { 'content-type': PROMETHEUS_CONTENT_TYPE },
+      }
+    } catch (error) {
+      options.logger.warn({ err: error }, 'metrics scrape failed')
+      return plain(500, 'Metrics could not be collected\n')
+    }
+  }
+  const server = createServer((request, response) => {
+    const path = (request.url ?? '').split('?')[0] ?? ''
+    answer(request.method, path, request.headers.authorization).then(({ status, body, headers }) => {
+      response.writeHead(status, { ...headers, 'content-length': Buffer.byteLength(body) })
+      response.end(request.method === 'HEAD' ? undefined : body)
+    })
+  })
+  // A scraper that connects and says nothing is dropped, rather than holding a socket forever.
+  server.requestTimeout = 10_000
+  server.headersTimeout = 5_000
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject)
+      resolve()
+    })
+  })
+  server.on('error', (error) => options.logger.warn({ err: error }, 'metrics listener error'))
+  const { address, port } = server.address() as AddressInfo
+  const host = address.includes(':') ? `[${address}]` : address
+  return {
+    url: `http://${host}:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+      }),
+  }
+}
