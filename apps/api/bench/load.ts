@@ -78,6 +78,8 @@ export interface ServerEnv {
   DATABASE_URL: string
   REDIS_URL: string
   QUEUE_PREFIX: string
+  /** `false` starts the API without metrics (bench/metrics.ts); unset, the default (on). */
+  METRICS_ENABLED?: string
 }
 
 export interface ChildServer {

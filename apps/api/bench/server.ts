@@ -24,6 +24,7 @@ const config = parseApiConfig({
   REDIS_URL: process.env.REDIS_URL,
   QUEUE_PREFIX: process.env.QUEUE_PREFIX,
   LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+  METRICS_ENABLED: process.env.METRICS_ENABLED,
   // The per-key limit stays in the path being measured, set high enough never to refuse.
   MESSAGE_RATE_PER_SECOND: '1000000000',
 })
