@@ -88,6 +88,10 @@ it("counts a sender's messages waiting for admission apart from its scheduled on
     expect(sampleValue(samples, 'dispatch_sender_scheduled_messages', { sender_id: DEFAULT_SENDER_ID })).toBe(
       1,
     )
+    // The world's PLATFORM_RATE_PER_SECOND: waiting ÷ rate is the backlog in seconds.
+    expect(sampleValue(samples, 'dispatch_sender_rate_per_second', { sender_id: DEFAULT_SENDER_ID })).toBe(
+      10_000,
+    )
   } finally {
     await redis.del(keys.jobs, keys.scheduled)
     redis.disconnect()
@@ -112,7 +116,9 @@ it('a process reports only what its roles run: no outbox lag or senders without 
 it('a scrape while Redis and Postgres are unreachable answers, leaving their figures out', async () => {
   const metrics = new WorkerMetrics()
   metrics.watchQueues(() => ['messages'])
-  metrics.watchSenders(() => [{ senderId: DEFAULT_SENDER_ID, settings: { state: 'active' } }])
+  metrics.watchSenders(() => [
+    { senderId: DEFAULT_SENDER_ID, settings: { state: 'active', ratePerSecond: 80 } },
+  ])
   metrics.watchOutbox()
   // Nothing listens on port 1.
   const redis = new Redis('redis://127.0.0.1:1', {

@@ -9,7 +9,7 @@ import type { WorkerMetrics } from './registry.ts'
 /** A sender this process delivers for, as its lane holds it. */
 export interface WatchedSender {
   senderId: string
-  settings: { state: SenderState }
+  settings: { state: SenderState; ratePerSecond: number }
 }
 
 /** What the units of this process ask to be read at each scrape (`WorkerMetrics.watch…`). */
@@ -63,6 +63,7 @@ export class Scraper {
   readonly #waiting
   readonly #scheduled
   readonly #senderState
+  readonly #senderRate
   readonly #outboxLag
   readonly #paused
 
@@ -89,6 +90,11 @@ export class Scraper {
       'dispatch_sender_state',
       'The state of each sender this process delivers for: 1 for its current state, 0 for the others',
       ['sender_id', 'state'],
+    )
+    this.#senderRate = metrics.gauge(
+      'dispatch_sender_rate_per_second',
+      "Each sender's configured rate (messages per second, across every process): waiting ÷ rate is its backlog in seconds",
+      ['sender_id'],
     )
     this.#paused = metrics.gauge(
       'dispatch_queue_paused',
@@ -221,7 +227,9 @@ export class Scraper {
 
   #senderStates() {
     this.#senderState.reset()
+    this.#senderRate.reset()
     for (const { senderId, settings } of this.#senders()) {
+      this.#senderRate.set({ sender_id: senderId }, settings.ratePerSecond)
       for (const state of SENDER_STATES) {
         this.#senderState.set({ sender_id: senderId, state }, state === settings.state ? 1 : 0)
       }
