@@ -6,7 +6,13 @@
  * each, then BENCH_ROUNDS (3) alternating rounds of BENCH_DURATION_S (5) s, medians compared.
  * Aim ≥ 0.95×.
  *
- *   pnpm --filter @dispatch/api bench:metrics    (BENCH_CONNECTIONS, BENCH_DURATION_S, BENCH_ROUNDS, BENCH_SCRAPE_MS)
+ * Then, because two processes on a shared machine drift apart by more than metrics cost, the same
+ * comparison in one process: an app with metrics and one without (`buildApp`, `inject`, 50 in
+ * flight), BENCH_PAIRS (12) pairs of BENCH_BATCH (2,000) sends each, the order alternating; the
+ * process's CPU per request of each batch, medians and the median of the paired differences.
+ *
+ *   pnpm --filter @dispatch/api bench:metrics    (BENCH_CONNECTIONS, BENCH_DURATION_S, BENCH_ROUNDS,
+ *   BENCH_SCRAPE_MS, BENCH_PAIRS, BENCH_BATCH)
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import {
@@ -16,13 +22,17 @@ import {
   median,
   printComparison,
 } from '@dispatch/testing/bench'
+import type { FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
-import { assertClean, autocannon, medianRun, type Run, settle, startServer } from './load.ts'
+import { buildApp, createDeps, createLogger, parseApiConfig } from '../src/app.ts'
+import { approvedKey, assertClean, autocannon, medianRun, type Run, settle, startServer } from './load.ts'
 
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 100)
 const duration = Number(process.env.BENCH_DURATION_S ?? 5)
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3)
 const scrapeMs = Number(process.env.BENCH_SCRAPE_MS ?? 1000)
+const pairs = Number(process.env.BENCH_PAIRS ?? 12)
+const batch = Number(process.env.BENCH_BATCH ?? 2000)
 const body = JSON.stringify({ phone: '+5511987654321', text: 'Your code is 123456' })
 
 const world = await createBenchWorld('metrics_accept')
@@ -59,6 +69,71 @@ async function whileScraped<T>(url: string, work: Promise<T>) {
     running = false
     await loop
     client.close()
+  }
+}
+
+/** An API in this process, metrics on or off, with an approved key. */
+async function inProcessApp(metrics: boolean) {
+  const config = parseApiConfig({
+    ...env,
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+    MESSAGE_RATE_PER_SECOND: '1000000000',
+    METRICS_ENABLED: String(metrics),
+  })
+  const app = await buildApp(createDeps(config, { logger: createLogger(config) }))
+  await app.ready()
+  return { app, key: await approvedKey(app) }
+}
+
+/** This process's CPU per request, µs, over `batch` sends, 50 in flight. */
+async function cpuPerSend({ app, key }: { app: FastifyInstance; key: string }) {
+  const before = process.cpuUsage()
+  let next = 0
+  await Promise.all(
+    Array.from({ length: 50 }, async () => {
+      while (next++ < batch) {
+        const res = await app.inject({
+          method: 'POST',
+          url: '/api/third-party/messages/send-text',
+          headers: { 'x-api-key': key, 'content-type': 'application/json' },
+          payload: body,
+        })
+        if (res.statusCode !== 202) throw new Error(`send answered ${res.statusCode}: ${res.body}`)
+      }
+    }),
+  )
+  const used = process.cpuUsage(before)
+  return (used.user + used.system) / batch
+}
+
+async function pairedInProcess() {
+  const apps = { on: await inProcessApp(true), off: await inProcessApp(false) }
+  try {
+    await cpuPerSend(apps.on)
+    await cpuPerSend(apps.off)
+    const cpu = { on: [] as number[], off: [] as number[] }
+    for (let pair = 0; pair < pairs; pair++) {
+      for (const side of pair % 2 ? (['on', 'off'] as const) : (['off', 'on'] as const)) {
+        cpu[side].push(await cpuPerSend(apps[side]))
+      }
+      await clearFairAdmission(redis, world.queuePrefix)
+    }
+    const differences = cpu.on.map((value, i) => value - (cpu.off[i] ?? 0))
+    console.log(
+      `in one process, ${pairs} pairs of ${batch} sends (inject, 50 in flight): CPU per send with metrics` +
+        ` ${cpu.on.map(Math.round).join(', ')} µs; without ${cpu.off.map(Math.round).join(', ')} µs;` +
+        ` median of the paired differences ${median(differences).toFixed(1)} µs`,
+    )
+    printComparison({
+      name: 'CPU per send in one process, metrics on vs off',
+      figure: median(cpu.on),
+      baseline: median(cpu.off),
+      unit: 'µs',
+      better: 'lower',
+    })
+  } finally {
+    await apps.on.app.close()
+    await apps.off.app.close()
   }
 }
 
@@ -141,6 +216,7 @@ try {
       better: 'lower',
     })
   }
+  await pairedInProcess()
 } finally {
   await Promise.all([on.stop(), off.stop()])
   await drain().catch(() => {})
