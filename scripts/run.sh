@@ -19,7 +19,8 @@ if [ -z "${LOG_FORMAT:-}" ] && [ -t 1 ]; then export LOG_FORMAT=pretty; fi
 set -m
 node "${watch[@]}" apps/api/src/server.ts &
 api=$!
-node "${watch[@]}" apps/worker/src/main.ts &
+# The worker's /metrics at http://127.0.0.1:9464/metrics (docs/operations.md), unless set otherwise.
+METRICS_PORT="${METRICS_PORT-9464}" node "${watch[@]}" apps/worker/src/main.ts &
 worker=$!
 set +m
 
