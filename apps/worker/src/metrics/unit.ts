@@ -30,7 +30,10 @@ export async function startMetricsUnit(context: WorkerContext, metrics: WorkerMe
     scrape: () => scraper.scrape(),
     logger,
   })
-  logger.info({ url: `${server.url}/metrics`, token: Boolean(config.METRICS_TOKEN) }, 'metrics listening')
+  logger.info(
+    { url: `${server.url}/metrics`, tokenRequired: Boolean(config.METRICS_TOKEN) },
+    'metrics listening',
+  )
   return {
     url: server.url,
     close: async () => {
