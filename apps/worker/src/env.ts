@@ -9,6 +9,7 @@ import {
   parseEnv,
   platformEnv,
 } from '@dispatch/contracts/env'
+import { tracingEnv } from '@dispatch/contracts/tracing'
 import Type, { type Static } from 'typebox'
 import { parseRetrySchedule } from './webhooks/schedule.ts'
 
@@ -53,6 +54,7 @@ const WorkerEnv = Type.Object({
   SENDER_QUEUE_WINDOW_MS: Type.Integer({ minimum: 50, maximum: 60_000, default: 500 }),
   ...platformEnv,
   ...secretsEnv,
+  ...tracingEnv,
   /** Messages per second for the default sender's phone number, across every worker process. */
   PLATFORM_RATE_PER_SECOND: Type.Integer({ minimum: 1, default: 80 }),
   /** Who is told by e-mail when a sender needs attention (its token was refused). */

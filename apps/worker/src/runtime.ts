@@ -1,4 +1,5 @@
 import type { Db, Sql } from '@dispatch/db'
+import type { Telemetry } from 'bullmq'
 import { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import type { WorkerConfig, WorkerRole } from './env.ts'
@@ -17,6 +18,8 @@ export interface WorkerContext {
   redis(name: string, options: { blocking: boolean }): Redis
   /** Adds a secret learned at run time (a sender's token) to the values no log line may carry. */
   addSecret(value: string): void
+  /** BullMQ's OpenTelemetry integration for the queues' workers, when tracing is on. */
+  telemetry: Telemetry | undefined
 }
 
 /**

@@ -3,7 +3,7 @@ import { startEmailWorker } from '../workers/email.ts'
 import { createMailer } from './transport.ts'
 
 /** The `email` role: sends the outbox's e-mails (key decisions, orders, alerts). */
-export const startEmailUnit: WorkerUnitStarter = async ({ config, db, logger, redis }) => {
+export const startEmailUnit: WorkerUnitStarter = async ({ config, db, logger, redis, telemetry }) => {
   const mailer = createMailer(config, logger)
   const worker = startEmailWorker({
     db,
@@ -12,6 +12,7 @@ export const startEmailUnit: WorkerUnitStarter = async ({ config, db, logger, re
     connection: redis('email-worker', { blocking: true }),
     prefix: config.QUEUE_PREFIX,
     concurrency: config.EMAIL_CONCURRENCY,
+    telemetry,
   })
   logger.info(
     { concurrency: config.EMAIL_CONCURRENCY, smtp: Boolean(config.SMTP_URL) },

@@ -6,6 +6,7 @@ import type { Logger } from 'pino'
 import { Compile } from 'typebox/compile'
 import type { DeliveryRecorder } from '../delivery-recorder.ts'
 import { type MessagingPlatform, PlatformError } from '../platforms/types.ts'
+import { traced } from '../tracing.ts'
 
 /** What a job ends with: the platform's id, or why it was never sent. */
 export type DeliveryResult = { platformMessageId: string } | { outcome: 'expired' | 'canceled' }
@@ -130,7 +131,9 @@ export async function deliverMessage(
 
   let platformMessageId: string
   try {
-    ;({ platformMessageId } = await platform.deliver({ messageId, message }))
+    ;({ platformMessageId } = await traced(`${platform.name} send`, { 'dispatch.sender_id': senderId }, () =>
+      platform.deliver({ messageId, message }),
+    ))
   } catch (caught) {
     const error = asPlatformError(caught)
     if (error.kind === 'rate-limited') {

@@ -88,6 +88,8 @@ export class SenderLane implements DeliveryLane {
         prefix: config.QUEUE_PREFIX,
         // Started once the sender's rate is in place (`apply`): never a burst past it.
         autorun: false,
+        // Each job's span continues the trace of the request that accepted the message.
+        ...(context.telemetry ? { telemetry: context.telemetry } : {}),
         concurrency: config.MESSAGES_CONCURRENCY,
         lockDuration: config.MESSAGES_LOCK_MS,
         stalledInterval: config.MESSAGES_STALLED_INTERVAL_MS,

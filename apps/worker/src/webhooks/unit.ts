@@ -4,7 +4,7 @@ import { startWebhookRetention } from './retention.ts'
 import { startWebhooksWorker } from './worker.ts'
 
 /** The `webhooks` role: delivers signed events to senders' endpoints, and purges old ones. */
-export const startWebhooksUnit: WorkerUnitStarter = async ({ config, db, logger, redis }) => {
+export const startWebhooksUnit: WorkerUnitStarter = async ({ config, db, logger, redis, telemetry }) => {
   const worker = startWebhooksWorker({
     db,
     logger,
@@ -20,6 +20,7 @@ export const startWebhooksUnit: WorkerUnitStarter = async ({ config, db, logger,
     disableAfterMs: config.WEBHOOK_DISABLE_AFTER_MS,
     allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
     production: config.APP_ENV === 'production',
+    telemetry,
     box: createSecretBox(config),
   })
   logger.info(
