@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { adminApiKeyRoutes } from './admin/api-keys.ts'
 import { adminCatalogRoutes } from './admin/catalog.ts'
 import { adminInboundMessageRoutes } from './admin/inbound-messages.ts'
+import { queueDashboardRoutes } from './admin/queue-dashboard.ts'
 import { adminSenderRoutes } from './admin/senders.ts'
 import { apiKeyRoutes } from './api-keys/index.ts'
 import { healthRoutes } from './health/index.ts'
@@ -37,6 +38,8 @@ const ROUTES = [
   [webhookEndpointRoutes, { prefix: '/api/third-party' }],
   [webhookDeliveryRoutes, { prefix: '/api/third-party' }],
   [mediaRoutes, { prefix: '/api/third-party' }],
+  // Bull Board, for browsers (HTTP Basic): outside /api and the OpenAPI document.
+  [queueDashboardRoutes, { prefix: '/admin/queues' }],
 ] as const
 
 /** The message routes, mounted twice: the spec's usage example omits `/api`. */
