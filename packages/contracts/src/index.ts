@@ -1,3 +1,4 @@
+export * from './admin-messages.ts'
 export * from './api-keys.ts'
 export * from './catalog.ts'
 export * from './catalog-admin.ts'

@@ -1,5 +1,6 @@
 export * from './api-key-secret.ts'
 export * from './client.ts'
+export * from './queries/admin-messages.ts'
 export * from './queries/api-keys.ts'
 export * from './queries/catalog.ts'
 export * from './queries/catalog-admin.ts'
