@@ -3,6 +3,7 @@ import { adminApiKeyRoutes } from './admin/api-keys.ts'
 import { adminCatalogRoutes } from './admin/catalog.ts'
 import { adminInboundMessageRoutes } from './admin/inbound-messages.ts'
 import { adminMessageRoutes } from './admin/messages.ts'
+import { adminQueueRoutes } from './admin/queues.ts'
 import { adminSenderRoutes } from './admin/senders.ts'
 import { apiKeyRoutes } from './api-keys/index.ts'
 import { healthRoutes } from './health/index.ts'
@@ -30,6 +31,7 @@ const ROUTES = [
   [adminInboundMessageRoutes, { prefix: '/api/admin/inbound-messages' }],
   [adminSenderRoutes, { prefix: '/api/admin/senders' }],
   [adminMessageRoutes, { prefix: '/api/admin/messages' }],
+  [adminQueueRoutes, { prefix: '/api/admin/queues' }],
   'messages',
   [whatsappWebhookRoutes, { prefix: '/api/webhooks/whatsapp' }],
   [adminCatalogRoutes, { prefix: '/api/admin' }],
