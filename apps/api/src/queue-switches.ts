@@ -10,6 +10,7 @@ import {
   type SwitchKind,
   senderQueueName,
   senderSwitchName,
+  type WebhookJob,
 } from '@dispatch/contracts'
 import {
   findSender,
@@ -21,7 +22,7 @@ import {
 import { Queue } from 'bullmq'
 import type { ApiDeps } from './deps.ts'
 
-type Deps = Pick<ApiDeps, 'db' | 'redis' | 'messages' | 'webhookQueue' | 'config'>
+type Deps = Pick<ApiDeps, 'db' | 'redis' | 'messages' | 'config'>
 
 const COUNTED = ['waiting', 'active', 'delayed', 'failed', 'prioritized'] as const
 
@@ -39,20 +40,36 @@ export interface SwitchTarget {
  */
 export class QueueSwitchboard {
   readonly #deps: Deps
-  readonly #email: Queue<EmailJob>
+  readonly #queues = new Map<'email' | 'webhooks', Queue<EmailJob | WebhookJob>>()
 
   constructor(deps: Deps) {
     this.#deps = deps
-    this.#email = new Queue<EmailJob>(QueueNames.email, {
-      connection: deps.redis,
-      prefix: deps.config.QUEUE_PREFIX,
-    })
-    this.#email.on('error', () => {})
   }
 
-  /** The BullMQ queue behind `email` or `webhooks`. */
-  queueOf(kind: 'email' | 'webhooks'): Queue {
-    return kind === 'email' ? this.#email : (this.#deps.webhookQueue as Queue)
+  /**
+   * Runs `work` on the BullMQ queue behind `email` or `webhooks`. A queue whose first connection
+   * step failed (BullMQ keeps that failure for good) is dropped on any error and built anew on the
+   * next call, so one slow Redis moment does not break the switch for the process's life.
+   */
+  async withQueue<T>(kind: 'email' | 'webhooks', work: (queue: Queue) => Promise<T>): Promise<T> {
+    let queue = this.#queues.get(kind)
+    if (!queue) {
+      queue = new Queue(QueueNames[kind], {
+        connection: this.#deps.redis,
+        prefix: this.#deps.config.QUEUE_PREFIX,
+      })
+      queue.on('error', () => {})
+      this.#queues.set(kind, queue)
+    }
+    try {
+      return await work(queue)
+    } catch (error) {
+      if (this.#queues.get(kind) === queue) {
+        this.#queues.delete(kind)
+        queue.close().catch(() => {})
+      }
+      throw error
+    }
   }
 
   /** The switch a name stands for, or undefined (an unknown name, or a sender that does not exist). */
@@ -106,10 +123,10 @@ export class QueueSwitchboard {
     let held = paused
     let counts: QueueCounts
     if (target.kind === 'email' || target.kind === 'webhooks') {
-      const queue = this.queueOf(target.kind)
       // What holds for the workers is BullMQ's own flag, in Redis.
-      held = await queue.isPaused()
-      counts = await countsOf(queue)
+      ;[held, counts] = await this.withQueue(target.kind, (queue) =>
+        Promise.all([queue.isPaused(), countsOf(queue)]),
+      )
     } else if (target.kind === 'sender') {
       const sender = target.sender as NonNullable<SwitchTarget['sender']>
       held = paused || allPaused || sender.state !== 'active'
@@ -145,7 +162,7 @@ export class QueueSwitchboard {
   }
 
   async close(): Promise<void> {
-    await this.#email.close().catch(() => {})
+    await Promise.all([...this.#queues.values()].map((queue) => queue.close().catch(() => {})))
   }
 }
 

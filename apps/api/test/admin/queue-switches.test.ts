@@ -8,7 +8,7 @@ import {
 } from '@dispatch/testing'
 import type { RunningWorker } from '@dispatch/worker'
 import { Queue } from 'bullmq'
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import {
   ADMIN,
   activeKey,
@@ -83,6 +83,12 @@ afterAll(async () => {
   await fake?.close()
   await smtp?.close()
   await world?.close()
+})
+
+// A test that failed half way leaves no switch on for the next.
+afterEach(async () => {
+  const paused = await world.sql<{ name: string }[]>`select name from queue_controls where paused`
+  for (const { name } of paused) await switchQueue(name, 'resume')
 })
 
 /** A BullMQ queue of this test's prefix, to read its pause as the workers see it. */

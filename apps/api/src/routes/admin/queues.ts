@@ -86,9 +86,8 @@ export const adminQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
         const paused = action === 'pause'
         if (target.kind === 'email' || target.kind === 'webhooks') {
           // BullMQ's own pause holds for every worker; it goes first, so no record says what is not so.
-          const queue = switchboard.queueOf(target.kind)
           try {
-            await (paused ? queue.pause() : queue.resume())
+            await switchboard.withQueue(target.kind, (queue) => (paused ? queue.pause() : queue.resume()))
           } catch (error) {
             request.log.error({ err: error, queue: name }, `queue ${action} failed`)
             throw unavailable(`${action} the ${name} queue`)
