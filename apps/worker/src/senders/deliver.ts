@@ -65,6 +65,9 @@ export async function deliverMessage(
   const log = logger.child({ messageId, type: message.type, senderId })
 
   const attempts = job.attemptsMade + 1
+  // A message an admin retried counts on from its earlier attempts (the record keeps the greater
+  // count, so outcomes that spend no attempt need no offset).
+  const priorAttempts = job.data.priorAttempts ?? 0
   const outcome = (status: DeliveryOutcome['status'], fields: Partial<DeliveryOutcome>): DeliveryOutcome => ({
     id: messageId,
     apiKeyId,
@@ -79,7 +82,7 @@ export async function deliverMessage(
     sendAt: sendAt ? new Date(sendAt) : null,
     expiresAt: expiresAt ? new Date(expiresAt) : null,
     status,
-    attempts,
+    attempts: priorAttempts + attempts,
     platformMessageId: null,
     lastErrorCode: null,
     lastErrorMessage: null,
