@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { FastifyOtelInstrumentation } from '@fastify/otel'
 import rateLimit from '@fastify/rate-limit'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance, LogController } from 'fastify'
@@ -73,6 +74,12 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   })
 
   await app.register(metrics)
+  // Before any route, so every request is a span (its children: hooks, the handler).
+  if (deps.tracing) {
+    const instrumentation = new FastifyOtelInstrumentation()
+    instrumentation.setTracerProvider(deps.tracing.provider)
+    await app.register(instrumentation.plugin())
+  }
   await registerOpenApi(app)
   await app.register(rateLimit, {
     global: false,

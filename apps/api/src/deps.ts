@@ -1,4 +1,5 @@
 import { logDestination, loggerOptions, QueueNames, urlPassword, type WebhookJob } from '@dispatch/contracts'
+import { startTracing, type Tracing } from '@dispatch/contracts/tracing'
 import { createDb, type Db } from '@dispatch/db'
 import { Queue } from 'bullmq'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
@@ -21,6 +22,8 @@ export interface ApiDeps {
   webhookQueue: Queue<WebhookJob>
   logger: FastifyBaseLogger
   clock: () => Date
+  /** OpenTelemetry, when OTEL_EXPORTER_OTLP_ENDPOINT is set (or a test gives one): requests are traced. */
+  tracing?: Tracing | undefined
   /** Postgres reachability, for /readyz. */
   pingDb(): Promise<void>
   close(): Promise<void>
@@ -85,8 +88,13 @@ export function createDeps(config: ApiConfig, overrides: { logger?: FastifyBaseL
   ] as const) {
     client.on('error', (error) => logger.warn({ err: error, client: name }, 'redis connection error'))
   }
+  const tracing = startTracing({
+    serviceName: config.OTEL_SERVICE_NAME ?? 'dispatch-api',
+    endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT,
+  })
   return {
     config,
+    tracing,
     db,
     redis,
     redisSubscriber,
@@ -103,6 +111,7 @@ export function createDeps(config: ApiConfig, overrides: { logger?: FastifyBaseL
       redis.disconnect()
       redisSubscriber.disconnect()
       await closeDb()
+      await tracing?.shutdown()
     },
   }
 }

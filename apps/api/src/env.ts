@@ -8,6 +8,7 @@ import {
   parseEnv,
   platformEnv,
 } from '@dispatch/contracts/env'
+import { tracingEnv } from '@dispatch/contracts/tracing'
 import Type, { type Static } from 'typebox'
 
 const ApiEnv = Type.Object({
@@ -52,6 +53,7 @@ const ApiEnv = Type.Object({
   ...platformEnv,
   ...secretsEnv,
   ...metricsEnv,
+  ...tracingEnv,
   /** The largest file `POST /api/third-party/media` takes; the Cloud API takes images up to 5 MB. */
   MEDIA_MAX_BYTES: Type.Integer({ minimum: 1024, maximum: 64 * 1024 * 1024, default: 5 * 1024 * 1024 }),
   /** How long the Cloud API has to take an upload (connection, the file, and its answer). */

@@ -51,7 +51,7 @@ export async function buildTestApp(
   /** Extra routes a test adds before the app is ready (to exercise a plugin from the outside). */
   extend?: (app: FastifyInstance) => void,
   /** Dependencies to replace, such as a clock set to another time. */
-  overrides: Partial<Pick<ApiDeps, 'clock'>> = {},
+  overrides: Partial<Pick<ApiDeps, 'clock' | 'tracing'>> = {},
 ): Promise<TestApp> {
   const config = parseApiConfig({
     DATABASE_URL: world.databaseUrl,

@@ -9,6 +9,7 @@ import {
   parseEnv,
   platformEnv,
 } from '@dispatch/contracts/env'
+import { tracingEnv } from '@dispatch/contracts/tracing'
 import Type, { type Static } from 'typebox'
 import { parseRetrySchedule } from './webhooks/schedule.ts'
 
@@ -60,6 +61,7 @@ const WorkerEnv = Type.Object({
    */
   METRICS_PORT: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535 })),
   METRICS_HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
+  ...tracingEnv,
   /** Messages per second for the default sender's phone number, across every worker process. */
   PLATFORM_RATE_PER_SECOND: Type.Integer({ minimum: 1, default: 80 }),
   /** Who is told by e-mail when a sender needs attention (its token was refused). */

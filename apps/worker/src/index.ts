@@ -1,5 +1,7 @@
 import { logDestination, loggerOptions, urlPassword } from '@dispatch/contracts'
+import { startTracing, type Tracing } from '@dispatch/contracts/tracing'
 import { createDb } from '@dispatch/db'
+import { BullMQOtel } from 'bullmq-otel'
 import pino, { type DestinationStream, type Logger } from 'pino'
 import { startEmailUnit } from './email/unit.ts'
 import type { WorkerConfig, WorkerRole } from './env.ts'
@@ -53,7 +55,16 @@ const UNITS: Record<WorkerRole, WorkerUnitStarter> = {
 export async function startWorker(
   config: WorkerConfig,
   logger: Logger = createWorkerLogger(config),
+  /** A tracer provider already registered (a test's in-memory one); else OTEL_EXPORTER_OTLP_ENDPOINT decides. */
+  options: { tracing?: Tracing } = {},
 ): Promise<RunningWorker> {
+  const ownTracing = options.tracing
+    ? undefined
+    : startTracing({
+        serviceName: config.OTEL_SERVICE_NAME ?? 'dispatch-worker',
+        endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT,
+      })
+  const tracing = options.tracing ?? ownTracing
   const { db, sql, close: closeDb } = createDb(config.DATABASE_URL)
   const connections = createRedisFactory(config, logger)
   const secrets = loggerSecrets.get(logger)
@@ -70,6 +81,7 @@ export async function startWorker(
       if (secrets && !secrets.includes(value)) secrets.push(value)
     },
     metrics,
+    telemetry: tracing ? new BullMQOtel({ tracerName: 'dispatch' }) : undefined,
   }
   const started: Array<[WorkerRole, WorkerUnit]> = []
   let listener: MetricsUnit | undefined
@@ -112,6 +124,7 @@ export async function startWorker(
       await listener?.close()
       connections.disconnectAll()
       await closeDb()
+      await ownTracing?.shutdown()
     },
   }
 }

@@ -1,4 +1,5 @@
 import type { Db, Sql } from '@dispatch/db'
+import type { Telemetry } from 'bullmq'
 import { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import type { WorkerConfig, WorkerRole } from './env.ts'
@@ -23,6 +24,8 @@ export interface WorkerContext {
    * when off (METRICS_ENABLED false, or no METRICS_PORT): nothing is counted.
    */
   metrics: WorkerMetrics | undefined
+  /** BullMQ's OpenTelemetry integration for the queues' workers, when tracing is on. */
+  telemetry: Telemetry | undefined
 }
 
 /**

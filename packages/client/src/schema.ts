@@ -221,6 +221,123 @@ export interface paths {
         patch: operations["updateSender"];
         trace?: never;
     };
+    "/api/admin/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List every key's messages (one envelope with `data`)
+         * @description The key list’s paging, order and filters (docs/messaging.md, Listing messages), across every key, plus `apiKeyId`, `senderId` and `errorCode` (the last error code, exact).
+         */
+        get: operations["listAllMessages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/messages/{id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a failed message again, under the same messageId
+         * @description Only a `failed` message: it goes back to `queued` (its attempts kept, its retry recorded with the admin as actor) and out again; any other status is 409.
+         */
+        post: operations["retryMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/messages/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send failed messages again, by filter (at most `limit`, oldest first)
+         * @description The list’s filters (the status is always `failed`); up to `limit` (1–1,000, default 100) messages, oldest accepted first. Messages that cannot go now (a worker still finishing one, its sender removed) are skipped. Answers how many went, and their ids.
+         */
+        post: operations["retryMessages"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/queues": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every queue switch: paused or not, by whom, and its job counts */
+        get: operations["listQueues"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/queues/{name}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause a queue on every worker (accepting goes on; messages stay queued)
+         * @description `messages`: all message delivery; `messages.<senderId>`: one sender’s (`messages.default`: the default sender’s); `email`; `webhooks`. Audited with the admin as actor; switching a queue to the position it is in answers it as it is and records nothing.
+         */
+        post: operations["pauseQueue"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/queues/{name}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a paused queue on every worker
+         * @description `messages`: all message delivery; `messages.<senderId>`: one sender’s (`messages.default`: the default sender’s); `email`; `webhooks`. Audited with the admin as actor; switching a queue to the position it is in answers it as it is and records nothing.
+         */
+        post: operations["resumeQueue"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/third-party/messages/send-text": {
         parameters: {
             query?: never;
@@ -2269,6 +2386,638 @@ export interface operations {
             };
             /** @description The error body every failure answers with */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    listAllMessages: {
+        parameters: {
+            query: {
+                order: "ASC" | "DESC";
+                page: number;
+                take: number;
+                orderField: "createdAt" | "updatedAt";
+                deleted?: "true" | "false";
+                itemCount?: number;
+                status?: ("scheduled" | "queued" | "sending" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled")[];
+                type?: ("text" | "template" | "image")[];
+                /** @description E.164, e.g. +5511987654321 */
+                phone?: string;
+                /** @description Your own reference for this message, returned with its status */
+                clientReference?: string;
+                batchId?: string;
+                /** @description Start of the acceptance time, inclusive: a date (YYYY-MM-DD, the whole UTC day) or a date-time with its offset (RFC 3339) */
+                startDate?: string;
+                /** @description End of the acceptance time, inclusive: a date (YYYY-MM-DD, the whole UTC day) or a date-time with its offset (RFC 3339) */
+                endDate?: string;
+                q?: string;
+                /** @description The key that sent it */
+                apiKeyId?: string;
+                /** @description The sender it went out through (`default`, …) */
+                senderId?: string;
+                /** @description Its last error code, exact (`131026`, `MESSAGE_EXPIRED`, …) */
+                errorCode?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        page: number;
+                        take: number;
+                        itemCount: number;
+                        pageCount: number;
+                        hasPreviousPage: boolean;
+                        hasNextPage: boolean;
+                        itemCountExact: boolean;
+                        data: {
+                            /** Format: uuid */
+                            messageId: string;
+                            /** @enum {unknown} */
+                            type: "text" | "template" | "image";
+                            phone: string;
+                            /** @enum {unknown} */
+                            status: "scheduled" | "queued" | "sending" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled";
+                            attempts: number;
+                            clientReference: string | null;
+                            platformMessageId: string | null;
+                            lastError: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            batchId: string | null;
+                            sendAt: string | null;
+                            expiresAt: string | null;
+                            senderId: string | null;
+                            senderPhoneNumberId: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                            /** Format: uuid */
+                            apiKeyId: string;
+                            retryCount: number;
+                            retriedAt: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    retryMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        messageId: string;
+                        /** @enum {unknown} */
+                        type: "text" | "template" | "image";
+                        phone: string;
+                        /** @enum {unknown} */
+                        status: "scheduled" | "queued" | "sending" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled";
+                        attempts: number;
+                        clientReference: string | null;
+                        platformMessageId: string | null;
+                        lastError: {
+                            code: string;
+                            message: string;
+                        } | null;
+                        batchId: string | null;
+                        sendAt: string | null;
+                        expiresAt: string | null;
+                        senderId: string | null;
+                        senderPhoneNumberId: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                        /** Format: uuid */
+                        apiKeyId: string;
+                        retryCount: number;
+                        retriedAt: string | null;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    retryMessages: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    type?: ("text" | "template" | "image")[];
+                    /** @description E.164, e.g. +5511987654321 */
+                    phone?: string;
+                    /** @description Your own reference for this message, returned with its status */
+                    clientReference?: string;
+                    /** Format: uuid */
+                    batchId?: string;
+                    /**
+                     * @description Start of the acceptance time, inclusive: a date (YYYY-MM-DD, the whole UTC day) or a date-time with its offset (RFC 3339)
+                     * @example 2026-03-01
+                     * @example 2026-03-01T09:30:00-03:00
+                     */
+                    startDate?: string;
+                    /**
+                     * @description End of the acceptance time, inclusive: a date (YYYY-MM-DD, the whole UTC day) or a date-time with its offset (RFC 3339)
+                     * @example 2026-03-01
+                     * @example 2026-03-01T09:30:00-03:00
+                     */
+                    endDate?: string;
+                    q?: string;
+                    /**
+                     * Format: uuid
+                     * @description The key that sent it
+                     */
+                    apiKeyId?: string;
+                    /** @description The sender it went out through (`default`, …) */
+                    senderId?: string;
+                    /** @description Its last error code, exact (`131026`, `MESSAGE_EXPIRED`, …) */
+                    errorCode?: string;
+                    /** @default 100 */
+                    limit: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        retried: number;
+                        messageIds: string[];
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    listQueues: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            name: string;
+                            /** @enum {unknown} */
+                            kind: "messages" | "sender" | "email" | "webhooks";
+                            senderId: string | null;
+                            queue: string | null;
+                            paused: boolean;
+                            held: boolean;
+                            switchedBy: string | null;
+                            reason: string | null;
+                            switchedAt: string | null;
+                            counts: {
+                                waiting: number;
+                                active: number;
+                                delayed: number;
+                                failed: number;
+                                prioritized: number;
+                                waitingAdmission?: number;
+                            };
+                        }[];
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    pauseQueue: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description Kept in the audit log */
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        name: string;
+                        /** @enum {unknown} */
+                        kind: "messages" | "sender" | "email" | "webhooks";
+                        senderId: string | null;
+                        queue: string | null;
+                        paused: boolean;
+                        held: boolean;
+                        switchedBy: string | null;
+                        reason: string | null;
+                        switchedAt: string | null;
+                        counts: {
+                            waiting: number;
+                            active: number;
+                            delayed: number;
+                            failed: number;
+                            prioritized: number;
+                            waitingAdmission?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    resumeQueue: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description Kept in the audit log */
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        name: string;
+                        /** @enum {unknown} */
+                        kind: "messages" | "sender" | "email" | "webhooks";
+                        senderId: string | null;
+                        queue: string | null;
+                        paused: boolean;
+                        held: boolean;
+                        switchedBy: string | null;
+                        reason: string | null;
+                        switchedAt: string | null;
+                        counts: {
+                            waiting: number;
+                            active: number;
+                            delayed: number;
+                            failed: number;
+                            prioritized: number;
+                            waitingAdmission?: number;
+                        };
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -202,6 +202,10 @@ export const MessageJob = Type.Object(
     senderId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
     /** Its level on that sender (absent: `normal`). */
     priority: Type.Optional(Priority),
+    /** The accepting request's trace context (W3C `traceparent`…, as JSON), when tracing is on. */
+    traceContext: Type.Optional(Type.String({ maxLength: 2048 })),
+    /** Attempts made before an admin retried it (absent: none): the record's count goes on from there. */
+    priorAttempts: Type.Optional(Type.Integer({ minimum: 0 })),
     message: Type.Union([
       Type.Object({ type: Type.Literal('text'), body: SendTextBody }, { additionalProperties: false }),
       Type.Object(

@@ -2,6 +2,9 @@ import type { FastifyInstance } from 'fastify'
 import { adminApiKeyRoutes } from './admin/api-keys.ts'
 import { adminCatalogRoutes } from './admin/catalog.ts'
 import { adminInboundMessageRoutes } from './admin/inbound-messages.ts'
+import { adminMessageRoutes } from './admin/messages.ts'
+import { queueDashboardRoutes } from './admin/queue-dashboard.ts'
+import { adminQueueRoutes } from './admin/queues.ts'
 import { adminSenderRoutes } from './admin/senders.ts'
 import { apiKeyRoutes } from './api-keys/index.ts'
 import { healthRoutes } from './health/index.ts'
@@ -30,6 +33,8 @@ const ROUTES = [
   [adminApiKeyRoutes, { prefix: '/api/admin/api-keys' }],
   [adminInboundMessageRoutes, { prefix: '/api/admin/inbound-messages' }],
   [adminSenderRoutes, { prefix: '/api/admin/senders' }],
+  [adminMessageRoutes, { prefix: '/api/admin/messages' }],
+  [adminQueueRoutes, { prefix: '/api/admin/queues' }],
   'messages',
   [whatsappWebhookRoutes, { prefix: '/api/webhooks/whatsapp' }],
   [adminCatalogRoutes, { prefix: '/api/admin' }],
@@ -39,6 +44,8 @@ const ROUTES = [
   [webhookEndpointRoutes, { prefix: '/api/third-party' }],
   [webhookDeliveryRoutes, { prefix: '/api/third-party' }],
   [mediaRoutes, { prefix: '/api/third-party' }],
+  // Bull Board, for browsers (HTTP Basic): outside /api and the OpenAPI document.
+  [queueDashboardRoutes, { prefix: '/admin/queues' }],
 ] as const
 
 /** The message routes, mounted twice: the spec's usage example omits `/api`. */

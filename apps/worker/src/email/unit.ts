@@ -4,7 +4,14 @@ import { startEmailWorker } from '../workers/email.ts'
 import { createMailer } from './transport.ts'
 
 /** The `email` role: sends the outbox's e-mails (key decisions, orders, alerts). */
-export const startEmailUnit: WorkerUnitStarter = async ({ config, db, logger, redis, metrics }) => {
+export const startEmailUnit: WorkerUnitStarter = async ({
+  config,
+  db,
+  logger,
+  redis,
+  metrics,
+  telemetry,
+}) => {
   const mailer = createMailer(config, logger)
   const worker = startEmailWorker({
     db,
@@ -14,6 +21,7 @@ export const startEmailUnit: WorkerUnitStarter = async ({ config, db, logger, re
     prefix: config.QUEUE_PREFIX,
     concurrency: config.EMAIL_CONCURRENCY,
     metrics,
+    telemetry,
   })
   metrics?.watchQueues(() => [QueueNames.email])
   logger.info(

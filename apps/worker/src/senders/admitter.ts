@@ -124,7 +124,13 @@ export class Admitter {
       jobs.push({
         name: data.message.type,
         data,
-        opts: { ...MESSAGE_JOB_OPTIONS, jobId: id, priority: PRIORITY_RANK[data.priority ?? 'normal'] },
+        opts: {
+          ...MESSAGE_JOB_OPTIONS,
+          jobId: id,
+          priority: PRIORITY_RANK[data.priority ?? 'normal'],
+          // The accepting request's trace: the job's processing span becomes its child.
+          ...(data.traceContext ? { telemetry: { metadata: data.traceContext } } : {}),
+        },
       })
     }
     await lane.queue.addBulk(jobs)

@@ -7,6 +7,7 @@ import { Compile } from 'typebox/compile'
 import type { DeliveryRecorder } from '../delivery-recorder.ts'
 import type { DeliveryMetrics } from '../metrics/registry.ts'
 import { type MessagingPlatform, PlatformError } from '../platforms/types.ts'
+import { traced } from '../tracing.ts'
 
 /** What a job ends with: the platform's id, or why it was never sent. */
 export type DeliveryResult = { platformMessageId: string } | { outcome: 'expired' | 'canceled' }
@@ -67,6 +68,9 @@ export async function deliverMessage(
   const log = logger.child({ messageId, type: message.type, senderId })
 
   const attempts = job.attemptsMade + 1
+  // A message an admin retried counts on from its earlier attempts (the record keeps the greater
+  // count, so outcomes that spend no attempt need no offset).
+  const priorAttempts = job.data.priorAttempts ?? 0
   const outcome = (status: DeliveryOutcome['status'], fields: Partial<DeliveryOutcome>): DeliveryOutcome => ({
     id: messageId,
     apiKeyId,
@@ -81,7 +85,7 @@ export async function deliverMessage(
     sendAt: sendAt ? new Date(sendAt) : null,
     expiresAt: expiresAt ? new Date(expiresAt) : null,
     status,
-    attempts,
+    attempts: priorAttempts + attempts,
     platformMessageId: null,
     lastErrorCode: null,
     lastErrorMessage: null,
@@ -136,7 +140,9 @@ export async function deliverMessage(
 
   let platformMessageId: string
   try {
-    ;({ platformMessageId } = await platform.deliver({ messageId, message }))
+    ;({ platformMessageId } = await traced(`${platform.name} send`, { 'dispatch.sender_id': senderId }, () =>
+      platform.deliver({ messageId, message }),
+    ))
   } catch (caught) {
     const error = asPlatformError(caught)
     if (error.kind === 'rate-limited') {

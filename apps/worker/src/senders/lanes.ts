@@ -95,6 +95,8 @@ export class SenderLane implements DeliveryLane {
         prefix: config.QUEUE_PREFIX,
         // Started once the sender's rate is in place (`apply`): never a burst past it.
         autorun: false,
+        // Each job's span continues the trace of the request that accepted the message.
+        ...(context.telemetry ? { telemetry: context.telemetry } : {}),
         concurrency: config.MESSAGES_CONCURRENCY,
         lockDuration: config.MESSAGES_LOCK_MS,
         stalledInterval: config.MESSAGES_STALLED_INTERVAL_MS,
@@ -119,16 +121,7 @@ export class SenderLane implements DeliveryLane {
       await this.queue.setGlobalRateLimit(next.ratePerSecond, 1000)
       this.#appliedRate = next.ratePerSecond
     }
-    const paused = next.state !== 'active'
-    if (this.#appliedPaused !== paused) {
-      if (paused) await this.queue.pause()
-      else await this.queue.resume()
-      this.#appliedPaused = paused
-      this.#context.logger.info(
-        { senderId: this.senderId, state: next.state },
-        paused ? 'sender paused' : 'sender active',
-      )
-    }
+    await this.#applyPause(next)
     if (this.#worker && !this.#worker.isRunning()) {
       this.#worker
         .run()
@@ -136,6 +129,27 @@ export class SenderLane implements DeliveryLane {
           this.#context.logger.error({ err: error, senderId: this.senderId }, 'messages worker stopped'),
         )
     }
+  }
+
+  /**
+   * Holds the sender's queue (BullMQ's pause, in Redis: every process) while the sender is not
+   * `active` or an admin's switch holds it (`messages`, `messages.<id>`), and resumes it once
+   * neither does. A held queue is checked on every refresh, so a pause lost meanwhile (a Redis
+   * failover, a resume from elsewhere) is put back; a switch never known (Postgres unreachable at
+   * start) leaves the queue as it is.
+   */
+  async #applyPause(next: SenderSettings): Promise<void> {
+    if (next.holds === undefined) return
+    const paused = next.state !== 'active' || next.holds.length > 0
+    const lost = paused && this.#appliedPaused === true && !(await this.queue.isPaused())
+    if (this.#appliedPaused === paused && !lost) return
+    if (paused) await this.queue.pause()
+    else await this.queue.resume()
+    this.#appliedPaused = paused
+    this.#context.logger.info(
+      { senderId: this.senderId, state: next.state, holds: next.holds },
+      paused ? 'sender paused' : 'sender active',
+    )
   }
 
   /**

@@ -1,11 +1,13 @@
 import {
+  ALL_MESSAGES_SWITCH,
   createSecretBox,
   DEFAULT_SENDER_ID,
   lastFour,
   SENDER_CHANGES_CHANNEL,
   type SenderState,
+  senderSwitchName,
 } from '@dispatch/contracts'
-import { listAllSenders, type SenderRow, upsertDefaultSender } from '@dispatch/db'
+import { listAllSenders, listQueueControls, type SenderRow, upsertDefaultSender } from '@dispatch/db'
 import type { WorkerContext } from '../runtime.ts'
 
 /** What a worker needs of a sender to deliver through it. */
@@ -17,10 +19,20 @@ export interface SenderSettings {
   state: SenderState
   /** Opened from its sealed form (admins' senders) or the environment (`default`). */
   accessToken: string | undefined
+  /**
+   * The admins' incident switches holding its delivery (`messages`, `messages.<id>`): none, or
+   * undefined when not known (Postgres unreachable at start), in which case its queue's pause is
+   * left as Redis has it.
+   */
+  holds: string[] | undefined
 }
 
 /** The environment's sender: `WHATSAPP_*` for the Cloud API, or the sandbox's number. */
-export function defaultSender(config: WorkerContext['config'], row?: SenderRow): SenderSettings {
+export function defaultSender(
+  config: WorkerContext['config'],
+  row?: SenderRow,
+  holds?: string[],
+): SenderSettings {
   const cloud = config.platform === 'whatsapp-cloud'
   return {
     id: DEFAULT_SENDER_ID,
@@ -29,6 +41,7 @@ export function defaultSender(config: WorkerContext['config'], row?: SenderRow):
     ratePerSecond: row?.ratePerSecond ?? config.PLATFORM_RATE_PER_SECOND,
     state: row?.state ?? 'active',
     accessToken: config.WHATSAPP_ACCESS_TOKEN,
+    holds,
   }
 }
 
@@ -39,8 +52,9 @@ export const servesSender = (config: WorkerContext['config'], id: string) =>
 /**
  * The senders this process delivers for, kept current: read from Postgres at start, again whenever
  * the API announces a change (Redis pub/sub) and every SENDER_REFRESH_MS in case an announcement
- * was missed. A new sender is picked up without a restart. While Postgres is unreachable the last
- * known list stays in force (at start: the default sender alone).
+ * was missed. A new sender is picked up without a restart. The admins' queue switches are read with
+ * them, so a paused switch holds through restarts and every refresh. While Postgres is unreachable
+ * the last known list stays in force (at start: the default sender alone, its pause left as it is).
  */
 export class SenderRegistry {
   readonly #context: WorkerContext
@@ -108,18 +122,22 @@ export class SenderRegistry {
   async #load(initial: boolean): Promise<SenderSettings[]> {
     const { config, db, logger } = this.#context
     let rows: SenderRow[]
+    let paused: Set<string>
     try {
-      rows = await listAllSenders(db)
+      const [senders, controls] = await Promise.all([listAllSenders(db), listQueueControls(db)])
+      rows = senders
+      paused = new Set(controls.filter((c) => c.paused).map((c) => c.name))
     } catch (error) {
       logger.warn({ err: error }, 'senders not read from Postgres; keeping the ones in force')
       if (initial) return [defaultSender(config)].filter((s) => servesSender(config, s.id))
       throw error
     }
+    const holdsOf = (id: string) => [ALL_MESSAGES_SWITCH, senderSwitchName(id)].filter((n) => paused.has(n))
     const senders: SenderSettings[] = []
     for (const row of rows) {
       if (!servesSender(config, row.id)) continue
       if (row.id === DEFAULT_SENDER_ID) {
-        senders.push(defaultSender(config, row))
+        senders.push(defaultSender(config, row, holdsOf(row.id)))
         continue
       }
       let accessToken: string | undefined
@@ -141,10 +159,11 @@ export class SenderRegistry {
         ratePerSecond: row.ratePerSecond,
         state: row.state,
         accessToken,
+        holds: holdsOf(row.id),
       })
     }
     if (!rows.some((row) => row.id === DEFAULT_SENDER_ID) && servesSender(config, DEFAULT_SENDER_ID)) {
-      senders.unshift(defaultSender(config))
+      senders.unshift(defaultSender(config, undefined, holdsOf(DEFAULT_SENDER_ID)))
     }
     return senders
   }

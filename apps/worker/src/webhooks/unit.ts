@@ -4,7 +4,14 @@ import { startWebhookRetention } from './retention.ts'
 import { startWebhooksWorker } from './worker.ts'
 
 /** The `webhooks` role: delivers signed events to senders' endpoints, and purges old ones. */
-export const startWebhooksUnit: WorkerUnitStarter = async ({ config, db, logger, redis, metrics }) => {
+export const startWebhooksUnit: WorkerUnitStarter = async ({
+  config,
+  db,
+  logger,
+  redis,
+  metrics,
+  telemetry,
+}) => {
   const worker = startWebhooksWorker({
     db,
     logger,
@@ -20,6 +27,7 @@ export const startWebhooksUnit: WorkerUnitStarter = async ({ config, db, logger,
     disableAfterMs: config.WEBHOOK_DISABLE_AFTER_MS,
     allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
     production: config.APP_ENV === 'production',
+    telemetry,
     box: createSecretBox(config),
     metrics,
   })

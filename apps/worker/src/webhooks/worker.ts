@@ -6,11 +6,12 @@ import {
   markWebhookEndpointFailing,
   markWebhookEndpointHealthy,
 } from '@dispatch/db'
-import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq'
+import { DelayedError, type Job, type Telemetry, UnrecoverableError, Worker } from 'bullmq'
 import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import { Compile } from 'typebox/compile'
 import type { WorkerMetrics } from '../metrics/registry.ts'
+import { traced } from '../tracing.ts'
 import { AttemptRecorder } from './attempt-recorder.ts'
 import { EndpointGate } from './endpoint-gate.ts'
 import { postWebhook } from './post.ts'
@@ -36,6 +37,8 @@ export interface WebhooksWorkerOptions {
   disableAfterMs: number
   allowPrivate: boolean
   production: boolean
+  /** BullMQ's OpenTelemetry integration, when tracing is on. */
+  telemetry?: Telemetry | undefined
   /** Opens the endpoints' signing secrets, stored sealed under SECRETS_KEY. */
   box: SecretBox
   lockMs?: number
@@ -152,14 +155,16 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
     const now = new Date()
     let result: Awaited<ReturnType<typeof postWebhook>>
     try {
-      result = await postWebhook({
-        url: endpoint.url,
-        headers: { ...signWebhook({ id: eventId, timestamp: now, body, secrets }) },
-        body,
-        timeoutMs: options.timeoutMs,
-        allowPrivate: options.allowPrivate,
-        production: options.production,
-      })
+      result = await traced('webhook post', { 'dispatch.webhook_endpoint_id': endpointId }, () =>
+        postWebhook({
+          url: endpoint.url,
+          headers: { ...signWebhook({ id: eventId, timestamp: now, body, secrets }) },
+          body,
+          timeoutMs: options.timeoutMs,
+          allowPrivate: options.allowPrivate,
+          production: options.production,
+        }),
+      )
     } finally {
       await slot.release().catch(() => {})
     }
@@ -228,6 +233,7 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
       connection: options.connection,
       prefix: options.prefix,
       concurrency: options.concurrency,
+      ...(options.telemetry ? { telemetry: options.telemetry } : {}),
       lockDuration: options.lockMs ?? Math.max(30_000, options.timeoutMs * 2),
       settings: {
         // The delay was chosen with the try (schedule or Retry-After) and recorded as nextRetryAt.

@@ -1,12 +1,13 @@
 import { EmailJob, QueueNames } from '@dispatch/contracts'
 import { type Db, findEmailDelivery, recordEmailDelivery } from '@dispatch/db'
-import { type Job, UnrecoverableError, Worker } from 'bullmq'
+import { type Job, type Telemetry, UnrecoverableError, Worker } from 'bullmq'
 import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import Value from 'typebox/value'
 import { renderEmail } from '../email/templates.ts'
 import type { Mailer } from '../email/transport.ts'
 import type { WorkerMetrics } from '../metrics/registry.ts'
+import { traced } from '../tracing.ts'
 
 export interface EmailProcessorDeps {
   db: Db
@@ -41,7 +42,9 @@ export async function sendEmailJob(job: Job<EmailJob>, { db, mailer, logger, met
   const attempts = job.attemptsMade + 1
   const base = { outboxId: id, recipient: to, template, subject: email.subject, attempts }
   try {
-    const { messageId } = await mailer.send({ to, ...email, reference: `outbox-${outboxId}` })
+    const { messageId } = await traced('smtp send', { 'dispatch.email_template': job.data.template }, () =>
+      mailer.send({ to, ...email, reference: `outbox-${outboxId}` }),
+    )
     await recordEmailDelivery(db, {
       ...base,
       status: 'sent',
@@ -70,12 +73,19 @@ export async function sendEmailJob(job: Job<EmailJob>, { db, mailer, logger, met
 }
 
 export function startEmailWorker(
-  deps: EmailProcessorDeps & { connection: Redis; prefix: string; concurrency: number },
+  deps: EmailProcessorDeps & {
+    connection: Redis
+    prefix: string
+    concurrency: number
+    /** BullMQ's OpenTelemetry integration, when tracing is on. */
+    telemetry?: Telemetry | undefined
+  },
 ): Worker<EmailJob> {
   const worker = new Worker<EmailJob>(QueueNames.email, (job) => sendEmailJob(job, deps), {
     connection: deps.connection,
     prefix: deps.prefix,
     concurrency: deps.concurrency,
+    ...(deps.telemetry ? { telemetry: deps.telemetry } : {}),
   })
   worker.on('error', (error) => deps.logger.error({ err: error }, 'e-mail worker error'))
   return worker

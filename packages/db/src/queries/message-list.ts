@@ -13,14 +13,16 @@ import { isUuid } from './orders.ts'
 const timestamp = (value: string) => sql`${value}::timestamptz`
 
 /**
- * The key's messages matching everything but `status` (which the caller applies, see below), within
- * the acceptance window (`acceptedWindow` of `startDate`/`endDate`; bounds go to Postgres as text,
- * so no precision is lost on the way).
- * `q` is an exact match on the message id, the client reference or the phone: each is indexed.
+ * The filters a message list shares, the key's and the admins' alike: everything but `status`
+ * (applied by `listMatchingMessages`, see below) and the key, within the acceptance window
+ * (`acceptedWindow` of `startDate`/`endDate`; bounds go to Postgres as text, so no precision is lost
+ * on the way). `q` is an exact match on the message id, the client reference or the phone.
  */
-function filtersOf(apiKeyId: string, query: MessageListQuery, window: AcceptedWindow): SQL[] {
+export function messageFilters(
+  query: Pick<MessageListQuery, 'deleted' | 'type' | 'phone' | 'clientReference' | 'batchId' | 'q'>,
+  window: AcceptedWindow,
+): SQL[] {
   const filters: (SQL | undefined)[] = [
-    eq(messages.apiKeyId, apiKeyId),
     // Messages are never deleted: `deleted=true` (deleted records only) lists none.
     query.deleted === 'true' ? sql`false` : undefined,
     query.type ? inArray(messages.type, query.type) : undefined,
@@ -47,13 +49,16 @@ function filtersOf(apiKeyId: string, query: MessageListQuery, window: AcceptedWi
  * ever counts millions of rows. See docs/messaging.md (Listing messages) for the indexes each
  * filter reads.
  */
-export async function listMessages(
+export function listMessages(db: Db, apiKeyId: string, query: MessageListQuery, window: AcceptedWindow = {}) {
+  return listMatchingMessages(db, [eq(messages.apiKeyId, apiKeyId), ...messageFilters(query, window)], query)
+}
+
+/** The paging and ordering of a message list over `filters`, with `status` applied here. */
+export async function listMatchingMessages(
   db: Db,
-  apiKeyId: string,
-  query: MessageListQuery,
-  window: AcceptedWindow = {},
+  filters: SQL[],
+  query: Pick<MessageListQuery, 'status' | 'order' | 'orderField' | 'page' | 'take'>,
 ) {
-  const filters = filtersOf(apiKeyId, query, window)
   const statuses = [...new Set(query.status ?? [])] as MessageStatus[]
   const offset = offsetOf(query)
   const countLimit = Math.max(MESSAGE_COUNT_LIMIT, offset + query.take) + 1
@@ -78,7 +83,9 @@ export async function listMessages(
   return { rows, itemCount, itemCountExact: itemCount < countLimit }
 }
 
-const sortOf = (query: MessageListQuery, source: { acceptedAt: Column; updatedAt: Column; id: Column }) =>
+type Paging = Pick<MessageListQuery, 'order' | 'orderField' | 'take'>
+
+const sortOf = (query: Paging, source: { acceptedAt: Column; updatedAt: Column; id: Column }) =>
   ordering(query.order, query.orderField === 'updatedAt' ? source.updatedAt : source.acceptedAt, source.id)
 
 /**
@@ -90,7 +97,7 @@ async function pageOfStatuses(
   db: Db,
   filters: SQL[],
   statuses: MessageStatus[],
-  query: MessageListQuery,
+  query: Paging,
   offset: number,
 ): Promise<MessageRow[]> {
   const perStatus = db

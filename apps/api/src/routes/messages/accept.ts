@@ -6,6 +6,7 @@ import {
   type MessagePriority,
   type MessageType,
 } from '@dispatch/contracts'
+import { context, propagation } from '@opentelemetry/api'
 import { Compile } from 'typebox/compile'
 import type { ApiConfig } from '../../env.ts'
 import { AppError } from '../../errors.ts'
@@ -14,6 +15,16 @@ import { AppError } from '../../errors.ts'
 export const SCHEDULE_MAX_AHEAD_MS = 35 * 24 * 3600 * 1000
 
 const jobIsValid = Compile(MessageJob)
+
+/**
+ * The active trace context, serialized as BullMQ's telemetry carries it (the propagator's fields
+ * as JSON), so the delivery's spans continue the request's trace. Nothing without tracing.
+ */
+function currentTraceContext(): string | undefined {
+  const carrier: Record<string, string> = {}
+  propagation.inject(context.active(), carrier)
+  return Object.keys(carrier).length > 0 ? JSON.stringify(carrier) : undefined
+}
 
 /** A send the API accepted: its job, and how long the queue holds it back (scheduled ones). */
 export interface AcceptedMessage {
@@ -88,6 +99,7 @@ export function acceptMessage(
     throw invalid(`${field}.validitySeconds`, `must be at least ${config.MESSAGE_VALIDITY_MIN_SECONDS}`)
   }
 
+  const traceContext = currentTraceContext()
   const job = {
     messageId: randomUUID(),
     apiKeyId: input.apiKey.id,
@@ -96,6 +108,7 @@ export function acceptMessage(
     priority,
     ...(clientReference === undefined ? {} : { clientReference }),
     ...(input.batchId === undefined ? {} : { batchId: input.batchId }),
+    ...(traceContext === undefined ? {} : { traceContext }),
     ...(sendAt === undefined ? {} : { sendAt: new Date(due).toISOString() }),
     expiresAt: new Date(due + validity * 1000).toISOString(),
     message: { type, body },

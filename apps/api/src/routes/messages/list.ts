@@ -15,12 +15,19 @@ import { errorResponses } from '../responses.ts'
 import { splitCommaLists, tenantOf } from '../third-party/tenancy.ts'
 import type { MessageRouteOptions } from './send.ts'
 
-/** The acceptance window of `startDate`/`endDate`, or a 400 naming the parameter at fault. */
-function acceptedWindowOf(startDate: string | undefined, endDate: string | undefined) {
+/**
+ * The acceptance window of `startDate`/`endDate`, or a 400 naming the parameter at fault (in the
+ * query string, or a body that carries the same filters).
+ */
+export function acceptedWindowOf(
+  startDate: string | undefined,
+  endDate: string | undefined,
+  where: 'querystring' | 'body' = 'querystring',
+) {
   const bound = (value: string | undefined, name: string) => {
     if (value === undefined) return undefined
     const parsed = parseTimeBound(value)
-    if (!parsed) throw new AppError('VALIDATION_ERROR', `querystring.${name} ${TIME_BOUND_RULE}`)
+    if (!parsed) throw new AppError('VALIDATION_ERROR', `${where}.${name} ${TIME_BOUND_RULE}`)
     return parsed
   }
   const window = acceptedWindow(bound(startDate, 'startDate'), bound(endDate, 'endDate'))
@@ -30,7 +37,7 @@ function acceptedWindowOf(startDate: string | undefined, endDate: string | undef
       ? Date.parse(window.until)
       : Infinity
   if (window.from && Date.parse(window.from) > last) {
-    throw new AppError('VALIDATION_ERROR', 'querystring.startDate must not be after querystring.endDate')
+    throw new AppError('VALIDATION_ERROR', `${where}.startDate must not be after ${where}.endDate`)
   }
   return window
 }

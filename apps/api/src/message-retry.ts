@@ -1,0 +1,74 @@
+import { DEFAULT_SENDER_ID, MessageJob, messageClaimKey } from '@dispatch/contracts'
+import { findSender, type MessageRow, type RetryHooks } from '@dispatch/db'
+import { Compile } from 'typebox/compile'
+import type { ApiDeps } from './deps.ts'
+
+const jobIsValid = Compile(MessageJob)
+
+/**
+ * The job a failed message goes out again with: the same id, key, reference, batch and acceptance
+ * time, through the sender it was accepted for, at `normal` priority, valid until `expiresAt`. Its
+ * attempts so far travel with it, so the record's count goes on from there.
+ */
+export function jobFromRecord(row: MessageRow, expiresAt: Date): MessageJob {
+  return {
+    messageId: row.id,
+    apiKeyId: row.apiKeyId,
+    acceptedAt: row.acceptedAt.toISOString(),
+    senderId: row.senderId ?? DEFAULT_SENDER_ID,
+    priority: 'normal',
+    ...(row.clientReference === null ? {} : { clientReference: row.clientReference }),
+    ...(row.batchId === null ? {} : { batchId: row.batchId }),
+    expiresAt: expiresAt.toISOString(),
+    priorAttempts: row.attempts,
+    message: {
+      type: row.type,
+      body: { ...(row.payload as object), phone: row.phone },
+    } as MessageJob['message'],
+  }
+}
+
+/**
+ * The Redis side of an admin's retry, for `retryFailedMessage(s)`: each message's old job is
+ * removed from its sender's queue (otherwise adding the same job id again does nothing), its claim
+ * is cleared (so it can be claimed, or canceled, again), and it is stored for fair admission as a
+ * new send is. `skipped` tells why a message was left `failed`.
+ */
+export function retryHooks(deps: Pick<ApiDeps, 'db' | 'redis' | 'messages' | 'config'>, expiresAt: Date) {
+  const skipped = new Map<string, string>()
+  const hooks: RetryHooks = {
+    release: async (rows) => {
+      const senders = new Map<string, boolean>()
+      for (const senderId of new Set(rows.map((row) => row.senderId ?? DEFAULT_SENDER_ID))) {
+        senders.set(senderId, senderId === DEFAULT_SENDER_ID || Boolean(await findSender(deps.db, senderId)))
+      }
+      const ready = new Set<string>()
+      await Promise.all(
+        rows.map(async (row) => {
+          const senderId = row.senderId ?? DEFAULT_SENDER_ID
+          if (!senders.get(senderId)) {
+            skipped.set(row.id, `its sender ${JSON.stringify(senderId)} no longer exists`)
+            return
+          }
+          if (!jobIsValid.Check(jobFromRecord(row, expiresAt))) {
+            skipped.set(row.id, 'its stored body is not one the service can send again')
+            return
+          }
+          // 0: a worker still holds the job (it is finishing the failed attempt): not now.
+          if ((await deps.messages.queue(senderId).remove(row.id)) === 0) {
+            skipped.set(row.id, 'a worker is still finishing its last attempt; retry in a moment')
+            return
+          }
+          ready.add(row.id)
+        }),
+      )
+      return ready
+    },
+    requeue: async (rows) => {
+      if (rows.length === 0) return
+      await deps.redis.del(...rows.map((row) => messageClaimKey(deps.config.QUEUE_PREFIX, row.id)))
+      await Promise.all(rows.map((row) => deps.messages.add(jobFromRecord(row, expiresAt))))
+    },
+  }
+  return { hooks, skipped }
+}

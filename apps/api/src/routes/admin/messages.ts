@@ -1,0 +1,174 @@
+import {
+  AdminMessageIdParams,
+  AdminMessageList,
+  AdminMessageListQuery,
+  type AdminMessageView,
+  AdminMessageView as AdminMessageViewSchema,
+  pageMeta,
+  RetryMessagesBody,
+  RetryMessagesResult,
+} from '@dispatch/contracts'
+import {
+  isUuid,
+  listAdminMessages,
+  type MessageRow,
+  retryFailedMessage,
+  retryFailedMessages,
+} from '@dispatch/db'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { AppError, unavailable } from '../../errors.ts'
+import { retryHooks } from '../../message-retry.ts'
+import { toMessageView } from '../../views.ts'
+import { acceptedWindowOf } from '../messages/list.ts'
+import { errorResponses } from '../responses.ts'
+import { splitCommaLists } from '../third-party/tenancy.ts'
+
+const toAdminMessageView = (row: MessageRow): AdminMessageView => ({
+  ...toMessageView(row),
+  apiKeyId: row.apiKeyId,
+  retryCount: row.retryCount,
+  retriedAt: row.retriedAt?.toISOString() ?? null,
+})
+
+const notFound = (id: string) => new AppError('NOT_FOUND', `No message with id ${JSON.stringify(id)}`)
+const security = [{ adminToken: [] }]
+const tags = ['admin']
+
+/** Redis failing inside a retry rolls its transaction back: nothing moved, say so as a 503. */
+async function orUnavailable<T>(work: () => Promise<T>, log: { error(o: object, m: string): void }) {
+  try {
+    return await work()
+  } catch (error) {
+    if (error instanceof AppError) throw error
+    log.error({ err: error }, 'retry failed; rolled back')
+    throw unavailable('retry messages')
+  }
+}
+
+/**
+ * Every key's messages for admins, and the retry of failed ones under the same `messageId`
+ * (docs/operations-incidents.md). The retry is the one move back in the status order, done by its
+ * own query in one transaction with its audit rows.
+ */
+export const adminMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { db, clock, config } = app.deps
+  app.addHook('onRequest', app.requireAdmin)
+  const validUntil = (now: Date) => new Date(now.getTime() + config.MESSAGE_VALIDITY_SECONDS * 1000)
+
+  app.get(
+    '/',
+    {
+      preValidation: splitCommaLists('status', 'type'),
+      schema: {
+        operationId: 'listAllMessages',
+        tags,
+        summary: "List every key's messages (one envelope with `data`)",
+        description:
+          'The key list’s paging, order and filters (docs/messaging.md, Listing messages), across every key, ' +
+          'plus `apiKeyId`, `senderId` and `errorCode` (the last error code, exact).',
+        security,
+        querystring: AdminMessageListQuery,
+        response: { 200: AdminMessageList, ...errorResponses('ADMIN_AUTH_REQUIRED', 'VALIDATION_ERROR') },
+      },
+    },
+    async (request) => {
+      const { query } = request
+      const window = acceptedWindowOf(query.startDate, query.endDate)
+      const { rows, itemCount, itemCountExact } = await listAdminMessages(db, query, window)
+      return {
+        ...pageMeta(query.page, query.take, itemCount),
+        itemCountExact,
+        data: rows.map(toAdminMessageView),
+      }
+    },
+  )
+
+  app.post(
+    '/:id/retry',
+    {
+      schema: {
+        operationId: 'retryMessage',
+        tags,
+        summary: 'Send a failed message again, under the same messageId',
+        description:
+          'Only a `failed` message: it goes back to `queued` (its attempts kept, its retry recorded with the ' +
+          'admin as actor) and out again; any other status is 409.',
+        security,
+        params: AdminMessageIdParams,
+        response: {
+          200: AdminMessageViewSchema,
+          ...errorResponses(
+            'ADMIN_AUTH_REQUIRED',
+            'NOT_FOUND',
+            'INVALID_STATE_TRANSITION',
+            'SERVICE_UNAVAILABLE',
+          ),
+        },
+      },
+    },
+    async (request) => {
+      const raw = request.params.id
+      if (!isUuid(raw)) throw notFound(raw)
+      const id = raw.toLowerCase()
+      const now = clock()
+      const expiresAt = validUntil(now)
+      const { hooks, skipped } = retryHooks(app.deps, expiresAt)
+      const result = await orUnavailable(
+        () => retryFailedMessage(db, id, { actor: request.adminName, now, expiresAt }, hooks),
+        request.log,
+      )
+      if (result.outcome === 'not_found') throw notFound(id)
+      if (result.outcome === 'not_failed') {
+        throw new AppError(
+          'INVALID_STATE_TRANSITION',
+          `Only a failed message can be retried; this one is ${result.status}`,
+        )
+      }
+      if (result.outcome === 'skipped') {
+        throw new AppError(
+          'INVALID_STATE_TRANSITION',
+          `This message cannot be retried now: ${skipped.get(id) ?? 'another retry holds it'}`,
+        )
+      }
+      request.log.info({ messageId: id, actor: request.adminName }, 'message retried')
+      return toAdminMessageView(result.row)
+    },
+  )
+
+  app.post(
+    '/retry',
+    {
+      schema: {
+        operationId: 'retryMessages',
+        tags,
+        summary: 'Send failed messages again, by filter (at most `limit`, oldest first)',
+        description:
+          'The list’s filters (the status is always `failed`); up to `limit` (1–1,000, default 100) messages, ' +
+          'oldest accepted first. Messages that cannot go now (a worker still finishing one, its sender removed) ' +
+          'are skipped. Answers how many went, and their ids.',
+        security,
+        body: RetryMessagesBody,
+        response: {
+          200: RetryMessagesResult,
+          ...errorResponses('ADMIN_AUTH_REQUIRED', 'VALIDATION_ERROR', 'SERVICE_UNAVAILABLE'),
+        },
+      },
+    },
+    async (request) => {
+      const { body } = request
+      const window = acceptedWindowOf(body.startDate, body.endDate, 'body')
+      const now = clock()
+      const expiresAt = validUntil(now)
+      const { hooks, skipped } = retryHooks(app.deps, expiresAt)
+      const rows = await orUnavailable(
+        () => retryFailedMessages(db, body, window, { actor: request.adminName, now, expiresAt }, hooks),
+        request.log,
+      )
+      request.log.info(
+        { actor: request.adminName, retried: rows.length, skipped: skipped.size },
+        'failed messages retried',
+      )
+      return { retried: rows.length, messageIds: rows.map((row) => row.id) }
+    },
+  )
+}
