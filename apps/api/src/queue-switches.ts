@@ -34,7 +34,7 @@ export interface SwitchTarget {
 }
 
 /**
- * The incident switches as admins see and turn them (docs/operations-incidents.md). Message
+ * The incident switches as admins see and turn them (docs/operations.md). Message
  * delivery (`messages`, `messages.<senderId>`) is held by the workers' lanes, which read the
  * switches from Postgres with the senders; `email` and `webhooks` are paused in BullMQ itself.
  */

@@ -75,7 +75,7 @@ export const messages = pgTable(
     index('messages_api_key_client_reference_idx')
       .on(t.apiKeyId, t.clientReference)
       .where(sql`${t.clientReference} is not null`),
-    // The admins' list across every key (migration 0011, measured in docs/operations-incidents.md):
+    // The admins' list across every key (migration 0011, measured in docs/operations.md):
     // without these, at 4 M messages, the newest page took 1.1 s, `status=failed` 0.7 s and a bulk
     // retry's pick of the oldest failed 0.7 s; with them 1–5 ms. `accepted_at` costs one entry per
     // insert and per status change (status changes are not HOT since 0009); the partial one only

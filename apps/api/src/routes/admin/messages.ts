@@ -47,7 +47,7 @@ async function orUnavailable<T>(work: () => Promise<T>, log: { error(o: object, 
 
 /**
  * Every key's messages for admins, and the retry of failed ones under the same `messageId`
- * (docs/operations-incidents.md). The retry is the one move back in the status order, done by its
+ * (docs/operations.md). The retry is the one move back in the status order, done by its
  * own query in one transaction with its audit rows.
  */
 export const adminMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
