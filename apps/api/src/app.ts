@@ -76,7 +76,12 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(metrics)
   // Before any route, so every request is a span (its children: hooks, the handler).
   if (deps.tracing) {
-    const instrumentation = new FastifyOtelInstrumentation()
+    // A span per request and its handler; not per hook (five more spans per send, for nothing an
+    // operator reads), and none for probes and scrapes (measured in docs/benchmarks.md).
+    const instrumentation = new FastifyOtelInstrumentation({
+      instrumentHooks: false,
+      ignorePaths: ({ url }) => url === '/healthz' || url === '/readyz' || url === '/metrics',
+    })
     instrumentation.setTracerProvider(deps.tracing.provider)
     await app.register(instrumentation.plugin())
   }
