@@ -25,7 +25,16 @@ import {
 import type { FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
 import { buildApp, createDeps, createLogger, parseApiConfig } from '../src/app.ts'
-import { approvedKey, assertClean, autocannon, medianRun, type Run, settle, startServer } from './load.ts'
+import {
+  approvedKey,
+  assertClean,
+  autocannon,
+  cpuPerInjectedSend,
+  medianRun,
+  type Run,
+  settle,
+  startServer,
+} from './load.ts'
 
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 100)
 const duration = Number(process.env.BENCH_DURATION_S ?? 5)
@@ -85,26 +94,7 @@ async function inProcessApp(metrics: boolean) {
   return { app, key: await approvedKey(app) }
 }
 
-/** This process's CPU per request, µs, over `batch` sends, 50 in flight. */
-async function cpuPerSend({ app, key }: { app: FastifyInstance; key: string }) {
-  const before = process.cpuUsage()
-  let next = 0
-  await Promise.all(
-    Array.from({ length: 50 }, async () => {
-      while (next++ < batch) {
-        const res = await app.inject({
-          method: 'POST',
-          url: '/api/third-party/messages/send-text',
-          headers: { 'x-api-key': key, 'content-type': 'application/json' },
-          payload: body,
-        })
-        if (res.statusCode !== 202) throw new Error(`send answered ${res.statusCode}: ${res.body}`)
-      }
-    }),
-  )
-  const used = process.cpuUsage(before)
-  return (used.user + used.system) / batch
-}
+const cpuPerSend = (app: { app: FastifyInstance; key: string }) => cpuPerInjectedSend(app, body, batch)
 
 async function pairedInProcess() {
   const apps = { on: await inProcessApp(true), off: await inProcessApp(false) }

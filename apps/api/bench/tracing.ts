@@ -15,7 +15,7 @@ import { clearFairAdmission, createBenchWorld, median, printComparison } from '@
 import type { FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
 import { buildApp, createDeps, createLogger, parseApiConfig } from '../src/app.ts'
-import { approvedKey } from './load.ts'
+import { approvedKey, cpuPerInjectedSend } from './load.ts'
 
 const pairs = Number(process.env.BENCH_PAIRS ?? 12)
 const batch = Number(process.env.BENCH_BATCH ?? 2000)
@@ -53,26 +53,7 @@ async function inProcessApp(traced: boolean) {
   return { app, key: await approvedKey(app) }
 }
 
-/** This process's CPU per request, µs, over `batch` sends, 50 in flight. */
-async function cpuPerSend({ app, key }: { app: FastifyInstance; key: string }) {
-  const before = process.cpuUsage()
-  let next = 0
-  await Promise.all(
-    Array.from({ length: 50 }, async () => {
-      while (next++ < batch) {
-        const res = await app.inject({
-          method: 'POST',
-          url: '/api/third-party/messages/send-text',
-          headers: { 'x-api-key': key, 'content-type': 'application/json' },
-          payload: body,
-        })
-        if (res.statusCode !== 202) throw new Error(`send answered ${res.statusCode}: ${res.body}`)
-      }
-    }),
-  )
-  const used = process.cpuUsage(before)
-  return (used.user + used.system) / batch
-}
+const cpuPerSend = (app: { app: FastifyInstance; key: string }) => cpuPerInjectedSend(app, body, batch)
 
 const apps = { on: await inProcessApp(true), off: await inProcessApp(false) }
 try {
