@@ -1,15 +1,10 @@
-import {
-  QueueList,
-  QueueNameParams,
-  QueueSwitchBody,
-  QueueView,
-  SENDER_CHANGES_CHANNEL,
-} from '@dispatch/contracts'
+import { QueueList, QueueNameParams, QueueSwitchBody, QueueView } from '@dispatch/contracts'
 import { setQueueControl } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError, unavailable } from '../../errors.ts'
 import { OPTIONAL_BODY } from '../../plugins/openapi.ts'
 import { QueueSwitchboard } from '../../queue-switches.ts'
+import { publishSenderChange } from '../../sender-changes.ts'
 import { errorResponses } from '../responses.ts'
 
 const security = [{ adminToken: [] }]
@@ -25,7 +20,7 @@ const notFound = (name: string) =>
  * and webhooks, on every worker, each change audited with the admin as actor. Accepting goes on.
  */
 export const adminQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const { db, clock, config, redis } = app.deps
+  const { db, clock } = app.deps
   const switchboard = new QueueSwitchboard(app.deps)
   app.addHook('onClose', () => switchboard.close())
   app.addHook('onRequest', app.requireAdmin)
@@ -107,9 +102,7 @@ export const adminQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
           )
         }
         // Workers re-read the switches with the senders at once (and every SENDER_REFRESH_MS anyway).
-        await redis.publish(`${config.QUEUE_PREFIX}:${SENDER_CHANGES_CHANNEL}`, name).catch((error) => {
-          request.log.warn({ err: error }, 'switch not announced; workers apply it at their next refresh')
-        })
+        await publishSenderChange(app.deps, request.log, name)
         try {
           return await switchboard.view(target)
         } catch {
