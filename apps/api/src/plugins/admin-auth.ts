@@ -16,6 +16,23 @@ declare module 'fastify' {
 const digest = (value: string) => createHash('sha256').update(value).digest()
 
 /**
+ * Finds whose secret a presented one is: compared with every configured one in constant time
+ * (SHA-256 digests of equal length, no early exit), so timing reveals neither a match nor its
+ * position. The admin API presents tokens; the queue dashboard, `name:token` pairs.
+ */
+export function adminMatcher(admins: ReadonlyArray<{ name: string; secret: string }>) {
+  const digests = admins.map(({ name, secret }) => ({ name, digest: digest(secret) }))
+  return (presented: string): string | undefined => {
+    const given = digest(presented)
+    let actor: string | undefined
+    for (const admin of digests) {
+      if (timingSafeEqual(given, admin.digest)) actor ??= admin.name
+    }
+    return actor
+  }
+}
+
+/**
  * Admins authenticate with `Authorization: Bearer <token>`; tokens are named pairs from config.
  * The presented token is compared with every configured one in constant time (hashes of equal
  * length, no early exit), so timing reveals neither a match nor its position.
@@ -24,16 +41,15 @@ const digest = (value: string) => createHash('sha256').update(value).digest()
  */
 export const adminAuth = fp(
   async (app: FastifyInstance) => {
-    const tokens = app.deps.config.adminTokens.map(({ name, token }) => ({ name, digest: digest(token) }))
+    const adminOf = adminMatcher(
+      app.deps.config.adminTokens.map(({ name, token }) => ({ name, secret: token })),
+    )
 
     app.decorateRequest('adminName', '')
     app.decorate('requireAdmin', async (request: FastifyRequest) => {
       const match = /^Bearer ([^\s]+)$/i.exec(request.headers.authorization ?? '')
-      const presented = digest(match?.[1] ?? '')
-      let actor: string | undefined
-      for (const token of tokens) {
-        if (timingSafeEqual(presented, token.digest) && match) actor ??= token.name
-      }
+      const found = adminOf(match?.[1] ?? '')
+      const actor = match ? found : undefined
       // A request without credentials guesses nothing: it is not counted, but is refused when blocked.
       const failed = !actor && request.headers.authorization !== undefined
       await app.authFailureLimits.admin.guard(request, failed)

@@ -1,15 +1,13 @@
-import { createHash, timingSafeEqual } from 'node:crypto'
 import { createBullBoard } from '@bull-board/api'
 import { FastifyAdapter } from '@bull-board/fastify'
 import basicAuth from '@fastify/basic-auth'
 import type { FastifyInstance, FastifyReply, onRequestHookHandler } from 'fastify'
 import { AppError, errorBody } from '../../errors.ts'
+import { adminMatcher } from '../../plugins/admin-auth.ts'
 import { DashboardQueues } from './dashboard-queues.ts'
 
 /** The browser shows it in its sign-in prompt; the same for every admin page. */
 export const ADMIN_REALM = 'Dispatch admin'
-
-const digest = (value: string) => createHash('sha256').update(value).digest()
 
 /** Reading is all the dashboard does: see `readOnly` below. */
 const READ_METHODS = new Set(['GET', 'HEAD'])
@@ -43,19 +41,14 @@ const send = (reply: FastifyReply, error: AppError) =>
  * makes: with nothing to change, there is nothing to forge.
  */
 export async function queueDashboardRoutes(app: FastifyInstance) {
-  const admins = app.deps.config.adminTokens.map(({ name, token }) => ({
-    name,
-    digest: digest(`${name}:${token}`),
-  }))
+  const adminOf = adminMatcher(
+    app.deps.config.adminTokens.map(({ name, token }) => ({ name, secret: `${name}:${token}` })),
+  )
 
   // The library parses the header (RFC 7617, UTF-8); it calls `validate` only for a well-formed one.
   await app.register(basicAuth, {
     validate: async (username, password, request) => {
-      const presented = digest(`${username}:${password}`)
-      let actor: string | undefined
-      for (const admin of admins) {
-        if (timingSafeEqual(presented, admin.digest)) actor ??= admin.name
-      }
+      const actor = adminOf(`${username}:${password}`)
       if (!actor) throw new Error('wrong admin name or token')
       request.adminName = actor
     },
