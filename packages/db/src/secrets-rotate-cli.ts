@@ -1,7 +1,5 @@
-import { createSecretBox, secretsEnv } from '@dispatch/contracts'
-import { commonEnv, exitOnConfigError, parseEnv } from '@dispatch/contracts/env'
-import Type from 'typebox'
 import { createDb } from './client.ts'
+import { loadRotateEnv } from './env.ts'
 import { redactUrl } from './migrate.ts'
 import { resealSenderTokens } from './queries/sender-admin.ts'
 import { resealWebhookSecrets } from './queries/webhook-endpoints.ts'
@@ -12,16 +10,7 @@ import { resealWebhookSecrets } from './queries/webhook-endpoints.ts'
  * Run it after a rotation (new key in SECRETS_KEY, the old one in SECRETS_KEY_PREVIOUS), then drop
  * the old key; and once after upgrading to sealed signing secrets. Running it again changes nothing.
  */
-const RotateEnv = Type.Object({
-  APP_ENV: commonEnv.APP_ENV,
-  DATABASE_URL: commonEnv.DATABASE_URL,
-  ...secretsEnv,
-})
-
-const { env, box } = exitOnConfigError(() => {
-  const env = parseEnv(RotateEnv, process.env)
-  return { env, box: createSecretBox(env) }
-})
+const { env, box } = loadRotateEnv()
 const { db, close } = createDb(env.DATABASE_URL, { max: 1 })
 try {
   const { total, resealed, unreadable } = await resealSenderTokens(db, box)
