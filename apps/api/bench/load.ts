@@ -172,3 +172,26 @@ export async function cpuPerInjectedSend(
   const used = process.cpuUsage(before)
   return (used.user + used.system) / count
 }
+
+type InjectTarget = { app: FastifyInstance; key: string }
+
+/**
+ * CPU per send of two apps in this process, `pairs` pairs of `count` sends each, the order
+ * alternating so drift falls on both alike; one unmeasured batch of each first, and `between` run
+ * after each pair (to clear what the sends stored).
+ */
+export async function pairedCpuPerSend(
+  apps: { on: InjectTarget; off: InjectTarget },
+  options: { body: string; count: number; pairs: number; between: () => Promise<unknown> },
+): Promise<{ on: number[]; off: number[] }> {
+  await cpuPerInjectedSend(apps.on, options.body, options.count)
+  await cpuPerInjectedSend(apps.off, options.body, options.count)
+  const cpu = { on: [] as number[], off: [] as number[] }
+  for (let pair = 0; pair < options.pairs; pair++) {
+    for (const side of pair % 2 ? (['on', 'off'] as const) : (['off', 'on'] as const)) {
+      cpu[side].push(await cpuPerInjectedSend(apps[side], options.body, options.count))
+    }
+    await options.between()
+  }
+  return cpu
+}

@@ -22,15 +22,14 @@ import {
   median,
   printComparison,
 } from '@dispatch/testing/bench'
-import type { FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
 import { buildApp, createDeps, createLogger, parseApiConfig } from '../src/app.ts'
 import {
   approvedKey,
   assertClean,
   autocannon,
-  cpuPerInjectedSend,
   medianRun,
+  pairedCpuPerSend,
   type Run,
   settle,
   startServer,
@@ -94,20 +93,15 @@ async function inProcessApp(metrics: boolean) {
   return { app, key: await approvedKey(app) }
 }
 
-const cpuPerSend = (app: { app: FastifyInstance; key: string }) => cpuPerInjectedSend(app, body, batch)
-
 async function pairedInProcess() {
   const apps = { on: await inProcessApp(true), off: await inProcessApp(false) }
   try {
-    await cpuPerSend(apps.on)
-    await cpuPerSend(apps.off)
-    const cpu = { on: [] as number[], off: [] as number[] }
-    for (let pair = 0; pair < pairs; pair++) {
-      for (const side of pair % 2 ? (['on', 'off'] as const) : (['off', 'on'] as const)) {
-        cpu[side].push(await cpuPerSend(apps[side]))
-      }
-      await clearFairAdmission(redis, world.queuePrefix)
-    }
+    const cpu = await pairedCpuPerSend(apps, {
+      body,
+      count: batch,
+      pairs,
+      between: () => clearFairAdmission(redis, world.queuePrefix),
+    })
     const differences = cpu.on.map((value, i) => value - (cpu.off[i] ?? 0))
     console.log(
       `in one process, ${pairs} pairs of ${batch} sends (inject, 50 in flight): CPU per send with metrics` +

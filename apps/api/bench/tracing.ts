@@ -12,10 +12,9 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { startTracing } from '@dispatch/contracts/tracing'
 import { clearFairAdmission, createBenchWorld, median, printComparison } from '@dispatch/testing/bench'
-import type { FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
 import { buildApp, createDeps, createLogger, parseApiConfig } from '../src/app.ts'
-import { approvedKey, cpuPerInjectedSend } from './load.ts'
+import { approvedKey, pairedCpuPerSend } from './load.ts'
 
 const pairs = Number(process.env.BENCH_PAIRS ?? 12)
 const batch = Number(process.env.BENCH_BATCH ?? 2000)
@@ -53,23 +52,18 @@ async function inProcessApp(traced: boolean) {
   return { app, key: await approvedKey(app) }
 }
 
-const cpuPerSend = (app: { app: FastifyInstance; key: string }) => cpuPerInjectedSend(app, body, batch)
-
 const apps = { on: await inProcessApp(true), off: await inProcessApp(false) }
 try {
   console.log(
     `tracing: in one process, ${pairs} pairs of ${batch} sends (inject, 50 in flight), an app with` +
       ' tracing (batched OTLP/HTTP export to a local collector) and one without; CPU per send',
   )
-  await cpuPerSend(apps.on)
-  await cpuPerSend(apps.off)
-  const cpu = { on: [] as number[], off: [] as number[] }
-  for (let pair = 0; pair < pairs; pair++) {
-    for (const side of pair % 2 ? (['on', 'off'] as const) : (['off', 'on'] as const)) {
-      cpu[side].push(await cpuPerSend(apps[side]))
-    }
-    await clearFairAdmission(redis, world.queuePrefix)
-  }
+  const cpu = await pairedCpuPerSend(apps, {
+    body,
+    count: batch,
+    pairs,
+    between: () => clearFairAdmission(redis, world.queuePrefix),
+  })
   await tracing?.provider.forceFlush()
   console.log(
     `  with tracing ${cpu.on.map(Math.round).join(', ')} µs; without ${cpu.off.map(Math.round).join(', ')} µs;` +
