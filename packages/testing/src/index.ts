@@ -1,6 +1,7 @@
 export * from './database.ts'
 export * from './metrics.ts'
 export * from './raw-http.ts'
+export * from './redis-cluster.ts'
 export * from './smtp.ts'
 export * from './tcp-proxy.ts'
 export * from './wait.ts'
