@@ -1,9 +1,16 @@
-import { logDestination, loggerOptions, QueueNames, urlPassword, type WebhookJob } from '@dispatch/contracts'
+import {
+  logDestination,
+  loggerOptions,
+  QueueNames,
+  queuePrefix,
+  urlPassword,
+  type WebhookJob,
+} from '@dispatch/contracts'
+import { createRedisClient, type RedisClient } from '@dispatch/contracts/redis'
 import { startTracing, type Tracing } from '@dispatch/contracts/tracing'
 import { createDb, type Db } from '@dispatch/db'
 import { Queue } from 'bullmq'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
-import { Redis } from 'ioredis'
 import pino, { type DestinationStream } from 'pino'
 import type { ApiConfig } from './env.ts'
 import { MessageStore } from './message-store.ts'
@@ -13,9 +20,9 @@ export interface ApiDeps {
   config: ApiConfig
   db: Db
   /** Commands (rate limits, publishing). Fails fast when Redis is down: no offline queue. */
-  redis: Redis
+  redis: RedisClient
   /** A dedicated connection for pub/sub subscriptions. */
-  redisSubscriber: Redis
+  redisSubscriber: RedisClient
   /** Accepted messages in Redis, on the fail-fast connection (no Redis, no 202): added for fair admission, found for lookups. */
   messages: MessageStore
   /** The producer side of the `webhooks` queue, for a sender's retries and replays. */
@@ -69,17 +76,17 @@ export function createDeps(config: ApiConfig, overrides: { logger?: FastifyBaseL
     lazyConnect: false,
   }
   // Commands answer within 2 s or fail: a Redis that stopped answering must not hang requests.
-  const redis = new Redis(config.REDIS_URL, {
+  const redis = createRedisClient(config, {
     ...redisOptions,
     commandTimeout: 2000,
     enableAutoPipelining: true,
   })
-  const redisSubscriber = new Redis(config.REDIS_URL, { ...redisOptions, enableOfflineQueue: true })
+  const redisSubscriber = createRedisClient(config, { ...redisOptions, enableOfflineQueue: true })
   const logger = overrides.logger ?? createLogger(config)
-  const messages = new MessageStore(redis, config.QUEUE_PREFIX, logger)
+  const messages = new MessageStore(redis, config, logger)
   const webhookQueue = new Queue<WebhookJob>(QueueNames.webhooks, {
     connection: redis,
-    prefix: config.QUEUE_PREFIX,
+    prefix: queuePrefix(config, QueueNames.webhooks),
   })
   webhookQueue.on('error', (error) => logger.warn({ err: error }, 'webhooks queue error'))
   for (const [name, client] of [

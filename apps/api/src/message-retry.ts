@@ -66,7 +66,8 @@ export function retryHooks(deps: Pick<ApiDeps, 'db' | 'redis' | 'messages' | 'co
     },
     requeue: async (rows) => {
       if (rows.length === 0) return
-      await deps.redis.del(...rows.map((row) => messageClaimKey(deps.config.QUEUE_PREFIX, row.id)))
+      // One DEL per key: on a cluster, the claims sit on different slots.
+      await Promise.all(rows.map((row) => deps.redis.del(messageClaimKey(deps.config.QUEUE_PREFIX, row.id))))
       await Promise.all(rows.map((row) => deps.messages.add(jobFromRecord(row, expiresAt))))
     },
   }

@@ -3,11 +3,14 @@ import {
   FAIR_ENQUEUE_SCRIPT,
   fairActiveKey,
   fairKeys,
+  type KeyLayout,
   type MessageJob,
+  queuePrefix,
   senderQueueName,
 } from '@dispatch/contracts'
+import type { RedisClient } from '@dispatch/contracts/redis'
 import { type Job, Queue } from 'bullmq'
-import type { ChainableCommander, Redis } from 'ioredis'
+import type { ChainableCommander } from 'ioredis'
 
 interface Pending {
   job: MessageJob
@@ -55,15 +58,21 @@ type FairEnqueue = (
  * (see docs/messaging.md).
  */
 export class MessageStore {
-  readonly #redis: Redis
+  readonly #redis: RedisClient
+  readonly #layout: KeyLayout
   readonly #prefix: string
   readonly #queues = new Map<string, Queue<MessageJob>>()
   readonly #logger: { warn(context: object, message: string): void } | undefined
   #pending: Pending[] = []
 
-  constructor(redis: Redis, prefix: string, logger?: { warn(context: object, message: string): void }) {
+  constructor(
+    redis: RedisClient,
+    layout: KeyLayout,
+    logger?: { warn(context: object, message: string): void },
+  ) {
     this.#redis = redis
-    this.#prefix = prefix
+    this.#layout = layout
+    this.#prefix = layout.QUEUE_PREFIX
     this.#logger = logger
     redis.defineCommand('dispatchFairEnqueue', { numberOfKeys: 4, lua: FAIR_ENQUEUE_SCRIPT })
   }
@@ -77,34 +86,49 @@ export class MessageStore {
   async #flush() {
     const batch = this.#pending
     this.#pending = []
-    const pipeline = this.#redis.pipeline()
-    const enqueue = (pipeline as unknown as { dispatchFairEnqueue: FairEnqueue }).dispatchFairEnqueue.bind(
-      pipeline,
-    )
-    const senders = new Set<string>()
-    const now = Date.now()
-    for (const { job, delayMs } of batch) {
-      const senderId = job.senderId ?? DEFAULT_SENDER_ID
-      const level = job.priority ?? 'normal'
-      const keys = fairKeys(this.#prefix, senderId)
-      senders.add(senderId)
-      enqueue(
-        keys.jobs,
-        keys.list(level, job.apiKeyId),
-        keys.ring(level),
-        keys.scheduled,
-        job.messageId,
-        JSON.stringify(job),
-        job.apiKeyId,
-        delayMs > 0 ? now + delayMs : 0,
-      )
+    // One pipeline per sender on a cluster, where a pipeline must stay on one node (each sender's
+    // keys share its hash tag); one for the whole turn on a single server.
+    const groups = new Map<string, Pending[]>()
+    for (const pending of batch) {
+      const sender = this.#redis.isCluster ? (pending.job.senderId ?? DEFAULT_SENDER_ID) : ''
+      const group = groups.get(sender)
+      if (group) group.push(pending)
+      else groups.set(sender, [pending])
     }
-    // After the messages: an admitter that sees the sender idle and drops it re-checks after.
-    pipeline.sadd(fairActiveKey(this.#prefix), ...senders)
+    const senders = [...new Set(batch.map(({ job }) => job.senderId ?? DEFAULT_SENDER_ID))]
+    const active = fairActiveKey(this.#prefix)
+    const now = Date.now()
     try {
-      const results = (await pipeline.exec()) ?? []
-      const failed = results.find(([error]) => error)
-      if (failed || results.length !== batch.length + 1) throw failed?.[0] ?? new Error('pipeline cut short')
+      await Promise.all(
+        [...groups.values()].map(async (group) => {
+          const pipeline = this.#redis.pipeline()
+          const enqueue = (
+            pipeline as unknown as { dispatchFairEnqueue: FairEnqueue }
+          ).dispatchFairEnqueue.bind(pipeline)
+          for (const { job, delayMs } of group) {
+            const level = job.priority ?? 'normal'
+            const keys = fairKeys(this.#prefix, job.senderId ?? DEFAULT_SENDER_ID)
+            enqueue(
+              keys.jobs,
+              keys.list(level, job.apiKeyId),
+              keys.ring(level),
+              keys.scheduled,
+              job.messageId,
+              JSON.stringify(job),
+              job.apiKeyId,
+              delayMs > 0 ? now + delayMs : 0,
+            )
+          }
+          // After the messages: an admitter that sees the sender idle and drops it re-checks after.
+          if (!this.#redis.isCluster) pipeline.sadd(active, ...senders)
+          const results = (await pipeline.exec()) ?? []
+          const failed = results.find(([error]) => error)
+          const expected = group.length + (this.#redis.isCluster ? 0 : 1)
+          if (failed || results.length !== expected) throw failed?.[0] ?? new Error('pipeline cut short')
+        }),
+      )
+      // On a cluster the set may sit on another node: marked once the messages are stored.
+      if (this.#redis.isCluster) await this.#redis.sadd(active, ...senders)
       for (const pending of batch) pending.resolve()
     } catch (error) {
       for (const pending of batch) pending.reject(error)
@@ -115,9 +139,10 @@ export class MessageStore {
   queue(senderId: string): Queue<MessageJob> {
     let queue = this.#queues.get(senderId)
     if (!queue) {
-      queue = new Queue<MessageJob>(senderQueueName(senderId), {
+      const name = senderQueueName(senderId)
+      queue = new Queue<MessageJob>(name, {
         connection: this.#redis,
-        prefix: this.#prefix,
+        prefix: queuePrefix(this.#layout, name),
       })
       queue.on('error', (error) => this.#logger?.warn({ err: error }, 'messages queue error'))
       this.#queues.set(senderId, queue)

@@ -7,6 +7,7 @@ import {
   type QueueCounts,
   QueueNames,
   type QueueView,
+  queuePrefix,
   type SwitchKind,
   senderQueueName,
   senderSwitchName,
@@ -56,7 +57,7 @@ export class QueueSwitchboard {
     if (!queue) {
       queue = new Queue(QueueNames[kind], {
         connection: this.#deps.redis,
-        prefix: this.#deps.config.QUEUE_PREFIX,
+        prefix: queuePrefix(this.#deps.config, QueueNames[kind]),
       })
       queue.on('error', () => {})
       this.#queues.set(kind, queue)

@@ -161,7 +161,7 @@ export function expectError(
  */
 export function storedMessages(world: TestWorld, senderId = DEFAULT_SENDER_ID) {
   const redis = new Redis(world.redisUrl)
-  const store = new MessageStore(redis, world.queuePrefix)
+  const store = new MessageStore(redis, { QUEUE_PREFIX: world.queuePrefix, REDIS_CLUSTER: false })
   const keys = fairKeys(world.queuePrefix, senderId)
   return {
     getJob: async (id: string) => (await store.find(senderId, id))?.job,

@@ -26,7 +26,7 @@ const scrapeMs = Number(process.env.BENCH_SCRAPE_MS ?? 1000)
 const world = await createBenchWorld('metrics_delivery')
 const { db, sql, close: closeDb } = createDb(world.databaseUrl)
 const redis = new Redis(world.redisUrl, { maxRetriesPerRequest: null })
-const store = new MessageStore(redis, world.queuePrefix)
+const store = new MessageStore(redis, { QUEUE_PREFIX: world.queuePrefix, REDIS_CLUSTER: false })
 
 interface Child {
   metricsUrl: string | null

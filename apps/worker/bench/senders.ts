@@ -61,7 +61,7 @@ const parts = new Set((process.env.BENCH_PARTS ?? 'isolation,fairness,scale').sp
 const world = await createBenchWorld('senders')
 const { db, sql, close: closeDb } = createDb(world.databaseUrl)
 const redis = new Redis(world.redisUrl, { maxRetriesPerRequest: null })
-const store = new MessageStore(redis, world.queuePrefix)
+const store = new MessageStore(redis, { QUEUE_PREFIX: world.queuePrefix, REDIS_CLUSTER: false })
 const box = createSecretBox({ APP_ENV: 'development' })
 
 /** The worker's log lines, formatted as in service and counted by level instead of printed. */

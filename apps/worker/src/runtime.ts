@@ -1,6 +1,6 @@
+import { createRedisClient, type RedisClient } from '@dispatch/contracts/redis'
 import type { Db, Sql } from '@dispatch/db'
 import type { Telemetry } from 'bullmq'
-import { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import type { WorkerConfig, WorkerRole } from './env.ts'
 import type { WorkerMetrics } from './metrics/registry.ts'
@@ -16,7 +16,7 @@ export interface WorkerContext {
    * A Redis connection of this process, closed with it. `blocking` ones (BullMQ workers) wait out an
    * outage; the others (producers, scripts) fail fast, so a caller is never stuck on a dead Redis.
    */
-  redis(name: string, options: { blocking: boolean }): Redis
+  redis(name: string, options: { blocking: boolean }): RedisClient
   /** Adds a secret learned at run time (a sender's token) to the values no log line may carry. */
   addSecret(value: string): void
   /**
@@ -41,9 +41,9 @@ export type WorkerUnitStarter = (context: WorkerContext) => Promise<WorkerUnit>
 
 /** The connections of one process, built on demand and closed together at the end. */
 export function createRedisFactory(config: WorkerConfig, logger: Logger) {
-  const clients: Redis[] = []
+  const clients: RedisClient[] = []
   const redis = (name: string, options: { blocking: boolean }) => {
-    const client = new Redis(config.REDIS_URL, {
+    const client = createRedisClient(config, {
       maxRetriesPerRequest: options.blocking ? null : 1,
       enableOfflineQueue: options.blocking,
       connectTimeout: 2000,

@@ -131,7 +131,7 @@ it('a scrape while Redis and Postgres are unreachable answers, leaving their fig
   const scraper = new Scraper(metrics, metrics.sources, {
     redis,
     db,
-    prefix: 'nowhere',
+    layout: { QUEUE_PREFIX: 'nowhere', REDIS_CLUSTER: false },
     logger: pino({ level: 'silent' }),
     timeoutMs: 1000,
   })

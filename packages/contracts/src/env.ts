@@ -63,9 +63,25 @@ export const commonEnv = {
     pattern: '^postgres(ql)?://',
     default: 'postgres://postgres@127.0.0.1:5432/dispatch',
   }),
-  REDIS_URL: Type.String({ pattern: '^rediss?://', default: 'redis://127.0.0.1:6379' }),
-  /** Prefix of every Redis key and channel: the API and the workers must agree on it. */
-  QUEUE_PREFIX: Type.String({ pattern: '^[A-Za-z0-9_-]+$', default: 'dispatch' }),
+  /**
+   * The Redis server; with REDIS_CLUSTER, one or more of the cluster's nodes (comma-separated
+   * URLs), from which the client learns the rest.
+   */
+  REDIS_URL: Type.String({
+    pattern: '^rediss?://[^,]+(,rediss?://[^,]+)*$',
+    default: 'redis://127.0.0.1:6379',
+  }),
+  /** Redis Cluster: connect with ioredis `Cluster` and give each queue a hash tag (docs/operations.md). */
+  REDIS_CLUSTER: Type.Boolean({ default: false }),
+  /**
+   * Prefix of every Redis key and channel: the API and the workers must agree on it. It may hold
+   * one `{hash tag}` (`{dispatch}`): on a cluster, every key then lives on one shard.
+   */
+  QUEUE_PREFIX: Type.String({
+    pattern: '^[A-Za-z0-9_-]*(\\{[A-Za-z0-9_-]+\\})?[A-Za-z0-9_-]*$',
+    minLength: 1,
+    default: 'dispatch',
+  }),
 }
 
 export const PLATFORMS = ['sandbox', 'whatsapp-cloud'] as const

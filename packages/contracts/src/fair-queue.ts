@@ -119,7 +119,10 @@ end
 if left > 0 or redis.call('ZCARD', KEYS[4]) > 0 or redis.call('ZCARD', KEYS[3]) > 0 then out[1] = 1 end
 return out`
 
-/** The keys of a BullMQ queue that the admit script reads (its layout: `prefix:name:state`). */
+/**
+ * The keys of a BullMQ queue that the admit script reads (its layout: `prefix:name:state`), for
+ * the queue's BullMQ prefix (`queuePrefix`, which on a cluster carries the sender's hash tag).
+ */
 export const bullQueueKeys = (prefix: string, queueName: string) => ({
   wait: `${prefix}:${queueName}:wait`,
   prioritized: `${prefix}:${queueName}:prioritized`,

@@ -64,7 +64,8 @@ export function secretCensor(secrets: readonly (string | undefined)[]): (line: s
 export function urlPassword(url: string | undefined): string | undefined {
   if (!url) return undefined
   try {
-    return decodeURIComponent(new URL(url).password) || undefined
+    // A cluster's REDIS_URL lists several nodes; the first one's password is the one used.
+    return decodeURIComponent(new URL(url.split(',')[0] as string).password) || undefined
   } catch {
     return undefined
   }

@@ -1,6 +1,7 @@
+import type { RedisClient } from '@dispatch/contracts/redis'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Redis, Result } from 'ioredis'
+import type { Result } from 'ioredis'
 import { AppError } from '../errors.ts'
 
 declare module 'fastify' {
@@ -54,7 +55,7 @@ export interface AuthFailureLimiter {
 }
 
 function createLimiter(
-  redis: Redis,
+  redis: RedisClient,
   keyPrefix: string,
   limit: { max: number; windowMs: number },
 ): AuthFailureLimiter {

@@ -1,4 +1,4 @@
-import { QueueNames } from '@dispatch/contracts'
+import { QueueNames, queuePrefix } from '@dispatch/contracts'
 import type { WorkerUnitStarter } from '../runtime.ts'
 import { startEmailWorker } from '../workers/email.ts'
 import { createMailer } from './transport.ts'
@@ -18,7 +18,7 @@ export const startEmailUnit: WorkerUnitStarter = async ({
     mailer,
     logger,
     connection: redis('email-worker', { blocking: true }),
-    prefix: config.QUEUE_PREFIX,
+    prefix: queuePrefix(config, QueueNames.email),
     concurrency: config.EMAIL_CONCURRENCY,
     metrics,
     telemetry,

@@ -1,7 +1,7 @@
-import { fairKeys, SENDER_STATES, type SenderState } from '@dispatch/contracts'
+import { fairKeys, type KeyLayout, queuePrefix, SENDER_STATES, type SenderState } from '@dispatch/contracts'
+import type { RedisClient } from '@dispatch/contracts/redis'
 import { type Db, pendingOutboxAgeSeconds } from '@dispatch/db'
 import { Queue } from 'bullmq'
-import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import { mergeExpositions } from './exposition.ts'
 import type { WorkerMetrics } from './registry.ts'
@@ -22,9 +22,10 @@ export interface ScrapeSources {
 
 export interface ScraperDeps {
   /** A fail-fast connection (no offline queue): a scrape while Redis is down skips, never waits. */
-  redis: Redis
+  redis: RedisClient
   db: Db
-  prefix: string
+  /** Where the queues and fair-admission lists are (QUEUE_PREFIX, REDIS_CLUSTER). */
+  layout: KeyLayout
   logger: Logger
   /** How long each collector may take before its figures are left out of the scrape. */
   timeoutMs?: number
@@ -194,7 +195,7 @@ export class Scraper {
   #queue(name: string): Queue {
     let queue = this.#queues.get(name)
     if (!queue) {
-      queue = new Queue(name, { connection: this.#deps.redis, prefix: this.#deps.prefix })
+      queue = new Queue(name, { connection: this.#deps.redis, prefix: queuePrefix(this.#deps.layout, name) })
       queue.on('error', (error) =>
         this.#deps.logger.debug({ err: error, queue: name }, 'metrics queue error'),
       )
@@ -206,18 +207,18 @@ export class Scraper {
   #admission(): Promise<void> | undefined {
     const senders = this.#senders()
     if (senders.length === 0) return undefined
-    const pipeline = this.#deps.redis.pipeline()
-    for (const { senderId } of senders) {
-      const keys = fairKeys(this.#deps.prefix, senderId)
-      pipeline.hlen(keys.jobs).zcard(keys.scheduled)
-    }
-    return pipeline.exec().then((results) => {
+    // Two commands per sender, sent together; not one pipeline, which on a cluster must stay on
+    // one node while the senders' lists spread over the shards.
+    const { redis, layout } = this.#deps
+    const counts = senders.map(({ senderId }) => {
+      const keys = fairKeys(layout.QUEUE_PREFIX, senderId)
+      return Promise.all([redis.hlen(keys.jobs), redis.zcard(keys.scheduled)])
+    })
+    return Promise.all(counts).then((results) => {
       this.#waiting.reset()
       this.#scheduled.reset()
       senders.forEach(({ senderId }, i) => {
-        const [jobsError, jobs] = results?.[2 * i] ?? [new Error('no answer')]
-        const [scheduledError, scheduled] = results?.[2 * i + 1] ?? [new Error('no answer')]
-        if (jobsError || scheduledError) throw jobsError ?? scheduledError
+        const [jobs, scheduled] = results[i] as [number, number]
         // The jobs hash holds scheduled messages too, until they are admitted.
         this.#waiting.set({ sender_id: senderId }, Math.max(0, Number(jobs) - Number(scheduled)))
         this.#scheduled.set({ sender_id: senderId }, Number(scheduled))

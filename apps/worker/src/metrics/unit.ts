@@ -20,7 +20,7 @@ export async function startMetricsUnit(context: WorkerContext, metrics: WorkerMe
   const scraper = new Scraper(metrics, metrics.sources, {
     redis,
     db,
-    prefix: config.QUEUE_PREFIX,
+    layout: config,
     logger,
   })
   const server = await startMetricsServer({

@@ -1,4 +1,4 @@
-import { type EmailJob, QueueNames, type WebhookJob } from '@dispatch/contracts'
+import { type EmailJob, QueueNames, queuePrefix, type WebhookJob } from '@dispatch/contracts'
 import { Queue } from 'bullmq'
 import { OutboxRelay } from '../outbox-relay.ts'
 import type { WorkerUnitStarter } from '../runtime.ts'
@@ -16,13 +16,13 @@ export const startOutboxUnit: WorkerUnitStarter = async ({ config, db, sql, logg
   const producer = redis('outbox-queues', { blocking: false })
   const emailQueue = new Queue<EmailJob>(QueueNames.email, {
     connection: producer,
-    prefix: config.QUEUE_PREFIX,
+    prefix: queuePrefix(config, QueueNames.email),
     defaultJobOptions: emailJobOptions(config.EMAIL_ATTEMPTS, config.EMAIL_BACKOFF_MS),
   })
   emailQueue.on('error', (error) => logger.warn({ err: error }, 'e-mail queue error'))
   const webhookQueue = new Queue<WebhookJob>(QueueNames.webhooks, {
     connection: producer,
-    prefix: config.QUEUE_PREFIX,
+    prefix: queuePrefix(config, QueueNames.webhooks),
   })
   webhookQueue.on('error', (error) => logger.warn({ err: error }, 'webhook queue error'))
   const relay = new OutboxRelay({

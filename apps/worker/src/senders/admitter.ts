@@ -6,8 +6,9 @@ import {
   MESSAGE_JOB_OPTIONS,
   type MessageJob,
   PRIORITY_RANK,
+  queuePrefix,
 } from '@dispatch/contracts'
-import type { Redis } from 'ioredis'
+import type { RedisClient } from '@dispatch/contracts/redis'
 import type { WorkerContext } from '../runtime.ts'
 import type { SenderLane } from './lanes.ts'
 
@@ -30,14 +31,14 @@ type AdmitAnswer = [number, ...string[]]
  */
 export class Admitter {
   readonly #context: WorkerContext
-  readonly #redis: Redis
+  readonly #redis: RedisClient
   readonly #lanes: () => Iterable<SenderLane>
   #timer: NodeJS.Timeout | undefined
   #tick = 0
   #running: Promise<void> | undefined
   #stopped = false
 
-  constructor(context: WorkerContext, redis: Redis, lanes: () => Iterable<SenderLane>) {
+  constructor(context: WorkerContext, redis: RedisClient, lanes: () => Iterable<SenderLane>) {
     this.#context = context
     this.#redis = redis
     this.#lanes = lanes
@@ -91,7 +92,7 @@ export class Admitter {
   async admit(lane: SenderLane): Promise<boolean> {
     const { config } = this.#context
     const keys = fairKeys(config.QUEUE_PREFIX, lane.senderId)
-    const queueKeys = bullQueueKeys(config.QUEUE_PREFIX, lane.queue.name)
+    const queueKeys = bullQueueKeys(queuePrefix(config, lane.queue.name), lane.queue.name)
     const target = Math.max(
       1,
       Math.ceil((lane.settings.ratePerSecond * config.SENDER_QUEUE_WINDOW_MS) / 1000),

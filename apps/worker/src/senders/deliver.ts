@@ -1,7 +1,7 @@
 import { MessageJob, messageClaimKey, messageClaimTtlMs, WORKER_CLAIM_SCRIPT } from '@dispatch/contracts'
+import type { RedisClient } from '@dispatch/contracts/redis'
 import { type Db, type DeliveryOutcome, findPlatformMessageId } from '@dispatch/db'
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq'
-import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import { Compile } from 'typebox/compile'
 import type { DeliveryRecorder } from '../delivery-recorder.ts'
@@ -25,7 +25,7 @@ export interface DeliveryLane {
 export interface DeliveryDeps {
   db: Db
   /** A non-blocking connection, for the message claims that settle a race with a cancel. */
-  claims: Redis
+  claims: RedisClient
   logger: Logger
   prefix: string
   recorder: DeliveryRecorder

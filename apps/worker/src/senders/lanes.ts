@@ -1,12 +1,13 @@
 import {
   type MessageJob,
+  queuePrefix,
   SENDER_CHANGES_CHANNEL,
   type SenderState,
   senderQueueName,
 } from '@dispatch/contracts'
+import type { RedisClient } from '@dispatch/contracts/redis'
 import { markSenderNeedsAttention } from '@dispatch/db'
 import { Queue, Worker } from 'bullmq'
-import type { Redis } from 'ioredis'
 import { DeliveryRecorder } from '../delivery-recorder.ts'
 import { createSandboxPlatform } from '../platforms/sandbox.ts'
 import type { MessagingPlatform, PlatformError } from '../platforms/types.ts'
@@ -57,12 +58,12 @@ export class SenderLane implements DeliveryLane {
   #limitStreak = 0
   #appliedPaused: boolean | undefined
   readonly #context: WorkerContext
-  readonly #publisher: Redis
+  readonly #publisher: RedisClient
 
   constructor(
     context: WorkerContext,
     settings: SenderSettings,
-    connections: { producer: Redis; worker: Redis; claims: Redis },
+    connections: { producer: RedisClient; worker: RedisClient; claims: RedisClient },
     recorder: DeliveryRecorder,
   ) {
     const { config, logger } = context
@@ -72,10 +73,8 @@ export class SenderLane implements DeliveryLane {
     this.settings = settings
     this.platform = createSenderPlatform(config, settings)
     const name = senderQueueName(settings.id)
-    this.queue = new Queue<MessageJob>(name, {
-      connection: connections.producer,
-      prefix: config.QUEUE_PREFIX,
-    })
+    const prefix = queuePrefix(config, name)
+    this.queue = new Queue<MessageJob>(name, { connection: connections.producer, prefix })
     this.queue.on('error', (error) =>
       logger.warn({ err: error, senderId: this.senderId }, 'sender queue error'),
     )
@@ -92,7 +91,7 @@ export class SenderLane implements DeliveryLane {
       (job, token) => deliverMessage(job, token, this, deps),
       {
         connection: connections.worker,
-        prefix: config.QUEUE_PREFIX,
+        prefix,
         // Started once the sender's rate is in place (`apply`): never a burst past it.
         autorun: false,
         // Each job's span continues the trace of the request that accepted the message.
@@ -205,7 +204,7 @@ export class SenderLane implements DeliveryLane {
 export class SenderLanes {
   readonly #lanes = new Map<string, SenderLane>()
   readonly #context: WorkerContext
-  readonly #connections: { producer: Redis; worker: Redis; claims: Redis }
+  readonly #connections: { producer: RedisClient; worker: RedisClient; claims: RedisClient }
   readonly #recorder: DeliveryRecorder
 
   constructor(context: WorkerContext) {
@@ -219,7 +218,7 @@ export class SenderLanes {
     this.#recorder = new DeliveryRecorder(context.sql)
   }
 
-  get producer(): Redis {
+  get producer(): RedisClient {
     return this.#connections.producer
   }
 

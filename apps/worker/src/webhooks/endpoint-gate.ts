@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
-import type { Redis, Result } from 'ioredis'
+import type { RedisClient } from '@dispatch/contracts/redis'
+import type { Result } from 'ioredis'
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
@@ -54,7 +55,10 @@ return ms
 `
 
 export interface EndpointGateOptions {
-  /** The deployment's key prefix (the queue prefix): keys are `<prefix>:webhooks:endpoint:<id>:…`. */
+  /**
+   * The deployment's key prefix (the queue prefix): keys are `<prefix>:webhooks:endpoint:{<id>}:…`,
+   * the endpoint's id a hash tag so that one script's three keys share a Redis Cluster slot.
+   */
   prefix: string
   /** Deliveries to one endpoint at once, across every worker process. */
   concurrency: number
@@ -83,10 +87,10 @@ const CONCURRENCY_WAIT_MS = { min: 100, max: 250 }
  * refuses with how long to wait. Uses `redis.defineCommand`, so it adds two commands to the client.
  */
 export class EndpointGate {
-  readonly #redis: Redis
+  readonly #redis: RedisClient
   readonly #options: EndpointGateOptions
 
-  constructor(redis: Redis, options: EndpointGateOptions) {
+  constructor(redis: RedisClient, options: EndpointGateOptions) {
     for (const name of ['concurrency', 'ratePerSecond', 'leaseMs'] as const) {
       if (!Number.isSafeInteger(options[name]) || options[name] < 1) {
         throw new RangeError(
@@ -135,6 +139,6 @@ export class EndpointGate {
   }
 
   #key(endpointId: string, what: 'inflight' | 'rate' | 'pause'): string {
-    return `${this.#options.prefix}:webhooks:endpoint:${endpointId}:${what}`
+    return `${this.#options.prefix}:webhooks:endpoint:{${endpointId}}:${what}`
   }
 }

@@ -1,4 +1,4 @@
-import { createSecretBox, QueueNames } from '@dispatch/contracts'
+import { createSecretBox, QueueNames, queuePrefix } from '@dispatch/contracts'
 import type { WorkerUnitStarter } from '../runtime.ts'
 import { startWebhookRetention } from './retention.ts'
 import { startWebhooksWorker } from './worker.ts'
@@ -18,6 +18,7 @@ export const startWebhooksUnit: WorkerUnitStarter = async ({
     connection: redis('webhooks-worker', { blocking: true }),
     gateConnection: redis('webhooks-gate', { blocking: false }),
     prefix: config.QUEUE_PREFIX,
+    queuePrefix: queuePrefix(config, QueueNames.webhooks),
     concurrency: config.WEBHOOK_CONCURRENCY,
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,
     schedule: config.webhookRetrySchedule,

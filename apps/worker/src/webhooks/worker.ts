@@ -1,4 +1,5 @@
 import { QueueNames, type SecretBox, WebhookJob } from '@dispatch/contracts'
+import type { RedisClient } from '@dispatch/contracts/redis'
 import {
   type Db,
   type DeliverableEndpoint,
@@ -7,7 +8,6 @@ import {
   markWebhookEndpointHealthy,
 } from '@dispatch/db'
 import { DelayedError, type Job, type Telemetry, UnrecoverableError, Worker } from 'bullmq'
-import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import { Compile } from 'typebox/compile'
 import type { WorkerMetrics } from '../metrics/registry.ts'
@@ -23,10 +23,13 @@ export interface WebhooksWorkerOptions {
   db: Db
   logger: Logger
   /** The worker's blocking connection. */
-  connection: Redis
+  connection: RedisClient
   /** A non-blocking connection for the per-endpoint limits. */
-  gateConnection: Redis
+  gateConnection: RedisClient
+  /** The deployment's key prefix (QUEUE_PREFIX), under which the per-endpoint limits live. */
   prefix: string
+  /** The `webhooks` queue's BullMQ prefix (`queuePrefix`), when it is not `prefix` itself. */
+  queuePrefix?: string
   concurrency: number
   timeoutMs: number
   /** The waits between tries, in ms: `length + 1` tries in all. */
@@ -231,7 +234,7 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
     deliver,
     {
       connection: options.connection,
-      prefix: options.prefix,
+      prefix: options.queuePrefix ?? options.prefix,
       concurrency: options.concurrency,
       ...(options.telemetry ? { telemetry: options.telemetry } : {}),
       lockDuration: options.lockMs ?? Math.max(30_000, options.timeoutMs * 2),

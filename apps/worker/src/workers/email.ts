@@ -1,7 +1,7 @@
 import { EmailJob, QueueNames } from '@dispatch/contracts'
+import type { RedisClient } from '@dispatch/contracts/redis'
 import { type Db, findEmailDelivery, recordEmailDelivery } from '@dispatch/db'
 import { type Job, type Telemetry, UnrecoverableError, Worker } from 'bullmq'
-import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import Value from 'typebox/value'
 import { renderEmail } from '../email/templates.ts'
@@ -74,7 +74,7 @@ export async function sendEmailJob(job: Job<EmailJob>, { db, mailer, logger, met
 
 export function startEmailWorker(
   deps: EmailProcessorDeps & {
-    connection: Redis
+    connection: RedisClient
     prefix: string
     concurrency: number
     /** BullMQ's OpenTelemetry integration, when tracing is on. */

@@ -128,9 +128,9 @@ describe('EndpointGate slowDown', () => {
     }
     // A shorter pause leaves the longer one as it is; a longer one replaces it.
     expect(await paused.slowDown(id, 100)).toBeGreaterThan(800)
-    expect(await redis.pttl(`${prefix}:webhooks:endpoint:${id}:pause`)).toBeGreaterThan(800)
+    expect(await redis.pttl(`${prefix}:webhooks:endpoint:{${id}}:pause`)).toBeGreaterThan(800)
     expect(await paused.slowDown(id, 3000)).toBe(3000)
-    expect(await redis.pttl(`${prefix}:webhooks:endpoint:${id}:pause`)).toBeGreaterThan(2800)
+    expect(await redis.pttl(`${prefix}:webhooks:endpoint:{${id}}:pause`)).toBeGreaterThan(2800)
   })
 
   it('lets deliveries through again once the pause is over', async () => {
@@ -149,11 +149,11 @@ it('leaves no key without an expiry', async () => {
   await limited.slowDown(id, 50)
   await sleep(60)
   granted(await limited.acquire(id))
-  const keys = await keysUnder(`${prefix}:webhooks:endpoint:${id}:`)
+  const keys = await keysUnder(`${prefix}:webhooks:endpoint:{${id}}:`)
   // The pause has expired by itself; the lease and the second's count will.
   expect(keys.sort()).toEqual([
-    `${prefix}:webhooks:endpoint:${id}:inflight`,
-    `${prefix}:webhooks:endpoint:${id}:rate`,
+    `${prefix}:webhooks:endpoint:{${id}}:inflight`,
+    `${prefix}:webhooks:endpoint:{${id}}:rate`,
   ])
   for (const key of keys) {
     const ttl = await redis.pttl(key)

@@ -1,5 +1,11 @@
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter'
-import { DEFAULT_SENDER_ID, QueueNames, SENDER_CHANGES_CHANNEL, senderQueueName } from '@dispatch/contracts'
+import {
+  DEFAULT_SENDER_ID,
+  QueueNames,
+  queuePrefix,
+  SENDER_CHANGES_CHANNEL,
+  senderQueueName,
+} from '@dispatch/contracts'
 import { listAllSenders } from '@dispatch/db'
 import { Queue } from 'bullmq'
 import type { FastifyBaseLogger } from 'fastify'
@@ -39,7 +45,10 @@ export class DashboardQueues {
     this.#deps = deps
     this.#board = board
     this.#log = log
-    this.#email = new Queue(QueueNames.email, { connection: deps.redis, prefix: deps.config.QUEUE_PREFIX })
+    this.#email = new Queue(QueueNames.email, {
+      connection: deps.redis,
+      prefix: queuePrefix(deps.config, QueueNames.email),
+    })
     this.#email.on('error', (error) => log.warn({ err: error }, 'email queue error (queue dashboard)'))
     this.#channel = `${deps.config.QUEUE_PREFIX}:${SENDER_CHANGES_CHANNEL}`
     // Until the senders are read, the board shows the queues that always exist.

@@ -4,8 +4,10 @@ import {
   createSecretBox,
   DEFAULT_SENDER_ID,
   fairKeys,
+  type KeyLayout,
   lastFour,
   pageMeta,
+  queuePrefix,
   SenderIdParams,
   SenderList,
   SenderListQuery,
@@ -13,6 +15,7 @@ import {
   senderQueueName,
   UpdateSenderBody,
 } from '@dispatch/contracts'
+import type { RedisClient } from '@dispatch/contracts/redis'
 import {
   countKeysBoundToSender,
   deleteSenderIfUnbound,
@@ -25,7 +28,6 @@ import {
   updateSender,
 } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { Redis } from 'ioredis'
 import { AppError } from '../../errors.ts'
 import { publishSenderChange } from '../../sender-changes.ts'
 import { errorResponses } from '../responses.ts'
@@ -65,10 +67,11 @@ const DEFAULT_SENDER_FIELDS = new Set(['state', 'ratePerSecond', 'displayPhoneNu
  * Messages still on their way through a sender: waiting for admission (fair queue), or admitted to
  * its BullMQ queue and not finished (waiting, delivering, retrying later).
  */
-async function messagesInFlight(redis: Redis, prefix: string, senderId: string): Promise<number> {
-  const fair = fairKeys(prefix, senderId)
+async function messagesInFlight(redis: RedisClient, layout: KeyLayout, senderId: string): Promise<number> {
+  const fair = fairKeys(layout.QUEUE_PREFIX, senderId)
   // BullMQ's layout, `prefix:queue:state`, as `bullQueueKeys` reads it for the admitter.
-  const queue = `${prefix}:${senderQueueName(senderId)}`
+  const name = senderQueueName(senderId)
+  const queue = `${queuePrefix(layout, name)}:${name}`
   const counts = await Promise.all([
     redis.hlen(fair.jobs),
     redis.zcard(fair.scheduled),
@@ -241,7 +244,7 @@ export const adminSenderRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const bound = await countKeysBoundToSender(db, id)
       if (bound > 0) throw boundKeys(bound)
       // A sender no key is bound to receives no new messages, so what waits now is all that will.
-      const waiting = await messagesInFlight(redis, config.QUEUE_PREFIX, id)
+      const waiting = await messagesInFlight(redis, config, id)
       if (waiting > 0) {
         throw new AppError(
           'SENDER_IN_USE',
