@@ -28,10 +28,19 @@ export function parseEnv<T extends TObject>(
     const given = shown ? ` (got ${JSON.stringify(source[name])})` : ''
     return `  ${name}: ${e.message}${given}`
   })
+  problems.push(...commonEnvProblems(value as Record<string, unknown>))
   if (problems.length > 0) {
     throw new ConfigError(`Invalid configuration:\n${[...new Set(problems)].join('\n')}`)
   }
   return value as Static<T>
+}
+
+/** What `commonEnv`'s variables cannot say one by one. */
+function commonEnvProblems(value: Record<string, unknown>): string[] {
+  if (typeof value.REDIS_URL === 'string' && value.REDIS_URL.includes(',') && value.REDIS_CLUSTER === false) {
+    return ['  REDIS_URL: names several servers; set REDIS_CLUSTER=true for a Redis Cluster']
+  }
+  return []
 }
 
 /** Variables whose values are never echoed back, even when wrong. */
