@@ -10,12 +10,14 @@ const run = promisify(execFile)
 
 /** A Redis Cluster of this process's own, from the machine's `redis-server` binary. */
 export interface LocalRedisCluster {
-  /** The client ports of the masters. */
+  /** The client ports of every node (masters first, as created; a failover swaps roles). */
   ports: number[]
   /** A seed URL (the first master): with REDIS_CLUSTER=true, the service finds the others. */
   url: string
   /** Every master's URL, for a client that wants them all as seeds. */
   urls: string[]
+  /** Kills one node at once (SIGKILL), as a crash would. */
+  kill(port: number): Promise<void>
   /** Kills every node and removes its files. Safe to call twice. */
   stop(): Promise<void>
 }
@@ -46,13 +48,14 @@ async function cli(port: number, ...args: string[]): Promise<string> {
 }
 
 /**
- * Starts `masters` Redis servers in cluster mode on free local ports, joins them with
- * `redis-cli --cluster create` (no replicas), and waits until every node says `cluster_state:ok`.
- * Nothing is written to disk but the nodes' cluster config, in a temporary folder removed by `stop`.
+ * Starts `masters` Redis servers in cluster mode on free local ports, with `replicas` replicas
+ * each, joins them with `redis-cli --cluster create`, and waits until every node says
+ * `cluster_state:ok`. Nothing is written to disk but the nodes' cluster config, in a temporary
+ * folder removed by `stop`. A master's failure is noticed after 2 s (`cluster-node-timeout`).
  */
-export async function startRedisCluster({ masters = 3 } = {}): Promise<LocalRedisCluster> {
+export async function startRedisCluster({ masters = 3, replicas = 0 } = {}): Promise<LocalRedisCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'dispatch-redis-cluster-'))
-  const ports = await freePorts(masters)
+  const ports = await freePorts(masters * (1 + replicas))
   const nodes: ChildProcess[] = []
   let stopped = false
   const stop = async () => {
@@ -109,7 +112,7 @@ export async function startRedisCluster({ masters = 3 } = {}): Promise<LocalRedi
       'create',
       ...ports.map((port) => `127.0.0.1:${port}`),
       '--cluster-replicas',
-      '0',
+      String(replicas),
       '--cluster-yes',
     ])
     for (const port of ports) {
@@ -118,10 +121,38 @@ export async function startRedisCluster({ masters = 3 } = {}): Promise<LocalRedi
         timeoutMs: 20_000,
       })
     }
+    if (replicas > 0) {
+      // Replicas attach a moment after the cluster is ok: wait until each follows a live master.
+      const attached = async () => {
+        const nodes = await cli(ports[0] as number, 'cluster', 'nodes')
+        const slaves = nodes.split('\n').filter((line) => / slave /.test(line))
+        if (slaves.length < masters * replicas) return false
+        const links = await Promise.all(
+          slaves.map((line) => {
+            const port = Number(/:(\d+)@/.exec(line)?.[1])
+            return cli(port, 'info', 'replication')
+          }),
+        )
+        return links.every((info) => info.includes('master_link_status:up'))
+      }
+      await waitFor(attached, {
+        what: 'every replica to follow its master',
+        timeoutMs: 20_000,
+        intervalMs: 100,
+      })
+    }
   } catch (error) {
     await stop()
     throw error
   }
   const urls = ports.map((port) => `redis://127.0.0.1:${port}`)
-  return { ports, url: urls[0] as string, urls, stop }
+  const kill = async (port: number) => {
+    const node = nodes[ports.indexOf(port)]
+    if (!node || node.exitCode !== null || node.signalCode !== null) return
+    await new Promise<void>((resolve) => {
+      node.once('exit', () => resolve())
+      node.kill('SIGKILL')
+    })
+  }
+  return { ports, url: urls[0] as string, urls, kill, stop }
 }
