@@ -7,6 +7,7 @@ export default defineConfig({
       'apps/*/src/**/*.test.ts',
       'packages/*/src/**/*.test.ts',
       'packages/*/test/**/*.test.ts',
+      'deploy/test/**/*.test.ts',
     ],
     globalSetup: ['./packages/testing/src/global-setup.ts'],
     // Each file gets its own database and queue prefix, so files run in parallel safely.
