@@ -64,10 +64,12 @@ async function masterOf(key: string): Promise<number> {
   const node = new Redis({ host: '127.0.0.1', port: cluster.ports[0] as number })
   try {
     const slot = Number(await node.cluster('KEYSLOT', key))
-    const slots = (await node.cluster('SLOTS')) as [number, number, [string, number, string]][]
+    const slots = await node.cluster('SLOTS')
     const owner = slots.find(([from, to]) => slot >= from && slot <= to)
     if (!owner) throw new Error(`no node serves slot ${slot}`)
-    return owner[2][1]
+    const [, , master] = owner
+    if (!master) throw new Error(`slot ${slot} has no master`)
+    return master[1]
   } finally {
     node.disconnect()
   }
