@@ -68,7 +68,7 @@ export function createLogger(config: ApiConfig, stream?: DestinationStream): Fas
 }
 
 export function createDeps(config: ApiConfig, overrides: { logger?: FastifyBaseLogger } = {}): ApiDeps {
-  const { db, sql, close: closeDb } = createDb(config.DATABASE_URL)
+  const { db, sql, close: closeDb } = createDb(config.DATABASE_URL, { max: config.DATABASE_POOL_MAX })
   const redisOptions = {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,

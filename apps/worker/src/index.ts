@@ -65,7 +65,7 @@ export async function startWorker(
         endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT,
       })
   const tracing = options.tracing ?? ownTracing
-  const { db, sql, close: closeDb } = createDb(config.DATABASE_URL)
+  const { db, sql, close: closeDb } = createDb(config.DATABASE_URL, { max: config.DATABASE_POOL_MAX })
   const connections = createRedisFactory(config, logger)
   const secrets = loggerSecrets.get(logger)
   // No listener, nobody to read them: without METRICS_PORT nothing is counted either.

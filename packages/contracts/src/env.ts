@@ -73,6 +73,11 @@ export const commonEnv = {
     default: 'postgres://postgres@127.0.0.1:5432/dispatch',
   }),
   /**
+   * Postgres connections each process may open. With many processes, keep
+   * processes × DATABASE_POOL_MAX below the server's `max_connections` (docs/operations.md).
+   */
+  DATABASE_POOL_MAX: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
+  /**
    * The Redis server; with REDIS_CLUSTER, one or more of the cluster's nodes (comma-separated
    * URLs), from which the client learns the rest.
    */
