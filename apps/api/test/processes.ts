@@ -77,6 +77,18 @@ export function startService(name: string, entry: string, env: Record<string, st
   }
 }
 
+/** How a service fared, for a failing test's output: its state, its warnings and errors, its stderr. */
+export function serviceReport(service: Service, lines = 10): string {
+  const state = service.running() ? 'running' : `exited ${service.child.exitCode ?? service.child.signalCode}`
+  const warnings = service
+    .logs()
+    .filter((line) => typeof line.level === 'number' && line.level >= 40)
+    .slice(-lines)
+    .map((line) => `  ${JSON.stringify(line)}`)
+  const stderr = service.stderr().trim().split('\n').slice(-lines).join('\n  ')
+  return [`${service.name} (${state})`, ...warnings, ...(stderr ? [`  stderr: ${stderr}`] : [])].join('\n')
+}
+
 /** One scrape of a `/metrics` endpoint, parsed. */
 export async function scrape(url: string, token: string): Promise<Sample[]> {
   const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } })
