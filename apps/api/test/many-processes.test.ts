@@ -9,7 +9,6 @@ import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest'
 import { ADMIN, asAdmin, createWorld, SEND_SCOPES, type TestWorld } from './helpers.ts'
 import {
   ENTRY_POINTS,
-  inPool,
   removeQueueKeys,
   type Service,
   scrape,
@@ -17,6 +16,7 @@ import {
   startService,
   total,
 } from './processes.ts'
+import { sendMessages } from './traffic.ts'
 
 /**
  * Issue 15: two API processes and three worker processes on one Redis and one Postgres, as ops run
@@ -149,64 +149,6 @@ afterAll(async () => {
   await world?.close()
 })
 
-/** Message `i`'s body: texts, templates and images in turn, each to a phone of its own. */
-function messageItem(i: number) {
-  const phone = `+5511${String(900_000_000 + i)}`
-  if (i % 3 === 0) return { type: 'text' as const, phone, text: `Your code is ${i}` }
-  if (i % 3 === 1) {
-    return {
-      type: 'template' as const,
-      phone,
-      templateId: 'order_shipped',
-      language: 'pt_BR',
-      variables: { '1': 'Ana', '2': `BR-${i}` },
-    }
-  }
-  return { type: 'image' as const, phone, image: { mediaId: '1234567890', text: `Invoice ${i}` } }
-}
-
-async function post(api: string, path: string, body: unknown) {
-  const res = await fetch(`${api}/api/third-party/messages/${path}`, {
-    method: 'POST',
-    headers: { 'x-api-key': key, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  })
-  const text = await res.text()
-  if (res.status !== 202) throw new Error(`${path} through ${api} answered ${res.status}: ${text}`)
-  return JSON.parse(text)
-}
-
-/** Every message, through both APIs, batches mixed with single sends: the accepted ids by API. */
-async function sendAll(): Promise<Map<string, string[]>> {
-  const tasks: Array<() => Promise<{ api: string; ids: string[] }>> = []
-  const perBatch = Math.ceil(SINGLES / BATCHES)
-  for (let b = 0; b < BATCHES; b++) {
-    const first = b * BATCH_SIZE
-    const api = apis[b % 2] as string
-    tasks.push(async () => {
-      const messages = Array.from({ length: BATCH_SIZE }, (_, j) => messageItem(first + j))
-      const answer = await post(api, 'batch', { messages })
-      expect(answer.accepted, JSON.stringify(answer.results.find((r: { error?: unknown }) => r.error))).toBe(
-        BATCH_SIZE,
-      )
-      return { api, ids: answer.results.map((r: { messageId: string }) => r.messageId) }
-    })
-    for (let s = 0; s < perBatch; s++) {
-      const i = BATCHES * BATCH_SIZE + b * perBatch + s
-      if (i >= MESSAGES) break
-      const api = apis[i % 2] as string
-      tasks.push(async () => {
-        const { type, ...body } = messageItem(i)
-        const answer = await post(api, `send-${type}`, body)
-        return { api, ids: [answer.messageId as string] }
-      })
-    }
-  }
-  const byApi = new Map<string, string[]>(apis.map((api) => [api, []]))
-  for (const { api, ids } of await inPool(tasks, 8)) byApi.get(api)?.push(...ids)
-  return byApi
-}
-
 const countSent = async () =>
   (await world.sql<{ n: number }[]>`select count(*)::int as n from messages where status = 'sent'`)[0]?.n ?? 0
 const untilSent = (n: number) =>
@@ -262,7 +204,10 @@ describe('two APIs and four workers (one stopped, one killed) on one Redis and P
       const fourth = await startWorker('worker-4')
       workers.set(fourth.name, fourth)
     }
-    const [acceptedByApi] = await Promise.all([sendAll(), chaos()])
+    const [acceptedByApi] = await Promise.all([
+      sendMessages({ apis, key, batches: BATCHES, batchSize: BATCH_SIZE, singles: SINGLES, parallel: 8 }),
+      chaos(),
+    ])
     run.acceptedByApi = acceptedByApi
     run.accepted = [...acceptedByApi.values()].flat()
     expect(run.accepted).toHaveLength(MESSAGES)

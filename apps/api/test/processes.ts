@@ -114,17 +114,3 @@ export async function removeQueueKeys(redisUrl: string, prefix: string) {
     redis.disconnect()
   }
 }
-
-/** Runs `tasks` with at most `limit` at once; rejects with the first failure. */
-export async function inPool<T>(tasks: Array<() => Promise<T>>, limit: number): Promise<T[]> {
-  const results: T[] = new Array(tasks.length)
-  let next = 0
-  const run = async () => {
-    while (next < tasks.length) {
-      const index = next++
-      results[index] = await (tasks[index] as () => Promise<T>)()
-    }
-  }
-  await Promise.all(Array.from({ length: Math.min(limit, tasks.length) }, run))
-  return results
-}
