@@ -24,4 +24,15 @@ describe('worker configuration', () => {
     expect(() => parseWorkerConfig({ ADMISSION_INTERVAL_MS: '0' })).toThrow(/ADMISSION_INTERVAL_MS/)
     expect(() => parseWorkerConfig({ SENDER_QUEUE_WINDOW_MS: '10' })).toThrow(/SENDER_QUEUE_WINDOW_MS/)
   })
+
+  it('keeps /metrics up after shutdown only when asked, within bounds', () => {
+    expect(parseWorkerConfig({}).METRICS_SHUTDOWN_LINGER_MS).toBe(0)
+    expect(parseWorkerConfig({ METRICS_SHUTDOWN_LINGER_MS: '15000' }).METRICS_SHUTDOWN_LINGER_MS).toBe(15_000)
+    expect(() => parseWorkerConfig({ METRICS_SHUTDOWN_LINGER_MS: '-1' })).toThrow(
+      /METRICS_SHUTDOWN_LINGER_MS/,
+    )
+    expect(() => parseWorkerConfig({ METRICS_SHUTDOWN_LINGER_MS: '600000' })).toThrow(
+      /METRICS_SHUTDOWN_LINGER_MS/,
+    )
+  })
 })

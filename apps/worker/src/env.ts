@@ -61,6 +61,11 @@ const WorkerEnv = Type.Object({
    */
   METRICS_PORT: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535 })),
   METRICS_HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
+  /**
+   * On SIGTERM, how long `/metrics` stays up after the last job has finished, so a last scrape reads
+   * this process's final counts (which die with it). 0: closed at once.
+   */
+  METRICS_SHUTDOWN_LINGER_MS: Type.Integer({ minimum: 0, maximum: 300_000, default: 0 }),
   ...tracingEnv,
   /** Messages per second for the default sender's phone number, across every worker process. */
   PLATFORM_RATE_PER_SECOND: Type.Integer({ minimum: 1, default: 80 }),

@@ -120,7 +120,14 @@ export async function startWorker(
       clearTimeout(timer)
       if (!drained)
         logger.warn({ graceMs: config.SHUTDOWN_GRACE_MS }, 'workers did not close in time; disconnecting')
-      // Last: a scrape during the drain still answers.
+      // Last: a scrape during the drain still answers, and one during the linger reads the final counts.
+      if (listener && config.METRICS_SHUTDOWN_LINGER_MS > 0) {
+        logger.info(
+          { lingerMs: config.METRICS_SHUTDOWN_LINGER_MS },
+          'work finished; metrics stay up for a last scrape',
+        )
+        await new Promise((resolve) => setTimeout(resolve, config.METRICS_SHUTDOWN_LINGER_MS))
+      }
       await listener?.close()
       connections.disconnectAll()
       await closeDb()

@@ -12,11 +12,15 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     if (stopping) return
     stopping = true
     logger.info({ signal }, 'shutting down: finishing in-flight jobs')
-    // A backstop only: close() itself stops waiting for jobs after SHUTDOWN_GRACE_MS.
-    const timer = setTimeout(() => {
-      logger.error('in-flight jobs did not finish in time; exiting')
-      process.exit(1)
-    }, config.SHUTDOWN_GRACE_MS + 5000)
+    // A backstop only: close() itself stops waiting for jobs after SHUTDOWN_GRACE_MS (then lingers
+    // for a last metrics scrape).
+    const timer = setTimeout(
+      () => {
+        logger.error('in-flight jobs did not finish in time; exiting')
+        process.exit(1)
+      },
+      config.SHUTDOWN_GRACE_MS + config.METRICS_SHUTDOWN_LINGER_MS + 5000,
+    )
     timer.unref()
     await worker.close()
     process.exit(0)

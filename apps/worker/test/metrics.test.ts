@@ -158,3 +158,22 @@ it('a scrape while Redis and Postgres are unreachable answers, leaving their fig
     await close()
   }
 })
+
+it('on shutdown, /metrics stays up for METRICS_SHUTDOWN_LINGER_MS after the work has stopped, then closes', async () => {
+  const worker = await world.startWorker({
+    METRICS_PORT: '0',
+    METRICS_SHUTDOWN_LINGER_MS: '3000',
+    LOG_LEVEL: 'info',
+  })
+  const url = `${worker.metricsUrl}/metrics`
+  const closed = worker.close()
+  // Logged once every unit has closed: what a scrape reads from now on is this process's last word.
+  await waitFor(() => worker.logs.text().includes('metrics stay up for a last scrape'), {
+    what: 'the linger to begin',
+  })
+  const res = await fetch(url)
+  expect(res.status).toBe(200)
+  expect(parseExposition(await res.text()).some((s) => s.name === 'process_resident_memory_bytes')).toBe(true)
+  await closed
+  await expect(fetch(url)).rejects.toThrow()
+})
