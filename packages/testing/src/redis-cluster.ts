@@ -1,4 +1,4 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -20,6 +20,22 @@ export interface LocalRedisCluster {
   kill(port: number): Promise<void>
   /** Kills every node and removes its files. Safe to call twice. */
   stop(): Promise<void>
+}
+
+/**
+ * What a local cluster needs and this machine lacks (`redis-server`, `redis-cli` on the PATH:
+ * Debian's `redis-server` package), or undefined when both are there.
+ */
+export function redisClusterMissing(): string | undefined {
+  const missing = ['redis-server', 'redis-cli'].filter((binary) => {
+    try {
+      execFileSync(binary, ['--version'], { stdio: 'ignore' })
+      return false
+    } catch {
+      return true
+    }
+  })
+  return missing.length > 0 ? `${missing.join(' and ')} not found on the PATH` : undefined
 }
 
 async function portFree(port: number): Promise<boolean> {
