@@ -1,4 +1,5 @@
 import { fairKeys, type MessageView, queuePrefix, senderQueueName } from '@dispatch/contracts'
+import { createRedisClient } from '@dispatch/contracts/redis'
 import {
   captureLogs,
   type FakeWhatsApp,
@@ -13,6 +14,7 @@ import {
   waitFor,
 } from '@dispatch/testing'
 import type { RunningWorker } from '@dispatch/worker'
+import { Queue } from 'bullmq'
 import { Cluster, Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
@@ -283,6 +285,27 @@ describe.skipIf(missing !== undefined)(
         expect(
           sampleValue(samples, 'dispatch_sender_waiting_messages', { sender_id: 'default' }),
         ).toBeGreaterThanOrEqual(0)
+      })
+
+      it('a queue built on a fail-fast client before the cluster is ready works once it is', async () => {
+        // BullMQ takes a `connect`ed cluster client for ready and sends INFO at once: a client that
+        // refused it would leave the queue broken for good (a worker that never delivered).
+        const client = createRedisClient(
+          { REDIS_URL: cluster.url, REDIS_CLUSTER: true },
+          { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: 2000 },
+        )
+        client.on('error', () => {})
+        await new Promise((resolve) => client.once('connect', resolve))
+        const queue = new Queue('early', { connection: client, prefix: `${world.queuePrefix}:{early}` })
+        queue.on('error', () => {})
+        try {
+          expect(await queue.getJobCounts('waiting')).toEqual({ waiting: 0 })
+          // Once ready, it fails fast again: nothing waits in an offline queue.
+          expect((client as Cluster).options.enableOfflineQueue).toBe(false)
+        } finally {
+          await queue.close()
+          client.disconnect()
+        }
       })
 
       it('no process logged a Redis Cluster error (a script, transaction or pipeline across slots)', () => {

@@ -29,8 +29,9 @@ export function createRedisClient(settings: RedisSettings, options: RedisOptions
     const { hostname, port } = new URL(url)
     return { host: hostname, port: Number(port || 6379) }
   })
-  return new Cluster(nodes, {
-    ...(enableOfflineQueue === undefined ? {} : { enableOfflineQueue }),
+  const cluster = new Cluster(nodes, {
+    // See below: a fail-fast cluster client still queues what is sent before it is first ready.
+    ...(enableOfflineQueue === undefined ? {} : { enableOfflineQueue: true }),
     ...(enableAutoPipelining === undefined ? {} : { enableAutoPipelining }),
     ...(lazyConnect === undefined ? {} : { lazyConnect }),
     // A failover moves slots: learn the new owners quickly, and give up on a slot map after 2 s.
@@ -43,4 +44,14 @@ export function createRedisClient(settings: RedisSettings, options: RedisOptions
       ...(first.protocol === 'rediss:' ? { tls: {} } : {}),
     },
   })
+  if (enableOfflineQueue === false) {
+    // BullMQ takes a cluster client that is `connect`ed (slots not yet read) for ready, and sends
+    // its INFO at once; refused, that queue would stay broken for the life of the process. So a
+    // fail-fast client holds commands until the cluster is first ready, and fails fast from then
+    // on, as one server's client does.
+    cluster.once('ready', () => {
+      cluster.options.enableOfflineQueue = false
+    })
+  }
+  return cluster
 }
