@@ -74,9 +74,15 @@ export async function startRedisCluster({ masters = 3, replicas = 0 } = {}): Pro
   const ports = await freePorts(masters * (1 + replicas))
   const nodes: ChildProcess[] = []
   let stopped = false
+  // Whatever ends this process (a failed test, a timeout, Ctrl-C) takes the nodes with it.
+  const orphans = () => {
+    for (const node of nodes) node.kill('SIGKILL')
+  }
+  process.once('exit', orphans)
   const stop = async () => {
     if (stopped) return
     stopped = true
+    process.off('exit', orphans)
     await Promise.all(
       nodes.map(
         (node) =>
