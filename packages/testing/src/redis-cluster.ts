@@ -74,7 +74,7 @@ export async function startRedisCluster({ masters = 3, replicas = 0 } = {}): Pro
   const ports = await freePorts(masters * (1 + replicas))
   const nodes: ChildProcess[] = []
   let stopped = false
-  // Whatever ends this process (a failed test, a timeout, Ctrl-C) takes the nodes with it.
+  // A process that exits without stopping the cluster (a test that failed in setup) takes it along.
   const orphans = () => {
     for (const node of nodes) node.kill('SIGKILL')
   }
