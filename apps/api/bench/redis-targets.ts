@@ -1,0 +1,74 @@
+/**
+ * The Redis a scaling run is measured against, started by the benchmark and stopped with it, so
+ * its CPU counters see only the benchmark's clients, flushing it between runs touches nothing
+ * else, and the shared Redis on 6379 is left alone. A run takes `{ redisUrl, extraEnv }` and hands
+ * both to every process it starts.
+ */
+import { commonEnv } from '@dispatch/contracts/env'
+import { startRedisCluster } from '@dispatch/testing'
+import { Redis } from 'ioredis'
+import { redisCpuSeconds, startRedisServer } from './redis-server.ts'
+
+export interface RedisTarget {
+  name: string
+  /** REDIS_URL for the service's processes. */
+  redisUrl: string
+  /** What else the service needs for this Redis (REDIS_CLUSTER, a hash-tagged QUEUE_PREFIX). */
+  extraEnv: Record<string, string>
+  /** CPU seconds of every node so far (INFO cpu): Redis' share of a run. */
+  cpuSeconds(): Promise<number>
+  /** Empties every node (FLUSHALL ASYNC): what a run stored is gone before the next. */
+  flush(): Promise<void>
+  stop(): Promise<void>
+}
+
+/** Plain connections to each node, for INFO and FLUSHALL (each node answers for itself). */
+function nodeAdmin(urls: string[]) {
+  const nodes = urls.map((url) => new Redis(url, { maxRetriesPerRequest: 1 }))
+  return {
+    cpuSeconds: async () => (await Promise.all(nodes.map(redisCpuSeconds))).reduce((a, b) => a + b, 0),
+    flush: async () => {
+      await Promise.all(nodes.map((node) => node.flushall('ASYNC')))
+    },
+    close: () => {
+      for (const node of nodes) node.disconnect()
+    },
+  }
+}
+
+/** One redis-server, no persistence: the service's default deployment. */
+export async function singleRedis(): Promise<RedisTarget> {
+  const server = await startRedisServer()
+  const admin = nodeAdmin([server.url])
+  return {
+    name: 'single Redis',
+    redisUrl: server.url,
+    extraEnv: {},
+    cpuSeconds: admin.cpuSeconds,
+    flush: admin.flush,
+    async stop() {
+      admin.close()
+      await server.stop()
+    },
+  }
+}
+
+/** Whether this tree's processes read REDIS_CLUSTER (issue 15's cluster support). */
+export const clusterSupported = 'REDIS_CLUSTER' in commonEnv
+
+/** A 3-master Redis Cluster (`startRedisCluster`), every master a seed. */
+export async function redisCluster(): Promise<RedisTarget> {
+  const cluster = await startRedisCluster({ masters: 3 })
+  const admin = nodeAdmin(cluster.urls)
+  return {
+    name: `Redis Cluster (${cluster.ports.length} masters)`,
+    redisUrl: cluster.urls.join(','),
+    extraEnv: { REDIS_CLUSTER: 'true' },
+    cpuSeconds: admin.cpuSeconds,
+    flush: admin.flush,
+    async stop() {
+      admin.close()
+      await cluster.stop()
+    },
+  }
+}
