@@ -26,10 +26,8 @@ export interface Stack {
 
 export interface Shared {
   sql: Sql
-  /** An approved key with the send scopes. */
-  key: string
-  /** Another, for a run whose messages are counted apart. */
-  newKey(): Promise<{ id: string; key: string }>
+  /** Approved keys with the send scope, each bound to a sender of its own (or all to the default). */
+  keys: { id: string; key: string }[]
   adminToken: string
 }
 
@@ -131,7 +129,7 @@ export async function acceptRun(
     [0, 1].map((i) =>
       autocannon({
         url: `${apis[i % apis.length]?.url}/api/third-party/messages/send-text`,
-        headers: { 'x-api-key': shared.key },
+        headers: { 'x-api-key': shared.keys[i % shared.keys.length]?.key ?? '' },
         body: options.body,
         connections: Math.ceil(options.connections / 2),
         seconds: options.seconds,
@@ -162,8 +160,8 @@ async function admin(stack: Stack, shared: Shared, action: 'pause' | 'resume') {
   if (res.status !== 200) throw new Error(`${action} messages answered ${res.status}: ${await res.text()}`)
 }
 
-/** `count` text messages through `POST /messages/batch` (100 a request, 4 in flight, every API). */
-async function fill(stack: Stack, key: string, count: number, body: string) {
+/** `count` text messages through `POST /messages/batch` (100 a request, 4 in flight, every API, every key). */
+async function fill(stack: Stack, keys: string[], count: number, body: string) {
   const text = JSON.parse(body) as Record<string, string>
   let next = 0
   let request = 0
@@ -172,7 +170,8 @@ async function fill(stack: Stack, key: string, count: number, body: string) {
       while (next < count) {
         const size = Math.min(100, count - next)
         next += size
-        const api = stack.apis[request++ % stack.apis.length]
+        const api = stack.apis[request % stack.apis.length]
+        const key = keys[request++ % keys.length] ?? ''
         const res = await fetch(`${api?.url}/api/third-party/messages/batch`, {
           method: 'POST',
           headers: { 'x-api-key': key, 'content-type': 'application/json' },
@@ -184,10 +183,11 @@ async function fill(stack: Stack, key: string, count: number, body: string) {
   )
 }
 
-/** The run's messages recorded `sent`: a key per run keeps this a short index-only count. */
-const sentCount = async (sql: Sql, keyId: string) => {
+/** The run's messages recorded `sent` (accepted since `since`): a short range of the key's index. */
+const sentCount = async (sql: Sql, keyIds: string[], since: Date) => {
   const [row] = await sql<{ n: number }[]>`
-    select count(*)::int as n from messages where api_key_id = ${keyId} and status = 'sent'`
+    select count(*)::int as n from messages
+    where api_key_id = any(${keyIds}::uuid[]) and status = 'sent' and accepted_at >= ${since.toISOString()}::timestamptz`
   return row?.n ?? 0
 }
 
@@ -210,8 +210,13 @@ export async function deliveryRun(
   options: { count: number; body: string; workerEnv: Record<string, string>; label: string },
 ): Promise<DeliveryRun> {
   await admin(stack, shared, 'pause')
-  const key = await shared.newKey()
-  await fill(stack, key.key, options.count, options.body)
+  const since = new Date(Date.now() - 1000)
+  await fill(
+    stack,
+    shared.keys.map((k) => k.key),
+    options.count,
+    options.body,
+  )
   const started = await Promise.all(
     Array.from({ length: workers }, (_, i) =>
       startWorkerProcess(`worker ${i + 1}`, { ...stack.env, ...options.workerEnv }),
@@ -223,7 +228,11 @@ export async function deliveryRun(
     await admin(stack, shared, 'resume')
     let lastReport = before.at
     for (;;) {
-      const sent = await sentCount(shared.sql, key.id)
+      const sent = await sentCount(
+        shared.sql,
+        shared.keys.map((k) => k.id),
+        since,
+      )
       if (sent >= target) break
       const now = performance.now()
       if (now - before.at > 600_000) throw new Error(`${options.label}: not drained in 10 minutes`)

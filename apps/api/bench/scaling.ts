@@ -21,6 +21,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { loadavg } from 'node:os'
+import { SENDER_MAX_RATE } from '@dispatch/contracts'
 import { createDb } from '@dispatch/db'
 import { createBenchWorld, median, printComparison } from '@dispatch/testing/bench'
 import { type ServiceProcess, startApiProcess, stopAllServices } from './processes.ts'
@@ -54,6 +55,8 @@ const redisKinds = list(process.env.BENCH_REDIS, 'single,cluster').filter((kind)
   console.log('Redis Cluster: skipped (this tree does not read REDIS_CLUSTER yet)')
   return false
 })
+/** Senders the messages spread over (each its own queue, and on a cluster its own hash tag); 1: the default. */
+const senderCount = Number(process.env.BENCH_SENDERS ?? 10)
 const body = JSON.stringify({ phone: '+5511987654321', text: 'Your code is 123456' })
 const workerEnv: Record<string, string> = {
   WORKER_QUEUES: 'messages',
@@ -101,7 +104,7 @@ async function startStack(kind: string): Promise<Stack> {
     ADMIN_TOKENS: `bench=${adminToken}`,
     // The per-key limit stays in the path, set never to refuse.
     MESSAGE_RATE_PER_SECOND: '1000000000',
-    // A key per delivery run, so each run counts only its own messages.
+    // A key per sender, requested through the API.
     KEY_REQUEST_RATE_MAX: '100000',
   }
   const apis: ServiceProcess[] = []
@@ -124,6 +127,40 @@ async function approvedKey(api: ServiceProcess): Promise<{ id: string; key: stri
   if (approved.status !== 200)
     throw new Error(`approve answered ${approved.status}: ${await approved.text()}`)
   return { id, key }
+}
+
+/**
+ * One approved key per sender, each bound to it: `senderCount` senders added through the admin API
+ * (sandbox numbers, the highest rate a sender may have), or one key on the default sender.
+ */
+async function senderKeys(api: ServiceProcess): Promise<{ id: string; key: string }[]> {
+  if (senderCount <= 1) return [await approvedKey(api)]
+  const admin = { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' }
+  const keys = []
+  for (let i = 1; i <= senderCount; i++) {
+    const created = await fetch(`${api.url}/api/admin/senders`, {
+      method: 'POST',
+      headers: admin,
+      body: JSON.stringify({
+        phoneNumberId: String(200_000_000_000_000 + i),
+        displayName: `Bench sender ${i}`,
+        accessToken: `sandbox-token-${i}`,
+        ratePerSecond: SENDER_MAX_RATE,
+      }),
+    })
+    if (created.status !== 201)
+      throw new Error(`add sender answered ${created.status}: ${await created.text()}`)
+    const { id: senderId } = (await created.json()) as { id: string }
+    const key = await approvedKey(api)
+    const bound = await fetch(`${api.url}/api/admin/api-keys/${key.id}`, {
+      method: 'PATCH',
+      headers: admin,
+      body: JSON.stringify({ senderId }),
+    })
+    if (bound.status !== 200) throw new Error(`bind key answered ${bound.status}: ${await bound.text()}`)
+    keys.push(key)
+  }
+  return keys
 }
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US')
@@ -312,12 +349,7 @@ try {
   for (const kind of redisKinds) stacks.push(await startStack(kind))
   const first = stacks[0]?.apis[0]
   if (!first) throw new Error('no Redis target to measure (BENCH_REDIS)')
-  const shared: Shared = {
-    sql,
-    key: (await approvedKey(first)).key,
-    newKey: () => approvedKey(first),
-    adminToken,
-  }
+  const shared: Shared = { sql, keys: await senderKeys(first), adminToken }
   if (parts.includes('accept')) await acceptPart(stacks, shared)
   if (parts.includes('delivery')) await deliveryPart(stacks, shared)
   console.log(`horizontal scaling: done in ${((performance.now() - began) / 1000).toFixed(0)} s`)
