@@ -5,8 +5,11 @@
  * - accept: `send-text` throughput with 1 and 2 API processes (two autocannon processes of 50
  *   connections each in both cases: both on the one API, or one on each);
  * - delivery: messages recorded `sent` in Postgres per second by 1, 2 and 4 worker processes
- *   (`messages` role, sandbox platform, the sender's rate raised out of the way) draining a backlog
- *   accepted through the API while the `messages` incident switch held delivery;
+ *   (`messages` role, sandbox platform) draining a backlog accepted through the API while the
+ *   `messages` incident switch held delivery;
+ * - the messages spread over BENCH_SENDERS (10) senders at 1,000/s each (the most a sender may
+ *   have; their sum stays above every figure), a key bound to each, as a deployment with several
+ *   numbers: on a cluster each sender's keys share a hash tag, so 10 senders spread over the shards;
  * - each against a Redis of the benchmark's own: one redis-server, and a 3-master Redis Cluster
  *   when this tree supports REDIS_CLUSTER.
  *
@@ -16,8 +19,8 @@
  * database.
  *
  *   pnpm --filter @dispatch/api bench:scaling   (BENCH_PARTS=accept,delivery BENCH_REDIS=single,cluster
- *   BENCH_ROUNDS BENCH_DURATION_S BENCH_CONNECTIONS BENCH_MESSAGES BENCH_APIS=1,2
- *   BENCH_WORKERS=1,2,4,1x80: K processes, or KxC for K processes at MESSAGES_CONCURRENCY C)
+ *   BENCH_ROUNDS BENCH_DURATION_S BENCH_CONNECTIONS BENCH_MESSAGES BENCH_SENDERS BENCH_APIS=1,2
+ *   BENCH_WORKERS=1,2,4: K processes, or KxC for K processes at MESSAGES_CONCURRENCY C)
  */
 import { randomBytes } from 'node:crypto'
 import { loadavg } from 'node:os'
@@ -45,7 +48,7 @@ const seconds = Number(process.env.BENCH_DURATION_S ?? 5)
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 100)
 const messages = Number(process.env.BENCH_MESSAGES ?? 10_000)
 /** `K` worker processes at the service's concurrency, or `KxC` at MESSAGES_CONCURRENCY C each. */
-const workerConfigs = list(process.env.BENCH_WORKERS, '1,2,4,1x80').map((spec) => {
+const workerConfigs = list(process.env.BENCH_WORKERS, '1,2,4').map((spec) => {
   const [processes, each] = spec.split('x').map(Number)
   return { processes: processes ?? 1, concurrency: each }
 })
@@ -61,7 +64,7 @@ const body = JSON.stringify({ phone: '+5511987654321', text: 'Your code is 12345
 const workerEnv: Record<string, string> = {
   WORKER_QUEUES: 'messages',
   PLATFORM: 'sandbox',
-  // The default sender's rate (80/s) would be the figure: raised so the workers are.
+  // The default sender's rate (80/s) would be the figure with BENCH_SENDERS=1: raised so the workers are.
   PLATFORM_RATE_PER_SECOND: '1000000',
 }
 
@@ -194,7 +197,7 @@ const medianPer = (runs: { usage: Usage; units: number }[], pick: (u: Usage) => 
 
 async function acceptPart(stacks: Stack[], shared: Shared) {
   console.log(
-    `\naccept: send-text, ${connections} connections on two autocannon processes; ${rounds} rounds of ${seconds} s` +
+    `\naccept: send-text, ${connections} connections on two autocannon processes (a key each${senderCount > 1 ? ', on senders of their own' : ''}); ${rounds} rounds of ${seconds} s` +
       ` per configuration (API processes: ${apiCounts.join(', ')}; ${stacks.map((s) => s.target.name).join(', ')}); ${load()}`,
   )
   const configs: Config<AcceptRun>[] = stacks.flatMap((stack) =>
@@ -242,7 +245,7 @@ async function deliveryPart(stacks: Stack[], shared: Shared) {
   console.log(
     `\ndelivery: ${messages} messages accepted while held, then drained by worker processes` +
       ` (${workerConfigs.map(workerName).join(', ')}; messages role, sandbox, MESSAGES_CONCURRENCY 20 unless said,` +
-      ` sender rate 1,000,000/s);` +
+      ` ${senderCount > 1 ? `${senderCount} senders at ${SENDER_MAX_RATE}/s each` : 'the default sender, rate 1,000,000/s'});` +
       ` ${rounds} rounds; ${stacks.map((s) => s.target.name).join(', ')}; ${load()}`,
   )
   const configs: Config<DeliveryRun>[] = stacks.flatMap((stack) =>
