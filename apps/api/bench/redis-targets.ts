@@ -17,6 +17,8 @@ export interface RedisTarget {
   extraEnv: Record<string, string>
   /** CPU seconds of every node so far (INFO cpu): Redis' share of a run. */
   cpuSeconds(): Promise<number>
+  /** Keys on each node (DBSIZE). */
+  keyCounts(): Promise<number[]>
   /** Empties every node (FLUSHALL ASYNC): what a run stored is gone before the next. */
   flush(): Promise<void>
   stop(): Promise<void>
@@ -27,6 +29,7 @@ function nodeAdmin(urls: string[]) {
   const nodes = urls.map((url) => new Redis(url, { maxRetriesPerRequest: 1 }))
   return {
     cpuSeconds: async () => (await Promise.all(nodes.map(redisCpuSeconds))).reduce((a, b) => a + b, 0),
+    keyCounts: () => Promise.all(nodes.map((node) => node.dbsize())),
     flush: async () => {
       await Promise.all(nodes.map((node) => node.flushall('ASYNC')))
     },
@@ -45,6 +48,7 @@ export async function singleRedis(): Promise<RedisTarget> {
     redisUrl: server.url,
     extraEnv: {},
     cpuSeconds: admin.cpuSeconds,
+    keyCounts: admin.keyCounts,
     flush: admin.flush,
     async stop() {
       admin.close()
@@ -65,6 +69,7 @@ export async function redisCluster(): Promise<RedisTarget> {
     redisUrl: cluster.urls.join(','),
     extraEnv: { REDIS_CLUSTER: 'true' },
     cpuSeconds: admin.cpuSeconds,
+    keyCounts: admin.keyCounts,
     flush: admin.flush,
     async stop() {
       admin.close()

@@ -196,6 +196,8 @@ export interface DeliveryRun {
   /** Messages delivered in the run. */
   units: number
   usage: Usage
+  /** Keys on each Redis node once drained: on a cluster, how the senders spread over the masters. */
+  keysPerNode: number[]
 }
 
 /**
@@ -217,13 +219,13 @@ export async function deliveryRun(
     options.count,
     options.body,
   )
+  let run: DeliveryRun
   const started = await Promise.all(
     Array.from({ length: workers }, (_, i) =>
       startWorkerProcess(`worker ${i + 1}`, { ...stack.env, ...options.workerEnv }),
     ),
   )
   try {
-    const target = options.count
     const before = await snapshot(stack, shared, started)
     await admin(stack, shared, 'resume')
     let lastReport = before.at
@@ -233,23 +235,24 @@ export async function deliveryRun(
         shared.keys.map((k) => k.id),
         since,
       )
-      if (sent >= target) break
+      if (sent >= options.count) break
       const now = performance.now()
       if (now - before.at > 600_000) throw new Error(`${options.label}: not drained in 10 minutes`)
       if (now - lastReport > 5000) {
         lastReport = now
-        const done = options.count - (target - sent)
         console.log(
-          `    … ${options.label}: ${done}/${options.count} sent after ${((now - before.at) / 1000).toFixed(1)} s`,
+          `    … ${options.label}: ${sent}/${options.count} sent after ${((now - before.at) / 1000).toFixed(1)} s`,
         )
       }
       await sleep(50)
     }
     const after = await snapshot(stack, shared, started)
     const u = usage(before, after)
-    return { perSecond: options.count / u.seconds, units: options.count, usage: u }
+    run = { perSecond: options.count / u.seconds, units: options.count, usage: u, keysPerNode: [] }
   } finally {
     await Promise.all(started.map((w) => w.stop()))
-    await stack.target.flush()
   }
+  run.keysPerNode = await stack.target.keyCounts()
+  await stack.target.flush()
+  return run
 }

@@ -280,7 +280,8 @@ async function deliveryPart(stacks: Stack[], shared: Shared) {
       console.log(
         `  round ${round}/${rounds} · ${label(c)}: ${fmt(run.perSecond)} msg/s (${run.usage.seconds.toFixed(1)} s);` +
           ` ${describeUsage(run.usage, 'workers')}; µs per message: workers ${medianPer([run], (u) => sum(u.processes))},` +
-          ` Postgres ${medianPer([run], (u) => u.postgres)}, Redis ${medianPer([run], (u) => u.redis)}`,
+          ` Postgres ${medianPer([run], (u) => u.postgres)}, Redis ${medianPer([run], (u) => u.redis)}` +
+          (run.keysPerNode.length > 1 ? `; keys per master after it ${run.keysPerNode.join(', ')}` : ''),
       )
     }
   }
