@@ -229,6 +229,7 @@ export async function deliveryRun(
     const before = await snapshot(stack, shared, started)
     await admin(stack, shared, 'resume')
     let lastReport = before.at
+    let progress = { sent: 0, at: before.at }
     for (;;) {
       const sent = await sentCount(
         shared.sql,
@@ -237,7 +238,10 @@ export async function deliveryRun(
       )
       if (sent >= options.count) break
       const now = performance.now()
-      if (now - before.at > 600_000) throw new Error(`${options.label}: not drained in 10 minutes`)
+      if (sent > progress.sent) progress = { sent, at: now }
+      // A stuck run fails, rather than waiting: a worker that cannot reach Redis logs why (above).
+      if (now - progress.at > 60_000)
+        throw new Error(`${options.label}: ${sent}/${options.count} sent, none more for 60 s`)
       if (now - lastReport > 5000) {
         lastReport = now
         console.log(
