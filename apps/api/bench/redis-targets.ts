@@ -4,8 +4,7 @@
  * else, and the shared Redis on 6379 is left alone. A run takes `{ redisUrl, extraEnv }` and hands
  * both to every process it starts.
  */
-import { commonEnv } from '@dispatch/contracts/env'
-import { startRedisCluster } from '@dispatch/testing'
+import { redisClusterMissing, startRedisCluster } from '@dispatch/testing'
 import { Redis } from 'ioredis'
 import { redisCpuSeconds, startRedisServer } from './redis-server.ts'
 
@@ -57,8 +56,8 @@ export async function singleRedis(): Promise<RedisTarget> {
   }
 }
 
-/** Whether this tree's processes read REDIS_CLUSTER (issue 15's cluster support). */
-export const clusterSupported = 'REDIS_CLUSTER' in commonEnv
+/** Why a local cluster cannot start here (`redis-cli` or `redis-server` missing), or undefined. */
+export const clusterMissing = redisClusterMissing
 
 /** A 3-master Redis Cluster (`startRedisCluster`), every master a seed. */
 export async function redisCluster(): Promise<RedisTarget> {

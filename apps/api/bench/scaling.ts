@@ -11,7 +11,7 @@
  *   have; their sum stays above every figure), a key bound to each, as a deployment with several
  *   numbers: on a cluster each sender's keys share a hash tag, so 10 senders spread over the shards;
  * - each against a Redis of the benchmark's own: one redis-server, and a 3-master Redis Cluster
- *   when this tree supports REDIS_CLUSTER.
+ *   (REDIS_CLUSTER=true) unless redis-cli is missing.
  *
  * Configurations alternate within each round, medians over BENCH_ROUNDS; ratios against 1 API,
  * 1 worker and the single Redis of the same run. Every process's CPU is read meanwhile (/proc,
@@ -28,7 +28,7 @@ import { SENDER_MAX_RATE } from '@dispatch/contracts'
 import { createDb } from '@dispatch/db'
 import { createBenchWorld, median, printComparison } from '@dispatch/testing/bench'
 import { type ServiceProcess, startApiProcess, stopAllServices } from './processes.ts'
-import { clusterSupported, type RedisTarget, redisCluster, singleRedis } from './redis-targets.ts'
+import { clusterMissing, type RedisTarget, redisCluster, singleRedis } from './redis-targets.ts'
 import {
   type AcceptRun,
   acceptRun,
@@ -54,9 +54,9 @@ const workerConfigs = list(process.env.BENCH_WORKERS, '1,2,4').map((spec) => {
 })
 const apiCounts = list(process.env.BENCH_APIS, '1,2').map(Number)
 const redisKinds = list(process.env.BENCH_REDIS, 'single,cluster').filter((kind) => {
-  if (kind !== 'cluster' || clusterSupported) return true
-  console.log('Redis Cluster: skipped (this tree does not read REDIS_CLUSTER yet)')
-  return false
+  const missing = kind === 'cluster' ? clusterMissing() : undefined
+  if (missing) console.log(`Redis Cluster: skipped (${missing})`)
+  return !missing
 })
 /** Senders the messages spread over (each its own queue, and on a cluster its own hash tag); 1: the default. */
 const senderCount = Number(process.env.BENCH_SENDERS ?? 10)
