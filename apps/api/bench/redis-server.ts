@@ -7,7 +7,8 @@ import { spawn } from 'node:child_process'
 import { createServer } from 'node:net'
 import type { Redis } from 'ioredis'
 
-const freePort = () =>
+/** A port nothing listens on now (the OS's pick), for a child process to bind. */
+export const freePort = () =>
   new Promise<number>((resolve, reject) => {
     const server = createServer()
     server.once('error', reject)
