@@ -2,6 +2,7 @@ import { DEFAULT_SENDER_ID, MessageJob, messageClaimKey } from '@dispatch/contra
 import { findSender, type MessageRow, type RetryHooks } from '@dispatch/db'
 import { Compile } from 'typebox/compile'
 import type { ApiDeps } from './deps.ts'
+import { currentTraceContext } from './trace-context.ts'
 
 const jobIsValid = Compile(MessageJob)
 
@@ -68,7 +69,13 @@ export function retryHooks(deps: Pick<ApiDeps, 'db' | 'redis' | 'messages' | 'co
       if (rows.length === 0) return
       // One DEL per key: on a cluster, the claims sit on different slots.
       await Promise.all(rows.map((row) => deps.redis.del(messageClaimKey(deps.config.QUEUE_PREFIX, row.id))))
-      await Promise.all(rows.map((row) => deps.messages.add(jobFromRecord(row, expiresAt))))
+      // The retry's delivery continues the admin request's trace, as a send's continues its own.
+      const traceContext = currentTraceContext()
+      await Promise.all(
+        rows.map((row) =>
+          deps.messages.add({ ...jobFromRecord(row, expiresAt), ...(traceContext ? { traceContext } : {}) }),
+        ),
+      )
     },
   }
   return { hooks, skipped }

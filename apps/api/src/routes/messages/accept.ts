@@ -6,25 +6,15 @@ import {
   type MessagePriority,
   type MessageType,
 } from '@dispatch/contracts'
-import { context, propagation } from '@opentelemetry/api'
 import { Compile } from 'typebox/compile'
 import type { ApiConfig } from '../../env.ts'
 import { AppError } from '../../errors.ts'
+import { currentTraceContext } from '../../trace-context.ts'
 
 /** The farthest ahead a message may be scheduled. */
 export const SCHEDULE_MAX_AHEAD_MS = 35 * 24 * 3600 * 1000
 
 const jobIsValid = Compile(MessageJob)
-
-/**
- * The active trace context, serialized as BullMQ's telemetry carries it (the propagator's fields
- * as JSON), so the delivery's spans continue the request's trace. Nothing without tracing.
- */
-function currentTraceContext(): string | undefined {
-  const carrier: Record<string, string> = {}
-  propagation.inject(context.active(), carrier)
-  return Object.keys(carrier).length > 0 ? JSON.stringify(carrier) : undefined
-}
 
 /** A send the API accepted: its job, and how long the queue holds it back (scheduled ones). */
 export interface AcceptedMessage {
