@@ -44,6 +44,11 @@ const WorkerEnv = Type.Object({
   WORKER_SENDERS: Type.String({ pattern: '^(\\*|[A-Za-z0-9_-]+(,[A-Za-z0-9_-]+)*)$', default: '*' }),
   /** How often senders are read again, beside the API's announcements of each change. */
   SENDER_REFRESH_MS: Type.Integer({ minimum: 100, default: 10_000 }),
+  /**
+   * How often the messages waiting for a held sender (paused, needing attention, or switched off)
+   * are checked for an ended validity, and recorded `expired` then rather than when it resumes.
+   */
+  EXPIRY_SWEEP_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: 5_000 }),
   /** How often each sender with waiting messages is topped up from its fair-admission lists. */
   ADMISSION_INTERVAL_MS: Type.Integer({ minimum: 5, maximum: 10_000, default: 50 }),
   /**

@@ -34,6 +34,45 @@ export interface DeliveryDeps {
 }
 
 const isMessageJob = Compile(MessageJob)
+
+/**
+ * A message's outcome as the recorder takes it: what the job says of the message, through the
+ * sender's number, with `attempts` in all (the earlier ones of an admin's retry included).
+ */
+export function deliveryOutcome(
+  data: MessageJob,
+  lane: Pick<DeliveryLane, 'senderId' | 'platform'>,
+  status: DeliveryOutcome['status'],
+  fields: Partial<DeliveryOutcome> & { attempts: number },
+): DeliveryOutcome {
+  const { messageId, apiKeyId, acceptedAt, clientReference, message, batchId, sendAt, expiresAt } = data
+  return {
+    id: messageId,
+    apiKeyId,
+    type: message.type,
+    phone: message.body.phone,
+    payload: message.body,
+    clientReference: clientReference ?? null,
+    senderPhoneNumberId: lane.platform.phoneNumberId,
+    senderId: lane.senderId,
+    batchId: batchId ?? null,
+    acceptedAt: new Date(acceptedAt),
+    sendAt: sendAt ? new Date(sendAt) : null,
+    expiresAt: expiresAt ? new Date(expiresAt) : null,
+    status,
+    platformMessageId: null,
+    lastErrorCode: null,
+    lastErrorMessage: null,
+    at: new Date(),
+    ...fields,
+  }
+}
+
+/** The fields of an expiry: never handed to the platform before its validity ended. */
+export const expiredFields = (expiresAt: string | undefined) => ({
+  lastErrorCode: 'MESSAGE_EXPIRED',
+  lastErrorMessage: `Not handed to the platform before ${expiresAt}`,
+})
 const MAX_BACKOFF_MS = 15 * 60_000
 
 /** Exponential backoff with full jitter over the upper half: base·2^(n-1)·[0.5, 1), capped. */
@@ -64,34 +103,15 @@ export async function deliverMessage(
     logger.error({ jobId: job.id }, 'message job does not match its contract; failed without delivery')
     throw new UnrecoverableError('The job payload does not match the messages contract')
   }
-  const { messageId, apiKeyId, acceptedAt, clientReference, message, batchId, sendAt, expiresAt } = job.data
+  const { messageId, acceptedAt, message, sendAt, expiresAt } = job.data
   const log = logger.child({ messageId, type: message.type, senderId })
 
   const attempts = job.attemptsMade + 1
   // A message an admin retried counts on from its earlier attempts (the record keeps the greater
   // count, so outcomes that spend no attempt need no offset).
   const priorAttempts = job.data.priorAttempts ?? 0
-  const outcome = (status: DeliveryOutcome['status'], fields: Partial<DeliveryOutcome>): DeliveryOutcome => ({
-    id: messageId,
-    apiKeyId,
-    type: message.type,
-    phone: message.body.phone,
-    payload: message.body,
-    clientReference: clientReference ?? null,
-    senderPhoneNumberId: platform.phoneNumberId,
-    senderId,
-    batchId: batchId ?? null,
-    acceptedAt: new Date(acceptedAt),
-    sendAt: sendAt ? new Date(sendAt) : null,
-    expiresAt: expiresAt ? new Date(expiresAt) : null,
-    status,
-    attempts: priorAttempts + attempts,
-    platformMessageId: null,
-    lastErrorCode: null,
-    lastErrorMessage: null,
-    at: new Date(),
-    ...fields,
-  })
+  const outcome = (status: DeliveryOutcome['status'], fields: Partial<DeliveryOutcome>): DeliveryOutcome =>
+    deliveryOutcome(job.data, lane, status, { attempts: priorAttempts + attempts, ...fields })
 
   // Taking the message's claim settles any race with a cancel: once ours, a cancel is refused.
   const holder = await deps.claims.eval(
@@ -126,13 +146,7 @@ export async function deliverMessage(
 
   // Past its validity (a backlog, an outage, the platform's rate limits): never sent late.
   if (expiresAt && Date.now() > Date.parse(expiresAt)) {
-    await recorder.record(
-      outcome('expired', {
-        attempts: job.attemptsMade,
-        lastErrorCode: 'MESSAGE_EXPIRED',
-        lastErrorMessage: `Not handed to the platform before ${expiresAt}`,
-      }),
-    )
+    await recorder.record(outcome('expired', { attempts: job.attemptsMade, ...expiredFields(expiresAt) }))
     metrics?.expired(senderId)
     log.info({ expiresAt }, 'message expired before it could be sent')
     return { outcome: 'expired' }

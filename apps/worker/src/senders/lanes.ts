@@ -110,6 +110,11 @@ export class SenderLane implements DeliveryLane {
     )
   }
 
+  /** Whether this process holds the sender's queue (paused, needing attention, or switched off). */
+  get held(): boolean {
+    return this.#appliedPaused === true
+  }
+
   /** Applies a sender's settings: its rate and pause (in Redis, for every process) and its token. */
   async apply(next: SenderSettings): Promise<void> {
     const changedCredentials =
@@ -220,6 +225,11 @@ export class SenderLanes {
 
   get producer(): RedisClient {
     return this.#connections.producer
+  }
+
+  /** What recording an outcome outside a delivery takes: the claims' connection and the recorder. */
+  get recording(): { claims: RedisClient; recorder: DeliveryRecorder } {
+    return { claims: this.#connections.claims, recorder: this.#recorder }
   }
 
   lanes(): IterableIterator<SenderLane> {

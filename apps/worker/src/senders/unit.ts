@@ -1,5 +1,6 @@
 import type { WorkerUnitStarter } from '../runtime.ts'
 import { Admitter } from './admitter.ts'
+import { HeldExpirySweeper } from './held-expiry.ts'
 import { SenderLanes } from './lanes.ts'
 import { SenderRegistry } from './registry.ts'
 
@@ -14,6 +15,10 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
   await registry.start()
   const admitter = new Admitter(context, lanes.producer, () => lanes.lanes())
   admitter.start()
+  const sweeper = new HeldExpirySweeper(context, { redis: lanes.producer, ...lanes.recording }, () =>
+    lanes.lanes(),
+  )
+  sweeper.start()
   context.metrics?.watchSenders(() => lanes.lanes())
   context.metrics?.watchQueues(() => [...lanes.lanes()].map((lane) => lane.queue.name))
   const { config, logger } = context
@@ -29,6 +34,7 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
   return {
     close: async () => {
       await registry.stop()
+      await sweeper.stop()
       await admitter.stop()
       await lanes.close()
     },

@@ -1,0 +1,137 @@
+import { type MessageView, senderQueueName } from '@dispatch/contracts'
+import {
+  type FakeWhatsApp,
+  startFakeWhatsApp,
+  startWebhookReceiver,
+  type WebhookReceiver,
+  waitFor,
+} from '@dispatch/testing'
+import type { RunningWorker } from '@dispatch/worker'
+import { Queue } from 'bullmq'
+import { Redis } from 'ioredis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  activeKey,
+  asAdmin,
+  buildTestApp,
+  createWorld,
+  SEND_SCOPES,
+  send,
+  startTestWorker,
+  type TestApp,
+  type TestWorld,
+} from '../helpers.ts'
+
+/**
+ * A held sender (here: an admin's switch) admits nothing; its waiting messages still expire when
+ * their validity ends, with their `message.expired` event, not when the sender resumes.
+ */
+const NUMBER = '100000000000671'
+const TOKEN = 'EAAG-held-expiry-token-0001'
+
+let world: TestWorld
+let app: TestApp
+let fake: FakeWhatsApp
+let receiver: WebhookReceiver
+let worker: RunningWorker
+let key: { id: string; key: string }
+let redis: Redis
+
+beforeAll(async () => {
+  world = await createWorld()
+  fake = await startFakeWhatsApp()
+  fake.number(NUMBER, { token: TOKEN })
+  receiver = await startWebhookReceiver()
+  app = await buildTestApp(world, { MESSAGE_RATE_PER_SECOND: '10000', MESSAGE_VALIDITY_MIN_SECONDS: '1' })
+  worker = await startTestWorker(world, {
+    WHATSAPP_API_URL: fake.url,
+    WHATSAPP_ACCESS_TOKEN: TOKEN,
+    WHATSAPP_PHONE_NUMBER_ID: NUMBER,
+    ADMISSION_INTERVAL_MS: '20',
+    SENDER_REFRESH_MS: '200',
+    EXPIRY_SWEEP_MS: '200',
+  })
+  key = await activeKey(app, { scopes: [...SEND_SCOPES, 'manage:webhooks'] })
+  const endpoint = await app.inject({
+    method: 'POST',
+    url: '/api/third-party/webhook-endpoints',
+    headers: { 'x-api-key': key.key },
+    payload: { url: receiver.url, events: ['message.expired', 'message.sent'] },
+  })
+  expect(endpoint.statusCode, endpoint.body).toBe(201)
+  redis = new Redis(world.redisUrl)
+})
+
+afterAll(async () => {
+  redis?.disconnect()
+  await worker?.close()
+  await app?.close()
+  await receiver?.close()
+  await fake?.close()
+  await world?.close()
+})
+
+const view = async (id: string) =>
+  (
+    await app.inject({
+      method: 'GET',
+      url: `/api/third-party/messages/${id}`,
+      headers: { 'x-api-key': key.key },
+    })
+  ).json<MessageView>()
+
+const sendText = async (validitySeconds: number) => {
+  const res = await send(app, 'send-text', key.key, { phone: '+5511987654321', text: 'hi', validitySeconds })
+  expect(res.statusCode, res.body).toBe(202)
+  return res.json<{ messageId: string }>().messageId
+}
+
+const switchQueue = async (action: 'pause' | 'resume') => {
+  const res = await app.inject({
+    method: 'POST',
+    url: `/api/admin/queues/messages.default/${action}`,
+    headers: asAdmin(),
+    payload: {},
+  })
+  expect(res.statusCode, res.body).toBe(200)
+}
+
+describe('messages of a held sender', () => {
+  it('expire on time, with their event, while the sender is held; the others go once it resumes', async () => {
+    await switchQueue('pause')
+    const queue = new Queue(senderQueueName('default'), { connection: redis, prefix: world.queuePrefix })
+    await waitFor(async () => (await queue.isPaused()) || undefined, { what: 'the sender held in BullMQ' })
+    await queue.close()
+
+    const shortLived = await sendText(1)
+    const longLived = await sendText(3600)
+    const expired = await waitFor(
+      async () => {
+        const v = await view(shortLived)
+        return v.status === 'expired' ? v : undefined
+      },
+      { what: 'the short-lived message to expire while held', timeoutMs: 15_000, intervalMs: 100 },
+    )
+    expect(expired.lastError).toMatchObject({ code: 'MESSAGE_EXPIRED' })
+    const event = await waitFor(
+      () =>
+        receiver.received.find(
+          (r) => r.json.type === 'message.expired' && r.json.data?.messageId === shortLived,
+        ),
+      { what: 'the message.expired event', timeoutMs: 15_000 },
+    )
+    expect(event.json.data?.messageId).toBe(shortLived)
+    // Still held: the other one waits, and nothing reached the platform.
+    expect((await view(longLived)).status).toBe('queued')
+    expect(fake.requests).toHaveLength(0)
+
+    await switchQueue('resume')
+    await waitFor(async () => (await view(longLived)).status === 'sent', {
+      what: 'the long-lived message sent after the resume',
+      timeoutMs: 15_000,
+    })
+    expect(fake.sendsOf(longLived)).toBe(1)
+    expect(fake.sendsOf(shortLived)).toBe(0)
+    expect((await view(shortLived)).status).toBe('expired')
+  })
+})

@@ -1,0 +1,140 @@
+import {
+  fairKeys,
+  type MessageJob,
+  messageClaimKey,
+  messageClaimTtlMs,
+  WORKER_CLAIM_SCRIPT,
+} from '@dispatch/contracts'
+import type { RedisClient } from '@dispatch/contracts/redis'
+import type { DeliveryRecorder } from '../delivery-recorder.ts'
+import type { WorkerContext } from '../runtime.ts'
+import { deliveryOutcome, expiredFields } from './deliver.ts'
+import type { SenderLane } from './lanes.ts'
+
+/**
+ * Takes one message out of a sender's fair-admission lists if it is still waiting there; the
+ * admit script takes it whole or not at all, so exactly one of them gets it. Its id may stay in its
+ * key's list: the admit script skips an id whose job is gone.
+ * KEYS: jobs, scheduled. ARGV: messageId. Returns the job's JSON, or nil.
+ */
+const TAKE_WAITING_SCRIPT = `
+local json = redis.call('HGET', KEYS[1], ARGV[1])
+if not json then return nil end
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return json`
+
+/** Jobs read per HSCAN page. */
+const PAGE = 500
+
+/**
+ * Expires the messages of held senders on time. A sender that is held (an admin's switch, a paused
+ * state, a refused token) admits nothing, so its waiting messages would stay `queued` past their
+ * validity until it resumes. Every EXPIRY_SWEEP_MS, for each held sender of this process, the
+ * messages waiting for admission whose validity has ended are taken out of its lists and recorded
+ * `expired` with their webhook events, as a worker records an expiry; or `canceled`, when a cancel
+ * got the message's claim first. Several processes may sweep one sender: each message is taken once.
+ * What was already admitted into the held queue (at most one admission window) expires on resume.
+ */
+export class HeldExpirySweeper {
+  readonly #context: WorkerContext
+  readonly #redis: RedisClient
+  readonly #claims: RedisClient
+  readonly #recorder: DeliveryRecorder
+  readonly #lanes: () => Iterable<SenderLane>
+  #timer: NodeJS.Timeout | undefined
+  #running: Promise<void> | undefined
+  #stopped = false
+
+  constructor(
+    context: WorkerContext,
+    parts: { redis: RedisClient; claims: RedisClient; recorder: DeliveryRecorder },
+    lanes: () => Iterable<SenderLane>,
+  ) {
+    this.#context = context
+    this.#redis = parts.redis
+    this.#claims = parts.claims
+    this.#recorder = parts.recorder
+    this.#lanes = lanes
+  }
+
+  start(): void {
+    const loop = async () => {
+      if (this.#stopped) return
+      this.#running = this.sweep().then(
+        () => {},
+        (error) =>
+          this.#context.logger.warn({ err: error }, 'expiry sweep of held senders failed; trying again'),
+      )
+      await this.#running
+      if (!this.#stopped) this.#timer = setTimeout(loop, this.#context.config.EXPIRY_SWEEP_MS)
+    }
+    this.#timer = setTimeout(loop, this.#context.config.EXPIRY_SWEEP_MS)
+  }
+
+  /** One pass over every held sender of this process; answers how many messages it recorded. */
+  async sweep(now = Date.now()): Promise<number> {
+    let recorded = 0
+    for (const lane of this.#lanes()) {
+      if (lane.held) recorded += await this.#sweepLane(lane, now)
+    }
+    return recorded
+  }
+
+  async #sweepLane(lane: SenderLane, now: number): Promise<number> {
+    const keys = fairKeys(this.#context.config.QUEUE_PREFIX, lane.senderId)
+    const expired: string[] = []
+    let cursor = '0'
+    do {
+      const [next, entries] = await this.#redis.hscan(keys.jobs, cursor, 'COUNT', PAGE)
+      for (let i = 0; i < entries.length; i += 2) {
+        const { expiresAt } = JSON.parse(entries[i + 1] as string) as MessageJob
+        if (expiresAt && Date.parse(expiresAt) < now) expired.push(entries[i] as string)
+      }
+      cursor = next
+    } while (cursor !== '0')
+    let recorded = 0
+    for (const id of expired) {
+      const json = (await this.#redis.eval(TAKE_WAITING_SCRIPT, 2, keys.jobs, keys.scheduled, id)) as
+        | string
+        | null
+      if (json === null) continue
+      await this.#record(lane, JSON.parse(json) as MessageJob)
+      recorded++
+    }
+    if (recorded > 0) {
+      this.#context.logger.info(
+        { senderId: lane.senderId, expired: recorded },
+        'messages of a held sender expired',
+      )
+    }
+    return recorded
+  }
+
+  async #record(lane: SenderLane, data: MessageJob): Promise<void> {
+    const { metrics } = this.#context
+    // The claim settles a race with a cancel, as for a delivery: a cancel that got it first wins.
+    const holder = await this.#claims.eval(
+      WORKER_CLAIM_SCRIPT,
+      1,
+      messageClaimKey(this.#context.config.QUEUE_PREFIX, data.messageId),
+      messageClaimTtlMs(data.expiresAt, Date.now()),
+    )
+    const attempts = data.priorAttempts ?? 0
+    if (holder === 'cancel') {
+      await this.#recorder.record(deliveryOutcome(data, lane, 'canceled', { attempts }))
+      metrics?.canceled(lane.senderId)
+      return
+    }
+    await this.#recorder.record(
+      deliveryOutcome(data, lane, 'expired', { attempts, ...expiredFields(data.expiresAt) }),
+    )
+    metrics?.expired(lane.senderId)
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true
+    clearTimeout(this.#timer)
+    await this.#running
+  }
+}
