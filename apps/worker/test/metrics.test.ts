@@ -7,6 +7,7 @@ import pino from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Scraper } from '../src/metrics/collectors.ts'
 import { WorkerMetrics } from '../src/metrics/registry.ts'
+import { startMetricsServer } from '../src/metrics/server.ts'
 import { createDeliveryWorld, type DeliveryWorld, text } from './messages/world.ts'
 
 let world: DeliveryWorld
@@ -176,4 +177,34 @@ it('on shutdown, /metrics stays up for METRICS_SHUTDOWN_LINGER_MS after the work
   expect(parseExposition(await res.text()).some((s) => s.name === 'process_resident_memory_bytes')).toBe(true)
   await closed
   await expect(fetch(url)).rejects.toThrow()
+})
+
+it('an address that sends wrong tokens is refused with 429 for the rest of the window, even with the right one', async () => {
+  const token = 'metrics-brute-force-token-0123456789'
+  const server = await startMetricsServer({
+    host: '127.0.0.1',
+    port: 0,
+    token,
+    scrape: async () => '# nothing\n',
+    logger: pino({ level: 'silent' }),
+    failureLimit: { max: 3, windowMs: 1500 },
+  })
+  const get = (bearer: string) =>
+    fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${bearer}` } })
+  try {
+    expect((await get(token)).status).toBe(200)
+    for (let i = 0; i < 3; i++) expect((await get(`guess-${i}`)).status).toBe(401)
+    const refused = await get(token)
+    expect(refused.status).toBe(429)
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
+    expect((await get('guess-4')).status).toBe(429)
+    // Once the window is over, the right token is answered again.
+    await waitFor(async () => (await get(token)).status === 200, {
+      what: 'the window to end',
+      timeoutMs: 5_000,
+      intervalMs: 250,
+    })
+  } finally {
+    await server.close()
+  }
 })
