@@ -1,5 +1,11 @@
 import { STATUS_CODES } from 'node:http'
-import { type ApiKeyCreated, DEFAULT_SENDER_ID, ErrorBody, fairKeys } from '@dispatch/contracts'
+import {
+  type ApiKeyCreated,
+  DEFAULT_SENDER_ID,
+  ErrorBody,
+  fairKeys,
+  type MessageView,
+} from '@dispatch/contracts'
 import type { Sql } from '@dispatch/db'
 import {
   captureLogs,
@@ -7,6 +13,7 @@ import {
   signWebhook,
   testQueuePrefix,
   testRedisUrl,
+  waitFor,
 } from '@dispatch/testing'
 import { createWorkerLogger, parseWorkerConfig, type RunningWorker, startWorker } from '@dispatch/worker'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
@@ -211,6 +218,35 @@ export const send = (
     headers: { 'x-api-key': key, ...headers },
     payload: payload as object,
   })
+
+/** A message as its key reads it (`GET /api/third-party/messages/:id`); anything but 200 fails. */
+export async function messageView(app: FastifyInstance, apiKey: string, id: string): Promise<MessageView> {
+  const res = await app.inject({
+    method: 'GET',
+    url: `/api/third-party/messages/${id}`,
+    headers: { 'x-api-key': apiKey },
+  })
+  expect(res.statusCode, res.body).toBe(200)
+  return res.json<MessageView>()
+}
+
+/** Waits until the message reads one of `statuses`; answers that view. */
+export function untilMessageStatus(
+  app: FastifyInstance,
+  apiKey: string,
+  id: string,
+  statuses: MessageView['status'] | MessageView['status'][],
+  timeoutMs = 15_000,
+): Promise<MessageView> {
+  const wanted = new Set(Array.isArray(statuses) ? statuses : [statuses])
+  return waitFor(
+    async () => {
+      const view = await messageView(app, apiKey, id)
+      return wanted.has(view.status) ? view : undefined
+    },
+    { what: `message ${id} ${[...wanted].join(' or ')}`, timeoutMs, intervalMs: 100 },
+  )
+}
 
 /** A message as the worker leaves it after sending: a row with the platform's id. Returns its id. */
 export async function recordSentMessage(

@@ -1,4 +1,4 @@
-import { fairKeys, type MessageView, queuePrefix, senderQueueName } from '@dispatch/contracts'
+import { fairKeys, queuePrefix, senderQueueName } from '@dispatch/contracts'
 import { createRedisClient } from '@dispatch/contracts/redis'
 import {
   captureLogs,
@@ -24,11 +24,13 @@ import {
   createWorld,
   decide,
   expectError,
+  messageView,
   SEND_SCOPES,
   send,
   startTestWorker,
   type TestApp,
   type TestWorld,
+  untilMessageStatus,
   validSends,
 } from './helpers.ts'
 
@@ -90,16 +92,6 @@ describe.skipIf(missing !== undefined)(
       await cluster?.stop()
     }, 60_000)
 
-    const lookup = async (on: TestApp, key: string, id: string) => {
-      const res = await on.inject({
-        method: 'GET',
-        url: `/api/third-party/messages/${id}`,
-        headers: { 'x-api-key': key },
-      })
-      expect(res.statusCode, res.body).toBe(200)
-      return res.json<MessageView>()
-    }
-
     const SENT = new Set(['sent', 'delivered', 'read'])
 
     /** Each master's own connection: where the cluster really put the keys. */
@@ -148,7 +140,7 @@ describe.skipIf(missing !== undefined)(
         expect(ids).toHaveLength(21)
         await waitFor(
           async () => {
-            const views = await Promise.all(ids.map((id) => lookup(second, key.key, id)))
+            const views = await Promise.all(ids.map((id) => messageView(second, key.key, id)))
             return views.every((view) => SENT.has(view.status))
           },
           { what: 'all 21 messages sent through the cluster', timeoutMs: 30_000, intervalMs: 100 },
@@ -242,10 +234,7 @@ describe.skipIf(missing !== undefined)(
         expect(again.headers['idempotent-replayed']).toBe('true')
         expect(again.json()).toEqual(first.json())
         // The row is written by the worker: once the message is out, exactly one row exists.
-        await waitFor(async () => (await lookup(app, key.key, first.json().messageId)).status !== 'queued', {
-          what: 'the idempotent message to be delivered',
-          timeoutMs: 20_000,
-        })
+        await untilMessageStatus(app, key.key, first.json().messageId, ['sent', 'delivered', 'read'], 20_000)
         const rows = await world.sql`select id from messages where api_key_id = ${key.id}`
         expect(rows.map((row) => row.id)).toEqual([first.json().messageId])
       })
@@ -332,10 +321,7 @@ describe.skipIf(missing !== undefined)(
         const res = await send(api, 'send-text', key.key)
         expect(res.statusCode, res.body).toBe(202)
         const id = res.json<{ messageId: string }>().messageId
-        await waitFor(async () => SENT.has((await lookup(api, key.key, id)).status), {
-          what: 'the message sent under a tagged prefix',
-          timeoutMs: 20_000,
-        })
+        await untilMessageStatus(api, key.key, id, ['sent', 'delivered', 'read'], 20_000)
         expect(fake.sendsOf(id)).toBe(1)
         const perMaster = await keysPerMaster(`${tagged}*`)
         expect(

@@ -1,4 +1,4 @@
-import { type MessageView, senderQueueName } from '@dispatch/contracts'
+import { senderQueueName } from '@dispatch/contracts'
 import {
   type FakeWhatsApp,
   startFakeWhatsApp,
@@ -15,11 +15,13 @@ import {
   asAdmin,
   buildTestApp,
   createWorld,
+  messageView,
   SEND_SCOPES,
   send,
   startTestWorker,
   type TestApp,
   type TestWorld,
+  untilMessageStatus,
 } from '../helpers.ts'
 
 /**
@@ -71,15 +73,6 @@ afterAll(async () => {
   await world?.close()
 })
 
-const view = async (id: string) =>
-  (
-    await app.inject({
-      method: 'GET',
-      url: `/api/third-party/messages/${id}`,
-      headers: { 'x-api-key': key.key },
-    })
-  ).json<MessageView>()
-
 const sendText = async (validitySeconds: number) => {
   const res = await send(app, 'send-text', key.key, { phone: '+5511987654321', text: 'hi', validitySeconds })
   expect(res.statusCode, res.body).toBe(202)
@@ -105,13 +98,7 @@ describe('messages of a held sender', () => {
 
     const shortLived = await sendText(1)
     const longLived = await sendText(3600)
-    const expired = await waitFor(
-      async () => {
-        const v = await view(shortLived)
-        return v.status === 'expired' ? v : undefined
-      },
-      { what: 'the short-lived message to expire while held', timeoutMs: 15_000, intervalMs: 100 },
-    )
+    const expired = await untilMessageStatus(app, key.key, shortLived, 'expired')
     expect(expired.lastError).toMatchObject({ code: 'MESSAGE_EXPIRED' })
     const event = await waitFor(
       () =>
@@ -122,16 +109,13 @@ describe('messages of a held sender', () => {
     )
     expect(event.json.data?.messageId).toBe(shortLived)
     // Still held: the other one waits, and nothing reached the platform.
-    expect((await view(longLived)).status).toBe('queued')
+    expect((await messageView(app, key.key, longLived)).status).toBe('queued')
     expect(fake.requests).toHaveLength(0)
 
     await switchQueue('resume')
-    await waitFor(async () => (await view(longLived)).status === 'sent', {
-      what: 'the long-lived message sent after the resume',
-      timeoutMs: 15_000,
-    })
+    await untilMessageStatus(app, key.key, longLived, 'sent')
     expect(fake.sendsOf(longLived)).toBe(1)
     expect(fake.sendsOf(shortLived)).toBe(0)
-    expect((await view(shortLived)).status).toBe('expired')
+    expect((await messageView(app, key.key, shortLived)).status).toBe('expired')
   })
 })
