@@ -25,6 +25,33 @@ describe('health', () => {
     expect(res.json()).toEqual({ status: 'ok', checks: { postgres: 'ok', redis: 'ok' } })
   })
 
+  it('GET /readyz answers 200 degraded when only Postgres is down: known keys still send', async () => {
+    const noPostgres = await buildTestApp(world, {
+      DATABASE_URL: world.databaseUrl.replace(/:\d+\//, ':1/'),
+    })
+    try {
+      const res = await noPostgres.inject({ method: 'GET', url: '/readyz' })
+      expect(res.statusCode, res.body).toBe(200)
+      expect(res.json()).toEqual({ status: 'degraded', checks: { postgres: 'unreachable', redis: 'ok' } })
+    } finally {
+      await noPostgres.close()
+    }
+  })
+
+  it('GET /readyz answers 503 naming Redis when Redis alone is down: nothing can be accepted', async () => {
+    const noRedis = await buildTestApp(world, { REDIS_URL: 'redis://127.0.0.1:1' })
+    try {
+      expectError(
+        await noRedis.inject({ method: 'GET', url: '/readyz' }),
+        503,
+        'SERVICE_UNAVAILABLE',
+        /: Redis unreachable/,
+      )
+    } finally {
+      await noRedis.close()
+    }
+  })
+
   it('GET /readyz answers 503 with the error body naming what is down', async () => {
     const broken = await buildTestApp(world, {
       REDIS_URL: 'redis://127.0.0.1:1',

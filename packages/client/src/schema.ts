@@ -28,7 +28,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Postgres and Redis are reachable */
+        /**
+         * This instance can accept messages (Redis answers); Postgres is reported
+         * @description Ready while Redis answers: messages are accepted into Redis, and known keys keep sending through a Postgres outage. With Postgres unreachable the answer is still 200, `degraded`, so an orchestrator does not take every instance out at once; without Redis it is 503.
+         */
         get: operations["getReadiness"];
         put?: never;
         post?: never;
@@ -907,8 +910,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @enum {string} */
-                        status: "ok";
+                        status: "ok" | "degraded";
                         checks: {
                             [key: string]: string;
                         };

@@ -32,10 +32,17 @@ export async function healthRoutes(app: FastifyInstance) {
       schema: {
         operationId: 'getReadiness',
         tags: ['health'],
-        summary: 'Postgres and Redis are reachable',
+        summary: 'This instance can accept messages (Redis answers); Postgres is reported',
+        description:
+          'Ready while Redis answers: messages are accepted into Redis, and known keys keep sending ' +
+          'through a Postgres outage. With Postgres unreachable the answer is still 200, `degraded`, ' +
+          'so an orchestrator does not take every instance out at once; without Redis it is 503.',
         security: [],
         response: {
-          200: Type.Object({ status: Type.Literal('ok'), checks: Type.Record(Type.String(), Type.String()) }),
+          200: Type.Object({
+            status: Type.Union([Type.Literal('ok'), Type.Literal('degraded')]),
+            checks: Type.Record(Type.String(), Type.String()),
+          }),
           ...errorResponses('SERVICE_UNAVAILABLE'),
         },
       },
@@ -46,14 +53,15 @@ export async function healthRoutes(app: FastifyInstance) {
         withTimeout(pingDb(), 2000),
         withTimeout(redis.ping(), 2000),
       ])
-      const down = [
-        postgres.status === 'rejected' && 'Postgres',
-        redisCheck.status === 'rejected' && 'Redis',
-      ].filter(Boolean)
-      if (down.length > 0) {
-        throw new AppError('SERVICE_UNAVAILABLE', `Not ready: ${down.join(' and ')} unreachable`)
+      const postgresUp = postgres.status === 'fulfilled'
+      if (redisCheck.status === 'rejected') {
+        const down = postgresUp ? 'Redis' : 'Postgres and Redis'
+        throw new AppError('SERVICE_UNAVAILABLE', `Not ready: ${down} unreachable`)
       }
-      return { status: 'ok' as const, checks: { postgres: 'ok', redis: 'ok' } }
+      return {
+        status: postgresUp ? ('ok' as const) : ('degraded' as const),
+        checks: { postgres: postgresUp ? 'ok' : 'unreachable', redis: 'ok' },
+      }
     },
   )
 }
