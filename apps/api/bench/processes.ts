@@ -3,17 +3,11 @@
  * `apps/worker/src/main.ts`, each started with `node` in a process of its own, as deployed; and the
  * CPU counters the benchmark reads to say what bounds a figure (from /proc: Linux only).
  */
-import { type ChildProcess, spawn } from 'node:child_process'
 import { readFile } from 'node:fs/promises'
-import { createInterface } from 'node:readline'
-import { setTimeout as sleep } from 'node:timers/promises'
-import { fileURLToPath } from 'node:url'
 import type { Sql } from '@dispatch/db'
+import { ENTRY_POINTS, type LogLine, type Service, startService, waitFor } from '@dispatch/testing'
 import { processCpuSeconds } from './load.ts'
 import { freePort } from './redis-server.ts'
-
-const API_ENTRY = fileURLToPath(new URL('../src/server.ts', import.meta.url))
-const WORKER_ENTRY = fileURLToPath(new URL('../../worker/src/main.ts', import.meta.url))
 
 export interface ServiceProcess {
   name: string
@@ -30,64 +24,59 @@ const running = new Set<ServiceProcess>()
 
 export const stopAllServices = () => Promise.all([...running].map((p) => p.stop()))
 
-function wrap(name: string, child: ChildProcess, url: string): ServiceProcess {
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-  const service: ServiceProcess = {
-    name,
+/** Log lines of level warn and above go to this process's stderr, named. */
+const warnings = (name: string) => (line: LogLine) => {
+  if (typeof line.level === 'number' && line.level >= 40)
+    process.stderr.write(`[${name}] ${JSON.stringify(line)}\n`)
+}
+
+/** Waits until `ready()` answers; a process that exits or fails first is stopped and says why. */
+async function started(
+  service: Service,
+  url: string,
+  ready: () => Promise<boolean>,
+): Promise<ServiceProcess> {
+  const wrapped: ServiceProcess = {
+    name: service.name,
     url,
-    cpuSeconds: async () => (await processCpuSeconds(child.pid)) ?? Number.NaN,
+    cpuSeconds: async () => (await processCpuSeconds(service.child.pid)) ?? Number.NaN,
     async stop() {
-      running.delete(service)
-      if (child.exitCode !== null || child.signalCode !== null) return
-      child.kill('SIGTERM')
-      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000)
-      await exited
-      clearTimeout(timer)
+      running.delete(wrapped)
+      await service.stop()
     },
   }
-  running.add(service)
-  return service
-}
-
-/** Rejects when `child` exits before `ready` settles, so a process that fails at boot says so. */
-function bootOrFail<T>(name: string, child: ChildProcess, ready: Promise<T>, timeoutMs = 90_000) {
-  return Promise.race([
-    ready,
-    new Promise<never>((_, reject) => {
-      child.once('exit', (code, signal) =>
-        reject(new Error(`${name} exited (${code ?? signal}) while starting`)),
-      )
-      setTimeout(() => reject(new Error(`${name} not ready after ${timeoutMs} ms`)), timeoutMs).unref()
-    }),
-  ])
-}
-
-/** `node apps/api/src/server.ts` on a free port; resolves once `/healthz` answers. */
-export async function startApiProcess(name: string, env: Record<string, string>): Promise<ServiceProcess> {
-  const port = await freePort()
-  const child = spawn(process.execPath, [API_ENTRY], {
-    env: { ...process.env, ...env, HOST: '127.0.0.1', PORT: String(port) },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  })
-  const url = `http://127.0.0.1:${port}`
-  const service = wrap(name, child, url)
-  const healthy = (async () => {
-    for (;;) {
-      const ok = await fetch(`${url}/healthz`).then(
-        (res) => res.ok,
-        () => false,
-      )
-      if (ok) return
-      await sleep(100)
-    }
-  })()
+  running.add(wrapped)
   try {
-    await bootOrFail(name, child, healthy)
+    await waitFor(
+      async () => {
+        if (!service.running()) throw new Error(`${service.name} exited while starting\n${service.stderr()}`)
+        return ready()
+      },
+      { what: `${service.name} to start`, timeoutMs: 90_000, intervalMs: 100 },
+    )
   } catch (error) {
-    await service.stop()
+    await wrapped.stop()
     throw error
   }
-  return service
+  return wrapped
+}
+
+/** `node apps/api/src/server.ts` on a free port; resolves once it listens. */
+export async function startApiProcess(name: string, env: Record<string, string>): Promise<ServiceProcess> {
+  const port = await freePort()
+  const service = startService(
+    name,
+    ENTRY_POINTS.api,
+    { ...env, HOST: '127.0.0.1', PORT: String(port) },
+    { inheritEnv: true, onLine: warnings(name) },
+  )
+  const url = `http://127.0.0.1:${port}`
+  return started(service, url, () =>
+    fetch(`${url}/healthz`).then(
+      (res) => res.ok,
+      () => false,
+    ),
+  )
 }
 
 /**
@@ -95,31 +84,14 @@ export async function startApiProcess(name: string, env: Record<string, string>)
  * up and hold whatever switch is on). Its log lines of level warn and above go to stderr.
  */
 export async function startWorkerProcess(name: string, env: Record<string, string>): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, [WORKER_ENTRY], {
-    env: { ...process.env, ...env, LOG_LEVEL: 'info', LOG_FORMAT: 'json' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
-  const service = wrap(name, child, '')
-  const started = new Promise<void>((resolve) => {
-    createInterface({ input: child.stdout as NonNullable<typeof child.stdout> }).on('line', (line) => {
-      let entry: { level?: number; msg?: string }
-      try {
-        entry = JSON.parse(line)
-      } catch {
-        process.stderr.write(`[${name}] ${line}\n`)
-        return
-      }
-      if (entry.msg === 'messages worker started') resolve()
-      if ((entry.level ?? 0) >= 40) process.stderr.write(`[${name}] ${line}\n`)
-    })
-  })
-  try {
-    await bootOrFail(name, child, started)
-  } catch (error) {
-    await service.stop()
-    throw error
-  }
-  return service
+  const service = startService(
+    name,
+    ENTRY_POINTS.worker,
+    { ...env, LOG_LEVEL: 'info' },
+    { inheritEnv: true, onLine: warnings(name) },
+  )
+  const logged = (text: string) => service.logs().some((line) => line.msg === text)
+  return started(service, '', async () => logged('messages worker started'))
 }
 
 const statFields = async (path: string) =>

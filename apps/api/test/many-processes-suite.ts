@@ -1,23 +1,19 @@
 import {
   type CloudApiRequest,
+  ENTRY_POINTS,
   type FakeWhatsApp,
   type LocalRedisCluster,
   type Sample,
+  type Service,
+  serviceReport,
   startFakeWhatsApp,
   startRedisCluster,
+  startService,
   waitFor,
 } from '@dispatch/testing'
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest'
 import { ADMIN, asAdmin, createWorld, SEND_SCOPES, type TestWorld } from './helpers.ts'
-import {
-  ENTRY_POINTS,
-  removeQueueKeys,
-  type Service,
-  scrape,
-  serviceReport,
-  startService,
-  total,
-} from './processes.ts'
+import { removeQueueKeys, scrape, total } from './processes.ts'
 import { sendMessages } from './traffic.ts'
 
 /**
