@@ -1,5 +1,6 @@
 import {
   type CloudApiRequest,
+  deleteKeysUnder,
   ENTRY_POINTS,
   type FakeWhatsApp,
   type LocalRedisCluster,
@@ -13,7 +14,7 @@ import {
 } from '@dispatch/testing'
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest'
 import { ADMIN, asAdmin, createWorld, SEND_SCOPES, type TestWorld } from './helpers.ts'
-import { removeQueueKeys, scrape, total } from './processes.ts'
+import { scrape, total } from './processes.ts'
 import { sendMessages } from './traffic.ts'
 
 /**
@@ -153,7 +154,7 @@ export function manyProcessesSuite(redis: 'single' | 'cluster') {
     await Promise.all(services.map((service) => service.exited))
     await fake?.close()
     if (cluster) await cluster.stop()
-    else if (world) await removeQueueKeys(world.redisUrl, world.queuePrefix)
+    else if (world) await deleteKeysUnder(world.redisUrl, world.queuePrefix)
     await world?.close()
   })
 

@@ -1,5 +1,4 @@
 import { parseExposition, type Sample } from '@dispatch/testing'
-import { Redis } from 'ioredis'
 
 /** One scrape of a `/metrics` endpoint, parsed. */
 export async function scrape(url: string, token: string): Promise<Sample[]> {
@@ -11,18 +10,3 @@ export async function scrape(url: string, token: string): Promise<Sample[]> {
 /** The sum of every series of one metric: a counter over all its labels. 0 when none was counted yet. */
 export const total = (samples: Sample[], name: string) =>
   samples.filter((s) => s.name === name).reduce((sum, s) => sum + s.value, 0)
-
-/** Deletes every Redis key under a test's queue prefix. */
-export async function removeQueueKeys(redisUrl: string, prefix: string) {
-  const redis = new Redis(redisUrl)
-  try {
-    let cursor = '0'
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000)
-      if (keys.length > 0) await redis.del(...keys)
-      cursor = next
-    } while (cursor !== '0')
-  } finally {
-    redis.disconnect()
-  }
-}

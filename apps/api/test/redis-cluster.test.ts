@@ -101,12 +101,8 @@ describe.skipIf(missing !== undefined)(
           const node = new Redis({ host: '127.0.0.1', port })
           try {
             let count = 0
-            let cursor = '0'
-            do {
-              const [next, keys] = await node.scan(cursor, 'MATCH', match, 'COUNT', 1000)
-              count += keys.length
-              cursor = next
-            } while (cursor !== '0')
+            const pages = node.scanStream({ match, count: 1000 }) as AsyncIterable<string[]>
+            for await (const keys of pages) count += keys.length
             return count
           } finally {
             node.disconnect()

@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto'
 import { Agent, request } from 'node:http'
 import { ensureDatabase, migrateDatabase } from '@dispatch/db/migrate'
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 import postgres from 'postgres'
 import { benchEnv } from './env.ts'
+import { deleteKeysUnder } from './redis-keys.ts'
 
 /**
  * A migrated database and a queue prefix of the benchmark's own, removed by `drop()`, so a
@@ -21,14 +22,7 @@ export async function createBenchWorld(name: string) {
     redisUrl,
     queuePrefix: id,
     async drop() {
-      const redis = new Redis(redisUrl)
-      let cursor = '0'
-      do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', `${id}*`, 'COUNT', 1000)
-        if (keys.length) await redis.del(...keys)
-        cursor = next
-      } while (cursor !== '0')
-      redis.disconnect()
+      await deleteKeysUnder(redisUrl, id)
       const adminUrl = new URL(databaseUrl)
       adminUrl.pathname = '/postgres'
       const admin = postgres(adminUrl.toString(), { max: 1, onnotice: () => {} })
@@ -129,15 +123,14 @@ export function keepAliveGet() {
  */
 export async function clearFairAdmission(redis: Redis, prefix: string): Promise<number> {
   let messages = 0
-  let cursor = '0'
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:fair:*`, 'COUNT', 1000)
+  for await (const keys of redis.scanStream({ match: `${prefix}:fair:*`, count: 1000 }) as AsyncIterable<
+    string[]
+  >) {
     for (const key of keys) {
       if (key.endsWith(':jobs') || key.endsWith(':moving')) messages += await redis.hlen(key)
     }
     if (keys.length) await redis.unlink(...keys)
-    cursor = next
-  } while (cursor !== '0')
+  }
   return messages
 }
 

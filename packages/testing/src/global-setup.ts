@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto'
 import { migrateDatabase } from '@dispatch/db/migrate'
-import { Redis } from 'ioredis'
 import postgres from 'postgres'
 import type { TestProject } from 'vitest/node'
 import './database.ts'
 import { LOCAL_DATABASE_URL, LOCAL_REDIS_URL, testEnv } from './env.ts'
+import { deleteKeysUnder } from './redis-keys.ts'
 
 type Stop = () => Promise<void>
 
@@ -57,14 +57,7 @@ export default async function setup(project: TestProject) {
     for (const { datname } of leftovers)
       await admin.unsafe(`drop database if exists "${datname}" with (force)`)
     await admin.end({ timeout: 5 })
-    const redis = new Redis(redisUrl)
-    let cursor = '0'
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${runId}*`, 'COUNT', 1000)
-      if (keys.length > 0) await redis.del(...keys)
-      cursor = next
-    } while (cursor !== '0')
-    redis.disconnect()
+    await deleteKeysUnder(redisUrl, runId)
     await containers?.stop()
   }
 }
