@@ -298,7 +298,7 @@ async function fairness(platform: NonNullable<typeof fake>) {
   const [keyA, keyB] = [await newKey('Bench key A'), await newKey('Bench key B')]
   const queueName = senderQueueName(DEFAULT_SENDER_ID)
   const queue = new Queue<MessageJob>(queueName, { connection: redis, prefix: world.queuePrefix })
-  const queueKeys = bullQueueKeys(world.queuePrefix, queueName)
+  const queueKeys = bullQueueKeys({ QUEUE_PREFIX: world.queuePrefix, REDIS_CLUSTER: false }, queueName)
   const bCount = Math.round(bRate * bSeconds)
   console.log(
     `fairness: one sender at ${rate} msg/s, fake Cloud API (${platform.latencyMs} ms); key A has ${backlogA}` +

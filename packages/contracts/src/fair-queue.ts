@@ -118,13 +118,3 @@ for _, level in ipairs({'high', 'normal', 'low'}) do
 end
 if left > 0 or redis.call('ZCARD', KEYS[4]) > 0 or redis.call('ZCARD', KEYS[3]) > 0 then out[1] = 1 end
 return out`
-
-/**
- * The keys of a BullMQ queue that the admit script reads (its layout: `prefix:name:state`), for
- * the queue's BullMQ prefix (`queuePrefix`, which on a cluster carries the sender's hash tag).
- */
-export const bullQueueKeys = (prefix: string, queueName: string) => ({
-  wait: `${prefix}:${queueName}:wait`,
-  prioritized: `${prefix}:${queueName}:prioritized`,
-  meta: `${prefix}:${queueName}:meta`,
-})

@@ -41,3 +41,17 @@ export function queuePrefix(layout: KeyLayout, queueName: string): string {
   if (!layout.REDIS_CLUSTER || hasHashTag(layout.QUEUE_PREFIX)) return layout.QUEUE_PREFIX
   return `${layout.QUEUE_PREFIX}:{${queueHashTag(queueName)}}`
 }
+
+/**
+ * One of a BullMQ queue's own keys, `<queue prefix>:<queue>:<state>` (BullMQ's layout), for the
+ * few places that read a queue's lists directly: the admit script, and a sender's in-flight count.
+ */
+export const bullQueueKey = (layout: KeyLayout, queueName: string, state: string) =>
+  `${queuePrefix(layout, queueName)}:${queueName}:${state}`
+
+/** The keys of a BullMQ queue that the admit script reads. */
+export const bullQueueKeys = (layout: KeyLayout, queueName: string) => ({
+  wait: bullQueueKey(layout, queueName, 'wait'),
+  prioritized: bullQueueKey(layout, queueName, 'prioritized'),
+  meta: bullQueueKey(layout, queueName, 'meta'),
+})

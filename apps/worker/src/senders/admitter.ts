@@ -6,7 +6,6 @@ import {
   MESSAGE_JOB_OPTIONS,
   type MessageJob,
   PRIORITY_RANK,
-  queuePrefix,
 } from '@dispatch/contracts'
 import type { RedisClient } from '@dispatch/contracts/redis'
 import type { WorkerContext } from '../runtime.ts'
@@ -92,7 +91,7 @@ export class Admitter {
   async admit(lane: SenderLane): Promise<boolean> {
     const { config } = this.#context
     const keys = fairKeys(config.QUEUE_PREFIX, lane.senderId)
-    const queueKeys = bullQueueKeys(queuePrefix(config, lane.queue.name), lane.queue.name)
+    const queueKeys = bullQueueKeys(config, lane.queue.name)
     const target = Math.max(
       1,
       Math.ceil((lane.settings.ratePerSecond * config.SENDER_QUEUE_WINDOW_MS) / 1000),

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import {
+  bullQueueKey,
   CreateSenderBody,
   createSecretBox,
   DEFAULT_SENDER_ID,
@@ -7,7 +8,6 @@ import {
   type KeyLayout,
   lastFour,
   pageMeta,
-  queuePrefix,
   SenderIdParams,
   SenderList,
   SenderListQuery,
@@ -69,15 +69,13 @@ const DEFAULT_SENDER_FIELDS = new Set(['state', 'ratePerSecond', 'displayPhoneNu
  */
 async function messagesInFlight(redis: RedisClient, layout: KeyLayout, senderId: string): Promise<number> {
   const fair = fairKeys(layout.QUEUE_PREFIX, senderId)
-  // BullMQ's layout, `prefix:queue:state`, as `bullQueueKeys` reads it for the admitter.
-  const name = senderQueueName(senderId)
-  const queue = `${queuePrefix(layout, name)}:${name}`
+  const key = (state: string) => bullQueueKey(layout, senderQueueName(senderId), state)
   const counts = await Promise.all([
     redis.hlen(fair.jobs),
     redis.zcard(fair.scheduled),
     redis.hlen(fair.moving),
-    ...['wait', 'paused', 'active'].map((state) => redis.llen(`${queue}:${state}`)),
-    ...['prioritized', 'delayed'].map((state) => redis.zcard(`${queue}:${state}`)),
+    ...['wait', 'paused', 'active'].map((state) => redis.llen(key(state))),
+    ...['prioritized', 'delayed'].map((state) => redis.zcard(key(state))),
   ])
   return counts.reduce((sum, n) => sum + n, 0)
 }
