@@ -68,6 +68,19 @@ export function deliveryOutcome(
   }
 }
 
+/**
+ * Takes the message's claim for a worker, which settles any race with a cancel: once the worker's,
+ * a cancel is refused. Answers who holds it: `worker`, or `cancel` when a cancel got there first.
+ */
+export async function takeClaim(claims: RedisClient, prefix: string, data: MessageJob): Promise<string> {
+  return (await claims.eval(
+    WORKER_CLAIM_SCRIPT,
+    1,
+    messageClaimKey(prefix, data.messageId),
+    messageClaimTtlMs(data.expiresAt, Date.now()),
+  )) as string
+}
+
 /** The fields of an expiry: never handed to the platform before its validity ended. */
 export const expiredFields = (expiresAt: string | undefined) => ({
   lastErrorCode: 'MESSAGE_EXPIRED',
@@ -113,14 +126,7 @@ export async function deliverMessage(
   const outcome = (status: DeliveryOutcome['status'], fields: Partial<DeliveryOutcome>): DeliveryOutcome =>
     deliveryOutcome(job.data, lane, status, { attempts: priorAttempts + attempts, ...fields })
 
-  // Taking the message's claim settles any race with a cancel: once ours, a cancel is refused.
-  const holder = await deps.claims.eval(
-    WORKER_CLAIM_SCRIPT,
-    1,
-    messageClaimKey(deps.prefix, messageId),
-    messageClaimTtlMs(expiresAt, Date.now()),
-  )
-  if (holder === 'cancel') {
+  if ((await takeClaim(deps.claims, deps.prefix, job.data)) === 'cancel') {
     await recorder.record(outcome('canceled', { attempts: job.attemptsMade }))
     metrics?.canceled(senderId)
     log.info('message canceled before it was sent')

@@ -1,14 +1,8 @@
-import {
-  fairKeys,
-  type MessageJob,
-  messageClaimKey,
-  messageClaimTtlMs,
-  WORKER_CLAIM_SCRIPT,
-} from '@dispatch/contracts'
+import { fairKeys, type MessageJob } from '@dispatch/contracts'
 import type { RedisClient } from '@dispatch/contracts/redis'
 import type { DeliveryRecorder } from '../delivery-recorder.ts'
 import type { WorkerContext } from '../runtime.ts'
-import { deliveryOutcome, expiredFields } from './deliver.ts'
+import { deliveryOutcome, expiredFields, takeClaim } from './deliver.ts'
 import type { SenderLane } from './lanes.ts'
 
 /**
@@ -114,12 +108,7 @@ export class HeldExpirySweeper {
   async #record(lane: SenderLane, data: MessageJob): Promise<void> {
     const { metrics } = this.#context
     // The claim settles a race with a cancel, as for a delivery: a cancel that got it first wins.
-    const holder = await this.#claims.eval(
-      WORKER_CLAIM_SCRIPT,
-      1,
-      messageClaimKey(this.#context.config.QUEUE_PREFIX, data.messageId),
-      messageClaimTtlMs(data.expiresAt, Date.now()),
-    )
+    const holder = await takeClaim(this.#claims, this.#context.config.QUEUE_PREFIX, data)
     const attempts = data.priorAttempts ?? 0
     if (holder === 'cancel') {
       await this.#recorder.record(deliveryOutcome(data, lane, 'canceled', { attempts }))
