@@ -30,3 +30,10 @@ export const webhookReceiverEnv = () => ({
   port: Number(process.env.RECEIVER_PORT ?? 4020),
   secret: process.env.WEBHOOK_SECRET,
 })
+
+/**
+ * What a child process of the tests starts from: this process's whole environment, or only PATH
+ * and HOME, so that a test sets everything else the service reads.
+ */
+export const childProcessEnv = (inherit: boolean): NodeJS.ProcessEnv =>
+  inherit ? process.env : { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' }

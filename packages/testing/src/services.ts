@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import { childProcessEnv } from './env.ts'
 import { waitFor } from './wait.ts'
 
 /**
@@ -49,9 +50,7 @@ export function startService(
   env: Record<string, string>,
   options: ServiceOptions = {},
 ): Service {
-  const base = options.inheritEnv
-    ? process.env
-    : { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' }
+  const base = childProcessEnv(options.inheritEnv ?? false)
   const child = spawn(process.execPath, [entry], {
     cwd: repoDir,
     env: { ...base, LOG_FORMAT: 'json', ...env },
