@@ -88,9 +88,10 @@ export class MessageStore {
     this.#pending = []
     // One pipeline per sender on a cluster, where a pipeline must stay on one node (each sender's
     // keys share its hash tag); one for the whole turn on a single server.
+    const cluster = this.#redis.isCluster
     const groups = new Map<string, Pending[]>()
     for (const pending of batch) {
-      const sender = this.#redis.isCluster ? (pending.job.senderId ?? DEFAULT_SENDER_ID) : ''
+      const sender = cluster ? (pending.job.senderId ?? DEFAULT_SENDER_ID) : ''
       const group = groups.get(sender)
       if (group) group.push(pending)
       else groups.set(sender, [pending])
@@ -120,15 +121,15 @@ export class MessageStore {
             )
           }
           // After the messages: an admitter that sees the sender idle and drops it re-checks after.
-          if (!this.#redis.isCluster) pipeline.sadd(active, ...senders)
+          if (!cluster) pipeline.sadd(active, ...senders)
           const results = (await pipeline.exec()) ?? []
           const failed = results.find(([error]) => error)
-          const expected = group.length + (this.#redis.isCluster ? 0 : 1)
+          const expected = group.length + (cluster ? 0 : 1)
           if (failed || results.length !== expected) throw failed?.[0] ?? new Error('pipeline cut short')
         }),
       )
       // On a cluster the set may sit on another node: marked once the messages are stored.
-      if (this.#redis.isCluster) await this.#redis.sadd(active, ...senders)
+      if (cluster) await this.#redis.sadd(active, ...senders)
       for (const pending of batch) pending.resolve()
     } catch (error) {
       for (const pending of batch) pending.reject(error)

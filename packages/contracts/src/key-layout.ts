@@ -1,4 +1,4 @@
-import { DEFAULT_SENDER_ID, senderQueueName } from './senders.ts'
+import { senderOfQueue } from './senders.ts'
 
 /**
  * Where the service's keys live in Redis (docs/operations.md, "Redis Cluster"). A Redis Cluster
@@ -26,10 +26,7 @@ export const hasHashTag = (prefix: string) => HASH_TAG.test(prefix)
  * The hash tag of a queue: a sender's queue shares its sender's (that of its fair-admission keys,
  * `fairBase`); any other queue has its name.
  */
-export function queueHashTag(queueName: string): string {
-  if (queueName === senderQueueName(DEFAULT_SENDER_ID)) return DEFAULT_SENDER_ID
-  return queueName.startsWith('messages.') ? queueName.slice('messages.'.length) : queueName
-}
+export const queueHashTag = (queueName: string): string => senderOfQueue(queueName) ?? queueName
 
 /**
  * The BullMQ `prefix` of a queue: its keys are `<prefix>:<queue>:<state>`. On one Redis server it

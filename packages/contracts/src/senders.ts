@@ -22,6 +22,12 @@ export const SENDER_DEFAULT_RATE = 80
 export const senderQueueName = (senderId: string) =>
   senderId === DEFAULT_SENDER_ID ? 'messages' : `messages.${senderId}`
 
+/** The sender whose queue this is (`senderQueueName`'s inverse), or undefined for another queue. */
+export function senderOfQueue(queueName: string): string | undefined {
+  if (queueName === 'messages') return DEFAULT_SENDER_ID
+  return queueName.startsWith('messages.') ? queueName.slice('messages.'.length) : undefined
+}
+
 /** Redis pub/sub channel (under the queue prefix): a sender was added, changed or removed. */
 export const SENDER_CHANGES_CHANNEL = 'senders:changed'
 
