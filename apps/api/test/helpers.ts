@@ -1,4 +1,7 @@
+import { execFile } from 'node:child_process'
 import { STATUS_CODES } from 'node:http'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
 import {
   type ApiKeyCreated,
   DEFAULT_SENDER_ID,
@@ -9,6 +12,7 @@ import {
 import type { Sql } from '@dispatch/db'
 import {
   captureLogs,
+  childProcessEnv,
   createTestDatabase,
   signWebhook,
   testQueuePrefix,
@@ -272,4 +276,24 @@ export function postPlatformWebhook(app: FastifyInstance, body: object, appSecre
     headers: { 'content-type': 'application/json', 'x-hub-signature-256': signWebhook(bytes, appSecret) },
     payload: bytes,
   })
+}
+
+const repoDir = fileURLToPath(new URL('../../../', import.meta.url))
+
+/**
+ * `pnpm secrets:rotate`'s script on the world's database, in a process of its own with only the
+ * environment given (and PATH, HOME); answers its exit code and output.
+ */
+export async function runSecretsRotate(world: TestWorld, env: Record<string, string>) {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(
+      process.execPath,
+      ['packages/db/src/secrets-rotate-cli.ts'],
+      { cwd: repoDir, env: { ...childProcessEnv(false), DATABASE_URL: world.databaseUrl, ...env } },
+    )
+    return { code: 0, stdout, stderr }
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string }
+    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr }
+  }
 }

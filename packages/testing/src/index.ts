@@ -1,4 +1,5 @@
 export * from './database.ts'
+export { childProcessEnv } from './env.ts'
 export * from './metrics.ts'
 export * from './raw-http.ts'
 export * from './redis-cluster.ts'

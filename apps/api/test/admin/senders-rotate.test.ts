@@ -1,12 +1,15 @@
-import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { fileURLToPath } from 'node:url'
-import { promisify } from 'node:util'
 import { createSecretBox } from '@dispatch/contracts'
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { asAdmin, buildTestApp, createWorld, type TestApp, type TestWorld } from '../helpers.ts'
+import {
+  asAdmin,
+  buildTestApp,
+  createWorld,
+  runSecretsRotate,
+  type TestApp,
+  type TestWorld,
+} from '../helpers.ts'
 
-const repoDir = fileURLToPath(new URL('../../../../', import.meta.url))
 const OLD_KEY = randomBytes(32).toString('base64')
 const NEW_KEY = randomBytes(32).toString('base64')
 
@@ -34,20 +37,7 @@ afterAll(async () => {
   await world.close()
 })
 
-/** `pnpm secrets:rotate`'s script, in a process of its own with only the environment given. */
-const rotate = async (env: Record<string, string>) => {
-  try {
-    const { stdout, stderr } = await promisify(execFile)(
-      process.execPath,
-      ['packages/db/src/secrets-rotate-cli.ts'],
-      { cwd: repoDir, env: { PATH: process.env.PATH ?? '', DATABASE_URL: world.databaseUrl, ...env } },
-    )
-    return { code: 0, stdout, stderr }
-  } catch (error) {
-    const failed = error as { code: number; stdout: string; stderr: string }
-    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr }
-  }
-}
+const rotate = (env: Record<string, string>) => runSecretsRotate(world, env)
 
 const stored = async () =>
   new Map(
