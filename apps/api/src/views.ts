@@ -68,6 +68,16 @@ export const toMessageView = (row: MessageRow): MessageView => ({
   expiresAt: row.expiresAt?.toISOString() ?? null,
   senderId: row.senderId,
   senderPhoneNumberId: row.senderPhoneNumberId,
+  fallbackUsed: row.fallbackUsed,
+  pricing:
+    row.pricingModel === null && row.pricingCategory === null && row.pricingBillable === null
+      ? null
+      : {
+          billable: row.pricingBillable,
+          pricingModel: row.pricingModel,
+          category: row.pricingCategory,
+          type: row.pricingType,
+        },
   createdAt: row.acceptedAt.toISOString(),
   updatedAt: row.updatedAt.toISOString(),
 })

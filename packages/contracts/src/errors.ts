@@ -36,6 +36,14 @@ export const ErrorCodes = {
   HEADERS_TOO_LARGE: 431,
   IDEMPOTENCY_KEY_REUSED: 422,
   INVALID_REFERENCE: 422,
+  /** No template of that name and language in the sender's synced catalog. */
+  TEMPLATE_NOT_FOUND: 422,
+  /** The template exists but is not APPROVED (the message names its status). */
+  TEMPLATE_NOT_APPROVED: 422,
+  /** A variable the template needs is missing, or one it lacks was given, or one has the wrong type. */
+  TEMPLATE_PARAMETERS_MISMATCH: 422,
+  /** A free-form message to a recipient whose 24-hour customer-service window is known closed. */
+  OUTSIDE_SERVICE_WINDOW: 422,
   RATE_LIMITED: 429,
   /** The key's daily quota (messages per UTC day) is spent; `Retry-After` runs to midnight UTC. */
   QUOTA_EXCEEDED: 429,

@@ -79,13 +79,13 @@ export const deliveryOptions = {
   validitySeconds: Type.Optional(ValiditySeconds),
   priority: Type.Optional(Priority),
 }
-export const DELIVERY_OPTION_KEYS = ['clientReference', 'sendAt', 'validitySeconds', 'priority'] as const
-
-export const SendTextBody = Type.Object(
-  { phone: Phone, text: NonBlank(4096), ...deliveryOptions },
-  { additionalProperties: false },
-)
-export type SendTextBody = Static<typeof SendTextBody>
+export const DELIVERY_OPTION_KEYS = [
+  'clientReference',
+  'sendAt',
+  'validitySeconds',
+  'priority',
+  'fallbackTemplate',
+] as const
 
 export const HeaderVariable = Type.Object(
   {
@@ -107,23 +107,44 @@ export const ButtonVariable = Type.Object(
 )
 export type ButtonVariable = Static<typeof ButtonVariable>
 
+/** What names a template and fills its variables: a template send without its recipient. */
+const templateFields = {
+  templateId: NonBlank(512),
+  language: Type.String({ pattern: '^[a-z]{2,3}(_[A-Z]{2})?$', description: 'e.g. pt_BR, en' }),
+  variables: Type.Optional(
+    Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$' }), Type.String({ maxLength: 1024 }), {
+      maxProperties: 100,
+    }),
+  ),
+  headerVariables: Type.Optional(Type.Array(HeaderVariable, { maxItems: 10 })),
+  buttonVariables: Type.Optional(Type.Array(ButtonVariable, { maxItems: 10 })),
+}
+
 export const SendTemplateBody = Type.Object(
-  {
-    phone: Phone,
-    templateId: NonBlank(512),
-    language: Type.String({ pattern: '^[a-z]{2,3}(_[A-Z]{2})?$', description: 'e.g. pt_BR, en' }),
-    variables: Type.Optional(
-      Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$' }), Type.String({ maxLength: 1024 }), {
-        maxProperties: 100,
-      }),
-    ),
-    headerVariables: Type.Optional(Type.Array(HeaderVariable, { maxItems: 10 })),
-    buttonVariables: Type.Optional(Type.Array(ButtonVariable, { maxItems: 10 })),
-    ...deliveryOptions,
-  },
+  { phone: Phone, ...templateFields, ...deliveryOptions },
   { additionalProperties: false },
 )
 export type SendTemplateBody = Static<typeof SendTemplateBody>
+
+/**
+ * On a free-form send: the template sent instead when the recipient's 24-hour window is closed at
+ * delivery time (known closed under the sender's `enforce` policy, or answered 131047 by the
+ * platform). Checked against the catalog at accept like a template send.
+ */
+export const FallbackTemplate = Type.Object(templateFields, {
+  additionalProperties: false,
+  description: 'The template to send instead when the 24-hour window is closed at delivery time',
+})
+export type FallbackTemplate = Static<typeof FallbackTemplate>
+
+/** The delivery options of a free-form send: those of every send, and a fallback template. */
+const freeFormOptions = { ...deliveryOptions, fallbackTemplate: Type.Optional(FallbackTemplate) }
+
+export const SendTextBody = Type.Object(
+  { phone: Phone, text: NonBlank(4096), ...freeFormOptions },
+  { additionalProperties: false },
+)
+export type SendTextBody = Static<typeof SendTextBody>
 
 export const SendImageBody = Type.Object(
   {
@@ -135,7 +156,7 @@ export const SendImageBody = Type.Object(
       },
       { additionalProperties: false },
     ),
-    ...deliveryOptions,
+    ...freeFormOptions,
   },
   { additionalProperties: false },
 )
@@ -159,6 +180,18 @@ export type MessageAccepted = Static<typeof MessageAccepted>
 export const MessageError = Type.Object({ code: Type.String(), message: Type.String() })
 export type MessageError = Static<typeof MessageError>
 
+/** What the platform said the message costs, from its status webhooks (`pricing`). */
+export const MessagePricing = Type.Object({
+  billable: Type.Union([Type.Boolean(), Type.Null()]),
+  /** `PMP` (per message, since July 2025), or `CBP` on older deliveries. */
+  pricingModel: Type.Union([Type.String(), Type.Null()]),
+  /** `marketing`, `utility`, `authentication`, `service`, … */
+  category: Type.Union([Type.String(), Type.Null()]),
+  /** `regular`, `free_customer_service`, `free_entry_point`. */
+  type: Type.Union([Type.String(), Type.Null()]),
+})
+export type MessagePricing = Static<typeof MessagePricing>
+
 export const MessageView = Type.Object({
   messageId: MessageId,
   type: Type.Enum(MESSAGE_TYPES),
@@ -175,6 +208,10 @@ export const MessageView = Type.Object({
   senderId: Type.Union([Type.String(), Type.Null()]),
   /** That sender's `phone_number_id`, once a worker has taken the message. */
   senderPhoneNumberId: Type.Union([Type.String(), Type.Null()]),
+  /** True when the window was closed at delivery and its `fallbackTemplate` went out instead. */
+  fallbackUsed: Type.Boolean(),
+  /** The platform's pricing, once a status webhook reported it; null before. */
+  pricing: Type.Union([MessagePricing, Type.Null()]),
   createdAt: DateTime,
   updatedAt: DateTime,
 })
@@ -206,6 +243,8 @@ export const MessageJob = Type.Object(
     traceContext: Type.Optional(Type.String({ maxLength: 2048 })),
     /** Attempts made before an admin retried it (absent: none): the record's count goes on from there. */
     priorAttempts: Type.Optional(Type.Integer({ minimum: 0 })),
+    /** A free-form message's template for a closed window (see `FallbackTemplate`). */
+    fallbackTemplate: Type.Optional(FallbackTemplate),
     message: Type.Union([
       Type.Object({ type: Type.Literal('text'), body: SendTextBody }, { additionalProperties: false }),
       Type.Object(

@@ -1,5 +1,6 @@
 import Type, { type Static } from 'typebox'
 import { DataEnvelope, listQueryProperties } from './paging.ts'
+import { SERVICE_WINDOW_POLICIES } from './service-window.ts'
 
 /**
  * A sender is one WhatsApp business number (`phone_number_id`) with its own access token, pace and
@@ -42,6 +43,32 @@ const AccessToken = Type.String({
   pattern: '^[\\x21-\\x7e]+$',
   description: 'The Graph API access token for this number. Write-only: never shown again.',
 })
+/** The WhatsApp Business Account the number belongs to: its templates are synced from it. */
+const WabaId = Type.String({ pattern: '^[0-9]{1,32}$', description: 'The WhatsApp Business Account id' })
+const WindowPolicy = Type.Enum(SERVICE_WINDOW_POLICIES, {
+  description:
+    '`off` (default): the platform decides, as it always has. `enforce`: a free-form message to a ' +
+    'recipient whose 24-hour window is known closed is refused at accept (422 OUTSIDE_SERVICE_WINDOW) ' +
+    'and checked again when a worker takes it (sent as its `fallbackTemplate`, or failed with 131047).',
+})
+
+/**
+ * The number's and its account's health as Meta last reported it (webhooks `account_update`,
+ * `business_capability_update`, `phone_number_quality_update`); null until reported.
+ */
+export const SenderHealth = Type.Object({
+  /** The account's standing from `account_update` (`BANNED`, `RESTRICTED`, `DISABLED`, `ACTIVE`, …). */
+  accountStatus: Type.Union([Type.String(), Type.Null()]),
+  /** Why, as Meta says (its ban or restriction reason). */
+  accountStatusReason: Type.Union([Type.String(), Type.Null()]),
+  /** The messaging limit tier (`TIER_250`, `TIER_2K`, `TIER_10K`, `TIER_100K`, `TIER_UNLIMITED`). */
+  messagingLimitTier: Type.Union([Type.String(), Type.Null()]),
+  /** The number's quality (`GREEN`, `YELLOW`, `RED`, or Meta's event such as `FLAGGED`). */
+  qualityRating: Type.Union([Type.String(), Type.Null()]),
+  updatedAt: Type.Union([DateTime, Type.Null()]),
+})
+export type SenderHealth = Static<typeof SenderHealth>
+
 const Rate = Type.Integer({
   minimum: 1,
   maximum: SENDER_MAX_RATE,
@@ -61,6 +88,11 @@ export const SenderView = Type.Object({
   accessTokenLast4: Type.Union([Type.String(), Type.Null()]),
   /** `environment` for the default sender (managed by `WHATSAPP_*`), `admin` for the others. */
   source: Type.Enum(['environment', 'admin']),
+  wabaId: Type.Union([Type.String(), Type.Null()]),
+  serviceWindowPolicy: Type.Enum(SERVICE_WINDOW_POLICIES),
+  /** When its template catalog was last synced; null: never (template sends are not checked). */
+  templatesSyncedAt: Type.Union([DateTime, Type.Null()]),
+  health: SenderHealth,
   createdAt: DateTime,
   updatedAt: DateTime,
 })
@@ -73,6 +105,8 @@ export const CreateSenderBody = Type.Object(
     displayPhoneNumber: Type.Optional(DisplayPhoneNumber),
     accessToken: AccessToken,
     ratePerSecond: Type.Optional(Rate),
+    wabaId: Type.Optional(WabaId),
+    serviceWindowPolicy: Type.Optional(WindowPolicy),
   },
   { additionalProperties: false },
 )
@@ -86,6 +120,8 @@ export const UpdateSenderBody = Type.Object(
     accessToken: Type.Optional(AccessToken),
     ratePerSecond: Type.Optional(Rate),
     state: Type.Optional(Type.Enum(['active', 'paused'])),
+    wabaId: Type.Optional(Type.Union([WabaId, Type.Null()])),
+    serviceWindowPolicy: Type.Optional(WindowPolicy),
   },
   { additionalProperties: false, minProperties: 1 },
 )

@@ -10,6 +10,10 @@ export const WEBHOOK_EVENT_TYPES = [
   'message.received',
   'message.expired',
   'message.canceled',
+  'template.status_updated',
+  'template.quality_updated',
+  'template.category_updated',
+  'sender.updated',
 ] as const
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number]
 export type WebhookEndpointEvents = WebhookEventType[]

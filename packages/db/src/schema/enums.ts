@@ -4,6 +4,7 @@ import {
   MESSAGE_STATUSES,
   MESSAGE_TYPES,
   SENDER_STATES,
+  SERVICE_WINDOW_POLICIES,
 } from '@dispatch/contracts'
 import { pgEnum } from 'drizzle-orm/pg-core'
 
@@ -12,3 +13,4 @@ export const appEnv = pgEnum('app_env', APP_ENVS)
 export const messageType = pgEnum('message_type', MESSAGE_TYPES)
 export const messageStatus = pgEnum('message_status', MESSAGE_STATUSES)
 export const senderState = pgEnum('sender_state', SENDER_STATES)
+export const serviceWindowPolicy = pgEnum('service_window_policy', SERVICE_WINDOW_POLICIES)

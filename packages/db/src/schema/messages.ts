@@ -1,5 +1,15 @@
 import { sql } from 'drizzle-orm'
-import { index, integer, jsonb, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core'
+import {
+  boolean,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+} from 'drizzle-orm/pg-core'
 import { apiKeys } from './api-keys.ts'
 import { messageStatus, messageType } from './enums.ts'
 
@@ -49,6 +59,13 @@ export const messages = pgTable(
      */
     retryCount: integer().notNull().default(0),
     retriedAt: timestamp({ withTimezone: true }),
+    /** The window was closed at delivery, and the message's `fallbackTemplate` went out instead. */
+    fallbackUsed: boolean().notNull().default(false),
+    /** What the platform's status webhooks said it costs (`pricing`); null until one did. */
+    pricingBillable: boolean(),
+    pricingModel: text(),
+    pricingCategory: text(),
+    pricingType: text(),
     updatedAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [

@@ -1,6 +1,6 @@
 import { SENDER_DEFAULT_RATE } from '@dispatch/contracts'
 import { index, integer, pgTable, text, timestamp } from 'drizzle-orm/pg-core'
-import { senderState } from './enums.ts'
+import { senderState, serviceWindowPolicy } from './enums.ts'
 
 /**
  * WhatsApp business numbers messages go out through. The row `default` mirrors the environment's
@@ -22,10 +22,25 @@ export const senders = pgTable(
     ratePerSecond: integer().notNull().default(SENDER_DEFAULT_RATE),
     state: senderState().notNull().default('active'),
     stateReason: text(),
+    /** The WhatsApp Business Account the number belongs to: its templates are synced from it. */
+    wabaId: text(),
+    serviceWindowPolicy: serviceWindowPolicy().notNull().default('off'),
+    /** The last completed template sync; null: never synced, so template sends are not checked. */
+    templatesSyncedAt: timestamp({ withTimezone: true }),
+    /** Health as Meta last reported it (account_update, business_capability_update, quality updates). */
+    accountStatus: text(),
+    accountStatusReason: text(),
+    messagingLimitTier: text(),
+    qualityRating: text(),
+    healthUpdatedAt: timestamp({ withTimezone: true }),
     createdAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [index('senders_display_phone_number_idx').on(t.displayPhoneNumber)],
+  (t) => [
+    index('senders_display_phone_number_idx').on(t.displayPhoneNumber),
+    // Meta's template and account webhooks name the account (`entry[].id`), not the number.
+    index('senders_waba_id_idx').on(t.wabaId),
+  ],
 )
 
 export type SenderRow = typeof senders.$inferSelect

@@ -43,6 +43,16 @@ export const toSenderView = (row: SenderRow): SenderView => ({
   stateReason: row.stateReason,
   accessTokenLast4: row.accessTokenLast4,
   source: row.id === DEFAULT_SENDER_ID ? 'environment' : 'admin',
+  wabaId: row.wabaId,
+  serviceWindowPolicy: row.serviceWindowPolicy,
+  templatesSyncedAt: row.templatesSyncedAt?.toISOString() ?? null,
+  health: {
+    accountStatus: row.accountStatus,
+    accountStatusReason: row.accountStatusReason,
+    messagingLimitTier: row.messagingLimitTier,
+    qualityRating: row.qualityRating,
+    updatedAt: row.healthUpdatedAt?.toISOString() ?? null,
+  },
   createdAt: row.createdAt.toISOString(),
   updatedAt: row.updatedAt.toISOString(),
 })

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import {
   DEFAULT_SENDER_ID,
   DELIVERY_OPTION_KEYS,
+  type FallbackTemplate,
   MessageJob,
   type MessagePriority,
   type MessageType,
@@ -29,6 +30,7 @@ type SendBody = {
   sendAt?: string
   validitySeconds?: number
   priority?: MessagePriority
+  fallbackTemplate?: FallbackTemplate
 }
 
 /** What the accept step needs of the calling key. */
@@ -65,7 +67,7 @@ export function acceptMessage(
   const { type, now, field = 'body' } = input
   const body: Record<string, unknown> = { ...input.body }
   for (const key of DELIVERY_OPTION_KEYS) delete body[key]
-  const { clientReference, sendAt, validitySeconds, priority = 'normal' } = input.body
+  const { clientReference, sendAt, validitySeconds, priority = 'normal', fallbackTemplate } = input.body
   if (priority === 'high' && !input.apiKey.transactional) {
     throw new AppError(
       'PRIORITY_NOT_ALLOWED',
@@ -99,6 +101,7 @@ export function acceptMessage(
     ...(clientReference === undefined ? {} : { clientReference }),
     ...(input.batchId === undefined ? {} : { batchId: input.batchId }),
     ...(traceContext === undefined ? {} : { traceContext }),
+    ...(fallbackTemplate === undefined ? {} : { fallbackTemplate }),
     ...(sendAt === undefined ? {} : { sendAt: new Date(due).toISOString() }),
     expiresAt: new Date(due + validity * 1000).toISOString(),
     message: { type, body },

@@ -82,6 +82,8 @@ export function viewFromJob(job: QueuedJob, state: string, claim: MessageClaim |
     expiresAt: data.expiresAt ?? null,
     senderId: data.senderId ?? DEFAULT_SENDER_ID,
     senderPhoneNumberId: null,
+    fallbackUsed: (result as { fallbackUsed?: boolean } | undefined)?.fallbackUsed === true,
+    pricing: null,
     createdAt: data.acceptedAt,
     updatedAt: new Date(updatedAt).toISOString(),
   }
