@@ -1980,6 +1980,17 @@ export interface operations {
                             accessTokenLast4: string | null;
                             /** @enum {unknown} */
                             source: "environment" | "admin";
+                            wabaId: string | null;
+                            /** @enum {unknown} */
+                            serviceWindowPolicy: "off" | "enforce";
+                            templatesSyncedAt: string | null;
+                            health: {
+                                accountStatus: string | null;
+                                accountStatusReason: string | null;
+                                messagingLimitTier: string | null;
+                                qualityRating: string | null;
+                                updatedAt: string | null;
+                            };
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -2040,6 +2051,13 @@ export interface operations {
                     accessToken: string;
                     /** @description Messages per second through this number, across every worker (default 80) */
                     ratePerSecond?: number;
+                    /** @description The WhatsApp Business Account id */
+                    wabaId?: string;
+                    /**
+                     * @description `off` (default): the platform decides, as it always has. `enforce`: a free-form message to a recipient whose 24-hour window is known closed is refused at accept (422 OUTSIDE_SERVICE_WINDOW) and checked again when a worker takes it (sent as its `fallbackTemplate`, or failed with 131047).
+                     * @enum {unknown}
+                     */
+                    serviceWindowPolicy?: "off" | "enforce";
                 };
             };
         };
@@ -2062,6 +2080,17 @@ export interface operations {
                         accessTokenLast4: string | null;
                         /** @enum {unknown} */
                         source: "environment" | "admin";
+                        wabaId: string | null;
+                        /** @enum {unknown} */
+                        serviceWindowPolicy: "off" | "enforce";
+                        templatesSyncedAt: string | null;
+                        health: {
+                            accountStatus: string | null;
+                            accountStatusReason: string | null;
+                            messagingLimitTier: string | null;
+                            qualityRating: string | null;
+                            updatedAt: string | null;
+                        };
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -2164,6 +2193,17 @@ export interface operations {
                         accessTokenLast4: string | null;
                         /** @enum {unknown} */
                         source: "environment" | "admin";
+                        wabaId: string | null;
+                        /** @enum {unknown} */
+                        serviceWindowPolicy: "off" | "enforce";
+                        templatesSyncedAt: string | null;
+                        health: {
+                            accountStatus: string | null;
+                            accountStatusReason: string | null;
+                            messagingLimitTier: string | null;
+                            qualityRating: string | null;
+                            updatedAt: string | null;
+                        };
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -2325,6 +2365,12 @@ export interface operations {
                     ratePerSecond?: number;
                     /** @enum {unknown} */
                     state?: "active" | "paused";
+                    wabaId?: string | null;
+                    /**
+                     * @description `off` (default): the platform decides, as it always has. `enforce`: a free-form message to a recipient whose 24-hour window is known closed is refused at accept (422 OUTSIDE_SERVICE_WINDOW) and checked again when a worker takes it (sent as its `fallbackTemplate`, or failed with 131047).
+                     * @enum {unknown}
+                     */
+                    serviceWindowPolicy?: "off" | "enforce";
                 };
             };
         };
@@ -2347,6 +2393,17 @@ export interface operations {
                         accessTokenLast4: string | null;
                         /** @enum {unknown} */
                         source: "environment" | "admin";
+                        wabaId: string | null;
+                        /** @enum {unknown} */
+                        serviceWindowPolicy: "off" | "enforce";
+                        templatesSyncedAt: string | null;
+                        health: {
+                            accountStatus: string | null;
+                            accountStatusReason: string | null;
+                            messagingLimitTier: string | null;
+                            qualityRating: string | null;
+                            updatedAt: string | null;
+                        };
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -2472,6 +2529,13 @@ export interface operations {
                             expiresAt: string | null;
                             senderId: string | null;
                             senderPhoneNumberId: string | null;
+                            fallbackUsed: boolean;
+                            pricing: {
+                                billable: boolean | null;
+                                pricingModel: string | null;
+                                category: string | null;
+                                type: string | null;
+                            } | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -2555,6 +2619,13 @@ export interface operations {
                         expiresAt: string | null;
                         senderId: string | null;
                         senderPhoneNumberId: string | null;
+                        fallbackUsed: boolean;
+                        pricing: {
+                            billable: boolean | null;
+                            pricingModel: string | null;
+                            category: string | null;
+                            type: string | null;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -3063,6 +3134,25 @@ export interface operations {
                      * @enum {unknown}
                      */
                     priority?: "high" | "normal" | "low";
+                    /** @description The template to send instead when the 24-hour window is closed at delivery time */
+                    fallbackTemplate?: {
+                        templateId: string;
+                        /** @description e.g. pt_BR, en */
+                        language: string;
+                        variables?: {
+                            [key: string]: string;
+                        };
+                        headerVariables?: {
+                            type: string;
+                            value: string | null;
+                            originalMediaId: string;
+                        }[];
+                        buttonVariables?: {
+                            buttonIndex: number;
+                            text: string;
+                            type: string;
+                        }[];
+                    };
                 };
             };
         };
@@ -3473,6 +3563,25 @@ export interface operations {
                      * @enum {unknown}
                      */
                     priority?: "high" | "normal" | "low";
+                    /** @description The template to send instead when the 24-hour window is closed at delivery time */
+                    fallbackTemplate?: {
+                        templateId: string;
+                        /** @description e.g. pt_BR, en */
+                        language: string;
+                        variables?: {
+                            [key: string]: string;
+                        };
+                        headerVariables?: {
+                            type: string;
+                            value: string | null;
+                            originalMediaId: string;
+                        }[];
+                        buttonVariables?: {
+                            buttonIndex: number;
+                            text: string;
+                            type: string;
+                        }[];
+                    };
                 };
             };
         };
@@ -3875,6 +3984,13 @@ export interface operations {
                         expiresAt: string | null;
                         senderId: string | null;
                         senderPhoneNumberId: string | null;
+                        fallbackUsed: boolean;
+                        pricing: {
+                            billable: boolean | null;
+                            pricingModel: string | null;
+                            category: string | null;
+                            type: string | null;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -3969,6 +4085,13 @@ export interface operations {
                         expiresAt: string | null;
                         senderId: string | null;
                         senderPhoneNumberId: string | null;
+                        fallbackUsed: boolean;
+                        pricing: {
+                            billable: boolean | null;
+                            pricingModel: string | null;
+                            category: string | null;
+                            type: string | null;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -4121,6 +4244,13 @@ export interface operations {
                             expiresAt: string | null;
                             senderId: string | null;
                             senderPhoneNumberId: string | null;
+                            fallbackUsed: boolean;
+                            pricing: {
+                                billable: boolean | null;
+                                pricingModel: string | null;
+                                category: string | null;
+                                type: string | null;
+                            } | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -6429,7 +6559,7 @@ export interface operations {
                             /** Format: uuid */
                             id: string;
                             url: string;
-                            events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled")[];
+                            events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated")[];
                             description: string | null;
                             enabled: boolean;
                             disabledReason: ("gone" | "failing") | null;
@@ -6504,7 +6634,7 @@ export interface operations {
             content: {
                 "application/json": {
                     url: string;
-                    events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled")[];
+                    events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated")[];
                     description?: string;
                 };
             };
@@ -6520,7 +6650,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -6605,7 +6735,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -6749,7 +6879,7 @@ export interface operations {
             content: {
                 "application/json": {
                     url?: string;
-                    events?: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled")[];
+                    events?: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated")[];
                     enabled?: boolean;
                 };
             };
@@ -6765,7 +6895,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -6865,7 +6995,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;

@@ -165,6 +165,8 @@ describe('GET /api/third-party/messages: the envelope', () => {
           expiresAt: null,
           senderId: null,
           senderPhoneNumberId: null,
+          fallbackUsed: false,
+          pricing: null,
           createdAt: '2026-03-03T20:00:00.000Z',
           updatedAt: '2026-03-03T21:00:00.000Z',
         },

@@ -59,6 +59,8 @@ describe('GET /api/third-party/messages/:messageId', () => {
       expiresAt: new Date(Date.parse(accepted.createdAt) + 4 * 3600 * 1000).toISOString(),
       senderId: 'default',
       senderPhoneNumberId: null,
+      fallbackUsed: false,
+      pricing: null,
       createdAt: accepted.createdAt,
       updatedAt: expect.any(String),
     })
