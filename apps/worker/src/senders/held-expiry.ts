@@ -6,16 +6,20 @@ import { deliveryOutcome, expiredFields, takeClaim } from './deliver.ts'
 import type { SenderLane } from './lanes.ts'
 
 /**
- * Takes one message out of a sender's fair-admission lists if it is still waiting there; the
- * admit script takes it whole or not at all, so exactly one of them gets it. Its id may stay in its
- * key's list: the admit script skips an id whose job is gone.
- * KEYS: jobs, scheduled. ARGV: messageId. Returns the job's JSON, or nil.
+ * Takes one message out of a sender's fair-admission lists if it is still waiting there, into
+ * `moving` (as the admit script does), where a status lookup still finds it and from which the
+ * admitter hands it out again should this process die before recording it: never lost, never a
+ * 404 while it is being recorded. The admit script takes it whole or not at all, so exactly one of
+ * them gets it. Its id may stay in its key's list: the admit script skips an id whose job is gone.
+ * KEYS: jobs, scheduled, moving, movingAt. ARGV: messageId, now (ms). Returns the job's JSON, or nil.
  */
 const TAKE_WAITING_SCRIPT = `
 local json = redis.call('HGET', KEYS[1], ARGV[1])
 if not json then return nil end
 redis.call('HDEL', KEYS[1], ARGV[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('HSET', KEYS[3], ARGV[1], json)
+redis.call('ZADD', KEYS[4], ARGV[2], ARGV[1])
 return json`
 
 /** Jobs read per HSCAN page. */
@@ -89,11 +93,20 @@ export class HeldExpirySweeper {
     } while (cursor !== '0')
     let recorded = 0
     for (const id of expired) {
-      const json = (await this.#redis.eval(TAKE_WAITING_SCRIPT, 2, keys.jobs, keys.scheduled, id)) as
-        | string
-        | null
+      const json = (await this.#redis.eval(
+        TAKE_WAITING_SCRIPT,
+        4,
+        keys.jobs,
+        keys.scheduled,
+        keys.moving,
+        keys.movingAt,
+        id,
+        Date.now(),
+      )) as string | null
       if (json === null) continue
       await this.#record(lane, JSON.parse(json) as MessageJob)
+      // Recorded: only now out of Redis, so a lookup meanwhile found it in `moving`.
+      await this.#redis.multi().hdel(keys.moving, id).zrem(keys.movingAt, id).exec()
       recorded++
     }
     if (recorded > 0) {
