@@ -58,6 +58,8 @@ const ApiEnv = Type.Object({
   MEDIA_MAX_BYTES: Type.Integer({ minimum: 1024, maximum: 64 * 1024 * 1024, default: 5 * 1024 * 1024 }),
   /** How long the Cloud API has to take an upload (connection, the file, and its answer). */
   MEDIA_UPLOAD_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 30_000 }),
+  /** Per Graph API request of an admin's template sync. */
+  TEMPLATE_SYNC_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 10_000 }),
   /** Where the BME copy of `order.created` goes, for channels with `sendBMEEmail`. */
   BME_EMAIL: Type.String({ pattern: '^[^@\\s]+@[^@\\s]+$', default: 'bme@dispatch.local' }),
   /** Whether webhook endpoints may point at loopback, private or link-local addresses. Unset: true

@@ -49,6 +49,11 @@ const WorkerEnv = Type.Object({
    * are checked for an ended validity, and recorded `expired` then rather than when it resumes.
    */
   EXPIRY_SWEEP_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: 5_000 }),
+  /**
+   * How often each sender's template catalog is synced from its WhatsApp Business Account (0: never;
+   * admins can still sync on demand). Meta's webhooks keep it current in between.
+   */
+  TEMPLATE_SYNC_INTERVAL_MS: Type.Integer({ minimum: 0, default: 3_600_000 }),
   /** How often each sender with waiting messages is topped up from its fair-admission lists. */
   ADMISSION_INTERVAL_MS: Type.Integer({ minimum: 5, maximum: 10_000, default: 50 }),
   /**

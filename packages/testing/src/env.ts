@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs'
+import { DEMO_WABA_ID } from './whatsapp-templates.ts'
 
 /** Where the tests find Postgres and Redis: the environment first, then Docker, then the local defaults. */
 export const testEnv = {
@@ -23,6 +24,8 @@ export const fakeWhatsAppEnv = () => ({
   appSecret: process.env.WHATSAPP_APP_SECRET,
   /** The business number the fake plays, as the worker's WHATSAPP_PHONE_NUMBER_ID must say. */
   phoneNumberId: process.env.WHATSAPP_PHONE_NUMBER_ID ?? '106540352242922',
+  /** The WhatsApp Business Account that number belongs to, with the demo templates. */
+  wabaId: process.env.FAKE_WABA_ID ?? DEMO_WABA_ID,
 })
 
 /** `pnpm webhook:receiver`: its port, and the endpoint's signing secret (unset: nothing checked). */

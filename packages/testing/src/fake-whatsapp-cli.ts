@@ -10,8 +10,16 @@
  * And it plays a customer answering, once, then exits:
  *
  *   pnpm fake:reply +5511987654321 "Tuesday works"   # a text from that phone to the business number
+ *
+ * Its number belongs to a demo WhatsApp Business Account (FAKE_WABA_ID, default 102290129340398)
+ * with a few templates (`order_shipped` pt_BR, `appointment_reminder` en_US, …): a sync reads them,
+ * and template sends it does not know are refused as Meta refuses them (132001, 132000). Meta
+ * changing one's status, and telling the API by webhook:
+ *
+ *   pnpm fake:template-status order_shipped pt_BR PAUSED "Low quality"
  */
 import { fakeWhatsAppEnv } from './env.ts'
+import { templateStatusWebhook } from './whatsapp-business-webhooks.ts'
 import {
   type CloudApiRequest,
   messageWebhook,
@@ -19,8 +27,36 @@ import {
   startFakeWhatsApp,
   statusWebhook,
 } from './whatsapp-server.ts'
+import { demoTemplates, type FakeTemplate } from './whatsapp-templates.ts'
 
-const { port, webhookUrl, appSecret, phoneNumberId: PHONE_NUMBER_ID } = fakeWhatsAppEnv()
+const { port, webhookUrl, appSecret, phoneNumberId: PHONE_NUMBER_ID, wabaId: WABA_ID } = fakeWhatsAppEnv()
+
+if (process.argv[2] === 'template-status') {
+  const [name, language, event, ...reason] = process.argv.slice(3)
+  if (!name || !language || !event) {
+    console.error(
+      'usage: pnpm fake:template-status <name> <language> <EVENT> [reason]   (EVENT: APPROVED, PAUSED, REJECTED, DISABLED…)',
+    )
+    process.exit(2)
+  }
+  const res = await fetch(`http://127.0.0.1:${port}/_fake/templates/${WABA_ID}/status`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      name,
+      language,
+      event: event.toUpperCase(),
+      reason: reason.join(' ') || undefined,
+    }),
+  }).catch((error: Error) => {
+    console.error(
+      `could not reach the fake on port ${port} (is pnpm fake:whatsapp running?): ${error.message}`,
+    )
+    process.exit(1)
+  })
+  console.log(`${name} (${language}) → ${event.toUpperCase()}: ${res.status} ${await res.text()}`)
+  process.exit(res.ok ? 0 : 1)
+}
 
 if (process.argv[2] === 'reply') {
   const [phone, ...words] = process.argv.slice(3)
@@ -72,16 +108,38 @@ async function report(request: CloudApiRequest, status: 'delivered' | 'read') {
   }
 }
 
+/** Tells the API a template changed, as Meta does (`message_template_status_update`). */
+async function reportTemplate(template: FakeTemplate, event: string, reason: string | undefined) {
+  if (!appSecret) return
+  const body = JSON.stringify(
+    templateStatusWebhook(WABA_ID, { ...template, event, ...(reason ? { reason } : {}) }),
+  )
+  try {
+    const res = await fetch(webhookUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-hub-signature-256': signWebhook(body, appSecret) },
+      body,
+    })
+    console.log(`  webhook message_template_status_update ${template.name} ${event} → ${res.status}`)
+  } catch (error) {
+    console.log(`  webhook message_template_status_update failed: ${(error as Error).message}`)
+  }
+}
+
 const fake = await startFakeWhatsApp({
   port,
+  onTemplateStatus: (_waba, template, event, reason) => void reportTemplate(template, event, reason),
   onAccepted: (request) => {
     console.log(`accepted ${request.body.type} to +${request.body.to} → ${request.platformMessageId}`)
     setTimeout(() => void report(request, 'delivered'), 500)
     setTimeout(() => void report(request, 'read'), 1500)
   },
 })
-console.log(`Fake WhatsApp Cloud API on ${fake.url}. Run the worker with:
-  WHATSAPP_API_URL=${fake.url} WHATSAPP_ACCESS_TOKEN=fake-token WHATSAPP_PHONE_NUMBER_ID=${PHONE_NUMBER_ID}`)
+fake.templates.set(WABA_ID, demoTemplates())
+fake.templates.link(PHONE_NUMBER_ID, WABA_ID)
+console.log(`Fake WhatsApp Cloud API on ${fake.url}. Run the API and the worker with:
+  WHATSAPP_API_URL=${fake.url} WHATSAPP_ACCESS_TOKEN=fake-token WHATSAPP_PHONE_NUMBER_ID=${PHONE_NUMBER_ID}
+Its number's WhatsApp Business Account is ${WABA_ID}, with ${demoTemplates().length} templates to sync.`)
 console.log(
   appSecret
     ? `Reporting delivered/read to ${webhookUrl}, signed with WHATSAPP_APP_SECRET.`

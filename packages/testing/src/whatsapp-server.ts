@@ -1,6 +1,10 @@
 import { createHmac, randomBytes } from 'node:crypto'
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { graphError, type ScriptedAnswer } from './graph-error.ts'
+import { type FakeTemplate, FakeTemplateCatalogs } from './whatsapp-templates.ts'
+
+export { graphError, type ScriptedAnswer } from './graph-error.ts'
 
 /** One request the fake platform received. */
 export interface CloudApiRequest {
@@ -27,20 +31,6 @@ export interface CloudApiUpload {
   mediaId: string | undefined
   receivedAt: number
 }
-
-/** A scripted answer: a status, an optional JSON body and headers, after an optional delay. */
-export interface ScriptedAnswer {
-  status: number
-  body?: unknown
-  headers?: Record<string, string>
-  delayMs?: number
-}
-
-/** The Graph API's error body. */
-export const graphError = (code: number, message: string, status = 400): ScriptedAnswer => ({
-  status,
-  body: { error: { message, type: 'OAuthException', code, error_subcode: 2494010, fbtrace_id: 'AbCdEf123' } },
-})
 
 /** A webhook as Meta sends it: one account entry, one `messages` change of this value. */
 const changeWebhook = (phoneNumberId: string, value: Record<string, unknown>) => ({
@@ -107,6 +97,14 @@ export interface FakeWhatsApp {
   ): void
   /** Accepted sends from one business number, in arrival order. */
   sentFrom(phoneNumberId: string): CloudApiRequest[]
+  /**
+   * Template catalogs per WhatsApp Business Account (`GET /{waba-id}/message_templates`, paged),
+   * and which numbers belong to which account: template sends from a linked number are refused as
+   * Meta refuses them (132001, 132000, 132015, 132016).
+   */
+  templates: FakeTemplateCatalogs
+  /** `GET /{waba-id}/message_templates` requests received, in order. */
+  templateReads: Array<{ url: URL; receivedAt: number }>
   /** Latency added to every accepted message. */
   latencyMs: number
   close(): Promise<void>
@@ -119,13 +117,26 @@ export interface FakeWhatsApp {
  * `messaging_product=whatsapp`, bearer token) and answers `{ id }`.
  */
 export async function startFakeWhatsApp(
-  options: { latencyMs?: number; port?: number; onAccepted?: (request: CloudApiRequest) => void } = {},
+  options: {
+    latencyMs?: number
+    port?: number
+    onAccepted?: (request: CloudApiRequest) => void
+    /** A template's status changed through `POST /_fake/templates/{waba-id}/status` (the CLI's). */
+    onTemplateStatus?: (
+      wabaId: string,
+      template: FakeTemplate,
+      event: string,
+      reason: string | undefined,
+    ) => void
+  } = {},
 ): Promise<FakeWhatsApp> {
   const requests: CloudApiRequest[] = []
   const queue: ScriptedAnswer[] = []
   const uploads: CloudApiUpload[] = []
   const uploadQueue: ScriptedAnswer[] = []
   const numbers = new Map<string, { token?: string | undefined; answer?: ScriptedAnswer | undefined }>()
+  const templates = new FakeTemplateCatalogs()
+  const templateReads: Array<{ url: URL; receivedAt: number }> = []
   const fake = { latencyMs: options.latencyMs ?? 0 }
   /** What the number's own behaviour answers, if it has one for this request. */
   const numberAnswer = (recorded: CloudApiRequest): ScriptedAnswer | undefined => {
@@ -146,6 +157,18 @@ export async function startFakeWhatsApp(
         await writeAnswer(res, uploadQueue.shift() ?? acceptUpload(upload))
         return
       }
+      const templatesPath = req.method === 'GET' ? TEMPLATES_PATH.exec(req.url ?? '') : null
+      if (templatesPath) {
+        const url = new URL(req.url ?? '', `http://${req.headers.host}`)
+        templateReads.push({ url, receivedAt: Date.now() })
+        await writeAnswer(res, templates.page(templatesPath[1] as string, url, req.headers.authorization))
+        return
+      }
+      const control = req.method === 'POST' ? TEMPLATE_STATUS_CONTROL.exec(req.url ?? '') : null
+      if (control) {
+        await writeAnswer(res, changeTemplateStatus(control[1] as string, Buffer.concat(chunks)))
+        return
+      }
       let body: Record<string, unknown> = {}
       try {
         body = JSON.parse(Buffer.concat(chunks).toString('utf8'))
@@ -163,7 +186,10 @@ export async function startFakeWhatsApp(
       }
       requests.push(recorded)
       const answer: ScriptedAnswer =
-        numberAnswer(recorded) ?? queue.shift() ?? accept(recorded, fake.latencyMs)
+        numberAnswer(recorded) ??
+        queue.shift() ??
+        templates.refusal(phoneNumberIdOf(recorded.path), body) ??
+        accept(recorded, fake.latencyMs)
       if (answer.delayMs) await new Promise((r) => setTimeout(r, answer.delayMs))
       if (!res.writable) return
       res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers })
@@ -171,6 +197,29 @@ export async function startFakeWhatsApp(
       if (recorded.platformMessageId) options.onAccepted?.(recorded)
     })
   })
+  /** The fake's own control route: Meta changing a template's status, then telling the app. */
+  function changeTemplateStatus(wabaId: string, bytes: Buffer): ScriptedAnswer {
+    let change: { name?: string; language?: string; event?: string; reason?: string }
+    try {
+      change = JSON.parse(bytes.toString('utf8'))
+    } catch {
+      return { status: 400, body: { error: 'a JSON body {name, language, event, reason?}' } }
+    }
+    const { name, language, event, reason } = change
+    if (!name || !language || !event)
+      return { status: 400, body: { error: 'name, language and event are required' } }
+    try {
+      const template = templates.update(wabaId, name, language, {
+        status: event,
+        ...(reason ? { rejected_reason: reason } : {}),
+      })
+      options.onTemplateStatus?.(wabaId, template, event, reason)
+      return { status: 200, body: template }
+    } catch (error) {
+      return { status: 404, body: { error: (error as Error).message } }
+    }
+  }
+
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve))
   const { port } = server.address() as AddressInfo
   return {
@@ -186,6 +235,8 @@ export async function startFakeWhatsApp(
     number: (phoneNumberId, behaviour) => {
       numbers.set(phoneNumberId, { ...numbers.get(phoneNumberId), ...behaviour })
     },
+    templates,
+    templateReads,
     sentFrom: (phoneNumberId) =>
       requests.filter((r) => r.platformMessageId && phoneNumberIdOf(r.path) === phoneNumberId),
     get latencyMs() {
@@ -224,6 +275,12 @@ function accept(request: CloudApiRequest, latencyMs: number): ScriptedAnswer {
     },
   }
 }
+
+/** The fake's control route (not Meta's): `POST /_fake/templates/{waba-id}/status`. */
+const TEMPLATE_STATUS_CONTROL = /^\/_fake\/templates\/([0-9]+)\/status$/
+
+/** `GET /v21.0/{waba-id}/message_templates`, an account's template list. */
+const TEMPLATES_PATH = /^(?:\/v[0-9.]+)?\/([0-9]+)\/message_templates(?:\?.*)?$/
 
 /** `POST /v21.0/{phone-number-id}/media`, the Graph API's upload path. */
 const MEDIA_PATH = /^(?:\/v[0-9.]+)?\/[0-9]+\/media(?:\?.*)?$/

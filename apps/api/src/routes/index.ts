@@ -5,6 +5,7 @@ import { adminInboundMessageRoutes } from './admin/inbound-messages.ts'
 import { adminMessageRoutes } from './admin/messages.ts'
 import { queueDashboardRoutes } from './admin/queue-dashboard.ts'
 import { adminQueueRoutes } from './admin/queues.ts'
+import { adminSenderTemplateRoutes } from './admin/sender-templates.ts'
 import { adminSenderRoutes } from './admin/senders.ts'
 import { apiKeyRoutes } from './api-keys/index.ts'
 import { healthRoutes } from './health/index.ts'
@@ -18,6 +19,7 @@ import { catalogRoutes } from './third-party/catalog.ts'
 import { kitRoutes } from './third-party/kits.ts'
 import { mediaRoutes } from './third-party/media.ts'
 import { orderRoutes } from './third-party/orders.ts'
+import { templateRoutes } from './third-party/templates.ts'
 import { webhookDeliveryRoutes } from './third-party/webhook-deliveries.ts'
 import { webhookEndpointRoutes } from './third-party/webhook-endpoints.ts'
 import { whatsappWebhookRoutes } from './webhooks/whatsapp.ts'
@@ -33,6 +35,7 @@ const ROUTES = [
   [adminApiKeyRoutes, { prefix: '/api/admin/api-keys' }],
   [adminInboundMessageRoutes, { prefix: '/api/admin/inbound-messages' }],
   [adminSenderRoutes, { prefix: '/api/admin/senders' }],
+  [adminSenderTemplateRoutes, { prefix: '/api/admin/senders' }],
   [adminMessageRoutes, { prefix: '/api/admin/messages' }],
   [adminQueueRoutes, { prefix: '/api/admin/queues' }],
   'messages',
@@ -44,6 +47,7 @@ const ROUTES = [
   [webhookEndpointRoutes, { prefix: '/api/third-party' }],
   [webhookDeliveryRoutes, { prefix: '/api/third-party' }],
   [mediaRoutes, { prefix: '/api/third-party' }],
+  [templateRoutes, { prefix: '/api/third-party' }],
   // Bull Board, for browsers (HTTP Basic): outside /api and the OpenAPI document.
   [queueDashboardRoutes, { prefix: '/admin/queues' }],
 ] as const

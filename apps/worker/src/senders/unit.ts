@@ -1,4 +1,5 @@
 import type { WorkerUnitStarter } from '../runtime.ts'
+import { TemplateSyncSchedule } from '../templates/schedule.ts'
 import { Admitter } from './admitter.ts'
 import { HeldExpirySweeper } from './held-expiry.ts'
 import { SenderLanes } from './lanes.ts'
@@ -7,7 +8,8 @@ import { SenderRegistry } from './registry.ts'
 /**
  * The `messages` role: for each sender this process serves (WORKER_SENDERS), a lane (its queue,
  * rate, pause and platform adapter), and the admitter that fills the lanes' queues fairly from the
- * senders' waiting messages. Senders come and go at run time through the registry.
+ * senders' waiting messages. Senders come and go at run time through the registry. The senders'
+ * template catalogs are synced on a schedule here too.
  */
 export const startMessagesUnit: WorkerUnitStarter = async (context) => {
   const lanes = new SenderLanes(context)
@@ -19,6 +21,8 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
     lanes.lanes(),
   )
   sweeper.start()
+  const templateSync = new TemplateSyncSchedule(context)
+  templateSync.start()
   context.metrics?.watchSenders(() => lanes.lanes())
   context.metrics?.watchQueues(() => [...lanes.lanes()].map((lane) => lane.queue.name))
   const { config, logger } = context
@@ -34,6 +38,7 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
   return {
     close: async () => {
       await registry.stop()
+      await templateSync.stop()
       await sweeper.stop()
       await admitter.stop()
       await lanes.close()

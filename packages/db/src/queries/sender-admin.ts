@@ -3,6 +3,7 @@ import {
   type SecretBox,
   type SenderListQuery,
   type SenderState,
+  type ServiceWindowPolicy,
 } from '@dispatch/contracts'
 import { and, count, eq, ilike, isNotNull, lt, or, type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
@@ -23,6 +24,8 @@ export interface NewSender {
   accessTokenCiphertext: string
   accessTokenLast4: string
   ratePerSecond?: number | undefined
+  wabaId?: string | undefined
+  serviceWindowPolicy?: ServiceWindowPolicy | undefined
   now: Date
 }
 
@@ -80,6 +83,8 @@ export interface SenderChanges {
   accessTokenLast4?: string | undefined
   ratePerSecond?: number | undefined
   state?: Exclude<SenderState, 'needs_attention'> | undefined
+  wabaId?: string | null | undefined
+  serviceWindowPolicy?: ServiceWindowPolicy | undefined
   /** The admin's note kept with a `paused` state. */
   pausedBy?: string | undefined
 }
@@ -107,12 +112,26 @@ export async function updateSender(
               stateReason: sql`case when ${senders.state} = 'needs_attention' then null else ${senders.stateReason} end`,
             }
           : {}
-  const [row] = await db
-    .update(senders)
-    .set({ ...defined, ...stateChange, updatedAt: now })
-    .where(eq(senders.id, id))
-    .returning()
-  return row
+  // Another account's templates are not this one's: a new wabaId empties the catalog until the
+  // next sync, and template sends go unchecked meanwhile (as for a sender never synced).
+  const accountChange =
+    changes.wabaId === undefined
+      ? {}
+      : {
+          templatesSyncedAt: sql`case when ${senders.wabaId} is not distinct from ${changes.wabaId} then ${senders.templatesSyncedAt} else null end`,
+        }
+  return db.transaction(async (tx) => {
+    if (changes.wabaId !== undefined) {
+      await tx.execute(sql`delete from message_templates t using senders s
+        where t.sender_id = s.id and s.id = ${id} and s.waba_id is distinct from ${changes.wabaId}`)
+    }
+    const [row] = await tx
+      .update(senders)
+      .set({ ...defined, ...stateChange, ...accountChange, updatedAt: now })
+      .where(eq(senders.id, id))
+      .returning()
+    return row
+  })
 }
 
 /** The API keys whose messages go out through this sender. */

@@ -71,7 +71,13 @@ const checkId = (id: string) => {
 }
 
 /** The default sender's token, number and name come from `WHATSAPP_*`; only these are an admin's. */
-const DEFAULT_SENDER_FIELDS = new Set(['state', 'ratePerSecond', 'displayPhoneNumber'])
+const DEFAULT_SENDER_FIELDS = new Set([
+  'state',
+  'ratePerSecond',
+  'displayPhoneNumber',
+  'wabaId',
+  'serviceWindowPolicy',
+])
 
 /**
  * Messages still on their way through a sender: waiting for admission (fair queue), or admitted to

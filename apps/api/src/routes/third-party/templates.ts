@@ -1,0 +1,45 @@
+import { DEFAULT_SENDER_ID, pageMeta, Scopes, TemplateList, TemplateListQuery } from '@dispatch/contracts'
+import { listTemplates } from '@dispatch/db'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { toTemplateView } from '../../templates/views.ts'
+import { errorResponses } from '../responses.ts'
+
+/** The templates of the key's own sender: what a template send is checked against. */
+export const templateRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { db } = app.deps
+  app.get(
+    '/templates',
+    {
+      onRequest: app.requireApiKey(Scopes.sendTemplate),
+      schema: {
+        operationId: 'listTemplates',
+        tags: ['templates'],
+        summary: "Your sender's WhatsApp templates, with their status and the variables a send must fill",
+        description:
+          'Requires the `send:template` scope. Lists the templates of the sender your key sends through ' +
+          '(as last synced from its WhatsApp Business Account and kept current by Meta’s webhooks); empty ' +
+          'until an admin has synced it.',
+        security: [{ apiKey: [] }],
+        querystring: TemplateListQuery,
+        response: {
+          200: TemplateList,
+          ...errorResponses(
+            'VALIDATION_ERROR',
+            'API_KEY_MISSING',
+            'API_KEY_INVALID',
+            'API_KEY_NOT_ACTIVE',
+            'INSUFFICIENT_SCOPE',
+          ),
+        },
+      },
+    },
+    async (request) => {
+      const senderId = request.apiKey.senderId ?? DEFAULT_SENDER_ID
+      const { rows, itemCount } = await listTemplates(db, senderId, request.query)
+      return {
+        ...pageMeta(request.query.page, request.query.take, itemCount),
+        data: rows.map(toTemplateView),
+      }
+    },
+  )
+}

@@ -1,0 +1,13 @@
+/** A scripted answer: a status, an optional JSON body and headers, after an optional delay. */
+export interface ScriptedAnswer {
+  status: number
+  body?: unknown
+  headers?: Record<string, string>
+  delayMs?: number
+}
+
+/** The Graph API's error body. */
+export const graphError = (code: number, message: string, status = 400): ScriptedAnswer => ({
+  status,
+  body: { error: { message, type: 'OAuthException', code, error_subcode: 2494010, fbtrace_id: 'AbCdEf123' } },
+})
