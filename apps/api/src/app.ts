@@ -17,6 +17,7 @@ import { registerOpenApi } from './plugins/openapi.ts'
 import { installTextGuard } from './plugins/text-guard.ts'
 import { installValidation } from './plugins/validation.ts'
 import { registerRoutes } from './routes/index.ts'
+import { sendChecks } from './send-checks/plugin.ts'
 
 export type { ApiDeps } from './deps.ts'
 export { createDeps, createLogger } from './deps.ts'
@@ -102,6 +103,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(apiKeyAuth)
   await app.register(adminAuth)
   await app.register(idempotency)
+  await app.register(sendChecks)
 
   await registerRoutes(app)
 

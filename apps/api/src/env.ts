@@ -58,6 +58,11 @@ const ApiEnv = Type.Object({
   MEDIA_MAX_BYTES: Type.Integer({ minimum: 1024, maximum: 64 * 1024 * 1024, default: 5 * 1024 * 1024 }),
   /** How long the Cloud API has to take an upload (connection, the file, and its answer). */
   MEDIA_UPLOAD_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 30_000 }),
+  /**
+   * How often each API instance compares its copy of every sender's templates and window policy
+   * with Postgres, in case a change announcement (Redis pub/sub, applied at once) was missed.
+   */
+  TEMPLATE_CACHE_REFRESH_MS: Type.Integer({ minimum: 100, default: 30_000 }),
   /** Per Graph API request of an admin's template sync. */
   TEMPLATE_SYNC_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 10_000 }),
   /** Where the BME copy of `order.created` goes, for channels with `sendBMEEmail`. */

@@ -14,6 +14,7 @@ import { cancelMessageRoutes } from './messages/cancel.ts'
 import { messageListRoutes } from './messages/list.ts'
 import { sendMessageRoutes } from './messages/send.ts'
 import { messageStatusRoutes } from './messages/status.ts'
+import { validateMessageRoutes } from './messages/validate.ts'
 import { metricsRoutes } from './metrics/index.ts'
 import { catalogRoutes } from './third-party/catalog.ts'
 import { kitRoutes } from './third-party/kits.ts'
@@ -56,6 +57,7 @@ const ROUTES = [
 const MESSAGE_ROUTES = [
   sendMessageRoutes,
   batchMessageRoutes,
+  validateMessageRoutes,
   messageStatusRoutes,
   cancelMessageRoutes,
   messageListRoutes,

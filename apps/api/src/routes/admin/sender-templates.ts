@@ -83,6 +83,8 @@ export const adminSenderTemplateRoutes: FastifyPluginAsyncTypebox = async (app) 
         throw error
       }
       if (!result) throw new Error('a sync without staleBefore always runs')
+      // Current here at once; other instances on the announcement the sync made.
+      await app.sendRules.reload(result.senderId)
       const { senderId, ...counts } = result
       await recordAdminAction(db, {
         actor: request.adminName,

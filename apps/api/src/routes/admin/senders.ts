@@ -141,6 +141,7 @@ export const adminSenderRoutes: FastifyPluginAsyncTypebox = async (app) => {
       }
       request.log.info({ senderId: row.id, actor: request.adminName }, 'sender created')
       await publishSenderChange(app.deps, request.log, row.id)
+      await app.sendRules.reload(row.id)
       return reply.code(201).send(toSenderView(row))
     },
   )
@@ -226,6 +227,8 @@ export const adminSenderRoutes: FastifyPluginAsyncTypebox = async (app) => {
         'sender updated',
       )
       await publishSenderChange(app.deps, request.log, id)
+      // Its window policy and account are checked by sends here at once; elsewhere on the announcement.
+      await app.sendRules.reload(id)
       return toSenderView(row)
     },
   )

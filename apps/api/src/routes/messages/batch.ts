@@ -1,29 +1,12 @@
 import { randomUUID } from 'node:crypto'
-import {
-  BatchAccepted,
-  BatchBody,
-  BatchItem,
-  type BatchItemResult,
-  type MessageJob,
-  type MessageType,
-  SEND_SCOPE,
-} from '@dispatch/contracts'
+import { BatchAccepted, BatchBody, type BatchItemResult, type MessageJob } from '@dispatch/contracts'
 import { recordScheduledMessages } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError, errorBody, unavailable } from '../../errors.ts'
-import { describeValidationError, makeAjv } from '../../plugins/validation.ts'
 import { errorResponses } from '../responses.ts'
-import { type AcceptedMessage, acceptMessage } from './accept.ts'
+import type { AcceptedMessage } from './accept.ts'
+import { judgeItems } from './judge.ts'
 import type { MessageRouteOptions } from './send.ts'
-
-/** Each item type's own check, as the single sends have it. */
-const ajv = makeAjv(false)
-const CHECKS: Record<MessageType, ReturnType<typeof ajv.compile>> = {
-  text: ajv.compile(BatchItem.anyOf[0]),
-  template: ajv.compile(BatchItem.anyOf[1]),
-  image: ajv.compile(BatchItem.anyOf[2]),
-}
-const isType = (type: unknown): type is MessageType => typeof type === 'string' && Object.hasOwn(CHECKS, type)
 
 const failure = (error: AppError) => errorBody(error.errorCode, error.statusCode, error.message)
 
@@ -50,7 +33,8 @@ export const batchMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> 
         description:
           'Each item is `{type: "text" | "template" | "image", ...the body of that send}` and needs the ' +
           'scope of its type. Items are judged one by one: the answer has one result per item, in order, ' +
-          'a `messageId` or the error body. A batch with no valid item is 400.',
+          'a `messageId` or the error body (`TEMPLATE_NOT_FOUND`, `OUTSIDE_SERVICE_WINDOW`… with their own code). ' +
+          'A batch with no valid item is 400.',
         security: [{ apiKey: [] }],
         body: BatchBody,
         response: {
@@ -74,40 +58,23 @@ export const batchMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> 
     async (request, reply) => {
       const batchId = randomUUID()
       const now = clock()
-      const { scopes } = request.apiKey
+      // Each item on its own: its shape and scope first, then every rule a single send meets.
+      const judged = await judgeItems(
+        app,
+        request.apiKey,
+        request.body.messages,
+        (index) => `body.messages[${index}]`,
+        { now, batchId },
+      )
       const results: BatchItemResult[] = []
       const accepted: AcceptedMessage[] = []
-      request.body.messages.forEach((item, index) => {
-        const field = `body.messages[${index}]`
-        try {
-          const { type, ...body } = item as { type?: unknown }
-          if (!isType(type)) {
-            throw new AppError('VALIDATION_ERROR', `${field}.type must be one of "text", "template", "image"`)
-          }
-          const check = CHECKS[type]
-          const scope = SEND_SCOPE[type]
-          if (!check(item))
-            throw new AppError('VALIDATION_ERROR', describeValidationError(field, check.errors?.[0]))
-          if (!scopes.includes(scope)) {
-            throw new AppError('INSUFFICIENT_SCOPE', `The API key lacks the "${scope}" scope for ${field}`)
-          }
-          const message = acceptMessage(
-            {
-              type,
-              body: body as AcceptedMessage['job']['message']['body'],
-              apiKey: request.apiKey,
-              now,
-              batchId,
-              field,
-            },
-            config,
-          )
-          accepted.push(message)
-          results.push({ index, messageId: message.job.messageId, status: message.status })
-        } catch (error) {
-          if (!(error instanceof AppError)) throw error
-          results.push({ index, error: failure(error) })
+      judged.forEach((j, index) => {
+        if ('error' in j) {
+          results.push({ index, error: failure(j.error) })
+          return
         }
+        accepted.push(j.accepted)
+        results.push({ index, messageId: j.accepted.job.messageId, status: j.accepted.status })
       })
       if (accepted.length === 0) {
         const first = results[0] && 'error' in results[0] ? results[0].error.message : 'no item'

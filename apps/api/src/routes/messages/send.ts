@@ -13,9 +13,7 @@ import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import type { TSchema } from 'typebox'
 import { unavailable } from '../../errors.ts'
 import { errorResponses } from '../responses.ts'
-import { acceptMessage } from './accept.ts'
-
-type SendBody = Parameters<typeof acceptMessage>[0]['body']
+import { judgeSends, type SendItem } from './judge.ts'
 
 const SENDS: ReadonlyArray<{
   path: string
@@ -59,7 +57,7 @@ export interface MessageRouteOptions {
  * scheduled message at once (it would otherwise have no record until it is due).
  */
 export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> = async (app, options) => {
-  const { config, messages, clock, db } = app.deps
+  const { messages, clock, db } = app.deps
   /** Best effort: the job is stored; without this row the worker writes one when it is due. */
   const recordScheduled = async (log: FastifyBaseLogger, job: MessageJob) => {
     try {
@@ -100,6 +98,10 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
               'PAYLOAD_TOO_LARGE',
               'UNSUPPORTED_MEDIA_TYPE',
               'IDEMPOTENCY_KEY_REUSED',
+              'TEMPLATE_NOT_FOUND',
+              'TEMPLATE_NOT_APPROVED',
+              'TEMPLATE_PARAMETERS_MISMATCH',
+              'OUTSIDE_SERVICE_WINDOW',
               'RATE_LIMITED',
               'QUOTA_EXCEEDED',
               'SERVICE_UNAVAILABLE',
@@ -108,10 +110,14 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
         },
       },
       async (request, reply) => {
-        const { job, delayMs, status } = acceptMessage(
-          { type: send.type, body: request.body as SendBody, apiKey: request.apiKey, now: clock() },
-          config,
+        const [judged] = await judgeSends(
+          app,
+          request.apiKey,
+          [{ type: send.type, body: request.body as SendItem['body'], field: 'body' }],
+          { now: clock() },
         )
+        if (!judged || 'error' in judged) throw judged?.error
+        const { job, delayMs, status } = judged.accepted
         const { messageId } = job
         try {
           await messages.add(job, delayMs)

@@ -6,6 +6,7 @@ import { AppError } from '../../errors.ts'
 import { errorResponses } from '../responses.ts'
 import { toStorableJson } from './platform-text.ts'
 import { applyQualityUpdates, readQualityUpdates } from './quality-updates.ts'
+import { openServiceWindows } from './service-windows.ts'
 import { readInboundMessages } from './whatsapp-messages.ts'
 import { signatureHeader, signatureMatches } from './whatsapp-signature.ts'
 import { readStatusUpdates } from './whatsapp-statuses.ts'
@@ -129,6 +130,7 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
         else if (recorded.apiKeyId) replies.routed++
         else replies.unrouted++
       }
+      await openServiceWindows(app.deps, request.log, messages, now)
       await applyQualityUpdates(app.deps, request.log, qualityUpdates, now)
       // Skipped, unknown and stale items are acknowledged too: Meta retries anything but a 200 for days.
       // Counts only: never a phone number or a reply's text.

@@ -1,0 +1,110 @@
+import { BatchItem, type MessageType, SEND_SCOPE } from '@dispatch/contracts'
+import type { ApiKeyRow } from '@dispatch/db'
+import type { FastifyInstance } from 'fastify'
+import { AppError } from '../../errors.ts'
+import { describeValidationError, makeAjv } from '../../plugins/validation.ts'
+import type { SendToCheck } from '../../send-checks/send-checks.ts'
+import { type AcceptedMessage, acceptMessage } from './accept.ts'
+
+/** One send of a request: its type, its validated body, and its field (`body`, `body.messages[3]`). */
+export interface SendItem {
+  type: MessageType
+  body: AcceptedMessage['job']['message']['body']
+  field: string
+}
+
+/** What a send comes to: the message to store, or the error that refuses it. */
+export type Judged = { accepted: AcceptedMessage } | { error: AppError }
+
+/**
+ * Every rule a send must pass before it is stored, in the order a caller meets them: its delivery
+ * options (`sendAt`, `validitySeconds`, `priority`), then what Dispatch knows the platform would
+ * refuse (the sender's templates and, under `enforce`, the recipient's window). One answer per
+ * item; the send, batch and validate routes all judge through here, so they answer alike.
+ */
+export async function judgeSends(
+  app: FastifyInstance,
+  apiKey: ApiKeyRow,
+  items: SendItem[],
+  options: { now: Date; batchId?: string },
+): Promise<Judged[]> {
+  const judged: Judged[] = items.map((item) => {
+    try {
+      return {
+        accepted: acceptMessage(
+          { ...item, apiKey, now: options.now, ...(options.batchId ? { batchId: options.batchId } : {}) },
+          app.deps.config,
+        ),
+      }
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error
+      return { error }
+    }
+  })
+  const open = judged.flatMap((j, i) => ('accepted' in j ? [i] : []))
+  if (open.length === 0) return judged
+  const senderId = (judged[open[0] as number] as { accepted: AcceptedMessage }).accepted.job
+    .senderId as string
+  const refused = await app.sendChecks.check(
+    senderId,
+    open.map((i) => items[i] as SendToCheck),
+    options.now.getTime(),
+  )
+  refused.forEach((error, n) => {
+    if (error) judged[open[n] as number] = { error }
+  })
+  return judged
+}
+
+/** Each item type's own check, as the single sends have it. */
+const ajv = makeAjv(false)
+const ITEM_CHECKS: Record<MessageType, ReturnType<typeof ajv.compile>> = {
+  text: ajv.compile(BatchItem.anyOf[0]),
+  template: ajv.compile(BatchItem.anyOf[1]),
+  image: ajv.compile(BatchItem.anyOf[2]),
+}
+const isType = (type: unknown): type is MessageType =>
+  typeof type === 'string' && Object.hasOwn(ITEM_CHECKS, type)
+
+/**
+ * One item of a batch (`{type, ...that send's body}`) as a send: its shape and the key's scope for
+ * its type checked on their own, so one bad item is answered in its result, not the whole request's.
+ */
+export function readSendItem(item: unknown, field: string, scopes: string[]): SendItem {
+  const { type, ...body } = (item ?? {}) as { type?: unknown }
+  if (!isType(type)) {
+    throw new AppError('VALIDATION_ERROR', `${field}.type must be one of "text", "template", "image"`)
+  }
+  const check = ITEM_CHECKS[type]
+  if (!check(item)) throw new AppError('VALIDATION_ERROR', describeValidationError(field, check.errors?.[0]))
+  const scope = SEND_SCOPE[type]
+  if (!scopes.includes(scope)) {
+    throw new AppError('INSUFFICIENT_SCOPE', `The API key lacks the "${scope}" scope for ${field}`)
+  }
+  return { type, body: body as SendItem['body'], field }
+}
+
+/**
+ * Items of a request (`{type, ...body}` each) judged one by one: first their shape and scope
+ * (`readSendItem`), then every rule a single send meets (`judgeSends`). One answer per item, in order.
+ */
+export async function judgeItems(
+  app: FastifyInstance,
+  apiKey: ApiKeyRow,
+  items: unknown[],
+  fieldOf: (index: number) => string,
+  options: { now: Date; batchId?: string },
+): Promise<Judged[]> {
+  const read = items.map((item, index) => {
+    try {
+      return readSendItem(item, fieldOf(index), apiKey.scopes)
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error
+      return error
+    }
+  })
+  const sends = read.filter((item): item is SendItem => !(item instanceof AppError))
+  const answers = await judgeSends(app, apiKey, sends, options)
+  let next = 0
+  return read.map((item) => (item instanceof AppError ? { error: item } : (answers[next++] as Judged)))
+}

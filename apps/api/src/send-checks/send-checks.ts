@@ -1,0 +1,102 @@
+import {
+  type FallbackTemplate,
+  type MessageType,
+  serviceWindowKey,
+  serviceWindowState,
+  serviceWindowsLoadedKey,
+} from '@dispatch/contracts'
+import type { RedisClient } from '@dispatch/contracts/redis'
+import type { FastifyBaseLogger } from 'fastify'
+import { AppError } from '../errors.ts'
+import { checkTemplate } from './check-template.ts'
+import type { SendRulesCache } from './send-rules-cache.ts'
+
+/** One send as the checks read it: its type, its validated body, and its field in the request. */
+export interface SendToCheck {
+  type: MessageType
+  body: {
+    phone: string
+    templateId?: string
+    language?: string
+    fallbackTemplate?: FallbackTemplate | undefined
+  } & Partial<FallbackTemplate>
+  /** `body` for a single send, `body.messages[3]` in a batch. */
+  field: string
+}
+
+const outsideWindow = (field: string, phone: string) =>
+  new AppError(
+    'OUTSIDE_SERVICE_WINDOW',
+    `${field}.phone: the 24-hour customer-service window with ${phone} is closed (no message from them in ` +
+      'the last 24 hours): send a template, or give this message a fallbackTemplate',
+  )
+
+/**
+ * What Dispatch knows a send would fail on, checked before anything is queued: a template the
+ * sender's catalog does not have approved with these variables (in memory), and, under the
+ * sender's `enforce` policy, a free-form message to a recipient whose window is closed (Redis: all
+ * of a request's windows in one round trip). Answers each send's error, or undefined.
+ */
+export class SendChecks {
+  readonly #rules: SendRulesCache
+  readonly #redis: RedisClient
+  readonly #prefix: string
+  readonly #log: FastifyBaseLogger
+
+  constructor(rules: SendRulesCache, redis: RedisClient, prefix: string, log: FastifyBaseLogger) {
+    this.#rules = rules
+    this.#redis = redis
+    this.#prefix = prefix
+    this.#log = log
+  }
+
+  async check(
+    senderId: string,
+    sends: SendToCheck[],
+    now = Date.now(),
+  ): Promise<Array<AppError | undefined>> {
+    const rules = this.#rules.get(senderId)
+    const errors: Array<AppError | undefined> = sends.map(() => undefined)
+    const windows: number[] = []
+    sends.forEach((send, i) => {
+      try {
+        if (send.type === 'template') {
+          checkTemplate(rules, send.body as FallbackTemplate, send.field)
+          return
+        }
+        const { fallbackTemplate } = send.body
+        if (fallbackTemplate) checkTemplate(rules, fallbackTemplate, `${send.field}.fallbackTemplate`)
+        // With a fallback, a closed window is the worker's to handle: it sends the template instead.
+        else if (rules?.serviceWindowPolicy === 'enforce') windows.push(i)
+      } catch (error) {
+        if (!(error instanceof AppError)) throw error
+        errors[i] = error
+      }
+    })
+    if (windows.length === 0 || !rules) return errors
+    let answers: Array<string | null>
+    try {
+      // One round trip: the client pipelines commands issued in the same tick.
+      answers = await Promise.all([
+        this.#redis.get(serviceWindowsLoadedKey(this.#prefix)),
+        ...windows.map((i) =>
+          this.#redis.get(
+            serviceWindowKey(this.#prefix, rules.phoneNumberId, (sends[i] as SendToCheck).body.phone),
+          ),
+        ),
+      ])
+    } catch (error) {
+      // Unknown, as without the policy: the platform decides (and storing the message needs Redis anyway).
+      this.#log.warn({ err: error }, 'service windows not read; sending as if unknown')
+      return errors
+    }
+    const [loaded, ...lastInbound] = answers
+    windows.forEach((i, n) => {
+      const send = sends[i] as SendToCheck
+      if (serviceWindowState(lastInbound[n] ?? null, loaded ?? null, now) === 'closed') {
+        errors[i] = outsideWindow(send.field, send.body.phone)
+      }
+    })
+    return errors
+  }
+}

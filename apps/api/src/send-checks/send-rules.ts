@@ -1,0 +1,47 @@
+import type { ServiceWindowPolicy, TemplateVariables } from '@dispatch/contracts'
+import type { SenderSendRules } from '@dispatch/db'
+
+/** A template as a send is checked against it. */
+export interface KnownTemplate {
+  status: string
+  rejectedReason: string | null
+  category: string | null
+  variables: TemplateVariables
+}
+
+/** One sender's rules, ready for lookups on the hot path. */
+export interface SenderRules {
+  phoneNumberId: string
+  serviceWindowPolicy: ServiceWindowPolicy
+  /** False until its catalog was synced once: template sends then go unchecked. */
+  synced: boolean
+  /** By `name` NUL `language`. */
+  templates: Map<string, KnownTemplate>
+  /** Each template name's languages, to say which exist when the asked one does not. */
+  languages: Map<string, string[]>
+}
+
+export const templateKey = (name: string, language: string) => `${name}\u0000${language}`
+
+export function toSenderRules(loaded: SenderSendRules): SenderRules {
+  const templates = new Map<string, KnownTemplate>()
+  const languages = new Map<string, string[]>()
+  for (const t of loaded.templates) {
+    templates.set(templateKey(t.name, t.language), {
+      status: t.status,
+      rejectedReason: t.rejectedReason,
+      category: t.category,
+      variables: t.variables,
+    })
+    const list = languages.get(t.name)
+    if (list) list.push(t.language)
+    else languages.set(t.name, [t.language])
+  }
+  return {
+    phoneNumberId: loaded.phoneNumberId,
+    serviceWindowPolicy: loaded.serviceWindowPolicy,
+    synced: loaded.templatesSyncedAt !== null,
+    templates,
+    languages,
+  }
+}
