@@ -17,8 +17,6 @@ export const TEMPLATE_STATUSES = [
   'ARCHIVED',
   'IN_APPEAL',
   'LIMIT_EXCEEDED',
-  'REINSTATED',
-  'FLAGGED',
 ] as const
 export type TemplateStatus = (typeof TEMPLATE_STATUSES)[number]
 

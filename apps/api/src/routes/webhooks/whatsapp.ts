@@ -7,6 +7,7 @@ import { errorResponses } from '../responses.ts'
 import { toStorableJson } from './platform-text.ts'
 import { applyQualityUpdates, readQualityUpdates } from './quality-updates.ts'
 import { openServiceWindows } from './service-windows.ts'
+import { applyTemplateUpdates, readTemplateUpdates } from './template-updates.ts'
 import { readInboundMessages } from './whatsapp-messages.ts'
 import { signatureHeader, signatureMatches } from './whatsapp-signature.ts'
 import { readStatusUpdates } from './whatsapp-statuses.ts'
@@ -111,7 +112,8 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const { updates, skipped: skippedStatuses } = readStatusUpdates(request.body, now)
       const { messages, skipped: skippedMessages } = readInboundMessages(request.body, now)
       const { updates: qualityUpdates, skipped: skippedQuality } = readQualityUpdates(request.body)
-      const skipped = [...skippedStatuses, ...skippedMessages, ...skippedQuality]
+      const { updates: templateUpdates, skipped: skippedTemplates } = readTemplateUpdates(request.body, now)
+      const skipped = [...skippedStatuses, ...skippedMessages, ...skippedQuality, ...skippedTemplates]
       if (skipped.length > 0) {
         // Positions and reasons only: item values may carry phone numbers (a wamid encodes one).
         request.log.warn(
@@ -132,10 +134,19 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       }
       await openServiceWindows(app.deps, request.log, messages, now)
       await applyQualityUpdates(app.deps, request.log, qualityUpdates, now)
+      const templates = await applyTemplateUpdates(app.deps, request.log, templateUpdates, (id) =>
+        app.sendRules.reload(id),
+      )
       // Skipped, unknown and stale items are acknowledged too: Meta retries anything but a 200 for days.
       // Counts only: never a phone number or a reply's text.
       request.log.info(
-        { applied, ignored: updates.length - applied, replies, skipped: skipped.length },
+        {
+          applied,
+          ignored: updates.length - applied,
+          replies,
+          templates: templates.applied,
+          skipped: skipped.length,
+        },
         'whatsapp webhook processed',
       )
       return { received: true }
