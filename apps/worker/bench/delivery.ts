@@ -190,6 +190,7 @@ function startDeliveryWorker(): Worker<MessageJob, DeliveryResult> {
   const lane = {
     senderId: 'default',
     platform: { ...sandbox, deliver: (delivery: Delivery) => spans.platform.time(sandbox.deliver(delivery)) },
+    settings: { serviceWindowPolicy: 'off' as const },
     rateLimit: async () => ({ pauseMs: 0, newPause: false }),
     tokenRefused: async () => {},
   }

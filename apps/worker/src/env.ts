@@ -54,6 +54,11 @@ const WorkerEnv = Type.Object({
    * admins can still sync on demand). Meta's webhooks keep it current in between.
    */
   TEMPLATE_SYNC_INTERVAL_MS: Type.Integer({ minimum: 0, default: 3_600_000 }),
+  /**
+   * How often a worker checks that the Redis copy of the 24-hour windows is complete, and rebuilds
+   * it from Postgres when it is not (a Redis that lost its data).
+   */
+  SERVICE_WINDOW_CHECK_MS: Type.Integer({ minimum: 100, default: 60_000 }),
   /** How often each sender with waiting messages is topped up from its fair-admission lists. */
   ADMISSION_INTERVAL_MS: Type.Integer({ minimum: 5, maximum: 10_000, default: 50 }),
   /**

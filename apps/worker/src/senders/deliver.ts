@@ -1,4 +1,11 @@
-import { MessageJob, messageClaimKey, messageClaimTtlMs, WORKER_CLAIM_SCRIPT } from '@dispatch/contracts'
+import {
+  MessageJob,
+  messageClaimKey,
+  messageClaimTtlMs,
+  type OutboundMessage,
+  type ServiceWindowPolicy,
+  WORKER_CLAIM_SCRIPT,
+} from '@dispatch/contracts'
 import type { RedisClient } from '@dispatch/contracts/redis'
 import { type Db, type DeliveryOutcome, findPlatformMessageId } from '@dispatch/db'
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq'
@@ -8,14 +15,18 @@ import type { DeliveryRecorder } from '../delivery-recorder.ts'
 import type { DeliveryMetrics } from '../metrics/registry.ts'
 import { type MessagingPlatform, PlatformError } from '../platforms/types.ts'
 import { traced } from '../tracing.ts'
+import { fallbackMessage, isFreeForm, WINDOW_CLOSED_CODE, windowAtDelivery } from '../window/check.ts'
 
 /** What a job ends with: the platform's id, or why it was never sent. */
-export type DeliveryResult = { platformMessageId: string } | { outcome: 'expired' | 'canceled' }
+export type DeliveryResult =
+  | { platformMessageId: string; fallbackUsed?: true }
+  | { outcome: 'expired' | 'canceled' }
 
 /** The sender a job is delivered through, as its lane holds it now (its token may change). */
 export interface DeliveryLane {
   senderId: string
   platform: MessagingPlatform
+  settings: { serviceWindowPolicy: ServiceWindowPolicy }
   /** Slows this sender's queue down, in every process: the platform's rate limit. */
   rateLimit(ms: number): Promise<{ pauseMs: number; newPause: boolean }>
   /** Pauses this sender (its token was refused): `needs_attention`, alert, queue paused. */
@@ -86,6 +97,12 @@ export const expiredFields = (expiresAt: string | undefined) => ({
   lastErrorCode: 'MESSAGE_EXPIRED',
   lastErrorMessage: `Not handed to the platform before ${expiresAt}`,
 })
+/** The fields of a free-form message whose window Dispatch found closed, with no fallback to send. */
+const windowClosedFields = {
+  lastErrorCode: WINDOW_CLOSED_CODE,
+  lastErrorMessage:
+    'Not sent: the 24-hour customer-service window with this recipient was closed when it was due (checked by Dispatch); send a template, or give the message a fallbackTemplate',
+}
 const MAX_BACKOFF_MS = 15 * 60_000
 
 /** Exponential backoff with full jitter over the upper half: base·2^(n-1)·[0.5, 1), capped. */
@@ -141,9 +158,13 @@ export async function deliverMessage(
       return { platformMessageId: recorded }
     }
     // Sent by an earlier run whose record failed: record it now, still without sending.
-    const sent = (job.progress as { platformMessageId?: string } | undefined)?.platformMessageId
+    const progress = job.progress as { platformMessageId?: string; fallbackUsed?: boolean } | undefined
+    const sent = progress?.platformMessageId
     if (sent) {
-      await recorder.record(outcome('sent', { platformMessageId: sent, attempts: job.attemptsMade }))
+      const fallbackUsed = progress?.fallbackUsed === true
+      await recorder.record(
+        outcome('sent', { platformMessageId: sent, attempts: job.attemptsMade, fallbackUsed }),
+      )
       metrics?.sent(senderId, sendAt ?? acceptedAt)
       log.info({ platformMessageId: sent }, 'message already sent; recorded it without sending again')
       return { platformMessageId: sent }
@@ -158,11 +179,47 @@ export async function deliverMessage(
     return { outcome: 'expired' }
   }
 
+  // The 24-hour window under the sender's `enforce` policy: a scheduled or backlogged message can
+  // outlive it. Known closed, the fallback template goes instead, or the message fails unsent.
+  let outbound: OutboundMessage = message
+  let fallbackUsed = false
+  if (lane.settings.serviceWindowPolicy === 'enforce' && isFreeForm(message)) {
+    const window = await windowAtDelivery(
+      deps.claims,
+      deps.prefix,
+      platform.phoneNumberId,
+      message.body.phone,
+    )
+    if (window === 'closed') {
+      const fallback = fallbackMessage(job.data)
+      if (!fallback) {
+        await recorder.record(outcome('failed', { attempts: job.attemptsMade, ...windowClosedFields }))
+        metrics?.failed(senderId, WINDOW_CLOSED_CODE)
+        log.info('24-hour window closed and no fallback template; failed without sending')
+        throw new UnrecoverableError(`${WINDOW_CLOSED_CODE}: ${windowClosedFields.lastErrorMessage}`)
+      }
+      outbound = fallback
+      fallbackUsed = true
+    }
+  }
+  const send = (outgoing: OutboundMessage) =>
+    traced(`${platform.name} send`, { 'dispatch.sender_id': senderId }, () =>
+      platform.deliver({ messageId, message: outgoing }),
+    )
+
   let platformMessageId: string
   try {
-    ;({ platformMessageId } = await traced(`${platform.name} send`, { 'dispatch.sender_id': senderId }, () =>
-      platform.deliver({ messageId, message }),
-    ))
+    try {
+      ;({ platformMessageId } = await send(outbound))
+    } catch (caught) {
+      // The platform says the window is closed (131047): the fallback goes at once, in this attempt.
+      const fallback = fallbackUsed ? undefined : fallbackMessage(job.data)
+      if (!fallback || !(caught instanceof PlatformError) || caught.code !== WINDOW_CLOSED_CODE) throw caught
+      log.info('the platform found the 24-hour window closed; sending the fallback template')
+      outbound = fallback
+      fallbackUsed = true
+      ;({ platformMessageId } = await send(outbound))
+    }
   } catch (caught) {
     const error = asPlatformError(caught)
     if (error.kind === 'rate-limited') {
@@ -201,14 +258,14 @@ export async function deliverMessage(
   }
 
   try {
-    await recorder.record(outcome('sent', { platformMessageId }))
+    await recorder.record(outcome('sent', { platformMessageId, fallbackUsed }))
   } catch (error) {
     // Sent but not recorded: keep the id on the job in Redis, so the retry completes without sending.
-    await job.updateProgress({ platformMessageId }).catch(() => {})
+    await job.updateProgress({ platformMessageId, fallbackUsed }).catch(() => {})
     log.error({ err: error, platformMessageId }, 'message sent but its record failed; retrying the record')
     throw error
   }
   metrics?.sent(senderId, sendAt ?? acceptedAt)
-  log.debug({ platformMessageId, attempts }, 'message sent')
-  return { platformMessageId }
+  log.debug({ platformMessageId, attempts, fallbackUsed }, 'message sent')
+  return fallbackUsed ? { platformMessageId, fallbackUsed: true } : { platformMessageId }
 }

@@ -5,6 +5,7 @@ import {
   lastFour,
   SENDER_CHANGES_CHANNEL,
   type SenderState,
+  type ServiceWindowPolicy,
   senderSwitchName,
 } from '@dispatch/contracts'
 import { listAllSenders, listQueueControls, type SenderRow, upsertDefaultSender } from '@dispatch/db'
@@ -17,6 +18,8 @@ export interface SenderSettings {
   displayName: string
   ratePerSecond: number
   state: SenderState
+  /** Under `enforce`, a free-form message is checked against the recipient's window before it goes. */
+  serviceWindowPolicy: ServiceWindowPolicy
   /** Opened from its sealed form (admins' senders) or the environment (`default`). */
   accessToken: string | undefined
   /**
@@ -40,6 +43,7 @@ export function defaultSender(
     displayName: row?.displayName ?? (cloud ? 'WhatsApp (environment)' : 'Sandbox (environment)'),
     ratePerSecond: row?.ratePerSecond ?? config.PLATFORM_RATE_PER_SECOND,
     state: row?.state ?? 'active',
+    serviceWindowPolicy: row?.serviceWindowPolicy ?? 'off',
     accessToken: config.WHATSAPP_ACCESS_TOKEN,
     holds,
   }
@@ -158,6 +162,7 @@ export class SenderRegistry {
         displayName: row.displayName,
         ratePerSecond: row.ratePerSecond,
         state: row.state,
+        serviceWindowPolicy: row.serviceWindowPolicy,
         accessToken,
         holds: holdsOf(row.id),
       })

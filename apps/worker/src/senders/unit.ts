@@ -1,5 +1,6 @@
 import type { WorkerUnitStarter } from '../runtime.ts'
 import { TemplateSyncSchedule } from '../templates/schedule.ts'
+import { ServiceWindowRebuild } from '../window/rebuild.ts'
 import { Admitter } from './admitter.ts'
 import { HeldExpirySweeper } from './held-expiry.ts'
 import { SenderLanes } from './lanes.ts'
@@ -9,7 +10,8 @@ import { SenderRegistry } from './registry.ts'
  * The `messages` role: for each sender this process serves (WORKER_SENDERS), a lane (its queue,
  * rate, pause and platform adapter), and the admitter that fills the lanes' queues fairly from the
  * senders' waiting messages. Senders come and go at run time through the registry. The senders'
- * template catalogs are synced on a schedule here too.
+ * template catalogs are synced on a schedule here too, and the Redis copy of the recipients'
+ * 24-hour windows is rebuilt from Postgres when it was lost.
  */
 export const startMessagesUnit: WorkerUnitStarter = async (context) => {
   const lanes = new SenderLanes(context)
@@ -23,6 +25,8 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
   sweeper.start()
   const templateSync = new TemplateSyncSchedule(context)
   templateSync.start()
+  const windows = new ServiceWindowRebuild(context)
+  windows.start()
   context.metrics?.watchSenders(() => lanes.lanes())
   context.metrics?.watchQueues(() => [...lanes.lanes()].map((lane) => lane.queue.name))
   const { config, logger } = context
@@ -39,6 +43,7 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
     close: async () => {
       await registry.stop()
       await templateSync.stop()
+      await windows.stop()
       await sweeper.stop()
       await admitter.stop()
       await lanes.close()

@@ -23,6 +23,8 @@ export interface DeliveryOutcome {
   platformMessageId: string | null
   lastErrorCode: string | null
   lastErrorMessage: string | null
+  /** The window was closed, and the message's fallback template went out instead. */
+  fallbackUsed?: boolean
   at: Date
 }
 
@@ -57,7 +59,7 @@ export async function recordDeliveryOutcomes(sql: Sql, outcomes: DeliveryOutcome
   await sql`
     insert into messages (id, api_key_id, type, phone, payload, client_reference, sender_phone_number_id, sender_id, status, attempts,
       platform_message_id, last_error_code, last_error_message, batch_id, accepted_at, send_at, expires_at,
-      sent_at, failed_at, expired_at, canceled_at, updated_at)
+      sent_at, failed_at, expired_at, canceled_at, updated_at, fallback_used)
     select * from unnest(
       ${column((o) => o.id)}::text[]::uuid[], ${column((o) => o.apiKeyId)}::text[]::uuid[],
       ${column((o) => o.type)}::text[]::message_type[], ${column((o) => o.phone)}::text[],
@@ -74,7 +76,8 @@ export async function recordDeliveryOutcomes(sql: Sql, outcomes: DeliveryOutcome
       ${column((o) => iso(o.status === 'failed' ? o.at : null))}::text[]::timestamptz[],
       ${column((o) => iso(o.status === 'expired' ? o.at : null))}::text[]::timestamptz[],
       ${column((o) => iso(o.status === 'canceled' ? o.at : null))}::text[]::timestamptz[],
-      ${column((o) => iso(o.at))}::text[]::timestamptz[])
+      ${column((o) => iso(o.at))}::text[]::timestamptz[],
+      ${column((o) => (o.fallbackUsed ? 'true' : 'false'))}::text[]::boolean[])
     on conflict (id) do update set
       status = greatest(messages.status, excluded.status),
       attempts = greatest(messages.attempts, excluded.attempts),
@@ -90,5 +93,6 @@ export async function recordDeliveryOutcomes(sql: Sql, outcomes: DeliveryOutcome
       batch_id = coalesce(messages.batch_id, excluded.batch_id),
       send_at = coalesce(messages.send_at, excluded.send_at),
       expires_at = coalesce(messages.expires_at, excluded.expires_at),
-      updated_at = greatest(messages.updated_at, excluded.updated_at)`
+      updated_at = greatest(messages.updated_at, excluded.updated_at),
+      fallback_used = messages.fallback_used or excluded.fallback_used`
 }

@@ -1,0 +1,42 @@
+import {
+  type MessageJob,
+  type OutboundMessage,
+  serviceWindowKey,
+  serviceWindowState,
+  serviceWindowsLoadedKey,
+} from '@dispatch/contracts'
+import type { RedisClient } from '@dispatch/contracts/redis'
+
+/** The code a message fails with when its window is closed and it has no fallback: Meta's own. */
+export const WINDOW_CLOSED_CODE = '131047'
+
+/** Anything but a template needs the recipient's 24-hour window open. */
+export const isFreeForm = (message: OutboundMessage) => message.type !== 'template'
+
+/**
+ * The recipient's window as the Redis copy has it: two reads sent together (not an MGET: on a
+ * Redis Cluster the two keys sit in different slots). Unreadable counts as unknown.
+ */
+export async function windowAtDelivery(
+  redis: RedisClient,
+  prefix: string,
+  phoneNumberId: string,
+  phone: string,
+  now = Date.now(),
+): Promise<'open' | 'closed' | 'unknown'> {
+  try {
+    const [lastInbound, loaded] = await Promise.all([
+      redis.get(serviceWindowKey(prefix, phoneNumberId, phone)),
+      redis.get(serviceWindowsLoadedKey(prefix)),
+    ])
+    return serviceWindowState(lastInbound ?? null, loaded ?? null, now)
+  } catch {
+    return 'unknown'
+  }
+}
+
+/** The message's fallback template as a template message to the same recipient, if it has one. */
+export function fallbackMessage(data: MessageJob): OutboundMessage | undefined {
+  if (!data.fallbackTemplate || !isFreeForm(data.message)) return undefined
+  return { type: 'template', body: { phone: data.message.body.phone, ...data.fallbackTemplate } }
+}
