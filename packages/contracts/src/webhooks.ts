@@ -15,6 +15,8 @@ export const WhatsAppStatus = Type.Object({
   timestamp: Type.String({ pattern: '^[0-9]{1,12}$' }),
   recipient_id: Type.Optional(Type.String()),
   biz_opaque_callback_data: Type.Optional(Type.String()),
+  /** What the message costs (`PMP` per message since July 2025). Lenient: a malformed one is ignored. */
+  pricing: Type.Optional(Type.Unknown()),
   errors: Type.Optional(
     Type.Array(
       Type.Object({

@@ -12,6 +12,8 @@ export interface ApiMetrics {
   /** The accepted items of one batch. */
   acceptedBatch(types: MessageType[]): void
   keyCacheLookup(result: KeyCacheLookup): void
+  /** A message priced by the platform (once per message), by its sender and pricing. */
+  priced(senderId: string, category: string | null, billable: boolean | null): void
 }
 
 declare module 'fastify' {
@@ -49,6 +51,12 @@ export function createApiMetrics() {
     labelNames: ['result'] as const,
     registers: [registry],
   })
+  const priced = new Counter({
+    name: 'dispatch_messages_priced_total',
+    help: 'Messages the platform priced (its status webhooks’ pricing), once each, by sender, category and whether billable',
+    labelNames: ['sender_id', 'category', 'billable'] as const,
+    registers: [registry],
+  })
   const metrics: ApiMetrics & {
     httpRequest(route: string, method: string, status: number, seconds: number): void
   } = {
@@ -60,6 +68,12 @@ export function createApiMetrics() {
       for (const [type, count] of counts) accepted.inc({ type }, count)
     },
     keyCacheLookup: (result) => keyCache.inc({ result }),
+    priced: (senderId, category, billable) =>
+      priced.inc({
+        sender_id: senderId,
+        category: category ?? 'unknown',
+        billable: String(billable ?? 'unknown'),
+      }),
     httpRequest: (route, method, status, seconds) =>
       http.observe({ route, method, status_code: status }, seconds),
   }

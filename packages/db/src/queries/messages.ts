@@ -1,4 +1,4 @@
-import type { MessageError, MessageJob } from '@dispatch/contracts'
+import type { MessageError, MessageJob, MessagePricing } from '@dispatch/contracts'
 import { DEFAULT_SENDER_ID } from '@dispatch/contracts'
 import { and, eq, inArray, lt, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
@@ -16,6 +16,8 @@ export interface PlatformStatusUpdate {
   status: PlatformStatus
   at: Date
   error?: MessageError
+  /** The status's `pricing`, when it carried a readable one. */
+  pricing?: MessagePricing
 }
 
 /**

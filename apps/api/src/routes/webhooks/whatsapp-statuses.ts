@@ -1,4 +1,4 @@
-import { WhatsAppStatus, type WhatsAppWebhook } from '@dispatch/contracts'
+import { type MessagePricing, WhatsAppStatus, type WhatsAppWebhook } from '@dispatch/contracts'
 import type { PlatformStatusUpdate } from '@dispatch/db'
 import { Compile } from 'typebox/compile'
 
@@ -66,10 +66,12 @@ export function readStatusUpdates(
         }
         const { item, time } = judged
         const error = item.errors?.[0]
+        const pricing = readPricing(item.pricing)
         updates.push({
           platformMessageId: item.id,
           status: item.status,
           at: time,
+          ...(pricing ? { pricing } : {}),
           ...(error
             ? { error: { code: String(error.code), message: error.message ?? error.title ?? '' } }
             : {}),
@@ -78,4 +80,19 @@ export function readStatusUpdates(
     })
   })
   return { updates, skipped }
+}
+
+const text = (value: unknown) => (typeof value === 'string' && value.length <= 64 ? value : null)
+
+/** A status's `pricing`, read leniently: Meta's fields as they come, anything unreadable left null. */
+export function readPricing(raw: unknown): MessagePricing | undefined {
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return undefined
+  const p = raw as Record<string, unknown>
+  const pricing = {
+    billable: typeof p.billable === 'boolean' ? p.billable : null,
+    pricingModel: text(p.pricing_model),
+    category: text(p.category),
+    type: text(p.type),
+  }
+  return Object.values(pricing).every((v) => v === null) ? undefined : pricing
 }

@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto'
 import { WhatsAppVerifyQuery, WhatsAppWebhook } from '@dispatch/contracts'
-import { applyPlatformStatus, recordInboundMessage } from '@dispatch/db'
+import { applyPlatformStatus, recordInboundMessage, recordMessagePricing } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError } from '../../errors.ts'
 import { errorResponses } from '../responses.ts'
@@ -124,6 +124,10 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       let applied = 0
       for (const update of updates) {
         if (await applyPlatformStatus(db, update)) applied++
+        if (!update.pricing) continue
+        const priced = await recordMessagePricing(db, update.platformMessageId, update.pricing)
+        if (priced)
+          app.metrics?.priced(priced.senderId ?? 'default', update.pricing.category, update.pricing.billable)
       }
       const replies = { routed: 0, unrouted: 0, duplicate: 0 }
       for (const message of messages) {
