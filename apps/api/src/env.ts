@@ -63,6 +63,11 @@ const ApiEnv = Type.Object({
    * with Postgres, in case a change announcement (Redis pub/sub, applied at once) was missed.
    */
   TEMPLATE_CACHE_REFRESH_MS: Type.Integer({ minimum: 100, default: 30_000 }),
+  /**
+   * Who is e-mailed when Meta reports a sender's account banned, restricted or deleted (sends will
+   * fail). Unset: an `error` log line only. The workers' setting of the same name covers refused tokens.
+   */
+  ADMIN_ALERT_EMAIL: Type.Optional(Type.String({ minLength: 3, maxLength: 254 })),
   /** Per Graph API request of an admin's template sync. */
   TEMPLATE_SYNC_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 10_000 }),
   /** Where the BME copy of `order.created` goes, for channels with `sendBMEEmail`. */

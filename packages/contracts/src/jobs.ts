@@ -78,9 +78,34 @@ export const SenderAlertEmailJob = Type.Object(
   { additionalProperties: false },
 )
 
+/**
+ * Told to the admins (`ADMIN_ALERT_EMAIL`) when Meta reports an account or number state in which
+ * sends will fail (a ban, a restriction, a deleted account).
+ */
+export const SenderAccountAlertEmailJob = Type.Object(
+  {
+    outboxId: Type.String({ pattern: '^[0-9]+$' }),
+    to: Type.String({ minLength: 3 }),
+    template: Type.Literal('sender.account-alert'),
+    data: Type.Object(
+      {
+        senderId: Type.String(),
+        displayName: Type.String(),
+        phoneNumberId: Type.String(),
+        /** The account's state as Dispatch records it (`BANNED`, `RESTRICTED`, …) and Meta's words. */
+        accountStatus: Type.String(),
+        reason: Type.String(),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+)
+
 /** One e-mail to send. `outboxId` ties it to the outbox row that asked for it (and dedupes the job). */
 export const EmailJob = Type.Union([
   ApiKeyEmailJob,
+  SenderAccountAlertEmailJob,
   OrderEmailJob,
   WebhookEndpointEmailJob,
   SenderAlertEmailJob,

@@ -85,15 +85,31 @@ function senderNeedsAttention({ data: d }: SenderAlertEmail): Draft {
   }
 }
 
+type SenderAccountEmail = Extract<EmailOutboxPayload, { template: 'sender.account-alert' }>
+
+function senderAccountAlert({ data: d }: SenderAccountEmail): Draft {
+  return {
+    subject: `Dispatch sender ${oneLine(d.displayName)}: WhatsApp account ${oneLine(d.accountStatus)}`,
+    paragraphs: [
+      `Meta reports the WhatsApp Business Account of the sender ${d.displayName} (phone number id ${d.phoneNumberId}, sender ${d.senderId}) as ${d.accountStatus}: ${d.reason}`,
+      'Messages through this sender are likely to fail until Meta lifts it. Its health is shown at GET /api/admin/senders/' +
+        `${d.senderId}; the keys bound to it received a sender.updated event.`,
+      'Check the account in WhatsApp Manager (Account quality) for what Meta asks, and appeal there if it is a mistake.',
+    ],
+  }
+}
+
 export function renderEmail(email: EmailOutboxPayload): RenderedEmail {
   const { subject, paragraphs } =
     email.template === 'webhook-endpoint.disabled'
       ? webhookEndpointDisabled(email)
       : email.template === 'sender.needs-attention'
         ? senderNeedsAttention(email)
-        : isOrderEmail(email)
-          ? orderDrafts[email.template](email.data)
-          : drafts[email.template](email.data)
+        : email.template === 'sender.account-alert'
+          ? senderAccountAlert(email)
+          : isOrderEmail(email)
+            ? orderDrafts[email.template](email.data)
+            : drafts[email.template](email.data)
   return {
     subject,
     text: `${paragraphs.join('\n\n')}\n\n— Dispatch\n`,

@@ -1,5 +1,5 @@
 import { SENDER_MAX_RATE, type WhatsAppWebhook } from '@dispatch/contracts'
-import { raiseSenderRate } from '@dispatch/db'
+import { raiseSenderRate, recordSenderHealth } from '@dispatch/db'
 import type { FastifyBaseLogger } from 'fastify'
 import Type, { type Static } from 'typebox'
 import { Compile } from 'typebox/compile'
@@ -29,6 +29,9 @@ const QualityUpdateValue = Type.Object({
 })
 type QualityUpdateValue = Static<typeof QualityUpdateValue>
 const isQualityUpdate = Compile(QualityUpdateValue)
+
+/** Events that say the number's quality (the others are about its limits and throughput). */
+const QUALITY_EVENTS = new Set(['FLAGGED', 'UNFLAGGED'])
 
 /** The event by which Meta announces a number's higher throughput (up to 1,000 messages/s). */
 const THROUGHPUT_UPGRADE = 'THROUGHPUT_UPGRADE'
@@ -89,6 +92,17 @@ export async function applyQualityUpdates(
   let raised = 0
   for (const update of updates) {
     const number = { numberLast4: update.displayPhoneNumber.slice(-4), event: update.event }
+    // The number's health: FLAGGED / UNFLAGGED is its quality, `current_limit` its messaging limit.
+    const health = {
+      ...(QUALITY_EVENTS.has(update.event) ? { qualityRating: update.event } : {}),
+      ...(update.currentLimit ? { messagingLimitTier: update.currentLimit } : {}),
+    }
+    await recordSenderHealth(
+      deps.db,
+      { displayPhoneNumber: update.displayPhoneNumber, phoneNumberId: update.phoneNumberId },
+      health,
+      { source: QUALITY_UPDATE_FIELD, at: now },
+    )
     if (update.event !== THROUGHPUT_UPGRADE) {
       log.info({ ...number, currentLimit: update.currentLimit }, 'whatsapp phone number quality update')
       continue

@@ -4,6 +4,7 @@ import { applyPlatformStatus, recordInboundMessage, recordMessagePricing } from 
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError } from '../../errors.ts'
 import { errorResponses } from '../responses.ts'
+import { applyAccountUpdates, readAccountUpdates } from './account-updates.ts'
 import { toStorableJson } from './platform-text.ts'
 import { applyQualityUpdates, readQualityUpdates } from './quality-updates.ts'
 import { openServiceWindows } from './service-windows.ts'
@@ -113,7 +114,14 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const { messages, skipped: skippedMessages } = readInboundMessages(request.body, now)
       const { updates: qualityUpdates, skipped: skippedQuality } = readQualityUpdates(request.body)
       const { updates: templateUpdates, skipped: skippedTemplates } = readTemplateUpdates(request.body, now)
-      const skipped = [...skippedStatuses, ...skippedMessages, ...skippedQuality, ...skippedTemplates]
+      const { updates: accountUpdates, skipped: skippedAccounts } = readAccountUpdates(request.body)
+      const skipped = [
+        ...skippedStatuses,
+        ...skippedMessages,
+        ...skippedQuality,
+        ...skippedTemplates,
+        ...skippedAccounts,
+      ]
       if (skipped.length > 0) {
         // Positions and reasons only: item values may carry phone numbers (a wamid encodes one).
         request.log.warn(
@@ -138,6 +146,7 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       }
       await openServiceWindows(app.deps, request.log, messages, now)
       await applyQualityUpdates(app.deps, request.log, qualityUpdates, now)
+      await applyAccountUpdates(app.deps, request.log, accountUpdates, now)
       const templates = await applyTemplateUpdates(app.deps, request.log, templateUpdates, (id) =>
         app.sendRules.reload(id),
       )
