@@ -224,6 +224,43 @@ export interface paths {
         patch: operations["updateSender"];
         trace?: never;
     };
+    "/api/admin/senders/{id}/templates/sync": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sync the sender's templates from its WhatsApp Business Account now
+         * @description Reads every page of `GET /{waba-id}/message_templates` with the sender’s token and makes the catalog what Meta lists. 409 when the sender has no `wabaId` or no credentials; 502 when the Graph API refuses (its message is kept).
+         */
+        post: operations["syncSenderTemplates"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/senders/{id}/templates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A sender's templates, as synced (the same view senders get) */
+        get: operations["listSenderTemplates"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/admin/messages": {
         parameters: {
             query?: never;
@@ -412,9 +449,29 @@ export interface paths {
         put?: never;
         /**
          * Send up to 1,000 messages in one request
-         * @description Each item is `{type: "text" | "template" | "image", ...the body of that send}` and needs the scope of its type. Items are judged one by one: the answer has one result per item, in order, a `messageId` or the error body. A batch with no valid item is 400.
+         * @description Each item is `{type: "text" | "template" | "image", ...the body of that send}` and needs the scope of its type. Items are judged one by one: the answer has one result per item, in order, a `messageId` or the error body (`TEMPLATE_NOT_FOUND`, `OUTSIDE_SERVICE_WINDOW`… with their own code). A batch with no valid item is 400.
          */
         post: operations["sendMessageBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/third-party/messages/validate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Check a send (or a batch) as it would be checked, without sending anything
+         * @description Takes one send with its `type` (`{type: "template", phone, templateId, language, …}`) or a batch (`{messages: [...]}`) and answers 200 with `{valid: true}` or the error body a real send would answer (`{valid: false, error}`); for a batch, one result per item. Validation, scopes, priority, the sender’s templates and the 24-hour window are all checked; nothing is queued and no rate or quota is spent.
+         */
+        post: operations["validateMessages"];
         delete?: never;
         options?: never;
         head?: never;
@@ -853,6 +910,26 @@ export interface paths {
          * @description Requires the `send:image` scope. A multipart form with one JPEG or PNG file in `file`, its type told by its bytes; the answer's `mediaId` is what `send-image` takes.
          */
         post: operations["uploadMedia"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/third-party/templates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your sender's WhatsApp templates, with their status and the variables a send must fill
+         * @description Requires the `send:template` scope. Lists the templates of the sender your key sends through (as last synced from its WhatsApp Business Account and kept current by Meta’s webhooks); empty until an admin has synced it.
+         */
+        get: operations["listTemplates"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2461,6 +2538,257 @@ export interface operations {
             };
         };
     };
+    syncSenderTemplates: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        senderId: string;
+                        added: number;
+                        changed: number;
+                        removed: number;
+                        total: number;
+                        /** Format: date-time */
+                        syncedAt: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    listSenderTemplates: {
+        parameters: {
+            query: {
+                order: "ASC" | "DESC";
+                page: number;
+                take: number;
+                q?: string;
+                tenantId?: string;
+                deleted?: "true" | "false";
+                itemCount?: number;
+                orderField: "name" | "updatedAt";
+                name?: string;
+                language?: string;
+                status?: "APPROVED" | "PENDING" | "REJECTED" | "PAUSED" | "DISABLED" | "PENDING_DELETION" | "DELETED" | "ARCHIVED" | "IN_APPEAL" | "LIMIT_EXCEEDED";
+                category?: "MARKETING" | "UTILITY" | "AUTHENTICATION";
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        page: number;
+                        take: number;
+                        itemCount: number;
+                        pageCount: number;
+                        hasPreviousPage: boolean;
+                        hasNextPage: boolean;
+                        data: {
+                            id: string;
+                            name: string;
+                            language: string;
+                            /** @description One of APPROVED, PENDING, REJECTED, PAUSED, DISABLED, PENDING_DELETION, DELETED, ARCHIVED, IN_APPEAL, LIMIT_EXCEEDED (Meta may add more) */
+                            status: string;
+                            rejectedReason: string | null;
+                            category: string | null;
+                            quality: string | null;
+                            components: unknown[];
+                            variables: {
+                                /** @enum {unknown} */
+                                parameterFormat: "positional" | "named";
+                                body: string[];
+                                header: null | {
+                                    /** @enum {string} */
+                                    type: "text";
+                                    variables: string[];
+                                } | {
+                                    /** @enum {unknown} */
+                                    type: "image" | "video" | "document" | "location";
+                                };
+                                buttons: {
+                                    index: number;
+                                    /** @enum {string} */
+                                    type: "URL";
+                                    variables: string[];
+                                }[];
+                            };
+                            senderId: string;
+                            /** Format: date-time */
+                            syncedAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
     listAllMessages: {
         parameters: {
             query: {
@@ -3931,6 +4259,148 @@ export interface operations {
             };
             /** @description The error body every failure answers with */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    validateMessages: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description One send with its `type` ({type: "text" | "template" | "image", ...that send's body}), or {messages: [...]} as a batch */
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        valid: true;
+                    } | {
+                        /** @enum {boolean} */
+                        valid: false;
+                        /** @description The error body every failure answers with */
+                        error: {
+                            message: string;
+                            /** @example VALIDATION_ERROR */
+                            errorCode: string;
+                            statusCode: number;
+                            /** @example Bad Request */
+                            error: string;
+                        };
+                    } | {
+                        valid: boolean;
+                        results: ({
+                            index: number;
+                            /** @enum {boolean} */
+                            valid: true;
+                        } | {
+                            index: number;
+                            /** @enum {boolean} */
+                            valid: false;
+                            /** @description The error body every failure answers with */
+                            error: {
+                                message: string;
+                                /** @example VALIDATION_ERROR */
+                                errorCode: string;
+                                statusCode: number;
+                                /** @example Bad Request */
+                                error: string;
+                            };
+                        })[];
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7550,6 +8020,129 @@ export interface operations {
             };
             /** @description The error body every failure answers with */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    listTemplates: {
+        parameters: {
+            query: {
+                order: "ASC" | "DESC";
+                page: number;
+                take: number;
+                q?: string;
+                tenantId?: string;
+                deleted?: "true" | "false";
+                itemCount?: number;
+                orderField: "name" | "updatedAt";
+                name?: string;
+                language?: string;
+                status?: "APPROVED" | "PENDING" | "REJECTED" | "PAUSED" | "DISABLED" | "PENDING_DELETION" | "DELETED" | "ARCHIVED" | "IN_APPEAL" | "LIMIT_EXCEEDED";
+                category?: "MARKETING" | "UTILITY" | "AUTHENTICATION";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        page: number;
+                        take: number;
+                        itemCount: number;
+                        pageCount: number;
+                        hasPreviousPage: boolean;
+                        hasNextPage: boolean;
+                        data: {
+                            id: string;
+                            name: string;
+                            language: string;
+                            /** @description One of APPROVED, PENDING, REJECTED, PAUSED, DISABLED, PENDING_DELETION, DELETED, ARCHIVED, IN_APPEAL, LIMIT_EXCEEDED (Meta may add more) */
+                            status: string;
+                            rejectedReason: string | null;
+                            category: string | null;
+                            quality: string | null;
+                            components: unknown[];
+                            variables: {
+                                /** @enum {unknown} */
+                                parameterFormat: "positional" | "named";
+                                body: string[];
+                                header: null | {
+                                    /** @enum {string} */
+                                    type: "text";
+                                    variables: string[];
+                                } | {
+                                    /** @enum {unknown} */
+                                    type: "image" | "video" | "document" | "location";
+                                };
+                                buttons: {
+                                    index: number;
+                                    /** @enum {string} */
+                                    type: "URL";
+                                    variables: string[];
+                                }[];
+                            };
+                            senderId: string;
+                            /** Format: date-time */
+                            syncedAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
