@@ -153,6 +153,7 @@ export async function cpuPerInjectedSend(
   { app, key }: { app: FastifyInstance; key: string },
   body: string,
   count: number,
+  path = 'send-text',
 ): Promise<number> {
   const before = process.cpuUsage()
   let next = 0
@@ -161,7 +162,7 @@ export async function cpuPerInjectedSend(
       while (next++ < count) {
         const res = await app.inject({
           method: 'POST',
-          url: '/api/third-party/messages/send-text',
+          url: `/api/third-party/messages/${path}`,
           headers: { 'x-api-key': key, 'content-type': 'application/json' },
           payload: body,
         })
@@ -182,14 +183,14 @@ type InjectTarget = { app: FastifyInstance; key: string }
  */
 export async function pairedCpuPerSend(
   apps: { on: InjectTarget; off: InjectTarget },
-  options: { body: string; count: number; pairs: number; between: () => Promise<unknown> },
+  options: { body: string; count: number; pairs: number; between: () => Promise<unknown>; path?: string },
 ): Promise<{ on: number[]; off: number[] }> {
-  await cpuPerInjectedSend(apps.on, options.body, options.count)
-  await cpuPerInjectedSend(apps.off, options.body, options.count)
+  await cpuPerInjectedSend(apps.on, options.body, options.count, options.path)
+  await cpuPerInjectedSend(apps.off, options.body, options.count, options.path)
   const cpu = { on: [] as number[], off: [] as number[] }
   for (let pair = 0; pair < options.pairs; pair++) {
     for (const side of pair % 2 ? (['on', 'off'] as const) : (['off', 'on'] as const)) {
-      cpu[side].push(await cpuPerInjectedSend(apps[side], options.body, options.count))
+      cpu[side].push(await cpuPerInjectedSend(apps[side], options.body, options.count, options.path))
     }
     await options.between()
   }
