@@ -85,6 +85,15 @@ if (process.argv[2] === 'reply') {
   process.exit(res.ok ? 0 : 1)
 }
 
+/** What Meta would charge: a template at its category's rate, a reply within the window free. */
+function pricingOf(request: CloudApiRequest) {
+  const name = (request.body.template as { name?: string } | undefined)?.name
+  const template = demoTemplates().find((t) => t.name === name)
+  return template
+    ? { billable: true, pricing_model: 'PMP', category: template.category.toLowerCase(), type: 'regular' }
+    : { billable: false, pricing_model: 'PMP', category: 'service', type: 'free_customer_service' }
+}
+
 async function report(request: CloudApiRequest, status: 'delivered' | 'read') {
   if (!appSecret) return
   const body = JSON.stringify(
@@ -94,6 +103,7 @@ async function report(request: CloudApiRequest, status: 'delivered' | 'read') {
       timestamp: String(Math.floor(Date.now() / 1000)),
       recipient_id: request.body.to,
       biz_opaque_callback_data: request.messageId,
+      pricing: pricingOf(request),
     }),
   )
   try {

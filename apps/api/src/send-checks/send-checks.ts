@@ -24,6 +24,9 @@ export interface SendToCheck {
   field: string
 }
 
+/** How long a read of the windows' completeness marker stands. */
+const MARKER_TTL_MS = 1000
+
 const outsideWindow = (field: string, phone: string) =>
   new AppError(
     'OUTSIDE_SERVICE_WINDOW',
@@ -42,6 +45,9 @@ export class SendChecks {
   readonly #redis: RedisClient
   readonly #prefix: string
   readonly #log: FastifyBaseLogger
+  /** The windows' completeness marker, as last read, and until when that read stands. */
+  #loaded: string | null = null
+  #loadedUntil = 0
 
   constructor(rules: SendRulesCache, redis: RedisClient, prefix: string, log: FastifyBaseLogger) {
     this.#rules = rules
@@ -74,23 +80,30 @@ export class SendChecks {
       }
     })
     if (windows.length === 0 || !rules) return errors
+    // The marker changes only when Redis loses its data (then a worker rebuilds it): read once a
+    // second, not per send, so a send under `enforce` costs one read, pipelined with the request's others.
+    const readMarker = now >= this.#loadedUntil
     let answers: Array<string | null>
     try {
-      // One round trip: the client pipelines commands issued in the same tick.
       answers = await Promise.all([
-        this.#redis.get(serviceWindowsLoadedKey(this.#prefix)),
         ...windows.map((i) =>
           this.#redis.get(
             serviceWindowKey(this.#prefix, rules.phoneNumberId, (sends[i] as SendToCheck).body.phone),
           ),
         ),
+        ...(readMarker ? [this.#redis.get(serviceWindowsLoadedKey(this.#prefix))] : []),
       ])
     } catch (error) {
       // Unknown, as without the policy: the platform decides (and storing the message needs Redis anyway).
       this.#log.warn({ err: error }, 'service windows not read; sending as if unknown')
       return errors
     }
-    const [loaded, ...lastInbound] = answers
+    if (readMarker) {
+      this.#loaded = answers.pop() ?? null
+      this.#loadedUntil = now + MARKER_TTL_MS
+    }
+    const loaded = this.#loaded
+    const lastInbound = answers
     windows.forEach((i, n) => {
       const send = sends[i] as SendToCheck
       if (serviceWindowState(lastInbound[n] ?? null, loaded ?? null, now) === 'closed') {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { serviceWindowsLoadedKey } from '@dispatch/contracts'
-import { type FakeWhatsApp, messageWebhook, startFakeWhatsApp } from '@dispatch/testing'
+import { type FakeWhatsApp, messageWebhook, startFakeWhatsApp, waitFor } from '@dispatch/testing'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
@@ -121,8 +121,16 @@ describe('the 24-hour window under enforce', () => {
 
   it('accepts when the windows are unknown (the Redis copy not rebuilt yet): the platform decides', async () => {
     await redis.del(serviceWindowsLoadedKey(world.queuePrefix))
-    expect((await sendText(newPhone())).statusCode).toBe(202)
+    // Each instance reads the marker at most once a second.
+    await waitFor(async () => (await sendText(newPhone())).statusCode === 202 || undefined, {
+      what: 'a send accepted while the windows are unknown',
+      timeoutMs: 3000,
+    })
     await redis.set(serviceWindowsLoadedKey(world.queuePrefix), '1')
+    await waitFor(async () => (await sendText(newPhone())).statusCode === 422 || undefined, {
+      what: 'closed windows known closed again',
+      timeoutMs: 3000,
+    })
   })
 
   it('judges each batch item’s window on its own', async () => {

@@ -36,7 +36,12 @@ export class TemplateSyncSchedule {
       await this.#running
       if (!this.#stopped) this.#timer = setTimeout(loop, Math.min(interval, CHECK_EVERY_MS))
     }
-    this.#timer = setTimeout(loop, 0)
+    // The first pass once this process's connection is up (it fails fast, without a queue).
+    if (this.#redis.status === 'ready') this.#timer = setTimeout(loop, 0)
+    else
+      this.#redis.once('ready', () => {
+        if (!this.#stopped) void loop()
+      })
   }
 
   /** One pass: syncs each due sender of this process; answers how many it synced. */

@@ -34,13 +34,23 @@ export class ServiceWindowRebuild {
 
   start(): void {
     const loop = async () => {
-      this.#running = this.runOnce().catch((error) =>
-        this.#context.logger.warn({ err: error }, 'service windows not rebuilt; trying again'),
-      )
+      let failed = false
+      this.#running = this.runOnce().catch((error) => {
+        failed = true
+        this.#context.logger.warn({ err: error }, 'service windows not rebuilt; trying again')
+      })
       await this.#running
-      if (!this.#stopped) this.#timer = setTimeout(loop, this.#context.config.SERVICE_WINDOW_CHECK_MS)
+      // A failure (Redis or Postgres away) is tried again within a second, not a whole interval:
+      // until the copy is marked complete, the checks under `enforce` see every window as unknown.
+      const interval = this.#context.config.SERVICE_WINDOW_CHECK_MS
+      if (!this.#stopped) this.#timer = setTimeout(loop, failed ? Math.min(interval, 1000) : interval)
     }
-    this.#timer = setTimeout(loop, 0)
+    // The first pass once this process's connection is up (it fails fast, without a queue).
+    if (this.#redis.status === 'ready') this.#timer = setTimeout(loop, 0)
+    else
+      this.#redis.once('ready', () => {
+        if (!this.#stopped) void loop()
+      })
   }
 
   /** Rebuilds the copy when its marker is missing; answers how many windows it copied (null: not needed). */
