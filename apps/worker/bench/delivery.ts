@@ -10,7 +10,14 @@
  */
 import { randomUUID } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
-import { MESSAGE_JOB_OPTIONS, type MessageJob, QueueNames } from '@dispatch/contracts'
+import {
+  MESSAGE_JOB_OPTIONS,
+  type MessageJob,
+  QueueNames,
+  SERVICE_WINDOW_MS,
+  serviceWindowKey,
+  serviceWindowsLoadedKey,
+} from '@dispatch/contracts'
 import { createDb, generateApiKey, insertApiKey, type Sql } from '@dispatch/db'
 import { createBenchWorld, median, printComparison } from '@dispatch/testing/bench'
 import { Queue, Worker } from 'bullmq'
@@ -185,12 +192,17 @@ const timedSql = new Proxy(sql, {
 }) as Sql
 
 const sandbox = createSandboxPlatform({ latencyMs: 0, failureRate: 0, phoneNumberId: '100000000000001' })
-/** The messages worker of one sender, as a lane runs it, without rate limit. */
-function startDeliveryWorker(): Worker<MessageJob, DeliveryResult> {
+/**
+ * The messages worker of one sender, as a lane runs it, without rate limit; under `enforce`, each
+ * text reads its recipient's window in Redis first (open here, so every message still goes).
+ */
+function startDeliveryWorker(
+  serviceWindowPolicy: 'off' | 'enforce' = 'off',
+): Worker<MessageJob, DeliveryResult> {
   const lane = {
     senderId: 'default',
     platform: { ...sandbox, deliver: (delivery: Delivery) => spans.platform.time(sandbox.deliver(delivery)) },
-    settings: { serviceWindowPolicy: 'off' as const },
+    settings: { serviceWindowPolicy },
     rateLimit: async () => ({ pauseMs: 0, newPause: false }),
     tokenRefused: async () => {},
   }
@@ -209,29 +221,51 @@ function startDeliveryWorker(): Worker<MessageJob, DeliveryResult> {
 }
 
 const deliveryRun = () => timeDrain(QueueNames.messages, spans.job, () => startDeliveryWorker())
+const enforcedRun = () => timeDrain(QueueNames.messages, new Span(), () => startDeliveryWorker('enforce'))
 
 const us = (n: number | undefined) => (n === undefined ? 'n/a' : `${Math.round(n)} µs`)
 
 try {
   console.log(`delivery: ${jobs} queued jobs, concurrency ${concurrency}, ${rounds} alternating rounds`)
+  // The recipient's window open, and the copy of the windows complete: the check under enforce reads both.
+  const windows = connection()
+  await windows.set(serviceWindowsLoadedKey(world.queuePrefix), '1')
+  await windows.set(
+    serviceWindowKey(world.queuePrefix, '100000000000001', '+5511987654321'),
+    String(Date.now()),
+    'PX',
+    SERVICE_WINDOW_MS,
+  )
   const base: Drained[] = []
   const real: Drained[] = []
+  const enforced: Drained[] = []
   for (let round = 1; round <= rounds; round++) {
     const b = await baselineRun()
-    const r = await deliveryRun()
+    // Off and enforce alternate which goes first, so drift between them moves both alike.
+    let r: Drained
+    let e: Drained
+    if (round % 2) {
+      r = await deliveryRun()
+      e = await enforcedRun()
+    } else {
+      e = await enforcedRun()
+      r = await deliveryRun()
+    }
     base.push(b)
     real.push(r)
+    enforced.push(e)
     console.log(
       `  round ${round}/${rounds}: sandbox delivery ${Math.round(r.perSecond)} msg/s` +
         ` (CPU per message: this process ${us(r.processCpu)}, Postgres ${us(r.postgresCpu)});` +
-        ` no-op ${Math.round(b.perSecond)} jobs/s (this process ${us(b.processCpu)})`,
+        ` no-op ${Math.round(b.perSecond)} jobs/s (this process ${us(b.processCpu)});` +
+        ` with the window checked (enforce) ${Math.round(e.perSecond)} msg/s (this process ${us(e.processCpu)})`,
     )
   }
   const [recorded] = await db.execute<{ count: string }>(
     `select count(*) from messages where status = 'sent'`,
   )
-  if (Number(recorded?.count) !== jobs * rounds)
-    throw new Error(`expected ${jobs * rounds} sent records, found ${recorded?.count}`)
+  if (Number(recorded?.count) !== 2 * jobs * rounds)
+    throw new Error(`expected ${2 * jobs * rounds} sent records, found ${recorded?.count}`)
   printComparison({
     name: 'delivery throughput (sandbox)',
     figure: median(real.map((r) => r.perSecond)),
@@ -239,6 +273,14 @@ try {
     unit: 'msg/s',
     better: 'higher',
     aim: '≥ 0.8',
+  })
+  printComparison({
+    name: 'delivery throughput, the window checked (enforce) vs not (off)',
+    figure: median(enforced.map((r) => r.perSecond)),
+    baseline: median(real.map((r) => r.perSecond)),
+    unit: 'msg/s',
+    better: 'higher',
+    aim: '≥ 0.95',
   })
   console.log(
     `  per job (means over the rounds): ${spans.job.mean} from active to completed (no-op ${spans.noopJob.mean});` +
