@@ -143,6 +143,12 @@ export async function deliverMessage(
   const outcome = (status: DeliveryOutcome['status'], fields: Partial<DeliveryOutcome>): DeliveryOutcome =>
     deliveryOutcome(job.data, lane, status, { attempts: priorAttempts + attempts, ...fields })
 
+  // Under `enforce`, the recipient's window is read beside the claim, not after it: no round trip
+  // more on the job's way (a read that turns out unneeded, the message canceled or expired, is dropped).
+  const window =
+    lane.settings.serviceWindowPolicy === 'enforce' && isFreeForm(message)
+      ? windowAtDelivery(deps.claims, deps.prefix, platform.phoneNumberId, message.body.phone)
+      : undefined
   if ((await takeClaim(deps.claims, deps.prefix, job.data)) === 'cancel') {
     await recorder.record(outcome('canceled', { attempts: job.attemptsMade }))
     metrics?.canceled(senderId)
@@ -183,24 +189,16 @@ export async function deliverMessage(
   // outlive it. Known closed, the fallback template goes instead, or the message fails unsent.
   let outbound: OutboundMessage = message
   let fallbackUsed = false
-  if (lane.settings.serviceWindowPolicy === 'enforce' && isFreeForm(message)) {
-    const window = await windowAtDelivery(
-      deps.claims,
-      deps.prefix,
-      platform.phoneNumberId,
-      message.body.phone,
-    )
-    if (window === 'closed') {
-      const fallback = fallbackMessage(job.data)
-      if (!fallback) {
-        await recorder.record(outcome('failed', { attempts: job.attemptsMade, ...windowClosedFields }))
-        metrics?.failed(senderId, WINDOW_CLOSED_CODE)
-        log.info('24-hour window closed and no fallback template; failed without sending')
-        throw new UnrecoverableError(`${WINDOW_CLOSED_CODE}: ${windowClosedFields.lastErrorMessage}`)
-      }
-      outbound = fallback
-      fallbackUsed = true
+  if ((await window) === 'closed') {
+    const fallback = fallbackMessage(job.data)
+    if (!fallback) {
+      await recorder.record(outcome('failed', { attempts: job.attemptsMade, ...windowClosedFields }))
+      metrics?.failed(senderId, WINDOW_CLOSED_CODE)
+      log.info('24-hour window closed and no fallback template; failed without sending')
+      throw new UnrecoverableError(`${WINDOW_CLOSED_CODE}: ${windowClosedFields.lastErrorMessage}`)
     }
+    outbound = fallback
+    fallbackUsed = true
   }
   const send = (outgoing: OutboundMessage) =>
     traced(`${platform.name} send`, { 'dispatch.sender_id': senderId }, () =>

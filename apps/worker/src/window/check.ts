@@ -13,9 +13,13 @@ export const WINDOW_CLOSED_CODE = '131047'
 /** Anything but a template needs the recipient's 24-hour window open. */
 export const isFreeForm = (message: OutboundMessage) => message.type !== 'template'
 
+/** How long a read of the windows' completeness marker stands (it changes only when Redis loses its data). */
+const MARKER_TTL_MS = 1000
+const markers = new Map<string, { value: string | null; until: number }>()
+
 /**
- * The recipient's window as the Redis copy has it: two reads sent together (not an MGET: on a
- * Redis Cluster the two keys sit in different slots). Unreadable counts as unknown.
+ * The recipient's window as the Redis copy has it: one read per message, the completeness marker
+ * read at most once a second per process. Unreadable counts as unknown.
  */
 export async function windowAtDelivery(
   redis: RedisClient,
@@ -25,10 +29,12 @@ export async function windowAtDelivery(
   now = Date.now(),
 ): Promise<'open' | 'closed' | 'unknown'> {
   try {
+    const known = markers.get(prefix)
     const [lastInbound, loaded] = await Promise.all([
       redis.get(serviceWindowKey(prefix, phoneNumberId, phone)),
-      redis.get(serviceWindowsLoadedKey(prefix)),
+      known && known.until > now ? known.value : redis.get(serviceWindowsLoadedKey(prefix)),
     ])
+    if (!known || known.until <= now) markers.set(prefix, { value: loaded, until: now + MARKER_TTL_MS })
     return serviceWindowState(lastInbound ?? null, loaded ?? null, now)
   } catch {
     return 'unknown'
