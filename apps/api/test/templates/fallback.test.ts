@@ -3,7 +3,6 @@ import { SERVICE_WINDOW_MS, serviceWindowKey, serviceWindowsLoadedKey } from '@d
 import {
   type FakeWhatsApp,
   graphError,
-  messageWebhook,
   startFakeWhatsApp,
   startWebhookReceiver,
   type WebhookReceiver,
@@ -16,7 +15,6 @@ import {
   asAdmin,
   buildTestApp,
   createWorld,
-  postPlatformWebhook,
   SEND_SCOPES,
   send,
   startTestWorker,
@@ -25,7 +23,7 @@ import {
   untilMessageStatus,
   validSends,
 } from '../helpers.ts'
-import { keyOf, syncedSender } from './setup.ts'
+import { keyOf, newPhone, replyFrom, syncedSender } from './setup.ts'
 
 const SECRETS_KEY = randomBytes(32).toString('base64')
 const APP_SECRET = 'app-secret-0123456789'
@@ -39,8 +37,6 @@ let worker: RunningWorker
 let redis: Redis
 let sender: { id: string; phoneNumberId: string }
 let key: { id: string; key: string }
-let phones = 0
-const newPhone = () => `+55219${String(Date.now()).slice(-6)}${phones++}`.slice(0, 14)
 
 const setPolicy = async (serviceWindowPolicy: 'off' | 'enforce') => {
   const res = await app.inject({
@@ -127,17 +123,7 @@ afterAll(async () => {
 describe('a free-form message under enforce, when a worker takes it', () => {
   it('goes out as text while the window is open', async () => {
     const phone = newPhone()
-    const reply = await postPlatformWebhook(
-      app,
-      messageWebhook(sender.phoneNumberId, {
-        from: phone.slice(1),
-        id: `wamid.${randomBytes(8).toString('hex')}`,
-        timestamp: String(Math.floor(Date.now() / 1000)),
-        type: 'text',
-        text: { body: 'table for two?' },
-      }),
-      APP_SECRET,
-    )
+    const reply = await replyFrom(app, APP_SECRET, sender.phoneNumberId, phone)
     expect(reply.statusCode).toBe(200)
     const res = await send(app, 'send-text', key.key, { phone, text: 'Yes!', fallbackTemplate })
     const sent = await untilMessageStatus(app, key.key, res.json().messageId, 'sent')
@@ -209,17 +195,7 @@ describe('the Redis copy of the windows', () => {
   it('is rebuilt from Postgres when it was lost, and marked complete again', async () => {
     const phone = newPhone()
     const at = Date.now() - 3_600_000
-    const reply = await postPlatformWebhook(
-      app,
-      messageWebhook(sender.phoneNumberId, {
-        from: phone.slice(1),
-        id: `wamid.${randomBytes(8).toString('hex')}`,
-        timestamp: String(Math.floor(at / 1000)),
-        type: 'text',
-        text: { body: 'hi' },
-      }),
-      APP_SECRET,
-    )
+    const reply = await replyFrom(app, APP_SECRET, sender.phoneNumberId, phone, at)
     expect(reply.statusCode).toBe(200)
     const windowKey = serviceWindowKey(world.queuePrefix, sender.phoneNumberId, phone)
     expect(await redis.get(windowKey)).toBe(String(Math.floor(at / 1000) * 1000))

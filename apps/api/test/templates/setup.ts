@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto'
 import type { SenderView } from '@dispatch/contracts'
-import { demoTemplates, type FakeTemplate, type FakeWhatsApp } from '@dispatch/testing'
+import { demoTemplates, type FakeTemplate, type FakeWhatsApp, messageWebhook } from '@dispatch/testing'
 import type { FastifyInstance } from 'fastify'
 import { expect } from 'vitest'
-import { activeKey, asAdmin } from '../helpers.ts'
+import { activeKey, asAdmin, postPlatformWebhook } from '../helpers.ts'
 
 let numbers = 0
 
@@ -52,4 +52,29 @@ export async function keyOf(app: FastifyInstance, senderId: string, scopes: stri
   })
   expect(bound.statusCode, bound.body).toBe(200)
   return key
+}
+
+let phones = 0
+/** A recipient no test of this file wrote to yet. */
+export const newPhone = () => `+55119${String(Date.now()).slice(-6)}${phones++}`.slice(0, 14)
+
+/** A text from `phone` to the business number `phoneNumberId`, at `at`, as Meta's webhook delivers it. */
+export function replyFrom(
+  app: FastifyInstance,
+  appSecret: string,
+  phoneNumberId: string,
+  phone: string,
+  at = Date.now(),
+) {
+  return postPlatformWebhook(
+    app,
+    messageWebhook(phoneNumberId, {
+      from: phone.slice(1),
+      id: `wamid.${randomBytes(8).toString('hex')}`,
+      timestamp: String(Math.floor(at / 1000)),
+      type: 'text',
+      text: { body: 'hi' },
+    }),
+    appSecret,
+  )
 }

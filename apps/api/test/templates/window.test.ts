@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { serviceWindowsLoadedKey } from '@dispatch/contracts'
-import { type FakeWhatsApp, messageWebhook, startFakeWhatsApp, waitFor } from '@dispatch/testing'
+import { type FakeWhatsApp, startFakeWhatsApp, waitFor } from '@dispatch/testing'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
@@ -8,7 +8,6 @@ import {
   buildTestApp,
   createWorld,
   expectError,
-  postPlatformWebhook,
   SEND_SCOPES,
   send,
   storedMessages,
@@ -16,7 +15,7 @@ import {
   type TestWorld,
   validSends,
 } from '../helpers.ts'
-import { keyOf, syncedSender } from './setup.ts'
+import { keyOf, newPhone, replyFrom, syncedSender } from './setup.ts'
 
 const SECRETS_KEY = randomBytes(32).toString('base64')
 const APP_SECRET = 'app-secret-0123456789'
@@ -28,26 +27,11 @@ let fake: FakeWhatsApp
 let redis: Redis
 let sender: { id: string; phoneNumberId: string }
 let key: { id: string; key: string }
-let phones = 0
-/** A recipient no test wrote to yet. */
-const newPhone = () => `+55119${String(Date.now()).slice(-6)}${phones++}`.slice(0, 14)
 
 const sendText = (phone: string, extra: object = {}) =>
   send(app, 'send-text', key.key, { phone, text: 'Your table is ready', ...extra })
 
-/** A reply from `phone` to the sender's number, as Meta's webhook delivers it. */
-const replyFrom = (phone: string, at = Date.now()) =>
-  postPlatformWebhook(
-    app,
-    messageWebhook(sender.phoneNumberId, {
-      from: phone.slice(1),
-      id: `wamid.${randomBytes(8).toString('hex')}`,
-      timestamp: String(Math.floor(at / 1000)),
-      type: 'text',
-      text: { body: 'hi' },
-    }),
-    APP_SECRET,
-  )
+const reply = (phone: string, at?: number) => replyFrom(app, APP_SECRET, sender.phoneNumberId, phone, at)
 
 const validate = (payload: object) =>
   app.inject({
@@ -103,11 +87,11 @@ describe('the 24-hour window under enforce', () => {
 
   it('accepts it once the recipient wrote, and only within 24 hours of that', async () => {
     const phone = newPhone()
-    expect((await replyFrom(phone)).statusCode).toBe(200)
+    expect((await reply(phone)).statusCode).toBe(200)
     expect((await sendText(phone)).statusCode).toBe(202)
 
     const stale = newPhone()
-    expect((await replyFrom(stale, Date.now() - 25 * 3600 * 1000)).statusCode).toBe(200)
+    expect((await reply(stale, Date.now() - 25 * 3600 * 1000)).statusCode).toBe(200)
     expectError(await sendText(stale), 422, 'OUTSIDE_SERVICE_WINDOW')
   })
 
@@ -135,7 +119,7 @@ describe('the 24-hour window under enforce', () => {
 
   it('judges each batch item’s window on its own', async () => {
     const open = newPhone()
-    await replyFrom(open)
+    await reply(open)
     const res = await app.inject({
       method: 'POST',
       url: '/api/third-party/messages/batch',
