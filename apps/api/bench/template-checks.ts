@@ -6,6 +6,7 @@
  *   (nothing checked), in the same API process; autocannon, alternating rounds, medians. Aim ≥ 0.95×.
  * - `send-text` from a sender under `serviceWindowPolicy: enforce` (each send reads the recipient's
  *   window in Redis) versus one with the policy `off`, the same way.
+ * - The same two pairs side by side: both sides loaded at once, half the connections each.
  * - Then both pairs in one process (`inject`, 50 in flight), CPU per send, BENCH_PAIRS pairs of
  *   BENCH_BATCH sends, the order alternating: the figure a shared machine does not blur.
  *
@@ -195,6 +196,36 @@ try {
       name: `${pair.name} throughput, ${pair.what}`,
       figure: medianRun(runs.on).requestsPerSecond,
       baseline: medianRun(runs.off).requestsPerSecond,
+      unit: 'req/s',
+      better: 'higher',
+      aim: '≥ 0.95',
+    })
+    // Both sides at the same moment, half the connections each: whatever the machine does then, it
+    // does to both, so drift between rounds cancels out.
+    const together = { on: [] as number[], off: [] as number[] }
+    for (let round = 1; round <= rounds; round++) {
+      const [on, off] = await Promise.all(
+        sides.map(({ key }) =>
+          autocannon({
+            url,
+            headers: { 'x-api-key': key },
+            body: pair.body,
+            connections: connections / 2,
+            seconds: duration,
+          }),
+        ),
+      )
+      together.on.push((on as Run).requestsPerSecond)
+      together.off.push((off as Run).requestsPerSecond)
+      await drain()
+    }
+    console.log(
+      `  ${pair.name} side by side: on ${together.on.map(Math.round).join(', ')} req/s; off ${together.off.map(Math.round).join(', ')} req/s`,
+    )
+    printComparison({
+      name: `${pair.name} throughput side by side (${connections / 2} connections each), ${pair.what}`,
+      figure: median(together.on),
+      baseline: median(together.off),
       unit: 'req/s',
       better: 'higher',
       aim: '≥ 0.95',

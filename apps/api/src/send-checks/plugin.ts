@@ -1,10 +1,14 @@
 import { SENDER_CHANGES_CHANNEL, TEMPLATE_CHANGES_CHANNEL } from '@dispatch/contracts'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { SendChecks } from './send-checks.ts'
+import { SendChecks, type WindowRead } from './send-checks.ts'
 import { SendRulesCache } from './send-rules-cache.ts'
 
 declare module 'fastify' {
+  interface FastifyRequest {
+    /** A send's window, read early under `enforce` (see `SendChecks.prefetchWindow`). */
+    windowRead: WindowRead | undefined
+  }
   interface FastifyInstance {
     /** Checks sends against the sender's templates and windows before they are queued. */
     sendChecks: SendChecks
@@ -39,6 +43,7 @@ export const sendChecks = fp(
       app.log.warn({ err: error }, 'send-rule change channels not subscribed yet; retries on reconnect')
     })
     await cache.start(config.TEMPLATE_CACHE_REFRESH_MS)
+    app.decorateRequest('windowRead', undefined)
     app.decorate('sendRules', cache)
     app.decorate('sendChecks', new SendChecks(cache, redis, config.QUEUE_PREFIX, app.log))
     app.addHook('onClose', async () => {

@@ -24,6 +24,12 @@ export interface SendToCheck {
   field: string
 }
 
+/** A window read started early, for one recipient: the value, or undefined when the read failed. */
+export interface WindowRead {
+  phone: string
+  read: Promise<string | null | undefined>
+}
+
 /** How long a read of the windows' completeness marker stands. */
 const MARKER_TTL_MS = 1000
 
@@ -56,10 +62,32 @@ export class SendChecks {
     this.#log = log
   }
 
+  /**
+   * Starts reading a single send's window before the request's other steps (the idempotency claim,
+   * the rate limit), so its round trip overlaps theirs instead of following them; `check` then
+   * takes the read. Undefined when the send needs no window. Never rejects (a failed read is
+   * unknown).
+   */
+  prefetchWindow(senderId: string, body: unknown, type: string): WindowRead | undefined {
+    const rules = this.#rules.get(senderId)
+    const send = body as SendToCheck['body'] | undefined
+    if (rules?.serviceWindowPolicy !== 'enforce' || type === 'template' || !send || send.fallbackTemplate) {
+      return undefined
+    }
+    if (typeof send.phone !== 'string') return undefined
+    return {
+      phone: send.phone,
+      read: this.#redis
+        .get(serviceWindowKey(this.#prefix, rules.phoneNumberId, send.phone))
+        .catch(() => undefined),
+    }
+  }
+
   async check(
     senderId: string,
     sends: SendToCheck[],
     now = Date.now(),
+    prefetched?: WindowRead,
   ): Promise<Array<AppError | undefined>> {
     const rules = this.#rules.get(senderId)
     const errors: Array<AppError | undefined> = sends.map(() => undefined)
@@ -86,11 +114,16 @@ export class SendChecks {
     let answers: Array<string | null>
     try {
       answers = await Promise.all([
-        ...windows.map((i) =>
-          this.#redis.get(
-            serviceWindowKey(this.#prefix, rules.phoneNumberId, (sends[i] as SendToCheck).body.phone),
-          ),
-        ),
+        ...windows.map((i) => {
+          const { phone } = (sends[i] as SendToCheck).body
+          if (prefetched?.phone === phone) {
+            return prefetched.read.then((value) => {
+              if (value === undefined) throw new Error('the prefetched window read failed')
+              return value
+            })
+          }
+          return this.#redis.get(serviceWindowKey(this.#prefix, rules.phoneNumberId, phone))
+        }),
         ...(readMarker ? [this.#redis.get(serviceWindowsLoadedKey(this.#prefix))] : []),
       ])
     } catch (error) {

@@ -3,7 +3,7 @@ import type { ApiKeyRow } from '@dispatch/db'
 import type { FastifyInstance } from 'fastify'
 import { AppError } from '../../errors.ts'
 import { describeValidationError, makeAjv } from '../../plugins/validation.ts'
-import type { SendToCheck } from '../../send-checks/send-checks.ts'
+import type { SendToCheck, WindowRead } from '../../send-checks/send-checks.ts'
 import { type AcceptedMessage, acceptMessage } from './accept.ts'
 
 /** One send of a request: its type, its validated body, and its field (`body`, `body.messages[3]`). */
@@ -26,7 +26,7 @@ export async function judgeSends(
   app: FastifyInstance,
   apiKey: ApiKeyRow,
   items: SendItem[],
-  options: { now: Date; batchId?: string },
+  options: { now: Date; batchId?: string; windowRead?: WindowRead | undefined },
 ): Promise<Judged[]> {
   const judged: Judged[] = items.map((item) => {
     try {
@@ -49,6 +49,7 @@ export async function judgeSends(
     senderId,
     open.map((i) => items[i] as SendToCheck),
     options.now.getTime(),
+    options.windowRead,
   )
   refused.forEach((error, n) => {
     if (error) judged[open[n] as number] = { error }

@@ -1,4 +1,5 @@
 import {
+  DEFAULT_SENDER_ID,
   MessageAccepted,
   type MessageJob,
   type MessageType,
@@ -70,12 +71,20 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
   const perKeyLimit = (request: FastifyRequest) => app.spendMessageRate(request, 1)
 
   for (const send of SENDS) {
+    // Under `enforce`, the recipient's window is read while the claim and the rate limit run.
+    const prefetchWindow = async (request: FastifyRequest) => {
+      request.windowRead = app.sendChecks.prefetchWindow(
+        request.apiKey.senderId ?? DEFAULT_SENDER_ID,
+        request.body,
+        send.type,
+      )
+    }
     app.post(
       send.path,
       {
         onRequest: app.requireApiKey(SEND_SCOPE[send.type]),
         // Claimed first: a replay answers its stored 202 without spending rate or quota again.
-        preHandler: [app.idempotency.claim, perKeyLimit],
+        preHandler: [prefetchWindow, app.idempotency.claim, perKeyLimit],
         onSend: app.idempotency.remember,
         schema: {
           operationId: send.operationId,
@@ -114,7 +123,7 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
           app,
           request.apiKey,
           [{ type: send.type, body: request.body as SendItem['body'], field: 'body' }],
-          { now: clock() },
+          { now: clock(), windowRead: request.windowRead },
         )
         if (!judged || 'error' in judged) throw judged?.error
         const { job, delayMs, status } = judged.accepted
