@@ -65,6 +65,7 @@ const outcome = (
     apiKeyId,
     type: 'text',
     phone: `+5511${String(10_000_000 + Math.floor(Math.random() * 1_000_000))}`,
+    userId: null,
     payload: { text: 'Your code is 123456' },
     clientReference,
     senderPhoneNumberId: '106540352242922',

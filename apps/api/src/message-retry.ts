@@ -24,7 +24,7 @@ export function jobFromRecord(row: MessageRow, expiresAt: Date): MessageJob {
     priorAttempts: row.attempts,
     message: {
       type: row.type,
-      body: { ...(row.payload as object), phone: row.phone },
+      body: { ...(row.payload as object), ...(row.phone === null ? {} : { phone: row.phone }) },
     } as MessageJob['message'],
   }
 }

@@ -16,6 +16,7 @@ const key = MessageListQuery.properties
 const adminFilters = {
   type: key.type,
   phone: key.phone,
+  userId: key.userId,
   clientReference: key.clientReference,
   batchId: key.batchId,
   startDate: key.startDate,

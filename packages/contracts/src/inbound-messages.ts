@@ -61,7 +61,9 @@ export const InboundContent = Type.Union([
     },
     closed,
   ),
-  /** Any other type (contacts, order, system, the platform's own `unsupported`…): kept, not read. */
+  /** Contact cards the user shared, as the Cloud API gives them (`name`, `phones`, `emails`, …). */
+  Type.Object({ contacts: Type.Array(Type.Record(Type.String(), Type.Unknown())) }, closed),
+  /** Any other type (order, system, the platform's own `unsupported`…): kept, not read. */
   Type.Object({ unsupported: Type.Literal(true) }, closed),
 ])
 export type InboundContent = Static<typeof InboundContent>
@@ -72,7 +74,12 @@ export const InboundMessageView = Type.Object(
     id: Type.String({ format: 'uuid' }),
     platformMessageId: Str,
     phoneNumberId: Str,
-    phone: Str,
+    /** The user's phone, E.164; null when the platform withheld it (a user known by username). */
+    phone: Type.Union([Str, Type.Null()]),
+    /** The user's business-scoped user id (BSUID), when the platform gave one. */
+    userId: Type.Union([Str, Type.Null()]),
+    /** The user's WhatsApp username, when the platform gave one. */
+    username: Type.Union([Str, Type.Null()]),
     type: Str,
     content: InboundContent,
     apiKeyId: Type.Union([Type.String({ format: 'uuid' }), Type.Null()]),

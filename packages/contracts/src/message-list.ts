@@ -1,6 +1,7 @@
 import Type, { type Static } from 'typebox'
 import { ClientReference, MESSAGE_STATUSES, MESSAGE_TYPES, MessageView, Phone } from './messages.ts'
 import { listQueryProperties, PageMeta } from './paging.ts'
+import { UserId } from './recipients.ts'
 
 /** `createdAt` is when the message was accepted (its 202); `updatedAt` its last change. */
 export const MESSAGE_ORDER_FIELDS = ['createdAt', 'updatedAt'] as const
@@ -27,6 +28,7 @@ export const MessageListQuery = Type.Object(
     status: Type.Optional(Type.Array(Type.Enum(MESSAGE_STATUSES), { maxItems: MESSAGE_STATUSES.length })),
     type: Type.Optional(Type.Array(Type.Enum(MESSAGE_TYPES), { maxItems: MESSAGE_TYPES.length })),
     phone: Type.Optional(Phone),
+    userId: Type.Optional(UserId),
     clientReference: Type.Optional(ClientReference),
     batchId: Type.Optional(Type.String({ format: 'uuid' })),
     startDate: Type.Optional(AcceptedBound('Start')),

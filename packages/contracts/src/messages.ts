@@ -1,7 +1,34 @@
-import Type, { type Static } from 'typebox'
+import Type, { type Static, type TSchema } from 'typebox'
 import { ErrorBody } from './errors.ts'
+import {
+  AudioObject,
+  ContactsArray,
+  DocumentObject,
+  HttpsLink,
+  InteractiveObject,
+  LocationObject,
+  ReactionObject,
+  StickerObject,
+  VideoObject,
+} from './message-kinds.ts'
+import { Phone, recipientFields } from './recipients.ts'
 
-export const MESSAGE_TYPES = ['text', 'template', 'image'] as const
+export { Phone }
+
+/** Every kind of message Dispatch sends: the spec's three, then the rest of the Cloud API's. */
+export const MESSAGE_TYPES = [
+  'text',
+  'template',
+  'image',
+  'document',
+  'video',
+  'audio',
+  'sticker',
+  'location',
+  'contacts',
+  'interactive',
+  'reaction',
+] as const
 export type MessageType = (typeof MESSAGE_TYPES)[number]
 
 /**
@@ -29,11 +56,6 @@ export const MESSAGE_STATUS_RANK = Object.fromEntries(MESSAGE_STATUSES.map((s, i
   number
 >
 
-/** E.164: a plus, a non-zero digit, then 7 to 14 digits. */
-export const Phone = Type.String({
-  pattern: '^\\+[1-9][0-9]{7,14}$',
-  description: 'E.164, e.g. +5511987654321',
-})
 const NonBlank = (maxLength: number) => Type.String({ minLength: 1, maxLength, pattern: '\\S' })
 
 /**
@@ -121,7 +143,7 @@ const templateFields = {
 }
 
 export const SendTemplateBody = Type.Object(
-  { phone: Phone, ...templateFields, ...deliveryOptions },
+  { ...recipientFields, ...templateFields, ...deliveryOptions },
   { additionalProperties: false },
 )
 export type SendTemplateBody = Static<typeof SendTemplateBody>
@@ -141,17 +163,20 @@ export type FallbackTemplate = Static<typeof FallbackTemplate>
 const freeFormOptions = { ...deliveryOptions, fallbackTemplate: Type.Optional(FallbackTemplate) }
 
 export const SendTextBody = Type.Object(
-  { phone: Phone, text: NonBlank(4096), ...freeFormOptions },
+  { ...recipientFields, text: NonBlank(4096), ...freeFormOptions },
   { additionalProperties: false },
 )
 export type SendTextBody = Static<typeof SendTextBody>
 
 export const SendImageBody = Type.Object(
   {
-    phone: Phone,
+    ...recipientFields,
     image: Type.Object(
       {
-        mediaId: NonBlank(256),
+        /** What `POST /media` answered, or a media id uploaded to Meta directly; or a `link`. */
+        mediaId: Type.Optional(NonBlank(256)),
+        link: Type.Optional(HttpsLink),
+        /** The caption. */
         text: Type.Optional(Type.String({ maxLength: 1024 })),
       },
       { additionalProperties: false },
@@ -162,6 +187,44 @@ export const SendImageBody = Type.Object(
 )
 export type SendImageBody = Static<typeof SendImageBody>
 
+const kindBody = <K extends string, S extends TSchema>(key: K, object: S, options = freeFormOptions) =>
+  Type.Object({ ...recipientFields, [key]: object, ...options } as { [P in K]: S } & typeof recipientFields & typeof freeFormOptions, {
+    additionalProperties: false,
+  })
+
+export const SendDocumentBody = kindBody('document', DocumentObject)
+export type SendDocumentBody = Static<typeof SendDocumentBody>
+export const SendVideoBody = kindBody('video', VideoObject)
+export type SendVideoBody = Static<typeof SendVideoBody>
+export const SendAudioBody = kindBody('audio', AudioObject)
+export type SendAudioBody = Static<typeof SendAudioBody>
+export const SendStickerBody = kindBody('sticker', StickerObject)
+export type SendStickerBody = Static<typeof SendStickerBody>
+export const SendLocationBody = kindBody('location', LocationObject)
+export type SendLocationBody = Static<typeof SendLocationBody>
+export const SendContactsBody = kindBody('contacts', ContactsArray)
+export type SendContactsBody = Static<typeof SendContactsBody>
+export const SendInteractiveBody = kindBody('interactive', InteractiveObject)
+export type SendInteractiveBody = Static<typeof SendInteractiveBody>
+export const SendReactionBody = kindBody('reaction', ReactionObject)
+export type SendReactionBody = Static<typeof SendReactionBody>
+
+/** Each type's send body: what its endpoint takes, and (with `type`) a batch item. */
+export const SEND_BODIES = {
+  text: SendTextBody,
+  template: SendTemplateBody,
+  image: SendImageBody,
+  document: SendDocumentBody,
+  video: SendVideoBody,
+  audio: SendAudioBody,
+  sticker: SendStickerBody,
+  location: SendLocationBody,
+  contacts: SendContactsBody,
+  interactive: SendInteractiveBody,
+  reaction: SendReactionBody,
+} as const satisfies Record<MessageType, TSchema>
+type SendBodies = typeof SEND_BODIES
+
 const DateTime = Type.String({ format: 'date-time' })
 const MessageId = Type.String({ format: 'uuid' })
 
@@ -171,7 +234,10 @@ export const MessageAccepted = Type.Object({
   /** `scheduled` when it has a `sendAt`. */
   status: Type.Enum(['queued', 'scheduled']),
   type: Type.Enum(MESSAGE_TYPES),
-  phone: Type.String(),
+  /** The recipient's phone; null for a send to a `userId`. */
+  phone: Type.Union([Type.String(), Type.Null()]),
+  /** The recipient's BSUID, for a send to a `userId`. */
+  userId: Type.Optional(Type.String()),
   createdAt: DateTime,
 })
 export type MessageAccepted = Static<typeof MessageAccepted>
@@ -195,7 +261,10 @@ export type MessagePricing = Static<typeof MessagePricing>
 export const MessageView = Type.Object({
   messageId: MessageId,
   type: Type.Enum(MESSAGE_TYPES),
-  phone: Type.String(),
+  /** The recipient's phone, E.164; null when it was sent to a `userId` whose phone is unknown. */
+  phone: Type.Union([Type.String(), Type.Null()]),
+  /** The recipient's BSUID, when it was sent to one (or the platform paired it with the phone). */
+  userId: Type.Union([Type.String(), Type.Null()]),
   status: Type.Enum(MESSAGE_STATUSES),
   attempts: Type.Integer({ minimum: 0 }),
   clientReference: Type.Union([Type.String(), Type.Null()]),
@@ -218,6 +287,23 @@ export const MessageView = Type.Object({
 export type MessageView = Static<typeof MessageView>
 
 export const MessageIdParams = Type.Object({ messageId: Type.String({ maxLength: 64 }) })
+
+const jobMessage = <T extends MessageType>(type: T) =>
+  Type.Object({ type: Type.Literal(type), body: SEND_BODIES[type] as SendBodies[T] }, { additionalProperties: false })
+/** A job's message: its type and its send body. */
+const JobMessage = Type.Union([
+  jobMessage('text'),
+  jobMessage('template'),
+  jobMessage('image'),
+  jobMessage('document'),
+  jobMessage('video'),
+  jobMessage('audio'),
+  jobMessage('sticker'),
+  jobMessage('location'),
+  jobMessage('contacts'),
+  jobMessage('interactive'),
+  jobMessage('reaction'),
+])
 
 /**
  * The `messages` queue's job: everything the worker needs, so the API writes nothing to Postgres.
@@ -245,14 +331,7 @@ export const MessageJob = Type.Object(
     priorAttempts: Type.Optional(Type.Integer({ minimum: 0 })),
     /** A free-form message's template for a closed window (see `FallbackTemplate`). */
     fallbackTemplate: Type.Optional(FallbackTemplate),
-    message: Type.Union([
-      Type.Object({ type: Type.Literal('text'), body: SendTextBody }, { additionalProperties: false }),
-      Type.Object(
-        { type: Type.Literal('template'), body: SendTemplateBody },
-        { additionalProperties: false },
-      ),
-      Type.Object({ type: Type.Literal('image'), body: SendImageBody }, { additionalProperties: false }),
-    ]),
+    message: JobMessage,
   },
   { additionalProperties: false },
 )
@@ -262,16 +341,14 @@ export type OutboundMessage = MessageJob['message']
 /** How many messages one batch may carry. */
 export const BATCH_MAX_ITEMS = 1000
 
-/** One item of a batch: a send's body, with its `type`. */
-export const BatchItem = Type.Union([
-  Type.Object({ type: Type.Literal('text'), ...SendTextBody.properties }, { additionalProperties: false }),
-  Type.Object(
-    { type: Type.Literal('template'), ...SendTemplateBody.properties },
-    { additionalProperties: false },
-  ),
-  Type.Object({ type: Type.Literal('image'), ...SendImageBody.properties }, { additionalProperties: false }),
-])
-export type BatchItem = Static<typeof BatchItem>
+/** One item of a batch, per type: that send's body, with its `type`. */
+export const BATCH_ITEMS = Object.fromEntries(
+  MESSAGE_TYPES.map((type) => [
+    type,
+    Type.Object({ type: Type.Literal(type), ...SEND_BODIES[type].properties }, { additionalProperties: false }),
+  ]),
+) as unknown as { [T in MessageType]: TSchema }
+export type BatchItem = { [T in MessageType]: { type: T } & Static<SendBodies[T]> }[MessageType]
 
 /**
  * The batch route's body. Items are checked one by one by the route (each against `BatchItem`),
@@ -282,7 +359,7 @@ export const BatchBody = Type.Object(
     messages: Type.Array(Type.Object({}, { additionalProperties: true }), {
       minItems: 1,
       maxItems: BATCH_MAX_ITEMS,
-      description: 'Each item: {type: "text" | "template" | "image", ...that send\'s body}',
+      description: `Each item: {type: ${MESSAGE_TYPES.map((t) => `"${t}"`).join(' | ')}, ...that send's body}`,
     }),
   },
   { additionalProperties: false },

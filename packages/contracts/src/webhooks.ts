@@ -1,4 +1,5 @@
 import Type, { type Static, type TSchema } from 'typebox'
+import { USER_ID_PATTERN } from './recipients.ts'
 
 /** The statuses a WhatsApp status webhook reports that move a message forward. */
 export const WHATSAPP_STATUSES = ['sent', 'delivered', 'read', 'failed'] as const
@@ -38,11 +39,14 @@ const Opt = <T extends TSchema>(schema: T) => Type.Optional(schema)
  * One item of `messages[]` (a user's message to a business number), as Dispatch reads it: the
  * fields every item has. The body under the item's `type` key is checked on its own against
  * `WhatsAppInboundBodies` when Dispatch knows the type; other types are stored as unsupported.
- * `from` is the user's phone number, digits only (E.164 without the `+`).
+ * `from` is the user's phone number, digits only (E.164 without the `+`), absent when Meta withholds
+ * it from a user known by username; `from_user_id` is the user's business-scoped user id (BSUID).
+ * At least one of the two is there (checked by the reader).
  */
 export const WhatsAppInboundMessage = Type.Object({
   id: Wamid,
-  from: Type.String({ pattern: '^[1-9][0-9]{7,14}$' }),
+  from: Opt(Type.String({ pattern: '^[1-9][0-9]{7,14}$' })),
+  from_user_id: Opt(Type.String({ pattern: USER_ID_PATTERN })),
   /** Unix seconds, as a string. */
   timestamp: Type.String({ pattern: '^[0-9]{1,12}$' }),
   type: Type.String({ minLength: 1, maxLength: 64 }),
@@ -90,6 +94,8 @@ export const WhatsAppInboundBodies = {
   }),
   /** Without `emoji` when the user removed their reaction. */
   reaction: Type.Object({ message_id: Wamid, emoji: Opt(Str) }),
+  /** Contact cards the user shared, as the Cloud API's `contacts[]` (each with a `name`). */
+  contacts: Type.Array(Type.Object({ name: Type.Object({ formatted_name: Str }) }), { minItems: 1, maxItems: 257 }),
 } as const
 export type WhatsAppInboundType = keyof typeof WhatsAppInboundBodies
 
@@ -121,7 +127,8 @@ export const WhatsAppWebhook = Type.Object({
             ),
             contacts: Type.Optional(
               Type.Array(Type.Unknown(), {
-                description: 'The senders of `messages[]` (profile name, wa_id). Not read.',
+                description:
+                  'The senders of `messages[]` (`profile.name`, `profile.username`, `wa_id`, `user_id`): read for the username and to pair a phone with its BSUID.',
               }),
             ),
             messages: Type.Optional(

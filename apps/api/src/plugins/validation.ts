@@ -15,6 +15,8 @@ export function makeAjv(coerceTypes: boolean | 'array') {
     removeAdditional: false,
     allErrors: false,
     strict: false,
+    // A `oneOf` told apart by a property (`interactive.type`) reports the mistake from the right branch.
+    discriminator: true,
   })
   addFormats.default(ajv)
   return ajv

@@ -1,6 +1,7 @@
 import {
   type FallbackTemplate,
   type MessageType,
+  recipientOf,
   serviceWindowKey,
   serviceWindowState,
   serviceWindowsLoadedKey,
@@ -15,7 +16,8 @@ import type { SendRulesCache } from './send-rules-cache.ts'
 export interface SendToCheck {
   type: MessageType
   body: {
-    phone: string
+    phone?: string | undefined
+    userId?: string | undefined
     templateId?: string
     language?: string
     fallbackTemplate?: FallbackTemplate | undefined
@@ -26,17 +28,18 @@ export interface SendToCheck {
 
 /** A window read started early, for one recipient: the value, or undefined when the read failed. */
 export interface WindowRead {
-  phone: string
+  /** The recipient: a phone, or a BSUID. */
+  recipient: string
   read: Promise<string | null | undefined>
 }
 
 /** How long a read of the windows' completeness marker stands. */
 const MARKER_TTL_MS = 1000
 
-const outsideWindow = (field: string, phone: string) =>
+const outsideWindow = (field: string, body: SendToCheck['body']) =>
   new AppError(
     'OUTSIDE_SERVICE_WINDOW',
-    `${field}.phone: the 24-hour customer-service window with ${phone} is closed (no message from them in ` +
+    `${field}.${body.phone === undefined ? 'userId' : 'phone'}: the 24-hour customer-service window with ${recipientOf(body)} is closed (no message from them in ` +
       'the last 24 hours): send a template, or give this message a fallbackTemplate',
   )
 
@@ -74,11 +77,12 @@ export class SendChecks {
     if (rules?.serviceWindowPolicy !== 'enforce' || type === 'template' || !send || send.fallbackTemplate) {
       return undefined
     }
-    if (typeof send.phone !== 'string') return undefined
+    const recipient = recipientOf(send)
+    if (typeof recipient !== 'string') return undefined
     return {
-      phone: send.phone,
+      recipient,
       read: this.#redis
-        .get(serviceWindowKey(this.#prefix, rules.phoneNumberId, send.phone))
+        .get(serviceWindowKey(this.#prefix, rules.phoneNumberId, recipient))
         .catch(() => undefined),
     }
   }
@@ -115,14 +119,14 @@ export class SendChecks {
     try {
       answers = await Promise.all([
         ...windows.map((i) => {
-          const { phone } = (sends[i] as SendToCheck).body
-          if (prefetched?.phone === phone) {
+          const recipient = recipientOf((sends[i] as SendToCheck).body)
+          if (prefetched?.recipient === recipient) {
             return prefetched.read.then((value) => {
               if (value === undefined) throw new Error('the prefetched window read failed')
               return value
             })
           }
-          return this.#redis.get(serviceWindowKey(this.#prefix, rules.phoneNumberId, phone))
+          return this.#redis.get(serviceWindowKey(this.#prefix, rules.phoneNumberId, recipient))
         }),
         ...(readMarker ? [this.#redis.get(serviceWindowsLoadedKey(this.#prefix))] : []),
       ])
@@ -140,7 +144,7 @@ export class SendChecks {
     windows.forEach((i, n) => {
       const send = sends[i] as SendToCheck
       if (serviceWindowState(lastInbound[n] ?? null, loaded ?? null, now) === 'closed') {
-        errors[i] = outsideWindow(send.field, send.body.phone)
+        errors[i] = outsideWindow(send.field, send.body)
       }
     })
     return errors

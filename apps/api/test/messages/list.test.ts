@@ -155,6 +155,7 @@ describe('GET /api/third-party/messages: the envelope', () => {
           messageId: m[7],
           type: 'template',
           phone: P1,
+          userId: null,
           status: 'canceled',
           attempts: 1,
           clientReference: null,

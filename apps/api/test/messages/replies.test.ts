@@ -162,6 +162,8 @@ describe('replies: routed to the key whose conversation they belong to', () => {
       platformMessageId: fromAna.id,
       phoneNumberId: NUMBER,
       phone: PHONES.ana,
+      userId: null,
+      username: null,
       type: 'text',
       content: { text: 'Yes, thanks' },
       apiKeyId: acme.id,

@@ -49,6 +49,7 @@ describe('GET /api/third-party/messages/:messageId', () => {
       messageId: accepted.messageId,
       type: 'image',
       phone: '+5511987654321',
+      userId: null,
       status: 'queued',
       attempts: 0,
       clientReference: null,

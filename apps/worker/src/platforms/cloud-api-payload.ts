@@ -1,7 +1,29 @@
-import type { ButtonVariable, HeaderVariable, OutboundMessage, SendTemplateBody } from '@dispatch/contracts'
+import type {
+  ButtonVariable,
+  HeaderVariable,
+  InteractiveObject,
+  OutboundMessage,
+  SendTemplateBody,
+} from '@dispatch/contracts'
 
-/** The Cloud API wants the number's digits, without the plus. */
-const toRecipient = (phone: string) => phone.replace(/^\+/, '')
+/**
+ * Who it goes to: `to`, the number's digits without the plus, or `recipient`, a BSUID for a user
+ * known only by username (the Cloud API's field for one; `to` would win if both were given).
+ */
+const addressOf = (body: { phone?: string | undefined; userId?: string | undefined }) =>
+  body.phone !== undefined ? { to: body.phone.replace(/^\+/, '') } : { recipient: body.userId as string }
+
+/** A file by the platform's media id, or by link. */
+const mediaObject = (media: { mediaId?: string | undefined; link?: string | undefined }) =>
+  media.mediaId !== undefined ? { id: media.mediaId } : { link: media.link as string }
+
+/** Our `interactive` is the Cloud API's, but a media header names its file as our sends do (`mediaId`). */
+function interactiveObject(interactive: InteractiveObject) {
+  if (!('header' in interactive) || !interactive.header || interactive.header.type === 'text') return interactive
+  const header = interactive.header
+  const media = header[header.type] as { mediaId?: string; link?: string }
+  return { ...interactive, header: { type: header.type, [header.type]: mediaObject(media) } }
+}
 
 const MEDIA_TYPES = new Set(['image', 'video', 'document'])
 
@@ -60,25 +82,54 @@ function templateObject(body: SendTemplateBody) {
   }
 }
 
-/**
- * The JSON body of `POST /{phone-number-id}/messages` for one message. Our message id rides in
- * `biz_opaque_callback_data`, which the platform echoes in its status webhooks.
- */
-export function cloudApiPayload(messageId: string, message: OutboundMessage) {
-  const envelope = {
-    messaging_product: 'whatsapp',
-    recipient_type: 'individual',
-    to: toRecipient(message.body.phone),
-    biz_opaque_callback_data: messageId,
-  }
+/** The message's own object under its type's key, as the Cloud API takes it. */
+function typeObject(message: OutboundMessage): object {
   switch (message.type) {
     case 'text':
-      return { ...envelope, type: 'text', text: { preview_url: false, body: message.body.text } }
-    case 'image': {
-      const { mediaId, text } = message.body.image
-      return { ...envelope, type: 'image', image: { id: mediaId, ...(text ? { caption: text } : {}) } }
-    }
+      return { preview_url: false, body: message.body.text }
     case 'template':
-      return { ...envelope, type: 'template', template: templateObject(message.body) }
+      return templateObject(message.body)
+    case 'image': {
+      const { text, ...media } = message.body.image
+      return { ...mediaObject(media), ...(text ? { caption: text } : {}) }
+    }
+    case 'document': {
+      const { mediaId, link, ...rest } = message.body.document
+      return { ...mediaObject({ mediaId, link }), ...rest }
+    }
+    case 'video': {
+      const { mediaId, link, ...rest } = message.body.video
+      return { ...mediaObject({ mediaId, link }), ...rest }
+    }
+    case 'audio':
+      return mediaObject(message.body.audio)
+    case 'sticker':
+      return mediaObject(message.body.sticker)
+    case 'location':
+      return message.body.location
+    case 'contacts':
+      return message.body.contacts
+    case 'interactive':
+      return interactiveObject(message.body.interactive)
+    case 'reaction':
+      return { message_id: message.body.reaction.messageId, emoji: message.body.reaction.emoji }
+  }
+}
+
+/**
+ * The JSON body of `POST /{phone-number-id}/messages` for one message. Our message id rides in
+ * `biz_opaque_callback_data`, which the platform echoes in its status webhooks; `replyTo` becomes
+ * the quoted message's `context` (by then a wamid: see references.ts).
+ */
+export function cloudApiPayload(messageId: string, message: OutboundMessage) {
+  const { replyTo } = message.body
+  return {
+    messaging_product: 'whatsapp',
+    recipient_type: 'individual',
+    ...addressOf(message.body),
+    biz_opaque_callback_data: messageId,
+    ...(replyTo === undefined ? {} : { context: { message_id: replyTo } }),
+    type: message.type,
+    [message.type]: typeObject(message),
   }
 }

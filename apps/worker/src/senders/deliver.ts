@@ -3,6 +3,7 @@ import {
   messageClaimKey,
   messageClaimTtlMs,
   type OutboundMessage,
+  recipientOf,
   type ServiceWindowPolicy,
   WORKER_CLAIM_SCRIPT,
 } from '@dispatch/contracts'
@@ -15,6 +16,7 @@ import type { DeliveryRecorder } from '../delivery-recorder.ts'
 import type { DeliveryMetrics } from '../metrics/registry.ts'
 import { type MessagingPlatform, PlatformError } from '../platforms/types.ts'
 import { traced } from '../tracing.ts'
+import { withPlatformReferences } from './references.ts'
 import { fallbackMessage, isFreeForm, WINDOW_CLOSED_CODE, windowAtDelivery } from '../window/check.ts'
 
 /** What a job ends with: the platform's id, or why it was never sent. */
@@ -61,7 +63,8 @@ export function deliveryOutcome(
     id: messageId,
     apiKeyId,
     type: message.type,
-    phone: message.body.phone,
+    phone: message.body.phone ?? null,
+    userId: message.body.userId ?? null,
     payload: message.body,
     clientReference: clientReference ?? null,
     senderPhoneNumberId: lane.platform.phoneNumberId,
@@ -147,7 +150,7 @@ export async function deliverMessage(
   // more on the job's way (a read that turns out unneeded, the message canceled or expired, is dropped).
   const window =
     lane.settings.serviceWindowPolicy === 'enforce' && isFreeForm(message)
-      ? windowAtDelivery(deps.claims, deps.prefix, platform.phoneNumberId, message.body.phone)
+      ? windowAtDelivery(deps.claims, deps.prefix, platform.phoneNumberId, recipientOf(message.body))
       : undefined
   if ((await takeClaim(deps.claims, deps.prefix, job.data)) === 'cancel') {
     await recorder.record(outcome('canceled', { attempts: job.attemptsMade }))
@@ -201,8 +204,8 @@ export async function deliverMessage(
     fallbackUsed = true
   }
   const send = (outgoing: OutboundMessage) =>
-    traced(`${platform.name} send`, { 'dispatch.sender_id': senderId }, () =>
-      platform.deliver({ messageId, message: outgoing }),
+    traced(`${platform.name} send`, { 'dispatch.sender_id': senderId }, async () =>
+      platform.deliver({ messageId, message: await withPlatformReferences(db, outgoing) }),
     )
 
   let platformMessageId: string

@@ -44,5 +44,7 @@ export async function windowAtDelivery(
 /** The message's fallback template as a template message to the same recipient, if it has one. */
 export function fallbackMessage(data: MessageJob): OutboundMessage | undefined {
   if (!data.fallbackTemplate || !isFreeForm(data.message)) return undefined
-  return { type: 'template', body: { phone: data.message.body.phone, ...data.fallbackTemplate } }
+  const { phone, userId } = data.message.body
+  const to = phone === undefined ? { userId: userId as string } : { phone }
+  return { type: 'template', body: { ...to, ...data.fallbackTemplate } }
 }

@@ -15,6 +15,7 @@ it('one outcome that cannot be written does not fail the others recorded with it
       apiKeyId,
       type: 'text',
       phone: '+5511987654321',
+      userId: null,
       payload: { phone: '+5511987654321', text: 'hi' },
       clientReference: null,
       senderPhoneNumberId: '100000000000001',

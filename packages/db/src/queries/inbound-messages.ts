@@ -2,7 +2,7 @@ import type { InboundContent, InboundMessageListQuery } from '@dispatch/contract
 import { and, count, desc, eq, gte, ilike, inArray, isNotNull, isNull, lt, or, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { apiKeys } from '../schema/api-keys.ts'
-import { conversationWindows, inboundMessages } from '../schema/inbound-messages.ts'
+import { conversationWindows, inboundMessages, recipientIdentities } from '../schema/inbound-messages.ts'
 import { messages } from '../schema/messages.ts'
 import type { Executor } from './executor.ts'
 import { likePattern, offsetOf, ordering, whereAll } from './list-helpers.ts'
@@ -13,8 +13,12 @@ export interface InboundMessage {
   platformMessageId: string
   /** The business number it was sent to. */
   phoneNumberId: string
-  /** The sender, E.164. */
-  phone: string
+  /** The sender, E.164; null when the platform withheld it (a user known by username). */
+  phone: string | null
+  /** The sender's business-scoped user id (`from_user_id`), when given. */
+  userId: string | null
+  /** The sender's WhatsApp username (`contacts[].profile.username`), when given. */
+  username: string | null
   /** The platform's message type, as given. */
   type: string
   content: InboundContent
@@ -23,10 +27,17 @@ export interface InboundMessage {
   receivedAt: Date
 }
 
-export type RecordedInbound =
+/** Who wrote: the phone and BSUID the webhook gave, each completed from the pair when known. */
+export interface ReplyIdentity {
+  phone: string | null
+  userId: string | null
+}
+
+export type RecordedInbound = (
   | { outcome: 'stored'; id: string; apiKeyId: string | null; inReplyTo: string | null }
   /** The platform redelivered a reply already stored: nothing changed but the window. */
   | { outcome: 'duplicate' }
+) & { identity: ReplyIdentity }
 
 /** The customer-service window: a reply belongs to a key that sent to its phone within it. */
 export const CONVERSATION_WINDOW_MS = 24 * 60 * 60 * 1000
@@ -39,8 +50,14 @@ export const CONVERSATION_WINDOW_MS = 24 * 60 * 60 * 1000
  *    (the platform's times are whole seconds, so a send in the reply's own second counts);
  * c. else none.
  */
-async function routeReply(tx: Executor, item: InboundMessage) {
-  const ours = and(eq(messages.phone, item.phone), eq(messages.senderPhoneNumberId, item.phoneNumberId))
+async function routeReply(tx: Executor, item: InboundMessage, who: ReplyIdentity) {
+  const ours = and(
+    or(
+      who.phone === null ? undefined : eq(messages.phone, who.phone),
+      who.userId === null ? undefined : eq(messages.userId, who.userId),
+    ),
+    eq(messages.senderPhoneNumberId, item.phoneNumberId),
+  )
   if (item.contextId) {
     const [quoted] = await tx
       .select({ id: messages.id, apiKeyId: messages.apiKeyId })
@@ -66,6 +83,33 @@ async function routeReply(tx: Executor, item: InboundMessage) {
 }
 
 /**
+ * The reply's phone and BSUID: when the webhook gives both, the pair is remembered (a user who
+ * changes number gets a new BSUID, so the newest pair wins); when it gives one, the other is
+ * completed from a pair remembered earlier, so either finds the conversation.
+ */
+async function pairIdentity(tx: Executor, item: InboundMessage): Promise<ReplyIdentity> {
+  const { phone, userId } = item
+  if (phone !== null && userId !== null) {
+    await tx
+      .insert(recipientIdentities)
+      .values({ userId, phone, updatedAt: item.receivedAt })
+      .onConflictDoUpdate({
+        target: recipientIdentities.userId,
+        set: { phone, updatedAt: item.receivedAt },
+        setWhere: lt(recipientIdentities.updatedAt, item.receivedAt),
+      })
+    return { phone, userId }
+  }
+  const [pair] = await tx
+    .select({ phone: recipientIdentities.phone, userId: recipientIdentities.userId })
+    .from(recipientIdentities)
+    .where(userId !== null ? eq(recipientIdentities.userId, userId) : eq(recipientIdentities.phone, phone as string))
+    .orderBy(desc(recipientIdentities.updatedAt))
+    .limit(1)
+  return { phone: phone ?? pair?.phone ?? null, userId: userId ?? pair?.userId ?? null }
+}
+
+/**
  * Stores a reply once (the platform redelivers: the wamid is unique) with the key it is routed to,
  * and moves the conversation window of its business number and phone forward, in one transaction.
  * A routed reply's `message.received` event is written by the table's trigger in the same
@@ -73,13 +117,17 @@ async function routeReply(tx: Executor, item: InboundMessage) {
  */
 export async function recordInboundMessage(db: Db, item: InboundMessage): Promise<RecordedInbound> {
   return db.transaction(async (tx) => {
-    const route = await routeReply(tx, item)
+    const identity = await pairIdentity(tx, item)
+    const route = await routeReply(tx, item, identity)
     const [row] = await tx
       .insert(inboundMessages)
       .values({
         platformMessageId: item.platformMessageId,
         phoneNumberId: item.phoneNumberId,
-        phone: item.phone,
+        phone: identity.phone,
+        userId: identity.userId,
+        username: item.username,
+        contextId: item.contextId,
         type: item.type,
         content: item.content,
         apiKeyId: route.apiKeyId,
@@ -88,16 +136,20 @@ export async function recordInboundMessage(db: Db, item: InboundMessage): Promis
       })
       .onConflictDoNothing({ target: inboundMessages.platformMessageId })
       .returning({ id: inboundMessages.id })
+    // One window row per identity, so a send to either finds the conversation open.
+    const recipients = [identity.phone, identity.userId].filter((r): r is string => r !== null)
     await tx
       .insert(conversationWindows)
-      .values({ phoneNumberId: item.phoneNumberId, phone: item.phone, lastInboundAt: item.receivedAt })
+      .values(
+        recipients.map((phone) => ({ phoneNumberId: item.phoneNumberId, phone, lastInboundAt: item.receivedAt })),
+      )
       .onConflictDoUpdate({
         target: [conversationWindows.phoneNumberId, conversationWindows.phone],
         set: {
           lastInboundAt: sql`greatest(${conversationWindows.lastInboundAt}, excluded.last_inbound_at)`,
         },
       })
-    return row ? { outcome: 'stored', id: row.id, ...route } : { outcome: 'duplicate' }
+    return row ? { outcome: 'stored', id: row.id, ...route, identity } : { outcome: 'duplicate', identity }
   })
 }
 

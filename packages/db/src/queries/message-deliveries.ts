@@ -1,3 +1,4 @@
+import type { MessageType } from '@dispatch/contracts'
 import { eq } from 'drizzle-orm'
 import type { Db, Sql } from '../client.ts'
 import { messages } from '../schema/messages.ts'
@@ -6,8 +7,10 @@ import { messages } from '../schema/messages.ts'
 export interface DeliveryOutcome {
   id: string
   apiKeyId: string
-  type: 'text' | 'template' | 'image'
-  phone: string
+  type: MessageType
+  /** The recipient: its phone, its BSUID, or both. */
+  phone: string | null
+  userId: string | null
   payload: unknown
   clientReference: string | null
   /** The business number it goes out from; kept from the first record. */
@@ -57,12 +60,13 @@ export async function recordDeliveryOutcomes(sql: Sql, outcomes: DeliveryOutcome
       .join(',')}}`
   const iso = (date: Date | null) => date?.toISOString() ?? null
   await sql`
-    insert into messages (id, api_key_id, type, phone, payload, client_reference, sender_phone_number_id, sender_id, status, attempts,
+    insert into messages (id, api_key_id, type, phone, user_id, payload, client_reference, sender_phone_number_id, sender_id, status, attempts,
       platform_message_id, last_error_code, last_error_message, batch_id, accepted_at, send_at, expires_at,
       sent_at, failed_at, expired_at, canceled_at, updated_at, fallback_used)
     select * from unnest(
       ${column((o) => o.id)}::text[]::uuid[], ${column((o) => o.apiKeyId)}::text[]::uuid[],
       ${column((o) => o.type)}::text[]::message_type[], ${column((o) => o.phone)}::text[],
+      ${column((o) => o.userId)}::text[],
       ${column((o) => JSON.stringify(o.payload))}::text[]::jsonb[], ${column((o) => o.clientReference)}::text[],
       ${column((o) => o.senderPhoneNumberId)}::text[], ${column((o) => o.senderId)}::text[],
       ${column((o) => o.status)}::text[]::message_status[],

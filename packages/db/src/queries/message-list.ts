@@ -19,7 +19,7 @@ const timestamp = (value: string) => sql`${value}::timestamptz`
  * on the way). `q` is an exact match on the message id, the client reference or the phone.
  */
 export function messageFilters(
-  query: Pick<MessageListQuery, 'deleted' | 'type' | 'phone' | 'clientReference' | 'batchId' | 'q'>,
+  query: Pick<MessageListQuery, 'deleted' | 'type' | 'phone' | 'userId' | 'clientReference' | 'batchId' | 'q'>,
   window: AcceptedWindow,
 ): SQL[] {
   const filters: (SQL | undefined)[] = [
@@ -27,6 +27,7 @@ export function messageFilters(
     query.deleted === 'true' ? sql`false` : undefined,
     query.type ? inArray(messages.type, query.type) : undefined,
     query.phone ? eq(messages.phone, query.phone) : undefined,
+    query.userId ? eq(messages.userId, query.userId) : undefined,
     query.clientReference ? eq(messages.clientReference, query.clientReference) : undefined,
     query.batchId ? eq(messages.batchId, query.batchId) : undefined,
     window.from ? gte(messages.acceptedAt, timestamp(window.from)) : undefined,
@@ -37,6 +38,7 @@ export function messageFilters(
           isUuid(query.q) ? eq(messages.id, query.q.toLowerCase()) : undefined,
           eq(messages.clientReference, query.q),
           eq(messages.phone, query.q),
+          eq(messages.userId, query.q),
         )
       : undefined,
   ]

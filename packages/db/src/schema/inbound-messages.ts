@@ -15,14 +15,20 @@ export const inboundMessages = pgTable(
     platformMessageId: text().notNull().unique(),
     /** The business number that received it (`metadata.phone_number_id`). */
     phoneNumberId: text().notNull(),
-    /** The sender of the reply, E.164 (`+` and the platform's `from`). */
-    phone: text().notNull(),
+    /** The sender of the reply, E.164 (`+` and the platform's `from`); null when Meta withholds it. */
+    phone: text(),
+    /** The sender's business-scoped user id (`from_user_id`), when the platform gives one. */
+    userId: text(),
+    /** The sender's WhatsApp username (`contacts[].profile.username`), when it has one. */
+    username: text(),
     /** The platform's message type: text, image, document, audio, button, interactive, location… */
     type: text().notNull(),
     /** What the reply carries, normalized (see docs/messaging.md). */
     content: jsonb().notNull(),
     /** The key it was routed to; null when none had sent to this number in the window. */
     apiKeyId: uuid().references(() => apiKeys.id, { onDelete: 'set null' }),
+    /** The wamid of the message it quotes or answers (`context.id`), ours or not. */
+    contextId: text(),
     /** Our message it answers, when the platform says so (`context.id`) and we know it. */
     inReplyTo: uuid(),
     receivedAt: timestamp({ withTimezone: true }).notNull(),
@@ -37,6 +43,20 @@ export const inboundMessages = pgTable(
 export type InboundMessageRow = typeof inboundMessages.$inferSelect
 
 /**
+ * A user's BSUID and phone, remembered when a webhook names both, so a conversation is found by
+ * either: a reply from the BSUID alone goes to the key that wrote to the phone, and the reverse.
+ */
+export const recipientIdentities = pgTable(
+  'recipient_identities',
+  {
+    userId: text().primaryKey(),
+    phone: text().notNull(),
+    updatedAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index('recipient_identities_phone_idx').on(t.phone)],
+)
+
+/**
  * The customer-service window per business number and recipient: free-form messages may go out
  * within 24 h of the recipient's last message. Recorded on every reply, routed or not.
  */
@@ -44,6 +64,7 @@ export const conversationWindows = pgTable(
   'conversation_windows',
   {
     phoneNumberId: text().notNull(),
+    /** The recipient: its phone (E.164) or its BSUID; a user known by both has a row for each. */
     phone: text().notNull(),
     lastInboundAt: timestamp({ withTimezone: true }).notNull(),
   },

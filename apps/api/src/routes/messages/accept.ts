@@ -6,6 +6,8 @@ import {
   MessageJob,
   type MessagePriority,
   type MessageType,
+  kindProblem,
+  recipientProblem,
 } from '@dispatch/contracts'
 import { Compile } from 'typebox/compile'
 import type { ApiConfig } from '../../env.ts'
@@ -25,7 +27,8 @@ export interface AcceptedMessage {
 }
 
 type SendBody = {
-  phone: string
+  phone?: string | undefined
+  userId?: string | undefined
   clientReference?: string
   sendAt?: string
   validitySeconds?: number
@@ -65,6 +68,9 @@ export function acceptMessage(
   >,
 ): AcceptedMessage {
   const { type, now, field = 'body' } = input
+  const problem =
+    recipientProblem(input.body, field) ?? kindProblem(type, input.body as Record<string, unknown>, field)
+  if (problem) throw new AppError('VALIDATION_ERROR', problem)
   const body: Record<string, unknown> = { ...input.body }
   for (const key of DELIVERY_OPTION_KEYS) delete body[key]
   const { clientReference, sendAt, validitySeconds, priority = 'normal', fallbackTemplate } = input.body

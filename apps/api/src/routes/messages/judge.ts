@@ -1,4 +1,4 @@
-import { BatchItem, type MessageType, SEND_SCOPE } from '@dispatch/contracts'
+import { BATCH_ITEMS, MESSAGE_TYPES, type MessageType, SEND_SCOPE } from '@dispatch/contracts'
 import type { ApiKeyRow } from '@dispatch/db'
 import type { FastifyInstance } from 'fastify'
 import { AppError } from '../../errors.ts'
@@ -59,11 +59,10 @@ export async function judgeSends(
 
 /** Each item type's own check, as the single sends have it. */
 const ajv = makeAjv(false)
-const ITEM_CHECKS: Record<MessageType, ReturnType<typeof ajv.compile>> = {
-  text: ajv.compile(BatchItem.anyOf[0]),
-  template: ajv.compile(BatchItem.anyOf[1]),
-  image: ajv.compile(BatchItem.anyOf[2]),
-}
+const ITEM_CHECKS = Object.fromEntries(
+  MESSAGE_TYPES.map((type) => [type, ajv.compile(BATCH_ITEMS[type])]),
+) as Record<MessageType, ReturnType<typeof ajv.compile>>
+const TYPE_LIST = MESSAGE_TYPES.map((type) => `"${type}"`).join(', ')
 const isType = (type: unknown): type is MessageType =>
   typeof type === 'string' && Object.hasOwn(ITEM_CHECKS, type)
 
@@ -74,7 +73,7 @@ const isType = (type: unknown): type is MessageType =>
 export function readSendItem(item: unknown, field: string, scopes: string[]): SendItem {
   const { type, ...body } = (item ?? {}) as { type?: unknown }
   if (!isType(type)) {
-    throw new AppError('VALIDATION_ERROR', `${field}.type must be one of "text", "template", "image"`)
+    throw new AppError('VALIDATION_ERROR', `${field}.type must be one of ${TYPE_LIST}`)
   }
   const check = ITEM_CHECKS[type]
   if (!check(item)) throw new AppError('VALIDATION_ERROR', describeValidationError(field, check.errors?.[0]))

@@ -70,7 +70,8 @@ export function viewFromJob(job: QueuedJob, state: string, claim: MessageClaim |
   return {
     messageId: data.messageId,
     type: data.message.type,
-    phone: data.message.body.phone,
+    phone: data.message.body.phone ?? null,
+    userId: data.message.body.userId ?? null,
     status,
     clientReference: data.clientReference ?? null,
     // attemptsMade counts failed attempts; a completed job also made the one that succeeded.

@@ -3,46 +3,48 @@ import {
   MessageAccepted,
   type MessageJob,
   type MessageType,
+  SEND_BODIES,
   SEND_SCOPE,
-  SendImageBody,
-  SendTemplateBody,
-  SendTextBody,
 } from '@dispatch/contracts'
 import { recordScheduledMessage } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
-import type { TSchema } from 'typebox'
 import { unavailable } from '../../errors.ts'
 import { errorResponses } from '../responses.ts'
 import { judgeSends, type SendItem } from './judge.ts'
 
-const SENDS: ReadonlyArray<{
-  path: string
-  operationId: string
-  type: MessageType
-  body: TSchema
-  summary: string
-}> = [
-  {
-    path: '/send-text',
-    operationId: 'sendTextMessage',
-    type: 'text',
-    body: SendTextBody,
-    summary: 'Send a free-text message',
-  },
+/** Each send endpoint: its path, its OpenAPI operation and its type (whose body and scope it takes). */
+const SENDS: ReadonlyArray<{ path: string; operationId: string; type: MessageType; summary: string }> = [
+  { path: '/send-text', operationId: 'sendTextMessage', type: 'text', summary: 'Send a free-text message' },
   {
     path: '/send-template',
     operationId: 'sendTemplateMessage',
     type: 'template',
-    body: SendTemplateBody,
     summary: 'Send an approved template message',
   },
+  { path: '/send-image', operationId: 'sendImageMessage', type: 'image', summary: 'Send an image message' },
   {
-    path: '/send-image',
-    operationId: 'sendImageMessage',
-    type: 'image',
-    body: SendImageBody,
-    summary: 'Send an image message',
+    path: '/send-document',
+    operationId: 'sendDocumentMessage',
+    type: 'document',
+    summary: 'Send a document (a PDF, an invoice…)',
+  },
+  { path: '/send-video', operationId: 'sendVideoMessage', type: 'video', summary: 'Send a video' },
+  { path: '/send-audio', operationId: 'sendAudioMessage', type: 'audio', summary: 'Send an audio file or voice note' },
+  { path: '/send-sticker', operationId: 'sendStickerMessage', type: 'sticker', summary: 'Send a sticker' },
+  { path: '/send-location', operationId: 'sendLocationMessage', type: 'location', summary: 'Send a location' },
+  { path: '/send-contacts', operationId: 'sendContactsMessage', type: 'contacts', summary: 'Send contact cards' },
+  {
+    path: '/send-interactive',
+    operationId: 'sendInteractiveMessage',
+    type: 'interactive',
+    summary: 'Send reply buttons, a list, a call-to-action URL button or a location request',
+  },
+  {
+    path: '/send-reaction',
+    operationId: 'sendReactionMessage',
+    type: 'reaction',
+    summary: 'React to a message with an emoji',
   },
 ]
 
@@ -93,7 +95,7 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
           summary: send.summary,
           description: `Requires the \`${SEND_SCOPE[send.type]}\` scope. 202 means the message is stored in the queue: \`queued\`, or \`scheduled\` with a \`sendAt\`.`,
           security: [{ apiKey: [] }],
-          body: send.body,
+          body: SEND_BODIES[send.type],
           response: {
             202: MessageAccepted,
             ...errorResponses(
@@ -141,7 +143,8 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
           messageId,
           status,
           type: send.type,
-          phone: job.message.body.phone,
+          phone: job.message.body.phone ?? null,
+          ...(job.message.body.userId === undefined ? {} : { userId: job.message.body.userId }),
           createdAt: job.acceptedAt,
         })
       },

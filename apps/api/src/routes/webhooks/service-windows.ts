@@ -18,15 +18,21 @@ export async function openServiceWindows(
   if (replies.length === 0) return
   try {
     await Promise.all(
-      replies.map((reply) => {
+      replies.flatMap((reply) => {
         const at = reply.receivedAt.getTime()
-        return deps.redis.eval(
-          SERVICE_WINDOW_RECORD_SCRIPT,
-          1,
-          serviceWindowKey(deps.config.QUEUE_PREFIX, reply.phoneNumberId, reply.phone),
-          at,
-          at + SERVICE_WINDOW_MS,
-          now.getTime(),
+        return [reply.phone, reply.userId].flatMap((recipient) =>
+          recipient === null
+            ? []
+            : [
+                deps.redis.eval(
+                  SERVICE_WINDOW_RECORD_SCRIPT,
+                  1,
+                  serviceWindowKey(deps.config.QUEUE_PREFIX, reply.phoneNumberId, recipient),
+                  at,
+                  at + SERVICE_WINDOW_MS,
+                  now.getTime(),
+                ),
+              ],
         )
       }),
     )

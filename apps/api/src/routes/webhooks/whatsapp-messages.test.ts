@@ -30,6 +30,8 @@ describe('readInboundMessages', () => {
         platformMessageId: 'wamid.A',
         phoneNumberId: NUMBER,
         phone: '+5511987654321',
+        userId: null,
+        username: null,
         type: 'text',
         content: { text: 'yes' },
         contextId: 'wamid.Q',
@@ -77,6 +79,9 @@ describe('readInboundMessages', () => {
     expect(contentOf({ type: 'reaction', reaction: { message_id: 'wamid.R', emoji: '👍' } })).toEqual({
       reaction: { emoji: '👍', messageId: 'wamid.R' },
     })
+    // Shared contact cards come as the Cloud API gives them.
+    const card = { name: { formatted_name: 'Ana Lima', first_name: 'Ana' }, phones: [{ phone: '+55 11 98765-4321' }] }
+    expect(contentOf({ type: 'contacts', contacts: [card] })).toEqual({ contacts: [card] })
     // A removed reaction comes without its emoji.
     expect(contentOf({ type: 'reaction', reaction: { message_id: 'wamid.R' } })).toEqual({
       reaction: { emoji: null, messageId: 'wamid.R' },
@@ -86,7 +91,6 @@ describe('readInboundMessages', () => {
   it('keeps any other type, and other interactive replies, as unsupported with their type', () => {
     const { messages, skipped } = read(
       item({ type: 'unsupported', errors: [{ code: 131051 }] }),
-      item({ type: 'contacts', contacts: [{ name: { formatted_name: 'Ana' } }] }),
       item({ type: 'order', order: { catalog_id: '1' } }),
       item({ type: 'interactive', interactive: { type: 'nfm_reply', nfm_reply: {} } }),
       // Names an object's own properties must not reach as a known type.
@@ -96,7 +100,6 @@ describe('readInboundMessages', () => {
     expect(skipped).toEqual([])
     expect(messages.map((m) => [m.type, m.content])).toEqual([
       ['unsupported', { unsupported: true }],
-      ['contacts', { unsupported: true }],
       ['order', { unsupported: true }],
       ['interactive', { unsupported: true }],
       ['constructor', { unsupported: true }],

@@ -1,5 +1,6 @@
 import {
   type InboundContent,
+  isUserId,
   WhatsAppInboundBodies,
   WhatsAppInboundMessage,
   type WhatsAppInboundType,
@@ -67,6 +68,35 @@ const normalize: { [T in WhatsAppInboundType]: (body: Body<T>) => InboundContent
     }),
   }),
   reaction: (body) => ({ reaction: { emoji: body.emoji ?? null, messageId: body.message_id } }),
+  contacts: (body) => ({ contacts: body as Array<Record<string, unknown>> }),
+}
+
+/** One of a change's `contacts[]`, as far as it names the user. */
+interface ContactEntry {
+  wa_id?: unknown
+  user_id?: unknown
+  profile?: { username?: unknown }
+}
+const text = (value: unknown) => (typeof value === 'string' && value.length > 0 ? value : undefined)
+
+/**
+ * What a change's `contacts[]` adds about a message's sender: the username, and the phone or BSUID
+ * the message itself lacks (Meta names the sender there by `wa_id` and `user_id`).
+ */
+function contactOf(contacts: unknown[] | undefined, item: WhatsAppInboundMessage) {
+  for (const raw of contacts ?? []) {
+    const contact = (raw ?? {}) as ContactEntry
+    const waId = text(contact.wa_id)
+    const userId = text(contact.user_id)
+    if ((item.from && waId === item.from) || (item.from_user_id && userId === item.from_user_id)) {
+      return {
+        username: text(contact.profile?.username) ?? null,
+        phone: waId && /^[1-9][0-9]{7,14}$/.test(waId) ? `+${waId}` : undefined,
+        userId: userId && isUserId(userId) ? userId : undefined,
+      }
+    }
+  }
+  return undefined
 }
 
 /** The content of an item whose envelope is valid, or why its body is not. */
@@ -109,15 +139,22 @@ export function readInboundMessages(
           return
         }
         const { item, time } = judged
+        if (item.from === undefined && item.from_user_id === undefined) {
+          skipped.push({ at, reason: 'has neither from nor from_user_id' })
+          return
+        }
         const content = readContent(item)
         if (typeof content === 'string') {
           skipped.push({ at, reason: content })
           return
         }
+        const contact = contactOf(change.value.contacts, item)
         messages.push({
           platformMessageId: item.id,
           phoneNumberId,
-          phone: `+${item.from}`,
+          phone: item.from === undefined ? (contact?.phone ?? null) : `+${item.from}`,
+          userId: item.from_user_id ?? contact?.userId ?? null,
+          username: contact?.username ?? null,
           type: item.type,
           content,
           contextId: item.context?.id ?? null,

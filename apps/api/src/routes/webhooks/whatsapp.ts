@@ -140,6 +140,8 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const replies = { routed: 0, unrouted: 0, duplicate: 0 }
       for (const message of messages) {
         const recorded = await recordInboundMessage(db, message)
+        // The window opens for every identity the user is known by (its phone and BSUID alike).
+        Object.assign(message, recorded.identity)
         if (recorded.outcome === 'duplicate') replies.duplicate++
         else if (recorded.apiKeyId) replies.routed++
         else replies.unrouted++
