@@ -438,6 +438,166 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/third-party/messages/send-document": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a document (a PDF, an invoice…)
+         * @description Requires the `send:document` scope. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
+         */
+        post: operations["sendDocumentMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/third-party/messages/send-video": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a video
+         * @description Requires the `send:video` scope. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
+         */
+        post: operations["sendVideoMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/third-party/messages/send-audio": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send an audio file or voice note
+         * @description Requires the `send:audio` scope. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
+         */
+        post: operations["sendAudioMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/third-party/messages/send-sticker": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a sticker
+         * @description Requires the `send:sticker` scope. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
+         */
+        post: operations["sendStickerMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/third-party/messages/send-location": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a location
+         * @description Requires the `send:location` scope. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
+         */
+        post: operations["sendLocationMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/third-party/messages/send-contacts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send contact cards
+         * @description Requires the `send:contacts` scope. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
+         */
+        post: operations["sendContactsMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/third-party/messages/send-interactive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send reply buttons, a list, a call-to-action URL button or a location request
+         * @description Requires the `send:interactive` scope. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
+         */
+        post: operations["sendInteractiveMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/third-party/messages/send-reaction": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * React to a message with an emoji
+         * @description Requires the `send:reaction` scope. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
+         */
+        post: operations["sendReactionMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/third-party/messages/batch": {
         parameters: {
             query?: never;
@@ -449,7 +609,7 @@ export interface paths {
         put?: never;
         /**
          * Send up to 1,000 messages in one request
-         * @description Each item is `{type: "text" | "template" | "image", ...the body of that send}` and needs the scope of its type. Items are judged one by one: the answer has one result per item, in order, a `messageId` or the error body (`TEMPLATE_NOT_FOUND`, `OUTSIDE_SERVICE_WINDOW`… with their own code). A batch with no valid item is 400.
+         * @description Each item is `{type, ...the body of that send}` (`type`: any send kind: `text`, `template`, `image`, `document`, `video`, `audio`, `sticker`, `location`, `contacts`, `interactive`, `reaction`) and needs the scope of its type. Items are judged one by one: the answer has one result per item, in order, a `messageId` or the error body (`TEMPLATE_NOT_FOUND`, `OUTSIDE_SERVICE_WINDOW`… with their own code). A batch with no valid item is 400.
          */
         post: operations["sendMessageBatch"];
         delete?: never;
@@ -532,6 +692,26 @@ export interface paths {
         get: operations["listMessages"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/third-party/messages/{messageId}/read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mark a reply read, and show the typing indicator
+         * @description Requires the `read:messages` scope. `messageId` is a reply routed to this key (its `messageId` in `message.received`, or its wamid); any other is 404. Sent to the platform at once, ahead of the sender's queued messages. `typing: true` also shows the typing indicator.
+         */
+        post: operations["markMessageRead"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1927,7 +2107,9 @@ export interface operations {
                             id: string;
                             platformMessageId: string;
                             phoneNumberId: string;
-                            phone: string;
+                            phone: string | null;
+                            userId: string | null;
+                            username: string | null;
                             type: string;
                             content: {
                                 text: string;
@@ -1965,6 +2147,10 @@ export interface operations {
                                     emoji: string | null;
                                     messageId: string;
                                 };
+                            } | {
+                                contacts: {
+                                    [key: string]: unknown;
+                                }[];
                             } | {
                                 /** @enum {boolean} */
                                 unsupported: true;
@@ -2799,9 +2985,11 @@ export interface operations {
                 deleted?: "true" | "false";
                 itemCount?: number;
                 status?: ("scheduled" | "queued" | "sending" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled")[];
-                type?: ("text" | "template" | "image")[];
+                type?: ("text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction")[];
                 /** @description E.164, e.g. +5511987654321 */
                 phone?: string;
+                /** @description A WhatsApp business-scoped user id (BSUID), e.g. US.13491208655302741918, for a user known by username */
+                userId?: string;
                 /** @description Your own reference for this message, returned with its status */
                 clientReference?: string;
                 batchId?: string;
@@ -2841,8 +3029,9 @@ export interface operations {
                             /** Format: uuid */
                             messageId: string;
                             /** @enum {unknown} */
-                            type: "text" | "template" | "image";
-                            phone: string;
+                            type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction";
+                            phone: string | null;
+                            userId: string | null;
                             /** @enum {unknown} */
                             status: "scheduled" | "queued" | "sending" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled";
                             attempts: number;
@@ -2931,8 +3120,9 @@ export interface operations {
                         /** Format: uuid */
                         messageId: string;
                         /** @enum {unknown} */
-                        type: "text" | "template" | "image";
-                        phone: string;
+                        type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction";
+                        phone: string | null;
+                        userId: string | null;
                         /** @enum {unknown} */
                         status: "scheduled" | "queued" | "sending" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled";
                         attempts: number;
@@ -3041,9 +3231,11 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    type?: ("text" | "template" | "image")[];
+                    type?: ("text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction")[];
                     /** @description E.164, e.g. +5511987654321 */
                     phone?: string;
+                    /** @description A WhatsApp business-scoped user id (BSUID), e.g. US.13491208655302741918, for a user known by username */
+                    userId?: string;
                     /** @description Your own reference for this message, returned with its status */
                     clientReference?: string;
                     /** Format: uuid */
@@ -3446,7 +3638,11 @@ export interface operations {
             content: {
                 "application/json": {
                     /** @description E.164, e.g. +5511987654321 */
-                    phone: string;
+                    phone?: string;
+                    /** @description A WhatsApp business-scoped user id (BSUID), e.g. US.13491208655302741918, for a user known by username */
+                    userId?: string;
+                    /** @description A message this one quotes: a Dispatch messageId (sent or received) or the platform's wamid */
+                    replyTo?: string;
                     text: string;
                     /** @description Your own reference for this message, returned with its status */
                     clientReference?: string;
@@ -3497,8 +3693,9 @@ export interface operations {
                         /** @enum {unknown} */
                         status: "queued" | "scheduled";
                         /** @enum {unknown} */
-                        type: "text" | "template" | "image";
-                        phone: string;
+                        type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction";
+                        phone: string | null;
+                        userId?: string;
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -3661,7 +3858,11 @@ export interface operations {
             content: {
                 "application/json": {
                     /** @description E.164, e.g. +5511987654321 */
-                    phone: string;
+                    phone?: string;
+                    /** @description A WhatsApp business-scoped user id (BSUID), e.g. US.13491208655302741918, for a user known by username */
+                    userId?: string;
+                    /** @description A message this one quotes: a Dispatch messageId (sent or received) or the platform's wamid */
+                    replyTo?: string;
                     templateId: string;
                     /** @description e.g. pt_BR, en */
                     language: string;
@@ -3708,8 +3909,9 @@ export interface operations {
                         /** @enum {unknown} */
                         status: "queued" | "scheduled";
                         /** @enum {unknown} */
-                        type: "text" | "template" | "image";
-                        phone: string;
+                        type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction";
+                        phone: string | null;
+                        userId?: string;
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -3872,9 +4074,15 @@ export interface operations {
             content: {
                 "application/json": {
                     /** @description E.164, e.g. +5511987654321 */
-                    phone: string;
+                    phone?: string;
+                    /** @description A WhatsApp business-scoped user id (BSUID), e.g. US.13491208655302741918, for a user known by username */
+                    userId?: string;
+                    /** @description A message this one quotes: a Dispatch messageId (sent or received) or the platform's wamid */
+                    replyTo?: string;
                     image: {
-                        mediaId: string;
+                        mediaId?: string;
+                        /** @description An https URL the platform fetches the file from */
+                        link?: string;
                         text?: string;
                     };
                     /** @description Your own reference for this message, returned with its status */
@@ -3926,8 +4134,1974 @@ export interface operations {
                         /** @enum {unknown} */
                         status: "queued" | "scheduled";
                         /** @enum {unknown} */
-                        type: "text" | "template" | "image";
-                        phone: string;
+                        type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction";
+                        phone: string | null;
+                        userId?: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    sendDocumentMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description E.164, e.g. +5511987654321 */
+                    phone?: string;
+                    /** @description A WhatsApp business-scoped user id (BSUID), e.g. US.13491208655302741918, for a user known by username */
+                    userId?: string;
+                    /** @description A message this one quotes: a Dispatch messageId (sent or received) or the platform's wamid */
+                    replyTo?: string;
+                    document: {
+                        mediaId?: string;
+                        /** @description An https URL the platform fetches the file from */
+                        link?: string;
+                        caption?: string;
+                        filename?: string;
+                    };
+                    /** @description Your own reference for this message, returned with its status */
+                    clientReference?: string;
+                    /**
+                     * Format: date-time
+                     * @description Send later: at least 1 minute and at most 35 days ahead
+                     */
+                    sendAt?: string;
+                    /** @description Never send it later than this many seconds after it is due: 60 to 86400 (default 14400) */
+                    validitySeconds?: number;
+                    /**
+                     * @description On the same sender, `high` goes before `normal` before `low`, fair between keys within a level. `high` needs a key an admin marked transactional (else 403 PRIORITY_NOT_ALLOWED). Default `normal`.
+                     * @enum {unknown}
+                     */
+                    priority?: "high" | "normal" | "low";
+                    /** @description The template to send instead when the 24-hour window is closed at delivery time */
+                    fallbackTemplate?: {
+                        templateId: string;
+                        /** @description e.g. pt_BR, en */
+                        language: string;
+                        variables?: {
+                            [key: string]: string;
+                        };
+                        headerVariables?: {
+                            type: string;
+                            value: string | null;
+                            originalMediaId: string;
+                        }[];
+                        buttonVariables?: {
+                            buttonIndex: number;
+                            text: string;
+                            type: string;
+                        }[];
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        messageId: string;
+                        /** @enum {unknown} */
+                        status: "queued" | "scheduled";
+                        /** @enum {unknown} */
+                        type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction";
+                        phone: string | null;
+                        userId?: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    sendVideoMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description E.164, e.g. +5511987654321 */
+                    phone?: string;
+                    /** @description A WhatsApp business-scoped user id (BSUID), e.g. US.13491208655302741918, for a user known by username */
+                    userId?: string;
+                    /** @description A message this one quotes: a Dispatch messageId (sent or received) or the platform's wamid */
+                    replyTo?: string;
+                    video: {
+                        mediaId?: string;
+                        /** @description An https URL the platform fetches the file from */
+                        link?: string;
+                        caption?: string;
+                    };
+                    /** @description Your own reference for this message, returned with its status */
+                    clientReference?: string;
+                    /**
+                     * Format: date-time
+                     * @description Send later: at least 1 minute and at most 35 days ahead
+                     */
+                    sendAt?: string;
+                    /** @description Never send it later than this many seconds after it is due: 60 to 86400 (default 14400) */
+                    validitySeconds?: number;
+                    /**
+                     * @description On the same sender, `high` goes before `normal` before `low`, fair between keys within a level. `high` needs a key an admin marked transactional (else 403 PRIORITY_NOT_ALLOWED). Default `normal`.
+                     * @enum {unknown}
+                     */
+                    priority?: "high" | "normal" | "low";
+                    /** @description The template to send instead when the 24-hour window is closed at delivery time */
+                    fallbackTemplate?: {
+                        templateId: string;
+                        /** @description e.g. pt_BR, en */
+                        language: string;
+                        variables?: {
+                            [key: string]: string;
+                        };
+                        headerVariables?: {
+                            type: string;
+                            value: string | null;
+                            originalMediaId: string;
+                        }[];
+                        buttonVariables?: {
+                            buttonIndex: number;
+                            text: string;
+                            type: string;
+                        }[];
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        messageId: string;
+                        /** @enum {unknown} */
+                        status: "queued" | "scheduled";
+                        /** @enum {unknown} */
+                        type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction";
+                        phone: string | null;
+                        userId?: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    sendAudioMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description E.164, e.g. +5511987654321 */
+                    phone?: string;
+                    /** @description A WhatsApp business-scoped user id (BSUID), e.g. US.13491208655302741918, for a user known by username */
+                    userId?: string;
+                    /** @description A message this one quotes: a Dispatch messageId (sent or received) or the platform's wamid */
+                    replyTo?: string;
+                    audio: {
+                        mediaId?: string;
+                        /** @description An https URL the platform fetches the file from */
+                        link?: string;
+                    };
+                    /** @description Your own reference for this message, returned with its status */
+                    clientReference?: string;
+                    /**
+                     * Format: date-time
+                     * @description Send later: at least 1 minute and at most 35 days ahead
+                     */
+                    sendAt?: string;
+                    /** @description Never send it later than this many seconds after it is due: 60 to 86400 (default 14400) */
+                    validitySeconds?: number;
+                    /**
+                     * @description On the same sender, `high` goes before `normal` before `low`, fair between keys within a level. `high` needs a key an admin marked transactional (else 403 PRIORITY_NOT_ALLOWED). Default `normal`.
+                     * @enum {unknown}
+                     */
+                    priority?: "high" | "normal" | "low";
+                    /** @description The template to send instead when the 24-hour window is closed at delivery time */
+                    fallbackTemplate?: {
+                        templateId: string;
+                        /** @description e.g. pt_BR, en */
+                        language: string;
+                        variables?: {
+                            [key: string]: string;
+                        };
+                        headerVariables?: {
+                            type: string;
+                            value: string | null;
+                            originalMediaId: string;
+                        }[];
+                        buttonVariables?: {
+                            buttonIndex: number;
+                            text: string;
+                            type: string;
+                        }[];
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        messageId: string;
+                        /** @enum {unknown} */
+                        status: "queued" | "scheduled";
+                        /** @enum {unknown} */
+                        type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction";
+                        phone: string | null;
+                        userId?: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    sendStickerMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description E.164, e.g. +5511987654321 */
+                    phone?: string;
+                    /** @description A WhatsApp business-scoped user id (BSUID), e.g. US.13491208655302741918, for a user known by username */
+                    userId?: string;
+                    /** @description A message this one quotes: a Dispatch messageId (sent or received) or the platform's wamid */
+                    replyTo?: string;
+                    sticker: {
+                        mediaId?: string;
+                        /** @description An https URL the platform fetches the file from */
+                        link?: string;
+                    };
+                    /** @description Your own reference for this message, returned with its status */
+                    clientReference?: string;
+                    /**
+                     * Format: date-time
+                     * @description Send later: at least 1 minute and at most 35 days ahead
+                     */
+                    sendAt?: string;
+                    /** @description Never send it later than this many seconds after it is due: 60 to 86400 (default 14400) */
+                    validitySeconds?: number;
+                    /**
+                     * @description On the same sender, `high` goes before `normal` before `low`, fair between keys within a level. `high` needs a key an admin marked transactional (else 403 PRIORITY_NOT_ALLOWED). Default `normal`.
+                     * @enum {unknown}
+                     */
+                    priority?: "high" | "normal" | "low";
+                    /** @description The template to send instead when the 24-hour window is closed at delivery time */
+                    fallbackTemplate?: {
+                        templateId: string;
+                        /** @description e.g. pt_BR, en */
+                        language: string;
+                        variables?: {
+                            [key: string]: string;
+                        };
+                        headerVariables?: {
+                            type: string;
+                            value: string | null;
+                            originalMediaId: string;
+                        }[];
+                        buttonVariables?: {
+                            buttonIndex: number;
+                            text: string;
+                            type: string;
+                        }[];
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        messageId: string;
+                        /** @enum {unknown} */
+                        status: "queued" | "scheduled";
+                        /** @enum {unknown} */
+                        type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction";
+                        phone: string | null;
+                        userId?: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    sendLocationMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description E.164, e.g. +5511987654321 */
+                    phone?: string;
+                    /** @description A WhatsApp business-scoped user id (BSUID), e.g. US.13491208655302741918, for a user known by username */
+                    userId?: string;
+                    /** @description A message this one quotes: a Dispatch messageId (sent or received) or the platform's wamid */
+                    replyTo?: string;
+                    location: {
+                        latitude: number;
+                        longitude: number;
+                        name?: string;
+                        address?: string;
+                    };
+                    /** @description Your own reference for this message, returned with its status */
+                    clientReference?: string;
+                    /**
+                     * Format: date-time
+                     * @description Send later: at least 1 minute and at most 35 days ahead
+                     */
+                    sendAt?: string;
+                    /** @description Never send it later than this many seconds after it is due: 60 to 86400 (default 14400) */
+                    validitySeconds?: number;
+                    /**
+                     * @description On the same sender, `high` goes before `normal` before `low`, fair between keys within a level. `high` needs a key an admin marked transactional (else 403 PRIORITY_NOT_ALLOWED). Default `normal`.
+                     * @enum {unknown}
+                     */
+                    priority?: "high" | "normal" | "low";
+                    /** @description The template to send instead when the 24-hour window is closed at delivery time */
+                    fallbackTemplate?: {
+                        templateId: string;
+                        /** @description e.g. pt_BR, en */
+                        language: string;
+                        variables?: {
+                            [key: string]: string;
+                        };
+                        headerVariables?: {
+                            type: string;
+                            value: string | null;
+                            originalMediaId: string;
+                        }[];
+                        buttonVariables?: {
+                            buttonIndex: number;
+                            text: string;
+                            type: string;
+                        }[];
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        messageId: string;
+                        /** @enum {unknown} */
+                        status: "queued" | "scheduled";
+                        /** @enum {unknown} */
+                        type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction";
+                        phone: string | null;
+                        userId?: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    sendContactsMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description E.164, e.g. +5511987654321 */
+                    phone?: string;
+                    /** @description A WhatsApp business-scoped user id (BSUID), e.g. US.13491208655302741918, for a user known by username */
+                    userId?: string;
+                    /** @description A message this one quotes: a Dispatch messageId (sent or received) or the platform's wamid */
+                    replyTo?: string;
+                    contacts: {
+                        name: {
+                            formatted_name: string;
+                            first_name?: string;
+                            last_name?: string;
+                            middle_name?: string;
+                            suffix?: string;
+                            prefix?: string;
+                        };
+                        phones?: {
+                            phone: string;
+                            /** @enum {unknown} */
+                            type?: "CELL" | "MAIN" | "IPHONE" | "HOME" | "WORK";
+                            wa_id?: string;
+                        }[];
+                        emails?: {
+                            email: string;
+                            /** @enum {unknown} */
+                            type?: "HOME" | "WORK";
+                        }[];
+                        urls?: {
+                            url: string;
+                            /** @enum {unknown} */
+                            type?: "HOME" | "WORK";
+                        }[];
+                        addresses?: {
+                            street?: string;
+                            city?: string;
+                            state?: string;
+                            zip?: string;
+                            country?: string;
+                            country_code?: string;
+                            /** @enum {unknown} */
+                            type?: "HOME" | "WORK";
+                        }[];
+                        org?: {
+                            company?: string;
+                            department?: string;
+                            title?: string;
+                        };
+                        /**
+                         * Format: date
+                         * @description YYYY-MM-DD
+                         */
+                        birthday?: string;
+                    }[];
+                    /** @description Your own reference for this message, returned with its status */
+                    clientReference?: string;
+                    /**
+                     * Format: date-time
+                     * @description Send later: at least 1 minute and at most 35 days ahead
+                     */
+                    sendAt?: string;
+                    /** @description Never send it later than this many seconds after it is due: 60 to 86400 (default 14400) */
+                    validitySeconds?: number;
+                    /**
+                     * @description On the same sender, `high` goes before `normal` before `low`, fair between keys within a level. `high` needs a key an admin marked transactional (else 403 PRIORITY_NOT_ALLOWED). Default `normal`.
+                     * @enum {unknown}
+                     */
+                    priority?: "high" | "normal" | "low";
+                    /** @description The template to send instead when the 24-hour window is closed at delivery time */
+                    fallbackTemplate?: {
+                        templateId: string;
+                        /** @description e.g. pt_BR, en */
+                        language: string;
+                        variables?: {
+                            [key: string]: string;
+                        };
+                        headerVariables?: {
+                            type: string;
+                            value: string | null;
+                            originalMediaId: string;
+                        }[];
+                        buttonVariables?: {
+                            buttonIndex: number;
+                            text: string;
+                            type: string;
+                        }[];
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        messageId: string;
+                        /** @enum {unknown} */
+                        status: "queued" | "scheduled";
+                        /** @enum {unknown} */
+                        type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction";
+                        phone: string | null;
+                        userId?: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    sendInteractiveMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description E.164, e.g. +5511987654321 */
+                    phone?: string;
+                    /** @description A WhatsApp business-scoped user id (BSUID), e.g. US.13491208655302741918, for a user known by username */
+                    userId?: string;
+                    /** @description A message this one quotes: a Dispatch messageId (sent or received) or the platform's wamid */
+                    replyTo?: string;
+                    /** @description type: button (1–3 reply buttons), list (≤ 10 rows in all), cta_url, location_request_message */
+                    interactive: {
+                        /** @enum {string} */
+                        type: "button";
+                        header?: {
+                            /** @enum {string} */
+                            type: "text";
+                            text: string;
+                        } | {
+                            /** @enum {string} */
+                            type: "image";
+                            image: {
+                                mediaId?: string;
+                                /** @description An https URL the platform fetches the file from */
+                                link?: string;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            type: "video";
+                            video: {
+                                mediaId?: string;
+                                /** @description An https URL the platform fetches the file from */
+                                link?: string;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            type: "document";
+                            document: {
+                                mediaId?: string;
+                                /** @description An https URL the platform fetches the file from */
+                                link?: string;
+                            };
+                        };
+                        body: {
+                            text: string;
+                        };
+                        footer?: {
+                            text: string;
+                        };
+                        action: {
+                            buttons: {
+                                /** @enum {string} */
+                                type: "reply";
+                                reply: {
+                                    id: string;
+                                    title: string;
+                                };
+                            }[];
+                        };
+                    } | {
+                        /** @enum {string} */
+                        type: "list";
+                        header?: {
+                            /** @enum {string} */
+                            type: "text";
+                            text: string;
+                        };
+                        body: {
+                            text: string;
+                        };
+                        footer?: {
+                            text: string;
+                        };
+                        action: {
+                            button: string;
+                            sections: {
+                                title?: string;
+                                rows: {
+                                    id: string;
+                                    title: string;
+                                    description?: string;
+                                }[];
+                            }[];
+                        };
+                    } | {
+                        /** @enum {string} */
+                        type: "cta_url";
+                        header?: {
+                            /** @enum {string} */
+                            type: "text";
+                            text: string;
+                        } | {
+                            /** @enum {string} */
+                            type: "image";
+                            image: {
+                                mediaId?: string;
+                                /** @description An https URL the platform fetches the file from */
+                                link?: string;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            type: "video";
+                            video: {
+                                mediaId?: string;
+                                /** @description An https URL the platform fetches the file from */
+                                link?: string;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            type: "document";
+                            document: {
+                                mediaId?: string;
+                                /** @description An https URL the platform fetches the file from */
+                                link?: string;
+                            };
+                        };
+                        body: {
+                            text: string;
+                        };
+                        footer?: {
+                            text: string;
+                        };
+                        action: {
+                            /** @enum {string} */
+                            name: "cta_url";
+                            parameters: {
+                                display_text: string;
+                                /** @description An https URL the platform fetches the file from */
+                                url: string;
+                            };
+                        };
+                    } | {
+                        /** @enum {string} */
+                        type: "location_request_message";
+                        body: {
+                            text: string;
+                        };
+                        action: {
+                            /** @enum {string} */
+                            name: "send_location";
+                        };
+                    };
+                    /** @description Your own reference for this message, returned with its status */
+                    clientReference?: string;
+                    /**
+                     * Format: date-time
+                     * @description Send later: at least 1 minute and at most 35 days ahead
+                     */
+                    sendAt?: string;
+                    /** @description Never send it later than this many seconds after it is due: 60 to 86400 (default 14400) */
+                    validitySeconds?: number;
+                    /**
+                     * @description On the same sender, `high` goes before `normal` before `low`, fair between keys within a level. `high` needs a key an admin marked transactional (else 403 PRIORITY_NOT_ALLOWED). Default `normal`.
+                     * @enum {unknown}
+                     */
+                    priority?: "high" | "normal" | "low";
+                    /** @description The template to send instead when the 24-hour window is closed at delivery time */
+                    fallbackTemplate?: {
+                        templateId: string;
+                        /** @description e.g. pt_BR, en */
+                        language: string;
+                        variables?: {
+                            [key: string]: string;
+                        };
+                        headerVariables?: {
+                            type: string;
+                            value: string | null;
+                            originalMediaId: string;
+                        }[];
+                        buttonVariables?: {
+                            buttonIndex: number;
+                            text: string;
+                            type: string;
+                        }[];
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        messageId: string;
+                        /** @enum {unknown} */
+                        status: "queued" | "scheduled";
+                        /** @enum {unknown} */
+                        type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction";
+                        phone: string | null;
+                        userId?: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    sendReactionMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description E.164, e.g. +5511987654321 */
+                    phone?: string;
+                    /** @description A WhatsApp business-scoped user id (BSUID), e.g. US.13491208655302741918, for a user known by username */
+                    userId?: string;
+                    /** @description A message this one quotes: a Dispatch messageId (sent or received) or the platform's wamid */
+                    replyTo?: string;
+                    reaction: {
+                        /** @description The message reacted to: a Dispatch messageId (sent or received) or the platform's wamid */
+                        messageId: string;
+                        /** @description One emoji; an empty string removes the reaction */
+                        emoji: string;
+                    };
+                    /** @description Your own reference for this message, returned with its status */
+                    clientReference?: string;
+                    /**
+                     * Format: date-time
+                     * @description Send later: at least 1 minute and at most 35 days ahead
+                     */
+                    sendAt?: string;
+                    /** @description Never send it later than this many seconds after it is due: 60 to 86400 (default 14400) */
+                    validitySeconds?: number;
+                    /**
+                     * @description On the same sender, `high` goes before `normal` before `low`, fair between keys within a level. `high` needs a key an admin marked transactional (else 403 PRIORITY_NOT_ALLOWED). Default `normal`.
+                     * @enum {unknown}
+                     */
+                    priority?: "high" | "normal" | "low";
+                    /** @description The template to send instead when the 24-hour window is closed at delivery time */
+                    fallbackTemplate?: {
+                        templateId: string;
+                        /** @description e.g. pt_BR, en */
+                        language: string;
+                        variables?: {
+                            [key: string]: string;
+                        };
+                        headerVariables?: {
+                            type: string;
+                            value: string | null;
+                            originalMediaId: string;
+                        }[];
+                        buttonVariables?: {
+                            buttonIndex: number;
+                            text: string;
+                            type: string;
+                        }[];
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        messageId: string;
+                        /** @enum {unknown} */
+                        status: "queued" | "scheduled";
+                        /** @enum {unknown} */
+                        type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction";
+                        phone: string | null;
+                        userId?: string;
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -4089,7 +6263,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description Each item: {type: "text" | "template" | "image", ...that send's body} */
+                    /** @description Each item: {type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction", ...that send's body} */
                     messages: {
                         [key: string]: unknown;
                     }[];
@@ -4282,7 +6456,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description One send with its `type` ({type: "text" | "template" | "image", ...that send's body}), or {messages: [...]} as a batch */
+        /** @description One send with its `type` ({type: "text" | "document" | …any send kind, ...that send's body}), or {messages: [...]} as a batch */
         requestBody: {
             content: {
                 "application/json": {
@@ -4438,8 +6612,9 @@ export interface operations {
                         /** Format: uuid */
                         messageId: string;
                         /** @enum {unknown} */
-                        type: "text" | "template" | "image";
-                        phone: string;
+                        type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction";
+                        phone: string | null;
+                        userId: string | null;
                         /** @enum {unknown} */
                         status: "scheduled" | "queued" | "sending" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled";
                         attempts: number;
@@ -4539,8 +6714,9 @@ export interface operations {
                         /** Format: uuid */
                         messageId: string;
                         /** @enum {unknown} */
-                        type: "text" | "template" | "image";
-                        phone: string;
+                        type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction";
+                        phone: string | null;
+                        userId: string | null;
                         /** @enum {unknown} */
                         status: "scheduled" | "queued" | "sending" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled";
                         attempts: number;
@@ -4663,9 +6839,11 @@ export interface operations {
                 itemCount?: number;
                 orderField: "createdAt" | "updatedAt";
                 status?: ("scheduled" | "queued" | "sending" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled")[];
-                type?: ("text" | "template" | "image")[];
+                type?: ("text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction")[];
                 /** @description E.164, e.g. +5511987654321 */
                 phone?: string;
+                /** @description A WhatsApp business-scoped user id (BSUID), e.g. US.13491208655302741918, for a user known by username */
+                userId?: string;
                 /** @description Your own reference for this message, returned with its status */
                 clientReference?: string;
                 batchId?: string;
@@ -4698,8 +6876,9 @@ export interface operations {
                             /** Format: uuid */
                             messageId: string;
                             /** @enum {unknown} */
-                            type: "text" | "template" | "image";
-                            phone: string;
+                            type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction";
+                            phone: string | null;
+                            userId: string | null;
                             /** @enum {unknown} */
                             status: "scheduled" | "queued" | "sending" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled";
                             attempts: number;
@@ -4763,6 +6942,139 @@ export interface operations {
             };
             /** @description The error body every failure answers with */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    markMessageRead: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                messageId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Also show "typing…" to the user (up to 25 seconds, or until your next message) */
+                    typing?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        messageId: string;
+                        platformMessageId: string;
+                        /** @enum {boolean} */
+                        read: true;
+                        typing: boolean;
+                        delivered: boolean;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4855,7 +7167,7 @@ export interface operations {
                                 metadata?: unknown;
                                 /** @description Each item is checked against WhatsAppStatus; bad items are skipped and logged. */
                                 statuses?: unknown[];
-                                /** @description The senders of `messages[]` (profile name, wa_id). Not read. */
+                                /** @description The senders of `messages[]` (`profile.name`, `profile.username`, `wa_id`, `user_id`): read for the username and to pair a phone with its BSUID. */
                                 contacts?: unknown[];
                                 /** @description Messages users sent to the business number. Each item is checked against WhatsAppInboundMessage; bad items are skipped and logged. */
                                 messages?: unknown[];

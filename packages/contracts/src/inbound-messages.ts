@@ -109,3 +109,30 @@ export type InboundMessageListQuery = Static<typeof InboundMessageListQuery>
 
 export const InboundMessageList = DataEnvelope(InboundMessageView)
 export type InboundMessageList = Static<typeof InboundMessageList>
+
+/** `POST /messages/:messageId/read`: mark a reply read, and show the typing indicator with it. */
+export const MarkReadBody = Type.Object(
+  {
+    typing: Type.Optional(
+      Type.Boolean({
+        description: 'Also show "typing…" to the user (up to 25 seconds, or until your next message)',
+      }),
+    ),
+  },
+  closed,
+)
+export type MarkReadBody = Static<typeof MarkReadBody>
+
+export const MarkedRead = Type.Object(
+  {
+    /** The reply's Dispatch id. */
+    messageId: Type.String({ format: 'uuid' }),
+    platformMessageId: Str,
+    read: Type.Literal(true),
+    typing: Type.Boolean(),
+    /** False with the sandbox platform, which has no user to tell. */
+    delivered: Type.Boolean(),
+  },
+  closed,
+)
+export type MarkedRead = Static<typeof MarkedRead>

@@ -64,7 +64,11 @@ export const ContactCard = Type.Object(
     phones: Type.Optional(
       Type.Array(
         Type.Object(
-          { phone: Text(64), type: typed(['CELL', 'MAIN', 'IPHONE', 'HOME', 'WORK']), wa_id: Type.Optional(Text(32)) },
+          {
+            phone: Text(64),
+            type: typed(['CELL', 'MAIN', 'IPHONE', 'HOME', 'WORK']),
+            wa_id: Type.Optional(Text(32)),
+          },
           closed,
         ),
         { maxItems: 20 },
@@ -95,7 +99,11 @@ export const ContactCard = Type.Object(
     ),
     org: Type.Optional(
       Type.Object(
-        { company: Type.Optional(Text(256)), department: Type.Optional(Text(256)), title: Type.Optional(Text(256)) },
+        {
+          company: Type.Optional(Text(256)),
+          department: Type.Optional(Text(256)),
+          title: Type.Optional(Text(256)),
+        },
         closed,
       ),
     ),
@@ -281,10 +289,12 @@ function interactiveProblem(object: InteractiveObject, field: string): string | 
   if (object.type === 'list') {
     const sections = object.action.sections
     const rows = sections.flatMap((s) => s.rows)
-    if (rows.length > 10) return `${field}.action.sections must hold at most 10 rows in all (it holds ${rows.length})`
+    if (rows.length > 10)
+      return `${field}.action.sections must hold at most 10 rows in all (it holds ${rows.length})`
     if (sections.length > 1) {
       const untitled = sections.findIndex((s) => s.title === undefined)
-      if (untitled >= 0) return `${field}.action.sections[${untitled}].title is required when there are several sections`
+      if (untitled >= 0)
+        return `${field}.action.sections[${untitled}].title is required when there are several sections`
     }
     return duplicate(
       rows.map((r) => r.id),
@@ -302,7 +312,8 @@ function interactiveProblem(object: InteractiveObject, field: string): string | 
  */
 export function kindProblem(type: string, body: Record<string, unknown>, field: string): string | undefined {
   if (MEDIA_KEYS.has(type)) return mediaProblem(body[type] as MediaSource, `${field}.${type}`)
-  if (type === 'interactive') return interactiveProblem(body.interactive as InteractiveObject, `${field}.interactive`)
+  if (type === 'interactive')
+    return interactiveProblem(body.interactive as InteractiveObject, `${field}.interactive`)
   if (type === 'contacts') {
     const cards = body.contacts as Array<Static<typeof ContactCard>>
     const at = cards.findIndex(

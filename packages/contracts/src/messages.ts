@@ -188,9 +188,13 @@ export const SendImageBody = Type.Object(
 export type SendImageBody = Static<typeof SendImageBody>
 
 const kindBody = <K extends string, S extends TSchema>(key: K, object: S, options = freeFormOptions) =>
-  Type.Object({ ...recipientFields, [key]: object, ...options } as { [P in K]: S } & typeof recipientFields & typeof freeFormOptions, {
-    additionalProperties: false,
-  })
+  Type.Object(
+    { ...recipientFields, [key]: object, ...options } as { [P in K]: S } & typeof recipientFields &
+      typeof freeFormOptions,
+    {
+      additionalProperties: false,
+    },
+  )
 
 export const SendDocumentBody = kindBody('document', DocumentObject)
 export type SendDocumentBody = Static<typeof SendDocumentBody>
@@ -289,7 +293,10 @@ export type MessageView = Static<typeof MessageView>
 export const MessageIdParams = Type.Object({ messageId: Type.String({ maxLength: 64 }) })
 
 const jobMessage = <T extends MessageType>(type: T) =>
-  Type.Object({ type: Type.Literal(type), body: SEND_BODIES[type] as SendBodies[T] }, { additionalProperties: false })
+  Type.Object(
+    { type: Type.Literal(type), body: SEND_BODIES[type] as SendBodies[T] },
+    { additionalProperties: false },
+  )
 /** A job's message: its type and its send body. */
 const JobMessage = Type.Union([
   jobMessage('text'),
@@ -345,7 +352,10 @@ export const BATCH_MAX_ITEMS = 1000
 export const BATCH_ITEMS = Object.fromEntries(
   MESSAGE_TYPES.map((type) => [
     type,
-    Type.Object({ type: Type.Literal(type), ...SEND_BODIES[type].properties }, { additionalProperties: false }),
+    Type.Object(
+      { type: Type.Literal(type), ...SEND_BODIES[type].properties },
+      { additionalProperties: false },
+    ),
   ]),
 ) as unknown as { [T in MessageType]: TSchema }
 export type BatchItem = { [T in MessageType]: { type: T } & Static<SendBodies[T]> }[MessageType]

@@ -14,7 +14,8 @@ export const Phone = Type.String({
 export const USER_ID_PATTERN = '^[A-Z]{2}\\.(ENT\\.)?[A-Za-z0-9]{1,128}$'
 export const UserId = Type.String({
   pattern: USER_ID_PATTERN,
-  description: "A WhatsApp business-scoped user id (BSUID), e.g. US.13491208655302741918, for a user known by username",
+  description:
+    'A WhatsApp business-scoped user id (BSUID), e.g. US.13491208655302741918, for a user known by username',
 })
 const userIdShape = new RegExp(USER_ID_PATTERN)
 export const isUserId = (value: string) => userIdShape.test(value)

@@ -12,7 +12,7 @@ export const ValidateBody = Type.Object(
   {
     additionalProperties: true,
     description:
-      'One send with its `type` ({type: "text" | "template" | "image", ...that send\'s body}), or {messages: [...]} as a batch',
+      'One send with its `type` ({type: "text" | "document" | …any send kind, ...that send\'s body}), or {messages: [...]} as a batch',
   },
 )
 

@@ -95,7 +95,10 @@ export const WhatsAppInboundBodies = {
   /** Without `emoji` when the user removed their reaction. */
   reaction: Type.Object({ message_id: Wamid, emoji: Opt(Str) }),
   /** Contact cards the user shared, as the Cloud API's `contacts[]` (each with a `name`). */
-  contacts: Type.Array(Type.Object({ name: Type.Object({ formatted_name: Str }) }), { minItems: 1, maxItems: 257 }),
+  contacts: Type.Array(Type.Object({ name: Type.Object({ formatted_name: Str }) }), {
+    minItems: 1,
+    maxItems: 257,
+  }),
 } as const
 export type WhatsAppInboundType = keyof typeof WhatsAppInboundBodies
 

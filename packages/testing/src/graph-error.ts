@@ -7,7 +7,21 @@ export interface ScriptedAnswer {
 }
 
 /** The Graph API's error body. */
-export const graphError = (code: number, message: string, status = 400): ScriptedAnswer => ({
+export const graphError = (
+  code: number,
+  message: string,
+  status = 400,
+  details?: string,
+): ScriptedAnswer => ({
   status,
-  body: { error: { message, type: 'OAuthException', code, error_subcode: 2494010, fbtrace_id: 'AbCdEf123' } },
+  body: {
+    error: {
+      message,
+      type: 'OAuthException',
+      code,
+      ...(details === undefined ? {} : { error_data: { messaging_product: 'whatsapp', details } }),
+      error_subcode: 2494010,
+      fbtrace_id: 'AbCdEf123',
+    },
+  },
 })

@@ -2,6 +2,7 @@ import { createHmac, randomBytes } from 'node:crypto'
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { graphError, type ScriptedAnswer } from './graph-error.ts'
+import { messageRefusal } from './whatsapp-message-rules.ts'
 import { type FakeTemplate, FakeTemplateCatalogs } from './whatsapp-templates.ts'
 
 export { graphError, type ScriptedAnswer } from './graph-error.ts'
@@ -61,13 +62,29 @@ export const statusWebhook = (...statuses: Array<Record<string, unknown>>) =>
  * from users, and a contact for each sender.
  */
 export const messageWebhook = (phoneNumberId: string, ...messages: unknown[]) =>
-  changeWebhook(phoneNumberId, {
-    contacts: [...new Set(messages.map((m) => (m as { from?: unknown } | null)?.from))].map((from) => ({
-      profile: { name: 'A User' },
-      wa_id: from,
-    })),
-    messages,
-  })
+  changeWebhook(phoneNumberId, { contacts: contactsOf(messages), messages })
+
+type Sender = { from?: unknown; from_user_id?: unknown; username?: unknown } | null
+/**
+ * One contact per sender, as Meta names it: `wa_id` when the phone is known, `user_id` (the BSUID)
+ * when given, and `profile.username` for a user who has one. A message's `username` (a test's
+ * shorthand, not Meta's) goes to its contact and is taken off the message.
+ */
+function contactsOf(messages: unknown[]) {
+  const contacts = new Map<string, Record<string, unknown>>()
+  for (const message of messages as Sender[]) {
+    const { from, from_user_id: userId, username } = message ?? {}
+    if (message && 'username' in message) delete message.username
+    const key = `${String(from)}|${String(userId)}`
+    if (contacts.has(key)) continue
+    contacts.set(key, {
+      profile: { name: 'A User', ...(username === undefined ? {} : { username }) },
+      ...(from === undefined ? {} : { wa_id: from }),
+      ...(userId === undefined ? {} : { user_id: userId }),
+    })
+  }
+  return [...contacts.values()]
+}
 
 /** `X-Hub-Signature-256` of these exact bytes under the app secret. */
 export const signWebhook = (body: string, appSecret: string) =>
@@ -77,6 +94,8 @@ export interface FakeWhatsApp {
   /** Base URL to use as WHATSAPP_API_URL. */
   url: string
   requests: CloudApiRequest[]
+  /** Read receipts and typing indicators (`status: "read"`), apart from the sends. */
+  reads: CloudApiRequest[]
   /** Media uploads, apart from the sends above. */
   uploads: CloudApiUpload[]
   /** Accepted sends per message id: more than one means a message went out twice. */
@@ -131,6 +150,7 @@ export async function startFakeWhatsApp(
   } = {},
 ): Promise<FakeWhatsApp> {
   const requests: CloudApiRequest[] = []
+  const reads: CloudApiRequest[] = []
   const queue: ScriptedAnswer[] = []
   const uploads: CloudApiUpload[] = []
   const uploadQueue: ScriptedAnswer[] = []
@@ -184,11 +204,18 @@ export async function startFakeWhatsApp(
         platformMessageId: undefined,
         receivedAt: Date.now(),
       }
+      if (body.status === 'read') {
+        // A read receipt (and typing indicator): not a message, so neither recorded nor scripted.
+        reads.push(recorded)
+        await writeAnswer(res, markRead(recorded))
+        return
+      }
       requests.push(recorded)
       const answer: ScriptedAnswer =
         numberAnswer(recorded) ??
         queue.shift() ??
         templates.refusal(phoneNumberIdOf(recorded.path), body) ??
+        messageRefusal(body) ??
         accept(recorded, fake.latencyMs)
       if (answer.delayMs) await new Promise((r) => setTimeout(r, answer.delayMs))
       if (!res.writable) return
@@ -225,6 +252,7 @@ export async function startFakeWhatsApp(
   return {
     url: `http://127.0.0.1:${port}/v21.0`,
     requests,
+    reads,
     uploads,
     sendsOf: (messageId) => requests.filter((r) => r.messageId === messageId && r.platformMessageId).length,
     script: (...answers) => queue.push(...answers),
@@ -260,7 +288,11 @@ function accept(request: CloudApiRequest, latencyMs: number): ScriptedAnswer {
   if (!request.headers.authorization?.startsWith('Bearer ')) {
     return graphError(190, 'Error validating access token', 401)
   }
-  if (request.body.messaging_product !== 'whatsapp' || typeof request.body.to !== 'string') {
+  const { to, recipient } = request.body
+  if (
+    request.body.messaging_product !== 'whatsapp' ||
+    (typeof to !== 'string' && typeof recipient !== 'string')
+  ) {
     return graphError(100, 'Invalid parameter')
   }
   const wamid = `wamid.${randomBytes(12).toString('hex')}`
@@ -270,10 +302,33 @@ function accept(request: CloudApiRequest, latencyMs: number): ScriptedAnswer {
     delayMs: latencyMs,
     body: {
       messaging_product: 'whatsapp',
-      contacts: [{ input: request.body.to, wa_id: request.body.to }],
+      // `to` wins over `recipient` (a BSUID), as on the Cloud API.
+      contacts: [
+        typeof to === 'string' ? { input: to, wa_id: to } : { input: recipient, user_id: recipient },
+      ],
       messages: [{ id: wamid }],
     },
   }
+}
+
+/** A read receipt for a message the user sent: `{success: true}`, as the Cloud API answers it. */
+function markRead(request: CloudApiRequest): ScriptedAnswer {
+  if (!request.headers.authorization?.startsWith('Bearer ')) {
+    return graphError(190, 'Error validating access token', 401)
+  }
+  const { messaging_product: product, message_id: messageId, typing_indicator: typing } = request.body
+  if (product !== 'whatsapp' || typeof messageId !== 'string' || !messageId.startsWith('wamid.')) {
+    return graphError(
+      100,
+      'Invalid parameter',
+      400,
+      'message_id must be the wamid of a message the user sent',
+    )
+  }
+  if (typing !== undefined && (typing as { type?: unknown } | null)?.type !== 'text') {
+    return graphError(100, 'Invalid parameter', 400, 'typing_indicator.type must be "text"')
+  }
+  return { status: 200, body: { success: true } }
 }
 
 /** The fake's control route (not Meta's): `POST /_fake/templates/{waba-id}/status`. */

@@ -12,6 +12,7 @@ import { healthRoutes } from './health/index.ts'
 import { batchMessageRoutes } from './messages/batch.ts'
 import { cancelMessageRoutes } from './messages/cancel.ts'
 import { messageListRoutes } from './messages/list.ts'
+import { markReadRoutes } from './messages/read.ts'
 import { sendMessageRoutes } from './messages/send.ts'
 import { messageStatusRoutes } from './messages/status.ts'
 import { validateMessageRoutes } from './messages/validate.ts'
@@ -61,6 +62,7 @@ const MESSAGE_ROUTES = [
   messageStatusRoutes,
   cancelMessageRoutes,
   messageListRoutes,
+  markReadRoutes,
 ] as const
 
 export async function registerRoutes(app: FastifyInstance): Promise<void> {

@@ -166,7 +166,12 @@ describe('validation rules of each message type', () => {
       /body\.buttonVariables\[0\] has unknown property "url"/,
     ],
     ['image: image missing', 'send-image', { image: undefined }, /body\.image is required/],
-    ['image: mediaId missing', 'send-image', { image: { text: 'hi' } }, /body\.image must have either mediaId or link/],
+    [
+      'image: mediaId missing',
+      'send-image',
+      { image: { text: 'hi' } },
+      /body\.image must have either mediaId or link/,
+    ],
     [
       'image: caption over 1024',
       'send-image',

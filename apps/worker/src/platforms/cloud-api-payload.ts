@@ -19,7 +19,8 @@ const mediaObject = (media: { mediaId?: string | undefined; link?: string | unde
 
 /** Our `interactive` is the Cloud API's, but a media header names its file as our sends do (`mediaId`). */
 function interactiveObject(interactive: InteractiveObject) {
-  if (!('header' in interactive) || !interactive.header || interactive.header.type === 'text') return interactive
+  if (!('header' in interactive) || !interactive.header || interactive.header.type === 'text')
+    return interactive
   const header = interactive.header
   const media = header[header.type] as { mediaId?: string; link?: string }
   return { ...interactive, header: { type: header.type, [header.type]: mediaObject(media) } }

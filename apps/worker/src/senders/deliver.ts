@@ -16,8 +16,8 @@ import type { DeliveryRecorder } from '../delivery-recorder.ts'
 import type { DeliveryMetrics } from '../metrics/registry.ts'
 import { type MessagingPlatform, PlatformError } from '../platforms/types.ts'
 import { traced } from '../tracing.ts'
-import { withPlatformReferences } from './references.ts'
 import { fallbackMessage, isFreeForm, WINDOW_CLOSED_CODE, windowAtDelivery } from '../window/check.ts'
+import { withPlatformReferences } from './references.ts'
 
 /** What a job ends with: the platform's id, or why it was never sent. */
 export type DeliveryResult =

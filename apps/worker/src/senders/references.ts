@@ -20,10 +20,18 @@ export async function withPlatformReferences(db: Db, message: OutboundMessage): 
     if (id === undefined || !UUID.test(id)) return id
     const platformId = found.get(id.toLowerCase())
     if (platformId === undefined) {
-      throw new PlatformError('REFERENCE_NOT_FOUND', 'permanent', `${field} names no message Dispatch knows: ${id}`)
+      throw new PlatformError(
+        'REFERENCE_NOT_FOUND',
+        'permanent',
+        `${field} names no message Dispatch knows: ${id}`,
+      )
     }
     if (platformId === null) {
-      throw new PlatformError('REFERENCE_NOT_SENT', 'retryable', `${field} names a message not sent yet: ${id}`)
+      throw new PlatformError(
+        'REFERENCE_NOT_SENT',
+        'retryable',
+        `${field} names a message not sent yet: ${id}`,
+      )
     }
     return platformId
   }

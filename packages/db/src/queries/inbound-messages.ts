@@ -103,7 +103,11 @@ async function pairIdentity(tx: Executor, item: InboundMessage): Promise<ReplyId
   const [pair] = await tx
     .select({ phone: recipientIdentities.phone, userId: recipientIdentities.userId })
     .from(recipientIdentities)
-    .where(userId !== null ? eq(recipientIdentities.userId, userId) : eq(recipientIdentities.phone, phone as string))
+    .where(
+      userId !== null
+        ? eq(recipientIdentities.userId, userId)
+        : eq(recipientIdentities.phone, phone as string),
+    )
     .orderBy(desc(recipientIdentities.updatedAt))
     .limit(1)
   return { phone: phone ?? pair?.phone ?? null, userId: userId ?? pair?.userId ?? null }
@@ -141,7 +145,11 @@ export async function recordInboundMessage(db: Db, item: InboundMessage): Promis
     await tx
       .insert(conversationWindows)
       .values(
-        recipients.map((phone) => ({ phoneNumberId: item.phoneNumberId, phone, lastInboundAt: item.receivedAt })),
+        recipients.map((phone) => ({
+          phoneNumberId: item.phoneNumberId,
+          phone,
+          lastInboundAt: item.receivedAt,
+        })),
       )
       .onConflictDoUpdate({
         target: [conversationWindows.phoneNumberId, conversationWindows.phone],
@@ -187,4 +195,21 @@ export async function listInboundMessages(db: Db, query: InboundMessageListQuery
     db.select({ value: count() }).from(m).where(where),
   ])
   return { rows, itemCount: total?.value ?? 0 }
+}
+
+/**
+ * A reply routed to this key, by its Dispatch id or its wamid; undefined for one routed to another
+ * key, unrouted, or unknown (callers answer 404 to all alike, so no key learns of another's).
+ */
+export async function findRoutedInboundMessage(db: Db, apiKeyId: string, id: string) {
+  const m = inboundMessages
+  const byId = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)
+    ? eq(m.id, id.toLowerCase())
+    : eq(m.platformMessageId, id)
+  const [row] = await db
+    .select()
+    .from(m)
+    .where(and(byId, eq(m.apiKeyId, apiKeyId)))
+    .limit(1)
+  return row
 }

@@ -19,7 +19,10 @@ const timestamp = (value: string) => sql`${value}::timestamptz`
  * on the way). `q` is an exact match on the message id, the client reference or the phone.
  */
 export function messageFilters(
-  query: Pick<MessageListQuery, 'deleted' | 'type' | 'phone' | 'userId' | 'clientReference' | 'batchId' | 'q'>,
+  query: Pick<
+    MessageListQuery,
+    'deleted' | 'type' | 'phone' | 'userId' | 'clientReference' | 'batchId' | 'q'
+  >,
   window: AcceptedWindow,
 ): SQL[] {
   const filters: (SQL | undefined)[] = [

@@ -81,3 +81,12 @@ export async function markSenderNeedsAttention(
     return true
   })
 }
+
+/** The sender whose business number this is (`phone_number_id`), if an admin added one. */
+export async function findSenderByPhoneNumberId(
+  db: Db,
+  phoneNumberId: string,
+): Promise<SenderRow | undefined> {
+  const [row] = await db.select().from(senders).where(eq(senders.phoneNumberId, phoneNumberId)).limit(1)
+  return row
+}

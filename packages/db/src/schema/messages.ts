@@ -79,9 +79,7 @@ export const messages = pgTable(
     // A reply goes to the key that last sent to its number: the newest sent message per phone.
     index('messages_phone_sent_at_idx').on(t.phone, t.sentAt),
     // …and on the BSUID, for a user known by username (most messages have none: partial).
-    index('messages_user_id_sent_at_idx')
-      .on(t.userId, t.sentAt)
-      .where(sql`${t.userId} is not null`),
+    index('messages_user_id_sent_at_idx').on(t.userId, t.sentAt).where(sql`${t.userId} is not null`),
     index('messages_api_key_batch_idx').on(t.apiKeyId, t.batchId).where(sql`${t.batchId} is not null`),
     // The message list (issue 12; measured in docs/benchmarks.md). Each index here is written on
     // every insert and on every update that is not HOT, and one on `status` or `updated_at` makes

@@ -3,10 +3,10 @@ import {
   DEFAULT_SENDER_ID,
   DELIVERY_OPTION_KEYS,
   type FallbackTemplate,
+  kindProblem,
   MessageJob,
   type MessagePriority,
   type MessageType,
-  kindProblem,
   recipientProblem,
 } from '@dispatch/contracts'
 import { Compile } from 'typebox/compile'

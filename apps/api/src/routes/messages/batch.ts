@@ -31,7 +31,8 @@ export const batchMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> 
         tags: ['messages'],
         summary: 'Send up to 1,000 messages in one request',
         description:
-          'Each item is `{type: "text" | "template" | "image", ...the body of that send}` and needs the ' +
+          'Each item is `{type, ...the body of that send}` (`type`: any send kind: `text`, `template`, `image`, ' +
+          '`document`, `video`, `audio`, `sticker`, `location`, `contacts`, `interactive`, `reaction`) and needs the ' +
           'scope of its type. Items are judged one by one: the answer has one result per item, in order, ' +
           'a `messageId` or the error body (`TEMPLATE_NOT_FOUND`, `OUTSIDE_SERVICE_WINDOW`… with their own code). ' +
           'A batch with no valid item is 400.',

@@ -30,10 +30,25 @@ const SENDS: ReadonlyArray<{ path: string; operationId: string; type: MessageTyp
     summary: 'Send a document (a PDF, an invoice…)',
   },
   { path: '/send-video', operationId: 'sendVideoMessage', type: 'video', summary: 'Send a video' },
-  { path: '/send-audio', operationId: 'sendAudioMessage', type: 'audio', summary: 'Send an audio file or voice note' },
+  {
+    path: '/send-audio',
+    operationId: 'sendAudioMessage',
+    type: 'audio',
+    summary: 'Send an audio file or voice note',
+  },
   { path: '/send-sticker', operationId: 'sendStickerMessage', type: 'sticker', summary: 'Send a sticker' },
-  { path: '/send-location', operationId: 'sendLocationMessage', type: 'location', summary: 'Send a location' },
-  { path: '/send-contacts', operationId: 'sendContactsMessage', type: 'contacts', summary: 'Send contact cards' },
+  {
+    path: '/send-location',
+    operationId: 'sendLocationMessage',
+    type: 'location',
+    summary: 'Send a location',
+  },
+  {
+    path: '/send-contacts',
+    operationId: 'sendContactsMessage',
+    type: 'contacts',
+    summary: 'Send contact cards',
+  },
   {
     path: '/send-interactive',
     operationId: 'sendInteractiveMessage',

@@ -80,7 +80,10 @@ describe('readInboundMessages', () => {
       reaction: { emoji: '👍', messageId: 'wamid.R' },
     })
     // Shared contact cards come as the Cloud API gives them.
-    const card = { name: { formatted_name: 'Ana Lima', first_name: 'Ana' }, phones: [{ phone: '+55 11 98765-4321' }] }
+    const card = {
+      name: { formatted_name: 'Ana Lima', first_name: 'Ana' },
+      phones: [{ phone: '+55 11 98765-4321' }],
+    }
     expect(contentOf({ type: 'contacts', contacts: [card] })).toEqual({ contacts: [card] })
     // A removed reaction comes without its emoji.
     expect(contentOf({ type: 'reaction', reaction: { message_id: 'wamid.R' } })).toEqual({
