@@ -207,7 +207,7 @@ export async function startFakeWhatsApp(
       if (body.status === 'read') {
         // A read receipt (and typing indicator): not a message, so neither recorded nor scripted.
         reads.push(recorded)
-        await writeAnswer(res, markRead(recorded))
+        await writeAnswer(res, numberAnswer(recorded) ?? markRead(recorded))
         return
       }
       requests.push(recorded)

@@ -1,0 +1,164 @@
+import {
+  type FakeWhatsApp,
+  inboundMessage,
+  messageWebhook,
+  startFakeWhatsApp,
+  waitFor,
+} from '@dispatch/testing'
+import type { RunningWorker } from '@dispatch/worker'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  activeKey,
+  buildTestApp,
+  createWorld,
+  expectError,
+  postPlatformWebhook,
+  startTestWorker,
+  type TestApp,
+  type TestWorld,
+} from '../helpers.ts'
+
+const APP_SECRET = 'app-secret-0123456789'
+const NUMBER = '106540352242922'
+const TOKEN = 'default-token-0123456789'
+const PHONE = '+5511987650003'
+
+let world: TestWorld
+let app: TestApp
+let fake: FakeWhatsApp
+let worker: RunningWorker
+let acme: { id: string; key: string }
+let other: { id: string; key: string }
+/** acme's first message to PHONE: one it sent, not a reply. */
+let sentId: string
+
+const markRead = (id: string, key = acme.key, payload: object = {}) =>
+  app.inject({
+    method: 'POST',
+    url: `/api/third-party/messages/${id}/read`,
+    headers: { 'x-api-key': key },
+    payload,
+  })
+
+/** A reply from PHONE routed to acme (which wrote to PHONE first): its Dispatch id and wamid. */
+async function replyToAcme(text = 'Is my order on its way?') {
+  const message = inboundMessage('text', { phone: PHONE }, { text })
+  expect((await postPlatformWebhook(app, messageWebhook(NUMBER, message), APP_SECRET)).statusCode).toBe(200)
+  const [row] = await world.sql<{ id: string; api_key_id: string }[]>`
+    select id, api_key_id from inbound_messages where platform_message_id = ${message.id}`
+  expect(row?.api_key_id).toBe(acme.id)
+  return { id: row?.id as string, wamid: message.id }
+}
+
+beforeAll(async () => {
+  world = await createWorld()
+  fake = await startFakeWhatsApp()
+  const cloud = { WHATSAPP_API_URL: fake.url, WHATSAPP_ACCESS_TOKEN: TOKEN, WHATSAPP_PHONE_NUMBER_ID: NUMBER }
+  app = await buildTestApp(world, { ...cloud, WHATSAPP_APP_SECRET: APP_SECRET })
+  acme = await activeKey(app, { scopes: ['send:free-text', 'read:messages'] })
+  other = await activeKey(app, { scopes: ['send:free-text', 'read:messages'] })
+  // Slow enough that a backlog of 1,000 takes seconds to drain.
+  worker = await startTestWorker(world, {
+    ...cloud,
+    PLATFORM_RATE_PER_SECOND: '100',
+    ADMISSION_INTERVAL_MS: '20',
+  })
+  const first = await app.inject({
+    method: 'POST',
+    url: '/api/third-party/messages/send-text',
+    headers: { 'x-api-key': acme.key },
+    payload: { phone: PHONE, text: 'Your order shipped' },
+  })
+  sentId = first.json().messageId
+  await waitFor(() => fake.requests.find((r) => r.messageId === sentId && r.platformMessageId))
+})
+
+afterAll(async () => {
+  await worker?.close()
+  await app?.close()
+  await fake?.close()
+  await world?.close()
+})
+
+describe('POST /messages/:id/read', () => {
+  it('marks a reply read with the sender token, and shows typing, ahead of 1,000 queued messages', async () => {
+    const reply = await replyToAcme()
+    const backlog = Array.from({ length: 1000 }, (_, i) => ({
+      type: 'text',
+      phone: PHONE,
+      text: `Update ${i}`,
+    }))
+    const batch = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/messages/batch',
+      headers: { 'x-api-key': acme.key },
+      payload: { messages: backlog },
+    })
+    expect(batch.json()).toMatchObject({ accepted: 1000 })
+    const batchIds = new Set((batch.json().results as Array<{ messageId: string }>).map((r) => r.messageId))
+
+    const res = await markRead(reply.id, acme.key, { typing: true })
+    expect(res.statusCode, res.body).toBe(200)
+    expect(res.json()).toEqual({
+      messageId: reply.id,
+      platformMessageId: reply.wamid,
+      read: true,
+      typing: true,
+      delivered: true,
+    })
+    const read = fake.reads.at(-1)
+    expect(read?.body).toEqual({
+      messaging_product: 'whatsapp',
+      status: 'read',
+      message_id: reply.wamid,
+      typing_indicator: { type: 'text' },
+    })
+    expect(read?.headers.authorization).toBe(`Bearer ${TOKEN}`)
+    // When it reached the platform, most of the backlog had not.
+    const backlogSent = fake.requests.filter(
+      (r) => r.messageId && batchIds.has(r.messageId) && r.receivedAt <= (read?.receivedAt ?? 0),
+    )
+    expect(backlogSent.length).toBeLessThan(500)
+
+    // By its wamid too, without typing.
+    const byWamid = await markRead(reply.wamid)
+    expect(byWamid.json()).toMatchObject({ messageId: reply.id, typing: false })
+    expect(fake.reads.at(-1)?.body).toEqual({
+      messaging_product: 'whatsapp',
+      status: 'read',
+      message_id: reply.wamid,
+    })
+  })
+
+  it("404 for another key's reply, an unknown id, or one of our own sent messages", async () => {
+    const reply = await replyToAcme('Another question')
+    const before = fake.reads.length
+    expectError(await markRead(reply.id, other.key), 404, 'NOT_FOUND')
+    expectError(await markRead(reply.wamid, other.key), 404, 'NOT_FOUND')
+    expectError(await markRead('00000000-0000-4000-8000-000000000000'), 404, 'NOT_FOUND')
+    expectError(await markRead(sentId), 404, 'NOT_FOUND')
+    expect(fake.reads.length).toBe(before)
+  })
+
+  it('400 for a body that is not {typing}; 502 when the platform refuses', async () => {
+    const reply = await replyToAcme('Hello?')
+    expectError(
+      await markRead(reply.id, acme.key, { typing: 'yes' }),
+      400,
+      'VALIDATION_ERROR',
+      /body\.typing/,
+    )
+    expectError(
+      await markRead(reply.id, acme.key, { read: false }),
+      400,
+      'VALIDATION_ERROR',
+      /unknown property "read"/,
+    )
+    fake.number(NUMBER, { token: 'another-token' })
+    try {
+      expectError(await markRead(reply.id), 502, 'PLATFORM_ERROR', /refused the read receipt/)
+    } finally {
+      fake.number(NUMBER, { token: undefined })
+    }
+  })
+})
