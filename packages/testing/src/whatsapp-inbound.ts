@@ -110,12 +110,26 @@ function bodyOf(kind: InboundKind, o: InboundOptions): { type: string } & Record
   }
 }
 
+/** One item of `messages[]`: the envelope, and the body under its type's key. */
+export type InboundItem = {
+  id: string
+  timestamp: string
+  type: string
+  from?: string
+  from_user_id?: string
+  context?: { id: string }
+} & Record<string, unknown>
+
 /**
  * One item of `messages[]` from `sender`: `from` when the phone is known, `from_user_id` when the
  * BSUID is (Meta withholds the phone of a user known by username). `username` is picked up by
  * `messageWebhook` for the change's `contacts[]`.
  */
-export function inboundMessage(kind: InboundKind, sender: InboundSender, options: InboundOptions = {}) {
+export function inboundMessage(
+  kind: InboundKind,
+  sender: InboundSender,
+  options: InboundOptions = {},
+): InboundItem {
   return {
     ...(sender.phone === undefined ? {} : { from: sender.phone.replace(/^\+/, '') }),
     ...(sender.userId === undefined ? {} : { from_user_id: sender.userId }),
