@@ -389,7 +389,7 @@ export interface paths {
         put?: never;
         /**
          * Send a free-text message
-         * @description Requires the `send:free-text` scope. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
+         * @description Requires the `send:free-text` scope. The recipient is exactly one of `phone` (E.164) and `userId` (a BSUID, for a user known by username); `replyTo` quotes a message. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
          */
         post: operations["sendTextMessage"];
         delete?: never;
@@ -409,7 +409,7 @@ export interface paths {
         put?: never;
         /**
          * Send an approved template message
-         * @description Requires the `send:template` scope. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
+         * @description Requires the `send:template` scope. The recipient is exactly one of `phone` (E.164) and `userId` (a BSUID, for a user known by username); `replyTo` quotes a message. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
          */
         post: operations["sendTemplateMessage"];
         delete?: never;
@@ -429,7 +429,7 @@ export interface paths {
         put?: never;
         /**
          * Send an image message
-         * @description Requires the `send:image` scope. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
+         * @description Requires the `send:image` scope. The recipient is exactly one of `phone` (E.164) and `userId` (a BSUID, for a user known by username); `replyTo` quotes a message. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
          */
         post: operations["sendImageMessage"];
         delete?: never;
@@ -449,7 +449,7 @@ export interface paths {
         put?: never;
         /**
          * Send a document (a PDF, an invoice…)
-         * @description Requires the `send:document` scope. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
+         * @description Requires the `send:document` scope. The recipient is exactly one of `phone` (E.164) and `userId` (a BSUID, for a user known by username); `replyTo` quotes a message. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
          */
         post: operations["sendDocumentMessage"];
         delete?: never;
@@ -469,7 +469,7 @@ export interface paths {
         put?: never;
         /**
          * Send a video
-         * @description Requires the `send:video` scope. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
+         * @description Requires the `send:video` scope. The recipient is exactly one of `phone` (E.164) and `userId` (a BSUID, for a user known by username); `replyTo` quotes a message. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
          */
         post: operations["sendVideoMessage"];
         delete?: never;
@@ -489,7 +489,7 @@ export interface paths {
         put?: never;
         /**
          * Send an audio file or voice note
-         * @description Requires the `send:audio` scope. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
+         * @description Requires the `send:audio` scope. The recipient is exactly one of `phone` (E.164) and `userId` (a BSUID, for a user known by username); `replyTo` quotes a message. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
          */
         post: operations["sendAudioMessage"];
         delete?: never;
@@ -509,7 +509,7 @@ export interface paths {
         put?: never;
         /**
          * Send a sticker
-         * @description Requires the `send:sticker` scope. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
+         * @description Requires the `send:sticker` scope. The recipient is exactly one of `phone` (E.164) and `userId` (a BSUID, for a user known by username); `replyTo` quotes a message. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
          */
         post: operations["sendStickerMessage"];
         delete?: never;
@@ -529,7 +529,7 @@ export interface paths {
         put?: never;
         /**
          * Send a location
-         * @description Requires the `send:location` scope. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
+         * @description Requires the `send:location` scope. The recipient is exactly one of `phone` (E.164) and `userId` (a BSUID, for a user known by username); `replyTo` quotes a message. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
          */
         post: operations["sendLocationMessage"];
         delete?: never;
@@ -549,7 +549,7 @@ export interface paths {
         put?: never;
         /**
          * Send contact cards
-         * @description Requires the `send:contacts` scope. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
+         * @description Requires the `send:contacts` scope. The recipient is exactly one of `phone` (E.164) and `userId` (a BSUID, for a user known by username); `replyTo` quotes a message. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
          */
         post: operations["sendContactsMessage"];
         delete?: never;
@@ -569,7 +569,7 @@ export interface paths {
         put?: never;
         /**
          * Send reply buttons, a list, a call-to-action URL button or a location request
-         * @description Requires the `send:interactive` scope. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
+         * @description Requires the `send:interactive` scope. The recipient is exactly one of `phone` (E.164) and `userId` (a BSUID, for a user known by username); `replyTo` quotes a message. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
          */
         post: operations["sendInteractiveMessage"];
         delete?: never;
@@ -589,7 +589,7 @@ export interface paths {
         put?: never;
         /**
          * React to a message with an emoji
-         * @description Requires the `send:reaction` scope. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
+         * @description Requires the `send:reaction` scope. The recipient is exactly one of `phone` (E.164) and `userId` (a BSUID, for a user known by username); `replyTo` quotes a message. 202 means the message is stored in the queue: `queued`, or `scheduled` with a `sendAt`.
          */
         post: operations["sendReactionMessage"];
         delete?: never;

@@ -10,6 +10,8 @@
  * And it plays a customer answering, once, then exits:
  *
  *   pnpm fake:reply +5511987654321 "Tuesday works"   # a text from that phone to the business number
+ *   pnpm fake:reply +5511987654321 --location -23.56,-46.65 "Office"   # or a button tap, a photo…
+ *   pnpm fake:reply BR.1502576394655843 --username ana "hi"           # from a user known by username
  *
  * Its number belongs to a demo WhatsApp Business Account (FAKE_WABA_ID, default 102290129340398)
  * with a few templates (`order_shipped` pt_BR, `appointment_reminder` en_US, …): a sync reads them,
@@ -19,14 +21,9 @@
  *   pnpm fake:template-status order_shipped pt_BR PAUSED "Low quality"
  */
 import { fakeWhatsAppEnv } from './env.ts'
+import { REPLY_USAGE, sendFakeReply } from './fake-reply.ts'
 import { templateStatusWebhook } from './whatsapp-business-webhooks.ts'
-import {
-  type CloudApiRequest,
-  messageWebhook,
-  signWebhook,
-  startFakeWhatsApp,
-  statusWebhook,
-} from './whatsapp-server.ts'
+import { type CloudApiRequest, signWebhook, startFakeWhatsApp, statusWebhook } from './whatsapp-server.ts'
 import { demoTemplates, type FakeTemplate } from './whatsapp-templates.ts'
 
 const { port, webhookUrl, appSecret, phoneNumberId: PHONE_NUMBER_ID, wabaId: WABA_ID } = fakeWhatsAppEnv()
@@ -59,30 +56,25 @@ if (process.argv[2] === 'template-status') {
 }
 
 if (process.argv[2] === 'reply') {
-  const [phone, ...words] = process.argv.slice(3)
-  if (!phone || !/^\+?[1-9][0-9]{7,14}$/.test(phone) || words.length === 0 || !appSecret) {
-    console.error('usage: WHATSAPP_APP_SECRET=… pnpm fake:reply +5511987654321 "some text"')
+  if (!appSecret || process.argv.length < 4) {
+    console.error(REPLY_USAGE)
     process.exit(2)
   }
-  const body = JSON.stringify(
-    messageWebhook(PHONE_NUMBER_ID, {
-      from: phone.replace(/^\+/, ''),
-      id: `wamid.reply.${Date.now()}`,
-      timestamp: String(Math.floor(Date.now() / 1000)),
-      type: 'text',
-      text: { body: words.join(' ') },
-    }),
-  )
-  const res = await fetch(webhookUrl, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-hub-signature-256': signWebhook(body, appSecret) },
-    body,
-  }).catch((error: Error) => {
-    console.error(`could not reach ${webhookUrl}: ${error.message}`)
+  try {
+    const fakeUrl = `http://127.0.0.1:${port}`
+    console.log(
+      await sendFakeReply(process.argv.slice(3), {
+        phoneNumberId: PHONE_NUMBER_ID,
+        webhookUrl,
+        appSecret,
+        fakeUrl,
+      }),
+    )
+    process.exit(0)
+  } catch (error) {
+    console.error(`${(error as Error).message}\n\n${REPLY_USAGE}`)
     process.exit(1)
-  })
-  console.log(`reply from ${phone} to business number ${PHONE_NUMBER_ID} → ${res.status}`)
-  process.exit(res.ok ? 0 : 1)
+  }
 }
 
 /** What Meta would charge: a template at its category's rate, a reply within the window free. */
@@ -101,7 +93,8 @@ async function report(request: CloudApiRequest, status: 'delivered' | 'read') {
       id: request.platformMessageId,
       status,
       timestamp: String(Math.floor(Date.now() / 1000)),
-      recipient_id: request.body.to,
+      ...(request.body.to === undefined ? {} : { recipient_id: request.body.to }),
+      ...(request.body.recipient === undefined ? {} : { recipient_user_id: request.body.recipient }),
       biz_opaque_callback_data: request.messageId,
       pricing: pricingOf(request),
     }),
@@ -140,7 +133,8 @@ const fake = await startFakeWhatsApp({
   port,
   onTemplateStatus: (_waba, template, event, reason) => void reportTemplate(template, event, reason),
   onAccepted: (request) => {
-    console.log(`accepted ${request.body.type} to +${request.body.to} → ${request.platformMessageId}`)
+    const to = request.body.to === undefined ? `user ${request.body.recipient}` : `+${request.body.to}`
+    console.log(`accepted ${request.body.type} to ${to} → ${request.platformMessageId}`)
     setTimeout(() => void report(request, 'delivered'), 500)
     setTimeout(() => void report(request, 'read'), 1500)
   },
