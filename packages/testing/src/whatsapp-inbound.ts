@@ -102,7 +102,7 @@ function bodyOf(kind: InboundKind, o: InboundOptions): { type: string } & Record
         type: 'interactive',
         interactive: {
           type: 'list_reply',
-          list_reply: { id: o.id ?? 'tue-10', title: o.text ?? '10:00', description: 'Dr. Souza' },
+          list_reply: { id: o.id ?? 'tue-10', title: o.text ?? '10:00' },
         },
       }
     case 'reaction':

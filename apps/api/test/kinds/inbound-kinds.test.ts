@@ -124,7 +124,7 @@ const SHAPES: Array<[InboundKind, object, (m: ReturnType<typeof inboundMessage>)
   [
     'list_reply',
     { id: 'tue-10', text: '10:00' },
-    () => ({ type: 'interactive', listReply: { id: 'tue-10', title: '10:00', description: 'Dr. Souza' } }),
+    () => ({ type: 'interactive', listReply: { id: 'tue-10', title: '10:00' } }),
   ],
 ]
 
