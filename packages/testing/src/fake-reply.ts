@@ -26,8 +26,12 @@ export function readReply(args: string[]): {
   kind: InboundKind
   options: InboundOptions
 } {
+  // Coordinates start with a minus: `--location -23.5,-46.6` is read as `--location=-23.5,-46.6`.
+  const joined = args.flatMap((arg, i) =>
+    arg === '--location' ? [] : args[i - 1] === '--location' ? [`--location=${arg}`] : [arg],
+  )
   const { values, positionals } = parseArgs({
-    args,
+    args: joined,
     allowPositionals: true,
     options: {
       location: { type: 'string' },

@@ -7,6 +7,7 @@ import {
   type WebhookReceiver,
   waitFor,
 } from '@dispatch/testing'
+import { readReply, sendFakeReply } from '@dispatch/testing/fake-reply'
 import type { RunningWorker } from '@dispatch/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
@@ -164,5 +165,53 @@ describe('message.received for every inbound kind', () => {
       clientReference: 'appointment-77',
       context: { platformMessageId: sent.wamid, messageId: sent.id },
     })
+  })
+})
+
+describe('pnpm fake:reply, the fake customer', () => {
+  it('sends a location, taps a button and writes from a username, signed as Meta signs', async () => {
+    const address = await app.listen({ port: 0, host: '127.0.0.1' })
+    const env = {
+      phoneNumberId: NUMBER,
+      webhookUrl: `${address}/api/webhooks/whatsapp`,
+      appSecret: APP_SECRET,
+      fakeUrl: 'http://127.0.0.1:9',
+    }
+    const newest = async () => {
+      const [row] = await world.sql<
+        {
+          type: string
+          content: object
+          phone: string | null
+          user_id: string | null
+          username: string | null
+          api_key_id: string | null
+        }[]
+      >`
+        select type, content, phone, user_id, username, api_key_id from inbound_messages order by created_at desc, received_at desc limit 1`
+      return row
+    }
+    expect(await sendFakeReply([PHONE, '--location', '-23.56,-46.65', 'Office'], env)).toMatch(
+      /^location wamid\.\S+ from \+5511987650002 .* → 200$/,
+    )
+    expect(await newest()).toMatchObject({
+      type: 'location',
+      content: { location: { latitude: -23.56, longitude: -46.65, name: 'Office' } },
+      api_key_id: key.id,
+    })
+    await sendFakeReply([PHONE, '--button', 'confirm', 'Confirm'], env)
+    expect(await newest()).toMatchObject({
+      type: 'interactive',
+      content: { button: { id: 'confirm', title: 'Confirm' } },
+    })
+    await sendFakeReply(['BR.1502576394655843', '--username', 'ana', 'hi'], env)
+    expect(await newest()).toMatchObject({
+      phone: null,
+      user_id: 'BR.1502576394655843',
+      username: 'ana',
+      content: { text: 'hi' },
+    })
+    expect(() => readReply(['not-a-phone', 'hi'])).toThrow(/an E.164 phone or a BSUID/)
+    expect(() => readReply([PHONE, '--location', 'north', 'x'])).toThrow(/latitude,longitude/)
   })
 })
