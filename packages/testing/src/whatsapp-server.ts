@@ -72,7 +72,9 @@ type Sender = { from?: unknown; from_user_id?: unknown; username?: unknown } | n
  */
 function contactsOf(messages: unknown[]) {
   const contacts = new Map<string, Record<string, unknown>>()
-  for (const message of messages as Sender[]) {
+  for (const item of messages) {
+    // Tests also post items that are not objects at all, to see them skipped.
+    const message = (item !== null && typeof item === 'object' ? item : null) as Sender
     const { from, from_user_id: userId, username } = message ?? {}
     if (message && 'username' in message) delete message.username
     const key = `${String(from)}|${String(userId)}`

@@ -130,6 +130,8 @@ describe('GET /api/admin/inbound-messages', () => {
       platformMessageId: wamids.routed,
       phoneNumberId: SANDBOX_NUMBER,
       phone: ANA,
+      userId: null,
+      username: null,
       type: 'text',
       content: { text: 'hi' },
       apiKeyId: acme.id,
