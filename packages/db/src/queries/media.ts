@@ -2,7 +2,10 @@ import type { Db } from '../client.ts'
 import { type MediaRow, media } from '../schema/media.ts'
 
 export type NewMedia = Pick<MediaRow, 'id' | 'apiKeyId' | 'mimeType' | 'size' | 'sha256'> & {
-  /** The bytes, kept only with the sandbox; with the Cloud API the platform holds them. */
+  /**
+   * The bytes, kept only with the sandbox and only for images and stickers (larger kinds go to
+   * MEDIA_DIR); with the Cloud API the platform holds them.
+   */
   data: Buffer | null
 }
 

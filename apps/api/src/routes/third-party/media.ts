@@ -1,23 +1,51 @@
 import { randomUUID } from 'node:crypto'
-import { MediaUploaded, MediaUploadForm, Scopes } from '@dispatch/contracts'
+import { createWriteStream } from 'node:fs'
+import { mkdir, rename, rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import { Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import { MEDIA_SCOPES, MediaUploaded, MediaUploadForm } from '@dispatch/contracts'
 import { insertMedia } from '@dispatch/db'
 import multipart from '@fastify/multipart'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
 import { AppError } from '../../errors.ts'
 import { createCloudApiMediaUpload } from '../../media/cloud-api-media.ts'
-import { readUploadedImage, uploadLimits } from '../../media/upload-form.ts'
+import type { MediaType } from '../../media/media-type.ts'
+import { receiveUpload, uploadLimits } from '../../media/upload-form.ts'
 import { MULTIPART_BODY } from '../../plugins/openapi.ts'
 import { errorResponses } from '../responses.ts'
 
+/** Where an upload went: the platform's id, or the sandbox's copy (in the row, or a file). */
+interface StoredMedia {
+  id: string
+  data: Buffer | null
+  path?: string
+}
+
+const MEDIA_SCOPE_LIST = Object.values(MEDIA_SCOPES)
+
+/** Holds a request whose key has none of the media send scopes, before its body is read. */
+const requireAnyMediaScope = async (request: FastifyRequest) => {
+  if (!MEDIA_SCOPE_LIST.some((scope) => request.apiKey.scopes.includes(scope))) {
+    throw new AppError(
+      'INSUFFICIENT_SCOPE',
+      `The API key lacks every media scope (${MEDIA_SCOPE_LIST.map((s) => `"${s}"`).join(', ')})`,
+    )
+  }
+}
+
 /**
- * `POST /media`: one JPEG or PNG, to send later with `send-image`. With the Cloud API the file goes
- * to the platform and its id is kept; with the sandbox the bytes are kept here, under a new UUID.
+ * `POST /media`: one image, video, audio, document or sticker, to send later by its id, its type
+ * told by its bytes and streamed through (never held whole). With the Cloud API the file goes to
+ * the platform and its id is kept; with the sandbox the bytes are kept here, under a new UUID.
  */
 export const mediaRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { config, db } = app.deps
   const { WHATSAPP_ACCESS_TOKEN: accessToken, WHATSAPP_PHONE_NUMBER_ID: phoneNumberId } = config
+  const cloud = config.platform === 'whatsapp-cloud'
   const uploadToPlatform =
-    config.platform === 'whatsapp-cloud' && accessToken && phoneNumberId
+    cloud && accessToken && phoneNumberId
       ? createCloudApiMediaUpload({
           apiUrl: config.WHATSAPP_API_URL,
           accessToken,
@@ -25,6 +53,30 @@ export const mediaRoutes: FastifyPluginAsyncTypebox = async (app) => {
           timeoutMs: config.MEDIA_UPLOAD_TIMEOUT_MS,
         })
       : undefined
+
+  /** The sandbox keeps images and stickers in their row, as before; larger kinds in MEDIA_DIR. */
+  const keepInSandbox = async (type: MediaType, bytes: AsyncIterable<Buffer>): Promise<StoredMedia> => {
+    const id = randomUUID()
+    if (type.kind === 'image' || type.kind === 'sticker') {
+      const chunks: Buffer[] = []
+      for await (const chunk of bytes) chunks.push(chunk)
+      return { id, data: Buffer.concat(chunks) }
+    }
+    await mkdir(config.MEDIA_DIR, { recursive: true })
+    const path = join(config.MEDIA_DIR, id)
+    const partial = `${path}.part`
+    try {
+      await pipeline(Readable.from(bytes), createWriteStream(partial, { flags: 'wx' }))
+      await rename(partial, path)
+    } catch (error) {
+      await rm(partial, { force: true })
+      throw error
+    }
+    return { id, data: null, path }
+  }
+  const forget = async (stored: StoredMedia) => {
+    if (stored.path) await rm(stored.path, { force: true })
+  }
 
   // Only this scope parses multipart (every other route stays JSON only), and it parses nothing else.
   app.removeAllContentTypeParsers()
@@ -36,14 +88,18 @@ export const mediaRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/media',
     {
-      onRequest: app.requireApiKey(Scopes.sendImage),
+      onRequest: [app.requireApiKey(), requireAnyMediaScope],
       schema: {
         operationId: 'uploadMedia',
         tags: ['media'],
-        summary: 'Upload an image to send',
+        summary: 'Upload a file to send: image, video, audio, document or sticker',
         description:
-          'Requires the `send:image` scope. A multipart form with one JPEG or PNG file in `file`, ' +
-          "its type told by its bytes; the answer's `mediaId` is what `send-image` takes.",
+          'A multipart form with one file in `file`, its type told by its bytes: JPEG or PNG image ' +
+          '(5 MiB), MP4 or 3GPP video (16 MiB), AAC, AMR, MP3, M4A or OGG Opus audio (16 MiB), PDF, ' +
+          'Word, Excel, PowerPoint or plain-text document (100 MiB), WebP sticker (100 KiB; 500 KiB ' +
+          'animated). Requires a media scope to start, and the scope of the kind the file turns out ' +
+          'to be (`send:image`, `send:video`, `send:audio`, `send:document`, `send:sticker`). The ' +
+          "answer's `mediaId` is what that kind's send takes.",
         security: [{ apiKey: [] }],
         [MULTIPART_BODY]: MediaUploadForm,
         response: {
@@ -63,22 +119,45 @@ export const mediaRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const image = await readUploadedImage(request, config.MEDIA_MAX_BYTES)
-      const mediaId = uploadToPlatform ? await uploadToPlatform(image, request.log) : randomUUID()
-      const { mimeType, size, sha256 } = image
-      const stored = await insertMedia(db, {
-        id: mediaId,
-        apiKeyId: request.apiKey.id,
-        mimeType,
-        size,
-        sha256,
-        data: uploadToPlatform ? null : image.bytes,
+      const { scopes } = request.apiKey
+      const { media, stored } = await receiveUpload<StoredMedia>(request, {
+        maxBytes: config.MEDIA_MAX_BYTES,
+        allow: (type) => {
+          const scope = MEDIA_SCOPES[type.kind]
+          if (!scopes.includes(scope)) {
+            throw new AppError(
+              'INSUFFICIENT_SCOPE',
+              `The file is ${type.kind === 'image' ? 'an' : 'a'} ${type.kind} (${type.mimeType}); the API key lacks the "${scope}" scope`,
+            )
+          }
+        },
+        store: uploadToPlatform
+          ? async (type, bytes) => ({ id: await uploadToPlatform(type, bytes, request.log), data: null })
+          : keepInSandbox,
+        discard: forget,
       })
-      if (!stored) {
+      const { kind, mimeType, size, sha256 } = media
+      let inserted: boolean
+      try {
+        inserted = await insertMedia(db, {
+          id: stored.id,
+          apiKeyId: request.apiKey.id,
+          mimeType,
+          size,
+          sha256,
+          data: stored.data,
+        })
+      } catch (error) {
+        await forget(stored)
+        throw error
+      }
+      if (!inserted) {
+        await forget(stored)
         throw new AppError('PLATFORM_ERROR', 'The messaging platform answered with a media id already in use')
       }
-      request.log.info({ mediaId, mimeType, size, platform: config.platform }, 'media uploaded')
-      return reply.code(201).send({ mediaId, mimeType, size, sha256 })
+      const mediaId = stored.id
+      request.log.info({ mediaId, kind, mimeType, size, platform: config.platform }, 'media uploaded')
+      return reply.code(201).send({ mediaId, kind, mimeType, size, sha256 })
     },
   )
 }
