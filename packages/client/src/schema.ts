@@ -916,6 +916,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/third-party/media/{mediaId}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download an inbound message's media
+         * @description Requires the `read:messages` scope. The media of a reply routed to this key (its `content.media.id`), streamed from the Cloud API with the token of the number that received it; `Content-Type` as the platform gives it. Meta keeps inbound media 7 days. Another key's media, an unknown id, and (with the sandbox, which keeps no inbound media) any id: 404.
+         */
+        get: operations["getInboundMediaContent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/third-party/templates": {
         parameters: {
             query?: never;
@@ -7993,6 +8013,125 @@ export interface operations {
             };
             /** @description The error body every failure answers with */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    getInboundMediaContent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The platform's id of an inbound message's media (its `content.media.id`) */
+                mediaId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The media bytes */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -239,3 +239,119 @@ export function createCloudApiMediaUpload(options: CloudApiMediaOptions): MediaU
     return answer.id
   }
 }
+
+/** An inbound message's media as the platform streams it. */
+export interface PlatformMedia {
+  mimeType: string
+  /** Bytes, when the platform said. */
+  size: number | undefined
+  body: ReadableStream<Uint8Array>
+}
+
+const mediaGone = () =>
+  new AppError(
+    'NOT_FOUND',
+    "The messaging platform no longer has this media (it keeps an inbound message's media 7 days)",
+  )
+
+/** A failed answer of the platform's, as our error: gone (404), try again (503), or refused (502). */
+async function downloadRefused(response: Response, step: string, log: FastifyBaseLogger): Promise<never> {
+  const { code, message } = graphErrorOf(parseJson(await response.text().catch(() => '')))
+  log.warn(
+    { platformStatus: response.status, platformCode: code, platformMessage: message },
+    `media download: the platform refused the ${step}`,
+  )
+  if (response.status === 404 || response.status === 410 || (response.status === 400 && code === 100)) {
+    throw mediaGone()
+  }
+  if (isTransient(response.status, code)) throw platformUnavailable(response.headers.get('retry-after'))
+  throw new AppError(
+    'PLATFORM_ERROR',
+    `The messaging platform refused the media ${step} (HTTP ${response.status}${code === undefined ? '' : `, error ${code}`})`,
+  )
+}
+
+/**
+ * An inbound message's media from the Cloud API: `GET /{media-id}` with the receiving number's
+ * token answers `{url, mime_type, file_size, sha256}`, and that short-lived `url`, fetched with the
+ * same token, the bytes. The answer streams: nothing is held here.
+ */
+export async function downloadCloudApiMedia(
+  options: { apiUrl: string; accessToken: string; timeoutMs: number },
+  mediaId: string,
+  log: FastifyBaseLogger,
+): Promise<PlatformMedia> {
+  const headers = { authorization: `Bearer ${options.accessToken}` }
+  const timeout = idleTimeout(options.timeoutMs)
+  try {
+    let described: Response
+    try {
+      described = await fetch(`${options.apiUrl.replace(/\/+$/, '')}/${encodeURIComponent(mediaId)}`, {
+        headers,
+        signal: timeout.signal,
+      })
+    } catch (error) {
+      log.warn({ err: error }, 'media download: the platform did not answer')
+      throw platformUnavailable(null)
+    }
+    if (!described.ok) return await downloadRefused(described, 'lookup', log)
+    const info = parseJson(await described.text())
+    let url: URL | undefined
+    try {
+      url = typeof info.url === 'string' ? new URL(info.url) : undefined
+    } catch {
+      url = undefined
+    }
+    if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:')) {
+      log.warn(
+        { platformStatus: described.status },
+        'media download: the platform answered without a usable url',
+      )
+      throw new AppError('PLATFORM_ERROR', 'The messaging platform described the media without a usable url')
+    }
+    timeout.restart()
+    let response: Response
+    try {
+      response = await fetch(url, { headers, signal: timeout.signal })
+    } catch (error) {
+      log.warn({ err: error }, 'media download: the media url did not answer')
+      throw platformUnavailable(null)
+    }
+    if (!response.ok || !response.body) return await downloadRefused(response, 'download', log)
+    const length = Number(response.headers.get('content-length') ?? info.file_size)
+    const mimeType =
+      response.headers.get('content-type') ??
+      (typeof info.mime_type === 'string' ? info.mime_type : 'application/octet-stream')
+    // From here the body streams: the timer restarts with each chunk, until the last.
+    const reader = response.body.getReader()
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        try {
+          const next = await reader.read()
+          if (next.done) {
+            timeout.clear()
+            controller.close()
+          } else {
+            timeout.restart()
+            controller.enqueue(next.value)
+          }
+        } catch (error) {
+          timeout.clear()
+          controller.error(error)
+        }
+      },
+      cancel(reason) {
+        timeout.clear()
+        return reader.cancel(reason)
+      },
+    })
+    return {
+      mimeType: typeof info.mime_type === 'string' ? info.mime_type : mimeType,
+      size: Number.isSafeInteger(length) && length >= 0 ? length : undefined,
+      body,
+    }
+  } catch (error) {
+    timeout.clear()
+    throw error
+  }
+}

@@ -4,13 +4,23 @@ import { mkdir, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import { MEDIA_SCOPES, MediaUploaded, MediaUploadForm } from '@dispatch/contracts'
-import { insertMedia } from '@dispatch/db'
+import type { ReadableStream as NodeReadableStream } from 'node:stream/web'
+import {
+  createSecretBox,
+  DEFAULT_SENDER_ID,
+  MEDIA_SCOPES,
+  MediaContentParams,
+  MediaUploaded,
+  MediaUploadForm,
+  Scopes,
+} from '@dispatch/contracts'
+import { findInboundMedia, insertMedia } from '@dispatch/db'
 import multipart from '@fastify/multipart'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
+import Type from 'typebox'
 import { AppError } from '../../errors.ts'
-import { createCloudApiMediaUpload } from '../../media/cloud-api-media.ts'
+import { createCloudApiMediaUpload, downloadCloudApiMedia } from '../../media/cloud-api-media.ts'
 import type { MediaType } from '../../media/media-type.ts'
 import { receiveUpload, uploadLimits } from '../../media/upload-form.ts'
 import { MULTIPART_BODY } from '../../plugins/openapi.ts'
@@ -39,6 +49,7 @@ const requireAnyMediaScope = async (request: FastifyRequest) => {
  * `POST /media`: one image, video, audio, document or sticker, to send later by its id, its type
  * told by its bytes and streamed through (never held whole). With the Cloud API the file goes to
  * the platform and its id is kept; with the sandbox the bytes are kept here, under a new UUID.
+ * `GET /media/{id}/content`: an inbound message's media, streamed from the platform.
  */
 export const mediaRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { config, db } = app.deps
@@ -53,6 +64,7 @@ export const mediaRoutes: FastifyPluginAsyncTypebox = async (app) => {
           timeoutMs: config.MEDIA_UPLOAD_TIMEOUT_MS,
         })
       : undefined
+  const box = createSecretBox(config)
 
   /** The sandbox keeps images and stickers in their row, as before; larger kinds in MEDIA_DIR. */
   const keepInSandbox = async (type: MediaType, bytes: AsyncIterable<Buffer>): Promise<StoredMedia> => {
@@ -158,6 +170,85 @@ export const mediaRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const mediaId = stored.id
       request.log.info({ mediaId, kind, mimeType, size, platform: config.platform }, 'media uploaded')
       return reply.code(201).send({ mediaId, kind, mimeType, size, sha256 })
+    },
+  )
+
+  app.get(
+    '/media/:mediaId/content',
+    {
+      onRequest: app.requireApiKey(Scopes.readMessages),
+      schema: {
+        operationId: 'getInboundMediaContent',
+        tags: ['media'],
+        summary: "Download an inbound message's media",
+        description:
+          'Requires the `read:messages` scope. The media of a reply routed to this key (its ' +
+          '`content.media.id`), streamed from the Cloud API with the token of the number that ' +
+          'received it; `Content-Type` as the platform gives it. Meta keeps inbound media 7 days. ' +
+          "Another key's media, an unknown id, and (with the sandbox, which keeps no inbound media) " +
+          'any id: 404.',
+        security: [{ apiKey: [] }],
+        params: MediaContentParams,
+        response: {
+          200: {
+            description: 'The media bytes',
+            content: { 'application/octet-stream': { schema: Type.String({ format: 'binary' }) } },
+          },
+          ...errorResponses(
+            'VALIDATION_ERROR',
+            'API_KEY_MISSING',
+            'API_KEY_INVALID',
+            'API_KEY_NOT_ACTIVE',
+            'INSUFFICIENT_SCOPE',
+            'NOT_FOUND',
+            'PLATFORM_ERROR',
+            'SERVICE_UNAVAILABLE',
+          ),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { mediaId } = request.params
+      const ref = await findInboundMedia(db, mediaId, request.apiKey.id)
+      if (!ref)
+        throw new AppError('NOT_FOUND', `No inbound media with id ${JSON.stringify(mediaId)} for this key`)
+      if (!cloud) {
+        throw new AppError(
+          'NOT_FOUND',
+          'The sandbox platform keeps no inbound media: only the Cloud API can give its bytes',
+        )
+      }
+      const isDefault =
+        ref.senderId === DEFAULT_SENDER_ID || (!ref.senderId && ref.phoneNumberId === phoneNumberId)
+      let token: string | undefined
+      try {
+        token = isDefault
+          ? accessToken
+          : ref.accessTokenCiphertext
+            ? box.open(ref.accessTokenCiphertext)
+            : undefined
+      } catch (error) {
+        request.log.error(
+          { err: error, senderId: ref.senderId },
+          'media download: the sender token does not open',
+        )
+      }
+      if (!token) {
+        throw new AppError(
+          'SERVICE_UNAVAILABLE',
+          'No access token is configured for the business number that received this media',
+          { 'retry-after': '60' },
+        )
+      }
+      const media = await downloadCloudApiMedia(
+        { apiUrl: config.WHATSAPP_API_URL, accessToken: token, timeoutMs: config.MEDIA_UPLOAD_TIMEOUT_MS },
+        mediaId,
+        request.log,
+      )
+      reply.header('content-type', media.mimeType)
+      if (media.size !== undefined) reply.header('content-length', String(media.size))
+      // A stream, not the schema's string: Fastify sends it as it comes, unserialized.
+      return reply.send(Readable.fromWeb(media.body as NodeReadableStream<Uint8Array>) as never)
     },
   )
 }

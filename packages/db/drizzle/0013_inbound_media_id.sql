@@ -1,0 +1,1 @@
+CREATE INDEX "inbound_messages_media_id_idx" ON "inbound_messages" USING btree (("content"->'media'->>'id'));
