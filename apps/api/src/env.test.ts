@@ -71,7 +71,7 @@ describe('API configuration', () => {
 
   it('uploads media to the sandbox unless the Cloud API is configured, as the worker sends', () => {
     const cloud = { WHATSAPP_ACCESS_TOKEN: 'EAAG-token', WHATSAPP_PHONE_NUMBER_ID: '106540352242922' }
-    expect(parseApiConfig({})).toMatchObject({ platform: 'sandbox', MEDIA_MAX_BYTES: 5 * 1024 * 1024 })
+    expect(parseApiConfig({})).toMatchObject({ platform: 'sandbox', MEDIA_MAX_BYTES: 100 * 1024 * 1024 })
     expect(parseApiConfig(cloud).platform).toBe('whatsapp-cloud')
     expect(parseApiConfig({ ...cloud, PLATFORM: 'sandbox' }).platform).toBe('sandbox')
     expect(() => parseApiConfig({ PLATFORM: 'whatsapp-cloud' })).toThrow(/PLATFORM: whatsapp-cloud needs/)

@@ -1,4 +1,6 @@
-import { createSecretBox, metricsEnv, secretsEnv } from '@dispatch/contracts'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createSecretBox, MEDIA_MAX_BYTES, metricsEnv, secretsEnv } from '@dispatch/contracts'
 import {
   ConfigError,
   choosePlatform,
@@ -54,10 +56,21 @@ const ApiEnv = Type.Object({
   ...secretsEnv,
   ...metricsEnv,
   ...tracingEnv,
-  /** The largest file `POST /api/third-party/media` takes; the Cloud API takes images up to 5 MB. */
-  MEDIA_MAX_BYTES: Type.Integer({ minimum: 1024, maximum: 64 * 1024 * 1024, default: 5 * 1024 * 1024 }),
-  /** How long the Cloud API has to take an upload (connection, the file, and its answer). */
+  /**
+   * The largest file `POST /api/third-party/media` takes, of any kind: each kind has its own, lower
+   * limit too (images 5 MiB, video and audio 16 MiB, documents 100 MiB, stickers 100/500 KiB).
+   */
+  MEDIA_MAX_BYTES: Type.Integer({ minimum: 1024, maximum: MEDIA_MAX_BYTES, default: MEDIA_MAX_BYTES }),
+  /**
+   * How long the Cloud API may go without progress on an upload or a download (connecting, taking
+   * the next bytes, answering once the file is through).
+   */
   MEDIA_UPLOAD_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 30_000 }),
+  /**
+   * With the sandbox: where uploaded video, audio and documents are kept, one file per mediaId
+   * (images and stickers stay in Postgres). Default: `dispatch-media` under the OS temp dir.
+   */
+  MEDIA_DIR: Type.String({ minLength: 1, default: join(tmpdir(), 'dispatch-media') }),
   /**
    * How often each API instance compares its copy of every sender's templates and window policy
    * with Postgres, in case a change announcement (Redis pub/sub, applied at once) was missed.

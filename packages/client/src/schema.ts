@@ -1086,10 +1086,30 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Upload an image to send
-         * @description Requires the `send:image` scope. A multipart form with one JPEG or PNG file in `file`, its type told by its bytes; the answer's `mediaId` is what `send-image` takes.
+         * Upload a file to send: image, video, audio, document or sticker
+         * @description A multipart form with one file in `file`, its type told by its bytes: JPEG or PNG image (5 MiB), MP4 or 3GPP video (16 MiB), AAC, AMR, MP3, M4A or OGG Opus audio (16 MiB), PDF, Word, Excel, PowerPoint or plain-text document (100 MiB), WebP sticker (100 KiB; 500 KiB animated). Requires a media scope to start, and the scope of the kind the file turns out to be (`send:image`, `send:video`, `send:audio`, `send:document`, `send:sticker`). The answer's `mediaId` is what that kind's send takes.
          */
         post: operations["uploadMedia"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/third-party/media/{mediaId}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download an inbound message's media
+         * @description Requires the `read:messages` scope. The media of a reply routed to this key (its `content.media.id`), streamed from the Cloud API with the token of the number that received it; `Content-Type` as the platform gives it. Meta keeps inbound media 7 days. Another key's media, an unknown id, and (with the sandbox, which keeps no inbound media) any id: 404.
+         */
+        get: operations["getInboundMediaContent"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -10206,7 +10226,7 @@ export interface operations {
                 "multipart/form-data": {
                     /**
                      * Format: binary
-                     * @description A JPEG or PNG image, up to MEDIA_MAX_BYTES (5 MiB by default)
+                     * @description An image (JPEG, PNG; 5 MiB), video (MP4, 3GPP; 16 MiB), audio (AAC, AMR, MP3, M4A, OGG Opus; 16 MiB), document (PDF, Word, Excel, PowerPoint, plain text; 100 MiB) or sticker (WebP; 100 KiB, 500 KiB animated), its type told by its bytes; never more than MEDIA_MAX_BYTES
                      */
                     file: string;
                 };
@@ -10223,10 +10243,15 @@ export interface operations {
                         /** @description The platform's media id with the Cloud API; a UUID with the sandbox */
                         mediaId: string;
                         /**
+                         * @description The kind of media the file's bytes say it is
+                         * @enum {unknown}
+                         */
+                        kind: "image" | "video" | "audio" | "document" | "sticker";
+                        /**
                          * @description The type the file's bytes say it is
                          * @enum {unknown}
                          */
-                        mimeType: "image/jpeg" | "image/png";
+                        mimeType: "image/jpeg" | "image/png" | "video/mp4" | "video/3gpp" | "audio/aac" | "audio/amr" | "audio/mpeg" | "audio/mp4" | "audio/ogg" | "application/pdf" | "application/vnd.openxmlformats-officedocument.wordprocessingml.document" | "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet" | "application/vnd.openxmlformats-officedocument.presentationml.presentation" | "application/msword" | "application/vnd.ms-excel" | "application/vnd.ms-powerpoint" | "text/plain" | "image/webp";
                         /** @description Bytes */
                         size: number;
                         /** @description SHA-256 of the file's bytes, hex */
@@ -10300,6 +10325,125 @@ export interface operations {
             };
             /** @description The error body every failure answers with */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    getInboundMediaContent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The platform's id of an inbound message's media (its `content.media.id`) */
+                mediaId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The media bytes */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -19,6 +19,7 @@ ALTER TABLE "inbound_messages" ADD COLUMN "username" text;--> statement-breakpoi
 ALTER TABLE "inbound_messages" ADD COLUMN "context_id" text;--> statement-breakpoint
 ALTER TABLE "messages" ADD COLUMN "user_id" text;--> statement-breakpoint
 CREATE INDEX "recipient_identities_phone_idx" ON "recipient_identities" USING btree ("phone");--> statement-breakpoint
+CREATE INDEX "inbound_messages_media_id_idx" ON "inbound_messages" USING btree (("content"->'media'->>'id'));--> statement-breakpoint
 CREATE INDEX "messages_user_id_sent_at_idx" ON "messages" USING btree ("user_id","sent_at") WHERE "messages"."user_id" is not null;--> statement-breakpoint
 -- A message sent to a BSUID says so in its events (`userId`, only then, so other events keep their shape).
 CREATE OR REPLACE FUNCTION dispatch_message_webhook_events() RETURNS trigger LANGUAGE plpgsql AS $$

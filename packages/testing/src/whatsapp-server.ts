@@ -1,11 +1,13 @@
 import { createHmac, randomBytes } from 'node:crypto'
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http'
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { graphError, type ScriptedAnswer } from './graph-error.ts'
 import { messageRefusal } from './whatsapp-message-rules.ts'
+import { type CloudApiUpload, FakeMedia } from './whatsapp-media.ts'
 import { type FakeTemplate, FakeTemplateCatalogs } from './whatsapp-templates.ts'
 
 export { graphError, type ScriptedAnswer } from './graph-error.ts'
+export type { CloudApiMediaRead, CloudApiUpload } from './whatsapp-media.ts'
 
 /** One request the fake platform received. */
 export interface CloudApiRequest {
@@ -17,19 +19,6 @@ export interface CloudApiRequest {
   /** The `wamid` the fake answered with, when it accepted the message. */
   platformMessageId: string | undefined
   /** When it arrived (ms since the epoch). */
-  receivedAt: number
-}
-
-/** One file upload the fake platform received (`POST /{phone-number-id}/media`). */
-export interface CloudApiUpload {
-  path: string
-  headers: IncomingHttpHeaders
-  /** The form's text fields (`type`, `messaging_product`), by name. */
-  fields: Record<string, string>
-  /** The form's `file` part, when it had one. */
-  file: { name: string; type: string; bytes: Buffer } | undefined
-  /** The media id the fake answered with, when it took the upload. */
-  mediaId: string | undefined
   receivedAt: number
 }
 
@@ -109,6 +98,11 @@ export interface FakeWhatsApp {
   /** The next answers to media uploads, in order; after them the fake takes every upload again. */
   scriptUploads(...answers: ScriptedAnswer[]): void
   /**
+   * Media to download (`GET /{media-id}`, then its url), as an inbound message's: `add` answers
+   * its id; uploads the fake took are there too. `reads` lists the lookups and downloads.
+   */
+  media: FakeMedia
+  /**
    * Per business number: the only access token it takes (others get 190, as Meta answers an expired
    * token), and an answer it gives every send until cleared (a 130429 loop). Unset: anything goes.
    */
@@ -142,6 +136,8 @@ export async function startFakeWhatsApp(
     latencyMs?: number
     port?: number
     onAccepted?: (request: CloudApiRequest) => void
+    /** How many bytes of each upload `uploads[].file.bytes` keeps (32 MiB by default). */
+    keepUploadBytes?: number
     /** A template's status changed through `POST /_fake/templates/{waba-id}/status` (the CLI's). */
     onTemplateStatus?: (
       wabaId: string,
@@ -154,8 +150,7 @@ export async function startFakeWhatsApp(
   const requests: CloudApiRequest[] = []
   const reads: CloudApiRequest[] = []
   const queue: ScriptedAnswer[] = []
-  const uploads: CloudApiUpload[] = []
-  const uploadQueue: ScriptedAnswer[] = []
+  const media = new FakeMedia({ keepUploadBytes: options.keepUploadBytes })
   const numbers = new Map<string, { token?: string | undefined; answer?: ScriptedAnswer | undefined }>()
   const templates = new FakeTemplateCatalogs()
   const templateReads: Array<{ url: URL; receivedAt: number }> = []
@@ -170,15 +165,10 @@ export async function startFakeWhatsApp(
     return behaviour.answer
   }
   const server = createServer((req, res) => {
+    if (media.handle(req, res)) return
     const chunks: Buffer[] = []
     req.on('data', (chunk: Buffer) => chunks.push(chunk))
     req.on('end', async () => {
-      if (req.method === 'POST' && MEDIA_PATH.test(req.url ?? '')) {
-        const upload = await readUpload(req, Buffer.concat(chunks))
-        uploads.push(upload)
-        await writeAnswer(res, uploadQueue.shift() ?? acceptUpload(upload))
-        return
-      }
       const templatesPath = req.method === 'GET' ? TEMPLATES_PATH.exec(req.url ?? '') : null
       if (templatesPath) {
         const url = new URL(req.url ?? '', `http://${req.headers.host}`)
@@ -255,13 +245,14 @@ export async function startFakeWhatsApp(
     url: `http://127.0.0.1:${port}/v21.0`,
     requests,
     reads,
-    uploads,
+    uploads: media.uploads,
+    media,
     sendsOf: (messageId) => requests.filter((r) => r.messageId === messageId && r.platformMessageId).length,
     script: (...answers) => queue.push(...answers),
     clearScript: () => {
       queue.length = 0
     },
-    scriptUploads: (...answers) => uploadQueue.push(...answers),
+    scriptUploads: (...answers) => media.scriptUploads(...answers),
     number: (phoneNumberId, behaviour) => {
       numbers.set(phoneNumberId, { ...numbers.get(phoneNumberId), ...behaviour })
     },
@@ -339,55 +330,9 @@ const TEMPLATE_STATUS_CONTROL = /^\/_fake\/templates\/([0-9]+)\/status$/
 /** `GET /v21.0/{waba-id}/message_templates`, an account's template list. */
 const TEMPLATES_PATH = /^(?:\/v[0-9.]+)?\/([0-9]+)\/message_templates(?:\?.*)?$/
 
-/** `POST /v21.0/{phone-number-id}/media`, the Graph API's upload path. */
-const MEDIA_PATH = /^(?:\/v[0-9.]+)?\/[0-9]+\/media(?:\?.*)?$/
-
 async function writeAnswer(res: ServerResponse, answer: ScriptedAnswer) {
   if (answer.delayMs) await new Promise((r) => setTimeout(r, answer.delayMs))
   if (!res.writable) return
   res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers })
   res.end(answer.body === undefined ? '' : JSON.stringify(answer.body))
-}
-
-/** An upload as the fake saw it, its form parsed by fetch's own multipart parser. */
-async function readUpload(req: IncomingMessage, bytes: Buffer): Promise<CloudApiUpload> {
-  const upload: CloudApiUpload = {
-    path: req.url ?? '',
-    headers: req.headers,
-    fields: {},
-    file: undefined,
-    mediaId: undefined,
-    receivedAt: Date.now(),
-  }
-  let form: FormData
-  try {
-    form = await new Response(new Uint8Array(bytes), {
-      headers: { 'content-type': req.headers['content-type'] ?? '' },
-    }).formData()
-  } catch {
-    return upload // Not a multipart form: recorded empty, refused below.
-  }
-  const entries: [string, string | File][] = []
-  form.forEach((value, name) => {
-    entries.push([name, value])
-  })
-  for (const [name, value] of entries) {
-    if (typeof value === 'string') upload.fields[name] = value
-    else if (name === 'file') {
-      upload.file = { name: value.name, type: value.type, bytes: Buffer.from(await value.arrayBuffer()) }
-    }
-  }
-  return upload
-}
-
-function acceptUpload(upload: CloudApiUpload): ScriptedAnswer {
-  if (!upload.headers.authorization?.startsWith('Bearer ')) {
-    return graphError(190, 'Error validating access token', 401)
-  }
-  if (upload.fields.messaging_product !== 'whatsapp' || !upload.fields.type || !upload.file) {
-    return graphError(100, 'Invalid parameter')
-  }
-  // The Graph API's media ids are long decimal numbers.
-  upload.mediaId = String(BigInt(`0x${randomBytes(7).toString('hex')}`) + 1_000_000_000_000_000n)
-  return { status: 200, body: { id: upload.mediaId } }
 }

@@ -60,6 +60,7 @@ describe('uploading to the Cloud API', () => {
     expect(seen?.mediaId).toMatch(/^[0-9]+$/)
     expect(res.json()).toEqual({
       mediaId: seen?.mediaId,
+      kind: 'image',
       mimeType: 'image/png',
       size: bytes.length,
       sha256: sha256(bytes),

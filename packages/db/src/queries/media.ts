@@ -1,8 +1,14 @@
+import { and, desc, eq, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
+import { inboundMediaId, inboundMessages } from '../schema/inbound-messages.ts'
 import { type MediaRow, media } from '../schema/media.ts'
+import { senders } from '../schema/senders.ts'
 
 export type NewMedia = Pick<MediaRow, 'id' | 'apiKeyId' | 'mimeType' | 'size' | 'sha256'> & {
-  /** The bytes, kept only with the sandbox; with the Cloud API the platform holds them. */
+  /**
+   * The bytes, kept only with the sandbox and only for images and stickers (larger kinds go to
+   * MEDIA_DIR); with the Cloud API the platform holds them.
+   */
   data: Buffer | null
 }
 
@@ -17,4 +23,39 @@ export async function insertMedia(db: Db, row: NewMedia): Promise<boolean> {
     .onConflictDoNothing({ target: media.id })
     .returning({ id: media.id })
   return inserted.length === 1
+}
+
+/** An inbound message's media, as the key it was routed to may fetch it. */
+export interface InboundMediaRef {
+  /** The business number that received it: its token fetches the media. */
+  phoneNumberId: string
+  /** The sender row of that number, if there is one, and its sealed token. */
+  senderId: string | null
+  accessTokenCiphertext: string | null
+  mimeType: string | null
+}
+
+/**
+ * The latest inbound message routed to this key whose media has this platform id (by the index on
+ * `content->'media'->>'id'`), with the sender that received it; undefined for another key's or an
+ * unknown id.
+ */
+export async function findInboundMedia(
+  db: Db,
+  mediaId: string,
+  apiKeyId: string,
+): Promise<InboundMediaRef | undefined> {
+  const [row] = await db
+    .select({
+      phoneNumberId: inboundMessages.phoneNumberId,
+      senderId: senders.id,
+      accessTokenCiphertext: senders.accessTokenCiphertext,
+      mimeType: sql<string | null>`${inboundMessages.content}->'media'->>'mimeType'`,
+    })
+    .from(inboundMessages)
+    .leftJoin(senders, eq(senders.phoneNumberId, inboundMessages.phoneNumberId))
+    .where(and(eq(inboundMediaId, mediaId), eq(inboundMessages.apiKeyId, apiKeyId)))
+    .orderBy(desc(inboundMessages.receivedAt))
+    .limit(1)
+  return row
 }

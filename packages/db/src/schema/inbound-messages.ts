@@ -37,8 +37,13 @@ export const inboundMessages = pgTable(
   (t) => [
     index('inbound_messages_api_key_id_received_at_idx').on(t.apiKeyId, t.receivedAt),
     index('inbound_messages_unrouted_idx').on(t.receivedAt).where(sql`${t.apiKeyId} is null`),
+    // `GET /media/{id}/content` finds a message by its media's platform id.
+    index('inbound_messages_media_id_idx').on(sql`(${t.content}->'media'->>'id')`),
   ],
 )
+
+/** The platform id of an inbound message's media (`content.media.id`), as the index above holds it. */
+export const inboundMediaId = sql<string>`(${inboundMessages.content}->'media'->>'id')`
 
 export type InboundMessageRow = typeof inboundMessages.$inferSelect
 

@@ -1,23 +1,62 @@
 import { randomUUID } from 'node:crypto'
-import { MediaUploaded, MediaUploadForm, Scopes } from '@dispatch/contracts'
-import { insertMedia } from '@dispatch/db'
+import { createWriteStream } from 'node:fs'
+import { mkdir, rename, rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import { Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import type { ReadableStream as NodeReadableStream } from 'node:stream/web'
+import {
+  createSecretBox,
+  DEFAULT_SENDER_ID,
+  MEDIA_SCOPES,
+  MediaContentParams,
+  MediaUploaded,
+  MediaUploadForm,
+  Scopes,
+} from '@dispatch/contracts'
+import { findInboundMedia, insertMedia } from '@dispatch/db'
 import multipart from '@fastify/multipart'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
+import Type from 'typebox'
 import { AppError } from '../../errors.ts'
-import { createCloudApiMediaUpload } from '../../media/cloud-api-media.ts'
-import { readUploadedImage, uploadLimits } from '../../media/upload-form.ts'
+import { createCloudApiMediaUpload, downloadCloudApiMedia } from '../../media/cloud-api-media.ts'
+import type { MediaType } from '../../media/media-type.ts'
+import { receiveUpload, uploadLimits } from '../../media/upload-form.ts'
 import { MULTIPART_BODY } from '../../plugins/openapi.ts'
 import { errorResponses } from '../responses.ts'
 
+/** Where an upload went: the platform's id, or the sandbox's copy (in the row, or a file). */
+interface StoredMedia {
+  id: string
+  data: Buffer | null
+  path?: string
+}
+
+const MEDIA_SCOPE_LIST = Object.values(MEDIA_SCOPES)
+
+/** Holds a request whose key has none of the media send scopes, before its body is read. */
+const requireAnyMediaScope = async (request: FastifyRequest) => {
+  if (!MEDIA_SCOPE_LIST.some((scope) => request.apiKey.scopes.includes(scope))) {
+    throw new AppError(
+      'INSUFFICIENT_SCOPE',
+      `The API key lacks every media scope (${MEDIA_SCOPE_LIST.map((s) => `"${s}"`).join(', ')})`,
+    )
+  }
+}
+
 /**
- * `POST /media`: one JPEG or PNG, to send later with `send-image`. With the Cloud API the file goes
- * to the platform and its id is kept; with the sandbox the bytes are kept here, under a new UUID.
+ * `POST /media`: one image, video, audio, document or sticker, to send later by its id, its type
+ * told by its bytes and streamed through (never held whole). With the Cloud API the file goes to
+ * the platform and its id is kept; with the sandbox the bytes are kept here, under a new UUID.
+ * `GET /media/{id}/content`: an inbound message's media, streamed from the platform.
  */
 export const mediaRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { config, db } = app.deps
   const { WHATSAPP_ACCESS_TOKEN: accessToken, WHATSAPP_PHONE_NUMBER_ID: phoneNumberId } = config
+  const cloud = config.platform === 'whatsapp-cloud'
   const uploadToPlatform =
-    config.platform === 'whatsapp-cloud' && accessToken && phoneNumberId
+    cloud && accessToken && phoneNumberId
       ? createCloudApiMediaUpload({
           apiUrl: config.WHATSAPP_API_URL,
           accessToken,
@@ -25,6 +64,31 @@ export const mediaRoutes: FastifyPluginAsyncTypebox = async (app) => {
           timeoutMs: config.MEDIA_UPLOAD_TIMEOUT_MS,
         })
       : undefined
+  const box = createSecretBox(config)
+
+  /** The sandbox keeps images and stickers in their row, as before; larger kinds in MEDIA_DIR. */
+  const keepInSandbox = async (type: MediaType, bytes: AsyncIterable<Buffer>): Promise<StoredMedia> => {
+    const id = randomUUID()
+    if (type.kind === 'image' || type.kind === 'sticker') {
+      const chunks: Buffer[] = []
+      for await (const chunk of bytes) chunks.push(chunk)
+      return { id, data: Buffer.concat(chunks) }
+    }
+    await mkdir(config.MEDIA_DIR, { recursive: true })
+    const path = join(config.MEDIA_DIR, id)
+    const partial = `${path}.part`
+    try {
+      await pipeline(Readable.from(bytes), createWriteStream(partial, { flags: 'wx' }))
+      await rename(partial, path)
+    } catch (error) {
+      await rm(partial, { force: true })
+      throw error
+    }
+    return { id, data: null, path }
+  }
+  const forget = async (stored: StoredMedia) => {
+    if (stored.path) await rm(stored.path, { force: true })
+  }
 
   // Only this scope parses multipart (every other route stays JSON only), and it parses nothing else.
   app.removeAllContentTypeParsers()
@@ -36,14 +100,18 @@ export const mediaRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/media',
     {
-      onRequest: app.requireApiKey(Scopes.sendImage),
+      onRequest: [app.requireApiKey(), requireAnyMediaScope],
       schema: {
         operationId: 'uploadMedia',
         tags: ['media'],
-        summary: 'Upload an image to send',
+        summary: 'Upload a file to send: image, video, audio, document or sticker',
         description:
-          'Requires the `send:image` scope. A multipart form with one JPEG or PNG file in `file`, ' +
-          "its type told by its bytes; the answer's `mediaId` is what `send-image` takes.",
+          'A multipart form with one file in `file`, its type told by its bytes: JPEG or PNG image ' +
+          '(5 MiB), MP4 or 3GPP video (16 MiB), AAC, AMR, MP3, M4A or OGG Opus audio (16 MiB), PDF, ' +
+          'Word, Excel, PowerPoint or plain-text document (100 MiB), WebP sticker (100 KiB; 500 KiB ' +
+          'animated). Requires a media scope to start, and the scope of the kind the file turns out ' +
+          'to be (`send:image`, `send:video`, `send:audio`, `send:document`, `send:sticker`). The ' +
+          "answer's `mediaId` is what that kind's send takes.",
         security: [{ apiKey: [] }],
         [MULTIPART_BODY]: MediaUploadForm,
         response: {
@@ -63,22 +131,124 @@ export const mediaRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const image = await readUploadedImage(request, config.MEDIA_MAX_BYTES)
-      const mediaId = uploadToPlatform ? await uploadToPlatform(image, request.log) : randomUUID()
-      const { mimeType, size, sha256 } = image
-      const stored = await insertMedia(db, {
-        id: mediaId,
-        apiKeyId: request.apiKey.id,
-        mimeType,
-        size,
-        sha256,
-        data: uploadToPlatform ? null : image.bytes,
+      const { scopes } = request.apiKey
+      const { media, stored } = await receiveUpload<StoredMedia>(request, {
+        maxBytes: config.MEDIA_MAX_BYTES,
+        allow: (type) => {
+          const scope = MEDIA_SCOPES[type.kind]
+          if (!scopes.includes(scope)) {
+            throw new AppError(
+              'INSUFFICIENT_SCOPE',
+              `The file is ${type.kind === 'image' ? 'an' : 'a'} ${type.kind} (${type.mimeType}); the API key lacks the "${scope}" scope`,
+            )
+          }
+        },
+        store: uploadToPlatform
+          ? async (type, bytes) => ({ id: await uploadToPlatform(type, bytes, request.log), data: null })
+          : keepInSandbox,
+        discard: forget,
       })
-      if (!stored) {
+      const { kind, mimeType, size, sha256 } = media
+      let inserted: boolean
+      try {
+        inserted = await insertMedia(db, {
+          id: stored.id,
+          apiKeyId: request.apiKey.id,
+          mimeType,
+          size,
+          sha256,
+          data: stored.data,
+        })
+      } catch (error) {
+        await forget(stored)
+        throw error
+      }
+      if (!inserted) {
+        await forget(stored)
         throw new AppError('PLATFORM_ERROR', 'The messaging platform answered with a media id already in use')
       }
-      request.log.info({ mediaId, mimeType, size, platform: config.platform }, 'media uploaded')
-      return reply.code(201).send({ mediaId, mimeType, size, sha256 })
+      const mediaId = stored.id
+      request.log.info({ mediaId, kind, mimeType, size, platform: config.platform }, 'media uploaded')
+      return reply.code(201).send({ mediaId, kind, mimeType, size, sha256 })
+    },
+  )
+
+  app.get(
+    '/media/:mediaId/content',
+    {
+      onRequest: app.requireApiKey(Scopes.readMessages),
+      schema: {
+        operationId: 'getInboundMediaContent',
+        tags: ['media'],
+        summary: "Download an inbound message's media",
+        description:
+          'Requires the `read:messages` scope. The media of a reply routed to this key (its ' +
+          '`content.media.id`), streamed from the Cloud API with the token of the number that ' +
+          'received it; `Content-Type` as the platform gives it. Meta keeps inbound media 7 days. ' +
+          "Another key's media, an unknown id, and (with the sandbox, which keeps no inbound media) " +
+          'any id: 404.',
+        security: [{ apiKey: [] }],
+        params: MediaContentParams,
+        response: {
+          200: {
+            description: 'The media bytes',
+            content: { 'application/octet-stream': { schema: Type.String({ format: 'binary' }) } },
+          },
+          ...errorResponses(
+            'VALIDATION_ERROR',
+            'API_KEY_MISSING',
+            'API_KEY_INVALID',
+            'API_KEY_NOT_ACTIVE',
+            'INSUFFICIENT_SCOPE',
+            'NOT_FOUND',
+            'PLATFORM_ERROR',
+            'SERVICE_UNAVAILABLE',
+          ),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { mediaId } = request.params
+      const ref = await findInboundMedia(db, mediaId, request.apiKey.id)
+      if (!ref)
+        throw new AppError('NOT_FOUND', `No inbound media with id ${JSON.stringify(mediaId)} for this key`)
+      if (!cloud) {
+        throw new AppError(
+          'NOT_FOUND',
+          'The sandbox platform keeps no inbound media: only the Cloud API can give its bytes',
+        )
+      }
+      const isDefault =
+        ref.senderId === DEFAULT_SENDER_ID || (!ref.senderId && ref.phoneNumberId === phoneNumberId)
+      let token: string | undefined
+      try {
+        token = isDefault
+          ? accessToken
+          : ref.accessTokenCiphertext
+            ? box.open(ref.accessTokenCiphertext)
+            : undefined
+      } catch (error) {
+        request.log.error(
+          { err: error, senderId: ref.senderId },
+          'media download: the sender token does not open',
+        )
+      }
+      if (!token) {
+        throw new AppError(
+          'SERVICE_UNAVAILABLE',
+          'No access token is configured for the business number that received this media',
+          { 'retry-after': '60' },
+        )
+      }
+      const media = await downloadCloudApiMedia(
+        { apiUrl: config.WHATSAPP_API_URL, accessToken: token, timeoutMs: config.MEDIA_UPLOAD_TIMEOUT_MS },
+        mediaId,
+        request.log,
+      )
+      reply.header('content-type', media.mimeType)
+      if (media.size !== undefined) reply.header('content-length', String(media.size))
+      // A stream, not the schema's string: Fastify sends it as it comes, unserialized.
+      return reply.send(Readable.fromWeb(media.body as NodeReadableStream<Uint8Array>) as never)
     },
   )
 }
