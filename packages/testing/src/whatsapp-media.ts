@@ -35,6 +35,8 @@ interface StoredMedia {
 }
 
 /** `POST /v21.0/{phone-number-id}/media`, the Graph API's upload path. */
+/** `POST /_fake/media`: the fake's control route giving it a customer's file (body: the bytes). */
+const MEDIA_CONTROL = '/_fake/media'
 const MEDIA_PATH = /^(?:\/v[0-9.]+)?\/[0-9]+\/media(?:\?.*)?$/
 /** `GET /v21.0/{media-id}`: a media's description. */
 const MEDIA_LOOKUP = /^(?:\/v[0-9.]+)?\/([0-9]+)(?:\?.*)?$/
@@ -82,6 +84,10 @@ export class FakeMedia {
   /** Answers the request when it is one of media's; false leaves it to the rest of the fake. */
   handle(req: IncomingMessage, res: ServerResponse): boolean {
     const url = req.url ?? ''
+    if (req.method === 'POST' && url === MEDIA_CONTROL) {
+      void this.#control(req, res)
+      return true
+    }
     if (req.method === 'POST' && MEDIA_PATH.test(url)) {
       void this.#upload(req, res)
       return true
@@ -128,6 +134,14 @@ export class FakeMedia {
       res.end(media.bytes)
     }
     return true
+  }
+
+  /** The fake's own control route (not Meta's): a customer's file, as `pnpm fake:reply --image` sends it. */
+  async #control(req: IncomingMessage, res: ServerResponse) {
+    const chunks: Buffer[] = []
+    for await (const chunk of req) chunks.push(chunk as Buffer)
+    const mimeType = req.headers['content-type'] ?? 'application/octet-stream'
+    await write(res, { status: 200, body: { id: this.add(Buffer.concat(chunks), mimeType) } })
   }
 
   async #upload(req: IncomingMessage, res: ServerResponse) {

@@ -5,6 +5,7 @@ import {
   startFakeWhatsApp,
   waitFor,
 } from '@dispatch/testing'
+import { sendFakeReply } from '@dispatch/testing/fake-reply'
 import type { RunningWorker } from '@dispatch/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
@@ -160,5 +161,34 @@ describe('POST /messages/:id/read', () => {
     } finally {
       fake.number(NUMBER, { token: undefined })
     }
+  })
+})
+
+describe("the fake customer's photo", () => {
+  it('pnpm fake:reply --image: the key the reply was routed to downloads it, another key gets 404', async () => {
+    const address = await app.listen({ port: 0, host: '127.0.0.1' })
+    const said = await sendFakeReply([PHONE, '--image', 'my receipt'], {
+      phoneNumberId: NUMBER,
+      webhookUrl: `${address}/api/webhooks/whatsapp`,
+      appSecret: APP_SECRET,
+      fakeUrl: new URL(fake.url).origin,
+    })
+    expect(said).toMatch(/^image wamid\.\S+ .* → 200$/)
+    const [row] = await world.sql<
+      { content: { media: { id: string; mimeType: string; caption: string } } }[]
+    >`
+      select content from inbound_messages where api_key_id = ${acme.id} and type = 'image' order by created_at desc limit 1`
+    expect(row?.content.media).toMatchObject({ mimeType: 'image/jpeg', caption: 'my receipt' })
+    const download = (key: string) =>
+      app.inject({
+        method: 'GET',
+        url: `/api/third-party/media/${row?.content.media.id}/content`,
+        headers: { 'x-api-key': key },
+      })
+    const mine = await download(acme.key)
+    expect(mine.statusCode, mine.body).toBe(200)
+    expect(mine.headers['content-type']).toBe('image/jpeg')
+    expect(mine.rawPayload.subarray(0, 3)).toEqual(Buffer.from([0xff, 0xd8, 0xff]))
+    expectError(await download(other.key), 404, 'NOT_FOUND')
   })
 })
