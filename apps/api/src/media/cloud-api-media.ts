@@ -131,12 +131,15 @@ function postStreaming(
       headers,
       signal,
     })
+    let sent = false
     request.on('error', reject)
     request.on('response', (response) => {
       const chunks: Buffer[] = []
       response.on('data', (chunk: Buffer) => chunks.push(chunk))
       response.on('error', reject)
       response.on('end', () => {
+        // An answer before the whole body (a refusal at the first bytes): the rest is not sent.
+        if (!sent) request.destroy()
         const status = response.statusCode ?? 0
         resolve({
           status,
@@ -151,10 +154,15 @@ function postStreaming(
         })
       })
     })
-    pipeline(Readable.from(body), request).catch((error: unknown) => {
-      request.destroy()
-      reject(error)
-    })
+    pipeline(Readable.from(body), request).then(
+      () => {
+        sent = true
+      },
+      (error: unknown) => {
+        request.destroy()
+        reject(error)
+      },
+    )
   })
 }
 
