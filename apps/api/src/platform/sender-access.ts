@@ -32,6 +32,11 @@ export function createSenderAccess(deps: Pick<ApiDeps, 'db' | 'config'>) {
     }
     const sender = await findSenderByPhoneNumberId(db, phoneNumberId)
     if (!sender?.accessTokenCiphertext) return undefined
-    return access(phoneNumberId, box.open(sender.accessTokenCiphertext))
+    try {
+      return access(phoneNumberId, box.open(sender.accessTokenCiphertext))
+    } catch {
+      // Sealed under a key this process lacks (SECRETS_KEY): as good as no token; `secrets:rotate` says which.
+      return undefined
+    }
   }
 }

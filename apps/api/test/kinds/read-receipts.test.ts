@@ -1,10 +1,4 @@
-import {
-  type FakeWhatsApp,
-  inboundMessage,
-  messageWebhook,
-  startFakeWhatsApp,
-  waitFor,
-} from '@dispatch/testing'
+import { type FakeWhatsApp, inboundMessage, messageWebhook, startFakeWhatsApp } from '@dispatch/testing'
 import { sendFakeReply } from '@dispatch/testing/fake-reply'
 import type { RunningWorker } from '@dispatch/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -18,6 +12,7 @@ import {
   type TestApp,
   type TestWorld,
 } from '../helpers.ts'
+import { untilRecordedSent } from './setup.ts'
 
 const APP_SECRET = 'app-secret-0123456789'
 const NUMBER = '106540352242922'
@@ -71,7 +66,8 @@ beforeAll(async () => {
     payload: { phone: PHONE, text: 'Your order shipped' },
   })
   sentId = first.json().messageId
-  await waitFor(() => fake.requests.find((r) => r.messageId === sentId && r.platformMessageId))
+  // Recorded sent: a reply is routed to the key that last sent to its phone.
+  await untilRecordedSent(world, sentId)
 })
 
 afterAll(async () => {

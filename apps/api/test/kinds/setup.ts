@@ -1,3 +1,6 @@
+import { waitFor } from '@dispatch/testing'
+import type { TestWorld } from '../helpers.ts'
+
 /** Bodies of every new send kind, valid, and what the Cloud API must get for each. */
 export const MEDIA_ID = '1037543291543636'
 
@@ -120,3 +123,17 @@ export const KINDS = [
 ] as const
 
 export const pathOf = (type: string) => `send-${type}`
+
+/**
+ * Waits until the worker has recorded the message sent in Postgres (a reply is routed on that
+ * record; the status lookup can answer `sent` from the queue a moment before it is written).
+ */
+export async function untilRecordedSent(world: TestWorld, messageId: string) {
+  await waitFor(
+    async () => {
+      const rows = await world.sql`select 1 from messages where id = ${messageId} and sent_at is not null`
+      return rows.length > 0 || undefined
+    },
+    { what: `message ${messageId} recorded sent` },
+  )
+}

@@ -23,6 +23,7 @@ import {
   type TestWorld,
   untilMessageStatus,
 } from '../helpers.ts'
+import { untilRecordedSent } from './setup.ts'
 
 const APP_SECRET = 'app-secret-0123456789'
 const NUMBER = '106540352242922'
@@ -98,6 +99,7 @@ describe('a user known only by username (a BSUID, no phone)', () => {
     const res = await sendText(acme, { userId }, 'Your order shipped')
     expect(res.statusCode, res.body).toBe(202)
     expect(res.json()).toMatchObject({ phone: null, userId })
+    await untilRecordedSent(world, res.json().messageId)
     const sent = await untilMessageStatus(app, acme.key, res.json().messageId, 'sent')
     expect(sent).toMatchObject({ phone: null, userId })
     const request = fake.requests.find((r) => r.messageId === sent.messageId)
@@ -172,7 +174,7 @@ describe('a user known by both', () => {
     // `other` wrote first, to the phone; `acme` wrote last, to the phone too.
     for (const key of [other, acme]) {
       const res = await sendText(key, { phone })
-      await untilMessageStatus(app, key.key, res.json().messageId, 'sent')
+      await untilRecordedSent(world, res.json().messageId)
     }
     // The user answers with both (Meta names the phone while it is in its contact book)…
     const both = inboundMessage('text', { phone, userId })

@@ -2,7 +2,6 @@ import { and, desc, eq, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { inboundMediaId, inboundMessages } from '../schema/inbound-messages.ts'
 import { type MediaRow, media } from '../schema/media.ts'
-import { senders } from '../schema/senders.ts'
 
 export type NewMedia = Pick<MediaRow, 'id' | 'apiKeyId' | 'mimeType' | 'size' | 'sha256'> & {
   /**
@@ -29,9 +28,6 @@ export async function insertMedia(db: Db, row: NewMedia): Promise<boolean> {
 export interface InboundMediaRef {
   /** The business number that received it: its token fetches the media. */
   phoneNumberId: string
-  /** The sender row of that number, if there is one, and its sealed token. */
-  senderId: string | null
-  accessTokenCiphertext: string | null
   mimeType: string | null
 }
 
@@ -48,12 +44,9 @@ export async function findInboundMedia(
   const [row] = await db
     .select({
       phoneNumberId: inboundMessages.phoneNumberId,
-      senderId: senders.id,
-      accessTokenCiphertext: senders.accessTokenCiphertext,
       mimeType: sql<string | null>`${inboundMessages.content}->'media'->>'mimeType'`,
     })
     .from(inboundMessages)
-    .leftJoin(senders, eq(senders.phoneNumberId, inboundMessages.phoneNumberId))
     .where(and(eq(inboundMediaId, mediaId), eq(inboundMessages.apiKeyId, apiKeyId)))
     .orderBy(desc(inboundMessages.receivedAt))
     .limit(1)

@@ -5,15 +5,7 @@ import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web'
-import {
-  createSecretBox,
-  DEFAULT_SENDER_ID,
-  MEDIA_SCOPES,
-  MediaContentParams,
-  MediaUploaded,
-  MediaUploadForm,
-  Scopes,
-} from '@dispatch/contracts'
+import { MEDIA_SCOPES, MediaContentParams, MediaUploaded, MediaUploadForm, Scopes } from '@dispatch/contracts'
 import { findInboundMedia, insertMedia } from '@dispatch/db'
 import multipart from '@fastify/multipart'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
@@ -23,6 +15,7 @@ import { AppError } from '../../errors.ts'
 import { createCloudApiMediaUpload, downloadCloudApiMedia } from '../../media/cloud-api-media.ts'
 import type { MediaType } from '../../media/media-type.ts'
 import { receiveUpload, uploadLimits } from '../../media/upload-form.ts'
+import { createSenderAccess } from '../../platform/sender-access.ts'
 import { MULTIPART_BODY } from '../../plugins/openapi.ts'
 import { errorResponses } from '../responses.ts'
 
@@ -64,7 +57,7 @@ export const mediaRoutes: FastifyPluginAsyncTypebox = async (app) => {
           timeoutMs: config.MEDIA_UPLOAD_TIMEOUT_MS,
         })
       : undefined
-  const box = createSecretBox(config)
+  const accessOf = createSenderAccess(app.deps)
 
   /** The sandbox keeps images and stickers in their row, as before; larger kinds in MEDIA_DIR. */
   const keepInSandbox = async (type: MediaType, bytes: AsyncIterable<Buffer>): Promise<StoredMedia> => {
@@ -218,22 +211,8 @@ export const mediaRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'The sandbox platform keeps no inbound media: only the Cloud API can give its bytes',
         )
       }
-      const isDefault =
-        ref.senderId === DEFAULT_SENDER_ID || (!ref.senderId && ref.phoneNumberId === phoneNumberId)
-      let token: string | undefined
-      try {
-        token = isDefault
-          ? accessToken
-          : ref.accessTokenCiphertext
-            ? box.open(ref.accessTokenCiphertext)
-            : undefined
-      } catch (error) {
-        request.log.error(
-          { err: error, senderId: ref.senderId },
-          'media download: the sender token does not open',
-        )
-      }
-      if (!token) {
+      const access = await accessOf(ref.phoneNumberId)
+      if (!access) {
         throw new AppError(
           'SERVICE_UNAVAILABLE',
           'No access token is configured for the business number that received this media',
@@ -241,7 +220,7 @@ export const mediaRoutes: FastifyPluginAsyncTypebox = async (app) => {
         )
       }
       const media = await downloadCloudApiMedia(
-        { apiUrl: config.WHATSAPP_API_URL, accessToken: token, timeoutMs: config.MEDIA_UPLOAD_TIMEOUT_MS },
+        { apiUrl: access.apiUrl, accessToken: access.accessToken, timeoutMs: config.MEDIA_UPLOAD_TIMEOUT_MS },
         mediaId,
         request.log,
       )
