@@ -48,7 +48,7 @@ beforeAll(async () => {
   world = await createWorld()
   fake = await startFakeWhatsApp()
   receiver = await startWebhookReceiver()
-  app = await buildTestApp(world)
+  app = await buildTestApp(world, { SCHEDULE_MIN_AHEAD_SECONDS: '1' })
   key = await activeKey(app, { scopes: [...KIND_SCOPES, 'manage:webhooks'] })
   const endpoint = await app.inject({
     method: 'POST',
@@ -102,6 +102,39 @@ describe('each new kind of message, sent', () => {
       expect(event.json.data).toMatchObject({ type: kind.type, phone: PHONE, status: 'sent' })
     },
   )
+
+  it('a new kind is scheduled, canceled and replayed by its Idempotency-Key like any message', async () => {
+    const body = {
+      phone: PHONE,
+      location: { latitude: 1.5, longitude: 2.5 },
+      sendAt: new Date(Date.now() + 60_000).toISOString(),
+    }
+    const headers = { 'x-api-key': key.key, 'idempotency-key': `loc-${Date.now()}` }
+    const first = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/messages/send-location',
+      headers,
+      payload: body,
+    })
+    expect(first.statusCode, first.body).toBe(202)
+    expect(first.json()).toMatchObject({ type: 'location', status: 'scheduled' })
+    const replay = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/messages/send-location',
+      headers,
+      payload: body,
+    })
+    expect(replay.headers['idempotent-replayed']).toBe('true')
+    expect(replay.json().messageId).toBe(first.json().messageId)
+    const canceled = await app.inject({
+      method: 'POST',
+      url: `/api/third-party/messages/${first.json().messageId}/cancel`,
+      headers: { 'x-api-key': key.key },
+    })
+    expect(canceled.statusCode, canceled.body).toBe(200)
+    expect((await untilMessageStatus(app, key.key, first.json().messageId, 'canceled')).type).toBe('location')
+    expect(fake.requests.some((r) => r.messageId === first.json().messageId)).toBe(false)
+  })
 
   it('lists messages by type, and a list filter on a new type reads only those', async () => {
     const res = await app.inject({
