@@ -135,6 +135,16 @@ const boardQueues = async (on: TestApp = app) => {
   return (res.json() as { queues: BoardQueue[] }).queues
 }
 const boardQueueNames = async (on: TestApp = app) => (await boardQueues(on)).map((q) => q.name).sort()
+/**
+ * The board's queue names while waiting for a change to show: an answer the board could not give
+ * (its Redis command timed out on a loaded machine, a 500) is "not yet", not a failure.
+ */
+const boardQueueNamesSoFar = async (on: TestApp = app) => {
+  const res = await on.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: asAna() })
+  return res.statusCode === 200
+    ? (res.json() as { queues: BoardQueue[] }).queues.map((q) => q.name)
+    : undefined
+}
 
 /** 401, the browser's prompt, the error body, and nothing about any queue. */
 function expectSignInAsked(res: LightMyRequestResponse, what: string) {
@@ -282,14 +292,14 @@ describe('what it shows', () => {
   it('a sender added or removed through the admin API, without a restart', async () => {
     const added = await createSender('Acme Mexico', '1065403522430')
     // The periodic refresh is a minute away: this is the change notice on the senders channel.
-    await waitFor(async () => (await boardQueueNames()).includes(`messages.${added.id}`), {
+    await waitFor(async () => (await boardQueueNamesSoFar())?.includes(`messages.${added.id}`), {
       timeoutMs: 5000,
       what: 'the new sender’s queue on the board',
     })
     // Another instance, started now, reads the senders as it starts.
     const other = await buildTestApp(world, LIMITS)
     try {
-      await waitFor(async () => (await boardQueueNames(other)).includes(`messages.${added.id}`), {
+      await waitFor(async () => (await boardQueueNamesSoFar(other))?.includes(`messages.${added.id}`), {
         timeoutMs: 5000,
         what: 'the sender’s queue on a new instance',
       })
@@ -302,10 +312,16 @@ describe('what it shows', () => {
       headers: asAdmin(),
     })
     expect(removed.statusCode, removed.body).toBeLessThan(300)
-    await waitFor(async () => !(await boardQueueNames()).includes(`messages.${added.id}`), {
-      timeoutMs: 5000,
-      what: 'the removed sender’s queue gone from the board',
-    })
+    await waitFor(
+      async () => {
+        const names = await boardQueueNamesSoFar()
+        return names !== undefined && !names.includes(`messages.${added.id}`)
+      },
+      {
+        timeoutMs: 5000,
+        what: 'the removed sender’s queue gone from the board',
+      },
+    )
   })
 })
 
