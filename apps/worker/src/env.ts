@@ -107,8 +107,6 @@ const WorkerEnv = Type.Object({
   WEBHOOK_ALLOW_PRIVATE_TARGETS: Type.Optional(Type.Boolean()),
   SANDBOX_LATENCY_MS: Type.Integer({ minimum: 0, default: 0 }),
   SANDBOX_FAILURE_RATE: Type.Number({ minimum: 0, maximum: 1, default: 0 }),
-  /** The business number the sandbox pretends to send from: replies to it are routed as usual. */
-  SANDBOX_PHONE_NUMBER_ID: Type.String({ pattern: '^[0-9]+$', default: '100000000000001' }),
 })
 type WorkerEnv = Static<typeof WorkerEnv>
 

@@ -378,6 +378,51 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/suppressions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Suppression lists of every sender
+         * @description Every sender’s opted-out recipients; `senderId` keeps one sender’s.
+         */
+        get: operations["adminListSuppressions"];
+        put?: never;
+        /**
+         * Add a recipient to the suppression list
+         * @description Exactly one of `phone` and `userId`. `scope` `all` (default) blocks every send to them; `marketing` blocks marketing templates. Sends to them are then refused with 422 RECIPIENT_OPTED_OUT, and messages already queued to them are canceled. For admins.
+         */
+        post: operations["adminCreateSuppression"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/suppressions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One suppression list entry */
+        get: operations["adminGetSuppression"];
+        put?: never;
+        post?: never;
+        /**
+         * Lift an opt-out (audited, with its reason)
+         * @description The body gives the reason, kept in the audit log; `recipient.opted_in` goes to subscribed endpoints.
+         */
+        delete: operations["adminDeleteSuppression"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/third-party/messages/send-text": {
         parameters: {
             query?: never;
@@ -1131,6 +1176,51 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/third-party/suppressions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your sender's suppression list
+         * @description Requires `manage:suppressions`. The recipients who opted out of the sender your key sends through.
+         */
+        get: operations["listSuppressions"];
+        put?: never;
+        /**
+         * Add a recipient to the suppression list
+         * @description Exactly one of `phone` and `userId`. `scope` `all` (default) blocks every send to them; `marketing` blocks marketing templates. Sends to them are then refused with 422 RECIPIENT_OPTED_OUT, and messages already queued to them are canceled. For keys.
+         */
+        post: operations["createSuppression"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/third-party/suppressions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One suppression list entry */
+        get: operations["getSuppression"];
+        put?: never;
+        post?: never;
+        /**
+         * Lift an opt-out (audited, with its reason)
+         * @description The body gives the reason, kept in the audit log; `recipient.opted_in` goes to subscribed endpoints.
+         */
+        delete: operations["deleteSuppression"];
         options?: never;
         head?: never;
         patch?: never;
@@ -3631,6 +3721,361 @@ export interface operations {
             };
             /** @description The error body every failure answers with */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    adminListSuppressions: {
+        parameters: {
+            query: {
+                order: "ASC" | "DESC";
+                page: number;
+                take: number;
+                q?: string;
+                tenantId?: string;
+                deleted?: "true" | "false";
+                itemCount?: number;
+                orderField: "createdAt";
+                recipient?: string;
+                scope?: "marketing" | "all";
+                source?: "keyword" | "user_preferences" | "131050" | "api" | "admin";
+                senderId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        page: number;
+                        take: number;
+                        itemCount: number;
+                        pageCount: number;
+                        hasPreviousPage: boolean;
+                        hasNextPage: boolean;
+                        data: {
+                            /** Format: uuid */
+                            id: string;
+                            senderId: string;
+                            phoneNumberId: string;
+                            recipient: string;
+                            /** @enum {unknown} */
+                            scope: "marketing" | "all";
+                            /** @enum {unknown} */
+                            source: "keyword" | "user_preferences" | "131050" | "api" | "admin";
+                            reason: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    adminCreateSuppression: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description E.164, e.g. +5511987654321 */
+                    phone?: string;
+                    /** @description A WhatsApp business-scoped user id (BSUID), e.g. US.13491208655302741918, for a user known by username */
+                    userId?: string;
+                    /**
+                     * @default all
+                     * @enum {unknown}
+                     */
+                    scope?: "marketing" | "all";
+                    reason?: string;
+                    senderId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        senderId: string;
+                        phoneNumberId: string;
+                        recipient: string;
+                        /** @enum {unknown} */
+                        scope: "marketing" | "all";
+                        /** @enum {unknown} */
+                        source: "keyword" | "user_preferences" | "131050" | "api" | "admin";
+                        reason: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    adminGetSuppression: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        senderId: string;
+                        phoneNumberId: string;
+                        recipient: string;
+                        /** @enum {unknown} */
+                        scope: "marketing" | "all";
+                        /** @enum {unknown} */
+                        source: "keyword" | "user_preferences" | "131050" | "api" | "admin";
+                        reason: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    adminDeleteSuppression: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    reason: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        senderId: string;
+                        phoneNumberId: string;
+                        recipient: string;
+                        /** @enum {unknown} */
+                        scope: "marketing" | "all";
+                        /** @enum {unknown} */
+                        source: "keyword" | "user_preferences" | "131050" | "api" | "admin";
+                        reason: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9361,7 +9806,7 @@ export interface operations {
                             /** Format: uuid */
                             id: string;
                             url: string;
-                            events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated")[];
+                            events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in")[];
                             description: string | null;
                             enabled: boolean;
                             disabledReason: ("gone" | "failing") | null;
@@ -9436,7 +9881,7 @@ export interface operations {
             content: {
                 "application/json": {
                     url: string;
-                    events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated")[];
+                    events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in")[];
                     description?: string;
                 };
             };
@@ -9452,7 +9897,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -9537,7 +9982,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -9681,7 +10126,7 @@ export interface operations {
             content: {
                 "application/json": {
                     url?: string;
-                    events?: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated")[];
+                    events?: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in")[];
                     enabled?: boolean;
                 };
             };
@@ -9697,7 +10142,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -9797,7 +10242,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -10599,6 +11044,423 @@ export interface operations {
             };
             /** @description The error body every failure answers with */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    listSuppressions: {
+        parameters: {
+            query: {
+                order: "ASC" | "DESC";
+                page: number;
+                take: number;
+                q?: string;
+                tenantId?: string;
+                deleted?: "true" | "false";
+                itemCount?: number;
+                orderField: "createdAt";
+                recipient?: string;
+                scope?: "marketing" | "all";
+                source?: "keyword" | "user_preferences" | "131050" | "api" | "admin";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        page: number;
+                        take: number;
+                        itemCount: number;
+                        pageCount: number;
+                        hasPreviousPage: boolean;
+                        hasNextPage: boolean;
+                        data: {
+                            /** Format: uuid */
+                            id: string;
+                            senderId: string;
+                            phoneNumberId: string;
+                            recipient: string;
+                            /** @enum {unknown} */
+                            scope: "marketing" | "all";
+                            /** @enum {unknown} */
+                            source: "keyword" | "user_preferences" | "131050" | "api" | "admin";
+                            reason: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    createSuppression: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description E.164, e.g. +5511987654321 */
+                    phone?: string;
+                    /** @description A WhatsApp business-scoped user id (BSUID), e.g. US.13491208655302741918, for a user known by username */
+                    userId?: string;
+                    /**
+                     * @default all
+                     * @enum {unknown}
+                     */
+                    scope?: "marketing" | "all";
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        senderId: string;
+                        phoneNumberId: string;
+                        recipient: string;
+                        /** @enum {unknown} */
+                        scope: "marketing" | "all";
+                        /** @enum {unknown} */
+                        source: "keyword" | "user_preferences" | "131050" | "api" | "admin";
+                        reason: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    getSuppression: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        senderId: string;
+                        phoneNumberId: string;
+                        recipient: string;
+                        /** @enum {unknown} */
+                        scope: "marketing" | "all";
+                        /** @enum {unknown} */
+                        source: "keyword" | "user_preferences" | "131050" | "api" | "admin";
+                        reason: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    deleteSuppression: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    reason: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        senderId: string;
+                        phoneNumberId: string;
+                        recipient: string;
+                        /** @enum {unknown} */
+                        scope: "marketing" | "all";
+                        /** @enum {unknown} */
+                        source: "keyword" | "user_preferences" | "131050" | "api" | "admin";
+                        reason: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -111,7 +111,18 @@ export const platformEnv = {
   WHATSAPP_API_URL: Type.String({ pattern: '^https?://', default: 'https://graph.facebook.com/v21.0' }),
   WHATSAPP_ACCESS_TOKEN: Type.Optional(Type.String({ minLength: 1 })),
   WHATSAPP_PHONE_NUMBER_ID: Type.Optional(Type.String({ pattern: '^[0-9]+$' })),
+  /** The business number the sandbox pretends to send from: replies to it are routed as usual. */
+  SANDBOX_PHONE_NUMBER_ID: Type.String({ pattern: '^[0-9]+$', default: '100000000000001' }),
 }
+
+/** The business number of the environment's own (`default`) sender, on the platform in use. */
+export const defaultPhoneNumberId = (config: {
+  platform: PlatformName
+  WHATSAPP_PHONE_NUMBER_ID?: string | undefined
+  SANDBOX_PHONE_NUMBER_ID: string
+}) =>
+  (config.platform === 'whatsapp-cloud' ? config.WHATSAPP_PHONE_NUMBER_ID : undefined) ??
+  config.SANDBOX_PHONE_NUMBER_ID
 
 /** The platform a configuration asks for; `whatsapp-cloud` without its credentials is an error. */
 export function choosePlatform(env: {

@@ -44,6 +44,7 @@ export const ErrorCodes = {
   TEMPLATE_PARAMETERS_MISMATCH: 422,
   /** A free-form message to a recipient whose 24-hour customer-service window is known closed. */
   OUTSIDE_SERVICE_WINDOW: 422,
+  RECIPIENT_OPTED_OUT: 422,
   RATE_LIMITED: 429,
   /** The key's daily quota (messages per UTC day) is spent; `Retry-After` runs to midnight UTC. */
   QUOTA_EXCEEDED: 429,

@@ -21,6 +21,7 @@ export const Scopes = {
   createOrders: 'create:orders',
   readKits: 'read:kits',
   manageWebhooks: 'manage:webhooks',
+  manageSuppressions: 'manage:suppressions',
 } as const
 
 export const SCOPE_PATTERN = '^[a-z][a-z0-9-]*:[a-z0-9*][a-z0-9-]*$'

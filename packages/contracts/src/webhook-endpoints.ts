@@ -14,6 +14,8 @@ export const WEBHOOK_EVENT_TYPES = [
   'template.quality_updated',
   'template.category_updated',
   'sender.updated',
+  'recipient.opted_out',
+  'recipient.opted_in',
 ] as const
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number]
 export type WebhookEndpointEvents = WebhookEventType[]

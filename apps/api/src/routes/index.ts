@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify'
+import { suppressionRoutes } from '../consent/routes.ts'
 import { adminApiKeyRoutes } from './admin/api-keys.ts'
 import { adminCatalogRoutes } from './admin/catalog.ts'
 import { adminInboundMessageRoutes } from './admin/inbound-messages.ts'
@@ -40,6 +41,7 @@ const ROUTES = [
   [adminSenderTemplateRoutes, { prefix: '/api/admin/senders' }],
   [adminMessageRoutes, { prefix: '/api/admin/messages' }],
   [adminQueueRoutes, { prefix: '/api/admin/queues' }],
+  [suppressionRoutes, { prefix: '/api/admin', audience: 'admin' }],
   'messages',
   [whatsappWebhookRoutes, { prefix: '/api/webhooks/whatsapp' }],
   [adminCatalogRoutes, { prefix: '/api/admin' }],
@@ -50,6 +52,7 @@ const ROUTES = [
   [webhookDeliveryRoutes, { prefix: '/api/third-party' }],
   [mediaRoutes, { prefix: '/api/third-party' }],
   [templateRoutes, { prefix: '/api/third-party' }],
+  [suppressionRoutes, { prefix: '/api/third-party', audience: 'key' }],
   // Bull Board, for browsers (HTTP Basic): outside /api and the OpenAPI document.
   [queueDashboardRoutes, { prefix: '/admin/queues' }],
 ] as const

@@ -1,4 +1,5 @@
 import { SENDER_CHANGES_CHANNEL, TEMPLATE_CHANGES_CHANNEL } from '@dispatch/contracts'
+import { defaultPhoneNumberId } from '@dispatch/contracts/env'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { SendChecks, type WindowRead } from './send-checks.ts'
@@ -45,7 +46,10 @@ export const sendChecks = fp(
     await cache.start(config.TEMPLATE_CACHE_REFRESH_MS)
     app.decorateRequest('windowRead', undefined)
     app.decorate('sendRules', cache)
-    app.decorate('sendChecks', new SendChecks(cache, redis, config.QUEUE_PREFIX, app.log))
+    app.decorate(
+      'sendChecks',
+      new SendChecks(cache, redis, config.QUEUE_PREFIX, app.log, defaultPhoneNumberId(config)),
+    )
     app.addHook('onClose', async () => {
       cache.stop()
       redisSubscriber.off('message', onMessage)

@@ -1,15 +1,19 @@
 import {
+  DEFAULT_SENDER_ID,
   type FallbackTemplate,
   type MessageType,
   recipientOf,
   serviceWindowKey,
   serviceWindowState,
   serviceWindowsLoadedKey,
+  suppressionKey,
 } from '@dispatch/contracts'
 import type { RedisClient } from '@dispatch/contracts/redis'
 import type { FastifyBaseLogger } from 'fastify'
 import { AppError } from '../errors.ts'
 import { checkTemplate } from './check-template.ts'
+import type { SenderRules } from './send-rules.ts'
+import { templateKey } from './send-rules.ts'
 import type { SendRulesCache } from './send-rules-cache.ts'
 
 /** One send as the checks read it: its type, its validated body, and its field in the request. */
@@ -58,8 +62,18 @@ export class SendChecks {
   #loaded: string | null = null
   #loadedUntil = 0
 
-  constructor(rules: SendRulesCache, redis: RedisClient, prefix: string, log: FastifyBaseLogger) {
+  /** The environment's own sender's number: what `default` sends from before it has a rules row. */
+  readonly #defaultNumber: string
+
+  constructor(
+    rules: SendRulesCache,
+    redis: RedisClient,
+    prefix: string,
+    log: FastifyBaseLogger,
+    defaultNumber: string,
+  ) {
     this.#rules = rules
+    this.#defaultNumber = defaultNumber
     this.#redis = redis
     this.#prefix = prefix
     this.#log = log
@@ -111,7 +125,18 @@ export class SendChecks {
         errors[i] = error
       }
     })
-    if (windows.length === 0 || !rules) return errors
+    // Read beside the windows, not before them: one round trip for both.
+    const number = rules?.phoneNumberId ?? (senderId === DEFAULT_SENDER_ID ? this.#defaultNumber : undefined)
+    const consent =
+      number === undefined ? Promise.resolve() : this.#checkConsent(number, rules, sends, errors)
+    if (!rules) {
+      await consent
+      return errors
+    }
+    if (windows.length === 0) {
+      await consent
+      return errors
+    }
     // The marker changes only when Redis loses its data (then a worker rebuilds it): read once a
     // second, not per send, so a send under `enforce` costs one read, pipelined with the request's others.
     const readMarker = now >= this.#loadedUntil
@@ -133,8 +158,10 @@ export class SendChecks {
     } catch (error) {
       // Unknown, as without the policy: the platform decides (and storing the message needs Redis anyway).
       this.#log.warn({ err: error }, 'service windows not read; sending as if unknown')
+      await consent
       return errors
     }
+    await consent
     if (readMarker) {
       this.#loaded = answers.pop() ?? null
       this.#loadedUntil = now + MARKER_TTL_MS
@@ -143,10 +170,58 @@ export class SendChecks {
     const lastInbound = answers
     windows.forEach((i, n) => {
       const send = sends[i] as SendToCheck
-      if (serviceWindowState(lastInbound[n] ?? null, loaded ?? null, now) === 'closed') {
+      if (!errors[i] && serviceWindowState(lastInbound[n] ?? null, loaded ?? null, now) === 'closed') {
         errors[i] = outsideWindow(send.field, send.body)
       }
     })
     return errors
   }
+
+  /**
+   * The suppression list (Redis copy): a recipient who opted out of everything gets nothing; one who
+   * opted out of marketing gets no marketing template (its category from the sender's catalog). An
+   * entry missing from the copy lets the send through (the copy is rebuilt from Postgres when lost);
+   * Redis unreachable lets it through too, as storing the message then fails anyway.
+   */
+  async #checkConsent(
+    phoneNumberId: string,
+    rules: SenderRules | undefined,
+    sends: SendToCheck[],
+    errors: Array<AppError | undefined>,
+  ) {
+    const open = sends.flatMap((_send, i) => (errors[i] ? [] : [i]))
+    if (open.length === 0) return
+    let entries: Array<string | null>
+    try {
+      entries = await Promise.all(
+        open.map((i) =>
+          this.#redis.get(
+            suppressionKey(this.#prefix, phoneNumberId, recipientOf((sends[i] as SendToCheck).body)),
+          ),
+        ),
+      )
+    } catch (error) {
+      this.#log.warn({ err: error }, 'suppression list not read; sending as if no one opted out')
+      return
+    }
+    entries.forEach((scope, n) => {
+      if (scope === null) return
+      const i = open[n] as number
+      const send = sends[i] as SendToCheck
+      if (scope === 'marketing' && !isMarketing(rules, send)) return
+      const who = send.body.phone === undefined ? 'userId' : 'phone'
+      errors[i] = new AppError(
+        'RECIPIENT_OPTED_OUT',
+        `${send.field}.${who}: ${recipientOf(send.body)} opted out of ${scope === 'all' ? 'messages' : 'marketing messages'} from this sender`,
+      )
+    })
+  }
+}
+
+/** A template send whose template the sender's catalog files under MARKETING. */
+function isMarketing(rules: SenderRules | undefined, send: SendToCheck): boolean {
+  if (send.type !== 'template' || !rules) return false
+  const { templateId, language } = send.body
+  if (templateId === undefined || language === undefined) return false
+  return rules.templates.get(templateKey(templateId, language))?.category?.toUpperCase() === 'MARKETING'
 }

@@ -31,6 +31,12 @@ export class SendRulesCache {
     return this.#rules.get(senderId)
   }
 
+  /** The sender whose business number this is, as last loaded (a walk over a few hundred at most). */
+  senderOfNumber(phoneNumberId: string): string | undefined {
+    for (const [senderId, rules] of this.#rules) if (rules.phoneNumberId === phoneNumberId) return senderId
+    return undefined
+  }
+
   /**
    * Loads every sender (waiting at most `bootWaitMs`: a Postgres that does not answer must not hold
    * the API's start; the load goes on meanwhile), then keeps them current every `refreshMs`.

@@ -12,6 +12,7 @@ import { type Db, type DeliveryOutcome, findPlatformMessageId } from '@dispatch/
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq'
 import type { Logger } from 'pino'
 import { Compile } from 'typebox/compile'
+import { optedOutFields, optOutAtDelivery } from '../consent/check.ts'
 import type { DeliveryRecorder } from '../delivery-recorder.ts'
 import type { DeliveryMetrics } from '../metrics/registry.ts'
 import { type MessagingPlatform, PlatformError } from '../platforms/types.ts'
@@ -152,6 +153,8 @@ export async function deliverMessage(
     lane.settings.serviceWindowPolicy === 'enforce' && isFreeForm(message)
       ? windowAtDelivery(deps.claims, deps.prefix, platform.phoneNumberId, recipientOf(message.body))
       : undefined
+  // An opt-out made after the message was accepted: read beside the claim too.
+  const optOut = optOutAtDelivery(deps.claims, deps.prefix, platform.phoneNumberId, recipientOf(message.body))
   if ((await takeClaim(deps.claims, deps.prefix, job.data)) === 'cancel') {
     await recorder.record(outcome('canceled', { attempts: job.attemptsMade }))
     metrics?.canceled(senderId)
@@ -186,6 +189,14 @@ export async function deliverMessage(
     metrics?.expired(senderId)
     log.info({ expiresAt }, 'message expired before it could be sent')
     return { outcome: 'expired' }
+  }
+
+  // Opted out of everything since it was accepted (a STOP, a 131050, an entry added): never sent.
+  if ((await optOut) === 'all') {
+    await recorder.record(outcome('canceled', { attempts: job.attemptsMade, ...optedOutFields }))
+    metrics?.canceled(senderId)
+    log.info('recipient opted out before it was sent; canceled')
+    return { outcome: 'canceled' }
   }
 
   // The 24-hour window under the sender's `enforce` policy: a scheduled or backlogged message can

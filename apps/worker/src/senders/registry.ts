@@ -8,6 +8,7 @@ import {
   type ServiceWindowPolicy,
   senderSwitchName,
 } from '@dispatch/contracts'
+import { defaultPhoneNumberId } from '@dispatch/contracts/env'
 import { listAllSenders, listQueueControls, type SenderRow, upsertDefaultSender } from '@dispatch/db'
 import type { WorkerContext } from '../runtime.ts'
 
@@ -39,7 +40,7 @@ export function defaultSender(
   const cloud = config.platform === 'whatsapp-cloud'
   return {
     id: DEFAULT_SENDER_ID,
-    phoneNumberId: (cloud ? config.WHATSAPP_PHONE_NUMBER_ID : undefined) ?? config.SANDBOX_PHONE_NUMBER_ID,
+    phoneNumberId: defaultPhoneNumberId(config),
     displayName: row?.displayName ?? (cloud ? 'WhatsApp (environment)' : 'Sandbox (environment)'),
     ratePerSecond: row?.ratePerSecond ?? config.PLATFORM_RATE_PER_SECOND,
     state: row?.state ?? 'active',

@@ -1,6 +1,7 @@
+import { suppressionRebuild } from '../consent/rebuild.ts'
 import type { WorkerUnitStarter } from '../runtime.ts'
 import { TemplateSyncSchedule } from '../templates/schedule.ts'
-import { ServiceWindowRebuild } from '../window/rebuild.ts'
+import { serviceWindowRebuild } from '../window/rebuild.ts'
 import { Admitter } from './admitter.ts'
 import { HeldExpirySweeper } from './held-expiry.ts'
 import { SenderLanes } from './lanes.ts'
@@ -25,8 +26,10 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
   sweeper.start()
   const templateSync = new TemplateSyncSchedule(context)
   templateSync.start()
-  const windows = new ServiceWindowRebuild(context)
+  const windows = serviceWindowRebuild(context)
   windows.start()
+  const suppressions = suppressionRebuild(context)
+  suppressions.start()
   context.metrics?.watchSenders(() => lanes.lanes())
   context.metrics?.watchQueues(() => [...lanes.lanes()].map((lane) => lane.queue.name))
   const { config, logger } = context
@@ -44,6 +47,7 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
       await registry.stop()
       await templateSync.stop()
       await windows.stop()
+      await suppressions.stop()
       await sweeper.stop()
       await admitter.stop()
       await lanes.close()

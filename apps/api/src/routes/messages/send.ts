@@ -131,6 +131,7 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
               'TEMPLATE_NOT_APPROVED',
               'TEMPLATE_PARAMETERS_MISMATCH',
               'OUTSIDE_SERVICE_WINDOW',
+              'RECIPIENT_OPTED_OUT',
               'RATE_LIMITED',
               'QUOTA_EXCEEDED',
               'SERVICE_UNAVAILABLE',

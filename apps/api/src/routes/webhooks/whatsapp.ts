@@ -2,6 +2,7 @@ import { timingSafeEqual } from 'node:crypto'
 import { WhatsAppVerifyQuery, WhatsAppWebhook } from '@dispatch/contracts'
 import { applyPlatformStatus, recordInboundMessage, recordMessagePricing } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { applyConsentKeywords } from '../../consent/keywords.ts'
 import { AppError } from '../../errors.ts'
 import { errorResponses } from '../responses.ts'
 import { applyAccountUpdates, readAccountUpdates } from './account-updates.ts'
@@ -147,6 +148,8 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
         else replies.unrouted++
       }
       await openServiceWindows(app.deps, request.log, messages, now)
+      // After the replies are stored: a failure here answers 5xx, and Meta's redelivery applies it again.
+      const consent = await applyConsentKeywords(app, request.log, messages, now)
       await applyQualityUpdates(app.deps, request.log, qualityUpdates, now)
       await applyAccountUpdates(app.deps, request.log, accountUpdates, now)
       const templates = await applyTemplateUpdates(app.deps, request.log, templateUpdates, (id) =>
@@ -159,6 +162,7 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
           applied,
           ignored: updates.length - applied,
           replies,
+          consent,
           templates: templates.applied,
           skipped: skipped.length,
         },

@@ -1,0 +1,93 @@
+import {
+  DEFAULT_OPT_IN_KEYWORDS,
+  DEFAULT_OPT_OUT_KEYWORDS,
+  DEFAULT_SENDER_ID,
+  keywordForm,
+  keywordIntent,
+  type SuppressionScope,
+} from '@dispatch/contracts'
+import { addSuppression, type InboundMessage, removeSuppression } from '@dispatch/db'
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
+import { copySuppression } from './copy.ts'
+
+const KEYWORDS = { optOut: DEFAULT_OPT_OUT_KEYWORDS, optIn: DEFAULT_OPT_IN_KEYWORDS }
+/** The text of Meta's "Stop promotions" quick-reply button on marketing templates. */
+const STOP_PROMOTIONS = keywordForm('Stop promotions')
+
+/** What a reply asks for: an opt-out (and of what), an opt-in, or nothing. */
+function intentOf(
+  reply: InboundMessage,
+): { intent: 'opt-out'; scope: SuppressionScope } | { intent: 'opt-in' } | undefined {
+  const content = reply.content as { text?: string; button?: { text?: string; payload?: string } }
+  if (typeof content.text === 'string') {
+    const intent = keywordIntent(content.text, KEYWORDS)
+    if (intent === 'opt-out') return { intent, scope: 'all' }
+    if (intent === 'opt-in') return { intent }
+    return undefined
+  }
+  const button = content.button
+  // A template's quick reply: "Stop promotions" ends marketing only; a STOP button, everything.
+  if (reply.type === 'button' && button) {
+    const said = [button.text, button.payload].filter((t): t is string => typeof t === 'string')
+    if (said.some((t) => keywordForm(t) === STOP_PROMOTIONS)) return { intent: 'opt-out', scope: 'marketing' }
+    if (said.some((t) => keywordIntent(t, KEYWORDS) === 'opt-out')) return { intent: 'opt-out', scope: 'all' }
+  }
+  return undefined
+}
+
+/**
+ * Opt-outs and opt-ins said in replies: a reply whose whole text is an opt-out keyword (STOP,
+ * PARAR, BAJA…, matched trimmed, case- and accent-folded) adds an entry for every identity the user
+ * is known by (phone and BSUID) on that business number; an opt-in keyword (START…) lifts them. A
+ * redelivered reply applies again (nothing changes twice). Throws when Postgres cannot record it,
+ * so the webhook is not acknowledged and Meta delivers it again: an opt-out is never dropped.
+ */
+export async function applyConsentKeywords(
+  app: FastifyInstance,
+  log: FastifyBaseLogger,
+  replies: InboundMessage[],
+  now: Date,
+): Promise<{ optedOut: number; optedIn: number }> {
+  const { db, redis, config } = app.deps
+  const counts = { optedOut: 0, optedIn: 0 }
+  for (const reply of replies) {
+    const asked = intentOf(reply)
+    if (!asked) continue
+    const senderId = app.sendRules.senderOfNumber(reply.phoneNumberId) ?? DEFAULT_SENDER_ID
+    for (const recipient of [reply.phone, reply.userId]) {
+      if (recipient === null) continue
+      if (asked.intent === 'opt-out') {
+        const { row, changed } = await addSuppression(
+          db,
+          {
+            phoneNumberId: reply.phoneNumberId,
+            senderId,
+            recipient,
+            scope: asked.scope,
+            source: 'keyword',
+            reason: asked.scope === 'marketing' ? 'Stop promotions button' : 'Opt-out keyword',
+            createdBy: 'platform',
+          },
+          now,
+        )
+        if (changed) counts.optedOut++
+        await copySuppression(redis, config.QUEUE_PREFIX, row).catch((error) =>
+          log.warn({ err: error }, 'opt-out not copied to Redis; the rebuild will'),
+        )
+      } else {
+        const removed = await removeSuppression(
+          db,
+          { phoneNumberId: reply.phoneNumberId, recipient },
+          { actor: 'platform', reason: 'Opt-in keyword' },
+          now,
+        )
+        if (!removed) continue
+        counts.optedIn++
+        await copySuppression(redis, config.QUEUE_PREFIX, undefined, removed).catch((error) =>
+          log.warn({ err: error }, 'opt-in not copied to Redis; the rebuild will'),
+        )
+      }
+    }
+  }
+  return counts
+}

@@ -1,0 +1,39 @@
+import { suppressionKey, suppressionsLoadedKey } from '@dispatch/contracts'
+import { listSuppressionsAfter } from '@dispatch/db'
+import { RedisCopyRebuild } from '../redis-copy/rebuild.ts'
+import type { WorkerContext } from '../runtime.ts'
+
+const PAGE = 5000
+
+/**
+ * The Redis copy of the suppression list, kept complete: every entry Postgres holds is copied back
+ * when the marker is missing (see RedisCopyRebuild), checked as often as the windows' copy.
+ */
+export function suppressionRebuild(context: WorkerContext): RedisCopyRebuild {
+  const { db, config } = context
+  const prefix = config.QUEUE_PREFIX
+  return new RedisCopyRebuild(
+    context,
+    {
+      name: 'suppressions',
+      marker: suppressionsLoadedKey(prefix),
+      lock: `${prefix}:optout:rebuild-lock`,
+      async copy(redis) {
+        let copied = 0
+        let after: string | undefined
+        for (;;) {
+          const page = await listSuppressionsAfter(db, after, PAGE)
+          if (page.length === 0) break
+          await Promise.all(
+            page.map((s) => redis.set(suppressionKey(prefix, s.phoneNumberId, s.recipient), s.scope)),
+          )
+          copied += page.length
+          after = page.at(-1)?.id
+          if (page.length < PAGE) break
+        }
+        return copied
+      },
+    },
+    config.SERVICE_WINDOW_CHECK_MS,
+  )
+}

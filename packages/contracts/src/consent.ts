@@ -1,0 +1,122 @@
+import Type, { type Static } from 'typebox'
+import { DataEnvelope, listQueryProperties } from './paging.ts'
+import { Phone, UserId } from './recipients.ts'
+
+/**
+ * Consent: a recipient who opted out of a business number gets no more of what they opted out of.
+ * Postgres keeps the suppression list (the record); Redis keeps a copy per business number and
+ * recipient (`suppressionKey`), which sends are checked against without Postgres; a worker rebuilds
+ * the copy from Postgres when its marker (`suppressionsLoadedKey`) is missing.
+ */
+
+/** What an entry blocks: marketing templates only, or everything (but the opt-out's confirmation). */
+export const SUPPRESSION_SCOPES = ['marketing', 'all'] as const
+export type SuppressionScope = (typeof SUPPRESSION_SCOPES)[number]
+
+/** Where an entry came from. */
+export const SUPPRESSION_SOURCES = ['keyword', 'user_preferences', '131050', 'api', 'admin'] as const
+export type SuppressionSource = (typeof SUPPRESSION_SOURCES)[number]
+
+/** The scope an entry holds in Redis, per business number and recipient (phone or BSUID). */
+export const suppressionKey = (prefix: string, phoneNumberId: string, recipient: string) =>
+  `${prefix}:optout:${phoneNumberId}:${recipient}`
+
+/** Set once the Redis copy holds every entry: without it, a missing entry is unknown, not absent. */
+export const suppressionsLoadedKey = (prefix: string) => `${prefix}:optout:loaded`
+
+/**
+ * Default keywords, matched against a reply's whole text once trimmed, lower-cased and stripped of
+ * accents and punctuation around it: English, Portuguese and Spanish, as carriers and Twilio's
+ * Advanced Opt-Out use them ("STOP", "PARAR", "BAJA"…). An admin replaces them per sender.
+ */
+export const DEFAULT_OPT_OUT_KEYWORDS = [
+  'stop',
+  'stopall',
+  'unsubscribe',
+  'cancel',
+  'end',
+  'quit',
+  'optout',
+  'opt out',
+  'parar',
+  'pare',
+  'sair',
+  'cancelar',
+  'descadastrar',
+  'baja',
+  'darse de baja',
+  'detener',
+] as const
+export const DEFAULT_OPT_IN_KEYWORDS = ['start', 'unstop', 'subscribe', 'voltar', 'alta', 'iniciar'] as const
+
+/** A reply's text as keywords are matched: trimmed, lower-case, without accents or edge punctuation. */
+export function keywordForm(text: string): string {
+  return text
+    .normalize('NFD')
+    .replace(/\p{M}+/gu, '')
+    .toLowerCase()
+    .replace(/^[\s\p{P}\p{S}]+|[\s\p{P}\p{S}]+$/gu, '')
+    .replace(/\s+/g, ' ')
+}
+
+/** What a reply's text asks for: `opt-out`, `opt-in`, or nothing. */
+export function keywordIntent(
+  text: string,
+  keywords: { optOut: readonly string[]; optIn: readonly string[] },
+): 'opt-out' | 'opt-in' | undefined {
+  const form = keywordForm(text)
+  if (form.length === 0 || form.length > 40) return undefined
+  if (keywords.optOut.some((k) => keywordForm(k) === form)) return 'opt-out'
+  if (keywords.optIn.some((k) => keywordForm(k) === form)) return 'opt-in'
+  return undefined
+}
+
+const DateTime = Type.String({ format: 'date-time' })
+
+export const SuppressionView = Type.Object(
+  {
+    id: Type.String({ format: 'uuid' }),
+    /** The sender (business number) the recipient opted out of. */
+    senderId: Type.String(),
+    phoneNumberId: Type.String(),
+    /** The recipient: a phone (E.164) or a BSUID. */
+    recipient: Type.String(),
+    scope: Type.Enum(SUPPRESSION_SCOPES),
+    source: Type.Enum(SUPPRESSION_SOURCES),
+    reason: Type.Union([Type.String(), Type.Null()]),
+    createdAt: DateTime,
+  },
+  { additionalProperties: false },
+)
+export type SuppressionView = Static<typeof SuppressionView>
+
+const Reason = Type.String({ minLength: 1, maxLength: 500, pattern: '\\S' })
+
+/** `POST /suppressions`: the recipient (exactly one of `phone` and `userId`), what it blocks, why. */
+export const CreateSuppressionBody = Type.Object(
+  {
+    phone: Type.Optional(Phone),
+    userId: Type.Optional(UserId),
+    scope: Type.Optional(Type.Enum(SUPPRESSION_SCOPES, { default: 'all' })),
+    reason: Type.Optional(Reason),
+  },
+  { additionalProperties: false },
+)
+export type CreateSuppressionBody = Static<typeof CreateSuppressionBody>
+
+/** `DELETE /suppressions/:id`: lifting an opt-out needs a reason, kept in the audit log. */
+export const DeleteSuppressionBody = Type.Object({ reason: Reason }, { additionalProperties: false })
+
+export const SuppressionListQuery = Type.Object(
+  {
+    ...listQueryProperties,
+    orderField: Type.Enum(['createdAt'], { default: 'createdAt' }),
+    recipient: Type.Optional(Type.String({ minLength: 1, maxLength: 160 })),
+    scope: Type.Optional(Type.Enum(SUPPRESSION_SCOPES)),
+    source: Type.Optional(Type.Enum(SUPPRESSION_SOURCES)),
+  },
+  { additionalProperties: false },
+)
+export type SuppressionListQuery = Static<typeof SuppressionListQuery>
+
+export const SuppressionList = DataEnvelope(SuppressionView)

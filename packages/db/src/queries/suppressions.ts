@@ -1,0 +1,172 @@
+import type { SuppressionListQuery, SuppressionScope, SuppressionSource } from '@dispatch/contracts'
+import { DEFAULT_SENDER_ID } from '@dispatch/contracts'
+import { and, asc, count, eq, gt, sql } from 'drizzle-orm'
+import type { Db } from '../client.ts'
+import { adminAuditLog } from '../schema/admin-audit-log.ts'
+import { type SuppressionRow, suppressions } from '../schema/suppressions.ts'
+import type { Executor } from './executor.ts'
+import { offsetOf, ordering, whereAll } from './list-helpers.ts'
+
+/** A new opt-out, as a keyword, a webhook, a failure, a key or an admin makes it. */
+export interface NewSuppression {
+  phoneNumberId: string
+  senderId: string
+  recipient: string
+  scope: SuppressionScope
+  source: SuppressionSource
+  reason: string | null
+  createdBy: string
+}
+
+/**
+ * Records an opt-out: one entry per business number and recipient. A second opt-out keeps the
+ * entry's first time and source, and widens its scope (`marketing` → `all`, never back). Answers
+ * the entry, and whether it is new or wider (then the Redis copy and the event follow).
+ */
+export async function addSuppression(
+  db: Db,
+  entry: NewSuppression,
+  at = new Date(),
+): Promise<{ row: SuppressionRow; changed: boolean }> {
+  return db.transaction(async (tx) => {
+    const [inserted] = await tx.insert(suppressions).values(entry).onConflictDoNothing().returning()
+    let row = inserted
+    if (!row && entry.scope === 'all') {
+      ;[row] = await tx
+        .update(suppressions)
+        .set({ scope: 'all', reason: entry.reason })
+        .where(
+          and(
+            eq(suppressions.phoneNumberId, entry.phoneNumberId),
+            eq(suppressions.recipient, entry.recipient),
+            eq(suppressions.scope, 'marketing'),
+          ),
+        )
+        .returning()
+    }
+    if (row) {
+      await emitConsentEvent(tx, 'recipient.opted_out', row, at)
+      return { row, changed: true }
+    }
+    const [kept] = await tx
+      .select()
+      .from(suppressions)
+      .where(
+        and(eq(suppressions.phoneNumberId, entry.phoneNumberId), eq(suppressions.recipient, entry.recipient)),
+      )
+    return { row: kept as SuppressionRow, changed: false }
+  })
+}
+
+/**
+ * `recipient.opted_out` / `recipient.opted_in` to every key sending through the entry's sender that
+ * has an endpoint (the event function keeps those subscribed), in the entry's transaction.
+ */
+async function emitConsentEvent(tx: Executor, type: string, row: SuppressionRow, at: Date) {
+  const recipient = row.recipient.startsWith('+') ? { phone: row.recipient } : { userId: row.recipient }
+  const data = {
+    ...recipient,
+    senderId: row.senderId,
+    phoneNumberId: row.phoneNumberId,
+    scope: row.scope,
+    source: row.source,
+    reason: row.reason,
+  }
+  await tx.execute(sql`
+    select dispatch_emit_webhook_event(k.id, ${type}, null, ${JSON.stringify(data)}::jsonb, ${at.toISOString()}::timestamptz)
+    from api_keys k
+    where (k.sender_id = ${row.senderId} or (${row.senderId} = ${DEFAULT_SENDER_ID} and k.sender_id is null))
+      and exists (select 1 from webhook_endpoints e where e.api_key_id = k.id)`)
+}
+
+/**
+ * Lifts an opt-out (an opt-in keyword, Meta's `user_preferences` "resume", a key, an admin): the
+ * entry goes, the lift is audited with its reason, and `recipient.opted_in` is written, in one
+ * transaction. Answers the removed entry, or undefined.
+ */
+export async function removeSuppression(
+  db: Db,
+  where: { id: string } | { phoneNumberId: string; recipient: string },
+  audit: { actor: string; reason: string; senderId?: string },
+  at = new Date(),
+): Promise<SuppressionRow | undefined> {
+  return db.transaction(async (tx) => {
+    const match =
+      'id' in where
+        ? and(
+            eq(suppressions.id, where.id),
+            audit.senderId === undefined ? undefined : eq(suppressions.senderId, audit.senderId),
+          )
+        : and(
+            eq(suppressions.phoneNumberId, where.phoneNumberId),
+            eq(suppressions.recipient, where.recipient),
+          )
+    const [removed] = await tx.delete(suppressions).where(match).returning()
+    if (!removed) return undefined
+    await tx.insert(adminAuditLog).values({
+      actor: audit.actor,
+      action: 'suppression.remove',
+      targetType: 'suppression',
+      targetId: removed.id,
+      // The recipient is not repeated here: the audit says who lifted the entry, and why.
+      details: {
+        reason: audit.reason,
+        senderId: removed.senderId,
+        scope: removed.scope,
+        source: removed.source,
+        createdAt: removed.createdAt.toISOString(),
+      },
+    })
+    await emitConsentEvent(tx, 'recipient.opted_in', { ...removed, reason: audit.reason }, at)
+    return removed
+  })
+}
+
+/** One entry, by id, within a sender when given (a key sees its own sender's only). */
+export async function findSuppression(db: Db, id: string, senderId?: string) {
+  const [row] = await db
+    .select()
+    .from(suppressions)
+    .where(
+      and(eq(suppressions.id, id), senderId === undefined ? undefined : eq(suppressions.senderId, senderId)),
+    )
+  return row
+}
+
+/** A page of entries, newest first by default, within a sender when given. */
+export async function listSuppressions(db: Db, query: SuppressionListQuery, senderId?: string) {
+  const s = suppressions
+  const where = whereAll([
+    senderId === undefined ? undefined : eq(s.senderId, senderId),
+    query.recipient ? eq(s.recipient, query.recipient) : undefined,
+    query.scope ? eq(s.scope, query.scope) : undefined,
+    query.source ? eq(s.source, query.source) : undefined,
+    query.deleted === 'true' ? sql`false` : undefined,
+  ])
+  const [rows, [total]] = await Promise.all([
+    db
+      .select()
+      .from(s)
+      .where(where)
+      .orderBy(...ordering(query.order, s.createdAt, s.id))
+      .limit(query.take)
+      .offset(offsetOf(query)),
+    db.select({ value: count() }).from(s).where(where),
+  ])
+  return { rows, itemCount: total?.value ?? 0 }
+}
+
+/** Every entry in id order, a page at a time: what the Redis copy is rebuilt from. */
+export function listSuppressionsAfter(db: Db, afterId: string | undefined, limit: number) {
+  return db
+    .select({
+      id: suppressions.id,
+      phoneNumberId: suppressions.phoneNumberId,
+      recipient: suppressions.recipient,
+      scope: suppressions.scope,
+    })
+    .from(suppressions)
+    .where(afterId === undefined ? undefined : gt(suppressions.id, afterId))
+    .orderBy(asc(suppressions.id))
+    .limit(limit)
+}
