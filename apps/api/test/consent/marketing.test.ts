@@ -1,13 +1,23 @@
 import { randomBytes } from 'node:crypto'
-import { type FakeWhatsApp, inboundMessage, messageWebhook, startFakeWhatsApp } from '@dispatch/testing'
+import {
+  type FakeWhatsApp,
+  graphError,
+  inboundMessage,
+  messageWebhook,
+  startFakeWhatsApp,
+  waitFor,
+} from '@dispatch/testing'
+import type { RunningWorker } from '@dispatch/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   buildTestApp,
   createWorld,
   expectError,
   postPlatformWebhook,
+  startTestWorker,
   type TestApp,
   type TestWorld,
+  untilMessageStatus,
 } from '../helpers.ts'
 import { keyOf, newPhone, syncedSender } from '../templates/setup.ts'
 
@@ -18,6 +28,7 @@ let app: TestApp
 let fake: FakeWhatsApp
 let sender: { id: string; phoneNumberId: string }
 let key: { id: string; key: string }
+let worker: RunningWorker
 
 const marketing = (phone: string) => ({
   phone,
@@ -43,16 +54,22 @@ const sendTemplate = (payload: object) =>
 beforeAll(async () => {
   world = await createWorld()
   fake = await startFakeWhatsApp()
-  app = await buildTestApp(world, {
-    SECRETS_KEY: randomBytes(32).toString('base64'),
-    WHATSAPP_API_URL: fake.url,
-    WHATSAPP_APP_SECRET: APP_SECRET,
-  })
+  const env = { SECRETS_KEY: randomBytes(32).toString('base64'), WHATSAPP_API_URL: fake.url }
+  app = await buildTestApp(world, { ...env, WHATSAPP_APP_SECRET: APP_SECRET })
   sender = await syncedSender(app, fake)
-  key = await keyOf(app, sender.id, ['send:template', 'send:free-text'])
+  key = await keyOf(app, sender.id, ['send:template', 'send:free-text', 'read:messages'])
+  // The Cloud API adapter (the fake) needs the environment's own credentials set, or the sandbox is used.
+  worker = await startTestWorker(world, {
+    ...env,
+    WHATSAPP_ACCESS_TOKEN: 'default-token',
+    WHATSAPP_PHONE_NUMBER_ID: '106540352242922',
+    ADMISSION_INTERVAL_MS: '20',
+    TEMPLATE_SYNC_INTERVAL_MS: '0',
+  })
 })
 
 afterAll(async () => {
+  await worker?.close()
   await app?.close()
   await fake?.close()
   await world?.close()
@@ -95,5 +112,80 @@ describe('an opt-out of marketing', () => {
     expect((await sendTemplate(utility(phone))).statusCode).toBe(202)
     await say(inboundMessage('text', { phone }, { text: 'STOP' }))
     expectError(await sendTemplate(utility(phone)), 422, 'RECIPIENT_OPTED_OUT', /opted out of messages/)
+  })
+})
+
+/** Meta's `user_preferences` webhook: the user stopped or resumed the number's marketing messages. */
+const userPreferences = (phoneNumberId: string, phone: string, value: 'stop' | 'resume') => ({
+  object: 'whatsapp_business_account',
+  entry: [
+    {
+      id: 'WABA_ID',
+      changes: [
+        {
+          field: 'user_preferences',
+          value: {
+            messaging_product: 'whatsapp',
+            metadata: { display_phone_number: '15550001111', phone_number_id: phoneNumberId },
+            contacts: [{ profile: { name: 'A User' }, wa_id: phone.slice(1) }],
+            user_preferences: [
+              {
+                wa_id: phone.slice(1),
+                detail:
+                  value === 'stop'
+                    ? 'User requested to stop marketing messages'
+                    : 'User resumed marketing messages',
+                category: 'marketing_messages',
+                value,
+                timestamp: Math.floor(Date.now() / 1000),
+              },
+            ],
+          },
+        },
+      ],
+    },
+  ],
+})
+
+describe('what the platform says', () => {
+  it('user_preferences stop blocks marketing; resume lifts it', async () => {
+    const phone = newPhone()
+    const say = (value: 'stop' | 'resume') =>
+      postPlatformWebhook(app, userPreferences(sender.phoneNumberId, phone, value), APP_SECRET)
+    expect((await say('stop')).statusCode).toBe(200)
+    expectError(await sendTemplate(marketing(phone)), 422, 'RECIPIENT_OPTED_OUT')
+    expect((await sendTemplate(utility(phone))).statusCode).toBe(202)
+    const [entry] = await world.sql<
+      { source: string }[]
+    >`select source from suppressions where recipient = ${phone}`
+    expect(entry?.source).toBe('user_preferences')
+    expect((await say('resume')).statusCode).toBe(200)
+    expect((await sendTemplate(marketing(phone))).statusCode).toBe(202)
+  })
+
+  it('a 131050 failure records the opt-out: the next marketing template is refused at the door', async () => {
+    const phone = newPhone()
+    // Every send from the number is answered 131050 until cleared (messages of the tests above may still go).
+    const stopped = graphError(131050, 'Unable to deliver message: the user stopped marketing messages')
+    fake.number(sender.phoneNumberId, { answer: stopped })
+    try {
+      const first = await sendTemplate(marketing(phone))
+      expect(first.statusCode, first.body).toBe(202)
+      const failed = await untilMessageStatus(app, key.key, first.json().messageId, 'failed')
+      expect(failed.lastError?.code).toBe('131050')
+    } finally {
+      fake.number(sender.phoneNumberId, { answer: undefined })
+    }
+    await waitFor(
+      async () => {
+        const res = await sendTemplate(marketing(phone))
+        return res.statusCode === 422 ? res : undefined
+      },
+      { what: 'the next marketing send refused' },
+    )
+    const [entry] = await world.sql<
+      { source: string; scope: string }[]
+    >`select source, scope from suppressions where recipient = ${phone}`
+    expect(entry).toEqual({ source: '131050', scope: 'marketing' })
   })
 })

@@ -1,5 +1,6 @@
 import { type SuppressionScope, suppressionKey } from '@dispatch/contracts'
 import type { RedisClient } from '@dispatch/contracts/redis'
+import { addSuppression, type Db } from '@dispatch/db'
 
 /** The code and text a message ends `canceled` with when its recipient opted out before it went. */
 export const OPTED_OUT_CODE = 'RECIPIENT_OPTED_OUT'
@@ -23,4 +24,28 @@ export async function optOutAtDelivery(
   } catch {
     return null
   }
+}
+
+/** Meta's answer to a marketing message for a user who stopped marketing messages from the business. */
+export const MARKETING_STOPPED_CODE = '131050'
+
+/**
+ * A `131050` failure says the user stopped this number's marketing messages: recorded as an opt-out
+ * of marketing (source `131050`), so the next marketing template is refused at the door instead of
+ * at the platform. Best effort: the failure itself is already recorded.
+ */
+export async function recordMarketingStop(
+  db: Db,
+  redis: RedisClient,
+  prefix: string,
+  entry: { phoneNumberId: string; senderId: string; recipient: string },
+): Promise<void> {
+  const { row } = await addSuppression(db, {
+    ...entry,
+    scope: 'marketing',
+    source: '131050',
+    reason: 'The platform answered 131050: the user stopped marketing messages',
+    createdBy: 'platform',
+  })
+  await redis.set(suppressionKey(prefix, row.phoneNumberId, row.recipient), row.scope)
 }

@@ -12,7 +12,12 @@ import { type Db, type DeliveryOutcome, findPlatformMessageId } from '@dispatch/
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq'
 import type { Logger } from 'pino'
 import { Compile } from 'typebox/compile'
-import { optedOutFields, optOutAtDelivery } from '../consent/check.ts'
+import {
+  MARKETING_STOPPED_CODE,
+  optedOutFields,
+  optOutAtDelivery,
+  recordMarketingStop,
+} from '../consent/check.ts'
 import type { DeliveryRecorder } from '../delivery-recorder.ts'
 import type { DeliveryMetrics } from '../metrics/registry.ts'
 import { type MessagingPlatform, PlatformError } from '../platforms/types.ts'
@@ -265,6 +270,12 @@ export async function deliverMessage(
     )
     if (final) metrics?.failed(senderId, error.code)
     else metrics?.retried(senderId, error.code)
+    if (error.code === MARKETING_STOPPED_CODE) {
+      const entry = { phoneNumberId: platform.phoneNumberId, senderId, recipient: recipientOf(message.body) }
+      await recordMarketingStop(db, deps.claims, deps.prefix, entry).catch((caught) =>
+        log.warn({ err: caught }, '131050 not recorded as an opt-out'),
+      )
+    }
     log.warn({ code: error.code, kind: error.kind, attempts, final }, 'delivery attempt failed')
     throw final ? new UnrecoverableError(`${error.code}: ${error.message}`) : error
   }

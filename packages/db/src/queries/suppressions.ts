@@ -86,7 +86,7 @@ async function emitConsentEvent(tx: Executor, type: string, row: SuppressionRow,
  */
 export async function removeSuppression(
   db: Db,
-  where: { id: string } | { phoneNumberId: string; recipient: string },
+  where: { id: string } | { phoneNumberId: string; recipient: string; onlyScope?: SuppressionScope },
   audit: { actor: string; reason: string; senderId?: string },
   at = new Date(),
 ): Promise<SuppressionRow | undefined> {
@@ -100,6 +100,7 @@ export async function removeSuppression(
         : and(
             eq(suppressions.phoneNumberId, where.phoneNumberId),
             eq(suppressions.recipient, where.recipient),
+            where.onlyScope === undefined ? undefined : eq(suppressions.scope, where.onlyScope),
           )
     const [removed] = await tx.delete(suppressions).where(match).returning()
     if (!removed) return undefined

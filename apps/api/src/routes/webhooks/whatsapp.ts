@@ -3,6 +3,7 @@ import { WhatsAppVerifyQuery, WhatsAppWebhook } from '@dispatch/contracts'
 import { applyPlatformStatus, recordInboundMessage, recordMessagePricing } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { applyConsentKeywords } from '../../consent/keywords.ts'
+import { applyUserPreferences, readUserPreferences } from '../../consent/user-preferences.ts'
 import { AppError } from '../../errors.ts'
 import { errorResponses } from '../responses.ts'
 import { applyAccountUpdates, readAccountUpdates } from './account-updates.ts'
@@ -150,6 +151,8 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       await openServiceWindows(app.deps, request.log, messages, now)
       // After the replies are stored: a failure here answers 5xx, and Meta's redelivery applies it again.
       const consent = await applyConsentKeywords(app, request.log, messages, now)
+      const preferences = readUserPreferences(request.body)
+      const preferencesApplied = await applyUserPreferences(app, request.log, preferences.preferences, now)
       await applyQualityUpdates(app.deps, request.log, qualityUpdates, now)
       await applyAccountUpdates(app.deps, request.log, accountUpdates, now)
       const templates = await applyTemplateUpdates(app.deps, request.log, templateUpdates, (id) =>
@@ -162,7 +165,7 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
           applied,
           ignored: updates.length - applied,
           replies,
-          consent,
+          consent: { ...consent, preferences: preferencesApplied, preferencesSkipped: preferences.skipped },
           templates: templates.applied,
           skipped: skipped.length,
         },
