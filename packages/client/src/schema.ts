@@ -2356,6 +2356,10 @@ export interface operations {
                             wabaId: string | null;
                             /** @enum {unknown} */
                             serviceWindowPolicy: "off" | "enforce";
+                            marketingCap: {
+                                count: number;
+                                hours: number;
+                            } | null;
                             templatesSyncedAt: string | null;
                             health: {
                                 accountStatus: string | null;
@@ -2431,6 +2435,10 @@ export interface operations {
                      * @enum {unknown}
                      */
                     serviceWindowPolicy?: "off" | "enforce";
+                    marketingCap?: {
+                        count: number;
+                        hours: number;
+                    } | null;
                 };
             };
         };
@@ -2456,6 +2464,10 @@ export interface operations {
                         wabaId: string | null;
                         /** @enum {unknown} */
                         serviceWindowPolicy: "off" | "enforce";
+                        marketingCap: {
+                            count: number;
+                            hours: number;
+                        } | null;
                         templatesSyncedAt: string | null;
                         health: {
                             accountStatus: string | null;
@@ -2569,6 +2581,10 @@ export interface operations {
                         wabaId: string | null;
                         /** @enum {unknown} */
                         serviceWindowPolicy: "off" | "enforce";
+                        marketingCap: {
+                            count: number;
+                            hours: number;
+                        } | null;
                         templatesSyncedAt: string | null;
                         health: {
                             accountStatus: string | null;
@@ -2744,6 +2760,10 @@ export interface operations {
                      * @enum {unknown}
                      */
                     serviceWindowPolicy?: "off" | "enforce";
+                    marketingCap?: {
+                        count: number;
+                        hours: number;
+                    } | null;
                 };
             };
         };
@@ -2769,6 +2789,10 @@ export interface operations {
                         wabaId: string | null;
                         /** @enum {unknown} */
                         serviceWindowPolicy: "off" | "enforce";
+                        marketingCap: {
+                            count: number;
+                            hours: number;
+                        } | null;
                         templatesSyncedAt: string | null;
                         health: {
                             accountStatus: string | null;

@@ -120,3 +120,20 @@ export const SuppressionListQuery = Type.Object(
 export type SuppressionListQuery = Static<typeof SuppressionListQuery>
 
 export const SuppressionList = DataEnvelope(SuppressionView)
+
+/** How many marketing messages went to a recipient from a business number in the cap's window. */
+export const marketingCountKey = (prefix: string, phoneNumberId: string, recipient: string) =>
+  `${prefix}:cap:${phoneNumberId}:${recipient}`
+
+/**
+ * Counts one marketing message unless the cap is reached: KEYS[1] the count, ARGV[1] the cap's
+ * count, ARGV[2] its window (ms, from the first message counted). Answers 1 (counted) or 0 (over).
+ * One key per recipient: atomic on one Redis, and on a Cluster (a single slot).
+ */
+export const MARKETING_CAP_SCRIPT = `
+local n = tonumber(redis.call('GET', KEYS[1]) or '0')
+if n >= tonumber(ARGV[1]) then return 0 end
+redis.call('INCR', KEYS[1])
+if n == 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 1
+`

@@ -45,6 +45,7 @@ export const ErrorCodes = {
   /** A free-form message to a recipient whose 24-hour customer-service window is known closed. */
   OUTSIDE_SERVICE_WINDOW: 422,
   RECIPIENT_OPTED_OUT: 422,
+  FREQUENCY_CAP_EXCEEDED: 422,
   RATE_LIMITED: 429,
   /** The key's daily quota (messages per UTC day) is spent; `Retry-After` runs to midnight UTC. */
   QUOTA_EXCEEDED: 429,

@@ -76,6 +76,22 @@ const Rate = Type.Integer({
 })
 
 /** A sender as admins see it: the token never, only its last four characters. */
+/**
+ * A frequency cap: at most `count` marketing messages (templates the catalog files under MARKETING)
+ * to one recipient within `hours`, counted from the first, across every API instance.
+ */
+export const MarketingCap = Type.Object(
+  {
+    count: Type.Integer({ minimum: 1, maximum: 1000 }),
+    hours: Type.Integer({ minimum: 1, maximum: 720 }),
+  },
+  {
+    additionalProperties: false,
+    description: 'At most `count` marketing messages per recipient within `hours`',
+  },
+)
+export type MarketingCap = Static<typeof MarketingCap>
+
 export const SenderView = Type.Object({
   id: Type.String(),
   phoneNumberId: Type.String(),
@@ -90,6 +106,8 @@ export const SenderView = Type.Object({
   source: Type.Enum(['environment', 'admin']),
   wabaId: Type.Union([Type.String(), Type.Null()]),
   serviceWindowPolicy: Type.Enum(SERVICE_WINDOW_POLICIES),
+  /** The frequency cap on marketing messages per recipient; null: none. */
+  marketingCap: Type.Union([MarketingCap, Type.Null()]),
   /** When its template catalog was last synced; null: never (template sends are not checked). */
   templatesSyncedAt: Type.Union([DateTime, Type.Null()]),
   health: SenderHealth,
@@ -107,6 +125,7 @@ export const CreateSenderBody = Type.Object(
     ratePerSecond: Type.Optional(Rate),
     wabaId: Type.Optional(WabaId),
     serviceWindowPolicy: Type.Optional(WindowPolicy),
+    marketingCap: Type.Optional(Type.Union([MarketingCap, Type.Null()])),
   },
   { additionalProperties: false },
 )
@@ -122,6 +141,7 @@ export const UpdateSenderBody = Type.Object(
     state: Type.Optional(Type.Enum(['active', 'paused'])),
     wabaId: Type.Optional(Type.Union([WabaId, Type.Null()])),
     serviceWindowPolicy: Type.Optional(WindowPolicy),
+    marketingCap: Type.Optional(Type.Union([MarketingCap, Type.Null()])),
   },
   { additionalProperties: false, minProperties: 1 },
 )

@@ -1,7 +1,9 @@
 import {
   DEFAULT_SENDER_ID,
   type FallbackTemplate,
+  MARKETING_CAP_SCRIPT,
   type MessageType,
+  marketingCountKey,
   recipientOf,
   serviceWindowKey,
   serviceWindowState,
@@ -213,6 +215,52 @@ export class SendChecks {
       errors[i] = new AppError(
         'RECIPIENT_OPTED_OUT',
         `${send.field}.${who}: ${recipientOf(send.body)} opted out of ${scope === 'all' ? 'messages' : 'marketing messages'} from this sender`,
+      )
+    })
+    await this.#countMarketing(phoneNumberId, rules, sends, errors)
+  }
+
+  /**
+   * The sender's frequency cap: each marketing template that passed every other check is counted
+   * per recipient in Redis (one atomic script per send, across every API instance); past the cap it
+   * is refused. Counted at accept: a message counted and later canceled still counts.
+   */
+  async #countMarketing(
+    phoneNumberId: string,
+    rules: SenderRules | undefined,
+    sends: SendToCheck[],
+    errors: Array<AppError | undefined>,
+  ) {
+    const cap = rules?.marketingCap
+    if (!cap) return
+    const counted = sends.flatMap((send, i) => (!errors[i] && isMarketing(rules, send) ? [i] : []))
+    if (counted.length === 0) return
+    let answers: unknown[]
+    try {
+      // Sent in order on one connection: two messages to one recipient in a batch take the places in turn.
+      answers = await Promise.all(
+        counted.map((i) =>
+          this.#redis.eval(
+            MARKETING_CAP_SCRIPT,
+            1,
+            marketingCountKey(this.#prefix, phoneNumberId, recipientOf((sends[i] as SendToCheck).body)),
+            cap.count,
+            cap.hours * 3_600_000,
+          ),
+        ),
+      )
+    } catch (error) {
+      this.#log.warn({ err: error }, 'frequency cap not counted; sending as if under it')
+      return
+    }
+    answers.forEach((answer, n) => {
+      if (answer === 1) return
+      const i = counted[n] as number
+      const send = sends[i] as SendToCheck
+      const who = send.body.phone === undefined ? 'userId' : 'phone'
+      errors[i] = new AppError(
+        'FREQUENCY_CAP_EXCEEDED',
+        `${send.field}.${who}: ${recipientOf(send.body)} already got ${cap.count} marketing message${cap.count === 1 ? '' : 's'} from this sender in the last ${cap.hours} h (the sender's frequency cap)`,
       )
     })
   }

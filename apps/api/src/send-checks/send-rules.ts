@@ -13,6 +13,8 @@ export interface KnownTemplate {
 export interface SenderRules {
   phoneNumberId: string
   serviceWindowPolicy: ServiceWindowPolicy
+  /** At most `count` marketing messages per recipient within `hours`; null: no cap. */
+  marketingCap: { count: number; hours: number } | null
   /** False until its catalog was synced once: template sends then go unchecked. */
   synced: boolean
   /** By `name` NUL `language`. */
@@ -40,6 +42,7 @@ export function toSenderRules(loaded: SenderSendRules): SenderRules {
   return {
     phoneNumberId: loaded.phoneNumberId,
     serviceWindowPolicy: loaded.serviceWindowPolicy,
+    marketingCap: loaded.marketingCap,
     synced: loaded.templatesSyncedAt !== null,
     templates,
     languages,

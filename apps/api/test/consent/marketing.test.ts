@@ -10,6 +10,7 @@ import {
 import type { RunningWorker } from '@dispatch/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
+  asAdmin,
   buildTestApp,
   createWorld,
   expectError,
@@ -22,6 +23,7 @@ import {
 import { keyOf, newPhone, syncedSender } from '../templates/setup.ts'
 
 const APP_SECRET = 'app-secret-0123456789'
+const secretsKey = randomBytes(32).toString('base64')
 
 let world: TestWorld
 let app: TestApp
@@ -54,7 +56,7 @@ const sendTemplate = (payload: object) =>
 beforeAll(async () => {
   world = await createWorld()
   fake = await startFakeWhatsApp()
-  const env = { SECRETS_KEY: randomBytes(32).toString('base64'), WHATSAPP_API_URL: fake.url }
+  const env = { SECRETS_KEY: secretsKey, WHATSAPP_API_URL: fake.url }
   app = await buildTestApp(world, { ...env, WHATSAPP_APP_SECRET: APP_SECRET })
   sender = await syncedSender(app, fake)
   key = await keyOf(app, sender.id, ['send:template', 'send:free-text', 'read:messages'])
@@ -187,5 +189,75 @@ describe('what the platform says', () => {
       { source: string; scope: string }[]
     >`select source, scope from suppressions where recipient = ${phone}`
     expect(entry).toEqual({ source: '131050', scope: 'marketing' })
+  })
+})
+
+describe('a frequency cap on marketing', () => {
+  it('refuses the (N+1)th marketing message to one recipient across two API instances; utility goes on', async () => {
+    const capped = await app.inject({
+      method: 'PATCH',
+      url: `/api/admin/senders/${sender.id}`,
+      headers: asAdmin(),
+      payload: { marketingCap: { count: 2, hours: 24 } },
+    })
+    expect(capped.statusCode, capped.body).toBe(200)
+    expect(capped.json().marketingCap).toEqual({ count: 2, hours: 24 })
+    const second = await buildTestApp(world, { SECRETS_KEY: secretsKey, WHATSAPP_API_URL: fake.url })
+    try {
+      const phone = newPhone()
+      const other = newPhone()
+      const on = (instance: TestApp, payload: object) =>
+        instance.inject({
+          method: 'POST',
+          url: '/api/third-party/messages/send-template',
+          headers: { 'x-api-key': key.key },
+          payload,
+        })
+      // Each instance reloads the sender when the change is announced.
+      await waitFor(async () => {
+        const probe = newPhone()
+        await on(second, marketing(probe))
+        await on(second, marketing(probe))
+        return (await on(second, marketing(probe))).statusCode === 422 || undefined
+      })
+      expect((await on(app, marketing(phone))).statusCode).toBe(202)
+      expect((await on(second, marketing(phone))).statusCode).toBe(202)
+      expectError(
+        await on(app, marketing(phone)),
+        422,
+        'FREQUENCY_CAP_EXCEEDED',
+        /already got 2 marketing messages .* 24 h/,
+      )
+      expectError(await on(second, marketing(phone)), 422, 'FREQUENCY_CAP_EXCEEDED')
+      expect((await on(second, utility(phone))).statusCode).toBe(202)
+      expect((await on(app, marketing(other))).statusCode).toBe(202)
+      // In a batch, per item.
+      const batch = await app.inject({
+        method: 'POST',
+        url: '/api/third-party/messages/batch',
+        headers: { 'x-api-key': key.key },
+        payload: {
+          messages: [
+            { type: 'template', ...marketing(other) },
+            { type: 'template', ...marketing(other) },
+          ],
+        },
+      })
+      expect(
+        batch
+          .json()
+          .results.map(
+            (r: { status?: string; error?: { errorCode: string } }) => r.status ?? r.error?.errorCode,
+          ),
+      ).toEqual(['queued', 'FREQUENCY_CAP_EXCEEDED'])
+    } finally {
+      await second.close()
+      await app.inject({
+        method: 'PATCH',
+        url: `/api/admin/senders/${sender.id}`,
+        headers: asAdmin(),
+        payload: { marketingCap: null },
+      })
+    }
   })
 })

@@ -26,6 +26,7 @@ export interface NewSender {
   ratePerSecond?: number | undefined
   wabaId?: string | undefined
   serviceWindowPolicy?: ServiceWindowPolicy | undefined
+  marketingCap?: { count: number; hours: number } | null | undefined
   now: Date
 }
 
@@ -85,6 +86,7 @@ export interface SenderChanges {
   state?: Exclude<SenderState, 'needs_attention'> | undefined
   wabaId?: string | null | undefined
   serviceWindowPolicy?: ServiceWindowPolicy | undefined
+  marketingCap?: { count: number; hours: number } | null | undefined
   /** The admin's note kept with a `paused` state. */
   pausedBy?: string | undefined
 }

@@ -9,6 +9,7 @@ export interface SenderSendRules {
   senderId: string
   phoneNumberId: string
   serviceWindowPolicy: ServiceWindowPolicy
+  marketingCap: { count: number; hours: number } | null
   /** Null: never synced, so template sends are not checked. */
   templatesSyncedAt: Date | null
   templates: Array<{
@@ -28,6 +29,7 @@ export async function loadSenderSendRules(db: Db, senderId: string): Promise<Sen
       senderId: senders.id,
       phoneNumberId: senders.phoneNumberId,
       serviceWindowPolicy: senders.serviceWindowPolicy,
+      marketingCap: senders.marketingCap,
       templatesSyncedAt: senders.templatesSyncedAt,
     })
     .from(senders)

@@ -1,5 +1,5 @@
 import { SENDER_DEFAULT_RATE } from '@dispatch/contracts'
-import { index, integer, pgTable, text, timestamp } from 'drizzle-orm/pg-core'
+import { index, integer, jsonb, pgTable, text, timestamp } from 'drizzle-orm/pg-core'
 import { senderState, serviceWindowPolicy } from './enums.ts'
 
 /**
@@ -25,6 +25,8 @@ export const senders = pgTable(
     /** The WhatsApp Business Account the number belongs to: its templates are synced from it. */
     wabaId: text(),
     serviceWindowPolicy: serviceWindowPolicy().notNull().default('off'),
+    /** At most `count` marketing messages per recipient within `hours`; null: no cap. */
+    marketingCap: jsonb().$type<{ count: number; hours: number }>(),
     /** The last completed template sync; null: never synced, so template sends are not checked. */
     templatesSyncedAt: timestamp({ withTimezone: true }),
     /** Health as Meta last reported it (account_update, business_capability_update, quality updates). */

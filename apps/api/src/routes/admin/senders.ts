@@ -45,6 +45,7 @@ export const toSenderView = (row: SenderRow): SenderView => ({
   source: row.id === DEFAULT_SENDER_ID ? 'environment' : 'admin',
   wabaId: row.wabaId,
   serviceWindowPolicy: row.serviceWindowPolicy,
+  marketingCap: row.marketingCap ?? null,
   templatesSyncedAt: row.templatesSyncedAt?.toISOString() ?? null,
   health: {
     accountStatus: row.accountStatus,
@@ -77,6 +78,7 @@ const DEFAULT_SENDER_FIELDS = new Set([
   'displayPhoneNumber',
   'wabaId',
   'serviceWindowPolicy',
+  'marketingCap',
 ])
 
 /**

@@ -132,6 +132,7 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
               'TEMPLATE_PARAMETERS_MISMATCH',
               'OUTSIDE_SERVICE_WINDOW',
               'RECIPIENT_OPTED_OUT',
+              'FREQUENCY_CAP_EXCEEDED',
               'RATE_LIMITED',
               'QUOTA_EXCEEDED',
               'SERVICE_UNAVAILABLE',

@@ -1,0 +1,1 @@
+ALTER TABLE "senders" ADD COLUMN "marketing_cap" jsonb;
