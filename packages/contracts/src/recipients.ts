@@ -45,6 +45,10 @@ export interface Recipient {
 }
 export const recipientOf = (body: Recipient): string => (body.phone ?? body.userId) as string
 
+/** The body's field that names the recipient, for an error that points at it: `body.phone`, `body.userId`. */
+export const recipientField = (body: Recipient, field: string) =>
+  `${field}.${body.phone === undefined ? 'userId' : 'phone'}`
+
 /** Why a body's recipient is not exactly one of `phone` and `userId`, or undefined. */
 export function recipientProblem(body: Recipient, field: string): string | undefined {
   if (body.phone !== undefined && body.userId !== undefined) {

@@ -6,9 +6,9 @@ import {
   keywordIntent,
   type SuppressionScope,
 } from '@dispatch/contracts'
-import { addSuppression, type InboundMessage, removeSuppression } from '@dispatch/db'
+import type { InboundMessage } from '@dispatch/db'
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
-import { copySuppression } from './copy.ts'
+import { optIn, optOut } from './suppression-list.ts'
 
 const KEYWORDS = { optOut: DEFAULT_OPT_OUT_KEYWORDS, optIn: DEFAULT_OPT_IN_KEYWORDS }
 /** The text of Meta's "Stop promotions" quick-reply button on marketing templates. */
@@ -48,7 +48,6 @@ export async function applyConsentKeywords(
   replies: InboundMessage[],
   now: Date,
 ): Promise<{ optedOut: number; optedIn: number }> {
-  const { db, redis, config } = app.deps
   const counts = { optedOut: 0, optedIn: 0 }
   for (const reply of replies) {
     const asked = intentOf(reply)
@@ -57,8 +56,9 @@ export async function applyConsentKeywords(
     for (const recipient of [reply.phone, reply.userId]) {
       if (recipient === null) continue
       if (asked.intent === 'opt-out') {
-        const { row, changed } = await addSuppression(
-          db,
+        const { changed } = await optOut(
+          app.deps,
+          log,
           {
             phoneNumberId: reply.phoneNumberId,
             senderId,
@@ -71,21 +71,15 @@ export async function applyConsentKeywords(
           now,
         )
         if (changed) counts.optedOut++
-        await copySuppression(redis, config.QUEUE_PREFIX, row).catch((error) =>
-          log.warn({ err: error }, 'opt-out not copied to Redis; the rebuild will'),
-        )
       } else {
-        const removed = await removeSuppression(
-          db,
+        const removed = await optIn(
+          app.deps,
+          log,
           { phoneNumberId: reply.phoneNumberId, recipient },
           { actor: 'platform', reason: 'Opt-in keyword' },
           now,
         )
-        if (!removed) continue
-        counts.optedIn++
-        await copySuppression(redis, config.QUEUE_PREFIX, undefined, removed).catch((error) =>
-          log.warn({ err: error }, 'opt-in not copied to Redis; the rebuild will'),
-        )
+        if (removed) counts.optedIn++
       }
     }
   }

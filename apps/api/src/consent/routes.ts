@@ -10,19 +10,13 @@ import {
   SuppressionView,
 } from '@dispatch/contracts'
 import { defaultPhoneNumberId } from '@dispatch/contracts/env'
-import {
-  addSuppression,
-  findSuppression,
-  listSuppressions,
-  removeSuppression,
-  type SuppressionRow,
-} from '@dispatch/db'
+import { findSuppression, listSuppressions, type SuppressionRow } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import Type from 'typebox'
 import { AppError } from '../errors.ts'
 import { errorResponses } from '../routes/responses.ts'
-import { copySuppression } from './copy.ts'
+import { optIn, optOut } from './suppression-list.ts'
 
 export const toSuppressionView = (row: SuppressionRow): SuppressionView => ({
   id: row.id,
@@ -50,7 +44,7 @@ const AdminFilter = Type.Object({ senderId: Type.Optional(Type.String({ minLengt
  * on a create, and filters a list). Lifting an entry needs a reason, audited under the actor.
  */
 export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOptions> = async (app, options) => {
-  const { db, redis, config, clock } = app.deps
+  const { db, config, clock } = app.deps
   const admin = options.audience === 'admin'
   const guard = admin ? app.requireAdmin : app.requireApiKey(Scopes.manageSuppressions)
   const security = admin ? [{ adminToken: [] }] : [{ apiKey: [] }]
@@ -120,8 +114,9 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
         app.sendRules.get(senderId)?.phoneNumberId ??
         (senderId === DEFAULT_SENDER_ID ? defaultPhoneNumberId(config) : undefined)
       if (!phoneNumberId) throw new AppError('NOT_FOUND', `No sender ${JSON.stringify(senderId)}`)
-      const { row } = await addSuppression(
-        db,
+      const { row } = await optOut(
+        app.deps,
+        request.log,
         {
           phoneNumberId,
           senderId,
@@ -132,9 +127,6 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
           createdBy: actorOf(request),
         },
         clock(),
-      )
-      await copySuppression(redis, config.QUEUE_PREFIX, row).catch((error) =>
-        request.log.warn({ err: error }, 'opt-out not copied to Redis; the rebuild will'),
       )
       return reply.code(201).send(toSuppressionView(row))
     },
@@ -177,8 +169,9 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
       },
     },
     async (request) => {
-      const removed = await removeSuppression(
-        db,
+      const removed = await optIn(
+        app.deps,
+        request.log,
         { id: request.params.id },
         {
           actor: actorOf(request),
@@ -188,9 +181,6 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
         clock(),
       )
       if (!removed) throw new AppError('NOT_FOUND', 'No such entry in this suppression list')
-      await copySuppression(redis, config.QUEUE_PREFIX, undefined, removed).catch((error) =>
-        request.log.warn({ err: error }, 'opt-in not copied to Redis; the rebuild will'),
-      )
       return toSuppressionView(removed)
     },
   )

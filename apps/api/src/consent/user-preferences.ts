@@ -1,9 +1,8 @@
 import { DEFAULT_SENDER_ID, isUserId, type WhatsAppWebhook } from '@dispatch/contracts'
-import { addSuppression, removeSuppression } from '@dispatch/db'
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import Type from 'typebox'
 import { Compile } from 'typebox/compile'
-import { copySuppression } from './copy.ts'
+import { optIn, optOut } from './suppression-list.ts'
 
 export const USER_PREFERENCES_FIELD = 'user_preferences'
 
@@ -83,14 +82,14 @@ export async function applyUserPreferences(
   preferences: UserPreference[],
   now: Date,
 ): Promise<number> {
-  const { db, redis, config } = app.deps
   let applied = 0
   for (const preference of preferences) {
     const senderId = app.sendRules.senderOfNumber(preference.phoneNumberId) ?? DEFAULT_SENDER_ID
     for (const recipient of preference.recipients) {
       if (preference.stop) {
-        const { row, changed } = await addSuppression(
-          db,
+        const { changed } = await optOut(
+          app.deps,
+          log,
           {
             phoneNumberId: preference.phoneNumberId,
             senderId,
@@ -103,22 +102,16 @@ export async function applyUserPreferences(
           now,
         )
         if (changed) applied++
-        await copySuppression(redis, config.QUEUE_PREFIX, row).catch((error) =>
-          log.warn({ err: error }, 'opt-out not copied to Redis; the rebuild will'),
-        )
         continue
       }
-      const removed = await removeSuppression(
-        db,
+      const removed = await optIn(
+        app.deps,
+        log,
         { phoneNumberId: preference.phoneNumberId, recipient, onlyScope: 'marketing' },
         { actor: 'platform', reason: 'The user resumed marketing messages in WhatsApp' },
         now,
       )
-      if (!removed) continue
-      applied++
-      await copySuppression(redis, config.QUEUE_PREFIX, undefined, removed).catch((error) =>
-        log.warn({ err: error }, 'opt-in not copied to Redis; the rebuild will'),
-      )
+      if (removed) applied++
     }
   }
   return applied

@@ -6,6 +6,7 @@ import { pipeline } from 'node:stream/promises'
 import type { MediaMimeType } from '@dispatch/contracts'
 import type { FastifyBaseLogger } from 'fastify'
 import { AppError } from '../errors.ts'
+import { graphErrorOf, parseJson } from '../platform/graph-answer.ts'
 import type { MediaType } from './media-type.ts'
 
 export interface CloudApiMediaOptions {
@@ -57,24 +58,6 @@ function platformUnavailable(retryAfter: string | null) {
       'retry-after': seconds,
     },
   )
-}
-
-function parseJson(text: string): Record<string, unknown> {
-  try {
-    const value: unknown = JSON.parse(text)
-    return value && typeof value === 'object' ? (value as Record<string, unknown>) : {}
-  } catch {
-    return {}
-  }
-}
-
-/** The Graph error in a failed answer: its code and message, when it has them. */
-function graphErrorOf(answer: Record<string, unknown>) {
-  const graph = (answer.error ?? {}) as { code?: unknown; message?: unknown }
-  return {
-    code: Number.isInteger(graph.code) ? (graph.code as number) : undefined,
-    message: String(graph.message ?? ''),
-  }
 }
 
 const isTransient = (status: number, code: number | undefined) =>

@@ -4,6 +4,7 @@ import {
   MARKETING_CAP_SCRIPT,
   type MessageType,
   marketingCountKey,
+  recipientField,
   recipientOf,
   serviceWindowKey,
   serviceWindowState,
@@ -45,7 +46,7 @@ const MARKER_TTL_MS = 1000
 const outsideWindow = (field: string, body: SendToCheck['body']) =>
   new AppError(
     'OUTSIDE_SERVICE_WINDOW',
-    `${field}.${body.phone === undefined ? 'userId' : 'phone'}: the 24-hour customer-service window with ${recipientOf(body)} is closed (no message from them in ` +
+    `${recipientField(body, field)}: the 24-hour customer-service window with ${recipientOf(body)} is closed (no message from them in ` +
       'the last 24 hours): send a template, or give this message a fallbackTemplate',
   )
 
@@ -211,10 +212,9 @@ export class SendChecks {
       const i = open[n] as number
       const send = sends[i] as SendToCheck
       if (scope === 'marketing' && !isMarketing(rules, send)) return
-      const who = send.body.phone === undefined ? 'userId' : 'phone'
       errors[i] = new AppError(
         'RECIPIENT_OPTED_OUT',
-        `${send.field}.${who}: ${recipientOf(send.body)} opted out of ${scope === 'all' ? 'messages' : 'marketing messages'} from this sender`,
+        `${recipientField(send.body, send.field)}: ${recipientOf(send.body)} opted out of ${scope === 'all' ? 'messages' : 'marketing messages'} from this sender`,
       )
     })
     await this.#countMarketing(phoneNumberId, rules, sends, errors)
@@ -257,10 +257,9 @@ export class SendChecks {
       if (answer === 1) return
       const i = counted[n] as number
       const send = sends[i] as SendToCheck
-      const who = send.body.phone === undefined ? 'userId' : 'phone'
       errors[i] = new AppError(
         'FREQUENCY_CAP_EXCEEDED',
-        `${send.field}.${who}: ${recipientOf(send.body)} already got ${cap.count} marketing message${cap.count === 1 ? '' : 's'} from this sender in the last ${cap.hours} h (the sender's frequency cap)`,
+        `${recipientField(send.body, send.field)}: ${recipientOf(send.body)} already got ${cap.count} marketing message${cap.count === 1 ? '' : 's'} from this sender in the last ${cap.hours} h (the sender's frequency cap)`,
       )
     })
   }

@@ -1,8 +1,6 @@
 import type { OutboundMessage } from '@dispatch/contracts'
-import { type Db, findPlatformIds } from '@dispatch/db'
+import { type Db, findPlatformIds, isUuid } from '@dispatch/db'
 import { PlatformError } from '../platforms/types.ts'
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /**
  * A message as the platform must get it: a `replyTo` or a reaction's `messageId` that names a
@@ -13,11 +11,11 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 export async function withPlatformReferences(db: Db, message: OutboundMessage): Promise<OutboundMessage> {
   const replyTo = message.body.replyTo
   const reacted = message.type === 'reaction' ? message.body.reaction.messageId : undefined
-  const ours = [replyTo, reacted].filter((id): id is string => id !== undefined && UUID.test(id))
+  const ours = [replyTo, reacted].filter((id): id is string => id !== undefined && isUuid(id))
   if (ours.length === 0) return message
   const found = await findPlatformIds(db, [...new Set(ours.map((id) => id.toLowerCase()))])
   const wamid = (id: string | undefined, field: string) => {
-    if (id === undefined || !UUID.test(id)) return id
+    if (id === undefined || !isUuid(id)) return id
     const platformId = found.get(id.toLowerCase())
     if (platformId === undefined) {
       throw new PlatformError(

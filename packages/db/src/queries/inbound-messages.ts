@@ -6,6 +6,7 @@ import { conversationWindows, inboundMessages, recipientIdentities } from '../sc
 import { messages } from '../schema/messages.ts'
 import type { Executor } from './executor.ts'
 import { likePattern, offsetOf, ordering, whereAll } from './list-helpers.ts'
+import { isUuid } from './orders.ts'
 
 /** A user's message to one of our business numbers, as read from the platform's webhook. */
 export interface InboundMessage {
@@ -203,9 +204,7 @@ export async function listInboundMessages(db: Db, query: InboundMessageListQuery
  */
 export async function findRoutedInboundMessage(db: Db, apiKeyId: string, id: string) {
   const m = inboundMessages
-  const byId = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)
-    ? eq(m.id, id.toLowerCase())
-    : eq(m.platformMessageId, id)
+  const byId = isUuid(id) ? eq(m.id, id.toLowerCase()) : eq(m.platformMessageId, id)
   const [row] = await db
     .select()
     .from(m)

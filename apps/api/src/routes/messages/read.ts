@@ -2,6 +2,7 @@ import { MarkedRead, MarkReadBody, MessageIdParams, Scopes } from '@dispatch/con
 import { findRoutedInboundMessage } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError } from '../../errors.ts'
+import { graphErrorOf, parseJson } from '../../platform/graph-answer.ts'
 import { createSenderAccess } from '../../platform/sender-access.ts'
 import { errorResponses } from '../responses.ts'
 import type { MessageRouteOptions } from './send.ts'
@@ -95,21 +96,11 @@ export const markReadRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> = as
         }
         throw new AppError(
           'PLATFORM_ERROR',
-          `The messaging platform refused the read receipt: ${graphMessage(detail)}`,
+          `The messaging platform refused the read receipt: ${graphErrorOf(parseJson(detail)).message.slice(0, 200) || 'no reason given'}`,
         )
       }
       request.log.info({ messageId: reply.id, typing }, 'reply marked read')
       return { ...answer, delivered: true }
     },
   )
-}
-
-/** The Graph error's own message, without anything else it carried. */
-function graphMessage(text: string): string {
-  try {
-    const message = (JSON.parse(text) as { error?: { message?: unknown } }).error?.message
-    return typeof message === 'string' ? message.slice(0, 200) : 'no reason given'
-  } catch {
-    return 'no reason given'
-  }
 }
