@@ -6,6 +6,7 @@ import {
   webhookEventBody,
   webhookJobId,
 } from '@dispatch/contracts'
+import type { ReopeningQueue } from '@dispatch/contracts/queues'
 import {
   type Db,
   OUTBOX_NOTIFY_CHANNEL,
@@ -14,7 +15,6 @@ import {
   type Sql,
   webhookDeliveriesFor,
 } from '@dispatch/db'
-import type { Queue } from 'bullmq'
 import type { Logger } from 'pino'
 import Value from 'typebox/value'
 
@@ -22,9 +22,9 @@ export interface OutboxRelayOptions {
   db: Db
   /** The raw driver, for LISTEN: a committed outbox row wakes the relay at once. */
   sql: Sql
-  emailQueue: Queue<EmailJob>
+  emailQueue: ReopeningQueue<EmailJob>
   /** Where each webhook event becomes one job per endpoint subscribed to it. */
-  webhookQueue: Queue<WebhookJob>
+  webhookQueue: ReopeningQueue<WebhookJob>
   logger: Logger
   pollMs: number
   batchSize: number
@@ -89,6 +89,7 @@ export class OutboxRelay {
     } catch (error) {
       // Logged once per outage, not on every tick.
       if (!this.#failing) logger.warn({ err: error }, 'outbox relay failed; retrying')
+      else logger.debug({ err: error }, 'outbox relay failed again')
       this.#failing = true
     }
   }
@@ -126,8 +127,8 @@ export class OutboxRelay {
       opts: { ...WEBHOOK_JOB_OPTIONS, jobId: webhookJobId(d.eventId, d.endpointId) },
     }))
     await Promise.all([
-      emails.length > 0 ? emailQueue.addBulk(emails) : undefined,
-      webhooks.length > 0 ? webhookQueue.addBulk(webhooks) : undefined,
+      emails.length > 0 ? (await emailQueue.get()).addBulk(emails) : undefined,
+      webhooks.length > 0 ? (await webhookQueue.get()).addBulk(webhooks) : undefined,
     ])
   }
 

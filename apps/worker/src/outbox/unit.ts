@@ -1,4 +1,5 @@
 import { type EmailJob, QueueNames, queuePrefix, type WebhookJob } from '@dispatch/contracts'
+import { ReopeningQueue } from '@dispatch/contracts/queues'
 import { Queue } from 'bullmq'
 import { OutboxRelay } from '../outbox-relay.ts'
 import type { WorkerUnitStarter } from '../runtime.ts'
@@ -14,17 +15,23 @@ const emailJobOptions = (attempts: number, backoffMs: number) => ({
 /** The `outbox` role: relays committed side effects (e-mails, webhook events) into their queues. */
 export const startOutboxUnit: WorkerUnitStarter = async ({ config, db, sql, logger, redis, metrics }) => {
   const producer = redis('outbox-queues', { blocking: false })
-  const emailQueue = new Queue<EmailJob>(QueueNames.email, {
-    connection: producer,
-    prefix: queuePrefix(config, QueueNames.email),
-    defaultJobOptions: emailJobOptions(config.EMAIL_ATTEMPTS, config.EMAIL_BACKOFF_MS),
+  const emailQueue = new ReopeningQueue(() => {
+    const queue = new Queue<EmailJob>(QueueNames.email, {
+      connection: producer,
+      prefix: queuePrefix(config, QueueNames.email),
+      defaultJobOptions: emailJobOptions(config.EMAIL_ATTEMPTS, config.EMAIL_BACKOFF_MS),
+    })
+    queue.on('error', (error) => logger.warn({ err: error }, 'e-mail queue error'))
+    return queue
   })
-  emailQueue.on('error', (error) => logger.warn({ err: error }, 'e-mail queue error'))
-  const webhookQueue = new Queue<WebhookJob>(QueueNames.webhooks, {
-    connection: producer,
-    prefix: queuePrefix(config, QueueNames.webhooks),
+  const webhookQueue = new ReopeningQueue(() => {
+    const queue = new Queue<WebhookJob>(QueueNames.webhooks, {
+      connection: producer,
+      prefix: queuePrefix(config, QueueNames.webhooks),
+    })
+    queue.on('error', (error) => logger.warn({ err: error }, 'webhook queue error'))
+    return queue
   })
-  webhookQueue.on('error', (error) => logger.warn({ err: error }, 'webhook queue error'))
   const relay = new OutboxRelay({
     db,
     sql,
