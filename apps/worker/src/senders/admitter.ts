@@ -91,7 +91,7 @@ export class Admitter {
   async admit(lane: SenderLane): Promise<boolean> {
     const { config } = this.#context
     const keys = fairKeys(config.QUEUE_PREFIX, lane.senderId)
-    const queueKeys = bullQueueKeys(config, lane.queue.name)
+    const queueKeys = bullQueueKeys(config, lane.queueName)
     const target = Math.max(
       1,
       Math.ceil((lane.settings.ratePerSecond * config.SENDER_QUEUE_WINDOW_MS) / 1000),
@@ -133,7 +133,7 @@ export class Admitter {
         },
       })
     }
-    await lane.queue.addBulk(jobs)
+    await (await lane.queue.get()).addBulk(jobs)
     await this.#redis
       .multi()
       .hdel(keys.moving, ...ids)

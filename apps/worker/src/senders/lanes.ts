@@ -5,6 +5,7 @@ import {
   type SenderState,
   senderQueueName,
 } from '@dispatch/contracts'
+import { ReopeningQueue } from '@dispatch/contracts/queues'
 import type { RedisClient } from '@dispatch/contracts/redis'
 import { markSenderNeedsAttention } from '@dispatch/db'
 import { Queue, Worker } from 'bullmq'
@@ -49,7 +50,9 @@ export function createSenderPlatform(
  */
 export class SenderLane implements DeliveryLane {
   readonly senderId: string
-  readonly queue: Queue<MessageJob>
+  /** The sender's BullMQ queue, opened again if opening it failed (see ReopeningQueue). */
+  readonly queue: ReopeningQueue<MessageJob>
+  readonly queueName: string
   platform: MessagingPlatform
   settings: SenderSettings
   #worker: Worker<MessageJob, DeliveryResult> | undefined
@@ -74,10 +77,12 @@ export class SenderLane implements DeliveryLane {
     this.platform = createSenderPlatform(config, settings)
     const name = senderQueueName(settings.id)
     const prefix = queuePrefix(config, name)
-    this.queue = new Queue<MessageJob>(name, { connection: connections.producer, prefix })
-    this.queue.on('error', (error) =>
-      logger.warn({ err: error, senderId: this.senderId }, 'sender queue error'),
-    )
+    this.queueName = name
+    this.queue = new ReopeningQueue(() => {
+      const queue = new Queue<MessageJob>(name, { connection: connections.producer, prefix })
+      queue.on('error', (error) => logger.warn({ err: error, senderId: this.senderId }, 'sender queue error'))
+      return queue
+    })
     const deps = {
       db: context.db,
       claims: connections.claims,
@@ -122,7 +127,7 @@ export class SenderLane implements DeliveryLane {
     this.settings = next
     if (changedCredentials) this.platform = createSenderPlatform(this.#context.config, next)
     if (this.#appliedRate !== next.ratePerSecond) {
-      await this.queue.setGlobalRateLimit(next.ratePerSecond, 1000)
+      await (await this.queue.get()).setGlobalRateLimit(next.ratePerSecond, 1000)
       this.#appliedRate = next.ratePerSecond
     }
     await this.#applyPause(next)
@@ -145,10 +150,11 @@ export class SenderLane implements DeliveryLane {
   async #applyPause(next: SenderSettings): Promise<void> {
     if (next.holds === undefined) return
     const paused = next.state !== 'active' || next.holds.length > 0
-    const lost = paused && this.#appliedPaused === true && !(await this.queue.isPaused())
+    const queue = await this.queue.get()
+    const lost = paused && this.#appliedPaused === true && !(await queue.isPaused())
     if (this.#appliedPaused === paused && !lost) return
-    if (paused) await this.queue.pause()
-    else await this.queue.resume()
+    if (paused) await queue.pause()
+    else await queue.resume()
     this.#appliedPaused = paused
     this.#context.logger.info(
       { senderId: this.senderId, state: next.state, holds: next.holds },
@@ -165,13 +171,13 @@ export class SenderLane implements DeliveryLane {
   async rateLimit(ms: number): Promise<{ pauseMs: number; newPause: boolean }> {
     const now = Date.now()
     if (now < this.#pausedUntil) {
-      await this.queue.rateLimit(this.#pausedUntil - now)
+      await (await this.queue.get()).rateLimit(this.#pausedUntil - now)
       return { pauseMs: this.#pausedUntil - now, newPause: false }
     }
     this.#limitStreak = now - this.#pausedUntil > RATE_LIMIT_QUIET_MS ? 1 : this.#limitStreak + 1
     const pauseMs = Math.min(RATE_LIMIT_MAX_PAUSE_MS, Math.max(ms, ms * 2 ** (this.#limitStreak - 1)))
     this.#pausedUntil = now + pauseMs
-    await this.queue.rateLimit(pauseMs)
+    await (await this.queue.get()).rateLimit(pauseMs)
     return { pauseMs, newPause: true }
   }
 
@@ -179,7 +185,7 @@ export class SenderLane implements DeliveryLane {
     const { config, db, logger } = this.#context
     const state: SenderState = 'needs_attention'
     // Paused first: whatever happens to the record, no further message meets the same refusal.
-    await this.queue.pause()
+    await (await this.queue.get()).pause()
     this.#appliedPaused = true
     this.settings = { ...this.settings, state }
     const changed = await markSenderNeedsAttention(db, this.senderId, {

@@ -31,7 +31,7 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
   const suppressions = suppressionRebuild(context)
   suppressions.start()
   context.metrics?.watchSenders(() => lanes.lanes())
-  context.metrics?.watchQueues(() => [...lanes.lanes()].map((lane) => lane.queue.name))
+  context.metrics?.watchQueues(() => [...lanes.lanes()].map((lane) => lane.queueName))
   const { config, logger } = context
   logger.info(
     {
