@@ -31,6 +31,7 @@ export const toApiKeySelf = (row: ApiKeyRow, usage: KeyUsage, defaultRatePerSeco
     ratePerSecond: row.ratePerSecond,
     dailyQuota: row.dailyQuota,
     transactional: row.transactional,
+    quietHours: row.quietHours,
     effectiveRatePerSecond: row.ratePerSecond ?? defaultRatePerSecond,
   },
   usage: {
@@ -46,6 +47,7 @@ export const toApiKeyAdminView = (row: ApiKeyRow): ApiKeyAdminView => ({
   ratePerSecond: row.ratePerSecond,
   dailyQuota: row.dailyQuota,
   transactional: row.transactional,
+  quietHours: row.quietHours,
   requestedTenantId: row.requestedTenantId,
   email: row.email,
   statusReason: row.statusReason,
@@ -66,6 +68,7 @@ export const toMessageView = (row: MessageRow): MessageView => ({
   lastError: row.lastErrorCode ? { code: row.lastErrorCode, message: row.lastErrorMessage ?? '' } : null,
   batchId: row.batchId,
   sendAt: row.sendAt?.toISOString() ?? null,
+  scheduledReason: row.heldForQuietHours ? 'quiet_hours' : row.sendAt ? 'send_at' : null,
   expiresAt: row.expiresAt?.toISOString() ?? null,
   senderId: row.senderId,
   senderPhoneNumberId: row.senderPhoneNumberId,

@@ -113,8 +113,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Set a key's sender, rate, daily quota or transactional flag
-         * @description Any status of key. Only the fields given change; null resets one to the service default (`senderId` null or `"default"`: the default sender; `ratePerSecond` null: `MESSAGE_RATE_PER_SECOND`; `dailyQuota` null: no quota). Each change is in the history with its actor and `changes`; one that changes nothing records nothing. Every instance applies it to the next request.
+         * Set a key's sender, rate, daily quota, transactional flag or quiet hours
+         * @description Any status of key. Only the fields given change; null resets one to the service default (`senderId` null or `"default"`: the default sender; `ratePerSecond` null: `MESSAGE_RATE_PER_SECOND`; `dailyQuota` null: no quota; `quietHours` null: none). Each change is in the history with its actor and `changes`; one that changes nothing records nothing. Every instance applies it to the next request.
          */
         patch: operations["updateApiKey"];
         trace?: never;
@@ -1444,6 +1444,14 @@ export interface operations {
                             ratePerSecond: number | null;
                             dailyQuota: number | null;
                             transactional: boolean;
+                            quietHours: {
+                                /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                                start: string;
+                                /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                                end: string;
+                                /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                                timeZone?: string;
+                            } | null;
                             effectiveRatePerSecond: number;
                         };
                         usage: {
@@ -1538,6 +1546,14 @@ export interface operations {
                             ratePerSecond: number | null;
                             dailyQuota: number | null;
                             transactional: boolean;
+                            quietHours: {
+                                /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                                start: string;
+                                /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                                end: string;
+                                /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                                timeZone?: string;
+                            } | null;
                             /** @description The tenant the requester asked for; `tenantId` is the one an admin bound. */
                             requestedTenantId: string | null;
                             email: string;
@@ -1633,6 +1649,14 @@ export interface operations {
                         ratePerSecond: number | null;
                         dailyQuota: number | null;
                         transactional: boolean;
+                        quietHours: {
+                            /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                            start: string;
+                            /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                            end: string;
+                            /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                            timeZone?: string;
+                        } | null;
                         /** @description The tenant the requester asked for; `tenantId` is the one an admin bound. */
                         requestedTenantId: string | null;
                         email: string;
@@ -1726,6 +1750,14 @@ export interface operations {
                     ratePerSecond?: number | null;
                     dailyQuota?: number | null;
                     transactional?: boolean;
+                    quietHours?: {
+                        /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                        start: string;
+                        /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                        end: string;
+                        /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                        timeZone?: string;
+                    } | null;
                 };
             };
         };
@@ -1752,6 +1784,14 @@ export interface operations {
                         ratePerSecond: number | null;
                         dailyQuota: number | null;
                         transactional: boolean;
+                        quietHours: {
+                            /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                            start: string;
+                            /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                            end: string;
+                            /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                            timeZone?: string;
+                        } | null;
                         /** @description The tenant the requester asked for; `tenantId` is the one an admin bound. */
                         requestedTenantId: string | null;
                         email: string;
@@ -1868,6 +1908,14 @@ export interface operations {
                         ratePerSecond: number | null;
                         dailyQuota: number | null;
                         transactional: boolean;
+                        quietHours: {
+                            /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                            start: string;
+                            /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                            end: string;
+                            /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                            timeZone?: string;
+                        } | null;
                         /** @description The tenant the requester asked for; `tenantId` is the one an admin bound. */
                         requestedTenantId: string | null;
                         email: string;
@@ -1984,6 +2032,14 @@ export interface operations {
                         ratePerSecond: number | null;
                         dailyQuota: number | null;
                         transactional: boolean;
+                        quietHours: {
+                            /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                            start: string;
+                            /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                            end: string;
+                            /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                            timeZone?: string;
+                        } | null;
                         /** @description The tenant the requester asked for; `tenantId` is the one an admin bound. */
                         requestedTenantId: string | null;
                         email: string;
@@ -2100,6 +2156,14 @@ export interface operations {
                         ratePerSecond: number | null;
                         dailyQuota: number | null;
                         transactional: boolean;
+                        quietHours: {
+                            /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                            start: string;
+                            /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                            end: string;
+                            /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                            timeZone?: string;
+                        } | null;
                         /** @description The tenant the requester asked for; `tenantId` is the one an admin bound. */
                         requestedTenantId: string | null;
                         email: string;
@@ -3177,6 +3241,7 @@ export interface operations {
                             } | null;
                             batchId: string | null;
                             sendAt: string | null;
+                            scheduledReason: ("send_at" | "quiet_hours") | null;
                             expiresAt: string | null;
                             senderId: string | null;
                             senderPhoneNumberId: string | null;
@@ -3268,6 +3333,7 @@ export interface operations {
                         } | null;
                         batchId: string | null;
                         sendAt: string | null;
+                        scheduledReason: ("send_at" | "quiet_hours") | null;
                         expiresAt: string | null;
                         senderId: string | null;
                         senderPhoneNumberId: string | null;
@@ -4147,6 +4213,17 @@ export interface operations {
                      * @enum {unknown}
                      */
                     priority?: "high" | "normal" | "low";
+                    /** @description Hold messages that would reach the recipient in this stretch of their local time until it ends. The zone: the send's `timeZone`, else the phone number's country, else `timeZone` here, else UTC */
+                    quietHours?: {
+                        /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                        start: string;
+                        /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                        end: string;
+                        /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                        timeZone?: string;
+                    };
+                    /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
+                    timeZone?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -4185,6 +4262,10 @@ export interface operations {
                         type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction";
                         phone: string | null;
                         userId?: string;
+                        /** Format: date-time */
+                        sendAt?: string;
+                        /** @enum {unknown} */
+                        scheduledReason?: "send_at" | "quiet_hours";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -4382,6 +4463,17 @@ export interface operations {
                      * @enum {unknown}
                      */
                     priority?: "high" | "normal" | "low";
+                    /** @description Hold messages that would reach the recipient in this stretch of their local time until it ends. The zone: the send's `timeZone`, else the phone number's country, else `timeZone` here, else UTC */
+                    quietHours?: {
+                        /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                        start: string;
+                        /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                        end: string;
+                        /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                        timeZone?: string;
+                    };
+                    /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
+                    timeZone?: string;
                 };
             };
         };
@@ -4401,6 +4493,10 @@ export interface operations {
                         type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction";
                         phone: string | null;
                         userId?: string;
+                        /** Format: date-time */
+                        sendAt?: string;
+                        /** @enum {unknown} */
+                        scheduledReason?: "send_at" | "quiet_hours";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -4588,6 +4684,17 @@ export interface operations {
                      * @enum {unknown}
                      */
                     priority?: "high" | "normal" | "low";
+                    /** @description Hold messages that would reach the recipient in this stretch of their local time until it ends. The zone: the send's `timeZone`, else the phone number's country, else `timeZone` here, else UTC */
+                    quietHours?: {
+                        /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                        start: string;
+                        /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                        end: string;
+                        /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                        timeZone?: string;
+                    };
+                    /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
+                    timeZone?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -4626,6 +4733,10 @@ export interface operations {
                         type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction";
                         phone: string | null;
                         userId?: string;
+                        /** Format: date-time */
+                        sendAt?: string;
+                        /** @enum {unknown} */
+                        scheduledReason?: "send_at" | "quiet_hours";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -4814,6 +4925,17 @@ export interface operations {
                      * @enum {unknown}
                      */
                     priority?: "high" | "normal" | "low";
+                    /** @description Hold messages that would reach the recipient in this stretch of their local time until it ends. The zone: the send's `timeZone`, else the phone number's country, else `timeZone` here, else UTC */
+                    quietHours?: {
+                        /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                        start: string;
+                        /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                        end: string;
+                        /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                        timeZone?: string;
+                    };
+                    /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
+                    timeZone?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -4852,6 +4974,10 @@ export interface operations {
                         type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction";
                         phone: string | null;
                         userId?: string;
+                        /** Format: date-time */
+                        sendAt?: string;
+                        /** @enum {unknown} */
+                        scheduledReason?: "send_at" | "quiet_hours";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -5039,6 +5165,17 @@ export interface operations {
                      * @enum {unknown}
                      */
                     priority?: "high" | "normal" | "low";
+                    /** @description Hold messages that would reach the recipient in this stretch of their local time until it ends. The zone: the send's `timeZone`, else the phone number's country, else `timeZone` here, else UTC */
+                    quietHours?: {
+                        /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                        start: string;
+                        /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                        end: string;
+                        /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                        timeZone?: string;
+                    };
+                    /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
+                    timeZone?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -5077,6 +5214,10 @@ export interface operations {
                         type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction";
                         phone: string | null;
                         userId?: string;
+                        /** Format: date-time */
+                        sendAt?: string;
+                        /** @enum {unknown} */
+                        scheduledReason?: "send_at" | "quiet_hours";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -5263,6 +5404,17 @@ export interface operations {
                      * @enum {unknown}
                      */
                     priority?: "high" | "normal" | "low";
+                    /** @description Hold messages that would reach the recipient in this stretch of their local time until it ends. The zone: the send's `timeZone`, else the phone number's country, else `timeZone` here, else UTC */
+                    quietHours?: {
+                        /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                        start: string;
+                        /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                        end: string;
+                        /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                        timeZone?: string;
+                    };
+                    /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
+                    timeZone?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -5301,6 +5453,10 @@ export interface operations {
                         type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction";
                         phone: string | null;
                         userId?: string;
+                        /** Format: date-time */
+                        sendAt?: string;
+                        /** @enum {unknown} */
+                        scheduledReason?: "send_at" | "quiet_hours";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -5487,6 +5643,17 @@ export interface operations {
                      * @enum {unknown}
                      */
                     priority?: "high" | "normal" | "low";
+                    /** @description Hold messages that would reach the recipient in this stretch of their local time until it ends. The zone: the send's `timeZone`, else the phone number's country, else `timeZone` here, else UTC */
+                    quietHours?: {
+                        /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                        start: string;
+                        /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                        end: string;
+                        /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                        timeZone?: string;
+                    };
+                    /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
+                    timeZone?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -5525,6 +5692,10 @@ export interface operations {
                         type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction";
                         phone: string | null;
                         userId?: string;
+                        /** Format: date-time */
+                        sendAt?: string;
+                        /** @enum {unknown} */
+                        scheduledReason?: "send_at" | "quiet_hours";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -5712,6 +5883,17 @@ export interface operations {
                      * @enum {unknown}
                      */
                     priority?: "high" | "normal" | "low";
+                    /** @description Hold messages that would reach the recipient in this stretch of their local time until it ends. The zone: the send's `timeZone`, else the phone number's country, else `timeZone` here, else UTC */
+                    quietHours?: {
+                        /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                        start: string;
+                        /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                        end: string;
+                        /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                        timeZone?: string;
+                    };
+                    /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
+                    timeZone?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -5750,6 +5932,10 @@ export interface operations {
                         type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction";
                         phone: string | null;
                         userId?: string;
+                        /** Format: date-time */
+                        sendAt?: string;
+                        /** @enum {unknown} */
+                        scheduledReason?: "send_at" | "quiet_hours";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -5977,6 +6163,17 @@ export interface operations {
                      * @enum {unknown}
                      */
                     priority?: "high" | "normal" | "low";
+                    /** @description Hold messages that would reach the recipient in this stretch of their local time until it ends. The zone: the send's `timeZone`, else the phone number's country, else `timeZone` here, else UTC */
+                    quietHours?: {
+                        /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                        start: string;
+                        /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                        end: string;
+                        /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                        timeZone?: string;
+                    };
+                    /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
+                    timeZone?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -6015,6 +6212,10 @@ export interface operations {
                         type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction";
                         phone: string | null;
                         userId?: string;
+                        /** Format: date-time */
+                        sendAt?: string;
+                        /** @enum {unknown} */
+                        scheduledReason?: "send_at" | "quiet_hours";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -6328,6 +6529,17 @@ export interface operations {
                      * @enum {unknown}
                      */
                     priority?: "high" | "normal" | "low";
+                    /** @description Hold messages that would reach the recipient in this stretch of their local time until it ends. The zone: the send's `timeZone`, else the phone number's country, else `timeZone` here, else UTC */
+                    quietHours?: {
+                        /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                        start: string;
+                        /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                        end: string;
+                        /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                        timeZone?: string;
+                    };
+                    /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
+                    timeZone?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -6366,6 +6578,10 @@ export interface operations {
                         type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction";
                         phone: string | null;
                         userId?: string;
+                        /** Format: date-time */
+                        sendAt?: string;
+                        /** @enum {unknown} */
+                        scheduledReason?: "send_at" | "quiet_hours";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -6553,6 +6769,17 @@ export interface operations {
                      * @enum {unknown}
                      */
                     priority?: "high" | "normal" | "low";
+                    /** @description Hold messages that would reach the recipient in this stretch of their local time until it ends. The zone: the send's `timeZone`, else the phone number's country, else `timeZone` here, else UTC */
+                    quietHours?: {
+                        /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                        start: string;
+                        /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                        end: string;
+                        /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                        timeZone?: string;
+                    };
+                    /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
+                    timeZone?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -6591,6 +6818,10 @@ export interface operations {
                         type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction";
                         phone: string | null;
                         userId?: string;
+                        /** Format: date-time */
+                        sendAt?: string;
+                        /** @enum {unknown} */
+                        scheduledReason?: "send_at" | "quiet_hours";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -6777,6 +7008,10 @@ export interface operations {
                             messageId: string;
                             /** @enum {unknown} */
                             status: "queued" | "scheduled";
+                            /** Format: date-time */
+                            sendAt?: string;
+                            /** @enum {unknown} */
+                            scheduledReason?: "send_at" | "quiet_hours";
                         } | {
                             index: number;
                             /** @description The error body every failure answers with */
@@ -7115,6 +7350,7 @@ export interface operations {
                         } | null;
                         batchId: string | null;
                         sendAt: string | null;
+                        scheduledReason: ("send_at" | "quiet_hours") | null;
                         expiresAt: string | null;
                         senderId: string | null;
                         senderPhoneNumberId: string | null;
@@ -7217,6 +7453,7 @@ export interface operations {
                         } | null;
                         batchId: string | null;
                         sendAt: string | null;
+                        scheduledReason: ("send_at" | "quiet_hours") | null;
                         expiresAt: string | null;
                         senderId: string | null;
                         senderPhoneNumberId: string | null;
@@ -7379,6 +7616,7 @@ export interface operations {
                             } | null;
                             batchId: string | null;
                             sendAt: string | null;
+                            scheduledReason: ("send_at" | "quiet_hours") | null;
                             expiresAt: string | null;
                             senderId: string | null;
                             senderPhoneNumberId: string | null;

@@ -1,5 +1,6 @@
 import Type, { type Static } from 'typebox'
 import { DataEnvelope, listQueryProperties } from './paging.ts'
+import { QuietHours } from './quiet-hours.ts'
 import { SCOPE_PATTERN } from './scopes.ts'
 
 export const API_KEY_STATUSES = ['pending', 'approved', 'rejected', 'revoked'] as const
@@ -54,6 +55,8 @@ export const ApiKeyLimits = Type.Object({
   dailyQuota: Type.Union([Type.Integer(), Type.Null()]),
   /** May send with `priority: "high"`. */
   transactional: Type.Boolean(),
+  /** Its messages wait out the recipient's quiet hours (a send's own `quietHours` replaces these); null: none. */
+  quietHours: Type.Union([QuietHours, Type.Null()]),
 })
 export type ApiKeyLimits = Static<typeof ApiKeyLimits>
 
@@ -96,6 +99,7 @@ export const UpdateApiKeyBody = Type.Object(
       Type.Union([Type.Integer({ minimum: 1, maximum: 1_000_000_000 }), Type.Null()]),
     ),
     transactional: Type.Optional(Type.Boolean()),
+    quietHours: Type.Optional(Type.Union([QuietHours, Type.Null()])),
   },
   { additionalProperties: false, minProperties: 1 },
 )

@@ -11,6 +11,7 @@ import {
   StickerObject,
   VideoObject,
 } from './message-kinds.ts'
+import { QuietHours, SCHEDULED_REASONS, TimeZone } from './quiet-hours.ts'
 import { Phone, recipientFields } from './recipients.ts'
 
 export { Phone }
@@ -100,12 +101,16 @@ export const deliveryOptions = {
   sendAt: Type.Optional(SendAt),
   validitySeconds: Type.Optional(ValiditySeconds),
   priority: Type.Optional(Priority),
+  quietHours: Type.Optional(QuietHours),
+  timeZone: Type.Optional(TimeZone),
 }
 export const DELIVERY_OPTION_KEYS = [
   'clientReference',
   'sendAt',
   'validitySeconds',
   'priority',
+  'quietHours',
+  'timeZone',
   'fallbackTemplate',
 ] as const
 
@@ -235,13 +240,17 @@ const MessageId = Type.String({ format: 'uuid' })
 /** 202: the message is in the queue. */
 export const MessageAccepted = Type.Object({
   messageId: MessageId,
-  /** `scheduled` when it has a `sendAt`. */
+  /** `scheduled` when it has a `sendAt`, or the recipient's quiet hours hold it. */
   status: Type.Enum(['queued', 'scheduled']),
   type: Type.Enum(MESSAGE_TYPES),
   /** The recipient's phone; null for a send to a `userId`. */
   phone: Type.Union([Type.String(), Type.Null()]),
   /** The recipient's BSUID, for a send to a `userId`. */
   userId: Type.Optional(Type.String()),
+  /** A scheduled message's time: its `sendAt`, or when the recipient's quiet hours end. */
+  sendAt: Type.Optional(DateTime),
+  /** Why it is scheduled: `send_at`, or `quiet_hours` (held until they end). */
+  scheduledReason: Type.Optional(Type.Enum(SCHEDULED_REASONS)),
   createdAt: DateTime,
 })
 export type MessageAccepted = Static<typeof MessageAccepted>
@@ -276,6 +285,8 @@ export const MessageView = Type.Object({
   lastError: Type.Union([MessageError, Type.Null()]),
   batchId: Type.Union([MessageId, Type.Null()]),
   sendAt: Type.Union([DateTime, Type.Null()]),
+  /** Why it was scheduled: `send_at` (the caller's), `quiet_hours` (held until they ended); null: never. */
+  scheduledReason: Type.Union([Type.Enum(SCHEDULED_REASONS), Type.Null()]),
   expiresAt: Type.Union([DateTime, Type.Null()]),
   /** The sender (business number) it goes out through: `default` is the environment's. */
   senderId: Type.Union([Type.String(), Type.Null()]),
@@ -326,6 +337,8 @@ export const MessageJob = Type.Object(
     batchId: Type.Optional(MessageId),
     /** Set for a scheduled message: the job is delayed until then. */
     sendAt: Type.Optional(DateTime),
+    /** Set when `sendAt` is the end of the recipient's quiet hours rather than the caller's time. */
+    scheduledReason: Type.Optional(Type.Literal('quiet_hours')),
     /** Not handed to the platform by then, it expires (absent on jobs queued before expiry existed). */
     expiresAt: Type.Optional(DateTime),
     /** The sender it goes out through (absent on jobs queued before senders existed: `default`). */
@@ -378,7 +391,13 @@ export type BatchBody = Static<typeof BatchBody>
 
 export const BatchItemResult = Type.Union([
   Type.Object(
-    { index: Type.Integer({ minimum: 0 }), messageId: MessageId, status: Type.Enum(['queued', 'scheduled']) },
+    {
+      index: Type.Integer({ minimum: 0 }),
+      messageId: MessageId,
+      status: Type.Enum(['queued', 'scheduled']),
+      sendAt: Type.Optional(DateTime),
+      scheduledReason: Type.Optional(Type.Enum(SCHEDULED_REASONS)),
+    },
     { additionalProperties: false },
   ),
   Type.Object({ index: Type.Integer({ minimum: 0 }), error: ErrorBody }, { additionalProperties: false }),

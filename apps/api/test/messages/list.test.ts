@@ -163,6 +163,7 @@ describe('GET /api/third-party/messages: the envelope', () => {
           lastError: null,
           batchId: null,
           sendAt: null,
+          scheduledReason: null,
           expiresAt: null,
           senderId: null,
           senderPhoneNumberId: null,

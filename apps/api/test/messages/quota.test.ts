@@ -176,6 +176,7 @@ describe('GET /api/api-keys/me', () => {
       ratePerSecond: 40,
       dailyQuota: 100,
       transactional: true,
+      quietHours: null,
       effectiveRatePerSecond: 40,
     })
     expect(first.usage).toEqual({

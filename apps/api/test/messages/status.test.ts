@@ -57,6 +57,7 @@ describe('GET /api/third-party/messages/:messageId', () => {
       lastError: null,
       batchId: null,
       sendAt: null,
+      scheduledReason: null,
       expiresAt: new Date(Date.parse(accepted.createdAt) + 4 * 3600 * 1000).toISOString(),
       senderId: 'default',
       senderPhoneNumberId: null,

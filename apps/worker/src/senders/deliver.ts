@@ -64,7 +64,17 @@ export function deliveryOutcome(
   status: DeliveryOutcome['status'],
   fields: Partial<DeliveryOutcome> & { attempts: number },
 ): DeliveryOutcome {
-  const { messageId, apiKeyId, acceptedAt, clientReference, message, batchId, sendAt, expiresAt } = data
+  const {
+    messageId,
+    apiKeyId,
+    acceptedAt,
+    clientReference,
+    message,
+    batchId,
+    sendAt,
+    expiresAt,
+    scheduledReason,
+  } = data
   return {
     id: messageId,
     apiKeyId,
@@ -78,6 +88,7 @@ export function deliveryOutcome(
     batchId: batchId ?? null,
     acceptedAt: new Date(acceptedAt),
     sendAt: sendAt ? new Date(sendAt) : null,
+    heldForQuietHours: scheduledReason === 'quiet_hours',
     expiresAt: expiresAt ? new Date(expiresAt) : null,
     status,
     platformMessageId: null,

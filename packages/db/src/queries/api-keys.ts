@@ -187,7 +187,17 @@ export type UpdateApiKeyLimitsResult =
   | { outcome: 'not_found' }
   | { outcome: 'unknown_sender'; senderId: string }
 
-const LIMIT_FIELDS = ['senderId', 'ratePerSecond', 'dailyQuota', 'transactional'] as const
+const LIMIT_FIELDS = ['senderId', 'ratePerSecond', 'dailyQuota', 'transactional', 'quietHours'] as const
+
+/** Equal as stored: jsonb keeps an object's keys in its own order. */
+const sameValue = (a: unknown, b: unknown) =>
+  a === b || (typeof a === 'object' && typeof b === 'object' && canonical(a) === canonical(b))
+const canonical = (value: unknown): string =>
+  JSON.stringify(value, (_key, v) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([x], [y]) => x.localeCompare(y)))
+      : v,
+  )
 
 /**
  * Sets a key's limits, whatever its status, in one transaction with one audit row naming each
@@ -209,7 +219,7 @@ export async function updateApiKeyLimits(
     const set: Partial<ApiKeyLimits> = {}
     for (const field of LIMIT_FIELDS) {
       const to = wanted[field]
-      if (to === undefined || to === current[field]) continue
+      if (to === undefined || sameValue(to, current[field])) continue
       changes[field] = { from: current[field], to }
       Object.assign(set, { [field]: to })
     }

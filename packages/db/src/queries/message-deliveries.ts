@@ -20,6 +20,8 @@ export interface DeliveryOutcome {
   batchId: string | null
   acceptedAt: Date
   sendAt: Date | null
+  /** `sendAt` is the end of the recipient's quiet hours. */
+  heldForQuietHours?: boolean
   expiresAt: Date | null
   status: 'sending' | 'sent' | 'failed' | 'expired' | 'canceled'
   attempts: number
@@ -62,7 +64,7 @@ export async function recordDeliveryOutcomes(sql: Sql, outcomes: DeliveryOutcome
   await sql`
     insert into messages (id, api_key_id, type, phone, user_id, payload, client_reference, sender_phone_number_id, sender_id, status, attempts,
       platform_message_id, last_error_code, last_error_message, batch_id, accepted_at, send_at, expires_at,
-      sent_at, failed_at, expired_at, canceled_at, updated_at, fallback_used)
+      sent_at, failed_at, expired_at, canceled_at, updated_at, fallback_used, held_for_quiet_hours)
     select * from unnest(
       ${column((o) => o.id)}::text[]::uuid[], ${column((o) => o.apiKeyId)}::text[]::uuid[],
       ${column((o) => o.type)}::text[]::message_type[], ${column((o) => o.phone)}::text[],
@@ -81,7 +83,8 @@ export async function recordDeliveryOutcomes(sql: Sql, outcomes: DeliveryOutcome
       ${column((o) => iso(o.status === 'expired' ? o.at : null))}::text[]::timestamptz[],
       ${column((o) => iso(o.status === 'canceled' ? o.at : null))}::text[]::timestamptz[],
       ${column((o) => iso(o.at))}::text[]::timestamptz[],
-      ${column((o) => (o.fallbackUsed ? 'true' : 'false'))}::text[]::boolean[])
+      ${column((o) => (o.fallbackUsed ? 'true' : 'false'))}::text[]::boolean[],
+      ${column((o) => (o.heldForQuietHours ? 'true' : 'false'))}::text[]::boolean[])
     on conflict (id) do update set
       status = greatest(messages.status, excluded.status),
       attempts = greatest(messages.attempts, excluded.attempts),
@@ -98,5 +101,6 @@ export async function recordDeliveryOutcomes(sql: Sql, outcomes: DeliveryOutcome
       send_at = coalesce(messages.send_at, excluded.send_at),
       expires_at = coalesce(messages.expires_at, excluded.expires_at),
       updated_at = greatest(messages.updated_at, excluded.updated_at),
-      fallback_used = messages.fallback_used or excluded.fallback_used`
+      fallback_used = messages.fallback_used or excluded.fallback_used,
+      held_for_quiet_hours = messages.held_for_quiet_hours or excluded.held_for_quiet_hours`
 }

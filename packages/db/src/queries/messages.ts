@@ -77,6 +77,7 @@ export async function recordScheduledMessages(db: Db, jobs: MessageJob[]): Promi
         status: 'scheduled' as const,
         acceptedAt: new Date(job.acceptedAt),
         sendAt: job.sendAt ? new Date(job.sendAt) : null,
+        heldForQuietHours: job.scheduledReason === 'quiet_hours',
         expiresAt: job.expiresAt ? new Date(job.expiresAt) : null,
         updatedAt: new Date(job.acceptedAt),
       })),

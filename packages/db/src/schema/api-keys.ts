@@ -1,4 +1,5 @@
-import { boolean, index, integer, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core'
+import type { QuietHours } from '@dispatch/contracts'
+import { boolean, index, integer, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core'
 import { apiKeyStatus, appEnv } from './enums.ts'
 import { senders } from './senders.ts'
 
@@ -29,6 +30,8 @@ export const apiKeys = pgTable(
     dailyQuota: integer(),
     /** May send `priority: "high"`. */
     transactional: boolean().notNull().default(false),
+    /** Quiet hours its messages wait out (`{start, end, timeZone?}`); null: none. */
+    quietHours: jsonb().$type<QuietHours>(),
     createdAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
   },

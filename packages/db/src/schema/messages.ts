@@ -48,6 +48,8 @@ export const messages = pgTable(
     acceptedAt: timestamp({ withTimezone: true }).notNull(),
     /** When it is due, for a scheduled message. */
     sendAt: timestamp({ withTimezone: true }),
+    /** Its `sendAt` is the end of the recipient's quiet hours, not a time the caller asked for. */
+    heldForQuietHours: boolean().notNull().default(false),
     /** Not handed to the platform by then, it is never sent: `expired`. */
     expiresAt: timestamp({ withTimezone: true }),
     sentAt: timestamp({ withTimezone: true }),

@@ -7,6 +7,7 @@ import {
   ApiKeyListQuery,
   ApproveApiKeyBody,
   pageMeta,
+  quietHoursProblem,
   RejectApiKeyBody,
   RevokeApiKeyBody,
   UpdateApiKeyBody,
@@ -90,11 +91,11 @@ export const adminApiKeyRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         operationId: 'updateApiKey',
         tags: ['admin'],
-        summary: "Set a key's sender, rate, daily quota or transactional flag",
+        summary: "Set a key's sender, rate, daily quota, transactional flag or quiet hours",
         description:
           'Any status of key. Only the fields given change; null resets one to the service default ' +
           '(`senderId` null or `"default"`: the default sender; `ratePerSecond` null: ' +
-          '`MESSAGE_RATE_PER_SECOND`; `dailyQuota` null: no quota). Each change is in the history ' +
+          '`MESSAGE_RATE_PER_SECOND`; `dailyQuota` null: no quota; `quietHours` null: none). Each change is in the history ' +
           'with its actor and `changes`; one that changes nothing records nothing. Every instance ' +
           'applies it to the next request.',
         security,
@@ -105,6 +106,9 @@ export const adminApiKeyRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const id = checkId(request.params.id)
+      const quiet = request.body.quietHours
+      const problem = quiet ? quietHoursProblem(quiet, 'body.quietHours') : undefined
+      if (problem) throw new AppError('VALIDATION_ERROR', problem)
       const result = await updateApiKeyLimits(db, {
         id,
         actor: request.adminName,

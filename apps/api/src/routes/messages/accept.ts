@@ -3,10 +3,13 @@ import {
   DEFAULT_SENDER_ID,
   DELIVERY_OPTION_KEYS,
   type FallbackTemplate,
+  isTimeZone,
   kindProblem,
   MessageJob,
   type MessagePriority,
   type MessageType,
+  type QuietHours,
+  quietHoursProblem,
   recipientProblem,
 } from '@dispatch/contracts'
 import { Compile } from 'typebox/compile'
@@ -26,6 +29,16 @@ export interface AcceptedMessage {
   status: 'queued' | 'scheduled'
 }
 
+/** When quiet hours let a message go (see apps/api/src/quiet-hours). */
+export interface QuietHoursHold {
+  holdUntil(
+    recipient: { phone?: string | undefined },
+    quiet: QuietHours,
+    timeZone: string | undefined,
+    due: number,
+  ): number | undefined
+}
+
 type SendBody = {
   phone?: string | undefined
   userId?: string | undefined
@@ -34,6 +47,8 @@ type SendBody = {
   validitySeconds?: number
   priority?: MessagePriority
   fallbackTemplate?: FallbackTemplate
+  quietHours?: QuietHours
+  timeZone?: string
 }
 
 /** What the accept step needs of the calling key. */
@@ -42,6 +57,8 @@ export interface SendingKey {
   /** Its sender; null: the default. */
   senderId: string | null
   transactional: boolean
+  /** The quiet hours an admin set on the key; a send's own replace them. */
+  quietHours: QuietHours | null
 }
 
 const invalid = (field: string, why: string) => new AppError('VALIDATION_ERROR', `${field} ${why}`)
@@ -50,7 +67,9 @@ const invalid = (field: string, why: string) => new AppError('VALIDATION_ERROR',
  * Turns a validated send body into its job: the delivery options (`clientReference`, `sendAt`,
  * `validitySeconds`, `priority`) go beside the message, never into the body the platform gets. Throws `400`
  * naming the field when `sendAt` or `validitySeconds` is out of range for this configuration, and
- * `403` for `priority: "high"` from a key not marked transactional;
+ * `403` for `priority: "high"` from a key not marked transactional. A message that would reach its
+ * recipient inside quiet hours (the send's, else the key's; never for `priority: "high"`) is held
+ * until they end: scheduled then, its `validitySeconds` counted from there.
  * `field` prefixes those names (`body` for a single send, `body.messages[3]` in a batch).
  */
 export function acceptMessage(
@@ -66,6 +85,7 @@ export function acceptMessage(
     ApiConfig,
     'MESSAGE_VALIDITY_SECONDS' | 'MESSAGE_VALIDITY_MIN_SECONDS' | 'SCHEDULE_MIN_AHEAD_SECONDS'
   >,
+  quietHours?: QuietHoursHold,
 ): AcceptedMessage {
   const { type, now, field = 'body' } = input
   const problem =
@@ -73,7 +93,14 @@ export function acceptMessage(
   if (problem) throw new AppError('VALIDATION_ERROR', problem)
   const body: Record<string, unknown> = { ...input.body }
   for (const key of DELIVERY_OPTION_KEYS) delete body[key]
-  const { clientReference, sendAt, validitySeconds, priority = 'normal', fallbackTemplate } = input.body
+  const {
+    clientReference,
+    sendAt,
+    validitySeconds,
+    priority = 'normal',
+    fallbackTemplate,
+    timeZone,
+  } = input.body
   if (priority === 'high' && !input.apiKey.transactional) {
     throw new AppError(
       'PRIORITY_NOT_ALLOWED',
@@ -92,6 +119,17 @@ export function acceptMessage(
     if (at - due > SCHEDULE_MAX_AHEAD_MS) throw invalid(`${field}.sendAt`, 'must be at most 35 days ahead')
     due = at
   }
+  if (timeZone !== undefined && !isTimeZone(timeZone)) {
+    throw invalid(`${field}.timeZone`, 'must be an IANA time zone such as "America/Sao_Paulo"')
+  }
+  const quiet = input.body.quietHours ?? input.apiKey.quietHours
+  const quietProblem =
+    input.body.quietHours && quietHoursProblem(input.body.quietHours, `${field}.quietHours`)
+  if (quietProblem) throw new AppError('VALIDATION_ERROR', quietProblem)
+  const heldUntil =
+    quiet && priority !== 'high' ? quietHours?.holdUntil(input.body, quiet, timeZone, due) : undefined
+  if (heldUntil !== undefined) due = heldUntil
+  const scheduled = sendAt !== undefined || heldUntil !== undefined
   const validity = validitySeconds ?? config.MESSAGE_VALIDITY_SECONDS
   if (validitySeconds !== undefined && validitySeconds < config.MESSAGE_VALIDITY_MIN_SECONDS) {
     throw invalid(`${field}.validitySeconds`, `must be at least ${config.MESSAGE_VALIDITY_MIN_SECONDS}`)
@@ -108,14 +146,21 @@ export function acceptMessage(
     ...(input.batchId === undefined ? {} : { batchId: input.batchId }),
     ...(traceContext === undefined ? {} : { traceContext }),
     ...(fallbackTemplate === undefined ? {} : { fallbackTemplate }),
-    ...(sendAt === undefined ? {} : { sendAt: new Date(due).toISOString() }),
+    ...(scheduled ? { sendAt: new Date(due).toISOString() } : {}),
+    ...(heldUntil === undefined ? {} : { scheduledReason: 'quiet_hours' as const }),
     expiresAt: new Date(due + validity * 1000).toISOString(),
     message: { type, body },
   }
   if (!jobIsValid.Check(job)) throw new Error(`message job does not match its contract: ${job.messageId}`)
   return {
     job,
-    delayMs: sendAt === undefined ? 0 : due - now.getTime(),
-    status: sendAt === undefined ? 'queued' : 'scheduled',
+    delayMs: scheduled ? due - now.getTime() : 0,
+    status: scheduled ? 'scheduled' : 'queued',
   }
 }
+
+/** A scheduled message's time and why, as a 202 tells them; nothing for a message queued at once. */
+export const scheduledFields = (job: MessageJob) =>
+  job.sendAt === undefined
+    ? {}
+    : { sendAt: job.sendAt, scheduledReason: job.scheduledReason ?? ('send_at' as const) }

@@ -4,7 +4,7 @@ import { recordScheduledMessages } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError, errorBody, unavailable } from '../../errors.ts'
 import { errorResponses } from '../responses.ts'
-import type { AcceptedMessage } from './accept.ts'
+import { type AcceptedMessage, scheduledFields } from './accept.ts'
 import { judgeItems } from './judge.ts'
 import type { MessageRouteOptions } from './send.ts'
 
@@ -75,7 +75,12 @@ export const batchMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> 
           return
         }
         accepted.push(j.accepted)
-        results.push({ index, messageId: j.accepted.job.messageId, status: j.accepted.status })
+        results.push({
+          index,
+          messageId: j.accepted.job.messageId,
+          status: j.accepted.status,
+          ...scheduledFields(j.accepted.job),
+        })
       })
       if (accepted.length === 0) {
         const first = results[0] && 'error' in results[0] ? results[0].error.message : 'no item'

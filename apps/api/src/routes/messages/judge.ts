@@ -3,8 +3,12 @@ import type { ApiKeyRow } from '@dispatch/db'
 import type { FastifyInstance } from 'fastify'
 import { AppError } from '../../errors.ts'
 import { describeValidationError, makeAjv } from '../../plugins/validation.ts'
+import { QuietHoursRule } from '../../quiet-hours/quiet-hours.ts'
 import type { SendToCheck, WindowRead } from '../../send-checks/send-checks.ts'
 import { type AcceptedMessage, acceptMessage } from './accept.ts'
+
+/** Every send's quiet hours, worked out in memory (its caches shared by every request). */
+const quietHours = new QuietHoursRule()
 
 /** One send of a request: its type, its validated body, and its field (`body`, `body.messages[3]`). */
 export interface SendItem {
@@ -34,6 +38,7 @@ export async function judgeSends(
         accepted: acceptMessage(
           { ...item, apiKey, now: options.now, ...(options.batchId ? { batchId: options.batchId } : {}) },
           app.deps.config,
+          quietHours,
         ),
       }
     } catch (error) {

@@ -80,6 +80,7 @@ export function viewFromJob(job: QueuedJob, state: string, claim: MessageClaim |
     lastError: job.failedReason ? { code: 'DELIVERY_FAILED', message: job.failedReason } : null,
     batchId: data.batchId ?? null,
     sendAt: data.sendAt ?? null,
+    scheduledReason: data.scheduledReason ?? (data.sendAt ? 'send_at' : null),
     expiresAt: data.expiresAt ?? null,
     senderId: data.senderId ?? DEFAULT_SENDER_ID,
     senderPhoneNumberId: null,

@@ -11,6 +11,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import { unavailable } from '../../errors.ts'
 import { errorResponses } from '../responses.ts'
+import { scheduledFields } from './accept.ts'
 import { judgeSends, type SendItem } from './judge.ts'
 
 /** Each send endpoint: its path, its OpenAPI operation and its type (whose body and scope it takes). */
@@ -165,6 +166,7 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
           type: send.type,
           phone: job.message.body.phone ?? null,
           ...(job.message.body.userId === undefined ? {} : { userId: job.message.body.userId }),
+          ...scheduledFields(job),
           createdAt: job.acceptedAt,
         })
       },
