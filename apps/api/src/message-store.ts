@@ -136,18 +136,23 @@ export class MessageStore {
     }
   }
 
-  /** The sender's BullMQ queue, for looking up admitted jobs. */
+  /** The sender's BullMQ queue, for looking up admitted jobs; made again when opening it failed. */
   queue(senderId: string): Queue<MessageJob> {
-    let queue = this.#queues.get(senderId)
-    if (!queue) {
-      const name = senderQueueName(senderId)
-      queue = new Queue<MessageJob>(name, {
-        connection: this.#redis,
-        prefix: queuePrefix(this.#layout, name),
-      })
-      queue.on('error', (error) => this.#logger?.warn({ err: error }, 'messages queue error'))
-      this.#queues.set(senderId, queue)
-    }
+    const known = this.#queues.get(senderId)
+    if (known) return known
+    const name = senderQueueName(senderId)
+    const queue = new Queue<MessageJob>(name, {
+      connection: this.#redis,
+      prefix: queuePrefix(this.#layout, name),
+    })
+    queue.on('error', (error) => this.#logger?.warn({ err: error }, 'messages queue error'))
+    this.#queues.set(senderId, queue)
+    // Opened while Redis dropped the connection, a BullMQ queue stays broken for good (see
+    // ReopeningQueue): forgotten, so the next lookup makes a new one.
+    queue.waitUntilReady().catch(() => {
+      if (this.#queues.get(senderId) === queue) this.#queues.delete(senderId)
+      queue.close().catch(() => {})
+    })
     return queue
   }
 
