@@ -2360,6 +2360,14 @@ export interface operations {
                                 count: number;
                                 hours: number;
                             } | null;
+                            consentKeywords: {
+                                optOut: string[];
+                                optIn: string[];
+                            } | null;
+                            consentConfirmation: {
+                                optOut?: string;
+                                optIn?: string;
+                            } | null;
                             templatesSyncedAt: string | null;
                             health: {
                                 accountStatus: string | null;
@@ -2439,6 +2447,14 @@ export interface operations {
                         count: number;
                         hours: number;
                     } | null;
+                    consentKeywords?: {
+                        optOut: string[];
+                        optIn: string[];
+                    } | null;
+                    consentConfirmation?: {
+                        optOut?: string;
+                        optIn?: string;
+                    } | null;
                 };
             };
         };
@@ -2467,6 +2483,14 @@ export interface operations {
                         marketingCap: {
                             count: number;
                             hours: number;
+                        } | null;
+                        consentKeywords: {
+                            optOut: string[];
+                            optIn: string[];
+                        } | null;
+                        consentConfirmation: {
+                            optOut?: string;
+                            optIn?: string;
                         } | null;
                         templatesSyncedAt: string | null;
                         health: {
@@ -2584,6 +2608,14 @@ export interface operations {
                         marketingCap: {
                             count: number;
                             hours: number;
+                        } | null;
+                        consentKeywords: {
+                            optOut: string[];
+                            optIn: string[];
+                        } | null;
+                        consentConfirmation: {
+                            optOut?: string;
+                            optIn?: string;
                         } | null;
                         templatesSyncedAt: string | null;
                         health: {
@@ -2764,6 +2796,14 @@ export interface operations {
                         count: number;
                         hours: number;
                     } | null;
+                    consentKeywords?: {
+                        optOut: string[];
+                        optIn: string[];
+                    } | null;
+                    consentConfirmation?: {
+                        optOut?: string;
+                        optIn?: string;
+                    } | null;
                 };
             };
         };
@@ -2792,6 +2832,14 @@ export interface operations {
                         marketingCap: {
                             count: number;
                             hours: number;
+                        } | null;
+                        consentKeywords: {
+                            optOut: string[];
+                            optIn: string[];
+                        } | null;
+                        consentConfirmation: {
+                            optOut?: string;
+                            optIn?: string;
                         } | null;
                         templatesSyncedAt: string | null;
                         health: {
