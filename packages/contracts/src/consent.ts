@@ -153,6 +153,27 @@ export const ConsentConfirmation = Type.Object(
 )
 export type ConsentConfirmation = Static<typeof ConsentConfirmation>
 
+/**
+ * One confirmation to send (queue and outbox topic `QueueNames.consentConfirmations`): the text, to
+ * the user (phone, else BSUID), from the business number the keyword came to. `outboxId` ties it to
+ * the outbox row written with the opt-out.
+ */
+export const ConsentConfirmationJob = Type.Object(
+  {
+    outboxId: Type.String({ pattern: '^[0-9]+$' }),
+    senderId: Type.String({ minLength: 1, maxLength: 64 }),
+    phoneNumberId: Type.String({ pattern: '^[0-9]{1,32}$' }),
+    intent: Type.Enum(['opt-out', 'opt-in']),
+    phone: Type.Optional(Phone),
+    userId: Type.Optional(UserId),
+    text: ConfirmationText,
+  },
+  { additionalProperties: false },
+)
+export type ConsentConfirmationJob = Static<typeof ConsentConfirmationJob>
+/** What the outbox row carries: the job without the id the relay adds. */
+export type ConsentConfirmationPayload = Omit<ConsentConfirmationJob, 'outboxId'>
+
 const DateTime = Type.String({ format: 'date-time' })
 
 export const SuppressionView = Type.Object(

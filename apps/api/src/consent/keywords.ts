@@ -1,14 +1,16 @@
 import {
+  type ConsentConfirmationPayload,
   DEFAULT_KEYWORDS,
   DEFAULT_SENDER_ID,
   type KeywordLists,
   keywordForm,
   keywordIntent,
+  QueueNames,
   type SuppressionScope,
 } from '@dispatch/contracts'
-import type { InboundMessage } from '@dispatch/db'
+import type { InboundMessage, OutboxOnChange } from '@dispatch/db'
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
-import { optIn, optOut } from './suppression-list.ts'
+import { optInAll, optOutAll } from './suppression-list.ts'
 
 /** The text of Meta's "Stop promotions" quick-reply button on marketing templates. */
 const STOP_PROMOTIONS = keywordForm('Stop promotions')
@@ -36,13 +38,36 @@ function intentOf(
 }
 
 /**
+ * The sender's confirmation for what a keyword did, as the outbox row written with the change: sent
+ * back to the user (phone, else BSUID) from the number they wrote to. None for a "Stop promotions"
+ * tap (WhatsApp itself confirms it), or when the sender has no text for it.
+ */
+function confirmationOf(
+  reply: InboundMessage,
+  senderId: string,
+  text: string | undefined,
+  intent: 'opt-out' | 'opt-in',
+): OutboxOnChange | undefined {
+  if (text === undefined) return undefined
+  const payload: ConsentConfirmationPayload = {
+    senderId,
+    phoneNumberId: reply.phoneNumberId,
+    intent,
+    ...(reply.phone === null ? { userId: reply.userId as string } : { phone: reply.phone }),
+    text,
+  }
+  return { topic: QueueNames.consentConfirmations, payload }
+}
+
+/**
  * Opt-outs and opt-ins said in replies: a reply whose whole text is one of the receiving sender's
  * opt-out keywords (its own list, else the defaults: STOP, PARAR, BAJA…, matched trimmed, case- and
  * accent-folded) adds an entry for every identity the user is known by (phone and BSUID) on that
- * business number; an opt-in keyword (START…) lifts them. A redelivered reply applies again
- * (nothing changes twice). Throws when Postgres cannot record it, so the webhook is not acknowledged
- * and Meta delivers it again: an opt-out is never dropped. The sender's lists come from the send
- * rules held in memory: no query more per reply.
+ * business number; an opt-in keyword (START…) lifts them. Both in one transaction with the sender's
+ * confirmation, if it has one and the list changed. A redelivered reply applies again (nothing
+ * changes twice, nothing is confirmed twice). Throws when Postgres cannot record it, so the webhook
+ * is not acknowledged and Meta delivers it again: an opt-out is never dropped. The sender's lists and
+ * texts come from the send rules held in memory: no query more per reply.
  */
 export async function applyConsentKeywords(
   app: FastifyInstance,
@@ -53,36 +78,39 @@ export async function applyConsentKeywords(
   const counts = { optedOut: 0, optedIn: 0 }
   for (const reply of replies) {
     const senderId = app.sendRules.senderOfNumber(reply.phoneNumberId) ?? DEFAULT_SENDER_ID
-    const asked = intentOf(reply, app.sendRules.get(senderId)?.keywords ?? DEFAULT_KEYWORDS)
+    const rules = app.sendRules.get(senderId)
+    const asked = intentOf(reply, rules?.keywords ?? DEFAULT_KEYWORDS)
     if (!asked) continue
-    for (const recipient of [reply.phone, reply.userId]) {
-      if (recipient === null) continue
-      if (asked.intent === 'opt-out') {
-        const { changed } = await optOut(
-          app.deps,
-          log,
-          {
-            phoneNumberId: reply.phoneNumberId,
-            senderId,
-            recipient,
-            scope: asked.scope,
-            source: 'keyword',
-            reason: asked.scope === 'marketing' ? 'Stop promotions button' : 'Opt-out keyword',
-            createdBy: 'platform',
-          },
-          now,
-        )
-        if (changed) counts.optedOut++
-      } else {
-        const removed = await optIn(
-          app.deps,
-          log,
-          { phoneNumberId: reply.phoneNumberId, recipient },
-          { actor: 'platform', reason: 'Opt-in keyword' },
-          now,
-        )
-        if (removed) counts.optedIn++
-      }
+    const recipients = [reply.phone, reply.userId].filter((r): r is string => r !== null)
+    if (recipients.length === 0) continue
+    const texts = rules?.consentConfirmation
+    if (asked.intent === 'opt-out') {
+      const added = await optOutAll(
+        app.deps,
+        log,
+        recipients.map((recipient) => ({
+          phoneNumberId: reply.phoneNumberId,
+          senderId,
+          recipient,
+          scope: asked.scope,
+          source: 'keyword' as const,
+          reason: asked.scope === 'marketing' ? 'Stop promotions button' : 'Opt-out keyword',
+          createdBy: 'platform',
+        })),
+        now,
+        asked.scope === 'all' ? confirmationOf(reply, senderId, texts?.optOut, 'opt-out') : undefined,
+      )
+      counts.optedOut += added.filter((a) => a.changed).length
+    } else {
+      const removed = await optInAll(
+        app.deps,
+        log,
+        recipients.map((recipient) => ({ phoneNumberId: reply.phoneNumberId, recipient })),
+        { actor: 'platform', reason: 'Opt-in keyword' },
+        now,
+        confirmationOf(reply, senderId, texts?.optIn, 'opt-in'),
+      )
+      counts.optedIn += removed.filter((row) => row !== undefined).length
     }
   }
   return counts

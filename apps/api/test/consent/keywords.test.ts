@@ -1,5 +1,14 @@
 import { randomBytes } from 'node:crypto'
-import { type FakeWhatsApp, inboundMessage, messageWebhook, startFakeWhatsApp } from '@dispatch/testing'
+import {
+  type CloudApiRequest,
+  type FakeWhatsApp,
+  graphError,
+  inboundMessage,
+  messageWebhook,
+  startFakeWhatsApp,
+  waitFor,
+} from '@dispatch/testing'
+import type { RunningWorker } from '@dispatch/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   asAdmin,
@@ -7,6 +16,7 @@ import {
   createWorld,
   expectError,
   postPlatformWebhook,
+  startTestWorker,
   type TestApp,
   type TestWorld,
 } from '../helpers.ts'
@@ -14,10 +24,13 @@ import { keyOf, newPhone, syncedSender } from '../templates/setup.ts'
 
 const APP_SECRET = 'app-secret-0123456789'
 const secretsKey = randomBytes(32).toString('base64')
+const GOODBYE = 'You will get no more messages from Acme. Reply BACK to resume.'
+const WELCOME = 'Welcome back to Acme: reply NO MORE to stop.'
 
 let world: TestWorld
 let app: TestApp
 let fake: FakeWhatsApp
+let worker: RunningWorker
 let sender: { id: string; phoneNumberId: string }
 let key: { id: string; key: string }
 
@@ -41,6 +54,14 @@ async function customerSays(phoneNumberId: string, phone: string, text: string) 
   return body
 }
 
+/** Texts the fake received for `phone` from the number `phoneNumberId`, accepted or not. */
+const textsTo = (phoneNumberId: string, phone: string): CloudApiRequest[] =>
+  fake.requests.filter(
+    (r) =>
+      r.path.endsWith(`/${phoneNumberId}/messages`) && r.body.to === phone.slice(1) && r.body.type === 'text',
+  )
+const textOf = (request: CloudApiRequest) => (request.body.text as { body: string }).body
+
 beforeAll(async () => {
   world = await createWorld()
   fake = await startFakeWhatsApp()
@@ -48,9 +69,18 @@ beforeAll(async () => {
   app = await buildTestApp(world, { ...env, WHATSAPP_APP_SECRET: APP_SECRET })
   sender = await syncedSender(app, fake, { sync: false })
   key = await keyOf(app, sender.id, ['send:free-text'])
+  worker = await startTestWorker(world, {
+    ...env,
+    WHATSAPP_ACCESS_TOKEN: 'default-token',
+    WHATSAPP_PHONE_NUMBER_ID: '106540352242922',
+    ADMISSION_INTERVAL_MS: '20',
+    TEMPLATE_SYNC_INTERVAL_MS: '0',
+    MESSAGES_BACKOFF_MS: '20',
+  })
 })
 
 afterAll(async () => {
+  await worker?.close()
   await app?.close()
   await fake?.close()
   await world?.close()
@@ -156,5 +186,79 @@ describe("a sender's own keywords", () => {
       },
     })
     expectError(created, 400, 'VALIDATION_ERROR', /body\.consentKeywords\.optIn\[0\]/)
+  })
+})
+
+describe('confirmations', () => {
+  it('STOP is confirmed at once though the user is now on the list, START too; a redelivery confirms nothing twice', async () => {
+    const set = await patchSender(sender.id, { consentConfirmation: { optOut: GOODBYE, optIn: WELCOME } })
+    expect(set.statusCode, set.body).toBe(200)
+    expect(set.json().consentConfirmation).toEqual({ optOut: GOODBYE, optIn: WELCOME })
+    const phone = newPhone()
+    const stop = await customerSays(sender.phoneNumberId, phone, 'STOP')
+    const goodbye = await waitFor(() => textsTo(sender.phoneNumberId, phone)[0], {
+      what: 'the opt-out confirmation',
+    })
+    expect(textOf(goodbye)).toBe(GOODBYE)
+    expect(goodbye.platformMessageId).toBeDefined()
+    // The user is opted out of everything: anything else to them is refused.
+    expectError(await sendText(phone), 422, 'RECIPIENT_OPTED_OUT')
+
+    // Meta delivers the same webhook again, and the user writes STOP again: the list does not change.
+    expect((await postPlatformWebhook(app, stop, APP_SECRET)).statusCode).toBe(200)
+    await customerSays(sender.phoneNumberId, phone, 'stop')
+
+    await customerSays(sender.phoneNumberId, phone, 'Start')
+    const welcome = await waitFor(() => textsTo(sender.phoneNumberId, phone)[1], {
+      what: 'the opt-in confirmation',
+    })
+    expect(textOf(welcome)).toBe(WELCOME)
+    // Time for any stray confirmation to arrive: none did.
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    expect(textsTo(sender.phoneNumberId, phone).map(textOf)).toEqual([GOODBYE, WELCOME])
+  })
+
+  it('a "Stop promotions" tap is not confirmed by Dispatch (WhatsApp confirms it), and a sender without texts sends none', async () => {
+    const phone = newPhone()
+    const tap = inboundMessage('quick_reply', { phone }, { text: 'Stop promotions' })
+    expect(
+      (await postPlatformWebhook(app, messageWebhook(sender.phoneNumberId, tap), APP_SECRET)).statusCode,
+    ).toBe(200)
+    const quiet = await syncedSender(app, fake, { sync: false })
+    const other = newPhone()
+    await customerSays(quiet.phoneNumberId, other, 'STOP')
+    await waitFor(
+      async () =>
+        (await world.sql`select 1 from suppressions where recipient in (${phone}, ${other})`).length === 2 ||
+        undefined,
+    )
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    expect(textsTo(sender.phoneNumberId, phone)).toEqual([])
+    expect(textsTo(quiet.phoneNumberId, other)).toEqual([])
+  })
+
+  it('is retried when the platform fails for a moment, and not retried when it refuses', async () => {
+    // One 500 first: the next attempt (after MESSAGES_BACKOFF_MS) goes through.
+    const phone = newPhone()
+    fake.script(graphError(131000, 'Something went wrong', 500))
+    await customerSays(sender.phoneNumberId, phone, 'STOP')
+    await waitFor(() => textsTo(sender.phoneNumberId, phone).find((r) => r.platformMessageId), {
+      what: 'the confirmation, on its second attempt',
+    })
+    expect(textsTo(sender.phoneNumberId, phone)).toHaveLength(2)
+
+    // A refusal the platform would repeat: one request, no loop.
+    const refused = await syncedSender(app, fake, { sync: false })
+    const set = await patchSender(refused.id, { consentConfirmation: { optOut: GOODBYE } })
+    expect(set.statusCode, set.body).toBe(200)
+    fake.number(refused.phoneNumberId, { answer: graphError(131026, 'Message undeliverable') })
+    const other = newPhone()
+    await customerSays(refused.phoneNumberId, other, 'STOP')
+    await waitFor(() => textsTo(refused.phoneNumberId, other)[0], { what: 'the refused confirmation' })
+    // Ten attempts 20 ms apart, doubling, would have been made well within this.
+    await new Promise((resolve) => setTimeout(resolve, 1500))
+    expect(textsTo(refused.phoneNumberId, other)).toHaveLength(1)
+    // The opt-out itself stands.
+    expect((await world.sql`select scope from suppressions where recipient = ${other}`)[0]?.scope).toBe('all')
   })
 })

@@ -1,5 +1,12 @@
-import { type EmailJob, QueueNames, queuePrefix, type WebhookJob } from '@dispatch/contracts'
+import {
+  type ConsentConfirmationJob,
+  type EmailJob,
+  QueueNames,
+  queuePrefix,
+  type WebhookJob,
+} from '@dispatch/contracts'
 import { Queue } from 'bullmq'
+import { confirmationJobOptions } from '../consent/confirmations.ts'
 import { OutboxRelay } from '../outbox-relay.ts'
 import type { WorkerUnitStarter } from '../runtime.ts'
 
@@ -11,7 +18,10 @@ const emailJobOptions = (attempts: number, backoffMs: number) => ({
   removeOnFail: { age: 30 * 24 * 3600 },
 })
 
-/** The `outbox` role: relays committed side effects (e-mails, webhook events) into their queues. */
+/**
+ * The `outbox` role: relays committed side effects (e-mails, webhook events, consent confirmations)
+ * into their queues.
+ */
 export const startOutboxUnit: WorkerUnitStarter = async ({ config, db, sql, logger, redis, metrics }) => {
   const producer = redis('outbox-queues', { blocking: false })
   const emailQueue = new Queue<EmailJob>(QueueNames.email, {
@@ -25,11 +35,18 @@ export const startOutboxUnit: WorkerUnitStarter = async ({ config, db, sql, logg
     prefix: queuePrefix(config, QueueNames.webhooks),
   })
   webhookQueue.on('error', (error) => logger.warn({ err: error }, 'webhook queue error'))
+  const confirmationQueue = new Queue<ConsentConfirmationJob>(QueueNames.consentConfirmations, {
+    connection: producer,
+    prefix: queuePrefix(config, QueueNames.consentConfirmations),
+    defaultJobOptions: confirmationJobOptions(config.MESSAGES_BACKOFF_MS),
+  })
+  confirmationQueue.on('error', (error) => logger.warn({ err: error }, 'consent confirmation queue error'))
   const relay = new OutboxRelay({
     db,
     sql,
     emailQueue,
     webhookQueue,
+    confirmationQueue,
     logger,
     pollMs: config.OUTBOX_POLL_MS,
     batchSize: config.OUTBOX_BATCH_SIZE,
@@ -42,6 +59,7 @@ export const startOutboxUnit: WorkerUnitStarter = async ({ config, db, sql, logg
       await relay.stop()
       await emailQueue.close()
       await webhookQueue.close()
+      await confirmationQueue.close()
     },
   }
 }
