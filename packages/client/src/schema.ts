@@ -4430,6 +4430,11 @@ export interface operations {
                      * @enum {unknown}
                      */
                     priority?: "high" | "normal" | "low";
+                    /**
+                     * @description The template's category, for the marketing opt-out and frequency cap when the sender's synced catalog does not know the template (the catalog's category wins when it does). Not sent to the platform.
+                     * @enum {unknown}
+                     */
+                    category?: "MARKETING" | "UTILITY" | "AUTHENTICATION";
                 };
             };
         };

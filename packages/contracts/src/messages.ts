@@ -12,6 +12,7 @@ import {
   VideoObject,
 } from './message-kinds.ts'
 import { Phone, recipientFields } from './recipients.ts'
+import { TEMPLATE_CATEGORIES } from './templates.ts'
 
 export { Phone }
 
@@ -107,6 +108,7 @@ export const DELIVERY_OPTION_KEYS = [
   'validitySeconds',
   'priority',
   'fallbackTemplate',
+  'category',
 ] as const
 
 export const HeaderVariable = Type.Object(
@@ -142,8 +144,18 @@ const templateFields = {
   buttonVariables: Type.Optional(Type.Array(ButtonVariable, { maxItems: 10 })),
 }
 
+/**
+ * A template send's own category: what the consent checks (an opt-out of marketing, the frequency
+ * cap) take the template for when the sender's catalog does not know it. The catalog's wins.
+ */
+export const SendCategory = Type.Enum(TEMPLATE_CATEGORIES, {
+  description:
+    "The template's category, for the marketing opt-out and frequency cap when the sender's synced catalog " +
+    "does not know the template (the catalog's category wins when it does). Not sent to the platform.",
+})
+
 export const SendTemplateBody = Type.Object(
-  { ...recipientFields, ...templateFields, ...deliveryOptions },
+  { ...recipientFields, ...templateFields, ...deliveryOptions, category: Type.Optional(SendCategory) },
   { additionalProperties: false },
 )
 export type SendTemplateBody = Static<typeof SendTemplateBody>
