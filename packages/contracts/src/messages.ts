@@ -350,6 +350,11 @@ export const MessageJob = Type.Object(
     priorAttempts: Type.Optional(Type.Integer({ minimum: 0 })),
     /** A free-form message's template for a closed window (see `FallbackTemplate`). */
     fallbackTemplate: Type.Optional(FallbackTemplate),
+    /**
+     * A marketing template, as the accept path judged it (the catalog's category, else the send's
+     * own): an opt-out of marketing made since cancels it at delivery. Absent: not marketing.
+     */
+    marketing: Type.Optional(Type.Literal(true)),
     message: JobMessage,
   },
   { additionalProperties: false },

@@ -58,7 +58,11 @@ beforeAll(async () => {
   world = await createWorld()
   fake = await startFakeWhatsApp()
   const env = { SECRETS_KEY: secretsKey, WHATSAPP_API_URL: fake.url }
-  app = await buildTestApp(world, { ...env, WHATSAPP_APP_SECRET: APP_SECRET })
+  app = await buildTestApp(world, {
+    ...env,
+    WHATSAPP_APP_SECRET: APP_SECRET,
+    SCHEDULE_MIN_AHEAD_SECONDS: '1',
+  })
   sender = await syncedSender(app, fake)
   key = await keyOf(app, sender.id, ['send:template', 'send:free-text', 'read:messages'])
   // The Cloud API adapter (the fake) needs the environment's own credentials set, or the sandbox is used.
@@ -340,5 +344,68 @@ describe("a send's own category", () => {
     await optedOutOfMarketing(sender.id, phone)
     expectError(await sendTemplate({ ...marketing(phone), category: 'UTILITY' }), 422, 'RECIPIENT_OPTED_OUT')
     expect((await sendTemplate({ ...utility(phone), category: 'MARKETING' })).statusCode).toBe(202)
+  })
+})
+
+describe('an opt-out of marketing after a message was accepted', () => {
+  const inTwoSeconds = () => new Date(Date.now() + 2000).toISOString()
+
+  it.each([
+    ["Meta's user_preferences stop", 'preferences'],
+    ['the "Stop promotions" button', 'button'],
+  ])(
+    '(%s) cancels the queued marketing template at delivery; the utility one is sent',
+    async (_name, how) => {
+      const phone = newPhone()
+      const promo = await sendTemplate({ ...marketing(phone), sendAt: inTwoSeconds() })
+      const reminder = await sendTemplate({ ...utility(phone), sendAt: inTwoSeconds() })
+      expect(promo.statusCode, promo.body).toBe(202)
+      expect(reminder.statusCode, reminder.body).toBe(202)
+      const said =
+        how === 'preferences'
+          ? userPreferences(sender.phoneNumberId, phone, 'stop')
+          : messageWebhook(
+              sender.phoneNumberId,
+              inboundMessage('quick_reply', { phone }, { text: 'Stop promotions' }),
+            )
+      expect((await postPlatformWebhook(app, said, APP_SECRET)).statusCode).toBe(200)
+      const canceled = await untilMessageStatus(app, key.key, promo.json().messageId, [
+        'canceled',
+        'sent',
+        'failed',
+      ])
+      expect(canceled.status).toBe('canceled')
+      expect(canceled.lastError).toMatchObject({
+        code: 'RECIPIENT_OPTED_OUT',
+        message: expect.stringMatching(/opted out of marketing messages/),
+      })
+      expect(fake.sendsOf(promo.json().messageId)).toBe(0)
+      const sent = await untilMessageStatus(app, key.key, reminder.json().messageId, [
+        'sent',
+        'canceled',
+        'failed',
+      ])
+      expect(sent.status).toBe('sent')
+    },
+  )
+
+  it("cancels one the send's own category made marketing, too", async () => {
+    const fresh = await syncedSender(app, fake, { sync: false })
+    const freshKey = await keyOf(app, fresh.id, ['send:template', 'read:messages'])
+    const phone = newPhone()
+    const promo = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/messages/send-template',
+      headers: { 'x-api-key': freshKey.key },
+      payload: { ...springSale(phone, 'MARKETING'), sendAt: inTwoSeconds() },
+    })
+    expect(promo.statusCode, promo.body).toBe(202)
+    await optedOutOfMarketing(fresh.id, phone)
+    const view = await untilMessageStatus(app, freshKey.key, promo.json().messageId, [
+      'canceled',
+      'sent',
+      'failed',
+    ])
+    expect(view).toMatchObject({ status: 'canceled', lastError: { code: 'RECIPIENT_OPTED_OUT' } })
   })
 })
