@@ -1,4 +1,5 @@
 import {
+  ConsentConfirmationJob,
   EmailJob,
   QueueNames,
   WEBHOOK_JOB_OPTIONS,
@@ -25,13 +26,15 @@ export interface OutboxRelayOptions {
   emailQueue: ReopeningQueue<EmailJob>
   /** Where each webhook event becomes one job per endpoint subscribed to it. */
   webhookQueue: ReopeningQueue<WebhookJob>
+  /** Where a keyword's confirmation waits for a messages worker to send it. */
+  confirmationQueue: ReopeningQueue<ConsentConfirmationJob>
   logger: Logger
   pollMs: number
   batchSize: number
 }
 
 /**
- * Moves committed outbox rows into their queues. Woken by NOTIFY and, as a fallback, by a timer;
+ * Moves committed outbox rows into their queues (e-mails, webhook events, consent confirmations). Woken by NOTIFY and, as a fallback, by a timer;
  * when Redis is down a batch rolls back and is retried on the next tick, so nothing is lost.
  * Each job's id is the outbox row's own random job id, so a row relayed twice (a crash between
  * the enqueue and the commit) is still one job.
@@ -95,8 +98,9 @@ export class OutboxRelay {
   }
 
   async #publish(rows: OutboxRow[]) {
-    const { emailQueue, webhookQueue, db, logger } = this.#options
+    const { emailQueue, webhookQueue, confirmationQueue, db, logger } = this.#options
     const emails = []
+    const confirmations = []
     const eventIds: string[] = []
     for (const row of rows) {
       if (row.topic === 'webhook') {
@@ -107,6 +111,12 @@ export class OutboxRelay {
         }
       }
       const data = { ...(row.payload as object), outboxId: String(row.id) }
+      if (row.topic === QueueNames.consentConfirmations) {
+        if (Value.Check(ConsentConfirmationJob, data)) {
+          confirmations.push({ name: data.intent, data, opts: { jobId: `outbox-${row.jobId}` } })
+        } else logger.error({ outboxId: row.id, topic: row.topic }, 'outbox row has no valid job; skipped')
+        continue
+      }
       if (row.topic !== QueueNames.email || !Value.Check(EmailJob, data)) {
         logger.error({ outboxId: row.id, topic: row.topic }, 'outbox row has no valid job; skipped')
         continue
@@ -129,6 +139,7 @@ export class OutboxRelay {
     await Promise.all([
       emails.length > 0 ? (await emailQueue.get()).addBulk(emails) : undefined,
       webhooks.length > 0 ? (await webhookQueue.get()).addBulk(webhooks) : undefined,
+      confirmations.length > 0 ? (await confirmationQueue.get()).addBulk(confirmations) : undefined,
     ])
   }
 

@@ -2424,6 +2424,14 @@ export interface operations {
                                 count: number;
                                 hours: number;
                             } | null;
+                            consentKeywords: {
+                                optOut: string[];
+                                optIn: string[];
+                            } | null;
+                            consentConfirmation: {
+                                optOut?: string;
+                                optIn?: string;
+                            } | null;
                             templatesSyncedAt: string | null;
                             health: {
                                 accountStatus: string | null;
@@ -2503,6 +2511,14 @@ export interface operations {
                         count: number;
                         hours: number;
                     } | null;
+                    consentKeywords?: {
+                        optOut: string[];
+                        optIn: string[];
+                    } | null;
+                    consentConfirmation?: {
+                        optOut?: string;
+                        optIn?: string;
+                    } | null;
                 };
             };
         };
@@ -2531,6 +2547,14 @@ export interface operations {
                         marketingCap: {
                             count: number;
                             hours: number;
+                        } | null;
+                        consentKeywords: {
+                            optOut: string[];
+                            optIn: string[];
+                        } | null;
+                        consentConfirmation: {
+                            optOut?: string;
+                            optIn?: string;
                         } | null;
                         templatesSyncedAt: string | null;
                         health: {
@@ -2648,6 +2672,14 @@ export interface operations {
                         marketingCap: {
                             count: number;
                             hours: number;
+                        } | null;
+                        consentKeywords: {
+                            optOut: string[];
+                            optIn: string[];
+                        } | null;
+                        consentConfirmation: {
+                            optOut?: string;
+                            optIn?: string;
                         } | null;
                         templatesSyncedAt: string | null;
                         health: {
@@ -2828,6 +2860,14 @@ export interface operations {
                         count: number;
                         hours: number;
                     } | null;
+                    consentKeywords?: {
+                        optOut: string[];
+                        optIn: string[];
+                    } | null;
+                    consentConfirmation?: {
+                        optOut?: string;
+                        optIn?: string;
+                    } | null;
                 };
             };
         };
@@ -2856,6 +2896,14 @@ export interface operations {
                         marketingCap: {
                             count: number;
                             hours: number;
+                        } | null;
+                        consentKeywords: {
+                            optOut: string[];
+                            optIn: string[];
+                        } | null;
+                        consentConfirmation: {
+                            optOut?: string;
+                            optIn?: string;
                         } | null;
                         templatesSyncedAt: string | null;
                         health: {
@@ -4474,6 +4522,11 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /**
+                     * @description The template's category, for the marketing opt-out and frequency cap when the sender's synced catalog does not know the template (the catalog's category wins when it does). Not sent to the platform.
+                     * @enum {unknown}
+                     */
+                    category?: "MARKETING" | "UTILITY" | "AUTHENTICATION";
                 };
             };
         };

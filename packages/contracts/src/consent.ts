@@ -59,17 +59,120 @@ export function keywordForm(text: string): string {
     .replace(/\s+/g, ' ')
 }
 
+/** The longest keyword, folded: a reply longer than this is never a keyword. */
+export const KEYWORD_MAX_LENGTH = 40
+/** The most keywords a sender's list holds. */
+export const KEYWORDS_MAX_COUNT = 50
+
 /** What a reply's text asks for: `opt-out`, `opt-in`, or nothing. */
 export function keywordIntent(
   text: string,
   keywords: { optOut: readonly string[]; optIn: readonly string[] },
 ): 'opt-out' | 'opt-in' | undefined {
   const form = keywordForm(text)
-  if (form.length === 0 || form.length > 40) return undefined
+  if (form.length === 0 || form.length > KEYWORD_MAX_LENGTH) return undefined
   if (keywords.optOut.some((k) => keywordForm(k) === form)) return 'opt-out'
   if (keywords.optIn.some((k) => keywordForm(k) === form)) return 'opt-in'
   return undefined
 }
+
+/** A sender's keyword lists: each word in its folded form (`keywordForm`), as replies are matched. */
+export interface KeywordLists {
+  optOut: readonly string[]
+  optIn: readonly string[]
+}
+
+export const DEFAULT_KEYWORDS: KeywordLists = {
+  optOut: DEFAULT_OPT_OUT_KEYWORDS,
+  optIn: DEFAULT_OPT_IN_KEYWORDS,
+}
+
+const Keyword = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' })
+
+/**
+ * A sender's own keywords, set by an admin (`PATCH /api/admin/senders/:id`): they replace the
+ * defaults for replies to that number (null: the defaults). Stored folded as replies are matched
+ * (trimmed, lower-case, without accents or edge punctuation); a word in both lists is refused.
+ */
+export const ConsentKeywords = Type.Object(
+  {
+    optOut: Type.Array(Keyword, { minItems: 1, maxItems: KEYWORDS_MAX_COUNT }),
+    optIn: Type.Array(Keyword, { maxItems: KEYWORDS_MAX_COUNT }),
+  },
+  {
+    additionalProperties: false,
+    description:
+      "The sender's opt-out and opt-in keywords, replacing the defaults; matched against a reply's whole " +
+      'text, case, accents and surrounding punctuation aside',
+  },
+)
+export type ConsentKeywords = Static<typeof ConsentKeywords>
+
+/**
+ * An admin's keyword lists made ready to store: each word folded, duplicates dropped. Answers the
+ * lists, or the problem naming its field (`body.consentKeywords.optOut[2] …`): a word that folds to
+ * nothing or to more than KEYWORD_MAX_LENGTH characters, or a word in both lists.
+ */
+export function foldConsentKeywords(lists: ConsentKeywords, field: string): ConsentKeywords | string {
+  const folded: Record<'optOut' | 'optIn', string[]> = { optOut: [], optIn: [] }
+  for (const name of ['optOut', 'optIn'] as const) {
+    for (const [i, word] of lists[name].entries()) {
+      const form = keywordForm(word)
+      const at = `${field}.${name}[${i}]`
+      if (form.length === 0) return `${at} has no letters or digits to match`
+      if (form.length > KEYWORD_MAX_LENGTH)
+        return `${at} must be at most ${KEYWORD_MAX_LENGTH} characters once folded`
+      if (!folded[name].includes(form)) folded[name].push(form)
+    }
+  }
+  const both = folded.optIn.find((word) => folded.optOut.includes(word))
+  if (both !== undefined) {
+    const i = lists.optIn.findIndex((word) => keywordForm(word) === both)
+    return `${field}.optIn[${i}] ${JSON.stringify(both)} is an opt-out keyword too: a word opts out or in, not both`
+  }
+  return folded
+}
+
+const ConfirmationText = Type.String({ minLength: 1, maxLength: 1024, pattern: '\\S' })
+
+/**
+ * The texts sent back at once to a user whose keyword opted them out (or in), through the same
+ * number: the user just wrote, so the 24-hour window is open. Either may be left out (none sent).
+ */
+export const ConsentConfirmation = Type.Object(
+  {
+    optOut: Type.Optional(ConfirmationText),
+    optIn: Type.Optional(ConfirmationText),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'Texts sent back to a user whose keyword opted them out (`optOut`) or back in (`optIn`), e.g. ' +
+      '"You will get no more messages from Acme. Reply START to resume."',
+  },
+)
+export type ConsentConfirmation = Static<typeof ConsentConfirmation>
+
+/**
+ * One confirmation to send (queue and outbox topic `QueueNames.consentConfirmations`): the text, to
+ * the user (phone, else BSUID), from the business number the keyword came to. `outboxId` ties it to
+ * the outbox row written with the opt-out.
+ */
+export const ConsentConfirmationJob = Type.Object(
+  {
+    outboxId: Type.String({ pattern: '^[0-9]+$' }),
+    senderId: Type.String({ minLength: 1, maxLength: 64 }),
+    phoneNumberId: Type.String({ pattern: '^[0-9]{1,32}$' }),
+    intent: Type.Enum(['opt-out', 'opt-in']),
+    phone: Type.Optional(Phone),
+    userId: Type.Optional(UserId),
+    text: ConfirmationText,
+  },
+  { additionalProperties: false },
+)
+export type ConsentConfirmationJob = Static<typeof ConsentConfirmationJob>
+/** What the outbox row carries: the job without the id the relay adds. */
+export type ConsentConfirmationPayload = Omit<ConsentConfirmationJob, 'outboxId'>
 
 const DateTime = Type.String({ format: 'date-time' })
 

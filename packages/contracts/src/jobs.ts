@@ -6,6 +6,8 @@ export const QueueNames = {
   email: 'email',
   messages: 'messages',
   webhooks: 'webhooks',
+  /** A keyword's confirmation back to the user: relayed from the outbox, sent by a messages worker. */
+  consentConfirmations: 'consent-confirmations',
 } as const
 export type QueueName = (typeof QueueNames)[keyof typeof QueueNames]
 

@@ -13,6 +13,7 @@ import {
 } from './message-kinds.ts'
 import { QuietHours, SCHEDULED_REASONS, TimeZone } from './quiet-hours.ts'
 import { Phone, recipientFields } from './recipients.ts'
+import { TEMPLATE_CATEGORIES } from './templates.ts'
 
 export { Phone }
 
@@ -112,6 +113,7 @@ export const DELIVERY_OPTION_KEYS = [
   'quietHours',
   'timeZone',
   'fallbackTemplate',
+  'category',
 ] as const
 
 export const HeaderVariable = Type.Object(
@@ -147,8 +149,18 @@ const templateFields = {
   buttonVariables: Type.Optional(Type.Array(ButtonVariable, { maxItems: 10 })),
 }
 
+/**
+ * A template send's own category: what the consent checks (an opt-out of marketing, the frequency
+ * cap) take the template for when the sender's catalog does not know it. The catalog's wins.
+ */
+export const SendCategory = Type.Enum(TEMPLATE_CATEGORIES, {
+  description:
+    "The template's category, for the marketing opt-out and frequency cap when the sender's synced catalog " +
+    "does not know the template (the catalog's category wins when it does). Not sent to the platform.",
+})
+
 export const SendTemplateBody = Type.Object(
-  { ...recipientFields, ...templateFields, ...deliveryOptions },
+  { ...recipientFields, ...templateFields, ...deliveryOptions, category: Type.Optional(SendCategory) },
   { additionalProperties: false },
 )
 export type SendTemplateBody = Static<typeof SendTemplateBody>
@@ -351,6 +363,11 @@ export const MessageJob = Type.Object(
     priorAttempts: Type.Optional(Type.Integer({ minimum: 0 })),
     /** A free-form message's template for a closed window (see `FallbackTemplate`). */
     fallbackTemplate: Type.Optional(FallbackTemplate),
+    /**
+     * A marketing template, as the accept path judged it (the catalog's category, else the send's
+     * own): an opt-out of marketing made since cancels it at delivery. Absent: not marketing.
+     */
+    marketing: Type.Optional(Type.Literal(true)),
     message: JobMessage,
   },
   { additionalProperties: false },

@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox'
+import { ConsentConfirmation, ConsentKeywords } from './consent.ts'
 import { DataEnvelope, listQueryProperties } from './paging.ts'
 import { SERVICE_WINDOW_POLICIES } from './service-window.ts'
 
@@ -108,6 +109,10 @@ export const SenderView = Type.Object({
   serviceWindowPolicy: Type.Enum(SERVICE_WINDOW_POLICIES),
   /** The frequency cap on marketing messages per recipient; null: none. */
   marketingCap: Type.Union([MarketingCap, Type.Null()]),
+  /** Its own opt-out and opt-in keywords (folded as matched); null: the defaults. */
+  consentKeywords: Type.Union([ConsentKeywords, Type.Null()]),
+  /** The texts sent back to a user a keyword opted out or in; null: none. */
+  consentConfirmation: Type.Union([ConsentConfirmation, Type.Null()]),
   /** When its template catalog was last synced; null: never (template sends are not checked). */
   templatesSyncedAt: Type.Union([DateTime, Type.Null()]),
   health: SenderHealth,
@@ -126,6 +131,8 @@ export const CreateSenderBody = Type.Object(
     wabaId: Type.Optional(WabaId),
     serviceWindowPolicy: Type.Optional(WindowPolicy),
     marketingCap: Type.Optional(Type.Union([MarketingCap, Type.Null()])),
+    consentKeywords: Type.Optional(Type.Union([ConsentKeywords, Type.Null()])),
+    consentConfirmation: Type.Optional(Type.Union([ConsentConfirmation, Type.Null()])),
   },
   { additionalProperties: false },
 )
@@ -142,6 +149,8 @@ export const UpdateSenderBody = Type.Object(
     wabaId: Type.Optional(Type.Union([WabaId, Type.Null()])),
     serviceWindowPolicy: Type.Optional(WindowPolicy),
     marketingCap: Type.Optional(Type.Union([MarketingCap, Type.Null()])),
+    consentKeywords: Type.Optional(Type.Union([ConsentKeywords, Type.Null()])),
+    consentConfirmation: Type.Optional(Type.Union([ConsentConfirmation, Type.Null()])),
   },
   { additionalProperties: false, minProperties: 1 },
 )

@@ -1,9 +1,17 @@
 import { suppressionKey } from '@dispatch/contracts'
-import { addSuppression, type NewSuppression, removeSuppression, type SuppressionRow } from '@dispatch/db'
+import {
+  addSuppressions,
+  type NewSuppression,
+  type OutboxOnChange,
+  removeSuppressions,
+  type SuppressionRow,
+} from '@dispatch/db'
 import type { FastifyBaseLogger } from 'fastify'
 import type { ApiDeps } from '../deps.ts'
 
 type Deps = Pick<ApiDeps, 'db' | 'redis' | 'config'>
+type Where = Parameters<typeof removeSuppressions>[1][number]
+type Audit = Parameters<typeof removeSuppressions>[2]
 
 /**
  * Every change to the suppression list, as keywords, Meta's signals, keys and admins make it: first
@@ -17,11 +25,27 @@ export async function optOut(
   entry: NewSuppression,
   at: Date,
 ): Promise<{ row: SuppressionRow; changed: boolean }> {
-  const added = await addSuppression(deps.db, entry, at)
-  const { phoneNumberId, recipient, scope } = added.row
-  await deps.redis
-    .set(suppressionKey(deps.config.QUEUE_PREFIX, phoneNumberId, recipient), scope)
-    .catch((error) => log.warn({ err: error }, 'opt-out not copied to Redis; the rebuild will'))
+  const [added] = await optOutAll(deps, log, [entry], at)
+  return added as { row: SuppressionRow; changed: boolean }
+}
+
+/**
+ * Several opt-outs in one transaction (every identity of one user), with `onChange`'s outbox row
+ * (a keyword's confirmation) when any was recorded; then each is copied to Redis.
+ */
+export async function optOutAll(
+  deps: Deps,
+  log: FastifyBaseLogger,
+  entries: NewSuppression[],
+  at: Date,
+  onChange?: OutboxOnChange,
+): Promise<Array<{ row: SuppressionRow; changed: boolean }>> {
+  const added = await addSuppressions(deps.db, entries, at, onChange)
+  for (const { row } of added) {
+    await deps.redis
+      .set(suppressionKey(deps.config.QUEUE_PREFIX, row.phoneNumberId, row.recipient), row.scope)
+      .catch((error) => log.warn({ err: error }, 'opt-out not copied to Redis; the rebuild will'))
+  }
   return added
 }
 
@@ -29,14 +53,28 @@ export async function optOut(
 export async function optIn(
   deps: Deps,
   log: FastifyBaseLogger,
-  where: Parameters<typeof removeSuppression>[1],
-  audit: Parameters<typeof removeSuppression>[2],
+  where: Where,
+  audit: Audit,
   at: Date,
 ): Promise<SuppressionRow | undefined> {
-  const removed = await removeSuppression(deps.db, where, audit, at)
-  if (removed) {
+  const [removed] = await optInAll(deps, log, [where], audit, at)
+  return removed
+}
+
+/** Several lifts in one transaction, with `onChange`'s outbox row when any was lifted; then Redis. */
+export async function optInAll(
+  deps: Deps,
+  log: FastifyBaseLogger,
+  wheres: Where[],
+  audit: Audit,
+  at: Date,
+  onChange?: OutboxOnChange,
+): Promise<Array<SuppressionRow | undefined>> {
+  const removed = await removeSuppressions(deps.db, wheres, audit, at, onChange)
+  for (const row of removed) {
+    if (!row) continue
     await deps.redis
-      .del(suppressionKey(deps.config.QUEUE_PREFIX, removed.phoneNumberId, removed.recipient))
+      .del(suppressionKey(deps.config.QUEUE_PREFIX, row.phoneNumberId, row.recipient))
       .catch((error) => log.warn({ err: error }, 'opt-in not copied to Redis; the rebuild will'))
   }
   return removed

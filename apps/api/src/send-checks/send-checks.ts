@@ -28,6 +28,8 @@ export interface SendToCheck {
     templateId?: string
     language?: string
     fallbackTemplate?: FallbackTemplate | undefined
+    /** A template send's own category, for a template the catalog does not know. */
+    category?: string | undefined
   } & Partial<FallbackTemplate>
   /** `body` for a single send, `body.messages[3]` in a batch. */
   field: string
@@ -180,11 +182,17 @@ export class SendChecks {
     return errors
   }
 
+  /** Whether a send is a marketing template for this sender (see `isMarketing`). */
+  isMarketing(senderId: string, send: SendToCheck): boolean {
+    return isMarketing(this.#rules.get(senderId), send)
+  }
+
   /**
    * The suppression list (Redis copy): a recipient who opted out of everything gets nothing; one who
-   * opted out of marketing gets no marketing template (its category from the sender's catalog). An
-   * entry missing from the copy lets the send through (the copy is rebuilt from Postgres when lost);
-   * Redis unreachable lets it through too, as storing the message then fails anyway.
+   * opted out of marketing gets no marketing template (its category from the sender's catalog, else
+   * the send's own). An entry missing from the copy lets the send through (the copy is rebuilt from
+   * Postgres when lost); Redis unreachable lets it through too, as storing the message then fails
+   * anyway.
    */
   async #checkConsent(
     phoneNumberId: string,
@@ -265,10 +273,15 @@ export class SendChecks {
   }
 }
 
-/** A template send whose template the sender's catalog files under MARKETING. */
-function isMarketing(rules: SenderRules | undefined, send: SendToCheck): boolean {
-  if (send.type !== 'template' || !rules) return false
-  const { templateId, language } = send.body
+/**
+ * A marketing template send: its template filed under MARKETING by the sender's catalog, or, when
+ * the catalog does not know it (never synced, or the sender is unknown here), by the send's own
+ * `category`. The catalog wins: a send cannot call a catalog's marketing template utility.
+ */
+export function isMarketing(rules: SenderRules | undefined, send: SendToCheck): boolean {
+  if (send.type !== 'template') return false
+  const { templateId, language, category } = send.body
   if (templateId === undefined || language === undefined) return false
-  return rules.templates.get(templateKey(templateId, language))?.category?.toUpperCase() === 'MARKETING'
+  const known = rules?.templates.get(templateKey(templateId, language))?.category
+  return (known ?? category)?.toUpperCase() === 'MARKETING'
 }

@@ -1,4 +1,10 @@
-import type { ServiceWindowPolicy, TemplateVariables } from '@dispatch/contracts'
+import {
+  type ConsentConfirmation,
+  DEFAULT_KEYWORDS,
+  type KeywordLists,
+  type ServiceWindowPolicy,
+  type TemplateVariables,
+} from '@dispatch/contracts'
 import type { SenderSendRules } from '@dispatch/db'
 
 /** A template as a send is checked against it. */
@@ -15,6 +21,10 @@ export interface SenderRules {
   serviceWindowPolicy: ServiceWindowPolicy
   /** At most `count` marketing messages per recipient within `hours`; null: no cap. */
   marketingCap: { count: number; hours: number } | null
+  /** The keywords replies to its number are matched against: its own, or the defaults. */
+  keywords: KeywordLists
+  /** The texts sent back when a keyword opts a user out or in; null: none. */
+  consentConfirmation: ConsentConfirmation | null
   /** False until its catalog was synced once: template sends then go unchecked. */
   synced: boolean
   /** By `name` NUL `language`. */
@@ -43,6 +53,8 @@ export function toSenderRules(loaded: SenderSendRules): SenderRules {
     phoneNumberId: loaded.phoneNumberId,
     serviceWindowPolicy: loaded.serviceWindowPolicy,
     marketingCap: loaded.marketingCap,
+    keywords: loaded.consentKeywords ?? DEFAULT_KEYWORDS,
+    consentConfirmation: loaded.consentConfirmation,
     synced: loaded.templatesSyncedAt !== null,
     templates,
     languages,

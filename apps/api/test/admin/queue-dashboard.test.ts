@@ -264,11 +264,11 @@ describe('signing in', () => {
 })
 
 describe('what it shows', () => {
-  it('every queue: email, webhooks and each sender’s, with counts per state, read-only', async () => {
+  it('every queue: email, webhooks, consent confirmations and each sender’s, with counts per state, read-only', async () => {
     const board = await boardQueues()
     const byName = new Map(board.map((q) => [q.name, q]))
     expect([...byName.keys()].sort()).toEqual(
-      ['email', 'messages', `messages.${sender.id}`, 'webhooks'].sort(),
+      ['consent-confirmations', 'email', 'messages', `messages.${sender.id}`, 'webhooks'].sort(),
     )
     expect(byName.get('email')?.counts).toMatchObject({ failed: 1, waiting: 1 })
     expect(byName.get('messages')?.counts).toMatchObject({ waiting: 2 })

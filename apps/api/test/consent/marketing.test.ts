@@ -16,6 +16,7 @@ import {
   expectError,
   postPlatformWebhook,
   startTestWorker,
+  storedMessages,
   type TestApp,
   type TestWorld,
   untilMessageStatus,
@@ -57,7 +58,11 @@ beforeAll(async () => {
   world = await createWorld()
   fake = await startFakeWhatsApp()
   const env = { SECRETS_KEY: secretsKey, WHATSAPP_API_URL: fake.url }
-  app = await buildTestApp(world, { ...env, WHATSAPP_APP_SECRET: APP_SECRET })
+  app = await buildTestApp(world, {
+    ...env,
+    WHATSAPP_APP_SECRET: APP_SECRET,
+    SCHEDULE_MIN_AHEAD_SECONDS: '1',
+  })
   sender = await syncedSender(app, fake)
   key = await keyOf(app, sender.id, ['send:template', 'send:free-text', 'read:messages'])
   // The Cloud API adapter (the fake) needs the environment's own credentials set, or the sandbox is used.
@@ -259,5 +264,148 @@ describe('a frequency cap on marketing', () => {
         payload: { marketingCap: null },
       })
     }
+  })
+})
+
+/** A marketing-only entry for `phone` on `senderId`, as an admin adds it. */
+async function optedOutOfMarketing(senderId: string, phone: string) {
+  const added = await app.inject({
+    method: 'POST',
+    url: '/api/admin/suppressions',
+    headers: asAdmin(),
+    payload: { senderId, phone, scope: 'marketing', reason: 'Asked at the shop' },
+  })
+  expect(added.statusCode, added.body).toBe(201)
+}
+
+/** A template its sender's catalog has never seen (the sender never synced): only the send says what it is. */
+const springSale = (phone: string, category?: string) => ({
+  phone,
+  templateId: 'spring_sale',
+  language: 'en_US',
+  ...(category === undefined ? {} : { category }),
+})
+
+describe("a send's own category", () => {
+  let fresh: { id: string; phoneNumberId: string }
+  let freshKey: { id: string; key: string }
+  const sendFresh = (payload: object, url = '/api/third-party/messages/send-template') =>
+    app.inject({ method: 'POST', url, headers: { 'x-api-key': freshKey.key }, payload })
+
+  beforeAll(async () => {
+    fresh = await syncedSender(app, fake, { sync: false })
+    freshKey = await keyOf(app, fresh.id, ['send:template', 'read:messages'])
+  })
+
+  it('decides for a template the catalog lacks: MARKETING is refused to a marketing opt-out, UTILITY goes', async () => {
+    const phone = newPhone()
+    await optedOutOfMarketing(fresh.id, phone)
+    expectError(
+      await sendFresh(springSale(phone, 'MARKETING')),
+      422,
+      'RECIPIENT_OPTED_OUT',
+      /body\.phone: \+55\d+ opted out of marketing messages/,
+    )
+    const utility = await sendFresh(springSale(phone, 'UTILITY'))
+    expect(utility.statusCode, utility.body).toBe(202)
+    // Without one, a template the catalog does not know is not taken for marketing (as before).
+    expect((await sendFresh(springSale(phone))).statusCode).toBe(202)
+    // A delivery option: it never reaches the message the platform gets.
+    const stored = storedMessages(world, fresh.id)
+    try {
+      const job = await stored.getJob(utility.json().messageId)
+      expect(job?.data.message.body).not.toHaveProperty('category')
+    } finally {
+      await stored.close()
+    }
+    // Per item in a batch.
+    const batch = await sendFresh(
+      {
+        messages: [
+          { type: 'template', ...springSale(phone, 'MARKETING') },
+          { type: 'template', ...springSale(phone, 'AUTHENTICATION') },
+        ],
+      },
+      '/api/third-party/messages/batch',
+    )
+    expect(batch.statusCode, batch.body).toBe(202)
+    expect(
+      batch
+        .json()
+        .results.map(
+          (r: { status?: string; error?: { errorCode: string } }) => r.status ?? r.error?.errorCode,
+        ),
+    ).toEqual(['RECIPIENT_OPTED_OUT', 'queued'])
+    expectError(await sendFresh(springSale(phone, 'PROMOTIONAL')), 400, 'VALIDATION_ERROR', /body\.category/)
+  })
+
+  it("loses to the catalog's category when the catalog knows the template", async () => {
+    const phone = newPhone()
+    await optedOutOfMarketing(sender.id, phone)
+    expectError(await sendTemplate({ ...marketing(phone), category: 'UTILITY' }), 422, 'RECIPIENT_OPTED_OUT')
+    expect((await sendTemplate({ ...utility(phone), category: 'MARKETING' })).statusCode).toBe(202)
+  })
+})
+
+describe('an opt-out of marketing after a message was accepted', () => {
+  const inTwoSeconds = () => new Date(Date.now() + 2000).toISOString()
+
+  it.each([
+    ["Meta's user_preferences stop", 'preferences'],
+    ['the "Stop promotions" button', 'button'],
+  ])(
+    '(%s) cancels the queued marketing template at delivery; the utility one is sent',
+    async (_name, how) => {
+      const phone = newPhone()
+      const promo = await sendTemplate({ ...marketing(phone), sendAt: inTwoSeconds() })
+      const reminder = await sendTemplate({ ...utility(phone), sendAt: inTwoSeconds() })
+      expect(promo.statusCode, promo.body).toBe(202)
+      expect(reminder.statusCode, reminder.body).toBe(202)
+      const said =
+        how === 'preferences'
+          ? userPreferences(sender.phoneNumberId, phone, 'stop')
+          : messageWebhook(
+              sender.phoneNumberId,
+              inboundMessage('quick_reply', { phone }, { text: 'Stop promotions' }),
+            )
+      expect((await postPlatformWebhook(app, said, APP_SECRET)).statusCode).toBe(200)
+      const canceled = await untilMessageStatus(app, key.key, promo.json().messageId, [
+        'canceled',
+        'sent',
+        'failed',
+      ])
+      expect(canceled.status).toBe('canceled')
+      expect(canceled.lastError).toMatchObject({
+        code: 'RECIPIENT_OPTED_OUT',
+        message: expect.stringMatching(/opted out of marketing messages/),
+      })
+      expect(fake.sendsOf(promo.json().messageId)).toBe(0)
+      const sent = await untilMessageStatus(app, key.key, reminder.json().messageId, [
+        'sent',
+        'canceled',
+        'failed',
+      ])
+      expect(sent.status).toBe('sent')
+    },
+  )
+
+  it("cancels one the send's own category made marketing, too", async () => {
+    const fresh = await syncedSender(app, fake, { sync: false })
+    const freshKey = await keyOf(app, fresh.id, ['send:template', 'read:messages'])
+    const phone = newPhone()
+    const promo = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/messages/send-template',
+      headers: { 'x-api-key': freshKey.key },
+      payload: { ...springSale(phone, 'MARKETING'), sendAt: inTwoSeconds() },
+    })
+    expect(promo.statusCode, promo.body).toBe(202)
+    await optedOutOfMarketing(fresh.id, phone)
+    const view = await untilMessageStatus(app, freshKey.key, promo.json().messageId, [
+      'canceled',
+      'sent',
+      'failed',
+    ])
+    expect(view).toMatchObject({ status: 'canceled', lastError: { code: 'RECIPIENT_OPTED_OUT' } })
   })
 })

@@ -4,10 +4,10 @@ import { addSuppression, type Db } from '@dispatch/db'
 
 /** The code and text a message ends `canceled` with when its recipient opted out before it went. */
 export const OPTED_OUT_CODE = 'RECIPIENT_OPTED_OUT'
-export const optedOutFields = {
+export const optedOutFields = (scope: SuppressionScope) => ({
   lastErrorCode: OPTED_OUT_CODE,
-  lastErrorMessage: 'Not sent: the recipient opted out of messages from this sender after it was accepted',
-}
+  lastErrorMessage: `Not sent: the recipient opted out of ${scope === 'all' ? 'messages' : 'marketing messages'} from this sender after it was accepted`,
+})
 
 /**
  * The recipient's opt-out of this business number as the Redis copy has it, read beside the

@@ -1,6 +1,13 @@
-import { type EmailJob, QueueNames, queuePrefix, type WebhookJob } from '@dispatch/contracts'
+import {
+  type ConsentConfirmationJob,
+  type EmailJob,
+  QueueNames,
+  queuePrefix,
+  type WebhookJob,
+} from '@dispatch/contracts'
 import { ReopeningQueue } from '@dispatch/contracts/queues'
 import { Queue } from 'bullmq'
+import { confirmationJobOptions } from '../consent/confirmations.ts'
 import { OutboxRelay } from '../outbox-relay.ts'
 import type { WorkerUnitStarter } from '../runtime.ts'
 
@@ -12,7 +19,10 @@ const emailJobOptions = (attempts: number, backoffMs: number) => ({
   removeOnFail: { age: 30 * 24 * 3600 },
 })
 
-/** The `outbox` role: relays committed side effects (e-mails, webhook events) into their queues. */
+/**
+ * The `outbox` role: relays committed side effects (e-mails, webhook events, consent confirmations)
+ * into their queues.
+ */
 export const startOutboxUnit: WorkerUnitStarter = async ({ config, db, sql, logger, redis, metrics }) => {
   const producer = redis('outbox-queues', { blocking: false })
   const emailQueue = new ReopeningQueue(() => {
@@ -32,11 +42,21 @@ export const startOutboxUnit: WorkerUnitStarter = async ({ config, db, sql, logg
     queue.on('error', (error) => logger.warn({ err: error }, 'webhook queue error'))
     return queue
   })
+  const confirmationQueue = new ReopeningQueue(() => {
+    const queue = new Queue<ConsentConfirmationJob>(QueueNames.consentConfirmations, {
+      connection: producer,
+      prefix: queuePrefix(config, QueueNames.consentConfirmations),
+      defaultJobOptions: confirmationJobOptions(config.MESSAGES_BACKOFF_MS),
+    })
+    queue.on('error', (error) => logger.warn({ err: error }, 'consent confirmation queue error'))
+    return queue
+  })
   const relay = new OutboxRelay({
     db,
     sql,
     emailQueue,
     webhookQueue,
+    confirmationQueue,
     logger,
     pollMs: config.OUTBOX_POLL_MS,
     batchSize: config.OUTBOX_BATCH_SIZE,
@@ -49,6 +69,7 @@ export const startOutboxUnit: WorkerUnitStarter = async ({ config, db, sql, logg
       await relay.stop()
       await emailQueue.close()
       await webhookQueue.close()
+      await confirmationQueue.close()
     },
   }
 }

@@ -207,11 +207,13 @@ export async function deliverMessage(
     return { outcome: 'expired' }
   }
 
-  // Opted out of everything since it was accepted (a STOP, a 131050, an entry added): never sent.
-  if ((await optOut) === 'all') {
-    await recorder.record(outcome('canceled', { attempts: job.attemptsMade, ...optedOutFields }))
+  // Opted out since it was accepted (a STOP, an entry added; of marketing: "Stop promotions", Meta's
+  // user_preferences, a 131050), of everything or of what this message is: never sent.
+  const scope = await optOut
+  if (scope === 'all' || (scope === 'marketing' && job.data.marketing === true)) {
+    await recorder.record(outcome('canceled', { attempts: job.attemptsMade, ...optedOutFields(scope) }))
     metrics?.canceled(senderId)
-    log.info('recipient opted out before it was sent; canceled')
+    log.info({ scope }, 'recipient opted out before it was sent; canceled')
     return { outcome: 'canceled' }
   }
 

@@ -1,3 +1,4 @@
+import { startConsentConfirmationWorker } from '../consent/confirmations.ts'
 import { suppressionRebuild } from '../consent/rebuild.ts'
 import type { WorkerUnitStarter } from '../runtime.ts'
 import { TemplateSyncSchedule } from '../templates/schedule.ts'
@@ -12,7 +13,7 @@ import { SenderRegistry } from './registry.ts'
  * rate, pause and platform adapter), and the admitter that fills the lanes' queues fairly from the
  * senders' waiting messages. Senders come and go at run time through the registry. The senders'
  * template catalogs are synced on a schedule here too, and the Redis copy of the recipients'
- * 24-hour windows is rebuilt from Postgres when it was lost.
+ * 24-hour windows is rebuilt from Postgres when it was lost, and keywords' confirmations are sent.
  */
 export const startMessagesUnit: WorkerUnitStarter = async (context) => {
   const lanes = new SenderLanes(context)
@@ -30,6 +31,8 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
   windows.start()
   const suppressions = suppressionRebuild(context)
   suppressions.start()
+  // Keywords' confirmations, sent from the users' business numbers: this role has the platform's settings.
+  const confirmations = startConsentConfirmationWorker(context)
   context.metrics?.watchSenders(() => lanes.lanes())
   context.metrics?.watchQueues(() => [...lanes.lanes()].map((lane) => lane.queueName))
   const { config, logger } = context
@@ -48,6 +51,7 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
       await templateSync.stop()
       await windows.stop()
       await suppressions.stop()
+      await confirmations.close()
       await sweeper.stop()
       await admitter.stop()
       await lanes.close()

@@ -1,4 +1,6 @@
 import {
+  type ConsentConfirmation,
+  type ConsentKeywords,
   DEFAULT_SENDER_ID,
   type SecretBox,
   type SenderListQuery,
@@ -27,6 +29,8 @@ export interface NewSender {
   wabaId?: string | undefined
   serviceWindowPolicy?: ServiceWindowPolicy | undefined
   marketingCap?: { count: number; hours: number } | null | undefined
+  consentKeywords?: ConsentKeywords | null | undefined
+  consentConfirmation?: ConsentConfirmation | null | undefined
   now: Date
 }
 
@@ -87,6 +91,8 @@ export interface SenderChanges {
   wabaId?: string | null | undefined
   serviceWindowPolicy?: ServiceWindowPolicy | undefined
   marketingCap?: { count: number; hours: number } | null | undefined
+  consentKeywords?: ConsentKeywords | null | undefined
+  consentConfirmation?: ConsentConfirmation | null | undefined
   /** The admin's note kept with a `paused` state. */
   pausedBy?: string | undefined
 }

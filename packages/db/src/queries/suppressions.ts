@@ -3,6 +3,7 @@ import { DEFAULT_SENDER_ID } from '@dispatch/contracts'
 import { and, asc, count, eq, gt, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { adminAuditLog } from '../schema/admin-audit-log.ts'
+import { outbox } from '../schema/outbox.ts'
 import { type SuppressionRow, suppressions } from '../schema/suppressions.ts'
 import type { Executor } from './executor.ts'
 import { offsetOf, ordering, whereAll } from './list-helpers.ts'
@@ -18,6 +19,12 @@ export interface NewSuppression {
   createdBy: string
 }
 
+/** A side effect written with a change to the list, in its transaction, only if something changed. */
+export interface OutboxOnChange {
+  topic: string
+  payload: Record<string, unknown>
+}
+
 /**
  * Records an opt-out: one entry per business number and recipient. A second opt-out keeps the
  * entry's first time and source, and widens its scope (`marketing` → `all`, never back). Answers
@@ -28,34 +35,58 @@ export async function addSuppression(
   entry: NewSuppression,
   at = new Date(),
 ): Promise<{ row: SuppressionRow; changed: boolean }> {
+  const [added] = await addSuppressions(db, [entry], at)
+  return added as { row: SuppressionRow; changed: boolean }
+}
+
+/**
+ * Records several opt-outs in one transaction (every identity one user is known by), and
+ * `onChange`'s outbox row with them when any is new or wider: a keyword's confirmation goes out
+ * once, and only for an opt-out that was recorded.
+ */
+export async function addSuppressions(
+  db: Db,
+  entries: NewSuppression[],
+  at = new Date(),
+  onChange?: OutboxOnChange,
+): Promise<Array<{ row: SuppressionRow; changed: boolean }>> {
   return db.transaction(async (tx) => {
-    const [inserted] = await tx.insert(suppressions).values(entry).onConflictDoNothing().returning()
-    let row = inserted
-    if (!row && entry.scope === 'all') {
-      ;[row] = await tx
-        .update(suppressions)
-        .set({ scope: 'all', reason: entry.reason })
-        .where(
-          and(
-            eq(suppressions.phoneNumberId, entry.phoneNumberId),
-            eq(suppressions.recipient, entry.recipient),
-            eq(suppressions.scope, 'marketing'),
-          ),
-        )
-        .returning()
+    const results: Array<{ row: SuppressionRow; changed: boolean }> = []
+    for (const entry of entries) results.push(await addOne(tx, entry, at))
+    if (onChange && results.some((r) => r.changed)) {
+      await tx.insert(outbox).values({ topic: onChange.topic, payload: onChange.payload, createdAt: at })
     }
-    if (row) {
-      await emitConsentEvent(tx, 'recipient.opted_out', row, at)
-      return { row, changed: true }
-    }
-    const [kept] = await tx
-      .select()
-      .from(suppressions)
-      .where(
-        and(eq(suppressions.phoneNumberId, entry.phoneNumberId), eq(suppressions.recipient, entry.recipient)),
-      )
-    return { row: kept as SuppressionRow, changed: false }
+    return results
   })
+}
+
+async function addOne(tx: Executor, entry: NewSuppression, at: Date) {
+  const [inserted] = await tx.insert(suppressions).values(entry).onConflictDoNothing().returning()
+  let row = inserted
+  if (!row && entry.scope === 'all') {
+    ;[row] = await tx
+      .update(suppressions)
+      .set({ scope: 'all', reason: entry.reason })
+      .where(
+        and(
+          eq(suppressions.phoneNumberId, entry.phoneNumberId),
+          eq(suppressions.recipient, entry.recipient),
+          eq(suppressions.scope, 'marketing'),
+        ),
+      )
+      .returning()
+  }
+  if (row) {
+    await emitConsentEvent(tx, 'recipient.opted_out', row, at)
+    return { row, changed: true }
+  }
+  const [kept] = await tx
+    .select()
+    .from(suppressions)
+    .where(
+      and(eq(suppressions.phoneNumberId, entry.phoneNumberId), eq(suppressions.recipient, entry.recipient)),
+    )
+  return { row: kept as SuppressionRow, changed: false }
 }
 
 /**
@@ -79,6 +110,11 @@ async function emitConsentEvent(tx: Executor, type: string, row: SuppressionRow,
       and exists (select 1 from webhook_endpoints e where e.api_key_id = k.id)`)
 }
 
+type SuppressionMatch =
+  | { id: string }
+  | { phoneNumberId: string; recipient: string; onlyScope?: SuppressionScope }
+type LiftAudit = { actor: string; reason: string; senderId?: string }
+
 /**
  * Lifts an opt-out (an opt-in keyword, Meta's `user_preferences` "resume", a key, an admin): the
  * entry goes, the lift is audited with its reason, and `recipient.opted_in` is written, in one
@@ -86,41 +122,65 @@ async function emitConsentEvent(tx: Executor, type: string, row: SuppressionRow,
  */
 export async function removeSuppression(
   db: Db,
-  where: { id: string } | { phoneNumberId: string; recipient: string; onlyScope?: SuppressionScope },
-  audit: { actor: string; reason: string; senderId?: string },
+  where: SuppressionMatch,
+  audit: LiftAudit,
   at = new Date(),
 ): Promise<SuppressionRow | undefined> {
+  const [removed] = await removeSuppressions(db, [where], audit, at)
+  return removed
+}
+
+/**
+ * Lifts several entries in one transaction (every identity one user is known by), with
+ * `onChange`'s outbox row when any was lifted. Answers each removed entry (or undefined), in order.
+ */
+export async function removeSuppressions(
+  db: Db,
+  wheres: SuppressionMatch[],
+  audit: LiftAudit,
+  at = new Date(),
+  onChange?: OutboxOnChange,
+): Promise<Array<SuppressionRow | undefined>> {
   return db.transaction(async (tx) => {
-    const match =
-      'id' in where
-        ? and(
-            eq(suppressions.id, where.id),
-            audit.senderId === undefined ? undefined : eq(suppressions.senderId, audit.senderId),
-          )
-        : and(
-            eq(suppressions.phoneNumberId, where.phoneNumberId),
-            eq(suppressions.recipient, where.recipient),
-            where.onlyScope === undefined ? undefined : eq(suppressions.scope, where.onlyScope),
-          )
-    const [removed] = await tx.delete(suppressions).where(match).returning()
-    if (!removed) return undefined
-    await tx.insert(adminAuditLog).values({
-      actor: audit.actor,
-      action: 'suppression.remove',
-      targetType: 'suppression',
-      targetId: removed.id,
-      // The recipient is not repeated here: the audit says who lifted the entry, and why.
-      details: {
-        reason: audit.reason,
-        senderId: removed.senderId,
-        scope: removed.scope,
-        source: removed.source,
-        createdAt: removed.createdAt.toISOString(),
-      },
-    })
-    await emitConsentEvent(tx, 'recipient.opted_in', { ...removed, reason: audit.reason }, at)
+    const removed: Array<SuppressionRow | undefined> = []
+    for (const where of wheres) removed.push(await removeOne(tx, where, audit, at))
+    if (onChange && removed.some((row) => row !== undefined)) {
+      await tx.insert(outbox).values({ topic: onChange.topic, payload: onChange.payload, createdAt: at })
+    }
     return removed
   })
+}
+
+async function removeOne(tx: Executor, where: SuppressionMatch, audit: LiftAudit, at: Date) {
+  const match =
+    'id' in where
+      ? and(
+          eq(suppressions.id, where.id),
+          audit.senderId === undefined ? undefined : eq(suppressions.senderId, audit.senderId),
+        )
+      : and(
+          eq(suppressions.phoneNumberId, where.phoneNumberId),
+          eq(suppressions.recipient, where.recipient),
+          where.onlyScope === undefined ? undefined : eq(suppressions.scope, where.onlyScope),
+        )
+  const [removed] = await tx.delete(suppressions).where(match).returning()
+  if (!removed) return undefined
+  await tx.insert(adminAuditLog).values({
+    actor: audit.actor,
+    action: 'suppression.remove',
+    targetType: 'suppression',
+    targetId: removed.id,
+    // The recipient is not repeated here: the audit says who lifted the entry, and why.
+    details: {
+      reason: audit.reason,
+      senderId: removed.senderId,
+      scope: removed.scope,
+      source: removed.source,
+      createdAt: removed.createdAt.toISOString(),
+    },
+  })
+  await emitConsentEvent(tx, 'recipient.opted_in', { ...removed, reason: audit.reason }, at)
+  return removed
 }
 
 /** One entry, by id, within a sender when given (a key sees its own sender's only). */

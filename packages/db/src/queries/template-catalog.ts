@@ -1,4 +1,9 @@
-import type { ServiceWindowPolicy, TemplateVariables } from '@dispatch/contracts'
+import type {
+  ConsentConfirmation,
+  ConsentKeywords,
+  ServiceWindowPolicy,
+  TemplateVariables,
+} from '@dispatch/contracts'
 import { eq, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { messageTemplates } from '../schema/message-templates.ts'
@@ -10,6 +15,9 @@ export interface SenderSendRules {
   phoneNumberId: string
   serviceWindowPolicy: ServiceWindowPolicy
   marketingCap: { count: number; hours: number } | null
+  /** Its own keywords (null: the defaults), and the texts sent back when a keyword applies. */
+  consentKeywords: ConsentKeywords | null
+  consentConfirmation: ConsentConfirmation | null
   /** Null: never synced, so template sends are not checked. */
   templatesSyncedAt: Date | null
   templates: Array<{
@@ -30,6 +38,8 @@ export async function loadSenderSendRules(db: Db, senderId: string): Promise<Sen
       phoneNumberId: senders.phoneNumberId,
       serviceWindowPolicy: senders.serviceWindowPolicy,
       marketingCap: senders.marketingCap,
+      consentKeywords: senders.consentKeywords,
+      consentConfirmation: senders.consentConfirmation,
       templatesSyncedAt: senders.templatesSyncedAt,
     })
     .from(senders)

@@ -1,4 +1,4 @@
-import { SENDER_DEFAULT_RATE } from '@dispatch/contracts'
+import { type ConsentConfirmation, type ConsentKeywords, SENDER_DEFAULT_RATE } from '@dispatch/contracts'
 import { index, integer, jsonb, pgTable, text, timestamp } from 'drizzle-orm/pg-core'
 import { senderState, serviceWindowPolicy } from './enums.ts'
 
@@ -27,6 +27,10 @@ export const senders = pgTable(
     serviceWindowPolicy: serviceWindowPolicy().notNull().default('off'),
     /** At most `count` marketing messages per recipient within `hours`; null: no cap. */
     marketingCap: jsonb().$type<{ count: number; hours: number }>(),
+    /** Its own keywords, folded as replies are matched; null: the defaults. */
+    consentKeywords: jsonb().$type<ConsentKeywords>(),
+    /** Texts sent back to a user a keyword opted out (or in); null: none. */
+    consentConfirmation: jsonb().$type<ConsentConfirmation>(),
     /** The last completed template sync; null: never synced, so template sends are not checked. */
     templatesSyncedAt: timestamp({ withTimezone: true }),
     /** Health as Meta last reported it (account_update, business_capability_update, quality updates). */

@@ -20,8 +20,9 @@ export interface Board {
 }
 
 /**
- * Every queue the service uses, as Bull Board adapters: `email`, `webhooks`, and one per sender
- * (`messages` for the default sender, `messages.<id>` for each row of `senders`). Each is read-only
+ * Every queue the service uses, as Bull Board adapters: `email`, `webhooks`, `consent-confirmations`,
+ * and one per sender (`messages` for the default sender, `messages.<id>` for each row of `senders`).
+ * Each is read-only
  * (see the dashboard's plugin). The queues are producers on the API's command connection: reading
  * needs no blocking connection and no worker.
  *
@@ -34,6 +35,7 @@ export class DashboardQueues {
   readonly #board: Board
   readonly #log: FastifyBaseLogger
   readonly #email: Queue
+  readonly #confirmations: Queue
   readonly #channel: string
   #timer: NodeJS.Timeout | undefined
   /** The refresh running now, and whether another was asked for meanwhile. */
@@ -50,6 +52,13 @@ export class DashboardQueues {
       prefix: queuePrefix(deps.config, QueueNames.email),
     })
     this.#email.on('error', (error) => log.warn({ err: error }, 'email queue error (queue dashboard)'))
+    this.#confirmations = new Queue(QueueNames.consentConfirmations, {
+      connection: deps.redis,
+      prefix: queuePrefix(deps.config, QueueNames.consentConfirmations),
+    })
+    this.#confirmations.on('error', (error) =>
+      log.warn({ err: error }, 'consent confirmations queue error (queue dashboard)'),
+    )
     this.#channel = `${deps.config.QUEUE_PREFIX}:${SENDER_CHANGES_CHANNEL}`
     // Until the senders are read, the board shows the queues that always exist.
     board.replaceQueues(this.#adapters([]))
@@ -65,6 +74,10 @@ export class DashboardQueues {
       new BullMQAdapter(this.#deps.webhookQueue, {
         ...readOnly,
         description: "Webhook deliveries to API clients' endpoints",
+      }),
+      new BullMQAdapter(this.#confirmations, {
+        ...readOnly,
+        description: 'Texts sent back to users whose keyword (STOP, START…) opted them out or in',
       }),
       new BullMQAdapter(this.#deps.messages.queue(DEFAULT_SENDER_ID), {
         ...readOnly,
@@ -146,5 +159,6 @@ export class DashboardQueues {
     this.#deps.redisSubscriber.off('message', this.#onMessage)
     this.#deps.redisSubscriber.off('ready', this.#onReady)
     await this.#email.close().catch(() => {})
+    await this.#confirmations.close().catch(() => {})
   }
 }

@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto'
 import {
   bullQueueKey,
+  type ConsentKeywords,
   CreateSenderBody,
   createSecretBox,
   DEFAULT_SENDER_ID,
   fairKeys,
+  foldConsentKeywords,
   type KeyLayout,
   lastFour,
   pageMeta,
@@ -46,6 +48,8 @@ export const toSenderView = (row: SenderRow): SenderView => ({
   wabaId: row.wabaId,
   serviceWindowPolicy: row.serviceWindowPolicy,
   marketingCap: row.marketingCap ?? null,
+  consentKeywords: row.consentKeywords ?? null,
+  consentConfirmation: row.consentConfirmation ?? null,
   templatesSyncedAt: row.templatesSyncedAt?.toISOString() ?? null,
   health: {
     accountStatus: row.accountStatus,
@@ -79,7 +83,20 @@ const DEFAULT_SENDER_FIELDS = new Set([
   'wabaId',
   'serviceWindowPolicy',
   'marketingCap',
+  'consentKeywords',
+  'consentConfirmation',
 ])
+
+/**
+ * The body's keyword lists as stored: folded as replies are matched, duplicates dropped; 400 naming
+ * the word that folds to nothing (or too long), or that is in both lists.
+ */
+function foldedKeywords<T extends { consentKeywords?: ConsentKeywords | null | undefined }>(body: T): T {
+  if (!body.consentKeywords) return body
+  const folded = foldConsentKeywords(body.consentKeywords, 'body.consentKeywords')
+  if (typeof folded === 'string') throw new AppError('VALIDATION_ERROR', folded)
+  return { ...body, consentKeywords: folded }
+}
 
 /**
  * Messages still on their way through a sender: waiting for admission (fair queue), or admitted to
@@ -126,7 +143,7 @@ export const adminSenderRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const { accessToken, ...body } = request.body
+      const { accessToken, ...body } = foldedKeywords(request.body)
       let row: SenderRow
       try {
         row = await insertSender(db, {
@@ -201,7 +218,7 @@ export const adminSenderRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const id = checkId(request.params.id)
-      const { accessToken, ...changes } = request.body
+      const { accessToken, ...changes } = foldedKeywords(request.body)
       if (id === DEFAULT_SENDER_ID) {
         const managed = Object.keys(request.body).find((field) => !DEFAULT_SENDER_FIELDS.has(field))
         if (managed) {

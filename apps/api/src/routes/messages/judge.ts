@@ -57,7 +57,12 @@ export async function judgeSends(
     options.windowRead,
   )
   refused.forEach((error, n) => {
-    if (error) judged[open[n] as number] = { error }
+    const i = open[n] as number
+    if (error) judged[i] = { error }
+    // Carried on the job: an opt-out of marketing made before delivery cancels it then.
+    else if (app.sendChecks.isMarketing(senderId, items[i] as SendToCheck)) {
+      ;(judged[i] as { accepted: AcceptedMessage }).accepted.job.marketing = true
+    }
   })
   return judged
 }
