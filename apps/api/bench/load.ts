@@ -22,17 +22,48 @@ export interface Load {
   body: string
   connections: number
   seconds: number
+  /**
+   * Each request's own numbers in place of `body`'s `NUMBER`s (`numberedBodies`, continuing this
+   * process's count), e.g. a recipient per message: what a per-recipient frequency cap needs.
+   */
+  numbered?: boolean
 }
 
-/** autocannon in a child process: POSTs `body` on `connections` connections for `seconds`. */
+/** Where a `numbered` body takes a number of its own, one per occurrence and request. */
+export const NUMBER = '[<n>]'
+/**
+ * The next number `numberedBodies` hands out in this process: nine digits, so `+5531${n}` is a valid
+ * phone. A numbered autocannon run continues it in its child and hands back where it stopped.
+ */
+export const numbering = { next: 100_000_000 }
+
+/** `body` with every `NUMBER` replaced by the next number, never the same twice: a new body per call. */
+export function numberedBodies(body: string): () => string {
+  const parts = body.split(NUMBER)
+  return () => {
+    let out = parts[0] as string
+    for (let i = 1; i < parts.length; i++) out += String(numbering.next++) + parts[i]
+    return out
+  }
+}
+
+/**
+ * autocannon in a child process: POSTs `body` on `connections` connections for `seconds` (with
+ * `numbered`, autocannon's API in `autocannon-numbered.ts`, a new body per request).
+ */
 export function autocannon(load: Load): Promise<Run> {
   const bin = createRequire(import.meta.url).resolve('autocannon/autocannon.js')
-  const args = [bin, '-c', String(load.connections), '-d', String(load.seconds), '-m', 'POST', '--json']
-  args.push('-b', load.body)
-  for (const [name, value] of Object.entries({ 'content-type': 'application/json', ...load.headers })) {
-    args.push('-H', `${name}=${value}`)
+  const headers = { 'content-type': 'application/json', ...load.headers }
+  let args: string[]
+  if (load.numbered) {
+    const options = { ...load, headers, from: numbering.next }
+    args = [new URL('./autocannon-numbered.ts', import.meta.url).pathname, JSON.stringify(options)]
+  } else {
+    args = [bin, '-c', String(load.connections), '-d', String(load.seconds), '-m', 'POST', '--json']
+    args.push('-b', load.body)
+    for (const [name, value] of Object.entries(headers)) args.push('-H', `${name}=${value}`)
+    args.push(load.url)
   }
-  args.push(load.url)
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] })
     let out = ''
@@ -43,6 +74,7 @@ export function autocannon(load: Load): Promise<Run> {
     child.on('close', (code) => {
       if (code !== 0) return reject(new Error(`autocannon exited with ${code}`))
       const result = JSON.parse(out)
+      if (load.numbered) numbering.next = result.next
       resolve({
         requestsPerSecond: result.requests.average,
         p99: result.latency.p99,
@@ -148,10 +180,13 @@ export async function approvedKey(app: FastifyInstance): Promise<string> {
   return key
 }
 
-/** This process's CPU per request, µs, over `count` sends of `body` by `inject`, 50 in flight. */
+/**
+ * This process's CPU per request, µs, over `count` sends of `body` by `inject`, 50 in flight (`body`
+ * a function: a body of its own per send, e.g. `numberedBodies`).
+ */
 export async function cpuPerInjectedSend(
   { app, key }: { app: FastifyInstance; key: string },
-  body: string,
+  body: string | (() => string),
   count: number,
   path = 'send-text',
 ): Promise<number> {
@@ -164,7 +199,7 @@ export async function cpuPerInjectedSend(
           method: 'POST',
           url: `/api/third-party/messages/${path}`,
           headers: { 'x-api-key': key, 'content-type': 'application/json' },
-          payload: body,
+          payload: typeof body === 'string' ? body : body(),
         })
         if (res.statusCode !== 202) throw new Error(`send answered ${res.statusCode}: ${res.body}`)
       }
@@ -183,7 +218,13 @@ type InjectTarget = { app: FastifyInstance; key: string }
  */
 export async function pairedCpuPerSend(
   apps: { on: InjectTarget; off: InjectTarget },
-  options: { body: string; count: number; pairs: number; between: () => Promise<unknown>; path?: string },
+  options: {
+    body: string | (() => string)
+    count: number
+    pairs: number
+    between: () => Promise<unknown>
+    path?: string
+  },
 ): Promise<{ on: number[]; off: number[] }> {
   await cpuPerInjectedSend(apps.on, options.body, options.count, options.path)
   await cpuPerInjectedSend(apps.off, options.body, options.count, options.path)
