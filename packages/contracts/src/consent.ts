@@ -19,7 +19,7 @@ export type SuppressionSource = (typeof SUPPRESSION_SOURCES)[number]
 
 /** The scope an entry holds in Redis, per business number and recipient (phone or BSUID). */
 export const suppressionKey = (prefix: string, phoneNumberId: string, recipient: string) =>
-  `${prefix}:optout:${phoneNumberId}:${recipient}`
+  `${prefix}:optout:{${phoneNumberId}:${recipient}}`
 
 /** Set once the Redis copy holds every entry: without it, a missing entry is unknown, not absent. */
 export const suppressionsLoadedKey = (prefix: string) => `${prefix}:optout:loaded`
@@ -226,17 +226,21 @@ export const SuppressionList = DataEnvelope(SuppressionView)
 
 /** How many marketing messages went to a recipient from a business number in the cap's window. */
 export const marketingCountKey = (prefix: string, phoneNumberId: string, recipient: string) =>
-  `${prefix}:cap:${phoneNumberId}:${recipient}`
+  `${prefix}:cap:{${phoneNumberId}:${recipient}}`
 
 /**
- * Counts one marketing message unless the cap is reached: KEYS[1] the count, ARGV[1] the cap's
- * count, ARGV[2] its window (ms, from the first message counted). Answers 1 (counted) or 0 (over).
- * One key per recipient: atomic on one Redis, and on a Cluster (a single slot).
+ * A marketing message's whole consent check in one round trip (the suppression entry, then the
+ * cap): KEYS[1] the entry (`suppressionKey`), KEYS[2] the count (`marketingCountKey`; both keys
+ * share a hash tag, so one slot on a Cluster), ARGV[1] the cap's count, ARGV[2] its window (ms, from
+ * the first message counted). Answers the entry's scope when there is one (nothing counted), else
+ * 1 (counted) or 0 (over the cap).
  */
-export const MARKETING_CAP_SCRIPT = `
-local n = tonumber(redis.call('GET', KEYS[1]) or '0')
+export const MARKETING_CONSENT_SCRIPT = `
+local scope = redis.call('GET', KEYS[1])
+if scope then return scope end
+local n = tonumber(redis.call('GET', KEYS[2]) or '0')
 if n >= tonumber(ARGV[1]) then return 0 end
-redis.call('INCR', KEYS[1])
-if n == 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+redis.call('INCR', KEYS[2])
+if n == 0 then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end
 return 1
 `

@@ -1,7 +1,7 @@
 import {
   DEFAULT_SENDER_ID,
   type FallbackTemplate,
-  MARKETING_CAP_SCRIPT,
+  MARKETING_CONSENT_SCRIPT,
   type MessageType,
   marketingCountKey,
   recipientField,
@@ -42,6 +42,9 @@ export interface WindowRead {
   read: Promise<string | null | undefined>
 }
 
+/** `MARKETING_CONSENT_SCRIPT`: the entry's scope, or 1 (counted) / 0 (over the cap). */
+type MarketingConsent = (entry: string, count: string, cap: number, windowMs: number) => Promise<unknown>
+
 /** How long a read of the windows' completeness marker stands. */
 const MARKER_TTL_MS = 1000
 
@@ -69,6 +72,8 @@ export class SendChecks {
 
   /** The environment's own sender's number: what `default` sends from before it has a rules row. */
   readonly #defaultNumber: string
+  /** `MARKETING_CONSENT_SCRIPT` by its SHA (loaded once per connection by ioredis). */
+  readonly #marketingConsent: MarketingConsent
 
   constructor(
     rules: SendRulesCache,
@@ -82,6 +87,10 @@ export class SendChecks {
     this.#redis = redis
     this.#prefix = prefix
     this.#log = log
+    redis.defineCommand('dispatchMarketingConsent', { numberOfKeys: 2, lua: MARKETING_CONSENT_SCRIPT })
+    const command = (redis as unknown as { dispatchMarketingConsent: MarketingConsent })
+      .dispatchMarketingConsent
+    this.#marketingConsent = command.bind(redis)
   }
 
   /**
@@ -190,9 +199,14 @@ export class SendChecks {
   /**
    * The suppression list (Redis copy): a recipient who opted out of everything gets nothing; one who
    * opted out of marketing gets no marketing template (its category from the sender's catalog, else
-   * the send's own). An entry missing from the copy lets the send through (the copy is rebuilt from
-   * Postgres when lost); Redis unreachable lets it through too, as storing the message then fails
-   * anyway.
+   * the send's own). Then the sender's frequency cap: each marketing template that passed every
+   * other check is counted per recipient (across every API instance); past the cap it is refused.
+   * A marketing template under a cap takes both in one script, every other send one `GET`: one
+   * Redis command per send either way. Sent in order on one connection, two messages to one
+   * recipient in a batch take the cap's places in turn. Counted at accept: a message counted and
+   * later canceled still counts. An entry missing from the copy lets the send through (the copy is
+   * rebuilt from Postgres when lost); Redis unreachable lets it through too, as storing the message
+   * then fails anyway.
    */
   async #checkConsent(
     phoneNumberId: string,
@@ -202,73 +216,38 @@ export class SendChecks {
   ) {
     const open = sends.flatMap((_send, i) => (errors[i] ? [] : [i]))
     if (open.length === 0) return
-    let entries: Array<string | null>
-    try {
-      entries = await Promise.all(
-        open.map((i) =>
-          this.#redis.get(
-            suppressionKey(this.#prefix, phoneNumberId, recipientOf((sends[i] as SendToCheck).body)),
-          ),
-        ),
-      )
-    } catch (error) {
-      this.#log.warn({ err: error }, 'suppression list not read; sending as if no one opted out')
-      return
-    }
-    entries.forEach((scope, n) => {
-      if (scope === null) return
-      const i = open[n] as number
-      const send = sends[i] as SendToCheck
-      if (scope === 'marketing' && !isMarketing(rules, send)) return
-      errors[i] = new AppError(
-        'RECIPIENT_OPTED_OUT',
-        `${recipientField(send.body, send.field)}: ${recipientOf(send.body)} opted out of ${scope === 'all' ? 'messages' : 'marketing messages'} from this sender`,
-      )
-    })
-    await this.#countMarketing(phoneNumberId, rules, sends, errors)
-  }
-
-  /**
-   * The sender's frequency cap: each marketing template that passed every other check is counted
-   * per recipient in Redis (one atomic script per send, across every API instance); past the cap it
-   * is refused. Counted at accept: a message counted and later canceled still counts.
-   */
-  async #countMarketing(
-    phoneNumberId: string,
-    rules: SenderRules | undefined,
-    sends: SendToCheck[],
-    errors: Array<AppError | undefined>,
-  ) {
-    const cap = rules?.marketingCap
-    if (!cap) return
-    const counted = sends.flatMap((send, i) => (!errors[i] && isMarketing(rules, send) ? [i] : []))
-    if (counted.length === 0) return
+    const cap = rules?.marketingCap ?? null
     let answers: unknown[]
     try {
-      // Sent in order on one connection: two messages to one recipient in a batch take the places in turn.
       answers = await Promise.all(
-        counted.map((i) =>
-          this.#redis.eval(
-            MARKETING_CAP_SCRIPT,
-            1,
-            marketingCountKey(this.#prefix, phoneNumberId, recipientOf((sends[i] as SendToCheck).body)),
-            cap.count,
-            cap.hours * 3_600_000,
-          ),
-        ),
+        open.map((i) => {
+          const send = sends[i] as SendToCheck
+          const recipient = recipientOf(send.body)
+          const entry = suppressionKey(this.#prefix, phoneNumberId, recipient)
+          if (!cap || !isMarketing(rules, send)) return this.#redis.get(entry)
+          const count = marketingCountKey(this.#prefix, phoneNumberId, recipient)
+          return this.#marketingConsent(entry, count, cap.count, cap.hours * 3_600_000)
+        }),
       )
     } catch (error) {
-      this.#log.warn({ err: error }, 'frequency cap not counted; sending as if under it')
+      this.#log.warn({ err: error }, 'consent not checked; sending as if no one opted out, under any cap')
       return
     }
     answers.forEach((answer, n) => {
-      if (answer === 1) return
-      const i = counted[n] as number
+      const i = open[n] as number
       const send = sends[i] as SendToCheck
-      errors[i] = new AppError(
-        'FREQUENCY_CAP_EXCEEDED',
-        `${recipientField(send.body, send.field)}: ${recipientOf(send.body)} already got ${cap.count} marketing message${cap.count === 1 ? '' : 's'} from this sender in the last ${cap.hours} h (the sender's frequency cap)`,
-      )
+      const who = `${recipientField(send.body, send.field)}: ${recipientOf(send.body)}`
+      if (answer === 'all' || (answer === 'marketing' && isMarketing(rules, send))) {
+        errors[i] = new AppError(
+          'RECIPIENT_OPTED_OUT',
+          `${who} opted out of ${answer === 'all' ? 'messages' : 'marketing messages'} from this sender`,
+        )
+      } else if (answer === 0 && cap) {
+        errors[i] = new AppError(
+          'FREQUENCY_CAP_EXCEEDED',
+          `${who} already got ${cap.count} marketing message${cap.count === 1 ? '' : 's'} from this sender in the last ${cap.hours} h (the sender's frequency cap)`,
+        )
+      }
     })
   }
 }
