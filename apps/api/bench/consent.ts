@@ -56,10 +56,25 @@ const batches = Number(process.env.BENCH_BATCHES ?? 60)
 const CAP = { count: 2, hours: 24 }
 
 /**
+ * Quiet hours on the `on` key, worked out for every send but holding none: a minute of São Paulo's
+ * day twelve hours from now (every Brazilian zone is within three hours of it).
+ */
+const saoPauloIn12h = new Intl.DateTimeFormat('en-GB', {
+  timeZone: 'America/Sao_Paulo',
+  hour: '2-digit',
+  minute: '2-digit',
+  hourCycle: 'h23',
+})
+const QUIET_HOURS = {
+  start: saoPauloIn12h.format(Date.now() + 12 * 3_600_000),
+  end: saoPauloIn12h.format(Date.now() + 12 * 3_600_000 + 60_000),
+}
+
+/**
  * The senders compared: `on` with everything consent reads at accept, `off` with none of it.
- * `settings` is the admin's `PATCH /api/admin/senders/:id` body: a check configured per sender later
- * (quiet hours) is one more field of `on.settings`, or, to be measured on its own, one more sender
- * here and a pair naming it below.
+ * `settings` is the admin's `PATCH /api/admin/senders/:id` body, `keySettings` what is set on its
+ * key (quiet hours); a check to be measured on its own is one more sender here and a pair naming it
+ * below.
  */
 const SENDERS = {
   on: {
@@ -67,14 +82,16 @@ const SENDERS = {
     phoneNumberId: '900000000000021',
     suppressed,
     settings: { marketingCap: CAP },
-    label: `${suppressed.toLocaleString('en-US')} suppressed, cap ${CAP.count}/${CAP.hours} h`,
+    keySettings: { quietHours: QUIET_HOURS },
+    label: `${suppressed.toLocaleString('en-US')} suppressed, cap ${CAP.count}/${CAP.hours} h, quiet hours`,
   },
   off: {
     id: 'b0000000-0000-4000-8000-000000000022',
     phoneNumberId: '900000000000022',
     suppressed: 0,
     settings: {},
-    label: 'no list, no cap',
+    keySettings: { quietHours: null },
+    label: 'no list, no cap, no quiet hours',
   },
 } as const
 type SenderName = keyof typeof SENDERS
@@ -198,7 +215,9 @@ async function setUp() {
         if (res.statusCode !== 200) throw new Error(`settings of ${s.id} refused: ${res.body}`)
       }
       const key = await approvedKey(app)
-      await sql`update api_keys set sender_id = ${s.id} where key_hash = ${hashApiKey(key)}`
+      const quiet = s.keySettings.quietHours
+      await sql`update api_keys set sender_id = ${s.id}, quiet_hours = ${quiet ? JSON.stringify(quiet) : null}::jsonb
+        where key_hash = ${hashApiKey(key)}`
       keys[name] = key
     }
   } finally {
@@ -276,6 +295,10 @@ async function probe(url: string, keys: Record<SenderName, string>) {
     await send(keys.off, 'send-template', { phone: listed(1), ...MARKETING }),
     202,
   )
+  // The key's quiet hours are worked out for each send but hold none (they are twelve hours away).
+  const queued = await send(keys.on, 'send-text', { phone: '+5531999990001', ...text })
+  expect('text outside quiet hours', queued, 202)
+  if (queued.body.status !== 'queued') throw new Error(`probe quiet hours: ${JSON.stringify(queued.body)}`)
   const capped = numberedBodies(JSON.stringify({ phone: recipient, ...MARKETING }))()
   for (let n = 0; n < CAP.count; n++)
     expect('marketing under the cap', await send(keys.on, 'send-template', JSON.parse(capped)), 202)

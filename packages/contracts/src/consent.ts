@@ -229,18 +229,28 @@ export const marketingCountKey = (prefix: string, phoneNumberId: string, recipie
   `${prefix}:cap:{${phoneNumberId}:${recipient}}`
 
 /**
- * A marketing message's whole consent check in one round trip (the suppression entry, then the
- * cap): KEYS[1] the entry (`suppressionKey`), KEYS[2] the count (`marketingCountKey`; both keys
- * share a hash tag, so one slot on a Cluster), ARGV[1] the cap's count, ARGV[2] its window (ms, from
- * the first message counted). Answers the entry's scope when there is one (nothing counted), else
- * 1 (counted) or 0 (over the cap).
+ * Marketing messages' whole consent check in one round trip, each message's suppression entry and
+ * then the cap: KEYS in pairs, the entry (`suppressionKey`) and the count (`marketingCountKey`) of
+ * each message in turn; ARGV[1] the cap's count, ARGV[2] its window (ms, from the first message
+ * counted). Answers one item per pair: the entry's scope when there is one (nothing counted), else 1
+ * (counted) or 0 (over the cap). A pair's keys share a hash tag: on a Cluster, one pair per call.
  */
 export const MARKETING_CONSENT_SCRIPT = `
-local scope = redis.call('GET', KEYS[1])
-if scope then return scope end
-local n = tonumber(redis.call('GET', KEYS[2]) or '0')
-if n >= tonumber(ARGV[1]) then return 0 end
-redis.call('INCR', KEYS[2])
-if n == 0 then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end
-return 1
+local answers = {}
+for i = 1, #KEYS, 2 do
+  local scope = redis.call('GET', KEYS[i])
+  if scope then
+    answers[#answers + 1] = scope
+  else
+    local n = tonumber(redis.call('GET', KEYS[i + 1]) or '0')
+    if n >= tonumber(ARGV[1]) then
+      answers[#answers + 1] = 0
+    else
+      redis.call('INCR', KEYS[i + 1])
+      if n == 0 then redis.call('PEXPIRE', KEYS[i + 1], ARGV[2]) end
+      answers[#answers + 1] = 1
+    end
+  end
+end
+return answers
 `

@@ -42,8 +42,8 @@ export interface WindowRead {
   read: Promise<string | null | undefined>
 }
 
-/** `MARKETING_CONSENT_SCRIPT`: the entry's scope, or 1 (counted) / 0 (over the cap). */
-type MarketingConsent = (entry: string, count: string, cap: number, windowMs: number) => Promise<unknown>
+/** `MARKETING_CONSENT_SCRIPT`: per pair of keys, the entry's scope, or 1 (counted) / 0 (over the cap). */
+type MarketingConsent = (numberOfKeys: number, ...keysAndArgs: Array<string | number>) => Promise<unknown>
 
 /** How long a read of the windows' completeness marker stands. */
 const MARKER_TTL_MS = 1000
@@ -87,7 +87,8 @@ export class SendChecks {
     this.#redis = redis
     this.#prefix = prefix
     this.#log = log
-    redis.defineCommand('dispatchMarketingConsent', { numberOfKeys: 2, lua: MARKETING_CONSENT_SCRIPT })
+    // Keys counted per call (in pairs, as many as the request has marketing messages).
+    redis.defineCommand('dispatchMarketingConsent', { lua: MARKETING_CONSENT_SCRIPT })
     const command = (redis as unknown as { dispatchMarketingConsent: MarketingConsent })
       .dispatchMarketingConsent
     this.#marketingConsent = command.bind(redis)
@@ -201,8 +202,8 @@ export class SendChecks {
    * opted out of marketing gets no marketing template (its category from the sender's catalog, else
    * the send's own). Then the sender's frequency cap: each marketing template that passed every
    * other check is counted per recipient (across every API instance); past the cap it is refused.
-   * A marketing template under a cap takes both in one script, every other send one `GET`: one
-   * Redis command per send either way. Sent in order on one connection, two messages to one
+   * The marketing templates of a request under a cap take both in one script (one per message on a
+   * Cluster: each recipient's keys are in a slot of their own), every other send one `GET`. Sent in order on one connection, two messages to one
    * recipient in a batch take the cap's places in turn. Counted at accept: a message counted and
    * later canceled still counts. An entry missing from the copy lets the send through (the copy is
    * rebuilt from Postgres when lost); Redis unreachable lets it through too, as storing the message
@@ -217,24 +218,34 @@ export class SendChecks {
     const open = sends.flatMap((_send, i) => (errors[i] ? [] : [i]))
     if (open.length === 0) return
     const cap = rules?.marketingCap ?? null
-    let answers: unknown[]
+    const keysOf = (i: number) => {
+      const recipient = recipientOf((sends[i] as SendToCheck).body)
+      return [
+        suppressionKey(this.#prefix, phoneNumberId, recipient),
+        marketingCountKey(this.#prefix, phoneNumberId, recipient),
+      ] as const
+    }
+    const counted = new Set(cap ? open.filter((i) => isMarketing(rules, sends[i] as SendToCheck)) : [])
+    const marketing = [...counted]
+    const answers = new Map<number, unknown>()
     try {
-      answers = await Promise.all(
-        open.map((i) => {
-          const send = sends[i] as SendToCheck
-          const recipient = recipientOf(send.body)
-          const entry = suppressionKey(this.#prefix, phoneNumberId, recipient)
-          if (!cap || !isMarketing(rules, send)) return this.#redis.get(entry)
-          const count = marketingCountKey(this.#prefix, phoneNumberId, recipient)
-          return this.#marketingConsent(entry, count, cap.count, cap.hours * 3_600_000)
-        }),
-      )
+      const reads = open
+        .filter((i) => !counted.has(i))
+        .map(async (i) => answers.set(i, await this.#redis.get(keysOf(i)[0])))
+      const args = [cap?.count ?? 0, (cap?.hours ?? 0) * 3_600_000]
+      // One script for all of a request's marketing messages; on a Cluster, one per message (its slot).
+      const groups = this.#redis.isCluster ? marketing.map((i) => [i]) : marketing.length ? [marketing] : []
+      const scripts = groups.map(async (group) => {
+        const keys = group.flatMap(keysOf)
+        const replies = (await this.#marketingConsent(keys.length, ...keys, ...args)) as unknown[]
+        for (const [n, i] of group.entries()) answers.set(i, replies[n])
+      })
+      await Promise.all([...reads, ...scripts])
     } catch (error) {
       this.#log.warn({ err: error }, 'consent not checked; sending as if no one opted out, under any cap')
       return
     }
-    answers.forEach((answer, n) => {
-      const i = open[n] as number
+    answers.forEach((answer, i) => {
       const send = sends[i] as SendToCheck
       const who = `${recipientField(send.body, send.field)}: ${recipientOf(send.body)}`
       if (answer === 'all' || (answer === 'marketing' && isMarketing(rules, send))) {

@@ -243,8 +243,11 @@ describe('a frequency cap on marketing', () => {
         headers: { 'x-api-key': key.key },
         payload: {
           messages: [
+            { type: 'template', ...marketing(newPhone()) },
             { type: 'template', ...marketing(other) },
+            { type: 'template', ...utility(other) },
             { type: 'template', ...marketing(other) },
+            { type: 'template', ...marketing(phone) },
           ],
         },
       })
@@ -254,7 +257,7 @@ describe('a frequency cap on marketing', () => {
           .results.map(
             (r: { status?: string; error?: { errorCode: string } }) => r.status ?? r.error?.errorCode,
           ),
-      ).toEqual(['queued', 'FREQUENCY_CAP_EXCEEDED'])
+      ).toEqual(['queued', 'queued', 'queued', 'FREQUENCY_CAP_EXCEEDED', 'FREQUENCY_CAP_EXCEEDED'])
     } finally {
       await second.close()
       await app.inject({
