@@ -208,6 +208,74 @@ describe.skipIf(missing !== undefined)(
         expectError(await send(app, 'send-text', key.key), 429, 'QUOTA_EXCEEDED')
       })
 
+      it("checks a marketing template's opt-out and the sender's cap in one slot, across both instances", async () => {
+        const key = await activeKey(app, { scopes: [...SEND_SCOPES, 'send:template'] })
+        const setCap = (marketingCap: object | null) =>
+          app.inject({
+            method: 'PATCH',
+            url: '/api/admin/senders/default',
+            headers: asAdmin(),
+            payload: { marketingCap },
+          })
+        expect((await setCap({ count: 1, hours: 1 })).statusCode).toBe(200)
+        try {
+          const promo = (phone: string) => ({
+            phone,
+            templateId: 'spring_sale',
+            language: 'en_US',
+            variables: { '1': 'Ana' },
+            category: 'MARKETING',
+          })
+          const sendTemplate = (on: TestApp, payload: object) =>
+            on.inject({
+              method: 'POST',
+              url: '/api/third-party/messages/send-template',
+              headers: { 'x-api-key': key.key },
+              payload,
+            })
+          // Each instance reloads the sender when the change is announced.
+          await waitFor(async () => {
+            const probe = `+55319${String(Date.now()).slice(-7)}`
+            await sendTemplate(second, promo(probe))
+            return (await sendTemplate(second, promo(probe))).statusCode === 422 || undefined
+          })
+          const opted = '+5531977770001'
+          const added = await app.inject({
+            method: 'POST',
+            url: '/api/admin/suppressions',
+            headers: asAdmin(),
+            payload: { senderId: 'default', phone: opted, scope: 'marketing', reason: 'cluster test' },
+          })
+          expect(added.statusCode, added.body).toBe(201)
+          expectError(await sendTemplate(second, promo(opted)), 422, 'RECIPIENT_OPTED_OUT')
+
+          const phone = '+5531977770002'
+          expect((await sendTemplate(app, promo(phone))).statusCode).toBe(202)
+          expectError(await sendTemplate(second, promo(phone)), 422, 'FREQUENCY_CAP_EXCEEDED')
+          const batch = await second.inject({
+            method: 'POST',
+            url: '/api/third-party/messages/batch',
+            headers: { 'x-api-key': key.key },
+            payload: {
+              messages: ['+5531977770003', '+5531977770003', opted, phone].map((p) => ({
+                type: 'template',
+                ...promo(p),
+              })),
+            },
+          })
+          expect(batch.statusCode, batch.body).toBe(202)
+          expect(
+            batch
+              .json()
+              .results.map(
+                (r: { status?: string; error?: { errorCode: string } }) => r.status ?? r.error?.errorCode,
+              ),
+          ).toEqual(['queued', 'FREQUENCY_CAP_EXCEEDED', 'RECIPIENT_OPTED_OUT', 'FREQUENCY_CAP_EXCEEDED'])
+        } finally {
+          await setCap(null)
+        }
+      })
+
       it('a key revoked on one instance is refused by the other at once (pub/sub over the cluster)', async () => {
         const key = await activeKey(app, { scopes: SEND_SCOPES })
         // The second instance knows the key (cached) before the revocation.
