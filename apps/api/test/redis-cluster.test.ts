@@ -209,7 +209,7 @@ describe.skipIf(missing !== undefined)(
       })
 
       it("checks a marketing template's opt-out and the sender's cap in one slot, across both instances", async () => {
-        const key = await activeKey(app, { scopes: [...SEND_SCOPES, 'send:template'] })
+        const key = await activeKey(app, { scopes: SEND_SCOPES })
         const setCap = (marketingCap: object | null) =>
           app.inject({
             method: 'PATCH',

@@ -237,7 +237,11 @@ export class SendChecks {
       const groups = this.#redis.isCluster ? marketing.map((i) => [i]) : marketing.length ? [marketing] : []
       const scripts = groups.map(async (group) => {
         const keys = group.flatMap(keysOf)
-        const replies = (await this.#marketingConsent(keys.length, ...keys, ...args)) as unknown[]
+        // A defined command (EVALSHA) in a Cluster's auto-pipeline fails when the pipeline spans
+        // slots (ioredis checks every key of a pipeline that may load a script): EVAL there.
+        const replies = (await (this.#redis.isCluster
+          ? this.#redis.eval(MARKETING_CONSENT_SCRIPT, keys.length, ...keys, ...args)
+          : this.#marketingConsent(keys.length, ...keys, ...args))) as unknown[]
         for (const [n, i] of group.entries()) answers.set(i, replies[n])
       })
       await Promise.all([...reads, ...scripts])
