@@ -35,7 +35,12 @@ export function jobFromRecord(row: MessageRow, expiresAt: Date): MessageJob {
  * is cleared (so it can be claimed, or canceled, again), and it is stored for fair admission as a
  * new send is. `skipped` tells why a message was left `failed`.
  */
-export function retryHooks(deps: Pick<ApiDeps, 'db' | 'redis' | 'messages' | 'config'>, expiresAt: Date) {
+export function retryHooks(
+  deps: Pick<ApiDeps, 'db' | 'redis' | 'messages' | 'config'>,
+  expiresAt: Date,
+  /** Whether a message is a marketing template, judged again by its sender's catalog. */
+  isMarketing: (senderId: string, message: MessageJob['message']) => boolean = () => false,
+) {
   const skipped = new Map<string, string>()
   const hooks: RetryHooks = {
     release: async (rows) => {
@@ -69,12 +74,20 @@ export function retryHooks(deps: Pick<ApiDeps, 'db' | 'redis' | 'messages' | 'co
       if (rows.length === 0) return
       // One DEL per key: on a cluster, the claims sit on different slots.
       await Promise.all(rows.map((row) => deps.redis.del(messageClaimKey(deps.config.QUEUE_PREFIX, row.id))))
-      // The retry's delivery continues the admin request's trace, as a send's continues its own.
+      // The retry's delivery continues the admin request's trace, as a send's continues its own. A
+      // marketing template is marked as at accept (by its sender's catalog now: a send's own
+      // category is not kept), so a marketing opt-out made since cancels it at delivery.
       const traceContext = currentTraceContext()
       await Promise.all(
-        rows.map((row) =>
-          deps.messages.add({ ...jobFromRecord(row, expiresAt), ...(traceContext ? { traceContext } : {}) }),
-        ),
+        rows.map((row) => {
+          const job = jobFromRecord(row, expiresAt)
+          const marketing = isMarketing(job.senderId ?? DEFAULT_SENDER_ID, job.message)
+          return deps.messages.add({
+            ...job,
+            ...(marketing ? { marketing: true } : {}),
+            ...(traceContext ? { traceContext } : {}),
+          })
+        }),
       )
     },
   }

@@ -392,6 +392,29 @@ describe('an opt-out of marketing after a message was accepted', () => {
     },
   )
 
+  it("cancels a failed marketing template an admin retries after the recipient's opt-out", async () => {
+    const phone = newPhone()
+    fake.number(sender.phoneNumberId, { answer: graphError(131026, 'Message undeliverable') })
+    const promo = await sendTemplate(marketing(phone))
+    expect(promo.statusCode, promo.body).toBe(202)
+    const id = promo.json().messageId
+    try {
+      await untilMessageStatus(app, key.key, id, 'failed')
+    } finally {
+      fake.number(sender.phoneNumberId, { answer: undefined })
+    }
+    const said = userPreferences(sender.phoneNumberId, phone, 'stop')
+    expect((await postPlatformWebhook(app, said, APP_SECRET)).statusCode).toBe(200)
+    const retried = await app.inject({
+      method: 'POST',
+      url: `/api/admin/messages/${id}/retry`,
+      headers: asAdmin(),
+    })
+    expect(retried.statusCode, retried.body).toBe(200)
+    const view = await untilMessageStatus(app, key.key, id, ['canceled', 'sent'])
+    expect(view).toMatchObject({ status: 'canceled', lastError: { code: 'RECIPIENT_OPTED_OUT' } })
+  })
+
   it("cancels one the send's own category made marketing, too", async () => {
     const fresh = await syncedSender(app, fake, { sync: false })
     const freshKey = await keyOf(app, fresh.id, ['send:template', 'read:messages'])

@@ -4,6 +4,7 @@ import {
   AdminMessageListQuery,
   type AdminMessageView,
   AdminMessageView as AdminMessageViewSchema,
+  type MessageJob,
   pageMeta,
   RetryMessagesBody,
   RetryMessagesResult,
@@ -16,6 +17,7 @@ import {
   retryFailedMessages,
 } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyInstance } from 'fastify'
 import { AppError, unavailable } from '../../errors.ts'
 import { retryHooks } from '../../message-retry.ts'
 import { toMessageView } from '../../views.ts'
@@ -50,6 +52,12 @@ async function orUnavailable<T>(work: () => Promise<T>, log: { error(o: object, 
  * (docs/operations.md). The retry is the one move back in the status order, done by its
  * own query in one transaction with its audit rows.
  */
+/** A retried message is marketing as its sender's catalog files its template (see SendChecks). */
+const marketingJudge =
+  (app: FastifyInstance) =>
+  (senderId: string, message: MessageJob['message']): boolean =>
+    app.sendChecks.isMarketing(senderId, { type: message.type, body: message.body, field: 'body' })
+
 export const adminMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, clock, config } = app.deps
   app.addHook('onRequest', app.requireAdmin)
@@ -112,7 +120,7 @@ export const adminMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const id = raw.toLowerCase()
       const now = clock()
       const expiresAt = validUntil(now)
-      const { hooks, skipped } = retryHooks(app.deps, expiresAt)
+      const { hooks, skipped } = retryHooks(app.deps, expiresAt, marketingJudge(app))
       const result = await orUnavailable(
         () => retryFailedMessage(db, id, { actor: request.adminName, now, expiresAt }, hooks),
         request.log,
@@ -159,7 +167,7 @@ export const adminMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const window = acceptedWindowOf(body.startDate, body.endDate, 'body')
       const now = clock()
       const expiresAt = validUntil(now)
-      const { hooks, skipped } = retryHooks(app.deps, expiresAt)
+      const { hooks, skipped } = retryHooks(app.deps, expiresAt, marketingJudge(app))
       const rows = await orUnavailable(
         () => retryFailedMessages(db, body, window, { actor: request.adminName, now, expiresAt }, hooks),
         request.log,
