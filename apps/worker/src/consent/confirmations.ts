@@ -11,7 +11,7 @@ import { Compile } from 'typebox/compile'
 import { type MessagingPlatform, PlatformError } from '../platforms/types.ts'
 import type { WorkerContext } from '../runtime.ts'
 import { createSenderPlatform } from '../senders/lanes.ts'
-import { defaultSender } from '../senders/registry.ts'
+import { adminSender, defaultSender } from '../senders/registry.ts'
 
 const isConfirmationJob = Compile(ConsentConfirmationJob)
 const CONCURRENCY = 5
@@ -48,16 +48,7 @@ async function platformOf(deps: Deps, data: ConsentConfirmationJob): Promise<Mes
     ? createSecretBox(config).open(row.accessTokenCiphertext)
     : undefined
   if (accessToken) deps.addSecret(accessToken)
-  return createSenderPlatform(config, {
-    id: row.id,
-    phoneNumberId: row.phoneNumberId,
-    displayName: row.displayName,
-    ratePerSecond: row.ratePerSecond,
-    state: row.state,
-    serviceWindowPolicy: row.serviceWindowPolicy,
-    accessToken,
-    holds: undefined,
-  })
+  return createSenderPlatform(config, adminSender(row, accessToken))
 }
 
 /**

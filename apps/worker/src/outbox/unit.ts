@@ -6,7 +6,7 @@ import {
   type WebhookJob,
 } from '@dispatch/contracts'
 import { ReopeningQueue } from '@dispatch/contracts/queues'
-import { Queue } from 'bullmq'
+import { type DefaultJobOptions, Queue } from 'bullmq'
 import { confirmationJobOptions } from '../consent/confirmations.ts'
 import { OutboxRelay } from '../outbox-relay.ts'
 import type { WorkerUnitStarter } from '../runtime.ts'
@@ -25,32 +25,28 @@ const emailJobOptions = (attempts: number, backoffMs: number) => ({
  */
 export const startOutboxUnit: WorkerUnitStarter = async ({ config, db, sql, logger, redis, metrics }) => {
   const producer = redis('outbox-queues', { blocking: false })
-  const emailQueue = new ReopeningQueue(() => {
-    const queue = new Queue<EmailJob>(QueueNames.email, {
-      connection: producer,
-      prefix: queuePrefix(config, QueueNames.email),
-      defaultJobOptions: emailJobOptions(config.EMAIL_ATTEMPTS, config.EMAIL_BACKOFF_MS),
+  /** One of the relay's queues on the producer connection, opened again if opening it failed. */
+  const queueOf = <T>(name: string, what: string, defaultJobOptions?: DefaultJobOptions) =>
+    new ReopeningQueue(() => {
+      const queue = new Queue<T>(name, {
+        connection: producer,
+        prefix: queuePrefix(config, name),
+        ...(defaultJobOptions ? { defaultJobOptions } : {}),
+      })
+      queue.on('error', (error) => logger.warn({ err: error }, `${what} queue error`))
+      return queue
     })
-    queue.on('error', (error) => logger.warn({ err: error }, 'e-mail queue error'))
-    return queue
-  })
-  const webhookQueue = new ReopeningQueue(() => {
-    const queue = new Queue<WebhookJob>(QueueNames.webhooks, {
-      connection: producer,
-      prefix: queuePrefix(config, QueueNames.webhooks),
-    })
-    queue.on('error', (error) => logger.warn({ err: error }, 'webhook queue error'))
-    return queue
-  })
-  const confirmationQueue = new ReopeningQueue(() => {
-    const queue = new Queue<ConsentConfirmationJob>(QueueNames.consentConfirmations, {
-      connection: producer,
-      prefix: queuePrefix(config, QueueNames.consentConfirmations),
-      defaultJobOptions: confirmationJobOptions(config.MESSAGES_BACKOFF_MS),
-    })
-    queue.on('error', (error) => logger.warn({ err: error }, 'consent confirmation queue error'))
-    return queue
-  })
+  const emailQueue = queueOf<EmailJob>(
+    QueueNames.email,
+    'e-mail',
+    emailJobOptions(config.EMAIL_ATTEMPTS, config.EMAIL_BACKOFF_MS),
+  )
+  const webhookQueue = queueOf<WebhookJob>(QueueNames.webhooks, 'webhook')
+  const confirmationQueue = queueOf<ConsentConfirmationJob>(
+    QueueNames.consentConfirmations,
+    'consent confirmation',
+    confirmationJobOptions(config.MESSAGES_BACKOFF_MS),
+  )
   const relay = new OutboxRelay({
     db,
     sql,

@@ -50,6 +50,24 @@ export function defaultSender(
   }
 }
 
+/** An admin's sender as a row holds it, with its token opened (the caller opens it). */
+export function adminSender(
+  row: SenderRow,
+  accessToken: string | undefined,
+  holds?: string[],
+): SenderSettings {
+  return {
+    id: row.id,
+    phoneNumberId: row.phoneNumberId,
+    displayName: row.displayName,
+    ratePerSecond: row.ratePerSecond,
+    state: row.state,
+    serviceWindowPolicy: row.serviceWindowPolicy,
+    accessToken,
+    holds,
+  }
+}
+
 /** `WORKER_SENDERS`: the senders this process delivers for (`*`: all). */
 export const servesSender = (config: WorkerContext['config'], id: string) =>
   config.workerSenders === '*' || config.workerSenders.includes(id)
@@ -157,16 +175,7 @@ export class SenderRegistry {
         continue
       }
       if (accessToken) this.#context.addSecret(accessToken)
-      senders.push({
-        id: row.id,
-        phoneNumberId: row.phoneNumberId,
-        displayName: row.displayName,
-        ratePerSecond: row.ratePerSecond,
-        state: row.state,
-        serviceWindowPolicy: row.serviceWindowPolicy,
-        accessToken,
-        holds: holdsOf(row.id),
-      })
+      senders.push(adminSender(row, accessToken, holdsOf(row.id)))
     }
     if (!rows.some((row) => row.id === DEFAULT_SENDER_ID) && servesSender(config, DEFAULT_SENDER_ID)) {
       senders.unshift(defaultSender(config, undefined, holdsOf(DEFAULT_SENDER_ID)))
