@@ -103,4 +103,25 @@ export async function recordDeliveryOutcomes(sql: Sql, outcomes: DeliveryOutcome
       updated_at = greatest(messages.updated_at, excluded.updated_at),
       fallback_used = messages.fallback_used or excluded.fallback_used,
       held_for_quiet_hours = messages.held_for_quiet_hours or excluded.held_for_quiet_hours`
+  await recordFailedAttempts(sql, outcomes)
+}
+
+/**
+ * The outcomes that carry an error, one row each in `message_attempts` (the message's timeline).
+ * A sent message leaves none: the usual batch costs no statement here.
+ */
+async function recordFailedAttempts(sql: Sql, outcomes: DeliveryOutcome[]): Promise<void> {
+  const failed = outcomes.filter((o) => o.lastErrorCode !== null)
+  if (failed.length === 0) return
+  await sql`
+    insert into message_attempts ${sql(
+      failed.map((o) => ({
+        message_id: o.id,
+        attempt: o.attempts,
+        outcome: o.status,
+        error_code: o.lastErrorCode,
+        error_message: o.lastErrorMessage,
+        created_at: o.at,
+      })),
+    )}`
 }

@@ -1,0 +1,25 @@
+import { bigserial, index, integer, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core'
+
+/**
+ * Each delivery attempt of a message that did not end in `sent`: its number, the error and when,
+ * for the message's timeline (the console's, and `GET …/messages/:id/timeline`). Written with the
+ * outcome that carried the error, so a message sent at its first try costs no row here. No foreign
+ * key: the attempts of a message are read by its id only, and outlive nothing it does not.
+ */
+export const messageAttempts = pgTable(
+  'message_attempts',
+  {
+    id: bigserial({ mode: 'number' }).primaryKey(),
+    messageId: uuid().notNull(),
+    /** The delivery attempt's number (1 for the first); 0 when the message never reached the platform. */
+    attempt: integer().notNull(),
+    /** What happened: `sending` for an attempt retried later, else the message's final status. */
+    outcome: text().notNull(),
+    errorCode: text().notNull(),
+    errorMessage: text(),
+    createdAt: timestamp({ withTimezone: true }).notNull(),
+  },
+  (t) => [index('message_attempts_message_id_idx').on(t.messageId, t.createdAt)],
+)
+
+export type MessageAttemptRow = typeof messageAttempts.$inferSelect
