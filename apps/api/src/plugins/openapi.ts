@@ -1,6 +1,7 @@
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, RouteOptions } from 'fastify'
+import { describeOperations, describeRoute } from './openapi-describe.ts'
 
 /**
  * A route schema that sets this accepts a POST with no body at all (its handler reads a missing
@@ -36,8 +37,22 @@ function applyBodyMarkers<T extends { paths?: object }>(document: T): T {
   return document
 }
 
+/**
+ * A route honours `Idempotency-Key` when it claims keys through the idempotency plugin, or reads the
+ * header itself and declares it (`createOrder`).
+ */
+function honoursIdempotencyKeyOf(app: FastifyInstance) {
+  return (route: RouteOptions) => {
+    const headers = (route.schema?.headers ?? {}) as { properties?: object }
+    if ('idempotency-key' in (headers.properties ?? {})) return true
+    const claim = (app as { idempotency?: { claim: unknown } }).idempotency?.claim
+    return claim !== undefined && [route.preHandler].flat().includes(claim as never)
+  }
+}
+
 /** The OpenAPI 3.1 document (`/docs/json`) and Swagger UI (`/docs`), from the routes' own schemas. */
 export async function registerOpenApi(app: FastifyInstance) {
+  const honoursIdempotencyKey = honoursIdempotencyKeyOf(app)
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -50,8 +65,14 @@ export async function registerOpenApi(app: FastifyInstance) {
         },
       },
     },
+    transform: ({ schema, url, route }) => ({
+      schema: describeRoute(route as RouteOptions, schema as never, honoursIdempotencyKey) as never,
+      url,
+    }),
     transformObject: (documents) =>
-      'openapiObject' in documents ? applyBodyMarkers(documents.openapiObject) : documents.swaggerObject,
+      'openapiObject' in documents
+        ? describeOperations(applyBodyMarkers(documents.openapiObject))
+        : documents.swaggerObject,
   })
   await app.register(swaggerUi, { routePrefix: '/docs' })
 }

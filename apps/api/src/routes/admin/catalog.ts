@@ -105,6 +105,7 @@ export const adminCatalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
           summary: `Soft-delete a ${names[table]}`,
           security,
           params: CatalogIdParams,
+          response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses('NOT_FOUND') },
         },
       },
       async (request, reply) => {

@@ -1,5 +1,6 @@
 import type { FastifyRequest, preValidationHookHandler } from 'fastify'
 import { AppError } from '../../errors.ts'
+import { COMMA_LISTS } from '../../plugins/openapi-describe.ts'
 
 /**
  * The tenant a request acts for: always the key's own. A `tenantId` parameter naming another
@@ -15,10 +16,12 @@ export function tenantOf(request: FastifyRequest, requested?: string): string {
   return own
 }
 
-/** Array parameters accept `a=1&a=2` and `a=1,2` alike: commas are split before validation. */
-export const splitCommaLists =
-  (...names: string[]): preValidationHookHandler =>
-  async (request) => {
+/**
+ * Array parameters accept `a=1&a=2` and `a=1,2` alike: commas are split before validation. The hook
+ * names its parameters (`COMMA_LISTS`), so the OpenAPI document describes them as comma lists.
+ */
+export const splitCommaLists = (...names: string[]): preValidationHookHandler => {
+  const split: preValidationHookHandler = async (request) => {
     const query = request.query as Record<string, unknown>
     for (const name of names) {
       const value = query[name]
@@ -28,5 +31,7 @@ export const splitCommaLists =
         .filter(Boolean)
     }
   }
+  return Object.assign(split, { [COMMA_LISTS]: names })
+}
 
 export const security = [{ apiKey: [] }]
