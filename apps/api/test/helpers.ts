@@ -27,6 +27,7 @@ import Value from 'typebox/value'
 import { expect } from 'vitest'
 import { type ApiDeps, buildApp, createDeps, createLogger, parseApiConfig } from '../src/app.ts'
 import { MessageStore } from '../src/message-store.ts'
+import { checkContract } from './contract.ts'
 
 export const ADMIN = { ana: 'ana-token-0123456789abcdef', ops: 'ops-token-0123456789abcdef' }
 export const asAdmin = (token = ADMIN.ana) => ({ authorization: `Bearer ${token}` })
@@ -55,7 +56,10 @@ export interface TestApp extends FastifyInstance {
   logs: ReturnType<typeof captureLogs>
 }
 
-/** The real app on the world's Postgres and Redis, its log lines captured for the test to read. */
+/**
+ * The real app on the world's Postgres and Redis, its log lines captured for the test to read; each
+ * request and answer is held to the OpenAPI document (test/contract.ts).
+ */
 export async function buildTestApp(
   world: TestWorld,
   env: Record<string, string> = {},
@@ -79,6 +83,8 @@ export async function buildTestApp(
     ...overrides,
   })
   extend?.(app)
+  // Every request and answer of the tests is checked against the OpenAPI document.
+  checkContract(app)
   await app.ready()
   return Object.assign(app, { logs })
 }
