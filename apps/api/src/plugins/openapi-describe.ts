@@ -17,7 +17,7 @@ const IdempotencyKey = {
   type: 'string',
   pattern: '^[\\x21-\\x7e]{1,255}$',
   description:
-    'Makes the request safe to retry: a repeat with the same key and body within the key\'s lifetime answers the first answer again (with `Idempotent-Replayed: true`) instead of doing the work twice; the same key with another body is 422, and one still in progress 409.',
+    "Makes the request safe to retry: a repeat with the same key and body within the key's lifetime answers the first answer again (with `Idempotent-Replayed: true`) instead of doing the work twice; the same key with another body is 422, and one still in progress 409.",
 }
 
 /** Methods whose body Fastify parses when one is sent, whether or not the route reads it. */
@@ -123,12 +123,24 @@ export function describeRoute(
 
 type Operation = {
   parameters?: { in: string; name: string; style?: string; explode?: boolean }[]
-  responses?: Record<string, { headers?: Record<string, unknown> }>
+  responses?: Record<
+    string,
+    { headers?: Record<string, unknown>; content?: Record<string, { schema?: Schema }> }
+  >
   security?: Record<string, unknown>[]
   [COMMA_MARKER]?: string[]
 }
 
 const header = (name: string) => ({ $ref: `#/components/headers/${name}` })
+
+/** The error body as the document renders it, but for its description: written once, referenced. */
+const { description: _, ...errorBodyShape } = JSON.parse(JSON.stringify(ErrorBody)) as Schema
+const ERROR_BODY_SHAPE = JSON.stringify(errorBodyShape)
+const isErrorBody = (schema: Schema | undefined) => {
+  if (!schema) return false
+  const { description: _, ...shape } = schema
+  return JSON.stringify(shape) === ERROR_BODY_SHAPE
+}
 
 /** Headers the answers carry, named once in `components.headers` and referenced from each response. */
 export const RESPONSE_HEADERS = {
@@ -155,18 +167,21 @@ export const RESPONSE_HEADERS = {
   },
   IdempotentReplayed: {
     required: false,
-    description: '`true` when this is the stored answer to an earlier request with the same `Idempotency-Key`.',
+    description:
+      '`true` when this is the stored answer to an earlier request with the same `Idempotency-Key`.',
     schema: { type: 'string', enum: ['true'] },
   },
 }
 
 /**
- * The document-wide part: response headers on every response, the caller's `x-request-id`, and
- * `style: form, explode: false` on the query parameters a route splits on commas.
+ * The document-wide part: response headers on every response, the caller's `x-request-id`,
+ * `style: form, explode: false` on the query parameters a route splits on commas, and the error
+ * body written once (`components.schemas.ErrorBody`) rather than in each of several hundred answers.
  */
-export function describeOperations(document: { paths?: object; components?: Record<string, unknown> }) {
+export function describeOperations<T extends { paths?: object; components?: object }>(document: T): T {
   document.components = {
     ...document.components,
+    schemas: { ...(document.components as { schemas?: object })?.schemas, ErrorBody },
     headers: RESPONSE_HEADERS,
     parameters: {
       RequestId: {
@@ -174,7 +189,7 @@ export function describeOperations(document: { paths?: object; components?: Reco
         name: 'x-request-id',
         required: false,
         description:
-          'An id of the caller\'s for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs.',
+          "An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs.",
         schema: { type: 'string' },
       },
     },
@@ -202,8 +217,12 @@ export function describeOperations(document: { paths?: object; components?: Reco
         if (status === '503') headers['retry-after'] = header('RetryAfterWhenGiven')
         if (status === '409' && idempotent) headers['retry-after'] = header('RetryAfterWhenGiven')
         if (status === '401' && admin) headers['www-authenticate'] = header('WwwAuthenticate')
-        if (status.startsWith('2') && idempotent) headers['idempotent-replayed'] = header('IdempotentReplayed')
+        if (status.startsWith('2') && idempotent)
+          headers['idempotent-replayed'] = header('IdempotentReplayed')
         response.headers = headers
+        for (const media of Object.values(response.content ?? {})) {
+          if (isErrorBody(media.schema)) media.schema = { $ref: '#/components/schemas/ErrorBody' }
+        }
       }
     }
   }

@@ -112,7 +112,7 @@ export const adminCatalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
         const { id } = request.params
         if (!(await softDeleteCatalogRecord(db, table, id, clock()))) throw notFound(table, id)
         request.log.info({ table, id, actor: request.adminName }, 'catalog record deleted')
-        return reply.code(204).send()
+        return reply.code(204).send(null)
       },
     )
   }
