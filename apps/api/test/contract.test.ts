@@ -1,3 +1,4 @@
+import type { FastifySchema } from 'fastify'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { takeViolations } from './contract.ts'
 import { buildTestApp, createWorld, type TestApp, type TestWorld } from './helpers.ts'
@@ -8,7 +9,7 @@ let app: TestApp
 beforeAll(async () => {
   world = await createWorld()
   app = await buildTestApp(world, {}, (app) => {
-    const schema = {
+    const schema: FastifySchema = {
       operationId: 'contractProbe',
       tags: ['test'],
       security: [],
