@@ -1229,11 +1229,35 @@ export interface paths {
 }
 export type webhooks = Record<string, never>;
 export interface components {
-    schemas: never;
+    schemas: {
+        /** @description The error body every failure answers with */
+        ErrorBody: {
+            message: string;
+            /** @example VALIDATION_ERROR */
+            errorCode: string;
+            statusCode: number;
+            /** @example Bad Request */
+            error: string;
+        };
+    };
     responses: never;
-    parameters: never;
+    parameters: {
+        /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+        RequestId: string;
+    };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description The request's id: the caller's `x-request-id` when it is 1 to 128 of `A-Za-z0-9._:-`, else a new UUID. It names the request in the service's logs. */
+        RequestId: string;
+        /** @description Seconds to wait before trying again. */
+        RetryAfter: string;
+        /** @description Seconds to wait before trying again, when the service can tell. */
+        RetryAfterWhenGiven: string;
+        /** @description The scheme to authenticate with: `Bearer`. */
+        WwwAuthenticate: string;
+        /** @description `true` when this is the stored answer to an earlier request with the same `Idempotency-Key`. */
+        IdempotentReplayed: "true";
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -1241,7 +1265,10 @@ export interface operations {
     getLiveness: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1250,6 +1277,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1259,12 +1287,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getReadiness: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1273,6 +1315,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1287,17 +1330,12 @@ export interface operations {
             /** @description The error body every failure answers with */
             503: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -1305,7 +1343,10 @@ export interface operations {
     requestApiKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1324,6 +1365,7 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1349,65 +1391,53 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             413: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             415: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             429: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -1415,7 +1445,10 @@ export interface operations {
     getOwnApiKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1424,6 +1457,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1466,52 +1500,65 @@ export interface operations {
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
     };
     listApiKeys: {
         parameters: {
-            query: {
-                order: "ASC" | "DESC";
-                page: number;
-                take: number;
+            query?: {
+                order?: "ASC" | "DESC";
+                page?: number;
+                take?: number;
                 q?: string;
                 tenantId?: string;
                 deleted?: "true" | "false";
                 itemCount?: number;
-                orderField: "createdAt" | "updatedAt" | "clientName" | "status";
+                orderField?: "createdAt" | "updatedAt" | "clientName" | "status";
                 status?: "pending" | "approved" | "rejected" | "revoked";
                 requestedTenantId?: string;
             };
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1520,6 +1567,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1569,49 +1617,54 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -1619,7 +1672,10 @@ export interface operations {
     getApiKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 id: string;
             };
@@ -1630,6 +1686,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1687,49 +1744,54 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -1737,7 +1799,10 @@ export interface operations {
     updateApiKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 id: string;
             };
@@ -1765,6 +1830,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1806,65 +1872,84 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             422: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -1872,7 +1957,10 @@ export interface operations {
     approveApiKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 id: string;
             };
@@ -1889,6 +1977,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1930,65 +2019,84 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             409: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -1996,7 +2104,10 @@ export interface operations {
     rejectApiKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 id: string;
             };
@@ -2013,6 +2124,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2054,65 +2166,84 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             409: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2120,7 +2251,10 @@ export interface operations {
     revokeApiKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 id: string;
             };
@@ -2137,6 +2271,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2178,86 +2313,108 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             409: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
     };
     listInboundMessages: {
         parameters: {
-            query: {
-                order: "ASC" | "DESC";
-                page: number;
-                take: number;
+            query?: {
+                order?: "ASC" | "DESC";
+                page?: number;
+                take?: number;
                 q?: string;
                 tenantId?: string;
                 deleted?: "true" | "false";
                 itemCount?: number;
-                orderField: "receivedAt" | "createdAt";
+                orderField?: "receivedAt" | "createdAt";
                 /** @description true: routed to a key only; false: unroutable replies only */
                 routed?: boolean;
                 apiKeyId?: string;
                 phoneNumberId?: string;
             };
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -2266,6 +2423,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2342,51 +2500,65 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
     };
     listSenders: {
         parameters: {
-            query: {
-                order: "ASC" | "DESC";
-                page: number;
-                take: number;
+            query?: {
+                order?: "ASC" | "DESC";
+                page?: number;
+                take?: number;
                 q?: string;
                 tenantId?: string;
                 deleted?: "true" | "false";
                 itemCount?: number;
-                orderField: "createdAt" | "displayName";
+                orderField?: "createdAt" | "displayName";
                 state?: "active" | "paused" | "needs_attention";
             };
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -2395,6 +2567,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2451,33 +2624,44 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2485,7 +2669,10 @@ export interface operations {
     createSender: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -2526,6 +2713,7 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2574,65 +2762,84 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             409: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2640,7 +2847,10 @@ export interface operations {
     getSender: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 id: string;
             };
@@ -2651,6 +2861,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2699,49 +2910,54 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2749,7 +2965,10 @@ export interface operations {
     deleteSender: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 id: string;
             };
@@ -2760,6 +2979,7 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2767,65 +2987,84 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             409: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2833,7 +3072,10 @@ export interface operations {
     updateSender: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 id: string;
             };
@@ -2875,6 +3117,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2923,49 +3166,74 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2973,7 +3241,10 @@ export interface operations {
     syncSenderTemplates: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 id: string;
             };
@@ -2984,6 +3255,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3001,118 +3273,118 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             409: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             502: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             503: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
     };
     listSenderTemplates: {
         parameters: {
-            query: {
-                order: "ASC" | "DESC";
-                page: number;
-                take: number;
+            query?: {
+                order?: "ASC" | "DESC";
+                page?: number;
+                take?: number;
                 q?: string;
                 tenantId?: string;
                 deleted?: "true" | "false";
                 itemCount?: number;
-                orderField: "name" | "updatedAt";
+                orderField?: "name" | "updatedAt";
                 name?: string;
                 language?: string;
                 status?: "APPROVED" | "PENDING" | "REJECTED" | "PAUSED" | "DISABLED" | "PENDING_DELETION" | "DELETED" | "ARCHIVED" | "IN_APPEAL" | "LIMIT_EXCEEDED";
                 category?: "MARKETING" | "UTILITY" | "AUTHENTICATION";
             };
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 id: string;
             };
@@ -3123,6 +3395,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3174,60 +3447,65 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
     };
     listAllMessages: {
         parameters: {
-            query: {
-                order: "ASC" | "DESC";
-                page: number;
-                take: number;
-                orderField: "createdAt" | "updatedAt";
+            query?: {
+                order?: "ASC" | "DESC";
+                page?: number;
+                take?: number;
+                orderField?: "createdAt" | "updatedAt";
                 deleted?: "true" | "false";
                 itemCount?: number;
                 status?: ("scheduled" | "queued" | "sending" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled")[];
@@ -3251,7 +3529,10 @@ export interface operations {
                 /** @description Its last error code, exact (`131026`, `MESSAGE_EXPIRED`, …) */
                 errorCode?: string;
             };
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3260,6 +3541,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3315,33 +3597,44 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3349,7 +3642,10 @@ export interface operations {
     retryMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 id: string;
             };
@@ -3360,6 +3656,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3403,68 +3700,87 @@ export interface operations {
                     };
                 };
             };
-            /** @description The error body every failure answers with */
-            401: {
+            /** @description A malformed parameter, or a malformed body (VALIDATION_ERROR) */
+            400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             409: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             503: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3472,7 +3788,10 @@ export interface operations {
     retryMessages: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3511,7 +3830,7 @@ export interface operations {
                     /** @description Its last error code, exact (`131026`, `MESSAGE_EXPIRED`, …) */
                     errorCode?: string;
                     /** @default 100 */
-                    limit: number;
+                    limit?: number;
                 };
             };
         };
@@ -3519,6 +3838,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3531,49 +3851,64 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             503: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3581,7 +3916,10 @@ export interface operations {
     listQueues: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3590,6 +3928,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3620,33 +3959,34 @@ export interface operations {
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             503: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3654,7 +3994,10 @@ export interface operations {
     pauseQueue: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 name: string;
             };
@@ -3672,6 +4015,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3700,65 +4044,74 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             503: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3766,7 +4119,10 @@ export interface operations {
     resumeQueue: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 name: string;
             };
@@ -3784,6 +4140,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3812,86 +4169,98 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             503: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
     };
     adminListSuppressions: {
         parameters: {
-            query: {
-                order: "ASC" | "DESC";
-                page: number;
-                take: number;
+            query?: {
+                order?: "ASC" | "DESC";
+                page?: number;
+                take?: number;
                 q?: string;
                 tenantId?: string;
                 deleted?: "true" | "false";
                 itemCount?: number;
-                orderField: "createdAt";
+                orderField?: "createdAt";
                 recipient?: string;
                 scope?: "marketing" | "all";
                 source?: "keyword" | "user_preferences" | "131050" | "api" | "admin";
                 senderId?: string;
             };
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3900,6 +4269,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3930,33 +4300,44 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3964,7 +4345,10 @@ export interface operations {
     adminCreateSuppression: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3989,6 +4373,7 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4011,49 +4396,74 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4061,7 +4471,10 @@ export interface operations {
     adminGetSuppression: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 id: string;
             };
@@ -4072,6 +4485,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4094,49 +4508,54 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4144,7 +4563,10 @@ export interface operations {
     adminDeleteSuppression: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 id: string;
             };
@@ -4161,6 +4583,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4183,49 +4606,74 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4233,7 +4681,12 @@ export interface operations {
     sendTextMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the request safe to retry: a repeat with the same key and body within the key's lifetime answers the first answer again (with `Idempotent-Replayed: true`) instead of doing the work twice; the same key with another body is 422, and one still in progress 409. */
+                "idempotency-key"?: string;
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4298,6 +4751,8 @@ export interface operations {
             /** @description Default Response */
             202: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "idempotent-replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4322,145 +4777,94 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             409: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             413: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             415: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             422: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             429: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             503: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4468,7 +4872,12 @@ export interface operations {
     sendTemplateMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the request safe to retry: a repeat with the same key and body within the key's lifetime answers the first answer again (with `Idempotent-Replayed: true`) instead of doing the work twice; the same key with another body is 422, and one still in progress 409. */
+                "idempotency-key"?: string;
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4534,6 +4943,8 @@ export interface operations {
             /** @description Default Response */
             202: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "idempotent-replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4558,145 +4969,94 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             409: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             413: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             415: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             422: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             429: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             503: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4704,7 +5064,12 @@ export interface operations {
     sendImageMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the request safe to retry: a repeat with the same key and body within the key's lifetime answers the first answer again (with `Idempotent-Replayed: true`) instead of doing the work twice; the same key with another body is 422, and one still in progress 409. */
+                "idempotency-key"?: string;
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4774,6 +5139,8 @@ export interface operations {
             /** @description Default Response */
             202: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "idempotent-replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4798,145 +5165,94 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             409: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             413: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             415: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             422: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             429: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             503: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4944,7 +5260,12 @@ export interface operations {
     sendDocumentMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the request safe to retry: a repeat with the same key and body within the key's lifetime answers the first answer again (with `Idempotent-Replayed: true`) instead of doing the work twice; the same key with another body is 422, and one still in progress 409. */
+                "idempotency-key"?: string;
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5015,6 +5336,8 @@ export interface operations {
             /** @description Default Response */
             202: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "idempotent-replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5039,145 +5362,94 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             409: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             413: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             415: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             422: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             429: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             503: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -5185,7 +5457,12 @@ export interface operations {
     sendVideoMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the request safe to retry: a repeat with the same key and body within the key's lifetime answers the first answer again (with `Idempotent-Replayed: true`) instead of doing the work twice; the same key with another body is 422, and one still in progress 409. */
+                "idempotency-key"?: string;
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5255,6 +5532,8 @@ export interface operations {
             /** @description Default Response */
             202: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "idempotent-replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5279,145 +5558,94 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             409: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             413: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             415: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             422: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             429: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             503: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -5425,7 +5653,12 @@ export interface operations {
     sendAudioMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the request safe to retry: a repeat with the same key and body within the key's lifetime answers the first answer again (with `Idempotent-Replayed: true`) instead of doing the work twice; the same key with another body is 422, and one still in progress 409. */
+                "idempotency-key"?: string;
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5494,6 +5727,8 @@ export interface operations {
             /** @description Default Response */
             202: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "idempotent-replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5518,145 +5753,94 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             409: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             413: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             415: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             422: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             429: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             503: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -5664,7 +5848,12 @@ export interface operations {
     sendStickerMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the request safe to retry: a repeat with the same key and body within the key's lifetime answers the first answer again (with `Idempotent-Replayed: true`) instead of doing the work twice; the same key with another body is 422, and one still in progress 409. */
+                "idempotency-key"?: string;
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5733,6 +5922,8 @@ export interface operations {
             /** @description Default Response */
             202: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "idempotent-replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5757,145 +5948,94 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             409: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             413: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             415: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             422: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             429: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             503: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -5903,7 +6043,12 @@ export interface operations {
     sendLocationMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the request safe to retry: a repeat with the same key and body within the key's lifetime answers the first answer again (with `Idempotent-Replayed: true`) instead of doing the work twice; the same key with another body is 422, and one still in progress 409. */
+                "idempotency-key"?: string;
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5973,6 +6118,8 @@ export interface operations {
             /** @description Default Response */
             202: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "idempotent-replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5997,145 +6144,94 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             409: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             413: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             415: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             422: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             429: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             503: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -6143,7 +6239,12 @@ export interface operations {
     sendContactsMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the request safe to retry: a repeat with the same key and body within the key's lifetime answers the first answer again (with `Idempotent-Replayed: true`) instead of doing the work twice; the same key with another body is 422, and one still in progress 409. */
+                "idempotency-key"?: string;
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6253,6 +6354,8 @@ export interface operations {
             /** @description Default Response */
             202: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "idempotent-replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6277,145 +6380,94 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             409: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             413: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             415: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             422: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             429: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             503: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -6423,7 +6475,12 @@ export interface operations {
     sendInteractiveMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the request safe to retry: a repeat with the same key and body within the key's lifetime answers the first answer again (with `Idempotent-Replayed: true`) instead of doing the work twice; the same key with another body is 422, and one still in progress 409. */
+                "idempotency-key"?: string;
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6619,6 +6676,8 @@ export interface operations {
             /** @description Default Response */
             202: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "idempotent-replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6643,145 +6702,94 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             409: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             413: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             415: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             422: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             429: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             503: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -6789,7 +6797,12 @@ export interface operations {
     sendReactionMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the request safe to retry: a repeat with the same key and body within the key's lifetime answers the first answer again (with `Idempotent-Replayed: true`) instead of doing the work twice; the same key with another body is 422, and one still in progress 409. */
+                "idempotency-key"?: string;
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6859,6 +6872,8 @@ export interface operations {
             /** @description Default Response */
             202: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "idempotent-replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6883,145 +6898,94 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             409: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             413: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             415: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             422: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             429: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             503: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -7029,7 +6993,12 @@ export interface operations {
     sendMessageBatch: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the request safe to retry: a repeat with the same key and body within the key's lifetime answers the first answer again (with `Idempotent-Replayed: true`) instead of doing the work twice; the same key with another body is 422, and one still in progress 409. */
+                "idempotency-key"?: string;
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -7047,6 +7016,8 @@ export interface operations {
             /** @description Default Response */
             202: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "idempotent-replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7083,145 +7054,94 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             409: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             413: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             415: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             422: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             429: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             503: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -7229,7 +7149,10 @@ export interface operations {
     validateMessages: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -7245,6 +7168,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7289,81 +7213,73 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             413: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             415: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -7371,7 +7287,10 @@ export interface operations {
     getMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 messageId: string;
             };
@@ -7382,6 +7301,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7421,52 +7341,66 @@ export interface operations {
                     };
                 };
             };
-            /** @description The error body every failure answers with */
-            401: {
+            /** @description A malformed parameter (VALIDATION_ERROR) */
+            400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -7474,7 +7408,10 @@ export interface operations {
     cancelMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 messageId: string;
             };
@@ -7485,6 +7422,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7524,99 +7462,111 @@ export interface operations {
                     };
                 };
             };
-            /** @description The error body every failure answers with */
-            401: {
+            /** @description A malformed parameter, or a malformed body (VALIDATION_ERROR) */
+            400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             409: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             503: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
     };
     listMessages: {
         parameters: {
-            query: {
-                order: "ASC" | "DESC";
-                page: number;
-                take: number;
+            query?: {
+                order?: "ASC" | "DESC";
+                page?: number;
+                take?: number;
                 q?: string;
                 tenantId?: string;
                 deleted?: "true" | "false";
                 itemCount?: number;
-                orderField: "createdAt" | "updatedAt";
+                orderField?: "createdAt" | "updatedAt";
                 status?: ("scheduled" | "queued" | "sending" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled")[];
                 type?: ("text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction")[];
                 /** @description E.164, e.g. +5511987654321 */
@@ -7631,7 +7581,10 @@ export interface operations {
                 /** @description End of the acceptance time, inclusive: a date (YYYY-MM-DD, the whole UTC day) or a date-time with its offset (RFC 3339) */
                 endDate?: string;
             };
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -7640,6 +7593,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7691,49 +7645,53 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -7741,7 +7699,10 @@ export interface operations {
     markMessageRead: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 messageId: string;
             };
@@ -7759,6 +7720,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7776,97 +7738,93 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             502: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             503: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -7878,7 +7836,10 @@ export interface operations {
                 "hub.verify_token": string;
                 "hub.challenge": string;
             };
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -7887,6 +7848,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7896,33 +7858,32 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -7930,7 +7891,10 @@ export interface operations {
     receiveWhatsAppWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -7961,6 +7925,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7972,33 +7937,52 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -8006,7 +7990,10 @@ export interface operations {
     createChannel: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -8035,6 +8022,7 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8061,65 +8049,84 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             422: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -8127,7 +8134,10 @@ export interface operations {
     deleteChannel: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 id: string;
             };
@@ -8135,19 +8145,96 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
-            200: {
+            /** @description Deleted */
+            204: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description A malformed parameter, or a malformed body (VALIDATION_ERROR) */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid admin token (ADMIN_AUTH_REQUIRED) */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
         };
     };
     updateChannel: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 id: string;
             };
@@ -8178,6 +8265,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8204,65 +8292,84 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             422: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -8270,7 +8377,10 @@ export interface operations {
     createProject: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -8321,6 +8431,7 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8378,65 +8489,84 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             422: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -8444,7 +8574,10 @@ export interface operations {
     deleteProject: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 id: string;
             };
@@ -8452,19 +8585,96 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
-            200: {
+            /** @description Deleted */
+            204: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description A malformed parameter, or a malformed body (VALIDATION_ERROR) */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid admin token (ADMIN_AUTH_REQUIRED) */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
         };
     };
     updateProject: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 id: string;
             };
@@ -8516,6 +8726,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8573,65 +8784,84 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             422: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -8639,7 +8869,10 @@ export interface operations {
     createProduct: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -8664,6 +8897,7 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8686,65 +8920,84 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             422: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -8752,7 +9005,10 @@ export interface operations {
     deleteProduct: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 id: string;
             };
@@ -8760,19 +9016,96 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
-            200: {
+            /** @description Deleted */
+            204: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description A malformed parameter, or a malformed body (VALIDATION_ERROR) */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid admin token (ADMIN_AUTH_REQUIRED) */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
         };
     };
     updateProduct: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 id: string;
             };
@@ -8798,6 +9131,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8820,83 +9154,105 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             422: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
     };
     listChannels: {
         parameters: {
-            query: {
-                order: "ASC" | "DESC";
-                page: number;
-                take: number;
+            query?: {
+                order?: "ASC" | "DESC";
+                page?: number;
+                take?: number;
                 q?: string;
                 tenantId?: string;
                 deleted?: "true" | "false";
                 itemCount?: number;
-                orderField: "createdAt" | "name";
+                orderField?: "createdAt" | "name";
                 channelIds?: string[];
             };
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -8905,6 +9261,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8931,67 +9288,74 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
     };
     listProjects: {
         parameters: {
-            query: {
-                order: "ASC" | "DESC";
-                page: number;
-                take: number;
+            query?: {
+                order?: "ASC" | "DESC";
+                page?: number;
+                take?: number;
                 q?: string;
                 tenantId?: string;
                 deleted?: "true" | "false";
                 itemCount?: number;
-                orderField: "createdAt" | "updatedAt" | "name" | "displayId";
+                orderField?: "createdAt" | "updatedAt" | "name" | "displayId";
                 channelIds?: string[];
             };
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -9000,6 +9364,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9065,68 +9430,75 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
     };
     listProducts: {
         parameters: {
-            query: {
-                order: "ASC" | "DESC";
-                page: number;
-                take: number;
+            query?: {
+                order?: "ASC" | "DESC";
+                page?: number;
+                take?: number;
                 q?: string;
                 tenantId?: string;
                 deleted?: "true" | "false";
                 itemCount?: number;
-                orderField: "createdAt" | "updatedAt" | "name" | "displayId" | "price" | "stock";
+                orderField?: "createdAt" | "updatedAt" | "name" | "displayId" | "price" | "stock";
                 channelId?: string;
                 productType?: ("KIT" | "PROBIOTIC" | "BUNDLE")[];
             };
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -9135,6 +9507,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9165,70 +9538,77 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
     };
     listOrders: {
         parameters: {
-            query: {
-                order: "ASC" | "DESC";
-                page: number;
-                take: number;
+            query?: {
+                order?: "ASC" | "DESC";
+                page?: number;
+                take?: number;
                 q?: string;
                 tenantId?: string;
                 deleted?: "true" | "false";
                 itemCount?: number;
-                orderField: "orderedAt" | "displayId" | "total";
+                orderField?: "orderedAt" | "displayId" | "total";
                 projectId?: string;
                 productType?: "KIT" | "PROBIOTIC" | "BUNDLE";
                 startDate?: string;
                 endDate?: string;
             };
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -9237,6 +9617,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9387,65 +9768,63 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -9454,7 +9833,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description Makes the request safe to retry: a repeat with the same key and body within the key's lifetime answers the first answer again (with `Idempotent-Replayed: true`) instead of doing the work twice; the same key with another body is 422, and one still in progress 409. */
                 "idempotency-key"?: string;
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
             };
             path?: never;
             cookie?: never;
@@ -9492,6 +9874,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "idempotent-replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9634,97 +10018,104 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             409: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             422: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -9732,7 +10123,10 @@ export interface operations {
     getOrder: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 orderId: string;
             };
@@ -9743,6 +10137,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9885,86 +10280,87 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
     };
     listKits: {
         parameters: {
-            query: {
-                order: "ASC" | "DESC";
-                page: number;
-                take: number;
+            query?: {
+                order?: "ASC" | "DESC";
+                page?: number;
+                take?: number;
                 q?: string;
                 tenantId?: string;
                 deleted?: "true" | "false";
                 itemCount?: number;
-                orderField: "createdAt" | "serial";
+                orderField?: "createdAt" | "serial";
                 orderId?: string;
                 projectId?: string;
                 serial?: string;
                 status?: "UNACTIVATED" | "SENT_OUT" | "ACTIVATED" | "KIT_RECEIVED" | "DNA_EXTRACTED" | "SEQUENCING" | "UNDER_SUPPORT" | "COMPLETED" | "FFQ_SURVEY_COMPLETED" | "ALIQUOTED";
             };
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -9973,6 +10369,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10039,66 +10436,73 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
     };
     listWebhookEndpoints: {
         parameters: {
-            query: {
-                order: "ASC" | "DESC";
-                page: number;
-                take: number;
+            query?: {
+                order?: "ASC" | "DESC";
+                page?: number;
+                take?: number;
                 q?: string;
                 tenantId?: string;
                 deleted?: "true" | "false";
                 itemCount?: number;
-                orderField: "createdAt" | "updatedAt";
+                orderField?: "createdAt" | "updatedAt";
             };
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -10107,6 +10511,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10138,49 +10543,53 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -10188,7 +10597,10 @@ export interface operations {
     createWebhookEndpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -10205,6 +10617,7 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10229,49 +10642,73 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -10279,7 +10716,10 @@ export interface operations {
     getWebhookEndpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 id: string;
             };
@@ -10290,6 +10730,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10310,52 +10751,66 @@ export interface operations {
                     };
                 };
             };
-            /** @description The error body every failure answers with */
-            401: {
+            /** @description A malformed parameter (VALIDATION_ERROR) */
+            400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -10363,7 +10818,10 @@ export interface operations {
     deleteWebhookEndpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 id: string;
             };
@@ -10374,56 +10832,91 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description The error body every failure answers with */
-            401: {
+            /** @description A malformed parameter, or a malformed body (VALIDATION_ERROR) */
+            400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -10431,7 +10924,10 @@ export interface operations {
     updateWebhookEndpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 id: string;
             };
@@ -10450,6 +10946,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10473,65 +10970,83 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -10539,7 +11054,10 @@ export interface operations {
     rotateWebhookEndpointSecret: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 id: string;
             };
@@ -10550,6 +11068,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10571,66 +11090,103 @@ export interface operations {
                     };
                 };
             };
-            /** @description The error body every failure answers with */
-            401: {
+            /** @description A malformed parameter, or a malformed body (VALIDATION_ERROR) */
+            400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
     };
     listWebhookAttempts: {
         parameters: {
-            query: {
-                order: "ASC" | "DESC";
-                page: number;
-                take: number;
+            query?: {
+                order?: "ASC" | "DESC";
+                page?: number;
+                take?: number;
                 eventId?: string;
                 success?: boolean;
             };
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 id: string;
             };
@@ -10641,6 +11197,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10671,65 +11228,63 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -10737,7 +11292,10 @@ export interface operations {
     retryWebhookEvent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 id: string;
                 eventId: string;
@@ -10749,6 +11307,7 @@ export interface operations {
             /** @description Default Response */
             202: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10759,84 +11318,96 @@ export interface operations {
                     };
                 };
             };
-            /** @description The error body every failure answers with */
-            401: {
+            /** @description A malformed parameter, or a malformed body (VALIDATION_ERROR) */
+            400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             409: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             503: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -10844,7 +11415,10 @@ export interface operations {
     replayWebhookEvents: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 id: string;
             };
@@ -10864,6 +11438,7 @@ export interface operations {
             /** @description Default Response */
             202: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10879,97 +11454,93 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             409: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             503: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -10977,7 +11548,10 @@ export interface operations {
     uploadMedia: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -10996,6 +11570,7 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11022,113 +11597,83 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             413: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             415: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             502: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             503: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -11136,7 +11681,10 @@ export interface operations {
     getInboundMediaContent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 /** @description The platform's id of an inbound message's media (its `content.media.id`) */
                 mediaId: string;
@@ -11148,6 +11696,7 @@ export interface operations {
             /** @description The media bytes */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11157,118 +11706,97 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             502: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             503: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
     };
     listTemplates: {
         parameters: {
-            query: {
-                order: "ASC" | "DESC";
-                page: number;
-                take: number;
+            query?: {
+                order?: "ASC" | "DESC";
+                page?: number;
+                take?: number;
                 q?: string;
                 tenantId?: string;
                 deleted?: "true" | "false";
                 itemCount?: number;
-                orderField: "name" | "updatedAt";
+                orderField?: "name" | "updatedAt";
                 name?: string;
                 language?: string;
                 status?: "APPROVED" | "PENDING" | "REJECTED" | "PAUSED" | "DISABLED" | "PENDING_DELETION" | "DELETED" | "ARCHIVED" | "IN_APPEAL" | "LIMIT_EXCEEDED";
                 category?: "MARKETING" | "UTILITY" | "AUTHENTICATION";
             };
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -11277,6 +11805,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11328,69 +11857,76 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
     };
     listSuppressions: {
         parameters: {
-            query: {
-                order: "ASC" | "DESC";
-                page: number;
-                take: number;
+            query?: {
+                order?: "ASC" | "DESC";
+                page?: number;
+                take?: number;
                 q?: string;
                 tenantId?: string;
                 deleted?: "true" | "false";
                 itemCount?: number;
-                orderField: "createdAt";
+                orderField?: "createdAt";
                 recipient?: string;
                 scope?: "marketing" | "all";
                 source?: "keyword" | "user_preferences" | "131050" | "api" | "admin";
             };
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -11399,6 +11935,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11429,49 +11966,53 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -11479,7 +12020,10 @@ export interface operations {
     createSuppression: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -11503,6 +12047,7 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11525,65 +12070,83 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -11591,7 +12154,10 @@ export interface operations {
     getSuppression: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 id: string;
             };
@@ -11602,6 +12168,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11624,65 +12191,63 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -11690,7 +12255,10 @@ export interface operations {
     deleteSuppression: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 id: string;
             };
@@ -11707,6 +12275,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11729,65 +12298,83 @@ export interface operations {
             /** @description The error body every failure answers with */
             400: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @example VALIDATION_ERROR */
-                        errorCode: string;
-                        statusCode: number;
-                        /** @example Bad Request */
-                        error: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
