@@ -26,6 +26,7 @@ interface ResponseObject {
 }
 interface Operation {
   operationId?: string
+  parameters?: { in: string; name: string; explode?: boolean }[]
   requestBody?: { content?: Record<string, unknown> }
   responses?: Record<string, ResponseObject>
 }
@@ -126,6 +127,26 @@ function findOperation(
   return { operation, rawPath }
 }
 
+/**
+ * A comma-list parameter (`style: form, explode: false`) given more than once, as the service
+ * also takes it (`status=failed,expired&status=sent`), is checked as the one list it amounts to:
+ * OpenAPI has no way to say that both forms are taken.
+ */
+function joinRepeatedLists(operation: Operation, rawPath: string) {
+  const [path, query] = rawPath.split('?', 2) as [string, string | undefined]
+  if (!query) return rawPath
+  const params = new URLSearchParams(query)
+  let joined = false
+  for (const parameter of operation.parameters ?? []) {
+    if (parameter.in !== 'query' || parameter.explode !== false) continue
+    const values = params.getAll(parameter.name)
+    if (values.length < 2) continue
+    params.set(parameter.name, values.join(','))
+    joined = true
+  }
+  return joined ? `${path}?${params.toString()}` : rawPath
+}
+
 function requestProblems(
   backend: OpenAPIBackend,
   operation: Operation,
@@ -145,7 +166,7 @@ function requestProblems(
   const result = backend.validator.validateRequest(
     {
       method: request.method,
-      path: rawPath,
+      path: joinRepeatedLists(operation, rawPath),
       headers: request.headers as Record<string, string>,
       body: jsonBody ? exchange.body : {},
     },
@@ -170,7 +191,8 @@ function responseProblems(
   }
   const problems: string[] = []
   const headers = reply.getHeaders()
-  const payload = exchange.payload
+  // Fastify sends no body with a 204 or 304, whatever the handler gave.
+  const payload = status === 204 || status === 304 ? '' : exchange.payload
   const media = mediaType(headers['content-type'])
   const content = Object.keys(documented.content ?? {})
   if (payload === undefined) {
