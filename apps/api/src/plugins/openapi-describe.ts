@@ -57,6 +57,8 @@ function impliedErrors(route: RouteOptions, schema: Schema): Implied {
       'UNSUPPORTED_MEDIA_TYPE',
     )
   }
+  // A path parameter over the router's length limit names nothing: 404 before any route runs.
+  if (String(route.url).includes(':')) add(404, 'No such resource, or an id too long to be one', 'NOT_FOUND')
   if (schemes.includes('adminToken')) {
     add(401, 'No valid admin token', 'ADMIN_AUTH_REQUIRED')
     add(429, 'Too many failed authentications from this address', 'RATE_LIMITED')
