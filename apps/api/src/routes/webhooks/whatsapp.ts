@@ -43,7 +43,8 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
           security: [],
           querystring: WhatsAppVerifyQuery,
           response: {
-            200: { type: 'string' },
+            // The challenge echoed as plain text, as Meta expects it.
+            200: { description: 'The challenge', content: { 'text/plain': { schema: { type: 'string' } } } },
             ...errorResponses('VALIDATION_ERROR', 'WEBHOOK_VERIFY_TOKEN_INVALID'),
           },
         },
