@@ -7845,14 +7845,14 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The challenge */
             200: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": string;
+                    "text/plain": string;
                 };
             };
             /** @description The error body every failure answers with */
@@ -11693,14 +11693,14 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The media bytes */
+            /** @description The media bytes, with their own media type */
             200: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/octet-stream": string;
+                    "*/*": string;
                 };
             };
             /** @description The error body every failure answers with */

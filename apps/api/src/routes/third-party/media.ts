@@ -184,8 +184,9 @@ export const mediaRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: MediaContentParams,
         response: {
           200: {
-            description: 'The media bytes',
-            content: { 'application/octet-stream': { schema: Type.String({ format: 'binary' }) } },
+            // Sent with the media type the platform gave (`image/jpeg`, `application/pdf`, …).
+            description: 'The media bytes, with their own media type',
+            content: { '*/*': { schema: Type.String({ format: 'binary' }) } },
           },
           ...errorResponses(
             'VALIDATION_ERROR',
