@@ -9,7 +9,9 @@ import { PortalApp } from './portal/app.tsx'
 const root = document.getElementById('app')
 if (root) {
   render(
-    <QueryClientProvider client={queryClient}>{mode === 'portal' ? <PortalApp /> : <ConsoleApp />}</QueryClientProvider>,
+    <QueryClientProvider client={queryClient}>
+      {mode === 'portal' ? <PortalApp /> : <ConsoleApp />}
+    </QueryClientProvider>,
     root,
   )
 }

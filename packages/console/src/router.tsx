@@ -2,7 +2,9 @@ import type { ComponentChildren, JSX } from 'preact'
 import { useEffect, useState } from 'preact/hooks'
 
 /** The app's two homes: `/portal` for a key holder, `/console` for admins. */
-export const mode: 'console' | 'portal' = window.location.pathname.startsWith('/portal') ? 'portal' : 'console'
+export const mode: 'console' | 'portal' = window.location.pathname.startsWith('/portal')
+  ? 'portal'
+  : 'console'
 export const basePath = mode === 'portal' ? '/portal' : '/console'
 
 const listeners = new Set<() => void>()
@@ -51,12 +53,16 @@ export function match(pattern: string, path: string): Record<string, string> | u
   return params
 }
 
-type LinkProps = Omit<JSX.HTMLAttributes<HTMLAnchorElement>, 'href'> & { href: string; children: ComponentChildren }
+type LinkProps = Omit<JSX.HTMLAttributes<HTMLAnchorElement>, 'href'> & {
+  href: string
+  children: ComponentChildren
+}
 
 /** A link under the base that navigates in the page (a modified click opens a tab as usual). */
 export function Link({ href, children, ...rest }: LinkProps) {
   const onClick = (event: MouseEvent) => {
-    if (event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey) return
+    if (event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey)
+      return
     event.preventDefault()
     navigate(href)
   }

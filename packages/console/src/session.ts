@@ -1,7 +1,10 @@
 import { useEffect, useState } from 'preact/hooks'
 import { isSessionEnded, onSignedOut, queryClient, setCsrfToken } from './api.ts'
 
-type SessionState<S> = { status: 'loading' } | { status: 'signed-out'; notice?: string } | { status: 'signed-in'; session: S }
+type SessionState<S> =
+  | { status: 'loading' }
+  | { status: 'signed-out'; notice?: string }
+  | { status: 'signed-in'; session: S }
 
 /**
  * The browser's session, read back once at load (the cookie is HttpOnly: only the API can say

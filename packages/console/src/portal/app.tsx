@@ -48,7 +48,11 @@ export function PortalApp() {
         title="Dispatch portal"
         notice={state.notice}
         signIn={async (form) =>
-          signedIn(await api.POST('/api/third-party/session', { body: { apiKey: String(form.get('apiKey') ?? '') } }))
+          signedIn(
+            await api.POST('/api/third-party/session', {
+              body: { apiKey: String(form.get('apiKey') ?? '') },
+            }),
+          )
         }
       >
         <label>

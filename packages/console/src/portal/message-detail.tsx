@@ -10,7 +10,8 @@ import { refreshWhileLive, Timeline } from '../ui/timeline.tsx'
 export function MessageDetail({ id }: { id: string }) {
   const timeline = useQuery({
     queryKey: ['messages', 'timeline', id],
-    queryFn: () => api.GET('/api/third-party/messages/{messageId}/timeline', { params: { path: { messageId: id } } }),
+    queryFn: () =>
+      api.GET('/api/third-party/messages/{messageId}/timeline', { params: { path: { messageId: id } } }),
     refetchInterval: (query) => refreshWhileLive(query.state.data?.message.status),
   })
   return (

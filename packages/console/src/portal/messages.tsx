@@ -1,8 +1,8 @@
 import { keepPreviousData, useQuery } from '@tanstack/preact-query'
 import { useState } from 'preact/hooks'
 import { api, paging } from '../api.ts'
-import { MessageSearchForm } from '../console/messages/search-form.tsx'
 import { searchFromAddress, searchFromForm, toAddress, toQuery } from '../console/messages/search.ts'
+import { MessageSearchForm } from '../console/messages/search-form.tsx'
 import { navigate, useLocation } from '../router.tsx'
 import { MessagesTable } from '../ui/messages-table.tsx'
 import { Page } from '../ui/page.tsx'
@@ -16,7 +16,8 @@ export function Messages() {
   const [page, setPage] = useState(1)
   const messages = useQuery({
     queryKey: ['messages', 'own', search, page],
-    queryFn: () => api.GET('/api/third-party/messages', { params: { query: { ...paging(page), ...toQuery(search) } } }),
+    queryFn: () =>
+      api.GET('/api/third-party/messages', { params: { query: { ...paging(page), ...toQuery(search) } } }),
     placeholderData: keepPreviousData,
     refetchInterval: 10_000,
   })

@@ -10,7 +10,11 @@ export function SendTest() {
   const send = useMutation({
     mutationFn: (form: FormData) =>
       api.POST('/api/third-party/messages/send-text', {
-        body: { phone: text(form, 'phone') ?? '', text: text(form, 'text') ?? '', clientReference: 'portal-test' },
+        body: {
+          phone: text(form, 'phone') ?? '',
+          text: text(form, 'text') ?? '',
+          clientReference: 'portal-test',
+        },
       }),
   })
   return (
@@ -37,7 +41,8 @@ export function SendTest() {
       <Outcome mutation={send} />
       {send.data ? (
         <p role="status">
-          Accepted: <Link href={`/messages/${send.data.messageId}`}>follow message {send.data.messageId}</Link>
+          Accepted:{' '}
+          <Link href={`/messages/${send.data.messageId}`}>follow message {send.data.messageId}</Link>
         </p>
       ) : null}
     </Page>

@@ -6,7 +6,11 @@ import { Loaded, StatusBadge } from '../ui/status.tsx'
 
 /** The key's limits and what it has used today. */
 export function Usage() {
-  const me = useQuery({ queryKey: ['me'], queryFn: () => api.GET('/api/api-keys/me'), refetchInterval: 15_000 })
+  const me = useQuery({
+    queryKey: ['me'],
+    queryFn: () => api.GET('/api/api-keys/me'),
+    refetchInterval: 15_000,
+  })
   return (
     <Page title="Limits and usage">
       <Loaded query={me}>

@@ -27,19 +27,25 @@ export function WebhookEndpoint({ id }: { id: string }) {
   const refresh = () => client.invalidateQueries({ queryKey: ['webhooks'] })
   const retry = useMutation({
     mutationFn: (eventId: string) =>
-      api.POST('/api/third-party/webhook-endpoints/{id}/events/{eventId}/retry', { params: { path: { id, eventId } } }),
+      api.POST('/api/third-party/webhook-endpoints/{id}/events/{eventId}/retry', {
+        params: { path: { id, eventId } },
+      }),
     onSuccess: refresh,
   })
   const replay = useMutation({
     mutationFn: (form: FormData) =>
       api.POST('/api/third-party/webhook-endpoints/{id}/replay', {
         params: { path: { id } },
-        body: { since: instant(form, 'since') ?? '', ...(instant(form, 'until') ? { until: instant(form, 'until') } : {}) },
+        body: {
+          since: instant(form, 'since') ?? '',
+          ...(instant(form, 'until') ? { until: instant(form, 'until') } : {}),
+        },
       }),
     onSuccess: refresh,
   })
   const rotate = useMutation({
-    mutationFn: () => api.POST('/api/third-party/webhook-endpoints/{id}/rotate-secret', { params: { path: { id } } }),
+    mutationFn: () =>
+      api.POST('/api/third-party/webhook-endpoints/{id}/rotate-secret', { params: { path: { id } } }),
     onSuccess: refresh,
   })
   return (
@@ -55,7 +61,9 @@ export function WebhookEndpoint({ id }: { id: string }) {
             <dt>Events</dt>
             <dd>{data.events.join(', ')}</dd>
             <dt>State</dt>
-            <dd>{data.enabled ? 'enabled' : `disabled${data.disabledReason ? `: ${data.disabledReason}` : ''}`}</dd>
+            <dd>
+              {data.enabled ? 'enabled' : `disabled${data.disabledReason ? `: ${data.disabledReason}` : ''}`}
+            </dd>
             <dt>Previous secret valid until</dt>
             <dd>{formatTime(data.previousSecretExpiresAt)}</dd>
           </dl>
@@ -92,8 +100,8 @@ export function WebhookEndpoint({ id }: { id: string }) {
                         </td>
                         <td>{attempt.attempt}</td>
                         <td class="wrap">
-                          {attempt.success ? 'delivered' : 'failed'} {attempt.statusCode ?? ''} {attempt.error ?? ''} (
-                          {attempt.durationMs} ms)
+                          {attempt.success ? 'delivered' : 'failed'} {attempt.statusCode ?? ''}{' '}
+                          {attempt.error ?? ''} ({attempt.durationMs} ms)
                         </td>
                         <td>{formatTime(attempt.nextRetryAt)}</td>
                         <td>
@@ -143,7 +151,10 @@ export function WebhookEndpoint({ id }: { id: string }) {
         <Outcome mutation={replay} done={replay.data ? `${replay.data.events} events queued again.` : ''} />
       </Section>
       <Section title="Signing secret">
-        <p>A new secret signs every delivery from now on; the previous one stays valid for a while, so you can switch.</p>
+        <p>
+          A new secret signs every delivery from now on; the previous one stays valid for a while, so you can
+          switch.
+        </p>
         <button type="button" class="danger" onClick={() => rotate.mutate()} disabled={rotate.isPending}>
           Rotate secret
         </button>

@@ -35,7 +35,11 @@ export function WebhookEndpoints() {
                       {endpoint.description ? <div class="muted">{endpoint.description}</div> : null}
                     </td>
                     <td class="wrap">{endpoint.events.join(', ')}</td>
-                    <td>{endpoint.enabled ? 'enabled' : `disabled${endpoint.disabledReason ? `: ${endpoint.disabledReason}` : ''}`}</td>
+                    <td>
+                      {endpoint.enabled
+                        ? 'enabled'
+                        : `disabled${endpoint.disabledReason ? `: ${endpoint.disabledReason}` : ''}`}
+                    </td>
                     <td>{formatTime(endpoint.failingSince)}</td>
                   </tr>
                 ))}

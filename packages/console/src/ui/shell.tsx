@@ -15,7 +15,8 @@ export function Shell(props: {
   children: ComponentChildren
 }) {
   const { path } = useLocation()
-  const isCurrent = (href: string) => (href === '/' ? path === '/' : path === href || path.startsWith(`${href}/`))
+  const isCurrent = (href: string) =>
+    href === '/' ? path === '/' : path === href || path.startsWith(`${href}/`)
   return (
     <>
       <a class="skip" href="#main">

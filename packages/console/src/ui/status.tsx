@@ -19,7 +19,10 @@ export function ErrorNote({ error }: { error: unknown }) {
 }
 
 /** A change's outcome, announced to screen readers. */
-export function Outcome(props: { mutation: { isError: boolean; isSuccess: boolean; error: unknown }; done?: string }) {
+export function Outcome(props: {
+  mutation: { isError: boolean; isSuccess: boolean; error: unknown }
+  done?: string
+}) {
   const { mutation } = props
   if (mutation.isError) return <ErrorNote error={mutation.error} />
   return (

@@ -33,7 +33,10 @@ export function KeyDetail({ id }: { id: string }) {
   })
   const revoke = useMutation({
     mutationFn: (reason: string | undefined) =>
-      api.POST('/api/admin/api-keys/{id}/revoke', { params: { path: { id } }, body: reason ? { reason } : {} }),
+      api.POST('/api/admin/api-keys/{id}/revoke', {
+        params: { path: { id } },
+        body: reason ? { reason } : {},
+      }),
     onSuccess: refresh,
   })
   return (
@@ -67,7 +70,9 @@ export function KeyDetail({ id }: { id: string }) {
                 <dd>{data.scopes.join(', ')}</dd>
                 <dt>Usage today</dt>
                 <dd>
-                  {usage ? `${usage.today} sent${usage.remainingToday === null ? '' : `, ${usage.remainingToday} left`}` : '—'}
+                  {usage
+                    ? `${usage.today} sent${usage.remainingToday === null ? '' : `, ${usage.remainingToday} left`}`
+                    : '—'}
                 </dd>
                 <dt>Messages</dt>
                 <dd>
@@ -96,11 +101,21 @@ export function KeyDetail({ id }: { id: string }) {
                   </label>
                   <label>
                     Rate per second
-                    <input name="ratePerSecond" type="number" min="1" defaultValue={data.ratePerSecond?.toString() ?? ''} />
+                    <input
+                      name="ratePerSecond"
+                      type="number"
+                      min="1"
+                      defaultValue={data.ratePerSecond?.toString() ?? ''}
+                    />
                   </label>
                   <label>
                     Daily quota
-                    <input name="dailyQuota" type="number" min="1" defaultValue={data.dailyQuota?.toString() ?? ''} />
+                    <input
+                      name="dailyQuota"
+                      type="number"
+                      min="1"
+                      defaultValue={data.dailyQuota?.toString() ?? ''}
+                    />
                   </label>
                   <label class="check">
                     <input name="transactional" type="checkbox" defaultChecked={data.transactional} />
@@ -149,7 +164,9 @@ export function KeyDetail({ id }: { id: string }) {
                         <td>{formatTime(entry.createdAt)}</td>
                         <td>{entry.actor}</td>
                         <td>
-                          {entry.fromStatus === entry.toStatus ? 'edited' : `${entry.fromStatus} → ${entry.toStatus}`}
+                          {entry.fromStatus === entry.toStatus
+                            ? 'edited'
+                            : `${entry.fromStatus} → ${entry.toStatus}`}
                           {entry.changes ? <code class="wrap"> {JSON.stringify(entry.changes)}</code> : null}
                         </td>
                         <td>{entry.reason ?? '—'}</td>

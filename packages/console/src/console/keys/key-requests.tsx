@@ -20,10 +20,15 @@ interface PendingKey {
  */
 async function approve(id: string, form: FormData) {
   const tenantId = text(form, 'tenantId')
-  await api.POST('/api/admin/api-keys/{id}/approve', { params: { path: { id } }, body: tenantId ? { tenantId } : {} })
+  await api.POST('/api/admin/api-keys/{id}/approve', {
+    params: { path: { id } },
+    body: tenantId ? { tenantId } : {},
+  })
   const limits = {
     ...(text(form, 'senderId') ? { senderId: text(form, 'senderId') } : {}),
-    ...(integer(form, 'ratePerSecond') !== undefined ? { ratePerSecond: integer(form, 'ratePerSecond') } : {}),
+    ...(integer(form, 'ratePerSecond') !== undefined
+      ? { ratePerSecond: integer(form, 'ratePerSecond') }
+      : {}),
     ...(integer(form, 'dailyQuota') !== undefined ? { dailyQuota: integer(form, 'dailyQuota') } : {}),
   }
   if (Object.keys(limits).length > 0) {
@@ -48,8 +53,8 @@ function KeyRequest({ request }: { request: PendingKey }) {
         {request.clientName} <span class="muted">({request.email})</span>
       </h2>
       <p>
-        Requested {formatTime(request.createdAt)}; tenant asked for: <strong>{request.requestedTenantId ?? 'none'}</strong>;
-        scopes: {request.scopes.join(', ')}
+        Requested {formatTime(request.createdAt)}; tenant asked for:{' '}
+        <strong>{request.requestedTenantId ?? 'none'}</strong>; scopes: {request.scopes.join(', ')}
       </p>
       <form
         class="row"
@@ -112,7 +117,8 @@ function KeyRequest({ request }: { request: PendingKey }) {
 export function KeyRequests() {
   const pending = useQuery({
     queryKey: ['api-keys', 'pending'],
-    queryFn: () => api.GET('/api/admin/api-keys', { params: { query: { ...paging(1, 100), status: 'pending' } } }),
+    queryFn: () =>
+      api.GET('/api/admin/api-keys', { params: { query: { ...paging(1, 100), status: 'pending' } } }),
   })
   return (
     <Page title="Key requests">

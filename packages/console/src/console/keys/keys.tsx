@@ -25,37 +25,41 @@ export function Keys() {
   })
   return (
     <Page title="Keys">
-      <form
-        class="row"
-        role="search"
-        aria-label="Search keys"
-        onSubmit={(event) => {
-          event.preventDefault()
-          const form = new FormData(event.currentTarget)
-          setSearch({ q: text(form, 'q'), status: text(form, 'status') as KeyStatus | undefined, tenantId: text(form, 'tenantId') })
-          setPage(1)
-        }}
-      >
-        <label>
-          Client name, e-mail or prefix
-          <input name="q" type="search" />
-        </label>
-        <label>
-          Status
-          <select name="status">
-            <option value="">Any</option>
-            <option value="pending">pending</option>
-            <option value="approved">approved</option>
-            <option value="rejected">rejected</option>
-            <option value="revoked">revoked</option>
-          </select>
-        </label>
-        <label>
-          Tenant
-          <input name="tenantId" />
-        </label>
-        <button type="submit">Search</button>
-      </form>
+      <search aria-label="Search keys">
+        <form
+          class="row"
+          onSubmit={(event) => {
+            event.preventDefault()
+            const form = new FormData(event.currentTarget)
+            setSearch({
+              q: text(form, 'q'),
+              status: text(form, 'status') as KeyStatus | undefined,
+              tenantId: text(form, 'tenantId'),
+            })
+            setPage(1)
+          }}
+        >
+          <label>
+            Client name, e-mail or prefix
+            <input name="q" type="search" />
+          </label>
+          <label>
+            Status
+            <select name="status">
+              <option value="">Any</option>
+              <option value="pending">pending</option>
+              <option value="approved">approved</option>
+              <option value="rejected">rejected</option>
+              <option value="revoked">revoked</option>
+            </select>
+          </label>
+          <label>
+            Tenant
+            <input name="tenantId" />
+          </label>
+          <button type="submit">Search</button>
+        </form>
+      </search>
       <Loaded query={keys}>
         {(result) => (
           <>

@@ -44,7 +44,13 @@ export function MessageDetail({ id }: { id: string }) {
                 <Link href={`/keys/${message.apiKeyId}`}>{message.apiKeyId}</Link>
               </dd>
               <dt>Sender</dt>
-              <dd>{message.senderId ? <Link href={`/senders/${message.senderId}`}>{message.senderId}</Link> : '—'}</dd>
+              <dd>
+                {message.senderId ? (
+                  <Link href={`/senders/${message.senderId}`}>{message.senderId}</Link>
+                ) : (
+                  '—'
+                )}
+              </dd>
               <dt>Attempts</dt>
               <dd>
                 {message.attempts}

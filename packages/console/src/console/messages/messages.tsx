@@ -6,8 +6,8 @@ import { MessagesTable } from '../../ui/messages-table.tsx'
 import { Page } from '../../ui/page.tsx'
 import { Pager } from '../../ui/pager.tsx'
 import { Loaded, Outcome } from '../../ui/status.tsx'
-import { MessageSearchForm } from './search-form.tsx'
 import { searchFromAddress, searchFromForm, toAddress, toQuery } from './search.ts'
+import { MessageSearchForm } from './search-form.tsx'
 
 /** The most failed messages one "retry all" asks the API to retry. */
 const RETRY_LIMIT = 1000
@@ -20,7 +20,8 @@ export function Messages() {
   const [page, setPage] = useState(1)
   const messages = useQuery({
     queryKey: ['messages', 'admin', search, page],
-    queryFn: () => api.GET('/api/admin/messages', { params: { query: { ...paging(page), ...toQuery(search) } } }),
+    queryFn: () =>
+      api.GET('/api/admin/messages', { params: { query: { ...paging(page), ...toQuery(search) } } }),
     placeholderData: keepPreviousData,
   })
   const { status: _status, ...retryable } = toQuery(search)
@@ -44,12 +45,16 @@ export function Messages() {
           class="secondary"
           disabled={retryAll.isPending}
           onClick={() => {
-            if (window.confirm(`Retry every failed message matching this search (at most ${RETRY_LIMIT})?`)) retryAll.mutate()
+            if (window.confirm(`Retry every failed message matching this search (at most ${RETRY_LIMIT})?`))
+              retryAll.mutate()
           }}
         >
           Retry every failed message matching
         </button>
-        <Outcome mutation={retryAll} done={retryAll.data ? `${retryAll.data.retried} messages retried.` : ''} />
+        <Outcome
+          mutation={retryAll}
+          done={retryAll.data ? `${retryAll.data.retried} messages retried.` : ''}
+        />
       </div>
       <Loaded query={messages}>
         {(result) => (

@@ -13,7 +13,17 @@ export const MESSAGE_FILTERS = [
 export type MessageFilter = (typeof MESSAGE_FILTERS)[number]
 export type MessageSearch = Partial<Record<MessageFilter, string>>
 
-export const STATUSES = ['scheduled', 'queued', 'sending', 'sent', 'delivered', 'read', 'failed', 'expired', 'canceled'] as const
+export const STATUSES = [
+  'scheduled',
+  'queued',
+  'sending',
+  'sent',
+  'delivered',
+  'read',
+  'failed',
+  'expired',
+  'canceled',
+] as const
 export const TYPES = [
   'text',
   'template',

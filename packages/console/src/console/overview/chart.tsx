@@ -1,5 +1,5 @@
-import type uPlot from 'uplot'
 import { useEffect, useRef } from 'preact/hooks'
+import type uPlot from 'uplot'
 
 export interface MinuteCounts {
   minute: string
@@ -50,7 +50,10 @@ export function MinuteChart({ minutes }: { minutes: MinuteCounts[] }) {
         {
           width: Math.max(320, box.current.clientWidth),
           height: 260,
-          series: [{}, ...statuses.map((status) => ({ label: status, stroke: COLORS[status] ?? '#111827', width: 2 }))],
+          series: [
+            {},
+            ...statuses.map((status) => ({ label: status, stroke: COLORS[status] ?? '#111827', width: 2 })),
+          ],
           axes: [{}, { label: 'messages / minute' }],
           scales: { x: { time: true } },
         },

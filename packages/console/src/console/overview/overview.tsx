@@ -20,12 +20,13 @@ export function Overview() {
           const lastHour = data.messagesPerMinute.filter((m) => Date.parse(m.minute) > Date.now() - 3_600_000)
           const totals: Record<string, number> = {}
           for (const minute of lastHour)
-            for (const [status, count] of Object.entries(minute.counts)) totals[status] = (totals[status] ?? 0) + count
+            for (const [status, count] of Object.entries(minute.counts))
+              totals[status] = (totals[status] ?? 0) + count
           return (
             <>
               <p class="muted">
-                As of <time dateTime={data.generatedAt}>{formatTime(data.generatedAt)}</time>; refreshes every few
-                seconds.
+                As of <time dateTime={data.generatedAt}>{formatTime(data.generatedAt)}</time>; refreshes every
+                few seconds.
               </p>
               <Section title="Messages per minute (24 h)">
                 {data.messagesPerMinute.length === 0 ? (
@@ -62,7 +63,11 @@ export function Overview() {
                         {data.backlog.map((queue) => (
                           <tr key={queue.name}>
                             <td>
-                              {queue.senderId ? <Link href={`/senders/${queue.senderId}`}>{queue.senderId}</Link> : queue.name}
+                              {queue.senderId ? (
+                                <Link href={`/senders/${queue.senderId}`}>{queue.senderId}</Link>
+                              ) : (
+                                queue.name
+                              )}
                             </td>
                             <td>{queue.counts.waiting}</td>
                             <td>{queue.counts.active}</td>
@@ -82,8 +87,9 @@ export function Overview() {
                     <ul>
                       {data.sendersNeedingAttention.map((sender) => (
                         <li key={sender.id}>
-                          <Link href={`/senders/${sender.id}`}>{sender.displayName}</Link> <StatusBadge status={sender.state} />{' '}
-                          {sender.stateReason ?? ''} {sender.health.qualityRating ? `quality ${sender.health.qualityRating}` : ''}
+                          <Link href={`/senders/${sender.id}`}>{sender.displayName}</Link>{' '}
+                          <StatusBadge status={sender.state} /> {sender.stateReason ?? ''}{' '}
+                          {sender.health.qualityRating ? `quality ${sender.health.qualityRating}` : ''}
                         </li>
                       ))}
                     </ul>

@@ -14,7 +14,14 @@ interface QueueRow {
   switchedBy?: string | null
   reason?: string | null
   switchedAt?: string | null
-  counts: { waiting: number; active: number; delayed: number; failed: number; prioritized: number; waitingAdmission?: number }
+  counts: {
+    waiting: number
+    active: number
+    delayed: number
+    failed: number
+    prioritized: number
+    waitingAdmission?: number
+  }
   ratePerMinute?: number
 }
 
@@ -86,7 +93,11 @@ export function Queues() {
               {(result.data as QueueRow[]).map((queue) => (
                 <tr key={queue.name}>
                   <td>
-                    {queue.senderId ? <Link href={`/senders/${queue.senderId}`}>{queue.name}</Link> : queue.name}
+                    {queue.senderId ? (
+                      <Link href={`/senders/${queue.senderId}`}>{queue.name}</Link>
+                    ) : (
+                      queue.name
+                    )}
                     <div class="muted">{queue.kind}</div>
                   </td>
                   <td>{queue.counts.waiting + (queue.counts.waitingAdmission ?? 0)}</td>

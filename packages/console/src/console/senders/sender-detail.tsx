@@ -27,10 +27,12 @@ export function SenderDetail({ id }: { id: string }) {
   })
   const suppressions = useQuery({
     queryKey: ['senders', 'suppressions', id],
-    queryFn: () => api.GET('/api/admin/suppressions', { params: { query: { ...paging(1, 50), senderId: id } } }),
+    queryFn: () =>
+      api.GET('/api/admin/suppressions', { params: { query: { ...paging(1, 50), senderId: id } } }),
   })
   const change = useMutation({
-    mutationFn: (body: SenderChange) => api.PATCH('/api/admin/senders/{id}', { params: { path: { id } }, body }),
+    mutationFn: (body: SenderChange) =>
+      api.PATCH('/api/admin/senders/{id}', { params: { path: { id } }, body }),
     onSuccess: () => client.invalidateQueries({ queryKey: ['senders'] }),
   })
   const sync = useMutation({
@@ -85,14 +87,30 @@ export function SenderDetail({ id }: { id: string }) {
                   </button>
                 )}
               </div>
-              <form class="row" aria-label="Rate" onSubmit={submit((form) => ({ ratePerSecond: integer(form, 'ratePerSecond') ?? data.ratePerSecond }))}>
+              <form
+                class="row"
+                aria-label="Rate"
+                onSubmit={submit((form) => ({
+                  ratePerSecond: integer(form, 'ratePerSecond') ?? data.ratePerSecond,
+                }))}
+              >
                 <label>
                   Rate per second
-                  <input name="ratePerSecond" type="number" min="1" required defaultValue={String(data.ratePerSecond)} />
+                  <input
+                    name="ratePerSecond"
+                    type="number"
+                    min="1"
+                    required
+                    defaultValue={String(data.ratePerSecond)}
+                  />
                 </label>
                 <button type="submit">Save rate</button>
               </form>
-              <form class="row" aria-label="Rotate token" onSubmit={submit((form) => ({ accessToken: text(form, 'accessToken') ?? '' }))}>
+              <form
+                class="row"
+                aria-label="Rotate token"
+                onSubmit={submit((form) => ({ accessToken: text(form, 'accessToken') ?? '' }))}
+              >
                 <label>
                   New access token
                   <input name="accessToken" type="password" autocomplete="off" required />

@@ -23,7 +23,9 @@ export function Senders() {
           phoneNumberId: text(form, 'phoneNumberId') ?? '',
           displayName: text(form, 'displayName') ?? '',
           accessToken: text(form, 'accessToken') ?? '',
-          ...(text(form, 'displayPhoneNumber') ? { displayPhoneNumber: text(form, 'displayPhoneNumber') } : {}),
+          ...(text(form, 'displayPhoneNumber')
+            ? { displayPhoneNumber: text(form, 'displayPhoneNumber') }
+            : {}),
           ...(integer(form, 'ratePerSecond') ? { ratePerSecond: integer(form, 'ratePerSecond') } : {}),
           ...(text(form, 'wabaId') ? { wabaId: text(form, 'wabaId') } : {}),
         },
