@@ -51,6 +51,20 @@ ensure_services() {
   say "Postgres or Redis still does not answer on 127.0.0.1; continuing, the next step will say which"
 }
 
+# The console's pages (packages/console), built when missing or older than their sources: the API
+# serves them at /console and /portal. A few seconds; skipped when nothing changed.
+build_console() {
+  local dir=packages/console
+  [ -f "$dir/package.json" ] || return 0
+  if [ -f "$dir/dist/index.html" ] &&
+    [ -z "$(find "$dir" packages/client/src -newer "$dir/dist/index.html" -type f \
+      -not -path "*/node_modules/*" -not -path "$dir/dist/*" -print -quit)" ]; then
+    return 0
+  fi
+  say "building the console (packages/console)"
+  pnpm --filter @dispatch/console build >&2
+}
+
 export TURBO_TELEMETRY_DISABLED=1
 
 # Everything a script needs before it runs pnpm.
@@ -58,5 +72,6 @@ prepare() {
   ensure_node24
   ensure_pnpm
   install_dependencies
+  build_console
   ensure_services
 }

@@ -147,8 +147,8 @@ describe('console sessions (admins)', () => {
     // Another session's token is not this one's.
     const other = await adminSession('ops', ADMIN.ops)
     expectError(await pause({ cookie, 'x-csrf-token': other.session.csrfToken }), 403, 'CSRF_TOKEN_INVALID')
-    const [{ count: before }] = await world.sql`select count(*)::int from queue_controls where paused`
-    expect(before).toBe(0)
+    const [row] = await world.sql`select count(*)::int as count from queue_controls where paused`
+    expect(row?.count).toBe(0)
 
     const paused = await pause({ cookie, 'x-csrf-token': session.csrfToken })
     expect(paused.statusCode, paused.body).toBe(200)
@@ -354,8 +354,8 @@ describe('the console’s pages', () => {
     expect(asset.headers['content-type']).toMatch(/javascript/)
     expect(asset.headers['cache-control']).toContain('immutable')
     // No path escapes the build's folder.
-    const escape = await app.inject({ method: 'GET', url: '/console/..%2f..%2fpackage.json' })
-    expect(escape.body).not.toContain('"dependencies"')
+    const outside = await app.inject({ method: 'GET', url: '/console/..%2f..%2fpackage.json' })
+    expect(outside.body).not.toContain('"dependencies"')
     // The API's own answers do not carry the pages' headers (nothing added to the send path).
     const health = await app.inject({ method: 'GET', url: '/healthz' })
     expect(health.headers['content-security-policy']).toBeUndefined()
