@@ -65,7 +65,10 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     // A message the platform refuses for good: it fails at its first attempt.
     const sender = await activeKey(app, { scopes: SEND_SCOPES, clientName: 'Shop sending' })
     fake.number(NUMBER, { answer: graphError(131026, 'Message undeliverable') })
-    const accepted = await send(app, 'send-text', sender.key, { phone: FAILING_PHONE, text: 'Your order shipped' })
+    const accepted = await send(app, 'send-text', sender.key, {
+      phone: FAILING_PHONE,
+      text: 'Your order shipped',
+    })
     expect(accepted.statusCode, accepted.body).toBe(202)
     failedId = accepted.json<MessageView>().messageId
     await untilMessageStatus(app, sender.key, failedId, 'failed')
@@ -113,7 +116,11 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
   })
 
   it('approves a pending key request with a tenant, and the approval e-mail arrives', async () => {
-    const request = await requestKey(app, { clientName: 'Acme Brazil', email: 'ops@acme-br.test', tenantId: 'acme' })
+    const request = await requestKey(app, {
+      clientName: 'Acme Brazil',
+      email: 'ops@acme-br.test',
+      tenantId: 'acme',
+    })
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Key requests' }).click()
     await heading('Key requests').waitFor()
     const card = page.getByRole('article', { name: /Acme Brazil/ })
@@ -123,7 +130,10 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await card.getByLabel('Daily quota').fill('500')
     await card.getByRole('button', { name: 'Approve' }).click()
     await page.getByText('No pending request.').waitFor()
-    const mail = await waitFor(() => smtp.messagesTo('ops@acme-br.test')[0], { what: 'the approval e-mail', timeoutMs: 15_000 })
+    const mail = await waitFor(() => smtp.messagesTo('ops@acme-br.test')[0], {
+      what: 'the approval e-mail',
+      timeoutMs: 15_000,
+    })
     expect(mail.subject).toMatch(/approved/i)
     const [row] = await world.sql<{ status: string; tenant_id: string; daily_quota: number }[]>`
       select status, tenant_id, daily_quota from api_keys where id = ${request.id}`
@@ -152,7 +162,9 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await heading('Messages').waitFor()
     await page.getByLabel('Phone').fill(FAILING_PHONE)
     await page.getByRole('button', { name: 'Search', exact: true }).click()
-    await expect.poll(() => page.getByRole('status').filter({ hasText: 'messages' }).textContent()).toMatch(/\b1 messages/)
+    await expect
+      .poll(() => page.getByRole('status').filter({ hasText: 'messages' }).textContent())
+      .toMatch(/\b1 messages/)
     await checkPage(page, 'console-messages')
     await page.getByRole('link', { name: failedId.slice(0, 8) }).click()
     await heading('Message').waitFor()
@@ -161,7 +173,9 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await checkPage(page, 'console-message-failed')
     await page.getByRole('button', { name: 'Retry message' }).click()
     // The page refreshes itself: no reload.
-    await expect.poll(() => timeline.textContent(), { timeout: 20_000 }).toMatch(/retried by admin ana.*sent/is)
+    await expect
+      .poll(() => timeline.textContent(), { timeout: 20_000 })
+      .toMatch(/retried by admin ana.*sent/is)
     await page.locator('.facts .badge-sent').waitFor()
     await checkPage(page, 'console-message-sent')
   })
@@ -169,18 +183,32 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
   it('pauses and resumes the messages queue with a reason, by keyboard', async () => {
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Queues' }).click()
     await heading('Queues').waitFor()
-    const pause = page.getByRole('form', { name: 'Pause messages' })
+    const pause = page.getByRole('form', { name: 'Pause messages', exact: true })
     await pause.getByLabel('Reason').fill('incident 42')
     await pause.getByLabel('Reason').press('Tab')
     await page.keyboard.press('Enter')
-    const resume = page.getByRole('form', { name: 'Resume messages' })
+    const resume = page.getByRole('form', { name: 'Resume messages', exact: true })
     await resume.waitFor()
-    await expect.poll(() => page.getByRole('row', { name: /^messages/ }).first().textContent()).toContain('incident 42')
+    await expect
+      .poll(() =>
+        page
+          .getByRole('row', { name: /^messages/ })
+          .first()
+          .textContent(),
+      )
+      .toContain('incident 42')
     await checkPage(page, 'console-queues-paused')
     await resume.getByLabel('Reason').fill('incident over')
     await resume.getByRole('button', { name: 'Resume messages' }).click()
-    await page.getByRole('form', { name: 'Pause messages' }).waitFor()
-    await expect.poll(() => page.getByRole('row', { name: /^messages/ }).first().textContent()).toContain('running')
+    await page.getByRole('form', { name: 'Pause messages', exact: true }).waitFor()
+    await expect
+      .poll(() =>
+        page
+          .getByRole('row', { name: /^messages/ })
+          .first()
+          .textContent(),
+      )
+      .toContain('running')
     // Audited under the admin's name, as through the API.
     const audit = await world.sql<{ actor: string; action: string; reason: string }[]>`
       select actor, action, details->>'reason' as reason from admin_audit_log

@@ -59,13 +59,16 @@ export async function openPage(browser: Browser): Promise<{ page: Page; complain
   return { page, complaints }
 }
 
+// The functions below run in the page: written as source text, since this package's types know
+// no DOM.
+
 /** axe-core in the page: no serious or critical violation. */
 export async function expectAccessible(page: Page, what: string) {
   // Evaluated through the DevTools protocol, which the page's CSP does not govern.
   await page.evaluate(axe.source)
-  const result = await page.evaluate(() =>
-    (window as unknown as { axe: typeof axe }).axe.run(document, { resultTypes: ['violations'] }),
-  )
+  const result = (await page.evaluate(
+    "window.axe.run(document, { resultTypes: ['violations'] })",
+  )) as axe.AxeResults
   const serious = result.violations
     .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
     .map((violation) => ({
@@ -77,35 +80,33 @@ export async function expectAccessible(page: Page, what: string) {
   expect(serious, `${what}: axe violations`).toEqual([])
 }
 
+/** Marks every enabled, visible control with `data-kb`, blurs the focus, and counts them. */
+const MARK_CONTROLS = `(() => {
+  const controls = [...document.querySelectorAll('a[href], button, input, select, textarea')]
+    .filter((element) => !element.disabled && element.getClientRects().length > 0)
+  controls.forEach((element, index) => { element.dataset.kb = String(index) })
+  document.activeElement?.blur()
+  return controls.length
+})()`
+const FOCUSED_MARK = 'document.activeElement?.dataset?.kb ?? null'
+const UNREACHED = (seen: string[]) => `[...document.querySelectorAll('[data-kb]')]
+  .filter((element) => !${JSON.stringify(seen)}.includes(element.dataset.kb))
+  .map((element) => element.outerHTML.slice(0, 120))`
+
 /**
  * Every enabled control on the page (link, button, field) takes the focus by Tab alone, in a walk
  * from the top of the page.
  */
 export async function expectKeyboardReachable(page: Page, what: string) {
-  const count = await page.evaluate(() => {
-    const controls = [...document.querySelectorAll<HTMLElement>('a[href], button, input, select, textarea')].filter(
-      (element) => !(element as HTMLButtonElement).disabled && element.getClientRects().length > 0,
-    )
-    controls.forEach((element, index) => {
-      element.dataset.kb = String(index)
-    })
-    ;(document.activeElement as HTMLElement | null)?.blur()
-    return controls.length
-  })
+  const count = (await page.evaluate(MARK_CONTROLS)) as number
   const reached = new Set<string>()
   // Twice round at most: the walk starts wherever the focus last was, and wraps.
   for (let i = 0; i < 2 * count + 10 && reached.size < count; i++) {
     await page.keyboard.press('Tab')
-    const index = await page.evaluate(() => (document.activeElement as HTMLElement | null)?.dataset.kb)
-    if (index !== undefined) reached.add(index)
+    const index = (await page.evaluate(FOCUSED_MARK)) as string | null
+    if (index !== null) reached.add(index)
   }
-  const missed = await page.evaluate(
-    (seen) =>
-      [...document.querySelectorAll<HTMLElement>('[data-kb]')]
-        .filter((element) => !seen.includes(element.dataset.kb ?? ''))
-        .map((element) => element.outerHTML.slice(0, 120)),
-    [...reached],
-  )
+  const missed = await page.evaluate(UNREACHED([...reached]))
   expect(missed, `${what}: controls the keyboard does not reach`).toEqual([])
 }
 

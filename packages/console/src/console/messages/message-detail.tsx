@@ -54,7 +54,11 @@ export function MessageDetail({ id }: { id: string }) {
               <dt>Attempts</dt>
               <dd>
                 {message.attempts}
-                {message.retryCount > 0 ? `, retried ${message.retryCount} times` : ''}
+                {message.retryCount === 1
+                  ? ', retried once'
+                  : message.retryCount > 1
+                    ? `, retried ${message.retryCount} times`
+                    : ''}
               </dd>
               <dt>Client reference</dt>
               <dd>{message.clientReference ?? '—'}</dd>

@@ -6,6 +6,8 @@ export interface MinuteCounts {
   counts: Record<string, number>
 }
 
+const DAY_SECONDS = 86_400
+
 const COLORS: Record<string, string> = {
   queued: '#6b7280',
   scheduled: '#8b5cf6',
@@ -55,7 +57,8 @@ export function MinuteChart({ minutes }: { minutes: MinuteCounts[] }) {
             ...statuses.map((status) => ({ label: status, stroke: COLORS[status] ?? '#111827', width: 2 })),
           ],
           axes: [{}, { label: 'messages / minute' }],
-          scales: { x: { time: true } },
+          // Always the last 24 hours, however few minutes had messages.
+          scales: { x: { time: true, range: () => [Date.now() / 1000 - DAY_SECONDS, Date.now() / 1000] } },
         },
         data,
         box.current,
