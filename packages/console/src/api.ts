@@ -1,5 +1,5 @@
 import { createDispatchClient, DispatchError } from '@dispatch/client'
-import { QueryCache, QueryClient } from '@tanstack/preact-query'
+import { MutationCache, QueryCache, QueryClient } from '@tanstack/preact-query'
 
 /** The session's CSRF token: in memory only, from the sign-in answer or GET …/session after a reload. */
 let csrfToken: string | undefined
@@ -22,12 +22,14 @@ export const onSignedOut = (listener: () => void) => {
 }
 export const isSessionEnded = (error: unknown) => error instanceof DispatchError && error.statusCode === 401
 
+const whenSessionEnded = (error: unknown) => {
+  if (isSessionEnded(error)) for (const listener of signedOutListeners) listener()
+}
+
 export const queryClient = new QueryClient({
-  queryCache: new QueryCache({
-    onError: (error) => {
-      if (isSessionEnded(error)) for (const listener of signedOutListeners) listener()
-    },
-  }),
+  // A read or a change answered 401: the session ended under the page; back to sign-in.
+  queryCache: new QueryCache({ onError: whenSessionEnded }),
+  mutationCache: new MutationCache({ onError: whenSessionEnded }),
   defaultOptions: {
     queries: {
       // A 4xx will answer the same again; only the API being briefly away is worth another try.

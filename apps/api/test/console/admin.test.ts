@@ -23,7 +23,7 @@ import {
   type TestWorld,
   untilMessageStatus,
 } from '../helpers.ts'
-import { browserBinary, checkPage, launchBrowser, openPage } from './browser.ts'
+import { browserBinary, checkPage, launchBrowser, openPage, poll } from './browser.ts'
 
 /**
  * The admins' console in real Chromium, served by the API from the built app (the test run builds
@@ -34,6 +34,8 @@ import { browserBinary, checkPage, launchBrowser, openPage } from './browser.ts'
 
 const NUMBER = '100000000000424'
 const FAILING_PHONE = '+5511911112222'
+/** Two more failed messages, to one phone: retried together, by a search. */
+const OUTAGE_PHONE = '+5511922223333'
 if (browserBinary.missing) console.warn(`console: the browser tests are skipped: ${browserBinary.missing}`)
 
 let world: TestWorld
@@ -46,6 +48,8 @@ let baseUrl: string
 let page: Page
 let complaints: string[]
 let failedId: string
+const outageIds: string[] = []
+let senderKey: string
 
 describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
   beforeAll(async () => {
@@ -72,6 +76,12 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     expect(accepted.statusCode, accepted.body).toBe(202)
     failedId = accepted.json<MessageView>().messageId
     await untilMessageStatus(app, sender.key, failedId, 'failed')
+    for (const text of ['Your invoice', 'Your receipt']) {
+      const more = await send(app, 'send-text', sender.key, { phone: OUTAGE_PHONE, text })
+      outageIds.push(more.json<MessageView>().messageId)
+    }
+    for (const id of outageIds) await untilMessageStatus(app, sender.key, id, 'failed')
+    senderKey = sender.key
     fake.number(NUMBER, { answer: undefined })
     browser = await launchBrowser()
     ;({ page, complaints } = await openPage(browser))
@@ -90,12 +100,12 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
 
   it('asks for a name and token, refuses a wrong one, and signs in with the right one', async () => {
     await go('')
-    await expect.poll(() => heading('Dispatch console').isVisible()).toBe(true)
+    await poll(() => heading('Dispatch console').isVisible()).toBe(true)
     await checkPage(page, 'console-sign-in')
     await page.getByLabel('Admin name').fill('ana')
     await page.getByLabel('Admin token').fill('not-the-token')
     await page.getByRole('button', { name: 'Sign in' }).click()
-    await expect.poll(() => page.getByRole('alert').textContent()).toContain('ADMIN_AUTH_REQUIRED')
+    await poll(() => page.getByRole('alert').textContent()).toContain('ADMIN_AUTH_REQUIRED')
     // By keyboard alone: type, then Enter submits.
     await page.getByLabel('Admin name').fill('ana')
     await page.getByLabel('Admin token').fill(ADMIN.ana)
@@ -111,7 +121,7 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await page.getByRole('heading', { name: 'Top errors (1 h)' }).waitFor()
     await page.locator('.chart canvas').waitFor()
     const errors = page.getByRole('region', { name: 'Top errors (1 h)' })
-    await expect.poll(() => errors.textContent()).toContain('131026')
+    await poll(() => errors.textContent()).toContain('131026')
     await checkPage(page, 'console-overview')
   })
 
@@ -126,7 +136,7 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     const card = page.getByRole('article', { name: /Acme Brazil/ })
     await card.waitFor()
     await checkPage(page, 'console-key-requests')
-    await expect.poll(() => card.getByLabel('Tenant').inputValue()).toBe('acme')
+    await poll(() => card.getByLabel('Tenant').inputValue()).toBe('acme')
     await card.getByLabel('Daily quota').fill('500')
     await card.getByRole('button', { name: 'Approve' }).click()
     await page.getByText('No pending request.').waitFor()
@@ -148,8 +158,11 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await page.getByRole('link', { name: 'Acme Brazil' }).click()
     await heading('Key').waitFor()
     const history = page.getByRole('region', { name: 'Decision history' })
-    await expect.poll(() => history.textContent()).toContain('pending → approved')
-    await expect.poll(() => page.getByLabel('Daily quota').inputValue()).toBe('500')
+    await poll(() => history.textContent()).toContain('pending → approved')
+    await poll(() => page.getByLabel('Daily quota').inputValue()).toBe('500')
+    await poll(() => page.locator('.facts').textContent()).toContain(
+      '0 messages accepted since 00:00 UTC of 500',
+    )
     await checkPage(page, 'console-key')
     await go('/keys')
     await heading('Keys').waitFor()
@@ -162,22 +175,38 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await heading('Messages').waitFor()
     await page.getByLabel('Phone').fill(FAILING_PHONE)
     await page.getByRole('button', { name: 'Search', exact: true }).click()
-    await expect
-      .poll(() => page.getByRole('status').filter({ hasText: 'messages' }).textContent())
-      .toMatch(/\b1 messages/)
+    await poll(() =>
+      page
+        .getByRole('status')
+        .filter({ hasText: /^(about )?\d+ messages?$/ })
+        .textContent(),
+    ).toMatch(/\b1 message\b/)
     await checkPage(page, 'console-messages')
     await page.getByRole('link', { name: failedId.slice(0, 8) }).click()
     await heading('Message').waitFor()
     const timeline = page.getByRole('list', { name: 'Timeline' })
-    await expect.poll(() => timeline.textContent()).toMatch(/attempt failed.*131026/i)
+    await poll(() => timeline.textContent()).toMatch(/attempt failed.*131026/i)
     await checkPage(page, 'console-message-failed')
     await page.getByRole('button', { name: 'Retry message' }).click()
     // The page refreshes itself: no reload.
-    await expect
-      .poll(() => timeline.textContent(), { timeout: 20_000 })
-      .toMatch(/retried by admin ana.*sent/is)
+    await poll(() => timeline.textContent(), 20_000).toMatch(/retried by admin ana.*sent/is)
     await page.locator('.facts .badge-sent').waitFor()
     await checkPage(page, 'console-message-sent')
+  })
+
+  it('retries every failed message matching a search', async () => {
+    await go(`/messages?phone=${encodeURIComponent(OUTAGE_PHONE)}&status=failed`)
+    await heading('Messages').waitFor()
+    await poll(() =>
+      page
+        .getByRole('status')
+        .filter({ hasText: /^(about )?\d+ messages?$/ })
+        .textContent(),
+    ).toMatch(/\b2 messages/)
+    page.once('dialog', (dialog) => void dialog.accept())
+    await page.getByRole('button', { name: 'Retry every failed message matching' }).click()
+    await poll(() => page.getByText('2 messages retried.').isVisible()).toBe(true)
+    for (const id of outageIds) await untilMessageStatus(app, senderKey, id, 'sent')
   })
 
   it('pauses and resumes the messages queue with a reason, by keyboard', async () => {
@@ -189,26 +218,22 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await page.keyboard.press('Enter')
     const resume = page.getByRole('form', { name: 'Resume messages', exact: true })
     await resume.waitFor()
-    await expect
-      .poll(() =>
-        page
-          .getByRole('row', { name: /^messages/ })
-          .first()
-          .textContent(),
-      )
-      .toContain('incident 42')
+    await poll(() =>
+      page
+        .getByRole('row', { name: /^messages/ })
+        .first()
+        .textContent(),
+    ).toContain('incident 42')
     await checkPage(page, 'console-queues-paused')
     await resume.getByLabel('Reason').fill('incident over')
     await resume.getByRole('button', { name: 'Resume messages' }).click()
     await page.getByRole('form', { name: 'Pause messages', exact: true }).waitFor()
-    await expect
-      .poll(() =>
-        page
-          .getByRole('row', { name: /^messages/ })
-          .first()
-          .textContent(),
-      )
-      .toContain('running')
+    await poll(() =>
+      page
+        .getByRole('row', { name: /^messages/ })
+        .first()
+        .textContent(),
+    ).toContain('running')
     // Audited under the admin's name, as through the API.
     const audit = await world.sql<{ actor: string; action: string; reason: string }[]>`
       select actor, action, details->>'reason' as reason from admin_audit_log
@@ -228,10 +253,10 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await page.getByLabel('Access token').fill('EAAG-acme-chile-token-1')
     await page.getByRole('button', { name: 'Add sender' }).click()
     await heading('Sender').waitFor()
-    await expect.poll(() => page.locator('.facts').textContent()).toContain('…en-1')
+    await poll(() => page.locator('.facts').textContent()).toContain('…en-1')
     await page.getByLabel('New access token').fill('EAAG-acme-chile-token-2')
     await page.getByRole('button', { name: 'Rotate token' }).click()
-    await expect.poll(() => page.locator('.facts').textContent()).toContain('…en-2')
+    await poll(() => page.locator('.facts').textContent()).toContain('…en-2')
     await checkPage(page, 'console-sender')
     await go('/senders')
     await page.getByRole('link', { name: 'Acme Chile' }).waitFor()

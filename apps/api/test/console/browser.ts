@@ -116,3 +116,6 @@ export async function checkPage(page: Page, name: string) {
   await expectKeyboardReachable(page, name)
   await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true })
 }
+
+/** `expect.poll` with time for a loaded machine (its default is one second). */
+export const poll = <T>(read: () => T | Promise<T>, timeout = 15_000) => expect.poll(read, { timeout })

@@ -20,7 +20,7 @@ import {
   type TestWorld,
   untilMessageStatus,
 } from '../helpers.ts'
-import { browserBinary, checkPage, launchBrowser, openPage } from './browser.ts'
+import { browserBinary, checkPage, launchBrowser, openPage, poll } from './browser.ts'
 
 /**
  * A key holder's portal in real Chromium: signs in with its key (which the browser does not keep),
@@ -117,13 +117,13 @@ describe.skipIf(browserBinary.missing)('the portal, in a browser', () => {
   })
 
   it('lists its own message, not another key’s', async () => {
-    await expect.poll(() => page.getByRole('table').textContent()).toContain(OWN_PHONE)
+    await poll(() => page.getByRole('table').textContent()).toContain(OWN_PHONE)
     expect(await page.getByRole('main').textContent()).not.toContain(OTHER_PHONE)
     await checkPage(page, 'portal-messages')
     // Another key's message by its address: the API answers not found, and the page says so.
     await go(`/messages/${otherMessage}`)
     await heading('Message').waitFor()
-    await expect.poll(() => page.getByRole('alert').textContent()).toContain('NOT_FOUND')
+    await poll(() => page.getByRole('alert').textContent()).toContain('NOT_FOUND')
     expect(await page.getByRole('main').textContent()).not.toContain(OTHER_PHONE)
   })
 
@@ -131,7 +131,7 @@ describe.skipIf(browserBinary.missing)('the portal, in a browser', () => {
     await go(`/messages/${ownMessage}`)
     await heading('Message').waitFor()
     const timeline = page.getByRole('list', { name: 'Timeline' })
-    await expect.poll(() => timeline.textContent()).toMatch(/sent.*webhook attempt/is)
+    await poll(() => timeline.textContent()).toMatch(/sent.*webhook attempt/is)
     await checkPage(page, 'portal-message')
   })
 
@@ -142,21 +142,19 @@ describe.skipIf(browserBinary.missing)('the portal, in a browser', () => {
     await page.getByRole('link', { name: `${receiver.url}/hooks` }).click()
     await heading('Webhook endpoint').waitFor()
     const attempts = page.getByRole('region', { name: 'Attempts' })
-    await expect.poll(() => attempts.textContent()).toContain('failed 500')
+    await poll(() => attempts.textContent()).toContain('failed 500')
     await checkPage(page, 'portal-webhook-endpoint')
     await attempts.getByRole('button', { name: /^Retry event message\.sent/ }).click()
     await waitFor(() => receiver.received.length >= 2, { what: 'the retried delivery', timeoutMs: 15_000 })
-    await expect.poll(() => attempts.textContent(), { timeout: 15_000 }).toContain('delivered 204')
+    await poll(() => attempts.textContent(), 15_000).toContain('delivered 204')
     await page.getByRole('button', { name: 'Rotate secret' }).click()
-    await expect.poll(() => page.locator('code.secret').textContent()).toMatch(/^whsec_/)
+    await poll(() => page.locator('code.secret').textContent()).toMatch(/^whsec_/)
   })
 
   it('shows its limits and usage today', async () => {
     await nav('Limits and usage')
     await heading('Limits and usage').waitFor()
-    await expect
-      .poll(() => page.getByRole('region', { name: 'Today' }).textContent())
-      .toMatch(/Sent today\s*1/)
+    await poll(() => page.getByRole('region', { name: 'Today' }).textContent()).toMatch(/Sent today\s*1/)
     await checkPage(page, 'portal-usage')
   })
 
@@ -169,7 +167,7 @@ describe.skipIf(browserBinary.missing)('the portal, in a browser', () => {
     await page.getByRole('button', { name: 'Send' }).click()
     await page.getByRole('link', { name: /follow message/ }).click()
     await heading('Message').waitFor()
-    await expect.poll(() => page.locator('.facts .badge').textContent(), { timeout: 15_000 }).toBe('sent')
+    await poll(() => page.locator('.facts .badge').textContent(), 15_000).toBe('sent')
   })
 
   it('signs out: the session ends', async () => {

@@ -4,6 +4,7 @@ import { api, paging } from '../api.ts'
 import { searchFromAddress, searchFromForm, toAddress, toQuery } from '../console/messages/search.ts'
 import { MessageSearchForm } from '../console/messages/search-form.tsx'
 import { navigate, useLocation } from '../router.tsx'
+import { count } from '../ui/format.ts'
 import { MessagesTable } from '../ui/messages-table.tsx'
 import { Page } from '../ui/page.tsx'
 import { Pager } from '../ui/pager.tsx'
@@ -34,7 +35,7 @@ export function Messages() {
         {(result) => (
           <>
             <p class="muted" role="status">
-              {result.itemCount} messages
+              {count(result.itemCount, 'message')}
             </p>
             <MessagesTable rows={result.data} />
             <Pager {...result} onPage={setPage} />

@@ -2,7 +2,7 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tansta
 import { useState } from 'preact/hooks'
 import { api } from '../api.ts'
 import { Link } from '../router.tsx'
-import { formatTime, instant } from '../ui/format.ts'
+import { count, formatTime, instant } from '../ui/format.ts'
 import { Page, Section } from '../ui/page.tsx'
 import { Pager } from '../ui/pager.tsx'
 import { Loaded, Outcome } from '../ui/status.tsx'
@@ -148,7 +148,10 @@ export function WebhookEndpoint({ id }: { id: string }) {
             Replay events
           </button>
         </form>
-        <Outcome mutation={replay} done={replay.data ? `${replay.data.events} events queued again.` : ''} />
+        <Outcome
+          mutation={replay}
+          done={replay.data ? `${count(replay.data.events, 'event')} queued again.` : ''}
+        />
       </Section>
       <Section title="Signing secret">
         <p>

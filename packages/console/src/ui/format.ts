@@ -18,3 +18,6 @@ export const instant = (form: FormData, name: string) => {
   const value = text(form, name)
   return value === undefined ? undefined : new Date(value).toISOString()
 }
+
+/** `1 message`, `2 messages`. */
+export const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`

@@ -2,7 +2,7 @@ import { keepPreviousData, useQuery } from '@tanstack/preact-query'
 import { useState } from 'preact/hooks'
 import { api, paging } from '../../api.ts'
 import { Link } from '../../router.tsx'
-import { formatTime, text } from '../../ui/format.ts'
+import { count, formatTime, text } from '../../ui/format.ts'
 import { Page } from '../../ui/page.tsx'
 import { Pager } from '../../ui/pager.tsx'
 import { Loaded, StatusBadge } from '../../ui/status.tsx'
@@ -63,7 +63,7 @@ export function Keys() {
       <Loaded query={keys}>
         {(result) => (
           <>
-            <p class="muted">{result.itemCount} keys</p>
+            <p class="muted">{count(result.itemCount, 'key')}</p>
             <table>
               <thead>
                 <tr>

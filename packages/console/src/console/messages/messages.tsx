@@ -2,6 +2,7 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tansta
 import { useState } from 'preact/hooks'
 import { api, paging } from '../../api.ts'
 import { navigate, useLocation } from '../../router.tsx'
+import { count } from '../../ui/format.ts'
 import { MessagesTable } from '../../ui/messages-table.tsx'
 import { Page } from '../../ui/page.tsx'
 import { Pager } from '../../ui/pager.tsx'
@@ -53,7 +54,7 @@ export function Messages() {
         </button>
         <Outcome
           mutation={retryAll}
-          done={retryAll.data ? `${retryAll.data.retried} messages retried.` : ''}
+          done={retryAll.data ? `${count(retryAll.data.retried, 'message')} retried.` : ''}
         />
       </div>
       <Loaded query={messages}>
@@ -61,7 +62,7 @@ export function Messages() {
           <>
             <p class="muted" role="status">
               {result.itemCountExact ? '' : 'about '}
-              {result.itemCount} messages
+              {count(result.itemCount, 'message')}
             </p>
             <MessagesTable rows={result.data} showKey />
             <Pager {...result} onPage={setPage} />
