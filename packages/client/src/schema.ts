@@ -2405,6 +2405,12 @@ export interface operations {
                             /** Format: date-time */
                             createdAt: string;
                         }[];
+                        usage: {
+                            today: number;
+                            remainingToday: number | null;
+                            /** Format: date-time */
+                            resetsAt: string;
+                        };
                     };
                 };
             };
