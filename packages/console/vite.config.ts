@@ -1,4 +1,15 @@
-import { defineConfig } from 'vite'
+import { defineConfig, type Plugin } from 'vite'
+
+/** In `vite` (dev), /portal/… gets the same page the API would serve there. */
+const portalInDev: Plugin = {
+  name: 'dispatch-portal-in-dev',
+  configureServer(server) {
+    server.middlewares.use((request, _response, next) => {
+      if (request.url === '/portal' || request.url?.startsWith('/portal/')) request.url = '/console/'
+      next()
+    })
+  },
+}
 
 /**
  * One build serves both homes: the API serves `dist/` at /console/ and at /portal/ (any other path
@@ -7,6 +18,7 @@ import { defineConfig } from 'vite'
  */
 export default defineConfig({
   base: '/console/',
+  plugins: [portalInDev],
   oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },
   build: {
     target: 'es2022',
