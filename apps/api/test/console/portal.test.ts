@@ -147,6 +147,13 @@ describe.skipIf(browserBinary.missing)('the portal, in a browser', () => {
     await attempts.getByRole('button', { name: /^Retry event message\.sent/ }).click()
     await waitFor(() => receiver.received.length >= 2, { what: 'the retried delivery', timeoutMs: 15_000 })
     await poll(() => attempts.textContent(), 15_000).toContain('delivered 204')
+    // Every event of the last hour, delivered again.
+    const replay = page.getByRole('form', { name: 'Replay a window' })
+    const hourAgo = new Date(Date.now() - 3_600_000 - new Date().getTimezoneOffset() * 60_000)
+    await replay.getByLabel('Since').fill(hourAgo.toISOString().slice(0, 16))
+    await replay.getByRole('button', { name: 'Replay events' }).click()
+    await poll(() => page.getByText('1 event queued again.').isVisible()).toBe(true)
+    await waitFor(() => receiver.received.length >= 3, { what: 'the replayed delivery', timeoutMs: 15_000 })
     await page.getByRole('button', { name: 'Rotate secret' }).click()
     await poll(() => page.locator('code.secret').textContent()).toMatch(/^whsec_/)
   })
