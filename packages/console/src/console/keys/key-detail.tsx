@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/preact-query'
-import { api, paging } from '../../api.ts'
+import { api } from '../../api.ts'
 import { Link } from '../../router.tsx'
-import { count, formatTime, integer, text } from '../../ui/format.ts'
+import { formatTime, integer, text } from '../../ui/format.ts'
 import { Page, Section } from '../../ui/page.tsx'
 import { Loaded, Outcome, StatusBadge } from '../../ui/status.tsx'
 import { useSenderOptions } from '../senders/sender-options.tsx'
@@ -16,18 +16,6 @@ export function KeyDetail({ id }: { id: string }) {
   const key = useQuery({
     queryKey: ['api-keys', 'detail', id],
     queryFn: () => api.GET('/api/admin/api-keys/{id}', { params: { path: { id } } }),
-  })
-  // The admin API has no usage figure for a key: its messages accepted since the quota's reset
-  // (00:00 UTC) stand for it, counted by the message search.
-  const today = useQuery({
-    queryKey: ['api-keys', 'usage', id],
-    queryFn: () => {
-      const midnight = new Date()
-      midnight.setUTCHours(0, 0, 0, 0)
-      return api.GET('/api/admin/messages', {
-        params: { query: { ...paging(1, 1), apiKeyId: id, startDate: midnight.toISOString() } },
-      })
-    },
   })
   const refresh = () => client.invalidateQueries({ queryKey: ['api-keys'] })
   const limits = useMutation({
@@ -58,7 +46,6 @@ export function KeyDetail({ id }: { id: string }) {
       </p>
       <Loaded query={key}>
         {(data) => {
-          const usage = (data as { usage?: { today: number; remainingToday: number | null } }).usage
           return (
             <>
               <dl class="facts">
@@ -82,11 +69,9 @@ export function KeyDetail({ id }: { id: string }) {
                 <dd>{data.scopes.join(', ')}</dd>
                 <dt>Usage today</dt>
                 <dd>
-                  {usage
-                    ? `${usage.today} sent${usage.remainingToday === null ? '' : `, ${usage.remainingToday} left`}`
-                    : today.data
-                      ? `${today.data.itemCountExact ? '' : 'about '}${count(today.data.itemCount, 'message')} accepted since 00:00 UTC${data.dailyQuota ? ` of ${data.dailyQuota}` : ''}`
-                      : '…'}
+                  {data.usage.today} sent
+                  {data.usage.remainingToday === null ? '' : `, ${data.usage.remainingToday} left`} (resets{' '}
+                  {formatTime(data.usage.resetsAt)})
                 </dd>
                 <dt>Messages</dt>
                 <dd>
