@@ -4,10 +4,14 @@ import { Link } from '../../router.tsx'
 import { formatTime } from '../../ui/format.ts'
 import { Page, Section } from '../../ui/page.tsx'
 import { Loaded, StatusBadge } from '../../ui/status.tsx'
+import { useSenderOptions } from '../senders/sender-options.tsx'
 import { MinuteChart } from './chart.tsx'
 
 /** "Is anything on fire?": the first screen, refreshed every five seconds. */
 export function Overview() {
+  const senders = useSenderOptions()
+  const nameOf = (senderId: string) =>
+    senders.find((sender) => sender.id === senderId)?.displayName ?? senderId
   const overview = useQuery({
     queryKey: ['overview'],
     queryFn: () => api.GET('/api/admin/overview'),
@@ -64,7 +68,7 @@ export function Overview() {
                           <tr key={queue.name}>
                             <td>
                               {queue.senderId ? (
-                                <Link href={`/senders/${queue.senderId}`}>{queue.senderId}</Link>
+                                <Link href={`/senders/${queue.senderId}`}>{nameOf(queue.senderId)}</Link>
                               ) : (
                                 queue.name
                               )}

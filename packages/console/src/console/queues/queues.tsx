@@ -4,6 +4,7 @@ import { Link } from '../../router.tsx'
 import { formatTime, text } from '../../ui/format.ts'
 import { Page } from '../../ui/page.tsx'
 import { Loaded, Outcome } from '../../ui/status.tsx'
+import { useSenderOptions } from '../senders/sender-options.tsx'
 
 interface QueueRow {
   name: string
@@ -22,7 +23,6 @@ interface QueueRow {
     prioritized: number
     waitingAdmission?: number
   }
-  ratePerMinute?: number
 }
 
 function QueueSwitch({ queue }: { queue: QueueRow }) {
@@ -60,6 +60,10 @@ function QueueSwitch({ queue }: { queue: QueueRow }) {
 
 /** Every queue's depth and state; delivery paused and resumed with a reason. */
 export function Queues() {
+  // A sender's queue drains at most at its sender's rate.
+  const senders = useSenderOptions()
+  const rateOf = (senderId: string | null | undefined) =>
+    senders.find((sender) => sender.id === senderId)?.ratePerSecond
   const queues = useQuery({
     queryKey: ['queues'],
     queryFn: () => api.GET('/api/admin/queues'),
@@ -84,7 +88,7 @@ export function Queues() {
                 <th scope="col">Active</th>
                 <th scope="col">Delayed</th>
                 <th scope="col">Failed</th>
-                <th scope="col">Rate / min</th>
+                <th scope="col">Rate limit / s</th>
                 <th scope="col">State</th>
                 <th scope="col">Switch</th>
               </tr>
@@ -104,7 +108,7 @@ export function Queues() {
                   <td>{queue.counts.active}</td>
                   <td>{queue.counts.delayed}</td>
                   <td>{queue.counts.failed}</td>
-                  <td>{queue.ratePerMinute ?? '—'}</td>
+                  <td>{rateOf(queue.senderId) ?? '—'}</td>
                   <td>
                     {queue.paused ? (
                       <span>
