@@ -102,7 +102,7 @@ export function Queues() {
                     ) : (
                       queue.name
                     )}
-                    <div class="muted">{queue.kind}</div>
+                    {queue.kind === queue.name ? null : <div class="muted">{queue.kind}</div>}
                   </td>
                   <td>{queue.counts.waiting + (queue.counts.waitingAdmission ?? 0)}</td>
                   <td>{queue.counts.active}</td>
@@ -116,7 +116,7 @@ export function Queues() {
                         {queue.reason ? `: ${queue.reason}` : ''}
                       </span>
                     ) : queue.held ? (
-                      'held (its sender is paused)'
+                      'held (by the messages switch, or its sender is paused)'
                     ) : (
                       'running'
                     )}
