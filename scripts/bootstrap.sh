@@ -52,17 +52,10 @@ ensure_services() {
 }
 
 # The console's pages (packages/console), built when missing or older than their sources: the API
-# serves them at /console and /portal. A few seconds; skipped when nothing changed.
+# serves them at /console and /portal. A few seconds; nothing when nothing changed.
 build_console() {
-  local dir=packages/console
-  [ -f "$dir/package.json" ] || return 0
-  if [ -f "$dir/dist/index.html" ] &&
-    [ -z "$(find "$dir" packages/client/src -newer "$dir/dist/index.html" -type f \
-      -not -path "*/node_modules/*" -not -path "$dir/dist/*" -print -quit)" ]; then
-    return 0
-  fi
-  say "building the console (packages/console)"
-  pnpm --filter @dispatch/console build >&2
+  [ -f packages/console/scripts/ensure-built.ts ] || return 0
+  node packages/console/scripts/ensure-built.ts >&2
 }
 
 export TURBO_TELEMETRY_DISABLED=1

@@ -30,3 +30,8 @@ export function ensureConsoleBuilt(log: (line: string) => void = console.log): '
   execFileSync(process.execPath, [vite, 'build', '--logLevel', 'warn'], { cwd: PACKAGE, stdio: 'inherit' })
   return 'built'
 }
+
+// `node packages/console/scripts/ensure-built.ts`: what scripts/start.sh and scripts/test.sh run.
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  ensureConsoleBuilt((line) => console.error(`[dispatch] ${line}`))
+}
