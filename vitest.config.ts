@@ -9,7 +9,8 @@ export default defineConfig({
       'packages/*/test/**/*.test.ts',
       'deploy/test/**/*.test.ts',
     ],
-    globalSetup: ['./packages/testing/src/global-setup.ts'],
+    // The console is built first (when stale): its size test and the browser tests read dist/.
+    globalSetup: ['./packages/testing/src/global-setup.ts', './packages/console/scripts/test-setup.ts'],
     // Each file gets its own database and queue prefix, so files run in parallel safely.
     pool: 'forks',
     testTimeout: 30_000,

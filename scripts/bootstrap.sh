@@ -51,6 +51,13 @@ ensure_services() {
   say "Postgres or Redis still does not answer on 127.0.0.1; continuing, the next step will say which"
 }
 
+# The console's pages (packages/console), built when missing or older than their sources: the API
+# serves them at /console and /portal. A few seconds; nothing when nothing changed.
+build_console() {
+  [ -f packages/console/scripts/ensure-built.ts ] || return 0
+  node packages/console/scripts/ensure-built.ts >&2
+}
+
 export TURBO_TELEMETRY_DISABLED=1
 
 # Everything a script needs before it runs pnpm.
@@ -58,5 +65,6 @@ prepare() {
   ensure_node24
   ensure_pnpm
   install_dependencies
+  build_console
   ensure_services
 }

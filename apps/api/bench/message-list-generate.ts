@@ -24,11 +24,11 @@ export async function createBenchKey(sql: postgres.Sql, clientName: string) {
  * queued, sending, expired and canceled. Rare statuses are the ones a filter must find without
  * reading through the common ones.
  */
-const STATUS = `(case when i % 100 < 55 then 'read' when i % 100 < 80 then 'delivered'
+export const STATUS = `(case when i % 100 < 55 then 'read' when i % 100 < 80 then 'delivered'
   when i % 100 < 90 then 'sent' when i % 100 < 95 then 'failed' when i % 100 = 95 then 'scheduled'
   when i % 100 = 96 then 'queued' when i % 100 = 97 then 'sending' when i % 100 = 98 then 'expired'
   else 'canceled' end)::message_status`
-const TYPE = `(case when i % 20 < 12 then 'text' when i % 20 < 19 then 'template' else 'image' end)::message_type`
+export const TYPE = `(case when i % 20 < 12 then 'text' when i % 20 < 19 then 'template' else 'image' end)::message_type`
 
 /**
  * One batch, set-based: messages `lo`…`hi` of `total`, accepted evenly over the last SPAN_DAYS

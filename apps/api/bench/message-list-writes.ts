@@ -31,7 +31,7 @@ const READ_LAG = 10
 const LIST_INDEXES = [
   'messages_api_key_status_accepted_at_idx',
   'messages_api_key_updated_at_idx',
-  'messages_api_key_client_reference_idx',
+  'messages_client_reference_idx',
 ]
 
 async function prepare(name: string, withListIndexes: boolean) {

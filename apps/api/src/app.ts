@@ -3,6 +3,7 @@ import { FastifyOtelInstrumentation } from '@fastify/otel'
 import rateLimit from '@fastify/rate-limit'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance, LogController } from 'fastify'
+import { sessionAuth } from './console/session-auth.ts'
 import type { ApiDeps } from './deps.ts'
 import { AppError } from './errors.ts'
 import { adminAuth } from './plugins/admin-auth.ts'
@@ -100,6 +101,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   })
   await app.register(authFailureLimit)
   await app.register(messageRateLimit)
+  await app.register(sessionAuth)
   await app.register(apiKeyAuth)
   await app.register(adminAuth)
   await app.register(idempotency)

@@ -37,6 +37,10 @@ const ApiEnv = Type.Object({
   /** How long past its TTL a cached key still answers while Postgres cannot be reached. */
   API_KEY_STALE_IF_ERROR_MS: Type.Integer({ minimum: 0, default: 300_000 }),
   SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, default: 10_000 }),
+  /** How long a console or portal session lasts from its sign-in (no sliding renewal). */
+  CONSOLE_SESSION_TTL_MS: Type.Integer({ minimum: 60_000, default: 8 * 3_600_000 }),
+  /** Where the console's built pages are (`pnpm --filter @dispatch/console build`). */
+  CONSOLE_DIST_DIR: Type.Optional(Type.String({ minLength: 1 })),
   /** Send requests per second per API key, across every API instance. */
   MESSAGE_RATE_PER_SECOND: Type.Integer({ minimum: 1, default: 100 }),
   /** How long a message may wait to be handed to the platform, unless its send says otherwise. */

@@ -34,11 +34,14 @@ export const toApiKeySelf = (row: ApiKeyRow, usage: KeyUsage, defaultRatePerSeco
     quietHours: row.quietHours,
     effectiveRatePerSecond: row.ratePerSecond ?? defaultRatePerSecond,
   },
-  usage: {
-    today: usage.today,
-    remainingToday: row.dailyQuota === null ? null : Math.max(0, row.dailyQuota - usage.today),
-    resetsAt: usage.resetsAt.toISOString(),
-  },
+  usage: usageView(row, usage),
+})
+
+/** Today's usage against the key's quota. */
+export const usageView = (row: ApiKeyRow, usage: KeyUsage): ApiKeySelf['usage'] => ({
+  today: usage.today,
+  remainingToday: row.dailyQuota === null ? null : Math.max(0, row.dailyQuota - usage.today),
+  resetsAt: usage.resetsAt.toISOString(),
 })
 
 export const toApiKeyAdminView = (row: ApiKeyRow): ApiKeyAdminView => ({

@@ -20,7 +20,24 @@ export interface DispatchClientOptions {
   maxRetryDelayMs?: number
   /** A fetch of your own (tests, proxies, instrumentation). Default `globalThis.fetch`. */
   fetch?: (request: Request) => Promise<Response>
+  /**
+   * A cookie session (the console, the portal), in place of a header credential: requests carry the
+   * browser's same-origin cookies, and every change carries the session's CSRF token as `x-csrf-token`.
+   * A function, so a page can sign in (and out) after the client is made; keep the token in memory.
+   */
+  session?: { csrfToken: () => string | undefined }
 }
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
+
+/** Adds the session's CSRF token to every change. */
+const withCsrfToken =
+  (csrfToken: () => string | undefined, fetch: (request: Request) => Promise<Response>) =>
+  (request: Request) => {
+    const token = csrfToken()
+    if (token && !SAFE_METHODS.has(request.method)) request.headers.set('x-csrf-token', token)
+    return fetch(request)
+  }
 
 // openapi-fetch's own argument typing, with the answer unwrapped: the success body, or a DispatchError.
 type InitParam<Init> = RequiredKeysOf<Init> extends never ? [(Init & { [key: string]: unknown })?] : [Init]
@@ -50,13 +67,15 @@ export function createDispatchClient(options: DispatchClientOptions): DispatchCl
   const headers: Record<string, string> = {}
   if (options.apiKey) headers['x-api-key'] = options.apiKey
   if (options.adminToken) headers.authorization = `Bearer ${options.adminToken}`
+  const baseFetch = options.fetch ?? ((request: Request) => globalThis.fetch(request))
   const raw = createClient<paths>({
     baseUrl: options.baseUrl,
     headers,
+    ...(options.session ? { credentials: 'same-origin' as const } : {}),
     fetch: retryingFetch({
       retries: options.retries ?? 3,
       maxDelayMs: options.maxRetryDelayMs ?? 30_000,
-      fetch: options.fetch ?? ((request) => globalThis.fetch(request)),
+      fetch: options.session ? withCsrfToken(options.session.csrfToken, baseFetch) : baseFetch,
     }),
   })
   const call =

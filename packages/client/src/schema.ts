@@ -81,6 +81,64 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The console session this browser holds, with its CSRF token */
+        get: operations["getAdminSession"];
+        put?: never;
+        /** Sign in to the console: an admin name and token for a session cookie */
+        post: operations["signInAdmin"];
+        /** Sign out of the console: the session ends on every tab */
+        delete: operations["signOutAdmin"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/third-party/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The portal session this browser holds, with its CSRF token */
+        get: operations["getPortalSession"];
+        put?: never;
+        /** Sign in to the portal: an API key for a session cookie (the key is not kept) */
+        post: operations["signInPortal"];
+        /** Sign out of the portal */
+        delete: operations["signOutPortal"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The overview: messages per minute, backlog, senders needing attention, failing endpoints, top errors
+         * @description Messages per minute by status over the last 24 hours (minutes without a message left out), each sender’s queue, the senders that are held or whose quality or account Meta flags, the webhook endpoints that failed in the last hour and the last hour’s most frequent error codes with what each means. Computed at most every 5 seconds per API instance.
+         */
+        get: operations["getAdminOverview"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/admin/api-keys": {
         parameters: {
             query?: never;
@@ -315,6 +373,26 @@ export interface paths {
          * @description The list’s filters (the status is always `failed`); up to `limit` (1–1,000, default 100) messages, oldest accepted first. Messages that cannot go now (a worker still finishing one, its sender removed) are skipped. Answers how many went, and their ids.
          */
         post: operations["retryMessages"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/messages/{id}/timeline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A message and its whole life on one timeline, for any key
+         * @description Oldest first: accepted, scheduled, each delivery attempt that met an error, sent, delivered, read (or failed, expired, canceled), each admin retry, and each webhook event with its delivery attempts. A message not yet recorded by a worker is 404 here for a moment.
+         */
+        get: operations["getAdminMessageTimeline"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -757,6 +835,26 @@ export interface paths {
          * @description Requires the `read:messages` scope. `messageId` is a reply routed to this key (its `messageId` in `message.received`, or its wamid); any other is 404. Sent to the platform at once, ahead of the sender's queued messages. `typing: true` also shows the typing indicator.
          */
         post: operations["markMessageRead"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/third-party/messages/{messageId}/timeline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A message and its whole life on one timeline
+         * @description Requires the `read:messages` scope; a key sees only its own messages. Oldest first: accepted, scheduled, each delivery attempt that met an error, sent, delivered, read (or failed, expired, canceled), and each webhook event with its delivery attempts to the key’s endpoints.
+         */
+        get: operations["getMessageTimeline"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1541,6 +1639,632 @@ export interface operations {
             };
         };
     };
+    getAdminSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        kind: "admin";
+                        actor: string;
+                        csrfToken: string;
+                        /** Format: date-time */
+                        expiresAt: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    signInAdmin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    token: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        kind: "admin";
+                        actor: string;
+                        csrfToken: string;
+                        /** Format: date-time */
+                        expiresAt: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    signOutAdmin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed out */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    getPortalSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        kind: "portal";
+                        actor: string;
+                        csrfToken: string;
+                        /** Format: date-time */
+                        expiresAt: string;
+                        /** Format: uuid */
+                        keyId: string;
+                        clientName: string;
+                        scopes: string[];
+                        tenantId: string | null;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    signInPortal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    apiKey: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        kind: "portal";
+                        actor: string;
+                        csrfToken: string;
+                        /** Format: date-time */
+                        expiresAt: string;
+                        /** Format: uuid */
+                        keyId: string;
+                        clientName: string;
+                        scopes: string[];
+                        tenantId: string | null;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    signOutPortal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed out */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
+    getAdminOverview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        generatedAt: string;
+                        messagesPerMinute: {
+                            /** Format: date-time */
+                            minute: string;
+                            counts: {
+                                [key: string]: number;
+                            };
+                        }[];
+                        backlog: {
+                            name: string;
+                            /** @enum {unknown} */
+                            kind: "messages" | "sender" | "email" | "webhooks";
+                            senderId: string | null;
+                            queue: string | null;
+                            paused: boolean;
+                            held: boolean;
+                            switchedBy: string | null;
+                            reason: string | null;
+                            switchedAt: string | null;
+                            counts: {
+                                waiting: number;
+                                active: number;
+                                delayed: number;
+                                failed: number;
+                                prioritized: number;
+                                waitingAdmission?: number;
+                            };
+                        }[];
+                        sendersNeedingAttention: {
+                            id: string;
+                            phoneNumberId: string;
+                            displayName: string;
+                            displayPhoneNumber: string | null;
+                            ratePerSecond: number;
+                            /** @enum {unknown} */
+                            state: "active" | "paused" | "needs_attention";
+                            stateReason: string | null;
+                            accessTokenLast4: string | null;
+                            /** @enum {unknown} */
+                            source: "environment" | "admin";
+                            wabaId: string | null;
+                            /** @enum {unknown} */
+                            serviceWindowPolicy: "off" | "enforce";
+                            marketingCap: {
+                                count: number;
+                                hours: number;
+                            } | null;
+                            consentKeywords: {
+                                optOut: string[];
+                                optIn: string[];
+                            } | null;
+                            consentConfirmation: {
+                                optOut?: string;
+                                optIn?: string;
+                            } | null;
+                            templatesSyncedAt: string | null;
+                            health: {
+                                accountStatus: string | null;
+                                accountStatusReason: string | null;
+                                messagingLimitTier: string | null;
+                                qualityRating: string | null;
+                                updatedAt: string | null;
+                            };
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        }[];
+                        failingWebhookEndpoints: {
+                            /** Format: uuid */
+                            endpointId: string;
+                            url: string;
+                            /** Format: uuid */
+                            apiKeyId: string;
+                            failures: number;
+                            lastError: string | null;
+                            lastStatusCode: number | null;
+                            /** Format: date-time */
+                            lastAttemptAt: string;
+                        }[];
+                        topErrors: {
+                            code: string;
+                            count: number;
+                            meaning: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+        };
+    };
     listApiKeys: {
         parameters: {
             query?: {
@@ -1738,6 +2462,12 @@ export interface operations {
                             /** Format: date-time */
                             createdAt: string;
                         }[];
+                        usage: {
+                            today: number;
+                            remainingToday: number | null;
+                            /** Format: date-time */
+                            resetsAt: string;
+                        };
                     };
                 };
             };
@@ -3909,6 +4639,112 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getAdminMessageTimeline: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: {
+                            /** Format: uuid */
+                            messageId: string;
+                            /** @enum {unknown} */
+                            type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction";
+                            phone: string | null;
+                            userId: string | null;
+                            /** @enum {unknown} */
+                            status: "scheduled" | "queued" | "sending" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled";
+                            attempts: number;
+                            clientReference: string | null;
+                            platformMessageId: string | null;
+                            lastError: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            batchId: string | null;
+                            sendAt: string | null;
+                            scheduledReason: ("send_at" | "quiet_hours") | null;
+                            expiresAt: string | null;
+                            senderId: string | null;
+                            senderPhoneNumberId: string | null;
+                            fallbackUsed: boolean;
+                            pricing: {
+                                billable: boolean | null;
+                                pricingModel: string | null;
+                                category: string | null;
+                                type: string | null;
+                            } | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                            /** Format: uuid */
+                            apiKeyId: string;
+                            retryCount: number;
+                            retriedAt: string | null;
+                        };
+                        entries: {
+                            /** Format: date-time */
+                            at: string;
+                            /** @enum {unknown} */
+                            kind: "accepted" | "scheduled" | "attempt_failed" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled" | "retried" | "webhook_event" | "webhook_attempt";
+                            summary: string;
+                            errorCode?: string;
+                            attempt?: number;
+                            eventId?: string;
+                            /** Format: uuid */
+                            endpointId?: string;
+                            statusCode?: number | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
                 };
             };
         };
@@ -7825,6 +8661,124 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getMessageTimeline: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                messageId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: {
+                            /** Format: uuid */
+                            messageId: string;
+                            /** @enum {unknown} */
+                            type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction";
+                            phone: string | null;
+                            userId: string | null;
+                            /** @enum {unknown} */
+                            status: "scheduled" | "queued" | "sending" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled";
+                            attempts: number;
+                            clientReference: string | null;
+                            platformMessageId: string | null;
+                            lastError: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            batchId: string | null;
+                            sendAt: string | null;
+                            scheduledReason: ("send_at" | "quiet_hours") | null;
+                            expiresAt: string | null;
+                            senderId: string | null;
+                            senderPhoneNumberId: string | null;
+                            fallbackUsed: boolean;
+                            pricing: {
+                                billable: boolean | null;
+                                pricingModel: string | null;
+                                category: string | null;
+                                type: string | null;
+                            } | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        };
+                        entries: {
+                            /** Format: date-time */
+                            at: string;
+                            /** @enum {unknown} */
+                            kind: "accepted" | "scheduled" | "attempt_failed" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled" | "retried" | "webhook_event" | "webhook_attempt";
+                            summary: string;
+                            errorCode?: string;
+                            attempt?: number;
+                            eventId?: string;
+                            /** Format: uuid */
+                            endpointId?: string;
+                            statusCode?: number | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @example VALIDATION_ERROR */
+                        errorCode: string;
+                        statusCode: number;
+                        /** @example Bad Request */
+                        error: string;
+                    };
                 };
             };
         };

@@ -136,6 +136,8 @@ export type ApiKeyAdminView = Static<typeof ApiKeyAdminView>
 export const ApiKeyAdminDetail = Type.Object({
   ...ApiKeyAdminView.properties,
   history: Type.Array(ApiKeyAuditEntry),
+  /** Today's usage, as the key itself sees it in `GET /api/api-keys/me`. */
+  usage: ApiKeySelf.properties.usage,
 })
 export type ApiKeyAdminDetail = Static<typeof ApiKeyAdminDetail>
 

@@ -16,6 +16,8 @@ export const ErrorCodes = {
   /** `priority: "high"` from a key an admin has not marked transactional. */
   PRIORITY_NOT_ALLOWED: 403,
   WEBHOOK_VERIFY_TOKEN_INVALID: 403,
+  /** A change made with a console or portal session cookie, without its `x-csrf-token`. */
+  CSRF_TOKEN_INVALID: 403,
   NOT_FOUND: 404,
   /** CONNECT, which no route of this API answers. */
   METHOD_NOT_ALLOWED: 405,

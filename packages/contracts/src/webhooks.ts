@@ -14,7 +14,13 @@ export const WhatsAppStatus = Type.Object({
   status: Type.Enum(WHATSAPP_STATUSES),
   /** Unix seconds, as a string. */
   timestamp: Type.String({ pattern: '^[0-9]{1,12}$' }),
+  /** The user's phone, digits only; absent when Meta withholds it from a user known by username. */
   recipient_id: Type.Optional(Type.String()),
+  /**
+   * The user's business-scoped user id (BSUID), beside or instead of `recipient_id`. Read leniently
+   * (a malformed one is ignored, never the status it came with).
+   */
+  recipient_user_id: Type.Optional(Type.String()),
   biz_opaque_callback_data: Type.Optional(Type.String()),
   /** What the message costs (`PMP` per message since July 2025). Lenient: a malformed one is ignored. */
   pricing: Type.Optional(Type.Unknown()),

@@ -6,6 +6,8 @@ import { AppError } from '../errors.ts'
 declare module 'fastify' {
   interface FastifyInstance {
     requireAdmin(request: FastifyRequest): Promise<void>
+    /** The name of the admin whose token this is, compared in constant time. */
+    adminByToken(token: string): string | undefined
   }
   interface FastifyRequest {
     /** The name of the admin token that authenticated the request: the actor in the audit log. */
@@ -33,7 +35,8 @@ export function adminMatcher(admins: ReadonlyArray<{ name: string; secret: strin
 }
 
 /**
- * Admins authenticate with `Authorization: Bearer <token>`; tokens are named pairs from config.
+ * Admins authenticate with `Authorization: Bearer <token>`, tokens being named pairs from config,
+ * or, without that header, with the console's session cookie (console/session-auth.ts).
  * The presented token is compared with every configured one in constant time (hashes of equal
  * length, no early exit), so timing reveals neither a match nor its position.
  * Every admin request asks the failure limiter first: an address past its failed attempts gets 429
@@ -46,24 +49,29 @@ export const adminAuth = fp(
     )
 
     app.decorateRequest('adminName', '')
+    app.decorate('adminByToken', adminOf)
+    const refused = () =>
+      new AppError('ADMIN_AUTH_REQUIRED', 'A valid admin token is required (Authorization: Bearer <token>)', {
+        'www-authenticate': 'Bearer',
+      })
     app.decorate('requireAdmin', async (request: FastifyRequest) => {
-      const match = /^Bearer ([^\s]+)$/i.exec(request.headers.authorization ?? '')
-      const found = adminOf(match?.[1] ?? '')
-      const actor = match ? found : undefined
-      // A request without credentials guesses nothing: it is not counted, but is refused when blocked.
-      const failed = !actor && request.headers.authorization !== undefined
-      await app.authFailureLimits.admin.guard(request, failed)
-      if (!actor) {
-        throw new AppError(
-          'ADMIN_AUTH_REQUIRED',
-          'A valid admin token is required (Authorization: Bearer <token>)',
-          {
-            'www-authenticate': 'Bearer',
-          },
-        )
+      if (request.headers.authorization === undefined) {
+        // The console's session, in place of the header. A cookie guesses nothing (256 random bits):
+        // it is not counted, but an address past its failures is refused all the same.
+        await app.authFailureLimits.admin.guard(request, false)
+        const ended = () =>
+          new AppError('ADMIN_AUTH_REQUIRED', 'The console session has ended or is not valid; sign in again')
+        const session = await app.sessionOf(request, 'admin', ended)
+        if (!session) throw refused()
+        request.adminName = session.actor
+        return
       }
+      const match = /^Bearer ([^\s]+)$/i.exec(request.headers.authorization)
+      const actor = match ? adminOf(match[1] as string) : undefined
+      await app.authFailureLimits.admin.guard(request, !actor)
+      if (!actor) throw refused()
       request.adminName = actor
     })
   },
-  { name: 'admin-auth', dependencies: ['auth-failure-limit'] },
+  { name: 'admin-auth', dependencies: ['auth-failure-limit', 'session-auth'] },
 )

@@ -13,6 +13,8 @@ declare module 'fastify' {
     /** Tells every API instance to drop its cached copy of the key (after a status change). */
     publishApiKeyChange(id: string): Promise<void>
     apiKeyCache: ApiKeyCache
+    /** The approved key a raw key is (with `scope` if given), refused as the header's would be. */
+    apiKeyOf(request: FastifyRequest, raw: string, scope?: string): Promise<ApiKeyRow>
   }
   interface FastifyRequest {
     apiKey: ApiKeyRow
@@ -77,12 +79,11 @@ export const apiKeyAuth = fp(
       return new AppError('API_KEY_INVALID', 'The API key is not valid')
     }
 
-    const authenticate = async (request: FastifyRequest, scope: string | undefined) => {
-      const header = request.headers['x-api-key']
-      const raw = Array.isArray(header) ? header[0] : header
-      if (!raw) throw new AppError('API_KEY_MISSING', 'The x-api-key header is required')
-      if (!raw.startsWith(envPrefix)) throw await invalidKey(request)
-      const hash = hashApiKey(raw)
+    const sessionEnded = () =>
+      new AppError('API_KEY_INVALID', 'The portal session has ended or is not valid; sign in again')
+
+    /** The approved key of this environment with this hash, with `scope` if given. */
+    const keyByHash = async (request: FastifyRequest, hash: string, scope: string | undefined) => {
       let key: ApiKeyRow | null
       try {
         key = await cache.get(hash, async () => (await findApiKeyByHash(db, hash)) ?? null)
@@ -100,12 +101,32 @@ export const apiKeyAuth = fp(
       if (scope && !key.scopes.includes(scope)) {
         throw new AppError('INSUFFICIENT_SCOPE', `The API key lacks the "${scope}" scope`)
       }
-      request.apiKey = key
+      return key
     }
 
+    const keyOf = async (request: FastifyRequest, raw: string, scope?: string) => {
+      if (!raw.startsWith(envPrefix)) throw await invalidKey(request)
+      return keyByHash(request, hashApiKey(raw), scope)
+    }
+
+    const authenticate = async (request: FastifyRequest, scope: string | undefined) => {
+      const header = request.headers['x-api-key']
+      const raw = Array.isArray(header) ? header[0] : header
+      if (raw) {
+        request.apiKey = await keyOf(request, raw, scope)
+        return
+      }
+      // The portal's session, in place of the header: it names the key by its hash, looked up
+      // as a presented key is, so a key revoked since ends the session's use at once.
+      const session = await app.sessionOf(request, 'portal', sessionEnded)
+      if (!session?.keyHash) throw new AppError('API_KEY_MISSING', 'The x-api-key header is required')
+      request.apiKey = await keyByHash(request, session.keyHash, scope)
+    }
+
+    app.decorate('apiKeyOf', keyOf)
     app.decorate('requireApiKey', (scope?: string): onRequestHookHandler => {
       return async (request) => authenticate(request, scope)
     })
   },
-  { name: 'api-key-auth', dependencies: ['auth-failure-limit', 'metrics'] },
+  { name: 'api-key-auth', dependencies: ['auth-failure-limit', 'metrics', 'session-auth'] },
 )

@@ -1,5 +1,5 @@
 import { nextUtcMidnight } from '@dispatch/contracts'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError } from '../errors.ts'
 import type { KeyUsage } from '../views.ts'
@@ -15,7 +15,8 @@ declare module 'fastify' {
      */
     spendMessageRate(request: FastifyRequest, count: number): Promise<void>
     /** The calling key's count for today (UTC); 0 when Redis cannot say. */
-    messageUsageToday(request: FastifyRequest): Promise<KeyUsage>
+    /** A key's messages today (UTC); 0 while Redis cannot be reached. */
+    messageUsageToday(apiKeyId: string, log: FastifyBaseLogger): Promise<KeyUsage>
   }
 }
 
@@ -115,14 +116,14 @@ export const messageRateLimit = fp(
       })
     })
 
-    app.decorate('messageUsageToday', async (request: FastifyRequest): Promise<KeyUsage> => {
+    app.decorate('messageUsageToday', async (apiKeyId: string, log: FastifyBaseLogger): Promise<KeyUsage> => {
       const now = clock()
       const resetsAt = nextUtcMidnight(now)
       try {
-        const today = Number((await redis.get(dayKey(request.apiKey.id, now))) ?? 0)
+        const today = Number((await redis.get(dayKey(apiKeyId, now))) ?? 0)
         return { today, resetsAt }
       } catch (error) {
-        request.log.warn({ err: error }, "today's message count unknown: Redis unreachable")
+        log.warn({ err: error }, "today's message count unknown: Redis unreachable")
         return { today: 0, resetsAt }
       }
     })

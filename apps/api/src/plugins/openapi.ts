@@ -50,6 +50,26 @@ function honoursIdempotencyKeyOf(app: FastifyInstance) {
   }
 }
 
+type Security = Array<Record<string, string[]>>
+/** Where a header credential works, its browser session does too (console/session-auth.ts). */
+const SESSION_OF: Record<string, string> = { adminToken: 'consoleSession', apiKey: 'portalSession' }
+
+/** Adds the session cookie as an alternative to each operation's header credential. */
+function addSessionAlternatives<T extends { paths?: object }>(document: T): T {
+  for (const operations of Object.values(document.paths ?? {}) as Record<string, unknown>[]) {
+    for (const operation of Object.values(operations) as Array<{ security?: Security }>) {
+      const security = operation?.security
+      if (!Array.isArray(security)) continue
+      for (const requirement of [...security]) {
+        for (const [scheme, session] of Object.entries(SESSION_OF)) {
+          if (scheme in requirement && !security.some((r) => session in r)) security.push({ [session]: [] })
+        }
+      }
+    }
+  }
+  return document
+}
+
 /** The OpenAPI 3.1 document (`/docs/json`) and Swagger UI (`/docs`), from the routes' own schemas. */
 export async function registerOpenApi(app: FastifyInstance) {
   const honoursIdempotencyKey = honoursIdempotencyKeyOf(app)
@@ -62,6 +82,20 @@ export async function registerOpenApi(app: FastifyInstance) {
         securitySchemes: {
           apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
           adminToken: { type: 'http', scheme: 'bearer' },
+          consoleSession: {
+            type: 'apiKey',
+            in: 'cookie',
+            name: 'dispatch_console',
+            description:
+              'The console session (`POST /api/admin/session`). A change also carries the session’s `x-csrf-token`.',
+          },
+          portalSession: {
+            type: 'apiKey',
+            in: 'cookie',
+            name: 'dispatch_portal',
+            description:
+              'The portal session (`POST /api/third-party/session`). A change also carries the session’s `x-csrf-token`.',
+          },
         },
       },
     },
@@ -71,7 +105,7 @@ export async function registerOpenApi(app: FastifyInstance) {
     }),
     transformObject: (documents) =>
       'openapiObject' in documents
-        ? describeOperations(applyBodyMarkers(documents.openapiObject))
+        ? describeOperations(addSessionAlternatives(applyBodyMarkers(documents.openapiObject)))
         : documents.swaggerObject,
   })
   await app.register(swaggerUi, { routePrefix: '/docs' })

@@ -1,5 +1,9 @@
 import type { FastifyInstance } from 'fastify'
 import { suppressionRoutes } from '../consent/routes.ts'
+import { adminOverviewRoutes } from '../console/overview.ts'
+import { consolePages } from '../console/pages.ts'
+import { adminSessionRoutes, portalSessionRoutes } from '../console/session-routes.ts'
+import { adminTimelineRoutes, messageTimelineRoutes } from '../console/timeline.ts'
 import { adminApiKeyRoutes } from './admin/api-keys.ts'
 import { adminCatalogRoutes } from './admin/catalog.ts'
 import { adminInboundMessageRoutes } from './admin/inbound-messages.ts'
@@ -35,11 +39,15 @@ const ROUTES = [
   [healthRoutes, {}],
   [metricsRoutes, {}],
   [apiKeyRoutes, { prefix: '/api/api-keys' }],
+  [adminSessionRoutes, { prefix: '/api/admin/session' }],
+  [portalSessionRoutes, { prefix: '/api/third-party/session' }],
+  [adminOverviewRoutes, { prefix: '/api/admin/overview' }],
   [adminApiKeyRoutes, { prefix: '/api/admin/api-keys' }],
   [adminInboundMessageRoutes, { prefix: '/api/admin/inbound-messages' }],
   [adminSenderRoutes, { prefix: '/api/admin/senders' }],
   [adminSenderTemplateRoutes, { prefix: '/api/admin/senders' }],
   [adminMessageRoutes, { prefix: '/api/admin/messages' }],
+  [adminTimelineRoutes, { prefix: '/api/admin/messages' }],
   [adminQueueRoutes, { prefix: '/api/admin/queues' }],
   [suppressionRoutes, { prefix: '/api/admin', audience: 'admin' }],
   'messages',
@@ -55,6 +63,8 @@ const ROUTES = [
   [suppressionRoutes, { prefix: '/api/third-party', audience: 'key' }],
   // Bull Board, for browsers (HTTP Basic): outside /api and the OpenAPI document.
   [queueDashboardRoutes, { prefix: '/admin/queues' }],
+  // The console and the portal: the single-page app's files, outside /api and the document.
+  [consolePages, {}],
 ] as const
 
 /** The message routes, mounted twice: the spec's usage example omits `/api`. */
@@ -66,6 +76,7 @@ const MESSAGE_ROUTES = [
   cancelMessageRoutes,
   messageListRoutes,
   markReadRoutes,
+  messageTimelineRoutes,
 ] as const
 
 export async function registerRoutes(app: FastifyInstance): Promise<void> {

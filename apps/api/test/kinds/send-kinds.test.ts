@@ -103,6 +103,30 @@ describe('each new kind of message, sent', () => {
     },
   )
 
+  it('send-image takes a link too, its spec body otherwise unchanged (text is the caption)', async () => {
+    const res = await post('send-image', {
+      phone: PHONE,
+      image: { link: 'https://cdn.example.com/receipt.jpg', text: 'Your receipt' },
+    })
+    expect(res.statusCode, res.body).toBe(202)
+    expect((await platformBody(res.json().messageId)).body.image).toEqual({
+      link: 'https://cdn.example.com/receipt.jpg',
+      caption: 'Your receipt',
+    })
+    await untilMessageStatus(app, key.key, res.json().messageId, 'sent')
+  })
+
+  it('a new kind takes validitySeconds and priority like any message', async () => {
+    const body = { phone: PHONE, location: { latitude: 1.5, longitude: 2.5 } }
+    const low = await post('send-location', { ...body, priority: 'low', validitySeconds: 60 })
+    expect(low.statusCode, low.body).toBe(202)
+    expect((await platformBody(low.json().messageId)).body.location).toEqual(body.location)
+    const view = await untilMessageStatus(app, key.key, low.json().messageId, 'sent')
+    expect(Date.parse(view.expiresAt as string) - Date.parse(view.createdAt)).toBe(60_000)
+    // `high` is for keys an admin marked transactional, whatever the kind.
+    expectError(await post('send-location', { ...body, priority: 'high' }), 403, 'PRIORITY_NOT_ALLOWED')
+  })
+
   it('a new kind is scheduled, canceled and replayed by its Idempotency-Key like any message', async () => {
     const body = {
       phone: PHONE,

@@ -120,6 +120,13 @@ export const KINDS = [
       action: { name: 'send_location' },
     },
   },
+  // A reaction names the message by a wamid here (passed on as given); by a Dispatch id in
+  // send-kinds.test.ts, where the platform gets that message's wamid.
+  {
+    type: 'reaction',
+    body: { reaction: { messageId: 'wamid.HBgLNTUxMTk4NzY1MDAwMRUCABIYFjNFQjA', emoji: '👍' } },
+    platform: { message_id: 'wamid.HBgLNTUxMTk4NzY1MDAwMRUCABIYFjNFQjA', emoji: '👍' },
+  },
 ] as const
 
 export const pathOf = (type: string) => `send-${type}`

@@ -5,6 +5,7 @@ import {
   messageWebhook,
   startFakeWhatsApp,
   startWebhookReceiver,
+  statusWebhook,
   type WebhookReceiver,
   waitFor,
 } from '@dispatch/testing'
@@ -72,7 +73,7 @@ beforeAll(async () => {
     method: 'POST',
     url: '/api/third-party/webhook-endpoints',
     headers: { 'x-api-key': acme.key },
-    payload: { url: receiver.url, events: ['message.received', 'message.sent'] },
+    payload: { url: receiver.url, events: ['message.received', 'message.sent', 'message.delivered'] },
   })
   expect(endpoint.statusCode, endpoint.body).toBe(201)
   worker = await startTestWorker(world, {
@@ -193,6 +194,52 @@ describe('a user known by both', () => {
       ),
     )
     expect(event.json.data).toMatchObject({ phone, userId, button: { id: 'yes', title: 'Yes' } })
+  })
+
+  it("learns the BSUID from a status of a message sent to the phone: the message, its event and the user's replies carry both", async () => {
+    const phone = `+55119${String(Date.now()).slice(-8)}`
+    const userId = newUserId()
+    const res = await sendText(acme, { phone }, 'Your parcel is out for delivery')
+    await untilRecordedSent(world, res.json().messageId)
+    const sent = await untilMessageStatus(app, acme.key, res.json().messageId, 'sent')
+    expect(sent).toMatchObject({ phone, userId: null })
+    // Meta names the user both ways in the status (`recipient_user_id` beside `recipient_id`).
+    const status = statusWebhook({
+      id: sent.platformMessageId,
+      status: 'delivered',
+      timestamp: String(Math.floor(Date.now() / 1000)),
+      recipient_id: phone.slice(1),
+      recipient_user_id: userId,
+    })
+    expect((await postPlatformWebhook(app, status, APP_SECRET)).statusCode).toBe(200)
+    expect(await untilMessageStatus(app, acme.key, sent.messageId, 'delivered')).toMatchObject({
+      phone,
+      userId,
+    })
+    const delivered = await waitFor(() =>
+      receiver.received.find(
+        (r) => r.json.type === 'message.delivered' && r.json.data.messageId === sent.messageId,
+      ),
+    )
+    expect(delivered.json.data).toMatchObject({ phone, userId, status: 'delivered' })
+    // The pair is remembered: a reply naming only the BSUID is routed here, its phone filled in.
+    const reply = inboundMessage('text', { userId }, { text: 'Thank you' })
+    expect((await deliver(reply)).statusCode).toBe(200)
+    expect(await storedReply(reply.id)).toMatchObject({ api_key_id: acme.id, phone, user_id: userId })
+    // A malformed BSUID in a status is ignored, never the status it came with.
+    const other = await sendText(acme, { phone: `+55119${String(Date.now() + 1).slice(-8)}` })
+    await untilRecordedSent(world, other.json().messageId)
+    const otherSent = await untilMessageStatus(app, acme.key, other.json().messageId, 'sent')
+    const malformed = statusWebhook({
+      id: otherSent.platformMessageId,
+      status: 'delivered',
+      timestamp: String(Math.floor(Date.now() / 1000)),
+      recipient_user_id: 'not a bsuid',
+    })
+    expect((await postPlatformWebhook(app, malformed, APP_SECRET)).statusCode).toBe(200)
+    expect(await untilMessageStatus(app, acme.key, otherSent.messageId, 'delivered')).toMatchObject({
+      userId: null,
+    })
   })
 
   it('lists messages by userId', async () => {

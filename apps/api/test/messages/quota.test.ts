@@ -87,6 +87,13 @@ describe('daily quota', () => {
     expectQuotaExceeded(await batch(key.key, 1, second), 5)
     // Refusals spend nothing.
     expect((await me(key.key)).usage).toMatchObject({ today: 5, remainingToday: 0 })
+    // An admin sees the same usage on the key's page.
+    const detail = await app.inject({
+      method: 'GET',
+      url: `/api/admin/api-keys/${key.id}`,
+      headers: asAdmin(),
+    })
+    expect(detail.json().usage).toEqual((await me(key.key)).usage)
   })
 
   it('refuses a batch larger than what is left whole, then takes one that fits', async () => {

@@ -84,6 +84,25 @@ async function routeReply(tx: Executor, item: InboundMessage, who: ReplyIdentity
 }
 
 /**
+ * Remembers that this phone and this BSUID are one user, as the platform said at `at` (a user who
+ * changes number gets a new BSUID, so the newest pair per BSUID wins).
+ */
+export async function rememberRecipientPair(
+  tx: Executor,
+  pair: { phone: string; userId: string },
+  at: Date,
+): Promise<void> {
+  await tx
+    .insert(recipientIdentities)
+    .values({ userId: pair.userId, phone: pair.phone, updatedAt: at })
+    .onConflictDoUpdate({
+      target: recipientIdentities.userId,
+      set: { phone: pair.phone, updatedAt: at },
+      setWhere: lt(recipientIdentities.updatedAt, at),
+    })
+}
+
+/**
  * The reply's phone and BSUID: when the webhook gives both, the pair is remembered (a user who
  * changes number gets a new BSUID, so the newest pair wins); when it gives one, the other is
  * completed from a pair remembered earlier, so either finds the conversation.
@@ -91,14 +110,7 @@ async function routeReply(tx: Executor, item: InboundMessage, who: ReplyIdentity
 async function pairIdentity(tx: Executor, item: InboundMessage): Promise<ReplyIdentity> {
   const { phone, userId } = item
   if (phone !== null && userId !== null) {
-    await tx
-      .insert(recipientIdentities)
-      .values({ userId, phone, updatedAt: item.receivedAt })
-      .onConflictDoUpdate({
-        target: recipientIdentities.userId,
-        set: { phone, updatedAt: item.receivedAt },
-        setWhere: lt(recipientIdentities.updatedAt, item.receivedAt),
-      })
+    await rememberRecipientPair(tx, { phone, userId }, item.receivedAt)
     return { phone, userId }
   }
   const [pair] = await tx

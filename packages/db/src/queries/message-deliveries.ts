@@ -121,7 +121,7 @@ async function recordFailedAttempts(sql: Sql, outcomes: DeliveryOutcome[]): Prom
         outcome: o.status,
         error_code: o.lastErrorCode,
         error_message: o.lastErrorMessage,
-        created_at: o.at,
+        created_at: o.at.toISOString(),
       })),
     )}`
 }

@@ -3,6 +3,7 @@ import { DEFAULT_SENDER_ID } from '@dispatch/contracts'
 import { and, eq, inArray, lt, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { type MessageRow, messages } from '../schema/messages.ts'
+import { rememberRecipientPair } from './inbound-messages.ts'
 
 export async function findMessageById(db: Db, id: string): Promise<MessageRow | undefined> {
   const [row] = await db.select().from(messages).where(eq(messages.id, id)).limit(1)
@@ -18,20 +19,29 @@ export interface PlatformStatusUpdate {
   error?: MessageError
   /** The status's `pricing`, when it carried a readable one. */
   pricing?: MessagePricing
+  /**
+   * Who the status names (`recipient_id`, `recipient_user_id`), when it names anyone: fills in the
+   * message's phone or BSUID where it has none, and remembers the pair when both are known.
+   */
+  recipient?: { phone: string | null; userId: string | null }
 }
 
 /**
  * Applies a status the platform reported, only forward: the enum is declared in order of progress,
  * so `status < new` refuses a late `delivered` after `read`. Returns whether a message moved.
+ * A status that names the user fills in the message's missing phone or BSUID in the same update (so
+ * its event carries both) and remembers the pair, so a reply naming either finds the conversation.
  */
 export async function applyPlatformStatus(db: Db, update: PlatformStatusUpdate): Promise<boolean> {
-  const { status } = update
+  const { status, recipient } = update
   const at = sql`${update.at.toISOString()}::timestamptz`
   const rows = await db
     .update(messages)
     .set({
       status,
       updatedAt: sql`now()`,
+      ...(recipient?.phone ? { phone: sql`coalesce(${messages.phone}, ${recipient.phone})` } : {}),
+      ...(recipient?.userId ? { userId: sql`coalesce(${messages.userId}, ${recipient.userId})` } : {}),
       ...(status === 'sent' ? { sentAt: sql`coalesce(${messages.sentAt}, ${at})` } : {}),
       ...(status === 'delivered' || status === 'read'
         ? { deliveredAt: sql`coalesce(${messages.deliveredAt}, ${at})` }
@@ -46,7 +56,12 @@ export async function applyPlatformStatus(db: Db, update: PlatformStatusUpdate):
         : {}),
     })
     .where(and(eq(messages.platformMessageId, update.platformMessageId), lt(messages.status, status)))
-    .returning({ id: messages.id })
+    .returning({ id: messages.id, phone: messages.phone, userId: messages.userId })
+  const [moved] = rows
+  // A send names one of the two, so a message holding both got the other from a status.
+  if (moved?.phone && moved.userId && recipient) {
+    await rememberRecipientPair(db, { phone: moved.phone, userId: moved.userId }, update.at)
+  }
   return rows.length > 0
 }
 

@@ -19,7 +19,11 @@ export const messageAttempts = pgTable(
     errorMessage: text(),
     createdAt: timestamp({ withTimezone: true }).notNull(),
   },
-  (t) => [index('message_attempts_message_id_idx').on(t.messageId, t.createdAt)],
+  (t) => [
+    index('message_attempts_message_id_idx').on(t.messageId, t.createdAt),
+    // The console's top error codes of the last hour.
+    index('message_attempts_created_at_idx').on(t.createdAt),
+  ],
 )
 
 export type MessageAttemptRow = typeof messageAttempts.$inferSelect

@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm'
 import { bigserial, index, integer, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core'
 import { apiKeys } from './api-keys.ts'
 import { webhookEndpoints } from './webhook-endpoints.ts'
@@ -61,6 +62,11 @@ export const webhookAttempts = pgTable(
   (t) => [
     index('webhook_attempts_endpoint_id_created_at_idx').on(t.endpointId, t.createdAt),
     index('webhook_attempts_event_id_idx').on(t.eventId),
+    // The console's failing endpoints of the last hour. Partial: a successful attempt (the usual
+    // one) writes no entry here.
+    index('webhook_attempts_failed_created_at_idx')
+      .on(t.createdAt)
+      .where(sql`${t.statusCode} is null or ${t.statusCode} not between 200 and 299`),
   ],
 )
 

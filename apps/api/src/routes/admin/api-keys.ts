@@ -24,7 +24,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { TSchema } from 'typebox'
 import { AppError } from '../../errors.ts'
 import { OPTIONAL_BODY } from '../../plugins/openapi.ts'
-import { toApiKeyAdminView } from '../../views.ts'
+import { toApiKeyAdminView, usageView } from '../../views.ts'
 import { errorResponses } from '../responses.ts'
 
 const notFound = (id: string) => new AppError('NOT_FOUND', `No API key with id ${JSON.stringify(id)}`)
@@ -76,11 +76,16 @@ export const adminApiKeyRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const id = checkId(request.params.id)
-      const [row, history] = await Promise.all([findApiKeyById(db, id), listApiKeyHistory(db, id)])
+      const [row, history, usage] = await Promise.all([
+        findApiKeyById(db, id),
+        listApiKeyHistory(db, id),
+        app.messageUsageToday(id, request.log),
+      ])
       if (!row) throw notFound(id)
       return {
         ...toApiKeyAdminView(row),
         history: history.map((h) => ({ ...h, createdAt: h.createdAt.toISOString() })),
+        usage: usageView(row, usage),
       }
     },
   )

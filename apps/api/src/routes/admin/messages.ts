@@ -25,7 +25,7 @@ import { acceptedWindowOf } from '../messages/list.ts'
 import { errorResponses } from '../responses.ts'
 import { splitCommaLists } from '../third-party/tenancy.ts'
 
-const toAdminMessageView = (row: MessageRow): AdminMessageView => ({
+export const toAdminMessageView = (row: MessageRow): AdminMessageView => ({
   ...toMessageView(row),
   apiKeyId: row.apiKeyId,
   retryCount: row.retryCount,

@@ -78,6 +78,10 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) =>
-      toApiKeySelf(request.apiKey, await app.messageUsageToday(request), config.MESSAGE_RATE_PER_SECOND),
+      toApiKeySelf(
+        request.apiKey,
+        await app.messageUsageToday(request.apiKey.id, request.log),
+        config.MESSAGE_RATE_PER_SECOND,
+      ),
   )
 }

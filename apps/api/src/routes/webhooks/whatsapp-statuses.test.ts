@@ -28,6 +28,28 @@ describe('readStatusUpdates', () => {
     expect(JSON.stringify(skipped)).not.toContain('wamid.secret')
   })
 
+  it('reads who the status names, phone and BSUID, each only when well formed', () => {
+    const { updates, skipped } = read(
+      { id: 'a', status: 'delivered', timestamp: at(0), recipient_id: '5511987654321' },
+      { id: 'b', status: 'delivered', timestamp: at(0), recipient_user_id: 'BR.1502576394655843' },
+      {
+        id: 'c',
+        status: 'read',
+        timestamp: at(0),
+        recipient_id: '5511987654321',
+        recipient_user_id: 'US.ENT.11815799212886844830',
+      },
+      { id: 'd', status: 'read', timestamp: at(0), recipient_id: '+55 11', recipient_user_id: 'nope' },
+    )
+    expect(skipped).toEqual([])
+    expect(updates.map((u) => u.recipient)).toEqual([
+      { phone: '+5511987654321', userId: null },
+      { phone: null, userId: 'BR.1502576394655843' },
+      { phone: '+5511987654321', userId: 'US.ENT.11815799212886844830' },
+      undefined,
+    ])
+  })
+
   it("records the first error's message, else its title", () => {
     const { updates } = read(
       { id: 'a', status: 'failed', timestamp: at(0), errors: [{ code: 131026, title: 'T', message: 'M' }] },

@@ -1,4 +1,4 @@
-import { type MessagePricing, WhatsAppStatus, type WhatsAppWebhook } from '@dispatch/contracts'
+import { isUserId, type MessagePricing, WhatsAppStatus, type WhatsAppWebhook } from '@dispatch/contracts'
 import type { PlatformStatusUpdate } from '@dispatch/db'
 import { Compile } from 'typebox/compile'
 
@@ -67,11 +67,13 @@ export function readStatusUpdates(
         const { item, time } = judged
         const error = item.errors?.[0]
         const pricing = readPricing(item.pricing)
+        const recipient = readRecipient(item)
         updates.push({
           platformMessageId: item.id,
           status: item.status,
           at: time,
           ...(pricing ? { pricing } : {}),
+          ...(recipient ? { recipient } : {}),
           ...(error
             ? { error: { code: String(error.code), message: error.message ?? error.title ?? '' } }
             : {}),
@@ -80,6 +82,23 @@ export function readStatusUpdates(
     })
   })
   return { updates, skipped }
+}
+
+const platformPhone = /^[1-9][0-9]{7,14}$/
+
+/**
+ * Who the status names: its `recipient_id` (the phone, digits only) and `recipient_user_id` (the
+ * BSUID), each when well formed. A message sent to a phone learns the user's BSUID this way, and
+ * one sent to a BSUID its phone when Meta gives it.
+ */
+export function readRecipient(
+  item: WhatsAppStatus,
+): { phone: string | null; userId: string | null } | undefined {
+  const phone =
+    item.recipient_id !== undefined && platformPhone.test(item.recipient_id) ? `+${item.recipient_id}` : null
+  const userId =
+    item.recipient_user_id !== undefined && isUserId(item.recipient_user_id) ? item.recipient_user_id : null
+  return phone === null && userId === null ? undefined : { phone, userId }
 }
 
 const text = (value: unknown) => (typeof value === 'string' && value.length <= 64 ? value : null)

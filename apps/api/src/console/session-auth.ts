@@ -1,0 +1,94 @@
+import cookie from '@fastify/cookie'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { AppError, unavailable } from '../errors.ts'
+import {
+  CSRF_HEADER,
+  csrfMatches,
+  isSafeMethod,
+  SESSION_COOKIES,
+  type SessionKind,
+  SessionStore,
+  type StoredSession,
+} from './sessions.ts'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    consoleSessions: SessionStore
+    /**
+     * The session of that kind the request's cookie names, CSRF-checked for a change; undefined
+     * when the request carries no such cookie. A cookie naming no live session is refused with
+     * `refusal`, as a wrong credential would be.
+     */
+    sessionOf(
+      request: FastifyRequest,
+      kind: SessionKind,
+      refusal: () => AppError,
+    ): Promise<StoredSession | undefined>
+    /** Sets the session cookie on the answer. */
+    setSessionCookie(reply: FastifyReply, kind: SessionKind, id: string): void
+    clearSessionCookie(reply: FastifyReply, kind: SessionKind): void
+  }
+  interface FastifyRequest {
+    /** The console or portal session the request came with, if it came with one. */
+    consoleSession: StoredSession | null
+  }
+}
+
+/**
+ * Cookie sessions beside the headers' credentials: the admin routes take the console's cookie in
+ * place of `Authorization`, the key's routes the portal's in place of `x-api-key`. Cookies are read
+ * only there, and only when the header is absent: the send path (a key in its header) parses none.
+ */
+export const sessionAuth = fp(
+  async (app: FastifyInstance) => {
+    const { config, redis, clock } = app.deps
+    // Parsing on demand only (no hook on every request).
+    await app.register(cookie, { hook: false })
+    const store = new SessionStore({
+      redis,
+      prefix: config.QUEUE_PREFIX,
+      ttlMs: config.CONSOLE_SESSION_TTL_MS,
+      clock,
+    })
+    const secure = config.APP_ENV === 'production'
+
+    app.decorate('consoleSessions', store)
+    app.decorateRequest('consoleSession', null)
+    app.decorate('sessionOf', async (request: FastifyRequest, kind: SessionKind, refusal: () => AppError) => {
+      const header = request.headers.cookie
+      if (!header) return undefined
+      const id = app.parseCookie(header)[SESSION_COOKIES[kind]]
+      if (id === undefined) return undefined
+      let session: StoredSession | undefined
+      try {
+        session = await store.find(kind, id)
+      } catch (error) {
+        request.log.error({ err: error }, 'console session lookup failed')
+        throw unavailable('check the session')
+      }
+      if (!session) throw refusal()
+      if (!isSafeMethod(request.method) && !csrfMatches(session, request.headers[CSRF_HEADER])) {
+        throw new AppError(
+          'CSRF_TOKEN_INVALID',
+          `A change made with a session needs its CSRF token in the ${CSRF_HEADER} header`,
+        )
+      }
+      request.consoleSession = session
+      return session
+    })
+    app.decorate('setSessionCookie', (reply: FastifyReply, kind: SessionKind, id: string) => {
+      reply.setCookie(SESSION_COOKIES[kind], id, {
+        path: '/',
+        httpOnly: true,
+        sameSite: 'strict',
+        secure,
+        maxAge: Math.floor(store.ttlMs / 1000),
+      })
+    })
+    app.decorate('clearSessionCookie', (reply: FastifyReply, kind: SessionKind) => {
+      reply.clearCookie(SESSION_COOKIES[kind], { path: '/', httpOnly: true, sameSite: 'strict', secure })
+    })
+  },
+  { name: 'session-auth' },
+)

@@ -1,0 +1,271 @@
+import type { MessageView } from '@dispatch/contracts'
+import {
+  type FakeWhatsApp,
+  graphError,
+  startFakeWhatsApp,
+  startSmtpServer,
+  type TestSmtpServer,
+  waitFor,
+} from '@dispatch/testing'
+import type { RunningWorker } from '@dispatch/worker'
+import type { Browser, Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  ADMIN,
+  activeKey,
+  buildTestApp,
+  createWorld,
+  requestKey,
+  SEND_SCOPES,
+  send,
+  startTestWorker,
+  type TestApp,
+  type TestWorld,
+  untilMessageStatus,
+} from '../helpers.ts'
+import { browserBinary, checkPage, launchBrowser, openPage, poll } from './browser.ts'
+
+/**
+ * The admins' console in real Chromium, served by the API from the built app (the test run builds
+ * it first): sign in, approve a key request with a tenant (its e-mail arrives), find a failed
+ * message by phone, read its failed attempt on the timeline, retry it and watch it sent, pause and
+ * resume the messages queue; every page checked with axe-core and walked with the keyboard.
+ */
+
+const NUMBER = '100000000000424'
+const FAILING_PHONE = '+5511911112222'
+/** Two more failed messages, to one phone: retried together, by a search. */
+const OUTAGE_PHONE = '+5511922223333'
+if (browserBinary.missing) console.warn(`console: the browser tests are skipped: ${browserBinary.missing}`)
+
+let world: TestWorld
+let app: TestApp
+let fake: FakeWhatsApp
+let smtp: TestSmtpServer
+let worker: RunningWorker
+let browser: Browser
+let baseUrl: string
+let page: Page
+let complaints: string[]
+let failedId: string
+const outageIds: string[] = []
+let senderKey: string
+
+describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
+  beforeAll(async () => {
+    world = await createWorld()
+    fake = await startFakeWhatsApp()
+    smtp = await startSmtpServer()
+    app = await buildTestApp(world, { MESSAGE_RATE_PER_SECOND: '10000' })
+    worker = await startTestWorker(world, {
+      WHATSAPP_API_URL: fake.url,
+      WHATSAPP_ACCESS_TOKEN: 'EAAG-console-test-token',
+      WHATSAPP_PHONE_NUMBER_ID: NUMBER,
+      MESSAGES_BACKOFF_MS: '20',
+      ADMISSION_INTERVAL_MS: '20',
+      SMTP_URL: smtp.url,
+    })
+    baseUrl = await app.listen({ host: '127.0.0.1', port: 0 })
+    // A message the platform refuses for good: it fails at its first attempt.
+    const sender = await activeKey(app, { scopes: SEND_SCOPES, clientName: 'Shop sending' })
+    fake.number(NUMBER, { answer: graphError(131026, 'Message undeliverable') })
+    const accepted = await send(app, 'send-text', sender.key, {
+      phone: FAILING_PHONE,
+      text: 'Your order shipped',
+    })
+    expect(accepted.statusCode, accepted.body).toBe(202)
+    failedId = accepted.json<MessageView>().messageId
+    await untilMessageStatus(app, sender.key, failedId, 'failed')
+    for (const text of ['Your invoice', 'Your receipt']) {
+      const more = await send(app, 'send-text', sender.key, { phone: OUTAGE_PHONE, text })
+      outageIds.push(more.json<MessageView>().messageId)
+    }
+    for (const id of outageIds) await untilMessageStatus(app, sender.key, id, 'failed')
+    senderKey = sender.key
+    fake.number(NUMBER, { answer: undefined })
+    browser = await launchBrowser()
+    ;({ page, complaints } = await openPage(browser))
+  })
+  afterAll(async () => {
+    await browser?.close()
+    await worker?.close()
+    await app?.close()
+    await fake?.close()
+    await smtp?.close()
+    await world?.close()
+  })
+
+  const go = (path: string) => page.goto(`${baseUrl}/console${path}`)
+  const heading = (name: string) => page.getByRole('heading', { level: 1, name })
+
+  it('asks for a name and token, refuses a wrong one, and signs in with the right one', async () => {
+    await go('')
+    await poll(() => heading('Dispatch console').isVisible()).toBe(true)
+    await checkPage(page, 'console-sign-in')
+    await page.getByLabel('Admin name').fill('ana')
+    await page.getByLabel('Admin token').fill('not-the-token')
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await poll(() => page.getByRole('alert').textContent()).toContain('ADMIN_AUTH_REQUIRED')
+    // By keyboard alone: type, then Enter submits.
+    await page.getByLabel('Admin name').fill('ana')
+    await page.getByLabel('Admin token').fill(ADMIN.ana)
+    await page.getByLabel('Admin token').press('Enter')
+    await heading('Overview').waitFor()
+    expect(await page.getByText('Signed in as').textContent()).toContain('ana')
+    // The session survives a reload: the page reads it back (and its CSRF token) from the API.
+    await page.reload()
+    await heading('Overview').waitFor()
+  })
+
+  it('shows the overview: the chart, the backlog, the last hour’s errors with their meaning', async () => {
+    await page.getByRole('heading', { name: 'Top errors (1 h)' }).waitFor()
+    await page.locator('.chart canvas').waitFor()
+    const errors = page.getByRole('region', { name: 'Top errors (1 h)' })
+    await poll(() => errors.textContent()).toContain('131026')
+    await checkPage(page, 'console-overview')
+  })
+
+  it('approves a pending key request with a tenant, and the approval e-mail arrives', async () => {
+    const request = await requestKey(app, {
+      clientName: 'Acme Brazil',
+      email: 'ops@acme-br.test',
+      tenantId: 'acme',
+    })
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Key requests' }).click()
+    await heading('Key requests').waitFor()
+    const card = page.getByRole('article', { name: /Acme Brazil/ })
+    await card.waitFor()
+    await checkPage(page, 'console-key-requests')
+    await poll(() => card.getByLabel('Tenant').inputValue()).toBe('acme')
+    await card.getByLabel('Daily quota').fill('500')
+    await card.getByRole('button', { name: 'Approve' }).click()
+    await page.getByText('No pending request.').waitFor()
+    const mail = await waitFor(() => smtp.messagesTo('ops@acme-br.test')[0], {
+      what: 'the approval e-mail',
+      timeoutMs: 15_000,
+    })
+    expect(mail.subject).toMatch(/approved/i)
+    const [row] = await world.sql<{ status: string; tenant_id: string; daily_quota: number }[]>`
+      select status, tenant_id, daily_quota from api_keys where id = ${request.id}`
+    expect(row).toEqual({ status: 'approved', tenant_id: 'acme', daily_quota: 500 })
+  })
+
+  it('finds the key with its decision history, and its limits', async () => {
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Keys' }).click()
+    await heading('Keys').waitFor()
+    await page.getByLabel('Client name, e-mail or prefix').fill('Acme Brazil')
+    await page.getByRole('button', { name: 'Search' }).click()
+    await page.getByRole('link', { name: 'Acme Brazil' }).click()
+    await heading('Key').waitFor()
+    const history = page.getByRole('region', { name: 'Decision history' })
+    await poll(() => history.textContent()).toContain('pending → approved')
+    await poll(() => page.getByLabel('Daily quota').inputValue()).toBe('500')
+    await poll(() => page.locator('.facts').textContent()).toContain('0 sent, 500 left')
+    await checkPage(page, 'console-key')
+    await go('/keys')
+    await heading('Keys').waitFor()
+    await page.getByRole('link', { name: 'Acme Brazil' }).waitFor()
+    await checkPage(page, 'console-keys')
+  })
+
+  it('finds the failed message by phone, reads its failed attempt on the timeline, retries it and sees it sent', async () => {
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Messages' }).click()
+    await heading('Messages').waitFor()
+    await page.getByLabel('Phone').fill(FAILING_PHONE)
+    await page.getByRole('button', { name: 'Search', exact: true }).click()
+    await poll(() =>
+      page
+        .getByRole('status')
+        .filter({ hasText: /^(about )?\d+ messages?$/ })
+        .textContent(),
+    ).toMatch(/\b1 message\b/)
+    await checkPage(page, 'console-messages')
+    await page.getByRole('link', { name: failedId.slice(0, 8) }).click()
+    await heading('Message').waitFor()
+    const timeline = page.getByRole('list', { name: 'Timeline' })
+    await poll(() => timeline.textContent()).toMatch(/attempt failed.*131026/i)
+    await checkPage(page, 'console-message-failed')
+    await page.getByRole('button', { name: 'Retry message' }).click()
+    // The page refreshes itself: no reload.
+    await poll(() => timeline.textContent(), 20_000).toMatch(/retried by admin ana.*sent/is)
+    await page.locator('.facts .badge-sent').waitFor()
+    await checkPage(page, 'console-message-sent')
+  })
+
+  it('retries every failed message matching a search', async () => {
+    await go(`/messages?phone=${encodeURIComponent(OUTAGE_PHONE)}&status=failed`)
+    await heading('Messages').waitFor()
+    await poll(() =>
+      page
+        .getByRole('status')
+        .filter({ hasText: /^(about )?\d+ messages?$/ })
+        .textContent(),
+    ).toMatch(/\b2 messages/)
+    page.once('dialog', (dialog) => void dialog.accept())
+    await page.getByRole('button', { name: 'Retry every failed message matching' }).click()
+    await poll(() => page.getByText('2 messages retried.').isVisible()).toBe(true)
+    for (const id of outageIds) await untilMessageStatus(app, senderKey, id, 'sent')
+  })
+
+  it('pauses and resumes the messages queue with a reason, by keyboard', async () => {
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Queues' }).click()
+    await heading('Queues').waitFor()
+    const pause = page.getByRole('form', { name: 'Pause messages', exact: true })
+    await pause.getByLabel('Reason').fill('incident 42')
+    await pause.getByLabel('Reason').press('Tab')
+    await page.keyboard.press('Enter')
+    const resume = page.getByRole('form', { name: 'Resume messages', exact: true })
+    await resume.waitFor()
+    await poll(() =>
+      page
+        .getByRole('row', { name: /^messages/ })
+        .first()
+        .textContent(),
+    ).toContain('incident 42')
+    await checkPage(page, 'console-queues-paused')
+    await resume.getByLabel('Reason').fill('incident over')
+    await resume.getByRole('button', { name: 'Resume messages' }).click()
+    await page.getByRole('form', { name: 'Pause messages', exact: true }).waitFor()
+    await poll(() =>
+      page
+        .getByRole('row', { name: /^messages/ })
+        .first()
+        .textContent(),
+    ).toContain('running')
+    // Audited under the admin's name, as through the API.
+    const audit = await world.sql<{ actor: string; action: string; reason: string }[]>`
+      select actor, action, details->>'reason' as reason from admin_audit_log
+      where target_type = 'queue' and target_id = 'messages' order by id`
+    expect(audit).toEqual([
+      { actor: 'ana', action: 'queue.pause', reason: 'incident 42' },
+      { actor: 'ana', action: 'queue.resume', reason: 'incident over' },
+    ])
+    await checkPage(page, 'console-queues')
+  })
+
+  it('lists the senders, and a sender’s page', async () => {
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Senders' }).click()
+    await heading('Senders').waitFor()
+    await page.getByLabel('Display name').fill('Acme Chile')
+    await page.getByLabel('Phone number id (Meta)').fill('1065403522000')
+    await page.getByLabel('Access token').fill('EAAG-acme-chile-token-1')
+    await page.getByRole('button', { name: 'Add sender' }).click()
+    await heading('Sender').waitFor()
+    await poll(() => page.locator('.facts').textContent()).toContain('…en-1')
+    await page.getByLabel('New access token').fill('EAAG-acme-chile-token-2')
+    await page.getByRole('button', { name: 'Rotate token' }).click()
+    await poll(() => page.locator('.facts').textContent()).toContain('…en-2')
+    await checkPage(page, 'console-sender')
+    await go('/senders')
+    await page.getByRole('link', { name: 'Acme Chile' }).waitFor()
+    await checkPage(page, 'console-senders')
+  })
+
+  it('signs out: the session ends, and the pages ask to sign in again', async () => {
+    await page.getByRole('button', { name: 'Sign out' }).click()
+    await heading('Dispatch console').waitFor()
+    await go('/messages')
+    await heading('Dispatch console').waitFor()
+    expect(complaints).toEqual([])
+  })
+})

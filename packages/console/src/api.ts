@@ -1,0 +1,56 @@
+import { createDispatchClient, DispatchError } from '@dispatch/client'
+import { MutationCache, QueryCache, QueryClient } from '@tanstack/preact-query'
+
+/** The session's CSRF token: in memory only, from the sign-in answer or GET …/session after a reload. */
+let csrfToken: string | undefined
+export const setCsrfToken = (token: string | undefined) => {
+  csrfToken = token
+}
+
+/** The typed client, with the browser's session cookie instead of a header credential. */
+export const api = createDispatchClient({
+  baseUrl: window.location.origin,
+  retries: 1,
+  session: { csrfToken: () => csrfToken },
+})
+
+const signedOutListeners = new Set<() => void>()
+/** Called when an answer says the session has ended (expired, or signed out in another tab). */
+export const onSignedOut = (listener: () => void) => {
+  signedOutListeners.add(listener)
+  return () => signedOutListeners.delete(listener)
+}
+export const isSessionEnded = (error: unknown) => error instanceof DispatchError && error.statusCode === 401
+
+const whenSessionEnded = (error: unknown) => {
+  if (isSessionEnded(error)) for (const listener of signedOutListeners) listener()
+}
+
+export const queryClient = new QueryClient({
+  // A read or a change answered 401: the session ended under the page; back to sign-in.
+  queryCache: new QueryCache({ onError: whenSessionEnded }),
+  mutationCache: new MutationCache({ onError: whenSessionEnded }),
+  defaultOptions: {
+    queries: {
+      // A 4xx will answer the same again; only the API being briefly away is worth another try.
+      retry: (count, error) => !(error instanceof DispatchError && error.statusCode < 500) && count < 2,
+      refetchOnWindowFocus: false,
+    },
+  },
+})
+
+/** One line a person reads, for any failure. */
+export const describeError = (error: unknown) =>
+  error instanceof DispatchError
+    ? `${error.message} (${error.errorCode})`
+    : error instanceof Error
+      ? error.message
+      : String(error)
+
+/** The paging parameters every list takes. */
+export const paging = (page = 1, take = 25) => ({
+  page,
+  take,
+  order: 'DESC' as const,
+  orderField: 'createdAt' as const,
+})

@@ -1,0 +1,84 @@
+import { api } from '../api.ts'
+import { match, useLocation } from '../router.tsx'
+import { useSession } from '../session.ts'
+import { Shell } from '../ui/shell.tsx'
+import { SignIn } from '../ui/sign-in.tsx'
+import { KeyDetail } from './keys/key-detail.tsx'
+import { KeyRequests } from './keys/key-requests.tsx'
+import { Keys } from './keys/keys.tsx'
+import { MessageDetail } from './messages/message-detail.tsx'
+import { Messages } from './messages/messages.tsx'
+import { Overview } from './overview/overview.tsx'
+import { Queues } from './queues/queues.tsx'
+import { SenderDetail } from './senders/sender-detail.tsx'
+import { Senders } from './senders/senders.tsx'
+
+const NAV = [
+  { href: '/', label: 'Overview' },
+  { href: '/key-requests', label: 'Key requests' },
+  { href: '/keys', label: 'Keys' },
+  { href: '/senders', label: 'Senders' },
+  { href: '/messages', label: 'Messages' },
+  { href: '/queues', label: 'Queues' },
+]
+
+function Route() {
+  const { path } = useLocation()
+  if (path === '/') return <Overview />
+  if (path === '/key-requests') return <KeyRequests />
+  if (path === '/keys') return <Keys />
+  if (path === '/senders') return <Senders />
+  if (path === '/messages') return <Messages />
+  if (path === '/queues') return <Queues />
+  let params = match('/keys/:id', path)
+  if (params?.id) return <KeyDetail id={params.id} />
+  params = match('/senders/:id', path)
+  if (params?.id) return <SenderDetail id={params.id} />
+  params = match('/messages/:id', path)
+  if (params?.id) return <MessageDetail id={params.id} />
+  return (
+    <>
+      <h1>Not found</h1>
+      <p>No console page lives at this address.</p>
+    </>
+  )
+}
+
+/** The admins' console, at /console. */
+export function ConsoleApp() {
+  const { state, signedIn, signedOut } = useSession(() => api.GET('/api/admin/session'))
+  if (state.status === 'loading') return <p class="muted">Loading…</p>
+  if (state.status === 'signed-out') {
+    return (
+      <SignIn
+        title="Dispatch console"
+        notice={state.notice}
+        signIn={async (form) =>
+          signedIn(
+            await api.POST('/api/admin/session', {
+              body: { name: String(form.get('name') ?? ''), token: String(form.get('token') ?? '') },
+            }),
+          )
+        }
+      >
+        <label>
+          Admin name
+          <input name="name" autocomplete="username" required />
+        </label>
+        <label>
+          Admin token
+          <input name="token" type="password" autocomplete="current-password" required />
+        </label>
+      </SignIn>
+    )
+  }
+  const signOut = async () => {
+    await api.DELETE('/api/admin/session').catch(() => undefined)
+    signedOut('You have signed out.')
+  }
+  return (
+    <Shell product="Dispatch console" nav={NAV} who={state.session.actor} onSignOut={signOut}>
+      <Route />
+    </Shell>
+  )
+}

@@ -1,0 +1,183 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/preact-query'
+import { api } from '../../api.ts'
+import { Link } from '../../router.tsx'
+import { formatTime, integer, text } from '../../ui/format.ts'
+import { Page, Section } from '../../ui/page.tsx'
+import { Loaded, Outcome, StatusBadge } from '../../ui/status.tsx'
+import { useSenderOptions } from '../senders/sender-options.tsx'
+
+/** A field cleared in the form resets the limit to the service default (null). */
+const orNull = <T,>(value: T | undefined): T | null => value ?? null
+
+/** One key: who asked, its decisions, its limits (editable), its usage today, and revoking it. */
+export function KeyDetail({ id }: { id: string }) {
+  const client = useQueryClient()
+  const senders = useSenderOptions()
+  const key = useQuery({
+    queryKey: ['api-keys', 'detail', id],
+    queryFn: () => api.GET('/api/admin/api-keys/{id}', { params: { path: { id } } }),
+  })
+  const refresh = () => client.invalidateQueries({ queryKey: ['api-keys'] })
+  const limits = useMutation({
+    mutationFn: (form: FormData) =>
+      api.PATCH('/api/admin/api-keys/{id}', {
+        params: { path: { id } },
+        body: {
+          senderId: orNull(text(form, 'senderId')),
+          ratePerSecond: orNull(integer(form, 'ratePerSecond')),
+          dailyQuota: orNull(integer(form, 'dailyQuota')),
+          transactional: form.get('transactional') === 'on',
+        },
+      }),
+    onSuccess: refresh,
+  })
+  const revoke = useMutation({
+    mutationFn: (reason: string | undefined) =>
+      api.POST('/api/admin/api-keys/{id}/revoke', {
+        params: { path: { id } },
+        body: reason ? { reason } : {},
+      }),
+    onSuccess: refresh,
+  })
+  return (
+    <Page title="Key">
+      <p>
+        <Link href="/keys">All keys</Link>
+      </p>
+      <Loaded query={key}>
+        {(data) => {
+          return (
+            <>
+              <dl class="facts">
+                <dt>Client</dt>
+                <dd>{data.clientName}</dd>
+                <dt>E-mail</dt>
+                <dd>{data.email}</dd>
+                <dt>Status</dt>
+                <dd>
+                  <StatusBadge status={data.status} /> {data.statusReason ?? ''}
+                </dd>
+                <dt>Prefix</dt>
+                <dd>
+                  <code>{data.keyPrefix}</code>
+                </dd>
+                <dt>Tenant</dt>
+                <dd>
+                  {data.tenantId ?? 'none'} (asked for {data.requestedTenantId ?? 'none'})
+                </dd>
+                <dt>Scopes</dt>
+                <dd>{data.scopes.join(', ')}</dd>
+                <dt>Usage today</dt>
+                <dd>
+                  {data.usage.today} sent
+                  {data.usage.remainingToday === null ? '' : `, ${data.usage.remainingToday} left`} (resets{' '}
+                  {formatTime(data.usage.resetsAt)})
+                </dd>
+                <dt>Messages</dt>
+                <dd>
+                  <Link href={`/messages?apiKeyId=${data.id}`}>This key’s messages</Link>
+                </dd>
+              </dl>
+              <Section title="Limits">
+                <form
+                  class="row"
+                  aria-label="Limits"
+                  onSubmit={(event) => {
+                    event.preventDefault()
+                    limits.mutate(new FormData(event.currentTarget))
+                  }}
+                >
+                  <label>
+                    Sender
+                    <select name="senderId">
+                      <option value="">Default</option>
+                      {senders.map((sender) => (
+                        <option key={sender.id} value={sender.id} selected={sender.id === data.senderId}>
+                          {sender.displayName}
+                        </option>
+                      ))}
+                    </select>
+                  </label>
+                  <label>
+                    Rate per second
+                    <input
+                      name="ratePerSecond"
+                      type="number"
+                      min="1"
+                      defaultValue={data.ratePerSecond?.toString() ?? ''}
+                    />
+                  </label>
+                  <label>
+                    Daily quota
+                    <input
+                      name="dailyQuota"
+                      type="number"
+                      min="1"
+                      defaultValue={data.dailyQuota?.toString() ?? ''}
+                    />
+                  </label>
+                  <label class="check">
+                    <input name="transactional" type="checkbox" defaultChecked={data.transactional} />
+                    Transactional
+                  </label>
+                  <button type="submit" disabled={limits.isPending}>
+                    Save limits
+                  </button>
+                </form>
+                <Outcome mutation={limits} done="Limits saved." />
+              </Section>
+              {data.status === 'approved' ? (
+                <Section title="Revoke">
+                  <form
+                    class="row"
+                    aria-label="Revoke"
+                    onSubmit={(event) => {
+                      event.preventDefault()
+                      revoke.mutate(text(new FormData(event.currentTarget), 'reason'))
+                    }}
+                  >
+                    <label>
+                      Reason for revoking
+                      <input name="reason" />
+                    </label>
+                    <button type="submit" class="danger" disabled={revoke.isPending}>
+                      Revoke key
+                    </button>
+                  </form>
+                  <Outcome mutation={revoke} done="Key revoked." />
+                </Section>
+              ) : null}
+              <Section title="Decision history">
+                <table>
+                  <thead>
+                    <tr>
+                      <th scope="col">When</th>
+                      <th scope="col">Who</th>
+                      <th scope="col">Change</th>
+                      <th scope="col">Reason</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {data.history.map((entry, index) => (
+                      <tr key={`${entry.createdAt}-${index}`}>
+                        <td>{formatTime(entry.createdAt)}</td>
+                        <td>{entry.actor}</td>
+                        <td>
+                          {entry.fromStatus === entry.toStatus
+                            ? 'edited'
+                            : `${entry.fromStatus} → ${entry.toStatus}`}
+                          {entry.changes ? <code class="wrap"> {JSON.stringify(entry.changes)}</code> : null}
+                        </td>
+                        <td>{entry.reason ?? '—'}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </Section>
+            </>
+          )
+        }}
+      </Loaded>
+    </Page>
+  )
+}

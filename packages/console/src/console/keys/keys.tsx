@@ -1,0 +1,101 @@
+import { keepPreviousData, useQuery } from '@tanstack/preact-query'
+import { useState } from 'preact/hooks'
+import { api, paging } from '../../api.ts'
+import { Link } from '../../router.tsx'
+import { count, formatTime, text } from '../../ui/format.ts'
+import { Page } from '../../ui/page.tsx'
+import { Pager } from '../../ui/pager.tsx'
+import { Loaded, StatusBadge } from '../../ui/status.tsx'
+
+type KeyStatus = 'pending' | 'approved' | 'rejected' | 'revoked'
+interface KeySearch {
+  q?: string | undefined
+  status?: KeyStatus | undefined
+  tenantId?: string | undefined
+}
+
+/** Every key, searched and paged by the API. */
+export function Keys() {
+  const [search, setSearch] = useState<KeySearch>({})
+  const [page, setPage] = useState(1)
+  const keys = useQuery({
+    queryKey: ['api-keys', 'list', search, page],
+    queryFn: () => api.GET('/api/admin/api-keys', { params: { query: { ...paging(page), ...search } } }),
+    placeholderData: keepPreviousData,
+  })
+  return (
+    <Page title="Keys">
+      <search aria-label="Search keys">
+        <form
+          class="row"
+          onSubmit={(event) => {
+            event.preventDefault()
+            const form = new FormData(event.currentTarget)
+            setSearch({
+              q: text(form, 'q'),
+              status: text(form, 'status') as KeyStatus | undefined,
+              tenantId: text(form, 'tenantId'),
+            })
+            setPage(1)
+          }}
+        >
+          <label>
+            Client name, e-mail or prefix
+            <input name="q" type="search" />
+          </label>
+          <label>
+            Status
+            <select name="status">
+              <option value="">Any</option>
+              <option value="pending">pending</option>
+              <option value="approved">approved</option>
+              <option value="rejected">rejected</option>
+              <option value="revoked">revoked</option>
+            </select>
+          </label>
+          <label>
+            Tenant
+            <input name="tenantId" />
+          </label>
+          <button type="submit">Search</button>
+        </form>
+      </search>
+      <Loaded query={keys}>
+        {(result) => (
+          <>
+            <p class="muted">{count(result.itemCount, 'key')}</p>
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Client</th>
+                  <th scope="col">Prefix</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Tenant</th>
+                  <th scope="col">Created</th>
+                </tr>
+              </thead>
+              <tbody>
+                {result.data.map((key) => (
+                  <tr key={key.id}>
+                    <td>
+                      <Link href={`/keys/${key.id}`}>{key.clientName}</Link>
+                    </td>
+                    <td>
+                      <code>{key.keyPrefix}</code>
+                    </td>
+                    <td>
+                      <StatusBadge status={key.status} />
+                    </td>
+                    <td>{key.tenantId ?? '—'}</td>
+                    <td>{formatTime(key.createdAt)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+            <Pager {...result} onPage={setPage} />
+          </>
+        )}
+      </Loaded>
+    </Page>
+  )
+}

@@ -1,0 +1,92 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/preact-query'
+import { api } from '../../api.ts'
+import { Link } from '../../router.tsx'
+import { formatTime } from '../../ui/format.ts'
+import { Page, Section } from '../../ui/page.tsx'
+import { Loaded, Outcome, StatusBadge } from '../../ui/status.tsx'
+import { refreshWhileLive, Timeline } from '../../ui/timeline.tsx'
+
+/** One message and its whole life, refreshed while anything can still happen to it. */
+export function MessageDetail({ id }: { id: string }) {
+  const client = useQueryClient()
+  const timeline = useQuery({
+    queryKey: ['messages', 'timeline', id],
+    queryFn: () => api.GET('/api/admin/messages/{id}/timeline', { params: { path: { id } } }),
+    refetchInterval: (query) => refreshWhileLive(query.state.data?.message.status),
+  })
+  const retry = useMutation({
+    mutationFn: () => api.POST('/api/admin/messages/{id}/retry', { params: { path: { id } } }),
+    onSuccess: () => client.invalidateQueries({ queryKey: ['messages'] }),
+  })
+  return (
+    <Page title="Message">
+      <p>
+        <Link href="/messages">All messages</Link>
+      </p>
+      <Loaded query={timeline}>
+        {({ message, entries }) => (
+          <>
+            <dl class="facts">
+              <dt>Id</dt>
+              <dd>
+                <code>{message.messageId}</code>
+              </dd>
+              <dt>Status</dt>
+              <dd>
+                <StatusBadge status={message.status} />
+              </dd>
+              <dt>To</dt>
+              <dd>{message.phone ?? message.userId ?? '—'}</dd>
+              <dt>Type</dt>
+              <dd>{message.type}</dd>
+              <dt>Key</dt>
+              <dd>
+                <Link href={`/keys/${message.apiKeyId}`}>{message.apiKeyId}</Link>
+              </dd>
+              <dt>Sender</dt>
+              <dd>
+                {message.senderId ? (
+                  <Link href={`/senders/${message.senderId}`}>{message.senderId}</Link>
+                ) : (
+                  '—'
+                )}
+              </dd>
+              <dt>Attempts</dt>
+              <dd>
+                {message.attempts}
+                {message.retryCount === 1
+                  ? ', retried once'
+                  : message.retryCount > 1
+                    ? `, retried ${message.retryCount} times`
+                    : ''}
+              </dd>
+              <dt>Client reference</dt>
+              <dd>{message.clientReference ?? '—'}</dd>
+              <dt>Accepted</dt>
+              <dd>{formatTime(message.createdAt)}</dd>
+              {message.lastError ? (
+                <>
+                  <dt>Last error</dt>
+                  <dd>
+                    <code>{message.lastError.code}</code> {message.lastError.message}
+                  </dd>
+                </>
+              ) : null}
+            </dl>
+            {message.status === 'failed' ? (
+              <div class="row">
+                <button type="button" onClick={() => retry.mutate()} disabled={retry.isPending}>
+                  Retry message
+                </button>
+              </div>
+            ) : null}
+            <Outcome mutation={retry} done="Retried: the message is queued again." />
+            <Section title="Timeline">
+              <Timeline entries={entries} />
+            </Section>
+          </>
+        )}
+      </Loaded>
+    </Page>
+  )
+}

@@ -1,0 +1,77 @@
+import { localInput, type MessageSearch, STATUSES, TYPES } from './search.ts'
+
+/** The message search's form; `admin` adds the key filter. */
+export function MessageSearchForm(props: {
+  search: MessageSearch
+  admin?: boolean
+  onSearch: (form: FormData) => void
+}) {
+  const { search } = props
+  return (
+    <search aria-label="Search messages">
+      <form
+        class="row"
+        onSubmit={(event) => {
+          event.preventDefault()
+          props.onSearch(new FormData(event.currentTarget))
+        }}
+      >
+        <label>
+          Phone
+          <input name="phone" type="search" placeholder="+5511987654321" defaultValue={search.phone ?? ''} />
+        </label>
+        {props.admin ? (
+          <label>
+            Key id
+            <input name="apiKeyId" defaultValue={search.apiKeyId ?? ''} />
+          </label>
+        ) : null}
+        <label>
+          Status
+          <select name="status">
+            <option value="">Any</option>
+            {STATUSES.map((status) => (
+              <option key={status} value={status} selected={search.status === status}>
+                {status}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Type
+          <select name="type">
+            <option value="">Any</option>
+            {TYPES.map((type) => (
+              <option key={type} value={type} selected={search.type === type}>
+                {type}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Batch id
+          <input name="batchId" defaultValue={search.batchId ?? ''} />
+        </label>
+        <label>
+          Client reference
+          <input name="clientReference" defaultValue={search.clientReference ?? ''} />
+        </label>
+        {props.admin ? (
+          <label>
+            Error code
+            <input name="errorCode" defaultValue={search.errorCode ?? ''} />
+          </label>
+        ) : null}
+        <label>
+          From
+          <input name="startDate" type="datetime-local" defaultValue={localInput(search.startDate)} />
+        </label>
+        <label>
+          Until
+          <input name="endDate" type="datetime-local" defaultValue={localInput(search.endDate)} />
+        </label>
+        <button type="submit">Search</button>
+      </form>
+    </search>
+  )
+}

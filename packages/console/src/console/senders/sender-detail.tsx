@@ -1,0 +1,196 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/preact-query'
+import { api, paging } from '../../api.ts'
+import { Link } from '../../router.tsx'
+import { formatTime, integer, text } from '../../ui/format.ts'
+import { Page, Section } from '../../ui/page.tsx'
+import { Loaded, Outcome, StatusBadge } from '../../ui/status.tsx'
+
+type SenderChange = {
+  state?: 'active' | 'paused'
+  ratePerSecond?: number
+  accessToken?: string
+}
+
+/** One sender: its state and health, its rate, its token, its templates and its suppression list. */
+export function SenderDetail({ id }: { id: string }) {
+  const client = useQueryClient()
+  const sender = useQuery({
+    queryKey: ['senders', 'detail', id],
+    queryFn: () => api.GET('/api/admin/senders/{id}', { params: { path: { id } } }),
+  })
+  const templates = useQuery({
+    queryKey: ['senders', 'templates', id],
+    queryFn: () =>
+      api.GET('/api/admin/senders/{id}/templates', {
+        params: { path: { id }, query: { ...paging(1, 100), orderField: 'updatedAt' } },
+      }),
+  })
+  const suppressions = useQuery({
+    queryKey: ['senders', 'suppressions', id],
+    queryFn: () =>
+      api.GET('/api/admin/suppressions', { params: { query: { ...paging(1, 50), senderId: id } } }),
+  })
+  const change = useMutation({
+    mutationFn: (body: SenderChange) =>
+      api.PATCH('/api/admin/senders/{id}', { params: { path: { id } }, body }),
+    onSuccess: () => client.invalidateQueries({ queryKey: ['senders'] }),
+  })
+  const sync = useMutation({
+    mutationFn: () => api.POST('/api/admin/senders/{id}/templates/sync', { params: { path: { id } } }),
+    onSuccess: () => client.invalidateQueries({ queryKey: ['senders', 'templates', id] }),
+  })
+  const submit = (build: (form: FormData) => SenderChange) => (event: SubmitEvent) => {
+    event.preventDefault()
+    const form = event.currentTarget as HTMLFormElement
+    change.mutate(build(new FormData(form)))
+    form.reset()
+  }
+  return (
+    <Page title="Sender">
+      <p>
+        <Link href="/senders">All senders</Link>
+      </p>
+      <Loaded query={sender}>
+        {(data) => (
+          <>
+            <dl class="facts">
+              <dt>Name</dt>
+              <dd>{data.displayName}</dd>
+              <dt>Phone number id</dt>
+              <dd>
+                <code>{data.phoneNumberId}</code> {data.displayPhoneNumber ?? ''}
+              </dd>
+              <dt>State</dt>
+              <dd>
+                <StatusBadge status={data.state} /> {data.stateReason ?? ''}
+              </dd>
+              <dt>Rate</dt>
+              <dd>{data.ratePerSecond} messages per second</dd>
+              <dt>Quality</dt>
+              <dd>{data.health.qualityRating ?? '—'}</dd>
+              <dt>Account</dt>
+              <dd>
+                {data.health.accountStatus ?? '—'} {data.health.messagingLimitTier ?? ''}
+              </dd>
+              <dt>Token</dt>
+              <dd>{data.accessTokenLast4 ? `…${data.accessTokenLast4}` : '—'}</dd>
+            </dl>
+            <Section title="Change">
+              <div class="row">
+                {data.state === 'active' ? (
+                  <button type="button" class="danger" onClick={() => change.mutate({ state: 'paused' })}>
+                    Pause sender
+                  </button>
+                ) : (
+                  <button type="button" onClick={() => change.mutate({ state: 'active' })}>
+                    Activate sender
+                  </button>
+                )}
+              </div>
+              <form
+                class="row"
+                aria-label="Rate"
+                onSubmit={submit((form) => ({
+                  ratePerSecond: integer(form, 'ratePerSecond') ?? data.ratePerSecond,
+                }))}
+              >
+                <label>
+                  Rate per second
+                  <input
+                    name="ratePerSecond"
+                    type="number"
+                    min="1"
+                    required
+                    defaultValue={String(data.ratePerSecond)}
+                  />
+                </label>
+                <button type="submit">Save rate</button>
+              </form>
+              <form
+                class="row"
+                aria-label="Rotate token"
+                onSubmit={submit((form) => ({ accessToken: text(form, 'accessToken') ?? '' }))}
+              >
+                <label>
+                  New access token
+                  <input name="accessToken" type="password" autocomplete="off" required />
+                </label>
+                <button type="submit">Rotate token</button>
+              </form>
+              <Outcome mutation={change} done="Saved." />
+            </Section>
+          </>
+        )}
+      </Loaded>
+      <Section title="Templates">
+        <button type="button" class="secondary" onClick={() => sync.mutate()} disabled={sync.isPending}>
+          Sync templates from Meta
+        </button>
+        <Outcome mutation={sync} done="Templates synced." />
+        <Loaded query={templates}>
+          {(result) =>
+            result.data.length === 0 ? (
+              <p class="muted">No template.</p>
+            ) : (
+              <table>
+                <thead>
+                  <tr>
+                    <th scope="col">Name</th>
+                    <th scope="col">Language</th>
+                    <th scope="col">Category</th>
+                    <th scope="col">Status</th>
+                    <th scope="col">Quality</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {result.data.map((template) => (
+                    <tr key={template.id}>
+                      <td>{template.name}</td>
+                      <td>{template.language}</td>
+                      <td>{template.category ?? '—'}</td>
+                      <td>
+                        <StatusBadge status={template.status.toLowerCase()} />
+                        {template.rejectedReason ? ` ${template.rejectedReason}` : ''}
+                      </td>
+                      <td>{template.quality ?? '—'}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            )
+          }
+        </Loaded>
+      </Section>
+      <Section title="Suppression list">
+        <Loaded query={suppressions}>
+          {(result) =>
+            result.data.length === 0 ? (
+              <p class="muted">No one has opted out.</p>
+            ) : (
+              <table>
+                <thead>
+                  <tr>
+                    <th scope="col">Recipient</th>
+                    <th scope="col">Scope</th>
+                    <th scope="col">Source</th>
+                    <th scope="col">Since</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {result.data.map((entry) => (
+                    <tr key={entry.id}>
+                      <td>{entry.recipient}</td>
+                      <td>{entry.scope}</td>
+                      <td>{entry.source}</td>
+                      <td>{formatTime(entry.createdAt)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            )
+          }
+        </Loaded>
+      </Section>
+    </Page>
+  )
+}

@@ -1,0 +1,117 @@
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/preact-query'
+import { useState } from 'preact/hooks'
+import { api, paging } from '../../api.ts'
+import { Link, navigate } from '../../router.tsx'
+import { integer, text } from '../../ui/format.ts'
+import { Page, Section } from '../../ui/page.tsx'
+import { Pager } from '../../ui/pager.tsx'
+import { Loaded, Outcome, StatusBadge } from '../../ui/status.tsx'
+
+/** The senders (WhatsApp numbers), and a form to add one. */
+export function Senders() {
+  const client = useQueryClient()
+  const [page, setPage] = useState(1)
+  const senders = useQuery({
+    queryKey: ['senders', 'list', page],
+    queryFn: () => api.GET('/api/admin/senders', { params: { query: paging(page) } }),
+    placeholderData: keepPreviousData,
+  })
+  const create = useMutation({
+    mutationFn: (form: FormData) =>
+      api.POST('/api/admin/senders', {
+        body: {
+          phoneNumberId: text(form, 'phoneNumberId') ?? '',
+          displayName: text(form, 'displayName') ?? '',
+          accessToken: text(form, 'accessToken') ?? '',
+          ...(text(form, 'displayPhoneNumber')
+            ? { displayPhoneNumber: text(form, 'displayPhoneNumber') }
+            : {}),
+          ...(integer(form, 'ratePerSecond') ? { ratePerSecond: integer(form, 'ratePerSecond') } : {}),
+          ...(text(form, 'wabaId') ? { wabaId: text(form, 'wabaId') } : {}),
+        },
+      }),
+    onSuccess: async (sender) => {
+      await client.invalidateQueries({ queryKey: ['senders'] })
+      navigate(`/senders/${sender.id}`)
+    },
+  })
+  return (
+    <Page title="Senders">
+      <Loaded query={senders}>
+        {(result) => (
+          <>
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Sender</th>
+                  <th scope="col">Phone number id</th>
+                  <th scope="col">State</th>
+                  <th scope="col">Rate / s</th>
+                  <th scope="col">Quality</th>
+                  <th scope="col">Account</th>
+                </tr>
+              </thead>
+              <tbody>
+                {result.data.map((sender) => (
+                  <tr key={sender.id}>
+                    <td>
+                      <Link href={`/senders/${sender.id}`}>{sender.displayName}</Link>
+                    </td>
+                    <td>
+                      <code>{sender.phoneNumberId}</code>
+                    </td>
+                    <td>
+                      <StatusBadge status={sender.state} />
+                    </td>
+                    <td>{sender.ratePerSecond}</td>
+                    <td>{sender.health.qualityRating ?? '—'}</td>
+                    <td>{sender.health.accountStatus ?? '—'}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+            <Pager {...result} onPage={setPage} />
+          </>
+        )}
+      </Loaded>
+      <Section title="Add a sender">
+        <form
+          class="stack narrow"
+          onSubmit={(event) => {
+            event.preventDefault()
+            create.mutate(new FormData(event.currentTarget))
+          }}
+        >
+          <label>
+            Display name
+            <input name="displayName" required />
+          </label>
+          <label>
+            Phone number id (Meta)
+            <input name="phoneNumberId" required inputMode="numeric" />
+          </label>
+          <label>
+            Display phone number
+            <input name="displayPhoneNumber" />
+          </label>
+          <label>
+            Access token
+            <input name="accessToken" type="password" autocomplete="off" required />
+          </label>
+          <label>
+            Rate per second
+            <input name="ratePerSecond" type="number" min="1" />
+          </label>
+          <label>
+            WABA id
+            <input name="wabaId" />
+          </label>
+          <button type="submit" disabled={create.isPending}>
+            Add sender
+          </button>
+          <Outcome mutation={create} />
+        </form>
+      </Section>
+    </Page>
+  )
+}

@@ -1,0 +1,74 @@
+import { api } from '../api.ts'
+import { match, useLocation } from '../router.tsx'
+import { useSession } from '../session.ts'
+import { Shell } from '../ui/shell.tsx'
+import { SignIn } from '../ui/sign-in.tsx'
+import { MessageDetail } from './message-detail.tsx'
+import { Messages } from './messages.tsx'
+import { SendTest } from './send-test.tsx'
+import { Usage } from './usage.tsx'
+import { WebhookEndpoint } from './webhook-endpoint.tsx'
+import { WebhookEndpoints } from './webhook-endpoints.tsx'
+
+const NAV = [
+  { href: '/', label: 'Messages' },
+  { href: '/webhooks', label: 'Webhooks' },
+  { href: '/usage', label: 'Limits and usage' },
+  { href: '/send', label: 'Send a test' },
+]
+
+function Route() {
+  const { path } = useLocation()
+  if (path === '/' || path === '/messages') return <Messages />
+  if (path === '/webhooks') return <WebhookEndpoints />
+  if (path === '/usage') return <Usage />
+  if (path === '/send') return <SendTest />
+  let params = match('/messages/:id', path)
+  if (params?.id) return <MessageDetail id={params.id} />
+  params = match('/webhooks/:id', path)
+  if (params?.id) return <WebhookEndpoint id={params.id} />
+  return (
+    <>
+      <h1>Not found</h1>
+      <p>No portal page lives at this address.</p>
+    </>
+  )
+}
+
+/**
+ * A key holder's portal, at /portal. The key is exchanged for a session cookie at sign-in and
+ * then forgotten: it is never written to storage, and the form is cleared.
+ */
+export function PortalApp() {
+  const { state, signedIn, signedOut } = useSession(() => api.GET('/api/third-party/session'))
+  if (state.status === 'loading') return <p class="muted">Loading…</p>
+  if (state.status === 'signed-out') {
+    return (
+      <SignIn
+        title="Dispatch portal"
+        notice={state.notice}
+        signIn={async (form) =>
+          signedIn(
+            await api.POST('/api/third-party/session', {
+              body: { apiKey: String(form.get('apiKey') ?? '') },
+            }),
+          )
+        }
+      >
+        <label>
+          API key
+          <input name="apiKey" type="password" autocomplete="off" required />
+        </label>
+      </SignIn>
+    )
+  }
+  const signOut = async () => {
+    await api.DELETE('/api/third-party/session').catch(() => undefined)
+    signedOut('You have signed out.')
+  }
+  return (
+    <Shell product="Dispatch portal" nav={NAV} who={state.session.clientName} onSignOut={signOut}>
+      <Route />
+    </Shell>
+  )
+}

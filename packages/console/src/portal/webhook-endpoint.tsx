@@ -1,0 +1,173 @@
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/preact-query'
+import { useState } from 'preact/hooks'
+import { api } from '../api.ts'
+import { Link } from '../router.tsx'
+import { count, formatTime, instant } from '../ui/format.ts'
+import { Page, Section } from '../ui/page.tsx'
+import { Pager } from '../ui/pager.tsx'
+import { Loaded, Outcome } from '../ui/status.tsx'
+
+/** One endpoint: its attempts (each failed one retried on demand), a replay of a window, a new secret. */
+export function WebhookEndpoint({ id }: { id: string }) {
+  const client = useQueryClient()
+  const [page, setPage] = useState(1)
+  const endpoint = useQuery({
+    queryKey: ['webhooks', 'detail', id],
+    queryFn: () => api.GET('/api/third-party/webhook-endpoints/{id}', { params: { path: { id } } }),
+  })
+  const attempts = useQuery({
+    queryKey: ['webhooks', 'attempts', id, page],
+    queryFn: () =>
+      api.GET('/api/third-party/webhook-endpoints/{id}/attempts', {
+        params: { path: { id }, query: { page, take: 25, order: 'DESC' } },
+      }),
+    placeholderData: keepPreviousData,
+    refetchInterval: 5000,
+  })
+  const refresh = () => client.invalidateQueries({ queryKey: ['webhooks'] })
+  const retry = useMutation({
+    mutationFn: (eventId: string) =>
+      api.POST('/api/third-party/webhook-endpoints/{id}/events/{eventId}/retry', {
+        params: { path: { id, eventId } },
+      }),
+    onSuccess: refresh,
+  })
+  const replay = useMutation({
+    mutationFn: (form: FormData) =>
+      api.POST('/api/third-party/webhook-endpoints/{id}/replay', {
+        params: { path: { id } },
+        body: {
+          since: instant(form, 'since') ?? '',
+          ...(instant(form, 'until') ? { until: instant(form, 'until') } : {}),
+        },
+      }),
+    onSuccess: refresh,
+  })
+  const rotate = useMutation({
+    mutationFn: () =>
+      api.POST('/api/third-party/webhook-endpoints/{id}/rotate-secret', { params: { path: { id } } }),
+    onSuccess: refresh,
+  })
+  return (
+    <Page title="Webhook endpoint">
+      <p>
+        <Link href="/webhooks">All endpoints</Link>
+      </p>
+      <Loaded query={endpoint}>
+        {(data) => (
+          <dl class="facts">
+            <dt>URL</dt>
+            <dd class="wrap">{data.url}</dd>
+            <dt>Events</dt>
+            <dd>{data.events.join(', ')}</dd>
+            <dt>State</dt>
+            <dd>
+              {data.enabled ? 'enabled' : `disabled${data.disabledReason ? `: ${data.disabledReason}` : ''}`}
+            </dd>
+            <dt>Previous secret valid until</dt>
+            <dd>{formatTime(data.previousSecretExpiresAt)}</dd>
+          </dl>
+        )}
+      </Loaded>
+      <Section title="Attempts">
+        <Outcome mutation={retry} done="Retry queued." />
+        <Loaded query={attempts}>
+          {(result) =>
+            result.data.length === 0 ? (
+              <p class="muted">No attempt yet.</p>
+            ) : (
+              <>
+                <table>
+                  <thead>
+                    <tr>
+                      <th scope="col">When</th>
+                      <th scope="col">Event</th>
+                      <th scope="col">Attempt</th>
+                      <th scope="col">Outcome</th>
+                      <th scope="col">Next retry</th>
+                      <th scope="col">Action</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {result.data.map((attempt) => (
+                      <tr key={attempt.id}>
+                        <td>{formatTime(attempt.createdAt)}</td>
+                        <td>
+                          {attempt.eventType}
+                          <div class="muted">
+                            <code>{attempt.eventId}</code>
+                          </div>
+                        </td>
+                        <td>{attempt.attempt}</td>
+                        <td class="wrap">
+                          {attempt.success ? 'delivered' : 'failed'} {attempt.statusCode ?? ''}{' '}
+                          {attempt.error ?? ''} ({attempt.durationMs} ms)
+                        </td>
+                        <td>{formatTime(attempt.nextRetryAt)}</td>
+                        <td>
+                          {attempt.success ? null : (
+                            <button
+                              type="button"
+                              class="secondary"
+                              aria-label={`Retry event ${attempt.eventType} ${attempt.eventId}`}
+                              disabled={retry.isPending}
+                              onClick={() => retry.mutate(attempt.eventId)}
+                            >
+                              Retry
+                            </button>
+                          )}
+                        </td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+                <Pager {...result} onPage={setPage} />
+              </>
+            )
+          }
+        </Loaded>
+      </Section>
+      <Section title="Replay a window">
+        <form
+          class="row"
+          aria-label="Replay a window"
+          onSubmit={(event) => {
+            event.preventDefault()
+            replay.mutate(new FormData(event.currentTarget))
+          }}
+        >
+          <label>
+            Since
+            <input name="since" type="datetime-local" required />
+          </label>
+          <label>
+            Until
+            <input name="until" type="datetime-local" />
+          </label>
+          <button type="submit" disabled={replay.isPending}>
+            Replay events
+          </button>
+        </form>
+        <Outcome
+          mutation={replay}
+          done={replay.data ? `${count(replay.data.events, 'event')} queued again.` : ''}
+        />
+      </Section>
+      <Section title="Signing secret">
+        <p>
+          A new secret signs every delivery from now on; the previous one stays valid for a while, so you can
+          switch.
+        </p>
+        <button type="button" class="danger" onClick={() => rotate.mutate()} disabled={rotate.isPending}>
+          Rotate secret
+        </button>
+        <Outcome mutation={rotate} />
+        {rotate.data ? (
+          <p role="status">
+            New secret (shown once): <code class="secret">{rotate.data.secret}</code>
+          </p>
+        ) : null}
+      </Section>
+    </Page>
+  )
+}

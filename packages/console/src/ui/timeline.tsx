@@ -1,0 +1,29 @@
+import { formatTime } from './format.ts'
+
+export interface TimelineEntry {
+  at: string
+  kind: string
+  summary: string
+  errorCode?: string
+}
+
+/** A message's life, oldest first, as an ordered list a person reads top to bottom. */
+export function Timeline({ entries }: { entries: TimelineEntry[] }) {
+  if (entries.length === 0) return <p class="muted">Nothing recorded yet.</p>
+  return (
+    <ol class="timeline" aria-label="Timeline">
+      {entries.map((entry, index) => (
+        <li key={`${entry.at}-${index}`} class={`tl tl-${entry.kind}`}>
+          <time dateTime={entry.at}>{formatTime(entry.at)}</time>
+          <span class="tl-kind">{entry.kind.replace(/_/g, ' ')}</span>
+          <span class="tl-summary">{entry.summary}</span>
+          {entry.errorCode ? <code class="tl-code">{entry.errorCode}</code> : null}
+        </li>
+      ))}
+    </ol>
+  )
+}
+
+/** Statuses after which nothing more happens to a message (its page stops refreshing). */
+const SETTLED = new Set(['read', 'failed', 'expired', 'canceled'])
+export const refreshWhileLive = (status: string | undefined) => (status && SETTLED.has(status) ? false : 3000)

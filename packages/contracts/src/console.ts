@@ -1,0 +1,127 @@
+import Type, { type Static } from 'typebox'
+import { AdminMessageView } from './admin-messages.ts'
+import { MessageView } from './messages.ts'
+import { QueueView } from './queue-switches.ts'
+import { SenderView } from './senders.ts'
+
+/** `POST /api/admin/session`: an admin's name and token, exchanged for a console session. */
+export const AdminSignInBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 128 }),
+    token: Type.String({ minLength: 1, maxLength: 512 }),
+  },
+  { additionalProperties: false },
+)
+export type AdminSignInBody = Static<typeof AdminSignInBody>
+
+/** `POST /api/third-party/session`: a key, exchanged for a portal session (the key is not kept). */
+export const PortalSignInBody = Type.Object(
+  { apiKey: Type.String({ minLength: 1, maxLength: 512 }) },
+  { additionalProperties: false },
+)
+export type PortalSignInBody = Static<typeof PortalSignInBody>
+
+const sessionFields = {
+  /** The admin's name, or the key's id. */
+  actor: Type.String(),
+  /** Sent back as `x-csrf-token` with every change made with this session. Keep it in memory. */
+  csrfToken: Type.String(),
+  expiresAt: Type.String({ format: 'date-time' }),
+}
+
+export const AdminSession = Type.Object({ kind: Type.Literal('admin'), ...sessionFields })
+export type AdminSession = Static<typeof AdminSession>
+
+export const PortalSession = Type.Object({
+  kind: Type.Literal('portal'),
+  ...sessionFields,
+  keyId: Type.String({ format: 'uuid' }),
+  clientName: Type.String(),
+  scopes: Type.Array(Type.String()),
+  tenantId: Type.Union([Type.String(), Type.Null()]),
+})
+export type PortalSession = Static<typeof PortalSession>
+
+/** One minute of the overview's chart: how many messages reached each status in it. */
+export const MinuteCounts = Type.Object({
+  minute: Type.String({ format: 'date-time' }),
+  counts: Type.Record(Type.String(), Type.Integer({ minimum: 0 })),
+})
+
+export const FailingWebhookEndpoint = Type.Object({
+  endpointId: Type.String({ format: 'uuid' }),
+  url: Type.String(),
+  apiKeyId: Type.String({ format: 'uuid' }),
+  /** Failed attempts in the last hour. */
+  failures: Type.Integer({ minimum: 1 }),
+  lastError: Type.Union([Type.String(), Type.Null()]),
+  lastStatusCode: Type.Union([Type.Integer(), Type.Null()]),
+  lastAttemptAt: Type.String({ format: 'date-time' }),
+})
+
+export const ErrorCodeCount = Type.Object({
+  code: Type.String(),
+  count: Type.Integer({ minimum: 1 }),
+  /** What the code means and what to do about it, when Dispatch knows the code. */
+  meaning: Type.Union([Type.String(), Type.Null()]),
+})
+
+/** `GET /api/admin/overview`: what an admin looks at first. */
+export const AdminOverview = Type.Object({
+  generatedAt: Type.String({ format: 'date-time' }),
+  /** The last 24 hours, oldest first, minutes without a message left out. */
+  messagesPerMinute: Type.Array(MinuteCounts),
+  /** Each sender's queue, with its counts and switches. */
+  backlog: Type.Array(QueueView),
+  sendersNeedingAttention: Type.Array(SenderView),
+  /** Endpoints with failed attempts in the last hour, most failures first. */
+  failingWebhookEndpoints: Type.Array(FailingWebhookEndpoint),
+  /** The last hour's error codes of failed attempts and messages, most frequent first. */
+  topErrors: Type.Array(ErrorCodeCount),
+})
+export type AdminOverview = Static<typeof AdminOverview>
+
+export const TIMELINE_KINDS = [
+  'accepted',
+  'scheduled',
+  'attempt_failed',
+  'sent',
+  'delivered',
+  'read',
+  'failed',
+  'expired',
+  'canceled',
+  'retried',
+  'webhook_event',
+  'webhook_attempt',
+] as const
+export type TimelineKind = (typeof TIMELINE_KINDS)[number]
+
+export const TimelineEntry = Type.Object({
+  at: Type.String({ format: 'date-time' }),
+  kind: Type.Enum(TIMELINE_KINDS),
+  /** One line a person reads. */
+  summary: Type.String(),
+  errorCode: Type.Optional(Type.String()),
+  /** The delivery attempt's number, for `attempt_failed`. */
+  attempt: Type.Optional(Type.Integer({ minimum: 0 })),
+  /** The webhook event's id, for `webhook_event` and `webhook_attempt`. */
+  eventId: Type.Optional(Type.String()),
+  /** The endpoint tried, for `webhook_attempt`. */
+  endpointId: Type.Optional(Type.String({ format: 'uuid' })),
+  statusCode: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
+})
+export type TimelineEntry = Static<typeof TimelineEntry>
+
+/** A message's whole life, oldest first: `GET …/messages/:id/timeline`. */
+export const MessageTimeline = Type.Object({
+  message: MessageView,
+  entries: Type.Array(TimelineEntry),
+})
+export type MessageTimeline = Static<typeof MessageTimeline>
+
+export const AdminMessageTimeline = Type.Object({
+  message: AdminMessageView,
+  entries: Type.Array(TimelineEntry),
+})
+export type AdminMessageTimeline = Static<typeof AdminMessageTimeline>

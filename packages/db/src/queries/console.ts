@@ -1,0 +1,135 @@
+import { and, asc, eq, inArray, sql } from 'drizzle-orm'
+import type { Db } from '../client.ts'
+import { adminAuditLog } from '../schema/admin-audit-log.ts'
+import { messageAttempts } from '../schema/message-attempts.ts'
+import { webhookEndpoints } from '../schema/webhook-endpoints.ts'
+import { webhookAttempts, webhookEvents } from '../schema/webhook-events.ts'
+
+/** How many messages reached each status, per minute, since `since`. */
+export interface MinuteRow {
+  minute: Date
+  status: string
+  count: number
+}
+
+/**
+ * The overview's chart: per minute since `since`, how many messages were accepted and how many
+ * reached each later status. Each status has its own time column; the messages read are the ones
+ * accepted since `acceptedSince` (a day and the longest validity before now), through
+ * `messages_accepted_at_idx`, so the query reads one day of traffic, not the table.
+ */
+export async function messagesPerMinute(db: Db, since: Date, acceptedSince: Date): Promise<MinuteRow[]> {
+  const rows = await db.execute<{ minute: Date; status: string; count: string }>(
+    // One pass over the day's rows: each yields a (minute, status) per time it holds.
+    sql`select date_trunc('minute', t.at) as minute, t.status, count(*)::text as count
+       from messages m
+       cross join lateral (values
+         ('queued', m.accepted_at), ('sent', m.sent_at), ('delivered', m.delivered_at),
+         ('read', m.read_at), ('failed', m.failed_at), ('expired', m.expired_at),
+         ('canceled', m.canceled_at)) as t(status, at)
+      where m.accepted_at >= ${acceptedSince.toISOString()}::timestamptz
+        and t.at >= ${since.toISOString()}::timestamptz
+      group by 1, 2
+      order by 1`,
+  )
+  return rows.map((row) => ({ minute: new Date(row.minute), status: row.status, count: Number(row.count) }))
+}
+
+/** The error codes of failed delivery attempts since `since`, most frequent first. */
+export async function topErrorCodes(db: Db, since: Date, limit = 10) {
+  const rows = await db.execute<{ code: string; count: string }>(
+    sql`select error_code as code, count(*)::text as count from message_attempts
+      where created_at >= ${since.toISOString()}::timestamptz
+      group by error_code order by count(*) desc, error_code limit ${Math.trunc(limit)}`,
+  )
+  return rows.map((row) => ({ code: row.code, count: Number(row.count) }))
+}
+
+/** Endpoints with failed attempts since `since`: how many, and the last one's error. */
+export async function failingWebhookEndpoints(db: Db, since: Date, limit = 20) {
+  const rows = await db.execute<{
+    endpoint_id: string
+    url: string
+    api_key_id: string
+    failures: string
+    last_error: string | null
+    last_status_code: number | null
+    last_attempt_at: Date
+  }>(
+    sql`select a.endpoint_id, e.url, e.api_key_id, count(*)::text as failures,
+            (array_agg(a.error order by a.created_at desc))[1] as last_error,
+            (array_agg(a.status_code order by a.created_at desc))[1] as last_status_code,
+            max(a.created_at) as last_attempt_at
+       from webhook_attempts a join webhook_endpoints e on e.id = a.endpoint_id
+      where a.created_at >= ${since.toISOString()}::timestamptz
+        and (a.status_code is null or a.status_code not between 200 and 299)
+      group by a.endpoint_id, e.url, e.api_key_id
+      order by count(*) desc limit ${Math.trunc(limit)}`,
+  )
+  return rows.map((row) => ({
+    endpointId: row.endpoint_id,
+    url: row.url,
+    apiKeyId: row.api_key_id,
+    failures: Number(row.failures),
+    lastError: row.last_error,
+    lastStatusCode: row.last_status_code,
+    lastAttemptAt: new Date(row.last_attempt_at),
+  }))
+}
+
+/** What a message's timeline is made of, besides the message's own row. */
+export async function messageHistory(db: Db, messageId: string) {
+  const [attempts, retries, events] = await Promise.all([
+    db
+      .select()
+      .from(messageAttempts)
+      .where(eq(messageAttempts.messageId, messageId))
+      .orderBy(asc(messageAttempts.createdAt), asc(messageAttempts.id)),
+    db
+      .select({
+        actor: adminAuditLog.actor,
+        createdAt: adminAuditLog.createdAt,
+        details: adminAuditLog.details,
+      })
+      .from(adminAuditLog)
+      .where(
+        and(
+          eq(adminAuditLog.targetType, 'message'),
+          eq(adminAuditLog.targetId, messageId),
+          eq(adminAuditLog.action, 'message.retry'),
+        ),
+      )
+      .orderBy(asc(adminAuditLog.id)),
+    db
+      .select({ id: webhookEvents.id, type: webhookEvents.type, createdAt: webhookEvents.createdAt })
+      .from(webhookEvents)
+      .where(eq(webhookEvents.messageId, messageId))
+      .orderBy(asc(webhookEvents.sequence), asc(webhookEvents.createdAt)),
+  ])
+  const deliveries =
+    events.length === 0
+      ? []
+      : await db
+          .select({
+            eventId: webhookAttempts.eventId,
+            endpointId: webhookAttempts.endpointId,
+            url: webhookEndpoints.url,
+            attempt: webhookAttempts.attempt,
+            statusCode: webhookAttempts.statusCode,
+            durationMs: webhookAttempts.durationMs,
+            error: webhookAttempts.error,
+            createdAt: webhookAttempts.createdAt,
+          })
+          .from(webhookAttempts)
+          .innerJoin(webhookEndpoints, eq(webhookEndpoints.id, webhookAttempts.endpointId))
+          .where(
+            inArray(
+              webhookAttempts.eventId,
+              events.map((event) => event.id),
+            ),
+          )
+          .orderBy(asc(webhookAttempts.createdAt), asc(webhookAttempts.id))
+  return { attempts, retries, events, deliveries }
+}
+
+export type MessageHistory = Awaited<ReturnType<typeof messageHistory>>
