@@ -86,6 +86,7 @@ describe('the OpenAPI document', () => {
         '204',
         '400',
         '401',
+        '403',
         '404',
         '413',
         '415',
@@ -115,7 +116,10 @@ describe('the OpenAPI document', () => {
       expect(statuses, name).toContain('503')
       if (['post', 'put', 'patch', 'delete'].includes(method))
         expect(statuses, name).toEqual(expect.arrayContaining(['400', '413', '415']))
-      if (operation.security?.length) expect(statuses, name).toEqual(expect.arrayContaining(['401', '429']))
+      // The credential-failure limits guard the admin token and API keys.
+      const schemes = (operation.security ?? []).flatMap((requirement) => Object.keys(requirement))
+      if (schemes.includes('adminToken') || schemes.includes('apiKey'))
+        expect(statuses, name).toEqual(expect.arrayContaining(['401', '429']))
       for (const [status, response] of Object.entries(operation.responses)) {
         expect(Object.keys(response.headers ?? {}), `${name} ${status}`).toContain('x-request-id')
         if (status === '429')
@@ -199,12 +203,17 @@ describe('the OpenAPI document', () => {
       'GET /api/webhooks/whatsapp',
       'GET /healthz',
       'GET /readyz',
+      'POST /api/admin/session',
       'POST /api/api-keys/request',
+      'POST /api/third-party/session',
       'POST /api/webhooks/whatsapp',
     ])
-    const admin = operations.filter(({ name }) => name.includes('/api/admin/'))
+    // Every admin route takes the token or the console's session; the session routes, the session.
+    const admin = operations.filter(({ name }) => name.includes('/api/admin/') && !name.endsWith('/session'))
     expect(admin.length).toBeGreaterThan(0)
-    for (const { name, operation } of admin) expect(operation.security, name).toEqual([{ adminToken: [] }])
+    for (const { name, operation } of admin) {
+      expect(operation.security, name).toEqual([{ adminToken: [] }, { consoleSession: [] }])
+    }
   })
 
   it('documents the message routes once, under /api, while the spec alias still answers', async () => {

@@ -20,6 +20,8 @@ const IdempotencyKey = {
     "Makes the request safe to retry: a repeat with the same key and body within the key's lifetime answers the first answer again (with `Idempotent-Replayed: true`) instead of doing the work twice; the same key with another body is 422, and one still in progress 409.",
 }
 
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
+
 /** Methods whose body Fastify parses when one is sent, whether or not the route reads it. */
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 
@@ -67,6 +69,14 @@ function impliedErrors(route: RouteOptions, schema: Schema): Implied {
     add(401, 'No valid API key', 'API_KEY_MISSING', 'API_KEY_INVALID')
     add(403, 'The key is not approved, or lacks the scope', 'API_KEY_NOT_ACTIVE', 'INSUFFICIENT_SCOPE')
     add(429, 'Too many invalid API keys from this address', 'RATE_LIMITED')
+  }
+  // The console's session cookies stand in for both credentials (console/session-auth.ts), and a
+  // change made with one needs its CSRF token.
+  const sessions = schemes.some((scheme) =>
+    ['adminToken', 'apiKey', 'consoleSession', 'portalSession'].includes(scheme),
+  )
+  if (sessions && methods.some((method) => !SAFE_METHODS.has(method))) {
+    add(403, 'A change made with a session cookie lacks its CSRF token', 'CSRF_TOKEN_INVALID')
   }
   add(503, 'The service is shutting down, or a dependency is unreachable', 'SERVICE_UNAVAILABLE')
   for (const { codes } of Object.values(implied)) {
