@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, rmSync, statSync } from 'node:fs'
 import path from 'node:path'
 import { QueueNames, type SenderView, senderQueueName } from '@dispatch/contracts'
@@ -8,6 +7,7 @@ import type { LightMyRequestResponse } from 'fastify'
 import { Redis } from 'ioredis'
 import { type Browser, chromium, type Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { findChromium } from '../console/browser.ts'
 import {
   ADMIN,
   asAdmin,
@@ -37,24 +37,6 @@ const asAna = () => basic('ana', ADMIN.ana)
 /** Where the screenshots go: the repository's test-results/ (ignored by git). */
 const OUTPUT = path.resolve(import.meta.dirname, '../../../../test-results/queue-dashboard')
 
-/** The Chromium to drive: CHROMIUM_PATH, else `chromium` or `chromium-browser` on the PATH. */
-function findChromium(): { path: string; missing?: undefined } | { path?: undefined; missing: string } {
-  const given = process.env.CHROMIUM_PATH
-  if (given) {
-    return existsSync(given) ? { path: given } : { missing: `CHROMIUM_PATH=${given} does not exist` }
-  }
-  for (const name of ['chromium', 'chromium-browser']) {
-    try {
-      const found = execFileSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' }).trim()
-      if (found) return { path: found }
-    } catch {}
-  }
-  return {
-    missing:
-      'no Chromium: CHROMIUM_PATH is unset and neither `chromium` nor `chromium-browser` is on the PATH ' +
-      '(run scripts/install-chromium.sh as root on Debian, or set CHROMIUM_PATH)',
-  }
-}
 const browserBinary = findChromium()
 if (browserBinary.missing) {
   console.warn(`queue dashboard: the browser tests are skipped: ${browserBinary.missing}`)

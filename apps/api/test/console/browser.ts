@@ -14,7 +14,9 @@ import { expect } from 'vitest'
 export const SCREENSHOTS = path.resolve(import.meta.dirname, '../../../../.ci/out/console-screenshots')
 
 /** The Chromium to drive: CHROMIUM_PATH, else `chromium` or `chromium-browser` on the PATH. */
-function findChromium(): { path: string; missing?: undefined } | { path?: undefined; missing: string } {
+export function findChromium():
+  | { path: string; missing?: undefined }
+  | { path?: undefined; missing: string } {
   const given = process.env.CHROMIUM_PATH
   if (given) {
     return existsSync(given) ? { path: given } : { missing: `CHROMIUM_PATH=${given} does not exist` }

@@ -1,9 +1,9 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/preact-query'
 import { api } from '../../api.ts'
 import { Link } from '../../router.tsx'
-import { formatTime } from '../../ui/format.ts'
+import { MessageFacts } from '../../ui/message-facts.tsx'
 import { Page, Section } from '../../ui/page.tsx'
-import { Loaded, Outcome, StatusBadge } from '../../ui/status.tsx'
+import { Loaded, Outcome } from '../../ui/status.tsx'
 import { refreshWhileLive, Timeline } from '../../ui/timeline.tsx'
 
 /** One message and its whole life, refreshed while anything can still happen to it. */
@@ -26,19 +26,7 @@ export function MessageDetail({ id }: { id: string }) {
       <Loaded query={timeline}>
         {({ message, entries }) => (
           <>
-            <dl class="facts">
-              <dt>Id</dt>
-              <dd>
-                <code>{message.messageId}</code>
-              </dd>
-              <dt>Status</dt>
-              <dd>
-                <StatusBadge status={message.status} />
-              </dd>
-              <dt>To</dt>
-              <dd>{message.phone ?? message.userId ?? '—'}</dd>
-              <dt>Type</dt>
-              <dd>{message.type}</dd>
+            <MessageFacts message={message}>
               <dt>Key</dt>
               <dd>
                 <Link href={`/keys/${message.apiKeyId}`}>{message.apiKeyId}</Link>
@@ -60,19 +48,7 @@ export function MessageDetail({ id }: { id: string }) {
                     ? `, retried ${message.retryCount} times`
                     : ''}
               </dd>
-              <dt>Client reference</dt>
-              <dd>{message.clientReference ?? '—'}</dd>
-              <dt>Accepted</dt>
-              <dd>{formatTime(message.createdAt)}</dd>
-              {message.lastError ? (
-                <>
-                  <dt>Last error</dt>
-                  <dd>
-                    <code>{message.lastError.code}</code> {message.lastError.message}
-                  </dd>
-                </>
-              ) : null}
-            </dl>
+            </MessageFacts>
             {message.status === 'failed' ? (
               <div class="row">
                 <button type="button" onClick={() => retry.mutate()} disabled={retry.isPending}>

@@ -1,0 +1,50 @@
+import type { ComponentChildren } from 'preact'
+import { formatTime } from './format.ts'
+import { StatusBadge } from './status.tsx'
+
+interface Facts {
+  messageId: string
+  status: string
+  phone: string | null
+  userId: string | null
+  type: string
+  clientReference: string | null
+  createdAt: string
+  lastError: { code: string; message: string } | null
+}
+
+/**
+ * A message's facts, as the console and the portal both show them; `children` are the facts only
+ * one of them shows (the admins' key, sender and retries), placed after its type.
+ */
+export function MessageFacts({ message, children }: { message: Facts; children?: ComponentChildren }) {
+  return (
+    <dl class="facts">
+      <dt>Id</dt>
+      <dd>
+        <code>{message.messageId}</code>
+      </dd>
+      <dt>Status</dt>
+      <dd>
+        <StatusBadge status={message.status} />
+      </dd>
+      <dt>To</dt>
+      <dd>{message.phone ?? message.userId ?? '—'}</dd>
+      <dt>Type</dt>
+      <dd>{message.type}</dd>
+      {children}
+      <dt>Client reference</dt>
+      <dd>{message.clientReference ?? '—'}</dd>
+      <dt>Accepted</dt>
+      <dd>{formatTime(message.createdAt)}</dd>
+      {message.lastError ? (
+        <>
+          <dt>Last error</dt>
+          <dd>
+            <code>{message.lastError.code}</code> {message.lastError.message}
+          </dd>
+        </>
+      ) : null}
+    </dl>
+  )
+}
