@@ -17,6 +17,7 @@ import { metrics } from './plugins/metrics.ts'
 import { registerOpenApi } from './plugins/openapi.ts'
 import { installTextGuard } from './plugins/text-guard.ts'
 import { installValidation } from './plugins/validation.ts'
+import { queueSwitchboard } from './queue-switches.ts'
 import { registerRoutes } from './routes/index.ts'
 import { sendChecks } from './send-checks/plugin.ts'
 
@@ -106,6 +107,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(adminAuth)
   await app.register(idempotency)
   await app.register(sendChecks)
+  await app.register(queueSwitchboard)
 
   await registerRoutes(app)
 

@@ -21,9 +21,18 @@ import {
   type SenderRow,
 } from '@dispatch/db'
 import { Queue } from 'bullmq'
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
 import type { ApiDeps } from './deps.ts'
 
 type Deps = Pick<ApiDeps, 'db' | 'redis' | 'messages' | 'config'>
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The one switchboard of this API instance: the queue routes and the console's overview. */
+    queueSwitchboard: QueueSwitchboard
+  }
+}
 
 const COUNTED = ['waiting', 'active', 'delayed', 'failed', 'prioritized'] as const
 
@@ -193,3 +202,13 @@ function sum(all: QueueCounts[]): QueueCounts {
   }
   return total
 }
+
+/** One switchboard per API instance, closed with it. */
+export const queueSwitchboard = fp(
+  async (app: FastifyInstance) => {
+    const switchboard = new QueueSwitchboard(app.deps)
+    app.decorate('queueSwitchboard', switchboard)
+    app.addHook('onClose', () => switchboard.close())
+  },
+  { name: 'queue-switchboard' },
+)

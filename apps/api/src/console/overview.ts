@@ -9,7 +9,6 @@ import {
 } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { unavailable } from '../errors.ts'
-import { QueueSwitchboard } from '../queue-switches.ts'
 import { toSenderView } from '../routes/admin/senders.ts'
 import { errorResponses } from '../routes/responses.ts'
 
@@ -45,8 +44,7 @@ function byMinute(rows: MinuteRow[]): AdminOverview['messagesPerMinute'] {
  */
 export const adminOverviewRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, clock, config } = app.deps
-  const switchboard = new QueueSwitchboard(app.deps)
-  app.addHook('onClose', () => switchboard.close())
+  const switchboard = app.queueSwitchboard
   app.addHook('onRequest', app.requireAdmin)
   let cached: { at: number; overview: Promise<AdminOverview> } | undefined
 

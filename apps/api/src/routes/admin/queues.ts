@@ -3,7 +3,6 @@ import { setQueueControl } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError, unavailable } from '../../errors.ts'
 import { OPTIONAL_BODY } from '../../plugins/openapi.ts'
-import { QueueSwitchboard } from '../../queue-switches.ts'
 import { publishSenderChange } from '../../sender-changes.ts'
 import { errorResponses } from '../responses.ts'
 
@@ -21,8 +20,7 @@ const notFound = (name: string) =>
  */
 export const adminQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, clock } = app.deps
-  const switchboard = new QueueSwitchboard(app.deps)
-  app.addHook('onClose', () => switchboard.close())
+  const switchboard = app.queueSwitchboard
   app.addHook('onRequest', app.requireAdmin)
 
   app.get(
