@@ -21,20 +21,23 @@ const withMeaning = (code: string, message: string | null) => {
   return `${code}${message ? `: ${message}` : ''}${meaning && meaning !== message ? ` (${meaning})` : ''}`
 }
 
+/** How every message's life starts: accepted, and scheduled when it waits for a time. */
+function openingEntries(acceptedAt: string, sendAt: string | null, quietHours: boolean): TimelineEntry[] {
+  const entries: TimelineEntry[] = [{ at: acceptedAt, kind: 'accepted', summary: 'Accepted (202)' }]
+  if (sendAt) {
+    const why = quietHours ? ' (the recipient’s quiet hours)' : ''
+    entries.push({ at: acceptedAt, kind: 'scheduled', summary: `Scheduled for ${sendAt}${why}` })
+  }
+  return entries
+}
+
 /**
  * A message's whole life, oldest first: accepted, scheduled, each attempt that met an error, sent,
  * delivered, read or its end, each admin retry, and each webhook event with its delivery attempts.
  * Built from the message's record and what was written beside it; nothing here is recomputed.
  */
 export function timelineOf(row: MessageRow, history: MessageHistory): TimelineEntry[] {
-  const entries: TimelineEntry[] = [{ at: iso(row.acceptedAt), kind: 'accepted', summary: 'Accepted (202)' }]
-  if (row.sendAt) {
-    entries.push({
-      at: iso(row.acceptedAt),
-      kind: 'scheduled',
-      summary: `Scheduled for ${iso(row.sendAt)}${row.heldForQuietHours ? ' (the recipient’s quiet hours)' : ''}`,
-    })
-  }
+  const entries = openingEntries(iso(row.acceptedAt), row.sendAt && iso(row.sendAt), row.heldForQuietHours)
   for (const attempt of history.attempts) {
     // A final outcome's own entry below says how it ended; its attempt says why.
     entries.push({
@@ -172,10 +175,9 @@ export const messageTimelineRoutes: FastifyPluginAsyncTypebox<MessageRouteOption
         )
         return { message: toMessageView(found.row), entries }
       }
+      // Not recorded yet: what Redis knows is how it started.
       const view = viewFromJob(found.job, found.state, found.claim)
-      const entries: TimelineEntry[] = [{ at: view.createdAt, kind: 'accepted', summary: 'Accepted (202)' }]
-      if (view.sendAt)
-        entries.push({ at: view.createdAt, kind: 'scheduled', summary: `Scheduled for ${view.sendAt}` })
+      const entries = openingEntries(view.createdAt, view.sendAt, view.scheduledReason === 'quiet_hours')
       return { message: view, entries }
     },
   )
