@@ -27,7 +27,8 @@ declare module 'fastify' {
     ): Promise<StoredSession | undefined>
     /** Sets the session cookie on the answer. */
     setSessionCookie(reply: FastifyReply, kind: SessionKind, id: string): void
-    clearSessionCookie(reply: FastifyReply, kind: SessionKind): void
+    /** Ends the session the request's cookie of that kind names, and clears the cookie. */
+    endSession(request: FastifyRequest, reply: FastifyReply, kind: SessionKind): Promise<void>
   }
   interface FastifyRequest {
     /** The console or portal session the request came with, if it came with one. */
@@ -51,7 +52,13 @@ export const sessionAuth = fp(
       ttlMs: config.CONSOLE_SESSION_TTL_MS,
       clock,
     })
-    const secure = config.APP_ENV === 'production'
+    // The same attributes to set and to clear the cookie with (a browser matches them).
+    const cookieOptions = {
+      path: '/',
+      httpOnly: true,
+      sameSite: 'strict',
+      secure: config.APP_ENV === 'production',
+    } as const
 
     app.decorate('consoleSessions', store)
     app.decorateRequest('consoleSession', null)
@@ -78,16 +85,11 @@ export const sessionAuth = fp(
       return session
     })
     app.decorate('setSessionCookie', (reply: FastifyReply, kind: SessionKind, id: string) => {
-      reply.setCookie(SESSION_COOKIES[kind], id, {
-        path: '/',
-        httpOnly: true,
-        sameSite: 'strict',
-        secure,
-        maxAge: Math.floor(store.ttlMs / 1000),
-      })
+      reply.setCookie(SESSION_COOKIES[kind], id, { ...cookieOptions, maxAge: Math.floor(store.ttlMs / 1000) })
     })
-    app.decorate('clearSessionCookie', (reply: FastifyReply, kind: SessionKind) => {
-      reply.clearCookie(SESSION_COOKIES[kind], { path: '/', httpOnly: true, sameSite: 'strict', secure })
+    app.decorate('endSession', async (request: FastifyRequest, reply: FastifyReply, kind: SessionKind) => {
+      await store.end(app.parseCookie(request.headers.cookie ?? '')[SESSION_COOKIES[kind]])
+      reply.clearCookie(SESSION_COOKIES[kind], cookieOptions)
     })
   },
   { name: 'session-auth' },

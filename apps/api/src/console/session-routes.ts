@@ -1,9 +1,10 @@
 import { AdminSession, AdminSignInBody, PortalSession, PortalSignInBody } from '@dispatch/contracts'
 import { hashApiKey } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { AppError } from '../errors.ts'
 import { errorResponses } from '../routes/responses.ts'
-import { SESSION_COOKIES, type SessionKind, type StoredSession } from './sessions.ts'
+import type { SessionKind, StoredSession } from './sessions.ts'
 
 const adminView = (session: StoredSession): AdminSession => ({
   kind: 'admin',
@@ -16,6 +17,13 @@ const ended = (kind: SessionKind) =>
   kind === 'admin'
     ? new AppError('ADMIN_AUTH_REQUIRED', 'No console session: sign in with an admin name and token')
     : new AppError('API_KEY_MISSING', 'No portal session: sign in with an API key')
+
+/** The request's live session of that kind, or the refusal that says to sign in. */
+async function sessionOrRefusal(app: FastifyInstance, request: FastifyRequest, kind: SessionKind) {
+  const session = await app.sessionOf(request, kind, () => ended(kind))
+  if (!session) throw ended(kind)
+  return session
+}
 
 /**
  * `/api/admin/session`: an admin's name and token exchanged for the console's session cookie; the
@@ -62,11 +70,7 @@ export const adminSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: AdminSession, ...errorResponses('ADMIN_AUTH_REQUIRED', 'SERVICE_UNAVAILABLE') },
       },
     },
-    async (request) => {
-      const session = await app.sessionOf(request, 'admin', () => ended('admin'))
-      if (!session) throw ended('admin')
-      return adminView(session)
-    },
+    async (request) => adminView(await sessionOrRefusal(app, request, 'admin')),
   )
 
   app.delete(
@@ -84,10 +88,8 @@ export const adminSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const session = await app.sessionOf(request, 'admin', () => ended('admin'))
-      if (!session) throw ended('admin')
-      await app.consoleSessions.end(app.parseCookie(request.headers.cookie ?? '')[SESSION_COOKIES.admin])
-      app.clearSessionCookie(reply, 'admin')
+      const session = await sessionOrRefusal(app, request, 'admin')
+      await app.endSession(request, reply, 'admin')
       request.log.info({ actor: session.actor }, 'console session ended')
       return reply.code(204).send(null)
     },
@@ -101,10 +103,10 @@ export const adminSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
  */
 export const portalSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const tags = ['console']
-  const view = async (
+  const view = (
     session: StoredSession,
     key: { id: string; clientName: string; scopes: string[]; tenantId: string | null },
-  ): Promise<PortalSession> => ({
+  ): PortalSession => ({
     kind: 'portal',
     actor: session.actor,
     csrfToken: session.csrfToken,
@@ -145,7 +147,7 @@ export const portalSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       )
       app.setSessionCookie(reply, 'portal', id)
       request.log.info({ apiKeyId: key.id }, 'portal session started')
-      return reply.code(201).send(await view(session, key))
+      return reply.code(201).send(view(session, key))
     },
   )
 
@@ -197,10 +199,8 @@ export const portalSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       // Signing out needs the session, not a live key: a revoked key's holder can still sign out.
-      const session = await app.sessionOf(request, 'portal', () => ended('portal'))
-      if (!session) throw ended('portal')
-      await app.consoleSessions.end(app.parseCookie(request.headers.cookie ?? '')[SESSION_COOKIES.portal])
-      app.clearSessionCookie(reply, 'portal')
+      const session = await sessionOrRefusal(app, request, 'portal')
+      await app.endSession(request, reply, 'portal')
       request.log.info({ apiKeyId: session.actor }, 'portal session ended')
       return reply.code(204).send(null)
     },

@@ -54,14 +54,14 @@ export const adminAuth = fp(
       new AppError('ADMIN_AUTH_REQUIRED', 'A valid admin token is required (Authorization: Bearer <token>)', {
         'www-authenticate': 'Bearer',
       })
+    const sessionEnded = () =>
+      new AppError('ADMIN_AUTH_REQUIRED', 'The console session has ended or is not valid; sign in again')
     app.decorate('requireAdmin', async (request: FastifyRequest) => {
       if (request.headers.authorization === undefined) {
         // The console's session, in place of the header. A cookie guesses nothing (256 random bits):
         // it is not counted, but an address past its failures is refused all the same.
         await app.authFailureLimits.admin.guard(request, false)
-        const ended = () =>
-          new AppError('ADMIN_AUTH_REQUIRED', 'The console session has ended or is not valid; sign in again')
-        const session = await app.sessionOf(request, 'admin', ended)
+        const session = await app.sessionOf(request, 'admin', sessionEnded)
         if (!session) throw refused()
         request.adminName = session.actor
         return
