@@ -82,7 +82,7 @@ describe('every kind WhatsApp takes, told by its bytes', () => {
     ['plain text (UTF-8)', text(), 'document', 'text/plain'],
     ['a static WebP sticker', webp(false), 'sticker', 'image/webp'],
     ['an animated WebP sticker', webp(true), 'sticker', 'image/webp'],
-  ])('%s: 201 %s, %s', async (_, bytes, kind, mimeType) => {
+  ])('%s: 201, told by its bytes with its kind and type', async (_, bytes, kind, mimeType) => {
     const res = await put(bytes)
     expect(res.statusCode, res.body).toBe(201)
     const body = res.json()
