@@ -32,6 +32,8 @@ export const inboundMessages = pgTable(
     /** Our message it answers, when the platform says so (`context.id`) and we know it. */
     inReplyTo: uuid(),
     receivedAt: timestamp({ withTimezone: true }).notNull(),
+    /** When its `content` was removed (the sender's content retention, or an erasure); null while kept. */
+    redactedAt: timestamp({ withTimezone: true }),
     createdAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [

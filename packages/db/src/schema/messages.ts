@@ -71,6 +71,12 @@ export const messages = pgTable(
     pricingModel: text(),
     pricingCategory: text(),
     pricingType: text(),
+    /**
+     * When the message's content (text, template variables, captions, media ids) was removed from
+     * `payload`: by its key's `contentRetention`, the send's own, or an erasure. Null while it is kept.
+     * Views and events then say `redacted: true`.
+     */
+    redactedAt: timestamp({ withTimezone: true }),
     updatedAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
