@@ -1,5 +1,6 @@
 import { startConsentConfirmationWorker } from '../consent/confirmations.ts'
 import { suppressionRebuild } from '../consent/rebuild.ts'
+import { startPartitionMaintenance } from '../lifecycle/partitions.ts'
 import type { WorkerUnitStarter } from '../runtime.ts'
 import { TemplateSyncSchedule } from '../templates/schedule.ts'
 import { serviceWindowRebuild } from '../window/rebuild.ts'
@@ -14,6 +15,7 @@ import { SenderRegistry } from './registry.ts'
  * senders' waiting messages. Senders come and go at run time through the registry. The senders'
  * template catalogs are synced on a schedule here too, and the Redis copy of the recipients'
  * 24-hour windows is rebuilt from Postgres when it was lost, and keywords' confirmations are sent.
+ * And the day partitions the messages are recorded in are kept: created ahead, dropped past retention.
  */
 export const startMessagesUnit: WorkerUnitStarter = async (context) => {
   const lanes = new SenderLanes(context)
@@ -36,6 +38,13 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
   context.metrics?.watchSenders(() => lanes.lanes())
   context.metrics?.watchQueues(() => [...lanes.lanes()].map((lane) => lane.queueName))
   const { config, logger } = context
+  const partitions = startPartitionMaintenance({
+    sql: context.sql,
+    logger,
+    retentionDays: config.MESSAGE_RETENTION_DAYS,
+    aheadDays: config.MESSAGE_PARTITIONS_AHEAD_DAYS,
+    intervalMs: config.PARTITION_MAINTENANCE_INTERVAL_MS,
+  })
   logger.info(
     {
       platform: config.platform,
@@ -48,6 +57,7 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
   return {
     close: async () => {
       await registry.stop()
+      await partitions.stop()
       await templateSync.stop()
       await windows.stop()
       await suppressions.stop()

@@ -9,6 +9,7 @@ import type { Db } from '../client.ts'
 import { adminAuditLog } from '../schema/admin-audit-log.ts'
 import { type MessageRow, messages } from '../schema/messages.ts'
 import { whereAll } from './list-helpers.ts'
+import { messageWithId } from './message-ids.ts'
 import { listMatchingMessages, messageFilters } from './message-list.ts'
 
 type AdminFilters = Omit<RetryMessagesBody, 'limit'>
@@ -145,14 +146,14 @@ export async function retryFailedMessage(
       tx
         .select()
         .from(messages)
-        .where(and(eq(messages.id, id), eq(messages.status, 'failed')))
+        .where(and(messageWithId(id), eq(messages.status, 'failed')))
         .for('update'),
     request,
     hooks,
     false,
   )
   if (row) return { outcome: 'retried', row }
-  const [current] = await db.select({ status: messages.status }).from(messages).where(eq(messages.id, id))
+  const [current] = await db.select({ status: messages.status }).from(messages).where(messageWithId(id))
   if (!current) return { outcome: 'not_found' }
   return current.status === 'failed'
     ? { outcome: 'skipped' }

@@ -2,6 +2,7 @@ import type { MessageType } from '@dispatch/contracts'
 import { eq } from 'drizzle-orm'
 import type { Db, Sql } from '../client.ts'
 import { messages } from '../schema/messages.ts'
+import { messageWithId } from './message-ids.ts'
 
 /** What one delivery attempt leaves behind, written by the worker before the job is acknowledged. */
 export interface DeliveryOutcome {
@@ -38,7 +39,7 @@ export async function findPlatformMessageId(db: Db, id: string): Promise<string 
   const [row] = await db
     .select({ platformMessageId: messages.platformMessageId })
     .from(messages)
-    .where(eq(messages.id, id))
+    .where(messageWithId(id))
     .limit(1)
   return row?.platformMessageId ?? null
 }
@@ -85,7 +86,7 @@ export async function recordDeliveryOutcomes(sql: Sql, outcomes: DeliveryOutcome
       ${column((o) => iso(o.at))}::text[]::timestamptz[],
       ${column((o) => (o.fallbackUsed ? 'true' : 'false'))}::text[]::boolean[],
       ${column((o) => (o.heldForQuietHours ? 'true' : 'false'))}::text[]::boolean[])
-    on conflict (id) do update set
+    on conflict (id, accepted_at) do update set
       status = greatest(messages.status, excluded.status),
       attempts = greatest(messages.attempts, excluded.attempts),
       sender_phone_number_id = coalesce(messages.sender_phone_number_id, excluded.sender_phone_number_id),

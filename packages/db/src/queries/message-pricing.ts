@@ -1,7 +1,8 @@
 import type { MessagePricing } from '@dispatch/contracts'
-import { and, eq, isNull } from 'drizzle-orm'
+import { and, isNull } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { messages } from '../schema/messages.ts'
+import { messageWithPlatformId } from './message-ids.ts'
 
 /**
  * Stores what the platform said a message costs, the first time a status carries it (`sent` usually
@@ -12,6 +13,8 @@ export async function recordMessagePricing(
   db: Db,
   platformMessageId: string,
   pricing: MessagePricing,
+  /** Our id for it, as the status echoed it: narrows the search to its day (`messageWithPlatformId`). */
+  messageId?: string,
 ): Promise<{ senderId: string | null } | undefined> {
   const [row] = await db
     .update(messages)
@@ -23,7 +26,7 @@ export async function recordMessagePricing(
     })
     .where(
       and(
-        eq(messages.platformMessageId, platformMessageId),
+        messageWithPlatformId(platformMessageId, messageId),
         isNull(messages.pricingModel),
         isNull(messages.pricingCategory),
         isNull(messages.pricingBillable),

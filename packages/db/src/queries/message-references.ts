@@ -2,6 +2,7 @@ import { inArray } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { inboundMessages } from '../schema/inbound-messages.ts'
 import { messages } from '../schema/messages.ts'
+import { messagesWithIds } from './message-ids.ts'
 
 /**
  * The platform ids (wamids) of Dispatch messages, sent or received, by their Dispatch ids: what a
@@ -14,7 +15,7 @@ export async function findPlatformIds(db: Db, ids: string[]): Promise<Map<string
     db
       .select({ id: messages.id, platformMessageId: messages.platformMessageId })
       .from(messages)
-      .where(inArray(messages.id, ids)),
+      .where(messagesWithIds(ids)),
     db
       .select({ id: inboundMessages.id, platformMessageId: inboundMessages.platformMessageId })
       .from(inboundMessages)

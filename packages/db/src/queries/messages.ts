@@ -4,9 +4,10 @@ import { and, eq, inArray, lt, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { type MessageRow, messages } from '../schema/messages.ts'
 import { rememberRecipientPair } from './inbound-messages.ts'
+import { messageWithId, messageWithPlatformId } from './message-ids.ts'
 
 export async function findMessageById(db: Db, id: string): Promise<MessageRow | undefined> {
-  const [row] = await db.select().from(messages).where(eq(messages.id, id)).limit(1)
+  const [row] = await db.select().from(messages).where(messageWithId(id)).limit(1)
   return row
 }
 
@@ -14,6 +15,8 @@ export type PlatformStatus = 'sent' | 'delivered' | 'read' | 'failed'
 
 export interface PlatformStatusUpdate {
   platformMessageId: string
+  /** Our id for it, as the status echoed it (`biz_opaque_callback_data`): narrows the search to its day. */
+  messageId?: string
   status: PlatformStatus
   at: Date
   error?: MessageError
@@ -55,7 +58,9 @@ export async function applyPlatformStatus(db: Db, update: PlatformStatusUpdate):
           }
         : {}),
     })
-    .where(and(eq(messages.platformMessageId, update.platformMessageId), lt(messages.status, status)))
+    .where(
+      and(messageWithPlatformId(update.platformMessageId, update.messageId), lt(messages.status, status)),
+    )
     .returning({ id: messages.id, phone: messages.phone, userId: messages.userId })
   const [moved] = rows
   // A send names one of the two, so a message holding both got the other from a status.
@@ -105,7 +110,7 @@ export async function markMessageCanceled(db: Db, id: string, at: Date): Promise
   const rows = await db
     .update(messages)
     .set({ status: 'canceled', canceledAt: at, updatedAt: at })
-    .where(and(eq(messages.id, id), inArray(messages.status, ['scheduled', 'queued'])))
+    .where(and(messageWithId(id), inArray(messages.status, ['scheduled', 'queued'])))
     .returning({ id: messages.id })
   return rows.length > 0
 }

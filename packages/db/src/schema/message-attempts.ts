@@ -1,4 +1,4 @@
-import { bigserial, index, integer, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core'
+import { bigserial, index, integer, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core'
 
 /**
  * Each delivery attempt of a message that did not end in `sent`: its number, the error and when,
@@ -9,7 +9,7 @@ import { bigserial, index, integer, pgTable, text, timestamp, uuid } from 'drizz
 export const messageAttempts = pgTable(
   'message_attempts',
   {
-    id: bigserial({ mode: 'number' }).primaryKey(),
+    id: bigserial({ mode: 'number' }).notNull(),
     messageId: uuid().notNull(),
     /** The delivery attempt's number (1 for the first); 0 when the message never reached the platform. */
     attempt: integer().notNull(),
@@ -20,6 +20,8 @@ export const messageAttempts = pgTable(
     createdAt: timestamp({ withTimezone: true }).notNull(),
   },
   (t) => [
+    // Partitioned by `created_at` like messages (migration 0021), and dropped with them.
+    primaryKey({ columns: [t.id, t.createdAt] }),
     index('message_attempts_message_id_idx').on(t.messageId, t.createdAt),
     // The console's top error codes of the last hour.
     index('message_attempts_created_at_idx').on(t.createdAt),

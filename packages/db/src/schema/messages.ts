@@ -5,9 +5,9 @@ import {
   integer,
   jsonb,
   pgTable,
+  primaryKey,
   text,
   timestamp,
-  uniqueIndex,
   uuid,
 } from 'drizzle-orm/pg-core'
 import { apiKeys } from './api-keys.ts'
@@ -16,11 +16,17 @@ import { messageStatus, messageType } from './enums.ts'
 /**
  * One row per accepted message, written by the worker (the API only enqueues). The id is the
  * `messageId` the client got with its 202, and the BullMQ job id.
+ *
+ * Partitioned by `accepted_at` (one table per UTC day, migration 0021, created ahead and dropped past
+ * `MESSAGE_RETENTION_DAYS` by the workers: packages/db/src/partitions.ts). So the primary key holds
+ * `accepted_at`, and no index can be unique across days: a platform id is unique by construction
+ * (the platform's), not by constraint. A lookup by id adds the time its UUIDv7 carries
+ * (`messageWithId`), so it reads one partition.
  */
 export const messages = pgTable(
   'messages',
   {
-    id: uuid().primaryKey(),
+    id: uuid().notNull(),
     apiKeyId: uuid()
       .notNull()
       .references(() => apiKeys.id),
@@ -80,7 +86,8 @@ export const messages = pgTable(
     updatedAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
-    uniqueIndex('messages_platform_message_id_idx')
+    primaryKey({ columns: [t.id, t.acceptedAt] }),
+    index('messages_platform_message_id_idx')
       .on(t.platformMessageId)
       .where(sql`${t.platformMessageId} is not null`),
     index('messages_api_key_accepted_at_idx').on(t.apiKeyId, t.acceptedAt),

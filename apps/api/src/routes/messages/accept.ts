@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto'
 import {
   DEFAULT_SENDER_ID,
   DELIVERY_OPTION_KEYS,
@@ -8,6 +7,7 @@ import {
   MessageJob,
   type MessagePriority,
   type MessageType,
+  messageIdAt,
   type QuietHours,
   quietHoursProblem,
   recipientProblem,
@@ -137,7 +137,7 @@ export function acceptMessage(
 
   const traceContext = currentTraceContext()
   const job = {
-    messageId: randomUUID(),
+    messageId: messageIdAt(now.getTime()),
     apiKeyId: input.apiKey.id,
     acceptedAt: now.toISOString(),
     senderId: input.apiKey.senderId ?? DEFAULT_SENDER_ID,

@@ -1,5 +1,5 @@
 import { isUserId, type MessagePricing, WhatsAppStatus, type WhatsAppWebhook } from '@dispatch/contracts'
-import type { PlatformStatusUpdate } from '@dispatch/db'
+import { isUuid, type PlatformStatusUpdate } from '@dispatch/db'
 import { Compile } from 'typebox/compile'
 
 const isStatus = Compile(WhatsAppStatus)
@@ -68,8 +68,10 @@ export function readStatusUpdates(
         const error = item.errors?.[0]
         const pricing = readPricing(item.pricing)
         const recipient = readRecipient(item)
+        const ours = item.biz_opaque_callback_data
         updates.push({
           platformMessageId: item.id,
+          ...(ours !== undefined && isUuid(ours) ? { messageId: ours.toLowerCase() } : {}),
           status: item.status,
           at: time,
           ...(pricing ? { pricing } : {}),

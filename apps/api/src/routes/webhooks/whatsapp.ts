@@ -136,7 +136,12 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       for (const update of updates) {
         if (await applyPlatformStatus(db, update)) applied++
         if (!update.pricing) continue
-        const priced = await recordMessagePricing(db, update.platformMessageId, update.pricing)
+        const priced = await recordMessagePricing(
+          db,
+          update.platformMessageId,
+          update.pricing,
+          update.messageId,
+        )
         if (priced)
           app.metrics?.priced(priced.senderId ?? 'default', update.pricing.category, update.pricing.billable)
       }
