@@ -1,0 +1,207 @@
+/**
+ * Day partitions benchmark (issue 25). Two parts, each against a baseline in the same run:
+ *
+ * 1. Retention: a day of DROP_BENCH_ROWS messages (default 10,000,000) removed by dropping its
+ *    partition, against the same rows deleted in batches of 50,000 from an unpartitioned table with
+ *    the same indexes (what a row-by-row purge does). Time and WAL written (pg_current_wal_lsn).
+ * 2. Queries: PARTITION_BENCH_ROWS messages (default 2,000,000) over 90 days, in 90 day partitions
+ *    and in one unpartitioned copy with the same indexes; the queries the service makes, as it makes
+ *    them on each layout (a lookup by id adds the time its UUIDv7 carries on the partitioned one):
+ *    the key's newest page, its failed page, a lookup by id, a status's lookup by platform id, and
+ *    the delivery record's batched upsert (17 outcomes a statement). Throughput over CONCURRENCY
+ *    clients (default 8) in alternating rounds, its median, and the p95 of single queries.
+ *
+ *   pnpm --filter @dispatch/api bench:partitions
+ *   DROP_BENCH_ROWS=1000000 PARTITION_BENCH_ROWS=500000 BENCH_ROUNDS=6 (all optional)
+ */
+import { messageIdAt } from '@dispatch/contracts'
+import { maintainPartitions } from '@dispatch/db'
+import { createBenchWorld, median, pairedP95, printComparison } from '@dispatch/testing/bench'
+import postgres from 'postgres'
+
+const dropRows = Number(process.env.DROP_BENCH_ROWS ?? 10_000_000)
+const queryRows = Number(process.env.PARTITION_BENCH_ROWS ?? 2_000_000)
+const rounds = Number(process.env.BENCH_ROUNDS ?? 6)
+const concurrency = Number(process.env.CONCURRENCY ?? 8)
+const ROUND_MS = 2000
+const DAY = 86_400_000
+const KEYS = 100
+const today = Math.floor(Date.now() / DAY) * DAY
+const seconds = (since: number) => `${((performance.now() - since) / 1000).toFixed(1)} s`
+const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MiB`
+
+const world = await createBenchWorld('partitions')
+const sql = postgres(world.databaseUrl, { max: concurrency + 2, onnotice: () => {} })
+try {
+  await sql.unsafe(`
+    insert into api_keys (id, key_hash, key_prefix, environment, client_name, email, scopes, status)
+    select md5('partition-key-' || k)::uuid, 'hash-' || k, 'dk_' || k, 'development', 'Bench ' || k, 'b@x.test',
+      '{send:free-text}', 'approved'
+    from generate_series(0, ${KEYS - 1}) k`)
+  /** `count` rows over the day starting at `dayMs`, or over the 90 days before today when it is null. */
+  const rowsSql = (table: string, count: number, dayMs: number | null) => `
+    insert into ${table} (id, api_key_id, type, phone, payload, status, attempts, platform_message_id,
+      accepted_at, sent_at, updated_at, sender_id)
+    select gen_random_uuid(), md5('partition-key-' || (i % ${KEYS}))::uuid, 'text',
+      '+5521' || (100000000 + i)::text, '{"text":"Your code is 123456"}'::jsonb,
+      (case when i % 50 = 0 then 'failed' else 'delivered' end)::message_status, 1, 'wamid.' || i,
+      at, at, at, 'default'
+    from (select i, ${
+      dayMs === null
+        ? `to_timestamp(${today / 1000}) - (i::double precision / ${count} * 90 * interval '1 day')`
+        : `to_timestamp(${dayMs / 1000}) + (i::double precision / ${count} * interval '1 day')`
+    } as at from generate_series(1, ${count}) i) s`
+
+  // ── 1. retention: drop a day vs delete it ──
+  console.log(`retention: filling a day of ${dropRows.toLocaleString('en-US')} messages twice…`)
+  let started = performance.now()
+  const dropDay = today + 30 * DAY
+  await maintainPartitions(sql, { now: new Date(dropDay), aheadDays: 0, retentionDays: 3650 })
+  const dayTable = `messages_p${new Date(dropDay).toISOString().slice(0, 10).replaceAll('-', '')}`
+  await sql.unsafe(`create table flat_day (like messages including all)`)
+  for (let done = 0; done < dropRows; done += 1_000_000) {
+    const n = Math.min(1_000_000, dropRows - done)
+    await sql.unsafe(rowsSql('messages', n, dropDay))
+    await sql.unsafe(rowsSql('flat_day', n, dropDay))
+  }
+  await sql`checkpoint`
+  console.log(`  filled in ${seconds(started)}`)
+  const wal = async () => (await sql<{ lsn: string }[]>`select pg_current_wal_insert_lsn()::text as lsn`)[0]?.lsn
+  const walSince = async (lsn: string | undefined) =>
+    Number((await sql<{ b: string }[]>`select pg_wal_lsn_diff(pg_current_wal_insert_lsn(), ${lsn ?? '0/0'})::text as b`)[0]?.b)
+  let lsn = await wal()
+  started = performance.now()
+  for (;;) {
+    const gone = await sql.unsafe(`delete from flat_day where ctid in (select ctid from flat_day limit 50000)`)
+    if (gone.count === 0) break
+  }
+  const deleteMs = performance.now() - started
+  const deleteWal = await walSince(lsn)
+  lsn = await wal()
+  started = performance.now()
+  await sql.unsafe(`drop table ${dayTable}`)
+  const dropMs = performance.now() - started
+  const dropWal = await walSince(lsn)
+  console.log(`  delete in batches: ${(deleteMs / 1000).toFixed(1)} s, ${mib(deleteWal)} of WAL (and a vacuum to come)`)
+  console.log(`  drop the partition: ${dropMs.toFixed(0)} ms, ${(dropWal / 1024).toFixed(0)} KiB of WAL`)
+  printComparison({ name: 'retention: time to remove a day', figure: dropMs, baseline: deleteMs, unit: 'ms', better: 'lower' })
+  printComparison({ name: 'retention: WAL to remove a day', figure: dropWal, baseline: deleteWal, unit: 'bytes', better: 'lower' })
+  await sql.unsafe(`drop table flat_day`)
+
+  // ── 2. queries: 90 day partitions vs one table ──
+  console.log(`queries: ${queryRows.toLocaleString('en-US')} messages over 90 days, partitioned and not…`)
+  started = performance.now()
+  await sql.unsafe(`drop table messages_legacy`) // empty here; the days below take its place
+  await maintainPartitions(sql, { now: new Date(today - 91 * DAY), aheadDays: 92, retentionDays: 3650 })
+  await sql.unsafe(`create table flat (like messages including all)`)
+  await sql.unsafe(rowsSql('messages', queryRows, null))
+  await sql.unsafe(`insert into flat select * from messages`)
+  await sql.unsafe(`vacuum analyze messages`)
+  await sql.unsafe(`vacuum analyze flat`)
+  const [{ parts } = { parts: 0 }] = await sql<{ parts: number }[]>`
+    select count(*)::int as parts from pg_inherits where inhparent = 'messages'::regclass`
+  console.log(`  filled in ${seconds(started)}; ${parts} partitions`)
+
+  // Existing ids and platform ids to look up, and new ones with v7 ids for the partitioned lookups.
+  const sample = await sql<{ id: string; wamid: string; at: Date }[]>`
+    select id, platform_message_id as wamid, accepted_at as at from flat tablesample system (1) limit 2000`
+  // The partitioned copy gets the same rows under v7 ids (what new messages have), so its lookups
+  // can name their day; the unpartitioned one keeps its ids, found by id alone as before.
+  const timed = sample.map((row) => ({ ...row, v7: messageIdAt(row.at.getTime()) }))
+  for (const row of timed) await sql`update messages set id = ${row.v7} where id = ${row.id} and accepted_at = ${row.at}`
+  let n = 0
+  const pick = () => timed[n++ % timed.length] as (typeof timed)[number]
+  const key = () => `md5('partition-key-${n++ % KEYS}')::uuid`
+  const near = (at: Date) => [new Date(at.getTime() - 60_000), new Date(at.getTime() + 60_000)]
+
+  type Query = { name: string; partitioned: () => Promise<unknown>; flat: () => Promise<unknown> }
+  const page = (table: string, extra: string) =>
+    sql.unsafe(`select * from ${table} where api_key_id = ${key()} ${extra} order by accepted_at desc, id desc limit 50`)
+  const outcomes = () =>
+    Array.from({ length: 17 }, () => ({ id: messageIdAt(Date.now()), at: new Date().toISOString() }))
+  const upsert = (table: string, batch: { id: string; at: string }[]) =>
+    sql.unsafe(
+      `insert into ${table} (id, api_key_id, type, phone, payload, status, attempts, platform_message_id, accepted_at, updated_at, sender_id)
+       select id, md5('partition-key-1')::uuid, 'text', '+552100000000', '{"text":"hi"}', 'sent', 1, 'wamid.' || id, at, at, 'default'
+       from unnest($1::uuid[], $2::timestamptz[]) as o(id, at)
+       on conflict (id, accepted_at) do update set status = greatest(${table}.status, excluded.status),
+         attempts = greatest(${table}.attempts, excluded.attempts)`,
+      [batch.map((o) => o.id), batch.map((o) => o.at)] as never,
+    )
+  const queries: Query[] = [
+    { name: "list: a key's newest page", partitioned: () => page('messages', ''), flat: () => page('flat', '') },
+    {
+      name: "list: a key's failed page",
+      partitioned: () => page('messages', `and status = 'failed'`),
+      flat: () => page('flat', `and status = 'failed'`),
+    },
+    {
+      name: 'lookup by id',
+      partitioned: () => {
+        const row = pick()
+        const [from, to] = near(row.at)
+        return sql`select * from messages where id = ${row.v7} and accepted_at between ${from} and ${to}`
+      },
+      flat: () => sql`select * from flat where id = ${pick().id}`,
+    },
+    {
+      name: "a status's lookup by platform id",
+      partitioned: () => {
+        const row = pick()
+        const [from, to] = near(row.at)
+        return sql`select id from messages where platform_message_id = ${row.wamid} and accepted_at between ${from} and ${to}`
+      },
+      flat: () => sql`select id from flat where platform_message_id = ${pick().wamid}`,
+    },
+    {
+      name: 'delivery record: 17 outcomes a statement',
+      partitioned: () => upsert('messages', outcomes()),
+      flat: () => upsert('flat', outcomes()),
+    },
+  ]
+
+  /** Statements per second over `concurrency` clients for ROUND_MS. */
+  const throughput = async (run: () => Promise<unknown>) => {
+    let count = 0
+    const until = performance.now() + ROUND_MS
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (performance.now() < until) {
+          await run()
+          count++
+        }
+      }),
+    )
+    return count / (ROUND_MS / 1000)
+  }
+  for (const query of queries) {
+    const figures = { partitioned: [] as number[], flat: [] as number[] }
+    await throughput(query.partitioned) // warm-up
+    await throughput(query.flat)
+    for (let r = 0; r < rounds; r++) {
+      const order = r % 2 ? (['partitioned', 'flat'] as const) : (['flat', 'partitioned'] as const)
+      for (const layout of order) figures[layout].push(await throughput(query[layout]))
+    }
+    const aim = query.name.startsWith('delivery') ? '≥ 0.95' : '≥ 0.9'
+    printComparison({
+      name: `${query.name}, throughput`,
+      figure: median(figures.partitioned),
+      baseline: median(figures.flat),
+      unit: 'statements/s',
+      better: 'higher',
+      aim,
+    })
+    const latency = await pairedP95(query.partitioned, query.flat, 300)
+    printComparison({
+      name: `${query.name}, p95`,
+      figure: latency.figure,
+      baseline: latency.baseline,
+      unit: 'ms',
+      better: 'lower',
+      aim: '≤ 1.1',
+    })
+  }
+} finally {
+  await sql.end({ timeout: 5 })
+  await world.drop()
+}
