@@ -1,4 +1,5 @@
 import type { Sql } from './client.ts'
+import { forgetPartitions } from './queries/message-partitions.ts'
 
 /**
  * The tables that grow with traffic, partitioned by day on a time column (migration 0021): one table
@@ -102,6 +103,8 @@ export async function maintainPartitions(
       changes.deleted += deleted.count
     }
   }
+  // This process reads the days it knows of directly (message-partitions.ts): look again.
+  if (changes.created.length + changes.dropped.length + changes.moved > 0) forgetPartitions()
   return changes
 }
 

@@ -3,6 +3,7 @@ import { eq } from 'drizzle-orm'
 import type { Db, Sql } from '../client.ts'
 import { messages } from '../schema/messages.ts'
 import { messageWithId } from './message-ids.ts'
+import { dayPartitionAt, isMissingTable } from './message-partitions.ts'
 
 /** What one delivery attempt leaves behind, written by the worker before the job is acknowledged. */
 export interface DeliveryOutcome {
@@ -52,18 +53,19 @@ export async function findPlatformMessageId(db: Db, id: string): Promise<string 
  */
 export async function recordDeliveryOutcomes(sql: Sql, outcomes: DeliveryOutcome[]): Promise<void> {
   if (outcomes.length === 0) return
-  // Each column goes as one Postgres array literal, cast in SQL: no dependence on how the client
-  // serializes arrays.
-  const column = (pick: (o: DeliveryOutcome) => string | number | null) =>
-    `{${outcomes
-      .map((o) => {
-        const value = pick(o)
-        return value === null ? 'NULL' : `"${String(value).replace(/[\\"]/g, '\\$&')}"`
-      })
-      .join(',')}}`
-  const iso = (date: Date | null) => date?.toISOString() ?? null
-  await sql`
-    insert into messages (id, api_key_id, type, phone, user_id, payload, client_reference, sender_phone_number_id, sender_id, status, attempts,
+  const insert = (table: string, group: DeliveryOutcome[]) => {
+    // Each column goes as one Postgres array literal, cast in SQL: no dependence on how the client
+    // serializes arrays.
+    const column = (pick: (o: DeliveryOutcome) => string | number | null) =>
+      `{${group
+        .map((o) => {
+          const value = pick(o)
+          return value === null ? 'NULL' : `"${String(value).replace(/[\\"]/g, '\\$&')}"`
+        })
+        .join(',')}}`
+    const iso = (date: Date | null) => date?.toISOString() ?? null
+    return sql`
+    insert into ${sql(table)} as m (id, api_key_id, type, phone, user_id, payload, client_reference, sender_phone_number_id, sender_id, status, attempts,
       platform_message_id, last_error_code, last_error_message, batch_id, accepted_at, send_at, expires_at,
       sent_at, failed_at, expired_at, canceled_at, updated_at, fallback_used, held_for_quiet_hours)
     select * from unnest(
@@ -87,23 +89,42 @@ export async function recordDeliveryOutcomes(sql: Sql, outcomes: DeliveryOutcome
       ${column((o) => (o.fallbackUsed ? 'true' : 'false'))}::text[]::boolean[],
       ${column((o) => (o.heldForQuietHours ? 'true' : 'false'))}::text[]::boolean[])
     on conflict (id, accepted_at) do update set
-      status = greatest(messages.status, excluded.status),
-      attempts = greatest(messages.attempts, excluded.attempts),
-      sender_phone_number_id = coalesce(messages.sender_phone_number_id, excluded.sender_phone_number_id),
-      sender_id = coalesce(messages.sender_id, excluded.sender_id),
-      platform_message_id = coalesce(messages.platform_message_id, excluded.platform_message_id),
-      last_error_code = coalesce(excluded.last_error_code, messages.last_error_code),
-      last_error_message = coalesce(excluded.last_error_message, messages.last_error_message),
-      sent_at = coalesce(messages.sent_at, excluded.sent_at),
-      failed_at = coalesce(messages.failed_at, excluded.failed_at),
-      expired_at = coalesce(messages.expired_at, excluded.expired_at),
-      canceled_at = coalesce(messages.canceled_at, excluded.canceled_at),
-      batch_id = coalesce(messages.batch_id, excluded.batch_id),
-      send_at = coalesce(messages.send_at, excluded.send_at),
-      expires_at = coalesce(messages.expires_at, excluded.expires_at),
-      updated_at = greatest(messages.updated_at, excluded.updated_at),
-      fallback_used = messages.fallback_used or excluded.fallback_used,
-      held_for_quiet_hours = messages.held_for_quiet_hours or excluded.held_for_quiet_hours`
+      status = greatest(m.status, excluded.status),
+      attempts = greatest(m.attempts, excluded.attempts),
+      sender_phone_number_id = coalesce(m.sender_phone_number_id, excluded.sender_phone_number_id),
+      sender_id = coalesce(m.sender_id, excluded.sender_id),
+      platform_message_id = coalesce(m.platform_message_id, excluded.platform_message_id),
+      last_error_code = coalesce(excluded.last_error_code, m.last_error_code),
+      last_error_message = coalesce(excluded.last_error_message, m.last_error_message),
+      sent_at = coalesce(m.sent_at, excluded.sent_at),
+      failed_at = coalesce(m.failed_at, excluded.failed_at),
+      expired_at = coalesce(m.expired_at, excluded.expired_at),
+      canceled_at = coalesce(m.canceled_at, excluded.canceled_at),
+      batch_id = coalesce(m.batch_id, excluded.batch_id),
+      send_at = coalesce(m.send_at, excluded.send_at),
+      expires_at = coalesce(m.expires_at, excluded.expires_at),
+      updated_at = greatest(m.updated_at, excluded.updated_at),
+      fallback_used = m.fallback_used or excluded.fallback_used,
+      held_for_quiet_hours = m.held_for_quiet_hours or excluded.held_for_quiet_hours`
+  }
+  // Into the day's partition when it exists (one table, not every day's: see message-partitions.ts),
+  // one statement per day, usually one; else, or when it was dropped meanwhile, through `messages`.
+  const byDay = new Map<string | null, DeliveryOutcome[]>()
+  for (const outcome of outcomes) {
+    const day = await dayPartitionAt(sql, outcome.acceptedAt.getTime())
+    byDay.set(day, [...(byDay.get(day) ?? []), outcome])
+  }
+  for (const [day, group] of byDay) {
+    if (day !== null) {
+      try {
+        await insert(day, group)
+        continue
+      } catch (error) {
+        if (!isMissingTable(error)) throw error
+      }
+    }
+    await insert('messages', group)
+  }
   await recordFailedAttempts(sql, outcomes)
 }
 

@@ -1,8 +1,9 @@
 import type { MessagePricing } from '@dispatch/contracts'
-import { and, isNull } from 'drizzle-orm'
+import { and, eq, isNull, type SQL } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { messages } from '../schema/messages.ts'
 import { messageWithPlatformId } from './message-ids.ts'
+import { type MessagesTable, onDayOf } from './message-partitions.ts'
 
 /**
  * Stores what the platform said a message costs, the first time a status carries it (`sent` usually
@@ -16,22 +17,22 @@ export async function recordMessagePricing(
   /** Our id for it, as the status echoed it: narrows the search to its day (`messageWithPlatformId`). */
   messageId?: string,
 ): Promise<{ senderId: string | null } | undefined> {
-  const [row] = await db
-    .update(messages)
-    .set({
-      pricingBillable: pricing.billable,
-      pricingModel: pricing.pricingModel,
-      pricingCategory: pricing.category,
-      pricingType: pricing.type,
-    })
-    .where(
-      and(
-        messageWithPlatformId(platformMessageId, messageId),
-        isNull(messages.pricingModel),
-        isNull(messages.pricingCategory),
-        isNull(messages.pricingBillable),
-      ),
-    )
-    .returning({ senderId: messages.senderId })
+  const record = (t: MessagesTable, found: SQL) =>
+    db
+      .update(t)
+      .set({
+        pricingBillable: pricing.billable,
+        pricingModel: pricing.pricingModel,
+        pricingCategory: pricing.category,
+        pricingType: pricing.type,
+      })
+      .where(and(found, isNull(t.pricingModel), isNull(t.pricingCategory), isNull(t.pricingBillable)))
+      .returning({ senderId: t.senderId })
+  const [row] = await onDayOf(
+    db,
+    messageId,
+    (day) => record(day, eq(day.platformMessageId, platformMessageId)),
+    () => record(messages, messageWithPlatformId(platformMessageId, messageId)),
+  )
   return row
 }

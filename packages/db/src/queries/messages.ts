@@ -1,13 +1,19 @@
 import type { MessageError, MessageJob, MessagePricing } from '@dispatch/contracts'
 import { DEFAULT_SENDER_ID } from '@dispatch/contracts'
-import { and, eq, inArray, lt, sql } from 'drizzle-orm'
+import { and, eq, inArray, lt, type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { type MessageRow, messages } from '../schema/messages.ts'
 import { rememberRecipientPair } from './inbound-messages.ts'
 import { messageWithId, messageWithPlatformId } from './message-ids.ts'
+import { type MessagesTable, onDayOf } from './message-partitions.ts'
 
 export async function findMessageById(db: Db, id: string): Promise<MessageRow | undefined> {
-  const [row] = await db.select().from(messages).where(messageWithId(id)).limit(1)
+  const [row] = await onDayOf(
+    db,
+    id,
+    (day) => db.select().from(day).where(eq(day.id, id)).limit(1),
+    () => db.select().from(messages).where(messageWithId(id)).limit(1),
+  )
   return row
 }
 
@@ -38,30 +44,35 @@ export interface PlatformStatusUpdate {
 export async function applyPlatformStatus(db: Db, update: PlatformStatusUpdate): Promise<boolean> {
   const { status, recipient } = update
   const at = sql`${update.at.toISOString()}::timestamptz`
-  const rows = await db
-    .update(messages)
-    .set({
-      status,
-      updatedAt: sql`now()`,
-      ...(recipient?.phone ? { phone: sql`coalesce(${messages.phone}, ${recipient.phone})` } : {}),
-      ...(recipient?.userId ? { userId: sql`coalesce(${messages.userId}, ${recipient.userId})` } : {}),
-      ...(status === 'sent' ? { sentAt: sql`coalesce(${messages.sentAt}, ${at})` } : {}),
-      ...(status === 'delivered' || status === 'read'
-        ? { deliveredAt: sql`coalesce(${messages.deliveredAt}, ${at})` }
-        : {}),
-      ...(status === 'read' ? { readAt: update.at } : {}),
-      ...(status === 'failed'
-        ? {
-            failedAt: at,
-            lastErrorCode: update.error?.code ?? null,
-            lastErrorMessage: update.error?.message ?? null,
-          }
-        : {}),
-    })
-    .where(
-      and(messageWithPlatformId(update.platformMessageId, update.messageId), lt(messages.status, status)),
-    )
-    .returning({ id: messages.id, phone: messages.phone, userId: messages.userId })
+  const apply = (t: MessagesTable, found: SQL) =>
+    db
+      .update(t)
+      .set({
+        status,
+        updatedAt: sql`now()`,
+        ...(recipient?.phone ? { phone: sql`coalesce(${t.phone}, ${recipient.phone})` } : {}),
+        ...(recipient?.userId ? { userId: sql`coalesce(${t.userId}, ${recipient.userId})` } : {}),
+        ...(status === 'sent' ? { sentAt: sql`coalesce(${t.sentAt}, ${at})` } : {}),
+        ...(status === 'delivered' || status === 'read'
+          ? { deliveredAt: sql`coalesce(${t.deliveredAt}, ${at})` }
+          : {}),
+        ...(status === 'read' ? { readAt: update.at } : {}),
+        ...(status === 'failed'
+          ? {
+              failedAt: at,
+              lastErrorCode: update.error?.code ?? null,
+              lastErrorMessage: update.error?.message ?? null,
+            }
+          : {}),
+      })
+      .where(and(found, lt(t.status, status)))
+      .returning({ id: t.id, phone: t.phone, userId: t.userId })
+  const rows = await onDayOf(
+    db,
+    update.messageId,
+    (day) => apply(day, eq(day.platformMessageId, update.platformMessageId)),
+    () => apply(messages, messageWithPlatformId(update.platformMessageId, update.messageId)),
+  )
   const [moved] = rows
   // A send names one of the two, so a message holding both got the other from a status.
   if (moved?.phone && moved.userId && recipient) {
