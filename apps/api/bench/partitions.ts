@@ -6,16 +6,27 @@
  *    the same indexes (what a row-by-row purge does). Time and WAL written (pg_current_wal_lsn).
  * 2. Queries: PARTITION_BENCH_ROWS messages (default 2,000,000) over 90 days, in 90 day partitions
  *    and in one unpartitioned copy with the same indexes; the queries the service makes, as it makes
- *    them on each layout (a lookup by id adds the time its UUIDv7 carries on the partitioned one):
- *    the key's newest page, its failed page, a lookup by id, a status's lookup by platform id, and
- *    the delivery record's batched upsert (17 outcomes a statement). Throughput over CONCURRENCY
+ *    them: the service's own functions on the partitioned table (which read a day's partition
+ *    directly where they can), the statements they made before partitioning on the plain one. The
+ *    key's newest page and its failed page (each with its bounded count), a lookup by id, a status's
+ *    update by platform id (with our id echoed), the delivery record (17 outcomes a statement). Throughput over CONCURRENCY
  *    clients (default 8) in alternating rounds, its median, and the p95 of single queries.
  *
  *   pnpm --filter @dispatch/api bench:partitions
  *   DROP_BENCH_ROWS=1000000 PARTITION_BENCH_ROWS=500000 BENCH_ROUNDS=6 (all optional)
  */
-import { messageIdAt } from '@dispatch/contracts'
-import { maintainPartitions } from '@dispatch/db'
+import { randomUUID } from 'node:crypto'
+import { MESSAGE_COUNT_LIMIT, type MessageListQuery, messageIdAt } from '@dispatch/contracts'
+import {
+  applyPlatformStatus,
+  createDb,
+  type DeliveryOutcome,
+  findMessageById,
+  listMessages,
+  maintainPartitions,
+  recordDeliveryOutcomes,
+  upsertOutcomes,
+} from '@dispatch/db'
 import { createBenchWorld, median, pairedP95, printComparison } from '@dispatch/testing/bench'
 import postgres from 'postgres'
 
@@ -66,13 +77,22 @@ try {
   }
   await sql`checkpoint`
   console.log(`  filled in ${seconds(started)}`)
-  const wal = async () => (await sql<{ lsn: string }[]>`select pg_current_wal_insert_lsn()::text as lsn`)[0]?.lsn
+  const wal = async () =>
+    (await sql<{ lsn: string }[]>`select pg_current_wal_insert_lsn()::text as lsn`)[0]?.lsn
   const walSince = async (lsn: string | undefined) =>
-    Number((await sql<{ b: string }[]>`select pg_wal_lsn_diff(pg_current_wal_insert_lsn(), ${lsn ?? '0/0'})::text as b`)[0]?.b)
+    Number(
+      (
+        await sql<
+          { b: string }[]
+        >`select pg_wal_lsn_diff(pg_current_wal_insert_lsn(), ${lsn ?? '0/0'})::text as b`
+      )[0]?.b,
+    )
   let lsn = await wal()
   started = performance.now()
   for (;;) {
-    const gone = await sql.unsafe(`delete from flat_day where ctid in (select ctid from flat_day limit 50000)`)
+    const gone = await sql.unsafe(
+      `delete from flat_day where ctid in (select ctid from flat_day limit 50000)`,
+    )
     if (gone.count === 0) break
   }
   const deleteMs = performance.now() - started
@@ -82,10 +102,24 @@ try {
   await sql.unsafe(`drop table ${dayTable}`)
   const dropMs = performance.now() - started
   const dropWal = await walSince(lsn)
-  console.log(`  delete in batches: ${(deleteMs / 1000).toFixed(1)} s, ${mib(deleteWal)} of WAL (and a vacuum to come)`)
+  console.log(
+    `  delete in batches: ${(deleteMs / 1000).toFixed(1)} s, ${mib(deleteWal)} of WAL (and a vacuum to come)`,
+  )
   console.log(`  drop the partition: ${dropMs.toFixed(0)} ms, ${(dropWal / 1024).toFixed(0)} KiB of WAL`)
-  printComparison({ name: 'retention: time to remove a day', figure: dropMs, baseline: deleteMs, unit: 'ms', better: 'lower' })
-  printComparison({ name: 'retention: WAL to remove a day', figure: dropWal, baseline: deleteWal, unit: 'bytes', better: 'lower' })
+  printComparison({
+    name: 'retention: time to remove a day',
+    figure: dropMs,
+    baseline: deleteMs,
+    unit: 'ms',
+    better: 'lower',
+  })
+  printComparison({
+    name: 'retention: WAL to remove a day',
+    figure: dropWal,
+    baseline: deleteWal,
+    unit: 'bytes',
+    better: 'lower',
+  })
   await sql.unsafe(`drop table flat_day`)
 
   // ── 2. queries: 90 day partitions vs one table ──
@@ -108,55 +142,90 @@ try {
   // The partitioned copy gets the same rows under v7 ids (what new messages have), so its lookups
   // can name their day; the unpartitioned one keeps its ids, found by id alone as before.
   const timed = sample.map((row) => ({ ...row, v7: messageIdAt(row.at.getTime()) }))
-  for (const row of timed) await sql`update messages set id = ${row.v7} where id = ${row.id} and accepted_at = ${row.at}`
+  for (const row of timed)
+    await sql`update messages set id = ${row.v7} where id = ${row.id} and accepted_at = ${row.at}`
   let n = 0
   const pick = () => timed[n++ % timed.length] as (typeof timed)[number]
-  const key = () => `md5('partition-key-${n++ % KEYS}')::uuid`
-  const near = (at: Date) => [new Date(at.getTime() - 60_000), new Date(at.getTime() + 60_000)]
-
+  const keyOf = () => `${n++ % KEYS}`
+  const keyIds = new Map(
+    (
+      await sql<{ k: string; id: string }[]>`
+        select k::text, md5('partition-key-' || k)::uuid::text as id from generate_series(0, ${KEYS - 1}) k`
+    ).map((r) => [r.k, r.id]),
+  )
+  const keyId = () => keyIds.get(keyOf()) as string
+  // The service's own functions on the partitioned table; on the plain one, the statements those
+  // functions made before partitioning (the page and its bounded count, started together).
+  const { db, close: closeDb } = createDb(world.databaseUrl, { max: concurrency + 2 })
+  const list = (status?: 'failed') =>
+    listMessages(db, keyId(), {
+      page: 1,
+      take: 50,
+      order: 'DESC',
+      orderField: 'createdAt',
+      ...(status ? { status: [status] } : {}),
+    } as MessageListQuery)
+  const flatList = (status?: 'failed') => {
+    const key = keyId()
+    const where = status ? sql`api_key_id = ${key} and status = ${status}` : sql`api_key_id = ${key}`
+    return Promise.all([
+      sql`select * from flat where ${where} order by accepted_at desc, id desc limit 50`,
+      sql`select count(*)::int from (select 1 from flat where ${where} limit ${MESSAGE_COUNT_LIMIT + 1}) m`,
+    ])
+  }
+  const outcomes = (): DeliveryOutcome[] =>
+    Array.from({ length: 17 }, () => {
+      const at = new Date()
+      return {
+        id: messageIdAt(at.getTime()),
+        apiKeyId: keyIds.get('1') as string,
+        type: 'text',
+        phone: '+552100000000',
+        userId: null,
+        payload: { text: 'hi' },
+        clientReference: null,
+        senderPhoneNumberId: '106540352242922',
+        senderId: 'default',
+        batchId: null,
+        acceptedAt: at,
+        sendAt: null,
+        expiresAt: null,
+        status: 'sent',
+        attempts: 1,
+        platformMessageId: `wamid.${randomUUID()}`,
+        lastErrorCode: null,
+        lastErrorMessage: null,
+        at,
+      }
+    })
   type Query = { name: string; partitioned: () => Promise<unknown>; flat: () => Promise<unknown> }
-  const page = (table: string, extra: string) =>
-    sql.unsafe(`select * from ${table} where api_key_id = ${key()} ${extra} order by accepted_at desc, id desc limit 50`)
-  const outcomes = () =>
-    Array.from({ length: 17 }, () => ({ id: messageIdAt(Date.now()), at: new Date().toISOString() }))
-  const upsert = (table: string, batch: { id: string; at: string }[]) =>
-    sql.unsafe(
-      `insert into ${table} (id, api_key_id, type, phone, payload, status, attempts, platform_message_id, accepted_at, updated_at, sender_id)
-       select id, md5('partition-key-1')::uuid, 'text', '+552100000000', '{"text":"hi"}', 'sent', 1, 'wamid.' || id, at, at, 'default'
-       from unnest($1::uuid[], $2::timestamptz[]) as o(id, at)
-       on conflict (id, accepted_at) do update set status = greatest(${table}.status, excluded.status),
-         attempts = greatest(${table}.attempts, excluded.attempts)`,
-      [batch.map((o) => o.id), batch.map((o) => o.at)] as never,
-    )
   const queries: Query[] = [
-    { name: "list: a key's newest page", partitioned: () => page('messages', ''), flat: () => page('flat', '') },
-    {
-      name: "list: a key's failed page",
-      partitioned: () => page('messages', `and status = 'failed'`),
-      flat: () => page('flat', `and status = 'failed'`),
-    },
+    { name: "list: a key's newest page", partitioned: () => list(), flat: () => flatList() },
+    { name: "list: a key's failed page", partitioned: () => list('failed'), flat: () => flatList('failed') },
     {
       name: 'lookup by id',
-      partitioned: () => {
-        const row = pick()
-        const [from, to] = near(row.at)
-        return sql`select * from messages where id = ${row.v7} and accepted_at between ${from} and ${to}`
-      },
-      flat: () => sql`select * from flat where id = ${pick().id}`,
+      partitioned: () => findMessageById(db, pick().v7),
+      flat: () => sql`select * from flat where id = ${pick().id} limit 1`,
     },
     {
-      name: "a status's lookup by platform id",
+      name: "a status's update by platform id",
       partitioned: () => {
         const row = pick()
-        const [from, to] = near(row.at)
-        return sql`select id from messages where platform_message_id = ${row.wamid} and accepted_at between ${from} and ${to}`
+        return applyPlatformStatus(db, {
+          platformMessageId: row.wamid,
+          messageId: row.v7,
+          status: 'delivered',
+          at: new Date(),
+        })
       },
-      flat: () => sql`select id from flat where platform_message_id = ${pick().wamid}`,
+      flat: () =>
+        sql`update flat set status = 'delivered', updated_at = now()
+            where platform_message_id = ${pick().wamid} and status < 'delivered' returning id, phone, user_id`,
     },
     {
       name: 'delivery record: 17 outcomes a statement',
-      partitioned: () => upsert('messages', outcomes()),
-      flat: () => upsert('flat', outcomes()),
+      partitioned: () => recordDeliveryOutcomes(sql, outcomes()),
+      flat: () => upsertOutcomes(sql, 'flat', outcomes()),
     },
   ]
 
@@ -201,6 +270,7 @@ try {
       aim: '≤ 1.1',
     })
   }
+  await closeDb()
 } finally {
   await sql.end({ timeout: 5 })
   await world.drop()

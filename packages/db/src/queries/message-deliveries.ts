@@ -3,7 +3,7 @@ import { eq } from 'drizzle-orm'
 import type { Db, Sql } from '../client.ts'
 import { messages } from '../schema/messages.ts'
 import { messageWithId } from './message-ids.ts'
-import { dayPartitionAt, isMissingTable } from './message-partitions.ts'
+import { dayPartitionAt, isMissingTable, onDayOf } from './message-partitions.ts'
 
 /** What one delivery attempt leaves behind, written by the worker before the job is acknowledged. */
 export interface DeliveryOutcome {
@@ -37,11 +37,17 @@ export interface DeliveryOutcome {
 
 /** The platform id already recorded for a message, if any: a job run again must not resend it. */
 export async function findPlatformMessageId(db: Db, id: string): Promise<string | null> {
-  const [row] = await db
-    .select({ platformMessageId: messages.platformMessageId })
-    .from(messages)
-    .where(messageWithId(id))
-    .limit(1)
+  const [row] = await onDayOf(
+    db,
+    id,
+    (day) => db.select({ platformMessageId: day.platformMessageId }).from(day).where(eq(day.id, id)).limit(1),
+    () =>
+      db
+        .select({ platformMessageId: messages.platformMessageId })
+        .from(messages)
+        .where(messageWithId(id))
+        .limit(1),
+  )
   return row?.platformMessageId ?? null
 }
 
@@ -53,60 +59,6 @@ export async function findPlatformMessageId(db: Db, id: string): Promise<string 
  */
 export async function recordDeliveryOutcomes(sql: Sql, outcomes: DeliveryOutcome[]): Promise<void> {
   if (outcomes.length === 0) return
-  const insert = (table: string, group: DeliveryOutcome[]) => {
-    // Each column goes as one Postgres array literal, cast in SQL: no dependence on how the client
-    // serializes arrays.
-    const column = (pick: (o: DeliveryOutcome) => string | number | null) =>
-      `{${group
-        .map((o) => {
-          const value = pick(o)
-          return value === null ? 'NULL' : `"${String(value).replace(/[\\"]/g, '\\$&')}"`
-        })
-        .join(',')}}`
-    const iso = (date: Date | null) => date?.toISOString() ?? null
-    return sql`
-    insert into ${sql(table)} as m (id, api_key_id, type, phone, user_id, payload, client_reference, sender_phone_number_id, sender_id, status, attempts,
-      platform_message_id, last_error_code, last_error_message, batch_id, accepted_at, send_at, expires_at,
-      sent_at, failed_at, expired_at, canceled_at, updated_at, fallback_used, held_for_quiet_hours)
-    select * from unnest(
-      ${column((o) => o.id)}::text[]::uuid[], ${column((o) => o.apiKeyId)}::text[]::uuid[],
-      ${column((o) => o.type)}::text[]::message_type[], ${column((o) => o.phone)}::text[],
-      ${column((o) => o.userId)}::text[],
-      ${column((o) => JSON.stringify(o.payload))}::text[]::jsonb[], ${column((o) => o.clientReference)}::text[],
-      ${column((o) => o.senderPhoneNumberId)}::text[], ${column((o) => o.senderId)}::text[],
-      ${column((o) => o.status)}::text[]::message_status[],
-      ${column((o) => o.attempts)}::text[]::int[], ${column((o) => o.platformMessageId)}::text[],
-      ${column((o) => o.lastErrorCode)}::text[], ${column((o) => o.lastErrorMessage)}::text[],
-      ${column((o) => o.batchId)}::text[]::uuid[],
-      ${column((o) => iso(o.acceptedAt))}::text[]::timestamptz[],
-      ${column((o) => iso(o.sendAt))}::text[]::timestamptz[],
-      ${column((o) => iso(o.expiresAt))}::text[]::timestamptz[],
-      ${column((o) => iso(o.status === 'sent' ? o.at : null))}::text[]::timestamptz[],
-      ${column((o) => iso(o.status === 'failed' ? o.at : null))}::text[]::timestamptz[],
-      ${column((o) => iso(o.status === 'expired' ? o.at : null))}::text[]::timestamptz[],
-      ${column((o) => iso(o.status === 'canceled' ? o.at : null))}::text[]::timestamptz[],
-      ${column((o) => iso(o.at))}::text[]::timestamptz[],
-      ${column((o) => (o.fallbackUsed ? 'true' : 'false'))}::text[]::boolean[],
-      ${column((o) => (o.heldForQuietHours ? 'true' : 'false'))}::text[]::boolean[])
-    on conflict (id, accepted_at) do update set
-      status = greatest(m.status, excluded.status),
-      attempts = greatest(m.attempts, excluded.attempts),
-      sender_phone_number_id = coalesce(m.sender_phone_number_id, excluded.sender_phone_number_id),
-      sender_id = coalesce(m.sender_id, excluded.sender_id),
-      platform_message_id = coalesce(m.platform_message_id, excluded.platform_message_id),
-      last_error_code = coalesce(excluded.last_error_code, m.last_error_code),
-      last_error_message = coalesce(excluded.last_error_message, m.last_error_message),
-      sent_at = coalesce(m.sent_at, excluded.sent_at),
-      failed_at = coalesce(m.failed_at, excluded.failed_at),
-      expired_at = coalesce(m.expired_at, excluded.expired_at),
-      canceled_at = coalesce(m.canceled_at, excluded.canceled_at),
-      batch_id = coalesce(m.batch_id, excluded.batch_id),
-      send_at = coalesce(m.send_at, excluded.send_at),
-      expires_at = coalesce(m.expires_at, excluded.expires_at),
-      updated_at = greatest(m.updated_at, excluded.updated_at),
-      fallback_used = m.fallback_used or excluded.fallback_used,
-      held_for_quiet_hours = m.held_for_quiet_hours or excluded.held_for_quiet_hours`
-  }
   // Into the day's partition when it exists (one table, not every day's: see message-partitions.ts),
   // one statement per day, usually one; else, or when it was dropped meanwhile, through `messages`.
   const byDay = new Map<string | null, DeliveryOutcome[]>()
@@ -117,13 +69,13 @@ export async function recordDeliveryOutcomes(sql: Sql, outcomes: DeliveryOutcome
   for (const [day, group] of byDay) {
     if (day !== null) {
       try {
-        await insert(day, group)
+        await upsertOutcomes(sql, day, group)
         continue
       } catch (error) {
         if (!isMissingTable(error)) throw error
       }
     }
-    await insert('messages', group)
+    await upsertOutcomes(sql, 'messages', group)
   }
   await recordFailedAttempts(sql, outcomes)
 }
@@ -146,4 +98,63 @@ async function recordFailedAttempts(sql: Sql, outcomes: DeliveryOutcome[]): Prom
         created_at: o.at.toISOString(),
       })),
     )}`
+}
+
+/**
+ * The upsert of `group` into `table`: `messages`, or one day's partition of it when every outcome's
+ * `acceptedAt` is in that day. Exported for the partitions benchmark, which runs it on a plain table.
+ */
+export function upsertOutcomes(sql: Sql, table: string, group: DeliveryOutcome[]) {
+  // Each column goes as one Postgres array literal, cast in SQL: no dependence on how the client
+  // serializes arrays.
+  const column = (pick: (o: DeliveryOutcome) => string | number | null) =>
+    `{${group
+      .map((o) => {
+        const value = pick(o)
+        return value === null ? 'NULL' : `"${String(value).replace(/[\\"]/g, '\\$&')}"`
+      })
+      .join(',')}}`
+  const iso = (date: Date | null) => date?.toISOString() ?? null
+  return sql`
+  insert into ${sql(table)} as m (id, api_key_id, type, phone, user_id, payload, client_reference, sender_phone_number_id, sender_id, status, attempts,
+    platform_message_id, last_error_code, last_error_message, batch_id, accepted_at, send_at, expires_at,
+    sent_at, failed_at, expired_at, canceled_at, updated_at, fallback_used, held_for_quiet_hours)
+  select * from unnest(
+    ${column((o) => o.id)}::text[]::uuid[], ${column((o) => o.apiKeyId)}::text[]::uuid[],
+    ${column((o) => o.type)}::text[]::message_type[], ${column((o) => o.phone)}::text[],
+    ${column((o) => o.userId)}::text[],
+    ${column((o) => JSON.stringify(o.payload))}::text[]::jsonb[], ${column((o) => o.clientReference)}::text[],
+    ${column((o) => o.senderPhoneNumberId)}::text[], ${column((o) => o.senderId)}::text[],
+    ${column((o) => o.status)}::text[]::message_status[],
+    ${column((o) => o.attempts)}::text[]::int[], ${column((o) => o.platformMessageId)}::text[],
+    ${column((o) => o.lastErrorCode)}::text[], ${column((o) => o.lastErrorMessage)}::text[],
+    ${column((o) => o.batchId)}::text[]::uuid[],
+    ${column((o) => iso(o.acceptedAt))}::text[]::timestamptz[],
+    ${column((o) => iso(o.sendAt))}::text[]::timestamptz[],
+    ${column((o) => iso(o.expiresAt))}::text[]::timestamptz[],
+    ${column((o) => iso(o.status === 'sent' ? o.at : null))}::text[]::timestamptz[],
+    ${column((o) => iso(o.status === 'failed' ? o.at : null))}::text[]::timestamptz[],
+    ${column((o) => iso(o.status === 'expired' ? o.at : null))}::text[]::timestamptz[],
+    ${column((o) => iso(o.status === 'canceled' ? o.at : null))}::text[]::timestamptz[],
+    ${column((o) => iso(o.at))}::text[]::timestamptz[],
+    ${column((o) => (o.fallbackUsed ? 'true' : 'false'))}::text[]::boolean[],
+    ${column((o) => (o.heldForQuietHours ? 'true' : 'false'))}::text[]::boolean[])
+  on conflict (id, accepted_at) do update set
+    status = greatest(m.status, excluded.status),
+    attempts = greatest(m.attempts, excluded.attempts),
+    sender_phone_number_id = coalesce(m.sender_phone_number_id, excluded.sender_phone_number_id),
+    sender_id = coalesce(m.sender_id, excluded.sender_id),
+    platform_message_id = coalesce(m.platform_message_id, excluded.platform_message_id),
+    last_error_code = coalesce(excluded.last_error_code, m.last_error_code),
+    last_error_message = coalesce(excluded.last_error_message, m.last_error_message),
+    sent_at = coalesce(m.sent_at, excluded.sent_at),
+    failed_at = coalesce(m.failed_at, excluded.failed_at),
+    expired_at = coalesce(m.expired_at, excluded.expired_at),
+    canceled_at = coalesce(m.canceled_at, excluded.canceled_at),
+    batch_id = coalesce(m.batch_id, excluded.batch_id),
+    send_at = coalesce(m.send_at, excluded.send_at),
+    expires_at = coalesce(m.expires_at, excluded.expires_at),
+    updated_at = greatest(m.updated_at, excluded.updated_at),
+    fallback_used = m.fallback_used or excluded.fallback_used,
+    held_for_quiet_hours = m.held_for_quiet_hours or excluded.held_for_quiet_hours`
 }
