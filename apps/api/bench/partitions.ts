@@ -24,16 +24,22 @@ import {
   findMessageById,
   listMessages,
   maintainPartitions,
+  messageColumns,
+  messages,
   recordDeliveryOutcomes,
   upsertOutcomes,
 } from '@dispatch/db'
 import { createBenchWorld, median, pairedP95, printComparison } from '@dispatch/testing/bench'
+import { and, desc, sql as drizzleSql, eq, lt } from 'drizzle-orm'
+import { alias, pgTable } from 'drizzle-orm/pg-core'
 import postgres from 'postgres'
 
 const dropRows = Number(process.env.DROP_BENCH_ROWS ?? 10_000_000)
 const queryRows = Number(process.env.PARTITION_BENCH_ROWS ?? 2_000_000)
 const rounds = Number(process.env.BENCH_ROUNDS ?? 6)
 const concurrency = Number(process.env.CONCURRENCY ?? 8)
+/** The workers' MESSAGE_PARTITION_DAYS: how many days one partition holds in the query part. */
+const widthDays = Number(process.env.MESSAGE_PARTITION_DAYS ?? 30)
 const ROUND_MS = 2000
 const DAY = 86_400_000
 const KEYS = 100
@@ -123,12 +129,20 @@ try {
   await sql.unsafe(`drop table flat_day`)
 
   // ── 2. queries: 90 day partitions vs one table ──
-  console.log(`queries: ${queryRows.toLocaleString('en-US')} messages over 90 days, partitioned and not…`)
+  console.log(`queries: ${queryRows.toLocaleString('en-US')} messages over 90 days, in partitions of ${widthDays} days and in one table…`)
   started = performance.now()
   await sql.unsafe(`drop table messages_legacy`) // empty here; the days below take its place
-  await maintainPartitions(sql, { now: new Date(today - 91 * DAY), aheadDays: 92, retentionDays: 3650 })
+  await maintainPartitions(sql, {
+    now: new Date(today - 91 * DAY),
+    aheadDays: 98,
+    retentionDays: 3650,
+    widthDays,
+  })
   await sql.unsafe(`create table flat (like messages including all)`)
   await sql.unsafe(rowsSql('messages', queryRows, null))
+  // The same webhook-event trigger as messages, so each side writes what the service's writes cost.
+  await sql.unsafe(`create trigger flat_webhook_events after insert or update of status, attempts on flat
+    for each row execute function dispatch_message_webhook_events()`)
   await sql.unsafe(`insert into flat select * from messages`)
   await sql.unsafe(`vacuum analyze messages`)
   await sql.unsafe(`vacuum analyze flat`)
@@ -156,7 +170,10 @@ try {
   const keyId = () => keyIds.get(keyOf()) as string
   // The service's own functions on the partitioned table; on the plain one, the statements those
   // functions made before partitioning (the page and its bounded count, started together).
-  const { db, close: closeDb } = createDb(world.databaseUrl, { max: concurrency + 2 })
+  const { db, close: closeDb } = createDb(world.databaseUrl, {
+    max: concurrency + 2,
+    ...(process.env.GENERIC ? { connection: { plan_cache_mode: 'force_generic_plan' } } : {}),
+  } as never)
   const list = (status?: 'failed') =>
     listMessages(db, keyId(), {
       page: 1,
@@ -165,12 +182,20 @@ try {
       orderField: 'createdAt',
       ...(status ? { status: [status] } : {}),
     } as MessageListQuery)
+  // The plain table under the alias `messages`, so the list's own filters and ordering apply to it.
+  const flat = alias(pgTable('flat', messageColumns), 'messages') as unknown as typeof messages
   const flatList = (status?: 'failed') => {
-    const key = keyId()
-    const where = status ? sql`api_key_id = ${key} and status = ${status}` : sql`api_key_id = ${key}`
+    const where = and(eq(messages.apiKeyId, keyId()), status ? eq(messages.status, status) : undefined)
     return Promise.all([
-      sql`select * from flat where ${where} order by accepted_at desc, id desc limit 50`,
-      sql`select count(*)::int from (select 1 from flat where ${where} limit ${MESSAGE_COUNT_LIMIT + 1}) m`,
+      db.select().from(flat).where(where).orderBy(desc(messages.acceptedAt), desc(messages.id)).limit(50),
+      db.select({ value: drizzleSql<number>`count(*)::int` }).from(
+        db
+          .select({ one: drizzleSql`1` })
+          .from(flat)
+          .where(where)
+          .limit(MESSAGE_COUNT_LIMIT + 1)
+          .as('m'),
+      ),
     ])
   }
   const outcomes = (): DeliveryOutcome[] =>
@@ -205,7 +230,7 @@ try {
     {
       name: 'lookup by id',
       partitioned: () => findMessageById(db, pick().v7),
-      flat: () => sql`select * from flat where id = ${pick().id} limit 1`,
+      flat: () => db.select().from(flat).where(eq(messages.id, pick().id)).limit(1),
     },
     {
       name: "a status's update by platform id",
@@ -218,9 +243,14 @@ try {
           at: new Date(),
         })
       },
-      flat: () =>
-        sql`update flat set status = 'delivered', updated_at = now()
-            where platform_message_id = ${pick().wamid} and status < 'delivered' returning id, phone, user_id`,
+      flat: () => {
+        const plain = pgTable('flat', messageColumns)
+        return db
+          .update(plain)
+          .set({ status: 'delivered', updatedAt: drizzleSql`now()` })
+          .where(and(eq(plain.platformMessageId, pick().wamid), lt(plain.status, 'delivered')))
+          .returning({ id: plain.id, phone: plain.phone, userId: plain.userId })
+      },
     },
     {
       name: 'delivery record: 17 outcomes a statement',

@@ -108,6 +108,12 @@ const WorkerEnv = Type.Object({
    * (docs/operations.md, Data lifecycle). Suppressions, audit entries and idempotency are kept apart.
    */
   MESSAGE_RETENTION_DAYS: Type.Integer({ minimum: 1, maximum: 3650, default: 90 }),
+  /**
+   * How many days one partition of messages holds. Fewer, longer partitions make every statement that
+   * cannot name its period cheaper (Postgres plans each partition it may read); shorter ones drop
+   * data closer to MESSAGE_RETENTION_DAYS (a partition goes once its last day is past it).
+   */
+  MESSAGE_PARTITION_DAYS: Type.Integer({ minimum: 1, maximum: 366, default: 30 }),
   /** How many days of message partitions exist ahead of today (a margin for a worker outage). */
   MESSAGE_PARTITIONS_AHEAD_DAYS: Type.Integer({ minimum: 1, maximum: 90, default: 7 }),
   PARTITION_MAINTENANCE_INTERVAL_MS: Type.Integer({ minimum: 1000, default: 3600_000 }),

@@ -1,9 +1,9 @@
--- Messages and their attempts move to tables partitioned by day (docs/operations.md, Data
--- lifecycle): old days are dropped whole instead of deleted row by row. Nothing is copied: today's
+-- Messages and their attempts move to tables partitioned by time (docs/operations.md, Data
+-- lifecycle): old periods are dropped whole instead of deleted row by row. Nothing is copied: today's
 -- table becomes one partition, `<table>_legacy`, holding every row accepted before the end of the
--- current UTC day, and is dropped whole once that day is past retention. Later days get their own
--- partitions, created ahead by the workers; a `<table>_default` partition catches a row no day holds
--- yet (a clock far off), and the workers move such rows into their day when they create it.
+-- current UTC day, and is dropped whole once that day is past retention. Later periods (of
+-- MESSAGE_PARTITION_DAYS) get their own partitions, created ahead by the workers; a `<table>_default`
+-- partition catches a row no period holds yet, and the workers move such rows when they create it.
 --
 -- The costs, on a large table: one scan to check the legacy rows fit their range, and one index build
 -- (the primary key now holds the partition's column). Both run inside this migration's transaction,
@@ -56,20 +56,10 @@ ALTER TABLE message_attempts_legacy ADD CONSTRAINT message_attempts_legacy_pkey 
 
 DO $$
 DECLARE
-	v_day integer;
 	v_cutoff timestamptz := (date_trunc('day', now() AT TIME ZONE 'UTC') + interval '1 day') AT TIME ZONE 'UTC';
 BEGIN
 	EXECUTE format('ALTER TABLE messages ATTACH PARTITION messages_legacy FOR VALUES FROM (MINVALUE) TO (%L)', v_cutoff);
 	EXECUTE format('ALTER TABLE message_attempts ATTACH PARTITION message_attempts_legacy FOR VALUES FROM (MINVALUE) TO (%L)', v_cutoff);
-	-- The next week's days, as the workers would create them (MESSAGE_PARTITIONS_AHEAD_DAYS).
-	FOR v_day IN 0..6 LOOP
-		EXECUTE format('CREATE TABLE %I PARTITION OF messages FOR VALUES FROM (%L) TO (%L)',
-			'messages_p' || to_char((v_cutoff + v_day * interval '1 day') AT TIME ZONE 'UTC', 'YYYYMMDD'),
-			v_cutoff + v_day * interval '1 day', v_cutoff + (v_day + 1) * interval '1 day');
-		EXECUTE format('CREATE TABLE %I PARTITION OF message_attempts FOR VALUES FROM (%L) TO (%L)',
-			'message_attempts_p' || to_char((v_cutoff + v_day * interval '1 day') AT TIME ZONE 'UTC', 'YYYYMMDD'),
-			v_cutoff + v_day * interval '1 day', v_cutoff + (v_day + 1) * interval '1 day');
-	END LOOP;
 END $$;--> statement-breakpoint
 CREATE TABLE messages_default PARTITION OF messages DEFAULT;--> statement-breakpoint
 CREATE TABLE message_attempts_default PARTITION OF message_attempts DEFAULT;--> statement-breakpoint

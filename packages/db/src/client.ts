@@ -5,10 +5,16 @@ import * as schema from './schema/index.ts'
 export interface DbOptions {
   /** Pool size. */
   max?: number
+  connection?: Record<string, string>
 }
 
 export function createDb(url: string, options: DbOptions = {}) {
-  const sql = postgres(url, { max: options.max ?? 10, onnotice: () => {}, connect_timeout: 5 })
+  const sql = postgres(url, {
+    max: options.max ?? 10,
+    onnotice: () => {},
+    connect_timeout: 5,
+    ...(options.connection ? { connection: options.connection } : {}),
+  })
   const db = drizzle({ client: sql, schema, casing: 'snake_case' })
   return { db, sql, close: () => sql.end({ timeout: 5 }) }
 }

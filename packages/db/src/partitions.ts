@@ -37,8 +37,9 @@ export interface PartitionChanges {
 }
 
 const startOfDay = (ms: number) => Math.floor(ms / DAY_MS) * DAY_MS
-const dayName = (table: string, dayMs: number) =>
-  `${table}_p${new Date(dayMs).toISOString().slice(0, 10).replaceAll('-', '')}`
+/** A partition is named by the day its range starts: `messages_p20261126`. */
+const rangeName = (table: string, fromMs: number) =>
+  `${table}_p${new Date(fromMs).toISOString().slice(0, 10).replaceAll('-', '')}`
 
 /** Every partition of `table`, oldest first (the default last). */
 export async function listPartitions(sql: Sql, table: PartitionedTable): Promise<Partition[]> {
@@ -64,26 +65,40 @@ export async function listPartitions(sql: Sql, table: PartitionedTable): Promise
 }
 
 /**
- * Creates the days from `now`'s to `aheadDays` later that no partition covers yet, and drops the
- * partitions that end at or before `retentionDays` before `now`'s day. Each change is a short
- * transaction of its own that first takes one advisory lock, so across every worker one change runs
- * at a time and each is checked again under the lock (two workers never create or drop a day twice),
- * and it waits at most `lockTimeoutMs` for the table: a busy table delays a round, never the traffic.
+ * Creates the periods (of `widthDays` days, aligned on the epoch) from `now`'s to `aheadDays` later
+ * that no partition covers yet, and drops the partitions that end at or before `retentionDays` before
+ * `now`'s day. Each change is a short transaction of its own that first takes one advisory lock, so
+ * across every worker one change runs at a time and each is checked again under the lock (two workers
+ * never create or drop a period twice), and it waits at most `lockTimeoutMs` for the table: a busy
+ * table delays a round, never the traffic.
  */
 export async function maintainPartitions(
   sql: Sql,
-  options: { now: Date; aheadDays: number; retentionDays: number; lockTimeoutMs?: number },
+  options: {
+    now: Date
+    aheadDays: number
+    retentionDays: number
+    widthDays?: number
+    lockTimeoutMs?: number
+  },
 ): Promise<PartitionChanges> {
   const changes: PartitionChanges = { created: [], dropped: [], moved: 0, deleted: 0 }
+  const width = Math.max(1, Math.trunc(options.widthDays ?? 1)) * DAY_MS
   const today = startOfDay(options.now.getTime())
   const expiry = today - options.retentionDays * DAY_MS
   for (const { table, column } of PARTITIONED_TABLES) {
     const partitions = await listPartitions(sql, table)
-    for (let day = today; day <= today + options.aheadDays * DAY_MS; day += DAY_MS) {
-      if (partitions.some((p) => covers(p, day))) continue
-      const moved = await createDay(sql, table, column, day, options.lockTimeoutMs)
+    const first = Math.floor(today / width) * width
+    for (let period = first; period <= today + options.aheadDays * DAY_MS; period += width) {
+      // The part of the period no partition holds yet (the legacy one may hold its start).
+      let from = period
+      for (let holder = coverOf(partitions, from); holder; holder = coverOf(partitions, from)) {
+        from = holder.to?.getTime() ?? Number.POSITIVE_INFINITY
+      }
+      if (from >= period + width) continue
+      const moved = await createRange(sql, table, column, from, period + width, options.lockTimeoutMs)
       if (moved === null) continue // another worker made it meanwhile
-      changes.created.push(dayName(table, day))
+      changes.created.push(rangeName(table, from))
       changes.moved += moved
     }
     for (const partition of partitions) {
@@ -103,13 +118,17 @@ export async function maintainPartitions(
       changes.deleted += deleted.count
     }
   }
-  // This process reads the days it knows of directly (message-partitions.ts): look again.
+  // This process reads the periods it knows of directly (message-partitions.ts): look again.
   if (changes.created.length + changes.dropped.length + changes.moved > 0) forgetPartitions()
   return changes
 }
 
-const covers = (p: Partition, dayMs: number) =>
-  !p.isDefault && p.to !== null && p.to.getTime() > dayMs && (p.from === null || p.from.getTime() <= dayMs)
+/** The partition (not the default one) whose range holds `ms`, if any. */
+const coverOf = (partitions: Partition[], ms: number) =>
+  partitions.find(
+    (p) =>
+      !p.isDefault && p.to !== null && p.to.getTime() > ms && (p.from === null || p.from.getTime() <= ms),
+  )
 
 const quote = (name: string) => `"${name.replaceAll('"', '""')}"`
 
@@ -131,23 +150,24 @@ const exists = async (sql: Sql, name: string) =>
   false
 
 /**
- * Creates the partition of one day. Rows of that day already in the default partition (written while
- * no partition held their day) are moved into it in the same transaction: a row is in exactly one
- * place before and after. Answers how many moved, or null when the day existed already.
+ * Creates the partition of `[fromMs, toMs)`. Rows of that range already in the default partition
+ * (written while no partition held it) are moved into it in the same transaction: a row is in exactly
+ * one place before and after. Answers how many moved, or null when it existed already.
  */
-async function createDay(
+async function createRange(
   sql: Sql,
   table: PartitionedTable,
   column: string,
-  dayMs: number,
+  fromMs: number,
+  toMs: number,
   lockTimeoutMs: number | undefined,
 ): Promise<number | null> {
-  const name = quote(dayName(table, dayMs))
-  const from = new Date(dayMs).toISOString()
-  const to = new Date(dayMs + DAY_MS).toISOString()
+  const name = quote(rangeName(table, fromMs))
+  const from = new Date(fromMs).toISOString()
+  const to = new Date(toMs).toISOString()
   const fallback = quote(`${table}_default`)
   return underLock(sql, lockTimeoutMs, async (tx) => {
-    if (await exists(tx, dayName(table, dayMs))) return null
+    if (await exists(tx, rangeName(table, fromMs))) return null
     const range = `for values from ('${from}') to ('${to}')`
     const waiting = await tx.unsafe(
       `select 1 from ${fallback} where ${column} >= $1 and ${column} < $2 limit 1`,

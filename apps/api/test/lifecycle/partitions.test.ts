@@ -47,6 +47,9 @@ beforeAll(async () => {
   fake = await startFakeWhatsApp()
   worker = await startTestWorker(world, {
     WORKER_QUEUES: 'messages,outbox,webhooks',
+    // Days, a week ahead: the days this file makes (three weeks ahead and later) are new to it.
+    MESSAGE_PARTITION_DAYS: '1',
+    MESSAGE_PARTITIONS_AHEAD_DAYS: '7',
     WHATSAPP_API_URL: fake.url,
     WHATSAPP_ACCESS_TOKEN: 'EAAG-e2e-token',
     WHATSAPP_PHONE_NUMBER_ID: '106540352242922',
@@ -108,6 +111,10 @@ const stamp = (ms: number) => new Date(ms).toISOString().slice(0, 10).replaceAll
 
 describe('messages stored by day', () => {
   it('days are created ahead; a message on each side of midnight is listed, read, updated and reported across them', async () => {
+    // The worker made the coming week's days when it started.
+    const today = Math.floor(Date.now() / DAY) * DAY
+    const names = (await listPartitions(world.sql, 'messages')).map((p) => p.name)
+    expect(names).toEqual(expect.arrayContaining([1, 4, 7].map((d) => `messages_p${stamp(today + d * DAY)}`)))
     const made = await maintainPartitions(world.sql, {
       now: new Date(base - DAY),
       aheadDays: 2,
@@ -276,8 +283,10 @@ describe('the migration to partitions', () => {
       await db`update messages set status = 'delivered', delivered_at = now() where id = ${old?.id ?? ''}`
       const events = await db`select type from webhook_events where message_id = ${old?.id ?? ''}`
       expect(events.map((e) => e.type)).toEqual(['message.delivered'])
-      // A new day's message goes into its own partition, and the key still refuses a duplicate.
+      // A new day's message goes into its own partition once the workers made it, and the key still
+      // refuses a duplicate.
       const tomorrow = new Date(Math.floor(Date.now() / DAY) * DAY + DAY + 3600_000)
+      await maintainPartitions(db, { now: tomorrow, aheadDays: 1, retentionDays: 90 })
       const [fresh] = await db<{ part: string }[]>`
         insert into messages (id, api_key_id, type, phone, payload, accepted_at)
         values (${old?.id ?? ''}, ${apiKey?.id ?? ''}, 'text', '+5511900000000', '{}', ${tomorrow})

@@ -12,6 +12,7 @@ export function startPartitionMaintenance(options: {
   logger: Logger
   retentionDays: number
   aheadDays: number
+  widthDays: number
   intervalMs: number
   now?: () => Date
 }): { stop(): Promise<void>; runNow(): Promise<void> } {
@@ -24,6 +25,7 @@ export function startPartitionMaintenance(options: {
         now: now(),
         aheadDays: options.aheadDays,
         retentionDays: options.retentionDays,
+        widthDays: options.widthDays,
       })
       const { created, dropped, moved, deleted } = changes
       if (created.length + dropped.length + moved + deleted > 0) {

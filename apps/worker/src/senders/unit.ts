@@ -43,6 +43,7 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
     logger,
     retentionDays: config.MESSAGE_RETENTION_DAYS,
     aheadDays: config.MESSAGE_PARTITIONS_AHEAD_DAYS,
+    widthDays: config.MESSAGE_PARTITION_DAYS,
     intervalMs: config.PARTITION_MAINTENANCE_INTERVAL_MS,
   })
   logger.info(

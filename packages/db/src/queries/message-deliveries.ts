@@ -3,7 +3,7 @@ import { eq } from 'drizzle-orm'
 import type { Db, Sql } from '../client.ts'
 import { messages } from '../schema/messages.ts'
 import { messageWithId } from './message-ids.ts'
-import { dayPartitionAt, isMissingTable, onDayOf } from './message-partitions.ts'
+import { isMissingTable, onPartitionOf, partitionAt } from './message-partitions.ts'
 
 /** What one delivery attempt leaves behind, written by the worker before the job is acknowledged. */
 export interface DeliveryOutcome {
@@ -37,7 +37,7 @@ export interface DeliveryOutcome {
 
 /** The platform id already recorded for a message, if any: a job run again must not resend it. */
 export async function findPlatformMessageId(db: Db, id: string): Promise<string | null> {
-  const [row] = await onDayOf(
+  const [row] = await onPartitionOf(
     db,
     id,
     (day) => db.select({ platformMessageId: day.platformMessageId }).from(day).where(eq(day.id, id)).limit(1),
@@ -63,7 +63,7 @@ export async function recordDeliveryOutcomes(sql: Sql, outcomes: DeliveryOutcome
   // one statement per day, usually one; else, or when it was dropped meanwhile, through `messages`.
   const byDay = new Map<string | null, DeliveryOutcome[]>()
   for (const outcome of outcomes) {
-    const day = await dayPartitionAt(sql, outcome.acceptedAt.getTime())
+    const day = await partitionAt(sql, outcome.acceptedAt.getTime())
     byDay.set(day, [...(byDay.get(day) ?? []), outcome])
   }
   for (const [day, group] of byDay) {

@@ -3,7 +3,7 @@ import { alias } from 'drizzle-orm/pg-core'
 import type { Db } from '../client.ts'
 import { type MessageRow, messages } from '../schema/messages.ts'
 import { ordering } from './list-helpers.ts'
-import { dayTables } from './message-partitions.ts'
+import { recentPartitions } from './message-partitions.ts'
 
 /**
  * How many days a list reads one by one before reading the rest through `messages` in one statement.
@@ -22,7 +22,7 @@ type Read = (from: typeof messages, older: SQL | undefined, limit: number) => Pr
  * False when the days cannot be read apart (a row waits in the default partition): read `messages`.
  */
 async function walk(db: Db, need: number, read: Read): Promise<boolean> {
-  const days = await dayTables(db)
+  const days = await recentPartitions(db)
   if (days === null) return false
   let found = 0
   let oldest: number | undefined

@@ -19,14 +19,18 @@ import { messageColumns, type messages } from '../schema/messages.ts'
 const REFRESH_MS = 30_000
 
 export type MessagesTable = typeof messages
+interface Range {
+  name: string
+  from: number
+  to: number
+  /** It starts after the last look and held nothing then. */
+  emptyAhead: boolean
+}
 const tables = new Map<string, MessagesTable>()
-let known: { days: Set<string>; emptyAhead: Set<string>; defaultEmpty: boolean; at: number } | undefined
+let known: { ranges: Range[]; defaultEmpty: boolean; at: number } | undefined
 let refreshing: Promise<void> | undefined
 
-export const dayPartitionName = (ms: number) =>
-  `messages_p${new Date(ms).toISOString().slice(0, 10).replaceAll('-', '')}`
-
-/** The day's partition as a drizzle table: `messages`' columns under its name. */
+/** The partition as a drizzle table: `messages`' columns under its name. */
 function tableNamed(name: string): MessagesTable {
   let table = tables.get(name)
   if (!table) {
@@ -37,24 +41,38 @@ function tableNamed(name: string): MessagesTable {
 }
 
 async function refresh(sql: Sql): Promise<void> {
-  const rows = await sql<{ name: string }[]>`
-    select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
-    where i.inhparent = 'messages'::regclass`
+  // Bounds print in the session's time zone: read them in UTC, whatever the connection's.
+  const rows = (await sql.begin(async (tx) => {
+    await tx`set local time zone 'UTC'`
+    return tx<{ name: string; bound: string }[]>`
+      select c.relname as name, pg_get_expr(c.relpartbound, c.oid) as bound
+      from pg_inherits i join pg_class c on c.oid = i.inhrelid
+      where i.inhparent = 'messages'::regclass`
+  })) as { name: string; bound: string }[]
   const [fallback] = await sql<{ empty: boolean }[]>`
     select not exists (select 1 from messages_default) as empty`
-  const days = new Set(rows.map((r) => r.name).filter((name) => /^messages_p\d{8}$/.test(name)))
-  // The days created ahead hold nothing yet: a list need not read them (see `dayTables`).
-  const ahead = [...days].filter((name) => startOf(name) > Date.now())
-  const empty = ahead.length
-    ? await sql.unsafe<{ name: string }[]>(
-        ahead
-          .map((name) => `select '${name}' as name where not exists (select 1 from "${name}")`)
-          .join(' union all '),
-      )
-    : []
+  const ranges = rows.flatMap(({ name, bound }) => {
+    const [, from, to] = /FROM \('([^']+)'\) TO \('([^']+)'\)/.exec(bound) ?? []
+    return from && to && /^messages_p\d{8}$/.test(name)
+      ? [{ name, from: Date.parse(from), to: Date.parse(to), emptyAhead: false }]
+      : []
+  })
+  // The periods created ahead hold nothing yet: a list need not read them (see `recentPartitions`).
+  const ahead = ranges.filter((r) => r.from > Date.now())
+  if (ahead.length > 0) {
+    const empty = new Set(
+      (
+        await sql.unsafe<{ name: string }[]>(
+          ahead
+            .map((r) => `select '${r.name}' as name where not exists (select 1 from "${r.name}")`)
+            .join(' union all '),
+        )
+      ).map((r) => r.name),
+    )
+    for (const range of ahead) range.emptyAhead = empty.has(range.name)
+  }
   known = {
-    days,
-    emptyAhead: new Set(empty.map((r) => r.name)),
+    ranges: ranges.sort((a, b) => b.from - a.from),
     defaultEmpty: fallback?.empty ?? false,
     at: Date.now(),
   }
@@ -71,41 +89,35 @@ async function partitions(sql: Sql) {
   return known as NonNullable<typeof known>
 }
 
-/** The table holding the message with this id: its day's partition when that exists, else null. */
-export async function dayTableOf(db: Db, id: string): Promise<MessagesTable | null> {
-  const ms = acceptedAtOfMessageId(id)
-  if (ms === null) return null
-  const name = dayPartitionName(ms)
-  return (await partitions(db.$client)).days.has(name) ? tableNamed(name) : null
+/** The partition holding rows accepted at `ms`, by name, when one of its own does; else null. */
+export async function partitionAt(sql: Sql, ms: number): Promise<string | null> {
+  return (await partitions(sql)).ranges.find((r) => r.from <= ms && ms < r.to)?.name ?? null
 }
 
-/** The start of the day a partition's name gives (`messages_pYYYYMMDD`), in milliseconds. */
-const startOf = (name: string) =>
-  Date.UTC(Number(name.slice(10, 14)), Number(name.slice(14, 16)) - 1, Number(name.slice(16, 18)))
+/** The table holding the message with this id: its period's partition when it has one, else null. */
+export async function partitionTableOf(db: Db, id: string): Promise<MessagesTable | null> {
+  const ms = acceptedAtOfMessageId(id)
+  if (ms === null) return null
+  const name = await partitionAt(db.$client, ms)
+  return name === null ? null : tableNamed(name)
+}
 
-/** A day that starts this soon may be receiving rows already (a clock a little ahead): always read. */
+/** A period that starts this soon may be receiving rows already (a clock a little ahead): always read. */
 const SOON_MS = 3600_000
 
 /**
- * The day partitions (as tables, newest first, each with its start) when every message is in one or
- * in the legacy partition (the default one empty); null otherwise, and then only `messages` sees every
- * row. Days ahead that held nothing at the last look, and do not start within the hour, are left out.
+ * The partitions (as tables, newest first, each with its start) when every message is in one of them
+ * or in the legacy partition (the default one empty); null otherwise, and then only `messages` sees
+ * every row. Periods ahead that held nothing at the last look, and do not start within the hour, are
+ * left out.
  */
-export async function dayTables(db: Db): Promise<{ table: MessagesTable; from: number }[] | null> {
-  const { days, emptyAhead, defaultEmpty } = await partitions(db.$client)
+export async function recentPartitions(db: Db): Promise<{ table: MessagesTable; from: number }[] | null> {
+  const { ranges, defaultEmpty } = await partitions(db.$client)
   if (!defaultEmpty) return null
   const soon = Date.now() + SOON_MS
-  return [...days]
-    .filter((name) => !(emptyAhead.has(name) && startOf(name) > soon))
-    .sort()
-    .reverse()
-    .map((name) => ({ table: tableNamed(name), from: startOf(name) }))
-}
-
-/** The day's partition holding rows accepted at `ms`, by name, when it exists; else null. */
-export async function dayPartitionAt(sql: Sql, ms: number): Promise<string | null> {
-  const name = dayPartitionName(ms)
-  return (await partitions(sql)).days.has(name) ? name : null
+  return ranges
+    .filter((r) => !(r.emptyAhead && r.from > soon))
+    .map((r) => ({ table: tableNamed(r.name), from: r.from }))
 }
 
 /** A statement failed because its day's table was dropped meanwhile: read through `messages`. */
@@ -120,13 +132,13 @@ export function forgetPartitions(): void {
  * `run` on the day's table of the message with this id when it has one, else (or when that table was
  * dropped meanwhile) `fallback` through `messages`.
  */
-export async function onDayOf<T>(
+export async function onPartitionOf<T>(
   db: Db,
   id: string | undefined,
   run: (table: MessagesTable) => Promise<T>,
   fallback: () => Promise<T>,
 ): Promise<T> {
-  const day = id === undefined ? null : await dayTableOf(db, id)
+  const day = id === undefined ? null : await partitionTableOf(db, id)
   if (day) {
     try {
       return await run(day)

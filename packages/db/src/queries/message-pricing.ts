@@ -3,7 +3,7 @@ import { and, eq, isNull, type SQL } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { messages } from '../schema/messages.ts'
 import { messageWithPlatformId } from './message-ids.ts'
-import { type MessagesTable, onDayOf } from './message-partitions.ts'
+import { type MessagesTable, onPartitionOf } from './message-partitions.ts'
 
 /**
  * Stores what the platform said a message costs, the first time a status carries it (`sent` usually
@@ -28,7 +28,7 @@ export async function recordMessagePricing(
       })
       .where(and(found, isNull(t.pricingModel), isNull(t.pricingCategory), isNull(t.pricingBillable)))
       .returning({ senderId: t.senderId })
-  const [row] = await onDayOf(
+  const [row] = await onPartitionOf(
     db,
     messageId,
     (day) => record(day, eq(day.platformMessageId, platformMessageId)),

@@ -5,10 +5,10 @@ import type { Db } from '../client.ts'
 import { type MessageRow, messages } from '../schema/messages.ts'
 import { rememberRecipientPair } from './inbound-messages.ts'
 import { messageWithId, messageWithPlatformId } from './message-ids.ts'
-import { type MessagesTable, onDayOf } from './message-partitions.ts'
+import { type MessagesTable, onPartitionOf } from './message-partitions.ts'
 
 export async function findMessageById(db: Db, id: string): Promise<MessageRow | undefined> {
-  const [row] = await onDayOf(
+  const [row] = await onPartitionOf(
     db,
     id,
     (day) => db.select().from(day).where(eq(day.id, id)).limit(1),
@@ -67,7 +67,7 @@ export async function applyPlatformStatus(db: Db, update: PlatformStatusUpdate):
       })
       .where(and(found, lt(t.status, status)))
       .returning({ id: t.id, phone: t.phone, userId: t.userId })
-  const rows = await onDayOf(
+  const rows = await onPartitionOf(
     db,
     update.messageId,
     (day) => apply(day, eq(day.platformMessageId, update.platformMessageId)),
