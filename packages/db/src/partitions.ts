@@ -90,16 +90,28 @@ export async function maintainPartitions(
     const partitions = await listPartitions(sql, table)
     const first = Math.floor(today / width) * width
     for (let period = first; period <= today + options.aheadDays * DAY_MS; period += width) {
-      // The part of the period no partition holds yet (the legacy one may hold its start).
-      let from = period
-      for (let holder = coverOf(partitions, from); holder; holder = coverOf(partitions, from)) {
-        from = holder.to?.getTime() ?? Number.POSITIVE_INFINITY
+      // Each part of the period no partition holds yet (the legacy one may hold its start, a
+      // partition made with another width some of the rest).
+      const end = period + width
+      for (let from = period; from < end; ) {
+        const holder = coverOf(partitions, from)
+        if (holder) {
+          from = holder.to?.getTime() ?? end
+          continue
+        }
+        const next = Math.min(
+          end,
+          ...partitions.flatMap((p) =>
+            p.from !== null && p.from.getTime() > from ? [p.from.getTime()] : [],
+          ),
+        )
+        const moved = await createRange(sql, table, column, from, next, options.lockTimeoutMs)
+        if (moved !== null) {
+          changes.created.push(rangeName(table, from))
+          changes.moved += moved
+        } // else another worker made it meanwhile
+        from = next
       }
-      if (from >= period + width) continue
-      const moved = await createRange(sql, table, column, from, period + width, options.lockTimeoutMs)
-      if (moved === null) continue // another worker made it meanwhile
-      changes.created.push(rangeName(table, from))
-      changes.moved += moved
     }
     for (const partition of partitions) {
       if (partition.isDefault || partition.to === null || partition.to.getTime() > expiry) continue

@@ -113,8 +113,14 @@ describe('messages stored by day', () => {
   it('days are created ahead; a message on each side of midnight is listed, read, updated and reported across them', async () => {
     // The worker made the coming week's days when it started.
     const today = Math.floor(Date.now() / DAY) * DAY
-    const names = (await listPartitions(world.sql, 'messages')).map((p) => p.name)
-    expect(names).toEqual(expect.arrayContaining([1, 4, 7].map((d) => `messages_p${stamp(today + d * DAY)}`)))
+    const coming = [1, 4, 7].map((d) => `messages_p${stamp(today + d * DAY)}`)
+    await waitFor(
+      async () => {
+        const names = new Set((await listPartitions(world.sql, 'messages')).map((p) => p.name))
+        return coming.every((name) => names.has(name)) || undefined
+      },
+      { what: "the worker's days ahead" },
+    )
     const made = await maintainPartitions(world.sql, {
       now: new Date(base - DAY),
       aheadDays: 2,
