@@ -273,7 +273,8 @@ try {
     )
     return count / (ROUND_MS / 1000)
   }
-  for (const query of queries) {
+  const only = process.env.BENCH_ONLY
+  for (const query of queries.filter((q) => !only || q.name.includes(only))) {
     const figures = { partitioned: [] as number[], flat: [] as number[] }
     await throughput(query.partitioned) // warm-up
     await throughput(query.flat)

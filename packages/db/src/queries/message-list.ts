@@ -8,7 +8,7 @@ import { type Column, eq, getTableColumns, gte, inArray, lt, lte, or, type SQL, 
 import type { Db } from '../client.ts'
 import { type MessageRow, messages } from '../schema/messages.ts'
 import { offsetOf, ordering, whereAll } from './list-helpers.ts'
-import { countByDays, newestPageByDays } from './message-list-days.ts'
+import { newestPageByDays } from './message-list-days.ts'
 import { isUuid } from './orders.ts'
 
 const timestamp = (value: string) => sql`${value}::timestamptz`
@@ -72,14 +72,10 @@ export async function listMatchingMessages(
   const matching = whereAll([...filters, statuses.length ? inArray(messages.status, statuses) : undefined])
   // Newest first by acceptance (the default), the list reads day by day (message-list-days.ts).
   const byDays = statuses.length <= 1 && query.orderField !== 'updatedAt' && query.order === 'DESC'
-  const counting = (byDays ? countByDays(db, matching, countLimit) : Promise.resolve(null)).then(
-    async (counted) =>
-      counted ??
-      db
-        .select({ value: sql<number>`count(*)::int` })
-        .from(db.select({ one: sql`1` }).from(messages).where(matching).limit(countLimit).as('matches'))
-        .then(([row]) => row?.value ?? 0),
-  )
+  const counting = db
+    .select({ value: sql<number>`count(*)::int` })
+    .from(db.select({ one: sql`1` }).from(messages).where(matching).limit(countLimit).as('matches'))
+    .then(([row]) => row?.value ?? 0)
   counting.catch(() => {}) // awaited below; this only keeps an early failure from going unhandled
 
   const rows =
