@@ -41,6 +41,10 @@ export const inboundMessages = pgTable(
     index('inbound_messages_unrouted_idx').on(t.receivedAt).where(sql`${t.apiKeyId} is null`),
     // `GET /media/{id}/content` finds a message by its media's platform id.
     index('inbound_messages_media_id_idx').on(sql`(${t.content}->'media'->>'id')`),
+    // Timed content retention of a sender's replies: those received before its cutoff, unredacted.
+    index('inbound_messages_unredacted_received_at_idx')
+      .on(t.phoneNumberId, t.receivedAt)
+      .where(sql`${t.redactedAt} is null`),
   ],
 )
 

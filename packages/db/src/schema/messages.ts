@@ -119,6 +119,13 @@ export const messages = pgTable(
     // holds failed messages, written when a message fails.
     index('messages_accepted_at_idx').on(t.acceptedAt),
     index('messages_failed_accepted_at_idx').on(t.acceptedAt).where(sql`${t.status} = 'failed'`),
+    // Timed content retention (issue 25): the sweeper reads, per key that keeps content N hours,
+    // its messages accepted before the cutoff and not yet redacted. Without this it would walk the
+    // key's whole redacted history on every pass. Cost: one entry per message at insert and per
+    // non-HOT update while it is unredacted (a `discard` message is redacted at insert: none).
+    index('messages_unredacted_accepted_at_idx')
+      .on(t.apiKeyId, t.acceptedAt)
+      .where(sql`${t.redactedAt} is null`),
   ],
 )
 
