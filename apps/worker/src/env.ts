@@ -103,6 +103,8 @@ const WorkerEnv = Type.Object({
   WEBHOOK_DISABLE_AFTER_MS: Type.Integer({ minimum: 1000, default: 5 * 24 * 3600 * 1000 }),
   /** Events (and their attempts) older than this are deleted; a replay reaches back this far. */
   WEBHOOK_EVENT_RETENTION_DAYS: Type.Integer({ minimum: 1, maximum: 3650, default: 30 }),
+  /** How often the `messages` role redacts content past its key's or sender's retention hours. */
+  CONTENT_REDACTION_INTERVAL_MS: Type.Integer({ minimum: 100, maximum: 3_600_000, default: 60_000 }),
   /** Default: true in development and tests, false in production (as the API). */
   WEBHOOK_ALLOW_PRIVATE_TARGETS: Type.Optional(Type.Boolean()),
   SANDBOX_LATENCY_MS: Type.Integer({ minimum: 0, default: 0 }),

@@ -4,6 +4,7 @@ import {
   messageClaimTtlMs,
   type OutboundMessage,
   recipientOf,
+  redactPayload,
   type ServiceWindowPolicy,
   WORKER_CLAIM_SCRIPT,
 } from '@dispatch/contracts'
@@ -81,7 +82,9 @@ export function deliveryOutcome(
     type: message.type,
     phone: message.body.phone ?? null,
     userId: message.body.userId ?? null,
-    payload: message.body,
+    // A `discard` message's record never holds its content: only this job (in Redis) does.
+    payload: data.discardContent ? redactPayload(message.type, message.body) : message.body,
+    ...(data.discardContent ? { redacted: true } : {}),
     clientReference: clientReference ?? null,
     senderPhoneNumberId: lane.platform.phoneNumberId,
     senderId: lane.senderId,
