@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { InboundMessageList, MessageView } from '@dispatch/contracts'
 import { createDb, type Db } from '@dispatch/db'
-import { type FakeWhatsApp, messageWebhook, startFakeWhatsApp, waitFor } from '@dispatch/testing'
+import { captureLogs, type FakeWhatsApp, messageWebhook, startFakeWhatsApp, waitFor } from '@dispatch/testing'
 import { type RunningWorker, sweepContentRedaction } from '@dispatch/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
@@ -32,6 +32,8 @@ let app: TestApp
 let fake: FakeWhatsApp
 let worker: RunningWorker
 let db: { db: Db; close(): Promise<void> }
+/** The worker's log lines, at debug level: no content may be in them either. */
+const workerLogs = captureLogs()
 /** How far behind real time the API's clock runs: a message accepted "hours ago" without waiting. */
 let apiBehindMs = 0
 type Key = { id: string; key: string }
@@ -99,13 +101,18 @@ beforeAll(async () => {
     clock: () => new Date(Date.now() - apiBehindMs),
   })
   fake = await startFakeWhatsApp()
-  worker = await startTestWorker(world, {
-    WORKER_QUEUES: 'messages',
-    WHATSAPP_API_URL: fake.url,
-    WHATSAPP_ACCESS_TOKEN: 'EAAG-redaction-token',
-    WHATSAPP_PHONE_NUMBER_ID: NUMBER,
-    CONTENT_REDACTION_INTERVAL_MS: '200',
-  })
+  worker = await startTestWorker(
+    world,
+    {
+      WORKER_QUEUES: 'messages',
+      WHATSAPP_API_URL: fake.url,
+      WHATSAPP_ACCESS_TOKEN: 'EAAG-redaction-token',
+      WHATSAPP_PHONE_NUMBER_ID: NUMBER,
+      CONTENT_REDACTION_INTERVAL_MS: '200',
+      LOG_LEVEL: 'debug',
+    },
+    workerLogs.stream,
+  )
   db = createDb(world.databaseUrl, { max: 2 })
 })
 afterAll(async () => {
@@ -127,6 +134,11 @@ describe('discard: the content never reaches Postgres', () => {
     expect(sentBody(id)).toContain(text)
     expect(view).toMatchObject({ status: 'sent', phone: '+5511987650001', redacted: true })
     expect(await columnsHolding(text)).toEqual([])
+    // Nor in a log line (that the logs name the message shows they were captured).
+    expect(app.logs.text()).toContain(id)
+    expect(workerLogs.text()).toContain(id)
+    expect(app.logs.text()).not.toContain(text)
+    expect(workerLogs.text()).not.toContain(text)
     const [row] = await world.sql`select payload, redacted_at from messages where id = ${id}`
     expect(row?.payload).toEqual({ phone: '+5511987650001' })
     expect(row?.redacted_at).toBeInstanceOf(Date)
@@ -379,6 +391,7 @@ describe("replies follow their sender's inboundContentRetention", () => {
     })
     expect(event?.payload.data).not.toHaveProperty('text')
     expect(await columnsHolding(said)).toEqual([])
+    expect(app.logs.text()).not.toContain(said)
   })
 
   it('hours: a reply keeps its content until its sender’s limit has passed', async () => {
