@@ -13,7 +13,7 @@ import {
 } from './message-kinds.ts'
 import { QuietHours, SCHEDULED_REASONS, TimeZone } from './quiet-hours.ts'
 import { Phone, recipientFields } from './recipients.ts'
-import { Redacted } from './redaction.ts'
+import { CONTENT_RETENTION_MAX_HOURS, Redacted } from './redaction.ts'
 import { TEMPLATE_CATEGORIES } from './templates.ts'
 
 export { Phone }
@@ -388,6 +388,11 @@ export const MessageJob = Type.Object(
      * it redacted. Only this job holds the content. Absent: recorded as given.
      */
     discardContent: Type.Optional(Type.Literal(true)),
+    /**
+     * Its key keeps content this many hours (`contentRetention` when it was accepted): the record
+     * is due for redaction then. Absent: kept (or discarded).
+     */
+    contentRetentionHours: Type.Optional(Type.Integer({ minimum: 1, maximum: CONTENT_RETENTION_MAX_HOURS })),
     message: JobMessage,
   },
   { additionalProperties: false },

@@ -86,3 +86,7 @@ export const INBOUND_CONTENT_KEYS = [
   'contacts',
   'unsupported',
 ] as const
+
+/** When content kept `hours` from `from` is due for redaction; null when it is not timed. */
+export const redactAfter = (from: string | Date, hours: number | undefined | null): Date | null =>
+  hours ? new Date(new Date(from).getTime() + hours * 3600_000) : null

@@ -1,7 +1,9 @@
 ALTER TABLE "api_keys" ADD COLUMN "content_retention_hours" integer;--> statement-breakpoint
+ALTER TABLE "inbound_messages" ADD COLUMN "redact_after" timestamp with time zone;--> statement-breakpoint
+ALTER TABLE "messages" ADD COLUMN "redact_after" timestamp with time zone;--> statement-breakpoint
 ALTER TABLE "senders" ADD COLUMN "inbound_content_retention_hours" integer;--> statement-breakpoint
-CREATE INDEX "inbound_messages_unredacted_received_at_idx" ON "inbound_messages" USING btree ("phone_number_id","received_at") WHERE "inbound_messages"."redacted_at" is null;--> statement-breakpoint
-CREATE INDEX "messages_unredacted_accepted_at_idx" ON "messages" USING btree ("api_key_id","accepted_at") WHERE "messages"."redacted_at" is null;--> statement-breakpoint
+CREATE INDEX "inbound_messages_redact_after_idx" ON "inbound_messages" USING btree ("redact_after") WHERE "inbound_messages"."redact_after" is not null and "inbound_messages"."redacted_at" is null;--> statement-breakpoint
+CREATE INDEX "messages_redact_after_idx" ON "messages" USING btree ("redact_after") WHERE "messages"."redact_after" is not null and "messages"."redacted_at" is null;--> statement-breakpoint
 ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_content_retention_hours_check" CHECK ("api_keys"."content_retention_hours" between 0 and 8760);--> statement-breakpoint
 ALTER TABLE "senders" ADD CONSTRAINT "senders_inbound_content_retention_hours_check" CHECK ("senders"."inbound_content_retention_hours" between 0 and 8760);--> statement-breakpoint
 -- A message whose content was removed (`redacted_at`: content retention or an erasure) says so in

@@ -4,6 +4,7 @@ import {
   messageClaimTtlMs,
   type OutboundMessage,
   recipientOf,
+  redactAfter,
   redactPayload,
   type ServiceWindowPolicy,
   WORKER_CLAIM_SCRIPT,
@@ -85,6 +86,7 @@ export function deliveryOutcome(
     // A `discard` message's record never holds its content: only this job (in Redis) does.
     payload: data.discardContent ? redactPayload(message.type, message.body) : message.body,
     ...(data.discardContent ? { redacted: true } : {}),
+    redactAfter: redactAfter(acceptedAt, data.contentRetentionHours),
     clientReference: clientReference ?? null,
     senderPhoneNumberId: lane.platform.phoneNumberId,
     senderId: lane.senderId,

@@ -19,22 +19,21 @@ async function redactEvents(tx: Executor, ids: string[]): Promise<void> {
 }
 
 /**
- * One bounded pass of timed redaction for sent messages: up to `limit` messages of keys that keep
- * content N hours (`content_retention_hours` > 0), accepted more than N hours before `now` and not
- * redacted yet, lose their content (`redactPayload`, the one place that knows which fields are
- * content) and get `redacted_at`; so do their stored events. Rows another pass holds are skipped,
- * so several workers may sweep at once. Answers how many it redacted.
+ * One bounded pass of timed redaction for sent messages: up to `limit` messages due before `now`
+ * (`redact_after`: acceptance plus the hours their key kept content then) and not redacted yet,
+ * read through the partial index that holds only those, lose their content (`redactPayload`, the one
+ * place that knows which fields are content) and get `redacted_at`; so do their stored events. Rows
+ * another pass holds are skipped, so several workers may sweep at once. Answers how many it redacted.
  */
 export async function redactExpiredMessages(db: Db, now: Date, limit: number): Promise<number> {
   const at = now.toISOString()
   return db.transaction(async (tx) => {
     const rows = await tx.execute<{ id: string; type: MessageType; payload: object }>(sql`
-      select m.id, m.type, m.payload
-      from messages m join api_keys k on k.id = m.api_key_id
-      where k.content_retention_hours > 0 and m.redacted_at is null
-        and m.accepted_at < ${at}::timestamptz - make_interval(hours => k.content_retention_hours)
+      select id, type, payload from messages
+      where redact_after is not null and redacted_at is null and redact_after <= ${at}::timestamptz
+      order by redact_after
       limit ${limit}
-      for update of m skip locked`)
+      for update skip locked`)
     if (rows.length === 0) return 0
     const redacted = rows.map((row) => ({ id: row.id, payload: redactPayload(row.type, row.payload) }))
     await tx.execute(sql`
@@ -50,20 +49,19 @@ export async function redactExpiredMessages(db: Db, now: Date, limit: number): P
 }
 
 /**
- * The same for replies: up to `limit` replies to numbers whose sender keeps replies' content N
- * hours, received more than N hours before `now`, get `{}` for content and `redacted_at`, and their
+ * The same for replies: up to `limit` replies due before `now` (receipt plus the hours their
+ * sender kept replies' content then) get `{}` for content and `redacted_at`, and their
  * `message.received` events lose the content too.
  */
 export async function redactExpiredReplies(db: Db, now: Date, limit: number): Promise<number> {
   const at = now.toISOString()
   return db.transaction(async (tx) => {
     const rows = await tx.execute<{ id: string }>(sql`
-      select i.id
-      from inbound_messages i join senders s on s.phone_number_id = i.phone_number_id
-      where s.inbound_content_retention_hours > 0 and i.redacted_at is null
-        and i.received_at < ${at}::timestamptz - make_interval(hours => s.inbound_content_retention_hours)
+      select id from inbound_messages
+      where redact_after is not null and redacted_at is null and redact_after <= ${at}::timestamptz
+      order by redact_after
       limit ${limit}
-      for update of i skip locked`)
+      for update skip locked`)
     if (rows.length === 0) return 0
     const ids = rows.map((row) => row.id)
     await tx.execute(sql`

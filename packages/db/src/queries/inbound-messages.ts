@@ -1,4 +1,4 @@
-import type { InboundContent, InboundMessageListQuery } from '@dispatch/contracts'
+import { type InboundContent, type InboundMessageListQuery, redactAfter } from '@dispatch/contracts'
 import { and, count, desc, eq, gte, ilike, inArray, isNotNull, isNull, lt, or, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { apiKeys } from '../schema/api-keys.ts'
@@ -148,7 +148,8 @@ export async function recordInboundMessage(db: Db, item: InboundMessage): Promis
   return db.transaction(async (tx) => {
     const identity = await pairIdentity(tx, item)
     const route = await routeReply(tx, item, identity)
-    const discard = (await inboundRetentionHours(tx, item.phoneNumberId)) === 0
+    const hours = await inboundRetentionHours(tx, item.phoneNumberId)
+    const discard = hours === 0
     const [row] = await tx
       .insert(inboundMessages)
       .values({
@@ -163,6 +164,7 @@ export async function recordInboundMessage(db: Db, item: InboundMessage): Promis
         // (its event then says so; the caller still reads `item.content`, for keywords).
         content: discard ? {} : item.content,
         redactedAt: discard ? item.receivedAt : null,
+        redactAfter: redactAfter(item.receivedAt, hours),
         apiKeyId: route.apiKeyId,
         inReplyTo: route.inReplyTo,
         receivedAt: item.receivedAt,

@@ -15,6 +15,8 @@ export interface DeliveryOutcome {
   payload: unknown
   /** Its content was never to be stored (`discardContent`): the record is redacted from the start. */
   redacted?: boolean
+  /** When its content is due for redaction (its key's hours at acceptance); null: never. */
+  redactAfter?: Date | null
   clientReference: string | null
   /** The business number it goes out from; kept from the first record. */
   senderPhoneNumberId: string
@@ -67,7 +69,7 @@ export async function recordDeliveryOutcomes(sql: Sql, outcomes: DeliveryOutcome
   await sql`
     insert into messages (id, api_key_id, type, phone, user_id, payload, client_reference, sender_phone_number_id, sender_id, status, attempts,
       platform_message_id, last_error_code, last_error_message, batch_id, accepted_at, send_at, expires_at,
-      sent_at, failed_at, expired_at, canceled_at, updated_at, fallback_used, held_for_quiet_hours, redacted_at)
+      sent_at, failed_at, expired_at, canceled_at, updated_at, fallback_used, held_for_quiet_hours, redacted_at, redact_after)
     select * from unnest(
       ${column((o) => o.id)}::text[]::uuid[], ${column((o) => o.apiKeyId)}::text[]::uuid[],
       ${column((o) => o.type)}::text[]::message_type[], ${column((o) => o.phone)}::text[],
@@ -88,7 +90,8 @@ export async function recordDeliveryOutcomes(sql: Sql, outcomes: DeliveryOutcome
       ${column((o) => iso(o.at))}::text[]::timestamptz[],
       ${column((o) => (o.fallbackUsed ? 'true' : 'false'))}::text[]::boolean[],
       ${column((o) => (o.heldForQuietHours ? 'true' : 'false'))}::text[]::boolean[],
-      ${column((o) => (o.redacted ? iso(o.at) : null))}::text[]::timestamptz[])
+      ${column((o) => (o.redacted ? iso(o.at) : null))}::text[]::timestamptz[],
+      ${column((o) => iso(o.redactAfter ?? null))}::text[]::timestamptz[])
     on conflict (id) do update set
       status = greatest(messages.status, excluded.status),
       attempts = greatest(messages.attempts, excluded.attempts),
@@ -109,7 +112,8 @@ export async function recordDeliveryOutcomes(sql: Sql, outcomes: DeliveryOutcome
       held_for_quiet_hours = messages.held_for_quiet_hours or excluded.held_for_quiet_hours,
       payload = case when messages.redacted_at is null and excluded.redacted_at is not null
         then excluded.payload else messages.payload end,
-      redacted_at = coalesce(messages.redacted_at, excluded.redacted_at)`
+      redacted_at = coalesce(messages.redacted_at, excluded.redacted_at),
+      redact_after = coalesce(messages.redact_after, excluded.redact_after)`
   await recordFailedAttempts(sql, outcomes)
 }
 

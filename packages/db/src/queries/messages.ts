@@ -1,5 +1,5 @@
 import type { MessageError, MessageJob, MessagePricing } from '@dispatch/contracts'
-import { DEFAULT_SENDER_ID, redactPayload } from '@dispatch/contracts'
+import { DEFAULT_SENDER_ID, redactAfter, redactPayload } from '@dispatch/contracts'
 import { and, eq, inArray, lt, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { type MessageRow, messages } from '../schema/messages.ts'
@@ -87,6 +87,7 @@ export async function recordScheduledMessages(db: Db, jobs: MessageJob[]): Promi
         userId: job.message.body.userId ?? null,
         payload: job.discardContent ? redactPayload(job.message.type, job.message.body) : job.message.body,
         redactedAt: job.discardContent ? new Date(job.acceptedAt) : null,
+        redactAfter: redactAfter(job.acceptedAt, job.contentRetentionHours),
         clientReference: job.clientReference ?? null,
         batchId: job.batchId ?? null,
         senderId: job.senderId ?? DEFAULT_SENDER_ID,

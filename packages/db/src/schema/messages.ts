@@ -77,6 +77,11 @@ export const messages = pgTable(
      * Views and events then say `redacted: true`.
      */
     redactedAt: timestamp({ withTimezone: true }),
+    /**
+     * When its content is due for redaction: acceptance plus its key's `contentRetention` hours as
+     * they were then; null for a key that retains (or discards) content.
+     */
+    redactAfter: timestamp({ withTimezone: true }),
     updatedAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
@@ -119,13 +124,12 @@ export const messages = pgTable(
     // holds failed messages, written when a message fails.
     index('messages_accepted_at_idx').on(t.acceptedAt),
     index('messages_failed_accepted_at_idx').on(t.acceptedAt).where(sql`${t.status} = 'failed'`),
-    // Timed content retention (issue 25): the sweeper reads, per key that keeps content N hours,
-    // its messages accepted before the cutoff and not yet redacted. Without this it would walk the
-    // key's whole redacted history on every pass. Cost: one entry per message at insert and per
-    // non-HOT update while it is unredacted (a `discard` message is redacted at insert: none).
-    index('messages_unredacted_accepted_at_idx')
-      .on(t.apiKeyId, t.acceptedAt)
-      .where(sql`${t.redactedAt} is null`),
+    // Timed content retention (issue 25): only messages whose key kept content N hours when they
+    // were accepted have a `redact_after`, so only they are in this index. A first version indexed
+    // every unredacted message and cost every key's writes 4–8 % (bench:redaction-index).
+    index('messages_redact_after_idx')
+      .on(t.redactAfter)
+      .where(sql`${t.redactAfter} is not null and ${t.redactedAt} is null`),
   ],
 )
 

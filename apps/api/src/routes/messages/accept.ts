@@ -154,7 +154,9 @@ export function acceptMessage(
     // The key's `discard` or the send's own: the worker records it without its content.
     ...(input.body.contentRetention === 'discard' || input.apiKey.contentRetentionHours === 0
       ? { discardContent: true as const }
-      : {}),
+      : input.apiKey.contentRetentionHours
+        ? { contentRetentionHours: input.apiKey.contentRetentionHours }
+        : {}),
     expiresAt: new Date(due + validity * 1000).toISOString(),
     message: { type, body },
   }
