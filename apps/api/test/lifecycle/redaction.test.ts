@@ -338,6 +338,26 @@ describe('hours: content is redacted once the key’s retention has passed', () 
       replies: 0,
     })
   })
+
+  it('a message keeps the retention its key had when it was accepted', async () => {
+    const key = await keyWith()
+    const before = unique('accepted-under-retain')
+    const beforeId = await sendText(key, before)
+    await untilMessageStatus(app, key.key, beforeId, 'sent')
+    const patched = await app.inject({
+      method: 'PATCH',
+      url: `/api/admin/api-keys/${key.id}`,
+      headers: asAdmin(),
+      payload: { contentRetention: 1 },
+    })
+    expect(patched.json().contentRetention).toBe(1)
+    const afterId = await sendText(key, unique('accepted-under-hours'))
+    await untilMessageStatus(app, key.key, afterId, 'sent')
+    expect((await sweepContentRedaction(db.db, new Date(Date.now() + 2 * HOUR))).messages).toBe(1)
+    expect(await messageView(app, key.key, afterId)).toMatchObject({ redacted: true })
+    expect(await messageView(app, key.key, beforeId)).not.toHaveProperty('redacted')
+    expect(await columnsHolding(before)).toEqual(['messages.payload'])
+  })
 })
 
 describe("replies follow their sender's inboundContentRetention", () => {
