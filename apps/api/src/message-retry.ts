@@ -56,6 +56,10 @@ export function retryHooks(
             skipped.set(row.id, `its sender ${JSON.stringify(senderId)} no longer exists`)
             return
           }
+          if (row.redactedAt !== null) {
+            skipped.set(row.id, 'its content was redacted: there is nothing left to send again')
+            return
+          }
           if (!jobIsValid.Check(jobFromRecord(row, expiresAt))) {
             skipped.set(row.id, 'its stored body is not one the service can send again')
             return

@@ -1,9 +1,11 @@
-import type {
-  ApiKeyAdminView,
-  ApiKeySelf,
-  InboundContent,
-  InboundMessageView,
-  MessageView,
+import {
+  type ApiKeyAdminView,
+  type ApiKeySelf,
+  contentRetentionOf,
+  type InboundContent,
+  type InboundMessageView,
+  type MessageView,
+  redactedField,
 } from '@dispatch/contracts'
 import type { ApiKeyRow, InboundMessageRow, MessageRow } from '@dispatch/db'
 
@@ -32,6 +34,7 @@ export const toApiKeySelf = (row: ApiKeyRow, usage: KeyUsage, defaultRatePerSeco
     dailyQuota: row.dailyQuota,
     transactional: row.transactional,
     quietHours: row.quietHours,
+    contentRetention: contentRetentionOf(row.contentRetentionHours),
     effectiveRatePerSecond: row.ratePerSecond ?? defaultRatePerSecond,
   },
   usage: usageView(row, usage),
@@ -51,6 +54,7 @@ export const toApiKeyAdminView = (row: ApiKeyRow): ApiKeyAdminView => ({
   dailyQuota: row.dailyQuota,
   transactional: row.transactional,
   quietHours: row.quietHours,
+  contentRetention: contentRetentionOf(row.contentRetentionHours),
   requestedTenantId: row.requestedTenantId,
   email: row.email,
   statusReason: row.statusReason,
@@ -85,6 +89,7 @@ export const toMessageView = (row: MessageRow): MessageView => ({
           category: row.pricingCategory,
           type: row.pricingType,
         },
+  ...redactedField(row.redactedAt),
   createdAt: row.acceptedAt.toISOString(),
   updatedAt: row.updatedAt.toISOString(),
 })
@@ -98,6 +103,7 @@ export const toInboundMessageView = (row: InboundMessageRow): InboundMessageView
   username: row.username,
   type: row.type,
   content: row.content as InboundContent,
+  ...redactedField(row.redactedAt),
   apiKeyId: row.apiKeyId,
   inReplyTo: row.inReplyTo,
   receivedAt: row.receivedAt.toISOString(),

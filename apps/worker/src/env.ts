@@ -104,7 +104,7 @@ const WorkerEnv = Type.Object({
   /** Events (and their attempts) older than this are deleted; a replay reaches back this far. */
   WEBHOOK_EVENT_RETENTION_DAYS: Type.Integer({ minimum: 1, maximum: 3650, default: 30 }),
   /**
-   * Messages (and their attempts) accepted this many days ago are dropped, a whole day at a time
+   * Messages (and their attempts) accepted this many days ago are dropped, a whole partition at a time
    * (docs/operations.md, Data lifecycle). Suppressions, audit entries and idempotency are kept apart.
    */
   MESSAGE_RETENTION_DAYS: Type.Integer({ minimum: 1, maximum: 3650, default: 90 }),
@@ -117,6 +117,8 @@ const WorkerEnv = Type.Object({
   /** How many days of message partitions exist ahead of today (a margin for a worker outage). */
   MESSAGE_PARTITIONS_AHEAD_DAYS: Type.Integer({ minimum: 1, maximum: 90, default: 7 }),
   PARTITION_MAINTENANCE_INTERVAL_MS: Type.Integer({ minimum: 1000, default: 3600_000 }),
+  /** How often the `messages` role redacts content past its key's or sender's retention hours. */
+  CONTENT_REDACTION_INTERVAL_MS: Type.Integer({ minimum: 100, maximum: 3_600_000, default: 60_000 }),
   /** Default: true in development and tests, false in production (as the API). */
   WEBHOOK_ALLOW_PRIVATE_TARGETS: Type.Optional(Type.Boolean()),
   SANDBOX_LATENCY_MS: Type.Integer({ minimum: 0, default: 0 }),

@@ -13,6 +13,7 @@ import { startMessagesUnit } from './senders/unit.ts'
 import { startWebhooksUnit } from './webhooks/unit.ts'
 
 export { parseWorkerConfig, type WorkerConfig } from './env.ts'
+export { sweepContentRedaction } from './lifecycle/redaction.ts'
 
 /** The secret values each worker logger censors: a list the process adds to as it learns tokens. */
 const loggerSecrets = new WeakMap<Logger, (string | undefined)[]>()

@@ -171,8 +171,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Set a key's sender, rate, daily quota, transactional flag or quiet hours
-         * @description Any status of key. Only the fields given change; null resets one to the service default (`senderId` null or `"default"`: the default sender; `ratePerSecond` null: `MESSAGE_RATE_PER_SECOND`; `dailyQuota` null: no quota; `quietHours` null: none). Each change is in the history with its actor and `changes`; one that changes nothing records nothing. Every instance applies it to the next request.
+         * Set a key's sender, rate, daily quota, transactional flag, quiet hours or content retention
+         * @description Any status of key. Only the fields given change; null resets one to the service default (`senderId` null or `"default"`: the default sender; `ratePerSecond` null: `MESSAGE_RATE_PER_SECOND`; `dailyQuota` null: no quota; `quietHours` null: none). `contentRetention` is `retain`, `discard` or 1–8760 hours, for messages accepted from then on (hours also redact older ones as they pass the limit). Each change is in the history with its actor and `changes`; one that changes nothing records nothing. Every instance applies it to the next request.
          */
         patch: operations["updateApiKey"];
         trace?: never;
@@ -1584,6 +1584,8 @@ export interface operations {
                                 /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
                                 timeZone?: string;
                             } | null;
+                            /** @description `retain` (default): content is kept. `discard`: content is never stored in Postgres (delivery works from the queue). 1–8760: content is redacted that many hours after the message was accepted. */
+                            contentRetention: "retain" | "discard" | number;
                             effectiveRatePerSecond: number;
                         };
                         usage: {
@@ -2206,6 +2208,8 @@ export interface operations {
                                 count: number;
                                 hours: number;
                             } | null;
+                            /** @description `retain` (default): content is kept. `discard`: content is never stored in Postgres (delivery works from the queue). 1–8760: content is redacted that many hours after the message was accepted. */
+                            inboundContentRetention: "retain" | "discard" | number;
                             consentKeywords: {
                                 optOut: string[];
                                 optIn: string[];
@@ -2343,6 +2347,8 @@ export interface operations {
                                 /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
                                 timeZone?: string;
                             } | null;
+                            /** @description `retain` (default): content is kept. `discard`: content is never stored in Postgres (delivery works from the queue). 1–8760: content is redacted that many hours after the message was accepted. */
+                            contentRetention: "retain" | "discard" | number;
                             /** @description The tenant the requester asked for; `tenantId` is the one an admin bound. */
                             requestedTenantId: string | null;
                             email: string;
@@ -2455,6 +2461,8 @@ export interface operations {
                             /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
                             timeZone?: string;
                         } | null;
+                        /** @description `retain` (default): content is kept. `discard`: content is never stored in Postgres (delivery works from the queue). 1–8760: content is redacted that many hours after the message was accepted. */
+                        contentRetention: "retain" | "discard" | number;
                         /** @description The tenant the requester asked for; `tenantId` is the one an admin bound. */
                         requestedTenantId: string | null;
                         email: string;
@@ -2570,6 +2578,8 @@ export interface operations {
                         /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
                         timeZone?: string;
                     } | null;
+                    /** @description `retain` (default): content is kept. `discard`: content is never stored in Postgres (delivery works from the queue). 1–8760: content is redacted that many hours after the message was accepted. */
+                    contentRetention?: "retain" | "discard" | number;
                 };
             };
         };
@@ -2605,6 +2615,8 @@ export interface operations {
                             /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
                             timeZone?: string;
                         } | null;
+                        /** @description `retain` (default): content is kept. `discard`: content is never stored in Postgres (delivery works from the queue). 1–8760: content is redacted that many hours after the message was accepted. */
+                        contentRetention: "retain" | "discard" | number;
                         /** @description The tenant the requester asked for; `tenantId` is the one an admin bound. */
                         requestedTenantId: string | null;
                         email: string;
@@ -2762,6 +2774,8 @@ export interface operations {
                             /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
                             timeZone?: string;
                         } | null;
+                        /** @description `retain` (default): content is kept. `discard`: content is never stored in Postgres (delivery works from the queue). 1–8760: content is redacted that many hours after the message was accepted. */
+                        contentRetention: "retain" | "discard" | number;
                         /** @description The tenant the requester asked for; `tenantId` is the one an admin bound. */
                         requestedTenantId: string | null;
                         email: string;
@@ -2919,6 +2933,8 @@ export interface operations {
                             /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
                             timeZone?: string;
                         } | null;
+                        /** @description `retain` (default): content is kept. `discard`: content is never stored in Postgres (delivery works from the queue). 1–8760: content is redacted that many hours after the message was accepted. */
+                        contentRetention: "retain" | "discard" | number;
                         /** @description The tenant the requester asked for; `tenantId` is the one an admin bound. */
                         requestedTenantId: string | null;
                         email: string;
@@ -3076,6 +3092,8 @@ export interface operations {
                             /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
                             timeZone?: string;
                         } | null;
+                        /** @description `retain` (default): content is kept. `discard`: content is never stored in Postgres (delivery works from the queue). 1–8760: content is redacted that many hours after the message was accepted. */
+                        contentRetention: "retain" | "discard" | number;
                         /** @description The tenant the requester asked for; `tenantId` is the one an admin bound. */
                         requestedTenantId: string | null;
                         email: string;
@@ -3273,7 +3291,12 @@ export interface operations {
                             } | {
                                 /** @enum {boolean} */
                                 unsupported: true;
-                            };
+                            } | Record<string, never>;
+                            /**
+                             * @description Present (true) when the content was removed; absent while kept
+                             * @enum {boolean}
+                             */
+                            redacted?: true;
                             apiKeyId: string | null;
                             inReplyTo: string | null;
                             /** Format: date-time */
@@ -3384,6 +3407,8 @@ export interface operations {
                                 count: number;
                                 hours: number;
                             } | null;
+                            /** @description `retain` (default): content is kept. `discard`: content is never stored in Postgres (delivery works from the queue). 1–8760: content is redacted that many hours after the message was accepted. */
+                            inboundContentRetention: "retain" | "discard" | number;
                             consentKeywords: {
                                 optOut: string[];
                                 optIn: string[];
@@ -3485,6 +3510,8 @@ export interface operations {
                         count: number;
                         hours: number;
                     } | null;
+                    /** @description `retain` (default): content is kept. `discard`: content is never stored in Postgres (delivery works from the queue). 1–8760: content is redacted that many hours after the message was accepted. */
+                    inboundContentRetention?: "retain" | "discard" | number;
                     consentKeywords?: {
                         optOut: string[];
                         optIn: string[];
@@ -3523,6 +3550,8 @@ export interface operations {
                             count: number;
                             hours: number;
                         } | null;
+                        /** @description `retain` (default): content is kept. `discard`: content is never stored in Postgres (delivery works from the queue). 1–8760: content is redacted that many hours after the message was accepted. */
+                        inboundContentRetention: "retain" | "discard" | number;
                         consentKeywords: {
                             optOut: string[];
                             optIn: string[];
@@ -3681,6 +3710,8 @@ export interface operations {
                             count: number;
                             hours: number;
                         } | null;
+                        /** @description `retain` (default): content is kept. `discard`: content is never stored in Postgres (delivery works from the queue). 1–8760: content is redacted that many hours after the message was accepted. */
+                        inboundContentRetention: "retain" | "discard" | number;
                         consentKeywords: {
                             optOut: string[];
                             optIn: string[];
@@ -3909,6 +3940,8 @@ export interface operations {
                         count: number;
                         hours: number;
                     } | null;
+                    /** @description `retain` (default): content is kept. `discard`: content is never stored in Postgres (delivery works from the queue). 1–8760: content is redacted that many hours after the message was accepted. */
+                    inboundContentRetention?: "retain" | "discard" | number;
                     consentKeywords?: {
                         optOut: string[];
                         optIn: string[];
@@ -3947,6 +3980,8 @@ export interface operations {
                             count: number;
                             hours: number;
                         } | null;
+                        /** @description `retain` (default): content is kept. `discard`: content is never stored in Postgres (delivery works from the queue). 1–8760: content is redacted that many hours after the message was accepted. */
+                        inboundContentRetention: "retain" | "discard" | number;
                         consentKeywords: {
                             optOut: string[];
                             optIn: string[];
@@ -4409,6 +4444,11 @@ export interface operations {
                                 category: string | null;
                                 type: string | null;
                             } | null;
+                            /**
+                             * @description Present (true) when the content was removed; absent while kept
+                             * @enum {boolean}
+                             */
+                            redacted?: true;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -4516,6 +4556,11 @@ export interface operations {
                             category: string | null;
                             type: string | null;
                         } | null;
+                        /**
+                         * @description Present (true) when the content was removed; absent while kept
+                         * @enum {boolean}
+                         */
+                        redacted?: true;
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -4811,6 +4856,11 @@ export interface operations {
                                 category: string | null;
                                 type: string | null;
                             } | null;
+                            /**
+                             * @description Present (true) when the content was removed; absent while kept
+                             * @enum {boolean}
+                             */
+                            redacted?: true;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -5718,6 +5768,11 @@ export interface operations {
                     /** @description A message this one quotes: a Dispatch messageId (sent or received) or the platform's wamid */
                     replyTo?: string;
                     text: string;
+                    /**
+                     * @description `discard`: the content (text, variables, captions, media, …) is never stored; it is delivered from the queue, and views say `redacted: true`. Absent: the key's setting applies.
+                     * @enum {string}
+                     */
+                    contentRetention?: "discard";
                     /** @description Your own reference for this message, returned with its status */
                     clientReference?: string;
                     /**
@@ -5924,6 +5979,11 @@ export interface operations {
                         text: string;
                         type: string;
                     }[];
+                    /**
+                     * @description `discard`: the content (text, variables, captions, media, …) is never stored; it is delivered from the queue, and views say `redacted: true`. Absent: the key's setting applies.
+                     * @enum {string}
+                     */
+                    contentRetention?: "discard";
                     /** @description Your own reference for this message, returned with its status */
                     clientReference?: string;
                     /**
@@ -6106,6 +6166,11 @@ export interface operations {
                         link?: string;
                         text?: string;
                     };
+                    /**
+                     * @description `discard`: the content (text, variables, captions, media, …) is never stored; it is delivered from the queue, and views say `redacted: true`. Absent: the key's setting applies.
+                     * @enum {string}
+                     */
+                    contentRetention?: "discard";
                     /** @description Your own reference for this message, returned with its status */
                     clientReference?: string;
                     /**
@@ -6303,6 +6368,11 @@ export interface operations {
                         caption?: string;
                         filename?: string;
                     };
+                    /**
+                     * @description `discard`: the content (text, variables, captions, media, …) is never stored; it is delivered from the queue, and views say `redacted: true`. Absent: the key's setting applies.
+                     * @enum {string}
+                     */
+                    contentRetention?: "discard";
                     /** @description Your own reference for this message, returned with its status */
                     clientReference?: string;
                     /**
@@ -6499,6 +6569,11 @@ export interface operations {
                         link?: string;
                         caption?: string;
                     };
+                    /**
+                     * @description `discard`: the content (text, variables, captions, media, …) is never stored; it is delivered from the queue, and views say `redacted: true`. Absent: the key's setting applies.
+                     * @enum {string}
+                     */
+                    contentRetention?: "discard";
                     /** @description Your own reference for this message, returned with its status */
                     clientReference?: string;
                     /**
@@ -6694,6 +6769,11 @@ export interface operations {
                         /** @description An https URL the platform fetches the file from */
                         link?: string;
                     };
+                    /**
+                     * @description `discard`: the content (text, variables, captions, media, …) is never stored; it is delivered from the queue, and views say `redacted: true`. Absent: the key's setting applies.
+                     * @enum {string}
+                     */
+                    contentRetention?: "discard";
                     /** @description Your own reference for this message, returned with its status */
                     clientReference?: string;
                     /**
@@ -6889,6 +6969,11 @@ export interface operations {
                         /** @description An https URL the platform fetches the file from */
                         link?: string;
                     };
+                    /**
+                     * @description `discard`: the content (text, variables, captions, media, …) is never stored; it is delivered from the queue, and views say `redacted: true`. Absent: the key's setting applies.
+                     * @enum {string}
+                     */
+                    contentRetention?: "discard";
                     /** @description Your own reference for this message, returned with its status */
                     clientReference?: string;
                     /**
@@ -7085,6 +7170,11 @@ export interface operations {
                         name?: string;
                         address?: string;
                     };
+                    /**
+                     * @description `discard`: the content (text, variables, captions, media, …) is never stored; it is delivered from the queue, and views say `redacted: true`. Absent: the key's setting applies.
+                     * @enum {string}
+                     */
+                    contentRetention?: "discard";
                     /** @description Your own reference for this message, returned with its status */
                     clientReference?: string;
                     /**
@@ -7321,6 +7411,11 @@ export interface operations {
                          */
                         birthday?: string;
                     }[];
+                    /**
+                     * @description `discard`: the content (text, variables, captions, media, …) is never stored; it is delivered from the queue, and views say `redacted: true`. Absent: the key's setting applies.
+                     * @enum {string}
+                     */
+                    contentRetention?: "discard";
                     /** @description Your own reference for this message, returned with its status */
                     clientReference?: string;
                     /**
@@ -7643,6 +7738,11 @@ export interface operations {
                             name: "send_location";
                         };
                     };
+                    /**
+                     * @description `discard`: the content (text, variables, captions, media, …) is never stored; it is delivered from the queue, and views say `redacted: true`. Absent: the key's setting applies.
+                     * @enum {string}
+                     */
+                    contentRetention?: "discard";
                     /** @description Your own reference for this message, returned with its status */
                     clientReference?: string;
                     /**
@@ -7839,6 +7939,11 @@ export interface operations {
                         /** @description One emoji; an empty string removes the reaction */
                         emoji: string;
                     };
+                    /**
+                     * @description `discard`: the content (text, variables, captions, media, …) is never stored; it is delivered from the queue, and views say `redacted: true`. Absent: the key's setting applies.
+                     * @enum {string}
+                     */
+                    contentRetention?: "discard";
                     /** @description Your own reference for this message, returned with its status */
                     clientReference?: string;
                     /**
@@ -8352,6 +8457,11 @@ export interface operations {
                             category: string | null;
                             type: string | null;
                         } | null;
+                        /**
+                         * @description Present (true) when the content was removed; absent while kept
+                         * @enum {boolean}
+                         */
+                        redacted?: true;
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -8473,6 +8583,11 @@ export interface operations {
                             category: string | null;
                             type: string | null;
                         } | null;
+                        /**
+                         * @description Present (true) when the content was removed; absent while kept
+                         * @enum {boolean}
+                         */
+                        redacted?: true;
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -8652,6 +8767,11 @@ export interface operations {
                                 category: string | null;
                                 type: string | null;
                             } | null;
+                            /**
+                             * @description Present (true) when the content was removed; absent while kept
+                             * @enum {boolean}
+                             */
+                            redacted?: true;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -8898,6 +9018,11 @@ export interface operations {
                                 category: string | null;
                                 type: string | null;
                             } | null;
+                            /**
+                             * @description Present (true) when the content was removed; absent while kept
+                             * @enum {boolean}
+                             */
+                            redacted?: true;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */

@@ -1,6 +1,7 @@
 import Type, { type Static } from 'typebox'
 import { DataEnvelope, listQueryProperties } from './paging.ts'
 import { QuietHours } from './quiet-hours.ts'
+import { ContentRetention } from './redaction.ts'
 import { SCOPE_PATTERN } from './scopes.ts'
 
 export const API_KEY_STATUSES = ['pending', 'approved', 'rejected', 'revoked'] as const
@@ -57,6 +58,8 @@ export const ApiKeyLimits = Type.Object({
   transactional: Type.Boolean(),
   /** Its messages wait out the recipient's quiet hours (a send's own `quietHours` replaces these); null: none. */
   quietHours: Type.Union([QuietHours, Type.Null()]),
+  /** How long its messages' content is kept in Postgres: `retain`, `discard` or hours (docs/operations.md). */
+  contentRetention: ContentRetention,
 })
 export type ApiKeyLimits = Static<typeof ApiKeyLimits>
 
@@ -100,6 +103,7 @@ export const UpdateApiKeyBody = Type.Object(
     ),
     transactional: Type.Optional(Type.Boolean()),
     quietHours: Type.Optional(Type.Union([QuietHours, Type.Null()])),
+    contentRetention: Type.Optional(ContentRetention),
   },
   { additionalProperties: false, minProperties: 1 },
 )

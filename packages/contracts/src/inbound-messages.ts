@@ -1,5 +1,6 @@
 import Type, { type Static } from 'typebox'
 import { DataEnvelope, listQueryProperties } from './paging.ts'
+import { Redacted } from './redaction.ts'
 
 const closed = { additionalProperties: false } as const
 const Str = Type.String()
@@ -65,6 +66,8 @@ export const InboundContent = Type.Union([
   Type.Object({ contacts: Type.Array(Type.Record(Type.String(), Type.Unknown())) }, closed),
   /** Any other type (order, system, the platform's own `unsupported`…): kept, not read. */
   Type.Object({ unsupported: Type.Literal(true) }, closed),
+  /** Redacted (the sender's content retention, or an erasure): nothing of what it said is kept. */
+  Type.Object({}, { ...closed, description: 'Redacted: the content was removed (`redacted: true`)' }),
 ])
 export type InboundContent = Static<typeof InboundContent>
 
@@ -82,6 +85,8 @@ export const InboundMessageView = Type.Object(
     username: Type.Union([Str, Type.Null()]),
     type: Str,
     content: InboundContent,
+    /** Its content was removed (`content` is `{}`): the sender's content retention, or an erasure. */
+    redacted: Redacted,
     apiKeyId: Type.Union([Type.String({ format: 'uuid' }), Type.Null()]),
     inReplyTo: Type.Union([Type.String({ format: 'uuid' }), Type.Null()]),
     receivedAt: Type.String({ format: 'date-time' }),

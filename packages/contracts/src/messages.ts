@@ -13,6 +13,7 @@ import {
 } from './message-kinds.ts'
 import { QuietHours, SCHEDULED_REASONS, TimeZone } from './quiet-hours.ts'
 import { Phone, recipientFields } from './recipients.ts'
+import { CONTENT_RETENTION_MAX_HOURS, Redacted } from './redaction.ts'
 import { TEMPLATE_CATEGORIES } from './templates.ts'
 
 export { Phone }
@@ -96,8 +97,19 @@ export const Priority = Type.Enum(MESSAGE_PRIORITIES, {
     '`high` needs a key an admin marked transactional (else 403 PRIORITY_NOT_ALLOWED). Default `normal`.',
 })
 
+/**
+ * A send's own content retention: only `discard` (the key's setting decides otherwise). Its content
+ * is then never written to Postgres; only the queue holds it until delivery.
+ */
+export const SendContentRetention = Type.Literal('discard', {
+  description:
+    '`discard`: the content (text, variables, captions, media, …) is never stored; it is delivered from the ' +
+    "queue, and views say `redacted: true`. Absent: the key's setting applies.",
+})
+
 /** What every send takes beside the message itself; none of it reaches the platform. */
 export const deliveryOptions = {
+  contentRetention: Type.Optional(SendContentRetention),
   clientReference: Type.Optional(ClientReference),
   sendAt: Type.Optional(SendAt),
   validitySeconds: Type.Optional(ValiditySeconds),
@@ -106,6 +118,7 @@ export const deliveryOptions = {
   timeZone: Type.Optional(TimeZone),
 }
 export const DELIVERY_OPTION_KEYS = [
+  'contentRetention',
   'clientReference',
   'sendAt',
   'validitySeconds',
@@ -308,6 +321,8 @@ export const MessageView = Type.Object({
   fallbackUsed: Type.Boolean(),
   /** The platform's pricing, once a status webhook reported it; null before. */
   pricing: Type.Union([MessagePricing, Type.Null()]),
+  /** Its content was removed (the key's or the send's content retention, or an erasure). */
+  redacted: Redacted,
   createdAt: DateTime,
   updatedAt: DateTime,
 })
@@ -368,6 +383,16 @@ export const MessageJob = Type.Object(
      * own): an opt-out of marketing made since cancels it at delivery. Absent: not marketing.
      */
     marketing: Type.Optional(Type.Literal(true)),
+    /**
+     * Its content must never reach Postgres (the key's `discard` or the send's): the worker records
+     * it redacted. Only this job holds the content. Absent: recorded as given.
+     */
+    discardContent: Type.Optional(Type.Literal(true)),
+    /**
+     * Its key keeps content this many hours (`contentRetention` when it was accepted): the record
+     * is due for redaction then. Absent: kept (or discarded).
+     */
+    contentRetentionHours: Type.Optional(Type.Integer({ minimum: 1, maximum: CONTENT_RETENTION_MAX_HOURS })),
     message: JobMessage,
   },
   { additionalProperties: false },

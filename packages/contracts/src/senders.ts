@@ -1,6 +1,7 @@
 import Type, { type Static } from 'typebox'
 import { ConsentConfirmation, ConsentKeywords } from './consent.ts'
 import { DataEnvelope, listQueryProperties } from './paging.ts'
+import { ContentRetention } from './redaction.ts'
 import { SERVICE_WINDOW_POLICIES } from './service-window.ts'
 
 /**
@@ -109,6 +110,8 @@ export const SenderView = Type.Object({
   serviceWindowPolicy: Type.Enum(SERVICE_WINDOW_POLICIES),
   /** The frequency cap on marketing messages per recipient; null: none. */
   marketingCap: Type.Union([MarketingCap, Type.Null()]),
+  /** How long the content of replies to this number is kept: `retain`, `discard` or hours. */
+  inboundContentRetention: ContentRetention,
   /** Its own opt-out and opt-in keywords (folded as matched); null: the defaults. */
   consentKeywords: Type.Union([ConsentKeywords, Type.Null()]),
   /** The texts sent back to a user a keyword opted out or in; null: none. */
@@ -131,6 +134,7 @@ export const CreateSenderBody = Type.Object(
     wabaId: Type.Optional(WabaId),
     serviceWindowPolicy: Type.Optional(WindowPolicy),
     marketingCap: Type.Optional(Type.Union([MarketingCap, Type.Null()])),
+    inboundContentRetention: Type.Optional(ContentRetention),
     consentKeywords: Type.Optional(Type.Union([ConsentKeywords, Type.Null()])),
     consentConfirmation: Type.Optional(Type.Union([ConsentConfirmation, Type.Null()])),
   },
@@ -149,6 +153,7 @@ export const UpdateSenderBody = Type.Object(
     wabaId: Type.Optional(Type.Union([WabaId, Type.Null()])),
     serviceWindowPolicy: Type.Optional(WindowPolicy),
     marketingCap: Type.Optional(Type.Union([MarketingCap, Type.Null()])),
+    inboundContentRetention: Type.Optional(ContentRetention),
     consentKeywords: Type.Optional(Type.Union([ConsentKeywords, Type.Null()])),
     consentConfirmation: Type.Optional(Type.Union([ConsentConfirmation, Type.Null()])),
   },

@@ -184,6 +184,7 @@ describe('GET /api/api-keys/me', () => {
       dailyQuota: 100,
       transactional: true,
       quietHours: null,
+      contentRetention: 'retain',
       effectiveRatePerSecond: 40,
     })
     expect(first.usage).toEqual({

@@ -4,6 +4,8 @@ import {
   messageClaimTtlMs,
   type OutboundMessage,
   recipientOf,
+  redactAfter,
+  redactPayload,
   type ServiceWindowPolicy,
   WORKER_CLAIM_SCRIPT,
 } from '@dispatch/contracts'
@@ -81,7 +83,10 @@ export function deliveryOutcome(
     type: message.type,
     phone: message.body.phone ?? null,
     userId: message.body.userId ?? null,
-    payload: message.body,
+    // A `discard` message's record never holds its content: only this job (in Redis) does.
+    payload: data.discardContent ? redactPayload(message.type, message.body) : message.body,
+    ...(data.discardContent ? { redacted: true } : {}),
+    redactAfter: redactAfter(acceptedAt, data.contentRetentionHours),
     clientReference: clientReference ?? null,
     senderPhoneNumberId: lane.platform.phoneNumberId,
     senderId: lane.senderId,

@@ -1,6 +1,7 @@
 import { startConsentConfirmationWorker } from '../consent/confirmations.ts'
 import { suppressionRebuild } from '../consent/rebuild.ts'
 import { startPartitionMaintenance } from '../lifecycle/partitions.ts'
+import { startContentRedaction } from '../lifecycle/redaction.ts'
 import type { WorkerUnitStarter } from '../runtime.ts'
 import { TemplateSyncSchedule } from '../templates/schedule.ts'
 import { serviceWindowRebuild } from '../window/rebuild.ts'
@@ -14,8 +15,9 @@ import { SenderRegistry } from './registry.ts'
  * rate, pause and platform adapter), and the admitter that fills the lanes' queues fairly from the
  * senders' waiting messages. Senders come and go at run time through the registry. The senders'
  * template catalogs are synced on a schedule here too, and the Redis copy of the recipients'
- * 24-hour windows is rebuilt from Postgres when it was lost, and keywords' confirmations are sent.
- * And the day partitions the messages are recorded in are kept: created ahead, dropped past retention.
+ * 24-hour windows is rebuilt from Postgres when it was lost, keywords' confirmations are sent,
+ * content past its retention is redacted (lifecycle/redaction.ts), and the partitions messages are
+ * recorded in are kept: created ahead, dropped past retention (lifecycle/partitions.ts).
  */
 export const startMessagesUnit: WorkerUnitStarter = async (context) => {
   const lanes = new SenderLanes(context)
@@ -35,6 +37,13 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
   suppressions.start()
   // Keywords' confirmations, sent from the users' business numbers: this role has the platform's settings.
   const confirmations = startConsentConfirmationWorker(context)
+  // Content past its retention hours (keys' messages, senders' replies) is redacted here: the role
+  // that records messages owns their lifecycle.
+  const redaction = startContentRedaction({
+    db: context.db,
+    logger: context.logger,
+    intervalMs: context.config.CONTENT_REDACTION_INTERVAL_MS,
+  })
   context.metrics?.watchSenders(() => lanes.lanes())
   context.metrics?.watchQueues(() => [...lanes.lanes()].map((lane) => lane.queueName))
   const { config, logger } = context
@@ -63,6 +72,7 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
       await windows.stop()
       await suppressions.stop()
       await confirmations.close()
+      await redaction.stop()
       await sweeper.stop()
       await admitter.stop()
       await lanes.close()

@@ -5,9 +5,11 @@ import {
   type ApiKeyListQuery,
   type ApiKeyStatus,
   type AppEnv,
+  contentRetentionOf,
   DEFAULT_SENDER_ID,
   type EmailOutboxPayload,
   type EmailTemplate,
+  retentionHours,
 } from '@dispatch/contracts'
 import { and, asc, count, desc, eq, ilike, or, type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
@@ -216,12 +218,18 @@ export async function updateApiKeyLimits(
     const [current] = await tx.select().from(apiKeys).where(eq(apiKeys.id, input.id)).for('update')
     if (!current) return { outcome: 'not_found' }
     const changes: Record<string, { from: unknown; to: unknown }> = {}
-    const set: Partial<ApiKeyLimits> = {}
+    const set: Partial<ApiKeyLimits & { contentRetentionHours: number | null }> = {}
     for (const field of LIMIT_FIELDS) {
       const to = wanted[field]
       if (to === undefined || sameValue(to, current[field])) continue
       changes[field] = { from: current[field], to }
       Object.assign(set, { [field]: to })
+    }
+    // Wire `retain` | `discard` | hours; stored as hours (null, 0, N): see `retentionHours`.
+    const retention = wanted.contentRetention
+    if (retention !== undefined && retentionHours(retention) !== current.contentRetentionHours) {
+      changes.contentRetention = { from: contentRetentionOf(current.contentRetentionHours), to: retention }
+      Object.assign(set, { contentRetentionHours: retentionHours(retention) })
     }
     if (Object.keys(changes).length === 0) return { outcome: 'unchanged', key: current }
     if (typeof wanted.senderId === 'string' && changes.senderId) {

@@ -1,9 +1,10 @@
-import type { InboundContent, InboundMessageListQuery } from '@dispatch/contracts'
+import { type InboundContent, type InboundMessageListQuery, redactAfter } from '@dispatch/contracts'
 import { and, count, desc, eq, gte, ilike, inArray, isNotNull, isNull, lt, or, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { apiKeys } from '../schema/api-keys.ts'
 import { conversationWindows, inboundMessages, recipientIdentities } from '../schema/inbound-messages.ts'
 import { messages } from '../schema/messages.ts'
+import { senders } from '../schema/senders.ts'
 import type { Executor } from './executor.ts'
 import { likePattern, offsetOf, ordering, whereAll } from './list-helpers.ts'
 import { isUuid } from './orders.ts'
@@ -126,16 +127,29 @@ async function pairIdentity(tx: Executor, item: InboundMessage): Promise<ReplyId
   return { phone: phone ?? pair?.phone ?? null, userId: userId ?? pair?.userId ?? null }
 }
 
+/** The content retention (in hours, null: retain) of the sender that owns a business number. */
+async function inboundRetentionHours(tx: Executor, phoneNumberId: string): Promise<number | null> {
+  const [sender] = await tx
+    .select({ hours: senders.inboundContentRetentionHours })
+    .from(senders)
+    .where(eq(senders.phoneNumberId, phoneNumberId))
+    .limit(1)
+  return sender?.hours ?? null
+}
+
 /**
  * Stores a reply once (the platform redelivers: the wamid is unique) with the key it is routed to,
  * and moves the conversation window of its business number and phone forward, in one transaction.
  * A routed reply's `message.received` event is written by the table's trigger in the same
- * transaction.
+ * transaction. A reply to a number whose sender discards replies' content (`inbound_content_
+ * retention_hours` 0) is stored with `{}` for content and `redacted_at` set: the text never lands.
  */
 export async function recordInboundMessage(db: Db, item: InboundMessage): Promise<RecordedInbound> {
   return db.transaction(async (tx) => {
     const identity = await pairIdentity(tx, item)
     const route = await routeReply(tx, item, identity)
+    const hours = await inboundRetentionHours(tx, item.phoneNumberId)
+    const discard = hours === 0
     const [row] = await tx
       .insert(inboundMessages)
       .values({
@@ -146,7 +160,11 @@ export async function recordInboundMessage(db: Db, item: InboundMessage): Promis
         username: item.username,
         contextId: item.contextId,
         type: item.type,
-        content: item.content,
+        // A sender that discards replies' content keeps none of it: `{}`, redacted from the start
+        // (its event then says so; the caller still reads `item.content`, for keywords).
+        content: discard ? {} : item.content,
+        redactedAt: discard ? item.receivedAt : null,
+        redactAfter: redactAfter(item.receivedAt, hours),
         apiKeyId: route.apiKeyId,
         inReplyTo: route.inReplyTo,
         receivedAt: item.receivedAt,

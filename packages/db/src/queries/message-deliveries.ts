@@ -13,7 +13,12 @@ export interface DeliveryOutcome {
   /** The recipient: its phone, its BSUID, or both. */
   phone: string | null
   userId: string | null
+  /** The body as the job carries it, or without its content (`redactPayload`) when `redacted`. */
   payload: unknown
+  /** Its content was never to be stored (`discardContent`): the record is redacted from the start. */
+  redacted?: boolean
+  /** When its content is due for redaction (its key's hours at acceptance); null: never. */
+  redactAfter?: Date | null
   clientReference: string | null
   /** The business number it goes out from; kept from the first record. */
   senderPhoneNumberId: string
@@ -118,7 +123,7 @@ export function upsertOutcomes(sql: Sql, table: string, group: DeliveryOutcome[]
   return sql`
   insert into ${sql(table)} as m (id, api_key_id, type, phone, user_id, payload, client_reference, sender_phone_number_id, sender_id, status, attempts,
     platform_message_id, last_error_code, last_error_message, batch_id, accepted_at, send_at, expires_at,
-    sent_at, failed_at, expired_at, canceled_at, updated_at, fallback_used, held_for_quiet_hours)
+    sent_at, failed_at, expired_at, canceled_at, updated_at, fallback_used, held_for_quiet_hours, redacted_at, redact_after)
   select * from unnest(
     ${column((o) => o.id)}::text[]::uuid[], ${column((o) => o.apiKeyId)}::text[]::uuid[],
     ${column((o) => o.type)}::text[]::message_type[], ${column((o) => o.phone)}::text[],
@@ -138,7 +143,9 @@ export function upsertOutcomes(sql: Sql, table: string, group: DeliveryOutcome[]
     ${column((o) => iso(o.status === 'canceled' ? o.at : null))}::text[]::timestamptz[],
     ${column((o) => iso(o.at))}::text[]::timestamptz[],
     ${column((o) => (o.fallbackUsed ? 'true' : 'false'))}::text[]::boolean[],
-    ${column((o) => (o.heldForQuietHours ? 'true' : 'false'))}::text[]::boolean[])
+    ${column((o) => (o.heldForQuietHours ? 'true' : 'false'))}::text[]::boolean[],
+    ${column((o) => (o.redacted ? iso(o.at) : null))}::text[]::timestamptz[],
+    ${column((o) => iso(o.redactAfter ?? null))}::text[]::timestamptz[])
   on conflict (id, accepted_at) do update set
     status = greatest(m.status, excluded.status),
     attempts = greatest(m.attempts, excluded.attempts),
@@ -156,5 +163,9 @@ export function upsertOutcomes(sql: Sql, table: string, group: DeliveryOutcome[]
     expires_at = coalesce(m.expires_at, excluded.expires_at),
     updated_at = greatest(m.updated_at, excluded.updated_at),
     fallback_used = m.fallback_used or excluded.fallback_used,
-    held_for_quiet_hours = m.held_for_quiet_hours or excluded.held_for_quiet_hours`
+    held_for_quiet_hours = m.held_for_quiet_hours or excluded.held_for_quiet_hours,
+    payload = case when m.redacted_at is null and excluded.redacted_at is not null
+      then excluded.payload else m.payload end,
+    redacted_at = coalesce(m.redacted_at, excluded.redacted_at),
+    redact_after = coalesce(m.redact_after, excluded.redact_after)`
 }

@@ -1,5 +1,5 @@
 import type { MessageError, MessageJob, MessagePricing } from '@dispatch/contracts'
-import { DEFAULT_SENDER_ID } from '@dispatch/contracts'
+import { DEFAULT_SENDER_ID, redactAfter, redactPayload } from '@dispatch/contracts'
 import { and, eq, inArray, lt, type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { type MessageRow, messages } from '../schema/messages.ts'
@@ -101,7 +101,9 @@ export async function recordScheduledMessages(db: Db, jobs: MessageJob[]): Promi
         type: job.message.type,
         phone: job.message.body.phone ?? null,
         userId: job.message.body.userId ?? null,
-        payload: job.message.body,
+        payload: job.discardContent ? redactPayload(job.message.type, job.message.body) : job.message.body,
+        redactedAt: job.discardContent ? new Date(job.acceptedAt) : null,
+        redactAfter: redactAfter(job.acceptedAt, job.contentRetentionHours),
         clientReference: job.clientReference ?? null,
         batchId: job.batchId ?? null,
         senderId: job.senderId ?? DEFAULT_SENDER_ID,

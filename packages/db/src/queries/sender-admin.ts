@@ -31,6 +31,8 @@ export interface NewSender {
   marketingCap?: { count: number; hours: number } | null | undefined
   consentKeywords?: ConsentKeywords | null | undefined
   consentConfirmation?: ConsentConfirmation | null | undefined
+  /** Replies' content retention as stored: null retain, 0 discard, N hours (`retentionHours`). */
+  inboundContentRetentionHours?: number | null | undefined
   now: Date
 }
 
@@ -93,6 +95,8 @@ export interface SenderChanges {
   marketingCap?: { count: number; hours: number } | null | undefined
   consentKeywords?: ConsentKeywords | null | undefined
   consentConfirmation?: ConsentConfirmation | null | undefined
+  /** Replies' content retention as stored: null retain, 0 discard, N hours (`retentionHours`). */
+  inboundContentRetentionHours?: number | null | undefined
   /** The admin's note kept with a `paused` state. */
   pausedBy?: string | undefined
 }

@@ -1,5 +1,6 @@
-import type { QuietHours } from '@dispatch/contracts'
-import { boolean, index, integer, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core'
+import { CONTENT_RETENTION_MAX_HOURS, type QuietHours } from '@dispatch/contracts'
+import { sql } from 'drizzle-orm'
+import { boolean, check, index, integer, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core'
 import { apiKeyStatus, appEnv } from './enums.ts'
 import { senders } from './senders.ts'
 
@@ -32,12 +33,21 @@ export const apiKeys = pgTable(
     transactional: boolean().notNull().default(false),
     /** Quiet hours its messages wait out (`{start, end, timeZone?}`); null: none. */
     quietHours: jsonb().$type<QuietHours>(),
+    /**
+     * How many hours its messages' content is kept (`contentRetention`): null `retain`, 0 `discard`
+     * (never stored), N redacted N hours after acceptance by the worker's sweeper.
+     */
+    contentRetentionHours: integer(),
     createdAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
     index('api_keys_status_created_at_idx').on(t.status, t.createdAt),
     index('api_keys_created_at_idx').on(t.createdAt),
+    check(
+      'api_keys_content_retention_hours_check',
+      sql`${t.contentRetentionHours} between 0 and ${sql.raw(String(CONTENT_RETENTION_MAX_HOURS))}`,
+    ),
   ],
 )
 

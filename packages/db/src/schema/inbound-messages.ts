@@ -34,6 +34,8 @@ export const inboundMessages = pgTable(
     receivedAt: timestamp({ withTimezone: true }).notNull(),
     /** When its `content` was removed (the sender's content retention, or an erasure); null while kept. */
     redactedAt: timestamp({ withTimezone: true }),
+    /** When its content is due for redaction: receipt plus its sender's hours then; null: never. */
+    redactAfter: timestamp({ withTimezone: true }),
     createdAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
@@ -41,6 +43,10 @@ export const inboundMessages = pgTable(
     index('inbound_messages_unrouted_idx').on(t.receivedAt).where(sql`${t.apiKeyId} is null`),
     // `GET /media/{id}/content` finds a message by its media's platform id.
     index('inbound_messages_media_id_idx').on(sql`(${t.content}->'media'->>'id')`),
+    // Timed content retention of a sender's replies: only those due for redaction are indexed.
+    index('inbound_messages_redact_after_idx')
+      .on(t.redactAfter)
+      .where(sql`${t.redactAfter} is not null and ${t.redactedAt} is null`),
   ],
 )
 

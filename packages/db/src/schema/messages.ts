@@ -75,6 +75,11 @@ export const messageColumns = {
    * Views and events then say `redacted: true`.
    */
   redactedAt: timestamp({ withTimezone: true }),
+  /**
+   * When its content is due for redaction: acceptance plus its key's `contentRetention` hours as
+   * they were then; null for a key that retains (or discards) content.
+   */
+  redactAfter: timestamp({ withTimezone: true }),
   updatedAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
 }
 
@@ -82,11 +87,11 @@ export const messageColumns = {
  * One row per accepted message, written by the worker (the API only enqueues). The id is the
  * `messageId` the client got with its 202, and the BullMQ job id.
  *
- * Partitioned by `accepted_at` (one table per UTC day, migration 0021, created ahead and dropped past
- * `MESSAGE_RETENTION_DAYS` by the workers: packages/db/src/partitions.ts). So the primary key holds
- * `accepted_at`, and no index can be unique across days: a platform id is unique by construction
- * (the platform's), not by constraint. A lookup by id adds the time its UUIDv7 carries
- * (`messageWithId`), so it reads one partition.
+ * Partitioned by `accepted_at` (periods of MESSAGE_PARTITION_DAYS, migration 0022, created ahead and
+ * dropped past `MESSAGE_RETENTION_DAYS` by the workers: packages/db/src/partitions.ts). So the
+ * primary key holds `accepted_at`, and no index can be unique across periods: a platform id is
+ * unique by construction (the platform's), not by constraint. A message's UUIDv7 id carries its
+ * acceptance time, so a lookup by id reads one partition (queries/message-partitions.ts).
  */
 export const messages = pgTable('messages', messageColumns, (t) => [
   primaryKey({ columns: [t.id, t.acceptedAt] }),
@@ -129,6 +134,12 @@ export const messages = pgTable('messages', messageColumns, (t) => [
   // holds failed messages, written when a message fails.
   index('messages_accepted_at_idx').on(t.acceptedAt),
   index('messages_failed_accepted_at_idx').on(t.acceptedAt).where(sql`${t.status} = 'failed'`),
+  // Timed content retention (issue 25): only messages whose key kept content N hours when they
+  // were accepted have a `redact_after`, so only they are in this index. A first version indexed
+  // every unredacted message and cost every key's writes 4–8 % (bench:redaction-index).
+  index('messages_redact_after_idx')
+    .on(t.redactAfter)
+    .where(sql`${t.redactAfter} is not null and ${t.redactedAt} is null`),
 ])
 
 export type MessageRow = typeof messages.$inferSelect

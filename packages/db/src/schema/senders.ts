@@ -1,5 +1,11 @@
-import { type ConsentConfirmation, type ConsentKeywords, SENDER_DEFAULT_RATE } from '@dispatch/contracts'
-import { index, integer, jsonb, pgTable, text, timestamp } from 'drizzle-orm/pg-core'
+import {
+  CONTENT_RETENTION_MAX_HOURS,
+  type ConsentConfirmation,
+  type ConsentKeywords,
+  SENDER_DEFAULT_RATE,
+} from '@dispatch/contracts'
+import { sql } from 'drizzle-orm'
+import { check, index, integer, jsonb, pgTable, text, timestamp } from 'drizzle-orm/pg-core'
 import { senderState, serviceWindowPolicy } from './enums.ts'
 
 /**
@@ -31,6 +37,11 @@ export const senders = pgTable(
     consentKeywords: jsonb().$type<ConsentKeywords>(),
     /** Texts sent back to a user a keyword opted out (or in); null: none. */
     consentConfirmation: jsonb().$type<ConsentConfirmation>(),
+    /**
+     * How many hours the content of replies to this number is kept (`inboundContentRetention`):
+     * null `retain`, 0 `discard` (never stored), N redacted N hours after receipt.
+     */
+    inboundContentRetentionHours: integer(),
     /** The last completed template sync; null: never synced, so template sends are not checked. */
     templatesSyncedAt: timestamp({ withTimezone: true }),
     /** Health as Meta last reported it (account_update, business_capability_update, quality updates). */
@@ -46,6 +57,10 @@ export const senders = pgTable(
     index('senders_display_phone_number_idx').on(t.displayPhoneNumber),
     // Meta's template and account webhooks name the account (`entry[].id`), not the number.
     index('senders_waba_id_idx').on(t.wabaId),
+    check(
+      'senders_inbound_content_retention_hours_check',
+      sql`${t.inboundContentRetentionHours} between 0 and ${sql.raw(String(CONTENT_RETENTION_MAX_HOURS))}`,
+    ),
   ],
 )
 

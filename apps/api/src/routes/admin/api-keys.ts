@@ -96,11 +96,14 @@ export const adminApiKeyRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         operationId: 'updateApiKey',
         tags: ['admin'],
-        summary: "Set a key's sender, rate, daily quota, transactional flag or quiet hours",
+        summary:
+          "Set a key's sender, rate, daily quota, transactional flag, quiet hours or content retention",
         description:
           'Any status of key. Only the fields given change; null resets one to the service default ' +
           '(`senderId` null or `"default"`: the default sender; `ratePerSecond` null: ' +
-          '`MESSAGE_RATE_PER_SECOND`; `dailyQuota` null: no quota; `quietHours` null: none). Each change is in the history ' +
+          '`MESSAGE_RATE_PER_SECOND`; `dailyQuota` null: no quota; `quietHours` null: none). `contentRetention` is ' +
+          '`retain`, `discard` or 1–8760 hours, for messages accepted from then on (hours also redact older ones ' +
+          'as they pass the limit). Each change is in the history ' +
           'with its actor and `changes`; one that changes nothing records nothing. Every instance ' +
           'applies it to the next request.',
         security,

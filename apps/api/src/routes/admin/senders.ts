@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto'
 import {
   bullQueueKey,
   type ConsentKeywords,
+  type ContentRetention,
   CreateSenderBody,
+  contentRetentionOf,
   createSecretBox,
   DEFAULT_SENDER_ID,
   fairKeys,
@@ -10,6 +12,7 @@ import {
   type KeyLayout,
   lastFour,
   pageMeta,
+  retentionHours,
   SenderIdParams,
   SenderList,
   SenderListQuery,
@@ -50,6 +53,7 @@ export const toSenderView = (row: SenderRow): SenderView => ({
   marketingCap: row.marketingCap ?? null,
   consentKeywords: row.consentKeywords ?? null,
   consentConfirmation: row.consentConfirmation ?? null,
+  inboundContentRetention: contentRetentionOf(row.inboundContentRetentionHours),
   templatesSyncedAt: row.templatesSyncedAt?.toISOString() ?? null,
   health: {
     accountStatus: row.accountStatus,
@@ -85,7 +89,12 @@ const DEFAULT_SENDER_FIELDS = new Set([
   'marketingCap',
   'consentKeywords',
   'consentConfirmation',
+  'inboundContentRetention',
 ])
+
+/** Replies' content retention as stored (hours: null retain, 0 discard), when the body sets it. */
+const storedRetention = (value: ContentRetention | undefined) =>
+  value === undefined ? {} : { inboundContentRetentionHours: retentionHours(value) }
 
 /**
  * The body's keyword lists as stored: folded as replies are matched, duplicates dropped; 400 naming
@@ -143,11 +152,12 @@ export const adminSenderRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const { accessToken, ...body } = foldedKeywords(request.body)
+      const { accessToken, inboundContentRetention, ...body } = foldedKeywords(request.body)
       let row: SenderRow
       try {
         row = await insertSender(db, {
           ...body,
+          ...storedRetention(inboundContentRetention),
           id: randomUUID(),
           displayPhoneNumber: body.displayPhoneNumber ?? null,
           accessTokenCiphertext: box.seal(accessToken),
@@ -218,7 +228,7 @@ export const adminSenderRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const id = checkId(request.params.id)
-      const { accessToken, ...changes } = foldedKeywords(request.body)
+      const { accessToken, inboundContentRetention, ...changes } = foldedKeywords(request.body)
       if (id === DEFAULT_SENDER_ID) {
         const managed = Object.keys(request.body).find((field) => !DEFAULT_SENDER_FIELDS.has(field))
         if (managed) {
@@ -233,6 +243,7 @@ export const adminSenderRoutes: FastifyPluginAsyncTypebox = async (app) => {
         id,
         {
           ...changes,
+          ...storedRetention(inboundContentRetention),
           ...(accessToken === undefined
             ? {}
             : { accessTokenCiphertext: box.seal(accessToken), accessTokenLast4: lastFour(accessToken) }),

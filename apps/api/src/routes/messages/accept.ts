@@ -40,6 +40,7 @@ export interface QuietHoursHold {
 }
 
 type SendBody = {
+  contentRetention?: 'discard'
   phone?: string | undefined
   userId?: string | undefined
   clientReference?: string
@@ -59,6 +60,8 @@ export interface SendingKey {
   transactional: boolean
   /** The quiet hours an admin set on the key; a send's own replace them. */
   quietHours: QuietHours | null
+  /** Hours its messages' content is kept; 0: `discard` (never stored), null: `retain`. */
+  contentRetentionHours: number | null
 }
 
 const invalid = (field: string, why: string) => new AppError('VALIDATION_ERROR', `${field} ${why}`)
@@ -148,6 +151,12 @@ export function acceptMessage(
     ...(fallbackTemplate === undefined ? {} : { fallbackTemplate }),
     ...(scheduled ? { sendAt: new Date(due).toISOString() } : {}),
     ...(heldUntil === undefined ? {} : { scheduledReason: 'quiet_hours' as const }),
+    // The key's `discard` or the send's own: the worker records it without its content.
+    ...(input.body.contentRetention === 'discard' || input.apiKey.contentRetentionHours === 0
+      ? { discardContent: true as const }
+      : input.apiKey.contentRetentionHours
+        ? { contentRetentionHours: input.apiKey.contentRetentionHours }
+        : {}),
     expiresAt: new Date(due + validity * 1000).toISOString(),
     message: { type, body },
   }

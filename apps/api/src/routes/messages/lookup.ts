@@ -86,6 +86,8 @@ export function viewFromJob(job: QueuedJob, state: string, claim: MessageClaim |
     senderPhoneNumberId: null,
     fallbackUsed: (result as { fallbackUsed?: boolean } | undefined)?.fallbackUsed === true,
     pricing: null,
+    // Its record will be redacted from the start: say so already while only the queue holds it.
+    ...(data.discardContent ? { redacted: true as const } : {}),
     createdAt: data.acceptedAt,
     updatedAt: new Date(updatedAt).toISOString(),
   }

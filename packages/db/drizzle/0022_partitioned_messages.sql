@@ -21,6 +21,7 @@ ALTER INDEX messages_client_reference_idx RENAME TO messages_legacy_client_refer
 ALTER INDEX messages_failed_accepted_at_idx RENAME TO messages_legacy_failed_accepted_at_idx;--> statement-breakpoint
 ALTER INDEX messages_phone_sent_at_idx RENAME TO messages_legacy_phone_sent_at_idx;--> statement-breakpoint
 ALTER INDEX messages_user_id_sent_at_idx RENAME TO messages_legacy_user_id_sent_at_idx;--> statement-breakpoint
+ALTER INDEX messages_redact_after_idx RENAME TO messages_legacy_redact_after_idx;--> statement-breakpoint
 -- Unique across days is impossible on a partitioned table; the platform's ids are unique by nature.
 DROP INDEX messages_platform_message_id_idx;--> statement-breakpoint
 CREATE TABLE messages (LIKE messages_legacy INCLUDING DEFAULTS INCLUDING STORAGE) PARTITION BY RANGE (accepted_at);--> statement-breakpoint
@@ -36,6 +37,7 @@ CREATE INDEX messages_failed_accepted_at_idx ON messages (accepted_at) WHERE sta
 CREATE INDEX messages_phone_sent_at_idx ON messages (phone, sent_at);--> statement-breakpoint
 CREATE INDEX messages_user_id_sent_at_idx ON messages (user_id, sent_at) WHERE user_id IS NOT NULL;--> statement-breakpoint
 CREATE INDEX messages_platform_message_id_idx ON messages (platform_message_id) WHERE platform_message_id IS NOT NULL;--> statement-breakpoint
+CREATE INDEX messages_redact_after_idx ON messages (redact_after) WHERE redact_after IS NOT NULL AND redacted_at IS NULL;--> statement-breakpoint
 -- The legacy table's indexes match the parent's and are attached as they are, but for the key's,
 -- built here unless an operator built it beforehand, concurrently, under this name.
 CREATE UNIQUE INDEX IF NOT EXISTS messages_legacy_id_accepted_at_idx ON messages_legacy (id, accepted_at);--> statement-breakpoint
