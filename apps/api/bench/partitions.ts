@@ -129,7 +129,9 @@ try {
   await sql.unsafe(`drop table flat_day`)
 
   // ── 2. queries: 90 day partitions vs one table ──
-  console.log(`queries: ${queryRows.toLocaleString('en-US')} messages over 90 days, in partitions of ${widthDays} days and in one table…`)
+  console.log(
+    `queries: ${queryRows.toLocaleString('en-US')} messages over 90 days, in partitions of ${widthDays} days and in one table…`,
+  )
   started = performance.now()
   await sql.unsafe(`drop table messages_legacy`) // empty here; the days below take its place
   await maintainPartitions(sql, {
