@@ -64,8 +64,8 @@ export async function findPlatformMessageId(db: Db, id: string): Promise<string 
  */
 export async function recordDeliveryOutcomes(sql: Sql, outcomes: DeliveryOutcome[]): Promise<void> {
   if (outcomes.length === 0) return
-  // Into the day's partition when it exists (one table, not every day's: see message-partitions.ts),
-  // one statement per day, usually one; else, or when it was dropped meanwhile, through `messages`.
+  // Into the period's partition when it has one (one table, not every one: see message-partitions.ts),
+  // one statement per period, usually one; else, or when it was dropped meanwhile, through `messages`.
   const byDay = new Map<string | null, DeliveryOutcome[]>()
   for (const outcome of outcomes) {
     const day = await partitionAt(sql, outcome.acceptedAt.getTime())
@@ -106,7 +106,7 @@ async function recordFailedAttempts(sql: Sql, outcomes: DeliveryOutcome[]): Prom
 }
 
 /**
- * The upsert of `group` into `table`: `messages`, or one day's partition of it when every outcome's
+ * The upsert of `group` into `table`: `messages`, or one partition of it when every outcome's
  * `acceptedAt` is in that day. Exported for the partitions benchmark, which runs it on a plain table.
  */
 export function upsertOutcomes(sql: Sql, table: string, group: DeliveryOutcome[]) {

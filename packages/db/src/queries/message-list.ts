@@ -8,7 +8,6 @@ import { type Column, eq, getTableColumns, gte, inArray, lt, lte, or, type SQL, 
 import type { Db } from '../client.ts'
 import { type MessageRow, messages } from '../schema/messages.ts'
 import { offsetOf, ordering, whereAll } from './list-helpers.ts'
-import { newestPageByDays } from './message-list-days.ts'
 import { isUuid } from './orders.ts'
 
 const timestamp = (value: string) => sql`${value}::timestamptz`
@@ -70,25 +69,21 @@ export async function listMatchingMessages(
   const countLimit = Math.max(MESSAGE_COUNT_LIMIT, offset + query.take) + 1
 
   const matching = whereAll([...filters, statuses.length ? inArray(messages.status, statuses) : undefined])
-  // Newest first by acceptance (the default), the list reads day by day (message-list-days.ts).
-  const byDays = statuses.length <= 1 && query.orderField !== 'updatedAt' && query.order === 'DESC'
   const counting = db
     .select({ value: sql<number>`count(*)::int` })
     .from(db.select({ one: sql`1` }).from(messages).where(matching).limit(countLimit).as('matches'))
     .then(([row]) => row?.value ?? 0)
   counting.catch(() => {}) // awaited below; this only keeps an early failure from going unhandled
 
-  const rows =
-    (byDays ? await newestPageByDays(db, matching, offset, query.take) : null) ??
-    (await (statuses.length > 1
-      ? pageOfStatuses(db, filters, statuses, query, offset)
-      : db
-          .select()
-          .from(messages)
-          .where(matching)
-          .orderBy(...sortOf(query, messages))
-          .limit(query.take)
-          .offset(offset)))
+  const rows = await (statuses.length > 1
+    ? pageOfStatuses(db, filters, statuses, query, offset)
+    : db
+        .select()
+        .from(messages)
+        .where(matching)
+        .orderBy(...sortOf(query, messages))
+        .limit(query.take)
+        .offset(offset))
   const itemCount = await counting
   return { rows, itemCount, itemCountExact: itemCount < countLimit }
 }

@@ -14,7 +14,7 @@ import { apiKeys } from './api-keys.ts'
 import { messageStatus, messageType } from './enums.ts'
 
 /**
- * The columns of `messages`, apart so a day's partition can be read as a table of its own
+ * The columns of `messages`, apart so a partition can be read as a table of its own
  * (queries/message-partitions.ts): the same columns under the partition's name.
  */
 export const messageColumns = {
