@@ -17,6 +17,7 @@ import {
   SERVICE_WINDOW_MS,
   serviceWindowKey,
   serviceWindowsLoadedKey,
+  recipientHasher,
 } from '@dispatch/contracts'
 import { createDb, generateApiKey, insertApiKey, type Sql } from '@dispatch/db'
 import { createBenchWorld, median, printComparison } from '@dispatch/testing/bench'
@@ -211,6 +212,7 @@ function startDeliveryWorker(
     claims: timedClaims(),
     logger,
     prefix: world.queuePrefix,
+    hash: recipientHasher({}),
     recorder: new DeliveryRecorder(timedSql),
   }
   return new Worker<MessageJob, DeliveryResult>(

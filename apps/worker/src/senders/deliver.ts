@@ -1,4 +1,5 @@
 import {
+  type RecipientHasher,
   MessageJob,
   messageClaimKey,
   messageClaimTtlMs,
@@ -47,6 +48,8 @@ export interface DeliveryDeps {
   claims: RedisClient
   logger: Logger
   prefix: string
+  /** The recipient's hash, which the Redis copy of the suppression list is keyed by. */
+  hash: RecipientHasher
   recorder: DeliveryRecorder
   /** Counts outcomes, when metrics are on. */
   metrics?: DeliveryMetrics | undefined
@@ -170,7 +173,12 @@ export async function deliverMessage(
       ? windowAtDelivery(deps.claims, deps.prefix, platform.phoneNumberId, recipientOf(message.body))
       : undefined
   // An opt-out made after the message was accepted: read beside the claim too.
-  const optOut = optOutAtDelivery(deps.claims, deps.prefix, platform.phoneNumberId, recipientOf(message.body))
+  const optOut = optOutAtDelivery(
+    deps.claims,
+    deps.prefix,
+    platform.phoneNumberId,
+    deps.hash(recipientOf(message.body)),
+  )
   if ((await takeClaim(deps.claims, deps.prefix, job.data)) === 'cancel') {
     await recorder.record(outcome('canceled', { attempts: job.attemptsMade }))
     metrics?.canceled(senderId)
@@ -285,7 +293,7 @@ export async function deliverMessage(
     else metrics?.retried(senderId, error.code)
     if (error.code === MARKETING_STOPPED_CODE) {
       const entry = { phoneNumberId: platform.phoneNumberId, senderId, recipient: recipientOf(message.body) }
-      await recordMarketingStop(db, deps.claims, deps.prefix, entry).catch((caught) =>
+      await recordMarketingStop(db, deps.claims, deps.prefix, deps.hash, entry).catch((caught) =>
         log.warn({ err: caught }, '131050 not recorded as an opt-out'),
       )
     }

@@ -1,4 +1,5 @@
 import {
+  recipientHasher,
   type MessageJob,
   queuePrefix,
   SENDER_CHANGES_CHANNEL,
@@ -88,6 +89,7 @@ export class SenderLane implements DeliveryLane {
       claims: connections.claims,
       logger,
       prefix: config.QUEUE_PREFIX,
+      hash: recipientHasher(config),
       recorder,
       metrics: context.metrics,
     }

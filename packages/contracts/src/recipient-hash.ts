@@ -1,0 +1,41 @@
+import { createHmac } from 'node:crypto'
+import Type from 'typebox'
+
+/**
+ * A recipient (phone or BSUID) as Dispatch keeps it where it must outlive the recipient's data: the
+ * Redis copy of the suppression list (always), a suppression entry after an erasure, an erasure's
+ * subject and its audit entry. HMAC-SHA256 under `ERASURE_HASH_KEY`, so the same recipient always
+ * gives the same value (an opt-out still matches after an erasure) and a phone cannot be recovered
+ * by hashing every number without the key. Never change the key: every hashed opt-out would stop
+ * matching (see docs/operations.md, "Data lifecycle").
+ */
+export const recipientHashEnv = {
+  /** At least 32 characters (`openssl rand -base64 32`); set it in production, once, for good. */
+  ERASURE_HASH_KEY: Type.Optional(Type.String({ minLength: 32 })),
+}
+
+/** Outside production, and until one is set, a fixed key from this repository: it protects nothing. */
+const DEVELOPMENT_HASH_KEY = 'dispatch-development-only-erasure-hash-key'
+
+/** What a hashed recipient starts with: neither a phone (`+…`) nor a BSUID (`US.…`) can. */
+export const RECIPIENT_HASH_PREFIX = 'hmac:'
+
+export const isRecipientHash = (value: string) => value.startsWith(RECIPIENT_HASH_PREFIX)
+
+/** Answers a recipient's hash; a value already hashed is answered as it is. */
+export type RecipientHasher = (recipient: string) => string
+
+const hashers = new Map<string, RecipientHasher>()
+
+/** The hasher a process's configuration describes (one per key, kept: the accept path calls it per send). */
+export function recipientHasher(env: { ERASURE_HASH_KEY?: string | undefined }): RecipientHasher {
+  const key = env.ERASURE_HASH_KEY ?? DEVELOPMENT_HASH_KEY
+  const known = hashers.get(key)
+  if (known) return known
+  const hasher: RecipientHasher = (recipient) =>
+    isRecipientHash(recipient)
+      ? recipient
+      : RECIPIENT_HASH_PREFIX + createHmac('sha256', key).update(recipient).digest('base64url')
+  hashers.set(key, hasher)
+  return hasher
+}
