@@ -1,6 +1,12 @@
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createSecretBox, MEDIA_MAX_BYTES, metricsEnv, recipientHashEnv, secretsEnv } from '@dispatch/contracts'
+import {
+  createSecretBox,
+  MEDIA_MAX_BYTES,
+  metricsEnv,
+  recipientHashEnv,
+  secretsEnv,
+} from '@dispatch/contracts'
 import {
   ConfigError,
   choosePlatform,

@@ -14,10 +14,10 @@ import {
   MESSAGE_JOB_OPTIONS,
   type MessageJob,
   QueueNames,
+  recipientHasher,
   SERVICE_WINDOW_MS,
   serviceWindowKey,
   serviceWindowsLoadedKey,
-  recipientHasher,
 } from '@dispatch/contracts'
 import { createDb, generateApiKey, insertApiKey, type Sql } from '@dispatch/db'
 import { createBenchWorld, median, printComparison } from '@dispatch/testing/bench'

@@ -14,7 +14,7 @@ import Type, { type Static } from 'typebox'
 import { parseRetrySchedule } from './webhooks/schedule.ts'
 
 /** The queues (and loops) a worker process can run; ops pick per process with WORKER_QUEUES. */
-export const WORKER_ROLES = ['email', 'outbox', 'messages', 'webhooks'] as const
+export const WORKER_ROLES = ['email', 'outbox', 'messages', 'webhooks', 'lifecycle'] as const
 export type WorkerRole = (typeof WORKER_ROLES)[number]
 
 const WorkerEnv = Type.Object({

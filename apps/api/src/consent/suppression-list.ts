@@ -46,7 +46,10 @@ export async function optOutAll(
   const added = await addSuppressions(deps.db, entries, at, onChange)
   for (const { row } of added) {
     await deps.redis
-      .set(suppressionKey(deps.config.QUEUE_PREFIX, row.phoneNumberId, hashOf(deps, row.recipient)), row.scope)
+      .set(
+        suppressionKey(deps.config.QUEUE_PREFIX, row.phoneNumberId, hashOf(deps, row.recipient)),
+        row.scope,
+      )
       .catch((error) => log.warn({ err: error }, 'opt-out not copied to Redis; the rebuild will'))
   }
   return added

@@ -4,12 +4,12 @@ import {
   MARKETING_CONSENT_SCRIPT,
   type MessageType,
   marketingCountKey,
+  type RecipientHasher,
   recipientField,
   recipientOf,
   serviceWindowKey,
   serviceWindowState,
   serviceWindowsLoadedKey,
-  type RecipientHasher,
   suppressionKey,
 } from '@dispatch/contracts'
 import type { RedisClient } from '@dispatch/contracts/redis'

@@ -162,7 +162,9 @@ describe('the Redis copy', () => {
           what: 'the suppression copy rebuilt',
         },
       )
-      expect(await redis.get(suppressionKey(world.queuePrefix, SANDBOX_NUMBER, recipientHasher({})(phone)))).toBe('all')
+      expect(
+        await redis.get(suppressionKey(world.queuePrefix, SANDBOX_NUMBER, recipientHasher({})(phone))),
+      ).toBe('all')
       expectError(await sendText(second, phone), 422, 'RECIPIENT_OPTED_OUT')
     } finally {
       redis.disconnect()

@@ -1,9 +1,9 @@
 import {
-  type RecipientHasher,
   MessageJob,
   messageClaimKey,
   messageClaimTtlMs,
   type OutboundMessage,
+  type RecipientHasher,
   recipientOf,
   type ServiceWindowPolicy,
   WORKER_CLAIM_SCRIPT,

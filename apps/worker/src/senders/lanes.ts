@@ -1,7 +1,7 @@
 import {
-  recipientHasher,
   type MessageJob,
   queuePrefix,
+  recipientHasher,
   SENDER_CHANGES_CHANNEL,
   type SenderState,
   senderQueueName,
