@@ -16,7 +16,8 @@ const ExportParams = Type.Object({ phone: Phone })
 function toLines(page: ExportPage): Array<Record<string, unknown>> {
   switch (page.kind) {
     case 'message':
-      return page.rows.map((row) => ({ kind: page.kind, ...toMessageView(row) }))
+      // The view, and what was sent as it was accepted (`{}` once its content was removed).
+      return page.rows.map((row) => ({ kind: page.kind, ...toMessageView(row), payload: row.payload }))
     case 'inbound_message':
       return page.rows.map((row) => ({ kind: page.kind, ...toInboundMessageView(row) }))
     case 'event':
@@ -36,8 +37,8 @@ function toLines(page: ExportPage): Array<Record<string, unknown>> {
 
 /**
  * `GET /api/third-party/recipients/:phone/export`: everything Dispatch holds about one recipient
- * for the key, as NDJSON. Read a page (`EXPORT_PAGE_SIZE` rows, keyset) at a time and written a line
- * at a time through a Readable that pulls the next line only when the socket takes the last: a
+ * for the key, as NDJSON. Read a page (`EXPORT_PAGE_SIZE` rows, keyset) at a time and written a page
+ * at a time through a Readable that pulls the next page only when the socket has taken the last: a
  * slow reader holds the query, never the recipient's whole history in the server's memory.
  * Scope `manage:data`, as erasure: an export holds every text a recipient was sent or sent back,
  * more than `read:messages` (given to integrations that follow statuses) should reach in bulk.
@@ -86,12 +87,17 @@ export const recipientExportRoutes: FastifyPluginAsyncTypebox = async (app) => {
         hashes: [...identities.phones, ...identities.userIds].map(hash),
         pageSize: EXPORT_PAGE_SIZE,
       })
-      async function* lines() {
+      // A page's lines as one chunk: one socket write per page, not per line (100,000 writes of a
+      // line each took ten times as long as the queries).
+      async function* chunks() {
         for await (const page of pages) {
-          for (const line of toLines(page)) yield `${JSON.stringify(line)}\n`
+          yield toLines(page)
+            .map((line) => `${JSON.stringify(line)}\n`)
+            .join('')
         }
       }
-      const stream = Readable.from(lines(), { objectMode: false, highWaterMark: 64 * 1024 })
+      // Past 64 KiB waiting for the socket, the next page is not read: at most a page or two in memory.
+      const stream = Readable.from(chunks(), { objectMode: false, highWaterMark: 64 * 1024 })
       stream.on('error', (error) => request.log.error({ err: error }, 'recipient export cut short'))
       request.log.info({ apiKeyId: key.id }, 'recipient export started')
       return reply.type('application/x-ndjson').send(stream as never)
