@@ -76,7 +76,11 @@ export async function optInAll(
   at: Date,
   onChange?: OutboxOnChange,
 ): Promise<Array<SuppressionRow | undefined>> {
-  const removed = await removeSuppressions(deps.db, wheres, audit, at, onChange)
+  // A recipient's entry, or the one kept by its hash since it was erased: an opt-in lifts either.
+  const withHash = wheres.map((where) =>
+    'recipient' in where ? { ...where, recipientHash: hashOf(deps, where.recipient) } : where,
+  )
+  const removed = await removeSuppressions(deps.db, withHash, audit, at, onChange)
   for (const row of removed) {
     if (!row) continue
     await deps.redis

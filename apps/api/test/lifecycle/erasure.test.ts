@@ -185,6 +185,12 @@ describe("an admin's erasure", () => {
     // No log line of the API or the worker printed it.
     expect(app.logs.lines.filter((l) => l.includes(phone.slice(1)))).toEqual([])
     expect(workerLogs.lines.filter((l) => l.includes(phone.slice(1)))).toEqual([])
+
+    // Their own START still lifts the opt-out kept by hash; a new STOP holds again.
+    expect((await customerSays(phone, 'START')).statusCode).toBe(200)
+    expect((await sendText(phone, 'welcome back')).statusCode).toBe(202)
+    expect((await customerSays(phone, 'STOP')).statusCode).toBe(200)
+    expectError(await sendText(phone, 'and gone again'), 422, 'RECIPIENT_OPTED_OUT')
   })
 })
 
