@@ -114,6 +114,9 @@ describe('a recipient export', () => {
     ).toEqual(['message.received', 'message.received', 'message.sent', 'message.sent', 'recipient.opted_out'])
     expect(of('suppression')).toMatchObject([{ recipient: phone, scope: 'all', source: 'keyword' }])
     expect(lines).toHaveLength(10)
+    // The request's log lines name the route, never the phone in its path.
+    expect(app.logs.lines.filter((line) => line.includes('recipients/'))).not.toEqual([])
+    expect(app.logs.lines.filter((line) => line.includes(phone.slice(1)))).toEqual([])
     expect(res.body).not.toContain('from beta')
     expect(res.body).not.toContain('someone else')
 
