@@ -54,7 +54,7 @@ export const sendChecks = fp(
         config.QUEUE_PREFIX,
         app.log,
         defaultPhoneNumberId(config),
-        recipientHasher(config),
+        app.deps.recipientHash ?? recipientHasher(config),
       ),
     )
     app.addHook('onClose', async () => {
