@@ -57,7 +57,7 @@ export function hmacSha256(key: string): (message: string) => string {
   }
   const innerPad = inner.toString('latin1')
   // The pad goes as a string (no Buffer per call) when it is ASCII, so UTF-8 keeps its bytes.
-  const asciiPad = !/[^\x00-\x7f]/.test(innerPad)
+  const asciiPad = inner.every((byte) => byte < 0x80)
   return (message) => {
     const innerHash = asciiPad
       ? hash('sha256', innerPad + message, 'buffer')
@@ -66,4 +66,3 @@ export function hmacSha256(key: string): (message: string) => string {
     return hash('sha256', outer, 'base64url')
   }
 }
-
