@@ -224,8 +224,12 @@ export class RedisEraser {
       do {
         const [next, keys] = await node.scan(cursor, 'MATCH', match, 'COUNT', 1000)
         cursor = next
-        for (const key of keys) {
-          const value = await this.#redis.get(key)
+        // A page's values in one round trip (one GET each: on a Cluster they sit on many slots).
+        const pipeline = this.#redis.pipeline()
+        for (const key of keys) pipeline.get(key)
+        const values = keys.length ? ((await pipeline.exec()) ?? []) : []
+        for (const [i, key] of keys.entries()) {
+          const value = values[i]?.[1] as string | null | undefined
           if (!value) continue
           const stored = JSON.parse(value) as { body?: string }
           if (typeof stored.body !== 'string' || !quoted.some((q) => stored.body?.includes(q))) continue
