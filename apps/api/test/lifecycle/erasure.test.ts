@@ -194,6 +194,34 @@ describe("an admin's erasure", () => {
   })
 })
 
+describe('an erasure by phone', () => {
+  it('reaches the same user known by their BSUID, and forgets the pair', async () => {
+    const phone = newPhone()
+    const userId = `BR.${randomBytes(8).toString('hex')}`
+    const text = secret('by-bsuid')
+    // The user writes with both identities (the platform pairs them), then gets a message by BSUID.
+    await sent(phone, secret('first'))
+    const pair = messageWebhook(
+      SANDBOX_NUMBER,
+      inboundMessage('text', { phone, userId, username: 'ana.s' }, { text: secret('hi') }),
+    )
+    expect((await postPlatformWebhook(app, pair, APP_SECRET)).statusCode).toBe(200)
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/messages/send-text',
+      headers: { 'x-api-key': acme.key },
+      payload: { userId, text },
+    })
+    expect(res.statusCode, res.body).toBe(202)
+    await untilMessageStatus(app, acme.key, res.json<{ messageId: string }>().messageId, 'sent')
+
+    const { done } = await erase('/api/admin', asAdmin(), { phone })
+    expect(done.report).toMatchObject({ messages: 2, inboundMessages: 1, recipientIdentities: 1 })
+    expect(await findInPostgres(world.sql, [phone, phone.slice(1), userId, 'ana.s', text])).toEqual([])
+    expect(await findInRedis(redis, world.queuePrefix, [phone, phone.slice(1), userId, text])).toEqual([])
+  })
+})
+
 describe("a key's erasure", () => {
   it("erases the key's own data only, and another key neither reads it nor is touched", async () => {
     const phone = newPhone()
