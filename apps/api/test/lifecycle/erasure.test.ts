@@ -222,6 +222,31 @@ describe('an erasure by phone', () => {
   })
 })
 
+describe('an erasure that fails', () => {
+  it('is marked failed, and leaves the recipient neither in its outbox row nor in its job', async () => {
+    const phone = newPhone()
+    const { accepted, done } = await erase('/api/admin', asAdmin(), { phone })
+    expect(done.status).toBe('completed')
+    // The same erasure's job again, for an erasure that is gone: it cannot run, and fails for good.
+    await world.sql`delete from admin_audit_log where target_id = ${accepted.id}`
+    await world.sql`delete from erasures where id = ${accepted.id}`
+    const [row] = await world.sql<{ id: number }[]>`
+      insert into outbox (topic, payload) values ('erasures', ${world.sql.json({ erasureId: accepted.id, phone })})
+      returning id`
+    await waitFor(
+      async () => {
+        const [outbox] = await world.sql<
+          { payload: object }[]
+        >`select payload from outbox where id = ${row?.id ?? 0}`
+        return JSON.stringify(outbox?.payload) === JSON.stringify({ erasureId: accepted.id }) || undefined
+      },
+      { what: "the failed erasure's outbox row stripped" },
+    )
+    expect(await findInRedis(redis, world.queuePrefix, [phone, phone.slice(1)])).toEqual([])
+    expect(workerLogs.text()).toContain('erasure failed')
+  })
+})
+
 describe("a key's erasure", () => {
   it("erases the key's own data only, and another key neither reads it nor is touched", async () => {
     const phone = newPhone()
