@@ -9,7 +9,8 @@
  * batches of 100, the order alternating: the steadier figure on a shared machine); then the HMAC
  * alone. Aim ≤ 1.05.
  *
- *   pnpm --filter @dispatch/api bench:recipient-hash   (BENCH_PAIRS, BENCH_SENDS, BENCH_BATCHES)
+ *   pnpm --filter @dispatch/api bench:recipient-hash   (BENCH_PAIRS, BENCH_SENDS, BENCH_BATCHES,
+ *   BENCH_CONTROL)
  */
 import { recipientHasher, suppressionsLoadedKey } from '@dispatch/contracts'
 import { clearFairAdmission, createBenchWorld, median, printComparison } from '@dispatch/testing/bench'
@@ -35,9 +36,11 @@ const appOf = async (recipientHash?: (recipient: string) => string) => {
   await app.ready()
   return app
 }
-// BENCH_CONTROL: both sides plain, to see what the pairing itself reads on this machine.
-const on = await appOf(process.env.BENCH_CONTROL ? (recipient) => recipient : undefined)
-const off = await appOf((recipient) => recipient)
+// BENCH_CONTROL=plain or hashed: both sides alike, to read what the pairing itself reads here.
+const control = process.env.BENCH_CONTROL
+const plain = (recipient: string) => recipient
+const on = await appOf(control === 'plain' ? plain : undefined)
+const off = await appOf(control === 'hashed' ? undefined : plain)
 
 try {
   // The copy is complete (as a worker's rebuild leaves it): every read is a real lookup.
