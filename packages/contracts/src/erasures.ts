@@ -106,11 +106,21 @@ export const ErasureJob = Type.Object(
     erasureId: Type.String({ format: 'uuid' }),
     phone: Type.Optional(Phone),
     userId: Type.Optional(UserId),
+    /**
+     * Every identity of the recipient, as the job's first run found them (the phone-BSUID pairs an
+     * admin's erasure then deletes): a retried run erases the same ones.
+     */
+    identities: Type.Optional(
+      Type.Object(
+        { phones: Type.Array(Phone), userIds: Type.Array(UserId) },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: false },
 )
 export type ErasureJob = Static<typeof ErasureJob>
-export type ErasurePayload = Omit<ErasureJob, 'outboxId'>
+export type ErasurePayload = Omit<ErasureJob, 'outboxId' | 'identities'>
 
 /** The kinds of line a recipient's export holds (`GET …/recipients/:phone/export`). */
 export const EXPORT_KINDS = ['message', 'inbound_message', 'event', 'suppression'] as const

@@ -49,7 +49,9 @@ export async function runErasure(
   const apiKeyId = erasure.apiKeyId
   const key = apiKeyId ? await findApiKeyById(db, apiKeyId) : undefined
   const senderId = key?.senderId ?? (apiKeyId ? DEFAULT_SENDER_ID : null)
-  const identities = await identitiesOf(db, data)
+  // Kept on the job before anything is erased: a retry after the pairs are gone still has them.
+  const identities = data.identities ?? (await identitiesOf(db, data))
+  if (!data.identities) await job.updateData({ ...data, identities })
   const recipients = [...identities.phones, ...identities.userIds]
   const senders = (await listAllSenders(db)).map((s) => ({ id: s.id, phoneNumberId: s.phoneNumberId }))
   const ownSenders = apiKeyId ? senders.filter((s) => s.id === senderId) : senders
