@@ -1,7 +1,14 @@
 import { randomBytes } from 'node:crypto'
-import type { ErasureView } from '@dispatch/contracts'
+import {
+  type ErasureView,
+  fairKeys,
+  MESSAGE_JOB_OPTIONS,
+  type MessageJob,
+  senderQueueName,
+} from '@dispatch/contracts'
 import { captureLogs, inboundMessage, messageWebhook, waitFor } from '@dispatch/testing'
 import type { RunningWorker } from '@dispatch/worker'
+import { Queue } from 'bullmq'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
@@ -10,6 +17,7 @@ import {
   buildTestApp,
   createWorld,
   expectError,
+  messageView,
   postPlatformWebhook,
   startTestWorker,
   type TestApp,
@@ -73,7 +81,7 @@ async function erase(path: string, headers: Record<string, string>, body: object
 beforeAll(async () => {
   world = await createWorld()
   app = await buildTestApp(world, { WHATSAPP_APP_SECRET: APP_SECRET, SCHEDULE_MIN_AHEAD_SECONDS: '1' })
-  worker = await startTestWorker(world, { LOG_LEVEL: 'info' }, workerLogs.stream)
+  worker = await startTestWorker(world, { LOG_LEVEL: 'info', WORKER_SENDERS: 'default' }, workerLogs.stream)
   redis = new Redis(world.redisUrl)
   const scopes = ['send:free-text', 'read:messages', 'manage:webhooks', 'manage:data']
   acme = await activeKey(app, { scopes })
@@ -219,6 +227,46 @@ describe('an erasure by phone', () => {
     expect(done.report).toMatchObject({ messages: 2, inboundMessages: 1, recipientIdentities: 1 })
     expect(await findInPostgres(world.sql, [phone, phone.slice(1), userId, 'ana.s', text])).toEqual([])
     expect(await findInRedis(redis, world.queuePrefix, [phone, phone.slice(1), userId, text])).toEqual([])
+  })
+})
+
+describe('messages no worker has taken yet', () => {
+  it('are canceled wherever they wait: for admission, or admitted in their sender’s queue', async () => {
+    // A sender no worker of this test serves (WORKER_SENDERS=default): its messages stay put.
+    await world.sql`insert into senders (id, phone_number_id, display_name) values ('idle', '100000000000009', 'Idle')`
+    const phone = newPhone()
+    const texts = [secret('waiting'), secret('admitted')]
+    const jobOf = (text: string) => ({
+      messageId: crypto.randomUUID(),
+      apiKeyId: acme.id,
+      acceptedAt: new Date().toISOString(),
+      senderId: 'idle',
+      message: { type: 'text' as const, body: { phone, text } },
+    })
+    const waiting = jobOf(texts[0] as string)
+    const admitted = jobOf(texts[1] as string)
+    const keys = fairKeys(world.queuePrefix, 'idle')
+    await redis.hset(keys.jobs, waiting.messageId, JSON.stringify(waiting))
+    await redis.rpush(keys.list('normal', acme.id), waiting.messageId)
+    const queue = new Queue<MessageJob>(senderQueueName('idle'), {
+      connection: redis,
+      prefix: world.queuePrefix,
+    })
+    await queue.add('text', admitted, { ...MESSAGE_JOB_OPTIONS, jobId: admitted.messageId })
+    await queue.close()
+
+    const { done } = await erase('/api/third-party', { 'x-api-key': acme.key }, { phone })
+    expect(done.report).toMatchObject({ messages: 2, messagesCanceled: 2, inFlight: 0 })
+    for (const id of [waiting.messageId, admitted.messageId]) {
+      expect(await messageView(app, acme.key, id)).toMatchObject({
+        status: 'canceled',
+        phone: null,
+        lastError: { code: 'RECIPIENT_ERASED' },
+      })
+    }
+    const needles = [phone, phone.slice(1), ...texts]
+    expect(await findInPostgres(world.sql, needles)).toEqual([])
+    expect(await findInRedis(redis, world.queuePrefix, needles)).toEqual([])
   })
 })
 

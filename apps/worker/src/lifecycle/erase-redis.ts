@@ -72,7 +72,9 @@ export class RedisEraser {
     let inFlight = 0
     for (const sender of senders) {
       const keys = fairKeys(this.#prefix, sender.id)
-      const found: Array<{ job: MessageJob; bull?: Job }> = []
+      // By message id: one being admitted can be in `moving` and already in the queue, and is one
+      // message (recorded once: a statement may not write a row twice).
+      const found = new Map<string, { job: MessageJob; bull?: Job }>()
       for (const hash of [keys.jobs, keys.moving]) {
         let cursor = '0'
         do {
@@ -80,20 +82,22 @@ export class RedisEraser {
           cursor = next
           for (let i = 1; i < entries.length; i += 2) {
             const job = JSON.parse(entries[i] as string) as MessageJob
-            if (matches(job)) found.push({ job })
+            if (matches(job)) found.set(job.messageId, { job })
           }
         } while (cursor !== '0')
       }
       const queue = this.queue(senderQueueName(sender.id))
       for (const bull of await queue.getJobs(['wait', 'prioritized', 'delayed'])) {
-        if (bull && matches(bull.data as MessageJob)) found.push({ job: bull.data as MessageJob, bull })
+        if (bull && matches(bull.data as MessageJob)) {
+          found.set(bull.data.messageId, { job: bull.data as MessageJob, bull })
+        }
       }
       for (const active of await queue.getJobs(['active'])) {
         if (active && matches(active.data as MessageJob)) inFlight++
       }
       const outcomes: DeliveryOutcome[] = []
-      const removable: typeof found = []
-      for (const entry of found) {
+      const removable: Array<{ job: MessageJob; bull?: Job }> = []
+      for (const entry of found.values()) {
         const { job } = entry
         const key = messageClaimKey(this.#prefix, job.messageId)
         const set = await this.#redis.set(
