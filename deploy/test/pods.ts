@@ -73,6 +73,7 @@ export const SAMPLE_SECRETS: Record<string, string> = {
   DATABASE_URL: 'postgres://dispatch:sample@postgres:5432/dispatch',
   REDIS_URL: 'redis://:sample@redis:6379',
   SECRETS_KEY: randomBytes(32).toString('base64'),
+  ERASURE_HASH_KEY: randomBytes(32).toString('base64'),
   ADMIN_TOKENS: `ops=${randomBytes(24).toString('base64url')}`,
   SMTP_URL: 'smtp://dispatch:sample@smtp:587',
   SECRETS_KEY_PREVIOUS: randomBytes(32).toString('base64'),

@@ -3,6 +3,7 @@ import {
   loggerOptions,
   QueueNames,
   queuePrefix,
+  type RecipientHasher,
   urlPassword,
   type WebhookJob,
 } from '@dispatch/contracts'
@@ -29,6 +30,11 @@ export interface ApiDeps {
   webhookQueue: Queue<WebhookJob>
   logger: FastifyBaseLogger
   clock: () => Date
+  /**
+   * The recipient's hash the consent checks key the suppression list by (ERASURE_HASH_KEY's HMAC
+   * when absent); `bench/recipient-hash.ts` replaces it to measure what hashing costs a send.
+   */
+  recipientHash?: RecipientHasher | undefined
   /** OpenTelemetry, when OTEL_EXPORTER_OTLP_ENDPOINT is set (or a test gives one): requests are traced. */
   tracing?: Tracing | undefined
   /** Postgres reachability, for /readyz. */
@@ -39,10 +45,13 @@ export interface ApiDeps {
 /** Secrets some callers must put in a query string (the webhook handshake's verify token). */
 const SECRET_QUERY_PARAMS = /([?&](?:hub\.verify_token|hub%2Everify_token)=)[^&]*/gi
 
-/** Fastify's request serializer, with secret query parameters censored. */
+/** A recipient named in a path (`/recipients/:phone/export`): a phone never reaches a log line. */
+const RECIPIENT_IN_PATH = /(\/recipients\/)[^/?]+/gi
+
+/** Fastify's request serializer, with secret query parameters and recipients in paths censored. */
 const serializeRequest = (request: FastifyRequest) => ({
   method: request.method,
-  url: request.url.replace(SECRET_QUERY_PARAMS, '$1[redacted]'),
+  url: request.url.replace(SECRET_QUERY_PARAMS, '$1[redacted]').replace(RECIPIENT_IN_PATH, '$1[redacted]'),
   host: request.host,
   remoteAddress: request.ip,
   remotePort: request.socket?.remotePort,

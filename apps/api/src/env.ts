@@ -1,6 +1,12 @@
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createSecretBox, MEDIA_MAX_BYTES, metricsEnv, secretsEnv } from '@dispatch/contracts'
+import {
+  createSecretBox,
+  MEDIA_MAX_BYTES,
+  metricsEnv,
+  recipientHashEnv,
+  secretsEnv,
+} from '@dispatch/contracts'
 import {
   ConfigError,
   choosePlatform,
@@ -58,6 +64,7 @@ const ApiEnv = Type.Object({
   /** The platform media uploads go to: the worker's, by the same variables (see the worker's env). */
   ...platformEnv,
   ...secretsEnv,
+  ...recipientHashEnv,
   ...metricsEnv,
   ...tracingEnv,
   /**

@@ -14,6 +14,7 @@ import {
   MESSAGE_JOB_OPTIONS,
   type MessageJob,
   QueueNames,
+  recipientHasher,
   SERVICE_WINDOW_MS,
   serviceWindowKey,
   serviceWindowsLoadedKey,
@@ -211,6 +212,7 @@ function startDeliveryWorker(
     claims: timedClaims(),
     logger,
     prefix: world.queuePrefix,
+    hash: recipientHasher({}),
     recorder: new DeliveryRecorder(timedSql),
   }
   return new Worker<MessageJob, DeliveryResult>(

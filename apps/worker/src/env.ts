@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url'
-import { createSecretBox, metricsEnv, secretsEnv } from '@dispatch/contracts'
+import { createSecretBox, metricsEnv, recipientHashEnv, secretsEnv } from '@dispatch/contracts'
 import {
   ConfigError,
   choosePlatform,
@@ -14,7 +14,7 @@ import Type, { type Static } from 'typebox'
 import { parseRetrySchedule } from './webhooks/schedule.ts'
 
 /** The queues (and loops) a worker process can run; ops pick per process with WORKER_QUEUES. */
-export const WORKER_ROLES = ['email', 'outbox', 'messages', 'webhooks'] as const
+export const WORKER_ROLES = ['email', 'outbox', 'messages', 'webhooks', 'lifecycle'] as const
 export type WorkerRole = (typeof WORKER_ROLES)[number]
 
 const WorkerEnv = Type.Object({
@@ -69,6 +69,7 @@ const WorkerEnv = Type.Object({
   SENDER_QUEUE_WINDOW_MS: Type.Integer({ minimum: 50, maximum: 60_000, default: 500 }),
   ...platformEnv,
   ...secretsEnv,
+  ...recipientHashEnv,
   ...metricsEnv,
   /**
    * Where this process serves `GET /metrics`: unset, no listener (and nothing counted); 0, any free

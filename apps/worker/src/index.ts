@@ -5,6 +5,7 @@ import { BullMQOtel } from 'bullmq-otel'
 import pino, { type DestinationStream, type Logger } from 'pino'
 import { startEmailUnit } from './email/unit.ts'
 import type { WorkerConfig, WorkerRole } from './env.ts'
+import { startLifecycleUnit } from './lifecycle/unit.ts'
 import { WorkerMetrics } from './metrics/registry.ts'
 import { type MetricsUnit, startMetricsUnit } from './metrics/unit.ts'
 import { startOutboxUnit } from './outbox/unit.ts'
@@ -50,6 +51,7 @@ const UNITS: Record<WorkerRole, WorkerUnitStarter> = {
   messages: startMessagesUnit,
   webhooks: startWebhooksUnit,
   outbox: startOutboxUnit,
+  lifecycle: startLifecycleUnit,
 }
 
 /** Starts the units that `config.roles` names, in this process. */

@@ -1,6 +1,7 @@
 import {
   ConsentConfirmationJob,
   EmailJob,
+  ErasureJob,
   QueueNames,
   WEBHOOK_JOB_OPTIONS,
   type WebhookJob,
@@ -28,6 +29,10 @@ export interface OutboxRelayOptions {
   webhookQueue: ReopeningQueue<WebhookJob>
   /** Where a keyword's confirmation waits for a messages worker to send it. */
   confirmationQueue: ReopeningQueue<ConsentConfirmationJob>
+  /** Where a recipient's erasure waits for a lifecycle worker. */
+  erasureQueue: ReopeningQueue<ErasureJob>
+  /** How an erasure's job is added (removed once it ends: it holds the recipient). */
+  erasureJobOptions: object
   logger: Logger
   pollMs: number
   batchSize: number
@@ -98,9 +103,10 @@ export class OutboxRelay {
   }
 
   async #publish(rows: OutboxRow[]) {
-    const { emailQueue, webhookQueue, confirmationQueue, db, logger } = this.#options
+    const { emailQueue, webhookQueue, confirmationQueue, erasureQueue, db, logger } = this.#options
     const emails = []
     const confirmations = []
+    const erasures = []
     const eventIds: string[] = []
     for (const row of rows) {
       if (row.topic === 'webhook') {
@@ -114,6 +120,13 @@ export class OutboxRelay {
       if (row.topic === QueueNames.consentConfirmations) {
         if (Value.Check(ConsentConfirmationJob, data)) {
           confirmations.push({ name: data.intent, data, opts: { jobId: `outbox-${row.jobId}` } })
+        } else logger.error({ outboxId: row.id, topic: row.topic }, 'outbox row has no valid job; skipped')
+        continue
+      }
+      if (row.topic === QueueNames.erasures) {
+        if (Value.Check(ErasureJob, data)) {
+          const opts = { ...this.#options.erasureJobOptions, jobId: `outbox-${row.jobId}` }
+          erasures.push({ name: 'erasure', data, opts })
         } else logger.error({ outboxId: row.id, topic: row.topic }, 'outbox row has no valid job; skipped')
         continue
       }
@@ -140,6 +153,7 @@ export class OutboxRelay {
       emails.length > 0 ? (await emailQueue.get()).addBulk(emails) : undefined,
       webhooks.length > 0 ? (await webhookQueue.get()).addBulk(webhooks) : undefined,
       confirmations.length > 0 ? (await confirmationQueue.get()).addBulk(confirmations) : undefined,
+      erasures.length > 0 ? (await erasureQueue.get()).addBulk(erasures) : undefined,
     ])
   }
 

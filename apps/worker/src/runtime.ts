@@ -64,4 +64,4 @@ export function createRedisFactory(config: WorkerConfig, logger: Logger) {
 }
 
 /** The order roles start in; they close in reverse, the outbox relay (a producer) first. */
-export const START_ORDER: readonly WorkerRole[] = ['email', 'messages', 'webhooks', 'outbox']
+export const START_ORDER: readonly WorkerRole[] = ['email', 'messages', 'webhooks', 'lifecycle', 'outbox']

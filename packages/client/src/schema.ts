@@ -501,6 +501,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/erasures": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Erase a recipient's data across every key
+         * @description Exactly one of `phone` and `userId`. Answers 202 with the erasure, `pending`; a worker then removes the recipient and the content of every message, reply and event of every key, cancels what is still queued to them, and keeps their opt-outs (by hash). The erasure names the recipient by hash only. For admins.
+         */
+        post: operations["adminCreateErasure"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/erasures/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One erasure: its status and, once completed, what it erased
+         * @description Any erasure, an admin’s or a key’s.
+         */
+        get: operations["adminGetErasure"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/third-party/messages/send-text": {
         parameters: {
             query?: never;
@@ -1319,6 +1359,66 @@ export interface paths {
          * @description The body gives the reason, kept in the audit log; `recipient.opted_in` goes to subscribed endpoints.
          */
         delete: operations["deleteSuppression"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/third-party/erasures": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Erase a recipient's data held for your key
+         * @description Exactly one of `phone` and `userId`. Answers 202 with the erasure, `pending`; a worker then removes the recipient and the content of every message, reply and event of your key, cancels what is still queued to them, and keeps their opt-outs (by hash). The erasure names the recipient by hash only. Requires `manage:data`.
+         */
+        post: operations["createErasure"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/third-party/erasures/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One erasure: its status and, once completed, what it erased
+         * @description Requires `manage:data`. Your key’s own erasures only.
+         */
+        get: operations["getErasure"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/third-party/recipients/{phone}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Everything held about a recipient for your key (NDJSON)
+         * @description Requires `manage:data`. One JSON object per line, each with its `kind`: `message`, `inbound_message`, `event` (webhook events about them), `suppression` (your sender’s opt-outs of theirs). Streamed as it is read; the phone in E.164 (`%2B` for the `+`).
+         */
+        get: operations["exportRecipient"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -5714,6 +5814,255 @@ export interface operations {
             };
             /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
             415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    adminCreateErasure: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description E.164, e.g. +5511987654321 */
+                    phone?: string;
+                    /** @description A WhatsApp business-scoped user id (BSUID), e.g. US.13491208655302741918, for a user known by username */
+                    userId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        /** @enum {unknown} */
+                        status: "pending" | "running" | "completed" | "failed";
+                        subject: {
+                            hash: string;
+                        };
+                        /** @enum {unknown} */
+                        scope: "all" | "key";
+                        requestedBy: string;
+                        report: {
+                            messages: number;
+                            messagesCanceled: number;
+                            messageAttempts: number;
+                            inboundMessages: number;
+                            webhookEvents: number;
+                            webhookAttempts: number;
+                            suppressions: number;
+                            conversationWindows: number;
+                            recipientIdentities: number;
+                            consentConfirmations: number;
+                            redisJobs: number;
+                            idempotencyAnswers: number;
+                            redisKeys: number;
+                            inFlight: number;
+                        } | null;
+                        error: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        startedAt: string | null;
+                        completedAt: string | null;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A change made with a session cookie lacks its CSRF token (CSRF_TOKEN_INVALID) */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    adminGetErasure: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        /** @enum {unknown} */
+                        status: "pending" | "running" | "completed" | "failed";
+                        subject: {
+                            hash: string;
+                        };
+                        /** @enum {unknown} */
+                        scope: "all" | "key";
+                        requestedBy: string;
+                        report: {
+                            messages: number;
+                            messagesCanceled: number;
+                            messageAttempts: number;
+                            inboundMessages: number;
+                            webhookEvents: number;
+                            webhookAttempts: number;
+                            suppressions: number;
+                            conversationWindows: number;
+                            recipientIdentities: number;
+                            consentConfirmations: number;
+                            redisJobs: number;
+                            idempotencyAnswers: number;
+                            redisKeys: number;
+                            inFlight: number;
+                        } | null;
+                        error: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        startedAt: string | null;
+                        completedAt: string | null;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -13716,6 +14065,352 @@ export interface operations {
             };
             /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
             415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createErasure: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description E.164, e.g. +5511987654321 */
+                    phone?: string;
+                    /** @description A WhatsApp business-scoped user id (BSUID), e.g. US.13491208655302741918, for a user known by username */
+                    userId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        /** @enum {unknown} */
+                        status: "pending" | "running" | "completed" | "failed";
+                        subject: {
+                            hash: string;
+                        };
+                        /** @enum {unknown} */
+                        scope: "all" | "key";
+                        requestedBy: string;
+                        report: {
+                            messages: number;
+                            messagesCanceled: number;
+                            messageAttempts: number;
+                            inboundMessages: number;
+                            webhookEvents: number;
+                            webhookAttempts: number;
+                            suppressions: number;
+                            conversationWindows: number;
+                            recipientIdentities: number;
+                            consentConfirmations: number;
+                            redisJobs: number;
+                            idempotencyAnswers: number;
+                            redisKeys: number;
+                            inFlight: number;
+                        } | null;
+                        error: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        startedAt: string | null;
+                        completedAt: string | null;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getErasure: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        /** @enum {unknown} */
+                        status: "pending" | "running" | "completed" | "failed";
+                        subject: {
+                            hash: string;
+                        };
+                        /** @enum {unknown} */
+                        scope: "all" | "key";
+                        requestedBy: string;
+                        report: {
+                            messages: number;
+                            messagesCanceled: number;
+                            messageAttempts: number;
+                            inboundMessages: number;
+                            webhookEvents: number;
+                            webhookAttempts: number;
+                            suppressions: number;
+                            conversationWindows: number;
+                            recipientIdentities: number;
+                            consentConfirmations: number;
+                            redisJobs: number;
+                            idempotencyAnswers: number;
+                            redisKeys: number;
+                            inFlight: number;
+                        } | null;
+                        error: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        startedAt: string | null;
+                        completedAt: string | null;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    exportRecipient: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description E.164, e.g. +5511987654321 */
+                phone: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One JSON object per line */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource, or an id too long to be one (NOT_FOUND) */
+            404: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;

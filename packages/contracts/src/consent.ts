@@ -17,12 +17,29 @@ export type SuppressionScope = (typeof SUPPRESSION_SCOPES)[number]
 export const SUPPRESSION_SOURCES = ['keyword', 'user_preferences', '131050', 'api', 'admin'] as const
 export type SuppressionSource = (typeof SUPPRESSION_SOURCES)[number]
 
-/** The scope an entry holds in Redis, per business number and recipient (phone or BSUID). */
-export const suppressionKey = (prefix: string, phoneNumberId: string, recipient: string) =>
-  `${prefix}:optout:{${phoneNumberId}:${recipient}}`
+/**
+ * The scope an entry holds in Redis, per business number and recipient: keyed by the recipient's
+ * hash (`recipientHasher`), never its phone or BSUID, so the copy names no one, and an entry whose
+ * recipient was erased (stored hashed in Postgres) is found by the same single `GET` as any other.
+ */
+export const suppressionKey = (prefix: string, phoneNumberId: string, recipientHash: string) =>
+  `${prefix}:optout:{${phoneNumberId}:${recipientHash}}`
 
-/** Set once the Redis copy holds every entry: without it, a missing entry is unknown, not absent. */
-export const suppressionsLoadedKey = (prefix: string) => `${prefix}:optout:loaded`
+/**
+ * Set once the Redis copy holds every entry: without it, a missing entry is unknown, not absent.
+ * `hashed`: the copy keyed by the recipient's hash (before, by the recipient itself); a new name, so
+ * the worker rebuilds the copy in the new shape once after the upgrade.
+ */
+export const suppressionsLoadedKey = (prefix: string) => `${prefix}:optout:hashed-loaded`
+
+/**
+ * The key the copy used before it was keyed by hash (`<prefix>:optout:{<number>:<recipient>}`): an
+ * erasure deletes it, should one outlive the upgrade, with the cap's count of the same shape.
+ */
+export const legacyRecipientKeys = (prefix: string, phoneNumberId: string, recipient: string) => [
+  `${prefix}:optout:{${phoneNumberId}:${recipient}}`,
+  `${prefix}:cap:{${phoneNumberId}:${recipient}}`,
+]
 
 /**
  * Default keywords, matched against a reply's whole text once trimmed, lower-cased and stripped of
@@ -225,8 +242,8 @@ export type SuppressionListQuery = Static<typeof SuppressionListQuery>
 export const SuppressionList = DataEnvelope(SuppressionView)
 
 /** How many marketing messages went to a recipient from a business number in the cap's window. */
-export const marketingCountKey = (prefix: string, phoneNumberId: string, recipient: string) =>
-  `${prefix}:cap:{${phoneNumberId}:${recipient}}`
+export const marketingCountKey = (prefix: string, phoneNumberId: string, recipientHash: string) =>
+  `${prefix}:cap:{${phoneNumberId}:${recipientHash}}`
 
 /**
  * Marketing messages' whole consent check in one round trip, each message's suppression entry and

@@ -8,6 +8,8 @@ export const QueueNames = {
   webhooks: 'webhooks',
   /** A keyword's confirmation back to the user: relayed from the outbox, sent by a messages worker. */
   consentConfirmations: 'consent-confirmations',
+  /** A recipient's erasure: relayed from the outbox, run by a `lifecycle` worker. */
+  erasures: 'erasures',
 } as const
 export type QueueName = (typeof QueueNames)[keyof typeof QueueNames]
 

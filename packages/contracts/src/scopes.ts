@@ -22,6 +22,8 @@ export const Scopes = {
   readKits: 'read:kits',
   manageWebhooks: 'manage:webhooks',
   manageSuppressions: 'manage:suppressions',
+  /** Erasures and exports of a recipient's data, the key's own (issue 25). */
+  manageData: 'manage:data',
 } as const
 
 export const SCOPE_PATTERN = '^[a-z][a-z0-9-]*:[a-z0-9*][a-z0-9-]*$'

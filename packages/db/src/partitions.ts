@@ -2,10 +2,11 @@ import type { Sql } from './client.ts'
 import { forgetPartitions } from './queries/message-partitions.ts'
 
 /**
- * The tables that grow with traffic, partitioned by day on a time column (migration 0021): one table
- * per UTC day, `<table>_pYYYYMMDD`; `<table>_legacy` holds what was there before partitioning (up to
- * the end of the day it ran), `<table>_default` any row no day holds yet. Days are created ahead and
- * dropped whole past retention by the workers (`maintainPartitions`), never deleted row by row.
+ * The tables that grow with traffic, partitioned by time (migration 0023): one table per period of
+ * `widthDays` (the workers' MESSAGE_PARTITION_DAYS), `<table>_pYYYYMMDD` after the day it starts;
+ * `<table>_legacy` holds what was there before partitioning (up to the end of the day it ran),
+ * `<table>_default` any row no period holds yet. Periods are created ahead and dropped whole past
+ * retention by the workers (`maintainPartitions`), never deleted row by row.
  */
 export const PARTITIONED_TABLES = [
   { table: 'messages', column: 'accepted_at' },

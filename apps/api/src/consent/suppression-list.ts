@@ -1,4 +1,4 @@
-import { suppressionKey } from '@dispatch/contracts'
+import { recipientHasher, suppressionKey } from '@dispatch/contracts'
 import {
   addSuppressions,
   type NewSuppression,
@@ -12,6 +12,9 @@ import type { ApiDeps } from '../deps.ts'
 type Deps = Pick<ApiDeps, 'db' | 'redis' | 'config'>
 type Where = Parameters<typeof removeSuppressions>[1][number]
 type Audit = Parameters<typeof removeSuppressions>[2]
+
+/** The recipient as the Redis copy is keyed: by its hash. */
+const hashOf = (deps: Deps, recipient: string) => recipientHasher(deps.config)(recipient)
 
 /**
  * Every change to the suppression list, as keywords, Meta's signals, keys and admins make it: first
@@ -43,7 +46,10 @@ export async function optOutAll(
   const added = await addSuppressions(deps.db, entries, at, onChange)
   for (const { row } of added) {
     await deps.redis
-      .set(suppressionKey(deps.config.QUEUE_PREFIX, row.phoneNumberId, row.recipient), row.scope)
+      .set(
+        suppressionKey(deps.config.QUEUE_PREFIX, row.phoneNumberId, hashOf(deps, row.recipient)),
+        row.scope,
+      )
       .catch((error) => log.warn({ err: error }, 'opt-out not copied to Redis; the rebuild will'))
   }
   return added
@@ -70,11 +76,15 @@ export async function optInAll(
   at: Date,
   onChange?: OutboxOnChange,
 ): Promise<Array<SuppressionRow | undefined>> {
-  const removed = await removeSuppressions(deps.db, wheres, audit, at, onChange)
+  // A recipient's entry, or the one kept by its hash since it was erased: an opt-in lifts either.
+  const withHash = wheres.map((where) =>
+    'recipient' in where ? { ...where, recipientHash: hashOf(deps, where.recipient) } : where,
+  )
+  const removed = await removeSuppressions(deps.db, withHash, audit, at, onChange)
   for (const row of removed) {
     if (!row) continue
     await deps.redis
-      .del(suppressionKey(deps.config.QUEUE_PREFIX, row.phoneNumberId, row.recipient))
+      .del(suppressionKey(deps.config.QUEUE_PREFIX, row.phoneNumberId, hashOf(deps, row.recipient)))
       .catch((error) => log.warn({ err: error }, 'opt-in not copied to Redis; the rebuild will'))
   }
   return removed

@@ -14,6 +14,8 @@ import { adminSenderTemplateRoutes } from './admin/sender-templates.ts'
 import { adminSenderRoutes } from './admin/senders.ts'
 import { apiKeyRoutes } from './api-keys/index.ts'
 import { healthRoutes } from './health/index.ts'
+import { erasureRoutes } from './lifecycle/erasures.ts'
+import { recipientExportRoutes } from './lifecycle/export.ts'
 import { batchMessageRoutes } from './messages/batch.ts'
 import { cancelMessageRoutes } from './messages/cancel.ts'
 import { messageListRoutes } from './messages/list.ts'
@@ -50,6 +52,7 @@ const ROUTES = [
   [adminTimelineRoutes, { prefix: '/api/admin/messages' }],
   [adminQueueRoutes, { prefix: '/api/admin/queues' }],
   [suppressionRoutes, { prefix: '/api/admin', audience: 'admin' }],
+  [erasureRoutes, { prefix: '/api/admin', audience: 'admin' }],
   'messages',
   [whatsappWebhookRoutes, { prefix: '/api/webhooks/whatsapp' }],
   [adminCatalogRoutes, { prefix: '/api/admin' }],
@@ -61,6 +64,8 @@ const ROUTES = [
   [mediaRoutes, { prefix: '/api/third-party' }],
   [templateRoutes, { prefix: '/api/third-party' }],
   [suppressionRoutes, { prefix: '/api/third-party', audience: 'key' }],
+  [erasureRoutes, { prefix: '/api/third-party', audience: 'key' }],
+  [recipientExportRoutes, { prefix: '/api/third-party' }],
   // Bull Board, for browsers (HTTP Basic): outside /api and the OpenAPI document.
   [queueDashboardRoutes, { prefix: '/admin/queues' }],
   // The console and the portal: the single-page app's files, outside /api and the document.

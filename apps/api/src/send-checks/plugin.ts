@@ -1,4 +1,4 @@
-import { SENDER_CHANGES_CHANNEL, TEMPLATE_CHANGES_CHANNEL } from '@dispatch/contracts'
+import { recipientHasher, SENDER_CHANGES_CHANNEL, TEMPLATE_CHANGES_CHANNEL } from '@dispatch/contracts'
 import { defaultPhoneNumberId } from '@dispatch/contracts/env'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
@@ -48,7 +48,14 @@ export const sendChecks = fp(
     app.decorate('sendRules', cache)
     app.decorate(
       'sendChecks',
-      new SendChecks(cache, redis, config.QUEUE_PREFIX, app.log, defaultPhoneNumberId(config)),
+      new SendChecks(
+        cache,
+        redis,
+        config.QUEUE_PREFIX,
+        app.log,
+        defaultPhoneNumberId(config),
+        app.deps.recipientHash ?? recipientHasher(config),
+      ),
     )
     app.addHook('onClose', async () => {
       cache.stop()

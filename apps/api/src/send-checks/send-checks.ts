@@ -4,6 +4,7 @@ import {
   MARKETING_CONSENT_SCRIPT,
   type MessageType,
   marketingCountKey,
+  type RecipientHasher,
   recipientField,
   recipientOf,
   serviceWindowKey,
@@ -66,6 +67,8 @@ export class SendChecks {
   readonly #redis: RedisClient
   readonly #prefix: string
   readonly #log: FastifyBaseLogger
+  /** The recipient's hash, which the suppression list's copy and the cap's counts are keyed by. */
+  readonly #hash: RecipientHasher
   /** The windows' completeness marker, as last read, and until when that read stands. */
   #loaded: string | null = null
   #loadedUntil = 0
@@ -81,7 +84,9 @@ export class SendChecks {
     prefix: string,
     log: FastifyBaseLogger,
     defaultNumber: string,
+    hash: RecipientHasher,
   ) {
+    this.#hash = hash
     this.#rules = rules
     this.#defaultNumber = defaultNumber
     this.#redis = redis
@@ -219,10 +224,12 @@ export class SendChecks {
     if (open.length === 0) return
     const cap = rules?.marketingCap ?? null
     const keysOf = (i: number) => {
-      const recipient = recipientOf((sends[i] as SendToCheck).body)
+      // Keyed by the recipient's hash: an opt-out kept after its recipient was erased (stored hashed)
+      // is found by this same single read.
+      const hashed = this.#hash(recipientOf((sends[i] as SendToCheck).body))
       return [
-        suppressionKey(this.#prefix, phoneNumberId, recipient),
-        marketingCountKey(this.#prefix, phoneNumberId, recipient),
+        suppressionKey(this.#prefix, phoneNumberId, hashed),
+        marketingCountKey(this.#prefix, phoneNumberId, hashed),
       ] as const
     }
     const counted = new Set(cap ? open.filter((i) => isMarketing(rules, sends[i] as SendToCheck)) : [])

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { suppressionKey, suppressionsLoadedKey } from '@dispatch/contracts'
+import { recipientHasher, suppressionKey, suppressionsLoadedKey } from '@dispatch/contracts'
 import {
   inboundMessage,
   messageWebhook,
@@ -153,7 +153,7 @@ describe('the Redis copy', () => {
     try {
       // What a Redis restart without persistence leaves: no entry, no marker.
       await redis.del(
-        suppressionKey(world.queuePrefix, SANDBOX_NUMBER, phone),
+        suppressionKey(world.queuePrefix, SANDBOX_NUMBER, recipientHasher({})(phone)),
         suppressionsLoadedKey(world.queuePrefix),
       )
       await waitFor(
@@ -162,7 +162,9 @@ describe('the Redis copy', () => {
           what: 'the suppression copy rebuilt',
         },
       )
-      expect(await redis.get(suppressionKey(world.queuePrefix, SANDBOX_NUMBER, phone))).toBe('all')
+      expect(
+        await redis.get(suppressionKey(world.queuePrefix, SANDBOX_NUMBER, recipientHasher({})(phone))),
+      ).toBe('all')
       expectError(await sendText(second, phone), 422, 'RECIPIENT_OPTED_OUT')
     } finally {
       redis.disconnect()

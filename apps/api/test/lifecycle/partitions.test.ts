@@ -257,7 +257,7 @@ describe('the migration to partitions', () => {
     url.pathname = `/${name}`
     const db = postgres(url.toString(), { max: 2, onnotice: () => {} })
     try {
-      await migrateDatabase(url.toString(), { until: '0021_content_retention' })
+      await migrateDatabase(url.toString(), { until: '0022_erasures' })
       const [apiKey] = await db<{ id: string }[]>`
         insert into api_keys (client_name, email, scopes, key_hash, key_prefix, environment, status)
         values ('Old', 'old@acme.test', '{send:free-text}', 'hash', 'dk_test', 'development', 'approved') returning id`

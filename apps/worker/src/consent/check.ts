@@ -1,4 +1,4 @@
-import { type SuppressionScope, suppressionKey } from '@dispatch/contracts'
+import { type RecipientHasher, type SuppressionScope, suppressionKey } from '@dispatch/contracts'
 import type { RedisClient } from '@dispatch/contracts/redis'
 import { addSuppression, type Db } from '@dispatch/db'
 
@@ -17,10 +17,10 @@ export async function optOutAtDelivery(
   redis: RedisClient,
   prefix: string,
   phoneNumberId: string,
-  recipient: string,
+  recipientHash: string,
 ): Promise<SuppressionScope | null> {
   try {
-    return (await redis.get(suppressionKey(prefix, phoneNumberId, recipient))) as SuppressionScope | null
+    return (await redis.get(suppressionKey(prefix, phoneNumberId, recipientHash))) as SuppressionScope | null
   } catch {
     return null
   }
@@ -38,6 +38,7 @@ export async function recordMarketingStop(
   db: Db,
   redis: RedisClient,
   prefix: string,
+  hash: RecipientHasher,
   entry: { phoneNumberId: string; senderId: string; recipient: string },
 ): Promise<void> {
   const { row } = await addSuppression(db, {
@@ -47,5 +48,5 @@ export async function recordMarketingStop(
     reason: 'The platform answered 131050: the user stopped marketing messages',
     createdBy: 'platform',
   })
-  await redis.set(suppressionKey(prefix, row.phoneNumberId, row.recipient), row.scope)
+  await redis.set(suppressionKey(prefix, row.phoneNumberId, hash(row.recipient)), row.scope)
 }

@@ -1,4 +1,4 @@
-import { suppressionKey, suppressionsLoadedKey } from '@dispatch/contracts'
+import { recipientHasher, suppressionKey, suppressionsLoadedKey } from '@dispatch/contracts'
 import { listSuppressionsAfter } from '@dispatch/db'
 import { RedisCopyRebuild } from '../redis-copy/rebuild.ts'
 import type { WorkerContext } from '../runtime.ts'
@@ -12,6 +12,7 @@ const PAGE = 5000
 export function suppressionRebuild(context: WorkerContext): RedisCopyRebuild {
   const { db, config } = context
   const prefix = config.QUEUE_PREFIX
+  const hash = recipientHasher(config)
   return new RedisCopyRebuild(
     context,
     {
@@ -25,7 +26,7 @@ export function suppressionRebuild(context: WorkerContext): RedisCopyRebuild {
           const page = await listSuppressionsAfter(db, after, PAGE)
           if (page.length === 0) break
           await Promise.all(
-            page.map((s) => redis.set(suppressionKey(prefix, s.phoneNumberId, s.recipient), s.scope)),
+            page.map((s) => redis.set(suppressionKey(prefix, s.phoneNumberId, hash(s.recipient)), s.scope)),
           )
           copied += page.length
           after = page.at(-1)?.id

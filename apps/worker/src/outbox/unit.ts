@@ -1,6 +1,7 @@
 import {
   type ConsentConfirmationJob,
   type EmailJob,
+  type ErasureJob,
   QueueNames,
   queuePrefix,
   type WebhookJob,
@@ -8,6 +9,7 @@ import {
 import { ReopeningQueue } from '@dispatch/contracts/queues'
 import { type DefaultJobOptions, Queue } from 'bullmq'
 import { confirmationJobOptions } from '../consent/confirmations.ts'
+import { ERASURE_JOB_OPTIONS } from '../lifecycle/unit.ts'
 import { OutboxRelay } from '../outbox-relay.ts'
 import type { WorkerUnitStarter } from '../runtime.ts'
 
@@ -47,12 +49,15 @@ export const startOutboxUnit: WorkerUnitStarter = async ({ config, db, sql, logg
     'consent confirmation',
     confirmationJobOptions(config.MESSAGES_BACKOFF_MS),
   )
+  const erasureQueue = queueOf<ErasureJob>(QueueNames.erasures, 'erasure')
   const relay = new OutboxRelay({
     db,
     sql,
     emailQueue,
     webhookQueue,
     confirmationQueue,
+    erasureQueue,
+    erasureJobOptions: ERASURE_JOB_OPTIONS,
     logger,
     pollMs: config.OUTBOX_POLL_MS,
     batchSize: config.OUTBOX_BATCH_SIZE,
@@ -66,6 +71,7 @@ export const startOutboxUnit: WorkerUnitStarter = async ({ config, db, sql, logg
       await emailQueue.close()
       await webhookQueue.close()
       await confirmationQueue.close()
+      await erasureQueue.close()
     },
   }
 }

@@ -3,6 +3,7 @@ import {
   messageClaimKey,
   messageClaimTtlMs,
   type OutboundMessage,
+  type RecipientHasher,
   recipientOf,
   redactAfter,
   redactPayload,
@@ -49,6 +50,8 @@ export interface DeliveryDeps {
   claims: RedisClient
   logger: Logger
   prefix: string
+  /** The recipient's hash, which the Redis copy of the suppression list is keyed by. */
+  hash: RecipientHasher
   recorder: DeliveryRecorder
   /** Counts outcomes, when metrics are on. */
   metrics?: DeliveryMetrics | undefined
@@ -175,7 +178,12 @@ export async function deliverMessage(
       ? windowAtDelivery(deps.claims, deps.prefix, platform.phoneNumberId, recipientOf(message.body))
       : undefined
   // An opt-out made after the message was accepted: read beside the claim too.
-  const optOut = optOutAtDelivery(deps.claims, deps.prefix, platform.phoneNumberId, recipientOf(message.body))
+  const optOut = optOutAtDelivery(
+    deps.claims,
+    deps.prefix,
+    platform.phoneNumberId,
+    deps.hash(recipientOf(message.body)),
+  )
   if ((await takeClaim(deps.claims, deps.prefix, job.data)) === 'cancel') {
     await recorder.record(outcome('canceled', { attempts: job.attemptsMade }))
     metrics?.canceled(senderId)
@@ -290,7 +298,7 @@ export async function deliverMessage(
     else metrics?.retried(senderId, error.code)
     if (error.code === MARKETING_STOPPED_CODE) {
       const entry = { phoneNumberId: platform.phoneNumberId, senderId, recipient: recipientOf(message.body) }
-      await recordMarketingStop(db, deps.claims, deps.prefix, entry).catch((caught) =>
+      await recordMarketingStop(db, deps.claims, deps.prefix, deps.hash, entry).catch((caught) =>
         log.warn({ err: caught }, '131050 not recorded as an opt-out'),
       )
     }

@@ -1,6 +1,7 @@
 import {
   type MessageJob,
   queuePrefix,
+  recipientHasher,
   SENDER_CHANGES_CHANNEL,
   type SenderState,
   senderQueueName,
@@ -88,6 +89,7 @@ export class SenderLane implements DeliveryLane {
       claims: connections.claims,
       logger,
       prefix: config.QUEUE_PREFIX,
+      hash: recipientHasher(config),
       recorder,
       metrics: context.metrics,
     }

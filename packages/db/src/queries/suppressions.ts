@@ -1,6 +1,6 @@
 import type { SuppressionListQuery, SuppressionScope, SuppressionSource } from '@dispatch/contracts'
-import { DEFAULT_SENDER_ID } from '@dispatch/contracts'
-import { and, asc, count, eq, gt, sql } from 'drizzle-orm'
+import { DEFAULT_SENDER_ID, isRecipientHash } from '@dispatch/contracts'
+import { and, asc, count, eq, gt, inArray, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { adminAuditLog } from '../schema/admin-audit-log.ts'
 import { outbox } from '../schema/outbox.ts'
@@ -94,7 +94,12 @@ async function addOne(tx: Executor, entry: NewSuppression, at: Date) {
  * has an endpoint (the event function keeps those subscribed), in the entry's transaction.
  */
 async function emitConsentEvent(tx: Executor, type: string, row: SuppressionRow, at: Date) {
-  const recipient = row.recipient.startsWith('+') ? { phone: row.recipient } : { userId: row.recipient }
+  // An entry kept by hash after an erasure names nobody in its events either.
+  const recipient = row.recipient.startsWith('+')
+    ? { phone: row.recipient }
+    : isRecipientHash(row.recipient)
+      ? {}
+      : { userId: row.recipient }
   const data = {
     ...recipient,
     senderId: row.senderId,
@@ -112,7 +117,13 @@ async function emitConsentEvent(tx: Executor, type: string, row: SuppressionRow,
 
 type SuppressionMatch =
   | { id: string }
-  | { phoneNumberId: string; recipient: string; onlyScope?: SuppressionScope }
+  | {
+      phoneNumberId: string
+      recipient: string
+      /** The recipient's hash: an entry kept after its recipient was erased is lifted too. */
+      recipientHash?: string
+      onlyScope?: SuppressionScope
+    }
 type LiftAudit = { actor: string; reason: string; senderId?: string }
 
 /**
@@ -160,11 +171,19 @@ async function removeOne(tx: Executor, where: SuppressionMatch, audit: LiftAudit
         )
       : and(
           eq(suppressions.phoneNumberId, where.phoneNumberId),
-          eq(suppressions.recipient, where.recipient),
+          inArray(
+            suppressions.recipient,
+            where.recipientHash ? [where.recipient, where.recipientHash] : [where.recipient],
+          ),
           where.onlyScope === undefined ? undefined : eq(suppressions.scope, where.onlyScope),
         )
-  const [removed] = await tx.delete(suppressions).where(match).returning()
-  if (!removed) return undefined
+  // Two at most: the recipient's entry, and one kept by hash after an erasure (then made again).
+  const rows = await tx.delete(suppressions).where(match).returning()
+  for (const removed of rows) await recordLift(tx, removed, audit, at)
+  return rows.find((row) => !isRecipientHash(row.recipient)) ?? rows[0]
+}
+
+async function recordLift(tx: Executor, removed: SuppressionRow, audit: LiftAudit, at: Date) {
   await tx.insert(adminAuditLog).values({
     actor: audit.actor,
     action: 'suppression.remove',
@@ -180,7 +199,6 @@ async function removeOne(tx: Executor, where: SuppressionMatch, audit: LiftAudit
     },
   })
   await emitConsentEvent(tx, 'recipient.opted_in', { ...removed, reason: audit.reason }, at)
-  return removed
 }
 
 /** One entry, by id, within a sender when given (a key sees its own sender's only). */

@@ -87,7 +87,7 @@ export const messageColumns = {
  * One row per accepted message, written by the worker (the API only enqueues). The id is the
  * `messageId` the client got with its 202, and the BullMQ job id.
  *
- * Partitioned by `accepted_at` (periods of MESSAGE_PARTITION_DAYS, migration 0022, created ahead and
+ * Partitioned by `accepted_at` (periods of MESSAGE_PARTITION_DAYS, migration 0023, created ahead and
  * dropped past `MESSAGE_RETENTION_DAYS` by the workers: packages/db/src/partitions.ts). So the
  * primary key holds `accepted_at`, and no index can be unique across periods: a platform id is
  * unique by construction (the platform's), not by constraint. A message's UUIDv7 id carries its

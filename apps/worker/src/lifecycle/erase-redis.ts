@@ -1,0 +1,293 @@
+import {
+  DEFAULT_SENDER_ID,
+  fairKeys,
+  legacyRecipientKeys,
+  type MessageJob,
+  messageClaimKey,
+  messageClaimTtlMs,
+  QueueNames,
+  queuePrefix,
+  senderQueueName,
+  serviceWindowKey,
+  webhookEventBody,
+  webhookJobId,
+} from '@dispatch/contracts'
+import type { RedisClient } from '@dispatch/contracts/redis'
+import {
+  type DeliveryOutcome,
+  erasedEventDeliveries,
+  type RecipientIdentities,
+  stripContent,
+} from '@dispatch/db'
+import { type Job, Queue } from 'bullmq'
+import type { WorkerContext } from '../runtime.ts'
+
+/** What a message canceled by an erasure says, on its record and its `message.canceled` event. */
+export const ERASED_CODE = 'RECIPIENT_ERASED'
+const ERASED_MESSAGE = "Not sent: its recipient's data was erased before it went"
+
+/** The erasure's view of Redis: its connection, the layout, and each sender's queue opened once. */
+export class RedisEraser {
+  readonly #context: WorkerContext
+  readonly #redis: RedisClient
+  readonly #queues = new Map<string, Queue>()
+
+  constructor(context: WorkerContext, redis: RedisClient) {
+    this.#context = context
+    this.#redis = redis
+  }
+
+  get #prefix() {
+    return this.#context.config.QUEUE_PREFIX
+  }
+
+  queue(name: string): Queue {
+    let queue = this.#queues.get(name)
+    if (!queue) {
+      queue = new Queue(name, { connection: this.#redis, prefix: queuePrefix(this.#context.config, name) })
+      queue.on('error', (error) =>
+        this.#context.logger.warn({ err: error, queue: name }, 'erasure queue error'),
+      )
+      this.#queues.set(name, queue)
+    }
+    return queue
+  }
+
+  async close() {
+    await Promise.all([...this.#queues.values()].map((q) => q.close().catch(() => {})))
+  }
+
+  /**
+   * Messages to the recipient not yet handed to a worker (waiting for admission, or admitted and
+   * waiting in the sender's queue): each is claimed for a cancel, as `POST …/cancel` does, so no
+   * worker sends it; recorded `canceled` without its recipient or content; and its job, which
+   * holds both, removed. One a worker already holds is counted in flight (the caller waits it out).
+   */
+  async cancelQueued(
+    senders: Array<{ id: string; phoneNumberId: string }>,
+    matches: (job: MessageJob) => boolean,
+    record: (outcomes: DeliveryOutcome[]) => Promise<void>,
+  ): Promise<{ canceled: string[]; inFlight: number }> {
+    const canceled: string[] = []
+    let inFlight = 0
+    for (const sender of senders) {
+      const keys = fairKeys(this.#prefix, sender.id)
+      // By message id: one being admitted can be in `moving` and already in the queue, and is one
+      // message (recorded once: a statement may not write a row twice).
+      const found = new Map<string, { job: MessageJob; bull?: Job }>()
+      for (const hash of [keys.jobs, keys.moving]) {
+        let cursor = '0'
+        do {
+          const [next, entries] = await this.#redis.hscan(hash, cursor, 'COUNT', 1000)
+          cursor = next
+          for (let i = 1; i < entries.length; i += 2) {
+            const job = JSON.parse(entries[i] as string) as MessageJob
+            if (matches(job)) found.set(job.messageId, { job })
+          }
+        } while (cursor !== '0')
+      }
+      const queue = this.queue(senderQueueName(sender.id))
+      for (const bull of await queue.getJobs(['wait', 'prioritized', 'delayed'])) {
+        if (bull && matches(bull.data as MessageJob)) {
+          found.set(bull.data.messageId, { job: bull.data as MessageJob, bull })
+        }
+      }
+      for (const active of await queue.getJobs(['active'])) {
+        if (active && matches(active.data as MessageJob)) inFlight++
+      }
+      const outcomes: DeliveryOutcome[] = []
+      const removable: Array<{ job: MessageJob; bull?: Job }> = []
+      for (const entry of found.values()) {
+        const { job } = entry
+        const key = messageClaimKey(this.#prefix, job.messageId)
+        const set = await this.#redis.set(
+          key,
+          'cancel',
+          'PX',
+          messageClaimTtlMs(job.expiresAt, Date.now()),
+          'NX',
+        )
+        const holder = set === 'OK' ? 'cancel' : await this.#redis.get(key)
+        if (holder !== 'cancel') {
+          inFlight++
+          continue
+        }
+        outcomes.push(canceledOutcome(job, sender))
+        removable.push(entry)
+      }
+      // Recorded before the jobs go: a crash between the two leaves a job a worker records canceled.
+      await record(outcomes)
+      for (const { job, bull } of removable) {
+        const pipeline = this.#redis.pipeline()
+        pipeline.hdel(keys.jobs, job.messageId)
+        pipeline.hdel(keys.moving, job.messageId)
+        pipeline.zrem(keys.scheduled, job.messageId)
+        pipeline.zrem(keys.movingAt, job.messageId)
+        await pipeline.exec()
+        if (bull) await bull.remove().catch(() => inFlight++)
+        canceled.push(job.messageId)
+      }
+    }
+    return { canceled, inFlight }
+  }
+
+  /**
+   * The finished jobs of erased messages, which BullMQ keeps a while (a day once sent, a week once
+   * failed) with the message as it was accepted. Only messages recent enough to be kept are looked
+   * up. Answers how many were removed, and how many a worker still held.
+   */
+  async removeMessageJobs(messages: Array<{ id: string; senderId: string | null; acceptedAt: Date }>) {
+    const keptSince = Date.now() - 8 * 24 * 3600 * 1000
+    let removed = 0
+    let held = 0
+    const recent = messages.filter((m) => m.acceptedAt.getTime() >= keptSince)
+    for (let i = 0; i < recent.length; i += 200) {
+      await Promise.all(
+        recent.slice(i, i + 200).map(async (m) => {
+          const queue = this.queue(senderQueueName(m.senderId ?? DEFAULT_SENDER_ID))
+          const job = await queue.getJob(m.id)
+          if (!job) return
+          await job.remove().then(
+            () => removed++,
+            () => held++,
+          )
+        }),
+      )
+    }
+    return { removed, held }
+  }
+
+  /**
+   * The webhook deliveries of erased events: one still to be delivered goes with the event as it now
+   * is (without the recipient); a finished one, kept with the body it delivered, is removed. A
+   * manual retry's or replay's job (a tagged id) is left to its retention (a day, a week failed).
+   */
+  async stripWebhookJobs(db: WorkerContext['db'], eventIds: string[]): Promise<number> {
+    const deliveries = await erasedEventDeliveries(db, eventIds)
+    const queue = this.queue(QueueNames.webhooks)
+    let changed = 0
+    for (const d of deliveries) {
+      const job = await queue.getJob(webhookJobId(d.eventId, d.endpointId))
+      if (!job) continue
+      const state = await job.getState()
+      if (state === 'completed' || state === 'failed') await job.remove().catch(() => {})
+      else await job.updateData({ ...job.data, body: webhookEventBody(d.payload) })
+      changed++
+    }
+    return changed
+  }
+
+  /** Jobs of the given ids in one queue (consent confirmations), removed unless a worker holds them. */
+  async removeJobs(queueName: string, ids: string[]): Promise<number> {
+    let removed = 0
+    for (const id of ids) {
+      const job = await this.queue(queueName).getJob(id)
+      if (job)
+        await job.remove().then(
+          () => removed++,
+          () => {},
+        )
+    }
+    return removed
+  }
+
+  /**
+   * Keys named after the recipient: its 24-hour window per business number (an admin's erasure: the
+   * window is the number's, shared by every key), and an opt-out or cap count keyed by the plain
+   * recipient, left from before the copy was keyed by hash.
+   */
+  async removeRecipientKeys(
+    phoneNumberIds: string[],
+    recipients: string[],
+    windows: boolean,
+  ): Promise<number> {
+    const keys: string[] = []
+    for (const number of phoneNumberIds) {
+      for (const recipient of recipients) {
+        keys.push(...legacyRecipientKeys(this.#prefix, number, recipient))
+        if (windows) keys.push(serviceWindowKey(this.#prefix, number, recipient))
+      }
+    }
+    let removed = 0
+    // One key per DEL: on a Cluster the keys sit on different slots.
+    for (const key of keys) removed += await this.#redis.del(key)
+    return removed
+  }
+
+  /**
+   * Idempotency answers (kept a day) that quote the recipient: rewritten with `null` in its place, so
+   * a retry of the request still replays its answer (and sends nothing again). Only the key's own
+   * answers for a key's erasure.
+   */
+  async rewriteIdempotencyAnswers(apiKeyId: string | null, recipients: string[]): Promise<number> {
+    const match = `${this.#prefix}:idempotency:${apiKeyId ?? '*'}:*`
+    const quoted = recipients.map((r) => JSON.stringify(r))
+    let rewritten = 0
+    for (const node of this.#nodes()) {
+      let cursor = '0'
+      do {
+        const [next, keys] = await node.scan(cursor, 'MATCH', match, 'COUNT', 1000)
+        cursor = next
+        // A page's values in one round trip (one GET each: on a Cluster they sit on many slots).
+        const pipeline = this.#redis.pipeline()
+        for (const key of keys) pipeline.get(key)
+        const values = keys.length ? ((await pipeline.exec()) ?? []) : []
+        for (const [i, key] of keys.entries()) {
+          const value = values[i]?.[1] as string | null | undefined
+          if (!value) continue
+          const stored = JSON.parse(value) as { body?: string }
+          if (typeof stored.body !== 'string' || !quoted.some((q) => stored.body?.includes(q))) continue
+          let body = stored.body
+          for (const q of quoted) body = body.split(q).join('null')
+          await this.#redis.set(key, JSON.stringify({ ...stored, body }), 'KEEPTTL')
+          rewritten++
+        }
+      } while (cursor !== '0')
+    }
+    return rewritten
+  }
+
+  /** The servers to SCAN: each master of a Cluster, or the one server. */
+  #nodes(): RedisClient[] {
+    const redis = this.#redis as RedisClient & { nodes?: (role: string) => RedisClient[] }
+    return redis.isCluster && redis.nodes ? redis.nodes('master') : [this.#redis]
+  }
+}
+
+/** A queued message's record as an erasure cancels it: no recipient, no content, already redacted. */
+function canceledOutcome(job: MessageJob, sender: { id: string; phoneNumberId: string }): DeliveryOutcome {
+  return {
+    id: job.messageId,
+    apiKeyId: job.apiKeyId,
+    type: job.message.type,
+    phone: null,
+    userId: null,
+    payload: stripContent(job.message.body),
+    clientReference: job.clientReference ?? null,
+    senderPhoneNumberId: sender.phoneNumberId,
+    senderId: job.senderId ?? sender.id,
+    batchId: job.batchId ?? null,
+    acceptedAt: new Date(job.acceptedAt),
+    sendAt: job.sendAt ? new Date(job.sendAt) : null,
+    heldForQuietHours: job.scheduledReason === 'quiet_hours',
+    expiresAt: job.expiresAt ? new Date(job.expiresAt) : null,
+    status: 'canceled',
+    attempts: 0,
+    platformMessageId: null,
+    lastErrorCode: ERASED_CODE,
+    lastErrorMessage: ERASED_MESSAGE,
+    at: new Date(),
+  }
+}
+
+/** Whether a queued message goes to the recipient (and, for a key's erasure, is the key's). */
+export const jobMatcher =
+  (ids: RecipientIdentities, apiKeyId: string | null) =>
+  (job: MessageJob): boolean => {
+    if (apiKeyId !== null && job.apiKeyId !== apiKeyId) return false
+    const body = job.message.body as { phone?: string; userId?: string }
+    return (
+      (body.phone !== undefined && ids.phones.includes(body.phone)) ||
+      (body.userId !== undefined && ids.userIds.includes(body.userId))
+    )
+  }

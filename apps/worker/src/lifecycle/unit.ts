@@ -1,0 +1,54 @@
+import { type ErasureReport, QueueNames, queuePrefix } from '@dispatch/contracts'
+import { Worker } from 'bullmq'
+import type { WorkerUnitStarter } from '../runtime.ts'
+import { RedisEraser } from './erase-redis.ts'
+import { failErasure, runErasure } from './erasure.ts'
+
+/**
+ * How the relay adds an erasure's job. Removed once it ends, completed or failed for good: the job
+ * is the one place the recipient is written in plain, and must not outlive the erasure. Retried
+ * with backoff meanwhile (a database or Redis blip), every step being safe to run again.
+ */
+export const ERASURE_JOB_OPTIONS = {
+  attempts: 5,
+  backoff: { type: 'exponential' as const, delay: 5000 },
+  removeOnComplete: true,
+  removeOnFail: true,
+}
+
+/**
+ * The `lifecycle` role: data-lifecycle jobs, today a recipient's erasure (queue `erasures`). One at
+ * a time per process: an erasure is a background sweep, never in a hurry, and kept off the
+ * messages' connections and pool.
+ */
+export const startLifecycleUnit: WorkerUnitStarter = async (context) => {
+  const { config, logger } = context
+  const eraser = new RedisEraser(context, context.redis('lifecycle-eraser', { blocking: false }))
+  const worker = new Worker<unknown, ErasureReport>(
+    QueueNames.erasures,
+    (job) => runErasure(context, eraser, job),
+    {
+      connection: context.redis('lifecycle-worker', { blocking: true }),
+      prefix: queuePrefix(config, QueueNames.erasures),
+      concurrency: 1,
+    },
+  )
+  worker.on('error', (error) => logger.warn({ err: error }, 'lifecycle worker error'))
+  worker.on('failed', (job, error) => {
+    if (!job) return
+    const final = job.attemptsMade >= (job.opts.attempts ?? 1) || error.name === 'UnrecoverableError'
+    logger.error({ err: error, jobId: job.id, final }, 'erasure failed')
+    if (final) {
+      failErasure(context, job, error).catch((caught) =>
+        logger.error({ err: caught, jobId: job.id }, 'failed erasure not recorded'),
+      )
+    }
+  })
+  logger.info('lifecycle worker started (erasures)')
+  return {
+    close: async () => {
+      await worker.close()
+      await eraser.close()
+    },
+  }
+}

@@ -1,0 +1,182 @@
+import { and, asc, eq, gt, inArray, isNotNull, isNull, or, type SQL, sql } from 'drizzle-orm'
+import type { Db } from '../client.ts'
+import { type InboundMessageRow, inboundMessages } from '../schema/inbound-messages.ts'
+import { type MessageRow, messages } from '../schema/messages.ts'
+import { type SuppressionRow, suppressions } from '../schema/suppressions.ts'
+import { type WebhookEventRow, webhookEvents } from '../schema/webhook-events.ts'
+import type { RecipientIdentities } from './erase-recipient.ts'
+
+/** One page of what Dispatch holds about a recipient for a key, by kind. */
+export type ExportPage =
+  | { kind: 'message'; rows: MessageRow[] }
+  | { kind: 'inbound_message'; rows: InboundMessageRow[] }
+  | { kind: 'event'; rows: WebhookEventRow[] }
+  | { kind: 'suppression'; rows: SuppressionRow[] }
+
+export interface ExportInput {
+  apiKeyId: string
+  /** The key's sender, whose suppression list is the key's. */
+  senderId: string
+  identities: RecipientIdentities
+  /** The recipient's hashes: an opt-out kept after an erasure names them by hash. */
+  hashes: string[]
+  pageSize: number
+}
+
+const named = (
+  ids: RecipientIdentities,
+  phone: SQL | Parameters<typeof eq>[0],
+  userId: Parameters<typeof eq>[0],
+) =>
+  or(
+    ids.phones.length ? inArray(phone as never, ids.phones) : undefined,
+    ids.userIds.length ? inArray(userId, ids.userIds) : undefined,
+  ) ?? sql`false`
+
+/**
+ * Everything a key holds about one recipient, a page at a time, in keyset order (after the last row
+ * read, never an offset): each page is one query of at most `pageSize` rows, and the next is read
+ * only when the caller asks for it, so a consumer that waits (a slow reader of a stream) holds one
+ * page in memory, never the whole. Messages come with their events, a page of messages then the
+ * events of that page; then replies with theirs; then the key's consent events naming the
+ * recipient; then its sender's opt-outs.
+ */
+export async function* recipientExportPages(db: Db, input: ExportInput): AsyncGenerator<ExportPage> {
+  const { apiKeyId, identities: ids, pageSize } = input
+  const eventsOf = async (rows: Array<{ id: string }>): Promise<ExportPage | undefined> => {
+    const events = await db
+      .select()
+      .from(webhookEvents)
+      .where(
+        and(
+          eq(webhookEvents.apiKeyId, apiKeyId),
+          sql`${webhookEvents.messageId} = any(${sql.param(rows.map((r) => r.id))}::uuid[])`,
+        ),
+      )
+      .orderBy(asc(webhookEvents.messageId), asc(webhookEvents.sequence))
+    return events.length > 0 ? { kind: 'event', rows: events } : undefined
+  }
+
+  // Messages, per identity, along the recipient's own index ((phone, sent_at), (user_id, sent_at)):
+  // each page reads its rows and no more, however many the recipient has. First those sent, in
+  // (sent_at, id) order; then those never sent (queued, canceled, failed, expired), in id order.
+  const identities = [
+    ...ids.phones.map((phone) => eq(messages.phone, phone)),
+    ...ids.userIds.map((userId) =>
+      and(
+        eq(messages.userId, userId),
+        // A message naming a phone of theirs too was read with the phone.
+        ids.phones.length
+          ? sql`(${messages.phone} is null or ${messages.phone} <> all(${sql.param(ids.phones)}::text[]))`
+          : undefined,
+      ),
+    ),
+  ]
+  for (const identity of identities) {
+    // The last row's id: its `sent_at` is compared as Postgres holds it (microseconds, not a JS Date's ms).
+    let after: string | undefined
+    for (;;) {
+      const rows = await db
+        .select()
+        .from(messages)
+        .where(
+          and(
+            identity,
+            eq(messages.apiKeyId, apiKeyId),
+            isNotNull(messages.sentAt),
+            after
+              ? sql`${messages.sentAt} >= (select m.sent_at from messages m where m.id = ${after})
+                  and (${messages.sentAt} > (select m.sent_at from messages m where m.id = ${after})
+                    or ${messages.id} > ${after})`
+              : undefined,
+          ),
+        )
+        .orderBy(asc(messages.sentAt), asc(messages.id))
+        .limit(pageSize)
+      if (rows.length === 0) break
+      yield { kind: 'message', rows }
+      const events = await eventsOf(rows)
+      if (events) yield events
+      after = rows[rows.length - 1]?.id
+      if (rows.length < pageSize) break
+    }
+    let afterId: string | undefined
+    for (;;) {
+      const rows = await db
+        .select()
+        .from(messages)
+        .where(
+          and(
+            identity,
+            eq(messages.apiKeyId, apiKeyId),
+            isNull(messages.sentAt),
+            afterId ? gt(messages.id, afterId) : undefined,
+          ),
+        )
+        .orderBy(asc(messages.id))
+        .limit(pageSize)
+      if (rows.length === 0) break
+      yield { kind: 'message', rows }
+      const events = await eventsOf(rows)
+      if (events) yield events
+      afterId = rows[rows.length - 1]?.id
+      if (rows.length < pageSize) break
+    }
+  }
+
+  // Replies, along the key's own (api_key_id, received_at) index.
+  let afterReply: string | undefined
+  for (;;) {
+    const rows = await db
+      .select()
+      .from(inboundMessages)
+      .where(
+        and(
+          eq(inboundMessages.apiKeyId, apiKeyId),
+          named(ids, inboundMessages.phone, inboundMessages.userId),
+          afterReply
+            ? sql`(${inboundMessages.receivedAt}, ${inboundMessages.id}) >
+                (select i.received_at, i.id from inbound_messages i where i.id = ${afterReply})`
+            : undefined,
+        ),
+      )
+      .orderBy(asc(inboundMessages.receivedAt), asc(inboundMessages.id))
+      .limit(pageSize)
+    if (rows.length === 0) break
+    yield { kind: 'inbound_message', rows }
+    const events = await eventsOf(rows)
+    if (events) yield events
+    afterReply = rows[rows.length - 1]?.id
+    if (rows.length < pageSize) break
+  }
+
+  const data = sql`${webhookEvents.payload}->'data'`
+  let afterEvent: string | undefined
+  for (;;) {
+    const rows = await db
+      .select()
+      .from(webhookEvents)
+      .where(
+        and(
+          eq(webhookEvents.apiKeyId, apiKeyId),
+          isNull(webhookEvents.messageId),
+          named(ids, sql`${data}->>'phone'`, sql`${data}->>'userId'`),
+          afterEvent ? gt(webhookEvents.id, afterEvent) : undefined,
+        ),
+      )
+      .orderBy(asc(webhookEvents.id))
+      .limit(pageSize)
+    if (rows.length === 0) break
+    yield { kind: 'event', rows }
+    afterEvent = rows[rows.length - 1]?.id
+    if (rows.length < pageSize) break
+  }
+
+  const recipients = [...ids.phones, ...ids.userIds, ...input.hashes]
+  const entries = await db
+    .select()
+    .from(suppressions)
+    .where(and(eq(suppressions.senderId, input.senderId), inArray(suppressions.recipient, recipients)))
+    .orderBy(asc(suppressions.id))
+  if (entries.length > 0) yield { kind: 'suppression', rows: entries }
+}
