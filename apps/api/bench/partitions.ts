@@ -80,6 +80,9 @@ try {
     const n = Math.min(1_000_000, dropRows - done)
     await sql.unsafe(rowsSql('messages', n, dropDay))
     await sql.unsafe(rowsSql('flat_day', n, dropDay))
+    console.log(
+      `  ${(done + n).toLocaleString('en-US')} of ${dropRows.toLocaleString('en-US')} (${seconds(started)})`,
+    )
   }
   await sql`checkpoint`
   console.log(`  filled in ${seconds(started)}`)
