@@ -34,6 +34,24 @@ const named = (
   ) ?? sql`false`
 
 /**
+ * Pages of `read(after)`, each read only when the caller asks for the next: `read` answers the rows
+ * after `after` (the last row of the page before, none for the first), at most `pageSize` of them.
+ */
+async function* keysetPages<T>(
+  pageSize: number,
+  read: (after: T | undefined) => Promise<T[]>,
+): AsyncGenerator<T[]> {
+  let after: T | undefined
+  for (;;) {
+    const rows = await read(after)
+    if (rows.length === 0) return
+    yield rows
+    if (rows.length < pageSize) return
+    after = rows[rows.length - 1]
+  }
+}
+
+/**
  * Everything a key holds about one recipient, a page at a time, in keyset order (after the last row
  * read, never an offset): each page is one query of at most `pageSize` rows, and the next is read
  * only when the caller asks for it, so a consumer that waits (a slow reader of a stream) holds one
@@ -73,10 +91,8 @@ export async function* recipientExportPages(db: Db, input: ExportInput): AsyncGe
     ),
   ]
   for (const identity of identities) {
-    // The last row's id: its `sent_at` is compared as Postgres holds it (microseconds, not a JS Date's ms).
-    let after: string | undefined
-    for (;;) {
-      const rows = await db
+    const sent = keysetPages<MessageRow>(pageSize, (after) =>
+      db
         .select()
         .from(messages)
         .where(
@@ -84,25 +100,20 @@ export async function* recipientExportPages(db: Db, input: ExportInput): AsyncGe
             identity,
             eq(messages.apiKeyId, apiKeyId),
             isNotNull(messages.sentAt),
+            // After the last row, its `sent_at` compared as Postgres holds it (microseconds, not a
+            // JS Date's milliseconds).
             after
-              ? sql`${messages.sentAt} >= (select m.sent_at from messages m where m.id = ${after})
-                  and (${messages.sentAt} > (select m.sent_at from messages m where m.id = ${after})
-                    or ${messages.id} > ${after})`
+              ? sql`${messages.sentAt} >= (select m.sent_at from messages m where m.id = ${after.id})
+                  and (${messages.sentAt} > (select m.sent_at from messages m where m.id = ${after.id})
+                    or ${messages.id} > ${after.id})`
               : undefined,
           ),
         )
         .orderBy(asc(messages.sentAt), asc(messages.id))
-        .limit(pageSize)
-      if (rows.length === 0) break
-      yield { kind: 'message', rows }
-      const events = await eventsOf(rows)
-      if (events) yield events
-      after = rows[rows.length - 1]?.id
-      if (rows.length < pageSize) break
-    }
-    let afterId: string | undefined
-    for (;;) {
-      const rows = await db
+        .limit(pageSize),
+    )
+    const unsent = keysetPages<MessageRow>(pageSize, (after) =>
+      db
         .select()
         .from(messages)
         .where(
@@ -110,50 +121,49 @@ export async function* recipientExportPages(db: Db, input: ExportInput): AsyncGe
             identity,
             eq(messages.apiKeyId, apiKeyId),
             isNull(messages.sentAt),
-            afterId ? gt(messages.id, afterId) : undefined,
+            after ? gt(messages.id, after.id) : undefined,
           ),
         )
         .orderBy(asc(messages.id))
-        .limit(pageSize)
-      if (rows.length === 0) break
-      yield { kind: 'message', rows }
-      const events = await eventsOf(rows)
-      if (events) yield events
-      afterId = rows[rows.length - 1]?.id
-      if (rows.length < pageSize) break
+        .limit(pageSize),
+    )
+    for (const pages of [sent, unsent]) {
+      for await (const rows of pages) {
+        yield { kind: 'message', rows }
+        const events = await eventsOf(rows)
+        if (events) yield events
+      }
     }
   }
 
   // Replies, along the key's own (api_key_id, received_at) index.
-  let afterReply: string | undefined
-  for (;;) {
-    const rows = await db
+  const replies = keysetPages<InboundMessageRow>(pageSize, (after) =>
+    db
       .select()
       .from(inboundMessages)
       .where(
         and(
           eq(inboundMessages.apiKeyId, apiKeyId),
           named(ids, inboundMessages.phone, inboundMessages.userId),
-          afterReply
+          after
             ? sql`(${inboundMessages.receivedAt}, ${inboundMessages.id}) >
-                (select i.received_at, i.id from inbound_messages i where i.id = ${afterReply})`
+                (select i.received_at, i.id from inbound_messages i where i.id = ${after.id})`
             : undefined,
         ),
       )
       .orderBy(asc(inboundMessages.receivedAt), asc(inboundMessages.id))
-      .limit(pageSize)
-    if (rows.length === 0) break
+      .limit(pageSize),
+  )
+  for await (const rows of replies) {
     yield { kind: 'inbound_message', rows }
     const events = await eventsOf(rows)
     if (events) yield events
-    afterReply = rows[rows.length - 1]?.id
-    if (rows.length < pageSize) break
   }
 
+  // The key's consent events naming the recipient (about no message of theirs).
   const data = sql`${webhookEvents.payload}->'data'`
-  let afterEvent: string | undefined
-  for (;;) {
-    const rows = await db
+  const consent = keysetPages<WebhookEventRow>(pageSize, (after) =>
+    db
       .select()
       .from(webhookEvents)
       .where(
@@ -161,16 +171,13 @@ export async function* recipientExportPages(db: Db, input: ExportInput): AsyncGe
           eq(webhookEvents.apiKeyId, apiKeyId),
           isNull(webhookEvents.messageId),
           named(ids, sql`${data}->>'phone'`, sql`${data}->>'userId'`),
-          afterEvent ? gt(webhookEvents.id, afterEvent) : undefined,
+          after ? gt(webhookEvents.id, after.id) : undefined,
         ),
       )
       .orderBy(asc(webhookEvents.id))
-      .limit(pageSize)
-    if (rows.length === 0) break
-    yield { kind: 'event', rows }
-    afterEvent = rows[rows.length - 1]?.id
-    if (rows.length < pageSize) break
-  }
+      .limit(pageSize),
+  )
+  for await (const rows of consent) yield { kind: 'event', rows }
 
   const recipients = [...ids.phones, ...ids.userIds, ...input.hashes]
   const entries = await db
