@@ -19,6 +19,7 @@ import {
   type TestWorld,
   untilMessageStatus,
 } from '../helpers.ts'
+import { columnsHolding as columnsHoldingIn } from './search.ts'
 
 // Content retention (issue 25), end to end: keys and sends that discard content, keys that keep
 // it N hours, a sender that discards replies. "Not stored" is checked by searching every text and
@@ -41,26 +42,8 @@ type Key = { id: string; key: string }
 /** Words no other message of the run holds: what the searches look for. */
 const unique = (label: string) => `${label}-${randomUUID().slice(0, 8)}`
 
-/**
- * Every table's text, varchar, array and JSON column holding `needle`, as `table.column`. A
- * partitioned table is searched whole (its partitions are not listed again).
- */
-async function columnsHolding(needle: string): Promise<string[]> {
-  const columns = await world.sql<{ table_name: string; column_name: string }[]>`
-    select table_name, column_name from information_schema.columns
-    where table_schema = current_schema()
-      and data_type in ('text', 'jsonb', 'json', 'character varying', 'ARRAY')
-      and table_name not in (select relname from pg_class where relispartition)`
-  expect(columns.length).toBeGreaterThan(50)
-  const found: string[] = []
-  for (const { table_name, column_name } of columns) {
-    const [row] = await world.sql<{ n: number }[]>`
-      select count(*)::int as n from ${world.sql(table_name)}
-      where ${world.sql(column_name)}::text like ${`%${needle}%`}`
-    if (row && row.n > 0) found.push(`${table_name}.${column_name}`)
-  }
-  return found.sort()
-}
+/** The columns (`table.column`) of this file's database holding `needle`, searched. */
+const columnsHolding = (needle: string) => columnsHoldingIn(world.sql, needle)
 
 /** A key with the send scopes and an endpoint (only keys with one get events stored), its retention set. */
 async function keyWith(contentRetention?: unknown): Promise<Key> {
