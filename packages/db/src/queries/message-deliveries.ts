@@ -66,15 +66,17 @@ export async function recordDeliveryOutcomes(sql: Sql, outcomes: DeliveryOutcome
   if (outcomes.length === 0) return
   // Into the period's partition when it has one (one table, not every one: see message-partitions.ts),
   // one statement per period, usually one; else, or when it was dropped meanwhile, through `messages`.
-  const byDay = new Map<string | null, DeliveryOutcome[]>()
+  const byPartition = new Map<string | null, DeliveryOutcome[]>()
   for (const outcome of outcomes) {
-    const day = await partitionAt(sql, outcome.acceptedAt.getTime())
-    byDay.set(day, [...(byDay.get(day) ?? []), outcome])
+    const partition = await partitionAt(sql, outcome.acceptedAt.getTime())
+    const group = byPartition.get(partition)
+    if (group) group.push(outcome)
+    else byPartition.set(partition, [outcome])
   }
-  for (const [day, group] of byDay) {
-    if (day !== null) {
+  for (const [partition, group] of byPartition) {
+    if (partition !== null) {
       try {
-        await upsertOutcomes(sql, day, group)
+        await upsertOutcomes(sql, partition, group)
         continue
       } catch (error) {
         if (!isMissingTable(error)) throw error
@@ -107,7 +109,7 @@ async function recordFailedAttempts(sql: Sql, outcomes: DeliveryOutcome[]): Prom
 
 /**
  * The upsert of `group` into `table`: `messages`, or one partition of it when every outcome's
- * `acceptedAt` is in that day. Exported for the partitions benchmark, which runs it on a plain table.
+ * `acceptedAt` is in that partition's period. Exported for the partitions benchmark, which runs it on a plain table.
  */
 export function upsertOutcomes(sql: Sql, table: string, group: DeliveryOutcome[]) {
   // Each column goes as one Postgres array literal, cast in SQL: no dependence on how the client

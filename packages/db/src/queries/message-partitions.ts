@@ -1,6 +1,7 @@
 import { acceptedAtOfMessageId } from '@dispatch/contracts'
 import { pgTable } from 'drizzle-orm/pg-core'
 import type { Db, Sql } from '../client.ts'
+import { listPartitions } from '../partitions.ts'
 import { messageColumns, type messages } from '../schema/messages.ts'
 
 /**
@@ -39,20 +40,9 @@ function tableNamed(name: string): MessagesTable {
 }
 
 async function refresh(sql: Sql): Promise<void> {
-  // Bounds print in the session's time zone: read them in UTC, whatever the connection's.
-  const rows = (await sql.begin(async (tx) => {
-    await tx`set local time zone 'UTC'`
-    return tx<{ name: string; bound: string }[]>`
-      select c.relname as name, pg_get_expr(c.relpartbound, c.oid) as bound
-      from pg_inherits i join pg_class c on c.oid = i.inhrelid
-      where i.inhparent = 'messages'::regclass`
-  })) as { name: string; bound: string }[]
-  const ranges = rows.flatMap(({ name, bound }) => {
-    const [, from, to] = /FROM \('([^']+)'\) TO \('([^']+)'\)/.exec(bound) ?? []
-    return from && to && /^messages_p\d{8}$/.test(name)
-      ? [{ name, from: Date.parse(from), to: Date.parse(to) }]
-      : []
-  })
+  const ranges = (await listPartitions(sql, 'messages')).flatMap(({ name, from, to }) =>
+    from && to && /^messages_p\d{8}$/.test(name) ? [{ name, from: from.getTime(), to: to.getTime() }] : [],
+  )
   known = { ranges, at: Date.now() }
 }
 
