@@ -66,7 +66,7 @@ try {
     from (select i, ${
       dayMs === null
         ? `to_timestamp(${today / 1000}) - (i::double precision / ${count} * 90 * interval '1 day')`
-        : `to_timestamp(${dayMs / 1000}) + (i::double precision / ${count} * interval '1 day')`
+        : `to_timestamp(${dayMs / 1000}) + ((i - 1)::double precision / ${count} * interval '1 day')`
     } as at from generate_series(1, ${count}) i) s`
 
   // ── 1. retention: drop a day vs delete it ──

@@ -4,9 +4,14 @@ import { forgetPartitions } from './queries/message-partitions.ts'
 /**
  * The tables that grow with traffic, partitioned by time (migration 0023): one table per period of
  * `widthDays` (the workers' MESSAGE_PARTITION_DAYS), `<table>_pYYYYMMDD` after the day it starts;
- * `<table>_legacy` holds what was there before partitioning (up to the end of the day it ran),
- * `<table>_default` any row no period holds yet. Periods are created ahead and dropped whole past
- * retention by the workers (`maintainPartitions`), never deleted row by row.
+ * `<table>_legacy` holds what was there before partitioning (up to the end of the day it ran).
+ * Periods are created ahead and dropped whole past retention by the workers (`maintainPartitions`),
+ * never deleted row by row. A write whose period is missing creates it (`writingToPeriods`).
+ *
+ * There is no default partition after the first maintenance round (the migration makes one, which
+ * that round empties into periods and drops): with one, Postgres cannot read the periods in time
+ * order (a message list merges every period instead of reading the newest first and stopping), and
+ * every statement that cannot name its period plans one more table.
  */
 export const PARTITIONED_TABLES = [
   { table: 'messages', column: 'accepted_at' },
@@ -68,7 +73,7 @@ export async function listPartitions(sql: Sql, table: PartitionedTable): Promise
 /**
  * Creates the periods (of `widthDays` days, aligned on the epoch) from `now`'s to `aheadDays` later
  * that no partition covers yet, and drops the partitions that end at or before `retentionDays` before
- * `now`'s day. Each change is a short transaction of its own that first takes one advisory lock, so
+ * `now`'s day, and retires the default partition the migration made (`retireDefault`). Each change is a short transaction of its own that first takes one advisory lock, so
  * across every worker one change runs at a time and each is checked again under the lock (two workers
  * never create or drop a period twice), and it waits at most `lockTimeoutMs` for the table: a busy
  * table delays a round, never the traffic.
@@ -89,31 +94,14 @@ export async function maintainPartitions(
   const expiry = today - options.retentionDays * DAY_MS
   for (const { table, column } of PARTITIONED_TABLES) {
     const partitions = await listPartitions(sql, table)
+    const cover = (from: number, to: number) =>
+      coverRange(
+        sql,
+        { table, column, partitions, from, to, width, lockTimeoutMs: options.lockTimeoutMs },
+        changes,
+      )
     const first = Math.floor(today / width) * width
-    for (let period = first; period <= today + options.aheadDays * DAY_MS; period += width) {
-      // Each part of the period no partition holds yet (the legacy one may hold its start, a
-      // partition made with another width some of the rest).
-      const end = period + width
-      for (let from = period; from < end; ) {
-        const holder = coverOf(partitions, from)
-        if (holder) {
-          from = holder.to?.getTime() ?? end
-          continue
-        }
-        const next = Math.min(
-          end,
-          ...partitions.flatMap((p) =>
-            p.from !== null && p.from.getTime() > from ? [p.from.getTime()] : [],
-          ),
-        )
-        const moved = await createRange(sql, table, column, from, next, options.lockTimeoutMs)
-        if (moved !== null) {
-          changes.created.push(rangeName(table, from))
-          changes.moved += moved
-        } // else another worker made it meanwhile
-        from = next
-      }
-    }
+    await cover(first, first + Math.ceil((today + options.aheadDays * DAY_MS + 1 - first) / width) * width)
     for (const partition of partitions) {
       if (partition.isDefault || partition.to === null || partition.to.getTime() > expiry) continue
       const dropped = await underLock(sql, options.lockTimeoutMs, async (tx) => {
@@ -124,16 +112,142 @@ export async function maintainPartitions(
       if (dropped) changes.dropped.push(partition.name)
     }
     const fallback = partitions.find((p) => p.isDefault)
-    if (fallback) {
-      const deleted = await sql.unsafe(`delete from ${quote(fallback.name)} where ${column} < $1`, [
-        new Date(expiry).toISOString(),
-      ])
-      changes.deleted += deleted.count
-    }
+    if (fallback)
+      await retireDefault(sql, { table, column, partitions, fallback, expiry, width, cover }, changes)
   }
   // This process reads the periods it knows of directly (message-partitions.ts): look again.
   if (changes.created.length + changes.dropped.length + changes.moved > 0) forgetPartitions()
   return changes
+}
+
+/**
+ * Creates the parts of `[from, to)` no partition holds yet, as periods of `width` aligned on the
+ * epoch (the legacy partition may hold the start of one, a partition made with another width some of
+ * the rest).
+ */
+async function coverRange(
+  sql: Sql,
+  where: {
+    table: PartitionedTable
+    column: string
+    partitions: Partition[]
+    from: number
+    to: number
+    width: number
+    lockTimeoutMs: number | undefined
+  },
+  changes: PartitionChanges,
+): Promise<void> {
+  const { table, column, partitions, width } = where
+  for (let from = where.from; from < where.to; ) {
+    const holder = coverOf(partitions, from)
+    if (holder) {
+      from = holder.to?.getTime() ?? where.to
+      continue
+    }
+    const next = Math.min(
+      where.to,
+      (Math.floor(from / width) + 1) * width,
+      ...partitions.flatMap((p) => (p.from !== null && p.from.getTime() > from ? [p.from.getTime()] : [])),
+    )
+    const moved = await createRange(sql, table, column, from, next, where.lockTimeoutMs)
+    if (moved !== null) {
+      changes.created.push(rangeName(table, from))
+      changes.moved += moved
+    } // else another process made it meanwhile
+    from = next
+  }
+}
+
+/**
+ * Empties the default partition (rows past retention deleted, the others moved into the periods
+ * created for them) and drops it. The parent is locked for the drop, so no write is on its way into
+ * the default partition while it goes; writes after it find their period or create it.
+ */
+async function retireDefault(
+  sql: Sql,
+  of: {
+    table: PartitionedTable
+    column: string
+    partitions: Partition[]
+    fallback: Partition
+    expiry: number
+    width: number
+    cover: (from: number, to: number) => Promise<void>
+  },
+  changes: PartitionChanges,
+): Promise<void> {
+  const { table, column, fallback, width } = of
+  const deleted = await sql.unsafe(`delete from ${quote(fallback.name)} where ${column} < $1`, [
+    new Date(of.expiry).toISOString(),
+  ])
+  changes.deleted += deleted.count
+  const waiting = await sql.unsafe<{ start: string }[]>(
+    `select distinct (floor(extract(epoch from ${column}) * 1000 / ${width}) * ${width})::bigint::text as start
+     from ${quote(fallback.name)}`,
+  )
+  for (const { start } of waiting) await of.cover(Number(start), Number(start) + width)
+  const retired = await underLock(sql, undefined, async (tx) => {
+    if (!(await exists(tx, fallback.name))) return false
+    await tx.unsafe(`lock table ${quote(table)} in access exclusive mode`)
+    if ((await tx.unsafe(`select 1 from ${quote(fallback.name)} limit 1`)).length > 0) return false
+    await tx.unsafe(`drop table ${quote(fallback.name)}`)
+    return true
+  })
+  if (retired) changes.dropped.push(fallback.name)
+}
+
+/**
+ * Runs `write` (statements inserting into partitioned tables, or updating rows whose triggers do);
+ * when one fails because no partition holds its row (a clock ahead of the periods made, workers down
+ * for longer than the days made ahead), creates that row's period and runs it again. A period of a
+ * time past retention is created too: the next maintenance round drops it, as it would have.
+ */
+export async function writingToPeriods<T>(sql: Sql, write: () => Promise<T>): Promise<T> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await write()
+    } catch (error) {
+      const missing = tries <= PARTITIONED_TABLES.length + 1 ? await missingPeriodOf(sql, error) : null
+      if (!missing) throw error
+      await createPeriodAt(sql, missing.table, missing.at)
+    }
+  }
+}
+
+/** The table and time of a row no partition held, from Postgres' error (23514), if it is that. */
+async function missingPeriodOf(sql: Sql, error: unknown) {
+  const { code, message, detail } = (error ?? {}) as { code?: string; message?: string; detail?: string }
+  if (code !== '23514') return null
+  const table = /no partition of relation "([^"]+)" found for row/.exec(message ?? '')?.[1]
+  const value = /Partition key of the failing row contains \([^)]*\) = \((.+)\)\.$/.exec(detail ?? '')?.[1]
+  const known = PARTITIONED_TABLES.find((t) => t.table === table)
+  if (!known || value === undefined) return null
+  // The value prints in the session's date style and zone: Postgres reads it back.
+  const [row] = await sql<
+    { ms: string }[]
+  >`select (extract(epoch from ${value}::timestamptz) * 1000)::bigint::text as ms`
+  return row ? { table: known.table, at: Number(row.ms) } : null
+}
+
+/**
+ * Creates the period of `table` holding `ms`, as wide as the newest period there (the workers'
+ * MESSAGE_PARTITION_DAYS; a day when there is none).
+ */
+export async function createPeriodAt(sql: Sql, table: PartitionedTable, ms: number): Promise<string[]> {
+  const partitions = await listPartitions(sql, table)
+  const newest = partitions.filter((p) => p.from !== null && p.to !== null).at(-1)
+  const width = newest?.from && newest.to ? newest.to.getTime() - newest.from.getTime() : DAY_MS
+  const from = Math.floor(ms / width) * width
+  const column = PARTITIONED_TABLES.find((t) => t.table === table)?.column as string
+  const changes: PartitionChanges = { created: [], dropped: [], moved: 0, deleted: 0 }
+  await coverRange(
+    sql,
+    { table, column, partitions, from, to: from + width, width, lockTimeoutMs: undefined },
+    changes,
+  )
+  if (changes.created.length > 0) forgetPartitions()
+  return changes.created
 }
 
 /** The partition (not the default one) whose range holds `ms`, if any. */
@@ -182,11 +296,15 @@ async function createRange(
   return underLock(sql, lockTimeoutMs, async (tx) => {
     if (await exists(tx, rangeName(table, fromMs))) return null
     const range = `for values from ('${from}') to ('${to}')`
-    const waiting = await tx.unsafe(
-      `select 1 from ${fallback} where ${column} >= $1 and ${column} < $2 limit 1`,
-      [from, to],
-    )
-    if (waiting.length === 0) {
+    const waiting =
+      (await exists(tx, `${table}_default`)) &&
+      (
+        await tx.unsafe(`select 1 from ${fallback} where ${column} >= $1 and ${column} < $2 limit 1`, [
+          from,
+          to,
+        ])
+      ).length > 0
+    if (!waiting) {
       await tx.unsafe(`create table ${name} partition of ${quote(table)} ${range}`)
       return 0
     }

@@ -224,16 +224,20 @@ describe('messages stored by day', () => {
     expect(names).toContain(`messages_p${stamp(base + 3 * DAY)}`)
   })
 
-  it('a row no day held yet waits in the default partition and moves into its day when that is created, once', async () => {
+  it('a message whose day was not made yet (a clock far ahead) makes its day when it is written', async () => {
+    // The worker's first round emptied and dropped the default partition the migration made.
+    expect((await listPartitions(world.sql, 'messages')).some((p) => p.isDefault)).toBe(false)
     const far = base + 40 * DAY + 5000
     const id = await sendAt(far, 'a clock far ahead')
     await untilMessageStatus(app, key.key, id, 'sent')
-    expect(await partitionOf(id)).toEqual(['messages_default'])
-    const made = await maintainPartitions(world.sql, { now: new Date(far), aheadDays: 0, retentionDays: 365 })
-    expect(made?.created).toContain(`messages_p${stamp(far)}`)
-    expect(made?.moved).toBeGreaterThanOrEqual(1)
     expect(await partitionOf(id)).toEqual([`messages_p${stamp(far)}`])
     expect((await messageView(app, key.key, id)).status).toBe('sent')
+    const list = await app.inject({
+      method: 'GET',
+      url: '/api/third-party/messages?take=1',
+      headers: { 'x-api-key': key.key },
+    })
+    expect(list.json().data.map((m: MessageView) => m.messageId)).toEqual([id])
   })
 
   it('two workers maintaining at once create each day once and neither fails', async () => {
@@ -289,10 +293,23 @@ describe('the migration to partitions', () => {
       await db`update messages set status = 'delivered', delivered_at = now() where id = ${old?.id ?? ''}`
       const events = await db`select type from webhook_events where message_id = ${old?.id ?? ''}`
       expect(events.map((e) => e.type)).toEqual(['message.delivered'])
-      // A new day's message goes into its own partition once the workers made it, and the key still
-      // refuses a duplicate.
+      // A row written before the workers' first round waits in the default partition; that round
+      // moves it into its period and drops the default partition, once empty.
       const tomorrow = new Date(Math.floor(Date.now() / DAY) * DAY + DAY + 3600_000)
-      await maintainPartitions(db, { now: tomorrow, aheadDays: 1, retentionDays: 90 })
+      const early = new Date(tomorrow.getTime() + 9 * DAY)
+      const [waiting] = await db<{ id: string; part: string }[]>`
+        insert into messages (id, api_key_id, type, phone, payload, accepted_at)
+        values (gen_random_uuid(), ${apiKey?.id ?? ''}, 'text', '+5511900000001', '{}', ${early})
+        returning id, tableoid::regclass::text as part`
+      expect(waiting?.part).toBe('messages_default')
+      const round = await maintainPartitions(db, { now: tomorrow, aheadDays: 1, retentionDays: 90 })
+      expect(round.moved).toBe(1)
+      expect(round.dropped).toEqual(expect.arrayContaining(['messages_default', 'message_attempts_default']))
+      const [moved] = await db<{ part: string }[]>`
+        select tableoid::regclass::text as part from messages where id = ${waiting?.id ?? ''}`
+      expect(moved?.part).toBe(`messages_p${stamp(early.getTime())}`)
+      expect(await db`select 1 from messages`).toHaveLength(3001)
+      // A new day's message goes into its own partition, and the key still refuses a duplicate.
       const [fresh] = await db<{ part: string }[]>`
         insert into messages (id, api_key_id, type, phone, payload, accepted_at)
         values (${old?.id ?? ''}, ${apiKey?.id ?? ''}, 'text', '+5511900000000', '{}', ${tomorrow})

@@ -4,8 +4,9 @@ import type { Logger } from 'pino'
 /**
  * Keeps the day partitions of messages and their attempts (packages/db/src/partitions.ts): creates
  * the coming days ahead and drops the days past `retentionDays`, at start and then hourly. Every
- * `messages` worker runs it; an advisory lock lets one process at a time change the partitions. A failure (Postgres away, a lock not granted in time) is logged and tried at the next tick;
- * the default partition holds any row written meanwhile, and the next round moves it into its day.
+ * `messages` worker runs it; an advisory lock lets one process at a time change the partitions. A
+ * failure (Postgres away, a lock not granted in time) is logged and tried at the next tick; a row
+ * written meanwhile whose period is missing creates it (`writingToPeriods`).
  */
 export function startPartitionMaintenance(options: {
   sql: Sql

@@ -1,6 +1,7 @@
 import type { MessageType } from '@dispatch/contracts'
 import { eq } from 'drizzle-orm'
 import type { Db, Sql } from '../client.ts'
+import { writingToPeriods } from '../partitions.ts'
 import { messages } from '../schema/messages.ts'
 import { messageWithId } from './message-ids.ts'
 import { isMissingTable, onPartitionOf, partitionAt } from './message-partitions.ts'
@@ -82,9 +83,9 @@ export async function recordDeliveryOutcomes(sql: Sql, outcomes: DeliveryOutcome
         if (!isMissingTable(error)) throw error
       }
     }
-    await upsertOutcomes(sql, 'messages', group)
+    await writingToPeriods(sql, () => upsertOutcomes(sql, 'messages', group))
   }
-  await recordFailedAttempts(sql, outcomes)
+  await writingToPeriods(sql, () => recordFailedAttempts(sql, outcomes))
 }
 
 /**

@@ -2,6 +2,7 @@ import type { MessageError, MessageJob, MessagePricing } from '@dispatch/contrac
 import { DEFAULT_SENDER_ID, redactAfter, redactPayload } from '@dispatch/contracts'
 import { and, eq, inArray, lt, type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
+import { writingToPeriods } from '../partitions.ts'
 import { type MessageRow, messages } from '../schema/messages.ts'
 import { rememberRecipientPair } from './inbound-messages.ts'
 import { messageWithId, messageWithPlatformId } from './message-ids.ts'
@@ -92,7 +93,11 @@ export async function recordScheduledMessage(db: Db, job: MessageJob): Promise<v
 /** The records of many scheduled messages (a batch's), in one statement. */
 export async function recordScheduledMessages(db: Db, jobs: MessageJob[]): Promise<void> {
   if (jobs.length === 0) return
-  await db
+  await writingToPeriods(db.$client, () => insertScheduled(db, jobs))
+}
+
+function insertScheduled(db: Db, jobs: MessageJob[]) {
+  return db
     .insert(messages)
     .values(
       jobs.map((job) => ({
