@@ -100,13 +100,7 @@ export async function* recipientExportPages(db: Db, input: ExportInput): AsyncGe
             identity,
             eq(messages.apiKeyId, apiKeyId),
             isNotNull(messages.sentAt),
-            // After the last row, its `sent_at` compared as Postgres holds it (microseconds, not a
-            // JS Date's milliseconds).
-            after
-              ? sql`${messages.sentAt} >= (select m.sent_at from messages m where m.id = ${after.id})
-                  and (${messages.sentAt} > (select m.sent_at from messages m where m.id = ${after.id})
-                    or ${messages.id} > ${after.id})`
-              : undefined,
+            after ? afterSent(after) : undefined,
           ),
         )
         .orderBy(asc(messages.sentAt), asc(messages.id))
@@ -186,4 +180,16 @@ export async function* recipientExportPages(db: Db, input: ExportInput): AsyncGe
     .where(and(eq(suppressions.senderId, input.senderId), inArray(suppressions.recipient, recipients)))
     .orderBy(asc(suppressions.id))
   if (entries.length > 0) yield { kind: 'suppression', rows: entries }
+}
+
+/**
+ * The rows after `last` in (sent_at, id) order, its `sent_at` compared as Postgres holds it
+ * (microseconds, not a JS Date's milliseconds), read in its own period: its accepted_at, truncated
+ * to milliseconds here, bounds the lookup, which would otherwise probe every partition on each page.
+ */
+function afterSent(last: MessageRow): SQL {
+  const at = last.acceptedAt.toISOString()
+  const sentAt = sql`(select m.sent_at from messages m where m.id = ${last.id}
+    and m.accepted_at >= ${at}::timestamptz and m.accepted_at < ${at}::timestamptz + interval '1 millisecond')`
+  return sql`${messages.sentAt} >= ${sentAt} and (${messages.sentAt} > ${sentAt} or ${messages.id} > ${last.id})`
 }
