@@ -41,35 +41,58 @@ export const redactedField = (redactedAt: Date | null) =>
   redactedAt === null ? {} : { redacted: true as const }
 
 type Body = Record<string, unknown>
-const pick = (body: Body, keys: string[]) =>
-  Object.fromEntries(keys.filter((key) => body[key] !== undefined).map((key) => [key, body[key]]))
+/** A field of a body, as the path to it (`['interactive', 'type']`). */
+export type BodyPath = readonly [string] | readonly [string, string]
 
 /**
- * What a message body keeps once redacted, per type: an allow-list, so a field added to a kind
- * later is removed until someone decides it is not content. Every kind keeps its recipient and the
- * message it quotes; a template keeps which template and language (not its variables); an
- * interactive message its kind (`button`, `list`…); a reaction the message it reacts to (not the
+ * What a message body keeps once its content is removed, per type: an allow-list, so a field added
+ * to a kind later is removed until someone decides it is not content. Every kind keeps the message
+ * it quotes, its category and priority; a template which template and language (not its variables);
+ * an interactive message its kind (`button`, `list`…); a reaction the message it reacts to (not the
  * emoji). Text, captions, variables, media ids and links, file names, locations, contact cards and
- * interactive bodies all go.
+ * interactive bodies all go. The one definition: `redactPayload` applies it in TypeScript, and the
+ * erasure's statements in SQL (packages/db, `stripContentSql`), both from these paths.
  */
-const KEPT: { [T in MessageType]: (body: Body) => Body } = {
-  text: () => ({}),
-  template: (body) => pick(body, ['templateId', 'language']),
-  image: () => ({}),
-  document: () => ({}),
-  video: () => ({}),
-  audio: () => ({}),
-  sticker: () => ({}),
-  location: () => ({}),
-  contacts: () => ({}),
-  interactive: (body) => ({ interactive: pick(body.interactive as Body, ['type']) }),
-  reaction: (body) => ({ reaction: pick(body.reaction as Body, ['messageId']) }),
+export const KEPT_FIELDS: { all: readonly BodyPath[] } & { [T in MessageType]: readonly BodyPath[] } = {
+  all: [['replyTo'], ['category'], ['priority']],
+  text: [],
+  template: [['templateId'], ['language']],
+  image: [],
+  document: [],
+  video: [],
+  audio: [],
+  sticker: [],
+  location: [],
+  contacts: [],
+  interactive: [['interactive', 'type']],
+  reaction: [['reaction', 'messageId']],
 }
 
-/** A send body (as a job carries it) without its content: what Postgres may hold of it. */
-export function redactPayload(type: MessageType, body: object): Body {
-  const given = body as Body
-  return { ...pick(given, ['phone', 'userId', 'replyTo']), ...KEPT[type](given) }
+/** The recipient's fields: kept by redaction (counts and statuses stay attributable), not by an erasure. */
+export const RECIPIENT_FIELDS: readonly BodyPath[] = [['phone'], ['userId']]
+
+/**
+ * A send body (as a job carries it) without its content: what Postgres may hold of it. With
+ * `recipient: false` (an erasure), without who it was for either.
+ */
+export function redactPayload(type: MessageType, body: object, options: { recipient?: boolean } = {}): Body {
+  const paths = [
+    ...(options.recipient === false ? [] : RECIPIENT_FIELDS),
+    ...KEPT_FIELDS.all,
+    ...(KEPT_FIELDS[type] ?? []),
+  ]
+  const kept: Body = {}
+  for (const [field, inner] of paths) {
+    const value = (body as Body)[field]
+    if (value === undefined) continue
+    if (inner === undefined) {
+      kept[field] = value
+      continue
+    }
+    const innerValue = typeof value === 'object' && value !== null ? (value as Body)[inner] : undefined
+    if (innerValue !== undefined) kept[field] = { ...(kept[field] as Body), [inner]: innerValue }
+  }
+  return kept
 }
 
 /**

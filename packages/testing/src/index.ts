@@ -1,5 +1,6 @@
 export * from './database.ts'
 export { childProcessEnv } from './env.ts'
+export * from './message-bodies.ts'
 export * from './metrics.ts'
 export * from './raw-http.ts'
 export * from './redis-cluster.ts'

@@ -7,18 +7,14 @@ import {
   messageClaimTtlMs,
   QueueNames,
   queuePrefix,
+  redactPayload,
   senderQueueName,
   serviceWindowKey,
   webhookEventBody,
   webhookJobId,
 } from '@dispatch/contracts'
 import type { RedisClient } from '@dispatch/contracts/redis'
-import {
-  type DeliveryOutcome,
-  erasedEventDeliveries,
-  type RecipientIdentities,
-  stripContent,
-} from '@dispatch/db'
+import { type DeliveryOutcome, erasedEventDeliveries, type RecipientIdentities } from '@dispatch/db'
 import { type Job, Queue } from 'bullmq'
 import type { WorkerContext } from '../runtime.ts'
 
@@ -262,7 +258,7 @@ function canceledOutcome(job: MessageJob, sender: { id: string; phoneNumberId: s
     type: job.message.type,
     phone: null,
     userId: null,
-    payload: stripContent(job.message.body),
+    payload: redactPayload(job.message.type, job.message.body, { recipient: false }),
     clientReference: job.clientReference ?? null,
     senderPhoneNumberId: sender.phoneNumberId,
     senderId: job.senderId ?? sender.id,

@@ -129,7 +129,7 @@ export async function eraseRecipientRows(db: Db, input: EraseRows): Promise<Eras
       .set({
         phone: null,
         userId: null,
-        payload: stripContentSql(messages.payload),
+        payload: stripContentSql(messages.type, messages.payload),
         lastErrorMessage: null,
         redactedAt: sql`coalesce(${messages.redactedAt}, ${atSql})`,
       })
@@ -159,7 +159,8 @@ export async function eraseRecipientRows(db: Db, input: EraseRows): Promise<Eras
       phone: null,
       userId: null,
       username: null,
-      content: stripContentSql(inboundMessages.content),
+      // A reply's content goes whole, as its redaction does (`{}`).
+      content: sql`'{}'::jsonb`,
       redactedAt: sql`coalesce(${inboundMessages.redactedAt}, ${atSql})`,
     })
     .where(and(namedBy(ids, inboundMessages.phone, inboundMessages.userId), ofKey(inboundMessages.apiKeyId)))

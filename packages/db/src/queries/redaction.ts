@@ -1,31 +1,34 @@
+import { type BodyPath, KEPT_FIELDS, MESSAGE_TYPES } from '@dispatch/contracts'
 import { type SQL, sql } from 'drizzle-orm'
 
-/**
- * What a message's payload keeps once its content is removed (by content retention or an erasure):
- * how it was sent, never what it said or to whom. Everything else goes: the recipient, texts,
- * template variables, captions, media ids, locations, contacts, buttons, replies' content.
- */
-export const KEPT_PAYLOAD_FIELDS = ['templateId', 'language', 'category', 'priority'] as const
+/** A field name as a SQL literal (the names are the contract's constants, never input). */
+const literal = (name: string) => sql.raw(`'${name.replaceAll("'", "''")}'`)
 
-/**
- * A payload (a message's request body, or an inbound message's normalized content) without its
- * content: only `KEPT_PAYLOAD_FIELDS` stay. The one definition of "strip the content", in TypeScript
- * and, for statements over many rows, in SQL (`stripContentSql`).
- */
-export function stripContent(payload: unknown): Record<string, unknown> {
-  if (typeof payload !== 'object' || payload === null) return {}
-  const kept: Record<string, unknown> = {}
-  for (const field of KEPT_PAYLOAD_FIELDS) {
-    const value = (payload as Record<string, unknown>)[field]
-    if (value !== undefined) kept[field] = value
+/** `{field: …}` or `{field: {inner: …}}` of `payload` when it has that field, else `{}`. */
+const keep = (payload: SQL, [field, inner]: BodyPath): SQL => {
+  const value = sql`(${payload} -> ${literal(field)})`
+  if (inner === undefined) {
+    return sql`case when ${value} is not null then jsonb_build_object(${literal(field)}, ${value}) else '{}'::jsonb end`
   }
-  return kept
+  const innerValue = sql`(case when jsonb_typeof(${value}) = 'object' then ${value} -> ${literal(inner)} end)`
+  return sql`case when ${innerValue} is not null
+    then jsonb_build_object(${literal(field)}, jsonb_build_object(${literal(inner)}, ${innerValue})) else '{}'::jsonb end`
 }
 
-/** `stripContent` of a jsonb column, in SQL. */
-export const stripContentSql = (column: SQL | SQL.Aliased | unknown): SQL =>
-  sql`coalesce((select jsonb_object_agg(f.key, f.value) from jsonb_each(${column}) f
-    where f.key in (${sql.join(
-      KEPT_PAYLOAD_FIELDS.map((field) => sql`${field}`),
-      sql`, `,
-    )})), '{}'::jsonb)`
+const merged = (parts: SQL[]) => sql.join([sql`'{}'::jsonb`, ...parts], sql` || `)
+
+/**
+ * A message's payload without its content and without its recipient, in SQL, for statements over
+ * many rows (an erasure): what `redactPayload(type, payload, { recipient: false })` answers, built
+ * from the same allow-list (`KEPT_FIELDS` in packages/contracts).
+ */
+export function stripContentSql(type: unknown, payload: unknown): SQL {
+  const body = sql`${payload}`
+  const byType = MESSAGE_TYPES.filter((t) => KEPT_FIELDS[t].length > 0).map(
+    (t) => sql`when ${literal(t)} then ${merged(KEPT_FIELDS[t].map((path) => keep(body, path)))}`,
+  )
+  return merged([
+    ...KEPT_FIELDS.all.map((path) => keep(body, path)),
+    sql`(case ${type}::text ${sql.join(byType, sql` `)} else '{}'::jsonb end)`,
+  ])
+}
