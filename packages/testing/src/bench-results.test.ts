@@ -4,6 +4,8 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import {
   type BenchResult,
+  formatNumber,
+  formatRatio,
   judgeAim,
   parseAim,
   readResults,
@@ -193,5 +195,15 @@ describe('the results file and its table', () => {
 
   it('says when there is nothing to show', () => {
     expect(renderTable([])).toMatch(/No benchmark results/)
+  })
+})
+
+describe('formatting', () => {
+  it('keeps small ratios and figures readable', () => {
+    expect(formatRatio(0.00005)).toBe('0.000050')
+    expect(formatRatio(0.0441)).toBe('0.044')
+    expect(formatRatio(1.234)).toBe('1.23')
+    expect(formatNumber(0.017)).toBe('0.017')
+    expect(formatNumber(8446.784)).toBe('8,446.78')
   })
 })

@@ -163,7 +163,14 @@ export function readResults(file = resultsFile()): BenchResult[] {
     .map((l) => JSON.parse(l) as BenchResult)
 }
 
-const fmt = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: 2 })
+/** A figure: two decimals, or three significant digits below 1 (0.017 µs stays 0.017). */
+export const formatNumber = (n: number) =>
+  Math.abs(n) < 1 && n !== 0
+    ? n.toLocaleString('en-US', { maximumSignificantDigits: 3 })
+    : n.toLocaleString('en-US', { maximumFractionDigits: 2 })
+/** A ratio: two decimals, or two significant digits below 0.1 (a share of 0.00005 is not 0.00). */
+export const formatRatio = (r: number) => (Math.abs(r) < 0.1 && r !== 0 ? r.toPrecision(2) : r.toFixed(2))
+const fmt = formatNumber
 const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\s+/g, ' ').trim()
 const day = (iso: string) => iso.slice(0, 10)
 
@@ -199,7 +206,7 @@ export function renderTable(results: BenchResult[]): string {
       r.name,
       `${fmt(r.figure)} ${r.unit}`,
       r.baseline === null ? '–' : `${fmt(r.baseline)} ${r.unit}`,
-      r.ratio === null ? '–' : `${r.ratio.toFixed(2)} (${r.better} is better)`,
+      r.ratio === null ? '–' : `${formatRatio(r.ratio)} (${r.better} is better)`,
       r.aim ?? '–',
       r.note && r.met !== true ? `${met} (${r.note})` : met,
     ]

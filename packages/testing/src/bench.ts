@@ -3,7 +3,14 @@ import { Agent, request } from 'node:http'
 import { ensureDatabase, migrateDatabase } from '@dispatch/db/migrate'
 import type { Redis } from 'ioredis'
 import postgres from 'postgres'
-import { currentBenchmark, describeMachine, judgeAim, recordResult } from './bench-results.ts'
+import {
+  currentBenchmark,
+  describeMachine,
+  formatNumber,
+  formatRatio,
+  judgeAim,
+  recordResult,
+} from './bench-results.ts'
 import { benchEnv } from './env.ts'
 import { deleteKeysUnder } from './redis-keys.ts'
 
@@ -53,10 +60,10 @@ export interface BenchLine {
  */
 export function printComparison(line: BenchLine) {
   const ratio = line.figure / line.baseline
-  const fmt = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: 2 })
+  const fmt = formatNumber
   console.log(
     `${line.name}: ${fmt(line.figure)} ${line.unit} vs baseline ${fmt(line.baseline)} ${line.unit}` +
-      ` → ratio ${ratio.toFixed(2)} (${line.better} is better${line.aim ? `; aim ${line.aim}` : ''})`,
+      ` → ratio ${formatRatio(ratio)} (${line.better} is better${line.aim ? `; aim ${line.aim}` : ''})`,
   )
   record({ ...line, ratio })
   return ratio
@@ -67,7 +74,7 @@ export function printComparison(line: BenchLine) {
  * given load, say), whether the aim holds, and records it as `printComparison` does.
  */
 export function printFigure(line: Omit<BenchLine, 'baseline'>) {
-  const fmt = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: 2 })
+  const fmt = formatNumber
   const { met } = judgeAim({ ...line, ratio: null })
   const verdict = met === null ? '' : met ? ': met' : ': not met'
   console.log(
