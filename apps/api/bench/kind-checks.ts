@@ -9,7 +9,7 @@
  *   pnpm --filter @dispatch/api bench:kind-checks   (BENCH_PAIRS, BENCH_BATCH)
  */
 import { kindProblem, recipientProblem } from '@dispatch/contracts'
-import { clearFairAdmission, createBenchWorld, median } from '@dispatch/testing/bench'
+import { clearFairAdmission, createBenchWorld, median, printComparison } from '@dispatch/testing/bench'
 import { Redis } from 'ioredis'
 import { buildApp, createDeps, createLogger, parseApiConfig } from '../src/app.ts'
 import { approvedKey, cpuPerInjectedSend } from './load.ts'
@@ -82,10 +82,15 @@ try {
     ['checks on a text body', onText],
     ['checks on a 10-row list', onList],
   ] as const) {
-    const checks = median(values)
-    console.log(
-      `  ${name.padEnd(36)} ${checks.toFixed(3)} µs = ${((100 * checks) / send).toFixed(2)} % of a send (aim ≤ 5 %)`,
-    )
+    // The ratio is the checks' share of a send's CPU.
+    printComparison({
+      name: `  ${name}, CPU per call vs a send-text's`,
+      figure: median(values),
+      baseline: send,
+      unit: 'µs',
+      better: 'lower',
+      aim: '≤ 0.05',
+    })
   }
 } finally {
   redis.disconnect()

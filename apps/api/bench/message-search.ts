@@ -22,7 +22,7 @@
  */
 import { type AdminMessageListQuery, type MessageListQuery, Scopes } from '@dispatch/contracts'
 import { createDb, generateApiKey, listAdminMessages, listMessages } from '@dispatch/db'
-import { createBenchWorld, keepAliveGet, median, p95 } from '@dispatch/testing/bench'
+import { createBenchWorld, keepAliveGet, median, p95, printComparison } from '@dispatch/testing/bench'
 import postgres from 'postgres'
 import { buildApp, createDeps, createLogger, parseApiConfig } from '../src/app.ts'
 import { SPAN_DAYS, STATUS, TYPE, withoutMessageIndexes } from './message-list-generate.ts'
@@ -318,9 +318,15 @@ try {
     const ratio = result.http.p95 / result.sql.p95
     const met = result.http.p95 <= AIM_MS ? 'yes' : 'NO'
     const count = `${sample.itemCount.toLocaleString('en-US')}${sample.itemCountExact ? '' : '+'}`
-    console.log(
-      `  ${shape.name} [e.g. ${sample.data.length} of ${count}; ${result.found}/${n} found some]: p95 ${ms(result.http.p95)} ms vs raw query ${ms(result.sql.p95)} ms → ratio ${ratio.toFixed(2)}; p50 ${ms(result.http.p50)} vs ${ms(result.sql.p50)} ms (aim p95 ≤ ${AIM_MS} ms: ${met})`,
-    )
+    printComparison({
+      name: `  ${shape.name} p95 vs the raw query [e.g. ${sample.data.length} of ${count}; ${result.found}/${n} found some]`,
+      figure: result.http.p95,
+      baseline: result.sql.p95,
+      unit: 'ms',
+      better: 'lower',
+      aim: `p95 ≤ ${AIM_MS} ms`,
+    })
+    console.log(`    p50 ${ms(result.http.p50)} vs ${ms(result.sql.p50)} ms (aim p95 ≤ ${AIM_MS} ms: ${met})`)
     for (const line of await explain(shape)) console.log(`    ${line}`)
     rows.push(
       `| ${shape.name} | ${ms(result.http.p50)} | ${ms(result.http.p95)} | ${ms(result.sql.p50)} | ${ms(result.sql.p95)} | ${ratio.toFixed(2)} | ${met} |`,

@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto'
 import type { OrderListQuery } from '@dispatch/contracts'
 import { createDb, createOrder, findOrder, listOrders } from '@dispatch/db'
 import { ensureDatabase, migrateDatabase } from '@dispatch/db/migrate'
-import { keepAliveGet, pairedP95 } from '@dispatch/testing/bench'
+import { keepAliveGet, pairedP95, printComparison } from '@dispatch/testing/bench'
 import postgres from 'postgres'
 import { buildApp, createDeps, createLogger, parseApiConfig } from '../src/app.ts'
 import { BENCH_TENANT, generateOrders, loadBenchCatalog, seedBenchCatalog } from './orders-generate.ts'
@@ -25,13 +25,6 @@ const duration = Number(process.env.BENCH_DURATION_S ?? 10)
 const clients = 10
 const baseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
-
-const fmt = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: 2 })
-function print(name: string, figure: number, baseline: number, unit: string, aim: string) {
-  console.log(
-    `${name}: ${fmt(figure)} ${unit} vs baseline ${fmt(baseline)} ${unit} → ratio ${(figure / baseline).toFixed(2)} (aim ${aim})`,
-  )
-}
 
 /** `clients` loops creating orders for `duration` seconds; returns orders per second. */
 async function throughput(create: () => Promise<void>) {
@@ -119,13 +112,14 @@ try {
       () => listOrders(direct.db, BENCH_TENANT, parsed),
       samples,
     )
-    print(
-      `GET /orders take=100, ${name} [${body.data.length} of ${body.itemCount}] p95`,
+    printComparison({
+      name: `GET /orders take=100, ${name} [${body.data.length} of ${body.itemCount}] p95`,
       figure,
       baseline,
-      'ms',
-      'ratio ≤ 1.5, p95 ≤ 25 ms',
-    )
+      unit: 'ms',
+      better: 'lower',
+      aim: 'ratio ≤ 1.5, p95 ≤ 25 ms',
+    })
   }
 
   const [one] = (await listOrders(direct.db, BENCH_TENANT, { ...base, take: 1, page: 5000 })).items
@@ -135,7 +129,14 @@ try {
     () => findOrder(direct.db, BENCH_TENANT, one?.id as string),
     samples,
   )
-  print('GET /orders/:orderId p95', single.figure, single.baseline, 'ms', 'p95 ≤ 5 ms')
+  printComparison({
+    name: 'GET /orders/:orderId p95',
+    figure: single.figure,
+    baseline: single.baseline,
+    unit: 'ms',
+    better: 'lower',
+    aim: 'p95 ≤ 5 ms',
+  })
 
   let serial = 0
   const body = () => ({
@@ -163,13 +164,14 @@ try {
       bmeEmail: 'bme@dispatch.local',
     })
   })
-  print(
-    `POST /orders, ${clients} concurrent clients`,
-    viaApi,
-    viaDriver,
-    'orders/s',
-    'ratio near 1 (higher is better)',
-  )
+  printComparison({
+    name: `POST /orders, ${clients} concurrent clients`,
+    figure: viaApi,
+    baseline: viaDriver,
+    unit: 'orders/s',
+    better: 'higher',
+    aim: 'ratio near 1',
+  })
 } finally {
   http.close()
   await app.close()

@@ -10,7 +10,8 @@
  *
  * The endpoint's limits are raised above the offered rate (50 at once, 1,000/s) so the path is what
  * is measured; WEBHOOK_ENDPOINT_CONCURRENCY and WEBHOOK_ENDPOINT_RATE_PER_SECOND set them (the
- * service's defaults are 10 and 200/s, see docs/benchmarks.md for what they do to this figure).
+ * service's defaults are 20 and 1,000/s; docs/messaging.md, "Delivery, retries and disabling", says
+ * why the rate must stay well above an endpoint's steady load).
  *
  *   pnpm --filter @dispatch/api bench:webhooks   (BENCH_RATE, BENCH_DURATION_S, BENCH_WARMUP_S)
  */
@@ -19,7 +20,7 @@ import { Agent, createServer, request } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { createDb, generateApiKey, insertApiKey, insertWebhookEndpoint } from '@dispatch/db'
 import { signWebhook as signMetaWebhook, statusWebhook } from '@dispatch/testing'
-import { createBenchWorld } from '@dispatch/testing/bench'
+import { createBenchWorld, printFigure } from '@dispatch/testing/bench'
 import { Webhook } from 'standardwebhooks'
 import { APP_SECRET, startServices } from './webhook-latency-services.ts'
 
@@ -241,9 +242,17 @@ async function main() {
     const p99 = percentile(latencies, 0.99)
     console.log(
       `webhook latency (status in → receiver called) at ${rate}/s: p50 ${ms(percentile(latencies, 0.5))}, ` +
-        `p99 ${ms(p99)}, max ${ms(latencies.at(-1) ?? Number.NaN)}; ${latencies.length}/${measured} arrived ` +
-        `(aim p99 ≤ 250 ms: ${p99 <= 250 && latencies.length === measured ? 'met' : 'not met'})`,
+        `p99 ${ms(p99)}, max ${ms(latencies.at(-1) ?? Number.NaN)}; ${latencies.length}/${measured} arrived`,
     )
+    const missing = measured - latencies.length
+    printFigure({
+      name: `webhook latency p99 (status in → receiver called) at ${rate}/s${missing ? `, ${missing} never arrived` : ''}`,
+      figure: p99,
+      unit: 'ms',
+      better: 'lower',
+      // Events that never arrived are not in the p99: the table then leaves the aim unjudged.
+      aim: missing ? 'p99 ≤ 250 ms and every event arrives' : 'p99 ≤ 250 ms',
+    })
   } finally {
     await services?.close()
     agent.destroy()

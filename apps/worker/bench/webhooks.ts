@@ -278,9 +278,13 @@ async function main() {
     }
     const medianOf = (side: string) => median((runs.get(side) ?? []).map((r) => r.perSecond))
     for (const side of Object.keys(sides).slice(2)) {
-      console.log(
-        `  ${side}: ${Math.round(medianOf(side))} events/s, ${(medianOf(side) / medianOf('bare signed POSTs')).toFixed(2)} of the baseline`,
-      )
+      printComparison({
+        name: `  ${side} (breakdown) vs bare signed POSTs`,
+        figure: medianOf(side),
+        baseline: medianOf('bare signed POSTs'),
+        unit: 'events/s',
+        better: 'higher',
+      })
     }
     const [recorded] = await sql<[{ count: string }]>`
       select count(*) from webhook_attempts where status_code = 204`
