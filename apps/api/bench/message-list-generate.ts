@@ -101,20 +101,24 @@ export async function generateMessages(
  * an index built once over the loaded rows costs far less than one maintained row by row.
  */
 export async function withoutMessageIndexes(sql: postgres.Sql, load: () => Promise<void>) {
+  // On the partitioned table (migration 0023) the catalog shows each index as `ON ONLY messages`,
+  // which alone makes an index of the parent without its partitions': built without `ONLY`, each
+  // covers every partition. The primary key is re-added by its definition.
   const indexes = await sql<{ name: string; definition: string }[]>`
-    select indexname as name, indexdef as definition from pg_indexes
+    select indexname as name, replace(indexdef, ' ON ONLY ', ' ON ') as definition from pg_indexes
     where schemaname = 'public' and tablename = 'messages' order by indexname`
-  await sql`alter table messages drop constraint messages_pkey`
+  const [pkey] = await sql<{ name: string; definition: string }[]>`
+    select conname as name, pg_get_constraintdef(oid) as definition from pg_constraint
+    where conrelid = 'messages'::regclass and contype = 'p'`
+  if (pkey) await sql.unsafe(`alter table messages drop constraint "${pkey.name}"`)
   for (const { name } of indexes) await sql.unsafe(`drop index if exists "${name}"`)
   await load()
   await sql.begin(async (tx) => {
     await tx`set local maintenance_work_mem = '1GB'`
     for (const { name, definition } of indexes) {
       const started = performance.now()
-      await tx.unsafe(definition)
-      if (name === 'messages_pkey') {
-        await tx`alter table messages add constraint messages_pkey primary key using index messages_pkey`
-      }
+      if (name === pkey?.name) await tx.unsafe(`alter table messages add constraint "${name}" ${pkey.definition}`)
+      else await tx.unsafe(definition)
       console.log(`  index ${name}: ${((performance.now() - started) / 1000).toFixed(0)} s`)
     }
   })
