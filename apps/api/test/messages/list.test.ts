@@ -210,6 +210,23 @@ describe('filters', () => {
     expect(res.json()).toMatchObject({ itemCount: 1, data: [{ messageId: m[1] }] })
   })
 
+  it('a rare status counts right on every page: full ones, the short last one, and past the end', async () => {
+    const rare = '&status=failed,expired,canceled'
+    expect((await list(`?take=2&page=1${rare}`)).json()).toMatchObject({
+      itemCount: 3,
+      itemCountExact: true,
+      pageCount: 2,
+      data: [{ messageId: m[7] }, { messageId: m[6] }],
+    })
+    expect((await list(`?take=2&page=2${rare}`)).json()).toMatchObject({
+      itemCount: 3,
+      hasNextPage: false,
+      data: [{ messageId: m[4] }],
+    })
+    expect((await list(`?take=2&page=3${rare}`)).json()).toMatchObject({ itemCount: 3, data: [] })
+    expect((await list('?take=3&status=canceled')).json()).toMatchObject({ itemCount: 1, pageCount: 1 })
+  })
+
   it('several statuses page and order like one list (each read on its own, then merged)', async () => {
     const all = '&status=sent,delivered,read,failed,scheduled,expired,canceled'
     const desc = newestFirst()
