@@ -117,7 +117,8 @@ export async function withoutMessageIndexes(sql: postgres.Sql, load: () => Promi
     await tx`set local maintenance_work_mem = '1GB'`
     for (const { name, definition } of indexes) {
       const started = performance.now()
-      if (name === pkey?.name) await tx.unsafe(`alter table messages add constraint "${name}" ${pkey.definition}`)
+      if (name === pkey?.name)
+        await tx.unsafe(`alter table messages add constraint "${name}" ${pkey.definition}`)
       else await tx.unsafe(definition)
       console.log(`  index ${name}: ${((performance.now() - started) / 1000).toFixed(0)} s`)
     }
