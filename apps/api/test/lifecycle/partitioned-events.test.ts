@@ -176,7 +176,7 @@ describe('replies, webhook events and attempts stored by day', () => {
     const answer = inboundMessage(
       'text',
       { phone: PHONE },
-      { at: base + 1000, quotes: view.platformMessageId },
+      { at: base + 1000, quotes: view.platformMessageId ?? undefined },
     )
     const body = messageWebhook(NUMBER, answer)
     await postWebhook(body)
