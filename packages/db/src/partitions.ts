@@ -250,7 +250,10 @@ export async function writingToPeriods<T>(sql: Sql, write: () => Promise<T>): Pr
 
 /** The table and time of a row no partition held, from Postgres' error (23514), if it is that. */
 async function missingPeriodOf(sql: Sql, error: unknown) {
-  const { code, message, detail } = (error ?? {}) as { code?: string; message?: string; detail?: string }
+  // Drizzle wraps Postgres' error (DrizzleQueryError): read its cause.
+  const cause = (error as { cause?: unknown } | undefined)?.cause
+  const pgError = (error as { code?: string } | undefined)?.code === undefined && cause ? cause : error
+  const { code, message, detail } = (pgError ?? {}) as { code?: string; message?: string; detail?: string }
   if (code !== '23514') return null
   const table = /no partition of relation "([^"]+)" found for row/.exec(message ?? '')?.[1]
   const value = /Partition key of the failing row contains \([^)]*\) = \((.+)\)\.$/.exec(detail ?? '')?.[1]

@@ -278,6 +278,24 @@ describe('replies, webhook events and attempts stored by day', () => {
   })
 })
 
+describe('a period missing when a reply or an attempt is written', () => {
+  it('is made, and the row stored in it: replies and attempts keep no default partition, events keep theirs', async () => {
+    const tables = await Promise.all(
+      (['inbound_messages', 'webhook_attempts', 'webhook_events'] as const).map(async (t) =>
+        (await listPartitions(world.sql, t)).some((p) => p.isDefault),
+      ),
+    )
+    expect(tables).toEqual([false, false, true])
+    const day = base + 9 * DAY
+    now = new Date(day + 5000)
+    const late = inboundMessage('text', { phone: '+5511900000099' }, { at: day + 1000 })
+    await postWebhook(messageWebhook(NUMBER, late))
+    expect(await partitionsOf('inbound_messages', 'platform_message_id', late.id)).toEqual([
+      `inbound_messages_p${stamp(day)}`,
+    ])
+  })
+})
+
 describe('the migration to partitioned replies and events', () => {
   it('keeps every reply, event and attempt of a database in the old layout, once, and finds them', async () => {
     const name = `events_migration_${randomUUID().slice(0, 8)}`
@@ -363,9 +381,10 @@ describe('the migration to partitioned replies and events', () => {
       })
       expect(redelivered.outcome).toBe('duplicate')
 
-      // A reply tomorrow goes into its own day once the workers made it; its event (the trigger on
+      // A reply days later goes into its own day once the workers made it; its event (the trigger on
       // the partitioned table) gets an id carrying its time, found by id, and its outbox row.
-      const tomorrow = Math.floor(Date.now() / DAY) * DAY + DAY + 3600_000
+      // Two days on: past the legacy partitions, which may reach the end of tomorrow.
+      const tomorrow = Math.floor(Date.now() / DAY) * DAY + 2 * DAY + 3600_000
       await maintainPartitions(sql, { now: new Date(tomorrow), aheadDays: 1, retentionDays: 90 })
       const fresh = await recordInboundMessage(old.db, {
         platformMessageId: 'wamid.new',

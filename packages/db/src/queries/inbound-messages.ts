@@ -6,6 +6,7 @@ import {
 } from '@dispatch/contracts'
 import { and, count, desc, eq, gte, ilike, inArray, isNotNull, isNull, lt, or, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
+import { writingToPeriods } from '../partitions.ts'
 import { apiKeys } from '../schema/api-keys.ts'
 import { conversationWindows, inboundMessages, recipientIdentities } from '../schema/inbound-messages.ts'
 import { messages } from '../schema/messages.ts'
@@ -152,6 +153,12 @@ async function inboundRetentionHours(tx: Executor, phoneNumberId: string): Promi
  * retention_hours` 0) is stored with `{}` for content and `redacted_at` set: the text never lands.
  */
 export async function recordInboundMessage(db: Db, item: InboundMessage): Promise<RecordedInbound> {
+  // A reply's time is the platform's, up to 30 days back: its period may be missing (dropped past
+  // retention, or never made); it is then made, and the reply stored again.
+  return writingToPeriods(db.$client, () => storeReply(db, item))
+}
+
+async function storeReply(db: Db, item: InboundMessage): Promise<RecordedInbound> {
   return db.transaction(async (tx) => {
     const identity = await pairIdentity(tx, item)
     const route = await routeReply(tx, item, identity)

@@ -1,6 +1,7 @@
 import type { WebhookAttemptListQuery } from '@dispatch/contracts'
 import { and, asc, count, eq, gte, isNotNull, isNull, lt, or, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
+import { writingToPeriods } from '../partitions.ts'
 import { apiKeys } from '../schema/api-keys.ts'
 import { OUTBOX_NOTIFY_CHANNEL, outbox } from '../schema/outbox.ts'
 import { webhookEndpoints } from '../schema/webhook-endpoints.ts'
@@ -78,7 +79,12 @@ export interface NewWebhookAttempt {
  */
 export async function recordWebhookAttempts(db: Db, attempts: NewWebhookAttempt[]): Promise<void> {
   if (attempts.length === 0) return
-  // The attempt log is best effort already: no need to wait for the WAL flush.
+  // The attempt log is best effort already: no need to wait for the WAL flush. A missing period (the
+  // workers' clock ahead of the periods made) is made, and the attempts written again.
+  await writingToPeriods(db.$client, () => insertAttempts(db, attempts))
+}
+
+async function insertAttempts(db: Db, attempts: NewWebhookAttempt[]): Promise<void> {
   await db.transaction(async (tx) => {
     await tx.execute(sql`set local synchronous_commit = off`)
     await tx.execute(sql`
