@@ -102,10 +102,19 @@ const WorkerEnv = Type.Object({
   WEBHOOK_SLOW_DOWN_MS: Type.Integer({ minimum: 0, default: 5000 }),
   /** An endpoint whose every delivery failed for this long is disabled and its owner told. */
   WEBHOOK_DISABLE_AFTER_MS: Type.Integer({ minimum: 1000, default: 5 * 24 * 3600 * 1000 }),
-  /** Events (and their attempts) older than this are deleted; a replay reaches back this far. */
+  /**
+   * Events (and their attempts) recorded this many days ago are dropped, a whole partition at a time,
+   * by the `messages` role; a replay reaches back this far. Relayed outbox rows go after as long.
+   */
   WEBHOOK_EVENT_RETENTION_DAYS: Type.Integer({ minimum: 1, maximum: 3650, default: 30 }),
   /**
-   * Messages (and their attempts) accepted this many days ago are dropped, a whole partition at a time
+   * How many days one partition of webhook events (and of their attempts) holds: events are kept
+   * between WEBHOOK_EVENT_RETENTION_DAYS and that plus this. Shorter follows retention more closely;
+   * every event written reads each partition once (its message's last sequence).
+   */
+  WEBHOOK_EVENT_PARTITION_DAYS: Type.Integer({ minimum: 1, maximum: 366, default: 7 }),
+  /**
+   * Messages (and their attempts, and replies) this many days old are dropped, a whole partition at a time
    * (docs/operations.md, Data lifecycle). Suppressions, audit entries and idempotency are kept apart.
    */
   MESSAGE_RETENTION_DAYS: Type.Integer({ minimum: 1, maximum: 3650, default: 90 }),

@@ -22,3 +22,15 @@ export function acceptedAtOfMessageId(id: string): number | null {
   const ms = Number.parseInt(id.slice(0, 8) + id.slice(9, 13), 16)
   return Number.isFinite(ms) ? ms : null
 }
+
+/**
+ * The time a webhook event's id carries, in milliseconds; null for an id that carries none. Events
+ * are stored in partitions by `created_at` and, since migration 0024, their ids (the `webhook-id`
+ * header: `msg_` and 32 hex digits) are the hex of a UUIDv7 of that instant, written by the database
+ * (`dispatch_emit_webhook_event`). Older ids are random and found by id alone.
+ */
+export function createdAtOfWebhookEventId(id: string): number | null {
+  if (id.length !== 36 || !id.startsWith('msg_') || id[16] !== '7') return null
+  const ms = Number.parseInt(id.slice(4, 16), 16)
+  return Number.isFinite(ms) ? ms : null
+}

@@ -2,21 +2,33 @@ import type { Sql } from './client.ts'
 import { forgetPartitions } from './queries/message-partitions.ts'
 
 /**
- * The tables that grow with traffic, partitioned by time (migration 0023): one table per period of
- * `widthDays` (the workers' MESSAGE_PARTITION_DAYS), `<table>_pYYYYMMDD` after the day it starts;
- * `<table>_legacy` holds what was there before partitioning (up to the end of the day it ran).
- * Periods are created ahead and dropped whole past retention by the workers (`maintainPartitions`),
- * never deleted row by row. A write whose period is missing creates it (`writingToPeriods`).
+ * The tables that grow with traffic, partitioned by time (migrations 0023 and 0024): one table per
+ * period of `widthDays`, `<table>_pYYYYMMDD` after the day it starts; `<table>_legacy` holds what was
+ * there before partitioning (up to the end of the day it ran). Periods are created ahead and dropped
+ * whole past retention by the workers (`maintainPartitions`), never deleted row by row. A write whose
+ * period is missing creates it (`writingToPeriods`). Each table follows its `policy`'s retention and
+ * width: messages, their attempts and replies the messages'; webhook events and their attempts their
+ * own (kept for less time), together, since an attempt has no key to its event to go with it.
  *
  * There is no default partition after the first maintenance round (the migration makes one, which
  * that round empties into periods and drops): with one, Postgres cannot read the periods in time
  * order (a message list merges every period instead of reading the newest first and stopping), and
- * every statement that cannot name its period plans one more table.
+ * every statement that cannot name its period plans one more table. But for `webhook_events`
+ * (`keepsDefault`): its rows are written by triggers inside every change they report (a status from
+ * the platform, a cancel, a reply, an opt-out…), and a missing period must fail none of them, so its
+ * default partition stays and catches such a row until its period is made.
  */
 export const PARTITIONED_TABLES = [
-  { table: 'messages', column: 'accepted_at' },
-  { table: 'message_attempts', column: 'created_at' },
+  { table: 'messages', column: 'accepted_at', policy: 'messages', keepsDefault: false },
+  { table: 'message_attempts', column: 'created_at', policy: 'messages', keepsDefault: false },
+  // The platform's time of the reply: known at every insert, and the same on a redelivery, so the
+  // wamid's uniqueness (with it) still stores a reply once.
+  { table: 'inbound_messages', column: 'received_at', policy: 'messages', keepsDefault: false },
+  { table: 'webhook_events', column: 'created_at', policy: 'webhooks', keepsDefault: true },
+  { table: 'webhook_attempts', column: 'created_at', policy: 'webhooks', keepsDefault: false },
 ] as const
+
+export type PartitionPolicy = (typeof PARTITIONED_TABLES)[number]['policy']
 
 export type PartitionedTable = (typeof PARTITIONED_TABLES)[number]['table']
 
@@ -70,10 +82,19 @@ export async function listPartitions(sql: Sql, table: PartitionedTable): Promise
     )
 }
 
+/** How long a policy's rows are kept and how many days one of its partitions holds. */
+export interface PartitionSpan {
+  retentionDays: number
+  widthDays?: number
+}
+
 /**
  * Creates the periods (of `widthDays` days, aligned on the epoch) from `now`'s to `aheadDays` later
- * that no partition covers yet, and drops the partitions that end at or before `retentionDays` before
- * `now`'s day, and retires the default partition the migration made (`retireDefault`). Each change is a short transaction of its own that first takes one advisory lock, so
+ * that no partition covers yet, drops the partitions that end at or before `retentionDays` before
+ * `now`'s day, and retires the default partition the migration made (`retireDefault`; a table that
+ * `keepsDefault` only loses its rows past retention there). `retentionDays` and `widthDays` are the
+ * messages'; `webhooks` gives webhook events and their attempts their own (else they follow the
+ * messages'). Each change is a short transaction of its own that first takes one advisory lock, so
  * across every worker one change runs at a time and each is checked again under the lock (two workers
  * never create or drop a period twice), and it waits at most `lockTimeoutMs` for the table: a busy
  * table delays a round, never the traffic.
@@ -85,14 +106,20 @@ export async function maintainPartitions(
     aheadDays: number
     retentionDays: number
     widthDays?: number
+    webhooks?: PartitionSpan
     lockTimeoutMs?: number
   },
 ): Promise<PartitionChanges> {
   const changes: PartitionChanges = { created: [], dropped: [], moved: 0, deleted: 0 }
-  const width = Math.max(1, Math.trunc(options.widthDays ?? 1)) * DAY_MS
+  const spans: Record<PartitionPolicy, PartitionSpan> = {
+    messages: options,
+    webhooks: options.webhooks ?? options,
+  }
   const today = startOfDay(options.now.getTime())
-  const expiry = today - options.retentionDays * DAY_MS
-  for (const { table, column } of PARTITIONED_TABLES) {
+  for (const { table, column, policy, keepsDefault } of PARTITIONED_TABLES) {
+    const span = spans[policy]
+    const width = Math.max(1, Math.trunc(span.widthDays ?? 1)) * DAY_MS
+    const expiry = today - span.retentionDays * DAY_MS
     const partitions = await listPartitions(sql, table)
     const cover = (from: number, to: number) =>
       coverRange(
@@ -112,8 +139,14 @@ export async function maintainPartitions(
       if (dropped) changes.dropped.push(partition.name)
     }
     const fallback = partitions.find((p) => p.isDefault)
-    if (fallback)
+    if (fallback && keepsDefault) {
+      const deleted = await sql.unsafe(`delete from ${quote(fallback.name)} where ${column} < $1`, [
+        new Date(expiry).toISOString(),
+      ])
+      changes.deleted += deleted.count
+    } else if (fallback) {
       await retireDefault(sql, { table, column, partitions, fallback, expiry, width, cover }, changes)
+    }
   }
   // This process reads the periods it knows of directly (message-partitions.ts): look again.
   if (changes.created.length + changes.dropped.length + changes.moved > 0) forgetPartitions()
@@ -217,7 +250,10 @@ export async function writingToPeriods<T>(sql: Sql, write: () => Promise<T>): Pr
 
 /** The table and time of a row no partition held, from Postgres' error (23514), if it is that. */
 async function missingPeriodOf(sql: Sql, error: unknown) {
-  const { code, message, detail } = (error ?? {}) as { code?: string; message?: string; detail?: string }
+  // Drizzle wraps Postgres' error (DrizzleQueryError): read its cause.
+  const cause = (error as { cause?: unknown } | undefined)?.cause
+  const pgError = (error as { code?: string } | undefined)?.code === undefined && cause ? cause : error
+  const { code, message, detail } = (pgError ?? {}) as { code?: string; message?: string; detail?: string }
   if (code !== '23514') return null
   const table = /no partition of relation "([^"]+)" found for row/.exec(message ?? '')?.[1]
   const value = /Partition key of the failing row contains \([^)]*\) = \((.+)\)\.$/.exec(detail ?? '')?.[1]
@@ -232,7 +268,7 @@ async function missingPeriodOf(sql: Sql, error: unknown) {
 
 /**
  * Creates the period of `table` holding `ms`, as wide as the newest period there (the workers'
- * MESSAGE_PARTITION_DAYS; a day when there is none).
+ * MESSAGE_PARTITION_DAYS or WEBHOOK_EVENT_PARTITION_DAYS; a day when there is none).
  */
 export async function createPeriodAt(sql: Sql, table: PartitionedTable, ms: number): Promise<string[]> {
   const partitions = await listPartitions(sql, table)

@@ -184,7 +184,14 @@ describe('webhook events reach the sender, signed', () => {
         verifier.verify(events[0]?.body.replace('order-42', 'order-43') ?? '', events[0]?.headers as never),
       ).toThrow()
 
-      const log = await attempts(endpoint.id)
+      // The worker records an attempt once the receiver has answered: after the test saw the request.
+      const log = await waitFor(
+        async () => {
+          const listed = await attempts(endpoint.id)
+          return listed.length >= 3 ? listed : undefined
+        },
+        { what: 'three attempts recorded' },
+      )
       expect(log).toHaveLength(3)
       for (const a of log)
         expect(a).toMatchObject({ attempt: 1, success: true, statusCode: 204, nextRetryAt: null })

@@ -16,8 +16,9 @@ import { SenderRegistry } from './registry.ts'
  * senders' waiting messages. Senders come and go at run time through the registry. The senders'
  * template catalogs are synced on a schedule here too, and the Redis copy of the recipients'
  * 24-hour windows is rebuilt from Postgres when it was lost, keywords' confirmations are sent,
- * content past its retention is redacted (lifecycle/redaction.ts), and the partitions messages are
- * recorded in are kept: created ahead, dropped past retention (lifecycle/partitions.ts).
+ * content past its retention is redacted (lifecycle/redaction.ts), and the partitions messages (and
+ * replies, webhook events and attempts) are recorded in are kept: created ahead, dropped past
+ * retention (lifecycle/partitions.ts).
  */
 export const startMessagesUnit: WorkerUnitStarter = async (context) => {
   const lanes = new SenderLanes(context)
@@ -53,6 +54,10 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
     retentionDays: config.MESSAGE_RETENTION_DAYS,
     aheadDays: config.MESSAGE_PARTITIONS_AHEAD_DAYS,
     widthDays: config.MESSAGE_PARTITION_DAYS,
+    webhooks: {
+      retentionDays: config.WEBHOOK_EVENT_RETENTION_DAYS,
+      widthDays: config.WEBHOOK_EVENT_PARTITION_DAYS,
+    },
     intervalMs: config.PARTITION_MAINTENANCE_INTERVAL_MS,
   })
   logger.info(

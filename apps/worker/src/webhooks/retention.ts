@@ -1,15 +1,17 @@
-import { type Db, purgeWebhookHistory } from '@dispatch/db'
+import { type Db, purgeRelayedOutbox } from '@dispatch/db'
 import type { Logger } from 'pino'
 
 /** Rows deleted per statement: short transactions, no long lock on a busy table. */
 const BATCH = 5000
 
 /**
- * Keeps webhook history bounded: events (with their attempts) and relayed outbox rows older than
- * `retentionMs` are deleted, hourly by default. Several workers may run it at once; each delete is
- * idempotent. A failure (Postgres away) is logged and tried again at the next tick.
+ * Keeps the outbox bounded: rows relayed more than `retentionMs` ago are deleted, hourly by default.
+ * Webhook events and their attempts are not deleted row by row: the `messages` role drops their
+ * partitions whole past WEBHOOK_EVENT_RETENTION_DAYS (lifecycle/partitions.ts). Several workers may
+ * run it at once; each delete is idempotent. A failure (Postgres away) is logged and tried again at
+ * the next tick.
  */
-export function startWebhookRetention(options: {
+export function startOutboxRetention(options: {
   db: Db
   logger: Logger
   retentionMs: number
@@ -23,13 +25,13 @@ export function startWebhookRetention(options: {
       const before = new Date(Date.now() - retentionMs)
       let total = 0
       for (;;) {
-        const deleted = await purgeWebhookHistory(db, before, BATCH)
+        const deleted = await purgeRelayedOutbox(db, before, BATCH)
         total += deleted
         if (deleted < BATCH || stopped) break
       }
-      if (total > 0) logger.info({ deleted: total, before }, 'old webhook events and outbox rows purged')
+      if (total > 0) logger.info({ deleted: total, before }, 'relayed outbox rows purged')
     } catch (error) {
-      logger.warn({ err: error }, 'webhook history purge failed; retrying at the next tick')
+      logger.warn({ err: error }, 'outbox purge failed; retrying at the next tick')
     }
   }
   const tick = () => {

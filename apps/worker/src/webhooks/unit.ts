@@ -1,6 +1,6 @@
 import { createSecretBox, QueueNames, queuePrefix } from '@dispatch/contracts'
 import type { WorkerUnitStarter } from '../runtime.ts'
-import { startWebhookRetention } from './retention.ts'
+import { startOutboxRetention } from './retention.ts'
 import { startWebhooksWorker } from './worker.ts'
 
 /** The `webhooks` role: delivers signed events to senders' endpoints, and purges old ones. */
@@ -42,7 +42,7 @@ export const startWebhooksUnit: WorkerUnitStarter = async ({
     },
     'webhooks worker started',
   )
-  const retention = startWebhookRetention({
+  const retention = startOutboxRetention({
     db,
     logger,
     retentionMs: config.WEBHOOK_EVENT_RETENTION_DAYS * 24 * 3600 * 1000,

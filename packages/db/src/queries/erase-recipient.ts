@@ -9,6 +9,7 @@ import { outbox } from '../schema/outbox.ts'
 import { suppressions } from '../schema/suppressions.ts'
 import { webhookEndpoints } from '../schema/webhook-endpoints.ts'
 import { webhookAttempts, webhookEvents } from '../schema/webhook-events.ts'
+import { webhookEventsWithIds } from './partitioned-ids.ts'
 import { stripContentSql } from './redaction.ts'
 
 /** Every identity one recipient is known by: its phones and BSUIDs (`recipient_identities` pairs them). */
@@ -325,5 +326,5 @@ export async function erasedEventDeliveries(db: Db, eventIds: string[]) {
     .select({ eventId: webhookEvents.id, endpointId: webhookEndpoints.id, payload: webhookEvents.payload })
     .from(webhookEvents)
     .innerJoin(webhookEndpoints, eq(webhookEndpoints.apiKeyId, webhookEvents.apiKeyId))
-    .where(sql`${webhookEvents.id} = any(${sql.param(eventIds)}::text[])`)
+    .where(webhookEventsWithIds(eventIds))
 }

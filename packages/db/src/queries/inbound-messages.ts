@@ -1,6 +1,12 @@
-import { type InboundContent, type InboundMessageListQuery, redactAfter } from '@dispatch/contracts'
+import {
+  type InboundContent,
+  type InboundMessageListQuery,
+  messageIdAt,
+  redactAfter,
+} from '@dispatch/contracts'
 import { and, count, desc, eq, gte, ilike, inArray, isNotNull, isNull, lt, or, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
+import { writingToPeriods } from '../partitions.ts'
 import { apiKeys } from '../schema/api-keys.ts'
 import { conversationWindows, inboundMessages, recipientIdentities } from '../schema/inbound-messages.ts'
 import { messages } from '../schema/messages.ts'
@@ -8,6 +14,7 @@ import { senders } from '../schema/senders.ts'
 import type { Executor } from './executor.ts'
 import { likePattern, offsetOf, ordering, whereAll } from './list-helpers.ts'
 import { isUuid } from './orders.ts'
+import { inboundMessagesWithIds } from './partitioned-ids.ts'
 
 /** A user's message to one of our business numbers, as read from the platform's webhook. */
 export interface InboundMessage {
@@ -138,13 +145,20 @@ async function inboundRetentionHours(tx: Executor, phoneNumberId: string): Promi
 }
 
 /**
- * Stores a reply once (the platform redelivers: the wamid is unique) with the key it is routed to,
+ * Stores a reply once (the platform redelivers: the wamid is unique with `received_at`, the
+ * platform's time of the reply, which a redelivery repeats; `inbound_messages` is partitioned by it) with the key it is routed to,
  * and moves the conversation window of its business number and phone forward, in one transaction.
  * A routed reply's `message.received` event is written by the table's trigger in the same
  * transaction. A reply to a number whose sender discards replies' content (`inbound_content_
  * retention_hours` 0) is stored with `{}` for content and `redacted_at` set: the text never lands.
  */
 export async function recordInboundMessage(db: Db, item: InboundMessage): Promise<RecordedInbound> {
+  // A reply's time is the platform's, up to 30 days back: its period may be missing (dropped past
+  // retention, or never made); it is then made, and the reply stored again.
+  return writingToPeriods(db.$client, () => storeReply(db, item))
+}
+
+async function storeReply(db: Db, item: InboundMessage): Promise<RecordedInbound> {
   return db.transaction(async (tx) => {
     const identity = await pairIdentity(tx, item)
     const route = await routeReply(tx, item, identity)
@@ -153,6 +167,8 @@ export async function recordInboundMessage(db: Db, item: InboundMessage): Promis
     const [row] = await tx
       .insert(inboundMessages)
       .values({
+        // A UUIDv7 of `received_at`, the partition column: a lookup by id names its partition.
+        id: messageIdAt(item.receivedAt.getTime()),
         platformMessageId: item.platformMessageId,
         phoneNumberId: item.phoneNumberId,
         phone: identity.phone,
@@ -169,7 +185,7 @@ export async function recordInboundMessage(db: Db, item: InboundMessage): Promis
         inReplyTo: route.inReplyTo,
         receivedAt: item.receivedAt,
       })
-      .onConflictDoNothing({ target: inboundMessages.platformMessageId })
+      .onConflictDoNothing({ target: [inboundMessages.platformMessageId, inboundMessages.receivedAt] })
       .returning({ id: inboundMessages.id })
     // One window row per identity, so a send to either finds the conversation open.
     const recipients = [identity.phone, identity.userId].filter((r): r is string => r !== null)
@@ -234,7 +250,8 @@ export async function listInboundMessages(db: Db, query: InboundMessageListQuery
  */
 export async function findRoutedInboundMessage(db: Db, apiKeyId: string, id: string) {
   const m = inboundMessages
-  const byId = isUuid(id) ? eq(m.id, id.toLowerCase()) : eq(m.platformMessageId, id)
+  // By id, in the partition its UUIDv7 names; by wamid, each partition's (wamid, received_at) index.
+  const byId = isUuid(id) ? inboundMessagesWithIds([id.toLowerCase()]) : eq(m.platformMessageId, id)
   const [row] = await db
     .select()
     .from(m)

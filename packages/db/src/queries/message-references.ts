@@ -1,8 +1,8 @@
-import { inArray } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { inboundMessages } from '../schema/inbound-messages.ts'
 import { messages } from '../schema/messages.ts'
 import { messagesWithIds } from './message-ids.ts'
+import { inboundMessagesWithIds } from './partitioned-ids.ts'
 
 /**
  * The platform ids (wamids) of Dispatch messages, sent or received, by their Dispatch ids: what a
@@ -19,7 +19,7 @@ export async function findPlatformIds(db: Db, ids: string[]): Promise<Map<string
     db
       .select({ id: inboundMessages.id, platformMessageId: inboundMessages.platformMessageId })
       .from(inboundMessages)
-      .where(inArray(inboundMessages.id, ids)),
+      .where(inboundMessagesWithIds(ids)),
   ])
   for (const row of [...sent, ...received]) found.set(row.id, row.platformMessageId)
   return found

@@ -139,9 +139,13 @@ export async function* recipientExportPages(db: Db, input: ExportInput): AsyncGe
         and(
           eq(inboundMessages.apiKeyId, apiKeyId),
           named(ids, inboundMessages.phone, inboundMessages.userId),
+          // After the last row, its `received_at` as Postgres holds it (within the millisecond of
+          // the JS Date), which also names the partition to read it from.
           after
             ? sql`(${inboundMessages.receivedAt}, ${inboundMessages.id}) >
-                (select i.received_at, i.id from inbound_messages i where i.id = ${after.id})`
+                (select i.received_at, i.id from inbound_messages i where i.id = ${after.id}
+                  and i.received_at >= ${after.receivedAt.toISOString()}::timestamptz
+                  and i.received_at < ${new Date(after.receivedAt.getTime() + 1).toISOString()}::timestamptz)`
             : undefined,
         ),
       )

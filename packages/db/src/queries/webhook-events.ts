@@ -1,11 +1,13 @@
 import type { WebhookAttemptListQuery } from '@dispatch/contracts'
 import { and, asc, count, eq, gte, isNotNull, isNull, lt, or, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
+import { writingToPeriods } from '../partitions.ts'
 import { apiKeys } from '../schema/api-keys.ts'
 import { OUTBOX_NOTIFY_CHANNEL, outbox } from '../schema/outbox.ts'
 import { webhookEndpoints } from '../schema/webhook-endpoints.ts'
 import { webhookAttempts, webhookEvents } from '../schema/webhook-events.ts'
 import { offsetOf, ordering, whereAll } from './list-helpers.ts'
+import { webhookEventsWithIds } from './partitioned-ids.ts'
 
 /** One event bound for one endpoint: what the relay turns into a `webhooks` job. */
 export interface WebhookDelivery {
@@ -34,7 +36,7 @@ export async function webhookDeliveriesFor(db: Db, eventIds: string[]): Promise<
         sql`${webhookEvents.type} = any(${webhookEndpoints.events})`,
       ),
     )
-    .where(sql`${webhookEvents.id} = any(${sql.param(eventIds)}::text[])`)
+    .where(webhookEventsWithIds(eventIds))
     .orderBy(asc(webhookEvents.createdAt))
 }
 
@@ -70,10 +72,19 @@ export interface NewWebhookAttempt {
   createdAt: Date
 }
 
-/** Writes attempts in one statement; an endpoint or event deleted meanwhile drops only its own rows. */
+/**
+ * Writes attempts in one statement; an endpoint deleted meanwhile drops only its own rows. The event
+ * is not looked up: attempts have no foreign key to their event (a partitioned table's would need the
+ * event's `created_at` too), and both are dropped by age with the same retention.
+ */
 export async function recordWebhookAttempts(db: Db, attempts: NewWebhookAttempt[]): Promise<void> {
   if (attempts.length === 0) return
-  // The attempt log is best effort already: no need to wait for the WAL flush.
+  // The attempt log is best effort already: no need to wait for the WAL flush. A missing period (the
+  // workers' clock ahead of the periods made) is made, and the attempts written again.
+  await writingToPeriods(db.$client, () => insertAttempts(db, attempts))
+}
+
+async function insertAttempts(db: Db, attempts: NewWebhookAttempt[]): Promise<void> {
   await db.transaction(async (tx) => {
     await tx.execute(sql`set local synchronous_commit = off`)
     await tx.execute(sql`
@@ -82,8 +93,7 @@ export async function recordWebhookAttempts(db: Db, attempts: NewWebhookAttempt[
     select a.* from jsonb_to_recordset(${JSON.stringify(attempts)}::jsonb) as a(
       "endpointId" uuid, "eventId" text, attempt int, "statusCode" int, "durationMs" int,
       "responseExcerpt" text, error text, "nextRetryAt" timestamptz, "createdAt" timestamptz)
-    where exists (select 1 from webhook_endpoints e where e.id = a."endpointId")
-      and exists (select 1 from webhook_events v where v.id = a."eventId")`)
+    where exists (select 1 from webhook_endpoints e where e.id = a."endpointId")`)
   })
 }
 
@@ -162,7 +172,7 @@ export async function findWebhookEvent(db: Db, apiKeyId: string, eventId: string
   const [row] = await db
     .select()
     .from(webhookEvents)
-    .where(and(eq(webhookEvents.id, eventId), eq(webhookEvents.apiKeyId, apiKeyId)))
+    .where(and(webhookEventsWithIds([eventId]), eq(webhookEvents.apiKeyId, apiKeyId)))
   return row
 }
 
@@ -232,17 +242,13 @@ export async function listWebhookAttempts(db: Db, endpointId: string, query: Web
 }
 
 /**
- * Deletes up to `limit` webhook events recorded before `before` (their attempts go with them) and
- * as many outbox rows dispatched before it, oldest first. Returns how many rows went, so a caller
- * can repeat until nothing is left.
+ * Deletes up to `limit` outbox rows dispatched before `before`, oldest first. Returns how many went,
+ * so a caller can repeat until nothing is left. Webhook events and their attempts are not deleted
+ * here: their partitions are dropped whole past retention (partitions.ts).
  */
-export async function purgeWebhookHistory(db: Db, before: Date, limit: number): Promise<number> {
-  const cutoff = before.toISOString()
-  const events = await db.execute(sql`
-    delete from webhook_events where id in (
-      select id from webhook_events where created_at < ${cutoff}::timestamptz order by created_at limit ${limit})`)
+export async function purgeRelayedOutbox(db: Db, before: Date, limit: number): Promise<number> {
   const relayed = await db.execute(sql`
     delete from outbox where id in (
-      select id from outbox where dispatched_at < ${cutoff}::timestamptz order by id limit ${limit})`)
-  return (events.count ?? 0) + (relayed.count ?? 0)
+      select id from outbox where dispatched_at < ${before.toISOString()}::timestamptz order by id limit ${limit})`)
+  return relayed.count ?? 0
 }

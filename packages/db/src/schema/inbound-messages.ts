@@ -1,18 +1,28 @@
 import { sql } from 'drizzle-orm'
-import { index, jsonb, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core'
+import { index, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core'
 import { apiKeys } from './api-keys.ts'
 
 /**
  * Messages the recipients sent back, from the platform's webhook. Each is routed to the key that
  * last sent to that phone number from that business number within the customer-service window;
  * one that no key sent to stays here unrouted (`api_key_id` null), for admins to see.
+ *
+ * Partitioned by `received_at` (migration 0024, packages/db/src/partitions.ts): the platform's time
+ * of the reply, known at every insert and the same on every redelivery of it, so a key that holds it
+ * (the primary key, the wamid's uniqueness) still catches a redelivery. Ids are UUIDv7 of that time,
+ * so a lookup by id names its partition (queries/partitioned-ids.ts).
  */
 export const inboundMessages = pgTable(
   'inbound_messages',
   {
-    id: uuid().primaryKey().defaultRandom(),
-    /** The platform's id (wamid): the platform redelivers webhooks, and a reply is stored once. */
-    platformMessageId: text().notNull().unique(),
+    /** UUIDv7 of `received_at` (older rows: random UUIDs). */
+    id: uuid().notNull().defaultRandom(),
+    /**
+     * The platform's id (wamid): the platform redelivers webhooks, and a reply is stored once. Unique
+     * with `received_at` (a partitioned table's keys hold its column): a redelivery carries the same
+     * `timestamp`, so it meets the first copy in the same partition and index.
+     */
+    platformMessageId: text().notNull(),
     /** The business number that received it (`metadata.phone_number_id`). */
     phoneNumberId: text().notNull(),
     /** The sender of the reply, E.164 (`+` and the platform's `from`); null when Meta withholds it. */
@@ -39,6 +49,8 @@ export const inboundMessages = pgTable(
     createdAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
+    primaryKey({ columns: [t.id, t.receivedAt] }),
+    uniqueIndex('inbound_messages_platform_message_id_received_at_idx').on(t.platformMessageId, t.receivedAt),
     index('inbound_messages_api_key_id_received_at_idx').on(t.apiKeyId, t.receivedAt),
     index('inbound_messages_unrouted_idx').on(t.receivedAt).where(sql`${t.apiKeyId} is null`),
     // `GET /media/{id}/content` finds a message by its media's platform id.

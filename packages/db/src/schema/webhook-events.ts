@@ -1,5 +1,15 @@
 import { sql } from 'drizzle-orm'
-import { bigserial, index, integer, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core'
+import {
+  bigserial,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uuid,
+} from 'drizzle-orm/pg-core'
 import { apiKeys } from './api-keys.ts'
 import { webhookEndpoints } from './webhook-endpoints.ts'
 
@@ -8,12 +18,16 @@ import { webhookEndpoints } from './webhook-endpoints.ts'
  * transaction as the change they report (a message's status, an inbound reply): an event exists
  * exactly when its change committed. Only keys with at least one endpoint get events. Each event
  * also leaves an outbox row, which the relay turns into one delivery job per subscribed endpoint.
+ *
+ * Partitioned by `created_at` (migration 0024, packages/db/src/partitions.ts) and dropped a whole
+ * period at a time past WEBHOOK_EVENT_RETENTION_DAYS, with their attempts. Ids written since carry
+ * that time (`msg_` and a UUIDv7's hex), so a lookup by id names its partition.
  */
 export const webhookEvents = pgTable(
   'webhook_events',
   {
     /** The `webhook-id` header: the same on every delivery of this event, for receivers to dedupe. */
-    id: text().primaryKey(),
+    id: text().notNull(),
     apiKeyId: uuid()
       .notNull()
       .references(() => apiKeys.id, { onDelete: 'cascade' }),
@@ -27,26 +41,29 @@ export const webhookEvents = pgTable(
     createdAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
+    primaryKey({ columns: [t.id, t.createdAt] }),
     index('webhook_events_api_key_id_created_at_idx').on(t.apiKeyId, t.createdAt),
     index('webhook_events_message_id_sequence_idx').on(t.messageId, t.sequence),
-    // Old events are purged after the retention period, oldest first.
     index('webhook_events_created_at_idx').on(t.createdAt),
   ],
 )
 
 export type WebhookEventRow = typeof webhookEvents.$inferSelect
 
-/** One try at delivering one event to one endpoint, as the endpoint's owner sees it. */
+/**
+ * One try at delivering one event to one endpoint, as the endpoint's owner sees it. Partitioned by its
+ * own `created_at`, with the events' retention. `event_id` has no foreign key: one to a partitioned
+ * table must hold its whole key (the event's `created_at` too). Attempts and events are dropped by
+ * age together instead; an attempt outlives its event by at most its retries' delay.
+ */
 export const webhookAttempts = pgTable(
   'webhook_attempts',
   {
-    id: bigserial({ mode: 'number' }).primaryKey(),
+    id: bigserial({ mode: 'number' }).notNull(),
     endpointId: uuid()
       .notNull()
       .references(() => webhookEndpoints.id, { onDelete: 'cascade' }),
-    eventId: text()
-      .notNull()
-      .references(() => webhookEvents.id, { onDelete: 'cascade' }),
+    eventId: text().notNull(),
     /** 1 for the first try of a delivery; a manual retry or a replay starts again at 1. */
     attempt: integer().notNull(),
     /** Null when no answer came (timeout, refused connection, blocked address). */
@@ -60,6 +77,7 @@ export const webhookAttempts = pgTable(
     createdAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
+    primaryKey({ columns: [t.id, t.createdAt] }),
     index('webhook_attempts_endpoint_id_created_at_idx').on(t.endpointId, t.createdAt),
     index('webhook_attempts_event_id_idx').on(t.eventId),
     // The console's failing endpoints of the last hour. Partial: a successful attempt (the usual

@@ -1,0 +1,57 @@
+import { acceptedAtOfMessageId, createdAtOfWebhookEventId } from '@dispatch/contracts'
+import { and, between, or, type SQL, sql } from 'drizzle-orm'
+import type { PgColumn } from 'drizzle-orm/pg-core'
+import { inboundMessages } from '../schema/inbound-messages.ts'
+import { webhookEvents } from '../schema/webhook-events.ts'
+
+/** How far from the time its id carries a row's partition column may be (it is the same instant). */
+const SLACK_MS = 60_000
+
+/**
+ * The rows with these ids. When their ids carry the partition column's time (`timeOf`), the
+ * condition also bounds that column to the span of those times, so Postgres reads only the
+ * partitions of that span (a relay's batch, a retry: one) instead of every one. Ids that carry no
+ * time (written before partitioning) are found by id alone.
+ */
+function rowsWithIds(
+  id: PgColumn,
+  at: PgColumn,
+  timeOf: (id: string) => number | null,
+  ids: string[],
+  type: 'uuid' | 'text',
+): SQL {
+  const timed: string[] = []
+  const untimed: string[] = []
+  let from = Number.POSITIVE_INFINITY
+  let to = Number.NEGATIVE_INFINITY
+  for (const value of ids) {
+    const ms = timeOf(value)
+    if (ms === null) {
+      untimed.push(value)
+      continue
+    }
+    timed.push(value)
+    from = Math.min(from, ms)
+    to = Math.max(to, ms)
+  }
+  const anyOf = (values: string[]) => sql`${id} = any(${sql.param(values)}::${sql.raw(type)}[])`
+  const parts: SQL[] = []
+  if (timed.length > 0) {
+    const span = between(at, new Date(from - SLACK_MS), new Date(to + SLACK_MS))
+    parts.push(and(anyOf(timed), span) as SQL)
+  }
+  if (untimed.length > 0) parts.push(anyOf(untimed))
+  if (parts.length === 0) return sql`false`
+  return parts.length === 1 ? (parts[0] as SQL) : (or(...parts) as SQL)
+}
+
+/**
+ * Replies by id: a reply's id is a UUIDv7 of its `received_at` (`recordInboundMessage`), the column
+ * `inbound_messages` is partitioned by.
+ */
+export const inboundMessagesWithIds = (ids: string[]) =>
+  rowsWithIds(inboundMessages.id, inboundMessages.receivedAt, acceptedAtOfMessageId, ids, 'uuid')
+
+/** Webhook events by id: an event's id carries its `created_at`, the column it is partitioned by. */
+export const webhookEventsWithIds = (ids: string[]) =>
+  rowsWithIds(webhookEvents.id, webhookEvents.createdAt, createdAtOfWebhookEventId, ids, 'text')
