@@ -145,7 +145,12 @@ export async function maintainPartitions(
       ])
       changes.deleted += deleted.count
     } else if (fallback) {
-      await retireDefault(sql, { table, column, partitions, fallback, expiry, width, cover }, changes)
+      await retireDefault(sql, { table, column, partitions, fallback, expiry, width, cover }, changes).catch(
+        (error) => {
+          // Another process retired it meanwhile.
+          if ((error as { code?: string })?.code !== '42P01') throw error
+        },
+      )
     }
   }
   // This process reads the periods it knows of directly (message-partitions.ts): look again.
