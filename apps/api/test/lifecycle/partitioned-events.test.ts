@@ -296,6 +296,37 @@ describe('a period missing when a reply or an attempt is written', () => {
   })
 })
 
+describe("a message's events", () => {
+  it('number on from the last one, in whichever period it was stored, for new and old message ids', async () => {
+    // Events stored days ago in their own periods, as if written then: a message accepted three days
+    // ago (a UUIDv7 id) and one from before UUIDv7 ids (random), twenty days ago.
+    const young = messageIdAt(Date.now() - 3 * DAY)
+    const old = randomUUID()
+    await maintainPartitions(world.sql, days(Date.now() - 21 * DAY, { messages: 365, webhooks: 365 }, 22))
+    for (const [id, ageDays] of [
+      [young, 3],
+      [old, 20],
+    ] as const) {
+      await world.sql`
+        insert into webhook_events (id, api_key_id, type, message_id, sequence, payload, created_at)
+        select 'msg_' || md5(${id} || n), ${key.id}, 'message.sent', ${id}, n, '{}', now() - ${`${ageDays} days`}::interval
+        from generate_series(1, 2) n`
+    }
+    for (const id of [young, old]) {
+      await world.sql`select dispatch_emit_webhook_event(${key.id}, 'message.read', ${id}, '{}'::jsonb, now())`
+    }
+    const numbered = await world.sql<{ message_id: string; sequence: number; part: string }[]>`
+      select message_id, sequence, tableoid::regclass::text as part from webhook_events
+      where message_id in (${young}, ${old}) order by message_id, sequence`
+    for (const id of [young, old]) {
+      const events = numbered.filter((e) => e.message_id === id)
+      expect(events.map((e) => e.sequence)).toEqual([1, 2, 3])
+      // Stored in two periods: the earlier events' and today's.
+      expect(new Set(events.map((e) => e.part)).size).toBe(2)
+    }
+  })
+})
+
 describe('the migration to partitioned replies and events', () => {
   it('keeps every reply, event and attempt of a database in the old layout, once, and finds them', async () => {
     const name = `events_migration_${randomUUID().slice(0, 8)}`
