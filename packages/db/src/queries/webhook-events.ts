@@ -70,21 +70,40 @@ export interface NewWebhookAttempt {
   createdAt: Date
 }
 
-/** Writes attempts in one statement; an endpoint or event deleted meanwhile drops only its own rows. */
+/**
+ * A Postgres array literal of `values`, for a `::text[]` parameter cast in SQL. NUL characters
+ * (Postgres text cannot hold them; a receiver's answer may) are dropped, or the whole batch would fail.
+ */
+function arrayLiteral(values: ReadonlyArray<string | number | null>): string {
+  const items = values.map((v) =>
+    v === null ? 'NULL' : `"${String(v).replaceAll('\0', '').replace(/[\\"]/g, '\\$&')}"`,
+  )
+  return `{${items.join(',')}}`
+}
+
+/**
+ * Writes attempts in one statement, and one round trip: prepared (postgres.js keeps it per
+ * connection), no transaction around it, each column one array. Committed as any other write,
+ * so once it resolves the rows survive a crash of Postgres as well as of the worker. An endpoint or
+ * event deleted meanwhile drops only its own rows.
+ */
 export async function recordWebhookAttempts(db: Db, attempts: NewWebhookAttempt[]): Promise<void> {
   if (attempts.length === 0) return
-  // The attempt log is best effort already: no need to wait for the WAL flush.
-  await db.transaction(async (tx) => {
-    await tx.execute(sql`set local synchronous_commit = off`)
-    await tx.execute(sql`
+  const column = (pick: (a: NewWebhookAttempt) => string | number | null) => arrayLiteral(attempts.map(pick))
+  await db.$client`
     insert into webhook_attempts (endpoint_id, event_id, attempt, status_code, duration_ms,
       response_excerpt, error, next_retry_at, created_at)
-    select a.* from jsonb_to_recordset(${JSON.stringify(attempts)}::jsonb) as a(
-      "endpointId" uuid, "eventId" text, attempt int, "statusCode" int, "durationMs" int,
-      "responseExcerpt" text, error text, "nextRetryAt" timestamptz, "createdAt" timestamptz)
-    where exists (select 1 from webhook_endpoints e where e.id = a."endpointId")
-      and exists (select 1 from webhook_events v where v.id = a."eventId")`)
-  })
+    select a.* from unnest(
+      ${column((a) => a.endpointId)}::text[]::uuid[], ${column((a) => a.eventId)}::text[],
+      ${column((a) => a.attempt)}::text[]::int[], ${column((a) => a.statusCode)}::text[]::int[],
+      ${column((a) => a.durationMs)}::text[]::int[], ${column((a) => a.responseExcerpt)}::text[],
+      ${column((a) => a.error)}::text[],
+      ${column((a) => a.nextRetryAt?.toISOString() ?? null)}::text[]::timestamptz[],
+      ${column((a) => a.createdAt.toISOString())}::text[]::timestamptz[])
+      as a(endpoint_id, event_id, attempt, status_code, duration_ms, response_excerpt, error,
+        next_retry_at, created_at)
+    where exists (select 1 from webhook_endpoints e where e.id = a.endpoint_id)
+      and exists (select 1 from webhook_events v where v.id = a.event_id)`
 }
 
 /** A success ends any failing streak. Cheap when there is none: the row is not touched. */
