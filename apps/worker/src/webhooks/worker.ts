@@ -171,7 +171,9 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
         }),
       )
     } finally {
-      await slot.release().catch(() => {})
+      // Not awaited: the job need not wait for Redis to hear it. A release that fails leaves the
+      // slot to run out with its lease, as a worker that died would.
+      slot.release().catch(() => {})
     }
 
     const attemptRow = {
