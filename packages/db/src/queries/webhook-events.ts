@@ -15,27 +15,18 @@ export interface WebhookDelivery {
   endpointId: string
 }
 
-/** The deliveries the given events make: one per enabled endpoint of their key subscribed to the type. */
+/**
+ * The deliveries the given events make: one per enabled endpoint of their key subscribed to the
+ * type. A prepared statement (the relay runs it for every batch of events).
+ */
 export async function webhookDeliveriesFor(db: Db, eventIds: string[]): Promise<WebhookDelivery[]> {
   if (eventIds.length === 0) return []
-  return db
-    .select({
-      eventId: webhookEvents.id,
-      eventType: webhookEvents.type,
-      payload: webhookEvents.payload,
-      endpointId: webhookEndpoints.id,
-    })
-    .from(webhookEvents)
-    .innerJoin(
-      webhookEndpoints,
-      and(
-        eq(webhookEndpoints.apiKeyId, webhookEvents.apiKeyId),
-        eq(webhookEndpoints.enabled, true),
-        sql`${webhookEvents.type} = any(${webhookEndpoints.events})`,
-      ),
-    )
-    .where(sql`${webhookEvents.id} = any(${sql.param(eventIds)}::text[])`)
-    .orderBy(asc(webhookEvents.createdAt))
+  return db.$client<WebhookDelivery[]>`
+    select v.id as "eventId", v.type as "eventType", v.payload, e.id as "endpointId"
+    from webhook_events v
+    join webhook_endpoints e on e.api_key_id = v.api_key_id and e.enabled and v.type = any(e.events)
+    where v.id = any(${arrayLiteral(eventIds)}::text[])
+    order by v.created_at`
 }
 
 /** An endpoint as the delivering worker needs it, whoever owns it. */
