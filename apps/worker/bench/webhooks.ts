@@ -14,6 +14,7 @@
  *   (BENCH_JOBS, BENCH_CONCURRENCY, BENCH_ROUNDS, BENCH_ENDPOINTS, BENCH_BREAKDOWN)
  */
 import { createHmac, createSecretKey, type KeyObject, randomBytes } from 'node:crypto'
+import { readFile } from 'node:fs/promises'
 import { Agent, request } from 'node:http'
 import {
   createSecretBox,
@@ -42,10 +43,30 @@ async function main() {
   const world = await createBenchWorld('webhooks')
   const { db, sql, close: closeDb } = createDb(world.databaseUrl)
   const connections: Redis[] = []
+  // Commands sent by the side being measured, counted on the client: the Redis server is shared
+  // with other sessions, so its own CPU cannot be read for this run alone.
+  let redisCommands = 0
   const connection = () => {
     const client = new Redis(world.redisUrl, { maxRetriesPerRequest: null })
+    const send = client.sendCommand.bind(client)
+    client.sendCommand = (...args: Parameters<typeof send>) => {
+      redisCommands++
+      return send(...args)
+    }
     connections.push(client)
     return client
+  }
+  /** CPU (µs, user + system) of the Postgres backends serving this run's database, from /proc. */
+  const postgresCpuUs = async () => {
+    const backends = await sql<Array<{ pid: number }>>`
+      select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`
+    let ticks = 0
+    for (const { pid } of backends) {
+      const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '')
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      ticks += Number(fields[11] ?? 0) + Number(fields[12] ?? 0)
+    }
+    return (ticks * 1_000_000) / 100
   }
   const receiver = await startReceiver()
 
@@ -106,17 +127,29 @@ async function main() {
     const logger = pino({ level: 'silent' })
     const schedule = parseRetrySchedule(DEFAULT_WEBHOOK_RETRY_SCHEDULE)
 
-    /** A run's rate, and this process's CPU per event (user + system, µs). */
+    /**
+     * A run's rate, and per event: this process's CPU (user + system, µs), the CPU of the Postgres
+     * backends of this run's database (µs; /proc counts in 10-ms ticks) and the Redis commands sent.
+     */
     interface Run {
       perSecond: number
       cpuUs: number
+      postgresUs: number
+      redisCommands: number
     }
     const timed = async (count: number, work: () => Promise<void>): Promise<Run> => {
+      const postgres = await postgresCpuUs()
+      const commands = redisCommands
       const cpu = process.cpuUsage()
       const began = performance.now()
       await work()
       const { user, system } = process.cpuUsage(cpu)
-      return { perSecond: count / ((performance.now() - began) / 1000), cpuUs: (user + system) / count }
+      return {
+        perSecond: count / ((performance.now() - began) / 1000),
+        cpuUs: (user + system) / count,
+        postgresUs: ((await postgresCpuUs()) - postgres) / count,
+        redisCommands: (redisCommands - commands) / count,
+      }
     }
 
     const startRealWorker = () =>
@@ -175,6 +208,7 @@ async function main() {
         failed = reject
       })
       let finished: Promise<void> = Promise.resolve()
+      const [postgres, commands] = [await postgresCpuUs(), redisCommands]
       const run = await timed(batch.length, async () => {
         const started = start()
         worker = started
@@ -189,8 +223,10 @@ async function main() {
         if (sends) checkTally(side, await Promise.race([arrived(), failure]), batch.length)
         else await Promise.race([finished, failure])
       })
-      // Not timed: the last attempts are written after their POSTs were answered.
+      // Not timed: the last attempts are written after their POSTs were answered. Counted, though.
       await Promise.race([finished, failure])
+      run.postgresUs = ((await postgresCpuUs()) - postgres) / batch.length
+      run.redisCommands = (redisCommands - commands) / batch.length
       await worker?.close()
       await queue.obliterate({ force: true })
       await queue.close()
@@ -271,7 +307,8 @@ async function main() {
         const result = await run()
         runs.set(side, [...(runs.get(side) ?? []), result])
         line.push(
-          `${side} ${Math.round(result.perSecond)} events/s (${Math.round(result.cpuUs)} µs CPU each)`,
+          `${side} ${Math.round(result.perSecond)} events/s (${Math.round(result.cpuUs)} µs CPU each, ` +
+            `Postgres ${Math.round(result.postgresUs)} µs, ${result.redisCommands.toFixed(2)} Redis commands)`,
         )
       }
       console.log(`  round ${round}/${rounds}: ${line.join('; ')}`)

@@ -12,6 +12,7 @@ declare module 'ioredis' {
       ratePerSecond: number,
       leaseMs: number,
       token: string,
+      ...released: string[]
     ): Result<[granted: number, waitMs: number, reason: string], Context>
     slowDownWebhookEndpoint(pauseKey: string, ms: number): Result<number, Context>
   }
@@ -19,13 +20,14 @@ declare module 'ioredis' {
 
 /**
  * Everything is timed by the Redis server's clock, so workers on machines whose clocks differ
- * still agree. In order: a pause refuses for the rest of it; expired leases (those of a worker that
+ * still agree. First the leases this process released since its last call go (ARGV[5] on). In order: a pause refuses for the rest of it; expired leases (those of a worker that
  * died holding them) are dropped, and a full set of leases refuses; a second whose rate is used up
  * refuses until it ends. Only when all three allow is a lease taken and the second's count raised,
  * so a refusal costs nothing. Every key expires on its own: the pause with itself, the leases with
  * the last one, the count at the end of its second.
  */
 const ACQUIRE = `
+if #ARGV > 4 then redis.call('ZREM', KEYS[1], unpack(ARGV, 5)) end
 local pause = redis.call('PTTL', KEYS[3])
 if pause > 0 then return {0, pause, 'paused'} end
 local time = redis.call('TIME')
@@ -82,13 +84,18 @@ const CONCURRENCY_WAIT_MS = { min: 100, max: 250 }
 
 /**
  * Per-endpoint limits held in Redis, so they hold across every worker process: one script (one
- * round trip) per call. A receiver that asked to slow down (429, 502, 504) is paused with
+ * round trip) per acquire. A release is not a round trip of its own: it waits for the end of the
+ * event loop's turn, going with the next acquire for its endpoint if one comes in that turn, else
+ * with every other release of the turn in one pipeline. So a slot is held at most one turn longer. A receiver that asked to slow down (429, 502, 504) is paused with
  * `slowDown`; while paused, or at its concurrency, or past its rate for this second, `acquire`
  * refuses with how long to wait. Uses `redis.defineCommand`, so it adds two commands to the client.
  */
 export class EndpointGate {
   readonly #redis: RedisClient
   readonly #options: EndpointGateOptions
+  /** Leases released this turn and not yet sent, by their set's key. */
+  #released = new Map<string, string[]>()
+  #flushing: Promise<void> | undefined
 
   constructor(redis: RedisClient, options: EndpointGateOptions) {
     for (const name of ['concurrency', 'ratePerSecond', 'leaseMs'] as const) {
@@ -109,6 +116,8 @@ export class EndpointGate {
     const { concurrency, ratePerSecond, leaseMs } = this.#options
     const inflight = this.#key(endpointId, 'inflight')
     const token = randomUUID()
+    const released = this.#released.get(inflight) ?? []
+    this.#released.delete(inflight)
     const [granted, waitMs, reason] = await this.#redis.acquireWebhookEndpoint(
       inflight,
       this.#key(endpointId, 'rate'),
@@ -117,10 +126,11 @@ export class EndpointGate {
       ratePerSecond,
       leaseMs,
       token,
+      ...released,
     )
     if (granted === 1) {
       // Releasing twice, or after the lease expired, removes nothing.
-      return { ok: true, release: async () => void (await this.#redis.zrem(inflight, token)) }
+      return { ok: true, release: () => this.#release(inflight, token) }
     }
     if (reason === 'concurrency') {
       const { min, max } = CONCURRENCY_WAIT_MS
@@ -136,6 +146,26 @@ export class EndpointGate {
   async slowDown(endpointId: string, ms: number): Promise<number> {
     if (!Number.isFinite(ms) || ms <= 0) throw new RangeError(`slowDown needs a positive duration, got ${ms}`)
     return this.#redis.slowDownWebhookEndpoint(this.#key(endpointId, 'pause'), Math.ceil(ms))
+  }
+
+  /** Resolves once the lease is gone from Redis (or the release failed: the lease then runs out). */
+  #release(inflight: string, token: string): Promise<void> {
+    const tokens = this.#released.get(inflight)
+    if (tokens) tokens.push(token)
+    else this.#released.set(inflight, [token])
+    this.#flushing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.#flush())
+    return this.#flushing
+  }
+
+  /** Sends what no acquire took along this turn: one ZREM per endpoint, all in one round trip. */
+  async #flush(): Promise<void> {
+    this.#flushing = undefined
+    const released = this.#released
+    this.#released = new Map()
+    if (released.size === 0) return
+    const pipeline = this.#redis.pipeline()
+    for (const [inflight, tokens] of released) pipeline.zrem(inflight, ...tokens)
+    await pipeline.exec()
   }
 
   #key(endpointId: string, what: 'inflight' | 'rate' | 'pause'): string {

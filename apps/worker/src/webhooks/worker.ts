@@ -45,6 +45,8 @@ export interface WebhooksWorkerOptions {
   /** Opens the endpoints' signing secrets, stored sealed under SECRETS_KEY. */
   box: SecretBox
   lockMs?: number
+  /** How often jobs of a dead worker are looked for (BullMQ's stalledInterval; its default, 30 s). */
+  stalledIntervalMs?: number
   /** Counts outcomes, when metrics are on. */
   metrics?: Pick<WorkerMetrics, 'webhook'> | undefined
 }
@@ -169,7 +171,9 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
         }),
       )
     } finally {
-      await slot.release().catch(() => {})
+      // Not awaited: the job need not wait for Redis to hear it. A release that fails leaves the
+      // slot to run out with its lease, as a worker that died would.
+      slot.release().catch(() => {})
     }
 
     const attemptRow = {
@@ -238,6 +242,7 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
       concurrency: options.concurrency,
       ...(options.telemetry ? { telemetry: options.telemetry } : {}),
       lockDuration: options.lockMs ?? Math.max(30_000, options.timeoutMs * 2),
+      ...(options.stalledIntervalMs ? { stalledInterval: options.stalledIntervalMs } : {}),
       settings: {
         // The delay was chosen with the try (schedule or Retry-After) and recorded as nextRetryAt.
         backoffStrategy: (attemptsMade, _type, error) =>

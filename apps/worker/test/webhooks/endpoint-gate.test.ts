@@ -89,6 +89,32 @@ describe('EndpointGate concurrency', () => {
   })
 })
 
+describe('EndpointGate releases', () => {
+  it('a release made just before an acquire of its endpoint frees the slot for that acquire', async () => {
+    const single = gate({ concurrency: 1 })
+    const id = newEndpoint()
+    const first = granted(await single.acquire(id))
+    // Released and acquired in one turn: the release goes with the acquire, in one round trip.
+    const released = first.release()
+    granted(await single.acquire(id))
+    await released
+    // Another worker sees the slot taken by the second delivery, not two slots nor none.
+    expect(await gate({ concurrency: 1 }, other).acquire(id)).toMatchObject({ reason: 'concurrency' })
+    expect(await redis.zcard(`${prefix}:webhooks:endpoint:{${id}}:inflight`)).toBe(1)
+  })
+
+  it('releases with no acquire after them reach Redis by the end of the turn, for every endpoint', async () => {
+    const single = gate({ concurrency: 1 })
+    const ids = [newEndpoint(), newEndpoint(), newEndpoint()]
+    const slots = await Promise.all(ids.map(async (id) => granted(await single.acquire(id))))
+    await Promise.all(slots.map((slot) => slot.release()))
+    for (const id of ids) {
+      expect(await redis.zcard(`${prefix}:webhooks:endpoint:{${id}}:inflight`)).toBe(0)
+      granted(await gate({ concurrency: 1 }, other).acquire(id))
+    }
+  })
+})
+
 describe('EndpointGate rate', () => {
   it('refuses the sixth delivery of a second at 5 a second, until that second ends', async () => {
     const rated = gate({ ratePerSecond: 5 })

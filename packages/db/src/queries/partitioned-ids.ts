@@ -13,13 +13,8 @@ const SLACK_MS = 60_000
  * partitions of that span (a relay's batch, a retry: one) instead of every one. Ids that carry no
  * time (written before partitioning) are found by id alone.
  */
-function rowsWithIds(
-  id: PgColumn,
-  at: PgColumn,
-  timeOf: (id: string) => number | null,
-  ids: string[],
-  type: 'uuid' | 'text',
-): SQL {
+/** Ids split by whether they carry their row's time, and the span (with slack) the timed ones cover. */
+function idSpan(ids: string[], timeOf: (id: string) => number | null) {
   const timed: string[] = []
   const untimed: string[] = []
   let from = Number.POSITIVE_INFINITY
@@ -34,10 +29,21 @@ function rowsWithIds(
     from = Math.min(from, ms)
     to = Math.max(to, ms)
   }
+  return { timed, untimed, from: new Date(from - SLACK_MS), to: new Date(to + SLACK_MS) }
+}
+
+function rowsWithIds(
+  id: PgColumn,
+  at: PgColumn,
+  timeOf: (id: string) => number | null,
+  ids: string[],
+  type: 'uuid' | 'text',
+): SQL {
+  const { timed, untimed, from, to } = idSpan(ids, timeOf)
   const anyOf = (values: string[]) => sql`${id} = any(${sql.param(values)}::${sql.raw(type)}[])`
   const parts: SQL[] = []
   if (timed.length > 0) {
-    const span = between(at, new Date(from - SLACK_MS), new Date(to + SLACK_MS))
+    const span = between(at, from, to)
     parts.push(and(anyOf(timed), span) as SQL)
   }
   if (untimed.length > 0) parts.push(anyOf(untimed))
@@ -55,3 +61,6 @@ export const inboundMessagesWithIds = (ids: string[]) =>
 /** Webhook events by id: an event's id carries its `created_at`, the column it is partitioned by. */
 export const webhookEventsWithIds = (ids: string[]) =>
   rowsWithIds(webhookEvents.id, webhookEvents.createdAt, createdAtOfWebhookEventId, ids, 'text')
+
+/** Webhook event ids split as `webhookEventsWithIds` reads them, for a statement written in SQL. */
+export const webhookEventIdSpan = (ids: string[]) => idSpan(ids, createdAtOfWebhookEventId)

@@ -7,7 +7,7 @@ import { OUTBOX_NOTIFY_CHANNEL, outbox } from '../schema/outbox.ts'
 import { webhookEndpoints } from '../schema/webhook-endpoints.ts'
 import { webhookAttempts, webhookEvents } from '../schema/webhook-events.ts'
 import { offsetOf, ordering, whereAll } from './list-helpers.ts'
-import { webhookEventsWithIds } from './partitioned-ids.ts'
+import { webhookEventIdSpan, webhookEventsWithIds } from './partitioned-ids.ts'
 
 /** One event bound for one endpoint: what the relay turns into a `webhooks` job. */
 export interface WebhookDelivery {
@@ -17,27 +17,28 @@ export interface WebhookDelivery {
   endpointId: string
 }
 
-/** The deliveries the given events make: one per enabled endpoint of their key subscribed to the type. */
+/**
+ * The deliveries the given events make: one per enabled endpoint of their key subscribed to the
+ * type. A prepared statement (the relay runs it for every batch of events).
+ */
 export async function webhookDeliveriesFor(db: Db, eventIds: string[]): Promise<WebhookDelivery[]> {
   if (eventIds.length === 0) return []
-  return db
-    .select({
-      eventId: webhookEvents.id,
-      eventType: webhookEvents.type,
-      payload: webhookEvents.payload,
-      endpointId: webhookEndpoints.id,
-    })
-    .from(webhookEvents)
-    .innerJoin(
-      webhookEndpoints,
-      and(
-        eq(webhookEndpoints.apiKeyId, webhookEvents.apiKeyId),
-        eq(webhookEndpoints.enabled, true),
-        sql`${webhookEvents.type} = any(${webhookEndpoints.events})`,
-      ),
-    )
-    .where(webhookEventsWithIds(eventIds))
-    .orderBy(asc(webhookEvents.createdAt))
+  // By id, and within the span of time the ids carry (the partitions of a relay's batch, usually
+  // one); ids from before partitioning carry none, and are found by id alone.
+  const { timed, untimed, from, to } = webhookEventIdSpan(eventIds)
+  const select = (ids: string[], span?: { from: Date; to: Date }) => db.$client<WebhookDelivery[]>`
+    select v.id as "eventId", v.type as "eventType", v.payload, e.id as "endpointId"
+    from webhook_events v
+    join webhook_endpoints e on e.api_key_id = v.api_key_id and e.enabled and v.type = any(e.events)
+    where v.id = any(${arrayLiteral(ids)}::text[])
+      ${span ? db.$client`and v.created_at between ${span.from} and ${span.to}` : db.$client``}
+    order by v.created_at`
+  const [old, recent] = await Promise.all([
+    untimed.length > 0 ? select(untimed) : [],
+    timed.length > 0 ? select(timed, { from, to }) : [],
+  ])
+  // Events from before partitioning are older than any that carries its time.
+  return [...old, ...recent]
 }
 
 /** An endpoint as the delivering worker needs it, whoever owns it. */
@@ -73,28 +74,42 @@ export interface NewWebhookAttempt {
 }
 
 /**
- * Writes attempts in one statement; an endpoint deleted meanwhile drops only its own rows. The event
- * is not looked up: attempts have no foreign key to their event (a partitioned table's would need the
- * event's `created_at` too), and both are dropped by age with the same retention.
+ * A Postgres array literal of `values`, for a `::text[]` parameter cast in SQL. NUL characters
+ * (Postgres text cannot hold them; a receiver's answer may) are dropped, or the whole batch would fail.
+ */
+function arrayLiteral(values: ReadonlyArray<string | number | null>): string {
+  const items = values.map((v) =>
+    v === null ? 'NULL' : `"${String(v).replaceAll('\0', '').replace(/[\\"]/g, '\\$&')}"`,
+  )
+  return `{${items.join(',')}}`
+}
+
+/**
+ * Writes attempts in one statement, and one round trip: prepared (postgres.js keeps it per
+ * connection), no transaction around it, each column one array. Committed as any other write,
+ * so once it resolves the rows survive a crash of Postgres as well as of the worker. An endpoint or
+ * event deleted meanwhile drops only its own rows.
  */
 export async function recordWebhookAttempts(db: Db, attempts: NewWebhookAttempt[]): Promise<void> {
   if (attempts.length === 0) return
-  // The attempt log is best effort already: no need to wait for the WAL flush. A missing period (the
-  // workers' clock ahead of the periods made) is made, and the attempts written again.
   await writingToPeriods(db.$client, () => insertAttempts(db, attempts))
 }
 
-async function insertAttempts(db: Db, attempts: NewWebhookAttempt[]): Promise<void> {
-  await db.transaction(async (tx) => {
-    await tx.execute(sql`set local synchronous_commit = off`)
-    await tx.execute(sql`
+function insertAttempts(db: Db, attempts: NewWebhookAttempt[]) {
+  const column = (pick: (a: NewWebhookAttempt) => string | number | null) => arrayLiteral(attempts.map(pick))
+  return db.$client`
     insert into webhook_attempts (endpoint_id, event_id, attempt, status_code, duration_ms,
       response_excerpt, error, next_retry_at, created_at)
-    select a.* from jsonb_to_recordset(${JSON.stringify(attempts)}::jsonb) as a(
-      "endpointId" uuid, "eventId" text, attempt int, "statusCode" int, "durationMs" int,
-      "responseExcerpt" text, error text, "nextRetryAt" timestamptz, "createdAt" timestamptz)
-    where exists (select 1 from webhook_endpoints e where e.id = a."endpointId")`)
-  })
+    select a.* from unnest(
+      ${column((a) => a.endpointId)}::text[]::uuid[], ${column((a) => a.eventId)}::text[],
+      ${column((a) => a.attempt)}::text[]::int[], ${column((a) => a.statusCode)}::text[]::int[],
+      ${column((a) => a.durationMs)}::text[]::int[], ${column((a) => a.responseExcerpt)}::text[],
+      ${column((a) => a.error)}::text[],
+      ${column((a) => a.nextRetryAt?.toISOString() ?? null)}::text[]::timestamptz[],
+      ${column((a) => a.createdAt.toISOString())}::text[]::timestamptz[])
+      as a(endpoint_id, event_id, attempt, status_code, duration_ms, response_excerpt, error,
+        next_retry_at, created_at)
+    where exists (select 1 from webhook_endpoints e where e.id = a.endpoint_id)`
 }
 
 /** A success ends any failing streak. Cheap when there is none: the row is not touched. */
