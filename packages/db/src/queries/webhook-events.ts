@@ -31,7 +31,7 @@ export async function webhookDeliveriesFor(db: Db, eventIds: string[]): Promise<
     from webhook_events v
     join webhook_endpoints e on e.api_key_id = v.api_key_id and e.enabled and v.type = any(e.events)
     where v.id = any(${arrayLiteral(ids)}::text[])
-      ${span ? db.$client`and v.created_at between ${span.from} and ${span.to}` : db.$client``}
+      ${span ? db.$client`and v.created_at between ${span.from.toISOString()}::timestamptz and ${span.to.toISOString()}::timestamptz` : db.$client``}
     order by v.created_at`
   const [old, recent] = await Promise.all([
     untimed.length > 0 ? select(untimed) : [],
