@@ -8,7 +8,6 @@ import {
   redactAfter,
   redactPayload,
   type ServiceWindowPolicy,
-  WORKER_CLAIM_SCRIPT,
 } from '@dispatch/contracts'
 import type { RedisClient } from '@dispatch/contracts/redis'
 import { type Db, type DeliveryOutcome, findPlatformMessageId } from '@dispatch/db'
@@ -110,14 +109,12 @@ export function deliveryOutcome(
 /**
  * Takes the message's claim for a worker, which settles any race with a cancel: once the worker's,
  * a cancel is refused. Answers who holds it: `worker`, or `cancel` when a cancel got there first.
+ * One command (`SET … NX GET`, Redis ≥ 7): nil when the claim was free and is now the worker's.
  */
 export async function takeClaim(claims: RedisClient, prefix: string, data: MessageJob): Promise<string> {
-  return (await claims.eval(
-    WORKER_CLAIM_SCRIPT,
-    1,
-    messageClaimKey(prefix, data.messageId),
-    messageClaimTtlMs(data.expiresAt, Date.now()),
-  )) as string
+  const ttl = messageClaimTtlMs(data.expiresAt, Date.now())
+  const holder = await claims.set(messageClaimKey(prefix, data.messageId), 'worker', 'PX', ttl, 'NX', 'GET')
+  return holder ?? 'worker'
 }
 
 /** The fields of an expiry: never handed to the platform before its validity ended. */
