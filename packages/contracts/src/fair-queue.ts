@@ -26,6 +26,8 @@ export const fairKeys = (prefix: string, senderId: string) => {
     movingAt: `${base}moving-at`,
     /** messageId → due time (ms), for scheduled messages. */
     scheduled: `${base}scheduled`,
+    /** Stream of `sent` outcomes not yet written to Postgres (the worker's sent log). */
+    sentLog: `${base}sent-log`,
     ring: (level: MessagePriority) => `${base}ring:${level}`,
     list: (level: MessagePriority, apiKeyId: string) => `${base}key:${level}:${apiKeyId}`,
   }

@@ -205,12 +205,13 @@ describe('priority when one level floods the sender', () => {
     const order = acceptedOrder()
     expect(order.filter((id) => high.includes(id))).toEqual(high)
     // The first high overtakes the window of normal messages admitted before it: only the one in
-    // flight and the next admission tick's worth go out in between, not the ~20 waiting.
+    // flight and the next admission ticks' worth go out in between, not the ~20 waiting (19 went
+    // first when it was added with its BullMQ priority behind them).
     const firstAt = order.indexOf(high[0] as string)
     const normalsBefore = normal.filter((id) => {
       const at = order.indexOf(id)
       return at !== -1 && at < firstAt
     }).length
-    expect(normalsBefore - sentWhenHighArrived).toBeLessThanOrEqual(4)
+    expect(normalsBefore - sentWhenHighArrived).toBeLessThanOrEqual(8)
   })
 })

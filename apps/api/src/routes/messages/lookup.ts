@@ -74,8 +74,11 @@ export function viewFromJob(job: QueuedJob, state: string, claim: MessageClaim |
     userId: data.message.body.userId ?? null,
     status,
     clientReference: data.clientReference ?? null,
-    // attemptsMade counts failed attempts; a completed job also made the one that succeeded.
-    attempts: job.attemptsMade + (state === 'completed' && status === 'sent' ? 1 : 0),
+    // BullMQ counts the attempt a job completed with too: a sent message made it, a canceled or
+    // expired one did not. (Shown until the worker's record lands: see the sent log.)
+    attempts:
+      (data.priorAttempts ?? 0) +
+      (state === 'completed' && status !== 'sent' ? Math.max(0, job.attemptsMade - 1) : job.attemptsMade),
     platformMessageId: result?.platformMessageId ?? null,
     lastError: job.failedReason ? { code: 'DELIVERY_FAILED', message: job.failedReason } : null,
     batchId: data.batchId ?? null,
