@@ -40,7 +40,8 @@ export async function findOwnMessage(
     throw unavailable('look up this message')
   }
   if (!found || found.job.data.apiKeyId !== apiKeyId) throw messageNotFound()
-  // A finished job's record was written before it finished: it was only just too late above.
+  // A finished job's record was written before it finished, or (a sent one: its sender's sent log)
+  // a moment after: look once more, else answer from the job.
   if (found.state === 'completed' || found.state === 'failed') {
     const recorded = await findMessageById(deps.db, id)
     if (recorded) return { row: recorded }
