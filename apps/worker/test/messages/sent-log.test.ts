@@ -78,3 +78,38 @@ it('a worker killed with its sent outcomes in Redis and not in Postgres: another
   }
   expect(await world.queue.getCompletedCount()).toBe(31)
 }, 60_000)
+
+it('a job run again whose earlier run logged its send (killed before completing) is completed without sending', async () => {
+  const prefix = world.workerEnv().QUEUE_PREFIX
+  const id = await world.enqueue(text('sent by a run that died'))
+  // As the earlier run left it: its send in the log, the job started once already.
+  const outcome = {
+    id,
+    apiKeyId: world.apiKeyId,
+    type: 'text',
+    phone: '+5511987654321',
+    userId: null,
+    payload: { phone: '+5511987654321', text: 'sent by a run that died' },
+    clientReference: null,
+    senderPhoneNumberId: '106540352242922',
+    senderId: DEFAULT_SENDER_ID,
+    batchId: null,
+    acceptedAt: new Date().toISOString(),
+    sendAt: null,
+    expiresAt: null,
+    status: 'sent',
+    attempts: 1,
+    platformMessageId: 'wamid.earlier-run',
+    lastErrorCode: null,
+    lastErrorMessage: null,
+    at: new Date().toISOString(),
+  }
+  await redis.xadd(fairKeys(prefix, DEFAULT_SENDER_ID).sentLog, '*', 'o', JSON.stringify(outcome))
+  await redis.hset(world.queue.toKey(id), 'ats', 1)
+
+  const worker = await world.startWorker()
+  await waitFor(async () => (await world.message(id))?.status === 'sent' || undefined, { what: 'the record' })
+  await worker.close()
+  expect(world.fake.sendsOf(id)).toBe(0)
+  expect((await world.message(id))?.platform_message_id).toBe('wamid.earlier-run')
+}, 30_000)
