@@ -49,7 +49,10 @@ it('a worker killed with its sent outcomes in Redis and not in Postgres: another
   await proxy.cut()
   const ids: string[] = []
   for (let i = 0; i < 30; i++) ids.push(await world.enqueue(text(`logged ${i}`)))
-  await waitFor(async () => (await redis.xlen(log)) === 30 || undefined, { what: '30 outcomes logged' })
+  await waitFor(async () => (await redis.xlen(log)) === 30 || undefined, {
+    what: '30 outcomes logged',
+    timeoutMs: 30_000,
+  })
   expect(ids.every((id) => world.fake.sendsOf(id) === 1)).toBe(true)
   expect(await world.sql`select id from messages where id = any(${ids})`).toHaveLength(0)
   child.kill('SIGKILL')
@@ -64,7 +67,10 @@ it('a worker killed with its sent outcomes in Redis and not in Postgres: another
       ) === 30 || undefined,
     { what: 'the 30 logged outcomes in Postgres', timeoutMs: 20_000 },
   )
-  await waitFor(async () => (await redis.xlen(log)) === 0 || undefined, { what: 'the log emptied' })
+  await waitFor(async () => (await redis.xlen(log)) === 0 || undefined, {
+    what: 'the log emptied',
+    timeoutMs: 20_000,
+  })
   await second.close()
 
   for (const id of ids) {
@@ -77,7 +83,7 @@ it('a worker killed with its sent outcomes in Redis and not in Postgres: another
     expect(events.length).toBeLessThanOrEqual(1)
   }
   expect(await world.queue.getCompletedCount()).toBe(31)
-}, 60_000)
+}, 90_000)
 
 it('a job run again whose earlier run logged its send (killed before completing) is completed without sending', async () => {
   const prefix = world.workerEnv().QUEUE_PREFIX

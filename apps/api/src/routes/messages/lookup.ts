@@ -57,7 +57,9 @@ export function viewFromJob(job: QueuedJob, state: string, claim: MessageClaim |
   const result = job.returnvalue as JobOutcome
   const status: MessageView['status'] =
     state === 'completed'
-      ? (result?.outcome ?? 'sent')
+      ? // A sent message's record lands a moment after its job completes (the sender's sent log):
+        // it is `sent` once recorded, so `sent` here always means the lists and replies know it.
+        (result?.outcome ?? 'sending')
       : state === 'failed'
         ? 'failed'
         : claim === 'cancel'
@@ -76,10 +78,10 @@ export function viewFromJob(job: QueuedJob, state: string, claim: MessageClaim |
     status,
     clientReference: data.clientReference ?? null,
     // BullMQ counts the attempt a job completed with too: a sent message made it, a canceled or
-    // expired one did not. (Shown until the worker's record lands: see the sent log.)
+    // expired one did not.
     attempts:
       (data.priorAttempts ?? 0) +
-      (state === 'completed' && status !== 'sent' ? Math.max(0, job.attemptsMade - 1) : job.attemptsMade),
+      (state === 'completed' && result?.outcome ? Math.max(0, job.attemptsMade - 1) : job.attemptsMade),
     platformMessageId: result?.platformMessageId ?? null,
     lastError: job.failedReason ? { code: 'DELIVERY_FAILED', message: job.failedReason } : null,
     batchId: data.batchId ?? null,
