@@ -176,7 +176,11 @@ export class MessageStore {
       }
     }
     const job: Job<MessageJob> | undefined = await this.queue(senderId).getJob(messageId)
-    return job ? { job, state: await job.getState() } : undefined
+    if (!job) return undefined
+    const state = await job.getState()
+    // Finished between the two reads: read it again, so its result and attempts match its state.
+    const finished = state === 'completed' || state === 'failed'
+    return { job: (finished && (await this.queue(senderId).getJob(messageId))) || job, state }
   }
 
   /**

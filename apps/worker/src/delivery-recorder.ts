@@ -1,27 +1,43 @@
+import type { RedisClient } from '@dispatch/contracts/redis'
 import { type DeliveryOutcome, recordDeliveryOutcomes, type Sql } from '@dispatch/db'
+
+/** Where an outcome already waits in Redis (a sender's sent log, senders/sent-log.ts). */
+export interface LoggedEntry {
+  stream: string
+  id: string
+}
 
 interface Pending {
   outcome: DeliveryOutcome
+  logged?: LoggedEntry | Promise<LoggedEntry> | undefined
   resolve(): void
   reject(error: unknown): void
 }
 
+/** Past this many outcomes waiting (Postgres slow or down), logged ones are left to the log's sweep. */
+const MOST_PENDING = 20_000
+
 /**
- * Writes delivery outcomes in batches: the outcomes recorded in the same turn of the event loop go
+ * Writes delivery outcomes in batches: the outcomes handed in while the previous statements run go
  * to Postgres in one statement (up to `maxBatch` rows), with up to `maxInFlight` statements at
- * once so commits overlap. Each caller waits for its own row to be committed, so a job is
- * acknowledged only once its outcome (and platform id) is stored.
+ * once so commits overlap. `record` waits for its row to be committed. `recordLogged` takes an
+ * outcome already stored durably in Redis (a sender's sent log): the job does not wait for it, and
+ * its log entry is deleted once the row is committed; one that is never written (Postgres down, the
+ * process killed) stays in the log, and the sweep writes it.
  */
 export class DeliveryRecorder {
   readonly #sql: Sql
+  readonly #redis: RedisClient | undefined
   readonly #maxBatch: number
   readonly #maxInFlight: number
   #pending: Pending[] = []
   #inFlight = 0
   #scheduled = false
+  #idle: Array<() => void> = []
 
-  constructor(sql: Sql, options: { maxBatch?: number; maxInFlight?: number } = {}) {
+  constructor(sql: Sql, options: { maxBatch?: number; maxInFlight?: number; redis?: RedisClient } = {}) {
     this.#sql = sql
+    this.#redis = options.redis
     this.#maxBatch = options.maxBatch ?? 500
     this.#maxInFlight = options.maxInFlight ?? 4
   }
@@ -33,18 +49,39 @@ export class DeliveryRecorder {
     })
   }
 
+  /** Settles once the row is committed (and its entry deleted from the log), or writing it failed. */
+  recordLogged(outcome: DeliveryOutcome, logged: LoggedEntry | Promise<LoggedEntry>): Promise<void> {
+    if (this.#pending.length >= MOST_PENDING) return Promise.reject(new Error('recorder backlog full'))
+    return new Promise((resolve, reject) => {
+      this.#pending.push({ outcome, logged, resolve, reject })
+      this.#schedule()
+    })
+  }
+
+  /** Resolves once everything handed in so far has been written or has failed (on shutdown). */
+  drain(): Promise<void> {
+    if (this.#pending.length === 0 && this.#inFlight === 0) return Promise.resolve()
+    return new Promise((resolve) => this.#idle.push(resolve))
+  }
+
   #schedule() {
     if (this.#scheduled || this.#inFlight >= this.#maxInFlight) return
     this.#scheduled = true
     setImmediate(() => {
       this.#scheduled = false
-      if (this.#pending.length === 0) return
+      if (this.#pending.length === 0) return this.#settleIdle()
       this.#inFlight++
       void this.#flush().finally(() => {
         this.#inFlight--
         if (this.#pending.length > 0) this.#schedule()
+        else this.#settleIdle()
       })
     })
+  }
+
+  #settleIdle() {
+    if (this.#inFlight > 0 || this.#pending.length > 0) return
+    for (const resolve of this.#idle.splice(0)) resolve()
   }
 
   async #flush() {
@@ -54,6 +91,7 @@ export class DeliveryRecorder {
     try {
       await recordDeliveryOutcomes(this.#sql, [...latest.values()])
       for (const p of batch) p.resolve()
+      await this.#forget(batch)
     } catch (error) {
       if (latest.size === 1) {
         for (const p of batch) p.reject(error)
@@ -66,11 +104,28 @@ export class DeliveryRecorder {
           try {
             await recordDeliveryOutcomes(this.#sql, [outcome])
             for (const p of waiting) p.resolve()
+            await this.#forget(waiting)
           } catch (rowError) {
             for (const p of waiting) p.reject(rowError)
           }
         }),
       )
     }
+  }
+
+  /** Deletes the log entries of committed rows; one left behind is only written again (same row). */
+  async #forget(written: Pending[]) {
+    const byStream = new Map<string, string[]>()
+    const entries = await Promise.allSettled(written.flatMap((p) => (p.logged ? [p.logged] : [])))
+    for (const entry of entries) {
+      if (entry.status === 'rejected') continue
+      const logged = entry.value
+      const ids = byStream.get(logged.stream)
+      if (ids) ids.push(logged.id)
+      else byStream.set(logged.stream, [logged.id])
+    }
+    if (!this.#redis || byStream.size === 0) return
+    const redis = this.#redis
+    await Promise.all([...byStream].map(([stream, ids]) => redis.xdel(stream, ...ids).catch(() => 0)))
   }
 }

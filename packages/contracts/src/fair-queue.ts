@@ -26,6 +26,8 @@ export const fairKeys = (prefix: string, senderId: string) => {
     movingAt: `${base}moving-at`,
     /** messageId → due time (ms), for scheduled messages. */
     scheduled: `${base}scheduled`,
+    /** Stream of `sent` outcomes not yet written to Postgres (the worker's sent log). */
+    sentLog: `${base}sent-log`,
     ring: (level: MessagePriority) => `${base}ring:${level}`,
     list: (level: MessagePriority, apiKeyId: string) => `${base}key:${level}:${apiKeyId}`,
   }
@@ -52,14 +54,34 @@ end
 return 1`
 
 /**
+ * How the admitter adds one tick's messages to the sender's queue (the script's second answer).
+ * BullMQ takes its plain wait list before its prioritized set, so a plain add is a priority above
+ * every ranked one, and costs 3 Redis commands less per message:
+ * - `plain`: every message of the tick is of one level, nothing is prioritized in the queue and its
+ *   wait list is empty or holds that level only: no BullMQ priority is needed to keep the order;
+ * - `ranked`: levels mix; each message gets its level's BullMQ priority (PRIORITY_RANK);
+ * - `jump`: the tick's first `jumpCount` messages are of a level above the plain ones already
+ *   waiting (a `high` arriving during a `normal` flood): they go to the front of the wait list
+ *   (BullMQ's `lifo`, added in reverse so they keep their order), the rest ranked.
+ */
+export const ADMIT_MODE = { ranked: 0, plain: 1, jump: 2 } as const
+
+/**
  * The admitter's side, one round trip per sender and tick:
  * 1. due scheduled messages join their key's list;
  * 2. messages taken more than ARGV[5] ms ago and never confirmed are handed out again;
  * 3. while the sender's queue holds fewer than ARGV[2] jobs (and is not paused), up to ARGV[3]
- *    messages are taken round each level's ring, one per key per turn.
+ *    messages are taken round each level's ring: each key in turn gives an equal share of what is
+ *    left of the budget (one message when keys outnumber it), and the shares are interleaved one
+ *    message per key, so the order is the one-per-key round-robin's. The per-message work is a few
+ *    commands per key and turn, not per message: one LPOP of the share, one HMGET, HDEL, HSET and
+ *    ZADD for the whole tick.
+ * 4. how to add them (ADMIT_MODE), from the queue's wait list and prioritized set and the level of
+ *    the plain jobs waiting (`plain`: set while a plain level is in use; `jump`: the last message
+ *    moved to the front, so a second jump never overtakes the first).
  * KEYS: jobs, moving, movingAt, scheduled, the queue's wait, prioritized and meta keys.
  * ARGV: now (ms), target depth, most per call, fairBase, stale after (ms).
- * Returns {work left (0/1), id1, json1, id2, json2, …}.
+ * Returns {work left (0/1), mode, jumpCount, id1, json1, id2, json2, …}.
  */
 export const FAIR_ADMIT_SCRIPT = `
 local now = tonumber(ARGV[1])
@@ -76,7 +98,7 @@ for _, id in ipairs(due) do
     end
   end
 end
-local out = {0}
+local out = {0, 0, 0}
 local stale = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now - tonumber(ARGV[5]), 'LIMIT', 0, 1000)
 for _, id in ipairs(stale) do
   local json = redis.call('HGET', KEYS[2], id)
@@ -89,32 +111,85 @@ for _, id in ipairs(stale) do
   end
 end
 local budget = 0
+local waiting, prioritized = 0, 0
 if redis.call('HEXISTS', KEYS[7], 'paused') == 0 then
-  local waiting = redis.call('LLEN', KEYS[5]) + redis.call('ZCARD', KEYS[6]) + redis.call('ZCARD', KEYS[3])
-  budget = math.min(tonumber(ARGV[3]), tonumber(ARGV[2]) - waiting)
+  waiting = redis.call('LLEN', KEYS[5])
+  prioritized = redis.call('ZCARD', KEYS[6])
+  budget = math.min(tonumber(ARGV[3]), tonumber(ARGV[2]) - waiting - prioritized - redis.call('ZCARD', KEYS[3]))
 end
+local ids, levels = {}, {}
 local left = 0
 for _, level in ipairs({'high', 'normal', 'low'}) do
   local ring = base .. 'ring:' .. level
   while budget > 0 do
-    local key = redis.call('LMOVE', ring, ring, 'LEFT', 'RIGHT')
-    if not key then break end
-    local list = base .. 'key:' .. level .. ':' .. key
-    local id = redis.call('LPOP', list)
-    if redis.call('LLEN', list) == 0 then redis.call('RPOP', ring) end
-    if id then
-      local json = redis.call('HGET', KEYS[1], id)
-      if json then
-        redis.call('HDEL', KEYS[1], id)
-        redis.call('HSET', KEYS[2], id, json)
-        redis.call('ZADD', KEYS[3], now, id)
-        out[#out + 1] = id
-        out[#out + 1] = json
-        budget = budget - 1
+    local keys = redis.call('LLEN', ring)
+    if keys == 0 then break end
+    local share = math.max(1, math.floor(budget / keys))
+    local shares, longest = {}, 0
+    for _ = 1, math.min(keys, budget) do
+      local key = redis.call('LMOVE', ring, ring, 'LEFT', 'RIGHT')
+      local list = base .. 'key:' .. level .. ':' .. key
+      local popped = redis.call('LPOP', list, share) or {}
+      if #popped < share or redis.call('LLEN', list) == 0 then redis.call('RPOP', ring) end
+      shares[#shares + 1] = popped
+      if #popped > longest then longest = #popped end
+      budget = budget - #popped
+    end
+    for i = 1, longest do
+      for _, popped in ipairs(shares) do
+        if popped[i] then
+          ids[#ids + 1] = popped[i]
+          levels[#ids] = level
+        end
       end
     end
   end
   left = left + redis.call('LLEN', ring)
+end
+if #ids > 0 then
+  local jsons = redis.call('HMGET', KEYS[1], unpack(ids))
+  local moved, at, found, kept = {}, {}, {}, {}
+  for i, id in ipairs(ids) do
+    local json = jsons[i]
+    if json then
+      moved[#moved + 1] = id
+      moved[#moved + 1] = json
+      at[#at + 1] = now
+      at[#at + 1] = id
+      found[#found + 1] = id
+      kept[#found] = levels[i]
+    end
+  end
+  if #found > 0 then
+    redis.call('HDEL', KEYS[1], unpack(found))
+    redis.call('HSET', KEYS[2], unpack(moved))
+    redis.call('ZADD', KEYS[3], unpack(at))
+    -- How to add them: see ADMIT_MODE.
+    local top, single, topCount = kept[1], true, 0
+    for i = 1, #found do
+      if kept[i] ~= top then single = false elseif single then topCount = i end
+    end
+    local plainKey = base .. 'plain'
+    local plainLevel = waiting > 0 and redis.call('GET', plainKey) or false
+    local rank = {high = 1, normal = 2, low = 3}
+    if #stale == 0 and prioritized == 0 then
+      if single and (not plainLevel or plainLevel == top) then
+        out[2] = 1
+        if plainLevel ~= top then redis.call('SET', plainKey, top) end
+      elseif plainLevel and rank[top] < rank[plainLevel] then
+        local last = redis.call('GET', base .. 'jump')
+        if not last or (not redis.call('LPOS', KEYS[5], last) and not redis.call('ZSCORE', KEYS[3], last)) then
+          out[2] = 2
+          out[3] = topCount
+          redis.call('SET', base .. 'jump', found[topCount])
+        end
+      end
+    end
+    for i, id in ipairs(found) do
+      out[#out + 1] = id
+      out[#out + 1] = moved[2 * i]
+    end
+  end
 end
 if left > 0 or redis.call('ZCARD', KEYS[4]) > 0 or redis.call('ZCARD', KEYS[3]) > 0 then out[1] = 1 end
 return out`

@@ -9,16 +9,6 @@ export const messageClaimKey = (prefix: string, messageId: string) => `${prefix}
 export type MessageClaim = 'worker' | 'cancel'
 
 /**
- * The worker's side, one round trip: takes the claim if nobody has, and answers who holds it.
- * KEYS[1] the claim key; ARGV[1] its lifetime in ms.
- */
-export const WORKER_CLAIM_SCRIPT = `
-local holder = redis.call('GET', KEYS[1])
-if holder then return holder end
-redis.call('SET', KEYS[1], 'worker', 'PX', ARGV[1])
-return 'worker'`
-
-/**
  * How long a claim is kept: past the moment the message can no longer be taken (its expiry), and
  * by then its record in Postgres tells the rest. Messages without an expiry get a day.
  */

@@ -37,7 +37,9 @@ const KEEP_COUNT_MS = 2 * DAY_MS
  * of 1,000 at 100/s is let in once and then holds the key off for 10 s: over time, never more than
  * the limit per second.
  *
- * Nothing is counted before both checks pass. KEYS[1] the window, KEYS[2] today's count.
+ * Nothing stays counted unless both checks pass: the window is counted first (one command fewer
+ * than reading it first, for the request let in) and given back, inside the script, when it was
+ * already full. KEYS[1] the window, KEYS[2] today's count.
  * ARGV: count, rate limit, window ms, daily quota (-1: none), when today's count expires (unix ms).
  * Returns {1} let in, {0, window ttl ms} over the rate, {2, today's count} over the quota.
  */
@@ -49,9 +51,12 @@ if quota >= 0 then
   local used = tonumber(redis.call('GET', KEYS[2]) or '0')
   if used + count > quota then return {2, used} end
 end
-local before = tonumber(redis.call('GET', KEYS[1]) or '0')
-if before >= limit then return {0, redis.call('PTTL', KEYS[1])} end
 local now = redis.call('INCRBY', KEYS[1], count)
+local before = now - count
+if before >= limit then
+  redis.call('DECRBY', KEYS[1], count)
+  return {0, redis.call('PTTL', KEYS[1])}
+end
 if before == 0 or now > limit then
   redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]) * math.ceil(now / limit))
 end

@@ -172,3 +172,46 @@ describe('priority', () => {
     expect(level.join('')).toMatch(/^(AB|BA){4}$/)
   })
 })
+
+describe('priority when one level floods the sender', () => {
+  it('a high sent during a normal flood goes ahead of the normal messages already admitted, and highs keep their order', async () => {
+    const marked = await activeKey(app, { scopes: SEND_SCOPES })
+    await app.inject({
+      method: 'PATCH',
+      url: `/api/admin/api-keys/${marked.id}`,
+      headers: asAdmin(),
+      payload: { transactional: true },
+    })
+    // 20 a second with a 1-s window: about 20 normal messages wait admitted in the queue at any time
+    // (added without a BullMQ priority: only one level is in play).
+    worker = await startTestWorker(
+      world,
+      workerEnv({
+        MESSAGES_CONCURRENCY: '1',
+        PLATFORM_RATE_PER_SECOND: '20',
+        SENDER_QUEUE_WINDOW_MS: '1000',
+      }),
+    )
+    const normal = await sendBatch(marked, 200, 'normal')
+    const normalsSent = () => normal.filter((id) => acceptedOrder().includes(id)).length
+    await waitFor(() => normalsSent() >= 10 || undefined, { what: 'the flood under way' })
+    const sentWhenHighArrived = normalsSent()
+    const high = await sendBatch(marked, 3, 'high', { priority: 'high' })
+    await new Promise((resolve) => setTimeout(resolve, 60))
+    high.push(...(await sendBatch(marked, 3, 'high again', { priority: 'high' })))
+    await waitFor(() => high.every((id) => acceptedOrder().includes(id)) || undefined, {
+      what: 'the six highs',
+    })
+    const order = acceptedOrder()
+    expect(order.filter((id) => high.includes(id))).toEqual(high)
+    // The first high overtakes the window of normal messages admitted before it: only the one in
+    // flight and the next admission ticks' worth go out in between, not the ~20 waiting (19 went
+    // first when it was added with its BullMQ priority behind them).
+    const firstAt = order.indexOf(high[0] as string)
+    const normalsBefore = normal.filter((id) => {
+      const at = order.indexOf(id)
+      return at !== -1 && at < firstAt
+    }).length
+    expect(normalsBefore - sentWhenHighArrived).toBeLessThanOrEqual(8)
+  })
+})

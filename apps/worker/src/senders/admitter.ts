@@ -1,4 +1,5 @@
 import {
+  ADMIT_MODE,
   bullQueueKeys,
   FAIR_ADMIT_SCRIPT,
   fairActiveKey,
@@ -18,7 +19,7 @@ const STALE_MOVE_MS = 10_000
 /** The most one tick moves for one sender. */
 const MOST_PER_TICK = 1000
 
-type AdmitAnswer = [number, ...string[]]
+type AdmitAnswer = [number, number, number, ...string[]]
 
 /**
  * Tops up each sender's queue from its fair-admission lists (packages/contracts/src/fair-queue.ts):
@@ -99,7 +100,7 @@ export class Admitter {
     const admitScript = (
       this.#redis as unknown as { dispatchFairAdmit: (...args: (string | number)[]) => Promise<unknown> }
     ).dispatchFairAdmit
-    const [workLeft, ...pairs] = (await admitScript.call(
+    const [workLeft, mode, jumpCount, ...pairs] = (await admitScript.call(
       this.#redis,
       keys.jobs,
       keys.moving,
@@ -120,6 +121,7 @@ export class Admitter {
     for (let i = 0; i < pairs.length; i += 2) {
       const id = pairs[i] as string
       const data = JSON.parse(pairs[i + 1] as string) as MessageJob
+      const jump = mode === ADMIT_MODE.jump && i / 2 < jumpCount
       ids.push(id)
       jobs.push({
         name: data.message.type,
@@ -127,12 +129,19 @@ export class Admitter {
         opts: {
           ...MESSAGE_JOB_OPTIONS,
           jobId: id,
-          priority: PRIORITY_RANK[data.priority ?? 'normal'],
+          // Only when levels mix: a plain add is cheaper and already goes first (ADMIT_MODE).
+          ...(mode === ADMIT_MODE.plain
+            ? {}
+            : jump
+              ? { lifo: true }
+              : { priority: PRIORITY_RANK[data.priority ?? 'normal'] }),
           // The accepting request's trace: the job's processing span becomes its child.
           ...(data.traceContext ? { telemetry: { metadata: data.traceContext } } : {}),
         },
       })
     }
+    // Each lifo add goes to the front: the jumping ones are added last to first, so they keep their order.
+    if (mode === ADMIT_MODE.jump) jobs.splice(0, jumpCount, ...jobs.slice(0, jumpCount).reverse())
     await (await lane.queue.get()).addBulk(jobs)
     await this.#redis
       .multi()

@@ -8,7 +8,6 @@ import {
   redactAfter,
   redactPayload,
   type ServiceWindowPolicy,
-  WORKER_CLAIM_SCRIPT,
 } from '@dispatch/contracts'
 import type { RedisClient } from '@dispatch/contracts/redis'
 import { type Db, type DeliveryOutcome, findPlatformMessageId } from '@dispatch/db'
@@ -27,6 +26,7 @@ import { type MessagingPlatform, PlatformError } from '../platforms/types.ts'
 import { traced } from '../tracing.ts'
 import { fallbackMessage, isFreeForm, WINDOW_CLOSED_CODE, windowAtDelivery } from '../window/check.ts'
 import { withPlatformReferences } from './references.ts'
+import { findLoggedSent, logSent } from './sent-log.ts'
 
 /** What a job ends with: the platform's id, or why it was never sent. */
 export type DeliveryResult =
@@ -53,6 +53,11 @@ export interface DeliveryDeps {
   /** The recipient's hash, which the Redis copy of the suppression list is keyed by. */
   hash: RecipientHasher
   recorder: DeliveryRecorder
+  /**
+   * The sender's sent log (sent-log.ts): a sent outcome is appended there and written to Postgres
+   * after the job completes. Without it, the job waits for its row (as the benchmark's baseline).
+   */
+  sentLog?: { stream: string; redis: RedisClient } | undefined
   /** Counts outcomes, when metrics are on. */
   metrics?: DeliveryMetrics | undefined
 }
@@ -110,14 +115,12 @@ export function deliveryOutcome(
 /**
  * Takes the message's claim for a worker, which settles any race with a cancel: once the worker's,
  * a cancel is refused. Answers who holds it: `worker`, or `cancel` when a cancel got there first.
+ * One command (`SET … NX GET`, Redis ≥ 7): nil when the claim was free and is now the worker's.
  */
 export async function takeClaim(claims: RedisClient, prefix: string, data: MessageJob): Promise<string> {
-  return (await claims.eval(
-    WORKER_CLAIM_SCRIPT,
-    1,
-    messageClaimKey(prefix, data.messageId),
-    messageClaimTtlMs(data.expiresAt, Date.now()),
-  )) as string
+  const ttl = messageClaimTtlMs(data.expiresAt, Date.now())
+  const holder = await claims.set(messageClaimKey(prefix, data.messageId), 'worker', 'PX', ttl, 'NX', 'GET')
+  return holder ?? 'worker'
 }
 
 /** The fields of an expiry: never handed to the platform before its validity ended. */
@@ -197,6 +200,15 @@ export async function deliverMessage(
     if (recorded) {
       log.info({ platformMessageId: recorded }, 'message already sent; not sending again')
       return { platformMessageId: recorded }
+    }
+    // Sent by an earlier run killed after logging it, its row not yet written: write it now.
+    const logged = deps.sentLog
+      ? await findLoggedSent(deps.claims, deps.sentLog.stream, messageId)
+      : undefined
+    if (logged?.platformMessageId) {
+      await recorder.record(logged)
+      log.info({ platformMessageId: logged.platformMessageId }, 'message already sent; not sending again')
+      return { platformMessageId: logged.platformMessageId }
     }
     // Sent by an earlier run whose record failed: record it now, still without sending.
     const progress = job.progress as { platformMessageId?: string; fallbackUsed?: boolean } | undefined
@@ -306,13 +318,22 @@ export async function deliverMessage(
     throw final ? new UnrecoverableError(`${error.code}: ${error.message}`) : error
   }
 
-  try {
-    await recorder.record(outcome('sent', { platformMessageId, fallbackUsed }))
-  } catch (error) {
-    // Sent but not recorded: keep the id on the job in Redis, so the retry completes without sending.
-    await job.updateProgress({ platformMessageId, fallbackUsed }).catch(() => {})
-    log.error({ err: error, platformMessageId }, 'message sent but its record failed; retrying the record')
-    throw error
+  const sent = outcome('sent', { platformMessageId, fallbackUsed })
+  if (deps.sentLog) {
+    // Appended on the connection BullMQ completes the job on, not awaited: Redis runs it before the
+    // completion, so a completed job's outcome is in the log (or Postgres) at no extra round trip.
+    const logged = logSent(deps.sentLog.redis, deps.sentLog.stream, sent)
+    logged.catch((error) => log.error({ err: error, platformMessageId }, 'sent outcome not logged in Redis'))
+    recorder.recordLogged(sent, logged).catch(() => {})
+  } else {
+    try {
+      await recorder.record(sent)
+    } catch (error) {
+      // Sent but not recorded: keep the id on the job in Redis, so the retry completes without sending.
+      await job.updateProgress({ platformMessageId, fallbackUsed }).catch(() => {})
+      log.error({ err: error, platformMessageId }, 'message sent but its record failed; retrying the record')
+      throw error
+    }
   }
   metrics?.sent(senderId, sendAt ?? acceptedAt)
   log.debug({ platformMessageId, attempts, fallbackUsed }, 'message sent')

@@ -1,4 +1,5 @@
 import {
+  fairKeys,
   type MessageJob,
   queuePrefix,
   recipientHasher,
@@ -54,6 +55,8 @@ export class SenderLane implements DeliveryLane {
   /** The sender's BullMQ queue, opened again if opening it failed (see ReopeningQueue). */
   readonly queue: ReopeningQueue<MessageJob>
   readonly queueName: string
+  /** The sender's sent log (sent-log.ts). */
+  readonly sentLog: string
   platform: MessagingPlatform
   settings: SenderSettings
   #worker: Worker<MessageJob, DeliveryResult> | undefined
@@ -79,6 +82,7 @@ export class SenderLane implements DeliveryLane {
     const name = senderQueueName(settings.id)
     const prefix = queuePrefix(config, name)
     this.queueName = name
+    this.sentLog = fairKeys(config.QUEUE_PREFIX, settings.id).sentLog
     this.queue = new ReopeningQueue(() => {
       const queue = new Queue<MessageJob>(name, { connection: connections.producer, prefix })
       queue.on('error', (error) => logger.warn({ err: error, senderId: this.senderId }, 'sender queue error'))
@@ -91,6 +95,8 @@ export class SenderLane implements DeliveryLane {
       prefix: config.QUEUE_PREFIX,
       hash: recipientHasher(config),
       recorder,
+      // On the connection the lane's worker completes jobs on (sent-log.ts).
+      sentLog: { stream: this.sentLog, redis: connections.worker },
       metrics: context.metrics,
     }
     this.#worker = new Worker<MessageJob, DeliveryResult>(
@@ -228,7 +234,7 @@ export class SenderLanes {
       claims: context.redis('messages-claims', { blocking: false }),
     }
     // One recorder for every sender: outcomes of all of them share each batched write.
-    this.#recorder = new DeliveryRecorder(context.sql)
+    this.#recorder = new DeliveryRecorder(context.sql, { redis: this.#connections.claims })
   }
 
   get producer(): RedisClient {
@@ -278,8 +284,10 @@ export class SenderLanes {
     }
   }
 
+  /** Closes every lane (in-flight jobs finish), then writes the outcomes they left to Postgres. */
   async close(): Promise<void> {
     await Promise.all([...this.#lanes.values()].map((lane) => lane.close()))
     this.#lanes.clear()
+    await this.#recorder.drain()
   }
 }

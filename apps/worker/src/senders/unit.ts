@@ -9,6 +9,7 @@ import { Admitter } from './admitter.ts'
 import { HeldExpirySweeper } from './held-expiry.ts'
 import { SenderLanes } from './lanes.ts'
 import { SenderRegistry } from './registry.ts'
+import { SentLogSweeper } from './sent-log.ts'
 
 /**
  * The `messages` role: for each sender this process serves (WORKER_SENDERS), a lane (its queue,
@@ -30,6 +31,14 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
     lanes.lanes(),
   )
   sweeper.start()
+  // Sent outcomes a process left in the senders' logs (killed, or Postgres was down) reach Postgres.
+  const sentLogs = new SentLogSweeper(
+    lanes.recording.claims,
+    lanes.recording.recorder,
+    () => [...lanes.lanes()].map((lane) => lane.sentLog),
+    context.logger,
+  )
+  sentLogs.start()
   const templateSync = new TemplateSyncSchedule(context)
   templateSync.start()
   const windows = serviceWindowRebuild(context)
@@ -80,6 +89,7 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
       await redaction.stop()
       await sweeper.stop()
       await admitter.stop()
+      await sentLogs.stop()
       await lanes.close()
     },
   }

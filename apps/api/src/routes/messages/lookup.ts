@@ -40,7 +40,8 @@ export async function findOwnMessage(
     throw unavailable('look up this message')
   }
   if (!found || found.job.data.apiKeyId !== apiKeyId) throw messageNotFound()
-  // A finished job's record was written before it finished: it was only just too late above.
+  // A finished job's record was written before it finished, or (a sent one: its sender's sent log)
+  // a moment after: look once more, else answer from the job.
   if (found.state === 'completed' || found.state === 'failed') {
     const recorded = await findMessageById(deps.db, id)
     if (recorded) return { row: recorded }
@@ -56,7 +57,9 @@ export function viewFromJob(job: QueuedJob, state: string, claim: MessageClaim |
   const result = job.returnvalue as JobOutcome
   const status: MessageView['status'] =
     state === 'completed'
-      ? (result?.outcome ?? 'sent')
+      ? // A sent message's record lands a moment after its job completes (the sender's sent log):
+        // it is `sent` once recorded, so `sent` here always means the lists and replies know it.
+        (result?.outcome ?? 'sending')
       : state === 'failed'
         ? 'failed'
         : claim === 'cancel'
@@ -74,8 +77,11 @@ export function viewFromJob(job: QueuedJob, state: string, claim: MessageClaim |
     userId: data.message.body.userId ?? null,
     status,
     clientReference: data.clientReference ?? null,
-    // attemptsMade counts failed attempts; a completed job also made the one that succeeded.
-    attempts: job.attemptsMade + (state === 'completed' && status === 'sent' ? 1 : 0),
+    // BullMQ counts the attempt a job completed with too: a sent message made it, a canceled or
+    // expired one did not.
+    attempts:
+      (data.priorAttempts ?? 0) +
+      (state === 'completed' && result?.outcome ? Math.max(0, job.attemptsMade - 1) : job.attemptsMade),
     platformMessageId: result?.platformMessageId ?? null,
     lastError: job.failedReason ? { code: 'DELIVERY_FAILED', message: job.failedReason } : null,
     batchId: data.batchId ?? null,

@@ -1,0 +1,143 @@
+import type { RedisClient } from '@dispatch/contracts/redis'
+import type { DeliveryOutcome } from '@dispatch/db'
+import type { Logger } from 'pino'
+import type { DeliveryRecorder, LoggedEntry } from '../delivery-recorder.ts'
+
+/**
+ * A sender's sent log (docs/messaging.md, "Delivering"): a Redis stream of `sent` outcomes not yet
+ * in Postgres. A job appends its outcome (one XADD, as durable as the accepted message) and
+ * completes without waiting for Postgres; its process's recorder writes it with the next batch and
+ * deletes the entry. An entry still there after SENT_LOG_AGE_MS (its process died, or Postgres was
+ * unreachable) is written by any process's sweep: at least once, and writing a `sent` row again
+ * changes nothing (the record only moves forward, and an unchanged status emits no event).
+ */
+export const SENT_LOG_AGE_MS = 5_000
+const SWEEP_EVERY_MS = 2_000
+/** An entry that still cannot be written after this long (its row refused: a key deleted, say) is dropped. */
+const GIVE_UP_MS = 3600_000
+const PAGE = 1000
+
+const DATES = ['acceptedAt', 'sendAt', 'expiresAt', 'redactAfter', 'at'] as const
+
+export function parseOutcome(json: string): DeliveryOutcome {
+  const outcome = JSON.parse(json) as Record<string, unknown>
+  for (const field of DATES) {
+    const value = outcome[field]
+    if (typeof value === 'string') outcome[field] = new Date(value)
+  }
+  return outcome as unknown as DeliveryOutcome
+}
+
+/** Appends a sent outcome to the sender's log; answers where it is. */
+export async function logSent(
+  redis: RedisClient,
+  stream: string,
+  outcome: DeliveryOutcome,
+): Promise<LoggedEntry> {
+  const id = await redis.xadd(stream, '*', 'o', JSON.stringify(outcome))
+  return { stream, id: id as string }
+}
+
+type Entries = Array<[id: string, fields: string[]]>
+
+/** A message's sent outcome still waiting in the log, if any: read only by a job run again. */
+export async function findLoggedSent(
+  redis: RedisClient,
+  stream: string,
+  messageId: string,
+): Promise<DeliveryOutcome | undefined> {
+  let start = '-'
+  for (;;) {
+    const entries = (await redis.xrange(stream, start, '+', 'COUNT', PAGE)) as Entries
+    for (const [, fields] of entries) {
+      const json = fields[1] ?? ''
+      if (json.includes(messageId)) {
+        const outcome = parseOutcome(json)
+        if (outcome.id === messageId) return outcome
+      }
+    }
+    if (entries.length < PAGE) return undefined
+    start = `(${entries[entries.length - 1]?.[0]}`
+  }
+}
+
+/** Writes what every served sender's log still holds after SENT_LOG_AGE_MS, every SWEEP_EVERY_MS. */
+export class SentLogSweeper {
+  readonly #redis: RedisClient
+  readonly #recorder: DeliveryRecorder
+  readonly #streams: () => Iterable<string>
+  readonly #logger: Logger
+  #timer: NodeJS.Timeout | undefined
+  #running: Promise<void> | undefined
+  #stopped = false
+
+  constructor(
+    redis: RedisClient,
+    recorder: DeliveryRecorder,
+    streams: () => Iterable<string>,
+    logger: Logger,
+  ) {
+    this.#redis = redis
+    this.#recorder = recorder
+    this.#streams = streams
+    this.#logger = logger
+  }
+
+  start(everyMs = SWEEP_EVERY_MS): void {
+    const loop = async () => {
+      if (this.#stopped) return
+      this.#running = this.sweep().then(
+        () => {},
+        (error) => this.#logger.warn({ err: error }, 'sent log sweep failed; trying again'),
+      )
+      await this.#running
+      if (!this.#stopped) this.#timer = setTimeout(loop, everyMs)
+    }
+    this.#timer = setTimeout(loop, everyMs)
+  }
+
+  /** One pass: answers how many outcomes it wrote. */
+  async sweep(olderThanMs = SENT_LOG_AGE_MS): Promise<number> {
+    let written = 0
+    let lastError: unknown
+    for (const stream of this.#streams()) {
+      const until = String(Math.max(0, Date.now() - olderThanMs))
+      let start = '-'
+      for (;;) {
+        const entries = (await this.#redis.xrange(stream, start, until, 'COUNT', PAGE)) as Entries
+        if (entries.length === 0) break
+        const results = await Promise.allSettled(
+          entries.map(([id, fields]) =>
+            this.#recorder.recordLogged(parseOutcome(fields[1] ?? ''), { stream, id }),
+          ),
+        )
+        const failed = entries.filter((_, i) => results[i]?.status === 'rejected')
+        written += entries.length - failed.length
+        if (failed.length > 0) {
+          lastError = (results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason
+          const giveUpBefore = Date.now() - GIVE_UP_MS
+          const dropped = failed.filter(([id]) => Number(id.split('-')[0]) < giveUpBefore).map(([id]) => id)
+          if (dropped.length > 0) {
+            this.#logger.error(
+              { err: lastError, stream, entries: dropped.length },
+              'sent outcomes refused by Postgres for an hour; dropped from the log',
+            )
+            await this.#redis.xdel(stream, ...dropped)
+          }
+        }
+        if (entries.length < PAGE) break
+        start = `(${entries[entries.length - 1]?.[0]}`
+      }
+    }
+    if (written > 0) this.#logger.info({ written }, 'sent outcomes left in the log written to Postgres')
+    // What could not be written stays for the next pass (Postgres down, say).
+    if (lastError !== undefined) throw lastError
+    return written
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true
+    clearTimeout(this.#timer)
+    await this.#running
+  }
+}
