@@ -13,8 +13,19 @@ import type { DeliveryRecorder, LoggedEntry } from '../delivery-recorder.ts'
  */
 export const SENT_LOG_AGE_MS = 5_000
 const SWEEP_EVERY_MS = 2_000
-/** An entry that still cannot be written after this long (its row refused: a key deleted, say) is dropped. */
+/**
+ * An entry whose row Postgres still refuses after this long (a key deleted, say) is dropped. Only a
+ * refusal counts: an entry that could not be written because Postgres was unreachable stays, however
+ * long the outage.
+ */
 const GIVE_UP_MS = 3600_000
+
+/** Postgres answered and refused the row (data or integrity: SQLSTATE classes 22 and 23). */
+const isRefusal = (error: unknown) => /^2[23]/.test(String(pgErrorOf(error)?.code ?? ''))
+const pgErrorOf = (error: unknown): { code?: unknown } | undefined => {
+  const found = error as { code?: unknown; cause?: unknown } | undefined
+  return found?.code === undefined && found?.cause ? (found.cause as { code?: unknown }) : found
+}
 const PAGE = 1000
 
 const DATES = ['acceptedAt', 'sendAt', 'expiresAt', 'redactAfter', 'at'] as const
@@ -116,7 +127,11 @@ export class SentLogSweeper {
         if (failed.length > 0) {
           lastError = (results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason
           const giveUpBefore = Date.now() - GIVE_UP_MS
-          const dropped = failed.filter(([id]) => Number(id.split('-')[0]) < giveUpBefore).map(([id]) => id)
+          const dropped = entries.flatMap(([id], i) => {
+            const result = results[i]
+            const refused = result?.status === 'rejected' && isRefusal(result.reason)
+            return refused && Number(id.split('-')[0]) < giveUpBefore ? [id] : []
+          })
           if (dropped.length > 0) {
             this.#logger.error(
               { err: lastError, stream, entries: dropped.length },

@@ -1,9 +1,14 @@
 import { type ChildProcess, spawn } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
-import { DEFAULT_SENDER_ID, fairKeys } from '@dispatch/contracts'
+import { DEFAULT_SENDER_ID, fairKeys, messageIdAt } from '@dispatch/contracts'
+import { createDb, type DeliveryOutcome, type Sql } from '@dispatch/db'
 import { startTcpProxy, type TcpProxy, testRedisUrl, waitFor } from '@dispatch/testing'
 import { Redis } from 'ioredis'
+import pino from 'pino'
 import { afterAll, beforeAll, expect, it } from 'vitest'
+import { DeliveryRecorder } from '../../src/delivery-recorder.ts'
+import { SentLogSweeper } from '../../src/senders/sent-log.ts'
 import { createDeliveryWorld, type DeliveryWorld, text } from './world.ts'
 
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url))
@@ -119,3 +124,44 @@ it('a job run again whose earlier run logged its send (killed before completing)
   expect(world.fake.sendsOf(id)).toBe(0)
   expect((await world.message(id))?.platform_message_id).toBe('wamid.earlier-run')
 }, 30_000)
+
+it('an entry Postgres refuses for over an hour is dropped; one it could not reach stays, however old', async () => {
+  const stream = `${world.workerEnv().QUEUE_PREFIX}:sent-log-give-up`
+  const now = new Date()
+  const outcome: DeliveryOutcome = {
+    id: messageIdAt(now.getTime() - 2 * 3600_000),
+    // No such key: Postgres refuses the row (its foreign key).
+    apiKeyId: randomUUID(),
+    type: 'text',
+    phone: '+5511987654321',
+    userId: null,
+    payload: { text: 'hi' },
+    clientReference: null,
+    senderPhoneNumberId: '106540352242922',
+    senderId: DEFAULT_SENDER_ID,
+    batchId: null,
+    acceptedAt: new Date(now.getTime() - 2 * 3600_000),
+    sendAt: null,
+    expiresAt: null,
+    status: 'sent',
+    attempts: 1,
+    platformMessageId: 'wamid.refused',
+    lastErrorCode: null,
+    lastErrorMessage: null,
+    at: now,
+  }
+  await redis.xadd(stream, `${now.getTime() - 2 * 3600_000}-0`, 'o', JSON.stringify(outcome))
+  const logger = pino({ level: 'silent' })
+  const sweepWith = (sql: Sql) =>
+    new SentLogSweeper(redis, new DeliveryRecorder(sql, { redis }), () => [stream], logger).sweep()
+
+  // Postgres out of reach (nothing listens there): the entry waits for it, two hours old or not.
+  const down = createDb('postgres://postgres@127.0.0.1:1/none', { max: 1 })
+  await expect(sweepWith(down.sql)).rejects.toThrow()
+  await down.close()
+  expect(await redis.xlen(stream)).toBe(1)
+
+  // Postgres answers and refuses the row: after an hour of that, the entry goes.
+  await expect(sweepWith(world.sql)).rejects.toThrow()
+  expect(await redis.xlen(stream)).toBe(0)
+})
