@@ -5,6 +5,8 @@
  * and where the real worker's time goes: CPU per message of this process and of the database's
  * Postgres backends, and the mean time of each step of a job, timed around the dependencies the
  * worker is handed (its claim connection, the platform, the driver), so the worker runs unchanged.
+ * A third worker does the least any delivery could (the floor: BullMQ's fetch and completion, one
+ * platform call, the outcome written in batches), and the CPU per message of all three is printed.
  *
  *   pnpm --filter @dispatch/worker bench    (BENCH_JOBS, BENCH_CONCURRENCY, BENCH_ROUNDS)
  */
@@ -28,7 +30,7 @@ import pino from 'pino'
 import { DeliveryRecorder } from '../src/delivery-recorder.ts'
 import { createSandboxPlatform } from '../src/platforms/sandbox.ts'
 import type { Delivery } from '../src/platforms/types.ts'
-import { type DeliveryResult, deliverMessage } from '../src/senders/deliver.ts'
+import { type DeliveryResult, deliverMessage, deliveryOutcome } from '../src/senders/deliver.ts'
 
 const jobs = Number(process.env.BENCH_JOBS ?? 10_000)
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 50)
@@ -239,6 +241,37 @@ function startDeliveryWorker(
   )
 }
 
+/**
+ * The least work delivery could do (issue 26's floor): BullMQ's fetch and completion, one platform
+ * call, and the outcome written to Postgres in the recorder's batches without the job waiting. No
+ * claim, no checks, no log: what every message costs whatever the design.
+ */
+let floorRecorder: DeliveryRecorder | undefined
+function startFloorWorker(): Worker<MessageJob> {
+  const recorder = new DeliveryRecorder(sql)
+  floorRecorder = recorder
+  const lane = { senderId: 'default', platform: sandbox }
+  return new Worker<MessageJob>(
+    'bench-floor',
+    async (job) => {
+      const { platformMessageId } = await sandbox.deliver({
+        messageId: job.data.messageId,
+        message: job.data.message,
+      })
+      recorder
+        .record(deliveryOutcome(job.data, lane, 'sent', { attempts: 1, platformMessageId }))
+        .catch(() => {})
+      return { platformMessageId }
+    },
+    { connection: connection(), prefix: world.queuePrefix, concurrency },
+  )
+}
+const floorRun = async () => {
+  const drained = await timeDrain('bench-floor', new Span(), startFloorWorker)
+  await floorRecorder?.drain()
+  return drained
+}
+
 const deliveryRun = () => timeDrain(QueueNames.messages, spans.job, () => startDeliveryWorker())
 const enforcedRun = () => timeDrain(QueueNames.messages, new Span(), () => startDeliveryWorker('enforce'))
 
@@ -258,8 +291,10 @@ try {
   const base: Drained[] = []
   const real: Drained[] = []
   const enforced: Drained[] = []
+  const floor: Drained[] = []
   for (let round = 1; round <= rounds; round++) {
     const b = await baselineRun()
+    floor.push(await floorRun())
     // Off and enforce alternate which goes first, so drift between them moves both alike.
     let r: Drained
     let e: Drained
@@ -283,8 +318,8 @@ try {
   const [recorded] = await db.execute<{ count: string }>(
     `select count(*) from messages where status = 'sent'`,
   )
-  if (Number(recorded?.count) !== 2 * jobs * rounds)
-    throw new Error(`expected ${2 * jobs * rounds} sent records, found ${recorded?.count}`)
+  if (Number(recorded?.count) !== 3 * jobs * rounds)
+    throw new Error(`expected ${3 * jobs * rounds} sent records, found ${recorded?.count}`)
   printComparison({
     name: 'delivery throughput (sandbox)',
     figure: median(real.map((r) => r.perSecond)),
@@ -300,6 +335,20 @@ try {
     unit: 'msg/s',
     better: 'higher',
     aim: '≥ 0.95',
+  })
+  // CPU per message, this process and Postgres, medians: Dispatch, the least work, the no-op worker.
+  const cpu = (runs: Drained[]) =>
+    `${us(median(runs.map((r) => r.processCpu)))} + Postgres ${us(median(runs.flatMap((r) => (r.postgresCpu === undefined ? [] : [r.postgresCpu]))))}`
+  console.log(
+    `  CPU per message: Dispatch ${cpu(real)}; the floor (fetch, platform call, batched record) ${cpu(floor)},` +
+      ` ${Math.round(median(floor.map((r) => r.perSecond)))} msg/s; the no-op worker ${cpu(base)}`,
+  )
+  printComparison({
+    name: 'delivery CPU per message (this process), Dispatch vs the floor (fetch, platform call, batched record)',
+    figure: median(real.map((r) => r.processCpu)),
+    baseline: median(floor.map((r) => r.processCpu)),
+    unit: 'µs',
+    better: 'lower',
   })
   console.log(
     `  per job (means over the rounds): ${spans.job.mean} from active to completed (no-op ${spans.noopJob.mean});` +
