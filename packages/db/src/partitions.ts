@@ -1,5 +1,6 @@
 import type { Sql } from './client.ts'
-import { forgetPartitions } from './queries/message-partitions.ts'
+import { pgError } from './queries/executor.ts'
+import { forgetPartitions, isMissingTable } from './queries/message-partitions.ts'
 
 /**
  * The tables that grow with traffic, partitioned by time (migrations 0023 and 0024): one table per
@@ -139,18 +140,18 @@ export async function maintainPartitions(
       if (dropped) changes.dropped.push(partition.name)
     }
     const fallback = partitions.find((p) => p.isDefault)
-    if (fallback && keepsDefault) {
-      const deleted = await sql.unsafe(`delete from ${quote(fallback.name)} where ${column} < $1`, [
-        new Date(expiry).toISOString(),
-      ])
-      changes.deleted += deleted.count
-    } else if (fallback) {
-      await retireDefault(sql, { table, column, partitions, fallback, expiry, width, cover }, changes).catch(
-        (error) => {
-          // Another process retired it meanwhile.
-          if ((error as { code?: string })?.code !== '42P01') throw error
-        },
-      )
+    if (fallback) {
+      try {
+        // Rows past retention go from it, whether it stays or is retired.
+        const deleted = await sql.unsafe(`delete from ${quote(fallback.name)} where ${column} < $1`, [
+          new Date(expiry).toISOString(),
+        ])
+        changes.deleted += deleted.count
+        if (!keepsDefault) await retireDefault(sql, { table, column, fallback, width, cover }, changes)
+      } catch (error) {
+        // Another process retired it meanwhile.
+        if (!isMissingTable(error)) throw error
+      }
     }
   }
   // This process reads the periods it knows of directly (message-partitions.ts): look again.
@@ -198,28 +199,22 @@ async function coverRange(
 }
 
 /**
- * Empties the default partition (rows past retention deleted, the others moved into the periods
- * created for them) and drops it. The parent is locked for the drop, so no write is on its way into
- * the default partition while it goes; writes after it find their period or create it.
+ * Empties the default partition (its rows, within retention, moved into the periods created for
+ * them) and drops it. The parent is locked for the drop, so no write is on its way into the default
+ * partition while it goes; writes after it find their period or create it.
  */
 async function retireDefault(
   sql: Sql,
   of: {
     table: PartitionedTable
     column: string
-    partitions: Partition[]
     fallback: Partition
-    expiry: number
     width: number
     cover: (from: number, to: number) => Promise<void>
   },
   changes: PartitionChanges,
 ): Promise<void> {
   const { table, column, fallback, width } = of
-  const deleted = await sql.unsafe(`delete from ${quote(fallback.name)} where ${column} < $1`, [
-    new Date(of.expiry).toISOString(),
-  ])
-  changes.deleted += deleted.count
   const waiting = await sql.unsafe<{ start: string }[]>(
     `select distinct (floor(extract(epoch from ${column}) * 1000 / ${width}) * ${width})::bigint::text as start
      from ${quote(fallback.name)}`,
@@ -255,10 +250,7 @@ export async function writingToPeriods<T>(sql: Sql, write: () => Promise<T>): Pr
 
 /** The table and time of a row no partition held, from Postgres' error (23514), if it is that. */
 async function missingPeriodOf(sql: Sql, error: unknown) {
-  // Drizzle wraps Postgres' error (DrizzleQueryError): read its cause.
-  const cause = (error as { cause?: unknown } | undefined)?.cause
-  const pgError = (error as { code?: string } | undefined)?.code === undefined && cause ? cause : error
-  const { code, message, detail } = (pgError ?? {}) as { code?: string; message?: string; detail?: string }
+  const { code, message, detail } = pgError(error)
   if (code !== '23514') return null
   const table = /no partition of relation "([^"]+)" found for row/.exec(message ?? '')?.[1]
   const value = /Partition key of the failing row contains \([^)]*\) = \((.+)\)\.$/.exec(detail ?? '')?.[1]

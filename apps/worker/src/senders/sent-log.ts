@@ -1,5 +1,5 @@
 import type { RedisClient } from '@dispatch/contracts/redis'
-import type { DeliveryOutcome } from '@dispatch/db'
+import { type DeliveryOutcome, pgError } from '@dispatch/db'
 import type { Logger } from 'pino'
 import type { DeliveryRecorder, LoggedEntry } from '../delivery-recorder.ts'
 
@@ -21,11 +21,7 @@ const SWEEP_EVERY_MS = 2_000
 const GIVE_UP_MS = 3600_000
 
 /** Postgres answered and refused the row (data or integrity: SQLSTATE classes 22 and 23). */
-const isRefusal = (error: unknown) => /^2[23]/.test(String(pgErrorOf(error)?.code ?? ''))
-const pgErrorOf = (error: unknown): { code?: unknown } | undefined => {
-  const found = error as { code?: unknown; cause?: unknown } | undefined
-  return found?.code === undefined && found?.cause ? (found.cause as { code?: unknown }) : found
-}
+const isRefusal = (error: unknown) => /^2[23]/.test(pgError(error).code ?? '')
 const PAGE = 1000
 
 const DATES = ['acceptedAt', 'sendAt', 'expiresAt', 'redactAfter', 'at'] as const

@@ -3,6 +3,7 @@ import { pgTable } from 'drizzle-orm/pg-core'
 import type { Db, Sql } from '../client.ts'
 import { listPartitions } from '../partitions.ts'
 import { messageColumns, type messages } from '../schema/messages.ts'
+import { pgError } from './executor.ts'
 
 /**
  * Reading one period of messages as a table of its own. On Postgres 15 a statement on the partitioned
@@ -71,7 +72,7 @@ export async function partitionTableOf(db: Db, id: string): Promise<MessagesTabl
 }
 
 /** A statement failed because its partition was dropped meanwhile: read through `messages`. */
-export const isMissingTable = (error: unknown) => (error as { code?: string })?.code === '42P01'
+export const isMissingTable = (error: unknown) => pgError(error).code === '42P01'
 
 /** Forget what the catalog said (after changing the partitions in this process). */
 export function forgetPartitions(): void {
