@@ -5,6 +5,7 @@ import { writingToPeriods } from '../partitions.ts'
 import { messages } from '../schema/messages.ts'
 import { messageWithId } from './message-ids.ts'
 import { isMissingTable, onPartitionOf, partitionAt } from './message-partitions.ts'
+import { arrayLiteral } from './pg-arrays.ts'
 
 /** What one delivery attempt leaves behind, written by the worker before the job is acknowledged. */
 export interface DeliveryOutcome {
@@ -110,18 +111,13 @@ async function recordFailedAttempts(sql: Sql, outcomes: DeliveryOutcome[]): Prom
 
 /**
  * The upsert of `group` into `table`: `messages`, or one partition of it when every outcome's
- * `acceptedAt` is in that partition's period. Exported for the partitions benchmark, which runs it on a plain table.
+ * `acceptedAt` is in that partition's period. Exported for the partitions benchmark, which runs it
+ * on a plain table.
  */
 export function upsertOutcomes(sql: Sql, table: string, group: DeliveryOutcome[]) {
   // Each column goes as one Postgres array literal, cast in SQL: no dependence on how the client
   // serializes arrays.
-  const column = (pick: (o: DeliveryOutcome) => string | number | null) =>
-    `{${group
-      .map((o) => {
-        const value = pick(o)
-        return value === null ? 'NULL' : `"${String(value).replace(/[\\"]/g, '\\$&')}"`
-      })
-      .join(',')}}`
+  const column = (pick: (o: DeliveryOutcome) => string | number | null) => arrayLiteral(group.map(pick))
   const iso = (date: Date | null) => date?.toISOString() ?? null
   return sql`
   insert into ${sql(table)} as m (id, api_key_id, type, phone, user_id, payload, client_reference, sender_phone_number_id, sender_id, status, attempts,

@@ -8,6 +8,7 @@ import { webhookEndpoints } from '../schema/webhook-endpoints.ts'
 import { webhookAttempts, webhookEvents } from '../schema/webhook-events.ts'
 import { offsetOf, ordering, whereAll } from './list-helpers.ts'
 import { webhookEventIdSpan, webhookEventsWithIds } from './partitioned-ids.ts'
+import { arrayLiteral } from './pg-arrays.ts'
 
 /** One event bound for one endpoint: what the relay turns into a `webhooks` job. */
 export interface WebhookDelivery {
@@ -73,16 +74,8 @@ export interface NewWebhookAttempt {
   createdAt: Date
 }
 
-/**
- * A Postgres array literal of `values`, for a `::text[]` parameter cast in SQL. NUL characters
- * (Postgres text cannot hold them; a receiver's answer may) are dropped, or the whole batch would fail.
- */
-function arrayLiteral(values: ReadonlyArray<string | number | null>): string {
-  const items = values.map((v) =>
-    v === null ? 'NULL' : `"${String(v).replaceAll('\0', '').replace(/[\\"]/g, '\\$&')}"`,
-  )
-  return `{${items.join(',')}}`
-}
+const withoutNul = (value: string | number | null) =>
+  typeof value === 'string' ? value.replaceAll('\0', '') : value
 
 /**
  * Writes attempts in one statement, and one round trip: prepared (postgres.js keeps it per
@@ -96,7 +89,10 @@ export async function recordWebhookAttempts(db: Db, attempts: NewWebhookAttempt[
 }
 
 function insertAttempts(db: Db, attempts: NewWebhookAttempt[]) {
-  const column = (pick: (a: NewWebhookAttempt) => string | number | null) => arrayLiteral(attempts.map(pick))
+  // NUL characters (Postgres text cannot hold them; a receiver's answer may) are dropped, or the
+  // whole batch would fail.
+  const column = (pick: (a: NewWebhookAttempt) => string | number | null) =>
+    arrayLiteral(attempts.map((a) => withoutNul(pick(a))))
   return db.$client`
     insert into webhook_attempts (endpoint_id, event_id, attempt, status_code, duration_ms,
       response_excerpt, error, next_retry_at, created_at)
