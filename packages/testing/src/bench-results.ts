@@ -8,13 +8,13 @@ import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'nod
 import { cpus, platform, totalmem } from 'node:os'
 import { dirname, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { benchEnv } from './env.ts'
 
 /** The repository's root (this file is packages/testing/src/bench-results.ts). */
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..')
 
 /** Where results go: `BENCH_RESULTS_FILE`, else bench-results/latest.jsonl at the root (git-ignored). */
-export const resultsFile = () =>
-  process.env.BENCH_RESULTS_FILE ?? resolve(repoRoot, 'bench-results/latest.jsonl')
+export const resultsFile = () => benchEnv().resultsFile ?? resolve(repoRoot, 'bench-results/latest.jsonl')
 
 export type Better = 'higher' | 'lower'
 

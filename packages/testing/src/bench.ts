@@ -30,7 +30,7 @@ export async function createBenchWorld(name: string) {
     redisUrl,
     queuePrefix: id,
     async drop() {
-      if (process.env.BENCH_KEEP) return console.log(`kept database ${id}`)
+      if (benchEnv().keep) return console.log(`kept database ${id}`)
       await deleteKeysUnder(redisUrl, id)
       const adminUrl = new URL(databaseUrl)
       adminUrl.pathname = '/postgres'
