@@ -9,8 +9,9 @@
  *    them: the service's own functions on the partitioned table (which read a day's partition
  *    directly where they can), the statements they made before partitioning on the plain one. The
  *    key's newest page and its failed page (each with its bounded count), a lookup by id, a status's
- *    update by platform id (with our id echoed), the delivery record (17 outcomes a statement). Throughput over CONCURRENCY
- *    clients (default 8) in alternating rounds, its median, and the p95 of single queries.
+ *    update by platform id (with our id echoed), the delivery record (17 outcomes a statement).
+ *    Throughput over CONCURRENCY clients (default 8) in alternating rounds, its median, and the p95
+ *    of single queries.
  *
  *   pnpm --filter @dispatch/api bench:partitions
  *   DROP_BENCH_ROWS=1000000 PARTITION_BENCH_ROWS=500000 BENCH_ROUNDS=6 (all optional)

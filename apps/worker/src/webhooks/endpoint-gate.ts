@@ -20,11 +20,12 @@ declare module 'ioredis' {
 
 /**
  * Everything is timed by the Redis server's clock, so workers on machines whose clocks differ
- * still agree. First the leases this process released since its last call go (ARGV[5] on). In order: a pause refuses for the rest of it; expired leases (those of a worker that
- * died holding them) are dropped, and a full set of leases refuses; a second whose rate is used up
- * refuses until it ends. Only when all three allow is a lease taken and the second's count raised,
- * so a refusal costs nothing. Every key expires on its own: the pause with itself, the leases with
- * the last one, the count at the end of its second.
+ * still agree. First the leases this process released since its last call go (ARGV[5] on). Then,
+ * in order: a pause refuses for the rest of it; expired leases (those of a worker that died holding
+ * them) are dropped, and a full set of leases refuses; a second whose rate is used up refuses until
+ * it ends. Only when all three allow is a lease taken and the second's count raised, so a refusal
+ * costs nothing. Every key expires on its own: the pause with itself, the leases with the last one,
+ * the count at the end of its second.
  */
 const ACQUIRE = `
 if #ARGV > 4 then redis.call('ZREM', KEYS[1], unpack(ARGV, 5)) end
@@ -86,9 +87,10 @@ const CONCURRENCY_WAIT_MS = { min: 100, max: 250 }
  * Per-endpoint limits held in Redis, so they hold across every worker process: one script (one
  * round trip) per acquire. A release is not a round trip of its own: it waits for the end of the
  * event loop's turn, going with the next acquire for its endpoint if one comes in that turn, else
- * with every other release of the turn in one pipeline. So a slot is held at most one turn longer. A receiver that asked to slow down (429, 502, 504) is paused with
- * `slowDown`; while paused, or at its concurrency, or past its rate for this second, `acquire`
- * refuses with how long to wait. Uses `redis.defineCommand`, so it adds two commands to the client.
+ * with every other release of the turn in one pipeline. So a slot is held at most one turn longer.
+ * A receiver that asked to slow down (429, 502, 504) is paused with `slowDown`; while paused, or at
+ * its concurrency, or past its rate for this second, `acquire` refuses with how long to wait. Uses
+ * `redis.defineCommand`, so it adds two commands to the client.
  */
 export class EndpointGate {
   readonly #redis: RedisClient

@@ -146,8 +146,8 @@ async function inboundRetentionHours(tx: Executor, phoneNumberId: string): Promi
 
 /**
  * Stores a reply once (the platform redelivers: the wamid is unique with `received_at`, the
- * platform's time of the reply, which a redelivery repeats; `inbound_messages` is partitioned by it) with the key it is routed to,
- * and moves the conversation window of its business number and phone forward, in one transaction.
+ * platform's time of the reply, which a redelivery repeats; `inbound_messages` is partitioned by
+ * it) with the key it is routed to, and moves the conversation window of its business number and phone forward, in one transaction.
  * A routed reply's `message.received` event is written by the table's trigger in the same
  * transaction. A reply to a number whose sender discards replies' content (`inbound_content_
  * retention_hours` 0) is stored with `{}` for content and `redacted_at` set: the text never lands.

@@ -7,12 +7,6 @@ import { webhookEvents } from '../schema/webhook-events.ts'
 /** How far from the time its id carries a row's partition column may be (it is the same instant). */
 const SLACK_MS = 60_000
 
-/**
- * The rows with these ids. When their ids carry the partition column's time (`timeOf`), the
- * condition also bounds that column to the span of those times, so Postgres reads only the
- * partitions of that span (a relay's batch, a retry: one) instead of every one. Ids that carry no
- * time (written before partitioning) are found by id alone.
- */
 /** Ids split by whether they carry their row's time, and the span (with slack) the timed ones cover. */
 function idSpan(ids: string[], timeOf: (id: string) => number | null) {
   const timed: string[] = []
@@ -32,6 +26,12 @@ function idSpan(ids: string[], timeOf: (id: string) => number | null) {
   return { timed, untimed, from: new Date(from - SLACK_MS), to: new Date(to + SLACK_MS) }
 }
 
+/**
+ * The rows with these ids. When their ids carry the partition column's time (`timeOf`), the
+ * condition also bounds that column to the span of those times, so Postgres reads only the
+ * partitions of that span (a relay's batch, a retry: one) instead of every one. Ids that carry no
+ * time (written before partitioning) are found by id alone.
+ */
 function rowsWithIds(
   id: PgColumn,
   at: PgColumn,
