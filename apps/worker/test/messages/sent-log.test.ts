@@ -6,7 +6,7 @@ import { createDb, type DeliveryOutcome, type Sql } from '@dispatch/db'
 import { startTcpProxy, type TcpProxy, testRedisUrl, waitFor } from '@dispatch/testing'
 import { Redis } from 'ioredis'
 import pino from 'pino'
-import { afterAll, beforeAll, expect, it } from 'vitest'
+import { afterAll, beforeAll, expect, it, onTestFailed } from 'vitest'
 import { DeliveryRecorder } from '../../src/delivery-recorder.ts'
 import { SentLogSweeper } from '../../src/senders/sent-log.ts'
 import { createDeliveryWorld, type DeliveryWorld, text } from './world.ts'
@@ -43,6 +43,13 @@ it('a worker killed with its sent outcomes in Redis and not in Postgres: another
     stdio: ['ignore', 'ignore', 'pipe'],
   })
   children.push(child)
+  // Read what it writes: a pipe nobody reads fills up (64 KiB of warnings while Postgres is cut),
+  // and a process writing to a full pipe stops, sends included. The tail is kept for a failure.
+  let stderr = ''
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-8000)
+  })
+  onTestFailed(() => console.error(`the worker's last stderr:\n${stderr}`))
   const exited = new Promise((resolve) => child.once('exit', resolve))
   const warm = await world.enqueue(text('warm-up'))
   await waitFor(async () => (await world.message(warm))?.status === 'sent' || undefined, {
