@@ -208,12 +208,13 @@ describe('priority when one level floods the sender', () => {
     expect(order.filter((id) => high.includes(id))).toEqual(high)
     // The first high overtakes the window of normal messages admitted before it: only the one in
     // flight and the next admission ticks' worth go out in between, not the ~20 waiting (19 went
-    // first when it was added with its BullMQ priority behind them).
+    // first when it was added with its BullMQ priority behind them). The ticks' worth grows with a
+    // loaded machine's delays (9 on a busy CI run); the whole window does not fit under 14.
     const firstAt = order.indexOf(high[0] as string)
     const normalsBefore = normal.filter((id) => {
       const at = order.indexOf(id)
       return at !== -1 && at < firstAt
     }).length
-    expect(normalsBefore - sentWhenHighArrived).toBeLessThanOrEqual(8)
+    expect(normalsBefore - sentWhenHighArrived).toBeLessThanOrEqual(14)
   })
 })
