@@ -4,6 +4,7 @@ import {
   fairKeys,
   MESSAGE_JOB_OPTIONS,
   type MessageJob,
+  messageIdAt,
   senderQueueName,
 } from '@dispatch/contracts'
 import { captureLogs, inboundMessage, messageWebhook, waitFor } from '@dispatch/testing'
@@ -267,6 +268,57 @@ describe('messages no worker has taken yet', () => {
     const needles = [phone, phone.slice(1), ...texts]
     expect(await findInPostgres(world.sql, needles)).toEqual([])
     expect(await findInRedis(redis, world.queuePrefix, needles)).toEqual([])
+  })
+})
+
+describe('a sent outcome not yet written to Postgres', () => {
+  it("is written and erased, not left in its sender's sent log to bring the recipient back", async () => {
+    // A sender no worker of this test serves: no recorder or sweep writes its log, as when the
+    // process that logged the outcome died and Postgres has no row for the erasure to clear.
+    await world.sql`insert into senders (id, phone_number_id, display_name) values ('orphan', '100000000000008', 'Orphan')`
+    const phone = newPhone()
+    const text = secret('logged')
+    const acceptedAt = new Date()
+    const id = messageIdAt(acceptedAt.getTime())
+    const outcome = {
+      id,
+      apiKeyId: acme.id,
+      type: 'text',
+      phone,
+      userId: null,
+      payload: { phone, text },
+      clientReference: null,
+      senderPhoneNumberId: '100000000000008',
+      senderId: 'orphan',
+      batchId: null,
+      acceptedAt,
+      sendAt: null,
+      expiresAt: null,
+      status: 'sent',
+      attempts: 1,
+      platformMessageId: `wamid.${secret('orphan')}`,
+      lastErrorCode: null,
+      lastErrorMessage: null,
+      at: new Date(),
+    }
+    const stream = fairKeys(world.queuePrefix, 'orphan').sentLog
+    await redis.xadd(stream, '*', 'o', JSON.stringify(outcome))
+    // Another key's outcome to the same phone: a key's erasure leaves it where it is.
+    await redis.xadd(
+      stream,
+      '*',
+      'o',
+      JSON.stringify({ ...outcome, id: messageIdAt(Date.now()), apiKeyId: beta.id }),
+    )
+
+    const { done } = await erase('/api/third-party', { 'x-api-key': acme.key }, { phone })
+    expect(done.report).toMatchObject({ messages: 1 })
+    expect(await messageView(app, acme.key, id)).toMatchObject({ status: 'sent', phone: null })
+    const needles = [phone, phone.slice(1), text]
+    expect(await findInPostgres(world.sql, needles)).toEqual([])
+    const left = await redis.xrange(stream, '-', '+')
+    expect(left.map(([, fields]) => JSON.parse(fields[1] ?? '{}').apiKeyId)).toEqual([beta.id])
+    await redis.del(stream)
   })
 })
 

@@ -17,6 +17,7 @@ import type { RedisClient } from '@dispatch/contracts/redis'
 import { type DeliveryOutcome, erasedEventDeliveries, type RecipientIdentities } from '@dispatch/db'
 import { type Job, Queue } from 'bullmq'
 import type { WorkerContext } from '../runtime.ts'
+import { loggedEntries, parseOutcome } from '../senders/sent-log.ts'
 
 /** What a message canceled by an erasure says, on its record and its `message.canceled` event. */
 export const ERASED_CODE = 'RECIPIENT_ERASED'
@@ -125,6 +126,34 @@ export class RedisEraser {
       }
     }
     return { canceled, inFlight }
+  }
+
+  /**
+   * Sent outcomes to the recipient still in a sender's sent log (docs/messaging.md, "Delivering"):
+   * not yet in Postgres, so no row yet for the erasure to clear, and the recorder or a sweep would
+   * write one, with the recipient, after it. Each is written now and leaves the log, before the rows
+   * are erased. A recorder that read one before it left may still write it, within milliseconds:
+   * the count makes the erasure pass again. Answers how many were written.
+   */
+  async writeLoggedSent(
+    senders: Array<{ id: string }>,
+    matches: (recipient: RecipientOf) => boolean,
+    record: (outcomes: DeliveryOutcome[]) => Promise<void>,
+  ): Promise<number> {
+    let written = 0
+    for (const sender of senders) {
+      const stream = fairKeys(this.#prefix, sender.id).sentLog
+      const found: Array<{ id: string; outcome: DeliveryOutcome }> = []
+      for await (const { id, json } of loggedEntries(this.#redis, stream)) {
+        const outcome = parseOutcome(json)
+        if (matches(outcome)) found.push({ id, outcome })
+      }
+      if (found.length === 0) continue
+      await record(found.map((f) => f.outcome))
+      await this.#redis.xdel(stream, ...found.map((f) => f.id))
+      written += found.length
+    }
+    return written
   }
 
   /**
@@ -276,14 +305,26 @@ function canceledOutcome(job: MessageJob, sender: { id: string; phoneNumberId: s
   }
 }
 
-/** Whether a queued message goes to the recipient (and, for a key's erasure, is the key's). */
-export const jobMatcher =
+/** Who a queued message or a logged outcome goes to, and whose it is. */
+type RecipientOf = { apiKeyId: string; phone?: string | null; userId?: string | null }
+
+/** Whether a message goes to the recipient (and, for a key's erasure, is the key's). */
+export const recipientMatcher =
   (ids: RecipientIdentities, apiKeyId: string | null) =>
-  (job: MessageJob): boolean => {
-    if (apiKeyId !== null && job.apiKeyId !== apiKeyId) return false
-    const body = job.message.body as { phone?: string; userId?: string }
+  (message: RecipientOf): boolean => {
+    if (apiKeyId !== null && message.apiKeyId !== apiKeyId) return false
+    const { phone, userId } = message
     return (
-      (body.phone !== undefined && ids.phones.includes(body.phone)) ||
-      (body.userId !== undefined && ids.userIds.includes(body.userId))
+      (typeof phone === 'string' && ids.phones.includes(phone)) ||
+      (typeof userId === 'string' && ids.userIds.includes(userId))
     )
   }
+
+/** Whether a queued message goes to the recipient (and, for a key's erasure, is the key's). */
+export const jobMatcher = (ids: RecipientIdentities, apiKeyId: string | null) => {
+  const matches = recipientMatcher(ids, apiKeyId)
+  return (job: MessageJob): boolean => {
+    const body = job.message.body as { phone?: string; userId?: string }
+    return matches({ apiKeyId: job.apiKeyId, phone: body.phone, userId: body.userId })
+  }
+}

@@ -18,7 +18,7 @@ import {
 import { type Job, UnrecoverableError } from 'bullmq'
 import Value from 'typebox/value'
 import type { WorkerContext } from '../runtime.ts'
-import { jobMatcher, type RedisEraser } from './erase-redis.ts'
+import { jobMatcher, type RedisEraser, recipientMatcher } from './erase-redis.ts'
 
 /** How often, and how long apart, the erasure looks again for messages a worker held meanwhile. */
 const SETTLE_PASSES = 5
@@ -26,13 +26,13 @@ const SETTLE_MS = 1000
 
 /**
  * Runs one erasure (see docs/operations.md, "Data lifecycle"): first what is still queued to the
- * recipient is canceled (so nothing more goes to them); then Postgres (each table's rows lose the
- * recipient and content, opt-outs are kept by hash); then what Redis still holds of those rows (the
- * messages' and events' jobs, the idempotency answers, the keys named after the recipient). A
- * message a worker held meanwhile is recorded by that worker with its recipient: the passes run
- * again, a second apart, until none is held (at most `SETTLE_PASSES` times). Every step can run
- * twice, so a retried job finishes what a crashed one began. Logs name the erasure, never the
- * recipient.
+ * recipient is canceled (so nothing more goes to them), and their sent outcomes still in a sender's
+ * sent log are written to Postgres; then Postgres (each table's rows lose the recipient and content,
+ * opt-outs are kept by hash); then what Redis still holds of those rows (the messages' and events'
+ * jobs, the idempotency answers, the keys named after the recipient). A message a worker held
+ * meanwhile is recorded by that worker with its recipient: the passes run again, a second apart,
+ * until none is held (at most `SETTLE_PASSES` times). Every step can run twice, so a retried job
+ * finishes what a crashed one began. Logs name the erasure, never the recipient.
  */
 export async function runErasure(
   context: WorkerContext,
@@ -56,11 +56,16 @@ export async function runErasure(
   const senders = (await listAllSenders(db)).map((s) => ({ id: s.id, phoneNumberId: s.phoneNumberId }))
   const ownSenders = apiKeyId ? senders.filter((s) => s.id === senderId) : senders
   const matches = jobMatcher(identities, apiKeyId)
+  const isRecipient = recipientMatcher(identities, apiKeyId)
   const report = emptyErasureReport()
   log.info({ scope: apiKeyId ? 'key' : 'all' }, 'erasure started')
 
   for (let pass = 1; ; pass++) {
     const queued = await eraser.cancelQueued(senders, matches, (outcomes) =>
+      recordDeliveryOutcomes(sql, outcomes),
+    )
+    // After the look for held jobs: an outcome a job logs later is from one counted in flight.
+    const logged = await eraser.writeLoggedSent(senders, isRecipient, (outcomes) =>
       recordDeliveryOutcomes(sql, outcomes),
     )
     const rows = await eraseRecipientRows(db, {
@@ -77,7 +82,7 @@ export async function runErasure(
     report.redisJobs += jobs.removed
     report.redisJobs += await eraser.stripWebhookJobs(db, rows.eventIds)
     report.redisJobs += await eraser.removeJobs(QueueNames.consentConfirmations, rows.confirmationJobIds)
-    report.inFlight = queued.inFlight + jobs.held
+    report.inFlight = queued.inFlight + jobs.held + logged
     if (report.inFlight === 0 || pass === SETTLE_PASSES) break
     log.info({ inFlight: report.inFlight, pass }, 'erasure waits for messages a worker holds')
     await new Promise((resolve) => setTimeout(resolve, SETTLE_MS))

@@ -47,25 +47,32 @@ export async function logSent(
 
 type Entries = Array<[id: string, fields: string[]]>
 
+/** A log's entries, oldest first, a page at a time: the entry's id and its outcome as logged. */
+export async function* loggedEntries(
+  redis: RedisClient,
+  stream: string,
+): AsyncGenerator<{ id: string; json: string }> {
+  let start = '-'
+  for (;;) {
+    const entries = (await redis.xrange(stream, start, '+', 'COUNT', PAGE)) as Entries
+    for (const [id, fields] of entries) yield { id, json: fields[1] ?? '' }
+    if (entries.length < PAGE) return
+    start = `(${entries[entries.length - 1]?.[0]}`
+  }
+}
+
 /** A message's sent outcome still waiting in the log, if any: read only by a job run again. */
 export async function findLoggedSent(
   redis: RedisClient,
   stream: string,
   messageId: string,
 ): Promise<DeliveryOutcome | undefined> {
-  let start = '-'
-  for (;;) {
-    const entries = (await redis.xrange(stream, start, '+', 'COUNT', PAGE)) as Entries
-    for (const [, fields] of entries) {
-      const json = fields[1] ?? ''
-      if (json.includes(messageId)) {
-        const outcome = parseOutcome(json)
-        if (outcome.id === messageId) return outcome
-      }
-    }
-    if (entries.length < PAGE) return undefined
-    start = `(${entries[entries.length - 1]?.[0]}`
+  for await (const { json } of loggedEntries(redis, stream)) {
+    if (!json.includes(messageId)) continue
+    const outcome = parseOutcome(json)
+    if (outcome.id === messageId) return outcome
   }
+  return undefined
 }
 
 /** Writes what every served sender's log still holds after SENT_LOG_AGE_MS, every SWEEP_EVERY_MS. */
