@@ -1,7 +1,9 @@
 import {
   DEFAULT_SENDER_ID,
+  FAIR_ENQUEUE_MAX,
   FAIR_ENQUEUE_SCRIPT,
   fairActiveKey,
+  fairBase,
   fairKeys,
   type KeyLayout,
   type MessageJob,
@@ -18,6 +20,18 @@ interface Pending {
   delayMs: number
   resolve(): void
   reject(error: unknown): void
+}
+
+/** A flush's messages by sender, each sender's in the order they came. */
+function bySender(group: Pending[]): Map<string, Pending[]> {
+  const senders = new Map<string, Pending[]>()
+  for (const pending of group) {
+    const senderId = pending.job.senderId ?? DEFAULT_SENDER_ID
+    const messages = senders.get(senderId)
+    if (messages) messages.push(pending)
+    else senders.set(senderId, [pending])
+  }
+  return senders
 }
 
 /** What a status lookup needs of a message still in Redis: a BullMQ job, or one waiting for admission. */
@@ -39,13 +53,9 @@ export interface QueuedMessage {
 
 type FairEnqueue = (
   jobs: string,
-  list: string,
-  ring: string,
   scheduled: string,
-  messageId: string,
-  json: string,
-  apiKeyId: string,
-  dueMs: number,
+  base: string,
+  ...messages: Array<string | number>
 ) => ChainableCommander
 
 /**
@@ -74,7 +84,7 @@ export class MessageStore {
     this.#layout = layout
     this.#prefix = layout.QUEUE_PREFIX
     this.#logger = logger
-    redis.defineCommand('dispatchFairEnqueue', { numberOfKeys: 4, lua: FAIR_ENQUEUE_SCRIPT })
+    redis.defineCommand('dispatchFairEnqueue', { numberOfKeys: 2, lua: FAIR_ENQUEUE_SCRIPT })
   }
 
   add(job: MessageJob, delayMs = 0): Promise<void> {
@@ -86,50 +96,49 @@ export class MessageStore {
   async #flush() {
     const batch = this.#pending
     this.#pending = []
+    const cluster = this.#redis.isCluster
+    const senders = bySender(batch)
     // One pipeline per sender on a cluster, where a pipeline must stay on one node (each sender's
     // keys share its hash tag); one for the whole turn on a single server.
-    const cluster = this.#redis.isCluster
-    const groups = new Map<string, Pending[]>()
-    for (const pending of batch) {
-      const sender = cluster ? (pending.job.senderId ?? DEFAULT_SENDER_ID) : ''
-      const group = groups.get(sender)
-      if (group) group.push(pending)
-      else groups.set(sender, [pending])
-    }
-    const senders = [...new Set(batch.map(({ job }) => job.senderId ?? DEFAULT_SENDER_ID))]
+    const pipelines = cluster ? [...senders].map((entry) => [entry]) : [[...senders]]
     const active = fairActiveKey(this.#prefix)
     const now = Date.now()
     try {
       await Promise.all(
-        [...groups.values()].map(async (group) => {
+        pipelines.map(async (group) => {
           const pipeline = this.#redis.pipeline()
           const enqueue = (
             pipeline as unknown as { dispatchFairEnqueue: FairEnqueue }
           ).dispatchFairEnqueue.bind(pipeline)
-          for (const { job, delayMs } of group) {
-            const level = job.priority ?? 'normal'
-            const keys = fairKeys(this.#prefix, job.senderId ?? DEFAULT_SENDER_ID)
-            enqueue(
-              keys.jobs,
-              keys.list(level, job.apiKeyId),
-              keys.ring(level),
-              keys.scheduled,
-              job.messageId,
-              JSON.stringify(job),
-              job.apiKeyId,
-              delayMs > 0 ? now + delayMs : 0,
-            )
+          // One script call per sender (and per FAIR_ENQUEUE_MAX messages): a batch of 100 costs
+          // three commands, not three per message.
+          let calls = 0
+          for (const [senderId, messages] of group) {
+            const keys = fairKeys(this.#prefix, senderId)
+            for (let i = 0; i < messages.length; i += FAIR_ENQUEUE_MAX) {
+              const args = messages
+                .slice(i, i + FAIR_ENQUEUE_MAX)
+                .flatMap(({ job, delayMs }) => [
+                  job.messageId,
+                  JSON.stringify(job),
+                  job.priority ?? 'normal',
+                  job.apiKeyId,
+                  delayMs > 0 ? now + delayMs : 0,
+                ])
+              enqueue(keys.jobs, keys.scheduled, fairBase(this.#prefix, senderId), ...args)
+              calls++
+            }
           }
           // After the messages: an admitter that sees the sender idle and drops it re-checks after.
-          if (!cluster) pipeline.sadd(active, ...senders)
+          if (!cluster) pipeline.sadd(active, ...senders.keys())
           const results = (await pipeline.exec()) ?? []
           const failed = results.find(([error]) => error)
-          const expected = group.length + (cluster ? 0 : 1)
+          const expected = calls + (cluster ? 0 : 1)
           if (failed || results.length !== expected) throw failed?.[0] ?? new Error('pipeline cut short')
         }),
       )
       // On a cluster the set may sit on another node: marked once the messages are stored.
-      if (cluster) await this.#redis.sadd(active, ...senders)
+      if (cluster) await this.#redis.sadd(active, ...senders.keys())
       for (const pending of batch) pending.resolve()
     } catch (error) {
       for (const pending of batch) pending.reject(error)

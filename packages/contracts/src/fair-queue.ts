@@ -39,19 +39,45 @@ export const fairActiveKey = (prefix: string) => `${prefix}:fair:active`
 /** The sender's queue priority of each level: lower goes first. */
 export const PRIORITY_RANK: Record<MessagePriority, number> = { high: 1, normal: 2, low: 3 }
 
+/** The most messages one FAIR_ENQUEUE_SCRIPT call takes (Lua's `unpack` has a stack limit). */
+export const FAIR_ENQUEUE_MAX = 500
+
 /**
- * The API's side, one round trip per message: store the job and queue its id.
- * KEYS: jobs, the key's list for its level, that level's ring, scheduled.
- * ARGV: messageId, job JSON, apiKeyId, due time in ms (0: now).
+ * The API's side: one call stores several messages of one sender (a batch, or the sends one turn of
+ * the event loop gathered) with one HSET, and queues each (level, key)'s ids with one RPUSH, that key
+ * joining its level's ring when its list was empty; a scheduled message goes to `scheduled` instead.
+ * The ids keep their order within each key's list.
+ * KEYS: jobs, scheduled. ARGV: fairBase, then per message: id, job JSON, level, apiKeyId, due time in
+ * ms (0: now).
  */
 export const FAIR_ENQUEUE_SCRIPT = `
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-if tonumber(ARGV[4]) > 0 then
-  redis.call('ZADD', KEYS[4], ARGV[4], ARGV[1])
-elseif redis.call('RPUSH', KEYS[2], ARGV[1]) == 1 then
-  redis.call('RPUSH', KEYS[3], ARGV[3])
+local base = ARGV[1]
+local fields, lists, order = {}, {}, {}
+for i = 2, #ARGV, 5 do
+  local id, level, key, due = ARGV[i], ARGV[i + 2], ARGV[i + 3], tonumber(ARGV[i + 4])
+  fields[#fields + 1] = id
+  fields[#fields + 1] = ARGV[i + 1]
+  if due > 0 then
+    redis.call('ZADD', KEYS[2], due, id)
+  else
+    local name = level .. ':' .. key
+    local list = lists[name]
+    if not list then
+      list = {level = level, key = key, ids = {}}
+      lists[name] = list
+      order[#order + 1] = name
+    end
+    list.ids[#list.ids + 1] = id
+  end
 end
-return 1`
+redis.call('HSET', KEYS[1], unpack(fields))
+for _, name in ipairs(order) do
+  local list = lists[name]
+  if redis.call('RPUSH', base .. 'key:' .. name, unpack(list.ids)) == #list.ids then
+    redis.call('RPUSH', base .. 'ring:' .. list.level, list.key)
+  end
+end
+return #fields / 2`
 
 /**
  * How the admitter adds one tick's messages to the sender's queue (the script's second answer).

@@ -203,16 +203,17 @@ export class SendChecks {
   }
 
   /**
-   * The suppression list (Redis copy): a recipient who opted out of everything gets nothing; one who
-   * opted out of marketing gets no marketing template (its category from the sender's catalog, else
-   * the send's own). Then the sender's frequency cap: each marketing template that passed every
-   * other check is counted per recipient (across every API instance); past the cap it is refused.
-   * The marketing templates of a request under a cap take both in one script (one per message on a
-   * Cluster: each recipient's keys are in a slot of their own), every other send one `GET`. Sent in order on one connection, two messages to one
-   * recipient in a batch take the cap's places in turn. Counted at accept: a message counted and
-   * later canceled still counts. An entry missing from the copy lets the send through (the copy is
-   * rebuilt from Postgres when lost); Redis unreachable lets it through too, as storing the message
-   * then fails anyway.
+   * The suppression list (Redis copy): a recipient who opted out of everything gets nothing; one
+   * who opted out of marketing gets no marketing template (its category from the sender's catalog,
+   * else the send's own). Then the sender's frequency cap: each marketing template that passed
+   * every other check is counted per recipient (across every API instance); past the cap it is
+   * refused. The marketing templates of a request under a cap take both in one script (one per
+   * message on a Cluster: each recipient's keys are in a slot of their own), the request's other
+   * sends one `MGET` (a `GET` each on a Cluster). Sent in order on one connection, two messages to
+   * one recipient in a batch take the cap's places in turn. Counted at accept: a message counted
+   * and later canceled still counts. An entry missing from the copy lets the send through (the copy
+   * is rebuilt from Postgres when lost); Redis unreachable lets it through too, as storing the
+   * message then fails anyway.
    */
   async #checkConsent(
     phoneNumberId: string,
@@ -236,9 +237,16 @@ export class SendChecks {
     const marketing = [...counted]
     const answers = new Map<number, unknown>()
     try {
-      const reads = open
-        .filter((i) => !counted.has(i))
-        .map(async (i) => answers.set(i, await this.#redis.get(keysOf(i)[0])))
+      // The other sends' entries in one MGET (on a Cluster, one GET each: they sit on many slots).
+      const plain = open.filter((i) => !counted.has(i))
+      const reads =
+        this.#redis.isCluster || plain.length < 2
+          ? plain.map(async (i) => answers.set(i, await this.#redis.get(keysOf(i)[0])))
+          : [
+              this.#redis.mget(plain.map((i) => keysOf(i)[0])).then((values) => {
+                for (const [n, i] of plain.entries()) answers.set(i, values[n])
+              }),
+            ]
       const args = [cap?.count ?? 0, (cap?.hours ?? 0) * 3_600_000]
       // One script for all of a request's marketing messages; on a Cluster, one per message (its slot).
       const groups = this.#redis.isCluster ? marketing.map((i) => [i]) : marketing.length ? [marketing] : []
