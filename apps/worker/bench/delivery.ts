@@ -39,8 +39,11 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? 3)
 const world = await createBenchWorld('delivery')
 const { db, sql, close: closeDb } = createDb(world.databaseUrl)
 const connections: Redis[] = []
-const connection = () => {
-  const client = new Redis(world.redisUrl, { maxRetriesPerRequest: null })
+const connection = (options: { pipelined?: boolean } = {}) => {
+  const client = new Redis(world.redisUrl, {
+    maxRetriesPerRequest: null,
+    ...(options.pipelined ? { enableAutoPipelining: true } : {}),
+  })
   connections.push(client)
   return client
 }
@@ -188,7 +191,8 @@ let recording: DeliveryRecorder | undefined
 
 /** The claim connection, its one command (the claim's `SET … NX GET`) timed. */
 function timedClaims() {
-  const client = connection()
+  // Auto-pipelined, as the worker's claim connection is.
+  const client = connection({ pipelined: true })
   const set = client.set.bind(client) as (...args: unknown[]) => Promise<unknown>
   Object.assign(client, { set: (...args: unknown[]) => spans.claim.time(set(...args)) })
   return client

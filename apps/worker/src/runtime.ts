@@ -15,8 +15,10 @@ export interface WorkerContext {
   /**
    * A Redis connection of this process, closed with it. `blocking` ones (BullMQ workers) wait out an
    * outage; the others (producers, scripts) fail fast, so a caller is never stuck on a dead Redis.
+   * `pipelined` ones send the commands issued in one turn of the event loop in one write (ioredis'
+   * auto-pipelining): for many small commands from concurrent jobs.
    */
-  redis(name: string, options: { blocking: boolean }): RedisClient
+  redis(name: string, options: ConnectionOptions): RedisClient
   /** Adds a secret learned at run time (a sender's token) to the values no log line may carry. */
   addSecret(value: string): void
   /**
@@ -37,13 +39,20 @@ export interface WorkerUnit {
   close(): Promise<void>
 }
 
+/** How a unit's Redis connection behaves (see `WorkerContext.redis`). */
+export interface ConnectionOptions {
+  blocking: boolean
+  pipelined?: boolean
+}
+
 export type WorkerUnitStarter = (context: WorkerContext) => Promise<WorkerUnit>
 
 /** The connections of one process, built on demand and closed together at the end. */
 export function createRedisFactory(config: WorkerConfig, logger: Logger) {
   const clients: RedisClient[] = []
-  const redis = (name: string, options: { blocking: boolean }) => {
+  const redis = (name: string, options: ConnectionOptions) => {
     const client = createRedisClient(config, {
+      ...(options.pipelined ? { enableAutoPipelining: true } : {}),
       maxRetriesPerRequest: options.blocking ? null : 1,
       enableOfflineQueue: options.blocking,
       connectTimeout: 2000,

@@ -231,7 +231,8 @@ export class SenderLanes {
     this.#connections = {
       producer: context.redis('senders-queues', { blocking: false }),
       worker: context.redis('messages-workers', { blocking: true }),
-      claims: context.redis('messages-claims', { blocking: false }),
+      // Each job's claim, opt-out read and window read go out together, and with other jobs'.
+      claims: context.redis('messages-claims', { blocking: false, pipelined: true }),
     }
     // One recorder for every sender: outcomes of all of them share each batched write.
     this.#recorder = new DeliveryRecorder(context.sql, { redis: this.#connections.claims })

@@ -24,6 +24,8 @@ it('the platform rate holds across worker processes: two workers together send a
 
   const times = world.fake.requests.filter((r) => ids.includes(r.messageId ?? '')).map((r) => r.receivedAt)
   times.sort((a, b) => a - b)
-  // 12 messages at 4 a second take three windows: the last cannot go out before two seconds have passed.
-  expect((times.at(-1) ?? 0) - (times[0] ?? 0)).toBeGreaterThanOrEqual(1900)
+  // 12 messages at 4 a second take three windows: the last goes out two seconds after the first
+  // window opened, less how late the first message reached the platform (up to ~150 ms on a loaded
+  // machine). With a limit per worker (8 a second together) the last would go within one second.
+  expect((times.at(-1) ?? 0) - (times[0] ?? 0)).toBeGreaterThanOrEqual(1500)
 }, 30_000)
