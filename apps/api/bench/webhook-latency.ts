@@ -10,7 +10,7 @@
  *
  * The endpoint's limits are raised above the offered rate (50 at once, 1,000/s) so the path is what
  * is measured; WEBHOOK_ENDPOINT_CONCURRENCY and WEBHOOK_ENDPOINT_RATE_PER_SECOND set them (the
- * service's defaults are 20 and 1,000/s; docs/messaging.md, "Delivery, retries and disabling", says
+ * service's defaults are 20 and 1,000/s; docs/webhooks.md, "Delivery, retries and disabling", says
  * why the rate must stay well above an endpoint's steady load).
  *
  *   pnpm --filter @dispatch/api bench:webhooks   (BENCH_RATE, BENCH_DURATION_S, BENCH_WARMUP_S)

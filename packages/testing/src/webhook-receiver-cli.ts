@@ -1,5 +1,5 @@
 /**
- * A tiny webhook receiver, the one docs/messaging.md walks through: it checks each delivery's
+ * A tiny webhook receiver, the one docs/webhooks.md walks through: it checks each delivery's
  * Standard Webhooks signature with the `standardwebhooks` package and prints the event.
  *
  *   WEBHOOK_SECRET=whsec_… pnpm webhook:receiver      # listens on 127.0.0.1:4020 (RECEIVER_PORT)

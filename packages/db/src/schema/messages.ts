@@ -127,7 +127,7 @@ export const messages = pgTable('messages', messageColumns, (t) => [
   index('messages_client_reference_idx')
     .on(t.clientReference, t.apiKeyId)
     .where(sql`${t.clientReference} is not null`),
-  // The admins' list across every key (migration 0011, measured in docs/operations.md):
+  // The admins' list across every key (migration 0011):
   // without these, at 4 M messages, the newest page took 1.1 s, `status=failed` 0.7 s and a bulk
   // retry's pick of the oldest failed 0.7 s; with them 1–5 ms. `accepted_at` costs one entry per
   // insert and per status change (status changes are not HOT since 0009); the partial one only
