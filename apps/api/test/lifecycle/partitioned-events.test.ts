@@ -490,6 +490,14 @@ describe("a message's events, read from the message's own time on", () => {
       .entries.filter((e) => e.kind === 'webhook_event')
     expect(shown.map((e) => e.eventId).sort()).toEqual((await eventsAbout([young])).sort())
 
+    // Prepared (as every statement is), its lookup keeps a generic plan, pruned as above: Postgres
+    // does not plan each run afresh, as it did when the bound was a parameter.
+    for (let run = 0; run < 8; run++) await messageHistory(traced.db, young)
+    const [prepared] = await traced.sql<{ generic_plans: number; custom_plans: number }[]>`
+      select generic_plans::int, custom_plans::int from pg_prepared_statements
+      where statement = ${about[0]?.query ?? ''}`
+    expect(prepared?.generic_plans).toBeGreaterThan(0)
+
     const legacy = await ran(old, () => messageHistory(traced.db, old))
     expect(legacy.answer.events.map((e) => e.id)).toEqual(await eventsAbout([old]))
     await readEverywhere(legacy.about)

@@ -1,5 +1,5 @@
 import { acceptedAtOfMessageId, createdAtOfWebhookEventId } from '@dispatch/contracts'
-import { and, between, eq, gte, or, type SQL, sql } from 'drizzle-orm'
+import { and, between, eq, or, type SQL, sql } from 'drizzle-orm'
 import type { PgColumn } from 'drizzle-orm/pg-core'
 import { inboundMessages } from '../schema/inbound-messages.ts'
 import { webhookEvents } from '../schema/webhook-events.ts'
@@ -15,6 +15,8 @@ const SLACK_MS = 60_000
  * with the same day, as `interval '1 day'`.
  */
 export const EVENT_BEFORE_MESSAGE_SLACK_MS = 86_400_000
+
+const DAY_MS = 86_400_000
 
 /**
  * Ids split by whether they carry their row's time, and the span the timed ones cover, widened by
@@ -84,6 +86,14 @@ export const webhookEventIdSpan = (ids: string[]) => idSpan(ids, createdAtOfWebh
  * earliest of them on, so Postgres reads the partitions from then on instead of every one. An id
  * from before UUIDv7 ids carries none, and its events may be in any partition: with one among the
  * ids, the condition is by id alone.
+ *
+ * The bound is written into the statement, down to its UTC day (partitions hold whole days), not
+ * sent as a parameter. Every statement is prepared (client.ts): bounded by a parameter, the generic
+ * plan holds every partition and looks dearer than a pruned custom one, so Postgres planned each run
+ * afresh, and a lookup of one message's events ran at about half the rate of the unbounded one
+ * (whose generic plan is kept); written in, each day is a statement of its own whose generic plan
+ * holds only the partitions from that day on, and it ran at about 1.5 times the unbounded one's
+ * rate (pgbench, prepared, 300,000 events in 39 daily partitions).
  */
 export function webhookEventsAboutMessages(messageIds: string[]): SQL {
   const [only] = messageIds
@@ -93,5 +103,7 @@ export function webhookEventsAboutMessages(messageIds: string[]): SQL {
       ? eq(webhookEvents.messageId, only)
       : sql`${webhookEvents.messageId} = any(${sql.param(messageIds)}::uuid[])`
   const { untimed, from } = idSpan(messageIds, acceptedAtOfMessageId, EVENT_BEFORE_MESSAGE_SLACK_MS)
-  return untimed.length > 0 ? about : (and(about, gte(webhookEvents.createdAt, from)) as SQL)
+  if (untimed.length > 0) return about
+  const day = new Date(Math.floor(from.getTime() / DAY_MS) * DAY_MS).toISOString()
+  return and(about, sql`${webhookEvents.createdAt} >= ${sql.raw(`'${day}'::timestamptz`)}`) as SQL
 }
