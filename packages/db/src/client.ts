@@ -6,6 +6,8 @@ export interface DbOptions {
   /** Pool size. */
   max?: number
   connection?: Record<string, string>
+  /** Told each statement sent and its parameters: a test reading the plans of what a function runs. */
+  onStatement?: (query: string, parameters: unknown[]) => void
 }
 
 export function createDb(url: string, options: DbOptions = {}) {
@@ -14,6 +16,7 @@ export function createDb(url: string, options: DbOptions = {}) {
     onnotice: () => {},
     connect_timeout: 5,
     ...(options.connection ? { connection: options.connection } : {}),
+    ...(options.onStatement ? { debug: debugBy(options.onStatement) } : {}),
   })
   const db = drizzle({ client: preparing(sql), schema, casing: 'snake_case' })
   return { db, sql, close: () => sql.end({ timeout: 5 }) }
@@ -35,6 +38,12 @@ function preparing(sql: postgres.Sql): postgres.Sql {
     },
   })
 }
+
+/** postgres.js's `debug` hook, which also gets the connection's number and the parameters' types. */
+const debugBy =
+  (onStatement: NonNullable<DbOptions['onStatement']>) =>
+  (_connection: number, query: string, parameters: unknown[]) =>
+    onStatement(query, parameters)
 
 export type DbClient = ReturnType<typeof createDb>
 export type Db = DbClient['db']

@@ -1,12 +1,24 @@
 import { randomUUID } from 'node:crypto'
-import { acceptedAtOfMessageId, createdAtOfWebhookEventId, messageIdAt } from '@dispatch/contracts'
+import {
+  acceptedAtOfMessageId,
+  createdAtOfWebhookEventId,
+  messageIdAt,
+  recipientHasher,
+} from '@dispatch/contracts'
 import {
   createDb,
+  EVENT_BEFORE_MESSAGE_SLACK_MS,
+  type ExportPage,
+  eraseRecipientRows,
   findRoutedInboundMessage,
   findWebhookEvent,
   listPartitions,
   maintainPartitions,
+  messageHistory,
+  recipientExportPages,
   recordInboundMessage,
+  redactExpiredMessages,
+  redactExpiredReplies,
   webhookEventsBetween,
 } from '@dispatch/db'
 import { migrateDatabase } from '@dispatch/db/migrate'
@@ -324,6 +336,241 @@ describe("a message's events", () => {
       // Stored in two periods: the earlier events' and today's.
       expect(new Set(events.map((e) => e.part)).size).toBe(2)
     }
+  })
+})
+
+describe("a message's events, read from the message's own time on", () => {
+  // A recipient with a message accepted three days ago and a reply received two days ago (UUIDv7
+  // ids), another with a message from before UUIDv7 ids (random), twenty days ago; each with events
+  // in its own day, an hour before it (the database's clock behind the app's) and today (the
+  // message's insert, as sent, and the reply's make one each now).
+  const NEW_PHONE = '+5511900000071'
+  const OLD_PHONE = '+5511900000072'
+  const youngAt = Date.now() - 3 * DAY
+  const replyAt = Date.now() - 2 * DAY
+  const young = messageIdAt(youngAt)
+  const reply = messageIdAt(replyAt)
+  const old = randomUUID()
+  /** A client that tells each statement it sends, whose plans the tests read. */
+  let traced: ReturnType<typeof createDb>
+  let statements: { query: string; parameters: unknown[] }[] = []
+
+  /** The statements on webhook_events `run` sent naming `messageId`, with what `run` answered. */
+  async function ran<T>(messageId: string, run: () => Promise<T>) {
+    statements = []
+    const answer = await run()
+    const about = statements.filter(
+      (s) => /webhook_events/.test(s.query) && JSON.stringify(s.parameters).includes(messageId),
+    )
+    expect(about.length).toBeGreaterThan(0)
+    return { answer, about }
+  }
+
+  /** The partitions of webhook_events the plans of these statements read, their parameters known. */
+  async function partitionsRead(about: { query: string; parameters: unknown[] }[]) {
+    const names = new Set<string>()
+    const walk = (node: unknown): void => {
+      if (Array.isArray(node)) node.forEach(walk)
+      else if (node && typeof node === 'object') {
+        for (const [field, value] of Object.entries(node)) {
+          if (field === 'Relation Name' && typeof value === 'string') names.add(value)
+          else walk(value)
+        }
+      }
+    }
+    for (const { query, parameters } of about) {
+      const plan = await world.sql.unsafe(`explain (format json) ${query}`, parameters as never[])
+      walk(plan)
+    }
+    return [...names].filter((name) => name.startsWith('webhook_events_')).sort()
+  }
+
+  /**
+   * The statements read no partition of webhook_events ending before the earliest of `ids`' times
+   * less a day, and there are some to leave out; they do read each partition holding one of their
+   * events.
+   */
+  async function readFromTimeOn(about: { query: string; parameters: unknown[] }[], ids: string[]) {
+    const since = Math.min(...ids.map((id) => acceptedAtOfMessageId(id) ?? 0)) - EVENT_BEFORE_MESSAGE_SLACK_MS
+    const partitions = await listPartitions(world.sql, 'webhook_events')
+    const before = partitions.filter((p) => p.to && p.to.getTime() <= since).map((p) => p.name)
+    expect(before.length).toBeGreaterThan(10)
+    const read = await partitionsRead(about)
+    expect(read.filter((name) => before.includes(name))).toEqual([])
+    expect(read).toEqual(expect.arrayContaining(await partitionsOfEvents(ids)))
+  }
+
+  /**
+   * Every partition of webhook_events (any the workers make meanwhile too): what a lookup of an id
+   * that carries no time reads.
+   */
+  async function readEverywhere(about: { query: string; parameters: unknown[] }[]) {
+    const partitions = (await listPartitions(world.sql, 'webhook_events')).map((p) => p.name)
+    expect(partitions.length).toBeGreaterThan(20)
+    expect(await partitionsRead(about)).toEqual(expect.arrayContaining(partitions))
+  }
+
+  /** The events about these messages, by id alone (every partition). */
+  const eventsAbout = async (ids: string[]) =>
+    (
+      await world.sql<{ id: string }[]>`
+        select id from webhook_events where message_id = any(${ids}::uuid[]) order by message_id, sequence`
+    ).map((e) => e.id)
+  const partitionsOfEvents = async (ids: string[]) =>
+    (
+      await world.sql<{ name: string }[]>`
+        select distinct tableoid::regclass::text as name from webhook_events where message_id = any(${ids}::uuid[])`
+    ).map((r) => r.name)
+  const payloadsAbout = async (ids: string[]) =>
+    (
+      await world.sql<{ payload: { data: Record<string, unknown> } }[]>`
+        select payload from webhook_events where message_id = any(${ids}::uuid[])`
+    ).map((e) => e.payload.data)
+
+  async function insertEvent(messageId: string, phone: string, at: number, sequence: number) {
+    const payload = {
+      type: 'message.sent',
+      timestamp: new Date(at).toISOString(),
+      data: { messageId, phone, status: 'sent', sequence },
+    }
+    await world.sql`
+      insert into webhook_events (id, api_key_id, type, message_id, sequence, payload, created_at)
+      values (${`msg_${messageIdAt(at).replaceAll('-', '')}`}, ${key.id}, 'message.sent', ${messageId},
+        ${sequence}, ${world.sql.json(payload)}, ${new Date(at)})`
+  }
+
+  /** A sent message, due for redaction `redactAfterMs` from now: its insert makes an event. */
+  const insertMessage = (id: string, phone: string, at: number, redactAfterMs: number) => world.sql`
+    insert into messages (id, api_key_id, type, phone, payload, sender_id, sender_phone_number_id, status,
+      attempts, accepted_at, sent_at, updated_at, redact_after)
+    values (${id}, ${key.id}, 'text', ${phone}, ${world.sql.json({ phone, text: 'hello' })}, 'default',
+      ${NUMBER}, 'sent', 1, ${new Date(at)}, ${new Date(at + 1000)}, now(), ${new Date(Date.now() + redactAfterMs)})`
+
+  beforeAll(async () => {
+    traced = createDb(world.databaseUrl, {
+      max: 1,
+      onStatement: (query, parameters) => statements.push({ query, parameters }),
+    })
+    // Days from three weeks ago to tomorrow, past the migration's: its legacy partition (every event
+    // up to tomorrow) goes, as retention drops it (the first tests of this file did already).
+    await world.sql`drop table if exists webhook_events_legacy`
+    await maintainPartitions(world.sql, days(Date.now() - 21 * DAY, { messages: 365, webhooks: 365 }, 22))
+    await insertEvent(young, NEW_PHONE, youngAt - 3600_000, 1)
+    await insertEvent(young, NEW_PHONE, youngAt + 60_000, 2)
+    await insertMessage(young, NEW_PHONE, youngAt, DAY)
+    await insertEvent(old, OLD_PHONE, Date.now() - 20 * DAY, 1)
+    await insertMessage(old, OLD_PHONE, Date.now() - 20 * DAY, DAY + 3600_000)
+    await world.sql`
+      insert into inbound_messages (id, platform_message_id, phone_number_id, phone, type, content, api_key_id,
+        received_at, redact_after)
+      values (${reply}, ${`wamid.since-${reply}`}, ${NUMBER}, ${NEW_PHONE}, 'text',
+        ${world.sql.json({ text: 'a reply' })}, ${key.id}, ${new Date(replyAt)}, ${new Date(Date.now() + DAY)})`
+    // Three events of the young message in two or three days, two of the old one twenty days apart.
+    expect(await eventsAbout([young])).toHaveLength(3)
+    expect(await eventsAbout([old])).toHaveLength(2)
+    expect(await eventsAbout([reply])).toHaveLength(1)
+    expect(new Set(await partitionsOfEvents([young])).size).toBeGreaterThanOrEqual(2)
+  })
+  afterAll(async () => {
+    await traced?.close()
+  })
+
+  it("the console's timeline lists them all, for new and old message ids", async () => {
+    const { answer, about } = await ran(young, () => messageHistory(traced.db, young))
+    expect(answer.events.map((e) => e.id)).toEqual(await eventsAbout([young]))
+    await readFromTimeOn(about, [young])
+    const timeline = await app.inject({
+      method: 'GET',
+      url: `/api/admin/messages/${young}/timeline`,
+      headers: asAdmin(),
+    })
+    expect(timeline.statusCode, timeline.body).toBe(200)
+    const shown = timeline
+      .json<{ entries: { kind: string; eventId?: string }[] }>()
+      .entries.filter((e) => e.kind === 'webhook_event')
+    expect(shown.map((e) => e.eventId).sort()).toEqual((await eventsAbout([young])).sort())
+
+    // Prepared (as every statement is), its lookup keeps a generic plan, pruned as above: Postgres
+    // does not plan each run afresh, as it did when the bound was a parameter.
+    for (let run = 0; run < 8; run++) await messageHistory(traced.db, young)
+    const [prepared] = await traced.sql<{ generic_plans: number; custom_plans: number }[]>`
+      select generic_plans::int, custom_plans::int from pg_prepared_statements
+      where statement = ${about[0]?.query ?? ''}`
+    expect(prepared?.generic_plans).toBeGreaterThan(0)
+
+    const legacy = await ran(old, () => messageHistory(traced.db, old))
+    expect(legacy.answer.events.map((e) => e.id)).toEqual(await eventsAbout([old]))
+    await readEverywhere(legacy.about)
+  })
+
+  it("the recipient's export holds them all, a page of messages' events at a time", async () => {
+    const exported = async (phone: string) => {
+      const pages: ExportPage[] = []
+      for await (const page of recipientExportPages(traced.db, {
+        apiKeyId: key.id,
+        senderId: 'default',
+        identities: { phones: [phone], userIds: [] },
+        hashes: [],
+        pageSize: 10,
+      }))
+        pages.push(page)
+      return pages.flatMap((page) => (page.kind === 'event' ? page.rows.map((row) => row.id) : [])).sort()
+    }
+    const { answer, about } = await ran(young, () => exported(NEW_PHONE))
+    expect(answer).toEqual((await eventsAbout([young, reply])).sort())
+    await readFromTimeOn(about, [young])
+    const ofReply = statements.filter(
+      (s) => /webhook_events/.test(s.query) && JSON.stringify(s.parameters).includes(reply),
+    )
+    await readFromTimeOn(ofReply, [reply])
+
+    const legacy = await ran(old, () => exported(OLD_PHONE))
+    expect(legacy.answer).toEqual(await eventsAbout([old]))
+    await readEverywhere(legacy.about)
+  })
+
+  it('the redaction of messages and replies marks them all', async () => {
+    const later = new Date(Date.now() + 2 * DAY)
+    // One message a pass: the young one is due first.
+    const { answer, about } = await ran(young, () => redactExpiredMessages(traced.db, later, 1))
+    expect(answer).toBe(1)
+    expect((await payloadsAbout([young])).map((data) => data.redacted)).toEqual([true, true, true])
+    expect((await payloadsAbout([old])).map((data) => data.redacted ?? false)).toEqual([false, false])
+    await readFromTimeOn(about, [young])
+
+    const replies = await ran(reply, () => redactExpiredReplies(traced.db, later, 10))
+    expect(replies.answer).toBe(1)
+    expect(await payloadsAbout([reply])).toEqual([expect.objectContaining({ redacted: true })])
+    expect((await payloadsAbout([reply]))[0]).not.toHaveProperty('text')
+    await readFromTimeOn(replies.about, [reply])
+
+    const legacy = await ran(old, () => redactExpiredMessages(traced.db, later, 1))
+    expect(legacy.answer).toBe(1)
+    expect((await payloadsAbout([old])).map((data) => data.redacted)).toEqual([true, true])
+    await readEverywhere(legacy.about)
+  })
+
+  it("the recipient's erasure strips them all", async () => {
+    const erase = (phone: string) =>
+      eraseRecipientRows(traced.db, {
+        identities: { phones: [phone], userIds: [] },
+        apiKeyId: key.id,
+        senderId: 'default',
+        hash: recipientHasher({}),
+        at: new Date(),
+      })
+    const { answer, about } = await ran(young, () => erase(NEW_PHONE))
+    expect(answer.counts).toMatchObject({ messages: 1, inboundMessages: 1, webhookEvents: 4 })
+    expect(answer.eventIds.sort()).toEqual((await eventsAbout([young, reply])).sort())
+    const stripped = await payloadsAbout([young, reply])
+    expect(stripped).toHaveLength(4)
+    expect(stripped.every((data) => data.redacted === true && !('phone' in data))).toBe(true)
+    await readFromTimeOn(about, [young, reply])
+
+    const legacy = await ran(old, () => erase(OLD_PHONE))
+    expect(legacy.answer.counts).toMatchObject({ messages: 1, webhookEvents: 2 })
+    expect((await payloadsAbout([old])).some((data) => 'phone' in data)).toBe(false)
+    await readEverywhere(legacy.about)
   })
 })
 

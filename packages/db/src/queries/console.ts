@@ -4,6 +4,7 @@ import { adminAuditLog } from '../schema/admin-audit-log.ts'
 import { messageAttempts } from '../schema/message-attempts.ts'
 import { webhookEndpoints } from '../schema/webhook-endpoints.ts'
 import { webhookAttempts, webhookEvents } from '../schema/webhook-events.ts'
+import { webhookEventsAboutMessages } from './partitioned-ids.ts'
 
 /** How many messages reached each status, per minute, since `since`. */
 export interface MinuteRow {
@@ -103,7 +104,8 @@ export async function messageHistory(db: Db, messageId: string) {
     db
       .select({ id: webhookEvents.id, type: webhookEvents.type, createdAt: webhookEvents.createdAt })
       .from(webhookEvents)
-      .where(eq(webhookEvents.messageId, messageId))
+      // In the partitions from the message's own time on (its id's), not in every one.
+      .where(webhookEventsAboutMessages([messageId]))
       .orderBy(asc(webhookEvents.sequence), asc(webhookEvents.createdAt)),
   ])
   const deliveries =

@@ -2,6 +2,7 @@ import { INBOUND_CONTENT_KEYS, type MessageType, redactPayload } from '@dispatch
 import { sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import type { Executor } from './executor.ts'
+import { webhookEventsAboutMessages } from './partitioned-ids.ts'
 
 /** The content keys as one Postgres array literal, for `data - keys`. */
 const CONTENT_KEYS = `{${INBOUND_CONTENT_KEYS.join(',')}}`
@@ -9,13 +10,14 @@ const CONTENT_KEYS = `{${INBOUND_CONTENT_KEYS.join(',')}}`
 /**
  * The stored events of these messages (sent or received) marked `redacted: true`, with a reply's
  * content keys removed from their `data`: a replay after this sends no content. Message events
- * carry none of those keys, so one statement serves both.
+ * carry none of those keys, so one statement serves both. Read in the partitions from the earliest
+ * message's time on (its id's), not in every one.
  */
 async function redactEvents(tx: Executor, ids: string[]): Promise<void> {
   await tx.execute(sql`
     update webhook_events
     set payload = jsonb_set(payload, '{data}', ((payload->'data') - ${CONTENT_KEYS}::text[]) || '{"redacted": true}'::jsonb)
-    where message_id = any(${`{${ids.join(',')}}`}::uuid[])`)
+    where ${webhookEventsAboutMessages(ids)}`)
 }
 
 /**

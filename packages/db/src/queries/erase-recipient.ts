@@ -9,7 +9,7 @@ import { outbox } from '../schema/outbox.ts'
 import { suppressions } from '../schema/suppressions.ts'
 import { webhookEndpoints } from '../schema/webhook-endpoints.ts'
 import { webhookAttempts, webhookEvents } from '../schema/webhook-events.ts'
-import { webhookEventsWithIds } from './partitioned-ids.ts'
+import { webhookEventsAboutMessages, webhookEventsWithIds } from './partitioned-ids.ts'
 import { stripContentSql } from './redaction.ts'
 
 /** Every identity one recipient is known by: its phones and BSUIDs (`recipient_identities` pairs them). */
@@ -167,40 +167,36 @@ export async function eraseRecipientRows(db: Db, input: EraseRows): Promise<Eras
     .where(and(namedBy(ids, inboundMessages.phone, inboundMessages.userId), ofKey(inboundMessages.apiKeyId)))
     .returning({ id: inboundMessages.id })
 
-  // Events: those of these messages and replies, and the consent events naming the recipient.
+  // Events: those of these messages and replies, and the consent events naming the recipient. Two
+  // statements: the first reads the partitions from the earliest message's time on (its id's); the
+  // consent events are about no message, so nothing bounds their time, and the second reads every
+  // partition.
   const aboutIds = [...messageIds, ...inbound.map((r) => r.id)]
   const data = sql`${webhookEvents.payload}->'data'`
-  const events = await db
-    .update(webhookEvents)
-    .set({
-      payload: sql`jsonb_set(${webhookEvents.payload}, '{data}',
-        coalesce((select jsonb_object_agg(f.key, f.value) from jsonb_each(${data}) f
-          where f.key in (${sql.join(
-            EVENT_DATA_KEPT.map((k) => sql`${k}`),
-            sql`, `,
-          )}) and f.key <> 'error'), '{}'::jsonb)
-        || case when jsonb_typeof(${data}->'error') = 'object'
-             then jsonb_build_object('error', (${data}->'error') - 'message') else '{}'::jsonb end
-        || '{"redacted": true}'::jsonb)`,
-    })
-    .where(
-      and(
-        ofKey(webhookEvents.apiKeyId),
-        or(
-          aboutIds.length ? sql`${webhookEvents.messageId} = any(${sql.param(aboutIds)}::uuid[])` : undefined,
-          and(
-            isNull(webhookEvents.messageId),
-            or(
-              ids.phones.length ? sql`${data}->>'phone' = any(${sql.param(ids.phones)}::text[])` : undefined,
-              ids.userIds.length
-                ? sql`${data}->>'userId' = any(${sql.param(ids.userIds)}::text[])`
-                : undefined,
-            ),
-          ),
-        ),
-      ),
-    )
-    .returning({ id: webhookEvents.id })
+  const stripEvents = (which: SQL) =>
+    db
+      .update(webhookEvents)
+      .set({
+        payload: sql`jsonb_set(${webhookEvents.payload}, '{data}',
+          coalesce((select jsonb_object_agg(f.key, f.value) from jsonb_each(${data}) f
+            where f.key in (${sql.join(
+              EVENT_DATA_KEPT.map((k) => sql`${k}`),
+              sql`, `,
+            )}) and f.key <> 'error'), '{}'::jsonb)
+          || case when jsonb_typeof(${data}->'error') = 'object'
+               then jsonb_build_object('error', (${data}->'error') - 'message') else '{}'::jsonb end
+          || '{"redacted": true}'::jsonb)`,
+      })
+      .where(and(ofKey(webhookEvents.apiKeyId), which))
+      .returning({ id: webhookEvents.id })
+  const consentNaming = or(
+    ids.phones.length ? sql`${data}->>'phone' = any(${sql.param(ids.phones)}::text[])` : undefined,
+    ids.userIds.length ? sql`${data}->>'userId' = any(${sql.param(ids.userIds)}::text[])` : undefined,
+  )
+  const events = [
+    ...(aboutIds.length ? await stripEvents(webhookEventsAboutMessages(aboutIds)) : []),
+    ...(consentNaming ? await stripEvents(and(isNull(webhookEvents.messageId), consentNaming) as SQL) : []),
+  ]
   const eventIds = events.map((e) => e.id)
   // A receiver's answer may echo the event it got: its excerpt goes with the event's content.
   const excerpts = eventIds.length

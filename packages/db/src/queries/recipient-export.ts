@@ -5,6 +5,7 @@ import { type MessageRow, messages } from '../schema/messages.ts'
 import { type SuppressionRow, suppressions } from '../schema/suppressions.ts'
 import { type WebhookEventRow, webhookEvents } from '../schema/webhook-events.ts'
 import type { RecipientIdentities } from './erase-recipient.ts'
+import { webhookEventsAboutMessages } from './partitioned-ids.ts'
 
 /** One page of what Dispatch holds about a recipient for a key, by kind. */
 export type ExportPage =
@@ -68,7 +69,8 @@ export async function* recipientExportPages(db: Db, input: ExportInput): AsyncGe
       .where(
         and(
           eq(webhookEvents.apiKeyId, apiKeyId),
-          sql`${webhookEvents.messageId} = any(${sql.param(rows.map((r) => r.id))}::uuid[])`,
+          // In the partitions from the page's earliest message on (its id's time), not in every one.
+          webhookEventsAboutMessages(rows.map((r) => r.id)),
         ),
       )
       .orderBy(asc(webhookEvents.messageId), asc(webhookEvents.sequence))
@@ -158,7 +160,10 @@ export async function* recipientExportPages(db: Db, input: ExportInput): AsyncGe
     if (events) yield events
   }
 
-  // The key's consent events naming the recipient (about no message of theirs).
+  // The key's consent events naming the recipient (about no message of theirs). Read in every
+  // partition: about no message, they have no id carrying a time they cannot be older than (an
+  // opt-out may be years old). Nor can a page start from the time of the page before's last event:
+  // the order is by id, and the ids of events from before partitioning are random, not in time order.
   const data = sql`${webhookEvents.payload}->'data'`
   const consent = keysetPages<WebhookEventRow>(pageSize, (after) =>
     db
