@@ -16,8 +16,7 @@ BEGIN
 	-- A UUIDv7 id (messages and replies since 0023/0024) carries the time the message was accepted or
 	-- received, and none of its events is older: the previous ones are looked for from a day before
 	-- (the app's and the platform's clocks against the database's), in the partitions from then on,
-	-- not in every one. The app's lookups of a message's events bound theirs by the same day:
-	-- EVENT_BEFORE_MESSAGE_SLACK_MS (packages/db/src/queries/partitioned-ids.ts).
+	-- not in every one.
 	IF substr(p_message_id::text, 15, 1) = '7' THEN
 		v_since := to_timestamp(('x' || lpad(replace(substr(p_message_id::text, 1, 13), '-', ''), 16, '0'))::bit(64)::bigint / 1000.0)
 			- interval '1 day';
