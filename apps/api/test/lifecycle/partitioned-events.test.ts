@@ -366,8 +366,11 @@ describe("a message's events, read from the message's own time on", () => {
     return { answer, about }
   }
 
-  /** The partitions of webhook_events the plans of these statements read, their parameters known. */
-  async function partitionsRead(about: { query: string; parameters: unknown[] }[]) {
+  /** The partitions of `table` the plans of these statements read, their parameters known. */
+  async function partitionsRead(
+    about: { query: string; parameters: unknown[] }[],
+    table: 'webhook_events' | 'webhook_attempts' = 'webhook_events',
+  ) {
     const names = new Set<string>()
     const walk = (node: unknown): void => {
       if (Array.isArray(node)) node.forEach(walk)
@@ -382,7 +385,7 @@ describe("a message's events, read from the message's own time on", () => {
       const plan = await world.sql.unsafe(`explain (format json) ${query}`, parameters as never[])
       walk(plan)
     }
-    return [...names].filter((name) => name.startsWith('webhook_events_')).sort()
+    return [...names].filter((name) => name.startsWith(`${table}_`)).sort()
   }
 
   /**
@@ -501,6 +504,40 @@ describe("a message's events, read from the message's own time on", () => {
     const legacy = await ran(old, () => messageHistory(traced.db, old))
     expect(legacy.answer.events.map((e) => e.id)).toEqual(await eventsAbout([old]))
     await readEverywhere(legacy.about)
+  })
+
+  it("the console's timeline lists their delivery attempts, read from the earliest event's day on", async () => {
+    // An endpoint of another key: this one's messages make no new events meanwhile.
+    const [other] = await world.sql<{ id: string }[]>`
+      insert into api_keys (client_name, email, scopes, key_hash, key_prefix, environment, status)
+      values ('Other', 'other@acme.test', '{send:free-text}', ${`hash-${randomUUID()}`}, 'dk_test', 'development',
+        'approved') returning id`
+    const [endpoint] = await world.sql<{ id: string }[]>`
+      insert into webhook_endpoints (api_key_id, url, events, secret)
+      values (${other?.id ?? ''}, 'https://receiver.example/hook', '{message.sent}', 'whsec_test') returning id`
+    await world.sql`drop table if exists webhook_attempts_legacy`
+    const events = await eventsAbout([young])
+    // An attempt a second after each event, in the event's own day.
+    for (const eventId of events) {
+      const at = new Date((createdAtOfWebhookEventId(eventId) ?? 0) + 1000)
+      await world.sql`
+        insert into webhook_attempts (endpoint_id, event_id, attempt, status_code, duration_ms, created_at)
+        values (${endpoint?.id ?? ''}, ${eventId}, 1, 204, 5, ${at})`
+    }
+    statements = []
+    const history = await messageHistory(traced.db, young)
+    // Each event's attempt (and any the file's worker made delivering one to this key's endpoint).
+    expect([...new Set(history.deliveries.map((d) => d.eventId))].sort()).toEqual([...events].sort())
+    const about = statements.filter((s) => /from "webhook_attempts"/.test(s.query))
+    expect(about).toHaveLength(1)
+    const since =
+      Math.min(...events.map((id) => createdAtOfWebhookEventId(id) ?? 0)) - EVENT_BEFORE_MESSAGE_SLACK_MS
+    const partitions = await listPartitions(world.sql, 'webhook_attempts')
+    const before = partitions.filter((p) => p.to && p.to.getTime() <= since).map((p) => p.name)
+    expect(before.length).toBeGreaterThan(10)
+    const read = await partitionsRead(about, 'webhook_attempts')
+    expect(read.length).toBeGreaterThan(0)
+    expect(read.filter((name) => before.includes(name))).toEqual([])
   })
 
   it("the recipient's export holds them all, a page of messages' events at a time", async () => {

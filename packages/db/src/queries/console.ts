@@ -1,10 +1,10 @@
-import { and, asc, eq, inArray, sql } from 'drizzle-orm'
+import { and, asc, eq, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { adminAuditLog } from '../schema/admin-audit-log.ts'
 import { messageAttempts } from '../schema/message-attempts.ts'
 import { webhookEndpoints } from '../schema/webhook-endpoints.ts'
 import { webhookAttempts, webhookEvents } from '../schema/webhook-events.ts'
-import { webhookEventsAboutMessages } from './partitioned-ids.ts'
+import { webhookAttemptsOfEvents, webhookEventsAboutMessages } from './partitioned-ids.ts'
 
 /** How many messages reached each status, per minute, since `since`. */
 export interface MinuteRow {
@@ -124,12 +124,8 @@ export async function messageHistory(db: Db, messageId: string) {
           })
           .from(webhookAttempts)
           .innerJoin(webhookEndpoints, eq(webhookEndpoints.id, webhookAttempts.endpointId))
-          .where(
-            inArray(
-              webhookAttempts.eventId,
-              events.map((event) => event.id),
-            ),
-          )
+          // In the partitions from the earliest event's day on, not in every one.
+          .where(webhookAttemptsOfEvents(events.map((event) => event.id)))
           .orderBy(asc(webhookAttempts.createdAt), asc(webhookAttempts.id))
   return { attempts, retries, events, deliveries }
 }

@@ -9,7 +9,11 @@ import { outbox } from '../schema/outbox.ts'
 import { suppressions } from '../schema/suppressions.ts'
 import { webhookEndpoints } from '../schema/webhook-endpoints.ts'
 import { webhookAttempts, webhookEvents } from '../schema/webhook-events.ts'
-import { webhookEventsAboutMessages, webhookEventsWithIds } from './partitioned-ids.ts'
+import {
+  webhookAttemptsOfEvents,
+  webhookEventsAboutMessages,
+  webhookEventsWithIds,
+} from './partitioned-ids.ts'
 import { stripContentSql } from './redaction.ts'
 
 /** Every identity one recipient is known by: its phones and BSUIDs (`recipient_identities` pairs them). */
@@ -203,12 +207,7 @@ export async function eraseRecipientRows(db: Db, input: EraseRows): Promise<Eras
     ? await db
         .update(webhookAttempts)
         .set({ responseExcerpt: null })
-        .where(
-          and(
-            sql`${webhookAttempts.eventId} = any(${sql.param(eventIds)}::text[])`,
-            sql`${webhookAttempts.responseExcerpt} is not null`,
-          ),
-        )
+        .where(and(webhookAttemptsOfEvents(eventIds), sql`${webhookAttempts.responseExcerpt} is not null`))
         .returning({ id: webhookAttempts.id })
     : []
 

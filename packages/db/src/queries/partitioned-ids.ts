@@ -2,7 +2,7 @@ import { acceptedAtOfMessageId, createdAtOfWebhookEventId } from '@dispatch/cont
 import { and, between, eq, or, type SQL, sql } from 'drizzle-orm'
 import type { PgColumn } from 'drizzle-orm/pg-core'
 import { inboundMessages } from '../schema/inbound-messages.ts'
-import { webhookEvents } from '../schema/webhook-events.ts'
+import { webhookAttempts, webhookEvents } from '../schema/webhook-events.ts'
 
 /** How far from the time its id carries a row's partition column may be (it is the same instant). */
 const SLACK_MS = 60_000
@@ -96,14 +96,49 @@ export const webhookEventIdSpan = (ids: string[]) => idSpan(ids, createdAtOfWebh
  * rate (pgbench, prepared, 300,000 events in 39 daily partitions).
  */
 export function webhookEventsAboutMessages(messageIds: string[]): SQL {
-  const [only] = messageIds
+  return rowsAbout(
+    webhookEvents.messageId,
+    'uuid',
+    webhookEvents.createdAt,
+    messageIds,
+    acceptedAtOfMessageId,
+  )
+}
+
+/**
+ * The delivery attempts of these webhook events. An event's id carries its `created_at`, and no
+ * attempt of it is older (less the clocks' drift: an attempt's time is the worker's, the event's the
+ * database's), so the attempts' partitions are read from the earliest event's day on, as
+ * `webhookEventsAboutMessages` reads events.
+ */
+export function webhookAttemptsOfEvents(eventIds: string[]): SQL {
+  return rowsAbout(
+    webhookAttempts.eventId,
+    'text',
+    webhookAttempts.createdAt,
+    eventIds,
+    createdAtOfWebhookEventId,
+  )
+}
+
+/**
+ * Rows whose `about` column is one of `ids`, made no earlier than those ids' times less a day: the
+ * bound written into the statement down to its UTC day (see `webhookEventsAboutMessages`), or none
+ * when an id carries no time.
+ */
+function rowsAbout(
+  about: PgColumn,
+  type: 'uuid' | 'text',
+  at: PgColumn,
+  ids: string[],
+  timeOf: (id: string) => number | null,
+): SQL {
+  const [only] = ids
   if (only === undefined) return sql`false`
-  const about =
-    messageIds.length === 1
-      ? eq(webhookEvents.messageId, only)
-      : sql`${webhookEvents.messageId} = any(${sql.param(messageIds)}::uuid[])`
-  const { untimed, from } = idSpan(messageIds, acceptedAtOfMessageId, EVENT_BEFORE_MESSAGE_SLACK_MS)
-  if (untimed.length > 0) return about
+  const anyOf =
+    ids.length === 1 ? eq(about, only) : sql`${about} = any(${sql.param(ids)}::${sql.raw(type)}[])`
+  const { untimed, from } = idSpan(ids, timeOf, EVENT_BEFORE_MESSAGE_SLACK_MS)
+  if (untimed.length > 0) return anyOf
   const day = new Date(Math.floor(from.getTime() / DAY_MS) * DAY_MS).toISOString()
-  return and(about, sql`${webhookEvents.createdAt} >= ${sql.raw(`'${day}'::timestamptz`)}`) as SQL
+  return and(anyOf, sql`${at} >= ${sql.raw(`'${day}'::timestamptz`)}`) as SQL
 }
