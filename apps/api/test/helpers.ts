@@ -32,6 +32,25 @@ import { checkContract } from './contract.ts'
 export const ADMIN = { ana: 'ana-token-0123456789abcdef', ops: 'ops-token-0123456789abcdef' }
 export const asAdmin = (token = ADMIN.ana) => ({ authorization: `Bearer ${token}` })
 
+/**
+ * An admin's retry of a message a worker has just failed. The worker records the failure a moment
+ * before it lets go of the job, and until then a retry answers 409 "retry in a moment" (as the docs
+ * say); this asks again until the answer is another.
+ */
+export function retryWhenReleased(
+  app: FastifyInstance,
+  id: string,
+  headers: Record<string, string> = asAdmin(),
+): Promise<LightMyRequestResponse> {
+  return waitFor(
+    async () => {
+      const res = await app.inject({ method: 'POST', url: `/api/admin/messages/${id}/retry`, headers })
+      return res.statusCode === 409 && res.body.includes('retry in a moment') ? undefined : res
+    },
+    { what: `message ${id} let go by its worker` },
+  )
+}
+
 /** One test file's world: its own database and queue prefix on the run's Postgres and Redis. */
 export interface TestWorld {
   databaseUrl: string

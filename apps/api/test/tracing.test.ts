@@ -5,9 +5,9 @@ import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trac
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
-  asAdmin,
   buildTestApp,
   createWorld,
+  retryWhenReleased,
   SEND_SCOPES,
   send,
   type TestApp,
@@ -78,11 +78,7 @@ describe('tracing', () => {
       { what: 'the message to fail' },
     )
     exporter.reset()
-    const retried = await app.inject({
-      method: 'POST',
-      url: `/api/admin/messages/${id}/retry`,
-      headers: asAdmin(),
-    })
+    const retried = await retryWhenReleased(app, id)
     expect(retried.statusCode, retried.body).toBe(200)
     const chain = await chainFromPlatformCall()
     const root = chain.at(-1) as ReadableSpan

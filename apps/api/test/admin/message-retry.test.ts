@@ -15,6 +15,7 @@ import {
   buildTestApp,
   createWorld,
   expectError,
+  retryWhenReleased,
   SEND_SCOPES,
   send,
   startTestWorker,
@@ -103,7 +104,7 @@ describe('POST /api/admin/messages/:id/retry', () => {
     expect(failed).toMatchObject({ attempts: 1, lastError: { code: '131026' }, platformMessageId: null })
     fake.number(NUMBER, { answer: undefined })
 
-    const res = await retry(id, ADMIN.ops)
+    const res = await retryWhenReleased(app, id, asAdmin(ADMIN.ops))
     expect(res.statusCode, res.body).toBe(200)
     const view = res.json<AdminMessageView>()
     expect(view).toMatchObject({ messageId: id, status: 'queued', attempts: 1, retryCount: 1 })

@@ -15,6 +15,7 @@ import {
   createWorld,
   expectError,
   postPlatformWebhook,
+  retryWhenReleased,
   startTestWorker,
   storedMessages,
   type TestApp,
@@ -405,11 +406,7 @@ describe('an opt-out of marketing after a message was accepted', () => {
     }
     const said = userPreferences(sender.phoneNumberId, phone, 'stop')
     expect((await postPlatformWebhook(app, said, APP_SECRET)).statusCode).toBe(200)
-    const retried = await app.inject({
-      method: 'POST',
-      url: `/api/admin/messages/${id}/retry`,
-      headers: asAdmin(),
-    })
+    const retried = await retryWhenReleased(app, id)
     expect(retried.statusCode, retried.body).toBe(200)
     const view = await untilMessageStatus(app, key.key, id, ['canceled', 'sent'])
     expect(view).toMatchObject({ status: 'canceled', lastError: { code: 'RECIPIENT_OPTED_OUT' } })

@@ -8,6 +8,7 @@ import {
   buildTestApp,
   createWorld,
   expectError,
+  retryWhenReleased,
   SEND_SCOPES,
   send,
   startTestWorker,
@@ -118,11 +119,7 @@ describe('a message’s timeline', () => {
     expect([...times].sort((a, b) => a - b)).toEqual(times)
 
     // The admin retries it from the console (its session and CSRF token): it goes out.
-    const retried = await app.inject({
-      method: 'POST',
-      url: `/api/admin/messages/${id}/retry`,
-      headers: { cookie: admin.cookie, 'x-csrf-token': admin.csrf },
-    })
+    const retried = await retryWhenReleased(app, id, { cookie: admin.cookie, 'x-csrf-token': admin.csrf })
     expect(retried.statusCode, retried.body).toBe(200)
     await untilMessageStatus(app, key.key, id, 'sent')
     const sent = await adminTimeline(id)
