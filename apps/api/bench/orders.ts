@@ -14,6 +14,7 @@ import { randomBytes } from 'node:crypto'
 import type { OrderListQuery } from '@dispatch/contracts'
 import { createDb, createOrder, findOrder, listOrders } from '@dispatch/db'
 import { ensureDatabase, migrateDatabase } from '@dispatch/db/migrate'
+import { deleteKeysUnder } from '@dispatch/testing'
 import { keepAliveGet, pairedP95, printComparison } from '@dispatch/testing/bench'
 import postgres from 'postgres'
 import { buildApp, createDeps, createLogger, parseApiConfig } from '../src/app.ts'
@@ -177,5 +178,8 @@ try {
   await app.close()
   await direct.close()
   if (process.env.BENCH_KEEP_DB || process.env.BENCH_REUSE_DB) console.log(`kept ${databaseUrl}`)
-  else await dropDatabase(databaseUrl)
+  else {
+    await dropDatabase(databaseUrl)
+    await deleteKeysUnder(redisUrl, config.QUEUE_PREFIX) // the queues' meta keys the API made
+  }
 }

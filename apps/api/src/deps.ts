@@ -20,6 +20,12 @@ import { MessageStore } from './message-store.ts'
 export interface ApiDeps {
   config: ApiConfig
   db: Db
+  /**
+   * Message lists' own connections, whose statements are planned once (`genericPlans`): a list
+   * that names no period would otherwise be planned over every day partition of messages on each
+   * call (docs/benchmarks.md, Partitioned messages). A fifth of DATABASE_POOL_MAX, at least one.
+   */
+  lists: Db
   /** Commands (rate limits, publishing). Fails fast when Redis is down: no offline queue. */
   redis: RedisClient
   /** A dedicated connection for pub/sub subscriptions. */
@@ -77,7 +83,11 @@ export function createLogger(config: ApiConfig, stream?: DestinationStream): Fas
 }
 
 export function createDeps(config: ApiConfig, overrides: { logger?: FastifyBaseLogger } = {}): ApiDeps {
-  const { db, sql, close: closeDb } = createDb(config.DATABASE_URL, { max: config.DATABASE_POOL_MAX })
+  const listPool = Math.max(1, Math.floor(config.DATABASE_POOL_MAX / 5))
+  const { db, sql, close: closeDb } = createDb(config.DATABASE_URL, {
+    max: Math.max(1, config.DATABASE_POOL_MAX - listPool),
+  })
+  const lists = createDb(config.DATABASE_URL, { max: listPool, genericPlans: true })
   const redisOptions = {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
@@ -112,6 +122,7 @@ export function createDeps(config: ApiConfig, overrides: { logger?: FastifyBaseL
     config,
     tracing,
     db,
+    lists: lists.db,
     redis,
     redisSubscriber,
     messages,
@@ -126,7 +137,7 @@ export function createDeps(config: ApiConfig, overrides: { logger?: FastifyBaseL
       await webhookQueue.close().catch(() => {})
       redis.disconnect()
       redisSubscriber.disconnect()
-      await closeDb()
+      await Promise.all([closeDb(), lists.close()])
       await tracing?.shutdown()
     },
   }

@@ -6,6 +6,12 @@ export interface DbOptions {
   /** Pool size. */
   max?: number
   connection?: Record<string, string>
+  /**
+   * Plan each prepared statement once (`plan_cache_mode=force_generic_plan`), pruning partitions
+   * when it runs rather than when it is planned: for statements that cannot name their period, which
+   * Postgres would otherwise plan over every partition on every call.
+   */
+  genericPlans?: boolean
   /** Told each statement sent and its parameters: a test reading the plans of what a function runs. */
   onStatement?: (query: string, parameters: unknown[]) => void
 }
@@ -15,7 +21,10 @@ export function createDb(url: string, options: DbOptions = {}) {
     max: options.max ?? 10,
     onnotice: () => {},
     connect_timeout: 5,
-    ...(options.connection ? { connection: options.connection } : {}),
+    connection: {
+      ...options.connection,
+      ...(options.genericPlans ? { plan_cache_mode: 'force_generic_plan' } : {}),
+    },
     ...(options.onStatement ? { debug: debugBy(options.onStatement) } : {}),
   })
   const db = drizzle({ client: preparing(sql), schema, casing: 'snake_case' })

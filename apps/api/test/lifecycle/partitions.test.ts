@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
-import type { MessageView } from '@dispatch/contracts'
-import { listPartitions, maintainPartitions } from '@dispatch/db'
+import type { MessageListQuery, MessageView } from '@dispatch/contracts'
+import { createDb, listMessages, listPartitions, maintainPartitions } from '@dispatch/db'
+import { sql as drizzleSql } from 'drizzle-orm'
 import { migrateDatabase } from '@dispatch/db/migrate'
 import {
   type FakeWhatsApp,
@@ -248,6 +249,28 @@ describe('messages stored by day', () => {
     ])
     const created = rounds.flatMap((r) => r?.created ?? []).filter((name) => name.startsWith('messages_p'))
     expect(created.sort()).toEqual([0, 1, 2, 3].map((d) => `messages_p${stamp(base + (60 + d) * DAY)}`))
+  })
+})
+
+describe('message lists', () => {
+  it('are planned once per statement, not over every day partition on each call', async () => {
+    // The API lists messages on connections that keep one plan per statement …
+    const [mode] = await app.deps.lists.execute(drizzleSql`show plan_cache_mode`)
+    expect(mode).toEqual({ plan_cache_mode: 'force_generic_plan' })
+    // … so a list named by no period is planned once, its partitions pruned as it runs; Postgres'
+    // own choice would plan all of them on each of the first calls, and keep doing so after them.
+    const lists = createDb(world.databaseUrl, { max: 1, genericPlans: true })
+    try {
+      const failedPage = { page: 1, take: 10, order: 'DESC', orderField: 'createdAt', status: ['failed'] }
+      for (let call = 0; call < 3; call++) await listMessages(lists.db, key.id, failedPage as MessageListQuery)
+      const plans = await lists.sql<{ generic: number; custom: number }[]>`
+        select generic_plans::int as generic, custom_plans::int as custom from pg_prepared_statements
+        where statement like 'select %from "messages"%'`
+      expect(plans.length).toBeGreaterThan(0)
+      for (const plan of plans) expect(plan).toEqual({ generic: 3, custom: 0 })
+    } finally {
+      await lists.close()
+    }
   })
 })
 

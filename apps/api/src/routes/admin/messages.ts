@@ -59,7 +59,7 @@ const marketingJudge =
     app.sendChecks.isMarketing(senderId, { type: message.type, body: message.body, field: 'body' })
 
 export const adminMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const { db, clock, config } = app.deps
+  const { db, lists, clock, config } = app.deps
   app.addHook('onRequest', app.requireAdmin)
   const validUntil = (now: Date) => new Date(now.getTime() + config.MESSAGE_VALIDITY_SECONDS * 1000)
 
@@ -82,7 +82,7 @@ export const adminMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const { query } = request
       const window = acceptedWindowOf(query.startDate, query.endDate)
-      const { rows, itemCount, itemCountExact } = await listAdminMessages(db, query, window)
+      const { rows, itemCount, itemCountExact } = await listAdminMessages(lists, query, window)
       return {
         ...pageMeta(query.page, query.take, itemCount),
         itemCountExact,

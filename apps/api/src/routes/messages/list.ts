@@ -47,7 +47,7 @@ export function acceptedWindowOf(
  * its row (or, scheduled, once accepted), not while its job only waits in Redis.
  */
 export const messageListRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> = async (app, options) => {
-  const { db } = app.deps
+  const { lists } = app.deps
 
   app.get(
     '',
@@ -81,7 +81,7 @@ export const messageListRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
       // Messages belong to keys, not tenants: a tenantId may only name the key's own.
       if (query.tenantId !== undefined) tenantOf(request, query.tenantId)
       const window = acceptedWindowOf(query.startDate, query.endDate)
-      const { rows, itemCount, itemCountExact } = await listMessages(db, request.apiKey.id, query, window)
+      const { rows, itemCount, itemCountExact } = await listMessages(lists, request.apiKey.id, query, window)
       return { ...pageMeta(query.page, query.take, itemCount), itemCountExact, data: rows.map(toMessageView) }
     },
   )
