@@ -176,12 +176,11 @@ try {
   const keyId = () => keyIds.get(keyOf()) as string
   // The service's own functions on the partitioned table; on the plain one, the statements those
   // functions made before partitioning (the page and its bounded count, started together).
-  const { db, close: closeDb } = createDb(world.databaseUrl, {
-    max: concurrency + 2,
-    ...(process.env.GENERIC ? { connection: { plan_cache_mode: 'force_generic_plan' } } : {}),
-  } as never)
+  const { db, close: closeDb } = createDb(world.databaseUrl, { max: concurrency + 2 })
+  // Lists on connections like the API's for them (`genericPlans`); the plain table's before them.
+  const lists = createDb(world.databaseUrl, { max: concurrency + 2, genericPlans: true })
   const list = (status?: 'failed') =>
-    listMessages(db, keyId(), {
+    listMessages(lists.db, keyId(), {
       page: 1,
       take: 50,
       order: 'DESC',
@@ -308,6 +307,7 @@ try {
     })
   }
   await closeDb()
+  await lists.close()
 } finally {
   await sql.end({ timeout: 5 })
   await world.drop()
