@@ -90,7 +90,10 @@ const config = parseApiConfig({
 })
 const app = await buildApp(createDeps(config, { logger: createLogger(config) }))
 const address = await app.listen({ host: '127.0.0.1', port: 0 })
-const direct = createDb(world.databaseUrl)
+// The route's own function on connections like the route's (one plan per statement, no JIT); and on
+// connections that leave the choice to Postgres, to show what those plans save or cost.
+const direct = createDb(world.databaseUrl, { genericPlans: true })
+const planned = createDb(world.databaseUrl)
 const http = keepAliveGet()
 const headers = { 'x-api-key': key }
 const day = (daysAgo: number) => new Date(Date.now() - daysAgo * 86_400_000).toISOString().slice(0, 10)
@@ -132,11 +135,24 @@ try {
       aim: 'ratio ≤ 1.5, p95 ≤ 25 ms',
     })
     console.log(`    medians ${medians.figure.toFixed(2)} ms vs ${medians.baseline.toFixed(2)} ms`)
+    const plans = await pairedP95(
+      () => listMessages(direct.db, world.apiKeyId as string, query, window),
+      () => listMessages(planned.db, world.apiKeyId as string, query, window),
+      samples,
+    )
+    printComparison({
+      name: `  ${name}: one plan per statement, p95 against Postgres' choice`,
+      figure: plans.figure,
+      baseline: plans.baseline,
+      unit: 'ms',
+      better: 'lower',
+    })
   }
 } finally {
   http.close()
   await app.close()
   await direct.close()
+  await planned.close()
   if (process.env.BENCH_KEEP_DB || process.env.BENCH_REUSE_DB) console.log(`kept ${world.databaseUrl}`)
   else if ('drop' in world) await world.drop()
 }

@@ -84,7 +84,11 @@ export function createLogger(config: ApiConfig, stream?: DestinationStream): Fas
 
 export function createDeps(config: ApiConfig, overrides: { logger?: FastifyBaseLogger } = {}): ApiDeps {
   const listPool = Math.max(1, Math.floor(config.DATABASE_POOL_MAX / 5))
-  const { db, sql, close: closeDb } = createDb(config.DATABASE_URL, {
+  const {
+    db,
+    sql,
+    close: closeDb,
+  } = createDb(config.DATABASE_URL, {
     max: Math.max(1, config.DATABASE_POOL_MAX - listPool),
   })
   const lists = createDb(config.DATABASE_URL, { max: listPool, genericPlans: true })

@@ -23,7 +23,9 @@ export function createDb(url: string, options: DbOptions = {}) {
     connect_timeout: 5,
     connection: {
       ...options.connection,
-      ...(options.genericPlans ? { plan_cache_mode: 'force_generic_plan' } : {}),
+      // A generic plan does not know its LIMIT (a parameter: a tenth of the rows, Postgres guesses),
+      // so a page of 100 can cost enough to be JIT-compiled, 8 ms for a 0.1 ms read; JIT is off.
+      ...(options.genericPlans ? { plan_cache_mode: 'force_generic_plan', jit: 'off' } : {}),
     },
     ...(options.onStatement ? { debug: debugBy(options.onStatement) } : {}),
   })
