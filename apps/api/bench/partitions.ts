@@ -303,7 +303,8 @@ try {
       baseline: latency.baseline,
       unit: 'ms',
       better: 'lower',
-      aim: '≤ 1.1',
+      // Issue 25's aims: p95 for the lists and lookups; the record's is its throughput alone.
+      ...(query.name.startsWith('delivery') ? {} : { aim: '≤ 1.1' }),
     })
   }
   await closeDb()
