@@ -3,6 +3,8 @@ import { SERVICE_WINDOW_MS, serviceWindowKey, serviceWindowsLoadedKey } from '@d
 import {
   type FakeWhatsApp,
   graphError,
+  inboundMessage,
+  messageWebhook,
   startFakeWhatsApp,
   startWebhookReceiver,
   type WebhookReceiver,
@@ -15,6 +17,7 @@ import {
   asAdmin,
   buildTestApp,
   createWorld,
+  postPlatformWebhook,
   SEND_SCOPES,
   send,
   startTestWorker,
@@ -167,6 +170,23 @@ describe('a free-form message under enforce, when a worker takes it', () => {
       { what: 'the message.sent event', timeoutMs: 15_000 },
     )
     expect(event.json.data).toMatchObject({ fallbackUsed: true, type: 'text' })
+  })
+
+  it('ends canceled, unsent, when its recipient wrote STOP after it was accepted, whatever the window', async () => {
+    const phone = newPhone()
+    expect((await replyFrom(app, APP_SECRET, sender.phoneNumberId, phone)).statusCode).toBe(200)
+    const res = await send(app, 'send-text', key.key, {
+      phone,
+      text: 'Your table is ready',
+      sendAt: new Date(Date.now() + 2000).toISOString(),
+      fallbackTemplate,
+    })
+    expect(res.statusCode, res.body).toBe(202)
+    const stop = messageWebhook(sender.phoneNumberId, inboundMessage('text', { phone }, { text: 'STOP' }))
+    expect((await postPlatformWebhook(app, stop, APP_SECRET)).statusCode).toBe(200)
+    const view = await untilMessageStatus(app, key.key, res.json().messageId, ['canceled', 'sent', 'failed'])
+    expect(view).toMatchObject({ status: 'canceled', lastError: { code: 'RECIPIENT_OPTED_OUT' } })
+    expect(fake.requests.filter((r) => r.messageId === view.messageId)).toHaveLength(0)
   })
 
   it('fails with the window’s code, unsent, when it has no fallback', async () => {

@@ -14,17 +14,13 @@ import { type Db, type DeliveryOutcome, findPlatformMessageId } from '@dispatch/
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq'
 import type { Logger } from 'pino'
 import { Compile } from 'typebox/compile'
-import {
-  MARKETING_STOPPED_CODE,
-  optedOutFields,
-  optOutAtDelivery,
-  recordMarketingStop,
-} from '../consent/check.ts'
+import { MARKETING_STOPPED_CODE, optedOutFields, recordMarketingStop } from '../consent/check.ts'
 import type { DeliveryRecorder } from '../delivery-recorder.ts'
 import type { DeliveryMetrics } from '../metrics/registry.ts'
 import { type MessagingPlatform, PlatformError } from '../platforms/types.ts'
 import { traced } from '../tracing.ts'
-import { fallbackMessage, isFreeForm, WINDOW_CLOSED_CODE, windowAtDelivery } from '../window/check.ts'
+import { fallbackMessage, isFreeForm, WINDOW_CLOSED_CODE } from '../window/check.ts'
+import { readRecipient } from './recipient-reads.ts'
 import { withPlatformReferences } from './references.ts'
 import { findLoggedSent, logSent } from './sent-log.ts'
 
@@ -174,18 +170,15 @@ export async function deliverMessage(
   const outcome = (status: DeliveryOutcome['status'], fields: Partial<DeliveryOutcome>): DeliveryOutcome =>
     deliveryOutcome(job.data, lane, status, { attempts: priorAttempts + attempts, ...fields })
 
-  // Under `enforce`, the recipient's window is read beside the claim, not after it: no round trip
-  // more on the job's way (a read that turns out unneeded, the message canceled or expired, is dropped).
-  const window =
-    lane.settings.serviceWindowPolicy === 'enforce' && isFreeForm(message)
-      ? windowAtDelivery(deps.claims, deps.prefix, platform.phoneNumberId, recipientOf(message.body))
-      : undefined
-  // An opt-out made after the message was accepted: read beside the claim too.
-  const optOut = optOutAtDelivery(
+  // An opt-out made after the message was accepted and, under `enforce`, the recipient's window: read
+  // beside the claim, not after it, so no round trip more on the job's way (a read that turns out
+  // unneeded, the message canceled or expired, is dropped).
+  const recipient = recipientOf(message.body)
+  const { optOut, window } = readRecipient(
     deps.claims,
     deps.prefix,
-    platform.phoneNumberId,
-    deps.hash(recipientOf(message.body)),
+    { phoneNumberId: platform.phoneNumberId, recipient, recipientHash: deps.hash(recipient) },
+    lane.settings.serviceWindowPolicy === 'enforce' && isFreeForm(message),
   )
   if ((await takeClaim(deps.claims, deps.prefix, job.data)) === 'cancel') {
     await recorder.record(outcome('canceled', { attempts: job.attemptsMade }))

@@ -17,6 +17,18 @@ export const isFreeForm = (message: OutboundMessage) => message.type !== 'templa
 const MARKER_TTL_MS = 1000
 const markers = new Map<string, { value: string | null; until: number }>()
 
+/** The completeness marker as last read in this process, while that read stands; else undefined. */
+export function knownWindowsMarker(prefix: string, now: number): string | null | undefined {
+  const known = markers.get(prefix)
+  return known && known.until > now ? known.value : undefined
+}
+
+/** Keeps a fresh read of the completeness marker for MARKER_TTL_MS. */
+export function rememberWindowsMarker(prefix: string, value: string | null, now: number): string | null {
+  markers.set(prefix, { value, until: now + MARKER_TTL_MS })
+  return value
+}
+
 /**
  * The recipient's window as the Redis copy has it: one read per message, the completeness marker
  * read at most once a second per process. Unreadable counts as unknown.
@@ -29,12 +41,15 @@ export async function windowAtDelivery(
   now = Date.now(),
 ): Promise<'open' | 'closed' | 'unknown'> {
   try {
-    const known = markers.get(prefix)
+    const known = knownWindowsMarker(prefix, now)
     const [lastInbound, loaded] = await Promise.all([
       redis.get(serviceWindowKey(prefix, phoneNumberId, phone)),
-      known && known.until > now ? known.value : redis.get(serviceWindowsLoadedKey(prefix)),
+      known === undefined
+        ? redis
+            .get(serviceWindowsLoadedKey(prefix))
+            .then((value) => rememberWindowsMarker(prefix, value, now))
+        : known,
     ])
-    if (!known || known.until <= now) markers.set(prefix, { value: loaded, until: now + MARKER_TTL_MS })
     return serviceWindowState(lastInbound ?? null, loaded ?? null, now)
   } catch {
     return 'unknown'

@@ -1,0 +1,54 @@
+import {
+  type SuppressionScope,
+  serviceWindowKey,
+  serviceWindowState,
+  serviceWindowsLoadedKey,
+  suppressionKey,
+} from '@dispatch/contracts'
+import type { RedisClient } from '@dispatch/contracts/redis'
+import { optOutAtDelivery } from '../consent/check.ts'
+import { knownWindowsMarker, rememberWindowsMarker, windowAtDelivery } from '../window/check.ts'
+
+export interface RecipientReads {
+  /** An opt-out of this number made since the message was accepted; null when none is known. */
+  optOut: Promise<SuppressionScope | null>
+  /** The 24-hour window, when the sender's policy is `enforce` and the message is free-form. */
+  window: Promise<'open' | 'closed' | 'unknown'> | undefined
+}
+
+/**
+ * What delivery reads about the recipient, beside the claim: the opt-out, and the window when it is
+ * checked. Off a Cluster both (and the windows' completeness marker, when due) are one MGET: one
+ * command and one reply for what would be two or three; on a Cluster, a GET each (their keys sit on
+ * different slots). Unreadable: no opt-out known, the window unknown, as each read alone answers.
+ */
+export function readRecipient(
+  redis: RedisClient,
+  prefix: string,
+  at: { phoneNumberId: string; recipient: string; recipientHash: string },
+  checkWindow: boolean,
+): RecipientReads {
+  const { phoneNumberId, recipient, recipientHash } = at
+  if (!checkWindow || redis.isCluster) {
+    return {
+      optOut: optOutAtDelivery(redis, prefix, phoneNumberId, recipientHash),
+      window: checkWindow ? windowAtDelivery(redis, prefix, phoneNumberId, recipient) : undefined,
+    }
+  }
+  const now = Date.now()
+  const marker = knownWindowsMarker(prefix, now)
+  const keys = [
+    suppressionKey(prefix, phoneNumberId, recipientHash),
+    serviceWindowKey(prefix, phoneNumberId, recipient),
+  ]
+  if (marker === undefined) keys.push(serviceWindowsLoadedKey(prefix))
+  const values = redis.mget(keys).catch(() => undefined)
+  return {
+    optOut: values.then((read) => (read?.[0] ?? null) as SuppressionScope | null),
+    window: values.then((read) => {
+      if (!read) return 'unknown'
+      const loaded = marker === undefined ? rememberWindowsMarker(prefix, read[2] ?? null, now) : marker
+      return serviceWindowState(read[1] ?? null, loaded, now)
+    }),
+  }
+}
