@@ -37,9 +37,9 @@ const KEEP_COUNT_MS = 2 * DAY_MS
  * of 1,000 at 100/s is let in once and then holds the key off for 10 s: over time, never more than
  * the limit per second.
  *
- * Nothing stays counted unless both checks pass: the window is counted first (one command fewer
- * than reading it first, for the request let in) and given back, inside the script, when it was
- * already full. KEYS[1] the window, KEYS[2] today's count.
+ * Nothing stays counted unless both checks pass: each count is taken first (one command fewer than
+ * reading it first, for the request let in) and given back, inside the script, when it went past
+ * its bound. KEYS[1] the window, KEYS[2] today's count.
  * ARGV: count, rate limit, window ms, daily quota (-1: none), when today's count expires (unix ms).
  * Returns {1} let in, {0, window ttl ms} over the rate, {2, today's count} over the quota.
  */
@@ -47,27 +47,38 @@ const SCRIPT = `
 local count = tonumber(ARGV[1])
 local limit = tonumber(ARGV[2])
 local quota = tonumber(ARGV[4])
-if quota >= 0 then
-  local used = tonumber(redis.call('GET', KEYS[2]) or '0')
-  if used + count > quota then return {2, used} end
+local used = redis.call('INCRBY', KEYS[2], count)
+if used == count then redis.call('PEXPIREAT', KEYS[2], ARGV[5]) end
+if quota >= 0 and used > quota then
+  redis.call('DECRBY', KEYS[2], count)
+  return {2, used - count}
 end
 local now = redis.call('INCRBY', KEYS[1], count)
 local before = now - count
 if before >= limit then
   redis.call('DECRBY', KEYS[1], count)
+  redis.call('DECRBY', KEYS[2], count)
   return {0, redis.call('PTTL', KEYS[1])}
 end
 if before == 0 or now > limit then
   redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]) * math.ceil(now / limit))
 end
-if redis.call('INCRBY', KEYS[2], count) == count then redis.call('PEXPIREAT', KEYS[2], ARGV[5]) end
 return {1}`
+
+type SpendScript = (...args: (string | number)[]) => Promise<unknown>
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
 
 export const messageRateLimit = fp(
   async (app: FastifyInstance) => {
     const { config, redis, clock } = app.deps
+    // By its SHA (EVALSHA, loaded once per connection by ioredis) rather than its text on every
+    // request; on a Cluster as EVAL: a defined command in an auto-pipeline spanning slots fails.
+    redis.defineCommand('dispatchSpendMessageRate', { numberOfKeys: 2, lua: SCRIPT })
+    const defined = (redis as unknown as { dispatchSpendMessageRate: SpendScript }).dispatchSpendMessageRate
+    const spend: SpendScript = redis.isCluster
+      ? (...args) => redis.eval(SCRIPT, 2, ...args)
+      : defined.bind(redis)
     // The key id as a hash tag keeps both keys of the script on one slot, should Redis be a cluster.
     const windowKey = (apiKeyId: string) => `${config.QUEUE_PREFIX}:message-rate:{${apiKeyId}}`
     const dayKey = (apiKeyId: string, now: Date) =>
@@ -80,9 +91,7 @@ export const messageRateLimit = fp(
       const limit = key.ratePerSecond ?? config.MESSAGE_RATE_PER_SECOND
       let answer: [number, number?]
       try {
-        answer = (await redis.eval(
-          SCRIPT,
-          2,
+        answer = (await spend(
           windowKey(key.id),
           dayKey(key.id, now),
           count,
