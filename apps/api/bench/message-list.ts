@@ -12,6 +12,7 @@
  */
 import { acceptedWindow, type MessageListQuery, parseTimeBound } from '@dispatch/contracts'
 import { createDb, generateApiKey, listMessages } from '@dispatch/db'
+import { deleteKeysUnder } from '@dispatch/testing'
 import { createBenchWorld, keepAliveGet, pairedP95, printComparison } from '@dispatch/testing/bench'
 import postgres from 'postgres'
 import { buildApp, createDeps, createLogger, parseApiConfig } from '../src/app.ts'
@@ -155,6 +156,8 @@ try {
   await planned.close()
   if (process.env.BENCH_KEEP_DB || process.env.BENCH_REUSE_DB) console.log(`kept ${world.databaseUrl}`)
   else if ('drop' in world) await world.drop()
+  // A reused database's run makes its queues' keys under its own prefix: none outlives the run.
+  if (!('drop' in world)) await deleteKeysUnder(config.REDIS_URL, world.queuePrefix)
 }
 
 /** The query the route sees for `filter` after validation (defaults applied, lists split). */
