@@ -26,10 +26,19 @@ const scrape = async () => {
   expect(res.status).toBe(200)
   return parseExposition(await res.text())
 }
+/** The series' value; 0 while it has no sample (a counter appears with its first count). */
 const counter = async (name: string, labels: Record<string, string>) => {
-  const samples = await scrape()
-  return samples.some((s) => s.name === name) ? sampleValue(samples, name, labels) : 0
+  const samples = (await scrape()).filter(
+    (s) => s.name === name && Object.entries(labels).every(([label, value]) => s.labels[label] === value),
+  )
+  return samples.length > 0 ? sampleValue(samples, name, labels) : 0
 }
+/**
+ * A counter once it has counted: a worker records an outcome in Postgres a moment before it counts
+ * it, so a scrape right after the row changed may not have it yet.
+ */
+const counted = (name: string, labels: Record<string, string>) =>
+  waitFor(async () => (await counter(name, labels)) || undefined, { what: `${name} counted` })
 const settled = (id: string) => async () => {
   const row = await world.message(id)
   return row && ['sent', 'failed', 'expired'].includes(row.status) ? row : undefined
@@ -44,9 +53,9 @@ describe('delivery outcomes', () => {
     const id = await world.enqueue(text('rate limited, then retried'))
     await waitFor(settled(id), { what: 'the message sent', timeoutMs: 15_000 })
     const labels = { sender_id: DEFAULT_SENDER_ID }
-    expect(await counter('dispatch_sender_rate_limit_pauses_total', labels)).toBe(1)
-    expect(await counter('dispatch_message_retries_total', { ...labels, code: '131000' })).toBe(1)
-    expect(await counter('dispatch_messages_sent_total', labels)).toBe(1)
+    expect(await counted('dispatch_sender_rate_limit_pauses_total', labels)).toBe(1)
+    expect(await counted('dispatch_message_retries_total', { ...labels, code: '131000' })).toBe(1)
+    expect(await counted('dispatch_messages_sent_total', labels)).toBe(1)
   })
 
   it('counts an unknown error code as "other", never as itself', async () => {
@@ -55,9 +64,8 @@ describe('delivery outcomes', () => {
     const row = await waitFor(settled(id), { what: 'the message failed', timeoutMs: 15_000 })
     expect(row.status).toBe('failed')
     expect(row.last_error_code).toBe('987654')
-    const samples = await scrape()
-    expect(sampleValue(samples, 'dispatch_messages_failed_total', { code: 'other' })).toBe(1)
-    expect(samples.some((s) => s.labels.code === '987654')).toBe(false)
+    expect(await counted('dispatch_messages_failed_total', { code: 'other' })).toBe(1)
+    expect((await scrape()).some((s) => s.labels.code === '987654')).toBe(false)
   })
 
   it('counts an expired message', async () => {
@@ -71,7 +79,7 @@ describe('delivery outcomes', () => {
     }
     await world.queue.add('text', job, { ...MESSAGE_JOB_OPTIONS, jobId: messageId })
     await waitFor(settled(messageId), { what: 'the message expired', timeoutMs: 15_000 })
-    expect(await counter('dispatch_messages_expired_total', { sender_id: DEFAULT_SENDER_ID })).toBe(1)
+    expect(await counted('dispatch_messages_expired_total', { sender_id: DEFAULT_SENDER_ID })).toBe(1)
   })
 })
 
