@@ -9,17 +9,21 @@ const { sql, close } = createDb(url, { max: 2 })
 const killer = createDb(url, { max: 1 })
 
 let pid: number | undefined
-const tx = sql.begin(async (t) => {
-  const [row] = await t<{ pid: number }[]>`select pg_backend_pid() as pid`
-  pid = row?.pid
-  await t`select pg_sleep(5)`
-})
+// Its failure is handled from the start: the transaction may fail while the killer's own statement
+// is still waiting for its answer, and a rejection nobody handles yet would end the process too.
+const failure = sql
+  .begin(async (t) => {
+    const [row] = await t<{ pid: number }[]>`select pg_backend_pid() as pid`
+    pid = row?.pid
+    await t`select pg_sleep(5)`
+  })
+  .then(
+    () => undefined,
+    (e: { code?: string }) => e.code,
+  )
 while (pid === undefined) await new Promise((resolve) => setTimeout(resolve, 20))
 await killer.sql`select pg_terminate_backend(${pid})`
-const error = await tx.then(
-  () => undefined,
-  (e: { code?: string }) => e.code,
-)
+const error = await failure
 // Let any write scheduled on the dead socket run before the pool is used again.
 await new Promise((resolve) => setTimeout(resolve, 100))
 const [after] = await sql<{ one: number }[]>`select 1 as one`
