@@ -55,3 +55,17 @@ export function createRedisClient(settings: RedisSettings, options: RedisOptions
   }
   return cluster
 }
+
+/** A Lua script called with its number of keys, its keys, then its arguments. */
+export type ScriptCall = (numberOfKeys: number, ...keysAndArgs: Array<string | number>) => Promise<unknown>
+
+/**
+ * `lua` as a call. Off a Cluster by its SHA (EVALSHA, loaded once per connection by ioredis) rather
+ * than its text on every call; on a Cluster as EVAL: a defined command in an auto-pipeline that
+ * spans slots fails there (ioredis checks every key of a pipeline that may load a script).
+ */
+export function scriptCall(redis: RedisClient, name: string, lua: string): ScriptCall {
+  if (redis.isCluster) return (numberOfKeys, ...keysAndArgs) => redis.eval(lua, numberOfKeys, ...keysAndArgs)
+  redis.defineCommand(name, { lua })
+  return ((redis as unknown as Record<string, ScriptCall>)[name] as ScriptCall).bind(redis)
+}

@@ -1,4 +1,5 @@
 import { nextUtcMidnight } from '@dispatch/contracts'
+import { scriptCall } from '@dispatch/contracts/redis'
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError } from '../errors.ts'
@@ -65,20 +66,12 @@ if before == 0 or now > limit then
 end
 return {1}`
 
-type SpendScript = (...args: (string | number)[]) => Promise<unknown>
-
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
 
 export const messageRateLimit = fp(
   async (app: FastifyInstance) => {
     const { config, redis, clock } = app.deps
-    // By its SHA (EVALSHA, loaded once per connection by ioredis) rather than its text on every
-    // request; on a Cluster as EVAL: a defined command in an auto-pipeline spanning slots fails.
-    redis.defineCommand('dispatchSpendMessageRate', { numberOfKeys: 2, lua: SCRIPT })
-    const defined = (redis as unknown as { dispatchSpendMessageRate: SpendScript }).dispatchSpendMessageRate
-    const spend: SpendScript = redis.isCluster
-      ? (...args) => redis.eval(SCRIPT, 2, ...args)
-      : defined.bind(redis)
+    const spend = scriptCall(redis, 'dispatchSpendMessageRate', SCRIPT)
     // The key id as a hash tag keeps both keys of the script on one slot, should Redis be a cluster.
     const windowKey = (apiKeyId: string) => `${config.QUEUE_PREFIX}:message-rate:{${apiKeyId}}`
     const dayKey = (apiKeyId: string, now: Date) =>
@@ -92,6 +85,7 @@ export const messageRateLimit = fp(
       let answer: [number, number?]
       try {
         answer = (await spend(
+          2,
           windowKey(key.id),
           dayKey(key.id, now),
           count,

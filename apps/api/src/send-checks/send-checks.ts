@@ -12,7 +12,7 @@ import {
   serviceWindowsLoadedKey,
   suppressionKey,
 } from '@dispatch/contracts'
-import type { RedisClient } from '@dispatch/contracts/redis'
+import { type RedisClient, type ScriptCall, scriptCall } from '@dispatch/contracts/redis'
 import type { FastifyBaseLogger } from 'fastify'
 import { AppError } from '../errors.ts'
 import { checkTemplate } from './check-template.ts'
@@ -43,9 +43,6 @@ export interface WindowRead {
   read: Promise<string | null | undefined>
 }
 
-/** `MARKETING_CONSENT_SCRIPT`: per pair of keys, the entry's scope, or 1 (counted) / 0 (over the cap). */
-type MarketingConsent = (numberOfKeys: number, ...keysAndArgs: Array<string | number>) => Promise<unknown>
-
 /** How long a read of the windows' completeness marker stands. */
 const MARKER_TTL_MS = 1000
 
@@ -75,8 +72,8 @@ export class SendChecks {
 
   /** The environment's own sender's number: what `default` sends from before it has a rules row. */
   readonly #defaultNumber: string
-  /** `MARKETING_CONSENT_SCRIPT` by its SHA (loaded once per connection by ioredis). */
-  readonly #marketingConsent: MarketingConsent
+  /** `MARKETING_CONSENT_SCRIPT`: per pair of keys, the entry's scope, or 1 (counted) / 0 (over the cap). */
+  readonly #marketingConsent: ScriptCall
 
   constructor(
     rules: SendRulesCache,
@@ -93,10 +90,7 @@ export class SendChecks {
     this.#prefix = prefix
     this.#log = log
     // Keys counted per call (in pairs, as many as the request has marketing messages).
-    redis.defineCommand('dispatchMarketingConsent', { lua: MARKETING_CONSENT_SCRIPT })
-    const command = (redis as unknown as { dispatchMarketingConsent: MarketingConsent })
-      .dispatchMarketingConsent
-    this.#marketingConsent = command.bind(redis)
+    this.#marketingConsent = scriptCall(redis, 'dispatchMarketingConsent', MARKETING_CONSENT_SCRIPT)
   }
 
   /**
@@ -252,11 +246,7 @@ export class SendChecks {
       const groups = this.#redis.isCluster ? marketing.map((i) => [i]) : marketing.length ? [marketing] : []
       const scripts = groups.map(async (group) => {
         const keys = group.flatMap(keysOf)
-        // A defined command (EVALSHA) in a Cluster's auto-pipeline fails when the pipeline spans
-        // slots (ioredis checks every key of a pipeline that may load a script): EVAL there.
-        const replies = (await (this.#redis.isCluster
-          ? this.#redis.eval(MARKETING_CONSENT_SCRIPT, keys.length, ...keys, ...args)
-          : this.#marketingConsent(keys.length, ...keys, ...args))) as unknown[]
+        const replies = (await this.#marketingConsent(keys.length, ...keys, ...args)) as unknown[]
         for (const [n, i] of group.entries()) answers.set(i, replies[n])
       })
       await Promise.all([...reads, ...scripts])
