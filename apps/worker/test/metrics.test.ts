@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { DEFAULT_SENDER_ID, fairKeys, MESSAGE_JOB_OPTIONS, type MessageJob } from '@dispatch/contracts'
 import { createDb } from '@dispatch/db'
-import { graphError, parseExposition, sampleValue, testRedisUrl, waitFor } from '@dispatch/testing'
+import { graphError, parseExposition, samplesOf, sampleValue, testRedisUrl, waitFor } from '@dispatch/testing'
 import { Redis } from 'ioredis'
 import pino from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -28,9 +28,7 @@ const scrape = async () => {
 }
 /** The series' value; 0 while it has no sample (a counter appears with its first count). */
 const counter = async (name: string, labels: Record<string, string>) => {
-  const samples = (await scrape()).filter(
-    (s) => s.name === name && Object.entries(labels).every(([label, value]) => s.labels[label] === value),
-  )
+  const samples = samplesOf(await scrape(), name, labels)
   return samples.length > 0 ? sampleValue(samples, name, labels) : 0
 }
 /**

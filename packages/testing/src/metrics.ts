@@ -28,11 +28,16 @@ export function parseExposition(text: string): Sample[] {
  * more than one, so a test names exactly the series it means.
  */
 export function sampleValue(samples: Sample[], name: string, labels: Record<string, string>): number {
-  const found = samples.filter(
-    (s) => s.name === name && Object.entries(labels).every(([label, value]) => s.labels[label] === value),
-  )
+  const found = samplesOf(samples, name, labels)
   if (found.length !== 1) {
     throw new Error(`${found.length} samples of ${name}${JSON.stringify(labels)}`)
   }
   return (found[0] as Sample).value
+}
+
+/** The samples of `name` whose labels include `labels`: none while a counter has not counted yet. */
+export function samplesOf(samples: Sample[], name: string, labels: Record<string, string>): Sample[] {
+  return samples.filter(
+    (s) => s.name === name && Object.entries(labels).every(([label, value]) => s.labels[label] === value),
+  )
 }
