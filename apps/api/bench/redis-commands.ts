@@ -57,7 +57,7 @@ const workerConfig = parseWorkerConfig({
   LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
   WORKER_QUEUES: 'messages',
   PLATFORM: 'sandbox',
-  // The queue's limiter stays on (it is part of the worker's path), far above the load.
+  // The sender's pace stays on (admission keeps it), far above the load.
   PLATFORM_RATE_PER_SECOND: '1000000',
 })
 const concurrency = workerConfig.MESSAGES_CONCURRENCY

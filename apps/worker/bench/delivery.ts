@@ -220,6 +220,8 @@ function startDeliveryWorker(
     platform: { ...sandbox, deliver: (delivery: Delivery) => spans.platform.time(sandbox.deliver(delivery)) },
     settings: { serviceWindowPolicy },
     rateLimit: async () => ({ pauseMs: 0, newPause: false }),
+    limitedUntil: 0,
+    spendPace: async () => {},
     tokenRefused: async () => {},
   }
   const claims = timedClaims()

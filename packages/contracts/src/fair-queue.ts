@@ -28,6 +28,8 @@ export const fairKeys = (prefix: string, senderId: string) => {
     scheduled: `${base}scheduled`,
     /** Stream of `sent` outcomes not yet written to Postgres (the worker's sent log). */
     sentLog: `${base}sent-log`,
+    /** The sender's pace: `tokens` (messages it may still be sent now) and `at` (ms), see FAIR_ADMIT_SCRIPT. */
+    pace: `${base}pace`,
     ring: (level: MessagePriority) => `${base}ring:${level}`,
     list: (level: MessagePriority, apiKeyId: string) => `${base}key:${level}:${apiKeyId}`,
   }
@@ -96,8 +98,9 @@ export const ADMIT_MODE = { ranked: 0, plain: 1, jump: 2 } as const
  * The admitter's side, one round trip per sender and tick:
  * 1. due scheduled messages join their key's list;
  * 2. messages taken more than ARGV[5] ms ago and never confirmed are handed out again;
- * 3. while the sender's queue holds fewer than ARGV[2] jobs (and is not paused), up to ARGV[3]
- *    messages are taken round each level's ring: each key in turn gives an equal share of what is
+ * 3. while the sender's queue holds fewer than ARGV[2] jobs (and is neither paused nor rate
+ *    limited by the platform, its BullMQ limiter key alive), up to ARGV[3] messages, and no more
+ *    than its pace allows, are taken round each level's ring: each key in turn gives an equal share of what is
  *    left of the budget (one message when keys outnumber it), and the shares are interleaved one
  *    message per key, so the order is the one-per-key round-robin's. The per-message work is a few
  *    commands per key and turn, not per message: one LPOP of the share, one HMGET, HDEL, HSET and
@@ -105,8 +108,13 @@ export const ADMIT_MODE = { ranked: 0, plain: 1, jump: 2 } as const
  * 4. how to add them (ADMIT_MODE), from the queue's wait list and prioritized set and the level of
  *    the plain jobs waiting (`plain`: set while a plain level is in use; `jump`: the last message
  *    moved to the front, so a second jump never overtakes the first).
- * KEYS: jobs, moving, movingAt, scheduled, the queue's wait, prioritized and meta keys.
- * ARGV: now (ms), target depth, most per call, fairBase, stale after (ms).
+ * 5. the pace: the sender's rate is kept here, not by BullMQ's limiter (which costs three commands
+ *    on every job). A token bucket in `pace`, on Redis' clock so every admitter shares it: it fills
+ *    at ARGV[6] messages a second up to one window of them (ARGV[2]), each admitted message takes
+ *    one, and a worker takes one for each retry it causes (`spendPace`). So the platform sees at
+ *    most a window's burst and then the rate, however many processes admit and deliver.
+ * KEYS: jobs, moving, movingAt, scheduled, the queue's wait, prioritized, meta and limiter keys.
+ * ARGV: now (ms), target depth, most per call, fairBase, stale after (ms), rate per second.
  * Returns {work left (0/1), mode, jumpCount, id1, json1, id2, json2, …}.
  */
 export const FAIR_ADMIT_SCRIPT = `
@@ -138,10 +146,21 @@ for _, id in ipairs(stale) do
 end
 local budget = 0
 local waiting, prioritized = 0, 0
-if redis.call('HEXISTS', KEYS[7], 'paused') == 0 then
+local pace, tokens, clock = base .. 'pace', 0, 0
+if redis.call('HEXISTS', KEYS[7], 'paused') == 0 and redis.call('PTTL', KEYS[8]) <= 0 then
   waiting = redis.call('LLEN', KEYS[5])
   prioritized = redis.call('ZCARD', KEYS[6])
   budget = math.min(tonumber(ARGV[3]), tonumber(ARGV[2]) - waiting - prioritized - redis.call('ZCARD', KEYS[3]))
+  if budget > 0 then
+    local time = redis.call('TIME')
+    clock = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+    local state = redis.call('HMGET', pace, 'tokens', 'at')
+    local cap = tonumber(ARGV[2])
+    tokens = tonumber(state[1]) or cap
+    local since = math.max(0, clock - (tonumber(state[2]) or clock))
+    tokens = math.min(cap, tokens + since * tonumber(ARGV[6]) / 1000)
+    budget = math.min(budget, math.floor(tokens))
+  end
 end
 local ids, levels = {}, {}
 local left = 0
@@ -187,6 +206,7 @@ if #ids > 0 then
     end
   end
   if #found > 0 then
+    redis.call('HSET', pace, 'tokens', tostring(tokens - #found), 'at', clock)
     redis.call('HDEL', KEYS[1], unpack(found))
     redis.call('HSET', KEYS[2], unpack(moved))
     redis.call('ZADD', KEYS[3], unpack(at))

@@ -51,4 +51,6 @@ export const bullQueueKeys = (layout: KeyLayout, queueName: string) => ({
   wait: bullQueueKey(layout, queueName, 'wait'),
   prioritized: bullQueueKey(layout, queueName, 'prioritized'),
   meta: bullQueueKey(layout, queueName, 'meta'),
+  /** Set by a platform rate limit (130429) for the pause: no admission meanwhile. */
+  limiter: bullQueueKey(layout, queueName, 'limiter'),
 })

@@ -24,7 +24,8 @@ type AdmitAnswer = [number, number, number, ...string[]]
 /**
  * Tops up each sender's queue from its fair-admission lists (packages/contracts/src/fair-queue.ts):
  * every ADMISSION_INTERVAL_MS, each sender with waiting messages gets up to SENDER_QUEUE_WINDOW_MS of
- * its rate into its queue, one message per key in turn. Several processes may admit for the same
+ * its rate into its queue, one message per key in turn, and no faster than its rate: admission is
+ * where a sender's rate is kept (the script's pace), so its queue's workers take jobs unlimited. Several processes may admit for the same
  * sender: the script is atomic and counts what is already queued, so together they never overfill
  * it. A taken message is added to the queue under its id (an add of an id already there does
  * nothing) and only then dropped from `moving`; one taken by a process that died is handed out again.
@@ -42,7 +43,7 @@ export class Admitter {
     this.#context = context
     this.#redis = redis
     this.#lanes = lanes
-    redis.defineCommand('dispatchFairAdmit', { numberOfKeys: 7, lua: FAIR_ADMIT_SCRIPT })
+    redis.defineCommand('dispatchFairAdmit', { numberOfKeys: 8, lua: FAIR_ADMIT_SCRIPT })
   }
 
   start(): void {
@@ -109,11 +110,13 @@ export class Admitter {
       queueKeys.wait,
       queueKeys.prioritized,
       queueKeys.meta,
+      queueKeys.limiter,
       Date.now(),
       target,
       MOST_PER_TICK,
       keys.base,
       STALE_MOVE_MS,
+      lane.settings.ratePerSecond,
     )) as AdmitAnswer
     if (pairs.length === 0) return workLeft === 1
     const ids: string[] = []

@@ -24,6 +24,11 @@ import { readRecipient } from './recipient-reads.ts'
 import { withPlatformReferences } from './references.ts'
 import { findLoggedSent, logSent } from './sent-log.ts'
 
+/** A retry's place in the sender's pace, taken without holding up the job (a lost one is one message early). */
+function spendPace(lane: DeliveryLane, log: Logger): void {
+  lane.spendPace().catch((error) => log.warn({ err: error }, "a retry not counted in the sender's pace"))
+}
+
 /** What a job ends with: the platform's id, or why it was never sent. */
 export type DeliveryResult =
   | { platformMessageId: string; fallbackUsed?: true }
@@ -34,8 +39,12 @@ export interface DeliveryLane {
   senderId: string
   platform: MessagingPlatform
   settings: { serviceWindowPolicy: ServiceWindowPolicy }
-  /** Slows this sender's queue down, in every process: the platform's rate limit. */
+  /** Pauses this sender for the platform's rate limit (lanes.ts). */
   rateLimit(ms: number): Promise<{ pauseMs: number; newPause: boolean }>
+  /** Until when this process knows the sender to be rate limited (ms; 0 or past: not). */
+  readonly limitedUntil: number
+  /** Takes one message's place from the sender's pace: a retry the platform will see. */
+  spendPace(): Promise<void>
   /** Pauses this sender (its token was refused): `needs_attention`, alert, queue paused. */
   tokenRefused(error: PlatformError): Promise<void>
 }
@@ -162,6 +171,9 @@ export async function deliverMessage(
   }
   const { messageId, acceptedAt, message, sendAt, expiresAt } = job.data
   const log = logger.child({ messageId, type: message.type, senderId })
+  // Taken while this process knows the sender rate limited: back to the queue's front unsent, and
+  // the worker waits out the pause (what is left of the limiter key's life).
+  if (Date.now() < lane.limitedUntil) throw Worker.RateLimitError()
 
   const attempts = job.attemptsMade + 1
   // A message an admin retried counts on from its earlier attempts (the record keeps the greater
@@ -283,6 +295,7 @@ export async function deliverMessage(
     }
     if (error.kind === 'recipient-throttled' && token) {
       // Only this recipient is over its pair rate: this message waits, the sender's others go on.
+      spendPace(lane, log)
       const delayMs = Math.round((error.retryAfterMs ?? 6000) * (1 + Math.random() * 0.5))
       log.info({ code: error.code, delayMs }, 'pair rate limit for this recipient; delaying this message')
       await job.moveToDelayed(Date.now() + delayMs, token)
@@ -300,7 +313,10 @@ export async function deliverMessage(
       outcome(final ? 'failed' : 'sending', { lastErrorCode: error.code, lastErrorMessage: error.message }),
     )
     if (final) metrics?.failed(senderId, error.code)
-    else metrics?.retried(senderId, error.code)
+    else {
+      metrics?.retried(senderId, error.code)
+      spendPace(lane, log)
+    }
     if (error.code === MARKETING_STOPPED_CODE) {
       const entry = { phoneNumberId: platform.phoneNumberId, senderId, recipient: recipientOf(message.body) }
       await recordMarketingStop(db, deps.claims, deps.prefix, deps.hash, entry).catch((caught) =>

@@ -45,10 +45,13 @@ export function createSenderPlatform(
 }
 
 /**
- * One sender's delivery in this process: its queue (rate, pause), a BullMQ worker on it, and its
- * platform adapter. Its rate and pause are stored in Redis by BullMQ (`setGlobalRateLimit`,
- * `pause`), so they hold for every process; each process applies the sender's settings as it learns
- * them, and the same settings applied twice change nothing.
+ * One sender's delivery in this process: its queue (pause), a BullMQ worker on it, and its platform
+ * adapter. Its rate is kept where its messages are admitted (the admit script's pace), its pause in
+ * Redis by BullMQ (`pause`), so both hold for every process; each process applies the sender's
+ * settings as it learns them, and the same settings applied twice change nothing. The queue has no
+ * BullMQ limiter: a platform rate limit (130429) is a pause of the limiter key, which stops
+ * admission in every process and this process' worker, and which the workers of other processes
+ * meet at their own first refusal.
  */
 export class SenderLane implements DeliveryLane {
   readonly senderId: string
@@ -60,12 +63,13 @@ export class SenderLane implements DeliveryLane {
   platform: MessagingPlatform
   settings: SenderSettings
   #worker: Worker<MessageJob, DeliveryResult> | undefined
-  #appliedRate: number | undefined
+  #limiterCleared = false
   #pausedUntil = 0
   #limitStreak = 0
   #appliedPaused: boolean | undefined
   readonly #context: WorkerContext
   readonly #publisher: RedisClient
+  readonly #pace: string
 
   constructor(
     context: WorkerContext,
@@ -82,7 +86,9 @@ export class SenderLane implements DeliveryLane {
     const name = senderQueueName(settings.id)
     const prefix = queuePrefix(config, name)
     this.queueName = name
-    this.sentLog = fairKeys(config.QUEUE_PREFIX, settings.id).sentLog
+    const fair = fairKeys(config.QUEUE_PREFIX, settings.id)
+    this.sentLog = fair.sentLog
+    this.#pace = fair.pace
     this.queue = new ReopeningQueue(() => {
       const queue = new Queue<MessageJob>(name, { connection: connections.producer, prefix })
       queue.on('error', (error) => logger.warn({ err: error, senderId: this.senderId }, 'sender queue error'))
@@ -128,15 +134,19 @@ export class SenderLane implements DeliveryLane {
     return this.#appliedPaused === true
   }
 
-  /** Applies a sender's settings: its rate and pause (in Redis, for every process) and its token. */
+  /**
+   * Applies a sender's settings: its pause (in Redis, for every process) and its token; its rate is
+   * read by the admitter from `settings`. A queue limited by BullMQ (as every sender's was before
+   * admission kept the rate) is freed of it once, so its jobs no longer pay for it.
+   */
   async apply(next: SenderSettings): Promise<void> {
     const changedCredentials =
       next.accessToken !== this.settings.accessToken || next.phoneNumberId !== this.settings.phoneNumberId
     this.settings = next
     if (changedCredentials) this.platform = createSenderPlatform(this.#context.config, next)
-    if (this.#appliedRate !== next.ratePerSecond) {
-      await (await this.queue.get()).setGlobalRateLimit(next.ratePerSecond, 1000)
-      this.#appliedRate = next.ratePerSecond
+    if (!this.#limiterCleared) {
+      await (await this.queue.get()).removeGlobalRateLimit()
+      this.#limiterCleared = true
     }
     await this.#applyPause(next)
     if (this.#worker && !this.#worker.isRunning()) {
@@ -170,8 +180,22 @@ export class SenderLane implements DeliveryLane {
     )
   }
 
+  /** Until when this process knows the sender to be rate limited by the platform (ms). */
+  get limitedUntil(): number {
+    return this.#pausedUntil
+  }
+
   /**
-   * Pauses this sender's queue (in every process) for the platform's rate limit. A number that is
+   * Takes one message's place from the sender's pace (the admit script's token bucket): a retry is
+   * one platform call more than admission let through. Not awaited by the caller's outcome.
+   */
+  async spendPace(): Promise<void> {
+    await this.#publisher.hincrbyfloat(this.#pace, 'tokens', -1)
+  }
+
+  /**
+   * Pauses this sender for the platform's rate limit: admission in every process, and this
+   * process' worker (others at their own first refusal). A number that is
    * still limited when a pause ends is paused twice as long the next time (up to a minute), so a
    * long limit costs a few refused requests, not a burst of every worker slot each second; the
    * jobs of one burst share its pause. The streak ends once the number has gone quiet for a while.

@@ -1,6 +1,6 @@
-import { waitFor } from '@dispatch/testing'
+import { graphError, waitFor } from '@dispatch/testing'
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { createDeliveryWorld, type DeliveryWorld, text } from './world.ts'
+import { createDeliveryWorld, type DeliveryWorld, PHONE_NUMBER_ID, text } from './world.ts'
 
 let world: DeliveryWorld
 beforeAll(async () => {
@@ -16,7 +16,7 @@ it('the platform rate holds across worker processes: two workers together send a
   await world.startWorker(env)
   await world.startWorker(env)
   const ids: string[] = []
-  for (let i = 0; i < 12; i++) ids.push(await world.enqueue(text(`rated ${i}`)))
+  for (let i = 0; i < 12; i++) ids.push(await world.accept(text(`rated ${i}`)))
   await waitFor(() => ids.every((id) => world.fake.sendsOf(id) === 1), {
     what: 'all 12 sent',
     timeoutMs: 20_000,
@@ -24,8 +24,59 @@ it('the platform rate holds across worker processes: two workers together send a
 
   const times = world.fake.requests.filter((r) => ids.includes(r.messageId ?? '')).map((r) => r.receivedAt)
   times.sort((a, b) => a - b)
-  // 12 messages at 4 a second take three windows: the last goes out two seconds after the first
-  // window opened, less how late the first message reached the platform (up to ~150 ms on a loaded
-  // machine). With a limit per worker (8 a second together) the last would go within one second.
-  expect((times.at(-1) ?? 0) - (times[0] ?? 0)).toBeGreaterThanOrEqual(1500)
+  // 12 messages at 4 a second, after a first burst of one admission window (500 ms, so 2): the
+  // last goes out 2.5 s after the first, less how late the first reached the platform (up to
+  // ~150 ms on a loaded machine). With a limit per worker (8 a second together) the last would go
+  // within 1.25 s; with none, at once.
+  expect((times.at(-1) ?? 0) - (times[0] ?? 0)).toBeGreaterThanOrEqual(2000)
+}, 30_000)
+
+it("a retry takes its place in the sender's pace: the platform sees every call at the rate, not only the first tries", async () => {
+  // 8 messages at 4 a second whose first try each fails (a 500, retried after 20 ms): 16 calls.
+  // Paced, the calls take (16 - one burst of 2) / 4 = 3.5 s; were only admissions paced, the
+  // retries would follow their first tries at once and the last call come 1.5 s after the first.
+  await world.startWorker({ PLATFORM_RATE_PER_SECOND: '4', MESSAGES_CONCURRENCY: '10' })
+  const failure = { status: 500, body: { error: { message: 'Internal error', code: 1 } } }
+  world.fake.script(...Array.from({ length: 8 }, () => failure))
+  const ids: string[] = []
+  for (let i = 0; i < 8; i++) ids.push(await world.accept(text(`retried ${i}`)))
+  await waitFor(() => ids.every((id) => world.fake.sendsOf(id) === 1), {
+    what: 'all 8 sent',
+    timeoutMs: 20_000,
+  })
+  const times = world.fake.requests.filter((r) => ids.includes(r.messageId ?? '')).map((r) => r.receivedAt)
+  times.sort((a, b) => a - b)
+  expect(times).toHaveLength(16)
+  expect((times.at(-1) ?? 0) - (times[0] ?? 0)).toBeGreaterThanOrEqual(2800)
+}, 30_000)
+
+it('a platform rate limit (130429) holds the whole sender: no worker process sends its messages until the pause ends', async () => {
+  // Two worker processes (more when the tests above ran), at a generous rate.
+  const env = { PLATFORM_RATE_PER_SECOND: '100', MESSAGES_CONCURRENCY: '10' }
+  await world.startWorker(env)
+  await world.startWorker(env)
+  world.fake.number(PHONE_NUMBER_ID, {
+    answer: { ...graphError(130429, '(#130429) Rate limit hit'), headers: { 'retry-after': '2' } },
+  })
+  try {
+    const first = await world.accept(text('meets the limit'))
+    await waitFor(() => world.fake.requests.some((r) => r.messageId === first) || undefined, {
+      what: 'the refused send',
+    })
+    // The worker that met the refusal pauses the sender; a moment for that to land in Redis.
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    const later: string[] = []
+    for (let i = 0; i < 20; i++) later.push(await world.accept(text(`during the pause ${i}`)))
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+    // Not admitted while paused, so no other process took one to the platform to be refused too.
+    expect(world.fake.requests.filter((r) => later.includes(r.messageId ?? ''))).toHaveLength(0)
+    world.fake.number(PHONE_NUMBER_ID, { answer: undefined })
+    // Then every one goes, once, and none spent an attempt on the limit.
+    await waitFor(() => [first, ...later].every((id) => world.fake.sendsOf(id) === 1), {
+      what: 'every message sent once the pause ended',
+      timeoutMs: 15_000,
+    })
+  } finally {
+    world.fake.number(PHONE_NUMBER_ID, { answer: undefined })
+  }
 }, 30_000)

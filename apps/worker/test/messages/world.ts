@@ -1,5 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import {
+  DEFAULT_SENDER_ID,
+  FAIR_ENQUEUE_SCRIPT,
+  fairActiveKey,
+  fairKeys,
   MESSAGE_JOB_OPTIONS,
   type MessageJob,
   type OutboundMessage,
@@ -85,6 +89,30 @@ export async function createDeliveryWorld() {
       const redis = new Redis(testRedisUrl())
       await redis.publish(`${queuePrefix}:${SENDER_CHANGES_CHANNEL}`, senderId)
       redis.disconnect()
+    },
+    /**
+     * Stores a message for the default sender's admission, as the API does: the admitter moves it
+     * into the queue at the sender's pace.
+     */
+    async accept(message: OutboundMessage, messageId: string = randomUUID()) {
+      const job: MessageJob = { messageId, apiKeyId: key.id, acceptedAt: new Date().toISOString(), message }
+      const keys = fairKeys(queuePrefix, DEFAULT_SENDER_ID)
+      const redis = new Redis(testRedisUrl())
+      await redis.eval(
+        FAIR_ENQUEUE_SCRIPT,
+        2,
+        keys.jobs,
+        keys.scheduled,
+        keys.base,
+        messageId,
+        JSON.stringify(job),
+        'normal',
+        key.id,
+        0,
+      )
+      await redis.sadd(fairActiveKey(queuePrefix), DEFAULT_SENDER_ID)
+      redis.disconnect()
+      return messageId
     },
     /** Enqueues a message straight into the default sender's queue, as an admitter does. */
     async enqueue(message: OutboundMessage, messageId: string = randomUUID()) {
