@@ -33,6 +33,28 @@ export const suppressionKey = (prefix: string, phoneNumberId: string, recipientH
 export const suppressionsLoadedKey = (prefix: string) => `${prefix}:optout:hashed-loaded`
 
 /**
+ * Where each opt-out written to the Redis copy is announced (`optOutAnnouncement`), and a rebuilt
+ * copy (`OPT_OUTS_RESET`): a stream kept OPT_OUT_ANNOUNCEMENTS_KEEP_MS, so a worker that read it
+ * since before a message was accepted and found nothing of its recipient skips reading the entry at
+ * delivery (apps/worker/src/consent/watch.ts); a worker starting catches up on it.
+ */
+export const optOutsStream = (prefix: string) => `${prefix}:optout:announced`
+export const optOutAnnouncement = (phoneNumberId: string, recipientHash: string) =>
+  `${phoneNumberId}:${recipientHash}`
+export const OPT_OUTS_RESET = 'reset'
+export const OPT_OUT_ANNOUNCEMENTS_KEEP_MS = 15 * 60_000
+
+/** Announces an opt-out written to the copy (or `OPT_OUTS_RESET`); older announcements are trimmed. */
+export async function announceOptOut(
+  redis: { xadd(key: string, ...args: string[]): Promise<unknown> },
+  prefix: string,
+  announcement: string,
+): Promise<void> {
+  const oldest = String(Date.now() - OPT_OUT_ANNOUNCEMENTS_KEEP_MS)
+  await redis.xadd(optOutsStream(prefix), 'MINID', '~', oldest, '*', 'r', announcement)
+}
+
+/**
  * The key the copy used before it was keyed by hash (`<prefix>:optout:{<number>:<recipient>}`): an
  * erasure deletes it, should one outlive the upgrade, with the cap's count of the same shape.
  */

@@ -1,4 +1,4 @@
-import { recipientHasher, suppressionKey } from '@dispatch/contracts'
+import { announceOptOut, optOutAnnouncement, recipientHasher, suppressionKey } from '@dispatch/contracts'
 import {
   addSuppressions,
   type NewSuppression,
@@ -44,13 +44,21 @@ export async function optOutAll(
   onChange?: OutboxOnChange,
 ): Promise<Array<{ row: SuppressionRow; changed: boolean }>> {
   const added = await addSuppressions(deps.db, entries, at, onChange)
+  const prefix = deps.config.QUEUE_PREFIX
   for (const { row } of added) {
-    await deps.redis
-      .set(
-        suppressionKey(deps.config.QUEUE_PREFIX, row.phoneNumberId, hashOf(deps, row.recipient)),
-        row.scope,
+    const recipientHash = hashOf(deps, row.recipient)
+    const copied = await deps.redis
+      .set(suppressionKey(prefix, row.phoneNumberId, recipientHash), row.scope)
+      .then(
+        () => true,
+        (error) => log.warn({ err: error }, 'opt-out not copied to Redis; the rebuild will'),
       )
-      .catch((error) => log.warn({ err: error }, 'opt-out not copied to Redis; the rebuild will'))
+    // Once written, announced: workers then read this recipient's entry at delivery.
+    if (copied) {
+      await announceOptOut(deps.redis, prefix, optOutAnnouncement(row.phoneNumberId, recipientHash)).catch(
+        (error) => log.warn({ err: error }, 'opt-out copied but not announced to the workers'),
+      )
+    }
   }
   return added
 }

@@ -93,7 +93,9 @@ describe('scheduled messages', () => {
     })
     expect(Date.parse(scheduled.expiresAt ?? '')).toBe(sendAt.getTime() + 4 * 3600 * 1000)
     await new Promise((r) => setTimeout(r, 1000))
-    expect(fake.sendsOf(accepted.messageId)).toBe(0)
+    // Still before its time (a loaded machine can sleep past it: then the check below says it all).
+    const unsent = fake.sendsOf(accepted.messageId)
+    if (Date.now() < sendAt.getTime() - 100) expect(unsent).toBe(0)
     const sent = await untilStatus(accepted.messageId, 'sent')
     const request = fake.requests.find((r) => r.messageId === accepted.messageId)
     expect(request?.receivedAt).toBeGreaterThanOrEqual(sendAt.getTime())

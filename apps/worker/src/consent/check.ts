@@ -1,4 +1,10 @@
-import { type RecipientHasher, type SuppressionScope, suppressionKey } from '@dispatch/contracts'
+import {
+  announceOptOut,
+  optOutAnnouncement,
+  type RecipientHasher,
+  type SuppressionScope,
+  suppressionKey,
+} from '@dispatch/contracts'
 import type { RedisClient } from '@dispatch/contracts/redis'
 import { addSuppression, type Db } from '@dispatch/db'
 
@@ -48,5 +54,8 @@ export async function recordMarketingStop(
     reason: 'The platform answered 131050: the user stopped marketing messages',
     createdBy: 'platform',
   })
-  await redis.set(suppressionKey(prefix, row.phoneNumberId, hash(row.recipient)), row.scope)
+  const recipientHash = hash(row.recipient)
+  await redis.set(suppressionKey(prefix, row.phoneNumberId, recipientHash), row.scope)
+  // Heard by every worker, whose deliveries then read this recipient's entry (consent/watch.ts).
+  await announceOptOut(redis, prefix, optOutAnnouncement(row.phoneNumberId, recipientHash))
 }

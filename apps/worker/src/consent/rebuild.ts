@@ -1,4 +1,10 @@
-import { recipientHasher, suppressionKey, suppressionsLoadedKey } from '@dispatch/contracts'
+import {
+  announceOptOut,
+  OPT_OUTS_RESET,
+  recipientHasher,
+  suppressionKey,
+  suppressionsLoadedKey,
+} from '@dispatch/contracts'
 import { listSuppressionsAfter } from '@dispatch/db'
 import { RedisCopyRebuild } from '../redis-copy/rebuild.ts'
 import type { WorkerContext } from '../runtime.ts'
@@ -32,6 +38,9 @@ export function suppressionRebuild(context: WorkerContext): RedisCopyRebuild {
           after = page.at(-1)?.id
           if (page.length < PAGE) break
         }
+        // Entries back that no worker heard announced: every delivery of a message accepted before
+        // now reads its recipient's (consent/watch.ts).
+        await announceOptOut(redis, prefix, OPT_OUTS_RESET)
         return copied
       },
     },

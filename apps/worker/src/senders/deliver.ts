@@ -15,6 +15,7 @@ import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq'
 import type { Logger } from 'pino'
 import { Compile } from 'typebox/compile'
 import { MARKETING_STOPPED_CODE, optedOutFields, recordMarketingStop } from '../consent/check.ts'
+import type { OptOutWatch } from '../consent/watch.ts'
 import type { DeliveryRecorder } from '../delivery-recorder.ts'
 import type { DeliveryMetrics } from '../metrics/registry.ts'
 import { type MessagingPlatform, PlatformError } from '../platforms/types.ts'
@@ -65,6 +66,8 @@ export interface DeliveryDeps {
   sentLog?: { stream: string; redis: RedisClient } | undefined
   /** Counts outcomes, when metrics are on. */
   metrics?: DeliveryMetrics | undefined
+  /** The opt-outs this process heard of; without it, every delivery reads its recipient's entry. */
+  optOuts?: Pick<OptOutWatch, 'mustRead'> | undefined
 }
 
 const isMessageJob = Compile(MessageJob)
@@ -182,15 +185,20 @@ export async function deliverMessage(
   const outcome = (status: DeliveryOutcome['status'], fields: Partial<DeliveryOutcome>): DeliveryOutcome =>
     deliveryOutcome(job.data, lane, status, { attempts: priorAttempts + attempts, ...fields })
 
-  // An opt-out made after the message was accepted and, under `enforce`, the recipient's window: read
-  // beside the claim, not after it, so no round trip more on the job's way (a read that turns out
-  // unneeded, the message canceled or expired, is dropped).
+  // An opt-out made after the message was accepted (when this process may not have heard of it)
+  // and, under `enforce`, the recipient's window: read beside the claim, not after it, so no round
+  // trip more on the job's way (a read that turns out unneeded, the message canceled or expired, is
+  // dropped).
   const recipient = recipientOf(message.body)
+  const recipientHash = deps.hash(recipient)
   const { optOut, window } = readRecipient(
     deps.claims,
     deps.prefix,
-    { phoneNumberId: platform.phoneNumberId, recipient, recipientHash: deps.hash(recipient) },
-    lane.settings.serviceWindowPolicy === 'enforce' && isFreeForm(message),
+    { phoneNumberId: platform.phoneNumberId, recipient, recipientHash },
+    {
+      optOut: deps.optOuts?.mustRead(platform.phoneNumberId, recipientHash, Date.parse(acceptedAt)) ?? true,
+      window: lane.settings.serviceWindowPolicy === 'enforce' && isFreeForm(message),
+    },
   )
   if ((await takeClaim(deps.claims, deps.prefix, job.data)) === 'cancel') {
     await recorder.record(outcome('canceled', { attempts: job.attemptsMade }))

@@ -11,6 +11,7 @@ import { ReopeningQueue } from '@dispatch/contracts/queues'
 import type { RedisClient } from '@dispatch/contracts/redis'
 import { markSenderNeedsAttention } from '@dispatch/db'
 import { Queue, Worker } from 'bullmq'
+import { OptOutWatch } from '../consent/watch.ts'
 import { DeliveryRecorder } from '../delivery-recorder.ts'
 import { createSandboxPlatform } from '../platforms/sandbox.ts'
 import type { MessagingPlatform, PlatformError } from '../platforms/types.ts'
@@ -76,6 +77,7 @@ export class SenderLane implements DeliveryLane {
     settings: SenderSettings,
     connections: { producer: RedisClient; worker: RedisClient; claims: RedisClient },
     recorder: DeliveryRecorder,
+    optOuts: OptOutWatch,
   ) {
     const { config, logger } = context
     this.#context = context
@@ -104,6 +106,7 @@ export class SenderLane implements DeliveryLane {
       // On the connection the lane's worker completes jobs on (sent-log.ts).
       sentLog: { stream: this.sentLog, redis: connections.worker },
       metrics: context.metrics,
+      optOuts,
     }
     this.#worker = new Worker<MessageJob, DeliveryResult>(
       name,
@@ -249,6 +252,7 @@ export class SenderLanes {
   readonly #context: WorkerContext
   readonly #connections: { producer: RedisClient; worker: RedisClient; claims: RedisClient }
   readonly #recorder: DeliveryRecorder
+  readonly #optOuts: OptOutWatch
 
   constructor(context: WorkerContext) {
     this.#context = context
@@ -260,6 +264,21 @@ export class SenderLanes {
     }
     // One recorder for every sender: outcomes of all of them share each batched write.
     this.#recorder = new DeliveryRecorder(context.sql, { redis: this.#connections.claims })
+    const { config, logger } = context
+    this.#optOuts = new OptOutWatch(
+      context.redis('optout-announcements', { blocking: true }),
+      config.QUEUE_PREFIX,
+      logger,
+    )
+    this.#optOuts.start()
+  }
+
+  /**
+   * Resolves once this process follows the opt-out announcements (consent/watch.ts), so its first
+   * deliveries skip the reads they need not make; waits a second at most.
+   */
+  followingOptOuts(): Promise<void> {
+    return this.#optOuts.caughtUp(1_000)
   }
 
   get producer(): RedisClient {
@@ -287,7 +306,7 @@ export class SenderLanes {
       seen.add(sender.id)
       let lane = this.#lanes.get(sender.id)
       if (!lane) {
-        lane = new SenderLane(this.#context, sender, this.#connections, this.#recorder)
+        lane = new SenderLane(this.#context, sender, this.#connections, this.#recorder, this.#optOuts)
         this.#lanes.set(sender.id, lane)
         logger.info(
           {
@@ -313,6 +332,7 @@ export class SenderLanes {
   async close(): Promise<void> {
     await Promise.all([...this.#lanes.values()].map((lane) => lane.close()))
     this.#lanes.clear()
+    this.#optOuts.close()
     await this.#recorder.drain()
   }
 }

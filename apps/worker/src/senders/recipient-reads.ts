@@ -16,23 +16,26 @@ export interface RecipientReads {
   window: Promise<'open' | 'closed' | 'unknown'> | undefined
 }
 
+const NONE: Promise<null> = Promise.resolve(null)
+
 /**
- * What delivery reads about the recipient, beside the claim: the opt-out, and the window when it is
- * checked. Off a Cluster both (and the windows' completeness marker, when due) are one MGET: one
- * command and one reply for what would be two or three; on a Cluster, a GET each (their keys sit on
- * different slots). Unreadable: no opt-out known, the window unknown, as each read alone answers.
+ * What delivery reads about the recipient, beside the claim: the opt-out when one may have come
+ * since the message was accepted (consent/watch.ts), and the window when it is checked. Off a
+ * Cluster both (and the windows' completeness marker, when due) are one MGET: one command and one
+ * reply for what would be two or three; on a Cluster, a GET each (their keys sit on different
+ * slots). Unreadable: no opt-out known, the window unknown, as each read alone answers.
  */
 export function readRecipient(
   redis: RedisClient,
   prefix: string,
   at: { phoneNumberId: string; recipient: string; recipientHash: string },
-  checkWindow: boolean,
+  reads: { optOut: boolean; window: boolean },
 ): RecipientReads {
   const { phoneNumberId, recipient, recipientHash } = at
-  if (!checkWindow || redis.isCluster) {
+  if (!reads.optOut || !reads.window || redis.isCluster) {
     return {
-      optOut: optOutAtDelivery(redis, prefix, phoneNumberId, recipientHash),
-      window: checkWindow ? windowAtDelivery(redis, prefix, phoneNumberId, recipient) : undefined,
+      optOut: reads.optOut ? optOutAtDelivery(redis, prefix, phoneNumberId, recipientHash) : NONE,
+      window: reads.window ? windowAtDelivery(redis, prefix, phoneNumberId, recipient) : undefined,
     }
   }
   const now = Date.now()

@@ -23,6 +23,7 @@ import { SentLogSweeper } from './sent-log.ts'
  */
 export const startMessagesUnit: WorkerUnitStarter = async (context) => {
   const lanes = new SenderLanes(context)
+  await lanes.followingOptOuts()
   const registry = new SenderRegistry(context, (senders) => lanes.reconcile(senders))
   await registry.start()
   const admitter = new Admitter(context, lanes.producer, () => lanes.lanes())
