@@ -96,6 +96,16 @@ describe('daily quota', () => {
     expect(detail.json().usage).toEqual((await me(key.key)).usage)
   })
 
+  it("keeps the day's count an earlier version kept as a plain counter: an upgrade mid-day resets nothing", async () => {
+    const key = await limitedKey({ dailyQuota: 3 })
+    const today = new Date().toISOString().slice(0, 10)
+    await app.deps.redis.set(`${world.queuePrefix}:quota:{${key.id}}:${today}`, '2')
+    expect((await me(key.key)).usage).toMatchObject({ today: 2, remainingToday: 1 })
+    expect((await send(app, 'send-text', key.key)).statusCode).toBe(202)
+    expectQuotaExceeded(await send(second, 'send-text', key.key), 3)
+    expect((await me(key.key)).usage).toMatchObject({ today: 3, remainingToday: 0 })
+  })
+
   it('refuses a batch larger than what is left whole, then takes one that fits', async () => {
     const key = await limitedKey({ dailyQuota: 10 })
     expect((await batch(key.key, 7)).statusCode).toBe(202)
@@ -149,7 +159,7 @@ describe('daily quota', () => {
     // Today's count outlives its day (about 48 h past its midnight), then Redis drops it.
     const redis = app.deps.redis
     const today = new Date().toISOString().slice(0, 10)
-    const ttl = await redis.pttl(`${world.queuePrefix}:quota:{${key.id}}:${today}`)
+    const ttl = await redis.pttl(`${world.queuePrefix}:usage:{${key.id}}:${today}`)
     const expected = secondsToMidnight() * 1000 + 48 * 3600_000
     expect(Math.abs(ttl - expected)).toBeLessThan(5000)
   })
