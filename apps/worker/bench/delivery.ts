@@ -27,6 +27,7 @@ import { createBenchWorld, median, printComparison } from '@dispatch/testing/ben
 import { Queue, Worker } from 'bullmq'
 import { Redis } from 'ioredis'
 import pino from 'pino'
+import { OptOutWatch } from '../src/consent/watch.ts'
 import { DeliveryRecorder } from '../src/delivery-recorder.ts'
 import { createSandboxPlatform } from '../src/platforms/sandbox.ts'
 import type { Delivery } from '../src/platforms/types.ts'
@@ -238,6 +239,8 @@ function startDeliveryWorker(
     ...(process.env.BENCH_RECORD === 'sync'
       ? {}
       : { sentLog: { stream: fairKeys(world.queuePrefix, 'default').sentLog, redis: workerConnection } }),
+    // As a lane runs it: the opt-out read skipped for recipients nobody opted out since accept.
+    optOuts,
   }
   recording = deps.recorder
   return new Worker<MessageJob, DeliveryResult>(
@@ -280,6 +283,11 @@ const floorRun = async () => {
 
 const deliveryRun = () => timeDrain(QueueNames.messages, spans.job, () => startDeliveryWorker())
 const enforcedRun = () => timeDrain(QueueNames.messages, new Span(), () => startDeliveryWorker('enforce'))
+
+/** The opt-out announcements, followed as a worker process does (consent/watch.ts). */
+const optOuts = new OptOutWatch(connection(), world.queuePrefix, logger)
+optOuts.start()
+await optOuts.caughtUp(5_000)
 
 const us = (n: number | undefined) => (n === undefined ? 'n/a' : `${Math.round(n)} µs`)
 
@@ -363,6 +371,7 @@ try {
       ` outcomes on average, ${spans.record.mean} each`,
   )
 } finally {
+  optOuts.close()
   for (const client of connections) client.disconnect()
   await closeDb()
   await world.drop()
