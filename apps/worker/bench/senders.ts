@@ -330,6 +330,10 @@ async function fairness(platform: NonNullable<typeof fake>) {
       sendTimes.push(at)
       if (request.messageId && bIds.has(request.messageId)) sent.set(request.messageId, at)
     }
+    // Plain FIFO at the sender's rate too, as BullMQ keeps a queue's rate: its global limiter
+    // (admission keeps the rate of the fair side; the lane sets no limiter of its own).
+    if (mode === 'fifo') await queue.setGlobalRateLimit(rate, 1000)
+    else await queue.removeGlobalRateLimit()
     const add = async (jobs: MessageJob[]) => {
       if (mode === 'fair') return storeAll(jobs)
       // As the service added them before fair admission: one job per message, its id the job id.
