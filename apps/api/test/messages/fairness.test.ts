@@ -95,12 +95,15 @@ describe('fair sharing on one sender', () => {
     await waitFor(() => acceptedOrder().length >= 100 || undefined, {
       what: 'the backlog to start going out',
     })
-    const urgent: string[] = []
-    for (let i = 0; i < 20; i++) {
-      const res = await send(app, 'send-text', keyB.key, { phone: '+5511912345678', text: `code ${i}` })
-      expect(res.statusCode, res.body).toBe(202)
-      urgent.push(res.json<{ messageId: string }>().messageId)
-    }
+    // Sent together, so what they wait for is their turns, not how long 20 requests one after the
+    // other take on a loaded machine.
+    const urgent = await Promise.all(
+      Array.from({ length: 20 }, async (_, i) => {
+        const res = await send(app, 'send-text', keyB.key, { phone: '+5511912345678', text: `code ${i}` })
+        expect(res.statusCode, res.body).toBe(202)
+        return res.json<{ messageId: string }>().messageId
+      }),
+    )
     await waitFor(() => urgent.every((id) => acceptedOrder().includes(id)) || undefined, {
       what: "key B's 20 messages",
       timeoutMs: 20_000,
@@ -111,7 +114,8 @@ describe('fair sharing on one sender', () => {
     const backlogBefore = order.slice(0, lastUrgent).filter((id) => backlogSet.has(id)).length
     expect(backlogBefore).toBeLessThan(2500)
     // Not merely "before half": within about a window of the sender's rate plus their turns.
-    expect(backlogBefore - order.slice(0, order.indexOf(urgent[0] as string)).length).toBeLessThan(400)
+    const firstUrgent = Math.min(...urgent.map((id) => order.indexOf(id)))
+    expect(backlogBefore - order.slice(0, firstUrgent).length).toBeLessThan(400)
   })
 })
 
