@@ -115,7 +115,7 @@ const WorkerEnv = Type.Object({
   WEBHOOK_EVENT_PARTITION_DAYS: Type.Integer({ minimum: 1, maximum: 366, default: 7 }),
   /**
    * Messages (and their attempts, and replies) this many days old are dropped, a whole partition at a time
-   * (docs/operations.md, Data lifecycle). Suppressions, audit entries and idempotency are kept apart.
+   * (docs/data-lifecycle.md). Suppressions, audit entries and idempotency are kept apart.
    */
   MESSAGE_RETENTION_DAYS: Type.Integer({ minimum: 1, maximum: 3650, default: 90 }),
   /**

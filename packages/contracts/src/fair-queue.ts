@@ -1,7 +1,7 @@
 import type { MessagePriority } from './messages.ts'
 
 /**
- * Fair admission (docs/messaging.md, "Senders, fairness and priority"). The API does not add a
+ * Fair admission (docs/senders.md). The API does not add a
  * message to its sender's BullMQ queue: it stores the job in the sender's `jobs` hash and its id at
  * the tail of a list per (priority level, key), and puts the key on the level's ring when that list
  * was empty. A worker's admitter then moves about one window of the sender's rate at a time into the

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto'
 /**
  * Message ids are UUIDv7 (RFC 9562): the first 48 bits are the acceptance time in milliseconds, the
  * same instant as the message's `acceptedAt`. Messages are stored in partitions by `accepted_at`
- * (docs/operations.md, Data lifecycle), so a lookup by id reads the time off the id and touches one
+ * (docs/data-lifecycle.md), so a lookup by id reads the time off the id and touches one
  * partition instead of every one. Ids from before (UUIDv4) carry no time and are found by id alone.
  *
  * Made from a v4 UUID (Node's, drawn from a pool of random bytes: no allocation and no draw per id

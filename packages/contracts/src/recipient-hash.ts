@@ -7,7 +7,7 @@ import Type from 'typebox'
  * subject and its audit entry. HMAC-SHA256 under `ERASURE_HASH_KEY`, so the same recipient always
  * gives the same value (an opt-out still matches after an erasure) and a phone cannot be recovered
  * by hashing every number without the key. Never change the key: every hashed opt-out would stop
- * matching (see docs/operations.md, "Data lifecycle").
+ * matching (see docs/data-lifecycle.md).
  */
 export const recipientHashEnv = {
   /** At least 32 characters (`openssl rand -base64 32`); set it in production, once, for good. */

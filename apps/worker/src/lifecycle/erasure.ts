@@ -25,7 +25,7 @@ const SETTLE_PASSES = 5
 const SETTLE_MS = 1000
 
 /**
- * Runs one erasure (see docs/operations.md, "Data lifecycle"): first what is still queued to the
+ * Runs one erasure (see docs/data-lifecycle.md): first what is still queued to the
  * recipient is canceled (so nothing more goes to them), and their sent outcomes still in a sender's
  * sent log are written to Postgres; then Postgres (each table's rows lose the recipient and content,
  * opt-outs are kept by hash); then what Redis still holds of those rows (the messages' and events'
