@@ -222,6 +222,7 @@ function startDeliveryWorker(
     settings: { serviceWindowPolicy },
     rateLimit: async () => ({ pauseMs: 0, newPause: false }),
     limitedUntil: 0,
+    holdForLimit: async () => false,
     spendPace: async () => {},
     tokenRefused: async () => {},
   }

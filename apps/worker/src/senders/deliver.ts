@@ -44,6 +44,8 @@ export interface DeliveryLane {
   rateLimit(ms: number): Promise<{ pauseMs: number; newPause: boolean }>
   /** Until when this process knows the sender to be rate limited (ms; 0 or past: not). */
   readonly limitedUntil: number
+  /** While still limited: the limiter key set to what is left of the pause; answers whether it was. */
+  holdForLimit(): Promise<boolean>
   /** Takes one message's place from the sender's pace: a retry the platform will see. */
   spendPace(): Promise<void>
   /** Pauses this sender (its token was refused): `needs_attention`, alert, queue paused. */
@@ -175,8 +177,10 @@ export async function deliverMessage(
   const { messageId, acceptedAt, message, sendAt, expiresAt } = job.data
   const log = logger.child({ messageId, type: message.type, senderId })
   // Taken while this process knows the sender rate limited: back to the queue's front unsent, and
-  // the worker waits out the pause (what is left of the limiter key's life).
-  if (Date.now() < lane.limitedUntil) throw Worker.RateLimitError()
+  // the worker waits out the pause. The limiter key is set to what is left of it first (another
+  // process may have set a shorter one): the wait is the key's life, and a key gone would let the
+  // worker take the job straight back.
+  if (Date.now() < lane.limitedUntil && (await lane.holdForLimit())) throw Worker.RateLimitError()
 
   const attempts = job.attemptsMade + 1
   // A message an admin retried counts on from its earlier attempts (the record keeps the greater

@@ -188,6 +188,14 @@ export class SenderLane implements DeliveryLane {
     return this.#pausedUntil
   }
 
+  /** While the pause this process knows lasts, the limiter key lives as long (every process' admission waits). */
+  async holdForLimit(): Promise<boolean> {
+    const left = this.#pausedUntil - Date.now()
+    if (left <= 0) return false
+    await (await this.queue.get()).rateLimit(left)
+    return true
+  }
+
   /**
    * Takes one message's place from the sender's pace (the admit script's token bucket): a retry is
    * one platform call more than admission let through. Not awaited by the caller's outcome.

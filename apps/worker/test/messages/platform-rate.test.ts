@@ -42,13 +42,13 @@ it("a retry takes its place in the sender's pace: the platform sees every call a
   for (let i = 0; i < 8; i++) ids.push(await world.accept(text(`retried ${i}`)))
   await waitFor(() => ids.every((id) => world.fake.sendsOf(id) === 1), {
     what: 'all 8 sent',
-    timeoutMs: 20_000,
+    timeoutMs: 40_000,
   })
   const times = world.fake.requests.filter((r) => ids.includes(r.messageId ?? '')).map((r) => r.receivedAt)
   times.sort((a, b) => a - b)
   expect(times).toHaveLength(16)
   expect((times.at(-1) ?? 0) - (times[0] ?? 0)).toBeGreaterThanOrEqual(2800)
-}, 30_000)
+}, 60_000)
 
 it('a platform rate limit (130429) holds the whole sender: no worker process sends its messages until the pause ends', async () => {
   // Two worker processes (more when the tests above ran), at a generous rate.
