@@ -64,7 +64,6 @@ export class SenderLane implements DeliveryLane {
   platform: MessagingPlatform
   settings: SenderSettings
   #worker: Worker<MessageJob, DeliveryResult> | undefined
-  #limiterCleared = false
   #pausedUntil = 0
   #limitStreak = 0
   #appliedPaused: boolean | undefined
@@ -140,17 +139,15 @@ export class SenderLane implements DeliveryLane {
   /**
    * Applies a sender's settings: its pause (in Redis, for every process) and its token; its rate is
    * read by the admitter from `settings`. A queue limited by BullMQ (as every sender's was before
-   * admission kept the rate) is freed of it once, so its jobs no longer pay for it.
+   * admission kept the rate) is freed of it, so its jobs no longer pay for it: at every refresh, as
+   * a worker of the earlier version may set it again during a rolling upgrade (one HDEL).
    */
   async apply(next: SenderSettings): Promise<void> {
     const changedCredentials =
       next.accessToken !== this.settings.accessToken || next.phoneNumberId !== this.settings.phoneNumberId
     this.settings = next
     if (changedCredentials) this.platform = createSenderPlatform(this.#context.config, next)
-    if (!this.#limiterCleared) {
-      await (await this.queue.get()).removeGlobalRateLimit()
-      this.#limiterCleared = true
-    }
+    await (await this.queue.get()).removeGlobalRateLimit()
     await this.#applyPause(next)
     if (this.#worker && !this.#worker.isRunning()) {
       this.#worker

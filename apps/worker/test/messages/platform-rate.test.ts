@@ -1,4 +1,5 @@
-import { graphError, waitFor } from '@dispatch/testing'
+import { graphError, testRedisUrl, waitFor } from '@dispatch/testing'
+import { Redis } from 'ioredis'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { createDeliveryWorld, type DeliveryWorld, PHONE_NUMBER_ID, text } from './world.ts'
 
@@ -80,3 +81,19 @@ it('a platform rate limit (130429) holds the whole sender: no worker process sen
     world.fake.number(PHONE_NUMBER_ID, { answer: undefined })
   }
 }, 30_000)
+
+it("a sender's queue left with BullMQ's limiter (by a worker of an earlier version) is freed of it at the next refresh", async () => {
+  await world.startWorker()
+  const meta = `${world.queuePrefix}:messages:meta`
+  await world.queue.setGlobalRateLimit(5, 1000)
+  const redis = new Redis(testRedisUrl())
+  try {
+    expect(await redis.hget(meta, 'max')).toBe('5')
+    await world.announceSenderChange('default')
+    await waitFor(async () => (await redis.hget(meta, 'max')) === null || undefined, {
+      what: "the limiter's removal",
+    })
+  } finally {
+    redis.disconnect()
+  }
+})

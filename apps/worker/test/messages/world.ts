@@ -72,6 +72,7 @@ export async function createDeliveryWorld() {
 
   return {
     sql: database.sql,
+    queuePrefix,
     queue,
     fake: fake as FakeWhatsApp,
     apiKeyId: key.id,
