@@ -65,6 +65,8 @@ export class SenderLane implements DeliveryLane {
   settings: SenderSettings
   #worker: Worker<MessageJob, DeliveryResult> | undefined
   #pausedUntil = 0
+  /** When this process last paused the sender for a refused token (ms). */
+  #refusedAt = 0
   #limitStreak = 0
   #appliedPaused: boolean | undefined
   readonly #context: WorkerContext
@@ -142,13 +144,13 @@ export class SenderLane implements DeliveryLane {
    * admission kept the rate) is freed of it, so its jobs no longer pay for it: at every refresh, as
    * a worker of the earlier version may set it again during a rolling upgrade (one HDEL).
    */
-  async apply(next: SenderSettings): Promise<void> {
+  async apply(next: SenderSettings, readAt = Date.now()): Promise<void> {
     const changedCredentials =
       next.accessToken !== this.settings.accessToken || next.phoneNumberId !== this.settings.phoneNumberId
     this.settings = next
     if (changedCredentials) this.platform = createSenderPlatform(this.#context.config, next)
+    await this.#applyPause(next, readAt)
     await (await this.queue.get()).removeGlobalRateLimit()
-    await this.#applyPause(next)
     if (this.#worker && !this.#worker.isRunning()) {
       this.#worker
         .run()
@@ -165,9 +167,12 @@ export class SenderLane implements DeliveryLane {
    * failover, a resume from elsewhere) is put back; a switch never known (Postgres unreachable at
    * start) leaves the queue as it is.
    */
-  async #applyPause(next: SenderSettings): Promise<void> {
+  async #applyPause(next: SenderSettings, readAt: number): Promise<void> {
     if (next.holds === undefined) return
     const paused = next.state !== 'active' || next.holds.length > 0
+    // Read before this process paused the sender for a refused token: not a reason to resume it (the
+    // refresh the refusal announces reads the new state).
+    if (!paused && this.#refusedAt >= readAt) return
     const queue = await this.queue.get()
     const lost = paused && this.#appliedPaused === true && !(await queue.isPaused())
     if (this.#appliedPaused === paused && !lost) return
@@ -224,6 +229,7 @@ export class SenderLane implements DeliveryLane {
   async tokenRefused(error: PlatformError): Promise<void> {
     const { config, db, logger } = this.#context
     const state: SenderState = 'needs_attention'
+    this.#refusedAt = Date.now()
     // Paused first: whatever happens to the record, no further message meets the same refusal.
     await (await this.queue.get()).pause()
     this.#appliedPaused = true
@@ -304,7 +310,7 @@ export class SenderLanes {
   }
 
   /** Starts lanes for new senders, applies changed settings, closes the lanes of removed ones. */
-  async reconcile(senders: SenderSettings[]): Promise<void> {
+  async reconcile(senders: SenderSettings[], readAt = Date.now()): Promise<void> {
     const { logger } = this.#context
     const seen = new Set<string>()
     for (const sender of senders) {
@@ -323,7 +329,7 @@ export class SenderLanes {
           'delivering for sender',
         )
       }
-      await lane.apply(sender)
+      await lane.apply(sender, readAt)
     }
     for (const [id, lane] of this.#lanes) {
       if (seen.has(id)) continue

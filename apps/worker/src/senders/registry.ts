@@ -81,7 +81,7 @@ export const servesSender = (config: WorkerContext['config'], id: string) =>
  */
 export class SenderRegistry {
   readonly #context: WorkerContext
-  readonly #onChange: (senders: SenderSettings[]) => Promise<void>
+  readonly #onChange: (senders: SenderSettings[], readAt: number) => Promise<void>
   readonly #box
   #timer: NodeJS.Timeout | undefined
   #running: Promise<void> = Promise.resolve()
@@ -89,7 +89,11 @@ export class SenderRegistry {
   #stopped = false
   #subscriber: ReturnType<WorkerContext['redis']> | undefined
 
-  constructor(context: WorkerContext, onChange: (senders: SenderSettings[]) => Promise<void>) {
+  /** `onChange` gets the senders and when their read began (ms). */
+  constructor(
+    context: WorkerContext,
+    onChange: (senders: SenderSettings[], readAt: number) => Promise<void>,
+  ) {
     this.#context = context
     this.#onChange = onChange
     this.#box = createSecretBox(context.config)
@@ -134,7 +138,8 @@ export class SenderRegistry {
       this.#again = false
       if (this.#stopped) return
       try {
-        await this.#onChange(await this.#load(initial))
+        const readAt = Date.now()
+        await this.#onChange(await this.#load(initial), readAt)
       } catch (error) {
         this.#context.logger.warn({ err: error }, 'senders not refreshed; retried at the next refresh')
       }

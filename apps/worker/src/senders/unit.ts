@@ -24,7 +24,7 @@ import { SentLogSweeper } from './sent-log.ts'
 export const startMessagesUnit: WorkerUnitStarter = async (context) => {
   const lanes = new SenderLanes(context)
   await lanes.followingOptOuts()
-  const registry = new SenderRegistry(context, (senders) => lanes.reconcile(senders))
+  const registry = new SenderRegistry(context, (senders, readAt) => lanes.reconcile(senders, readAt))
   await registry.start()
   const admitter = new Admitter(context, lanes.producer, () => lanes.lanes())
   admitter.start()
