@@ -92,7 +92,7 @@ beforeAll(async () => {
 
   app = await buildTestApp(world, LIMITS)
   sender = await createSender('Acme Brazil', '1065403522429')
-  await waitFor(async () => (await boardQueueNames()).includes(`messages.${sender.id}`), {
+  await waitFor(async () => (await boardQueueNamesSoFar())?.includes(`messages.${sender.id}`), {
     what: 'the sender’s queue on the board',
   })
   baseUrl = await app.listen({ host: '127.0.0.1', port: 0 })
