@@ -116,7 +116,6 @@ const boardQueues = async (on: TestApp = app) => {
   expect(res.statusCode, res.body).toBe(200)
   return (res.json() as { queues: BoardQueue[] }).queues
 }
-const boardQueueNames = async (on: TestApp = app) => (await boardQueues(on)).map((q) => q.name).sort()
 /**
  * The board's queue names while waiting for a change to show: an answer the board could not give
  * (its Redis command timed out on a loaded machine, a 500) is "not yet", not a failure.
