@@ -214,11 +214,9 @@ export class SenderLane implements DeliveryLane {
    * jobs of one burst share its pause. The streak ends once the number has gone quiet for a while.
    */
   async rateLimit(ms: number): Promise<{ pauseMs: number; newPause: boolean }> {
+    if (await this.holdForLimit())
+      return { pauseMs: Math.max(0, this.#pausedUntil - Date.now()), newPause: false }
     const now = Date.now()
-    if (now < this.#pausedUntil) {
-      await (await this.queue.get()).rateLimit(this.#pausedUntil - now)
-      return { pauseMs: this.#pausedUntil - now, newPause: false }
-    }
     this.#limitStreak = now - this.#pausedUntil > RATE_LIMIT_QUIET_MS ? 1 : this.#limitStreak + 1
     const pauseMs = Math.min(RATE_LIMIT_MAX_PAUSE_MS, Math.max(ms, ms * 2 ** (this.#limitStreak - 1)))
     this.#pausedUntil = now + pauseMs
