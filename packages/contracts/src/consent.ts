@@ -44,6 +44,23 @@ export const optOutAnnouncement = (phoneNumberId: string, recipientHash: string)
 export const OPT_OUTS_RESET = 'reset'
 export const OPT_OUT_ANNOUNCEMENTS_KEEP_MS = 15 * 60_000
 
+/**
+ * Writes one entry of the Redis copy, then announces it: every writer of an entry goes through here,
+ * so none is written unannounced (what lets a worker skip the read). Rejects at the step that
+ * failed; an entry not written is not announced.
+ */
+export async function copyOptOut(
+  redis: {
+    set(key: string, value: string): Promise<unknown>
+    xadd(key: string, ...args: string[]): Promise<unknown>
+  },
+  prefix: string,
+  entry: { phoneNumberId: string; recipientHash: string; scope: SuppressionScope },
+): Promise<void> {
+  await redis.set(suppressionKey(prefix, entry.phoneNumberId, entry.recipientHash), entry.scope)
+  await announceOptOut(redis, prefix, optOutAnnouncement(entry.phoneNumberId, entry.recipientHash))
+}
+
 /** Announces an opt-out written to the copy (or `OPT_OUTS_RESET`); older announcements are trimmed. */
 export async function announceOptOut(
   redis: { xadd(key: string, ...args: string[]): Promise<unknown> },

@@ -1,4 +1,4 @@
-import { announceOptOut, optOutAnnouncement, recipientHasher, suppressionKey } from '@dispatch/contracts'
+import { copyOptOut, recipientHasher, suppressionKey } from '@dispatch/contracts'
 import {
   addSuppressions,
   type NewSuppression,
@@ -46,19 +46,14 @@ export async function optOutAll(
   const added = await addSuppressions(deps.db, entries, at, onChange)
   const prefix = deps.config.QUEUE_PREFIX
   for (const { row } of added) {
-    const recipientHash = hashOf(deps, row.recipient)
-    const copied = await deps.redis
-      .set(suppressionKey(prefix, row.phoneNumberId, recipientHash), row.scope)
-      .then(
-        () => true,
-        (error) => log.warn({ err: error }, 'opt-out not copied to Redis; the rebuild will'),
-      )
-    // Once written, announced: workers then read this recipient's entry at delivery.
-    if (copied) {
-      await announceOptOut(deps.redis, prefix, optOutAnnouncement(row.phoneNumberId, recipientHash)).catch(
-        (error) => log.warn({ err: error }, 'opt-out copied but not announced to the workers'),
-      )
+    const entry = {
+      phoneNumberId: row.phoneNumberId,
+      recipientHash: hashOf(deps, row.recipient),
+      scope: row.scope,
     }
+    await copyOptOut(deps.redis, prefix, entry).catch((error) =>
+      log.warn({ err: error }, 'opt-out not copied to Redis or not announced to the workers'),
+    )
   }
   return added
 }

@@ -1,10 +1,4 @@
-import {
-  announceOptOut,
-  optOutAnnouncement,
-  type RecipientHasher,
-  type SuppressionScope,
-  suppressionKey,
-} from '@dispatch/contracts'
+import { copyOptOut, type RecipientHasher, type SuppressionScope, suppressionKey } from '@dispatch/contracts'
 import type { RedisClient } from '@dispatch/contracts/redis'
 import { addSuppression, type Db } from '@dispatch/db'
 
@@ -54,8 +48,10 @@ export async function recordMarketingStop(
     reason: 'The platform answered 131050: the user stopped marketing messages',
     createdBy: 'platform',
   })
-  const recipientHash = hash(row.recipient)
-  await redis.set(suppressionKey(prefix, row.phoneNumberId, recipientHash), row.scope)
-  // Heard by every worker, whose deliveries then read this recipient's entry (consent/watch.ts).
-  await announceOptOut(redis, prefix, optOutAnnouncement(row.phoneNumberId, recipientHash))
+  // Announced to every worker, whose deliveries then read this recipient's entry (consent/watch.ts).
+  await copyOptOut(redis, prefix, {
+    phoneNumberId: row.phoneNumberId,
+    recipientHash: hash(row.recipient),
+    scope: row.scope,
+  })
 }
