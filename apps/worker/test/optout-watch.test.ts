@@ -92,6 +92,6 @@ it('an announcement made while its connection was down is still followed once ba
   await closed
   await announce('during-the-gap')
   await waitFor(() => redis.status === 'ready' || undefined, { what: 'the reconnect' })
-  await caughtUp(watch)
-  expect(skips(watch, 'during-the-gap')).toBe(false)
+  // Followed once back (the read may have been sent again as it was, without a catch-up: wait for it).
+  await waitFor(() => !skips(watch, 'during-the-gap') || undefined, { what: 'the gap announcement followed' })
 })
