@@ -92,8 +92,10 @@ beforeAll(async () => {
 
   app = await buildTestApp(world, LIMITS)
   sender = await createSender('Acme Brazil', '1065403522429')
+  // Setup, not a figure under test: room for a loaded machine (CI waited 10 s here once).
   await waitFor(async () => (await boardQueueNamesSoFar())?.includes(`messages.${sender.id}`), {
     what: 'the sender’s queue on the board',
+    timeoutMs: 30_000,
   })
   baseUrl = await app.listen({ host: '127.0.0.1', port: 0 })
 })
