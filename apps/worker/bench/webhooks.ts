@@ -7,11 +7,14 @@
  * The receiver runs in a child process (webhooks-receiver.ts): it plays the sender's server, another
  * machine in production, so its work must not take the event loop of the side being measured.
  *
- * With BENCH_BREAKDOWN=1 each round also drains the same jobs with a BullMQ worker whose processor
- * does nothing, and with one that sends the bare signed POST: what the queue alone costs.
+ * The worker gets its jobs as the outbox relay makes them: each endpoint's events in bundles of
+ * BENCH_BUNDLE (the default of WEBHOOK_BUNDLE_SIZE; 1 for one job per event).
+ *
+ * With BENCH_BREAKDOWN=1 each round also drains one job per event with a BullMQ worker whose
+ * processor does nothing, and with one that sends the bare signed POST: what the queue alone costs.
  *
  *   pnpm --filter @dispatch/worker bench:webhooks
- *   (BENCH_JOBS, BENCH_CONCURRENCY, BENCH_ROUNDS, BENCH_ENDPOINTS, BENCH_BREAKDOWN)
+ *   (BENCH_JOBS, BENCH_CONCURRENCY, BENCH_ROUNDS, BENCH_ENDPOINTS, BENCH_BUNDLE, BENCH_BREAKDOWN)
  */
 import { createHmac, createSecretKey, type KeyObject, randomBytes } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
@@ -29,6 +32,7 @@ import { createBenchWorld, median, printComparison } from '@dispatch/testing/ben
 import { Queue, Worker } from 'bullmq'
 import { Redis } from 'ioredis'
 import pino from 'pino'
+import { type WebhooksQueueAdd, webhookJobsFor } from '../src/webhooks/jobs.ts'
 import { DEFAULT_WEBHOOK_RETRY_SCHEDULE, parseRetrySchedule } from '../src/webhooks/schedule.ts'
 import { startWebhooksWorker } from '../src/webhooks/worker.ts'
 import { armReceiver, checkTally, startReceiver } from './webhooks-receiver.ts'
@@ -37,6 +41,7 @@ const jobCount = Number(process.env.BENCH_JOBS ?? 10_000)
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 50)
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3)
 const endpointCount = Number(process.env.BENCH_ENDPOINTS ?? 4)
+const bundleSize = Number(process.env.BENCH_BUNDLE ?? 10)
 const breakdown = process.env.BENCH_BREAKDOWN === '1'
 
 async function main() {
@@ -108,17 +113,33 @@ async function main() {
             'phone', '+5511987654321', 'status', 'delivered', 'attempts', 1, 'error', null, 'sequence', 2))
       from generate_series(1, ${eventCount}) g, gen_random_uuid() m
       returning id, type, payload`
-    const jobs: WebhookJob[] = events
+    const deliveries = events
       .flatMap((event) =>
         endpoints.map((endpoint) => ({
           eventId: event.id,
           endpointId: endpoint.id,
           eventType: event.type,
-          body: webhookEventBody(event.payload),
-          reason: 'event' as const,
+          payload: event.payload,
         })),
       )
       .slice(0, jobCount)
+    const jobs: WebhookJob[] = deliveries.map((d) => ({
+      eventId: d.eventId,
+      endpointId: d.endpointId,
+      eventType: d.eventType,
+      body: webhookEventBody(d.payload),
+      reason: 'event' as const,
+    }))
+    /** One job per event, as the breakdown's bare workers take them. */
+    const singles = (batch: WebhookJob[]): WebhooksQueueAdd[] =>
+      batch.map((data) => ({
+        name: data.eventType,
+        data,
+        opts: { ...WEBHOOK_JOB_OPTIONS, jobId: webhookJobId(data.eventId, data.endpointId) },
+      }))
+    /** The jobs of the same deliveries as the outbox relay makes them. */
+    const relayed = webhookJobsFor(deliveries, bundleSize)
+    const warmUpRelayed = webhookJobsFor(deliveries.slice(0, Math.min(1000, deliveries.length)), bundleSize)
     const urls = new Map(endpoints.map((e) => [e.id, e.url]))
     const keys = new Map(
       endpoints.map((e) => [e.id, createSecretKey(Buffer.from(e.secret.slice('whsec_'.length), 'base64'))]),
@@ -184,23 +205,17 @@ async function main() {
      */
     async function queueRun(
       side: string,
-      batch: WebhookJob[],
+      adds: WebhooksQueueAdd[],
+      deliveryCount: number,
       start: () => Worker,
       sends = true,
     ): Promise<Run> {
-      const queue = new Queue<WebhookJob>(QueueNames.webhooks, {
+      const queue = new Queue(QueueNames.webhooks, {
         connection: connection(),
         prefix: world.queuePrefix,
       })
-      for (let from = 0; from < batch.length; from += 1000) {
-        await queue.addBulk(
-          batch.slice(from, from + 1000).map((data) => ({
-            name: data.eventType,
-            data,
-            opts: { ...WEBHOOK_JOB_OPTIONS, jobId: webhookJobId(data.eventId, data.endpointId) },
-          })),
-        )
-      }
+      for (let from = 0; from < adds.length; from += 1000) await queue.addBulk(adds.slice(from, from + 1000))
+      const batch = { length: deliveryCount }
       const arrived = await armReceiver(receiver.child, { expect: batch.length, secrets })
       let worker: Worker | undefined
       let failed: (error: Error) => void = () => {}
@@ -215,7 +230,7 @@ async function main() {
         let completed = 0
         finished = new Promise<void>((resolve) => {
           started.on('completed', () => {
-            if (++completed === batch.length) resolve()
+            if (++completed === adds.length) resolve()
           })
           started.on('failed', (_job, error) => failed(error))
           started.on('error', failed)
@@ -276,29 +291,32 @@ async function main() {
     }
 
     console.log(
-      `webhook fan-out: ${jobs.length} jobs (${eventCount} events × ${endpointCount} endpoints), ` +
-        `concurrency ${concurrency}, ${rounds} alternating rounds, receiver in a child process`,
+      `webhook fan-out: ${jobs.length} deliveries (${eventCount} events × ${endpointCount} endpoints) ` +
+        `in ${relayed.length} jobs (bundles of ${bundleSize}), concurrency ${concurrency}, ` +
+        `${rounds} alternating rounds, receiver in a child process`,
     )
     const sides = {
-      'webhooks worker': () => queueRun('worker', jobs, startRealWorker),
+      'webhooks worker': () => queueRun('worker', relayed, jobs.length, startRealWorker),
       'bare signed POSTs': () => baselineRun(jobs),
       ...(breakdown
         ? {
             'BullMQ no-op': () =>
               queueRun(
                 'BullMQ no-op',
-                jobs,
+                singles(jobs),
+                jobs.length,
                 startBareWorker(async () => {}),
                 false,
               ),
-            'BullMQ + bare POST': () => queueRun('BullMQ + bare POST', jobs, startBareWorker(post)),
+            'BullMQ + bare POST': () =>
+              queueRun('BullMQ + bare POST', singles(jobs), jobs.length, startBareWorker(post)),
           }
         : {}),
     }
     // A short warm-up of each, so none pays for JIT compilation in its measured run.
     const warmUp = jobs.slice(0, Math.min(1000, jobs.length))
     await baselineRun(warmUp)
-    await queueRun('worker', warmUp, startRealWorker)
+    await queueRun('worker', warmUpRelayed, warmUp.length, startRealWorker)
     const runs = new Map<string, Run[]>()
     for (let round = 1; round <= rounds; round++) {
       // Alternating, so load that drifts during the run moves every side alike.

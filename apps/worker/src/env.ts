@@ -94,6 +94,11 @@ const WorkerEnv = Type.Object({
   WEBHOOK_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 120_000, default: 15_000 }),
   /** The waits between tries after the first (units ms, s, m, h): 8 tries over about 28 hours. */
   WEBHOOK_RETRY_SCHEDULE: Type.String({ minLength: 1, default: '5s,5m,30m,2h,5h,10h,10h' }),
+  /**
+   * A relayed batch's events of one endpoint go to the queue as one job of up to this many (1: one
+   * job per event). Their first tries are made together; a failed one goes on alone.
+   */
+  WEBHOOK_BUNDLE_SIZE: Type.Integer({ minimum: 1, maximum: 100, default: 10 }),
   /** Deliveries in flight to one endpoint, across every worker process. */
   WEBHOOK_ENDPOINT_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1000, default: 20 }),
   /** Deliveries per second to one endpoint, across every worker process. */

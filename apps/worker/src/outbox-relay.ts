@@ -1,13 +1,4 @@
-import {
-  ConsentConfirmationJob,
-  EmailJob,
-  ErasureJob,
-  QueueNames,
-  WEBHOOK_JOB_OPTIONS,
-  type WebhookJob,
-  webhookEventBody,
-  webhookJobId,
-} from '@dispatch/contracts'
+import { ConsentConfirmationJob, EmailJob, ErasureJob, QueueNames } from '@dispatch/contracts'
 import type { ReopeningQueue } from '@dispatch/contracts/queues'
 import {
   type Db,
@@ -19,14 +10,19 @@ import {
 } from '@dispatch/db'
 import type { Logger } from 'pino'
 import Value from 'typebox/value'
+import { type WebhooksQueueJob, webhookJobsFor } from './webhooks/jobs.ts'
 
 export interface OutboxRelayOptions {
   db: Db
   /** The raw driver, for LISTEN: a committed outbox row wakes the relay at once. */
   sql: Sql
   emailQueue: ReopeningQueue<EmailJob>
-  /** Where each webhook event becomes one job per endpoint subscribed to it. */
-  webhookQueue: ReopeningQueue<WebhookJob>
+  /**
+   * Where each webhook event becomes a delivery to each endpoint subscribed to it: a batch's events
+   * of one endpoint go as bundles of up to `webhookBundleSize`.
+   */
+  webhookQueue: ReopeningQueue<WebhooksQueueJob>
+  webhookBundleSize: number
   /** Where a keyword's confirmation waits for a messages worker to send it. */
   confirmationQueue: ReopeningQueue<ConsentConfirmationJob>
   /** Where a recipient's erasure waits for a lifecycle worker. */
@@ -138,17 +134,7 @@ export class OutboxRelay {
     }
     // An event whose key has no endpoint subscribed to its type (any more) makes no job.
     const deliveries = await webhookDeliveriesFor(db, eventIds)
-    const webhooks = deliveries.map((d) => ({
-      name: d.eventType,
-      data: {
-        eventId: d.eventId,
-        endpointId: d.endpointId,
-        eventType: d.eventType,
-        body: webhookEventBody(d.payload),
-        reason: 'event' as const,
-      },
-      opts: { ...WEBHOOK_JOB_OPTIONS, jobId: webhookJobId(d.eventId, d.endpointId) },
-    }))
+    const webhooks = webhookJobsFor(deliveries, this.#options.webhookBundleSize)
     await Promise.all([
       emails.length > 0 ? (await emailQueue.get()).addBulk(emails) : undefined,
       webhooks.length > 0 ? (await webhookQueue.get()).addBulk(webhooks) : undefined,

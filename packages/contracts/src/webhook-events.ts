@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import Type, { type Static } from 'typebox'
 import { DataEnvelope, listQueryProperties } from './paging.ts'
 
@@ -14,10 +15,52 @@ export const WebhookJob = Type.Object(
     body: Type.String({ minLength: 2 }),
     /** What queued it: the event itself, a manual retry, or a replay since a time. */
     reason: Type.Enum(['event', 'retry', 'replay']),
+    /** Tries made before this job, in a bundle (WebhookBundleJob) whose try failed: 0 when absent. */
+    triesBefore: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
   },
   { additionalProperties: false },
 )
 export type WebhookJob = Static<typeof WebhookJob>
+
+/** How many events of one endpoint a relayed bundle may carry, at most. */
+export const WEBHOOK_BUNDLE_MAX = 100
+
+/**
+ * The first try of several events for one endpoint, as the relay queues them: one job where there
+ * would be one per event, so the queue's work (an add, a take, a completion) is paid once for them.
+ * It carries no bodies: the worker reads the events when it delivers them, so an erasure made in
+ * the meantime is what goes out. An event whose try fails goes on alone, as a `WebhookJob` of the
+ * event's own id (`webhookJobId`) with `triesBefore` set.
+ */
+export const WebhookBundleJob = Type.Object(
+  {
+    endpointId: Type.String({ format: 'uuid' }),
+    eventIds: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, maxItems: WEBHOOK_BUNDLE_MAX }),
+  },
+  { additionalProperties: false },
+)
+export type WebhookBundleJob = Static<typeof WebhookBundleJob>
+
+/** The job name of a bundle: a `webhooks` job of another name is a `WebhookJob`. */
+export const WEBHOOK_BUNDLE_JOB_NAME = 'bundle'
+
+/**
+ * How a bundle is added. Removed once done: it holds no body to look at, and its events' own jobs
+ * (a failed try's) are kept as any delivery's.
+ */
+export const WEBHOOK_BUNDLE_JOB_OPTIONS = {
+  attempts: 50,
+  backoff: { type: 'webhook' },
+  removeOnComplete: true,
+  removeOnFail: { age: 7 * 24 * 3600, count: 50_000 },
+} as const
+
+/**
+ * A bundle's job id: its endpoint and its events, so a batch relayed twice (a crash between the
+ * enqueue and the commit) is still one job when it holds the same events.
+ */
+export const webhookBundleJobId = (endpointId: string, eventIds: string[]) =>
+  `bundle-${endpointId}-${createHash('sha256').update(eventIds.join(',')).digest('hex').slice(0, 32)}`
 
 /**
  * How every `webhooks` job is added. The worker decides when to stop (its retry schedule); the

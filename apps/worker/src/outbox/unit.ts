@@ -4,7 +4,6 @@ import {
   type ErasureJob,
   QueueNames,
   queuePrefix,
-  type WebhookJob,
 } from '@dispatch/contracts'
 import { ReopeningQueue } from '@dispatch/contracts/queues'
 import { type DefaultJobOptions, Queue } from 'bullmq'
@@ -12,6 +11,7 @@ import { confirmationJobOptions } from '../consent/confirmations.ts'
 import { ERASURE_JOB_OPTIONS } from '../lifecycle/unit.ts'
 import { OutboxRelay } from '../outbox-relay.ts'
 import type { WorkerUnitStarter } from '../runtime.ts'
+import type { WebhooksQueueJob } from '../webhooks/jobs.ts'
 
 /** Job retention: enough to dedupe a relayed row and to inspect failures, bounded in Redis. */
 const emailJobOptions = (attempts: number, backoffMs: number) => ({
@@ -43,7 +43,7 @@ export const startOutboxUnit: WorkerUnitStarter = async ({ config, db, sql, logg
     'e-mail',
     emailJobOptions(config.EMAIL_ATTEMPTS, config.EMAIL_BACKOFF_MS),
   )
-  const webhookQueue = queueOf<WebhookJob>(QueueNames.webhooks, 'webhook')
+  const webhookQueue = queueOf<WebhooksQueueJob>(QueueNames.webhooks, 'webhook')
   const confirmationQueue = queueOf<ConsentConfirmationJob>(
     QueueNames.consentConfirmations,
     'consent confirmation',
@@ -61,6 +61,7 @@ export const startOutboxUnit: WorkerUnitStarter = async ({ config, db, sql, logg
     logger,
     pollMs: config.OUTBOX_POLL_MS,
     batchSize: config.OUTBOX_BATCH_SIZE,
+    webhookBundleSize: config.WEBHOOK_BUNDLE_SIZE,
   })
   await relay.start()
   metrics?.watchOutbox()

@@ -11,8 +11,8 @@ declare module 'ioredis' {
       concurrency: number,
       ratePerSecond: number,
       leaseMs: number,
-      token: string,
-      ...released: string[]
+      count: number,
+      ...tokensThenReleased: string[]
     ): Result<[granted: number, waitMs: number, reason: string], Context>
     slowDownWebhookEndpoint(pauseKey: string, ms: number): Result<number, Context>
   }
@@ -20,29 +20,31 @@ declare module 'ioredis' {
 
 /**
  * Everything is timed by the Redis server's clock, so workers on machines whose clocks differ
- * still agree. First the leases this process released since its last call go (ARGV[5] on). Then,
- * in order: a pause refuses for the rest of it; expired leases (those of a worker that died holding
- * them) are dropped, and a full set of leases refuses; a second whose rate is used up refuses until
- * it ends. Only when all three allow is a lease taken and the second's count raised, so a refusal
- * costs nothing. Every key expires on its own: the pause with itself, the leases with the last one,
- * the count at the end of its second.
+ * still agree. ARGV[4] is how many leases are asked for (k), ARGV[5] to ARGV[4 + k] their tokens,
+ * and the rest the leases this process released since its last call, which go first. Then, in
+ * order: a pause refuses for the rest of it; expired leases (those of a worker that died holding
+ * them) are dropped, and too few free leases refuse; a second whose rate has too little left
+ * refuses until it ends. Only when all three allow are the k leases taken and the second's count
+ * raised by k, so a refusal costs nothing. Every key expires on its own: the pause with itself, the
+ * leases with the last one, the count at the end of its second.
  */
 const ACQUIRE = `
-if #ARGV > 4 then redis.call('ZREM', KEYS[1], unpack(ARGV, 5)) end
+local k = tonumber(ARGV[4])
+if #ARGV > 4 + k then redis.call('ZREM', KEYS[1], unpack(ARGV, 5 + k)) end
 local pause = redis.call('PTTL', KEYS[3])
 if pause > 0 then return {0, pause, 'paused'} end
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return {0, 0, 'concurrency'} end
+if redis.call('ZCARD', KEYS[1]) + k > tonumber(ARGV[1]) then return {0, 0, 'concurrency'} end
 local second_ends = (tonumber(time[1]) + 1) * 1000
-if tonumber(redis.call('GET', KEYS[2]) or '0') >= tonumber(ARGV[2]) then
+if tonumber(redis.call('GET', KEYS[2]) or '0') + k > tonumber(ARGV[2]) then
   return {0, second_ends - now, 'rate'}
 end
-redis.call('INCR', KEYS[2])
+redis.call('INCRBY', KEYS[2], k)
 redis.call('PEXPIREAT', KEYS[2], second_ends)
 local expiry = now + tonumber(ARGV[3])
-redis.call('ZADD', KEYS[1], expiry, ARGV[4])
+for i = 5, 4 + k do redis.call('ZADD', KEYS[1], expiry, ARGV[i]) end
 local latest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
 redis.call('PEXPIREAT', KEYS[1], latest[2])
 return {1, 0, 'ok'}
@@ -77,8 +79,8 @@ export interface EndpointGateOptions {
 export type EndpointRefusal = 'paused' | 'concurrency' | 'rate'
 
 export type EndpointGrant =
-  | { ok: true; release(): Promise<void> }
-  | { ok: false; waitMs: number; reason: EndpointRefusal }
+  /** `release(n)` gives back n of the slots (all, without n), each as its delivery ends. */
+  { ok: true; release(n?: number): Promise<void> } | { ok: false; waitMs: number; reason: EndpointRefusal }
 
 /** A short, spread wait before trying a full endpoint again: slots free up as deliveries end. */
 const CONCURRENCY_WAIT_MS = { min: 100, max: 250 }
@@ -113,11 +115,19 @@ export class EndpointGate {
     redis.defineCommand('slowDownWebhookEndpoint', { numberOfKeys: 1, lua: SLOW_DOWN })
   }
 
-  /** Takes a slot for one delivery to the endpoint, or says how long to wait before asking again. */
-  async acquire(endpointId: string): Promise<EndpointGrant> {
+  /**
+   * Takes slots for `count` deliveries to the endpoint, all or none, or says how long to wait before
+   * asking again. `count` must not pass the endpoint's concurrency or rate: such a grant never comes.
+   */
+  async acquire(endpointId: string, count = 1): Promise<EndpointGrant> {
     const { concurrency, ratePerSecond, leaseMs } = this.#options
+    if (!Number.isSafeInteger(count) || count < 1 || count > Math.min(concurrency, ratePerSecond)) {
+      throw new RangeError(
+        `EndpointGate.acquire count must be 1 to ${Math.min(concurrency, ratePerSecond)}, got ${count}`,
+      )
+    }
     const inflight = this.#key(endpointId, 'inflight')
-    const token = randomUUID()
+    const tokens = Array.from({ length: count }, () => randomUUID())
     const released = this.#released.get(inflight) ?? []
     this.#released.delete(inflight)
     const [granted, waitMs, reason] = await this.#redis.acquireWebhookEndpoint(
@@ -127,12 +137,13 @@ export class EndpointGate {
       concurrency,
       ratePerSecond,
       leaseMs,
-      token,
+      count,
+      ...tokens,
       ...released,
     )
     if (granted === 1) {
       // Releasing twice, or after the lease expired, removes nothing.
-      return { ok: true, release: () => this.#release(inflight, token) }
+      return { ok: true, release: (n = tokens.length) => this.#release(inflight, tokens.splice(0, n)) }
     }
     if (reason === 'concurrency') {
       const { min, max } = CONCURRENCY_WAIT_MS
@@ -151,10 +162,10 @@ export class EndpointGate {
   }
 
   /** Resolves once the lease is gone from Redis (or the release failed: the lease then runs out). */
-  #release(inflight: string, token: string): Promise<void> {
-    const tokens = this.#released.get(inflight)
-    if (tokens) tokens.push(token)
-    else this.#released.set(inflight, [token])
+  #release(inflight: string, tokens: string[]): Promise<void> {
+    const waiting = this.#released.get(inflight)
+    if (waiting) waiting.push(...tokens)
+    else this.#released.set(inflight, [...tokens])
     this.#flushing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.#flush())
     return this.#flushing
   }

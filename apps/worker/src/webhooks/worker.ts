@@ -1,19 +1,30 @@
-import { QueueNames, type SecretBox, WebhookJob } from '@dispatch/contracts'
+import {
+  QueueNames,
+  type SecretBox,
+  WEBHOOK_BUNDLE_JOB_NAME,
+  WEBHOOK_BUNDLE_JOB_OPTIONS,
+  WebhookBundleJob,
+  WebhookJob,
+  webhookBundleJobId,
+  webhookEventBody,
+} from '@dispatch/contracts'
 import type { RedisClient } from '@dispatch/contracts/redis'
 import {
   type Db,
   type DeliverableEndpoint,
   findWebhookEndpointForDelivery,
+  findWebhookEvents,
   markWebhookEndpointFailing,
   markWebhookEndpointHealthy,
 } from '@dispatch/db'
-import { DelayedError, type Job, type Telemetry, UnrecoverableError, Worker } from 'bullmq'
+import { DelayedError, type Job, Queue, type Telemetry, UnrecoverableError, Worker } from 'bullmq'
 import type { Logger } from 'pino'
 import { Compile } from 'typebox/compile'
 import type { WorkerMetrics } from '../metrics/registry.ts'
 import { traced } from '../tracing.ts'
 import { AttemptRecorder } from './attempt-recorder.ts'
 import { EndpointGate } from './endpoint-gate.ts'
+import { singleWebhookJob, type WebhooksQueueAdd, type WebhooksQueueJob } from './jobs.ts'
 import { postWebhook } from './post.ts'
 import { retryDelay } from './schedule.ts'
 import { signWebhook } from './sign.ts'
@@ -24,12 +35,13 @@ export interface WebhooksWorkerOptions {
   logger: Logger
   /** The worker's blocking connection. */
   connection: RedisClient
-  /** A non-blocking connection for the per-endpoint limits. */
+  /** A non-blocking connection for the per-endpoint limits, and for the jobs a bundle leaves. */
   gateConnection: RedisClient
   /** The deployment's key prefix (QUEUE_PREFIX), under which the per-endpoint limits live. */
   prefix: string
   /** The `webhooks` queue's BullMQ prefix (`queuePrefix`), when it is not `prefix` itself. */
   queuePrefix?: string
+  /** Jobs taken at once, and POSTs in flight in this process (a bundle's count one each). */
   concurrency: number
   timeoutMs: number
   /** The waits between tries, in ms: `length + 1` tries in all. */
@@ -54,8 +66,11 @@ export interface WebhooksWorkerOptions {
 export type WebhookResult =
   | { delivered: true; statusCode: number; attempt: number }
   | { delivered: false; skipped: 'endpoint-gone' | 'endpoint-disabled' }
+  /** A bundle: how many of its events were delivered, and how many go on as jobs of their own. */
+  | { bundle: true; delivered: number; goOn: number; skipped: number }
 
 const isWebhookJob = Compile(WebhookJob)
+const isWebhookBundleJob = Compile(WebhookBundleJob)
 /** How long an endpoint read from Postgres is reused: a change (url, secret, disabled) shows within it. */
 const ENDPOINT_CACHE_MS = 1000
 /** Answers that mean "slow down" (Standard Webhooks): the endpoint is paused, not only this event. */
@@ -102,15 +117,60 @@ class EndpointCache {
 }
 
 /**
- * Delivers webhook events, one job per event and endpoint, signed as Standard Webhooks says.
- * Each try is recorded for the endpoint's owner; a failed one is retried on the schedule; 410 and a
- * long failing streak disable the endpoint; 429, 502 and 504 pause the endpoint for every worker.
+ * The POSTs in flight in this process: places taken several at once (a bundle's wave), all or
+ * none, in the order asked, so a wave never holds some while waiting for the rest.
  */
-export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<WebhookJob, WebhookResult> {
+class Permits {
+  #free: number
+  readonly #waiting: Array<{ count: number; resolve: () => void }> = []
+
+  constructor(count: number) {
+    this.#free = count
+  }
+
+  /** Undefined when the places were free (no await needed), else a promise of them. */
+  take(count: number): Promise<void> | undefined {
+    if (this.#waiting.length === 0 && this.#free >= count) {
+      this.#free -= count
+      return undefined
+    }
+    return new Promise((resolve) => this.#waiting.push({ count, resolve }))
+  }
+
+  give(count: number) {
+    this.#free += count
+    for (let next = this.#waiting[0]; next && next.count <= this.#free; next = this.#waiting[0]) {
+      this.#waiting.shift()
+      this.#free -= next.count
+      next.resolve()
+    }
+  }
+}
+
+/** One try of one event: delivered, or failed and tried again after `delayMs` (null: never again). */
+type TryOutcome =
+  | { ok: true; statusCode: number }
+  | { ok: false; why: string; delayMs: number | null; disabled: string | null }
+
+/** What a delivery needs before its tries: the endpoint and its secrets, or why it cannot go now. */
+type Ready =
+  | { endpoint: DeliverableEndpoint; secrets: string[] }
+  | { laterMs: number }
+  | { skipped: 'endpoint-gone' | 'endpoint-disabled' }
+
+/**
+ * Delivers webhook events, signed as Standard Webhooks says: a job of one event for one endpoint,
+ * or a bundle of one endpoint's events, tried together (their first try). Each try is recorded for
+ * the endpoint's owner; a failed one is retried on the schedule (a bundle's event as a job of its
+ * own); 410 and a long failing streak disable the endpoint; 429, 502 and 504 pause the endpoint for
+ * every worker.
+ */
+export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<WebhooksQueueJob, WebhookResult> {
   const { db, logger, schedule, metrics } = options
   const endpoints = new EndpointCache(db)
   const signingSecrets = new SigningSecrets(options.box)
   const recorder = new AttemptRecorder(db, logger)
+  const permits = new Permits(options.concurrency)
   const gate = new EndpointGate(options.gateConnection, {
     prefix: options.prefix,
     concurrency: options.endpointConcurrency,
@@ -118,45 +178,90 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
     // A slot outlives the longest request, so a killed worker's slot frees itself soon after.
     leaseMs: options.timeoutMs + 5000,
   })
+  /** Where a bundle's events that go on alone are added: on the gate's (non-blocking) connection. */
+  const queue = new Queue<WebhooksQueueJob>(QueueNames.webhooks, {
+    connection: options.gateConnection,
+    prefix: options.queuePrefix ?? options.prefix,
+  })
+  queue.on('error', (error) => logger.warn({ err: error }, 'webhooks queue error'))
+  /** A bundle's events tried at once: as many as this process and the endpoint's limits ever grant. */
+  const wave = Math.min(options.concurrency, options.endpointConcurrency, options.endpointRatePerSecond)
 
-  const deliver = async (job: Job<WebhookJob, WebhookResult>, token?: string): Promise<WebhookResult> => {
-    if (!isWebhookJob.Check(job.data)) {
-      logger.error({ jobId: job.id }, 'webhook job does not match its contract; dropped')
-      throw new UnrecoverableError('The job payload does not match the webhooks contract')
-    }
-    const { eventId, endpointId, body } = job.data
-    const log = logger.child({ eventId, webhookEndpointId: endpointId })
-    const later = async (ms: number) => {
-      await job.moveToDelayed(Date.now() + ms, token)
-      throw new DelayedError()
-    }
+  const later = async (job: Job, token: string | undefined, ms: number): Promise<never> => {
+    await job.moveToDelayed(Date.now() + ms, token)
+    throw new DelayedError()
+  }
 
+  /** The endpoint and its secrets, read once for every event of a job. */
+  const prepare = async (endpointId: string, log: Logger): Promise<Ready> => {
     let endpoint: DeliverableEndpoint | undefined
     try {
       endpoint = await endpoints.get(endpointId)
     } catch (error) {
       // Postgres is away: no try was made, so none is spent.
       log.warn({ err: error }, 'webhook endpoint not readable; delivery postponed')
-      return later(5000)
+      return { laterMs: 5000 }
     }
-    if (!endpoint?.enabled) metrics?.webhook('skipped')
-    if (!endpoint) return { delivered: false, skipped: 'endpoint-gone' }
-    if (!endpoint.enabled) return { delivered: false, skipped: 'endpoint-disabled' }
-
-    let secrets: string[]
+    if (!endpoint) return { skipped: 'endpoint-gone' }
+    if (!endpoint.enabled) return { skipped: 'endpoint-disabled' }
     try {
-      secrets = signingSecrets.of(endpoint, new Date())
+      return { endpoint, secrets: signingSecrets.of(endpoint, new Date()) }
     } catch (error) {
       // Sent unsigned or failed, it would be lost to a configuration error: it waits for the key.
       // The error names the key id, never the value.
       log.error({ err: error }, 'webhook signing secret cannot be opened (SECRETS_KEY?); delivery postponed')
-      return later(UNOPENED_SECRET_DELAY_MS)
+      return { laterMs: UNOPENED_SECRET_DELAY_MS }
     }
+  }
 
-    const slot = await gate.acquire(endpointId)
-    if (!slot.ok) return later(slot.waitMs)
+  /**
+   * Places in this process, then the endpoint's slots, for `count` tries: `undefined` when the
+   * endpoint refused (the places given back), with how long to wait.
+   */
+  const takeSlots = async (
+    endpointId: string,
+    count: number,
+  ): Promise<{ ok: true; release(n?: number): void } | { ok: false; waitMs: number }> => {
+    const wait = permits.take(count)
+    if (wait) await wait
+    let slot: Awaited<ReturnType<EndpointGate['acquire']>>
+    try {
+      slot = await gate.acquire(endpointId, count)
+    } catch (error) {
+      permits.give(count)
+      throw error
+    }
+    if (!slot.ok) {
+      permits.give(count)
+      return slot
+    }
+    let held = count
+    return {
+      ok: true,
+      // Each try gives its place and slot back as it ends; a second call for the same gives nothing.
+      release: (n = held) => {
+        const given = Math.min(n, held)
+        if (given === 0) return
+        held -= given
+        permits.give(given)
+        // Not awaited: the job need not wait for Redis to hear it. A release that fails leaves the
+        // slot to run out with its lease, as a worker that died would.
+        slot.release(given).catch(() => {})
+      },
+    }
+  }
 
-    const attempt = job.attemptsMade + 1
+  /** One try of one event (its slot already taken): POSTed, recorded, the endpoint's health kept. */
+  const tryOnce = async (
+    { endpoint, secrets }: { endpoint: DeliverableEndpoint; secrets: string[] },
+    eventId: string,
+    body: string,
+    attempt: number,
+    log: Logger,
+    /** Gives the try's place and slot back: called as soon as the POST has its answer. */
+    posted: () => void,
+  ): Promise<TryOutcome> => {
+    const endpointId = endpoint.id
     const now = new Date()
     let result: Awaited<ReturnType<typeof postWebhook>>
     try {
@@ -171,9 +276,7 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
         }),
       )
     } finally {
-      // Not awaited: the job need not wait for Redis to hear it. A release that fails leaves the
-      // slot to run out with its lease, as a worker that died would.
-      slot.release().catch(() => {})
+      posted()
     }
 
     const attemptRow = {
@@ -196,8 +299,8 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
         )
       }
       metrics?.webhook('success')
-      log.debug({ statusCode: result.statusCode, attempt }, 'webhook delivered')
-      return { delivered: true, statusCode: result.statusCode ?? 200, attempt }
+      log.debug({ eventId, statusCode: result.statusCode, attempt }, 'webhook delivered')
+      return { ok: true, statusCode: result.statusCode ?? 200 }
     }
 
     const gone = result.statusCode === 410
@@ -227,13 +330,133 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
     }
     metrics?.webhook(disabled || last ? 'failed' : 'retry')
     const why = result.error ?? `answered ${result.statusCode}`
-    log.warn({ statusCode: result.statusCode, attempt, last, disabled }, 'webhook delivery failed')
-    if (disabled) throw new UnrecoverableError(`${why}; endpoint disabled (${disabled})`)
-    if (last) throw new UnrecoverableError(`${why}; no tries left`)
-    throw new WebhookAttemptFailed(why, delayMs ?? 0)
+    log.warn({ eventId, statusCode: result.statusCode, attempt, last, disabled }, 'webhook delivery failed')
+    return { ok: false, why, delayMs, disabled }
   }
 
-  const worker: Worker<WebhookJob, WebhookResult> = new Worker<WebhookJob, WebhookResult>(
+  const deliverOne = async (job: Job<WebhookJob, WebhookResult>, token?: string): Promise<WebhookResult> => {
+    if (!isWebhookJob.Check(job.data)) {
+      logger.error({ jobId: job.id }, 'webhook job does not match its contract; dropped')
+      throw new UnrecoverableError('The job payload does not match the webhooks contract')
+    }
+    const { eventId, endpointId, body } = job.data
+    const log = logger.child({ eventId, webhookEndpointId: endpointId })
+    const ready = await prepare(endpointId, log)
+    if ('laterMs' in ready) return later(job, token, ready.laterMs)
+    if ('skipped' in ready) {
+      metrics?.webhook('skipped')
+      return { delivered: false, skipped: ready.skipped }
+    }
+
+    const slot = await takeSlots(endpointId, 1)
+    if (!slot.ok) return later(job, token, slot.waitMs)
+    // A bundle's event that goes on alone counts on from the bundle's tries.
+    const attempt = (job.data.triesBefore ?? 0) + job.attemptsMade + 1
+    let outcome: TryOutcome
+    try {
+      outcome = await tryOnce(ready, eventId, body, attempt, log, () => slot.release())
+    } finally {
+      slot.release()
+    }
+    if (outcome.ok) return { delivered: true, statusCode: outcome.statusCode, attempt }
+    if (outcome.disabled)
+      throw new UnrecoverableError(`${outcome.why}; endpoint disabled (${outcome.disabled})`)
+    if (outcome.delayMs === null) throw new UnrecoverableError(`${outcome.why}; no tries left`)
+    throw new WebhookAttemptFailed(outcome.why, outcome.delayMs)
+  }
+
+  /**
+   * A bundle's first tries: the events read as they now are, tried together in waves the endpoint's
+   * limits grant whole. A wave refused after the first leaves the rest as a bundle of their own,
+   * due when the endpoint allows; each failed try goes on as its event's own job, on the schedule.
+   * The bundle completes once those are queued: killed before, it is run again whole (the events
+   * sent again under the same `webhook-id`, as any delivery whose worker died).
+   */
+  const deliverBundle = async (
+    job: Job<WebhookBundleJob, WebhookResult>,
+    token?: string,
+  ): Promise<WebhookResult> => {
+    if (!isWebhookBundleJob.Check(job.data)) {
+      logger.error({ jobId: job.id }, 'webhook bundle job does not match its contract; dropped')
+      throw new UnrecoverableError('The job payload does not match the webhooks bundle contract')
+    }
+    const { endpointId, eventIds } = job.data
+    const log = logger.child({ webhookEndpointId: endpointId })
+    const ready = await prepare(endpointId, log)
+    if ('laterMs' in ready) return later(job, token, ready.laterMs)
+    if ('skipped' in ready) {
+      for (const _ of eventIds) metrics?.webhook('skipped')
+      return { bundle: true, delivered: 0, goOn: 0, skipped: eventIds.length }
+    }
+    let rows: Awaited<ReturnType<typeof findWebhookEvents>>
+    try {
+      rows = await findWebhookEvents(db, eventIds)
+    } catch (error) {
+      log.warn({ err: error }, 'webhook events not readable; delivery postponed')
+      return later(job, token, 5000)
+    }
+    // In the bundle's order; an event gone since it was relayed (its retention) has nothing to send.
+    const byId = new Map(rows.map((row) => [row.id, row]))
+    const events = eventIds.flatMap((id) => {
+      const row = byId.get(id)
+      return row ? [{ eventId: id, eventType: row.type, body: webhookEventBody(row.payload) }] : []
+    })
+    const attempt = job.attemptsMade + 1
+    const goOn: WebhooksQueueAdd[] = []
+    let delivered = 0
+    let skipped = eventIds.length - events.length
+    for (let from = 0; from < events.length; from += wave) {
+      const part = events.slice(from, from + wave)
+      const slot = await takeSlots(endpointId, part.length)
+      if (!slot.ok) {
+        if (from === 0) return later(job, token, slot.waitMs)
+        const rest = events.slice(from).map((e) => e.eventId)
+        goOn.push({
+          name: WEBHOOK_BUNDLE_JOB_NAME,
+          data: { endpointId, eventIds: rest },
+          opts: {
+            ...WEBHOOK_BUNDLE_JOB_OPTIONS,
+            jobId: webhookBundleJobId(endpointId, rest),
+            delay: slot.waitMs,
+          },
+        })
+        break
+      }
+      let outcomes: TryOutcome[]
+      try {
+        outcomes = await Promise.all(
+          part.map((e) => tryOnce(ready, e.eventId, e.body, attempt, log, () => slot.release(1))),
+        )
+      } finally {
+        slot.release()
+      }
+      let disabled = false
+      outcomes.forEach((outcome, i) => {
+        const event = part[i] as (typeof part)[number]
+        if (outcome.ok) delivered++
+        else if (outcome.disabled) disabled = true
+        else if (outcome.delayMs !== null) {
+          const next = singleWebhookJob(event.eventId, endpointId, event.eventType, event.body, attempt)
+          goOn.push({ ...next, opts: { ...next.opts, delay: outcome.delayMs } })
+        }
+      })
+      if (disabled) {
+        // The endpoint is disabled now: the rest waits for an enable and a replay, as any event.
+        skipped += events.length - from - part.length
+        for (let i = from + part.length; i < events.length; i++) metrics?.webhook('skipped')
+        break
+      }
+    }
+    if (goOn.length > 0) await queue.addBulk(goOn)
+    return { bundle: true, delivered, goOn: goOn.length, skipped }
+  }
+
+  const deliver = (job: Job<WebhooksQueueJob, WebhookResult>, token?: string): Promise<WebhookResult> =>
+    job.name === WEBHOOK_BUNDLE_JOB_NAME
+      ? deliverBundle(job as Job<WebhookBundleJob, WebhookResult>, token)
+      : deliverOne(job as Job<WebhookJob, WebhookResult>, token)
+
+  const worker: Worker<WebhooksQueueJob, WebhookResult> = new Worker<WebhooksQueueJob, WebhookResult>(
     QueueNames.webhooks,
     deliver,
     {
@@ -251,5 +474,8 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
     },
   )
   worker.on('error', (error) => logger.error({ err: error }, 'webhooks worker error'))
+  worker.on('closed', () => {
+    queue.close().catch(() => {})
+  })
   return worker
 }

@@ -66,6 +66,23 @@ describe('EndpointGate concurrency', () => {
     expect(await limited.acquire(id)).toMatchObject({ ok: false, reason: 'concurrency' })
   })
 
+  it('takes several slots at once, all or none, and gives them back one by one', async () => {
+    const limited = gate({ concurrency: 5, ratePerSecond: 1000 })
+    const id = newEndpoint()
+    const three = granted(await limited.acquire(id, 3))
+    // Two left: a wave of three is refused whole, taking none.
+    expect(await limited.acquire(id, 3)).toMatchObject({ ok: false, reason: 'concurrency' })
+    const two = granted(await limited.acquire(id, 2))
+    expect(await limited.acquire(id)).toMatchObject({ ok: false, reason: 'concurrency' })
+    await three.release(1)
+    granted(await limited.acquire(id))
+    await three.release() // the other two
+    await two.release()
+    granted(await limited.acquire(id, 4))
+    // A wave larger than the limit is a caller's error: it could never be granted.
+    await expect(limited.acquire(id, 6)).rejects.toThrow(RangeError)
+  })
+
   it('holds across worker processes, and for each endpoint apart', async () => {
     const id = newEndpoint()
     granted(await gate({ concurrency: 1 }).acquire(id))
@@ -128,6 +145,16 @@ describe('EndpointGate rate', () => {
     expect(sixth.waitMs).toBeLessThanOrEqual(1000)
     await sleep(sixth.waitMs + 5)
     granted(await rated.acquire(id))
+  })
+
+  it('counts a wave of several against the rate, all or none', async () => {
+    const rated = gate({ concurrency: 5, ratePerSecond: 5 })
+    const id = newEndpoint()
+    await atStartOfSecond()
+    await granted(await rated.acquire(id, 3)).release()
+    expect(await rated.acquire(id, 3)).toMatchObject({ ok: false, reason: 'rate' })
+    await granted(await rated.acquire(id, 2)).release()
+    expect(await rated.acquire(id)).toMatchObject({ ok: false, reason: 'rate' })
   })
 
   it('does not count a refused delivery against the rate', async () => {

@@ -1,7 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import type { WebhookJob } from '@dispatch/contracts'
 import { startWebhookReceiver, type WebhookReceiver, waitFor } from '@dispatch/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { WebhooksQueueJob } from '../../src/webhooks/jobs.ts'
 import { createWebhooksWorld, startWorldWorker, type WebhooksWorld } from './webhooks-world.ts'
 
 const CHILD = fileURLToPath(new URL('./webhooks-worker-child.ts', import.meta.url))
@@ -18,6 +20,9 @@ afterAll(async () => {
   await receiver?.close()
   await world?.close()
 })
+
+/** The event and endpoint of a one-event job (what this file queues). */
+const single = (job: { data: WebhooksQueueJob }) => job.data as WebhookJob
 
 /** The pair a request delivered: its endpoint (by path) and its event (`webhook-id`). */
 const pairOf = (path: string, eventId: string) => `${path} ${eventId}`
@@ -94,7 +99,9 @@ describe('a worker killed with SIGKILL mid-burst', () => {
     )
     for (const job of completed) {
       // A job completes only once its attempt row is written.
-      expect(recordedPairs.has(pairOf(paths.get(job.data.endpointId) ?? '', job.data.eventId))).toBe(true)
+      expect(recordedPairs.has(pairOf(paths.get(single(job).endpointId) ?? '', single(job).eventId))).toBe(
+        true,
+      )
     }
 
     const second = startWorldWorker(world.settings)
@@ -131,7 +138,9 @@ describe('a worker killed with SIGKILL mid-burst', () => {
         repeated++
         // A repeat is of a job the killed worker had not completed.
         expect(
-          completed.some((job) => pairOf(paths.get(job.data.endpointId) ?? '', job.data.eventId) === pair),
+          completed.some(
+            (job) => pairOf(paths.get(single(job).endpointId) ?? '', single(job).eventId) === pair,
+          ),
         ).toBe(false)
       }
     }

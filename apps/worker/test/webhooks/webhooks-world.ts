@@ -1,17 +1,11 @@
 import { randomBytes } from 'node:crypto'
-import {
-  createSecretBox,
-  QueueNames,
-  WEBHOOK_JOB_OPTIONS,
-  type WebhookJob,
-  webhookEventBody,
-  webhookJobId,
-} from '@dispatch/contracts'
+import { createSecretBox, QueueNames, webhookEventBody } from '@dispatch/contracts'
 import { createDb, generateApiKey, insertApiKey, insertWebhookEndpoint } from '@dispatch/db'
 import { createTestDatabase, testQueuePrefix, testRedisUrl } from '@dispatch/testing'
 import { Queue } from 'bullmq'
 import { Redis } from 'ioredis'
 import pino from 'pino'
+import { type WebhooksQueueJob, webhookJobsFor } from '../../src/webhooks/jobs.ts'
 import { parseRetrySchedule } from '../../src/webhooks/schedule.ts'
 import { startWebhooksWorker, type WebhooksWorkerOptions } from '../../src/webhooks/worker.ts'
 
@@ -24,6 +18,8 @@ export interface WorldSettings {
   /** Short locks and stall checks, so a killed worker's jobs are taken over within a second or two. */
   lockMs: number
   stalledIntervalMs: number
+  /** Per endpoint, across workers: raised by default so the limits do not shape a test's timing. */
+  endpointConcurrency?: number
 }
 
 /** A webhooks worker on a world's database and queue, as the `webhooks` role wires it. */
@@ -39,7 +35,7 @@ export function startWorldWorker(settings: WorldSettings, logger = pino({ level:
     concurrency: settings.concurrency,
     timeoutMs: 5000,
     schedule: parseRetrySchedule('100ms,200ms'),
-    endpointConcurrency: 100,
+    endpointConcurrency: settings.endpointConcurrency ?? 100,
     endpointRatePerSecond: 100_000,
     slowDownMs: 500,
     disableAfterMs: 3600_000,
@@ -83,7 +79,7 @@ export async function createWebhooksWorld() {
     requestedTenantId: null,
     createdAt: new Date(),
   })
-  const queue = new Queue<WebhookJob>(QueueNames.webhooks, {
+  const queue = new Queue<WebhooksQueueJob>(QueueNames.webhooks, {
     connection: { url: settings.redisUrl },
     prefix: settings.queuePrefix,
   })
@@ -106,32 +102,27 @@ export async function createWebhooksWorld() {
           }),
         ),
       ),
-    /** `count` events, each queued for every endpoint, as the relay fans them out. */
-    async queueEvents(count: number, endpointIds: string[]) {
+    /**
+     * `count` events, each queued for every endpoint, as the relay fans them out: an endpoint's
+     * events in bundles of `bundleSize` (1: a job per event). Answers the deliveries, in order.
+     */
+    async queueEvents(count: number, endpointIds: string[], bundleSize = 1) {
       const events = await database.sql<Array<{ id: string; type: string; payload: unknown }>>`
         insert into webhook_events (id, api_key_id, type, message_id, sequence, payload)
         select 'msg_' || replace(gen_random_uuid()::text, '-', ''), ${key.id}, 'message.delivered', m, 2,
           jsonb_build_object('type', 'message.delivered', 'data', jsonb_build_object('messageId', m))
         from generate_series(1, ${count}) g, gen_random_uuid() m
         returning id, type, payload`
-      const jobs = events.flatMap((event) =>
-        endpointIds.map((endpointId) => {
-          const data: WebhookJob = {
-            eventId: event.id,
-            endpointId,
-            eventType: event.type,
-            body: webhookEventBody(event.payload),
-            reason: 'event',
-          }
-          return {
-            name: data.eventType,
-            data,
-            opts: { ...WEBHOOK_JOB_OPTIONS, jobId: webhookJobId(event.id, endpointId) },
-          }
-        }),
+      const deliveries = events.flatMap((event) =>
+        endpointIds.map((endpointId) => ({
+          eventId: event.id,
+          endpointId,
+          eventType: event.type,
+          payload: event.payload,
+        })),
       )
-      await queue.addBulk(jobs)
-      return jobs.map((job) => job.data)
+      await queue.addBulk(webhookJobsFor(deliveries, bundleSize))
+      return deliveries.map((d) => ({ ...d, body: webhookEventBody(d.payload) }))
     },
     /** Every attempt recorded, oldest first. */
     attempts: () =>

@@ -42,6 +42,15 @@ export async function webhookDeliveriesFor(db: Db, eventIds: string[]): Promise<
   return [...old, ...recent]
 }
 
+/** Events by id as a bundle's delivery needs them: what is gone (retention) is not among them. */
+export async function findWebhookEvents(db: Db, eventIds: string[]) {
+  if (eventIds.length === 0) return []
+  return db
+    .select({ id: webhookEvents.id, type: webhookEvents.type, payload: webhookEvents.payload })
+    .from(webhookEvents)
+    .where(webhookEventsWithIds(eventIds))
+}
+
 /** An endpoint as the delivering worker needs it, whoever owns it. */
 export async function findWebhookEndpointForDelivery(db: Db, id: string) {
   const [row] = await db
