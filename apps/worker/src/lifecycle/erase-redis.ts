@@ -186,6 +186,7 @@ export class RedisEraser {
    * The webhook deliveries of erased events: one still to be delivered goes with the event as it now
    * is (without the recipient); a finished one, kept with the body it delivered, is removed. A
    * manual retry's or replay's job (a tagged id) is left to its retention (a day, a week failed).
+   * A bundle needs nothing: it holds event ids, and reads the events when it delivers them.
    */
   async stripWebhookJobs(db: WorkerContext['db'], eventIds: string[]): Promise<number> {
     const deliveries = await erasedEventDeliveries(db, eventIds)
