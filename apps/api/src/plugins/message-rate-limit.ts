@@ -3,6 +3,7 @@ import { scriptCall } from '@dispatch/contracts/redis'
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError } from '../errors.ts'
+import { turnBatched } from '../turn-batch.ts'
 import type { KeyUsage } from '../views.ts'
 
 declare module 'fastify' {
@@ -26,11 +27,13 @@ const DAY_MS = 24 * 60 * 60 * 1000
 const KEEP_COUNT_MS = 2 * DAY_MS
 
 /**
- * The daily quota, then the rate, in one round trip, and on the path of most requests in one
- * command: a key's counts of one UTC day are one bitfield of three signed 64-bit integers (#0
- * today's messages, #1 the rate window's, #2 when the window ends, unix ms on the API's clock),
- * counted up together by one BITFIELD that also reads the window's end. A request inside a window,
- * under the rate, is done then; the rest (a new window, one past its bound) writes once more.
+ * The daily quota, then the rate, in one round trip, for every request of one key in a turn of the
+ * event loop (in order), and on the path of most turns in one command: a key's counts of one UTC
+ * day are one bitfield of three signed 64-bit integers (#0 today's messages, #1 the rate window's,
+ * #2 when the window ends, unix ms on the API's clock), counted up together by one BITFIELD that
+ * also reads the window's end. When every request of the turn is let in inside the window, that is
+ * all; otherwise (a new window, a request past a bound) one more BITFIELD writes what the requests,
+ * taken one after another, leave.
  *
  * Quota: #0 counts the key's messages of the day, for every key (so `GET /me` can tell usage, and
  * a quota set mid-day counts what was sent before it); a key with a quota is refused whole when
@@ -42,40 +45,69 @@ const KEEP_COUNT_MS = 2 * DAY_MS
  * of 1,000 at 100/s is let in once and then holds the key off for 10 s: over time, never more than
  * the limit per second. The window lives in the day's bitfield, so it starts afresh at midnight UTC.
  *
- * Nothing stays counted unless both checks pass: each count is taken first and given back, inside
- * the script, when it went past its bound.
+ * A refused request counts nothing: it leaves the counts as they were before it.
  * KEYS[1] the day's counts; KEYS[2] the day's count as kept before the bitfield (a plain counter):
  * added once, by the day's first request, so an upgrade mid-day keeps what was counted.
- * ARGV: count, rate limit, window ms, daily quota (-1: none), when the day's counts expire (unix
- * ms), now (unix ms).
- * Returns {1} let in, {0, ms until the window ends} over the rate, {2, today's count} over the quota.
+ * ARGV: rate limit, window ms, daily quota (-1: none), when the day's counts expire (unix ms), now
+ * (unix ms), then each request's count.
+ * Returns two numbers per request: 1, 0 let in; 0, ms until the window ends over the rate; 2,
+ * today's count over the quota.
  */
 const SCRIPT = `
-local count = tonumber(ARGV[1])
-local limit = tonumber(ARGV[2])
-local quota = tonumber(ARGV[4])
-local now = tonumber(ARGV[6])
-local read = redis.call('BITFIELD', KEYS[1], 'INCRBY', 'i64', '#0', count, 'INCRBY', 'i64', '#1', count, 'GET', 'i64', '#2')
-local used, ends = read[1], read[3]
-if used == count then
-  redis.call('PEXPIREAT', KEYS[1], ARGV[5])
+local limit = tonumber(ARGV[1])
+local quota = tonumber(ARGV[3])
+local now = tonumber(ARGV[5])
+local total = 0
+for i = 6, #ARGV do total = total + tonumber(ARGV[i]) end
+local read = redis.call('BITFIELD', KEYS[1], 'INCRBY', 'i64', '#0', total, 'INCRBY', 'i64', '#1', total, 'GET', 'i64', '#2')
+local stored = {read[1], read[2], read[3]}
+local used, n, ends = read[1] - total, read[2] - total, read[3]
+if used == 0 then
+  redis.call('PEXPIREAT', KEYS[1], ARGV[4])
   local before = tonumber(redis.call('GET', KEYS[2]) or '0')
-  if before > 0 then used = redis.call('BITFIELD', KEYS[1], 'INCRBY', 'i64', '#0', before)[1] end
+  if before > 0 then
+    stored[1] = redis.call('BITFIELD', KEYS[1], 'INCRBY', 'i64', '#0', before)[1]
+    used = used + before
+  end
 end
-local n = read[2]
-if now >= ends then n = count end
-local before = n - count
-local overQuota = quota >= 0 and used > quota
-if overQuota or before >= limit then
-  redis.call('BITFIELD', KEYS[1], 'INCRBY', 'i64', '#0', -count, 'SET', 'i64', '#1', before)
-  if overQuota then return {2, used - count} end
-  return {0, ends - now}
+local out = {}
+for i = 6, #ARGV do
+  local count = tonumber(ARGV[i])
+  local m = n + count
+  if now >= ends then m = count end
+  local before = m - count
+  if quota >= 0 and used + count > quota then
+    n = before
+    out[#out + 1] = 2
+    out[#out + 1] = used
+  elseif before >= limit then
+    n = before
+    out[#out + 1] = 0
+    out[#out + 1] = ends - now
+  else
+    used = used + count
+    n = m
+    if before == 0 or m > limit then ends = now + tonumber(ARGV[2]) * math.ceil(m / limit) end
+    out[#out + 1] = 1
+    out[#out + 1] = 0
+  end
 end
-if before == 0 or n > limit then
-  local last = now + tonumber(ARGV[3]) * math.ceil(n / limit)
-  redis.call('BITFIELD', KEYS[1], 'SET', 'i64', '#1', n, 'SET', 'i64', '#2', last)
-end
-return {1}`
+local set = {}
+if used ~= stored[1] then table.insert(set, 'SET'); table.insert(set, 'i64'); table.insert(set, '#0'); table.insert(set, used) end
+if n ~= stored[2] then table.insert(set, 'SET'); table.insert(set, 'i64'); table.insert(set, '#1'); table.insert(set, n) end
+if ends ~= stored[3] then table.insert(set, 'SET'); table.insert(set, 'i64'); table.insert(set, '#2'); table.insert(set, ends) end
+if #set > 0 then redis.call('BITFIELD', KEYS[1], unpack(set)) end
+return out`
+
+/** One request's spend, as the turn's script call takes it. */
+interface Spend {
+  keys: [day: string, counter: string]
+  count: number
+  limit: number
+  quota: number
+  expireAt: number
+  now: number
+}
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
 
@@ -89,24 +121,51 @@ export const messageRateLimit = fp(
     const counterKey = (apiKeyId: string, now: Date) =>
       `${config.QUEUE_PREFIX}:quota:{${apiKeyId}}:${now.toISOString().slice(0, 10)}`
 
+    /** One script call per key (and day, limit and quota) for the requests of a turn. */
+    const spendTurn = turnBatched(async (spends: Spend[]) => {
+      const groups = new Map<string, Spend[]>()
+      for (const spent of spends) {
+        const group = `${spent.keys[0]} ${spent.limit} ${spent.quota}`
+        const list = groups.get(group)
+        if (list) list.push(spent)
+        else groups.set(group, [spent])
+      }
+      const answers = new Map<Spend, [number, number]>()
+      await Promise.all(
+        [...groups.values()].map(async (group) => {
+          const [first] = group as [Spend]
+          const reply = (await spend(
+            2,
+            ...first.keys,
+            first.limit,
+            1000,
+            first.quota,
+            first.expireAt,
+            first.now,
+            ...group.map((spent) => spent.count),
+          )) as number[]
+          for (const [i, spent] of group.entries())
+            answers.set(spent, [reply[2 * i] ?? 1, reply[2 * i + 1] ?? 0])
+        }),
+      )
+      return spends.map((spent): [number, number] => answers.get(spent) ?? [1, 0])
+    })
+
     app.decorate('spendMessageRate', async (request: FastifyRequest, count: number) => {
       const key = request.apiKey
       const now = clock()
       const resetsAt = nextUtcMidnight(now)
       const limit = key.ratePerSecond ?? config.MESSAGE_RATE_PER_SECOND
-      let answer: [number, number?]
+      let answer: [number, number]
       try {
-        answer = (await spend(
-          2,
-          dayKey(key.id, now),
-          counterKey(key.id, now),
+        answer = await spendTurn({
+          keys: [dayKey(key.id, now), counterKey(key.id, now)],
           count,
           limit,
-          1000,
-          key.dailyQuota ?? -1,
-          resetsAt.getTime() + KEEP_COUNT_MS,
-          now.getTime(),
-        )) as [number, number?]
+          quota: key.dailyQuota ?? -1,
+          expireAt: resetsAt.getTime() + KEEP_COUNT_MS,
+          now: now.getTime(),
+        })
       } catch (error) {
         // A limiter that cannot reach Redis lets requests through, quota included: the enqueue
         // answers for Redis, and a quota is not worth refusing sends while Redis is briefly away.

@@ -15,6 +15,7 @@ import {
 import { type RedisClient, type ScriptCall, scriptCall } from '@dispatch/contracts/redis'
 import type { FastifyBaseLogger } from 'fastify'
 import { AppError } from '../errors.ts'
+import { turnBatched } from '../turn-batch.ts'
 import { checkTemplate } from './check-template.ts'
 import type { SenderRules } from './send-rules.ts'
 import { templateKey } from './send-rules.ts'
@@ -62,6 +63,7 @@ const outsideWindow = (field: string, body: SendToCheck['body']) =>
 export class SendChecks {
   readonly #rules: SendRulesCache
   readonly #redis: RedisClient
+  readonly #readEntry: (key: string) => Promise<string | null>
   readonly #prefix: string
   readonly #log: FastifyBaseLogger
   /** The recipient's hash, which the suppression list's copy and the cap's counts are keyed by. */
@@ -91,6 +93,11 @@ export class SendChecks {
     this.#log = log
     // Keys counted per call (in pairs, as many as the request has marketing messages).
     this.#marketingConsent = scriptCall(redis, 'dispatchMarketingConsent', MARKETING_CONSENT_SCRIPT)
+    // The suppression entries every request of a turn reads, in one MGET (on a Cluster, one GET
+    // each: they sit on many slots).
+    this.#readEntry = turnBatched((keys: string[]) =>
+      redis.isCluster ? Promise.all(keys.map((key) => redis.get(key))) : redis.mget(keys),
+    )
   }
 
   /**
@@ -202,8 +209,8 @@ export class SendChecks {
    * else the send's own). Then the sender's frequency cap: each marketing template that passed
    * every other check is counted per recipient (across every API instance); past the cap it is
    * refused. The marketing templates of a request under a cap take both in one script (one per
-   * message on a Cluster: each recipient's keys are in a slot of their own), the request's other
-   * sends one `MGET` (a `GET` each on a Cluster). Sent in order on one connection, two messages to
+   * message on a Cluster: each recipient's keys are in a slot of their own); the other sends of
+   * every request of a turn of the event loop, one `MGET` (a `GET` each on a Cluster). Sent in order on one connection, two messages to
    * one recipient in a batch take the cap's places in turn. Counted at accept: a message counted
    * and later canceled still counts. An entry missing from the copy lets the send through (the copy
    * is rebuilt from Postgres when lost); Redis unreachable lets it through too, as storing the
@@ -231,16 +238,9 @@ export class SendChecks {
     const marketing = [...counted]
     const answers = new Map<number, unknown>()
     try {
-      // The other sends' entries in one MGET (on a Cluster, one GET each: they sit on many slots).
+      // The other sends' entries, read with those of every request of this turn.
       const plain = open.filter((i) => !counted.has(i))
-      const reads =
-        this.#redis.isCluster || plain.length < 2
-          ? plain.map(async (i) => answers.set(i, await this.#redis.get(keysOf(i)[0])))
-          : [
-              this.#redis.mget(plain.map((i) => keysOf(i)[0])).then((values) => {
-                for (const [n, i] of plain.entries()) answers.set(i, values[n])
-              }),
-            ]
+      const reads = plain.map(async (i) => answers.set(i, await this.#readEntry(keysOf(i)[0])))
       const args = [cap?.count ?? 0, (cap?.hours ?? 0) * 3_600_000]
       // One script for all of a request's marketing messages; on a Cluster, one per message (its slot).
       const groups = this.#redis.isCluster ? marketing.map((i) => [i]) : marketing.length ? [marketing] : []

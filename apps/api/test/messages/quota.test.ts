@@ -184,6 +184,35 @@ describe('per-key rate', () => {
   })
 })
 
+describe('sends arriving together', () => {
+  // Requests of one turn of the event loop are counted by one script call, one after another.
+  it('at 5 a second, 8 sends at once: 5 are taken and 3 refused, and only the 5 count', async () => {
+    const key = await limitedKey({ ratePerSecond: 5, dailyQuota: 100 })
+    const answers = await Promise.all(Array.from({ length: 8 }, () => send(app, 'send-text', key.key)))
+    const codes = answers.map((res) => res.statusCode).sort()
+    expect(codes).toEqual([202, 202, 202, 202, 202, 429, 429, 429])
+    for (const res of answers.filter((r) => r.statusCode === 429)) expectError(res, 429, 'RATE_LIMITED')
+    expect((await me(key.key)).usage.today).toBe(5)
+  })
+
+  it('under a quota of 6, a batch of 4 and 4 sends at once never pass it, and what passed is counted', async () => {
+    const key = await limitedKey({ dailyQuota: 6 })
+    const answers = await Promise.all([
+      batch(key.key, 4),
+      ...Array.from({ length: 4 }, () => send(app, 'send-text', key.key)),
+    ])
+    const taken = answers.reduce(
+      (sum, res, i) => sum + (res.statusCode === 202 ? (i === 0 ? res.json().accepted : 1) : 0),
+      0,
+    )
+    for (const res of answers.filter((r) => r.statusCode !== 202)) expectQuotaExceeded(res, 6)
+    expect(taken).toBeLessThanOrEqual(6)
+    // Whichever order the turn took them in, the sends left no room a later one could fill.
+    expect(taken).toBeGreaterThanOrEqual(4)
+    expect((await me(key.key)).usage.today).toBe(taken)
+  })
+})
+
 describe('GET /api/api-keys/me', () => {
   it('shows the limits and today’s usage counting up, for keys with and without a quota', async () => {
     const key = await limitedKey({ dailyQuota: 100, ratePerSecond: 40, transactional: true })
