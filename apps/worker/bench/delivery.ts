@@ -8,7 +8,11 @@
  * A third worker does the least any delivery could (the floor: BullMQ's fetch and completion, one
  * platform call, the outcome written in batches), and the CPU per message of all three is printed.
  *
- *   pnpm --filter @dispatch/worker bench    (BENCH_JOBS, BENCH_CONCURRENCY, BENCH_ROUNDS)
+ * With BENCH_BREAKDOWN=1 each round also runs the floor on jobs that each carry BENCH_BUNDLE (10)
+ * messages, at the same messages in flight, bare and with a claim and a sent-log append per message
+ * (each one pipelined write per job): what a design of fewer jobs than messages could reach.
+ *
+ *   pnpm --filter @dispatch/worker bench    (BENCH_JOBS, BENCH_CONCURRENCY, BENCH_ROUNDS, BENCH_BREAKDOWN, BENCH_BUNDLE)
  */
 import { randomUUID } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
@@ -36,6 +40,8 @@ import { type DeliveryResult, deliverMessage, deliveryOutcome } from '../src/sen
 const jobs = Number(process.env.BENCH_JOBS ?? 10_000)
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 50)
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3)
+const breakdown = process.env.BENCH_BREAKDOWN === '1'
+const bundleSize = Number(process.env.BENCH_BUNDLE ?? 10)
 
 const world = await createBenchWorld('delivery')
 const { db, sql, close: closeDb } = createDb(world.databaseUrl)
@@ -92,20 +98,37 @@ const spans = {
   record: new Span(),
 }
 
-/** Fills a queue with `jobs` text messages, as the API adds them. */
-async function fill(queue: Queue<MessageJob>) {
+const textMessage = (): MessageJob => ({
+  messageId: randomUUID(),
+  apiKeyId: key.id,
+  acceptedAt: new Date().toISOString(),
+  message: { type: 'text', body: { phone: '+5511987654321', text: 'Your code is 123456' } },
+})
+
+/** Fills a queue with `jobs` text messages, as the API adds them (`per` > 1: that many to a job). */
+async function fill(queue: Queue, per = 1) {
   for (let start = 0; start < jobs; start += 1000) {
-    const batch = Array.from({ length: Math.min(1000, jobs - start) }, () => {
-      const messageId = randomUUID()
-      const data: MessageJob = {
-        messageId,
-        apiKeyId: key.id,
-        acceptedAt: new Date().toISOString(),
-        message: { type: 'text', body: { phone: '+5511987654321', text: 'Your code is 123456' } },
-      }
-      return { name: 'text', data, opts: { ...MESSAGE_JOB_OPTIONS, jobId: messageId } }
-    })
-    await queue.addBulk(batch)
+    const batch = Array.from({ length: Math.min(1000, jobs - start) }, textMessage)
+    if (per === 1) {
+      await queue.addBulk(
+        batch.map((data) => ({
+          name: 'text',
+          data,
+          opts: { ...MESSAGE_JOB_OPTIONS, jobId: data.messageId },
+        })),
+      )
+      continue
+    }
+    const bundles = []
+    for (let i = 0; i < batch.length; i += per) {
+      const messages = batch.slice(i, i + per)
+      bundles.push({
+        name: 'bundle',
+        data: { messages },
+        opts: { ...MESSAGE_JOB_OPTIONS, jobId: messages[0]?.messageId },
+      })
+    }
+    await queue.addBulk(bundles)
   }
 }
 
@@ -139,9 +162,10 @@ interface Drained {
  * Starts `start()` on a full queue and times it until every job has completed and (the delivery
  * worker's) every outcome is in Postgres.
  */
-async function timeDrain(queueName: string, jobSpan: Span, start: () => Worker): Promise<Drained> {
-  const queue = new Queue<MessageJob>(queueName, { connection: connection(), prefix: world.queuePrefix })
-  await fill(queue)
+async function timeDrain(queueName: string, jobSpan: Span, start: () => Worker, per = 1): Promise<Drained> {
+  const queue = new Queue(queueName, { connection: connection(), prefix: world.queuePrefix })
+  await fill(queue, per)
+  const jobCount = Math.ceil(jobs / per)
   const pgBefore = await postgresCpuSeconds()
   const cpuBefore = process.cpuUsage()
   const began = performance.now()
@@ -152,7 +176,7 @@ async function timeDrain(queueName: string, jobSpan: Span, start: () => Worker):
     worker.on('active', (job) => activeAt.set(job.id, performance.now()))
     worker.on('completed', (job) => {
       jobSpan.add(performance.now() - (activeAt.get(job.id) ?? began))
-      if (++done === jobs) resolve()
+      if (++done === jobCount) resolve()
     })
     worker.on('failed', (_job, error) => reject(error))
   })
@@ -282,6 +306,62 @@ const floorRun = async () => {
   return drained
 }
 
+/**
+ * The floor on jobs of `bundleSize` messages each, at the same messages in flight; `perMessage`
+ * adds a claim (`SET … NX GET`) and a sent-log append (`XADD`) per message, each one pipelined
+ * write per job.
+ */
+function startBundledFloorWorker(perMessage: boolean): Worker<{ messages: MessageJob[] }> {
+  const recorder = new DeliveryRecorder(sql)
+  floorRecorder = recorder
+  const lane = { senderId: 'default', platform: sandbox }
+  const redis = connection({ pipelined: true })
+  const sentLog = `${world.queuePrefix}:bench-bundled:sent`
+  return new Worker<{ messages: MessageJob[] }>(
+    'bench-bundled',
+    async (job) => {
+      const { messages } = job.data
+      if (perMessage) {
+        const claims = redis.pipeline()
+        for (const m of messages) {
+          claims.set(
+            `${world.queuePrefix}:bench-bundled:claim:${m.messageId}`,
+            'worker',
+            'PX',
+            60_000,
+            'NX',
+            'GET',
+          )
+        }
+        await claims.exec()
+      }
+      const outcomes = await Promise.all(
+        messages.map(async (m) => {
+          const { platformMessageId } = await sandbox.deliver({ messageId: m.messageId, message: m.message })
+          return deliveryOutcome(m, lane, 'sent', { attempts: 1, platformMessageId })
+        }),
+      )
+      if (perMessage) {
+        const log = redis.pipeline()
+        for (const o of outcomes) log.xadd(sentLog, '*', 'o', JSON.stringify(o))
+        await log.exec()
+      }
+      for (const o of outcomes) recorder.record(o).catch(() => {})
+    },
+    { connection: connection(), prefix: world.queuePrefix, concurrency: Math.ceil(concurrency / bundleSize) },
+  )
+}
+const bundledFloorRun = async (perMessage: boolean) => {
+  const drained = await timeDrain(
+    'bench-bundled',
+    new Span(),
+    () => startBundledFloorWorker(perMessage),
+    bundleSize,
+  )
+  await floorRecorder?.drain()
+  return drained
+}
+
 const deliveryRun = () => timeDrain(QueueNames.messages, spans.job, () => startDeliveryWorker())
 const enforcedRun = () => timeDrain(QueueNames.messages, new Span(), () => startDeliveryWorker('enforce'))
 
@@ -307,9 +387,15 @@ try {
   const real: Drained[] = []
   const enforced: Drained[] = []
   const floor: Drained[] = []
+  const bundled: Drained[] = []
+  const bundledChecked: Drained[] = []
   for (let round = 1; round <= rounds; round++) {
     const b = await baselineRun()
     floor.push(await floorRun())
+    if (breakdown) {
+      bundled.push(await bundledFloorRun(false))
+      bundledChecked.push(await bundledFloorRun(true))
+    }
     // Off and enforce alternate which goes first, so drift between them moves both alike.
     let r: Drained
     let e: Drained
@@ -333,8 +419,26 @@ try {
   const [recorded] = await db.execute<{ count: string }>(
     `select count(*) from messages where status = 'sent'`,
   )
-  if (Number(recorded?.count) !== 3 * jobs * rounds)
-    throw new Error(`expected ${3 * jobs * rounds} sent records, found ${recorded?.count}`)
+  const sides = breakdown ? 5 : 3
+  if (Number(recorded?.count) !== sides * jobs * rounds)
+    throw new Error(`expected ${sides * jobs * rounds} sent records, found ${recorded?.count}`)
+  if (breakdown) {
+    for (const [name, runs] of [
+      [`the floor, ${bundleSize} messages a job`, bundled],
+      [
+        `the floor, ${bundleSize} messages a job, with a claim and a sent-log append per message`,
+        bundledChecked,
+      ],
+    ] as const) {
+      printComparison({
+        name: `  ${name} (breakdown) vs the no-op worker, a job each`,
+        figure: median(runs.map((r) => r.perSecond)),
+        baseline: median(base.map((b) => b.perSecond)),
+        unit: 'msg/s',
+        better: 'higher',
+      })
+    }
+  }
   printComparison({
     name: 'delivery throughput (sandbox)',
     figure: median(real.map((r) => r.perSecond)),
