@@ -139,7 +139,9 @@ async function main() {
       }))
     /** The jobs of the same deliveries as the outbox relay makes them. */
     const relayed = webhookJobsFor(deliveries, bundleSize)
-    const warmUpRelayed = webhookJobsFor(deliveries.slice(0, Math.min(1000, deliveries.length)), bundleSize)
+    // Warm-up: enough that each side's code is compiled before its first measured round.
+    const warmUpCount = Math.min(3000, deliveries.length)
+    const warmUpRelayed = webhookJobsFor(deliveries.slice(0, warmUpCount), bundleSize)
     const urls = new Map(endpoints.map((e) => [e.id, e.url]))
     const keys = new Map(
       endpoints.map((e) => [e.id, createSecretKey(Buffer.from(e.secret.slice('whsec_'.length), 'base64'))]),
@@ -314,7 +316,7 @@ async function main() {
         : {}),
     }
     // A short warm-up of each, so none pays for JIT compilation in its measured run.
-    const warmUp = jobs.slice(0, Math.min(1000, jobs.length))
+    const warmUp = jobs.slice(0, warmUpCount)
     await baselineRun(warmUp)
     await queueRun('worker', warmUpRelayed, warmUp.length, startRealWorker)
     const runs = new Map<string, Run[]>()

@@ -39,8 +39,13 @@ export function startTracing(options: {
     spanProcessors: [options.exporter ? new SimpleSpanProcessor(exporter) : new BatchSpanProcessor(exporter)],
   })
   provider.register()
+  started = true
   return { provider, shutdown: () => provider.shutdown() }
 }
+
+let started = false
+/** Whether this process started tracing: without it, a span is OpenTelemetry's no-op, skipped. */
+export const tracingStarted = () => started
 
 /** The tracer Dispatch's own spans (platform calls, webhook posts, SMTP sends) come from. */
 export const dispatchTracer = () => trace.getTracer('dispatch')
