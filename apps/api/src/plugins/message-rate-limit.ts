@@ -115,11 +115,20 @@ export const messageRateLimit = fp(
   async (app: FastifyInstance) => {
     const { config, redis, clock } = app.deps
     const spend = scriptCall(redis, 'dispatchSpendMessageRate', SCRIPT)
+    /** The UTC day of `now` and when it ends, worked out once a day (every request needs both). */
+    let day = { date: '', resetsAt: new Date(0), ends: 0 }
+    const dayOf = (now: Date) => {
+      const at = now.getTime()
+      if (at >= day.ends || at < day.ends - DAY_MS) {
+        const resetsAt = nextUtcMidnight(now)
+        day = { date: now.toISOString().slice(0, 10), resetsAt, ends: resetsAt.getTime() }
+      }
+      return day
+    }
     // The key id as a hash tag keeps both keys of the script on one slot, should Redis be a cluster.
-    const dayKey = (apiKeyId: string, now: Date) =>
-      `${config.QUEUE_PREFIX}:usage:{${apiKeyId}}:${now.toISOString().slice(0, 10)}`
-    const counterKey = (apiKeyId: string, now: Date) =>
-      `${config.QUEUE_PREFIX}:quota:{${apiKeyId}}:${now.toISOString().slice(0, 10)}`
+    const dayKey = (apiKeyId: string, date: string) => `${config.QUEUE_PREFIX}:usage:{${apiKeyId}}:${date}`
+    const counterKey = (apiKeyId: string, date: string) =>
+      `${config.QUEUE_PREFIX}:quota:{${apiKeyId}}:${date}`
 
     /** One script call per key (and day, limit and quota) for the requests of a turn. */
     const spendTurn = turnBatched(async (spends: Spend[]) => {
@@ -154,12 +163,12 @@ export const messageRateLimit = fp(
     app.decorate('spendMessageRate', async (request: FastifyRequest, count: number) => {
       const key = request.apiKey
       const now = clock()
-      const resetsAt = nextUtcMidnight(now)
+      const { date, resetsAt } = dayOf(now)
       const limit = key.ratePerSecond ?? config.MESSAGE_RATE_PER_SECOND
       let answer: [number, number]
       try {
         answer = await spendTurn({
-          keys: [dayKey(key.id, now), counterKey(key.id, now)],
+          keys: [dayKey(key.id, date), counterKey(key.id, date)],
           count,
           limit,
           quota: key.dailyQuota ?? -1,
@@ -198,11 +207,11 @@ export const messageRateLimit = fp(
 
     app.decorate('messageUsageToday', async (apiKeyId: string, log: FastifyBaseLogger): Promise<KeyUsage> => {
       const now = clock()
-      const resetsAt = nextUtcMidnight(now)
+      const { date, resetsAt } = dayOf(now)
       try {
         const [[counted = 0], before] = await Promise.all([
-          redis.bitfield(dayKey(apiKeyId, now), 'GET', 'i64', '#0') as Promise<number[]>,
-          redis.get(counterKey(apiKeyId, now)),
+          redis.bitfield(dayKey(apiKeyId, date), 'GET', 'i64', '#0') as Promise<number[]>,
+          redis.get(counterKey(apiKeyId, date)),
         ])
         // Before the day's first request since an upgrade, the day is still on the plain counter.
         const today = counted > 0 ? counted : Number(before ?? 0)
