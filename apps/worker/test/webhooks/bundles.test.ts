@@ -1,11 +1,13 @@
-import { type ChildProcess, spawn } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
+import type { ChildProcess } from 'node:child_process'
 import { webhookEventBody, webhookJobId } from '@dispatch/contracts'
 import { startWebhookReceiver, type WebhookReceiver, waitFor } from '@dispatch/testing'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { createWebhooksWorld, startWorldWorker, type WebhooksWorld } from './webhooks-world.ts'
-
-const CHILD = fileURLToPath(new URL('./webhooks-worker-child.ts', import.meta.url))
+import {
+  createWebhooksWorld,
+  killWorkerAfter,
+  startWorldWorker,
+  type WebhooksWorld,
+} from './webhooks-world.ts'
 
 let world: WebhooksWorld
 let receiver: WebhookReceiver
@@ -176,18 +178,7 @@ describe('a worker killed with SIGKILL amid bundles', () => {
     const paths = new Map(endpoints.map((e) => [e.id, new URL(e.url).pathname]))
     const deliveries = await world.queueEvents(150, ids, 10)
 
-    const child = spawn(process.execPath, [CHILD], {
-      env: { ...process.env, WEBHOOKS_WORLD: JSON.stringify(world.settings) },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    })
-    children.push(child)
-    const exited = new Promise((resolve) => child.once('exit', resolve))
-    await waitFor(() => receiver.received.length >= 80, {
-      what: '80 deliveries by the first worker',
-      timeoutMs: 30_000,
-    })
-    child.kill('SIGKILL')
-    await exited
+    await killWorkerAfter(world.settings, receiver, 80, children)
     expect(receiver.received.length).toBeLessThan(deliveries.length)
 
     const second = startWorldWorker(world.settings)

@@ -1,12 +1,14 @@
-import { type ChildProcess, spawn } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
+import type { ChildProcess } from 'node:child_process'
 import type { WebhookJob } from '@dispatch/contracts'
 import { startWebhookReceiver, type WebhookReceiver, waitFor } from '@dispatch/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { WebhooksQueueJob } from '../../src/webhooks/jobs.ts'
-import { createWebhooksWorld, startWorldWorker, type WebhooksWorld } from './webhooks-world.ts'
-
-const CHILD = fileURLToPath(new URL('./webhooks-worker-child.ts', import.meta.url))
+import {
+  createWebhooksWorld,
+  killWorkerAfter,
+  startWorldWorker,
+  type WebhooksWorld,
+} from './webhooks-world.ts'
 
 let world: WebhooksWorld
 let receiver: WebhookReceiver
@@ -75,18 +77,7 @@ describe('a worker killed with SIGKILL mid-burst', () => {
       endpoints.map((e) => e.id),
     )
 
-    const child = spawn(process.execPath, [CHILD], {
-      env: { ...process.env, WEBHOOKS_WORLD: JSON.stringify(world.settings) },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    })
-    children.push(child)
-    const exited = new Promise((resolve) => child.once('exit', resolve))
-    await waitFor(() => receiver.received.length >= 80, {
-      what: '80 deliveries by the first worker',
-      timeoutMs: 30_000,
-    })
-    child.kill('SIGKILL')
-    await exited
+    await killWorkerAfter(world.settings, receiver, 80, children)
 
     // What the killed worker had finished: its completed jobs, and the attempts it recorded.
     const completed = await world.queue.getJobs(['completed'])

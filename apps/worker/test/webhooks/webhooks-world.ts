@@ -1,7 +1,15 @@
+import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
+import { fileURLToPath } from 'node:url'
 import { createSecretBox, QueueNames, webhookEventBody } from '@dispatch/contracts'
 import { createDb, generateApiKey, insertApiKey, insertWebhookEndpoint } from '@dispatch/db'
-import { createTestDatabase, testQueuePrefix, testRedisUrl } from '@dispatch/testing'
+import {
+  createTestDatabase,
+  testQueuePrefix,
+  testRedisUrl,
+  type WebhookReceiver,
+  waitFor,
+} from '@dispatch/testing'
 import { Queue } from 'bullmq'
 import { Redis } from 'ioredis'
 import pino from 'pino'
@@ -143,3 +151,30 @@ export async function createWebhooksWorld() {
   }
 }
 export type WebhooksWorld = Awaited<ReturnType<typeof createWebhooksWorld>>
+
+const CHILD = fileURLToPath(new URL('./webhooks-worker-child.ts', import.meta.url))
+
+/**
+ * Starts a webhooks worker in a process of its own, waits until the receiver has `deliveries`
+ * requests, and kills it with SIGKILL. The child is pushed on `children` first, for an afterAll to
+ * kill should the wait fail.
+ */
+export async function killWorkerAfter(
+  settings: WorldSettings,
+  receiver: WebhookReceiver,
+  deliveries: number,
+  children: ChildProcess[],
+): Promise<void> {
+  const child = spawn(process.execPath, [CHILD], {
+    env: { ...process.env, WEBHOOKS_WORLD: JSON.stringify(settings) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  children.push(child)
+  const exited = new Promise((resolve) => child.once('exit', resolve))
+  await waitFor(() => receiver.received.length >= deliveries, {
+    what: `${deliveries} deliveries by the first worker`,
+    timeoutMs: 30_000,
+  })
+  child.kill('SIGKILL')
+  await exited
+}
