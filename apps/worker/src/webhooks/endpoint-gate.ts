@@ -23,10 +23,11 @@ declare module 'ioredis' {
  * still agree. ARGV[4] is how many leases are asked for (k), ARGV[5] to ARGV[4 + k] their tokens,
  * and the rest the leases this process released since its last call, which go first. Then, in
  * order: a pause refuses for the rest of it; expired leases (those of a worker that died holding
- * them) are dropped, and too few free leases refuse; a second whose rate has too little left
- * refuses until it ends. Only when all three allow are the k leases taken and the second's count
- * raised by k, so a refusal costs nothing. Every key expires on its own: the pause with itself, the
- * leases with the last one, the count at the end of its second.
+ * them) are dropped, and no free lease refuses; a second whose rate is used up refuses until it
+ * ends. Otherwise as many of the k as are free and left in the second are granted (the first
+ * tokens), and the second's count raised by that many, so a refusal costs nothing. Every key
+ * expires on its own: the pause with itself, the leases with the last one, the count at the end of
+ * its second. Returns {granted, wait ms, reason}.
  */
 const ACQUIRE = `
 local k = tonumber(ARGV[4])
@@ -36,18 +37,19 @@ if pause > 0 then return {0, pause, 'paused'} end
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if redis.call('ZCARD', KEYS[1]) + k > tonumber(ARGV[1]) then return {0, 0, 'concurrency'} end
+local free = tonumber(ARGV[1]) - redis.call('ZCARD', KEYS[1])
+if free <= 0 then return {0, 0, 'concurrency'} end
 local second_ends = (tonumber(time[1]) + 1) * 1000
-if tonumber(redis.call('GET', KEYS[2]) or '0') + k > tonumber(ARGV[2]) then
-  return {0, second_ends - now, 'rate'}
-end
-redis.call('INCRBY', KEYS[2], k)
+local left = tonumber(ARGV[2]) - tonumber(redis.call('GET', KEYS[2]) or '0')
+if left <= 0 then return {0, second_ends - now, 'rate'} end
+local g = math.min(k, free, left)
+redis.call('INCRBY', KEYS[2], g)
 redis.call('PEXPIREAT', KEYS[2], second_ends)
 local expiry = now + tonumber(ARGV[3])
-for i = 5, 4 + k do redis.call('ZADD', KEYS[1], expiry, ARGV[i]) end
+for i = 5, 4 + g do redis.call('ZADD', KEYS[1], expiry, ARGV[i]) end
 local latest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
 redis.call('PEXPIREAT', KEYS[1], latest[2])
-return {1, 0, 'ok'}
+return {g, 0, 'ok'}
 `
 
 /** Extends the pause to `ms` from now unless it already lasts longer; answers the pause in force. */
@@ -79,8 +81,9 @@ export interface EndpointGateOptions {
 export type EndpointRefusal = 'paused' | 'concurrency' | 'rate'
 
 export type EndpointGrant =
-  /** `release(n)` gives back n of the slots (all, without n), each as its delivery ends. */
-  { ok: true; release(n?: number): Promise<void> } | { ok: false; waitMs: number; reason: EndpointRefusal }
+  /** `count` slots, 1 to those asked for; `release(n)` gives back n of them (all, without n). */
+  | { ok: true; count: number; release(n?: number): Promise<void> }
+  | { ok: false; waitMs: number; reason: EndpointRefusal }
 
 /** A short, spread wait before trying a full endpoint again: slots free up as deliveries end. */
 const CONCURRENCY_WAIT_MS = { min: 100, max: 250 }
@@ -116,15 +119,13 @@ export class EndpointGate {
   }
 
   /**
-   * Takes slots for `count` deliveries to the endpoint, all or none, or says how long to wait before
-   * asking again. `count` must not pass the endpoint's concurrency or rate: such a grant never comes.
+   * Takes slots for up to `count` deliveries to the endpoint (as many as are free, at least one), or
+   * says how long to wait before asking again. The grant says how many it holds.
    */
   async acquire(endpointId: string, count = 1): Promise<EndpointGrant> {
     const { concurrency, ratePerSecond, leaseMs } = this.#options
-    if (!Number.isSafeInteger(count) || count < 1 || count > Math.min(concurrency, ratePerSecond)) {
-      throw new RangeError(
-        `EndpointGate.acquire count must be 1 to ${Math.min(concurrency, ratePerSecond)}, got ${count}`,
-      )
+    if (!Number.isSafeInteger(count) || count < 1) {
+      throw new RangeError(`EndpointGate.acquire count must be a whole number of at least 1, got ${count}`)
     }
     const inflight = this.#key(endpointId, 'inflight')
     const tokens = Array.from({ length: count }, () => randomUUID())
@@ -141,9 +142,11 @@ export class EndpointGate {
       ...tokens,
       ...released,
     )
-    if (granted === 1) {
+    if (granted > 0) {
+      const held = tokens.slice(0, granted)
       // Releasing twice, or after the lease expired, removes nothing.
-      return { ok: true, release: (n = tokens.length) => this.#release(inflight, tokens.splice(0, n)) }
+      const release = (n = held.length) => this.#release(inflight, held.splice(0, n))
+      return { ok: true, count: granted, release }
     }
     if (reason === 'concurrency') {
       const { min, max } = CONCURRENCY_WAIT_MS

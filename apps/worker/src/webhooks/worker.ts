@@ -184,8 +184,8 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
     prefix: options.queuePrefix ?? options.prefix,
   })
   queue.on('error', (error) => logger.warn({ err: error }, 'webhooks queue error'))
-  /** A bundle's events tried at once: as many as this process and the endpoint's limits ever grant. */
-  const wave = Math.min(options.concurrency, options.endpointConcurrency, options.endpointRatePerSecond)
+  /** A bundle's events asked for at once: at most this process's places (the endpoint grants fewer). */
+  const wave = options.concurrency
 
   const later = async (job: Job, token: string | undefined, ms: number): Promise<never> => {
     await job.moveToDelayed(Date.now() + ms, token)
@@ -215,13 +215,13 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
   }
 
   /**
-   * Places in this process, then the endpoint's slots, for `count` tries: `undefined` when the
-   * endpoint refused (the places given back), with how long to wait.
+   * Places in this process, then the endpoint's slots, for up to `count` tries: as many as the
+   * endpoint grants (places it did not grant given back), or how long to wait when it grants none.
    */
   const takeSlots = async (
     endpointId: string,
     count: number,
-  ): Promise<{ ok: true; release(n?: number): void } | { ok: false; waitMs: number }> => {
+  ): Promise<{ ok: true; count: number; release(n?: number): void } | { ok: false; waitMs: number }> => {
     const wait = permits.take(count)
     if (wait) await wait
     let slot: Awaited<ReturnType<EndpointGate['acquire']>>
@@ -235,9 +235,11 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
       permits.give(count)
       return slot
     }
-    let held = count
+    if (slot.count < count) permits.give(count - slot.count)
+    let held = slot.count
     return {
       ok: true,
+      count: slot.count,
       // Each try gives its place and slot back as it ends; a second call for the same gives nothing.
       release: (n = held) => {
         const given = Math.min(n, held)
@@ -366,11 +368,13 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
   }
 
   /**
-   * A bundle's first tries: the events read as they now are, tried together in waves the endpoint's
-   * limits grant whole. A wave refused after the first leaves the rest as a bundle of their own,
-   * due when the endpoint allows; each failed try goes on as its event's own job, on the schedule.
-   * The bundle completes once those are queued: killed before, it is run again whole (the events
-   * sent again under the same `webhook-id`, as any delivery whose worker died).
+   * A bundle's first tries: the events read as they now are, tried together as the endpoint's
+   * limits grant slots: all at once when that many are free, else the free ones, then the next, so
+   * single deliveries taking slots one by one never starve a bundle. Refused after some were tried,
+   * the rest go as a bundle of their own, due when the endpoint allows; each failed try goes on as
+   * its event's own job, on the schedule. The bundle completes once those are queued: killed
+   * before, it is run again whole (the events sent again under the same `webhook-id`, as any
+   * delivery whose worker died).
    */
   const deliverBundle = async (
     job: Job<WebhookBundleJob, WebhookResult>,
@@ -405,9 +409,8 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
     const goOn: WebhooksQueueAdd[] = []
     let delivered = 0
     let skipped = eventIds.length - events.length
-    for (let from = 0; from < events.length; from += wave) {
-      const part = events.slice(from, from + wave)
-      const slot = await takeSlots(endpointId, part.length)
+    for (let from = 0; from < events.length; ) {
+      const slot = await takeSlots(endpointId, Math.min(wave, events.length - from))
       if (!slot.ok) {
         if (from === 0) return later(job, token, slot.waitMs)
         const rest = events.slice(from).map((e) => e.eventId)
@@ -422,6 +425,8 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
         })
         break
       }
+      const part = events.slice(from, from + slot.count)
+      from += slot.count
       let outcomes: TryOutcome[]
       try {
         outcomes = await Promise.all(
@@ -442,8 +447,8 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
       })
       if (disabled) {
         // The endpoint is disabled now: the rest waits for an enable and a replay, as any event.
-        skipped += events.length - from - part.length
-        for (let i = from + part.length; i < events.length; i++) metrics?.webhook('skipped')
+        skipped += events.length - from
+        for (let i = from; i < events.length; i++) metrics?.webhook('skipped')
         break
       }
     }

@@ -170,6 +170,35 @@ describe('bundles: the relay queues an endpoint’s events as one job', () => {
   }, 60_000)
 })
 
+describe('bundles on a busy endpoint', () => {
+  it('a bundle starts on the one free slot while slow deliveries hold the others', async () => {
+    const [endpoint] = await world.endpoints([`${receiver.url}/busy`])
+    const id = endpoint?.id as string
+    const slow = await world.queueEvents(2, [id], 1)
+    const slowIds = new Set(slow.map((d) => d.eventId))
+    receiver.answer = (request) =>
+      slowIds.has(String(request.headers['webhook-id'])) ? { status: 204, delayMs: 1500 } : { status: 204 }
+    const running = startWorldWorker({ ...world.settings, endpointConcurrency: 3 })
+    try {
+      await waitFor(() => receiver.received.length >= 2, { what: 'the two slow deliveries under way' })
+      const slowStarted = Date.now()
+      const bundled = await world.queueEvents(6, [id], 10)
+      await waitFor(async () => (await triesOf([id])).length >= 8 && (await drained()), {
+        what: 'every delivery recorded',
+        timeoutMs: 30_000,
+      })
+      const firstOfBundle = Math.min(
+        ...bundled.map((d) => receiver.deliveriesOf(d.eventId)[0]?.receivedAt ?? Number.POSITIVE_INFINITY),
+      )
+      // Waiting for all three slots, it would have started only once the slow ones ended.
+      expect(firstOfBundle - slowStarted).toBeLessThan(1000)
+      expect(receiver.received).toHaveLength(8)
+    } finally {
+      await running.close()
+    }
+  }, 60_000)
+})
+
 describe('a worker killed with SIGKILL amid bundles', () => {
   it('loses no delivery: every event arrives and is recorded; only the killed bundles’ events go again', async () => {
     receiver.answer = () => ({ status: 204, delayMs: 15 })
