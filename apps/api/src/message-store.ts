@@ -13,13 +13,12 @@ import {
 import type { RedisClient } from '@dispatch/contracts/redis'
 import { type Job, Queue } from 'bullmq'
 import type { ChainableCommander } from 'ioredis'
+import { turnBatched } from './turn-batch.ts'
 
 interface Pending {
   job: MessageJob
   /** How long it waits: a scheduled message's time until its `sendAt`. */
   delayMs: number
-  resolve(): void
-  reject(error: unknown): void
 }
 
 /** A flush's messages by sender, each sender's in the order they came. */
@@ -73,7 +72,11 @@ export class MessageStore {
   readonly #prefix: string
   readonly #queues = new Map<string, Queue<MessageJob>>()
   readonly #logger: { warn(context: object, message: string): void } | undefined
-  #pending: Pending[] = []
+  /** Stores what a turn gathered; every add of the turn waits for the whole of it. */
+  readonly #add = turnBatched(async (batch: Pending[]) => {
+    await this.#store(batch)
+    return batch.map(() => undefined)
+  })
 
   constructor(
     redis: RedisClient,
@@ -88,14 +91,10 @@ export class MessageStore {
   }
 
   add(job: MessageJob, delayMs = 0): Promise<void> {
-    return new Promise((resolve, reject) => {
-      if (this.#pending.push({ job, delayMs, resolve, reject }) === 1) setImmediate(() => this.#flush())
-    })
+    return this.#add({ job, delayMs })
   }
 
-  async #flush() {
-    const batch = this.#pending
-    this.#pending = []
+  async #store(batch: Pending[]): Promise<void> {
     const cluster = this.#redis.isCluster
     const senders = bySender(batch)
     // One pipeline per sender on a cluster, where a pipeline must stay on one node (each sender's
@@ -103,46 +102,41 @@ export class MessageStore {
     const pipelines = cluster ? [...senders].map((entry) => [entry]) : [[...senders]]
     const active = fairActiveKey(this.#prefix)
     const now = Date.now()
-    try {
-      await Promise.all(
-        pipelines.map(async (group) => {
-          const pipeline = this.#redis.pipeline()
-          const enqueue = (
-            pipeline as unknown as { dispatchFairEnqueue: FairEnqueue }
-          ).dispatchFairEnqueue.bind(pipeline)
-          // One script call per sender (and per FAIR_ENQUEUE_MAX messages): a batch of 100 costs
-          // three commands, not three per message.
-          let calls = 0
-          for (const [senderId, messages] of group) {
-            const keys = fairKeys(this.#prefix, senderId)
-            for (let i = 0; i < messages.length; i += FAIR_ENQUEUE_MAX) {
-              const args = messages
-                .slice(i, i + FAIR_ENQUEUE_MAX)
-                .flatMap(({ job, delayMs }) => [
-                  job.messageId,
-                  JSON.stringify(job),
-                  job.priority ?? 'normal',
-                  job.apiKeyId,
-                  delayMs > 0 ? now + delayMs : 0,
-                ])
-              enqueue(keys.jobs, keys.scheduled, fairBase(this.#prefix, senderId), ...args)
-              calls++
-            }
+    await Promise.all(
+      pipelines.map(async (group) => {
+        const pipeline = this.#redis.pipeline()
+        const enqueue = (
+          pipeline as unknown as { dispatchFairEnqueue: FairEnqueue }
+        ).dispatchFairEnqueue.bind(pipeline)
+        // One script call per sender (and per FAIR_ENQUEUE_MAX messages): a batch of 100 costs
+        // three commands, not three per message.
+        let calls = 0
+        for (const [senderId, messages] of group) {
+          const keys = fairKeys(this.#prefix, senderId)
+          for (let i = 0; i < messages.length; i += FAIR_ENQUEUE_MAX) {
+            const args = messages
+              .slice(i, i + FAIR_ENQUEUE_MAX)
+              .flatMap(({ job, delayMs }) => [
+                job.messageId,
+                JSON.stringify(job),
+                job.priority ?? 'normal',
+                job.apiKeyId,
+                delayMs > 0 ? now + delayMs : 0,
+              ])
+            enqueue(keys.jobs, keys.scheduled, fairBase(this.#prefix, senderId), ...args)
+            calls++
           }
-          // After the messages: an admitter that sees the sender idle and drops it re-checks after.
-          if (!cluster) pipeline.sadd(active, ...senders.keys())
-          const results = (await pipeline.exec()) ?? []
-          const failed = results.find(([error]) => error)
-          const expected = calls + (cluster ? 0 : 1)
-          if (failed || results.length !== expected) throw failed?.[0] ?? new Error('pipeline cut short')
-        }),
-      )
-      // On a cluster the set may sit on another node: marked once the messages are stored.
-      if (cluster) await this.#redis.sadd(active, ...senders.keys())
-      for (const pending of batch) pending.resolve()
-    } catch (error) {
-      for (const pending of batch) pending.reject(error)
-    }
+        }
+        // After the messages: an admitter that sees the sender idle and drops it re-checks after.
+        if (!cluster) pipeline.sadd(active, ...senders.keys())
+        const results = (await pipeline.exec()) ?? []
+        const failed = results.find(([error]) => error)
+        const expected = calls + (cluster ? 0 : 1)
+        if (failed || results.length !== expected) throw failed?.[0] ?? new Error('pipeline cut short')
+      }),
+    )
+    // On a cluster the set may sit on another node: marked once the messages are stored.
+    if (cluster) await this.#redis.sadd(active, ...senders.keys())
   }
 
   /** The sender's BullMQ queue, for looking up admitted jobs; made again when opening it failed. */
