@@ -1,5 +1,11 @@
 import { fileURLToPath } from 'node:url'
-import { createSecretBox, metricsEnv, recipientHashEnv, secretsEnv } from '@dispatch/contracts'
+import {
+  createSecretBox,
+  metricsEnv,
+  recipientHashEnv,
+  secretsEnv,
+  WEBHOOK_BUNDLE_MAX,
+} from '@dispatch/contracts'
 import {
   ConfigError,
   choosePlatform,
@@ -98,7 +104,7 @@ const WorkerEnv = Type.Object({
    * A relayed batch's events of one endpoint go to the queue as one job of up to this many (1: one
    * job per event). Their first tries are made together; a failed one goes on alone.
    */
-  WEBHOOK_BUNDLE_SIZE: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
+  WEBHOOK_BUNDLE_SIZE: Type.Integer({ minimum: 1, maximum: WEBHOOK_BUNDLE_MAX, default: 20 }),
   /** Deliveries in flight to one endpoint, across every worker process. */
   WEBHOOK_ENDPOINT_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1000, default: 20 }),
   /** Deliveries per second to one endpoint, across every worker process. */

@@ -41,15 +41,27 @@ export function webhookJobsFor(deliveries: WebhookDelivery[], bundleSize: number
         jobs.push(singleWebhookJob(d.eventId, endpointId, d.eventType, webhookEventBody(d.payload)))
         continue
       }
-      const eventIds = part.map((d) => d.eventId)
-      jobs.push({
-        name: WEBHOOK_BUNDLE_JOB_NAME,
-        data: { endpointId, eventIds },
-        opts: { ...WEBHOOK_BUNDLE_JOB_OPTIONS, jobId: webhookBundleJobId(endpointId, eventIds) },
-      })
+      jobs.push(
+        bundleWebhookJob(
+          endpointId,
+          part.map((d) => d.eventId),
+        ),
+      )
     }
   }
   return jobs
+}
+
+/** A bundle of one endpoint's events, as the relay makes it (and a bundle's untried rest goes on as). */
+export function bundleWebhookJob(
+  endpointId: string,
+  eventIds: string[],
+): WebhooksQueueAdd & { data: WebhookBundleJob } {
+  return {
+    name: WEBHOOK_BUNDLE_JOB_NAME,
+    data: { endpointId, eventIds },
+    opts: { ...WEBHOOK_BUNDLE_JOB_OPTIONS, jobId: webhookBundleJobId(endpointId, eventIds) },
+  }
 }
 
 /** One event's own delivery job, as the relay makes it (and a bundle's failed try goes on as). */

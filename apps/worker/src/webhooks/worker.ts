@@ -2,10 +2,8 @@ import {
   QueueNames,
   type SecretBox,
   WEBHOOK_BUNDLE_JOB_NAME,
-  WEBHOOK_BUNDLE_JOB_OPTIONS,
   WebhookBundleJob,
   WebhookJob,
-  webhookBundleJobId,
   webhookEventBody,
 } from '@dispatch/contracts'
 import type { RedisClient } from '@dispatch/contracts/redis'
@@ -24,7 +22,7 @@ import type { WorkerMetrics } from '../metrics/registry.ts'
 import { traced } from '../tracing.ts'
 import { AttemptRecorder } from './attempt-recorder.ts'
 import { EndpointGate } from './endpoint-gate.ts'
-import { singleWebhookJob, type WebhooksQueueAdd, type WebhooksQueueJob } from './jobs.ts'
+import { bundleWebhookJob, singleWebhookJob, type WebhooksQueueAdd, type WebhooksQueueJob } from './jobs.ts'
 import { postWebhook } from './post.ts'
 import { retryDelay } from './schedule.ts'
 import { signWebhook } from './sign.ts'
@@ -413,16 +411,11 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
       const slot = await takeSlots(endpointId, Math.min(wave, events.length - from))
       if (!slot.ok) {
         if (from === 0) return later(job, token, slot.waitMs)
-        const rest = events.slice(from).map((e) => e.eventId)
-        goOn.push({
-          name: WEBHOOK_BUNDLE_JOB_NAME,
-          data: { endpointId, eventIds: rest },
-          opts: {
-            ...WEBHOOK_BUNDLE_JOB_OPTIONS,
-            jobId: webhookBundleJobId(endpointId, rest),
-            delay: slot.waitMs,
-          },
-        })
+        const rest = bundleWebhookJob(
+          endpointId,
+          events.slice(from).map((e) => e.eventId),
+        )
+        goOn.push({ ...rest, opts: { ...rest.opts, delay: slot.waitMs } })
         break
       }
       const part = events.slice(from, from + slot.count)
