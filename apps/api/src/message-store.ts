@@ -6,6 +6,8 @@ import {
   fairBase,
   fairKeys,
   type KeyLayout,
+  type MessageBundleJob,
+  type MessageBundleResult,
   type MessageJob,
   queuePrefix,
   senderQueueName,
@@ -178,12 +180,53 @@ export class MessageStore {
         state: waiting && due !== null && Number(due) > Date.now() ? 'delayed' : 'waiting',
       }
     }
-    const job: Job<MessageJob> | undefined = await this.queue(senderId).getJob(messageId)
-    if (!job) return undefined
-    const state = await job.getState()
-    // Finished between the two reads: read it again, so its result and attempts match its state.
-    const finished = state === 'completed' || state === 'failed'
-    return { job: (finished && (await this.queue(senderId).getJob(messageId))) || job, state }
+    const queue = this.queue(senderId)
+    const job: Job<MessageJob> | undefined = await queue.getJob(messageId)
+    // A message's own job, unless it left the message to a bundle (a bundle made again after an
+    // admitter died): then the bundle is where it is.
+    if (job && (job.returnvalue as { outcome?: string } | null)?.outcome !== 'elsewhere') {
+      const state = await job.getState()
+      // Finished between the two reads: read it again, so its result and attempts match its state.
+      const finished = state === 'completed' || state === 'failed'
+      return { job: (finished && (await queue.getJob(messageId))) || job, state }
+    }
+    const bundleId = await this.#redis.hget(keys.bundled, messageId)
+    return bundleId ? this.#fromBundle(queue, bundleId, messageId) : undefined
+  }
+
+  /** A message in a bundle's job (message-bundles.ts), as a job of its own would show it. */
+  async #fromBundle(
+    queue: Queue<MessageJob>,
+    bundleId: string,
+    messageId: string,
+  ): Promise<QueuedMessage | undefined> {
+    const bundle = (await queue.getJob(bundleId)) as Job<MessageBundleJob, MessageBundleResult> | undefined
+    const data = bundle?.data.messages?.find((m) => m.messageId === messageId)
+    if (!bundle || !data) return undefined
+    const bundleState = await bundle.getState()
+    const result = bundle.returnvalue?.results?.[messageId]
+    const finished = bundleState === 'completed' && result !== undefined
+    // A message a finished bundle has no result for was handed on (its own job) or left to another
+    // bundle: being sent, as far as this bundle knows.
+    const state = finished
+      ? result.outcome === 'failed'
+        ? 'failed'
+        : 'completed'
+      : bundleState === 'completed' || bundleState === 'failed'
+        ? 'active'
+        : bundleState
+    return {
+      job: {
+        data,
+        attemptsMade: finished ? 1 : 0,
+        timestamp: bundle.timestamp,
+        returnvalue: result,
+        ...(result?.outcome === 'failed' ? { failedReason: 'The platform refused the message' } : {}),
+        ...(bundle.finishedOn ? { finishedOn: bundle.finishedOn } : {}),
+        ...(bundle.processedOn ? { processedOn: bundle.processedOn } : {}),
+      },
+      state,
+    }
   }
 
   /**

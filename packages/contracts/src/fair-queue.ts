@@ -26,6 +26,8 @@ export const fairKeys = (prefix: string, senderId: string) => {
     movingAt: `${base}moving-at`,
     /** messageId → due time (ms), for scheduled messages. */
     scheduled: `${base}scheduled`,
+    /** messageId → the id of the bundle job holding it (message-bundles.ts), until its outcome is recorded. */
+    bundled: `${base}bundled`,
     /** Stream of `sent` outcomes not yet written to Postgres (the worker's sent log). */
     sentLog: `${base}sent-log`,
     /** The sender's pace: `tokens` (messages it may still be sent now) and `at` (ms), see FAIR_ADMIT_SCRIPT. */

@@ -376,6 +376,11 @@ export const MessageJob = Type.Object(
     traceContext: Type.Optional(Type.String({ maxLength: 2048 })),
     /** Attempts made before an admin retried it (absent: none): the record's count goes on from there. */
     priorAttempts: Type.Optional(Type.Integer({ minimum: 0 })),
+    /**
+     * The bundle that handed this message on to a job of its own (message-bundles.ts): its claim is
+     * still held in that bundle's name, which this job takes over.
+     */
+    claimedBy: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
     /** A free-form message's template for a closed window (see `FallbackTemplate`). */
     fallbackTemplate: Type.Optional(FallbackTemplate),
     /**

@@ -1,14 +1,19 @@
+import { createHash } from 'node:crypto'
 import {
   ADMIT_MODE,
   bullQueueKeys,
   FAIR_ADMIT_SCRIPT,
   fairActiveKey,
   fairKeys,
+  MESSAGE_BUNDLE_JOB_NAME,
   MESSAGE_JOB_OPTIONS,
+  type MessageBundleJob,
   type MessageJob,
+  messageBundleJobId,
   PRIORITY_RANK,
 } from '@dispatch/contracts'
 import type { RedisClient } from '@dispatch/contracts/redis'
+import type { JobsOptions, Queue } from 'bullmq'
 import type { WorkerContext } from '../runtime.ts'
 import type { SenderLane } from './lanes.ts'
 
@@ -20,6 +25,46 @@ const STALE_MOVE_MS = 10_000
 const MOST_PER_TICK = 1000
 
 type AdmitAnswer = [number, number, number, ...string[]]
+
+interface QueueEntry {
+  name: string
+  data: MessageJob | MessageBundleJob
+  opts: JobsOptions & { jobId: string }
+}
+
+/**
+ * A tick's jobs with runs of messages placed alike (same priority, same jump) put together, up to
+ * `size` to a job (message-bundles.ts). A run of one stays a message's own job. A bundle's id is a
+ * digest of its messages' ids: the same messages handed out again make the same job (an add of an
+ * id already there does nothing); any other overlap is settled by the messages' claims.
+ */
+export function bundled(jobs: QueueEntry[], size: number): QueueEntry[] {
+  if (size <= 1) return jobs
+  const placement = (job: QueueEntry) => `${job.opts.lifo === true}:${job.opts.priority ?? 0}`
+  const out: QueueEntry[] = []
+  for (let start = 0; start < jobs.length; ) {
+    const first = jobs[start] as QueueEntry
+    let end = start + 1
+    while (end < jobs.length && end - start < size && placement(jobs[end] as QueueEntry) === placement(first))
+      end++
+    if (end - start === 1) out.push(first)
+    else {
+      const messages = jobs.slice(start, end).map((job) => job.data as MessageJob)
+      const digest = createHash('sha256')
+        .update(messages.map((m) => m.messageId).join(','))
+        .digest('base64url')
+        .slice(0, 32)
+      const { telemetry, ...opts } = first.opts
+      out.push({
+        name: MESSAGE_BUNDLE_JOB_NAME,
+        data: { messages },
+        opts: { ...opts, jobId: messageBundleJobId(digest), ...(telemetry ? { telemetry } : {}) },
+      })
+    }
+    start = end
+  }
+  return out
+}
 
 /**
  * Tops up each sender's queue from its fair-admission lists (packages/contracts/src/fair-queue.ts):
@@ -120,7 +165,7 @@ export class Admitter {
     )) as AdmitAnswer
     if (pairs.length === 0) return workLeft === 1
     const ids: string[] = []
-    const jobs = []
+    const jobs: QueueEntry[] = []
     for (let i = 0; i < pairs.length; i += 2) {
       const id = pairs[i] as string
       const data = JSON.parse(pairs[i + 1] as string) as MessageJob
@@ -143,9 +188,20 @@ export class Admitter {
         },
       })
     }
+    const queued = bundled(jobs, config.MESSAGES_BUNDLE_SIZE)
     // Each lifo add goes to the front: the jumping ones are added last to first, so they keep their order.
-    if (mode === ADMIT_MODE.jump) jobs.splice(0, jumpCount, ...jobs.slice(0, jumpCount).reverse())
-    await (await lane.queue.get()).addBulk(jobs)
+    const jumping = queued.findIndex((job) => !job.opts.lifo)
+    const jumps = jumping === -1 ? queued.length : jumping
+    if (jumps > 1) queued.splice(0, jumps, ...queued.slice(0, jumps).reverse())
+    // Indexed before they are queued, so the API finds a bundled message in one place or the other
+    // (`moving` until the MULTI below), and a bundle that ends at once drops its entries after.
+    const index = queued.flatMap((job) =>
+      job.name === MESSAGE_BUNDLE_JOB_NAME
+        ? (job.data as MessageBundleJob).messages.flatMap((m) => [m.messageId, job.opts.jobId])
+        : [],
+    )
+    if (index.length > 0) await this.#redis.hset(keys.bundled, ...index)
+    await (await lane.queue.get()).addBulk(queued as Parameters<Queue<MessageJob>['addBulk']>[0])
     await this.#redis
       .multi()
       .hdel(keys.moving, ...ids)

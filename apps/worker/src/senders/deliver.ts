@@ -31,9 +31,13 @@ function spendPace(lane: DeliveryLane, log: Logger): void {
 }
 
 /** What a job ends with: the platform's id, or why it was never sent. */
-export type DeliveryResult =
+export type Delivered =
   | { platformMessageId: string; fallbackUsed?: true }
   | { outcome: 'expired' | 'canceled' }
+export type DeliveryResult =
+  | Delivered
+  /** Another job holds the message's claim and delivers it (message-bundles.ts). */
+  | { outcome: 'elsewhere' }
 
 /** The sender a job is delivered through, as its lane holds it now (its token may change). */
 export interface DeliveryLane {
@@ -123,14 +127,18 @@ export function deliveryOutcome(
 }
 
 /**
- * Takes the message's claim for a worker, which settles any race with a cancel: once the worker's,
- * a cancel is refused. Answers who holds it: `worker`, or `cancel` when a cancel got there first.
- * One command (`SET … NX GET`, Redis ≥ 7): nil when the claim was free and is now the worker's.
+ * Takes the message's claim, which settles any race with a cancel: once a job holds it, a cancel is
+ * refused. One command (`SET … NX GET`, Redis ≥ 7): answers who held it before, or null when it was
+ * free and is now `as` (`worker` for a message's own job, the bundle's id for a bundle's).
  */
-export async function takeClaim(claims: RedisClient, prefix: string, data: MessageJob): Promise<string> {
+export async function takeClaim(
+  claims: RedisClient,
+  prefix: string,
+  data: MessageJob,
+  as = 'worker',
+): Promise<string | null> {
   const ttl = messageClaimTtlMs(data.expiresAt, Date.now())
-  const holder = await claims.set(messageClaimKey(prefix, data.messageId), 'worker', 'PX', ttl, 'NX', 'GET')
-  return holder ?? 'worker'
+  return claims.set(messageClaimKey(prefix, data.messageId), as, 'PX', ttl, 'NX', 'GET')
 }
 
 /** The fields of an expiry: never handed to the platform before its validity ended. */
@@ -158,36 +166,67 @@ const asPlatformError = (error: unknown) =>
     ? error
     : new PlatformError('INTERNAL', 'retryable', (error as Error)?.message ?? String(error))
 
+/** How one job runs one message: the single job's own run, or one message of a bundle. */
+export interface DeliveryRun {
+  /** The claim's value this run holds: `worker` for a message's own job, a bundle's job id. */
+  claimAs: string
+  /** A claim held under this name is this run's too: the bundle that handed the message on. */
+  takesOver?: string | undefined
+  /** Attempts this job made at this message before this run. */
+  attemptsMade: number
+  /** The most attempts this job makes at the message. */
+  maxAttempts: number
+  /** The job ran before (a retry, a stalled or rate-limited run): the message may be sent already. */
+  rerun: boolean
+  /** What an earlier run kept of a send it could not record (without a sent log). */
+  progress?: { platformMessageId?: string; fallbackUsed?: boolean } | undefined
+}
+
+/** What one run of one message ended with. Every outcome but `held` and `elsewhere` is recorded. */
+export type Disposition =
+  /** `recorded`: a sent outcome's row is written after the run, from the sent log; settles then. */
+  | { kind: 'done'; result: Delivered; recorded?: Promise<void> }
+  /** Failed for good (recorded `failed`). */
+  | { kind: 'failed'; reason: string }
+  /** To be tried again after `delayMs`; `spent`: an attempt was made (and recorded `sending`). */
+  | { kind: 'again'; error: Error; spent: boolean; delayMs?: number }
+  /** Not sent: the sender is paused (a platform rate limit, a refused token); back in the queue. */
+  | { kind: 'held' }
+  /** Another job holds its claim (a bundle made again after an admitter died): that one sends it. */
+  | { kind: 'elsewhere' }
+
+/** The message's sent outcome could not be recorded (no sent log): the job keeps the platform id. */
+export class UnrecordedSendError extends Error {
+  readonly sent: { platformMessageId: string; fallbackUsed: boolean }
+  constructor(cause: unknown, sent: { platformMessageId: string; fallbackUsed: boolean }) {
+    super((cause as Error)?.message ?? String(cause), { cause })
+    this.sent = sent
+  }
+}
+
 /**
- * Delivers one message. A job run again (retried, or picked up after a worker died) first looks
- * for a platform id already recorded, and never sends a message twice once it has one.
+ * Delivers one message of a job, and answers how it ended (the adapters below and bundle.ts turn
+ * that into BullMQ's terms). A run that may follow an earlier one (a job run again, a claim already
+ * held) first looks for a platform id already recorded, and never sends a message twice once it
+ * has one.
  */
-export async function deliverMessage(
-  job: Job<MessageJob, DeliveryResult>,
-  token: string | undefined,
+export async function deliverOne(
+  data: MessageJob,
+  run: DeliveryRun,
   lane: DeliveryLane,
   deps: DeliveryDeps,
-): Promise<DeliveryResult> {
+): Promise<Disposition> {
   const { db, logger, recorder, metrics } = deps
   const { platform, senderId } = lane
-  if (!isMessageJob.Check(job.data)) {
-    logger.error({ jobId: job.id }, 'message job does not match its contract; failed without delivery')
-    throw new UnrecoverableError('The job payload does not match the messages contract')
-  }
-  const { messageId, acceptedAt, message, sendAt, expiresAt } = job.data
+  const { messageId, acceptedAt, message, sendAt, expiresAt } = data
   const log = logger.child({ messageId, type: message.type, senderId })
-  // Taken while this process knows the sender rate limited: back to the queue's front unsent, and
-  // the worker waits out the pause. The limiter key is set to what is left of it first (another
-  // process may have set a shorter one): the wait is the key's life, and a key gone would let the
-  // worker take the job straight back.
-  if (Date.now() < lane.limitedUntil && (await lane.holdForLimit())) throw Worker.RateLimitError()
 
-  const attempts = job.attemptsMade + 1
-  // A message an admin retried counts on from its earlier attempts (the record keeps the greater
-  // count, so outcomes that spend no attempt need no offset).
-  const priorAttempts = job.data.priorAttempts ?? 0
+  const attempts = run.attemptsMade + 1
+  // A message an admin retried (or a bundle handed on) counts on from its earlier attempts (the
+  // record keeps the greater count, so outcomes that spend no attempt need no offset).
+  const priorAttempts = data.priorAttempts ?? 0
   const outcome = (status: DeliveryOutcome['status'], fields: Partial<DeliveryOutcome>): DeliveryOutcome =>
-    deliveryOutcome(job.data, lane, status, { attempts: priorAttempts + attempts, ...fields })
+    deliveryOutcome(data, lane, status, { attempts: priorAttempts + attempts, ...fields })
 
   // An opt-out made after the message was accepted (when this process may not have heard of it)
   // and, under `enforce`, the recipient's window: read beside the claim, not after it, so no round
@@ -204,19 +243,25 @@ export async function deliverMessage(
       window: lane.settings.serviceWindowPolicy === 'enforce' && isFreeForm(message),
     },
   )
-  if ((await takeClaim(deps.claims, deps.prefix, job.data)) === 'cancel') {
-    await recorder.record(outcome('canceled', { attempts: job.attemptsMade }))
+  const holder = await takeClaim(deps.claims, deps.prefix, data, run.claimAs)
+  if (holder === 'cancel') {
+    await recorder.record(outcome('canceled', { attempts: run.attemptsMade }))
     metrics?.canceled(senderId)
     log.info('message canceled before it was sent')
-    return { outcome: 'canceled' }
+    return { kind: 'done', result: { outcome: 'canceled' } }
+  }
+  if (holder !== null && holder !== run.claimAs && holder !== run.takesOver) {
+    log.info({ holder }, 'message held by another job; that one delivers it')
+    return { kind: 'elsewhere' }
   }
 
-  // First run of a new job: nothing can be recorded yet, so spare the lookup (the hot path).
-  if (job.attemptsMade > 0 || job.attemptsStarted > 1) {
+  // First run of a new job with a claim it just took: nothing can be recorded yet, so spare the
+  // lookup (the hot path).
+  if (run.rerun || holder !== null) {
     const recorded = await findPlatformMessageId(db, messageId)
     if (recorded) {
       log.info({ platformMessageId: recorded }, 'message already sent; not sending again')
-      return { platformMessageId: recorded }
+      return { kind: 'done', result: { platformMessageId: recorded } }
     }
     // Sent by an earlier run killed after logging it, its row not yet written: write it now.
     const logged = deps.sentLog
@@ -225,38 +270,37 @@ export async function deliverMessage(
     if (logged?.platformMessageId) {
       await recorder.record(logged)
       log.info({ platformMessageId: logged.platformMessageId }, 'message already sent; not sending again')
-      return { platformMessageId: logged.platformMessageId }
+      return { kind: 'done', result: { platformMessageId: logged.platformMessageId } }
     }
     // Sent by an earlier run whose record failed: record it now, still without sending.
-    const progress = job.progress as { platformMessageId?: string; fallbackUsed?: boolean } | undefined
-    const sent = progress?.platformMessageId
+    const sent = run.progress?.platformMessageId
     if (sent) {
-      const fallbackUsed = progress?.fallbackUsed === true
+      const fallbackUsed = run.progress?.fallbackUsed === true
       await recorder.record(
-        outcome('sent', { platformMessageId: sent, attempts: job.attemptsMade, fallbackUsed }),
+        outcome('sent', { platformMessageId: sent, attempts: run.attemptsMade, fallbackUsed }),
       )
       metrics?.sent(senderId, sendAt ?? acceptedAt)
       log.info({ platformMessageId: sent }, 'message already sent; recorded it without sending again')
-      return { platformMessageId: sent }
+      return { kind: 'done', result: { platformMessageId: sent } }
     }
   }
 
   // Past its validity (a backlog, an outage, the platform's rate limits): never sent late.
   if (expiresAt && Date.now() > Date.parse(expiresAt)) {
-    await recorder.record(outcome('expired', { attempts: job.attemptsMade, ...expiredFields(expiresAt) }))
+    await recorder.record(outcome('expired', { attempts: run.attemptsMade, ...expiredFields(expiresAt) }))
     metrics?.expired(senderId)
     log.info({ expiresAt }, 'message expired before it could be sent')
-    return { outcome: 'expired' }
+    return { kind: 'done', result: { outcome: 'expired' } }
   }
 
   // Opted out since it was accepted (a STOP, an entry added; of marketing: "Stop promotions", Meta's
   // user_preferences, a 131050), of everything or of what this message is: never sent.
   const scope = await optOut
-  if (scope === 'all' || (scope === 'marketing' && job.data.marketing === true)) {
-    await recorder.record(outcome('canceled', { attempts: job.attemptsMade, ...optedOutFields(scope) }))
+  if (scope === 'all' || (scope === 'marketing' && data.marketing === true)) {
+    await recorder.record(outcome('canceled', { attempts: run.attemptsMade, ...optedOutFields(scope) }))
     metrics?.canceled(senderId)
     log.info({ scope }, 'recipient opted out before it was sent; canceled')
-    return { outcome: 'canceled' }
+    return { kind: 'done', result: { outcome: 'canceled' } }
   }
 
   // The 24-hour window under the sender's `enforce` policy: a scheduled or backlogged message can
@@ -264,12 +308,12 @@ export async function deliverMessage(
   let outbound: OutboundMessage = message
   let fallbackUsed = false
   if ((await window) === 'closed') {
-    const fallback = fallbackMessage(job.data)
+    const fallback = fallbackMessage(data)
     if (!fallback) {
-      await recorder.record(outcome('failed', { attempts: job.attemptsMade, ...windowClosedFields }))
+      await recorder.record(outcome('failed', { attempts: run.attemptsMade, ...windowClosedFields }))
       metrics?.failed(senderId, WINDOW_CLOSED_CODE)
       log.info('24-hour window closed and no fallback template; failed without sending')
-      throw new UnrecoverableError(`${WINDOW_CLOSED_CODE}: ${windowClosedFields.lastErrorMessage}`)
+      return { kind: 'failed', reason: `${WINDOW_CLOSED_CODE}: ${windowClosedFields.lastErrorMessage}` }
     }
     outbound = fallback
     fallbackUsed = true
@@ -285,7 +329,7 @@ export async function deliverMessage(
       ;({ platformMessageId } = await send(outbound))
     } catch (caught) {
       // The platform says the window is closed (131047): the fallback goes at once, in this attempt.
-      const fallback = fallbackUsed ? undefined : fallbackMessage(job.data)
+      const fallback = fallbackUsed ? undefined : fallbackMessage(data)
       if (!fallback || !(caught instanceof PlatformError) || caught.code !== WINDOW_CLOSED_CODE) throw caught
       log.info('the platform found the 24-hour window closed; sending the fallback template')
       outbound = fallback
@@ -293,70 +337,152 @@ export async function deliverMessage(
       ;({ platformMessageId } = await send(outbound))
     }
   } catch (caught) {
-    const error = asPlatformError(caught)
-    if (error.kind === 'rate-limited') {
-      // This sender's queue waits: every worker on it, in every process; other senders go on. No
-      // attempt is spent.
-      const { pauseMs, newPause } = await lane.rateLimit(error.retryAfterMs ?? 1000)
-      // One line per pause, not one per job of the burst that met it.
-      if (newPause) {
-        log.warn({ code: error.code, pauseMs }, 'platform rate limit; pausing this sender')
-        metrics?.rateLimitPaused(senderId)
-      }
-      throw Worker.RateLimitError()
-    }
-    if (error.kind === 'recipient-throttled' && token) {
-      // Only this recipient is over its pair rate: this message waits, the sender's others go on.
-      spendPace(lane, log)
-      const delayMs = Math.round((error.retryAfterMs ?? 6000) * (1 + Math.random() * 0.5))
-      log.info({ code: error.code, delayMs }, 'pair rate limit for this recipient; delaying this message')
-      await job.moveToDelayed(Date.now() + delayMs, token)
-      throw new DelayedError()
-    }
-    if (error.kind === 'token-refused') {
-      // Back in the queue, which is paused: it waits (within its validity) for a fixed token.
-      log.error({ alert: error.alert, code: error.code }, 'sender token refused; pausing this sender')
-      await lane.tokenRefused(error)
-      throw Worker.RateLimitError()
-    }
-    if (error.alert) log.error({ alert: error.alert, code: error.code }, error.message)
-    const final = error.kind === 'permanent' || attempts >= (job.opts.attempts ?? 1)
-    await recorder.record(
-      outcome(final ? 'failed' : 'sending', { lastErrorCode: error.code, lastErrorMessage: error.message }),
-    )
-    if (final) metrics?.failed(senderId, error.code)
-    else {
-      metrics?.retried(senderId, error.code)
-      spendPace(lane, log)
-    }
-    if (error.code === MARKETING_STOPPED_CODE) {
-      const entry = { phoneNumberId: platform.phoneNumberId, senderId, recipient: recipientOf(message.body) }
-      await recordMarketingStop(db, deps.claims, deps.prefix, deps.hash, entry).catch((caught) =>
-        log.warn({ err: caught }, '131050 not recorded as an opt-out'),
-      )
-    }
-    log.warn({ code: error.code, kind: error.kind, attempts, final }, 'delivery attempt failed')
-    throw final ? new UnrecoverableError(`${error.code}: ${error.message}`) : error
+    return failedSend(asPlatformError(caught), { data, attempts, run, lane, deps, log, outcome })
   }
 
   const sent = outcome('sent', { platformMessageId, fallbackUsed })
+  let recorded: Promise<void> | undefined
   if (deps.sentLog) {
     // Appended on the connection BullMQ completes the job on, not awaited: Redis runs it before the
     // completion, so a completed job's outcome is in the log (or Postgres) at no extra round trip.
     const logged = logSent(deps.sentLog.redis, deps.sentLog.stream, sent)
     logged.catch((error) => log.error({ err: error, platformMessageId }, 'sent outcome not logged in Redis'))
-    recorder.recordLogged(sent, logged).catch(() => {})
+    recorded = recorder.recordLogged(sent, logged)
+    recorded.catch(() => {})
   } else {
     try {
       await recorder.record(sent)
     } catch (error) {
-      // Sent but not recorded: keep the id on the job in Redis, so the retry completes without sending.
-      await job.updateProgress({ platformMessageId, fallbackUsed }).catch(() => {})
       log.error({ err: error, platformMessageId }, 'message sent but its record failed; retrying the record')
-      throw error
+      throw new UnrecordedSendError(error, { platformMessageId, fallbackUsed })
     }
   }
   metrics?.sent(senderId, sendAt ?? acceptedAt)
   log.debug({ platformMessageId, attempts, fallbackUsed }, 'message sent')
-  return fallbackUsed ? { platformMessageId, fallbackUsed: true } : { platformMessageId }
+  return {
+    kind: 'done',
+    result: fallbackUsed ? { platformMessageId, fallbackUsed: true } : { platformMessageId },
+    ...(recorded ? { recorded } : {}),
+  }
+}
+
+/** A platform call that failed: the sender paused, the message delayed, tried again, or failed. */
+async function failedSend(
+  error: PlatformError,
+  context: {
+    data: MessageJob
+    attempts: number
+    run: DeliveryRun
+    lane: DeliveryLane
+    deps: DeliveryDeps
+    log: Logger
+    outcome: (status: DeliveryOutcome['status'], fields: Partial<DeliveryOutcome>) => DeliveryOutcome
+  },
+): Promise<Disposition> {
+  const { data, attempts, run, lane, deps, log, outcome } = context
+  const { metrics } = deps
+  const { senderId, platform } = lane
+  if (error.kind === 'rate-limited') {
+    // This sender's queue waits: every worker on it, in every process; other senders go on. No
+    // attempt is spent.
+    const { pauseMs, newPause } = await lane.rateLimit(error.retryAfterMs ?? 1000)
+    // One line per pause, not one per job of the burst that met it.
+    if (newPause) {
+      log.warn({ code: error.code, pauseMs }, 'platform rate limit; pausing this sender')
+      metrics?.rateLimitPaused(senderId)
+    }
+    return { kind: 'held' }
+  }
+  if (error.kind === 'recipient-throttled') {
+    // Only this recipient is over its pair rate: this message waits, the sender's others go on.
+    spendPace(lane, log)
+    const delayMs = Math.round((error.retryAfterMs ?? 6000) * (1 + Math.random() * 0.5))
+    log.info({ code: error.code, delayMs }, 'pair rate limit for this recipient; delaying this message')
+    return { kind: 'again', error, spent: false, delayMs }
+  }
+  if (error.kind === 'token-refused') {
+    // Back in the queue, which is paused: it waits (within its validity) for a fixed token.
+    log.error({ alert: error.alert, code: error.code }, 'sender token refused; pausing this sender')
+    await lane.tokenRefused(error)
+    return { kind: 'held' }
+  }
+  if (error.alert) log.error({ alert: error.alert, code: error.code }, error.message)
+  const final = error.kind === 'permanent' || attempts >= run.maxAttempts
+  await deps.recorder.record(
+    outcome(final ? 'failed' : 'sending', { lastErrorCode: error.code, lastErrorMessage: error.message }),
+  )
+  if (final) metrics?.failed(senderId, error.code)
+  else {
+    metrics?.retried(senderId, error.code)
+    spendPace(lane, log)
+  }
+  if (error.code === MARKETING_STOPPED_CODE) {
+    const entry = {
+      phoneNumberId: platform.phoneNumberId,
+      senderId,
+      recipient: recipientOf(data.message.body),
+    }
+    await recordMarketingStop(deps.db, deps.claims, deps.prefix, deps.hash, entry).catch((caught) =>
+      log.warn({ err: caught }, '131050 not recorded as an opt-out'),
+    )
+  }
+  log.warn({ code: error.code, kind: error.kind, attempts, final }, 'delivery attempt failed')
+  return final
+    ? { kind: 'failed', reason: `${error.code}: ${error.message}` }
+    : { kind: 'again', error, spent: true }
+}
+
+/**
+ * A message's own job: one message, its retries BullMQ's (with the `platform` backoff), its pair
+ * limit a delay of the job, a paused sender the job back in the queue.
+ */
+export async function deliverMessage(
+  job: Job<MessageJob, DeliveryResult>,
+  token: string | undefined,
+  lane: DeliveryLane,
+  deps: DeliveryDeps,
+): Promise<DeliveryResult> {
+  if (!isMessageJob.Check(job.data)) {
+    deps.logger.error({ jobId: job.id }, 'message job does not match its contract; failed without delivery')
+    throw new UnrecoverableError('The job payload does not match the messages contract')
+  }
+  // Taken while this process knows the sender rate limited: back to the queue's front unsent, and
+  // the worker waits out the pause. The limiter key is set to what is left of it first (another
+  // process may have set a shorter one): the wait is the key's life, and a key gone would let the
+  // worker take the job straight back.
+  if (Date.now() < lane.limitedUntil && (await lane.holdForLimit())) throw Worker.RateLimitError()
+  let disposition: Disposition
+  try {
+    disposition = await deliverOne(
+      job.data,
+      {
+        claimAs: 'worker',
+        takesOver: job.data.claimedBy,
+        attemptsMade: job.attemptsMade,
+        maxAttempts: job.opts.attempts ?? 1,
+        rerun: job.attemptsMade > 0 || job.attemptsStarted > 1,
+        progress: job.progress as DeliveryRun['progress'],
+      },
+      lane,
+      deps,
+    )
+  } catch (error) {
+    // Sent but not recorded: keep the id on the job in Redis, so the retry completes without sending.
+    if (error instanceof UnrecordedSendError) await job.updateProgress(error.sent).catch(() => {})
+    throw error
+  }
+  switch (disposition.kind) {
+    case 'done':
+      return disposition.result
+    case 'failed':
+      throw new UnrecoverableError(disposition.reason)
+    case 'held':
+      throw Worker.RateLimitError()
+    case 'elsewhere':
+      return { outcome: 'elsewhere' }
+    case 'again':
+      if (disposition.spent || !token) throw disposition.error
+      await job.moveToDelayed(Date.now() + (disposition.delayMs ?? 0), token)
+      throw new DelayedError()
+  }
 }

@@ -1,5 +1,8 @@
 import {
   fairKeys,
+  MESSAGE_BUNDLE_JOB_NAME,
+  type MessageBundleJob,
+  type MessageBundleResult,
   type MessageJob,
   queuePrefix,
   recipientHasher,
@@ -10,13 +13,15 @@ import {
 import { ReopeningQueue } from '@dispatch/contracts/queues'
 import type { RedisClient } from '@dispatch/contracts/redis'
 import { markSenderNeedsAttention } from '@dispatch/db'
-import { Queue, Worker } from 'bullmq'
+import { type Job, Queue, Worker } from 'bullmq'
 import { OptOutWatch } from '../consent/watch.ts'
 import { DeliveryRecorder } from '../delivery-recorder.ts'
+import { Permits } from '../permits.ts'
 import { createSandboxPlatform } from '../platforms/sandbox.ts'
 import type { MessagingPlatform, PlatformError } from '../platforms/types.ts'
 import { createWhatsAppCloudPlatform } from '../platforms/whatsapp-cloud.ts'
 import type { WorkerContext } from '../runtime.ts'
+import { deliverBundle } from './bundle.ts'
 import { type DeliveryLane, type DeliveryResult, deliverMessage, platformBackoff } from './deliver.ts'
 import type { SenderSettings } from './registry.ts'
 
@@ -63,7 +68,7 @@ export class SenderLane implements DeliveryLane {
   readonly sentLog: string
   platform: MessagingPlatform
   settings: SenderSettings
-  #worker: Worker<MessageJob, DeliveryResult> | undefined
+  #worker: Worker<MessageJob | MessageBundleJob, DeliveryResult | MessageBundleResult> | undefined
   #pausedUntil = 0
   /** When this process last paused the sender for a refused token (ms). */
   #refusedAt = 0
@@ -109,9 +114,19 @@ export class SenderLane implements DeliveryLane {
       metrics: context.metrics,
       optOuts,
     }
-    this.#worker = new Worker<MessageJob, DeliveryResult>(
+    const bundleDeps = {
+      ...deps,
+      queue: () => this.queue.get(),
+      permits: new Permits(config.MESSAGES_CONCURRENCY),
+      index: { redis: connections.claims, key: fair.bundled },
+      backoffMs: config.MESSAGES_BACKOFF_MS,
+    }
+    this.#worker = new Worker<MessageJob | MessageBundleJob, DeliveryResult | MessageBundleResult>(
       name,
-      (job, token) => deliverMessage(job, token, this, deps),
+      (job, token) =>
+        job.name === MESSAGE_BUNDLE_JOB_NAME
+          ? deliverBundle(job as Job<MessageBundleJob, MessageBundleResult>, this, bundleDeps)
+          : deliverMessage(job as Job<MessageJob, DeliveryResult>, token, this, deps),
       {
         connection: connections.worker,
         prefix,

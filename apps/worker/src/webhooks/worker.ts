@@ -19,6 +19,7 @@ import { DelayedError, type Job, Queue, type Telemetry, UnrecoverableError, Work
 import type { Logger } from 'pino'
 import { Compile } from 'typebox/compile'
 import type { WorkerMetrics } from '../metrics/registry.ts'
+import { Permits } from '../permits.ts'
 import { traced } from '../tracing.ts'
 import { AttemptRecorder } from './attempt-recorder.ts'
 import { EndpointGate } from './endpoint-gate.ts'
@@ -111,37 +112,6 @@ class EndpointCache {
 
   forget(id: string) {
     this.#entries.delete(id)
-  }
-}
-
-/**
- * The POSTs in flight in this process: places taken several at once (a bundle's wave), all or
- * none, in the order asked, so a wave never holds some while waiting for the rest.
- */
-class Permits {
-  #free: number
-  readonly #waiting: Array<{ count: number; resolve: () => void }> = []
-
-  constructor(count: number) {
-    this.#free = count
-  }
-
-  /** Undefined when the places were free (no await needed), else a promise of them. */
-  take(count: number): Promise<void> | undefined {
-    if (this.#waiting.length === 0 && this.#free >= count) {
-      this.#free -= count
-      return undefined
-    }
-    return new Promise((resolve) => this.#waiting.push({ count, resolve }))
-  }
-
-  give(count: number) {
-    this.#free += count
-    for (let next = this.#waiting[0]; next && next.count <= this.#free; next = this.#waiting[0]) {
-      this.#waiting.shift()
-      this.#free -= next.count
-      next.resolve()
-    }
   }
 }
 

@@ -46,7 +46,8 @@ export async function findOwnMessage(
     const recorded = await findMessageById(deps.db, id)
     if (recorded) return { row: recorded }
   }
-  return { ...found, claim: claim === 'worker' || claim === 'cancel' ? claim : null }
+  // Held by a job: `worker` (a message's own job) or a bundle's id (message-bundles.ts).
+  return { ...found, claim: claim === null ? null : claim === 'cancel' ? 'cancel' : 'worker' }
 }
 
 type JobOutcome = { platformMessageId?: string; outcome?: 'expired' | 'canceled' } | null | undefined
