@@ -35,6 +35,55 @@ function bySender(group: Pending[]): Map<string, Pending[]> {
   return senders
 }
 
+/** A sent outcome as the worker logs it (packages/db's DeliveryOutcome, as JSON). */
+interface LoggedOutcome {
+  id: string
+  apiKeyId: string
+  type: MessageJob['message']['type']
+  payload: MessageJob['message']['body']
+  redacted?: boolean
+  clientReference: string | null
+  batchId: string | null
+  senderId: string | null
+  acceptedAt: string
+  sendAt: string | null
+  expiresAt: string | null
+  platformMessageId: string | null
+  fallbackUsed?: boolean
+  at: string
+}
+
+/** A logged sent outcome as the finished job it came from. */
+function fromOutcome(outcome: LoggedOutcome): QueuedMessage {
+  const data = {
+    messageId: outcome.id,
+    apiKeyId: outcome.apiKeyId,
+    acceptedAt: outcome.acceptedAt,
+    message: { type: outcome.type, body: outcome.payload },
+    ...(outcome.clientReference ? { clientReference: outcome.clientReference } : {}),
+    ...(outcome.batchId ? { batchId: outcome.batchId } : {}),
+    ...(outcome.sendAt ? { sendAt: outcome.sendAt } : {}),
+    ...(outcome.expiresAt ? { expiresAt: outcome.expiresAt } : {}),
+    ...(outcome.senderId ? { senderId: outcome.senderId } : {}),
+    ...(outcome.redacted ? { discardContent: true as const } : {}),
+  } as MessageJob
+  const at = Date.parse(outcome.at)
+  return {
+    job: {
+      data,
+      attemptsMade: 1,
+      timestamp: Date.parse(outcome.acceptedAt),
+      returnvalue: {
+        platformMessageId: outcome.platformMessageId,
+        ...(outcome.fallbackUsed ? { fallbackUsed: true } : {}),
+      },
+      finishedOn: at,
+      processedOn: at,
+    },
+    state: 'completed',
+  }
+}
+
 /** What a status lookup needs of a message still in Redis: a BullMQ job, or one waiting for admission. */
 export interface QueuedJob {
   data: MessageJob
@@ -191,7 +240,29 @@ export class MessageStore {
       return { job: (finished && (await queue.getJob(messageId))) || job, state }
     }
     const bundleId = await this.#redis.hget(keys.bundled, messageId)
-    return bundleId ? this.#fromBundle(queue, bundleId, messageId) : undefined
+    if (!bundleId) return undefined
+    return (await this.#fromBundle(queue, bundleId, messageId)) ?? this.#fromSentLog(keys.sentLog, messageId)
+  }
+
+  /**
+   * A message of a finished bundle (removed as it ends) whose record is not in Postgres yet: its
+   * sent outcome waits in the sender's sent log (the worker's other outcomes are recorded before
+   * the bundle ends). The log holds what Postgres has not taken yet: little, but for an outage.
+   */
+  async #fromSentLog(stream: string, messageId: string): Promise<QueuedMessage | undefined> {
+    for (let start = '-'; ; ) {
+      const entries = (await this.#redis.xrange(stream, start, '+', 'COUNT', 1000)) as Array<
+        [string, string[]]
+      >
+      for (const [, fields] of entries) {
+        const json = fields[1] ?? ''
+        if (!json.includes(messageId)) continue
+        const outcome = JSON.parse(json) as LoggedOutcome
+        if (outcome.id === messageId) return fromOutcome(outcome)
+      }
+      if (entries.length < 1000) return undefined
+      start = `(${entries[entries.length - 1]?.[0]}`
+    }
   }
 
   /** A message in a bundle's job (message-bundles.ts), as a job of its own would show it. */

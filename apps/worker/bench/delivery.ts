@@ -19,6 +19,8 @@ import { readFile } from 'node:fs/promises'
 import {
   fairKeys,
   MESSAGE_JOB_OPTIONS,
+  type MessageBundleJob,
+  type MessageBundleResult,
   type MessageJob,
   QueueNames,
   recipientHasher,
@@ -33,8 +35,10 @@ import { Redis } from 'ioredis'
 import pino from 'pino'
 import { OptOutWatch } from '../src/consent/watch.ts'
 import { DeliveryRecorder } from '../src/delivery-recorder.ts'
+import { Permits } from '../src/permits.ts'
 import { createSandboxPlatform } from '../src/platforms/sandbox.ts'
 import type { Delivery } from '../src/platforms/types.ts'
+import { deliverBundle } from '../src/senders/bundle.ts'
 import { type DeliveryResult, deliverMessage, deliveryOutcome } from '../src/senders/deliver.ts'
 
 const jobs = Number(process.env.BENCH_JOBS ?? 10_000)
@@ -233,6 +237,18 @@ const timedSql = new Proxy(sql, {
 }) as Sql
 
 const sandbox = createSandboxPlatform({ latencyMs: 0, failureRate: 0, phoneNumberId: '100000000000001' })
+/** One sender's lane, without rate limit: its platform calls timed. */
+const lane = (serviceWindowPolicy: 'off' | 'enforce') => ({
+  senderId: 'default',
+  platform: { ...sandbox, deliver: (delivery: Delivery) => spans.platform.time(sandbox.deliver(delivery)) },
+  settings: { serviceWindowPolicy },
+  rateLimit: async () => ({ pauseMs: 0, newPause: false }),
+  limitedUntil: 0,
+  holdForLimit: async () => false,
+  spendPace: async () => {},
+  tokenRefused: async () => {},
+})
+
 /**
  * The messages worker of one sender, as a lane runs it, without rate limit; under `enforce`, each
  * text reads its recipient's window in Redis first (open here, so every message still goes).
@@ -240,16 +256,6 @@ const sandbox = createSandboxPlatform({ latencyMs: 0, failureRate: 0, phoneNumbe
 function startDeliveryWorker(
   serviceWindowPolicy: 'off' | 'enforce' = 'off',
 ): Worker<MessageJob, DeliveryResult> {
-  const lane = {
-    senderId: 'default',
-    platform: { ...sandbox, deliver: (delivery: Delivery) => spans.platform.time(sandbox.deliver(delivery)) },
-    settings: { serviceWindowPolicy },
-    rateLimit: async () => ({ pauseMs: 0, newPause: false }),
-    limitedUntil: 0,
-    holdForLimit: async () => false,
-    spendPace: async () => {},
-    tokenRefused: async () => {},
-  }
   const claims = timedClaims()
   const workerConnection = connection()
   const deps = {
@@ -270,7 +276,7 @@ function startDeliveryWorker(
   recording = deps.recorder
   return new Worker<MessageJob, DeliveryResult>(
     QueueNames.messages,
-    (job, token) => deliverMessage(job, token, lane, deps),
+    (job, token) => deliverMessage(job, token, lane(serviceWindowPolicy), deps),
     { connection: workerConnection, prefix: world.queuePrefix, concurrency },
   )
 }
@@ -362,7 +368,40 @@ const bundledFloorRun = async (perMessage: boolean) => {
   return drained
 }
 
+/**
+ * The messages worker on bundles of `bundleSize` (MESSAGES_BUNDLE_SIZE), as a lane runs it: each
+ * message delivered as a message's own job delivers it, `concurrency` platform calls in flight.
+ */
+function startBundledDeliveryWorker(): Worker<MessageBundleJob, MessageBundleResult> {
+  const claims = connection({ pipelined: true })
+  const workerConnection = connection()
+  const queue = new Queue<MessageJob>(QueueNames.messages, { connection: claims, prefix: world.queuePrefix })
+  const keys = fairKeys(world.queuePrefix, 'default')
+  const deps = {
+    db,
+    claims,
+    logger,
+    prefix: world.queuePrefix,
+    hash: recipientHasher({}),
+    recorder: new DeliveryRecorder(sql, { redis: claims }),
+    sentLog: { stream: keys.sentLog, redis: workerConnection },
+    optOuts,
+    queue: async () => queue,
+    permits: new Permits(concurrency),
+    index: { redis: claims, key: keys.bundled },
+    backoffMs: 1000,
+  }
+  recording = deps.recorder
+  return new Worker<MessageBundleJob, MessageBundleResult>(
+    QueueNames.messages,
+    (job) => deliverBundle(job, lane('off'), deps),
+    { connection: workerConnection, prefix: world.queuePrefix, concurrency },
+  )
+}
+
 const deliveryRun = () => timeDrain(QueueNames.messages, spans.job, () => startDeliveryWorker())
+const bundledDeliveryRun = () =>
+  timeDrain(QueueNames.messages, new Span(), startBundledDeliveryWorker, bundleSize)
 const enforcedRun = () => timeDrain(QueueNames.messages, new Span(), () => startDeliveryWorker('enforce'))
 
 /** The opt-out announcements, followed as a worker process does (consent/watch.ts). */
@@ -389,7 +428,13 @@ try {
   const floor: Drained[] = []
   const bundled: Drained[] = []
   const bundledChecked: Drained[] = []
+  const realBundled: Drained[] = []
   for (let round = 1; round <= rounds; round++) {
+    if (process.env.BENCH_ONLY === 'bundled') {
+      // For a profile of the bundled worker alone.
+      realBundled.push(await bundledDeliveryRun())
+      continue
+    }
     const b = await baselineRun()
     floor.push(await floorRun())
     if (breakdown) {
@@ -406,6 +451,7 @@ try {
       e = await enforcedRun()
       r = await deliveryRun()
     }
+    realBundled.push(await bundledDeliveryRun())
     base.push(b)
     real.push(r)
     enforced.push(e)
@@ -419,7 +465,11 @@ try {
   const [recorded] = await db.execute<{ count: string }>(
     `select count(*) from messages where status = 'sent'`,
   )
-  const sides = breakdown ? 5 : 3
+  const sides = breakdown ? 6 : 4
+  if (process.env.BENCH_ONLY === 'bundled') {
+    console.log(`bundled only: ${realBundled.map((r) => Math.round(r.perSecond)).join(', ')} msg/s`)
+    process.exit(0)
+  }
   if (Number(recorded?.count) !== sides * jobs * rounds)
     throw new Error(`expected ${sides * jobs * rounds} sent records, found ${recorded?.count}`)
   if (breakdown) {
@@ -442,6 +492,14 @@ try {
   printComparison({
     name: 'delivery throughput (sandbox)',
     figure: median(real.map((r) => r.perSecond)),
+    baseline: median(base.map((b) => b.perSecond)),
+    unit: 'msg/s',
+    better: 'higher',
+    aim: '≥ 0.8',
+  })
+  printComparison({
+    name: `delivery throughput, ${bundleSize} messages a job (MESSAGES_BUNDLE_SIZE=${bundleSize}, sandbox)`,
+    figure: median(realBundled.map((r) => r.perSecond)),
     baseline: median(base.map((b) => b.perSecond)),
     unit: 'msg/s',
     better: 'higher',

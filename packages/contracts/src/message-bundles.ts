@@ -21,9 +21,13 @@ export type MessageBundleJob = Static<typeof MessageBundleJob>
 export const messageBundleJobId = (digest: string) => `bundle-${digest}`
 export const isMessageBundleJobId = (id: string | undefined) => id?.startsWith('bundle-') === true
 
-/** What a bundle's job ends with: each message's result, by id (messages handed on are absent). */
+/**
+ * A bundle's progress and result: each settled message's result, by id (messages handed on are
+ * absent). Kept on the job while it waits to run again (a paused sender); a finished bundle is
+ * removed as it ends, so it returns none.
+ */
 export interface MessageBundleResult {
-  results: Record<
+  results?: Record<
     string,
     { platformMessageId?: string; fallbackUsed?: true; outcome?: 'expired' | 'canceled' | 'failed' }
   >

@@ -58,7 +58,14 @@ export function bundled(jobs: QueueEntry[], size: number): QueueEntry[] {
       out.push({
         name: MESSAGE_BUNDLE_JOB_NAME,
         data: { messages },
-        opts: { ...opts, jobId: messageBundleJobId(digest), ...(telemetry ? { telemetry } : {}) },
+        // Gone once finished: its outcomes are in Postgres or the sent log, and its content need
+        // not stay in Redis (the API finds a finished bundle's messages there).
+        opts: {
+          ...opts,
+          jobId: messageBundleJobId(digest),
+          removeOnComplete: true,
+          ...(telemetry ? { telemetry } : {}),
+        },
       })
     }
     start = end

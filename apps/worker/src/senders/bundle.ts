@@ -15,6 +15,7 @@ import {
   deliverOne,
   platformBackoff,
 } from './deliver.ts'
+import { SentLogBatch } from './sent-log.ts'
 
 const isBundleJob = Compile(MessageBundleJob)
 
@@ -71,6 +72,10 @@ export async function deliverBundle(
     messages = messages.filter((m) => !settled.has(m.messageId))
   }
 
+  // The bundle's sent outcomes go to the log in pipelines, not an XADD each.
+  const log = deps.sentLog && new SentLogBatch(deps.sentLog.redis, deps.sentLog.stream)
+  const messageDeps: DeliveryDeps =
+    deps.sentLog && log ? { ...deps, sentLog: { ...deps.sentLog, append: log.append } } : deps
   let held = false
   const runOne = async (message: MessageJob): Promise<Settled> => {
     const waiting = deps.permits.take(1)
@@ -82,7 +87,7 @@ export async function deliverBundle(
         message,
         { claimAs: bundleId, attemptsMade: 0, maxAttempts: MESSAGE_JOB_OPTIONS.attempts, rerun },
         lane,
-        deps,
+        messageDeps,
       )
       if (disposition.kind === 'held') held = true
       return { message, disposition }
@@ -98,6 +103,8 @@ export async function deliverBundle(
     }
   }
   const outcomes = await Promise.all(messages.map(runOne))
+  // Before the job completes on the same connection: a completed bundle's sent outcomes are logged.
+  log?.flush()
 
   const handOn = []
   const done: string[] = []
@@ -119,8 +126,9 @@ export async function deliverBundle(
     await job.updateProgress({ settled: [...settled], results } satisfies BundleProgress)
     throw Worker.RateLimitError()
   }
-  forget(job, deps, done, recorded)
-  return { results }
+  forget(deps, done, recorded)
+  // Nothing reads a finished bundle's result (it is removed as it ends): none is sent to Redis.
+  return {}
 }
 
 /** A bundled message that must wait, as a job of its own: its attempts go on from the bundle's. */
@@ -146,30 +154,17 @@ function ownJob(
 
 /**
  * Once the bundle's records are in Postgres, where the API finds them first (a sent one's lands a
- * moment after the bundle ends, from the sent log): its messages leave the index, and the finished
- * bundle, which holds their content, is removed. Not awaited. A record not written (Postgres down:
- * the sent log's sweep writes it later) keeps its entry and the bundle, which BullMQ drops after a
- * day, so its message is still found meanwhile.
+ * moment after the bundle ends, from the sent log), its messages leave the index. Not awaited. A
+ * record not yet written (Postgres down: the sent log's sweep writes it later) keeps its entry,
+ * and the API finds the message in the sent log meanwhile. The finished bundle itself is gone at
+ * once (`removeOnComplete`): its messages' content does not stay in Redis.
  */
-function forget(
-  job: Job<MessageBundleJob, MessageBundleResult>,
-  deps: BundleDeps,
-  ids: string[],
-  recorded: Map<string, Promise<void>>,
-): void {
+function forget(deps: BundleDeps, ids: string[], recorded: Map<string, Promise<void>>): void {
   const forgetting = async () => {
     const unwritten = new Set<string>()
     await Promise.all([...recorded].map(([id, written]) => written.catch(() => unwritten.add(id))))
     const gone = ids.filter((id) => !unwritten.has(id))
     if (gone.length > 0) await deps.index.redis.hdel(deps.index.key, ...gone)
-    if (unwritten.size > 0) return
-    // The job ends (BullMQ marks it completed) after this function returns: until then it is locked.
-    for (let wait = 20; wait < 2000; wait *= 3) {
-      await new Promise((resolve) => setTimeout(resolve, wait))
-      if (await job.isCompleted()) return job.remove()
-    }
   }
-  forgetting().catch((error) =>
-    deps.logger.warn({ err: error, bundleId: job.id }, 'finished bundle not dropped'),
-  )
+  forgetting().catch((error) => deps.logger.warn({ err: error }, 'bundle index entries not dropped'))
 }

@@ -16,7 +16,7 @@ import type { Logger } from 'pino'
 import { Compile } from 'typebox/compile'
 import { MARKETING_STOPPED_CODE, optedOutFields, recordMarketingStop } from '../consent/check.ts'
 import type { OptOutWatch } from '../consent/watch.ts'
-import type { DeliveryRecorder } from '../delivery-recorder.ts'
+import type { DeliveryRecorder, LoggedEntry } from '../delivery-recorder.ts'
 import type { DeliveryMetrics } from '../metrics/registry.ts'
 import { type MessagingPlatform, PlatformError } from '../platforms/types.ts'
 import { traced } from '../tracing.ts'
@@ -69,7 +69,14 @@ export interface DeliveryDeps {
    * The sender's sent log (sent-log.ts): a sent outcome is appended there and written to Postgres
    * after the job completes. Without it, the job waits for its row (as the benchmark's baseline).
    */
-  sentLog?: { stream: string; redis: RedisClient } | undefined
+  sentLog?:
+    | {
+        stream: string
+        redis: RedisClient
+        /** Appends an outcome (a bundle's batch); without it, one XADD of its own. */
+        append?: (outcome: DeliveryOutcome) => Promise<LoggedEntry>
+      }
+    | undefined
   /** Counts outcomes, when metrics are on. */
   metrics?: DeliveryMetrics | undefined
   /** The opt-outs this process heard of; without it, every delivery reads its recipient's entry. */
@@ -345,7 +352,8 @@ export async function deliverOne(
   if (deps.sentLog) {
     // Appended on the connection BullMQ completes the job on, not awaited: Redis runs it before the
     // completion, so a completed job's outcome is in the log (or Postgres) at no extra round trip.
-    const logged = logSent(deps.sentLog.redis, deps.sentLog.stream, sent)
+    const { append } = deps.sentLog
+    const logged = append ? append(sent) : logSent(deps.sentLog.redis, deps.sentLog.stream, sent)
     logged.catch((error) => log.error({ err: error, platformMessageId }, 'sent outcome not logged in Redis'))
     recorded = recorder.recordLogged(sent, logged)
     recorded.catch(() => {})

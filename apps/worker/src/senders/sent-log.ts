@@ -45,6 +45,51 @@ export async function logSent(
   return { stream, id: id as string }
 }
 
+/**
+ * A bundle's appends to its sender's log, sent together: the outcomes of one turn of the event loop
+ * go in one pipeline (one write), and `flush` sends what is left before the bundle's job completes
+ * on the same connection, so Redis runs them first, as `logSent` does for a message's own job.
+ */
+export class SentLogBatch {
+  readonly #redis: RedisClient
+  readonly #stream: string
+  #pending: Array<{ json: string; resolve(entry: LoggedEntry): void; reject(error: unknown): void }> = []
+  #scheduled = false
+
+  constructor(redis: RedisClient, stream: string) {
+    this.#redis = redis
+    this.#stream = stream
+  }
+
+  append = (outcome: DeliveryOutcome): Promise<LoggedEntry> =>
+    new Promise((resolve, reject) => {
+      this.#pending.push({ json: JSON.stringify(outcome), resolve, reject })
+      if (this.#scheduled) return
+      this.#scheduled = true
+      setImmediate(() => this.flush())
+    })
+
+  flush(): void {
+    this.#scheduled = false
+    const batch = this.#pending.splice(0)
+    if (batch.length === 0) return
+    const stream = this.#stream
+    const pipeline = this.#redis.pipeline()
+    for (const { json } of batch) pipeline.xadd(stream, '*', 'o', json)
+    pipeline.exec().then(
+      (results) =>
+        batch.forEach((pending, i) => {
+          const [error, id] = results?.[i] ?? [new Error('pipeline cut short')]
+          if (error) pending.reject(error)
+          else pending.resolve({ stream, id: id as string })
+        }),
+      (error) => {
+        for (const pending of batch) pending.reject(error)
+      },
+    )
+  }
+}
+
 type Entries = Array<[id: string, fields: string[]]>
 
 /** A log's entries, oldest first, a page at a time: the entry's id and its outcome as logged. */

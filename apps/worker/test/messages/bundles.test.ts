@@ -58,8 +58,9 @@ const job = (body: string): MessageJob => ({
 })
 
 it('with MESSAGES_BUNDLE_SIZE, messages go several to a job: each is sent once and recorded, and the index empties', async () => {
-  const worker = await world.startWorker(BUNDLES)
+  // Waiting together, so the admitter finds them in one tick.
   const ids = await acceptMany(60, 'bundled')
+  const worker = await world.startWorker(BUNDLES)
   await waitFor(async () => (await rowsOf(ids)).filter((r) => r.status === 'sent').length === 60, {
     what: 'all 60 recorded sent',
     timeoutMs: 20_000,
@@ -69,7 +70,7 @@ it('with MESSAGES_BUNDLE_SIZE, messages go several to a job: each is sent once a
   // Fewer jobs than messages went through the queue: none of these has a job of its own.
   const own = await Promise.all(ids.map((id) => world.queue.getJob(id)))
   expect(own.filter(Boolean)).toHaveLength(0)
-  // Once recorded, the messages leave the index, and the finished bundles (their content) go.
+  // Once recorded, the messages leave the index; the finished bundles (their content) went at once.
   const index = fairKeys(world.queuePrefix, 'default').bundled
   await waitFor(async () => (await redis.hlen(index)) === 0, { what: 'the bundle index emptied' })
   await waitFor(async () => (await world.queue.getJobCounts('completed')).completed === 0, {
