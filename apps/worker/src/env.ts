@@ -44,7 +44,7 @@ const WorkerEnv = Type.Object({
    * The most messages of one sender the admitter puts in one job (docs/messaging.md, "Bundles"):
    * BullMQ's fetch and completion paid once for them. 1: a job per message.
    */
-  MESSAGES_BUNDLE_SIZE: Type.Integer({ minimum: 1, maximum: MESSAGE_BUNDLE_MAX, default: 1 }),
+  MESSAGES_BUNDLE_SIZE: Type.Integer({ minimum: 1, maximum: MESSAGE_BUNDLE_MAX, default: 20 }),
   MESSAGES_BACKOFF_MS: Type.Integer({ minimum: 1, default: 1000 }),
   /** How long a job's lock lasts, and how often stalled jobs (of a killed worker) are looked for. */
   MESSAGES_LOCK_MS: Type.Integer({ minimum: 100, default: 30_000 }),

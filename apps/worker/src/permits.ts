@@ -29,3 +29,14 @@ export class Permits {
     }
   }
 }
+
+/** Runs `work` on one place, given back when it settles. */
+export async function withPermit<T>(permits: Permits, work: () => Promise<T>): Promise<T> {
+  const waiting = permits.take(1)
+  if (waiting) await waiting
+  try {
+    return await work()
+  } finally {
+    permits.give(1)
+  }
+}

@@ -2,8 +2,10 @@ import { randomBytes } from 'node:crypto'
 import {
   type ErasureView,
   fairKeys,
+  MESSAGE_BUNDLE_JOB_NAME,
   MESSAGE_JOB_OPTIONS,
   type MessageJob,
+  messageBundleJobId,
   messageIdAt,
   senderQueueName,
 } from '@dispatch/contracts'
@@ -266,6 +268,54 @@ describe('messages no worker has taken yet', () => {
       })
     }
     const needles = [phone, phone.slice(1), ...texts]
+    expect(await findInPostgres(world.sql, needles)).toEqual([])
+    expect(await findInRedis(redis, world.queuePrefix, needles)).toEqual([])
+  })
+})
+
+describe('a message in a bundle (MESSAGES_BUNDLE_SIZE)', () => {
+  it('is canceled and taken out of the bundle, which keeps the other recipients’ messages', async () => {
+    await world.sql`insert into senders (id, phone_number_id, display_name) values ('idle-bundles', '100000000000010', 'Idle') on conflict do nothing`
+    const phone = newPhone()
+    const other = newPhone()
+    const text = secret('bundled')
+    const jobOf = (to: string, body: string) => ({
+      messageId: crypto.randomUUID(),
+      apiKeyId: acme.id,
+      acceptedAt: new Date().toISOString(),
+      senderId: 'idle-bundles',
+      message: { type: 'text' as const, body: { phone: to, text: body } },
+    })
+    const erased = jobOf(phone, text)
+    const kept = jobOf(other, 'for someone else')
+    const queue = new Queue(senderQueueName('idle-bundles'), { connection: redis, prefix: world.queuePrefix })
+    const bundleId = messageBundleJobId('erasure-test')
+    await queue.add(
+      MESSAGE_BUNDLE_JOB_NAME,
+      { messages: [kept, erased] },
+      { ...MESSAGE_JOB_OPTIONS, jobId: bundleId },
+    )
+    await redis.hset(
+      fairKeys(world.queuePrefix, 'idle-bundles').bundled,
+      erased.messageId,
+      bundleId,
+      kept.messageId,
+      bundleId,
+    )
+
+    const { done } = await erase('/api/third-party', { 'x-api-key': acme.key }, { phone })
+    expect(done.report).toMatchObject({ messagesCanceled: 1, inFlight: 0 })
+    expect(await messageView(app, acme.key, erased.messageId)).toMatchObject({
+      status: 'canceled',
+      phone: null,
+      lastError: { code: 'RECIPIENT_ERASED' },
+    })
+    // The other message still waits in its bundle.
+    expect(
+      (await queue.getJob(bundleId))?.data.messages.map((m: { messageId: string }) => m.messageId),
+    ).toEqual([kept.messageId])
+    await queue.close()
+    const needles = [phone, phone.slice(1), text]
     expect(await findInPostgres(world.sql, needles)).toEqual([])
     expect(await findInRedis(redis, world.queuePrefix, needles)).toEqual([])
   })

@@ -2,6 +2,8 @@ import {
   DEFAULT_SENDER_ID,
   fairKeys,
   legacyRecipientKeys,
+  MESSAGE_BUNDLE_JOB_NAME,
+  type MessageBundleJob,
   type MessageJob,
   messageClaimKey,
   messageClaimTtlMs,
@@ -71,7 +73,7 @@ export class RedisEraser {
       const keys = fairKeys(this.#prefix, sender.id)
       // By message id: one being admitted can be in `moving` and already in the queue, and is one
       // message (recorded once: a statement may not write a row twice).
-      const found = new Map<string, { job: MessageJob; bull?: Job }>()
+      const found = new Map<string, { job: MessageJob; bull?: Job; bundled?: boolean }>()
       for (const hash of [keys.jobs, keys.moving]) {
         let cursor = '0'
         do {
@@ -85,15 +87,15 @@ export class RedisEraser {
       }
       const queue = this.queue(senderQueueName(sender.id))
       for (const bull of await queue.getJobs(['wait', 'prioritized', 'delayed'])) {
-        if (bull && matches(bull.data as MessageJob)) {
-          found.set(bull.data.messageId, { job: bull.data as MessageJob, bull })
+        for (const job of messagesOf(bull)) {
+          // A bundle's message (message-bundles.ts) leaves the bundle; the bundle stays for the rest.
+          if (matches(job)) found.set(job.messageId, { job, bull, bundled: isBundle(bull) })
         }
       }
-      for (const active of await queue.getJobs(['active'])) {
-        if (active && matches(active.data as MessageJob)) inFlight++
-      }
+      for (const active of await queue.getJobs(['active']))
+        inFlight += messagesOf(active).filter(matches).length
       const outcomes: DeliveryOutcome[] = []
-      const removable: Array<{ job: MessageJob; bull?: Job }> = []
+      const removable: Array<{ job: MessageJob; bull?: Job; bundled?: boolean }> = []
       for (const entry of found.values()) {
         const { job } = entry
         const key = messageClaimKey(this.#prefix, job.messageId)
@@ -114,16 +116,19 @@ export class RedisEraser {
       }
       // Recorded before the jobs go: a crash between the two leaves a job a worker records canceled.
       await record(outcomes)
-      for (const { job, bull } of removable) {
+      const bundles = new Map<Job, Set<string>>()
+      for (const { job, bull, bundled } of removable) {
         const pipeline = this.#redis.pipeline()
         pipeline.hdel(keys.jobs, job.messageId)
         pipeline.hdel(keys.moving, job.messageId)
         pipeline.zrem(keys.scheduled, job.messageId)
         pipeline.zrem(keys.movingAt, job.messageId)
         await pipeline.exec()
-        if (bull) await bull.remove().catch(() => inFlight++)
+        if (bull && bundled) bundles.set(bull, (bundles.get(bull) ?? new Set()).add(job.messageId))
+        else if (bull) await bull.remove().catch(() => inFlight++)
         canceled.push(job.messageId)
       }
+      inFlight += await stripBundles(bundles)
     }
     return { canceled, inFlight }
   }
@@ -304,6 +309,30 @@ function canceledOutcome(job: MessageJob, sender: { id: string; phoneNumberId: s
     lastErrorMessage: ERASED_MESSAGE,
     at: new Date(),
   }
+}
+
+const isBundle = (job: Job | undefined) => job?.name === MESSAGE_BUNDLE_JOB_NAME
+
+/** The messages a queued job holds: its own, or a bundle's. */
+function messagesOf(job: Job | undefined): MessageJob[] {
+  if (!job) return []
+  return isBundle(job) ? ((job.data as MessageBundleJob).messages ?? []) : [job.data as MessageJob]
+}
+
+/**
+ * Takes erased messages out of the bundles that hold them (their claims already `cancel`): a
+ * bundle left empty is removed. Answers how many of them a worker may hold (the bundle was taken
+ * meanwhile, with the messages in hand): the erasure passes again once it is done.
+ */
+async function stripBundles(bundles: Map<Job, Set<string>>): Promise<number> {
+  let held = 0
+  for (const [bundle, ids] of bundles) {
+    const rest = messagesOf(bundle).filter((m) => !ids.has(m.messageId))
+    if (rest.length === 0) await bundle.remove().catch(() => {})
+    else await bundle.updateData({ messages: rest }).catch(() => {})
+    if (await bundle.isActive().catch(() => true)) held += ids.size
+  }
+  return held
 }
 
 /** Who a queued message or a logged outcome goes to, and whose it is. */

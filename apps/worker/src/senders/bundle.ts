@@ -90,6 +90,9 @@ export async function deliverBundle(
         messageDeps,
       )
       if (disposition.kind === 'held') held = true
+      // Its place is given back once its sent outcome is in the log: a process killed any time
+      // has at most its places' worth of messages sent and not logged (sent again by the rerun).
+      if (disposition.kind === 'done') await disposition.logged?.catch(() => {})
       return { message, disposition }
     } catch (error) {
       // Redis or Postgres failed around this message: it goes on as a job of its own, unspent.

@@ -192,7 +192,7 @@ export interface DeliveryRun {
 /** What one run of one message ended with. Every outcome but `held` and `elsewhere` is recorded. */
 export type Disposition =
   /** `recorded`: a sent outcome's row is written after the run, from the sent log; settles then. */
-  | { kind: 'done'; result: Delivered; recorded?: Promise<void> }
+  | { kind: 'done'; result: Delivered; recorded?: Promise<void>; logged?: Promise<LoggedEntry> }
   /** Failed for good (recorded `failed`). */
   | { kind: 'failed'; reason: string }
   /** To be tried again after `delayMs`; `spent`: an attempt was made (and recorded `sending`). */
@@ -349,11 +349,12 @@ export async function deliverOne(
 
   const sent = outcome('sent', { platformMessageId, fallbackUsed })
   let recorded: Promise<void> | undefined
+  let logged: Promise<LoggedEntry> | undefined
   if (deps.sentLog) {
     // Appended on the connection BullMQ completes the job on, not awaited: Redis runs it before the
     // completion, so a completed job's outcome is in the log (or Postgres) at no extra round trip.
     const { append } = deps.sentLog
-    const logged = append ? append(sent) : logSent(deps.sentLog.redis, deps.sentLog.stream, sent)
+    logged = append ? append(sent) : logSent(deps.sentLog.redis, deps.sentLog.stream, sent)
     logged.catch((error) => log.error({ err: error, platformMessageId }, 'sent outcome not logged in Redis'))
     recorded = recorder.recordLogged(sent, logged)
     recorded.catch(() => {})
@@ -371,6 +372,7 @@ export async function deliverOne(
     kind: 'done',
     result: fallbackUsed ? { platformMessageId, fallbackUsed: true } : { platformMessageId },
     ...(recorded ? { recorded } : {}),
+    ...(logged ? { logged } : {}),
   }
 }
 

@@ -16,7 +16,7 @@ import { markSenderNeedsAttention } from '@dispatch/db'
 import { type Job, Queue, Worker } from 'bullmq'
 import { OptOutWatch } from '../consent/watch.ts'
 import { DeliveryRecorder } from '../delivery-recorder.ts'
-import { Permits } from '../permits.ts'
+import { Permits, withPermit } from '../permits.ts'
 import { createSandboxPlatform } from '../platforms/sandbox.ts'
 import type { MessagingPlatform, PlatformError } from '../platforms/types.ts'
 import { createWhatsAppCloudPlatform } from '../platforms/whatsapp-cloud.ts'
@@ -114,10 +114,12 @@ export class SenderLane implements DeliveryLane {
       metrics: context.metrics,
       optOuts,
     }
+    // The platform calls in flight for this sender in this process, bundled or not.
+    const permits = new Permits(config.MESSAGES_CONCURRENCY)
     const bundleDeps = {
       ...deps,
       queue: () => this.queue.get(),
-      permits: new Permits(config.MESSAGES_CONCURRENCY),
+      permits,
       index: { redis: connections.claims, key: fair.bundled },
       backoffMs: config.MESSAGES_BACKOFF_MS,
     }
@@ -126,7 +128,9 @@ export class SenderLane implements DeliveryLane {
       (job, token) =>
         job.name === MESSAGE_BUNDLE_JOB_NAME
           ? deliverBundle(job as Job<MessageBundleJob, MessageBundleResult>, this, bundleDeps)
-          : deliverMessage(job as Job<MessageJob, DeliveryResult>, token, this, deps),
+          : withPermit(permits, () =>
+              deliverMessage(job as Job<MessageJob, DeliveryResult>, token, this, deps),
+            ),
       {
         connection: connections.worker,
         prefix,

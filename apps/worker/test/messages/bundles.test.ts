@@ -120,6 +120,8 @@ it('a message in two bundles (an admission run again after an admitter died) is 
   const shared = job('in two bundles')
   const first = [job('first a'), shared, job('first b')]
   const second = [shared, job('second a')]
+  // Slow sends: both bundles hold the message at once, the first still sending it.
+  world.fake.latencyMs = 300
   await enqueueBundle(first, messageBundleJobId('first'))
   await enqueueBundle(second, messageBundleJobId('second'))
   const worker = await world.startWorker(BUNDLES)

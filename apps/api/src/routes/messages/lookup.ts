@@ -39,7 +39,14 @@ export async function findOwnMessage(
     log.error({ err: error }, 'message lookup in the queue failed')
     throw unavailable('look up this message')
   }
-  if (!found || found.job.data.apiKeyId !== apiKeyId) throw messageNotFound()
+  if (!found) {
+    // Recorded since the first look, and gone from Redis meanwhile (a finished bundle's message,
+    // its sent-log entry dropped once written): Postgres has it now.
+    const recorded = await findMessageById(deps.db, id)
+    if (recorded?.apiKeyId === apiKeyId) return { row: recorded }
+    throw messageNotFound()
+  }
+  if (found.job.data.apiKeyId !== apiKeyId) throw messageNotFound()
   // A finished job's record was written before it finished, or (a sent one: its sender's sent log)
   // a moment after: look once more, else answer from the job.
   if (found.state === 'completed' || found.state === 'failed') {
