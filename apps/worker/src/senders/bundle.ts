@@ -7,7 +7,7 @@ import {
 import type { RedisClient } from '@dispatch/contracts/redis'
 import { type Job, type Queue, UnrecoverableError, Worker } from 'bullmq'
 import { Compile } from 'typebox/compile'
-import type { Permits } from '../permits.ts'
+import { type Permits, withPermit } from '../permits.ts'
 import {
   type DeliveryDeps,
   type DeliveryLane,
@@ -77,34 +77,31 @@ export async function deliverBundle(
   const messageDeps: DeliveryDeps =
     deps.sentLog && log ? { ...deps, sentLog: { ...deps.sentLog, append: log.append } } : deps
   let held = false
-  const runOne = async (message: MessageJob): Promise<Settled> => {
-    const waiting = deps.permits.take(1)
-    if (waiting) await waiting
-    try {
-      // The sender was paused meanwhile: the rest waits in the bundle, unsent.
-      if (held || Date.now() < lane.limitedUntil) return { message, disposition: { kind: 'held' } }
-      const disposition = await deliverOne(
-        message,
-        { claimAs: bundleId, attemptsMade: 0, maxAttempts: MESSAGE_JOB_OPTIONS.attempts, rerun },
-        lane,
-        messageDeps,
-      )
-      if (disposition.kind === 'held') held = true
-      // Its place is given back once its sent outcome is in the log: a process killed any time
-      // has at most its places' worth of messages sent and not logged (sent again by the rerun).
-      if (disposition.kind === 'done') await disposition.logged?.catch(() => {})
-      return { message, disposition }
-    } catch (error) {
-      // Redis or Postgres failed around this message: it goes on as a job of its own, unspent.
-      deps.logger.warn(
-        { err: error, messageId: message.messageId },
-        'bundled message handed on after an error',
-      )
-      return { message, disposition: { kind: 'again', error: error as Error, spent: false } }
-    } finally {
-      deps.permits.give(1)
-    }
-  }
+  const runOne = (message: MessageJob): Promise<Settled> =>
+    withPermit(deps.permits, async () => {
+      try {
+        // The sender was paused meanwhile: the rest waits in the bundle, unsent.
+        if (held || Date.now() < lane.limitedUntil) return { message, disposition: { kind: 'held' } }
+        const disposition = await deliverOne(
+          message,
+          { claimAs: bundleId, attemptsMade: 0, maxAttempts: MESSAGE_JOB_OPTIONS.attempts, rerun },
+          lane,
+          messageDeps,
+        )
+        if (disposition.kind === 'held') held = true
+        // Its place is given back once its sent outcome is in the log: a process killed any time
+        // has at most its places' worth of messages sent and not logged (sent again by the rerun).
+        if (disposition.kind === 'done') await disposition.logged?.catch(() => {})
+        return { message, disposition }
+      } catch (error) {
+        // Redis or Postgres failed around this message: it goes on as a job of its own, unspent.
+        deps.logger.warn(
+          { err: error, messageId: message.messageId },
+          'bundled message handed on after an error',
+        )
+        return { message, disposition: { kind: 'again', error: error as Error, spent: false } }
+      }
+    })
   const outcomes = await Promise.all(messages.map(runOne))
   // Before the job completes on the same connection: a completed bundle's sent outcomes are logged.
   log?.flush()
