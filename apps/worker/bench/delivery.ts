@@ -387,7 +387,12 @@ function startBundledDeliveryWorker(
     logger,
     prefix: world.queuePrefix,
     hash: recipientHasher({}),
-    recorder: new DeliveryRecorder(sql, { redis: claims, ...(process.env.BENCH_RECORD_IN_FLIGHT ? { maxInFlight: Number(process.env.BENCH_RECORD_IN_FLIGHT) } : {}) }),
+    recorder: new DeliveryRecorder(sql, {
+      redis: claims,
+      ...(process.env.BENCH_RECORD_IN_FLIGHT
+        ? { maxInFlight: Number(process.env.BENCH_RECORD_IN_FLIGHT) }
+        : {}),
+    }),
     sentLog: { stream: keys.sentLog, redis: workerConnection },
     optOuts,
     queue: async () => queue,
