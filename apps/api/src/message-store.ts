@@ -13,9 +13,9 @@ import {
   senderQueueName,
 } from '@dispatch/contracts'
 import type { RedisClient } from '@dispatch/contracts/redis'
+import { turnBatched } from '@dispatch/contracts/redis'
 import { type Job, Queue } from 'bullmq'
 import type { ChainableCommander } from 'ioredis'
-import { turnBatched } from './turn-batch.ts'
 
 interface Pending {
   job: MessageJob

@@ -1,5 +1,6 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis'
 import { ConfigError } from './env.ts'
+import { turnBatched } from './turn-batch.ts'
 
 /** A connection to the service's Redis: one server, or a Redis Cluster (REDIS_CLUSTER). */
 export type RedisClient = Redis | Cluster
@@ -68,4 +69,16 @@ export function scriptCall(redis: RedisClient, name: string, lua: string): Scrip
   if (redis.isCluster) return (numberOfKeys, ...keysAndArgs) => redis.eval(lua, numberOfKeys, ...keysAndArgs)
   redis.defineCommand(name, { lua })
   return ((redis as unknown as Record<string, ScriptCall>)[name] as ScriptCall).bind(redis)
+}
+
+export { turnBatched }
+
+/**
+ * Reads of single keys gathered per turn of the event loop: one MGET for every read of the turn (a
+ * GET each on a Cluster, where the keys sit on many slots).
+ */
+export function turnBatchedGet(redis: RedisClient): (key: string) => Promise<string | null> {
+  return turnBatched((keys: string[]) =>
+    redis.isCluster ? Promise.all(keys.map((key) => redis.get(key))) : redis.mget(keys),
+  )
 }

@@ -1,9 +1,8 @@
 import { nextUtcMidnight } from '@dispatch/contracts'
-import { scriptCall } from '@dispatch/contracts/redis'
+import { scriptCall, turnBatched } from '@dispatch/contracts/redis'
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError } from '../errors.ts'
-import { turnBatched } from '../turn-batch.ts'
 import type { KeyUsage } from '../views.ts'
 
 declare module 'fastify' {

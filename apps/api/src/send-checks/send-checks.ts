@@ -12,10 +12,9 @@ import {
   serviceWindowsLoadedKey,
   suppressionKey,
 } from '@dispatch/contracts'
-import { type RedisClient, type ScriptCall, scriptCall } from '@dispatch/contracts/redis'
+import { type RedisClient, type ScriptCall, scriptCall, turnBatchedGet } from '@dispatch/contracts/redis'
 import type { FastifyBaseLogger } from 'fastify'
 import { AppError } from '../errors.ts'
-import { turnBatched } from '../turn-batch.ts'
 import { checkTemplate } from './check-template.ts'
 import type { SenderRules } from './send-rules.ts'
 import { templateKey } from './send-rules.ts'
@@ -95,9 +94,7 @@ export class SendChecks {
     this.#marketingConsent = scriptCall(redis, 'dispatchMarketingConsent', MARKETING_CONSENT_SCRIPT)
     // The suppression entries every request of a turn reads, in one MGET (on a Cluster, one GET
     // each: they sit on many slots).
-    this.#readEntry = turnBatched((keys: string[]) =>
-      redis.isCluster ? Promise.all(keys.map((key) => redis.get(key))) : redis.mget(keys),
-    )
+    this.#readEntry = turnBatchedGet(redis)
   }
 
   /**

@@ -1,4 +1,4 @@
-import { copyOptOut, type RecipientHasher, type SuppressionScope, suppressionKey } from '@dispatch/contracts'
+import { copyOptOut, type RecipientHasher, type SuppressionScope } from '@dispatch/contracts'
 import type { RedisClient } from '@dispatch/contracts/redis'
 import { addSuppression, type Db } from '@dispatch/db'
 
@@ -8,23 +8,6 @@ export const optedOutFields = (scope: SuppressionScope) => ({
   lastErrorCode: OPTED_OUT_CODE,
   lastErrorMessage: `Not sent: the recipient opted out of ${scope === 'all' ? 'messages' : 'marketing messages'} from this sender after it was accepted`,
 })
-
-/**
- * The recipient's opt-out of this business number as the Redis copy has it, read beside the
- * message's claim (no round trip more on the job's way). Unreadable or absent: none known.
- */
-export async function optOutAtDelivery(
-  redis: RedisClient,
-  prefix: string,
-  phoneNumberId: string,
-  recipientHash: string,
-): Promise<SuppressionScope | null> {
-  try {
-    return (await redis.get(suppressionKey(prefix, phoneNumberId, recipientHash))) as SuppressionScope | null
-  } catch {
-    return null
-  }
-}
 
 /** Meta's answer to a marketing message for a user who stopped marketing messages from the business. */
 export const MARKETING_STOPPED_CODE = '131050'

@@ -5,9 +5,8 @@ import {
   serviceWindowsLoadedKey,
   suppressionKey,
 } from '@dispatch/contracts'
-import type { RedisClient } from '@dispatch/contracts/redis'
-import { optOutAtDelivery } from '../consent/check.ts'
-import { knownWindowsMarker, rememberWindowsMarker, windowAtDelivery } from '../window/check.ts'
+import { type RedisClient, turnBatchedGet } from '@dispatch/contracts/redis'
+import { knownWindowsMarker, rememberWindowsMarker } from '../window/check.ts'
 
 export interface RecipientReads {
   /** An opt-out of this number made since the message was accepted; null when none is known. */
@@ -18,12 +17,23 @@ export interface RecipientReads {
 
 const NONE: Promise<null> = Promise.resolve(null)
 
+/** Each connection's reads, gathered per turn of the event loop. */
+const readers = new WeakMap<RedisClient, (key: string) => Promise<string | null>>()
+const readerOf = (redis: RedisClient) => {
+  let read = readers.get(redis)
+  if (!read) {
+    read = turnBatchedGet(redis)
+    readers.set(redis, read)
+  }
+  return read
+}
+
 /**
  * What delivery reads about the recipient, beside the claim: the opt-out when one may have come
- * since the message was accepted (consent/watch.ts), and the window when it is checked. Off a
- * Cluster both (and the windows' completeness marker, when due) are one MGET: one command and one
- * reply for what would be two or three; on a Cluster, a GET each (their keys sit on different
- * slots). Unreadable: no opt-out known, the window unknown, as each read alone answers.
+ * since the message was accepted (consent/watch.ts), and the window when it is checked (with the
+ * windows' completeness marker, read at most once a second per process). The reads of every
+ * delivery in a turn of the event loop, a bundle's messages and other jobs', go in one MGET (a
+ * GET each on a Cluster). Unreadable: no opt-out known, the window unknown.
  */
 export function readRecipient(
   redis: RedisClient,
@@ -32,26 +42,35 @@ export function readRecipient(
   reads: { optOut: boolean; window: boolean },
 ): RecipientReads {
   const { phoneNumberId, recipient, recipientHash } = at
-  if (!reads.optOut || !reads.window || redis.isCluster) {
-    return {
-      optOut: reads.optOut ? optOutAtDelivery(redis, prefix, phoneNumberId, recipientHash) : NONE,
-      window: reads.window ? windowAtDelivery(redis, prefix, phoneNumberId, recipient) : undefined,
-    }
-  }
-  const now = Date.now()
-  const marker = knownWindowsMarker(prefix, now)
-  const keys = [
-    suppressionKey(prefix, phoneNumberId, recipientHash),
-    serviceWindowKey(prefix, phoneNumberId, recipient),
-  ]
-  if (marker === undefined) keys.push(serviceWindowsLoadedKey(prefix))
-  const values = redis.mget(keys).catch(() => undefined)
+  const read = readerOf(redis)
   return {
-    optOut: values.then((read) => (read?.[0] ?? null) as SuppressionScope | null),
-    window: values.then((read) => {
-      if (!read) return 'unknown'
-      const loaded = marker === undefined ? rememberWindowsMarker(prefix, read[2] ?? null, now) : marker
-      return serviceWindowState(read[1] ?? null, loaded, now)
-    }),
+    optOut: reads.optOut
+      ? read(suppressionKey(prefix, phoneNumberId, recipientHash)).then(
+          (scope) => scope as SuppressionScope | null,
+          () => null,
+        )
+      : NONE,
+    window: reads.window ? windowOf(read, prefix, phoneNumberId, recipient) : undefined,
+  }
+}
+
+async function windowOf(
+  read: (key: string) => Promise<string | null>,
+  prefix: string,
+  phoneNumberId: string,
+  recipient: string,
+): Promise<'open' | 'closed' | 'unknown'> {
+  const now = Date.now()
+  try {
+    const known = knownWindowsMarker(prefix, now)
+    const [lastInbound, loaded] = await Promise.all([
+      read(serviceWindowKey(prefix, phoneNumberId, recipient)),
+      known === undefined
+        ? read(serviceWindowsLoadedKey(prefix)).then((value) => rememberWindowsMarker(prefix, value, now))
+        : known,
+    ])
+    return serviceWindowState(lastInbound, loaded, now)
+  } catch {
+    return 'unknown'
   }
 }

@@ -1,11 +1,4 @@
-import {
-  type MessageJob,
-  type OutboundMessage,
-  serviceWindowKey,
-  serviceWindowState,
-  serviceWindowsLoadedKey,
-} from '@dispatch/contracts'
-import type { RedisClient } from '@dispatch/contracts/redis'
+import type { MessageJob, OutboundMessage } from '@dispatch/contracts'
 
 /** The code a message fails with when its window is closed and it has no fallback: Meta's own. */
 export const WINDOW_CLOSED_CODE = '131047'
@@ -27,33 +20,6 @@ export function knownWindowsMarker(prefix: string, now: number): string | null |
 export function rememberWindowsMarker(prefix: string, value: string | null, now: number): string | null {
   markers.set(prefix, { value, until: now + MARKER_TTL_MS })
   return value
-}
-
-/**
- * The recipient's window as the Redis copy has it: one read per message, the completeness marker
- * read at most once a second per process. Unreadable counts as unknown.
- */
-export async function windowAtDelivery(
-  redis: RedisClient,
-  prefix: string,
-  phoneNumberId: string,
-  phone: string,
-  now = Date.now(),
-): Promise<'open' | 'closed' | 'unknown'> {
-  try {
-    const known = knownWindowsMarker(prefix, now)
-    const [lastInbound, loaded] = await Promise.all([
-      redis.get(serviceWindowKey(prefix, phoneNumberId, phone)),
-      known === undefined
-        ? redis
-            .get(serviceWindowsLoadedKey(prefix))
-            .then((value) => rememberWindowsMarker(prefix, value, now))
-        : known,
-    ])
-    return serviceWindowState(lastInbound ?? null, loaded ?? null, now)
-  } catch {
-    return 'unknown'
-  }
 }
 
 /** The message's fallback template as a template message to the same recipient, if it has one. */
