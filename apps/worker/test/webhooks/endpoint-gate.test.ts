@@ -205,11 +205,10 @@ it('leaves no key without an expiry', async () => {
   await sleep(60)
   granted(await limited.acquire(id))
   const keys = await keysUnder(`${prefix}:webhooks:endpoint:{${id}}:`)
-  // The pause has expired by itself; the lease and the second's count will.
-  expect(keys.sort()).toEqual([
-    `${prefix}:webhooks:endpoint:{${id}}:inflight`,
-    `${prefix}:webhooks:endpoint:{${id}}:rate`,
-  ])
+  // The pause has expired by itself; the lease and the second's count will (the count may already
+  // have, on a machine slow enough to spend its second between the grant and this read).
+  expect(keys).toContain(`${prefix}:webhooks:endpoint:{${id}}:inflight`)
+  expect(keys.filter((key) => !/:(inflight|rate)$/.test(key))).toEqual([])
   for (const key of keys) {
     const ttl = await redis.pttl(key)
     expect(ttl).toBeGreaterThan(0)
