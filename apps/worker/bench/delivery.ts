@@ -442,9 +442,9 @@ try {
   const bundledChecked: Drained[] = []
   const single: Drained[] = []
   for (let round = 1; round <= rounds; round++) {
-    if (process.env.BENCH_ONLY === 'delivery') {
+    if (process.env.BENCH_ONLY === 'delivery' || process.env.BENCH_ONLY === 'enforce') {
       // For a profile of the delivery worker alone.
-      real.push(await deliveryRun())
+      real.push(await (process.env.BENCH_ONLY === 'enforce' ? enforcedRun() : deliveryRun()))
       continue
     }
     const b = await baselineRun()
@@ -478,7 +478,7 @@ try {
     `select count(*) from messages where status = 'sent'`,
   )
   const sides = breakdown ? 6 : 4
-  if (process.env.BENCH_ONLY === 'delivery') {
+  if (process.env.BENCH_ONLY) {
     console.log(`delivery only: ${real.map((r) => Math.round(r.perSecond)).join(', ')} msg/s`)
     process.exit(0)
   }

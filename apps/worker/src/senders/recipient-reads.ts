@@ -54,23 +54,24 @@ export function readRecipient(
   }
 }
 
-async function windowOf(
+function windowOf(
   read: (key: string) => Promise<string | null>,
   prefix: string,
   phoneNumberId: string,
   recipient: string,
 ): Promise<'open' | 'closed' | 'unknown'> {
   const now = Date.now()
-  try {
-    const known = knownWindowsMarker(prefix, now)
-    const [lastInbound, loaded] = await Promise.all([
-      read(serviceWindowKey(prefix, phoneNumberId, recipient)),
-      known === undefined
-        ? read(serviceWindowsLoadedKey(prefix)).then((value) => rememberWindowsMarker(prefix, value, now))
-        : known,
-    ])
-    return serviceWindowState(lastInbound, loaded, now)
-  } catch {
-    return 'unknown'
-  }
+  const lastInbound = read(serviceWindowKey(prefix, phoneNumberId, recipient))
+  const known = knownWindowsMarker(prefix, now)
+  // The marker read within the second (the common case): one read, no more promises.
+  const loaded =
+    known === undefined
+      ? read(serviceWindowsLoadedKey(prefix)).then((value) => rememberWindowsMarker(prefix, value, now))
+      : known
+  const state = (last: string | null, marker: string | null) => serviceWindowState(last, marker, now)
+  const answer =
+    loaded instanceof Promise
+      ? Promise.all([lastInbound, loaded]).then(([last, marker]) => state(last, marker))
+      : lastInbound.then((last) => state(last, loaded))
+  return answer.catch(() => 'unknown' as const)
 }
