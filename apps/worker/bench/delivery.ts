@@ -252,28 +252,35 @@ const lane = (serviceWindowPolicy: 'off' | 'enforce') => ({
 })
 
 /**
+ * What a lane hands its worker: the claims connection, the recorder (sharing its batches), the sent
+ * log on the connection the worker completes jobs on, and the opt-out announcements followed (the
+ * opt-out read skipped for recipients nobody opted out since accept).
+ */
+function laneDeps(claims: Redis, workerConnection: Redis, recordSql: Sql = sql) {
+  return {
+    db,
+    claims,
+    logger,
+    prefix: world.queuePrefix,
+    hash: recipientHasher({}),
+    recorder: new DeliveryRecorder(recordSql, { redis: claims }),
+    sentLog: { stream: fairKeys(world.queuePrefix, 'default').sentLog, redis: workerConnection },
+    optOuts,
+  }
+}
+
+/**
  * The messages worker of one sender, as a lane runs it, without rate limit; under `enforce`, each
  * text reads its recipient's window in Redis first (open here, so every message still goes).
  */
 function startDeliveryWorker(
   serviceWindowPolicy: 'off' | 'enforce' = 'off',
 ): Worker<MessageJob, DeliveryResult> {
-  const claims = timedClaims()
   const workerConnection = connection()
   const deps = {
-    db,
-    claims,
-    logger,
-    prefix: world.queuePrefix,
-    hash: recipientHasher({}),
-    recorder: new DeliveryRecorder(timedSql, { redis: claims }),
-    // As a lane runs it: sent outcomes logged in Redis, written to Postgres after the job completes
-    // (BENCH_RECORD=sync: each job waits for its row, as before the sent log).
-    ...(process.env.BENCH_RECORD === 'sync'
-      ? {}
-      : { sentLog: { stream: fairKeys(world.queuePrefix, 'default').sentLog, redis: workerConnection } }),
-    // As a lane runs it: the opt-out read skipped for recipients nobody opted out since accept.
-    optOuts,
+    ...laneDeps(timedClaims(), workerConnection, timedSql),
+    // BENCH_RECORD=sync: each job waits for its row, as before the sent log.
+    ...(process.env.BENCH_RECORD === 'sync' ? { sentLog: undefined } : {}),
   }
   recording = deps.recorder
   return new Worker<MessageJob, DeliveryResult>(
@@ -380,24 +387,11 @@ function startBundledDeliveryWorker(
   const claims = connection({ pipelined: true })
   const workerConnection = connection()
   const queue = new Queue<MessageJob>(QueueNames.messages, { connection: claims, prefix: world.queuePrefix })
-  const keys = fairKeys(world.queuePrefix, 'default')
   const deps = {
-    db,
-    claims,
-    logger,
-    prefix: world.queuePrefix,
-    hash: recipientHasher({}),
-    recorder: new DeliveryRecorder(sql, {
-      redis: claims,
-      ...(process.env.BENCH_RECORD_IN_FLIGHT
-        ? { maxInFlight: Number(process.env.BENCH_RECORD_IN_FLIGHT) }
-        : {}),
-    }),
-    sentLog: { stream: keys.sentLog, redis: workerConnection },
-    optOuts,
+    ...laneDeps(claims, workerConnection),
     queue: async () => queue,
     permits: new Permits(concurrency),
-    index: { redis: claims, key: keys.bundled },
+    index: { redis: claims, key: fairKeys(world.queuePrefix, 'default').bundled },
     backoffMs: 1000,
   }
   recording = deps.recorder
