@@ -65,10 +65,13 @@ export async function deliverBundle(
   const rerun = job.attemptsMade > 0 || job.attemptsStarted > 1
   let messages = job.data.messages.filter((m) => !settled.has(m.messageId))
   if (rerun) {
-    // Handed on by an earlier run that died before it ended: that job has it now.
+    // Handed on by an earlier run that died before it ended: that job has it now. (A job of the
+    // message's own made otherwise, by an admission run again, is settled by the claim instead.)
     const queue = await deps.queue()
     const own = await Promise.all(messages.map((m) => queue.getJob(m.messageId)))
-    for (const [i, m] of messages.entries()) if (own[i]) settled.add(m.messageId)
+    for (const [i, m] of messages.entries()) {
+      if (own[i]?.data.claimedBy === bundleId) settled.add(m.messageId)
+    }
     messages = messages.filter((m) => !settled.has(m.messageId))
   }
 
