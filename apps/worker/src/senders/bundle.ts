@@ -79,19 +79,20 @@ export async function deliverBundle(
   const log = deps.sentLog && new SentLogBatch(deps.sentLog.redis, deps.sentLog.stream)
   const messageDeps: DeliveryDeps =
     deps.sentLog && log ? { ...deps, sentLog: { ...deps.sentLog, append: log.append } } : deps
-  let held = false
+  // Set once a message meets the pause, so the bundle's later ones are not tried.
+  let pausing = false
   const runOne = (message: MessageJob): Promise<Settled> =>
     withPermit(deps.permits, async () => {
       try {
         // The sender was paused meanwhile: the rest waits in the bundle, unsent.
-        if (held || Date.now() < lane.limitedUntil) return { message, disposition: { kind: 'held' } }
+        if (pausing || Date.now() < lane.limitedUntil) return { message, disposition: { kind: 'held' } }
         const disposition = await deliverOne(
           message,
           { claimAs: bundleId, attemptsMade: 0, maxAttempts: MESSAGE_JOB_OPTIONS.attempts, rerun },
           lane,
           messageDeps,
         )
-        if (disposition.kind === 'held') held = true
+        if (disposition.kind === 'held') pausing = true
         // Its place is given back once its sent outcome is in the log: a process killed any time
         // has at most its places' worth of messages sent and not logged (sent again by the rerun).
         if (disposition.kind === 'done') await disposition.logged?.catch(() => {})
@@ -125,7 +126,8 @@ export async function deliverBundle(
   }
   // Before the bundle ends: a handed-on message is never only in a finished bundle.
   if (handOn.length > 0) await (await deps.queue()).addBulk(handOn)
-  if (held) {
+  // Any message not tried (the pause met here, or by another job meanwhile) keeps the bundle.
+  if (outcomes.some(({ disposition }) => disposition.kind === 'held')) {
     await job.updateProgress({ settled: [...settled], results } satisfies BundleProgress)
     throw Worker.RateLimitError()
   }

@@ -162,6 +162,24 @@ it('a platform rate limit (130429) in a bundle sends it back: every message goes
   await worker.close()
 }, 30_000)
 
+it('a 130429 met by one of several bundles in flight: the others, taken during the pause, lose none of their messages', async () => {
+  const worker = await world.startWorker({ ...BUNDLES, MESSAGES_CONCURRENCY: '4' })
+  world.fake.latencyMs = 20
+  world.fake.script({ ...graphError(130429, '(#130429) Rate limit hit'), headers: { 'retry-after': '1' } })
+  const bundles = Array.from({ length: 4 }, (_, b) =>
+    Array.from({ length: 8 }, (_, i) => job(`paused ${b}.${i}`)),
+  )
+  for (const [b, messages] of bundles.entries())
+    await enqueueBundle(messages, messageBundleJobId(`paused-${b}`))
+  const ids = bundles.flat().map((m) => m.messageId)
+  await waitFor(async () => (await rowsOf(ids)).filter((r) => r.status === 'sent').length === ids.length, {
+    what: 'all 32 sent after the pause',
+    timeoutMs: 20_000,
+  })
+  for (const id of ids) expect(world.fake.sendsOf(id), `message ${id}`).toBe(1)
+  await worker.close()
+}, 30_000)
+
 it('a worker killed with SIGKILL mid-bundles: every message is delivered, none twice once it had a platform id', async () => {
   world.fake.latencyMs = 40
   const ids = await acceptMany(150, 'killed')
