@@ -172,6 +172,24 @@ describe('a free-form message under enforce, when a worker takes it', () => {
     expect(event.json.data).toMatchObject({ fallbackUsed: true, type: 'text' })
   })
 
+  it('is judged again once a window the worker found open has ended (it remembers one open only until then)', async () => {
+    const phone = newPhone()
+    await windowClosingIn(phone, 1500)
+    const first = await send(app, 'send-text', key.key, { phone, text: 'While it is open', fallbackTemplate })
+    expect(first.statusCode, first.body).toBe(202)
+    const sentFirst = await untilMessageStatus(app, key.key, first.json().messageId, 'sent')
+    expect(sentFirst.fallbackUsed).toBe(false)
+    const later = await send(app, 'send-text', key.key, {
+      phone,
+      text: 'After it closed',
+      sendAt: new Date(Date.now() + 2500).toISOString(),
+      fallbackTemplate,
+    })
+    expect(later.statusCode, later.body).toBe(202)
+    const sentLater = await untilMessageStatus(app, key.key, later.json().messageId, 'sent')
+    expect(sentLater.fallbackUsed).toBe(true)
+  })
+
   it('ends canceled, unsent, when its recipient wrote STOP after it was accepted, whatever the window', async () => {
     const phone = newPhone()
     expect((await replyFrom(app, APP_SECRET, sender.phoneNumberId, phone)).statusCode).toBe(200)

@@ -1,4 +1,5 @@
 import {
+  SERVICE_WINDOW_MS,
   type SuppressionScope,
   serviceWindowKey,
   serviceWindowState,
@@ -54,6 +55,15 @@ export function readRecipient(
   }
 }
 
+/**
+ * Windows this process read open, by key, with when they end: a window, once opened by a reply,
+ * only ever lasts longer (a later reply extends it), so one known open stays open until then
+ * without another read. Closed and unknown are never kept (a reply may open one any moment).
+ */
+const knownOpen = new Map<string, number>()
+const MOST_KNOWN_OPEN = 100_000
+const OPEN: Promise<'open'> = Promise.resolve('open')
+
 function windowOf(
   read: (key: string) => Promise<string | null>,
   prefix: string,
@@ -61,7 +71,19 @@ function windowOf(
   recipient: string,
 ): Promise<'open' | 'closed' | 'unknown'> {
   const now = Date.now()
-  const lastInbound = read(serviceWindowKey(prefix, phoneNumberId, recipient))
+  const key = serviceWindowKey(prefix, phoneNumberId, recipient)
+  const until = knownOpen.get(key)
+  if (until !== undefined) {
+    if (until > now) return OPEN
+    knownOpen.delete(key)
+  }
+  const lastInbound = read(key).then((last) => {
+    if (last !== null && Number(last) + SERVICE_WINDOW_MS > now) {
+      if (knownOpen.size >= MOST_KNOWN_OPEN) knownOpen.clear()
+      knownOpen.set(key, Number(last) + SERVICE_WINDOW_MS)
+    }
+    return last
+  })
   const known = knownWindowsMarker(prefix, now)
   // The marker read within the second (the common case): one read, no more promises.
   const loaded =
