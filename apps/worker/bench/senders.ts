@@ -27,7 +27,8 @@
  *   pnpm --filter @dispatch/worker bench:senders    (BENCH_PARTS=isolation,fairness,scale)
  *
  * The worker's own settings pass through: ADMISSION_INTERVAL_MS, SENDER_QUEUE_WINDOW_MS,
- * MESSAGES_CONCURRENCY; LOG_LEVEL (warn) sets its level, and its lines are counted, not printed.
+ * MESSAGES_CONCURRENCY, MESSAGES_BUNDLE_SIZE; LOG_LEVEL (warn) sets its level, and its lines are
+ * counted, not printed.
  */
 import { randomUUID } from 'node:crypto'
 import { readdir, readFile, readlink } from 'node:fs/promises'
@@ -76,9 +77,12 @@ const logStream = {
 
 /** The real worker, `messages` role only, on the benchmark's database and prefix. */
 function startBenchWorker(env: Record<string, string>): Promise<RunningWorker> {
-  const passed = ['ADMISSION_INTERVAL_MS', 'SENDER_QUEUE_WINDOW_MS', 'MESSAGES_CONCURRENCY'].flatMap(
-    (name) => (process.env[name] ? [[name, process.env[name]]] : []),
-  )
+  const passed = [
+    'ADMISSION_INTERVAL_MS',
+    'SENDER_QUEUE_WINDOW_MS',
+    'MESSAGES_CONCURRENCY',
+    'MESSAGES_BUNDLE_SIZE',
+  ].flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : []))
   const config = parseWorkerConfig({
     DATABASE_URL: world.databaseUrl,
     REDIS_URL: world.redisUrl,
