@@ -12,8 +12,8 @@ import {
   queuePrefix,
   senderQueueName,
 } from '@dispatch/contracts'
-import type { RedisClient } from '@dispatch/contracts/redis'
-import { turnBatched } from '@dispatch/contracts/redis'
+import { type RedisClient, turnBatched } from '@dispatch/contracts/redis'
+import { type DeliveryOutcome, findLoggedSent } from '@dispatch/db'
 import { type Job, Queue } from 'bullmq'
 import type { ChainableCommander } from 'ioredis'
 
@@ -35,44 +35,26 @@ function bySender(group: Pending[]): Map<string, Pending[]> {
   return senders
 }
 
-/** A sent outcome as the worker logs it (packages/db's DeliveryOutcome, as JSON). */
-interface LoggedOutcome {
-  id: string
-  apiKeyId: string
-  type: MessageJob['message']['type']
-  payload: MessageJob['message']['body']
-  redacted?: boolean
-  clientReference: string | null
-  batchId: string | null
-  senderId: string | null
-  acceptedAt: string
-  sendAt: string | null
-  expiresAt: string | null
-  platformMessageId: string | null
-  fallbackUsed?: boolean
-  at: string
-}
-
-/** A logged sent outcome as the finished job it came from. */
-function fromOutcome(outcome: LoggedOutcome): QueuedMessage {
+/** A sent outcome waiting in its sender's log, as the finished job it came from. */
+function fromOutcome(outcome: DeliveryOutcome): QueuedMessage {
   const data = {
     messageId: outcome.id,
     apiKeyId: outcome.apiKeyId,
-    acceptedAt: outcome.acceptedAt,
+    acceptedAt: outcome.acceptedAt.toISOString(),
     message: { type: outcome.type, body: outcome.payload },
     ...(outcome.clientReference ? { clientReference: outcome.clientReference } : {}),
     ...(outcome.batchId ? { batchId: outcome.batchId } : {}),
-    ...(outcome.sendAt ? { sendAt: outcome.sendAt } : {}),
-    ...(outcome.expiresAt ? { expiresAt: outcome.expiresAt } : {}),
+    ...(outcome.sendAt ? { sendAt: outcome.sendAt.toISOString() } : {}),
+    ...(outcome.expiresAt ? { expiresAt: outcome.expiresAt.toISOString() } : {}),
     ...(outcome.senderId ? { senderId: outcome.senderId } : {}),
     ...(outcome.redacted ? { discardContent: true as const } : {}),
   } as MessageJob
-  const at = Date.parse(outcome.at)
+  const at = outcome.at.getTime()
   return {
     job: {
       data,
       attemptsMade: 1,
-      timestamp: Date.parse(outcome.acceptedAt),
+      timestamp: outcome.acceptedAt.getTime(),
       returnvalue: {
         platformMessageId: outcome.platformMessageId,
         ...(outcome.fallbackUsed ? { fallbackUsed: true } : {}),
@@ -250,19 +232,8 @@ export class MessageStore {
    * the bundle ends). The log holds what Postgres has not taken yet: little, but for an outage.
    */
   async #fromSentLog(stream: string, messageId: string): Promise<QueuedMessage | undefined> {
-    for (let start = '-'; ; ) {
-      const entries = (await this.#redis.xrange(stream, start, '+', 'COUNT', 1000)) as Array<
-        [string, string[]]
-      >
-      for (const [, fields] of entries) {
-        const json = fields[1] ?? ''
-        if (!json.includes(messageId)) continue
-        const outcome = JSON.parse(json) as LoggedOutcome
-        if (outcome.id === messageId) return fromOutcome(outcome)
-      }
-      if (entries.length < 1000) return undefined
-      start = `(${entries[entries.length - 1]?.[0]}`
-    }
+    const outcome = await findLoggedSent(this.#redis, stream, messageId)
+    return outcome && fromOutcome(outcome)
   }
 
   /** A message in a bundle's job (message-bundles.ts), as a job of its own would show it. */

@@ -16,10 +16,15 @@ import {
   webhookJobId,
 } from '@dispatch/contracts'
 import type { RedisClient } from '@dispatch/contracts/redis'
-import { type DeliveryOutcome, erasedEventDeliveries, type RecipientIdentities } from '@dispatch/db'
+import {
+  type DeliveryOutcome,
+  erasedEventDeliveries,
+  loggedEntries,
+  parseOutcome,
+  type RecipientIdentities,
+} from '@dispatch/db'
 import { type Job, Queue } from 'bullmq'
 import type { WorkerContext } from '../runtime.ts'
-import { loggedEntries, parseOutcome } from '../senders/sent-log.ts'
 
 /** What a message canceled by an erasure says, on its record and its `message.canceled` event. */
 export const ERASED_CODE = 'RECIPIENT_ERASED'

@@ -10,7 +10,7 @@ import {
   type ServiceWindowPolicy,
 } from '@dispatch/contracts'
 import type { RedisClient } from '@dispatch/contracts/redis'
-import { type Db, type DeliveryOutcome, findPlatformMessageId } from '@dispatch/db'
+import { type Db, type DeliveryOutcome, findLoggedSent, findPlatformMessageId } from '@dispatch/db'
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq'
 import type { Logger } from 'pino'
 import { Compile } from 'typebox/compile'
@@ -23,7 +23,7 @@ import { traced } from '../tracing.ts'
 import { fallbackMessage, isFreeForm, WINDOW_CLOSED_CODE } from '../window/check.ts'
 import { readRecipient } from './recipient-reads.ts'
 import { withPlatformReferences } from './references.ts'
-import { findLoggedSent, logSent } from './sent-log.ts'
+import { logSent } from './sent-log.ts'
 
 /** A retry's place in the sender's pace, taken without holding up the job (a lost one is one message early). */
 function spendPace(lane: DeliveryLane, log: Logger): void {

@@ -1,5 +1,5 @@
 import type { RedisClient } from '@dispatch/contracts/redis'
-import { type DeliveryOutcome, pgError } from '@dispatch/db'
+import { type DeliveryOutcome, parseOutcome, pgError } from '@dispatch/db'
 import type { Logger } from 'pino'
 import type { DeliveryRecorder, LoggedEntry } from '../delivery-recorder.ts'
 
@@ -23,17 +23,6 @@ const GIVE_UP_MS = 3600_000
 /** Postgres answered and refused the row (data or integrity: SQLSTATE classes 22 and 23). */
 const isRefusal = (error: unknown) => /^2[23]/.test(pgError(error).code ?? '')
 const PAGE = 1000
-
-const DATES = ['acceptedAt', 'sendAt', 'expiresAt', 'redactAfter', 'at'] as const
-
-export function parseOutcome(json: string): DeliveryOutcome {
-  const outcome = JSON.parse(json) as Record<string, unknown>
-  for (const field of DATES) {
-    const value = outcome[field]
-    if (typeof value === 'string') outcome[field] = new Date(value)
-  }
-  return outcome as unknown as DeliveryOutcome
-}
 
 /** Appends a sent outcome to the sender's log; answers where it is. */
 export async function logSent(
@@ -91,34 +80,6 @@ export class SentLogBatch {
 }
 
 type Entries = Array<[id: string, fields: string[]]>
-
-/** A log's entries, oldest first, a page at a time: the entry's id and its outcome as logged. */
-export async function* loggedEntries(
-  redis: RedisClient,
-  stream: string,
-): AsyncGenerator<{ id: string; json: string }> {
-  let start = '-'
-  for (;;) {
-    const entries = (await redis.xrange(stream, start, '+', 'COUNT', PAGE)) as Entries
-    for (const [id, fields] of entries) yield { id, json: fields[1] ?? '' }
-    if (entries.length < PAGE) return
-    start = `(${entries[entries.length - 1]?.[0]}`
-  }
-}
-
-/** A message's sent outcome still waiting in the log, if any: read only by a job run again. */
-export async function findLoggedSent(
-  redis: RedisClient,
-  stream: string,
-  messageId: string,
-): Promise<DeliveryOutcome | undefined> {
-  for await (const { json } of loggedEntries(redis, stream)) {
-    if (!json.includes(messageId)) continue
-    const outcome = parseOutcome(json)
-    if (outcome.id === messageId) return outcome
-  }
-  return undefined
-}
 
 /** Writes what every served sender's log still holds after SENT_LOG_AGE_MS, every SWEEP_EVERY_MS. */
 export class SentLogSweeper {
