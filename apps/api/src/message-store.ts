@@ -7,7 +7,6 @@ import {
   fairKeys,
   type KeyLayout,
   type MessageBundleJob,
-  type MessageBundleResult,
   type MessageJob,
   queuePrefix,
   senderQueueName,
@@ -242,29 +241,18 @@ export class MessageStore {
     bundleId: string,
     messageId: string,
   ): Promise<QueuedMessage | undefined> {
-    const bundle = (await queue.getJob(bundleId)) as Job<MessageBundleJob, MessageBundleResult> | undefined
+    const bundle = (await queue.getJob(bundleId)) as Job<MessageBundleJob> | undefined
     const data = bundle?.data.messages?.find((m) => m.messageId === messageId)
     if (!bundle || !data) return undefined
     const bundleState = await bundle.getState()
-    const result = bundle.returnvalue?.results?.[messageId]
-    const finished = bundleState === 'completed' && result !== undefined
-    // A message a finished bundle has no result for was handed on (its own job) or left to another
-    // bundle: being sent, as far as this bundle knows.
-    const state = finished
-      ? result.outcome === 'failed'
-        ? 'failed'
-        : 'completed'
-      : bundleState === 'completed' || bundleState === 'failed'
-        ? 'active'
-        : bundleState
+    // A bundle is removed as it ends; one found finished (failed: its payload refused) answers for
+    // none of its messages: being sent, as far as it knows (a recorded one is found in Postgres).
+    const state = bundleState === 'completed' || bundleState === 'failed' ? 'active' : bundleState
     return {
       job: {
         data,
-        attemptsMade: finished ? 1 : 0,
+        attemptsMade: 0,
         timestamp: bundle.timestamp,
-        returnvalue: result,
-        ...(result?.outcome === 'failed' ? { failedReason: 'The platform refused the message' } : {}),
-        ...(bundle.finishedOn ? { finishedOn: bundle.finishedOn } : {}),
         ...(bundle.processedOn ? { processedOn: bundle.processedOn } : {}),
       },
       state,

@@ -22,13 +22,7 @@ export const messageBundleJobId = (digest: string) => `bundle-${digest}`
 export const isMessageBundleJobId = (id: string | undefined) => id?.startsWith('bundle-') === true
 
 /**
- * A bundle's progress and result: each settled message's result, by id (messages handed on are
- * absent). Kept on the job while it waits to run again (a paused sender); a finished bundle is
- * removed as it ends, so it returns none.
+ * What a bundle's job ends with: nothing. Each message's outcome is recorded (Postgres, or the
+ * sender's sent log), and a finished bundle is removed as it ends.
  */
-export interface MessageBundleResult {
-  results?: Record<
-    string,
-    { platformMessageId?: string; fallbackUsed?: true; outcome?: 'expired' | 'canceled' | 'failed' }
-  >
-}
+export type MessageBundleResult = Record<string, never>

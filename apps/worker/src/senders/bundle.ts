@@ -22,7 +22,6 @@ const isBundleJob = Compile(MessageBundleJob)
 /** What a bundle keeps on its job when it goes back to the queue: the messages it has settled. */
 interface BundleProgress {
   settled?: string[]
-  results?: MessageBundleResult['results']
 }
 
 export interface BundleDeps extends DeliveryDeps {
@@ -61,7 +60,6 @@ export async function deliverBundle(
   const bundleId = job.id as string
   const progress = (job.progress ?? {}) as BundleProgress
   const settled = new Set(progress.settled ?? [])
-  const results: MessageBundleResult['results'] = { ...progress.results }
   const rerun = job.attemptsMade > 0 || job.attemptsStarted > 1
   let messages = job.data.messages.filter((m) => !settled.has(m.messageId))
   if (rerun) {
@@ -117,10 +115,7 @@ export async function deliverBundle(
     const { messageId } = message
     if (disposition.kind === 'held') continue
     settled.add(messageId)
-    if (disposition.kind === 'done') {
-      results[messageId] = disposition.result
-      if (disposition.recorded) recorded.set(messageId, disposition.recorded)
-    } else if (disposition.kind === 'failed') results[messageId] = { outcome: 'failed' }
+    if (disposition.kind === 'done' && disposition.recorded) recorded.set(messageId, disposition.recorded)
     else if (disposition.kind === 'again') handOn.push(ownJob(message, bundleId, disposition, deps.backoffMs))
     if (disposition.kind !== 'elsewhere') done.push(messageId)
   }
@@ -128,11 +123,10 @@ export async function deliverBundle(
   if (handOn.length > 0) await (await deps.queue()).addBulk(handOn)
   // Any message not tried (the pause met here, or by another job meanwhile) keeps the bundle.
   if (outcomes.some(({ disposition }) => disposition.kind === 'held')) {
-    await job.updateProgress({ settled: [...settled], results } satisfies BundleProgress)
+    await job.updateProgress({ settled: [...settled] } satisfies BundleProgress)
     throw Worker.RateLimitError()
   }
   forget(deps, done, recorded)
-  // Nothing reads a finished bundle's result (it is removed as it ends): none is sent to Redis.
   return {}
 }
 
