@@ -41,6 +41,7 @@ import { createSandboxPlatform } from '../src/platforms/sandbox.ts'
 import type { Delivery } from '../src/platforms/types.ts'
 import { deliverBundle } from '../src/senders/bundle.ts'
 import { type DeliveryResult, deliverMessage, deliveryOutcome } from '../src/senders/deliver.ts'
+import { batchedLogSent } from '../src/senders/sent-log.ts'
 
 const jobs = Number(process.env.BENCH_JOBS ?? 10_000)
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 50)
@@ -387,8 +388,10 @@ function startBundledDeliveryWorker(
   const claims = connection({ pipelined: true })
   const workerConnection = connection()
   const queue = new Queue<MessageJob>(QueueNames.messages, { connection: claims, prefix: world.queuePrefix })
+  const lanes = laneDeps(claims, workerConnection)
   const deps = {
-    ...laneDeps(claims, workerConnection),
+    ...lanes,
+    sentLog: { ...lanes.sentLog, append: batchedLogSent(workerConnection, lanes.sentLog.stream) },
     queue: async () => queue,
     permits: new Permits(concurrency),
     index: { redis: claims, key: fairKeys(world.queuePrefix, 'default').bundled },

@@ -15,7 +15,6 @@ import {
   deliverOne,
   platformBackoff,
 } from './deliver.ts'
-import { SentLogBatch } from './sent-log.ts'
 
 const isBundleJob = Compile(MessageBundleJob)
 
@@ -73,10 +72,6 @@ export async function deliverBundle(
     messages = messages.filter((m) => !settled.has(m.messageId))
   }
 
-  // The bundle's sent outcomes go to the log in pipelines, not an XADD each.
-  const log = deps.sentLog && new SentLogBatch(deps.sentLog.redis, deps.sentLog.stream)
-  const messageDeps: DeliveryDeps =
-    deps.sentLog && log ? { ...deps, sentLog: { ...deps.sentLog, append: log.append } } : deps
   // Set once a message meets the pause, so the bundle's later ones are not tried.
   let pausing = false
   const runOne = (message: MessageJob): Promise<Settled> =>
@@ -88,7 +83,7 @@ export async function deliverBundle(
           message,
           { claimAs: bundleId, attemptsMade: 0, maxAttempts: MESSAGE_JOB_OPTIONS.attempts, rerun },
           lane,
-          messageDeps,
+          deps,
         )
         if (disposition.kind === 'held') pausing = true
         // Its place is given back once its sent outcome is in the log: a process killed any time
@@ -105,8 +100,6 @@ export async function deliverBundle(
       }
     })
   const outcomes = await Promise.all(messages.map(runOne))
-  // Before the job completes on the same connection: a completed bundle's sent outcomes are logged.
-  log?.flush()
 
   const handOn = []
   const done: string[] = []

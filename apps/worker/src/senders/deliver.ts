@@ -73,7 +73,7 @@ export interface DeliveryDeps {
     | {
         stream: string
         redis: RedisClient
-        /** Appends an outcome (a bundle's batch); without it, one XADD of its own. */
+        /** Appends an outcome (a bundle's: batchedLogSent); without it, one XADD of its own. */
         append?: (outcome: DeliveryOutcome) => Promise<LoggedEntry>
       }
     | undefined

@@ -24,6 +24,7 @@ import type { WorkerContext } from '../runtime.ts'
 import { deliverBundle } from './bundle.ts'
 import { type DeliveryLane, type DeliveryResult, deliverMessage, platformBackoff } from './deliver.ts'
 import type { SenderSettings } from './registry.ts'
+import { batchedLogSent } from './sent-log.ts'
 
 /** The longest a rate-limited sender is paused at once, however long its streak. */
 const RATE_LIMIT_MAX_PAUSE_MS = 60_000
@@ -118,6 +119,8 @@ export class SenderLane implements DeliveryLane {
     const permits = new Permits(config.MESSAGES_CONCURRENCY)
     const bundleDeps = {
       ...deps,
+      // A bundle's sent outcomes, with those of the lane's other bundles of the turn, in one write.
+      sentLog: { ...deps.sentLog, append: batchedLogSent(connections.worker, this.sentLog) },
       queue: () => this.queue.get(),
       permits,
       index: { redis: connections.claims, key: fair.bundled },

@@ -1,4 +1,4 @@
-import type { RedisClient } from '@dispatch/contracts/redis'
+import { type RedisClient, turnBatched } from '@dispatch/contracts/redis'
 import { type DeliveryOutcome, parseOutcome, pgError } from '@dispatch/db'
 import type { Logger } from 'pino'
 import type { DeliveryRecorder, LoggedEntry } from '../delivery-recorder.ts'
@@ -35,47 +35,25 @@ export async function logSent(
 }
 
 /**
- * A bundle's appends to its sender's log, sent together: the outcomes of one turn of the event loop
- * go in one pipeline (one write), and `flush` sends what is left before the bundle's job completes
- * on the same connection, so Redis runs them first, as `logSent` does for a message's own job.
+ * Appends to a sender's log gathered per turn of the event loop: the sent outcomes of every bundle
+ * of the turn go in one pipeline (one write), each answered with its own entry. A bundle waits for
+ * its messages' entries before it completes (bundle.ts), so they are in Redis by then whatever the
+ * connection; a message's own job uses `logSent`, on the connection it completes on.
  */
-export class SentLogBatch {
-  readonly #redis: RedisClient
-  readonly #stream: string
-  #pending: Array<{ json: string; resolve(entry: LoggedEntry): void; reject(error: unknown): void }> = []
-  #scheduled = false
-
-  constructor(redis: RedisClient, stream: string) {
-    this.#redis = redis
-    this.#stream = stream
-  }
-
-  append = (outcome: DeliveryOutcome): Promise<LoggedEntry> =>
-    new Promise((resolve, reject) => {
-      this.#pending.push({ json: JSON.stringify(outcome), resolve, reject })
-      if (this.#scheduled) return
-      this.#scheduled = true
-      setImmediate(() => this.flush())
-    })
-
-  flush(): void {
-    this.#scheduled = false
-    const batch = this.#pending.splice(0)
-    if (batch.length === 0) return
-    const stream = this.#stream
-    const pipeline = this.#redis.pipeline()
-    for (const { json } of batch) pipeline.xadd(stream, '*', 'o', json)
-    pipeline.exec().then(
-      (results) =>
-        batch.forEach((pending, i) => {
-          const [error, id] = results?.[i] ?? [new Error('pipeline cut short')]
-          if (error) pending.reject(error)
-          else pending.resolve({ stream, id: id as string })
-        }),
-      (error) => {
-        for (const pending of batch) pending.reject(error)
-      },
-    )
+export function batchedLogSent(
+  redis: RedisClient,
+  stream: string,
+): (outcome: DeliveryOutcome) => Promise<LoggedEntry> {
+  const append = turnBatched(async (outcomes: DeliveryOutcome[]) => {
+    const pipeline = redis.pipeline()
+    for (const outcome of outcomes) pipeline.xadd(stream, '*', 'o', JSON.stringify(outcome))
+    const results = (await pipeline.exec()) ?? []
+    return outcomes.map((_, i) => results[i] ?? [new Error('pipeline cut short'), null])
+  })
+  return async (outcome) => {
+    const [error, id] = await append(outcome)
+    if (error) throw error
+    return { stream, id: id as string }
   }
 }
 
