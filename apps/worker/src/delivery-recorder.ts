@@ -20,10 +20,10 @@ const MOST_PENDING = 20_000
 /**
  * Writes delivery outcomes in batches: the outcomes handed in while the previous statement runs go
  * to Postgres in one statement (up to `maxBatch` rows); with a full batch waiting, up to
- * `maxInFlight` statements at once so commits overlap. `record` waits for its row to be committed. `recordLogged` takes an
- * outcome already stored durably in Redis (a sender's sent log): the job does not wait for it, and
- * its log entry is deleted once the row is committed; one that is never written (Postgres down, the
- * process killed) stays in the log, and the sweep writes it.
+ * `maxInFlight` statements at once so commits overlap. `record` waits for its row to be committed.
+ * `recordLogged` takes an outcome already stored durably in Redis (a sender's sent log): the job
+ * does not wait for it, and its log entry is deleted once the row is committed; one that is never
+ * written (Postgres down, the process killed) stays in the log, and the sweep writes it.
  */
 export class DeliveryRecorder {
   readonly #sql: Sql

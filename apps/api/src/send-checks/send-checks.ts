@@ -209,9 +209,9 @@ export class SendChecks {
    * message on a Cluster: each recipient's keys are in a slot of their own); the other sends of
    * every request of a turn of the event loop, one `MGET` (a `GET` each on a Cluster). Sent in
    * order on one connection, two messages to one recipient in a batch take the cap's places in
-   * turn. Counted at accept: a message counted and later canceled still counts. An entry missing from the copy lets the send through (the copy
-   * is rebuilt from Postgres when lost); Redis unreachable lets it through too, as storing the
-   * message then fails anyway.
+   * turn. Counted at accept: a message counted and later canceled still counts. An entry missing
+   * from the copy lets the send through (the copy is rebuilt from Postgres when lost); Redis
+   * unreachable lets it through too, as storing the message then fails anyway.
    */
   async #checkConsent(
     phoneNumberId: string,

@@ -85,15 +85,12 @@ function windowOf(
     return last
   })
   const known = knownWindowsMarker(prefix, now)
-  // The marker read within the second (the common case): one read, no more promises.
   const loaded =
     known === undefined
       ? read(serviceWindowsLoadedKey(prefix)).then((value) => rememberWindowsMarker(prefix, value, now))
       : known
-  const state = (last: string | null, marker: string | null) => serviceWindowState(last, marker, now)
-  const answer =
-    loaded instanceof Promise
-      ? Promise.all([lastInbound, loaded]).then(([last, marker]) => state(last, marker))
-      : lastInbound.then((last) => state(last, loaded))
-  return answer.catch(() => 'unknown' as const)
+  return Promise.all([lastInbound, loaded]).then(
+    ([last, marker]) => serviceWindowState(last, marker, now),
+    () => 'unknown' as const,
+  )
 }
