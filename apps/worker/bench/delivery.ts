@@ -28,7 +28,7 @@ import {
   serviceWindowKey,
   serviceWindowsLoadedKey,
 } from '@dispatch/contracts'
-import { createDb, generateApiKey, insertApiKey, type Sql } from '@dispatch/db'
+import { createDb, type DeliveryOutcome, generateApiKey, insertApiKey, type Sql } from '@dispatch/db'
 import { createBenchWorld, median, printComparison } from '@dispatch/testing/bench'
 import { Queue, Worker } from 'bullmq'
 import { Redis } from 'ioredis'
@@ -389,9 +389,13 @@ function startBundledDeliveryWorker(
   const workerConnection = connection()
   const queue = new Queue<MessageJob>(QueueNames.messages, { connection: claims, prefix: world.queuePrefix })
   const lanes = laneDeps(claims, workerConnection)
+  const appendSent = batchedLogSent(workerConnection)
   const deps = {
     ...lanes,
-    sentLog: { ...lanes.sentLog, append: batchedLogSent(workerConnection, lanes.sentLog.stream) },
+    sentLog: {
+      ...lanes.sentLog,
+      append: (outcome: DeliveryOutcome) => appendSent(lanes.sentLog.stream, outcome),
+    },
     queue: async () => queue,
     permits: new Permits(concurrency),
     index: { redis: claims, key: fairKeys(world.queuePrefix, 'default').bundled },

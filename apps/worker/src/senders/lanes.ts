@@ -12,7 +12,7 @@ import {
 } from '@dispatch/contracts'
 import { ReopeningQueue } from '@dispatch/contracts/queues'
 import type { RedisClient } from '@dispatch/contracts/redis'
-import { markSenderNeedsAttention } from '@dispatch/db'
+import { type DeliveryOutcome, markSenderNeedsAttention } from '@dispatch/db'
 import { type Job, Queue, Worker } from 'bullmq'
 import { OptOutWatch } from '../consent/watch.ts'
 import { DeliveryRecorder } from '../delivery-recorder.ts'
@@ -85,6 +85,7 @@ export class SenderLane implements DeliveryLane {
     connections: { producer: RedisClient; worker: RedisClient; claims: RedisClient },
     recorder: DeliveryRecorder,
     optOuts: OptOutWatch,
+    appendSent: ReturnType<typeof batchedLogSent>,
   ) {
     const { config, logger } = context
     this.#context = context
@@ -119,8 +120,8 @@ export class SenderLane implements DeliveryLane {
     const permits = new Permits(config.MESSAGES_CONCURRENCY)
     const bundleDeps = {
       ...deps,
-      // A bundle's sent outcomes, with those of the lane's other bundles of the turn, in one write.
-      sentLog: { ...deps.sentLog, append: batchedLogSent(connections.worker, this.sentLog) },
+      // A bundle's sent outcomes, with those of every lane's bundles of the turn, in one write.
+      sentLog: { ...deps.sentLog, append: (outcome: DeliveryOutcome) => appendSent(this.sentLog, outcome) },
       queue: () => this.queue.get(),
       permits,
       index: { redis: connections.claims, key: fair.bundled },
@@ -284,6 +285,8 @@ export class SenderLanes {
   readonly #connections: { producer: RedisClient; worker: RedisClient; claims: RedisClient }
   readonly #recorder: DeliveryRecorder
   readonly #optOuts: OptOutWatch
+  /** The sent outcomes of every lane's bundles of a turn, in one write (sent-log.ts). */
+  readonly #appendSent: ReturnType<typeof batchedLogSent>
 
   constructor(context: WorkerContext) {
     this.#context = context
@@ -295,6 +298,7 @@ export class SenderLanes {
     }
     // One recorder for every sender: outcomes of all of them share each batched write.
     this.#recorder = new DeliveryRecorder(context.sql, { redis: this.#connections.claims })
+    this.#appendSent = batchedLogSent(this.#connections.worker)
     const { config, logger } = context
     this.#optOuts = new OptOutWatch(
       context.redis('optout-announcements', { blocking: true }),
@@ -337,7 +341,14 @@ export class SenderLanes {
       seen.add(sender.id)
       let lane = this.#lanes.get(sender.id)
       if (!lane) {
-        lane = new SenderLane(this.#context, sender, this.#connections, this.#recorder, this.#optOuts)
+        lane = new SenderLane(
+          this.#context,
+          sender,
+          this.#connections,
+          this.#recorder,
+          this.#optOuts,
+          this.#appendSent,
+        )
         this.#lanes.set(sender.id, lane)
         logger.info(
           {

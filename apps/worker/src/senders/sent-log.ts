@@ -35,23 +35,37 @@ export async function logSent(
 }
 
 /**
- * Appends to a sender's log gathered per turn of the event loop: the sent outcomes of every bundle
- * of the turn go in one pipeline (one write), each answered with its own entry. A bundle waits for
- * its messages' entries before it completes (bundle.ts), so they are in Redis by then whatever the
- * connection; a message's own job uses `logSent`, on the connection it completes on.
+ * Appends to the senders' logs gathered per turn of the event loop: the sent outcomes of every
+ * bundle of the turn, whatever its sender, go in one pipeline (one write; on a Redis Cluster one per
+ * sender's log, as a pipeline holds one node's keys), each answered with its own entry. One writer
+ * serves a process' lanes: a hundred senders cost one write a turn, not a hundred. A bundle waits
+ * for its messages' entries before it completes (bundle.ts), so they are in Redis by then whatever
+ * the connection; a message's own job uses `logSent`, on the connection it completes on.
  */
 export function batchedLogSent(
   redis: RedisClient,
-  stream: string,
-): (outcome: DeliveryOutcome) => Promise<LoggedEntry> {
-  const append = turnBatched(async (outcomes: DeliveryOutcome[]) => {
+): (stream: string, outcome: DeliveryOutcome) => Promise<LoggedEntry> {
+  type Append = { stream: string; outcome: DeliveryOutcome }
+  const write = async (appends: Append[]) => {
     const pipeline = redis.pipeline()
-    for (const outcome of outcomes) pipeline.xadd(stream, '*', 'o', JSON.stringify(outcome))
+    for (const { stream, outcome } of appends) pipeline.xadd(stream, '*', 'o', JSON.stringify(outcome))
     const results = (await pipeline.exec()) ?? []
-    return outcomes.map((_, i) => results[i] ?? [new Error('pipeline cut short'), null])
+    return appends.map((_, i) => results[i] ?? [new Error('pipeline cut short'), null])
+  }
+  const append = turnBatched(async (appends: Append[]) => {
+    if (!redis.isCluster) return write(appends)
+    const byStream = Map.groupBy(appends.keys(), (i) => (appends[i] as Append).stream)
+    const results: Awaited<ReturnType<typeof write>> = new Array(appends.length)
+    await Promise.all(
+      [...byStream.values()].map(async (indexes) => {
+        const written = await write(indexes.map((i) => appends[i] as Append))
+        for (const [j, i] of indexes.entries()) results[i] = written[j] as (typeof results)[number]
+      }),
+    )
+    return results
   })
-  return async (outcome) => {
-    const [error, id] = await append(outcome)
+  return async (stream, outcome) => {
+    const [error, id] = await append({ stream, outcome })
     if (error) throw error
     return { stream, id: id as string }
   }
