@@ -355,7 +355,11 @@ export async function deliverOne(
     // completion, so a completed job's outcome is in the log (or Postgres) at no extra round trip.
     const { append } = deps.sentLog
     logged = append ? append(sent) : logSent(deps.sentLog.redis, deps.sentLog.stream, sent)
-    logged.catch((error) => log.error({ err: error, platformMessageId }, 'sent outcome not logged in Redis'))
+    // Counted once the outcome is in the log: a process killed before that counts nothing it loses.
+    logged.then(
+      () => metrics?.sent(senderId, sendAt ?? acceptedAt),
+      (error) => log.error({ err: error, platformMessageId }, 'sent outcome not logged in Redis'),
+    )
     recorded = recorder.recordLogged(sent, logged)
     recorded.catch(() => {})
   } else {
@@ -365,8 +369,8 @@ export async function deliverOne(
       log.error({ err: error, platformMessageId }, 'message sent but its record failed; retrying the record')
       throw new UnrecordedSendError(error, { platformMessageId, fallbackUsed })
     }
+    metrics?.sent(senderId, sendAt ?? acceptedAt)
   }
-  metrics?.sent(senderId, sendAt ?? acceptedAt)
   log.debug({ platformMessageId, attempts, fallbackUsed }, 'message sent')
   return {
     kind: 'done',
