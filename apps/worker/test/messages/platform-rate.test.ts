@@ -101,10 +101,17 @@ it('a platform rate limit (130429) holds the whole sender: no worker process sen
 it("a sender's queue left with BullMQ's limiter (by a worker of an earlier version) is freed of it at the next refresh", async () => {
   await world.startWorker()
   const meta = `${world.queuePrefix}:messages:meta`
-  await world.queue.setGlobalRateLimit(5, 1000)
   const redis = new Redis(testRedisUrl())
   try {
-    expect(await redis.hget(meta, 'max')).toBe('5')
+    // Set until it stays: the worker's first refresh may still be freeing the queue as it starts.
+    await waitFor(
+      async () => {
+        await world.queue.setGlobalRateLimit(5, 1000)
+        await new Promise((resolve) => setTimeout(resolve, 100))
+        return (await redis.hget(meta, 'max')) === '5'
+      },
+      { what: "BullMQ's limiter set" },
+    )
     await world.announceSenderChange('default')
     await waitFor(async () => (await redis.hget(meta, 'max')) === null || undefined, {
       what: "the limiter's removal",
