@@ -201,14 +201,20 @@ export class Admitter {
     const jumps = jumping === -1 ? queued.length : jumping
     if (jumps > 1) queued.splice(0, jumps, ...queued.slice(0, jumps).reverse())
     // Indexed before they are queued, so the API finds a bundled message in one place or the other
-    // (`moving` until the MULTI below), and a bundle that ends at once drops its entries after.
-    const index = queued.flatMap((job) =>
-      job.name === MESSAGE_BUNDLE_JOB_NAME
-        ? (job.data as MessageBundleJob).messages.flatMap((m) => [m.messageId, job.opts.jobId])
-        : [],
+    // (`moving` until the MULTI below), and a bundle that ends at once drops its entries after: on the
+    // connection the queue adds on, so Redis runs the two in this order without a round trip between.
+    const index = Object.fromEntries(
+      queued.flatMap((job) =>
+        job.name === MESSAGE_BUNDLE_JOB_NAME
+          ? (job.data as MessageBundleJob).messages.map((m) => [m.messageId, job.opts.jobId] as const)
+          : [],
+      ),
     )
-    if (index.length > 0) await this.#redis.hset(keys.bundled, ...index)
-    await (await lane.queue.get()).addBulk(queued as Parameters<Queue<MessageJob>['addBulk']>[0])
+    const queue = await lane.queue.get()
+    const indexed =
+      Object.keys(index).length > 0 ? (await queue.getBackend().client).hset(keys.bundled, index) : undefined
+    const added = queue.addBulk(queued as Parameters<Queue<MessageJob>['addBulk']>[0])
+    await Promise.all([indexed, added])
     await this.#redis
       .multi()
       .hdel(keys.moving, ...ids)
