@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto'
+import { hash, randomBytes } from 'node:crypto'
 import type { AppEnv } from '@dispatch/contracts'
 
 /** Keys carry their environment: `mdk_dev_…` in development, `mdk_prod_…` in production. */
@@ -10,4 +10,4 @@ export function generateApiKey(env: AppEnv) {
   return { key, keyHash: hashApiKey(key), keyPrefix: key.slice(0, keyPrefixFor(env).length + 6) }
 }
 
-export const hashApiKey = (key: string) => createHash('sha256').update(key).digest('hex')
+export const hashApiKey = (key: string) => hash('sha256', key, 'hex')

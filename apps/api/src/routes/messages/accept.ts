@@ -4,7 +4,7 @@ import {
   type FallbackTemplate,
   isTimeZone,
   kindProblem,
-  MessageJob,
+  type MessageJob,
   type MessagePriority,
   type MessageType,
   messageIdAt,
@@ -12,15 +12,12 @@ import {
   quietHoursProblem,
   recipientProblem,
 } from '@dispatch/contracts'
-import { Compile } from 'typebox/compile'
 import type { ApiConfig } from '../../env.ts'
 import { AppError } from '../../errors.ts'
 import { currentTraceContext } from '../../trace-context.ts'
 
 /** The farthest ahead a message may be scheduled. */
 export const SCHEDULE_MAX_AHEAD_MS = 35 * 24 * 3600 * 1000
-
-const jobIsValid = Compile(MessageJob)
 
 /** A send the API accepted: its job, and how long the queue holds it back (scheduled ones). */
 export interface AcceptedMessage {
@@ -139,6 +136,8 @@ export function acceptMessage(
   }
 
   const traceContext = currentTraceContext()
+  // Its shape is MessageJob's by construction from a validated body: accept.test.ts holds every kind
+  // and option to the contract (a check here cost 4 µs a request), and the worker checks each job.
   const job = {
     messageId: messageIdAt(now.getTime()),
     apiKeyId: input.apiKey.id,
@@ -159,8 +158,7 @@ export function acceptMessage(
         : {}),
     expiresAt: new Date(due + validity * 1000).toISOString(),
     message: { type, body },
-  }
-  if (!jobIsValid.Check(job)) throw new Error(`message job does not match its contract: ${job.messageId}`)
+  } as MessageJob
   return {
     job,
     delayMs: scheduled ? due - now.getTime() : 0,
