@@ -100,6 +100,8 @@ type FairEnqueue = (
  */
 export class MessageStore {
   readonly #redis: RedisClient
+  /** The sender queues' connection (BullMQ's scripts kept off `#redis`: see ApiDeps.redisQueues). */
+  readonly #queueConnection: RedisClient
   readonly #layout: KeyLayout
   readonly #prefix: string
   readonly #queues = new Map<string, Queue<MessageJob>>()
@@ -114,8 +116,10 @@ export class MessageStore {
     redis: RedisClient,
     layout: KeyLayout,
     logger?: { warn(context: object, message: string): void },
+    queueConnection: RedisClient = redis,
   ) {
     this.#redis = redis
+    this.#queueConnection = queueConnection
     this.#layout = layout
     this.#prefix = layout.QUEUE_PREFIX
     this.#logger = logger
@@ -177,7 +181,7 @@ export class MessageStore {
     if (known) return known
     const name = senderQueueName(senderId)
     const queue = new Queue<MessageJob>(name, {
-      connection: this.#redis,
+      connection: this.#queueConnection,
       prefix: queuePrefix(this.#layout, name),
     })
     queue.on('error', (error) => this.#logger?.warn({ err: error }, 'messages queue error'))

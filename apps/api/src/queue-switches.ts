@@ -25,7 +25,7 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { ApiDeps } from './deps.ts'
 
-type Deps = Pick<ApiDeps, 'db' | 'redis' | 'messages' | 'config'>
+type Deps = Pick<ApiDeps, 'db' | 'redis' | 'redisQueues' | 'messages' | 'config'>
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -65,7 +65,7 @@ export class QueueSwitchboard {
     let queue = this.#queues.get(kind)
     if (!queue) {
       queue = new Queue(QueueNames[kind], {
-        connection: this.#deps.redis,
+        connection: this.#deps.redisQueues,
         prefix: queuePrefix(this.#deps.config, QueueNames[kind]),
       })
       queue.on('error', () => {})

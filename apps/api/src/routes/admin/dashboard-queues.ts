@@ -48,12 +48,12 @@ export class DashboardQueues {
     this.#board = board
     this.#log = log
     this.#email = new Queue(QueueNames.email, {
-      connection: deps.redis,
+      connection: deps.redisQueues,
       prefix: queuePrefix(deps.config, QueueNames.email),
     })
     this.#email.on('error', (error) => log.warn({ err: error }, 'email queue error (queue dashboard)'))
     this.#confirmations = new Queue(QueueNames.consentConfirmations, {
-      connection: deps.redis,
+      connection: deps.redisQueues,
       prefix: queuePrefix(deps.config, QueueNames.consentConfirmations),
     })
     this.#confirmations.on('error', (error) =>
