@@ -387,9 +387,13 @@ function startBundledDeliveryWorker(
 ): Worker<MessageBundleJob, MessageBundleResult> {
   const claims = connection({ pipelined: true })
   const workerConnection = connection()
-  const queue = new Queue<MessageJob>(QueueNames.messages, { connection: claims, prefix: world.queuePrefix })
+  // As a lane has them: the queue (BullMQ's scripts) on a connection apart from the claims'.
+  const queue = new Queue<MessageJob>(QueueNames.messages, {
+    connection: connection(),
+    prefix: world.queuePrefix,
+  })
   const lanes = laneDeps(claims, workerConnection)
-  const appendSent = batchedLogSent(workerConnection)
+  const appendSent = batchedLogSent(claims)
   const deps = {
     ...lanes,
     sentLog: {

@@ -181,6 +181,7 @@ async function main() {
         logger,
         connection: connection(),
         gateConnection: connection(),
+        queueConnection: connection(),
         prefix: world.queuePrefix,
         concurrency,
         timeoutMs: 15_000,

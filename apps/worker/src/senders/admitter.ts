@@ -81,6 +81,8 @@ export function bundled(jobs: QueueEntry[], size: number): QueueEntry[] {
  * sender: the script is atomic and counts what is already queued, so together they never overfill
  * it. A taken message is added to the queue under its id (an add of an id already there does
  * nothing) and only then dropped from `moving`; one taken by a process that died is handed out again.
+ * Its connection holds no BullMQ queue: BullMQ defines its 60-odd scripts on the connection it is
+ * given, and ioredis copies each onto every pipeline (the MULTI below) made there.
  */
 export class Admitter {
   readonly #context: WorkerContext
@@ -119,7 +121,12 @@ export class Admitter {
       const wait = failures === 0 ? interval : Math.min(2000, interval * 2 ** Math.min(failures, 10))
       if (!this.#stopped) this.#timer = setTimeout(loop, wait)
     }
-    this.#timer = setTimeout(loop, 0)
+    // The first round once its connection is up (it fails fast, without an offline queue).
+    if (this.#redis.status === 'ready') this.#timer = setTimeout(loop, 0)
+    else
+      this.#redis.once('ready', () => {
+        if (!this.#stopped) this.#timer = setTimeout(loop, 0)
+      })
   }
 
   async #round(): Promise<void> {

@@ -298,7 +298,9 @@ export class SenderLanes {
     }
     // One recorder for every sender: outcomes of all of them share each batched write.
     this.#recorder = new DeliveryRecorder(context.sql, { redis: this.#connections.claims })
-    this.#appendSent = batchedLogSent(this.#connections.worker)
+    // On the claims' connection, which holds no BullMQ queue or worker: BullMQ defines its 60-odd
+    // scripts on its connections, and ioredis copies each onto every pipeline made there.
+    this.#appendSent = batchedLogSent(this.#connections.claims)
     const { config, logger } = context
     this.#optOuts = new OptOutWatch(
       context.redis('optout-announcements', { blocking: true }),

@@ -26,7 +26,10 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
   await lanes.followingOptOuts()
   const registry = new SenderRegistry(context, (senders, readAt) => lanes.reconcile(senders, readAt))
   await registry.start()
-  const admitter = new Admitter(context, lanes.producer, () => lanes.lanes())
+  // Its own connection, not the queues': see Admitter.
+  const admitter = new Admitter(context, context.redis('senders-admission', { blocking: false }), () =>
+    lanes.lanes(),
+  )
   admitter.start()
   const sweeper = new HeldExpirySweeper(context, { redis: lanes.producer, ...lanes.recording }, () =>
     lanes.lanes(),

@@ -17,6 +17,7 @@ export const startWebhooksUnit: WorkerUnitStarter = async ({
     logger,
     connection: redis('webhooks-worker', { blocking: true }),
     gateConnection: redis('webhooks-gate', { blocking: false }),
+    queueConnection: redis('webhooks-queue', { blocking: false }),
     prefix: config.QUEUE_PREFIX,
     queuePrefix: queuePrefix(config, QueueNames.webhooks),
     concurrency: config.WEBHOOK_CONCURRENCY,
