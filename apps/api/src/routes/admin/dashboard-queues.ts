@@ -142,12 +142,17 @@ export class DashboardQueues {
     const subscriber = this.#deps.redisSubscriber
     subscriber.on('message', this.#onMessage)
     subscriber.on('ready', this.#onReady)
-    subscriber.subscribe(this.#channel).catch((error: Error) => {
-      this.#log.warn(
-        { err: error },
-        'queue dashboard: senders channel not subscribed yet; retries on reconnect',
-      )
-    })
+    // Read again once subscribed: a notice published before the subscription took is not heard, and
+    // the first read may have run before it (CI once waited here for the minute's refresh).
+    subscriber.subscribe(this.#channel).then(
+      () => void this.refresh(),
+      (error: Error) => {
+        this.#log.warn(
+          { err: error },
+          'queue dashboard: senders channel not subscribed yet; retries on reconnect',
+        )
+      },
+    )
     this.#timer = setInterval(() => void this.refresh(), QUEUE_LIST_REFRESH_MS).unref()
     void this.refresh()
   }
