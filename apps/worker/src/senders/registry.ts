@@ -121,9 +121,13 @@ export class SenderRegistry {
     })
     // Announcements missed while disconnected: catch up on reconnect.
     subscriber.on('ready', () => this.refresh())
-    subscriber.subscribe(channel).catch((error: Error) => {
-      logger.warn({ err: error }, 'sender changes channel not subscribed yet; retries on reconnect')
-    })
+    // Read again once subscribed: an announcement made before the subscription took is not heard.
+    subscriber.subscribe(channel).then(
+      () => this.refresh(),
+      (error: Error) => {
+        logger.warn({ err: error }, 'sender changes channel not subscribed yet; retries on reconnect')
+      },
+    )
     await this.refresh(true)
     this.#timer = setInterval(() => this.refresh(), config.SENDER_REFRESH_MS)
     this.#timer.unref()
