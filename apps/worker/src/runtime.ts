@@ -72,5 +72,14 @@ export function createRedisFactory(config: WorkerConfig, logger: Logger) {
   }
 }
 
+/**
+ * Runs `start` now if `redis` is connected, else once it is: for a loop whose first pass would fail
+ * on a connection still coming up (a non-blocking one fails fast, without an offline queue).
+ */
+export function whenReady(redis: RedisClient, start: () => void): void {
+  if (redis.status === 'ready') start()
+  else redis.once('ready', start)
+}
+
 /** The order roles start in; they close in reverse, the outbox relay (a producer) first. */
 export const START_ORDER: readonly WorkerRole[] = ['email', 'messages', 'webhooks', 'lifecycle', 'outbox']

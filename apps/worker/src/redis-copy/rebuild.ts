@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { RedisClient } from '@dispatch/contracts/redis'
-import type { WorkerContext } from '../runtime.ts'
+import { type WorkerContext, whenReady } from '../runtime.ts'
 
 const LOCK_MS = 5 * 60_000
 const RELEASE_SCRIPT = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`
@@ -50,12 +50,10 @@ export class RedisCopyRebuild {
       const interval = this.#intervalMs
       if (!this.#stopped) this.#timer = setTimeout(loop, failed ? Math.min(interval, 1000) : interval)
     }
-    // The first pass once this process's connection is up (it fails fast, without a queue).
-    if (this.#redis.status === 'ready') this.#timer = setTimeout(loop, 0)
-    else
-      this.#redis.once('ready', () => {
-        if (!this.#stopped) void loop()
-      })
+    // The first pass once this process's connection is up.
+    whenReady(this.#redis, () => {
+      if (!this.#stopped) this.#timer = setTimeout(loop, 0)
+    })
   }
 
   /** Rebuilds the copy when its marker is missing; answers how many records it copied (null: not needed). */

@@ -14,7 +14,7 @@ import {
 } from '@dispatch/contracts'
 import type { RedisClient } from '@dispatch/contracts/redis'
 import type { JobsOptions, Queue } from 'bullmq'
-import type { WorkerContext } from '../runtime.ts'
+import { type WorkerContext, whenReady } from '../runtime.ts'
 import type { SenderLane } from './lanes.ts'
 
 /** Every this many ticks, every sender is looked at, not only those marked active. */
@@ -121,12 +121,10 @@ export class Admitter {
       const wait = failures === 0 ? interval : Math.min(2000, interval * 2 ** Math.min(failures, 10))
       if (!this.#stopped) this.#timer = setTimeout(loop, wait)
     }
-    // The first round once its connection is up (it fails fast, without an offline queue).
-    if (this.#redis.status === 'ready') this.#timer = setTimeout(loop, 0)
-    else
-      this.#redis.once('ready', () => {
-        if (!this.#stopped) this.#timer = setTimeout(loop, 0)
-      })
+    // The first pass once this process's connection is up.
+    whenReady(this.#redis, () => {
+      if (!this.#stopped) this.#timer = setTimeout(loop, 0)
+    })
   }
 
   async #round(): Promise<void> {

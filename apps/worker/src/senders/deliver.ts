@@ -351,8 +351,9 @@ export async function deliverOne(
   let recorded: Promise<void> | undefined
   let logged: Promise<LoggedEntry> | undefined
   if (deps.sentLog) {
-    // Appended on the connection BullMQ completes the job on, not awaited: Redis runs it before the
-    // completion, so a completed job's outcome is in the log (or Postgres) at no extra round trip.
+    // A message's own job appends on the connection BullMQ completes it on, not awaited: Redis runs
+    // it before the completion, so a completed job's outcome is in the log (or Postgres) at no extra
+    // round trip. A bundle's go through `append`, whose entries the bundle waits for (bundle.ts).
     const { append } = deps.sentLog
     logged = append ? append(sent) : logSent(deps.sentLog.redis, deps.sentLog.stream, sent)
     // Counted once the outcome is in the log: a process killed before that counts nothing it loses.

@@ -1,6 +1,6 @@
 import { listSendersToSync } from '@dispatch/db'
 import { syncSenderTemplates, TemplateFetchError, TemplateSyncRefused } from '@dispatch/templates'
-import type { WorkerContext } from '../runtime.ts'
+import { type WorkerContext, whenReady } from '../runtime.ts'
 import { servesSender } from '../senders/registry.ts'
 
 /** How often the schedule looks for a sender due a sync (a due one waits at most this long). */
@@ -36,12 +36,10 @@ export class TemplateSyncSchedule {
       await this.#running
       if (!this.#stopped) this.#timer = setTimeout(loop, Math.min(interval, CHECK_EVERY_MS))
     }
-    // The first pass once this process's connection is up (it fails fast, without a queue).
-    if (this.#redis.status === 'ready') this.#timer = setTimeout(loop, 0)
-    else
-      this.#redis.once('ready', () => {
-        if (!this.#stopped) void loop()
-      })
+    // The first pass once this process's connection is up.
+    whenReady(this.#redis, () => {
+      if (!this.#stopped) this.#timer = setTimeout(loop, 0)
+    })
   }
 
   /** One pass: syncs each due sender of this process; answers how many it synced. */
