@@ -101,12 +101,14 @@ async function main() {
     )
     const secrets = Object.fromEntries(endpoints.map((e) => [new URL(e.url).pathname, e.secret]))
 
-    // Events as the trigger stores them, so attempts can be recorded against them; each event goes
-    // to every endpoint, as the relay fans it out.
+    // Events as the trigger stores them (ids carrying their time, as dispatch_emit_webhook_event
+    // writes them), so attempts can be recorded against them; each event goes to every endpoint,
+    // as the relay fans it out.
     const eventCount = Math.ceil(jobCount / endpointCount)
     const events = await sql<Array<{ id: string; type: string; payload: unknown }>>`
       insert into webhook_events (id, api_key_id, type, message_id, sequence, payload)
-      select 'msg_' || replace(gen_random_uuid()::text, '-', ''), ${key.id}, 'message.delivered', m, 2,
+      select 'msg_' || lpad(to_hex(floor(extract(epoch from now()) * 1000)::bigint), 12, '0') || '7'
+          || substr(replace(gen_random_uuid()::text, '-', ''), 14), ${key.id}, 'message.delivered', m, 2,
         jsonb_build_object('type', 'message.delivered',
           'timestamp', to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
           'data', jsonb_build_object('messageId', m, 'clientReference', 'order-' || g, 'type', 'text',

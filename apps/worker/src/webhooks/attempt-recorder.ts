@@ -1,33 +1,62 @@
 import { type Db, type NewWebhookAttempt, recordWebhookAttempts } from '@dispatch/db'
 import type { Logger } from 'pino'
 
+export interface AttemptRecorderOptions {
+  /**
+   * How long the first attempt of a batch waits for others before the batch is written. Each
+   * insert is a commit, and Postgres's CPU for one barely grows with its rows: under load a short
+   * wait makes a few large inserts of what would be many small ones.
+   */
+  lingerMs: number
+  /** A batch this large is written without waiting out the linger. */
+  maxBatch: number
+}
+
+export const DEFAULT_ATTEMPT_RECORDER_OPTIONS: AttemptRecorderOptions = { lingerMs: 10, maxBatch: 1000 }
+
 /**
- * Writes delivery attempts in batches: one insert at a time, and the attempts recorded while it
- * runs go together in the next, so batches grow with the load instead of statements multiplying.
- * The log of attempts is for the endpoint's owner to read; a write that fails (Postgres down) is
- * logged and dropped rather than holding back deliveries, which already happened.
+ * Writes delivery attempts in batches: one insert at a time, each holding what was recorded while
+ * the one before ran and during a short linger, so batches grow with the load instead of
+ * statements multiplying. The log of attempts is for the endpoint's owner to read; a write that
+ * fails (Postgres down) is logged and dropped rather than holding back deliveries, which already
+ * happened. `record` resolves once its attempt's batch is written (or dropped).
  */
 export class AttemptRecorder {
   readonly #db: Db
   readonly #logger: Logger
+  readonly #options: AttemptRecorderOptions
   #pending: NewWebhookAttempt[] = []
-  #next: Promise<void> | undefined
+  /** The batch being gathered: resolved once it is written; undefined while nothing waits. */
+  #next: { written: Promise<void>; start: () => void } | undefined
   #running: Promise<void> = Promise.resolve()
 
-  constructor(db: Db, logger: Logger) {
+  constructor(db: Db, logger: Logger, options: AttemptRecorderOptions = DEFAULT_ATTEMPT_RECORDER_OPTIONS) {
     this.#db = db
     this.#logger = logger
+    this.#options = options
   }
 
   record(attempt: NewWebhookAttempt): Promise<void> {
     this.#pending.push(attempt)
-    // The next insert starts when the running one ends, and takes everything pending by then.
-    this.#next ??= this.#running.then(() => {
-      this.#next = undefined
-      return this.#flush()
-    })
-    this.#running = this.#next
-    return this.#next
+    if (!this.#next) {
+      let start: () => void = () => {}
+      const lingered = new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, this.#options.lingerMs)
+        start = () => {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+      // The batch is written when its linger ends (or it is full) and the insert before it is done.
+      const written = Promise.all([lingered, this.#running]).then(() => {
+        this.#next = undefined
+        return this.#flush()
+      })
+      this.#next = { written, start }
+      this.#running = written
+    }
+    if (this.#pending.length >= this.#options.maxBatch) this.#next.start()
+    return this.#next.written
   }
 
   async #flush() {

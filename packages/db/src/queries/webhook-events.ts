@@ -42,13 +42,28 @@ export async function webhookDeliveriesFor(db: Db, eventIds: string[]): Promise<
   return [...old, ...recent]
 }
 
-/** Events by id as a bundle's delivery needs them: what is gone (retention) is not among them. */
-export async function findWebhookEvents(db: Db, eventIds: string[]) {
+/**
+ * Events by id as a bundle's delivery needs them: what is gone (retention) is not among them. A
+ * prepared statement, as the relay's (a worker runs it for every bundle), bounded as it is.
+ */
+export async function findWebhookEvents(db: Db, eventIds: string[]): Promise<WebhookEventToSend[]> {
   if (eventIds.length === 0) return []
-  return db
-    .select({ id: webhookEvents.id, type: webhookEvents.type, payload: webhookEvents.payload })
-    .from(webhookEvents)
-    .where(webhookEventsWithIds(eventIds))
+  const { timed, untimed, from, to } = webhookEventIdSpan(eventIds)
+  const select = (ids: string[], span?: { from: Date; to: Date }) => db.$client<WebhookEventToSend[]>`
+    select id, type, payload from webhook_events
+    where id = any(${arrayLiteral(ids)}::text[])
+      ${span ? db.$client`and created_at between ${span.from.toISOString()}::timestamptz and ${span.to.toISOString()}::timestamptz` : db.$client``}`
+  if (untimed.length === 0) return select(timed, { from, to })
+  if (timed.length === 0) return select(untimed)
+  const [old, recent] = await Promise.all([select(untimed), select(timed, { from, to })])
+  return [...old, ...recent]
+}
+
+/** An event as its delivery reads it: the body is made from the payload (`webhookEventBody`). */
+export interface WebhookEventToSend {
+  id: string
+  type: string
+  payload: unknown
 }
 
 /** An endpoint as the delivering worker needs it, whoever owns it. */

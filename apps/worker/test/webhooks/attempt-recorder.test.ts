@@ -1,0 +1,126 @@
+import { randomBytes } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
+import {
+  createDb,
+  type Db,
+  findWebhookEvents,
+  generateApiKey,
+  insertApiKey,
+  insertWebhookEndpoint,
+  type NewWebhookAttempt,
+} from '@dispatch/db'
+import { createTestDatabase } from '@dispatch/testing'
+import pino from 'pino'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { AttemptRecorder } from '../../src/webhooks/attempt-recorder.ts'
+
+let database: Awaited<ReturnType<typeof createTestDatabase>>
+let db: Db
+let closeDb: () => Promise<void>
+let endpointId: string
+let apiKeyId: string
+
+beforeAll(async () => {
+  database = await createTestDatabase()
+  ;({ db, close: closeDb } = createDb(database.url, { max: 2 }))
+  const { keyHash, keyPrefix } = generateApiKey('development')
+  const key = await insertApiKey(db, {
+    keyHash,
+    keyPrefix,
+    environment: 'development',
+    clientName: 'Acme',
+    email: 'ops@acme.test',
+    scopes: ['manage:webhooks'],
+    requestedTenantId: null,
+    createdAt: new Date(),
+  })
+  apiKeyId = key.id
+  const endpoint = await insertWebhookEndpoint(db, {
+    apiKeyId,
+    url: 'https://hooks.acme.test/dispatch',
+    events: ['message.delivered'],
+    description: null,
+    secret: `whsec_${randomBytes(32).toString('base64')}`,
+    now: new Date(),
+  })
+  endpointId = endpoint.id
+})
+afterAll(async () => {
+  await closeDb()
+  await database.drop()
+})
+
+let eventCount = 0
+const attempt = (): NewWebhookAttempt => ({
+  endpointId,
+  eventId: `msg_recorder_${++eventCount}`,
+  attempt: 1,
+  statusCode: 204,
+  durationMs: 3,
+  responseExcerpt: '',
+  error: null,
+  nextRetryAt: null,
+  createdAt: new Date(),
+})
+
+/** The transaction that wrote each attempt, by event id: attempts of one insert share one. */
+async function writtenBy(eventIds: string[]) {
+  const rows = await database.sql<Array<{ event_id: string; xmin: string }>>`
+    select event_id, xmin::text from webhook_attempts where event_id = any(${eventIds})`
+  return new Map(rows.map((row) => [row.event_id, row.xmin]))
+}
+
+describe('AttemptRecorder', () => {
+  it('writes the attempts of one linger in one insert, and those that come after in the next', async () => {
+    const recorder = new AttemptRecorder(db, pino({ level: 'silent' }), { lingerMs: 300, maxBatch: 1000 })
+    const first = [attempt(), attempt(), attempt()]
+    // Recorded 20 ms apart, as POSTs' answers come: the first waits for the others.
+    const recorded: Promise<void>[] = []
+    for (const a of first) {
+      recorded.push(recorder.record(a))
+      await sleep(20)
+    }
+    await Promise.all(recorded)
+    const later = attempt()
+    await recorder.record(later)
+
+    const by = await writtenBy([...first, later].map((a) => a.eventId))
+    expect(by.size).toBe(4) // each recorded once its record() resolved
+    expect(new Set(first.map((a) => by.get(a.eventId))).size).toBe(1)
+    expect(by.get(later.eventId)).not.toBe(by.get(first[0]?.eventId as string))
+  })
+
+  it('writes a full batch without waiting out the linger', async () => {
+    const recorder = new AttemptRecorder(db, pino({ level: 'silent' }), { lingerMs: 60_000, maxBatch: 3 })
+    const batch = [attempt(), attempt(), attempt()]
+    await Promise.all(batch.map((a) => recorder.record(a))) // would time the test out after 60 s
+    const by = await writtenBy(batch.map((a) => a.eventId))
+    expect(new Set(batch.map((a) => by.get(a.eventId))).size).toBe(1)
+  })
+
+  it('resolves when Postgres refuses the write: deliveries are not held back by their log', async () => {
+    const away = createDb('postgres://postgres@127.0.0.1:1/none', { max: 1 })
+    const recorder = new AttemptRecorder(away.db, pino({ level: 'silent' }), { lingerMs: 1, maxBatch: 1000 })
+    await expect(recorder.record(attempt())).resolves.toBeUndefined()
+    await away.close()
+  })
+})
+
+describe('findWebhookEvents', () => {
+  it('finds events whose ids carry their time and older ids alike, and skips ids not stored', async () => {
+    const events = await database.sql<Array<{ id: string }>>`
+      insert into webhook_events (id, api_key_id, type, message_id, sequence, payload)
+      select id, ${apiKeyId}, 'message.delivered', gen_random_uuid(), 1,
+        jsonb_build_object('type', 'message.delivered', 'data', jsonb_build_object('n', n))
+      from (values
+        ('msg_' || lpad(to_hex(floor(extract(epoch from now()) * 1000)::bigint), 12, '0') || '7'
+          || substr(replace(gen_random_uuid()::text, '-', ''), 14), 1),
+        ('msg_' || replace(gen_random_uuid()::text, '-', ''), 2)) as v(id, n)
+      returning id`
+    const ids = events.map((e) => e.id)
+    const found = await findWebhookEvents(db, [...ids, 'msg_0000000000007000000000000000000'])
+    expect(found.map((e) => e.id).sort()).toEqual([...ids].sort())
+    expect(found.map((e) => (e.payload as { data: { n: number } }).data.n).sort()).toEqual([1, 2])
+    expect(await findWebhookEvents(db, [ids[0] as string])).toHaveLength(1)
+  })
+})
