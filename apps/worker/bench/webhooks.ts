@@ -11,7 +11,8 @@
  * BENCH_BUNDLE (the default of WEBHOOK_BUNDLE_SIZE; 1 for one job per event).
  *
  * With BENCH_BREAKDOWN=1 each round also drains one job per event with a BullMQ worker whose
- * processor does nothing, and with one that sends the bare signed POST: what the queue alone costs.
+ * processor does nothing, and with one that sends the bare signed POST: what the queue alone costs;
+ * and runs the bare loop through undici, the worker's own HTTP client, beside node:http's.
  *
  *   pnpm --filter @dispatch/worker bench:webhooks
  *   (BENCH_JOBS, BENCH_CONCURRENCY, BENCH_ROUNDS, BENCH_ENDPOINTS, BENCH_BUNDLE, BENCH_BREAKDOWN)
@@ -32,6 +33,7 @@ import { createBenchWorld, median, printComparison } from '@dispatch/testing/ben
 import { Queue, Worker } from 'bullmq'
 import { Redis } from 'ioredis'
 import pino from 'pino'
+import { Agent as UndiciAgent } from 'undici'
 import { type WebhooksQueueAdd, webhookJobsFor } from '../src/webhooks/jobs.ts'
 import { DEFAULT_WEBHOOK_RETRY_SCHEDULE, parseRetrySchedule } from '../src/webhooks/schedule.ts'
 import { startWebhooksWorker } from '../src/webhooks/worker.ts'
@@ -282,13 +284,37 @@ async function main() {
         req.end(body)
       })
 
+    const undiciAgent = new UndiciAgent()
+    /** The same signed POST through undici, the worker's own client (breakdown only). */
+    const undiciPost = async (job: WebhookJob) => {
+      const timestamp = Math.floor(Date.now() / 1000)
+      const signature = createHmac('sha256', keys.get(job.endpointId) as KeyObject)
+        .update(`${job.eventId}.${timestamp}.${job.body}`)
+        .digest('base64')
+      const url = new URL(urls.get(job.endpointId) as string)
+      const res = await undiciAgent.request({
+        origin: url.origin,
+        path: url.pathname,
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'webhook-id': job.eventId,
+          'webhook-timestamp': String(timestamp),
+          'webhook-signature': `v1,${signature}`,
+        },
+        body: job.body,
+      })
+      if (res.statusCode !== 204) throw new Error(`receiver answered ${res.statusCode}`)
+      await res.body.dump()
+    }
+
     /** `concurrency` loops POSTing `batch` from memory, timed to the last arrival. */
-    async function baselineRun(batch: WebhookJob[]): Promise<Run> {
+    async function baselineRun(batch: WebhookJob[], send = post): Promise<Run> {
       const arrived = await armReceiver(receiver.child, { expect: batch.length, secrets })
       return timed(batch.length, async () => {
         let next = 0
         const loop = async () => {
-          while (next < batch.length) await post(batch[next++] as WebhookJob)
+          while (next < batch.length) await send(batch[next++] as WebhookJob)
         }
         await Promise.all(Array.from({ length: concurrency }, loop))
         checkTally('baseline', await arrived(), batch.length)
@@ -315,6 +341,7 @@ async function main() {
               ),
             'BullMQ + bare POST': () =>
               queueRun('BullMQ + bare POST', singles(jobs), jobs.length, startBareWorker(post)),
+            'bare signed POSTs through undici': () => baselineRun(jobs, undiciPost),
           }
         : {}),
     }
@@ -353,6 +380,7 @@ async function main() {
       throw new Error(`expected ${expected} attempts recorded, found ${recorded?.count}`)
     }
     agent.destroy()
+    await undiciAgent.close()
     printComparison({
       name: 'webhook fan-out throughput',
       figure: medianOf('webhooks worker'),

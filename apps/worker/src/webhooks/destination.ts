@@ -1,8 +1,7 @@
 import { lookup as dnsLookup } from 'node:dns'
-import { Agent as HttpAgent } from 'node:http'
-import { Agent as HttpsAgent } from 'node:https'
 import { isIP, type LookupFunction } from 'node:net'
 import { isPrivateAddress } from '@dispatch/contracts'
+import { Agent } from 'undici'
 
 export interface DestinationRules {
   /** Production takes https only; development also http. */
@@ -57,19 +56,28 @@ function guardedLookup(allowPrivate: boolean): LookupFunction {
   }
 }
 
-export const lookups = { public: guardedLookup(false), private: guardedLookup(true) } as const
+const lookups = { public: guardedLookup(false), private: guardedLookup(true) } as const
 
 /**
- * Keep-alive agents shared by every delivery of the process. Kept apart by rule: an agent pools
- * sockets by host and port only, so a socket opened where private addresses were allowed must
- * never be handed to a delivery where they are not.
+ * Keep-alive dispatchers shared by every delivery of the process (a pool of connections per origin).
+ * Kept apart by rule: a connection opened where private addresses were allowed must never be handed
+ * to a delivery where they are not. HTTP/1.1 only; the delivery's deadline bounds the connect.
  */
-const sharedAgents = {
-  public: { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) },
-  private: { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) },
+const sharedDispatchers = {
+  public: dispatcherFor(false),
+  private: dispatcherFor(true),
 }
 
-export function sharedAgent(url: URL, allowPrivate: boolean): HttpAgent {
-  const agents = allowPrivate ? sharedAgents.private : sharedAgents.public
-  return url.protocol === 'https:' ? agents.https : agents.http
+function dispatcherFor(allowPrivate: boolean): Agent {
+  return new Agent({
+    connect: {
+      lookup: allowPrivate ? lookups.private : lookups.public,
+      allowH2: false,
+      timeout: 120_000,
+    },
+  })
+}
+
+export function sharedDispatcher(allowPrivate: boolean): Agent {
+  return allowPrivate ? sharedDispatchers.private : sharedDispatchers.public
 }

@@ -1,6 +1,7 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { startWebhookReceiver, type WebhookReceiver } from '@dispatch/testing'
+import { Agent } from 'undici'
 import { afterEach, describe, expect, it } from 'vitest'
 import { parseRetryAfter, postWebhook, type WebhookPost } from '../../src/webhooks/post.ts'
 
@@ -49,11 +50,13 @@ describe('postWebhook: answers', () => {
     })
   })
 
-  it('reuses one kept-alive connection for deliveries one after another', async () => {
+  it('reuses kept-alive connections for deliveries one after another', async () => {
     const target = await receiver()
-    for (let i = 0; i < 5; i++) expect((await postWebhook(post(target.url))).outcome).toBe('success')
-    expect(target.requests).toHaveLength(5)
-    expect(target.connections).toBe(1)
+    for (let i = 0; i < 10; i++) expect((await postWebhook(post(target.url))).outcome).toBe('success')
+    expect(target.requests).toHaveLength(10)
+    // undici checks an idle connection for a close in the next turn before reusing it, and opens a
+    // second meanwhile: never one a delivery.
+    expect(target.connections).toBeLessThanOrEqual(2)
   })
 
   it('retries once on a new connection when a kept-alive one turns out to be closed', async () => {
@@ -64,10 +67,16 @@ describe('postWebhook: answers', () => {
         res.socket?.destroy()
       } else res.writeHead(204).end()
     })
-    expect((await postWebhook(post(target.url))).outcome).toBe('success')
+    // One connection at most, so the second delivery goes on the first one's, kept alive.
+    const dispatcher = new Agent({ connections: 1 })
+    expect((await postWebhook(post(target.url, { dispatcher }))).outcome).toBe('success')
     drop = true
-    expect(await postWebhook(post(target.url))).toMatchObject({ outcome: 'success', statusCode: 204 })
+    expect(await postWebhook(post(target.url, { dispatcher }))).toMatchObject({
+      outcome: 'success',
+      statusCode: 204,
+    })
     expect(target.connections).toBe(2)
+    await dispatcher.close()
     // A fresh connection that fails is not retried: that is the schedule's job.
     const failing = await receiver((_, res) => res.socket?.destroy())
     expect(await postWebhook(post(failing.url))).toMatchObject({
