@@ -12,7 +12,7 @@ export interface AttemptRecorderOptions {
   maxBatch: number
 }
 
-export const DEFAULT_ATTEMPT_RECORDER_OPTIONS: AttemptRecorderOptions = { lingerMs: 10, maxBatch: 1000 }
+export const DEFAULT_ATTEMPT_RECORDER_OPTIONS: AttemptRecorderOptions = { lingerMs: 20, maxBatch: 1000 }
 
 /**
  * Writes delivery attempts in batches: one insert at a time, each holding what was recorded while
