@@ -63,8 +63,13 @@ let key: { id: string; key: string }
 let endpointId: string
 /** The app's clock: the tests move it across days no partition of the migration covers. */
 let now = new Date()
+/**
+ * The UTC day the file was loaded, before the worker started: the days the worker makes ahead are
+ * counted from its start, so a run that crosses midnight after it must not expect the next day's.
+ */
+const loadedDay = Math.floor(Date.now() / DAY) * DAY
 /** A UTC midnight three weeks ahead: past the days the workers create, so each day here is new. */
-const base = Math.floor(Date.now() / DAY) * DAY + 21 * DAY
+const base = loadedDay + 21 * DAY
 const stamp = (ms: number) => new Date(ms).toISOString().slice(0, 10).replaceAll('-', '')
 /** Days of one period, for messages (and replies) and for webhook events and attempts alike. */
 const days = (at: number, retention: { messages: number; webhooks: number }, aheadDays = 0) => ({
@@ -150,9 +155,8 @@ describe('replies, webhook events and attempts stored by day', () => {
   let events: string[]
 
   it('days are created ahead; a reply redelivered by the platform, even a day later, is stored once in its day', async () => {
-    const today = Math.floor(Date.now() / DAY) * DAY
     const coming = ['inbound_messages', 'webhook_events', 'webhook_attempts'].flatMap((table) =>
-      [1, 7].map((d) => `${table}_p${stamp(today + d * DAY)}`),
+      [1, 7].map((d) => `${table}_p${stamp(loadedDay + d * DAY)}`),
     )
     await waitFor(
       async () => {

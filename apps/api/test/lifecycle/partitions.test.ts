@@ -39,8 +39,13 @@ let receiver: WebhookReceiver
 let key: { id: string; key: string }
 /** The app's clock: the tests move it across days no partition of the migration covers. */
 let now = new Date()
+/**
+ * The UTC day the file was loaded, before the worker started: the days the worker makes ahead are
+ * counted from its start, so a run that crosses midnight after it must not expect the next day's.
+ */
+const loadedDay = Math.floor(Date.now() / DAY) * DAY
 /** A UTC midnight three weeks ahead: past the days the migration creates, so each day here is new. */
-const base = Math.floor(Date.now() / DAY) * DAY + 21 * DAY
+const base = loadedDay + 21 * DAY
 
 beforeAll(async () => {
   world = await createWorld()
@@ -113,8 +118,7 @@ const stamp = (ms: number) => new Date(ms).toISOString().slice(0, 10).replaceAll
 describe('messages stored by day', () => {
   it('days are created ahead; a message on each side of midnight is listed, read, updated and reported across them', async () => {
     // The worker made the coming week's days when it started.
-    const today = Math.floor(Date.now() / DAY) * DAY
-    const coming = [1, 4, 7].map((d) => `messages_p${stamp(today + d * DAY)}`)
+    const coming = [1, 4, 7].map((d) => `messages_p${stamp(loadedDay + d * DAY)}`)
     await waitFor(
       async () => {
         const names = new Set((await listPartitions(world.sql, 'messages')).map((p) => p.name))
