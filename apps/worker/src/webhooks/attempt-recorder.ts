@@ -8,7 +8,7 @@ export interface AttemptRecorderOptions {
    * wait makes a few large inserts of what would be many small ones.
    */
   lingerMs: number
-  /** A batch this large is written without waiting out the linger. */
+  /** A batch this large is written without waiting out the linger (the worker: its places). */
   maxBatch: number
 }
 

@@ -21,7 +21,7 @@ import { Compile } from 'typebox/compile'
 import type { WorkerMetrics } from '../metrics/registry.ts'
 import { Permits } from '../permits.ts'
 import { traced } from '../tracing.ts'
-import { AttemptRecorder } from './attempt-recorder.ts'
+import { AttemptRecorder, DEFAULT_ATTEMPT_RECORDER_OPTIONS } from './attempt-recorder.ts'
 import { EndpointGate } from './endpoint-gate.ts'
 import { bundleWebhookJob, singleWebhookJob, type WebhooksQueueAdd, type WebhooksQueueJob } from './jobs.ts'
 import { postWebhook } from './post.ts'
@@ -143,7 +143,12 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
   const { db, logger, schedule, metrics } = options
   const endpoints = new EndpointCache(db)
   const signingSecrets = new SigningSecrets(options.box)
-  const recorder = new AttemptRecorder(db, logger)
+  // A batch is written once as many tries wait on it as the process has places, so a process full
+  // of single-event jobs (each waiting on its row to complete) never waits out the linger.
+  const recorder = new AttemptRecorder(db, logger, {
+    ...DEFAULT_ATTEMPT_RECORDER_OPTIONS,
+    maxBatch: options.concurrency,
+  })
   const permits = new Permits(options.concurrency)
   const gate = new EndpointGate(options.gateConnection, {
     prefix: options.prefix,
