@@ -8,11 +8,21 @@ export interface AttemptRecorderOptions {
    * wait makes a few large inserts of what would be many small ones.
    */
   lingerMs: number
-  /** A batch this large is written without waiting out the linger (the worker: its places). */
+  /** A batch this large is written without waiting out the linger. */
   maxBatch: number
+  /**
+   * A batch that this many waiters (jobs, each held until its rows are written) wait on is written
+   * without waiting out the linger: the worker's job concurrency, so a process full of single-event
+   * jobs never waits it out, while a few bundles of many rows do.
+   */
+  maxWaiters: number
 }
 
-export const DEFAULT_ATTEMPT_RECORDER_OPTIONS: AttemptRecorderOptions = { lingerMs: 20, maxBatch: 1000 }
+export const DEFAULT_ATTEMPT_RECORDER_OPTIONS: AttemptRecorderOptions = {
+  lingerMs: 20,
+  maxBatch: 1000,
+  maxWaiters: Number.POSITIVE_INFINITY,
+}
 
 /**
  * Writes delivery attempts in batches: one insert at a time, each holding what was recorded while
@@ -26,6 +36,7 @@ export class AttemptRecorder {
   readonly #logger: Logger
   readonly #options: AttemptRecorderOptions
   #pending: NewWebhookAttempt[] = []
+  #waiters = new Set<string>()
   /** The batch being gathered: resolved once it is written; undefined while nothing waits. */
   #next: { written: Promise<void>; start: () => void } | undefined
   #running: Promise<void> = Promise.resolve()
@@ -36,8 +47,10 @@ export class AttemptRecorder {
     this.#options = options
   }
 
-  record(attempt: NewWebhookAttempt): Promise<void> {
+  /** `waiter`: who waits on the row (a job's id); a batch several rows of one waiter wait on counts it once. */
+  record(attempt: NewWebhookAttempt, waiter: string): Promise<void> {
     this.#pending.push(attempt)
+    this.#waiters.add(waiter)
     if (!this.#next) {
       let start: () => void = () => {}
       const lingered = new Promise<void>((resolve) => {
@@ -55,13 +68,16 @@ export class AttemptRecorder {
       this.#next = { written, start }
       this.#running = written
     }
-    if (this.#pending.length >= this.#options.maxBatch) this.#next.start()
+    if (this.#pending.length >= this.#options.maxBatch || this.#waiters.size >= this.#options.maxWaiters) {
+      this.#next.start()
+    }
     return this.#next.written
   }
 
   async #flush() {
     const batch = this.#pending
     this.#pending = []
+    this.#waiters = new Set()
     if (batch.length === 0) return
     try {
       await recordWebhookAttempts(this.#db, batch)

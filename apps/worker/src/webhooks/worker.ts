@@ -143,11 +143,11 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
   const { db, logger, schedule, metrics } = options
   const endpoints = new EndpointCache(db)
   const signingSecrets = new SigningSecrets(options.box)
-  // A batch is written once as many tries wait on it as the process has places, so a process full
-  // of single-event jobs (each waiting on its row to complete) never waits out the linger.
+  // A batch is written at once when every job the process may hold waits on it, so a process full
+  // of single-event jobs (each held until its row is written) never waits out the linger.
   const recorder = new AttemptRecorder(db, logger, {
     ...DEFAULT_ATTEMPT_RECORDER_OPTIONS,
-    maxBatch: options.concurrency,
+    maxWaiters: options.concurrency,
   })
   const permits = new Permits(options.concurrency)
   const gate = new EndpointGate(options.gateConnection, {
@@ -241,6 +241,8 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
     log: Logger,
     /** Gives the try's place and slot back: called as soon as the POST has its answer. */
     posted: () => void,
+    /** The job the try is made for, held until its row is written. */
+    jobId: string,
   ): Promise<TryOutcome> => {
     const endpointId = endpoint.id
     const now = new Date()
@@ -272,7 +274,7 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
     }
 
     if (result.outcome === 'success') {
-      await recorder.record({ ...attemptRow, nextRetryAt: null })
+      await recorder.record({ ...attemptRow, nextRetryAt: null }, jobId)
       if (endpoint.failingSince) {
         endpoints.forget(endpointId)
         await markWebhookEndpointHealthy(db, endpointId).catch((error) =>
@@ -293,10 +295,10 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
     // Null once the schedule is used up: this was the last try.
     const delayMs = gone ? null : retryDelay(schedule, attempt, retryAfterMs)
     const last = delayMs === null
-    await recorder.record({
-      ...attemptRow,
-      nextRetryAt: delayMs === null ? null : new Date(now.getTime() + delayMs),
-    })
+    await recorder.record(
+      { ...attemptRow, nextRetryAt: delayMs === null ? null : new Date(now.getTime() + delayMs) },
+      jobId,
+    )
 
     let disabled: Awaited<ReturnType<typeof markWebhookEndpointFailing>> = null
     try {
@@ -335,7 +337,7 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
     const attempt = (job.data.triesBefore ?? 0) + job.attemptsMade + 1
     let outcome: TryOutcome
     try {
-      outcome = await tryOnce(ready, eventId, body, attempt, log, () => slot.release())
+      outcome = await tryOnce(ready, eventId, body, attempt, log, () => slot.release(), String(job.id))
     } finally {
       slot.release()
     }
@@ -404,7 +406,9 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
       let outcomes: TryOutcome[]
       try {
         outcomes = await Promise.all(
-          part.map((e) => tryOnce(ready, e.eventId, e.body, attempt, log, () => slot.release(1))),
+          part.map((e) =>
+            tryOnce(ready, e.eventId, e.body, attempt, log, () => slot.release(1), String(job.id)),
+          ),
         )
       } finally {
         slot.release()

@@ -72,17 +72,21 @@ async function writtenBy(eventIds: string[]) {
 
 describe('AttemptRecorder', () => {
   it('writes the attempts of one linger in one insert, and those that come after in the next', async () => {
-    const recorder = new AttemptRecorder(db, pino({ level: 'silent' }), { lingerMs: 300, maxBatch: 1000 })
+    const recorder = new AttemptRecorder(db, pino({ level: 'silent' }), {
+      lingerMs: 300,
+      maxBatch: 1000,
+      maxWaiters: 100,
+    })
     const first = [attempt(), attempt(), attempt()]
     // Recorded 20 ms apart, as POSTs' answers come: the first waits for the others.
     const recorded: Promise<void>[] = []
     for (const a of first) {
-      recorded.push(recorder.record(a))
+      recorded.push(recorder.record(a, 'job-1'))
       await sleep(20)
     }
     await Promise.all(recorded)
     const later = attempt()
-    await recorder.record(later)
+    await recorder.record(later, 'job-2')
 
     const by = await writtenBy([...first, later].map((a) => a.eventId))
     expect(by.size).toBe(4) // each recorded once its record() resolved
@@ -91,17 +95,42 @@ describe('AttemptRecorder', () => {
   })
 
   it('writes a full batch without waiting out the linger', async () => {
-    const recorder = new AttemptRecorder(db, pino({ level: 'silent' }), { lingerMs: 60_000, maxBatch: 3 })
+    const recorder = new AttemptRecorder(db, pino({ level: 'silent' }), {
+      lingerMs: 60_000,
+      maxBatch: 3,
+      maxWaiters: 100,
+    })
     const batch = [attempt(), attempt(), attempt()]
-    await Promise.all(batch.map((a) => recorder.record(a))) // would time the test out after 60 s
+    await Promise.all(batch.map((a) => recorder.record(a, 'bundle'))) // would time the test out after 60 s
     const by = await writtenBy(batch.map((a) => a.eventId))
     expect(new Set(batch.map((a) => by.get(a.eventId))).size).toBe(1)
   })
 
+  it('writes a batch every job it may hold waits on without waiting out the linger', async () => {
+    const recorder = new AttemptRecorder(db, pino({ level: 'silent' }), {
+      lingerMs: 60_000,
+      maxBatch: 1000,
+      maxWaiters: 2,
+    })
+    // Two rows of one bundle are one waiter: the batch waits (a third waiter is another job).
+    const bundle = [attempt(), attempt()]
+    const bundled = Promise.all(bundle.map((a) => recorder.record(a, 'bundle')))
+    const waited = await Promise.race([bundled.then(() => 'written'), sleep(300).then(() => 'waiting')])
+    expect(waited).toBe('waiting')
+    const single = attempt()
+    await Promise.all([bundled, recorder.record(single, 'single')]) // would time out after 60 s
+    const by = await writtenBy([...bundle, single].map((a) => a.eventId))
+    expect(new Set(by.values()).size).toBe(1)
+  })
+
   it('resolves when Postgres refuses the write: deliveries are not held back by their log', async () => {
     const away = createDb('postgres://postgres@127.0.0.1:1/none', { max: 1 })
-    const recorder = new AttemptRecorder(away.db, pino({ level: 'silent' }), { lingerMs: 1, maxBatch: 1000 })
-    await expect(recorder.record(attempt())).resolves.toBeUndefined()
+    const recorder = new AttemptRecorder(away.db, pino({ level: 'silent' }), {
+      lingerMs: 1,
+      maxBatch: 1000,
+      maxWaiters: 100,
+    })
+    await expect(recorder.record(attempt(), 'job')).resolves.toBeUndefined()
     await away.close()
   })
 })
