@@ -1,53 +1,26 @@
-import { randomBytes } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
-import {
-  createDb,
-  type Db,
-  findWebhookEvents,
-  generateApiKey,
-  insertApiKey,
-  insertWebhookEndpoint,
-  type NewWebhookAttempt,
-} from '@dispatch/db'
-import { createTestDatabase } from '@dispatch/testing'
+import { createDb, type Db, findWebhookEvents, type NewWebhookAttempt } from '@dispatch/db'
 import pino from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { AttemptRecorder } from '../../src/webhooks/attempt-recorder.ts'
+import { createWebhooksWorld, type WebhooksWorld } from './webhooks-world.ts'
 
-let database: Awaited<ReturnType<typeof createTestDatabase>>
+let world: WebhooksWorld
 let db: Db
 let closeDb: () => Promise<void>
 let endpointId: string
 let apiKeyId: string
 
 beforeAll(async () => {
-  database = await createTestDatabase()
-  ;({ db, close: closeDb } = createDb(database.url, { max: 2 }))
-  const { keyHash, keyPrefix } = generateApiKey('development')
-  const key = await insertApiKey(db, {
-    keyHash,
-    keyPrefix,
-    environment: 'development',
-    clientName: 'Acme',
-    email: 'ops@acme.test',
-    scopes: ['manage:webhooks'],
-    requestedTenantId: null,
-    createdAt: new Date(),
-  })
-  apiKeyId = key.id
-  const endpoint = await insertWebhookEndpoint(db, {
-    apiKeyId,
-    url: 'https://hooks.acme.test/dispatch',
-    events: ['message.delivered'],
-    description: null,
-    secret: `whsec_${randomBytes(32).toString('base64')}`,
-    now: new Date(),
-  })
-  endpointId = endpoint.id
+  world = await createWebhooksWorld()
+  ;({ db, close: closeDb } = createDb(world.settings.databaseUrl, { max: 2 }))
+  const [endpoint] = await world.endpoints(['https://hooks.acme.test/dispatch'])
+  endpointId = endpoint?.id as string
+  apiKeyId = endpoint?.apiKeyId as string
 })
 afterAll(async () => {
   await closeDb()
-  await database.drop()
+  await world.close()
 })
 
 let eventCount = 0
@@ -65,7 +38,7 @@ const attempt = (): NewWebhookAttempt => ({
 
 /** The transaction that wrote each attempt, by event id: attempts of one insert share one. */
 async function writtenBy(eventIds: string[]) {
-  const rows = await database.sql<Array<{ event_id: string; xmin: string }>>`
+  const rows = await world.sql<Array<{ event_id: string; xmin: string }>>`
     select event_id, xmin::text from webhook_attempts where event_id = any(${eventIds})`
   return new Map(rows.map((row) => [row.event_id, row.xmin]))
 }
@@ -73,7 +46,7 @@ async function writtenBy(eventIds: string[]) {
 describe('AttemptRecorder', () => {
   it('writes the attempts of one linger in one insert, and those that come after in the next', async () => {
     const recorder = new AttemptRecorder(db, pino({ level: 'silent' }), {
-      lingerMs: 300,
+      lingerMs: 1000,
       maxBatch: 1000,
       maxWaiters: 100,
     })
@@ -137,7 +110,7 @@ describe('AttemptRecorder', () => {
 
 describe('findWebhookEvents', () => {
   it('finds events whose ids carry their time and older ids alike, and skips ids not stored', async () => {
-    const events = await database.sql<Array<{ id: string }>>`
+    const events = await world.sql<Array<{ id: string }>>`
       insert into webhook_events (id, api_key_id, type, message_id, sequence, payload)
       select id, ${apiKeyId}, 'message.delivered', gen_random_uuid(), 1,
         jsonb_build_object('type', 'message.delivered', 'data', jsonb_build_object('n', n))
