@@ -7,6 +7,7 @@ import type { LightMyRequestResponse } from 'fastify'
 import { Redis } from 'ioredis'
 import { type Browser, chromium, type Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { QUEUE_LIST_REFRESH_MS } from '../../src/routes/admin/dashboard-queues.ts'
 import { findChromium } from '../console/browser.ts'
 import {
   ADMIN,
@@ -92,13 +93,15 @@ beforeAll(async () => {
 
   app = await buildTestApp(world, LIMITS)
   sender = await createSender('Acme Brazil', '1065403522429')
-  // Setup, not a figure under test: room for a loaded machine (CI waited 10 s here once).
+  // Setup, not a figure under test. The board reads the senders on the change's notice, and every
+  // QUEUE_LIST_REFRESH_MS should a notice be lost: on a loaded CI machine the sender was still
+  // missing after 30 s once, so the wait covers the minute's refresh (usually it takes under 1 s).
   await waitFor(async () => (await boardQueueNamesSoFar())?.includes(`messages.${sender.id}`), {
     what: 'the sender’s queue on the board',
-    timeoutMs: 30_000,
+    timeoutMs: QUEUE_LIST_REFRESH_MS + 15_000,
   })
   baseUrl = await app.listen({ host: '127.0.0.1', port: 0 })
-})
+}, QUEUE_LIST_REFRESH_MS + 60_000)
 
 afterAll(async () => {
   await app?.close()
