@@ -3,9 +3,9 @@ import type { Logger } from 'pino'
 
 export interface AttemptRecorderOptions {
   /**
-   * How long the first attempt of a batch waits for others before the batch is written. Each
-   * insert is a commit, and Postgres's CPU for one barely grows with its rows: under load a short
-   * wait makes a few large inserts of what would be many small ones.
+   * How long the first attempt of a batch waits for others before the batch is written. Much of
+   * Postgres's CPU for an insert is the statement's own (its round trip, its commit), not its rows':
+   * under load a short wait makes a few large inserts of what would be many small ones.
    */
   lingerMs: number
   /** A batch this large is written without waiting out the linger. */
