@@ -109,7 +109,8 @@ export const ADMIT_MODE = { ranked: 0, plain: 1, jump: 2 } as const
  *    ZADD for the whole tick.
  * 4. how to add them (ADMIT_MODE), from the queue's wait list and prioritized set and the level of
  *    the plain jobs waiting (`plain`: set while a plain level is in use; `jump`: the last message
- *    moved to the front, so a second jump never overtakes the first).
+ *    moved to the front, so a second jump never overtakes the first while it waits, as its own job
+ *    or in its bundle's, found by the `bundled` index).
  * 5. the pace: the sender's rate is kept here, not by BullMQ's limiter (which costs three commands
  *    on every job). A token bucket in `pace`, on Redis' clock so every admitter shares it: it fills
  *    at ARGV[6] messages a second up to one window of them (ARGV[2]), each admitted message takes
@@ -225,8 +226,10 @@ if #ids > 0 then
         out[2] = 1
         if plainLevel ~= top then redis.call('SET', plainKey, top) end
       elseif plainLevel and rank[top] < rank[plainLevel] then
+        -- The last jumper waits in the wait list as its own job or in its bundle's (the index).
         local last = redis.call('GET', base .. 'jump')
-        if not last or (not redis.call('LPOS', KEYS[5], last) and not redis.call('ZSCORE', KEYS[3], last)) then
+        local lastJob = last and (redis.call('HGET', base .. 'bundled', last) or last)
+        if not last or (not redis.call('LPOS', KEYS[5], lastJob) and not redis.call('ZSCORE', KEYS[3], last)) then
           out[2] = 2
           out[3] = topCount
           redis.call('SET', base .. 'jump', found[topCount])
