@@ -1,5 +1,6 @@
 import type { WebhookAttemptListQuery } from '@dispatch/contracts'
 import { and, asc, count, eq, gte, isNotNull, isNull, lt, or, sql } from 'drizzle-orm'
+import type { PendingQuery, Row } from 'postgres'
 import type { Db } from '../client.ts'
 import { writingToPeriods } from '../partitions.ts'
 import { apiKeys } from '../schema/api-keys.ts'
@@ -19,44 +20,58 @@ export interface WebhookDelivery {
 }
 
 /**
+ * Runs `select` on the events with the given ids: those whose ids carry their time within the span
+ * those times cover (`within`, a condition on `v.created_at`: Postgres reads only their partitions,
+ * usually one), those from before partitioning by id alone (an empty `within`), those first, as
+ * they are older. `ids` is an array literal for a `::text[]` parameter.
+ */
+async function byEventIds<T>(
+  db: Db,
+  eventIds: string[],
+  select: (ids: string, within: PendingQuery<Row[]>) => Promise<T[]>,
+): Promise<T[]> {
+  const { timed, untimed, from, to } = webhookEventIdSpan(eventIds)
+  const within = () =>
+    db.$client`and v.created_at between ${from.toISOString()}::timestamptz and ${to.toISOString()}::timestamptz`
+  if (untimed.length === 0) return select(arrayLiteral(timed), within())
+  if (timed.length === 0) return select(arrayLiteral(untimed), db.$client``)
+  const [old, recent] = await Promise.all([
+    select(arrayLiteral(untimed), db.$client``),
+    select(arrayLiteral(timed), within()),
+  ])
+  return [...old, ...recent]
+}
+
+/**
  * The deliveries the given events make: one per enabled endpoint of their key subscribed to the
  * type. A prepared statement (the relay runs it for every batch of events).
  */
 export async function webhookDeliveriesFor(db: Db, eventIds: string[]): Promise<WebhookDelivery[]> {
   if (eventIds.length === 0) return []
-  // By id, and within the span of time the ids carry (the partitions of a relay's batch, usually
-  // one); ids from before partitioning carry none, and are found by id alone.
-  const { timed, untimed, from, to } = webhookEventIdSpan(eventIds)
-  const select = (ids: string[], span?: { from: Date; to: Date }) => db.$client<WebhookDelivery[]>`
-    select v.id as "eventId", v.type as "eventType", v.payload, e.id as "endpointId"
-    from webhook_events v
-    join webhook_endpoints e on e.api_key_id = v.api_key_id and e.enabled and v.type = any(e.events)
-    where v.id = any(${arrayLiteral(ids)}::text[])
-      ${span ? db.$client`and v.created_at between ${span.from.toISOString()}::timestamptz and ${span.to.toISOString()}::timestamptz` : db.$client``}
-    order by v.created_at`
-  const [old, recent] = await Promise.all([
-    untimed.length > 0 ? select(untimed) : [],
-    timed.length > 0 ? select(timed, { from, to }) : [],
-  ])
-  // Events from before partitioning are older than any that carries its time.
-  return [...old, ...recent]
+  return byEventIds(
+    db,
+    eventIds,
+    (ids, within) => db.$client<WebhookDelivery[]>`
+      select v.id as "eventId", v.type as "eventType", v.payload, e.id as "endpointId"
+      from webhook_events v
+      join webhook_endpoints e on e.api_key_id = v.api_key_id and e.enabled and v.type = any(e.events)
+      where v.id = any(${ids}::text[]) ${within}
+      order by v.created_at`,
+  )
 }
 
 /**
  * Events by id as a bundle's delivery needs them: what is gone (retention) is not among them. A
- * prepared statement, as the relay's (a worker runs it for every bundle), bounded as it is.
+ * prepared statement, as the relay's (a worker runs it for every bundle).
  */
 export async function findWebhookEvents(db: Db, eventIds: string[]): Promise<WebhookEventToSend[]> {
   if (eventIds.length === 0) return []
-  const { timed, untimed, from, to } = webhookEventIdSpan(eventIds)
-  const select = (ids: string[], span?: { from: Date; to: Date }) => db.$client<WebhookEventToSend[]>`
-    select id, type, payload from webhook_events
-    where id = any(${arrayLiteral(ids)}::text[])
-      ${span ? db.$client`and created_at between ${span.from.toISOString()}::timestamptz and ${span.to.toISOString()}::timestamptz` : db.$client``}`
-  if (untimed.length === 0) return select(timed, { from, to })
-  if (timed.length === 0) return select(untimed)
-  const [old, recent] = await Promise.all([select(untimed), select(timed, { from, to })])
-  return [...old, ...recent]
+  return byEventIds(
+    db,
+    eventIds,
+    (ids, within) => db.$client<WebhookEventToSend[]>`
+      select v.id, v.type, v.payload from webhook_events v where v.id = any(${ids}::text[]) ${within}`,
+  )
 }
 
 /** An event as its delivery reads it: the body is made from the payload (`webhookEventBody`). */
