@@ -286,13 +286,14 @@ async function main() {
       })
 
     const undiciAgent = new UndiciAgent()
+    const parsedUrls = new Map(endpoints.map((e) => [e.id, new URL(e.url)]))
     /** The same signed POST through undici, the worker's own client (breakdown only). */
     const undiciPost = async (job: WebhookJob) => {
       const timestamp = Math.floor(Date.now() / 1000)
       const signature = createHmac('sha256', keys.get(job.endpointId) as KeyObject)
         .update(`${job.eventId}.${timestamp}.${job.body}`)
         .digest('base64')
-      const url = new URL(urls.get(job.endpointId) as string)
+      const url = parsedUrls.get(job.endpointId) as URL
       const res = await undiciAgent.request({
         origin: url.origin,
         path: url.pathname,
