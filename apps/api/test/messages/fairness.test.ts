@@ -1,4 +1,4 @@
-import { SENDER_CHANGES_CHANNEL } from '@dispatch/contracts'
+import { fairKeys, SENDER_CHANGES_CHANNEL } from '@dispatch/contracts'
 import { type FakeWhatsApp, startFakeWhatsApp, waitFor } from '@dispatch/testing'
 import type { RunningWorker } from '@dispatch/worker'
 import { Redis } from 'ioredis'
@@ -220,5 +220,61 @@ describe('priority when one level floods the sender', () => {
       return at !== -1 && at < firstAt
     }).length
     expect(normalsBefore - sentWhenHighArrived).toBeLessThanOrEqual(14)
+  })
+
+  it('a second batch of highs does not jump ahead of a first one still waiting in its bundle', async () => {
+    const marked = await activeKey(app, { scopes: SEND_SCOPES })
+    await app.inject({
+      method: 'PATCH',
+      url: `/api/admin/api-keys/${marked.id}`,
+      headers: asAdmin(),
+      payload: { transactional: true },
+    })
+    // Each platform call takes 300 ms and the sender has one place: the worker spends ~6 s in the
+    // first bundle of 20 normals while the other two wait, and so does the first batch of highs
+    // (one bundle, moved to the front) when the second is admitted.
+    fake.latencyMs = 300
+    try {
+      worker = await startTestWorker(
+        world,
+        workerEnv({
+          MESSAGES_CONCURRENCY: '1',
+          MESSAGES_BUNDLE_SIZE: '20',
+          PLATFORM_RATE_PER_SECOND: '1000',
+        }),
+      )
+      const normal = await sendBatch(marked, 60, 'normal')
+      await waitFor(() => normal.some((id) => acceptedOrder().includes(id)) || undefined, {
+        what: 'the first normal bundle under way',
+      })
+      const high = await sendBatch(marked, 3, 'high', { priority: 'high' })
+      const keys = fairKeys(world.queuePrefix, 'default')
+      const redis = new Redis(world.redisUrl)
+      try {
+        // Admitted as a jump: the admitter remembers its last message until it is taken.
+        await waitFor(async () => (await redis.get(`${keys.base}jump`)) === high[2] || undefined, {
+          what: 'the first highs moved to the front',
+        })
+        const second = await sendBatch(marked, 3, 'high again', { priority: 'high' })
+        high.push(...second)
+        await waitFor(async () => (await redis.hexists(keys.jobs, second[2] as string)) === 0 || undefined, {
+          what: 'the second highs admitted',
+        })
+        // What the test is about: the first highs were still waiting then (the worker is still in
+        // the first bundle of normals, and they wait behind it).
+        expect(normal.filter((id) => acceptedOrder().includes(id)).length).toBeLessThan(20)
+        expect(high.some((id) => acceptedOrder().includes(id))).toBe(false)
+      } finally {
+        redis.disconnect()
+      }
+      fake.latencyMs = 0
+      await waitFor(() => high.every((id) => acceptedOrder().includes(id)) || undefined, {
+        what: 'the six highs',
+        timeoutMs: 20_000,
+      })
+      expect(acceptedOrder().filter((id) => high.includes(id))).toEqual(high)
+    } finally {
+      fake.latencyMs = 0
+    }
   })
 })
