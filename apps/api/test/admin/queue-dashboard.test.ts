@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, rmSync, statSync } from 'node:fs'
 import path from 'node:path'
 import { QueueNames, type SenderView, senderQueueName } from '@dispatch/contracts'
-import { waitFor } from '@dispatch/testing'
+import { startTcpProxy, waitFor } from '@dispatch/testing'
 import { Queue, Worker } from 'bullmq'
 import type { LightMyRequestResponse } from 'fastify'
 import { Redis } from 'ioredis'
@@ -308,6 +308,37 @@ describe('what it shows', () => {
         what: 'the removed sender’s queue gone from the board',
       },
     )
+  })
+  it('a sender added while the board could not read Postgres shows once it can, not a minute later', async () => {
+    const url = new URL(world.databaseUrl)
+    const proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port || 5432) })
+    url.host = new URL(proxy.url('postgres')).host
+    const cut = await buildTestApp(world, { ...LIMITS, DATABASE_URL: url.toString() })
+    try {
+      await waitFor(async () => (await boardQueueNamesSoFar(cut))?.includes(`messages.${sender.id}`), {
+        what: 'the senders read at start',
+      })
+      await proxy.cut()
+      // Added through the other instance: this one hears the notice and cannot read.
+      const added = await createSender('Acme Chile', '1065403522431')
+      await waitFor(() => cut.logs.text().includes('could not read the senders') || undefined, {
+        what: 'the failed read',
+      })
+      await proxy.restore()
+      await waitFor(async () => (await boardQueueNamesSoFar(cut))?.includes(`messages.${added.id}`), {
+        timeoutMs: 10_000,
+        what: 'the new sender on the board once Postgres answers',
+      })
+      const removed = await app.inject({
+        method: 'DELETE',
+        url: `/api/admin/senders/${added.id}`,
+        headers: asAdmin(),
+      })
+      expect(removed.statusCode, removed.body).toBeLessThan(300)
+    } finally {
+      await cut.close()
+      await proxy.close()
+    }
   })
 })
 

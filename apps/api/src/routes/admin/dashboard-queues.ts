@@ -13,6 +13,8 @@ import type { ApiDeps } from '../../deps.ts'
 
 /** How often the list of senders is read again, should a change notice have been missed. */
 export const QUEUE_LIST_REFRESH_MS = 60_000
+/** After a failed read, the next is this soon, doubling on each failure up to QUEUE_LIST_REFRESH_MS. */
+export const QUEUE_LIST_RETRY_MS = 1_000
 
 /** What the board needs of Bull Board: its queues replaced as a whole. */
 export interface Board {
@@ -28,7 +30,8 @@ export interface Board {
  *
  * The senders are read when the API is ready, again on each notice on the senders channel (an
  * admin added, changed or removed one; a worker marked one as needing attention), after the
- * subscriber reconnects, and every `QUEUE_LIST_REFRESH_MS` in case a notice was lost.
+ * subscriber reconnects, every `QUEUE_LIST_REFRESH_MS` in case a notice was lost, and soon again
+ * after a read that failed.
  */
 export class DashboardQueues {
   readonly #deps: ApiDeps
@@ -38,6 +41,9 @@ export class DashboardQueues {
   readonly #confirmations: Queue
   readonly #channel: string
   #timer: NodeJS.Timeout | undefined
+  /** The read again after a failed one, and how long it waits (doubling while reads fail). */
+  #retry: NodeJS.Timeout | undefined
+  #retryMs = QUEUE_LIST_RETRY_MS
   /** The refresh running now, and whether another was asked for meanwhile. */
   #running: Promise<void> | undefined
   #again = false
@@ -98,8 +104,9 @@ export class DashboardQueues {
 
   /**
    * Reads the senders and replaces the board's queues. Calls while one runs are folded into one more
-   * run after it, so a burst of notices costs two queries. Never throws: a failure is logged and the
-   * board keeps the queues it had.
+   * run after it, so a burst of notices costs two queries. Never throws: a failure is logged, the
+   * board keeps the queues it had, and the read is tried again soon (QUEUE_LIST_RETRY_MS, doubling),
+   * not at the next minute's refresh: the notice that asked for it will not come again.
    */
   refresh(): Promise<void> {
     if (this.#running) {
@@ -114,11 +121,19 @@ export class DashboardQueues {
           const senders = await listAllSenders(this.#deps.db)
           if (this.#closed) return
           this.#board.replaceQueues(this.#adapters(senders))
+          this.#retryMs = QUEUE_LIST_RETRY_MS
         } catch (error) {
           this.#log.warn(
-            { err: error },
+            { err: error, retryInMs: this.#retryMs },
             'queue dashboard: could not read the senders; keeping the queues shown',
           )
+          if (!this.#retry && !this.#closed) {
+            this.#retry = setTimeout(() => {
+              this.#retry = undefined
+              void this.refresh()
+            }, this.#retryMs).unref()
+            this.#retryMs = Math.min(this.#retryMs * 2, QUEUE_LIST_REFRESH_MS)
+          }
         }
       } while (this.#again && !this.#closed)
     })().finally(() => {
@@ -161,6 +176,7 @@ export class DashboardQueues {
   async close(): Promise<void> {
     this.#closed = true
     clearInterval(this.#timer)
+    clearTimeout(this.#retry)
     this.#deps.redisSubscriber.off('message', this.#onMessage)
     this.#deps.redisSubscriber.off('ready', this.#onReady)
     await this.#email.close().catch(() => {})
