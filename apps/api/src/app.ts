@@ -15,6 +15,7 @@ import { idempotency } from './plugins/idempotency.ts'
 import { messageRateLimit } from './plugins/message-rate-limit.ts'
 import { metrics } from './plugins/metrics.ts'
 import { registerOpenApi } from './plugins/openapi.ts'
+import { lazyRequestLogger } from './plugins/request-logger.ts'
 import { installTextGuard } from './plugins/text-guard.ts'
 import { installValidation } from './plugins/validation.ts'
 import { queueSwitchboard } from './queue-switches.ts'
@@ -41,6 +42,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     bodyLimit: config.BODY_LIMIT_BYTES,
     trustProxy: config.TRUST_PROXY,
     logController: new LogController({ requestIdLogLabel: 'requestId' }),
+    childLoggerFactory: lazyRequestLogger,
     // The caller's x-request-id is kept when it is sane, so one id follows a request across systems.
     requestIdHeader: false,
     genReqId: (req) => {
@@ -65,7 +67,9 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   app.addHook('preClose', async () => {
     closing = true
   })
-  app.addHook('onRequest', async (request, reply) => {
+  // Hooks on every request take a callback, not a promise: a promise and its microtask per hook per
+  // request are measurable on the accept path (docs/benchmarks.md, accept).
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
     // A request arriving on a kept-alive connection while the server drains goes elsewhere.
     if (closing) {
@@ -74,6 +78,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
         connection: 'close',
       })
     }
+    done()
   })
 
   await app.register(metrics)

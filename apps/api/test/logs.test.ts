@@ -189,3 +189,55 @@ it('at trace level, parser errors, failed queries and the platform leave no secr
     await proxy.close()
   }
 })
+
+it("a request's lines carry its request id, at warn (its logger made on its first line) as at info", async () => {
+  for (const level of ['warn', 'info'] as const) {
+    const logged = await buildTestApp(world, { LOG_LEVEL: level }, (app) => {
+      app.get('/test/logs', async (request) => {
+        request.log.info({ step: 1 }, 'before the warning')
+        request.log.warn({ step: 2 }, 'a warning')
+        request.log.child({ part: 'parser' }).error({ step: 3 }, 'from a child')
+        return { ok: true }
+      })
+    })
+    try {
+      const quiet = await logged.inject({
+        method: 'GET',
+        url: '/healthz',
+        headers: { 'x-request-id': `quiet-${level}` },
+      })
+      expect(quiet.statusCode).toBe(200)
+      const res = await logged.inject({
+        method: 'GET',
+        url: '/test/logs',
+        headers: { 'x-request-id': `logs-${level}` },
+      })
+      expect(res.statusCode, res.body).toBe(200)
+      const lines = logged.logs.lines.map((line) => JSON.parse(line) as Record<string, unknown>)
+      const of = (id: string) => lines.filter((line) => line.requestId === id)
+      expect(of(`logs-${level}`)).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ level: 40, step: 2, msg: 'a warning' }),
+          expect.objectContaining({ level: 50, step: 3, part: 'parser', msg: 'from a child' }),
+        ]),
+      )
+      const infos = of(`logs-${level}`).filter((line) => line.level === 30)
+      if (level === 'warn') {
+        expect(infos).toEqual([])
+        expect(of(`quiet-${level}`)).toEqual([])
+      } else {
+        expect(infos.map((line) => line.msg)).toEqual([
+          'incoming request',
+          'before the warning',
+          'request completed',
+        ])
+        expect(of(`quiet-${level}`).map((line) => line.msg)).toEqual([
+          'incoming request',
+          'request completed',
+        ])
+      }
+    } finally {
+      await logged.close()
+    }
+  }
+})

@@ -38,11 +38,14 @@ export function findUnstorableText(value: unknown, root: string): string | undef
  * parser makes the text storable first (`routes/webhooks/platform-text.ts`).
  */
 export function installTextGuard(app: FastifyInstance) {
-  app.addHook('preValidation', async (request) => {
+  // A callback, not a promise: it runs on every request (a thrown error reaches the error handler
+  // all the same).
+  app.addHook('preValidation', (request, _reply, done) => {
     const problem =
       findUnstorableText(request.params, 'params') ??
       findUnstorableText(request.query, 'querystring') ??
       findUnstorableText(request.body, 'body')
     if (problem) throw new AppError('VALIDATION_ERROR', problem)
+    done()
   })
 }
