@@ -1,6 +1,6 @@
 import type { ApiKeyRow } from '@dispatch/db'
 import { describe, expect, it } from 'vitest'
-import { ApiKeyCache } from './api-key-cache.ts'
+import { ApiKeyCache, KEY_CACHE_TOUCH_MS } from './api-key-cache.ts'
 
 const row = (id: string, status: ApiKeyRow['status'] = 'approved') => ({ id, status }) as ApiKeyRow
 
@@ -56,9 +56,11 @@ describe('ApiKeyCache', () => {
   })
 
   it('keeps at most maxEntries, dropping the least recently used', async () => {
-    const cache = new ApiKeyCache({ ttlMs: 1000, maxEntries: 2 })
+    let now = 0
+    const cache = new ApiKeyCache({ ttlMs: 60_000, maxEntries: 2, now: () => now })
     await cache.get('1', async () => row('1'))
     await cache.get('2', async () => row('2'))
+    now += KEY_CACHE_TOUCH_MS // a hit moves its entry at most once per KEY_CACHE_TOUCH_MS
     await cache.get('1', async () => row('1')) // 1 is now the most recent
     await cache.get('3', async () => row('3'))
     let reloaded = false
