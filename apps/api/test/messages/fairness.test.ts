@@ -119,6 +119,18 @@ describe('fair sharing on one sender', () => {
   })
 })
 
+/** A key an admin marked transactional: its messages may ask for priority `high`. */
+async function transactionalKey() {
+  const key = await activeKey(app, { scopes: SEND_SCOPES })
+  await app.inject({
+    method: 'PATCH',
+    url: `/api/admin/api-keys/${key.id}`,
+    headers: asAdmin(),
+    payload: { transactional: true },
+  })
+  return key
+}
+
 describe('priority', () => {
   it('a key not marked transactional asking "high" is 403; marked, it may', async () => {
     const key = await activeKey(app, { scopes: SEND_SCOPES })
@@ -144,13 +156,7 @@ describe('priority', () => {
   it('on one sender, high goes before normal before low, and keys take turns within a level', async () => {
     await setDefaultSenderState('paused')
     // Paused before any worker runs: everything below waits for admission together.
-    const marked = await activeKey(app, { scopes: SEND_SCOPES })
-    await app.inject({
-      method: 'PATCH',
-      url: `/api/admin/api-keys/${marked.id}`,
-      headers: asAdmin(),
-      payload: { transactional: true },
-    })
+    const marked = await transactionalKey()
     const other = await activeKey(app, { scopes: SEND_SCOPES })
     const low = await sendBatch(marked, 4, 'low', { priority: 'low' })
     const normalA = await sendBatch(marked, 4, 'normal A')
@@ -179,13 +185,7 @@ describe('priority', () => {
 
 describe('priority when one level floods the sender', () => {
   it('a high sent during a normal flood goes ahead of the normal messages already admitted, and highs keep their order', async () => {
-    const marked = await activeKey(app, { scopes: SEND_SCOPES })
-    await app.inject({
-      method: 'PATCH',
-      url: `/api/admin/api-keys/${marked.id}`,
-      headers: asAdmin(),
-      payload: { transactional: true },
-    })
+    const marked = await transactionalKey()
     // 20 a second with a 1-s window: about 20 normal messages wait admitted in the queue at any time
     // (added without a BullMQ priority: only one level is in play).
     worker = await startTestWorker(
@@ -223,13 +223,7 @@ describe('priority when one level floods the sender', () => {
   })
 
   it('a second batch of highs does not jump ahead of a first one still waiting in its bundle', async () => {
-    const marked = await activeKey(app, { scopes: SEND_SCOPES })
-    await app.inject({
-      method: 'PATCH',
-      url: `/api/admin/api-keys/${marked.id}`,
-      headers: asAdmin(),
-      payload: { transactional: true },
-    })
+    const marked = await transactionalKey()
     // Each platform call takes 300 ms and the sender has one place: the worker spends ~6 s in the
     // first bundle of 20 normals while the other two wait, and so does the first batch of highs
     // (one bundle, moved to the front) when the second is admitted.
