@@ -96,9 +96,22 @@ beforeAll(async () => {
   // Setup, not a figure under test. The board reads the senders on the change's notice, and every
   // QUEUE_LIST_REFRESH_MS should a notice be lost: on a loaded CI machine the sender was still
   // missing after 30 s once, so the wait covers the minute's refresh (usually it takes under 1 s).
-  await waitFor(async () => (await boardQueueNamesSoFar())?.includes(`messages.${sender.id}`), {
-    what: 'the sender’s queue on the board',
-    timeoutMs: QUEUE_LIST_REFRESH_MS + 15_000,
+  // Should it time out, the board's last answer says why (its queues, or its error).
+  let lastAnswer = 'none yet'
+  await waitFor(
+    async () => {
+      const res = await app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: asAna() })
+      const names =
+        res.statusCode === 200 ? (res.json() as { queues: BoardQueue[] }).queues.map((q) => q.name) : []
+      lastAnswer = res.statusCode === 200 ? names.join(', ') : `${res.statusCode} ${res.body.slice(0, 300)}`
+      return names.includes(`messages.${sender.id}`)
+    },
+    { what: 'the sender’s queue on the board', timeoutMs: QUEUE_LIST_REFRESH_MS + 15_000 },
+  ).catch((error: Error) => {
+    const warnings = app.logs.lines.filter((line) => /"level":(40|50|60)/.test(line)).slice(-5)
+    throw new Error(
+      `${error.message}; the board's last answer: ${lastAnswer}; the API's last warnings: ${warnings.join('\n') || 'none'}`,
+    )
   })
   baseUrl = await app.listen({ host: '127.0.0.1', port: 0 })
 }, QUEUE_LIST_REFRESH_MS + 60_000)
