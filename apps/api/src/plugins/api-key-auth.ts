@@ -82,11 +82,23 @@ export const apiKeyAuth = fp(
     const sessionEnded = () =>
       new AppError('API_KEY_INVALID', 'The portal session has ended or is not valid; sign in again')
 
-    /** Whether a key passes as an approved key of this environment, with `scope` if given. */
-    const usable = (key: ApiKeyRow, scope: string | undefined) =>
-      key.environment === config.APP_ENV &&
-      key.status === 'approved' &&
-      (!scope || key.scopes.includes(scope))
+    /**
+     * Why a found key is refused here, or undefined when it passes: `invalid` for a key of another
+     * environment (answered as an unknown key, and counted as one), else the error to answer.
+     */
+    const refusal = (key: ApiKeyRow, scope: string | undefined): AppError | 'invalid' | undefined => {
+      if (key.environment !== config.APP_ENV) return 'invalid'
+      if (key.status !== 'approved') {
+        return new AppError(
+          'API_KEY_NOT_ACTIVE',
+          `The API key is ${key.status}; only approved keys can be used`,
+        )
+      }
+      if (scope && !key.scopes.includes(scope)) {
+        return new AppError('INSUFFICIENT_SCOPE', `The API key lacks the "${scope}" scope`)
+      }
+      return undefined
+    }
 
     /**
      * The approved key of this environment with this hash, with `scope` if given. `cached` is the
@@ -107,17 +119,17 @@ export const apiKeyAuth = fp(
           throw unavailable('check API keys')
         }
       }
-      if (!key || key.environment !== config.APP_ENV) throw await invalidKey(request)
-      if (key.status !== 'approved') {
-        throw new AppError(
-          'API_KEY_NOT_ACTIVE',
-          `The API key is ${key.status}; only approved keys can be used`,
-        )
-      }
-      if (scope && !key.scopes.includes(scope)) {
-        throw new AppError('INSUFFICIENT_SCOPE', `The API key lacks the "${scope}" scope`)
-      }
+      // An unknown key (null) and one of another environment are refused alike.
+      const refused = key && refusal(key, scope)
+      if (!key || refused === 'invalid') throw await invalidKey(request)
+      if (refused) throw refused
       return key
+    }
+
+    /** The key the `x-api-key` header carries (its first, if repeated). */
+    const headerKey = (request: FastifyRequest) => {
+      const header = request.headers['x-api-key']
+      return Array.isArray(header) ? header[0] : header
     }
 
     const keyOf = async (request: FastifyRequest, raw: string, scope?: string) => {
@@ -126,8 +138,7 @@ export const apiKeyAuth = fp(
     }
 
     const authenticate = async (request: FastifyRequest, scope: string | undefined) => {
-      const header = request.headers['x-api-key']
-      const raw = Array.isArray(header) ? header[0] : header
+      const raw = headerKey(request)
       if (raw) {
         request.apiKey = await keyOf(request, raw, scope)
         return
@@ -145,12 +156,11 @@ export const apiKeyAuth = fp(
     // (not cached, refused, the portal's session) takes the long way, with its errors.
     app.decorate('requireApiKey', (scope?: string): onRequestHookHandler => {
       return (request, _reply, done) => {
-        const header = request.headers['x-api-key']
-        const raw = Array.isArray(header) ? header[0] : header
+        const raw = headerKey(request)
         if (raw?.startsWith(envPrefix)) {
           const hash = hashApiKey(raw)
           const cached = cache.peek(hash)
-          if (cached && usable(cached, scope)) {
+          if (cached && refusal(cached, scope) === undefined) {
             request.apiKey = cached
             done()
             return
