@@ -100,11 +100,9 @@ beforeAll(async () => {
   let lastAnswer = 'none yet'
   await waitFor(
     async () => {
-      const res = await app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: asAna() })
-      const names =
-        res.statusCode === 200 ? (res.json() as { queues: BoardQueue[] }).queues.map((q) => q.name) : []
-      lastAnswer = res.statusCode === 200 ? names.join(', ') : `${res.statusCode} ${res.body.slice(0, 300)}`
-      return names.includes(`messages.${sender.id}`)
+      const answer = await boardAnswer()
+      lastAnswer = 'names' in answer ? answer.names.join(', ') : answer.error
+      return 'names' in answer && answer.names.includes(`messages.${sender.id}`)
     },
     { what: 'the sender’s queue on the board', timeoutMs: QUEUE_LIST_REFRESH_MS + 15_000 },
   ).catch((error: Error) => {
@@ -138,11 +136,17 @@ const boardQueues = async (on: TestApp = app) => {
  * The board's queue names while waiting for a change to show: an answer the board could not give
  * (its Redis command timed out on a loaded machine, a 500) is "not yet", not a failure.
  */
-const boardQueueNamesSoFar = async (on: TestApp = app) => {
+/** The names of the queues on the board, or what it answered instead. */
+const boardAnswer = async (on: TestApp = app): Promise<{ names: string[] } | { error: string }> => {
   const res = await on.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: asAna() })
   return res.statusCode === 200
-    ? (res.json() as { queues: BoardQueue[] }).queues.map((q) => q.name)
-    : undefined
+    ? { names: (res.json() as { queues: BoardQueue[] }).queues.map((q) => q.name) }
+    : { error: `${res.statusCode} ${res.body.slice(0, 300)}` }
+}
+
+const boardQueueNamesSoFar = async (on: TestApp = app) => {
+  const answer = await boardAnswer(on)
+  return 'names' in answer ? answer.names : undefined
 }
 
 /** 401, the browser's prompt, the error body, and nothing about any queue. */
