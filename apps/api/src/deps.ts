@@ -7,6 +7,7 @@ import {
   urlPassword,
   type WebhookJob,
 } from '@dispatch/contracts'
+import { ReopeningQueue } from '@dispatch/contracts/queues'
 import { createRedisClient, type RedisClient } from '@dispatch/contracts/redis'
 import { startTracing, type Tracing } from '@dispatch/contracts/tracing'
 import { createDb, type Db } from '@dispatch/db'
@@ -39,8 +40,11 @@ export interface ApiDeps {
   redisQueues: RedisClient
   /** Accepted messages in Redis, on the fail-fast connection (no Redis, no 202): added for fair admission, found for lookups. */
   messages: MessageStore
-  /** The producer side of the `webhooks` queue, for a sender's retries and replays. */
-  webhookQueue: Queue<WebhookJob>
+  /**
+   * The producer side of the `webhooks` queue, for a sender's retries and replays and the queue
+   * dashboard; opened again when opening it failed (a slow Redis at start would leave it broken).
+   */
+  webhookQueue: ReopeningQueue<WebhookJob>
   logger: FastifyBaseLogger
   clock: () => Date
   /**
@@ -115,11 +119,14 @@ export function createDeps(config: ApiConfig, overrides: { logger?: FastifyBaseL
   const redisQueues = createRedisClient(config, { ...redisOptions, commandTimeout: 2000 })
   const logger = overrides.logger ?? createLogger(config)
   const messages = new MessageStore(redis, config, logger, redisQueues)
-  const webhookQueue = new Queue<WebhookJob>(QueueNames.webhooks, {
-    connection: redisQueues,
-    prefix: queuePrefix(config, QueueNames.webhooks),
+  const webhookQueue = new ReopeningQueue(() => {
+    const queue = new Queue<WebhookJob>(QueueNames.webhooks, {
+      connection: redisQueues,
+      prefix: queuePrefix(config, QueueNames.webhooks),
+    })
+    queue.on('error', (error) => logger.warn({ err: error }, 'webhooks queue error'))
+    return queue
   })
-  webhookQueue.on('error', (error) => logger.warn({ err: error }, 'webhooks queue error'))
   for (const [name, client] of [
     ['redis', redis],
     ['redis-subscriber', redisSubscriber],

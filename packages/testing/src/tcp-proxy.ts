@@ -6,12 +6,21 @@ export interface TcpProxy {
   cut(): Promise<void>
   /** Accepts connections again, on the same port. */
   restore(): Promise<void>
+  /**
+   * Holds what clients send, on open connections and new ones, while answers still come back: the
+   * service looks slow (a command times out) but not gone. `flow()` passes what was held on.
+   */
+  stall(): void
+  flow(): void
   close(): Promise<void>
 }
 
 /** A TCP proxy in front of a real service, so a test can make that service unreachable and back. */
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   const sockets = new Set<net.Socket>()
+  /** Each open connection's client side and the service side it sends to. */
+  const pairs = new Map<net.Socket, net.Socket>()
+  let stalled = false
   let port = 0
   const server = net.createServer((client) => {
     const upstream = net.connect(target.port, target.host)
@@ -20,8 +29,14 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       s.on('close', () => sockets.delete(s))
       s.on('error', () => s.destroy())
     }
-    client.pipe(upstream).pipe(client)
-    client.on('close', () => upstream.destroy())
+    pairs.set(client, upstream)
+    upstream.pipe(client)
+    if (stalled) client.pause()
+    else client.pipe(upstream)
+    client.on('close', () => {
+      pairs.delete(client)
+      upstream.destroy()
+    })
     upstream.on('close', () => client.destroy())
   })
   const listen = () => new Promise<void>((resolve) => server.listen(port, '127.0.0.1', () => resolve()))
@@ -36,6 +51,19 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     url: (scheme) => `${scheme}://127.0.0.1:${port}`,
     cut: stop,
     restore: listen,
+    stall: () => {
+      if (stalled) return
+      stalled = true
+      for (const [client, upstream] of pairs) {
+        client.unpipe(upstream)
+        client.pause()
+      }
+    },
+    flow: () => {
+      if (!stalled) return
+      stalled = false
+      for (const [client, upstream] of pairs) client.pipe(upstream)
+    },
     close: async () => {
       if (server.listening) await stop()
     },

@@ -357,6 +357,38 @@ describe('what it shows', () => {
       await proxy.close()
     }
   })
+  it('a queue that could not be opened (its Redis read timed out) is opened again, not shown broken', async () => {
+    const url = new URL(world.redisUrl)
+    const proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port || 6379) })
+    url.host = new URL(proxy.url('redis')).host
+    const slow = await buildTestApp(world, { ...LIMITS, REDIS_URL: url.toString() })
+    try {
+      await waitFor(async () => (await boardQueueNamesSoFar(slow))?.includes(`messages.${sender.id}`), {
+        what: 'the senders read at start',
+      })
+      // Redis stops answering this instance (notices still reach it): the new sender's queue is
+      // opened meanwhile, and BullMQ's opening read times out, which leaves that queue broken.
+      proxy.stall()
+      const added = await createSender('Acme Peru', '1065403522432')
+      await waitFor(() => slow.logs.text().includes('Command timed out') || undefined, {
+        what: 'the opening read timing out',
+      })
+      proxy.flow()
+      await waitFor(async () => (await boardQueueNamesSoFar(slow))?.includes(`messages.${added.id}`), {
+        timeoutMs: 10_000,
+        what: 'the new sender on the board once Redis answers',
+      })
+      const removed = await app.inject({
+        method: 'DELETE',
+        url: `/api/admin/senders/${added.id}`,
+        headers: asAdmin(),
+      })
+      expect(removed.statusCode, removed.body).toBeLessThan(300)
+    } finally {
+      await slow.close()
+      await proxy.close()
+    }
+  })
 })
 
 describe('changes', () => {

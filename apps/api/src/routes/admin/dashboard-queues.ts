@@ -6,6 +6,7 @@ import {
   SENDER_CHANGES_CHANNEL,
   senderQueueName,
 } from '@dispatch/contracts'
+import { ReopeningQueue } from '@dispatch/contracts/queues'
 import { listAllSenders } from '@dispatch/db'
 import { Queue } from 'bullmq'
 import type { FastifyBaseLogger } from 'fastify'
@@ -37,8 +38,8 @@ export class DashboardQueues {
   readonly #deps: ApiDeps
   readonly #board: Board
   readonly #log: FastifyBaseLogger
-  readonly #email: Queue
-  readonly #confirmations: Queue
+  readonly #email: ReopeningQueue
+  readonly #confirmations: ReopeningQueue
   readonly #channel: string
   #timer: NodeJS.Timeout | undefined
   /** The read again after a failed one, and how long it waits (doubling while reads fail). */
@@ -48,52 +49,68 @@ export class DashboardQueues {
   #running: Promise<void> | undefined
   #again = false
   #closed = false
+  /** Whether the board has been given its queues once (until then it shows none). */
+  #shown = false
 
   constructor(deps: ApiDeps, board: Board, log: FastifyBaseLogger) {
     this.#deps = deps
     this.#board = board
     this.#log = log
-    this.#email = new Queue(QueueNames.email, {
-      connection: deps.redisQueues,
-      prefix: queuePrefix(deps.config, QueueNames.email),
-    })
-    this.#email.on('error', (error) => log.warn({ err: error }, 'email queue error (queue dashboard)'))
-    this.#confirmations = new Queue(QueueNames.consentConfirmations, {
-      connection: deps.redisQueues,
-      prefix: queuePrefix(deps.config, QueueNames.consentConfirmations),
-    })
-    this.#confirmations.on('error', (error) =>
-      log.warn({ err: error }, 'consent confirmations queue error (queue dashboard)'),
-    )
+    const open = (name: string, what: string) =>
+      new ReopeningQueue(() => {
+        const queue = new Queue(name, {
+          connection: deps.redisQueues,
+          prefix: queuePrefix(deps.config, name),
+        })
+        queue.on('error', (error) => log.warn({ err: error }, `${what} queue error (queue dashboard)`))
+        return queue
+      })
+    this.#email = open(QueueNames.email, 'email')
+    this.#confirmations = open(QueueNames.consentConfirmations, 'consent confirmations')
     this.#channel = `${deps.config.QUEUE_PREFIX}:${SENDER_CHANGES_CHANNEL}`
-    // Until the senders are read, the board shows the queues that always exist.
-    board.replaceQueues(this.#adapters([]))
   }
 
-  #adapters(senders: { id: string; displayName: string }[]): BullMQAdapter[] {
+  /**
+   * The board's queues, each open: a queue whose opening failed (a Redis command that timed out at
+   * start) stays broken for good, so it fails this call, and the retry gets a new one.
+   */
+  async #adapters(senders: { id: string; displayName: string }[]): Promise<BullMQAdapter[]> {
     const readOnly = { readOnlyMode: true } as const
     const others = senders
       .filter((sender) => sender.id !== DEFAULT_SENDER_ID)
       .sort((a, b) => a.displayName.localeCompare(b.displayName) || a.id.localeCompare(b.id))
+    // The message store forgets a queue that failed to open, as ReopeningQueue does.
+    const opened = async (senderId: string) => {
+      const queue = this.#deps.messages.queue(senderId)
+      await queue.waitUntilReady()
+      return queue
+    }
+    const [email, webhooks, confirmations, main, own] = await Promise.all([
+      this.#email.get(),
+      this.#deps.webhookQueue.get(),
+      this.#confirmations.get(),
+      opened(DEFAULT_SENDER_ID),
+      Promise.all(others.map(async (sender) => ({ sender, queue: await opened(sender.id) }))),
+    ])
     return [
-      new BullMQAdapter(this.#email, { ...readOnly, description: 'E-mails to key owners and admins' }),
-      new BullMQAdapter(this.#deps.webhookQueue, {
+      new BullMQAdapter(email, { ...readOnly, description: 'E-mails to key owners and admins' }),
+      new BullMQAdapter(webhooks, {
         ...readOnly,
         description: "Webhook deliveries to API clients' endpoints",
       }),
-      new BullMQAdapter(this.#confirmations, {
+      new BullMQAdapter(confirmations, {
         ...readOnly,
         description: 'Texts sent back to users whose keyword (STOP, START…) opted them out or in',
       }),
-      new BullMQAdapter(this.#deps.messages.queue(DEFAULT_SENDER_ID), {
+      new BullMQAdapter(main, {
         ...readOnly,
         description: 'Messages through the default sender (WHATSAPP_* settings)',
       }),
       // Shown by the sender's name; the queue's own name (what the admin API's pause takes) is in
       // its description and its address.
-      ...others.map(
-        (sender) =>
-          new BullMQAdapter(this.#deps.messages.queue(sender.id), {
+      ...own.map(
+        ({ sender, queue }) =>
+          new BullMQAdapter(queue, {
             ...readOnly,
             displayName: `messages · ${sender.displayName}`,
             description: `Messages through sender "${sender.displayName}" (queue ${senderQueueName(sender.id)})`,
@@ -104,8 +121,8 @@ export class DashboardQueues {
 
   /**
    * Reads the senders and replaces the board's queues. Calls while one runs are folded into one more
-   * run after it, so a burst of notices costs two queries. Never throws: a failure is logged, the
-   * board keeps the queues it had, and the read is tried again soon (QUEUE_LIST_RETRY_MS, doubling),
+   * run after it, so a burst of notices costs two queries. Never throws: a failure (Postgres away,
+   * or a queue that could not be opened) is logged, the board keeps the queues it had, and the read is tried again soon (QUEUE_LIST_RETRY_MS, doubling),
    * not at the next minute's refresh: the notice that asked for it will not come again.
    */
   refresh(): Promise<void> {
@@ -118,14 +135,14 @@ export class DashboardQueues {
       do {
         this.#again = false
         try {
-          const senders = await listAllSenders(this.#deps.db)
-          if (this.#closed) return
-          this.#board.replaceQueues(this.#adapters(senders))
+          // Until the senders are read (Postgres may be away at start), the queues that always exist.
+          if (!this.#shown) await this.#show([])
+          await this.#show(await listAllSenders(this.#deps.db))
           this.#retryMs = QUEUE_LIST_RETRY_MS
         } catch (error) {
           this.#log.warn(
             { err: error, retryInMs: this.#retryMs },
-            'queue dashboard: could not read the senders; keeping the queues shown',
+            'queue dashboard: could not read the senders or open their queues; keeping the queues shown',
           )
           if (!this.#retry && !this.#closed) {
             this.#retry = setTimeout(() => {
@@ -140,6 +157,13 @@ export class DashboardQueues {
       this.#running = undefined
     })
     return this.#running
+  }
+
+  async #show(senders: { id: string; displayName: string }[]): Promise<void> {
+    const adapters = await this.#adapters(senders)
+    if (this.#closed) return
+    this.#board.replaceQueues(adapters)
+    this.#shown = true
   }
 
   readonly #onMessage = (channel: string) => {
@@ -179,7 +203,6 @@ export class DashboardQueues {
     clearTimeout(this.#retry)
     this.#deps.redisSubscriber.off('message', this.#onMessage)
     this.#deps.redisSubscriber.off('ready', this.#onReady)
-    await this.#email.close().catch(() => {})
-    await this.#confirmations.close().catch(() => {})
+    await Promise.all([this.#email.close(), this.#confirmations.close()]).catch(() => {})
   }
 }

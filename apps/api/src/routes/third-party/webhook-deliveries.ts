@@ -129,7 +129,7 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
         body: webhookEventBody(event.payload),
         reason: 'retry',
       }
-      await webhookQueue.add(event.type, data, {
+      await (await webhookQueue.get()).add(event.type, data, {
         ...WEBHOOK_JOB_OPTIONS,
         jobId: webhookJobId(event.id, endpoint.id, `retry-${randomUUID()}`),
       })
@@ -172,6 +172,7 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       // One tag per replay: a second replay of the same window queues the events again, while a
       // page added twice within one replay stays one job each.
       const tag = `replay-${randomUUID()}`
+      const queue = await webhookQueue.get()
       let events = 0
       let cursor: { at: string; id: string } | undefined
       for (;;) {
@@ -184,7 +185,7 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
           limit: REPLAY_PAGE,
         })
         if (page.length === 0) break
-        await webhookQueue.addBulk(
+        await queue.addBulk(
           page.map((event) => ({
             name: event.type,
             data: {
