@@ -6,8 +6,10 @@ let world: DeliveryWorld
 let worker: Awaited<ReturnType<DeliveryWorld['startWorker']>>
 beforeAll(async () => {
   world = await createDeliveryWorld()
-  // One at a time, so scripted answers meet the message they are meant for.
-  worker = await world.startWorker({ MESSAGES_CONCURRENCY: '1', PLATFORM_TIMEOUT_MS: '300' })
+  // One at a time, so scripted answers meet the message they are meant for. The platform timeout is
+  // short for the timeout case, yet long enough that a loaded CI machine's first call (once 300 ms
+  // was not) does not time out after the fake answered, and send again.
+  worker = await world.startWorker({ MESSAGES_CONCURRENCY: '1', PLATFORM_TIMEOUT_MS: '1500' })
 })
 afterAll(async () => {
   await world?.close()
@@ -138,7 +140,7 @@ describe('failures, classified', () => {
   })
 
   it('retries a timeout', async () => {
-    world.fake.script({ status: 200, body: {}, delayMs: 1500 })
+    world.fake.script({ status: 200, body: {}, delayMs: 4000 })
     const id = await world.enqueue(text())
     const row = await settled(id)
     expect(row).toMatchObject({ status: 'sent', attempts: 2, last_error_code: 'TIMEOUT' })
