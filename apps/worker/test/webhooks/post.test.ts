@@ -151,6 +151,22 @@ describe('postWebhook: no answer', () => {
     expect(target.requests).toHaveLength(1)
   })
 
+  it('keeps the status of a receiver that answered and then stalled in its body: the deadline only cuts the body', async () => {
+    const target = await receiver((_, res) => {
+      res.writeHead(202, { 'content-type': 'text/plain' })
+      res.write('accepted, still writing')
+    })
+    const result = await postWebhook(post(target.url, { timeoutMs: 300 }))
+    expect(result).toMatchObject({
+      outcome: 'success',
+      statusCode: 202,
+      responseExcerpt: 'accepted, still writing',
+      error: null,
+    })
+    expect(result.durationMs).toBeGreaterThanOrEqual(290)
+    expect(result.durationMs).toBeLessThan(2000)
+  })
+
   it('reports a refused connection', async () => {
     const closed = createServer()
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
