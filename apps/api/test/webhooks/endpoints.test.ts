@@ -164,6 +164,27 @@ describe('webhook endpoints: another key, scopes', () => {
     expect(mine).toMatchObject({ enabled: true, previousSecretExpiresAt: null })
   })
 
+  it('deletes an endpoint with its attempts log, and only its own; a DELETE by another key deletes nothing', async () => {
+    const gone = (await register(hook)).json().id as string
+    const kept = (await register(hook)).json().id as string
+    // Attempts as the worker records them (the endpoint's receiver answered each).
+    const attempts = (endpointId: string) => world.sql`
+      select count(*)::int as n from webhook_attempts where endpoint_id = ${endpointId}`
+    for (const endpointId of [gone, kept]) {
+      await world.sql`
+        insert into webhook_attempts (endpoint_id, event_id, attempt, status_code, duration_ms, response_excerpt)
+        select ${endpointId}, 'msg_' || g, 1, 500, 12, 'receiver said no' from generate_series(1, 3) g`
+    }
+    expectError(await call('DELETE', `/${gone}`, other.key), 404, 'NOT_FOUND')
+    expect((await attempts(gone))[0]?.n).toBe(3)
+
+    expect((await call('DELETE', `/${gone}`, key.key)).statusCode).toBe(204)
+    expect((await attempts(gone))[0]?.n).toBe(0)
+    expect((await attempts(kept))[0]?.n).toBe(3)
+    const listed = await call('GET', `/${kept}/attempts`, key.key)
+    expect(listed.statusCode, listed.body).toBe(200)
+  })
+
   it('answers 404 for a malformed or unknown id', async () => {
     expectError(await call('GET', '/not-a-uuid', key.key), 404, 'NOT_FOUND')
     expectError(await call('DELETE', '/00000000-0000-4000-8000-000000000000', key.key), 404, 'NOT_FOUND')

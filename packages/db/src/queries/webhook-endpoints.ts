@@ -2,6 +2,7 @@ import type { SecretBox, WebhookEndpointListQuery } from '@dispatch/contracts'
 import { and, count, eq, ilike, or, type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { type WebhookEndpointRow, webhookEndpoints } from '../schema/webhook-endpoints.ts'
+import { webhookAttempts } from '../schema/webhook-events.ts'
 import { likePattern, offsetOf, ordering, whereAll } from './list-helpers.ts'
 
 export interface NewWebhookEndpoint {
@@ -78,12 +79,17 @@ export async function updateWebhookEndpoint(
   return row
 }
 
+/** The endpoint and its attempts (which keep no foreign key to it: see webhookAttempts), at once. */
 export async function deleteWebhookEndpoint(db: Db, apiKeyId: string, id: string): Promise<boolean> {
-  const rows = await db
-    .delete(webhookEndpoints)
-    .where(owned(apiKeyId, id))
-    .returning({ id: webhookEndpoints.id })
-  return rows.length > 0
+  return db.transaction(async (tx) => {
+    const rows = await tx
+      .delete(webhookEndpoints)
+      .where(owned(apiKeyId, id))
+      .returning({ id: webhookEndpoints.id })
+    if (rows.length === 0) return false
+    await tx.delete(webhookAttempts).where(eq(webhookAttempts.endpointId, id))
+    return true
+  })
 }
 
 /**
