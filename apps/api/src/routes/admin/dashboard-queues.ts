@@ -122,8 +122,9 @@ export class DashboardQueues {
   /**
    * Reads the senders and replaces the board's queues. Calls while one runs are folded into one more
    * run after it, so a burst of notices costs two queries. Never throws: a failure (Postgres away,
-   * or a queue that could not be opened) is logged, the board keeps the queues it had, and the read is tried again soon (QUEUE_LIST_RETRY_MS, doubling),
-   * not at the next minute's refresh: the notice that asked for it will not come again.
+   * or a queue that could not be opened) is logged, the board keeps the queues it had, and the read
+   * is tried again soon (QUEUE_LIST_RETRY_MS, doubling), not at the next minute's refresh: the
+   * notice that asked for it will not come again.
    */
   refresh(): Promise<void> {
     if (this.#running) {
