@@ -326,15 +326,33 @@ describe('what it shows', () => {
       },
     )
   })
+  /** Another API instance whose Postgres or Redis is reached through a proxy the test controls. */
+  const behindProxy = async (service: 'DATABASE_URL' | 'REDIS_URL') => {
+    const url = new URL(service === 'DATABASE_URL' ? world.databaseUrl : world.redisUrl)
+    const port = Number(url.port || (service === 'DATABASE_URL' ? 5432 : 6379))
+    const proxy = await startTcpProxy({ host: url.hostname, port })
+    url.host = new URL(proxy.url('tcp')).host
+    const instance = await buildTestApp(world, { ...LIMITS, [service]: url.toString() })
+    await boardShows(instance, sender.id, 'the senders read at start')
+    return { instance, proxy, close: () => instance.close().then(() => proxy.close()) }
+  }
+  const boardShows = (on: TestApp, senderId: string, what: string) =>
+    waitFor(async () => (await boardQueueNamesSoFar(on))?.includes(`messages.${senderId}`), {
+      timeoutMs: 10_000,
+      what,
+    })
+  const removeSender = async (id: string) => {
+    const removed = await app.inject({
+      method: 'DELETE',
+      url: `/api/admin/senders/${id}`,
+      headers: asAdmin(),
+    })
+    expect(removed.statusCode, removed.body).toBeLessThan(300)
+  }
+
   it('a sender added while the board could not read Postgres shows once it can, not a minute later', async () => {
-    const url = new URL(world.databaseUrl)
-    const proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port || 5432) })
-    url.host = new URL(proxy.url('postgres')).host
-    const cut = await buildTestApp(world, { ...LIMITS, DATABASE_URL: url.toString() })
+    const { instance: cut, proxy, close } = await behindProxy('DATABASE_URL')
     try {
-      await waitFor(async () => (await boardQueueNamesSoFar(cut))?.includes(`messages.${sender.id}`), {
-        what: 'the senders read at start',
-      })
       await proxy.cut()
       // Added through the other instance: this one hears the notice and cannot read.
       const added = await createSender('Acme Chile', '1065403522431')
@@ -342,30 +360,15 @@ describe('what it shows', () => {
         what: 'the failed read',
       })
       await proxy.restore()
-      await waitFor(async () => (await boardQueueNamesSoFar(cut))?.includes(`messages.${added.id}`), {
-        timeoutMs: 10_000,
-        what: 'the new sender on the board once Postgres answers',
-      })
-      const removed = await app.inject({
-        method: 'DELETE',
-        url: `/api/admin/senders/${added.id}`,
-        headers: asAdmin(),
-      })
-      expect(removed.statusCode, removed.body).toBeLessThan(300)
+      await boardShows(cut, added.id, 'the new sender on the board once Postgres answers')
+      await removeSender(added.id)
     } finally {
-      await cut.close()
-      await proxy.close()
+      await close()
     }
   })
   it('a queue that could not be opened (its Redis read timed out) is opened again, not shown broken', async () => {
-    const url = new URL(world.redisUrl)
-    const proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port || 6379) })
-    url.host = new URL(proxy.url('redis')).host
-    const slow = await buildTestApp(world, { ...LIMITS, REDIS_URL: url.toString() })
+    const { instance: slow, proxy, close } = await behindProxy('REDIS_URL')
     try {
-      await waitFor(async () => (await boardQueueNamesSoFar(slow))?.includes(`messages.${sender.id}`), {
-        what: 'the senders read at start',
-      })
       // Redis stops answering this instance (notices still reach it): the new sender's queue is
       // opened meanwhile, and BullMQ's opening read times out, which leaves that queue broken.
       proxy.stall()
@@ -374,19 +377,10 @@ describe('what it shows', () => {
         what: 'the opening read timing out',
       })
       proxy.flow()
-      await waitFor(async () => (await boardQueueNamesSoFar(slow))?.includes(`messages.${added.id}`), {
-        timeoutMs: 10_000,
-        what: 'the new sender on the board once Redis answers',
-      })
-      const removed = await app.inject({
-        method: 'DELETE',
-        url: `/api/admin/senders/${added.id}`,
-        headers: asAdmin(),
-      })
-      expect(removed.statusCode, removed.body).toBeLessThan(300)
+      await boardShows(slow, added.id, 'the new sender on the board once Redis answers')
+      await removeSender(added.id)
     } finally {
-      await slow.close()
-      await proxy.close()
+      await close()
     }
   })
 })
