@@ -125,18 +125,20 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.#resolve = resolve
   }
 
-  /** The deadline: a request still waiting for a connection is aborted once it gets one. */
+  /**
+   * The deadline: settles as an error would (the status kept if one came), and aborts the request;
+   * one still waiting for a connection is aborted once it gets one.
+   */
   readonly expire = () => {
     this.#timedOut = true
-    const reason = new Error(`timed out after ${this.#timeoutMs} ms`)
+    const reason = this.#timeout()
+    this.onResponseError(this.#controller, reason)
     this.#controller?.abort(reason)
-    if (this.#status === null) this.#settle(noResponse(reason.message))
-    else this.#settle(this.#answer())
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.#controller = controller
-    if (this.#timedOut) controller.abort(new Error(`timed out after ${this.#timeoutMs} ms`))
+    if (this.#timedOut) controller.abort(this.#timeout())
   }
 
   onResponseStart(
@@ -169,8 +171,12 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
     if (this.#status !== null) this.#settle(this.#answer())
-    else if (this.#timedOut) this.#settle(noResponse(`timed out after ${this.#timeoutMs} ms`))
+    else if (this.#timedOut) this.#settle(noResponse(this.#timeout().message))
     else this.#settle(!this.#retried && isStale(error) ? 'stale-socket' : noResponse(describe(error)))
+  }
+
+  #timeout(): Error {
+    return new Error(`timed out after ${this.#timeoutMs} ms`)
   }
 
   #answer(): Answer {
