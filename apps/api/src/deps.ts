@@ -17,6 +17,22 @@ import pino, { type DestinationStream } from 'pino'
 import type { ApiConfig } from './env.ts'
 import { MessageStore } from './message-store.ts'
 
+/**
+ * A producer of one of the service's BullMQ queues on the queues' connection, opened again when
+ * opening it failed (see ReopeningQueue); its errors logged as warnings under `message`.
+ */
+export function reopeningProducer<T>(
+  deps: Pick<ApiDeps, 'config' | 'redisQueues' | 'logger'>,
+  name: string,
+  message: string,
+): ReopeningQueue<T> {
+  return new ReopeningQueue(() => {
+    const queue = new Queue<T>(name, { connection: deps.redisQueues, prefix: queuePrefix(deps.config, name) })
+    queue.on('error', (error) => deps.logger.warn({ err: error }, message))
+    return queue
+  })
+}
+
 /** Everything the app talks to, built once by the server (or by a test) and handed to `buildApp`. */
 export interface ApiDeps {
   config: ApiConfig
@@ -119,14 +135,11 @@ export function createDeps(config: ApiConfig, overrides: { logger?: FastifyBaseL
   const redisQueues = createRedisClient(config, { ...redisOptions, commandTimeout: 2000 })
   const logger = overrides.logger ?? createLogger(config)
   const messages = new MessageStore(redis, config, logger, redisQueues)
-  const webhookQueue = new ReopeningQueue(() => {
-    const queue = new Queue<WebhookJob>(QueueNames.webhooks, {
-      connection: redisQueues,
-      prefix: queuePrefix(config, QueueNames.webhooks),
-    })
-    queue.on('error', (error) => logger.warn({ err: error }, 'webhooks queue error'))
-    return queue
-  })
+  const webhookQueue = reopeningProducer<WebhookJob>(
+    { config, redisQueues, logger },
+    QueueNames.webhooks,
+    'webhooks queue error',
+  )
   for (const [name, client] of [
     ['redis', redis],
     ['redis-subscriber', redisSubscriber],

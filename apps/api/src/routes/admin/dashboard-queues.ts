@@ -1,16 +1,9 @@
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter'
-import {
-  DEFAULT_SENDER_ID,
-  QueueNames,
-  queuePrefix,
-  SENDER_CHANGES_CHANNEL,
-  senderQueueName,
-} from '@dispatch/contracts'
-import { ReopeningQueue } from '@dispatch/contracts/queues'
+import { DEFAULT_SENDER_ID, QueueNames, SENDER_CHANGES_CHANNEL, senderQueueName } from '@dispatch/contracts'
+import type { ReopeningQueue } from '@dispatch/contracts/queues'
 import { listAllSenders } from '@dispatch/db'
-import { Queue } from 'bullmq'
 import type { FastifyBaseLogger } from 'fastify'
-import type { ApiDeps } from '../../deps.ts'
+import { type ApiDeps, reopeningProducer } from '../../deps.ts'
 
 /** How often the list of senders is read again, should a change notice have been missed. */
 export const QUEUE_LIST_REFRESH_MS = 60_000
@@ -57,14 +50,7 @@ export class DashboardQueues {
     this.#board = board
     this.#log = log
     const open = (name: string, what: string) =>
-      new ReopeningQueue(() => {
-        const queue = new Queue(name, {
-          connection: deps.redisQueues,
-          prefix: queuePrefix(deps.config, name),
-        })
-        queue.on('error', (error) => log.warn({ err: error }, `${what} queue error (queue dashboard)`))
-        return queue
-      })
+      reopeningProducer({ ...deps, logger: log }, name, `${what} queue error (queue dashboard)`)
     this.#email = open(QueueNames.email, 'email')
     this.#confirmations = open(QueueNames.consentConfirmations, 'consent confirmations')
     this.#channel = `${deps.config.QUEUE_PREFIX}:${SENDER_CHANGES_CHANNEL}`
@@ -136,9 +122,12 @@ export class DashboardQueues {
       do {
         this.#again = false
         try {
-          // Until the senders are read (Postgres may be away at start), the queues that always exist.
-          if (!this.#shown) await this.#show([])
-          await this.#show(await listAllSenders(this.#deps.db))
+          const senders = await listAllSenders(this.#deps.db).catch(async (error: unknown) => {
+            // Until the senders can be read (Postgres away at start), the queues that always exist.
+            if (!this.#shown) await this.#show([])
+            throw error
+          })
+          await this.#show(senders)
           this.#retryMs = QUEUE_LIST_RETRY_MS
         } catch (error) {
           this.#log.warn(
