@@ -4,14 +4,12 @@ import {
   WEBHOOK_BUNDLE_JOB_NAME,
   WebhookBundleJob,
   WebhookJob,
-  webhookEventBody,
 } from '@dispatch/contracts'
 import type { RedisClient } from '@dispatch/contracts/redis'
 import {
   type Db,
   type DeliverableEndpoint,
   findWebhookEndpointForDelivery,
-  findWebhookEvents,
   markWebhookEndpointFailing,
   markWebhookEndpointHealthy,
 } from '@dispatch/db'
@@ -23,6 +21,7 @@ import { Permits } from '../permits.ts'
 import { traced } from '../tracing.ts'
 import { AttemptRecorder, DEFAULT_ATTEMPT_RECORDER_OPTIONS } from './attempt-recorder.ts'
 import { EndpointGate } from './endpoint-gate.ts'
+import { EventBodies, type EventToSend } from './event-bodies.ts'
 import { bundleWebhookJob, singleWebhookJob, type WebhooksQueueAdd, type WebhooksQueueJob } from './jobs.ts'
 import { postWebhook } from './post.ts'
 import { retryDelay } from './schedule.ts'
@@ -100,24 +99,33 @@ export class WebhookAttemptFailed extends Error {
 
 class EndpointCache {
   readonly #db: Db
-  readonly #entries = new Map<string, { endpoint: DeliverableEndpoint | undefined; until: number }>()
+  /** By id: the read, shared by every delivery asking while it runs, then kept ENDPOINT_CACHE_MS. */
+  readonly #entries = new Map<string, { endpoint: Promise<DeliverableEndpoint | undefined>; until: number }>()
 
   constructor(db: Db) {
     this.#db = db
   }
 
-  async get(id: string): Promise<DeliverableEndpoint | undefined> {
+  get(id: string): Promise<DeliverableEndpoint | undefined> {
     const now = Date.now()
     const cached = this.#entries.get(id)
     if (cached && cached.until > now) return cached.endpoint
-    const endpoint = await findWebhookEndpointForDelivery(this.#db, id)
     if (this.#entries.size > 10_000) this.#entries.clear()
-    this.#entries.set(id, { endpoint, until: now + ENDPOINT_CACHE_MS })
-    return endpoint
+    const entry = { endpoint: findWebhookEndpointForDelivery(this.#db, id), until: Number.POSITIVE_INFINITY }
+    this.#entries.set(id, entry)
+    entry.endpoint.then(
+      () => {
+        entry.until = Date.now() + ENDPOINT_CACHE_MS
+      },
+      // A failed read is not kept: the next delivery asks again.
+      () => this.forget(id, entry),
+    )
+    return entry.endpoint
   }
 
-  forget(id: string) {
-    this.#entries.delete(id)
+  /** Forgets the endpoint (or only this read of it), so the next delivery reads it again. */
+  forget(id: string, entry?: { endpoint: Promise<DeliverableEndpoint | undefined> }) {
+    if (!entry || this.#entries.get(id) === entry) this.#entries.delete(id)
   }
 }
 
@@ -142,6 +150,7 @@ type Ready =
 export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<WebhooksQueueJob, WebhookResult> {
   const { db, logger, schedule, metrics } = options
   const endpoints = new EndpointCache(db)
+  const eventBodies = new EventBodies(db)
   const signingSecrets = new SigningSecrets(options.box)
   // A batch is written at once when every job the process may hold waits on it, so a process full
   // of single-event jobs (each held until its row is written) never waits out the linger.
@@ -373,18 +382,17 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
       for (const _ of eventIds) metrics?.webhook('skipped')
       return { bundle: true, delivered: 0, goOn: 0, skipped: eventIds.length }
     }
-    let rows: Awaited<ReturnType<typeof findWebhookEvents>>
+    let found: Map<string, EventToSend>
     try {
-      rows = await findWebhookEvents(db, eventIds)
+      found = await eventBodies.of(eventIds)
     } catch (error) {
       log.warn({ err: error }, 'webhook events not readable; delivery postponed')
       return later(job, token, 5000)
     }
     // In the bundle's order; an event gone since it was relayed (its retention) has nothing to send.
-    const byId = new Map(rows.map((row) => [row.id, row]))
     const events = eventIds.flatMap((id) => {
-      const row = byId.get(id)
-      return row ? [{ eventId: id, eventType: row.type, body: webhookEventBody(row.payload) }] : []
+      const event = found.get(id)
+      return event ? [{ eventId: id, eventType: event.type, body: event.body }] : []
     })
     const attempt = job.attemptsMade + 1
     const goOn: WebhooksQueueAdd[] = []
