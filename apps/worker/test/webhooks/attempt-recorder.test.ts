@@ -96,6 +96,26 @@ describe('AttemptRecorder', () => {
     expect(new Set(by.values()).size).toBe(1)
   })
 
+  it("stores a receiver's answer as it came: quotes, backslashes, braces, commas, NULL; NUL dropped", async () => {
+    const recorder = new AttemptRecorder(db, pino({ level: 'silent' }), {
+      lingerMs: 1,
+      maxBatch: 1000,
+      maxWaiters: 100,
+    })
+    const answers = ['{"ok":"yes, \\"quoted\\""}', 'C:\\path\\', 'NULL', '', 'a\0b', '{}', 'line\nbreak\t"']
+    const rows = answers.map((responseExcerpt) => ({ ...attempt(), responseExcerpt, error: responseExcerpt }))
+    await Promise.all(rows.map((row) => recorder.record(row, 'job')))
+    const stored = await world.sql<Array<{ event_id: string; response_excerpt: string; error: string }>>`
+      select event_id, response_excerpt, error from webhook_attempts
+      where event_id = any(${rows.map((r) => r.eventId)})`
+    const byEvent = new Map(stored.map((row) => [row.event_id, row]))
+    rows.forEach((row, i) => {
+      const expected = (answers[i] as string).replaceAll('\0', '')
+      expect(byEvent.get(row.eventId)?.response_excerpt).toBe(expected)
+      expect(byEvent.get(row.eventId)?.error).toBe(expected)
+    })
+  })
+
   it('resolves when Postgres refuses the write: deliveries are not held back by their log', async () => {
     const away = createDb('postgres://postgres@127.0.0.1:1/none', { max: 1 })
     const recorder = new AttemptRecorder(away.db, pino({ level: 'silent' }), {
