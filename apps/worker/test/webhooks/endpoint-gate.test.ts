@@ -82,6 +82,18 @@ describe('EndpointGate concurrency', () => {
     expect(granted(await limited.acquire(id, 10)).count).toBe(4)
   })
 
+  it('grants a wave larger than one ZADD takes, each of its slots held and given back', async () => {
+    const wide = gate({ concurrency: 1200, ratePerSecond: 100_000 })
+    const id = newEndpoint()
+    const wave = granted(await wide.acquire(id, 1100))
+    expect(wave.count).toBe(1100)
+    expect(await redis.zcard(`${prefix}:webhooks:endpoint:{${id}}:inflight`)).toBe(1100)
+    expect(granted(await wide.acquire(id, 500)).count).toBe(100)
+    expect(await wide.acquire(id)).toMatchObject({ ok: false, reason: 'concurrency' })
+    await wave.release()
+    expect(granted(await wide.acquire(id, 2000)).count).toBe(1100)
+  })
+
   it('holds across worker processes, and for each endpoint apart', async () => {
     const id = newEndpoint()
     granted(await gate({ concurrency: 1 }).acquire(id))
