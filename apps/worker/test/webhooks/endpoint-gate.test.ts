@@ -131,7 +131,7 @@ describe('EndpointGate releases', () => {
     expect(await redis.zcard(`${prefix}:webhooks:endpoint:{${id}}:inflight`)).toBe(1)
   })
 
-  it('releases with no acquire after them reach Redis by the end of the turn, for every endpoint', async () => {
+  it('releases with no acquire after them reach Redis within the release delay, for every endpoint', async () => {
     const single = gate({ concurrency: 1 })
     const ids = [newEndpoint(), newEndpoint(), newEndpoint()]
     const slots = await Promise.all(ids.map(async (id) => granted(await single.acquire(id))))
@@ -139,6 +139,32 @@ describe('EndpointGate releases', () => {
     for (const id of ids) {
       expect(await redis.zcard(`${prefix}:webhooks:endpoint:{${id}}:inflight`)).toBe(0)
       granted(await gate({ concurrency: 1 }, other).acquire(id))
+    }
+  })
+  it('gathers the releases of several turns into one round trip, yet frees the slots for other workers', async () => {
+    const counted = new Redis(testRedisUrl())
+    let sent = 0
+    const send = counted.sendCommand.bind(counted)
+    counted.sendCommand = (...args: Parameters<typeof send>) => {
+      sent++
+      return send(...args)
+    }
+    try {
+      const id = newEndpoint()
+      const full = gate({ concurrency: 5, releaseDelayMs: 50 }, counted)
+      const wave = granted(await full.acquire(id, 5))
+      const before = sent
+      // Five POSTs answered in five turns of the event loop.
+      const released: Promise<void>[] = []
+      for (let i = 0; i < 5; i++) {
+        released.push(wave.release(1))
+        await new Promise((resolve) => setImmediate(resolve))
+      }
+      await Promise.all(released)
+      expect(sent - before).toBe(1)
+      expect(granted(await gate({ concurrency: 5 }, other).acquire(id, 5)).count).toBe(5)
+    } finally {
+      counted.disconnect()
     }
   })
 })
