@@ -41,7 +41,7 @@ import { armReceiver, checkTally, startReceiver } from './webhooks-receiver.ts'
 
 const jobCount = Number(process.env.BENCH_JOBS ?? 10_000)
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 50)
-const rounds = Number(process.env.BENCH_ROUNDS ?? 3)
+const rounds = Number(process.env.BENCH_ROUNDS ?? 5)
 const endpointCount = Number(process.env.BENCH_ENDPOINTS ?? 4)
 const bundleSize = Number(process.env.BENCH_BUNDLE ?? 20)
 const breakdown = process.env.BENCH_BREAKDOWN === '1'
