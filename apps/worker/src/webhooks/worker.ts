@@ -9,7 +9,6 @@ import type { RedisClient } from '@dispatch/contracts/redis'
 import {
   type Db,
   type DeliverableEndpoint,
-  findWebhookEndpointForDelivery,
   markWebhookEndpointFailing,
   markWebhookEndpointHealthy,
 } from '@dispatch/db'
@@ -20,6 +19,7 @@ import type { WorkerMetrics } from '../metrics/registry.ts'
 import { Permits } from '../permits.ts'
 import { traced } from '../tracing.ts'
 import { AttemptRecorder, DEFAULT_ATTEMPT_RECORDER_OPTIONS } from './attempt-recorder.ts'
+import { DEFAULT_ENDPOINT_CACHE_MS, EndpointCache } from './endpoint-cache.ts'
 import { EndpointGate } from './endpoint-gate.ts'
 import { EventBodies, type EventToSend } from './event-bodies.ts'
 import { bundleWebhookJob, singleWebhookJob, type WebhooksQueueAdd, type WebhooksQueueJob } from './jobs.ts'
@@ -75,8 +75,6 @@ export type WebhookResult =
 
 const isWebhookJob = Compile(WebhookJob)
 const isWebhookBundleJob = Compile(WebhookBundleJob)
-/** How long an endpoint read from Postgres is reused: a change (url, secret, disabled) shows within it. */
-const ENDPOINT_CACHE_MS = 1000
 /** Answers that mean "slow down" (Standard Webhooks): the endpoint is paused, not only this event. */
 const SLOW_DOWN_STATUSES = new Set([429, 502, 504])
 /** A receiver's Retry-After is honoured up to this; longer asks wait this long. */
@@ -94,38 +92,6 @@ export class WebhookAttemptFailed extends Error {
   constructor(message: string, delayMs: number) {
     super(message)
     this.delayMs = delayMs
-  }
-}
-
-class EndpointCache {
-  readonly #db: Db
-  /** By id: the read, shared by every delivery asking while it runs, then kept ENDPOINT_CACHE_MS. */
-  readonly #entries = new Map<string, { endpoint: Promise<DeliverableEndpoint | undefined>; until: number }>()
-
-  constructor(db: Db) {
-    this.#db = db
-  }
-
-  get(id: string): Promise<DeliverableEndpoint | undefined> {
-    const now = Date.now()
-    const cached = this.#entries.get(id)
-    if (cached && cached.until > now) return cached.endpoint
-    if (this.#entries.size > 10_000) this.#entries.clear()
-    const entry = { endpoint: findWebhookEndpointForDelivery(this.#db, id), until: Number.POSITIVE_INFINITY }
-    this.#entries.set(id, entry)
-    entry.endpoint.then(
-      () => {
-        entry.until = Date.now() + ENDPOINT_CACHE_MS
-      },
-      // A failed read is not kept: the next delivery asks again.
-      () => this.forget(id, entry),
-    )
-    return entry.endpoint
-  }
-
-  /** Forgets the endpoint (or only this read of it), so the next delivery reads it again. */
-  forget(id: string, entry?: { endpoint: Promise<DeliverableEndpoint | undefined> }) {
-    if (!entry || this.#entries.get(id) === entry) this.#entries.delete(id)
   }
 }
 
@@ -149,7 +115,7 @@ type Ready =
  */
 export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<WebhooksQueueJob, WebhookResult> {
   const { db, logger, schedule, metrics } = options
-  const endpoints = new EndpointCache(db)
+  const endpoints = new EndpointCache(db, DEFAULT_ENDPOINT_CACHE_MS)
   const eventBodies = new EventBodies(db)
   const signingSecrets = new SigningSecrets(options.box)
   // A batch is written at once when every job the process may hold waits on it, so a process full
