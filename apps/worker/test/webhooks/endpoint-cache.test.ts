@@ -1,31 +1,21 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import { createDb } from '@dispatch/db'
-import { startTcpProxy, type TcpProxy } from '@dispatch/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { EndpointCache } from '../../src/webhooks/endpoint-cache.ts'
-import { createWebhooksWorld, type WebhooksWorld } from './webhooks-world.ts'
+import { createWebhooksWorld, proxiedDb, type WebhooksWorld } from './webhooks-world.ts'
 
 let world: WebhooksWorld
 /** The endpoint reads a test's Postgres connection sent. */
 let reads = 0
-let proxy: TcpProxy
-let client: ReturnType<typeof createDb>
+let proxied: Awaited<ReturnType<typeof proxiedDb>>
 
 beforeAll(async () => {
   world = await createWebhooksWorld()
-  const url = new URL(world.settings.databaseUrl)
-  proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port || 5432) })
-  url.host = new URL(proxy.url('postgres')).host
-  client = createDb(url.toString(), {
-    max: 2,
-    onStatement: (query) => {
-      if (query.includes('from "webhook_endpoints"')) reads++
-    },
+  proxied = await proxiedDb(world, (query) => {
+    if (query.includes('from "webhook_endpoints"')) reads++
   })
 })
 afterAll(async () => {
-  await client.close()
-  await proxy.close()
+  await proxied.close()
   await world.close()
 })
 
@@ -34,7 +24,7 @@ const endpoint = async (url: string) => (await world.endpoints([url]))[0] as { i
 describe('EndpointCache', () => {
   it('makes one read for every delivery asking at once, and reuses it until the time to live', async () => {
     const { id } = await endpoint('https://hooks.acme.test/one')
-    const cache = new EndpointCache(client.db, 60_000)
+    const cache = new EndpointCache(proxied.db, 60_000)
     const before = reads
     const found = await Promise.all(Array.from({ length: 8 }, () => cache.get(id)))
     expect(new Set(found.map((e) => e?.url))).toEqual(new Set(['https://hooks.acme.test/one']))
@@ -44,7 +34,7 @@ describe('EndpointCache', () => {
 
   it('shows a change (disabled) once the time to live has passed, or at once when told to forget', async () => {
     const { id } = await endpoint('https://hooks.acme.test/two')
-    const cache = new EndpointCache(client.db, 100)
+    const cache = new EndpointCache(proxied.db, 100)
     expect((await cache.get(id))?.enabled).toBe(true)
     await world.sql`update webhook_endpoints set enabled = false where id = ${id}`
     await sleep(150)
@@ -56,10 +46,10 @@ describe('EndpointCache', () => {
 
   it('keeps no read that failed: with Postgres back, the endpoint is read', async () => {
     const { id } = await endpoint('https://hooks.acme.test/three')
-    const cache = new EndpointCache(client.db, 60_000)
-    await proxy.cut()
+    const cache = new EndpointCache(proxied.db, 60_000)
+    await proxied.proxy.cut()
     await expect(Promise.all([cache.get(id), cache.get(id)])).rejects.toThrow()
-    await proxy.restore()
+    await proxied.proxy.restore()
     expect((await cache.get(id))?.url).toBe('https://hooks.acme.test/three')
   })
 })

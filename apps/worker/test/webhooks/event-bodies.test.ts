@@ -1,36 +1,25 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { webhookEventBody } from '@dispatch/contracts'
-import { createDb } from '@dispatch/db'
-import { startTcpProxy, type TcpProxy } from '@dispatch/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { EventBodies } from '../../src/webhooks/event-bodies.ts'
-import { createWebhooksWorld, type WebhooksWorld } from './webhooks-world.ts'
+import { createWebhooksWorld, proxiedDb, type WebhooksWorld } from './webhooks-world.ts'
 
 let world: WebhooksWorld
 let apiKeyId: string
 /** The event reads a test's Postgres connection sent. */
 let reads = 0
-let proxy: TcpProxy
-let client: ReturnType<typeof createDb>
+let proxied: Awaited<ReturnType<typeof proxiedDb>>
 
 beforeAll(async () => {
   world = await createWebhooksWorld()
   const [endpoint] = await world.endpoints(['https://hooks.acme.test/dispatch'])
   apiKeyId = endpoint?.apiKeyId as string
-  const url = new URL(world.settings.databaseUrl)
-  proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port || 5432) })
-  const behind = new URL(proxy.url('postgres'))
-  url.host = behind.host
-  client = createDb(url.toString(), {
-    max: 2,
-    onStatement: (query) => {
-      if (query.includes('from webhook_events v')) reads++
-    },
+  proxied = await proxiedDb(world, (query) => {
+    if (query.includes('from webhook_events v')) reads++
   })
 })
 afterAll(async () => {
-  await client.close()
-  await proxy.close()
+  await proxied.close()
   await world.close()
 })
 
@@ -56,7 +45,7 @@ const bodyOf = async (id: string) => {
 describe('EventBodies', () => {
   it("reads a key's events once for the bundles of all its endpoints, and sends each as stored", async () => {
     const ids = await storeEvents(5)
-    const bodies = new EventBodies(client.db, { ttlMs: 60_000, maxEntries: 1000 })
+    const bodies = new EventBodies(proxied.db, { ttlMs: 60_000, maxEntries: 1000 })
     const before = reads
     // Three endpoints' bundles of the same events, the third after the first two were answered.
     const [first, second] = await Promise.all([bodies.of(ids), bodies.of([...ids].reverse())])
@@ -71,7 +60,7 @@ describe('EventBodies', () => {
 
   it('reads an event changed since (an erasure) as it now is once the time to live has passed', async () => {
     const [id] = (await storeEvents(1)) as [string]
-    const bodies = new EventBodies(client.db, { ttlMs: 100, maxEntries: 1000 })
+    const bodies = new EventBodies(proxied.db, { ttlMs: 100, maxEntries: 1000 })
     expect((await bodies.of([id])).get(id)?.body).toContain('order-1')
     await world.sql`update webhook_events set payload = jsonb_set(payload, '{data}', '{"redacted": true}') where id = ${id}`
     await sleep(150)
@@ -83,7 +72,7 @@ describe('EventBodies', () => {
   it('leaves out an event that is gone, and asks for it again next time', async () => {
     const ids = await storeEvents(2)
     const gone = 'msg_00000000000070000000000000000000'
-    const bodies = new EventBodies(client.db, { ttlMs: 60_000, maxEntries: 1000 })
+    const bodies = new EventBodies(proxied.db, { ttlMs: 60_000, maxEntries: 1000 })
     const before = reads
     expect([...(await bodies.of([...ids, gone])).keys()]).toEqual(ids)
     expect([...(await bodies.of([gone, ...ids])).keys()]).toEqual(ids)
@@ -93,10 +82,10 @@ describe('EventBodies', () => {
 
   it('holds no read that failed: with Postgres back, the events are read and sent', async () => {
     const ids = await storeEvents(3)
-    const bodies = new EventBodies(client.db, { ttlMs: 60_000, maxEntries: 1000 })
-    await proxy.cut()
+    const bodies = new EventBodies(proxied.db, { ttlMs: 60_000, maxEntries: 1000 })
+    await proxied.proxy.cut()
     await expect(Promise.all([bodies.of(ids), bodies.of(ids.slice(0, 1))])).rejects.toThrow()
-    await proxy.restore()
+    await proxied.proxy.restore()
     const found = await bodies.of(ids)
     expect([...found.keys()]).toEqual(ids)
     expect(found.get(ids[0] as string)?.body).toBe(await bodyOf(ids[0] as string))
@@ -104,7 +93,7 @@ describe('EventBodies', () => {
 
   it('keeps at most its bound, dropping the oldest reads first', async () => {
     const ids = await storeEvents(6)
-    const bodies = new EventBodies(client.db, { ttlMs: 60_000, maxEntries: 3 })
+    const bodies = new EventBodies(proxied.db, { ttlMs: 60_000, maxEntries: 3 })
     await bodies.of(ids.slice(0, 3))
     await bodies.of(ids.slice(3, 6))
     const before = reads

@@ -5,6 +5,7 @@ import { createSecretBox, QueueNames, webhookEventBody } from '@dispatch/contrac
 import { createDb, generateApiKey, insertApiKey, insertWebhookEndpoint } from '@dispatch/db'
 import {
   createTestDatabase,
+  startTcpProxy,
   testQueuePrefix,
   testRedisUrl,
   type WebhookReceiver,
@@ -177,4 +178,23 @@ export async function killWorkerAfter(
   })
   child.kill('SIGKILL')
   await exited
+}
+
+/**
+ * A client of the world's database reached through a TCP proxy, so a test can cut Postgres away
+ * and back; `onStatement` is told each statement it sends.
+ */
+export async function proxiedDb(world: WebhooksWorld, onStatement: (query: string) => void) {
+  const url = new URL(world.settings.databaseUrl)
+  const proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port || 5432) })
+  url.host = new URL(proxy.url('postgres')).host
+  const client = createDb(url.toString(), { max: 2, onStatement })
+  return {
+    db: client.db,
+    proxy,
+    async close() {
+      await client.close()
+      await proxy.close()
+    },
+  }
 }
