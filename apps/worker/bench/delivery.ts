@@ -1,6 +1,6 @@
 /**
  * Delivery benchmark: messages per second through the real messages worker (sandbox adapter, no
- * latency, records written to Postgres), as it runs by default (messages in bundles of
+ * latency, records written to Postgres, outcomes counted in its metrics), as it runs by default (messages in bundles of
  * MESSAGES_BUNDLE_SIZE, 20), versus a BullMQ worker with a no-op processor, a job per message, on
  * the same messages and the same concurrency, in this process. Prints figure, baseline, ratio, and
  * where the worker's time goes: CPU per message of this process and of the database's Postgres
@@ -36,6 +36,7 @@ import pino from 'pino'
 import { OptOutWatch } from '../src/consent/watch.ts'
 import { DeliveryRecorder } from '../src/delivery-recorder.ts'
 import { parseWorkerConfig } from '../src/index.ts'
+import { WorkerMetrics } from '../src/metrics/registry.ts'
 import { Permits } from '../src/permits.ts'
 import { createSandboxPlatform } from '../src/platforms/sandbox.ts'
 import type { Delivery } from '../src/platforms/types.ts'
@@ -62,6 +63,8 @@ const connection = (options: { pipelined?: boolean } = {}) => {
   return client
 }
 const logger = pino({ level: 'silent' })
+/** Metrics on, as a worker serving METRICS_PORT counts them: every outcome counted. */
+const metrics = new WorkerMetrics()
 
 const { keyHash, keyPrefix } = generateApiKey('development')
 const key = await insertApiKey(db, {
@@ -267,6 +270,7 @@ function laneDeps(claims: Redis, workerConnection: Redis, recordSql: Sql = sql) 
     recorder: new DeliveryRecorder(recordSql, { redis: claims }),
     sentLog: { stream: fairKeys(world.queuePrefix, 'default').sentLog, redis: workerConnection },
     optOuts,
+    metrics,
   }
 }
 

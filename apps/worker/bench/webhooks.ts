@@ -1,8 +1,9 @@
 /**
- * Webhook fan-out benchmark: events per second delivered by the real webhooks worker (jobs queued
- * in Redis, endpoints read from Postgres, per-endpoint gate in Redis, Standard Webhooks signature,
- * every attempt written to Postgres) versus a bare loop of signed POSTs of the same bodies at the
- * same concurrency, both to one receiver answering 204. Prints figure, baseline, ratio.
+ * Webhook fan-out benchmark: events per second delivered by the real webhooks worker (its metrics
+ * on, jobs queued in Redis, endpoints read from Postgres, per-endpoint gate in Redis, Standard
+ * Webhooks signature, every attempt written to Postgres) versus a bare loop of signed POSTs of the
+ * same bodies at the same concurrency, both to one receiver answering 204. Prints figure,
+ * baseline, ratio.
  *
  * The receiver runs in a child process (webhooks-receiver.ts): it plays the sender's server, another
  * machine in production, so its work must not take the event loop of the side being measured.
@@ -34,6 +35,7 @@ import { Queue, Worker } from 'bullmq'
 import { Redis } from 'ioredis'
 import pino from 'pino'
 import { Agent as UndiciAgent } from 'undici'
+import { WorkerMetrics } from '../src/metrics/registry.ts'
 import { type WebhooksQueueAdd, webhookJobsFor } from '../src/webhooks/jobs.ts'
 import { DEFAULT_WEBHOOK_RETRY_SCHEDULE, parseRetrySchedule } from '../src/webhooks/schedule.ts'
 import { startWebhooksWorker } from '../src/webhooks/worker.ts'
@@ -153,6 +155,8 @@ async function main() {
     )
 
     const logger = pino({ level: 'silent' })
+    /** Metrics on, as a worker serving METRICS_PORT counts them: every outcome counted. */
+    const metrics = new WorkerMetrics()
     const schedule = parseRetrySchedule(DEFAULT_WEBHOOK_RETRY_SCHEDULE)
 
     /**
@@ -199,6 +203,7 @@ async function main() {
         allowPrivate: true,
         production: false,
         box: createSecretBox({ APP_ENV: 'development' }),
+        metrics,
       })
     const startBareWorker = (handle: (job: WebhookJob) => Promise<void>) => () =>
       new Worker<WebhookJob>(QueueNames.webhooks, (job) => handle(job.data), {
