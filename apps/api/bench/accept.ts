@@ -14,7 +14,7 @@ import { assertClean, autocannon, medianRun, type Run, settle, startServer } fro
 
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 100)
 const duration = Number(process.env.BENCH_DURATION_S ?? 5)
-const rounds = Number(process.env.BENCH_ROUNDS ?? 3)
+const rounds = Number(process.env.BENCH_ROUNDS ?? 6)
 const body = JSON.stringify({ phone: '+5511987654321', text: 'Your code is 123456' })
 
 const world = await createBenchWorld('accept')
