@@ -48,17 +48,14 @@ export class EventBodies {
   async of(ids: readonly string[]): Promise<Map<string, EventToSend>> {
     const now = Date.now()
     this.#evict(now)
-    const missing = ids.filter((id) => !((this.#entries.get(id)?.until ?? 0) > now))
+    // A read still running has an infinite `until`: it is waited on, not made again.
+    const missing = ids.filter((id) => (this.#entries.get(id)?.until ?? 0) <= now)
     if (missing.length > 0) this.#read(missing)
     // Taken before waiting: another call may evict them meanwhile.
-    const entries = ids.map((id) => this.#entries.get(id) as Entry)
-    const reads = [...new Set(entries)]
-    const answers = new Map(reads.map((entry, i) => [entry, i]))
-    const read = await Promise.all(reads.map((entry) => entry.read))
+    const reads = await Promise.all(ids.map((id) => (this.#entries.get(id) as Entry).read))
     const found = new Map<string, EventToSend>()
-    entries.forEach((entry, i) => {
-      const id = ids[i] as string
-      const event = read[answers.get(entry) as number]?.get(id)
+    ids.forEach((id, i) => {
+      const event = reads[i]?.get(id)
       if (event) found.set(id, event)
     })
     return found
