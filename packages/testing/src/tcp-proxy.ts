@@ -12,6 +12,14 @@ export interface TcpProxy {
    */
   stall(): void
   flow(): void
+  /**
+   * Holds the service's answers while what clients send still goes through: each
+   * `releaseAnswers()` then passes on what was held (true when there was any), so a test counts the
+   * round trips a client waits on one after the other. `flowAnswers()` passes everything on again.
+   */
+  holdAnswers(): void
+  releaseAnswers(): boolean
+  flowAnswers(): void
   close(): Promise<void>
 }
 
@@ -21,6 +29,8 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   /** Each open connection's client side and the service side it sends to. */
   const pairs = new Map<net.Socket, net.Socket>()
   let stalled = false
+  /** Answers held per client while `holdAnswers` is on; undefined while they flow. */
+  let held: Map<net.Socket, Buffer[]> | undefined
   let port = 0
   const server = net.createServer((client) => {
     const upstream = net.connect(target.port, target.host)
@@ -30,7 +40,12 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       s.on('error', () => s.destroy())
     }
     pairs.set(client, upstream)
-    upstream.pipe(client)
+    upstream.on('data', (chunk: Buffer) => {
+      if (!held) return void client.write(chunk)
+      const chunks = held.get(client)
+      if (chunks) chunks.push(chunk)
+      else held.set(client, [chunk])
+    })
     if (stalled) client.pause()
     else client.pipe(upstream)
     client.on('close', () => {
@@ -63,6 +78,20 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       if (!stalled) return
       stalled = false
       for (const [client, upstream] of pairs) client.pipe(upstream)
+    },
+    holdAnswers: () => {
+      held ??= new Map()
+    },
+    releaseAnswers: () => {
+      if (!held || held.size === 0) return false
+      for (const [client, chunks] of held) for (const chunk of chunks) client.write(chunk)
+      held.clear()
+      return true
+    },
+    flowAnswers: () => {
+      const chunks = held
+      held = undefined
+      for (const [client, list] of chunks ?? []) for (const chunk of list) client.write(chunk)
     },
     close: async () => {
       if (server.listening) await stop()

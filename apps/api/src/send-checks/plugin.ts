@@ -2,13 +2,13 @@ import { recipientHasher, SENDER_CHANGES_CHANNEL, TEMPLATE_CHANGES_CHANNEL } fro
 import { defaultPhoneNumberId } from '@dispatch/contracts/env'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { SendChecks, type WindowRead } from './send-checks.ts'
+import { type Prefetched, SendChecks } from './send-checks.ts'
 import { SendRulesCache } from './send-rules-cache.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** A send's window, read early under `enforce` (see `SendChecks.prefetchWindow`). */
-    windowRead: WindowRead | undefined
+    /** A single send's reads, started early (see `SendChecks.prefetch`). */
+    prefetched: Prefetched | undefined
   }
   interface FastifyInstance {
     /** Checks sends against the sender's templates and windows before they are queued. */
@@ -44,7 +44,7 @@ export const sendChecks = fp(
       app.log.warn({ err: error }, 'send-rule change channels not subscribed yet; retries on reconnect')
     })
     await cache.start(config.TEMPLATE_CACHE_REFRESH_MS)
-    app.decorateRequest('windowRead', undefined)
+    app.decorateRequest('prefetched', undefined)
     app.decorate('sendRules', cache)
     app.decorate(
       'sendChecks',

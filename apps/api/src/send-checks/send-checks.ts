@@ -36,11 +36,17 @@ export interface SendToCheck {
   field: string
 }
 
-/** A window read started early, for one recipient: the value, or undefined when the read failed. */
-export interface WindowRead {
+/**
+ * A single send's reads started early, before the request's other steps (see
+ * `SendChecks.prefetch`): each the value, or undefined when the read failed.
+ */
+export interface Prefetched {
   /** The recipient: a phone, or a BSUID. */
   recipient: string
-  read: Promise<string | null | undefined>
+  /** Its window, under `enforce`. */
+  window?: Promise<string | null | undefined>
+  /** Its suppression entry, from the number it was read for (a send not counted under a cap). */
+  consent?: { number: string; read: Promise<string | null | undefined> }
 }
 
 /** How long a read of the windows' completeness marker stands. */
@@ -98,32 +104,45 @@ export class SendChecks {
   }
 
   /**
-   * Starts reading a single send's window before the request's other steps (the idempotency claim,
-   * the rate limit), so its round trip overlaps theirs instead of following them; `check` then
-   * takes the read. Undefined when the send needs no window. Never rejects (a failed read is
-   * unknown).
+   * Starts a single send's reads before the request's other steps (the idempotency claim, the rate
+   * limit), so their round trip overlaps the limit's instead of following it; `check` then takes
+   * them: its window under `enforce`, and its suppression entry unless it is a marketing template
+   * under a cap (that one is counted by a script, only once every other check has passed).
+   * Undefined when there is nothing to read. Never rejects (a failed read is unknown).
    */
-  prefetchWindow(senderId: string, body: unknown, type: string): WindowRead | undefined {
+  prefetch(senderId: string, body: unknown, type: MessageType): Prefetched | undefined {
     const rules = this.#rules.get(senderId)
     const send = body as SendToCheck['body'] | undefined
-    if (rules?.serviceWindowPolicy !== 'enforce' || type === 'template' || !send || send.fallbackTemplate) {
-      return undefined
-    }
+    if (!send) return undefined
     const recipient = recipientOf(send)
     if (typeof recipient !== 'string') return undefined
-    return {
-      recipient,
-      read: this.#redis
+    const prefetched: Prefetched = { recipient }
+    if (rules?.serviceWindowPolicy === 'enforce' && type !== 'template' && !send.fallbackTemplate) {
+      prefetched.window = this.#redis
         .get(serviceWindowKey(this.#prefix, rules.phoneNumberId, recipient))
-        .catch(() => undefined),
+        .catch(() => undefined)
     }
+    const number = this.#numberOf(senderId, rules)
+    if (
+      number !== undefined &&
+      !(rules?.marketingCap && isMarketing(rules, { type, body: send, field: '' }))
+    ) {
+      const read = this.#readEntry(suppressionKey(this.#prefix, number, this.#hash(recipient)))
+      prefetched.consent = { number, read: read.catch(() => undefined) }
+    }
+    return prefetched.window || prefetched.consent ? prefetched : undefined
+  }
+
+  /** The number a sender sends from: its rules', or the environment's for `default` before it has any. */
+  #numberOf(senderId: string, rules: SenderRules | undefined): string | undefined {
+    return rules?.phoneNumberId ?? (senderId === DEFAULT_SENDER_ID ? this.#defaultNumber : undefined)
   }
 
   async check(
     senderId: string,
     sends: SendToCheck[],
     now = Date.now(),
-    prefetched?: WindowRead,
+    prefetched?: Prefetched,
   ): Promise<Array<AppError | undefined>> {
     const rules = this.#rules.get(senderId)
     const errors: Array<AppError | undefined> = sends.map(() => undefined)
@@ -144,9 +163,9 @@ export class SendChecks {
       }
     })
     // Read beside the windows, not before them: one round trip for both.
-    const number = rules?.phoneNumberId ?? (senderId === DEFAULT_SENDER_ID ? this.#defaultNumber : undefined)
+    const number = this.#numberOf(senderId, rules)
     const consent =
-      number === undefined ? Promise.resolve() : this.#checkConsent(number, rules, sends, errors)
+      number === undefined ? Promise.resolve() : this.#checkConsent(number, rules, sends, errors, prefetched)
     if (!rules) {
       await consent
       return errors
@@ -163,8 +182,8 @@ export class SendChecks {
       answers = await Promise.all([
         ...windows.map((i) => {
           const recipient = recipientOf((sends[i] as SendToCheck).body)
-          if (prefetched?.recipient === recipient) {
-            return prefetched.read.then((value) => {
+          if (prefetched?.window && prefetched.recipient === recipient) {
+            return prefetched.window.then((value) => {
               if (value === undefined) throw new Error('the prefetched window read failed')
               return value
             })
@@ -218,6 +237,7 @@ export class SendChecks {
     rules: SenderRules | undefined,
     sends: SendToCheck[],
     errors: Array<AppError | undefined>,
+    prefetched?: Prefetched,
   ) {
     const open = sends.flatMap((_send, i) => (errors[i] ? [] : [i]))
     if (open.length === 0) return
@@ -237,7 +257,14 @@ export class SendChecks {
     try {
       // The other sends' entries, read with those of every request of this turn.
       const plain = open.filter((i) => !counted.has(i))
-      const reads = plain.map(async (i) => answers.set(i, await this.#readEntry(keysOf(i)[0])))
+      const reads = plain.map(async (i) => {
+        const early = prefetched?.consent
+        if (early?.number === phoneNumberId && prefetched?.recipient === recipientOf(sends[i]?.body ?? {})) {
+          const value = await early.read
+          if (value === undefined) throw new Error('the prefetched suppression read failed')
+          answers.set(i, value)
+        } else answers.set(i, await this.#readEntry(keysOf(i)[0]))
+      })
       const args = [cap?.count ?? 0, (cap?.hours ?? 0) * 3_600_000]
       // One script for all of a request's marketing messages; on a Cluster, one per message (its slot).
       const groups = this.#redis.isCluster ? marketing.map((i) => [i]) : marketing.length ? [marketing] : []

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify'
 import { AppError } from '../../errors.ts'
 import { describeValidationError, makeAjv } from '../../plugins/validation.ts'
 import { QuietHoursRule } from '../../quiet-hours/quiet-hours.ts'
-import type { SendToCheck, WindowRead } from '../../send-checks/send-checks.ts'
+import type { Prefetched, SendToCheck } from '../../send-checks/send-checks.ts'
 import { type AcceptedMessage, acceptMessage } from './accept.ts'
 
 /** Every send's quiet hours, worked out in memory (its caches shared by every request). */
@@ -30,7 +30,7 @@ export async function judgeSends(
   app: FastifyInstance,
   apiKey: ApiKeyRow,
   items: SendItem[],
-  options: { now: Date; batchId?: string; windowRead?: WindowRead | undefined },
+  options: { now: Date; batchId?: string; prefetched?: Prefetched | undefined },
 ): Promise<Judged[]> {
   const judged: Judged[] = items.map((item) => {
     try {
@@ -54,7 +54,7 @@ export async function judgeSends(
     senderId,
     open.map((i) => items[i] as SendToCheck),
     options.now.getTime(),
-    options.windowRead,
+    options.prefetched,
   )
   refused.forEach((error, n) => {
     const i = open[n] as number

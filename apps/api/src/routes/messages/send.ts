@@ -89,9 +89,10 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
   const perKeyLimit = (request: FastifyRequest) => app.spendMessageRate(request, 1)
 
   for (const send of SENDS) {
-    // Under `enforce`, the recipient's window is read while the claim and the rate limit run.
-    const prefetchWindow = async (request: FastifyRequest) => {
-      request.windowRead = app.sendChecks.prefetchWindow(
+    // The recipient's suppression entry (and window, under `enforce`) is read while the claim and
+    // the rate limit run: one round trip for all, not one after the other.
+    const prefetch = async (request: FastifyRequest) => {
+      request.prefetched = app.sendChecks.prefetch(
         request.apiKey.senderId ?? DEFAULT_SENDER_ID,
         request.body,
         send.type,
@@ -102,7 +103,7 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
       {
         onRequest: app.requireApiKey(SEND_SCOPE[send.type]),
         // Claimed first: a replay answers its stored 202 without spending rate or quota again.
-        preHandler: [prefetchWindow, app.idempotency.claim, perKeyLimit],
+        preHandler: [prefetch, app.idempotency.claim, perKeyLimit],
         onSend: app.idempotency.remember,
         schema: {
           operationId: send.operationId,
@@ -146,7 +147,7 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
           app,
           request.apiKey,
           [{ type: send.type, body: request.body as SendItem['body'], field: 'body' }],
-          { now: clock(), windowRead: request.windowRead },
+          { now: clock(), prefetched: request.prefetched },
         )
         if (!judged || 'error' in judged) throw judged?.error
         const { job, delayMs, status } = judged.accepted
