@@ -68,7 +68,7 @@ const outsideWindow = (field: string, body: SendToCheck['body']) =>
 export class SendChecks {
   readonly #rules: SendRulesCache
   readonly #redis: RedisClient
-  readonly #readEntry: (key: string) => Promise<string | null>
+  readonly #read: (key: string) => Promise<string | null>
   readonly #prefix: string
   readonly #log: FastifyBaseLogger
   /** The recipient's hash, which the suppression list's copy and the cap's counts are keyed by. */
@@ -98,9 +98,9 @@ export class SendChecks {
     this.#log = log
     // Keys counted per call (in pairs, as many as the request has marketing messages).
     this.#marketingConsent = scriptCall(redis, 'dispatchMarketingConsent', MARKETING_CONSENT_SCRIPT)
-    // The suppression entries every request of a turn reads, in one MGET (on a Cluster, one GET
-    // each: they sit on many slots).
-    this.#readEntry = turnBatchedGet(redis)
+    // The suppression entries and windows every request of a turn reads, in one MGET (on a
+    // Cluster, one GET each: they sit on many slots).
+    this.#read = turnBatchedGet(redis)
   }
 
   /**
@@ -118,16 +118,15 @@ export class SendChecks {
     if (typeof recipient !== 'string') return undefined
     const prefetched: Prefetched = { recipient }
     if (rules?.serviceWindowPolicy === 'enforce' && type !== 'template' && !send.fallbackTemplate) {
-      prefetched.window = this.#redis
-        .get(serviceWindowKey(this.#prefix, rules.phoneNumberId, recipient))
-        .catch(() => undefined)
+      const read = this.#read(serviceWindowKey(this.#prefix, rules.phoneNumberId, recipient))
+      prefetched.window = read.catch(() => undefined)
     }
     const number = this.#numberOf(senderId, rules)
     if (
       number !== undefined &&
       !(rules?.marketingCap && isMarketing(rules, { type, body: send, field: '' }))
     ) {
-      const read = this.#readEntry(suppressionKey(this.#prefix, number, this.#hash(recipient)))
+      const read = this.#read(suppressionKey(this.#prefix, number, this.#hash(recipient)))
       prefetched.consent = { number, read: read.catch(() => undefined) }
     }
     return prefetched.window || prefetched.consent ? prefetched : undefined
@@ -188,9 +187,9 @@ export class SendChecks {
               return value
             })
           }
-          return this.#redis.get(serviceWindowKey(this.#prefix, rules.phoneNumberId, recipient))
+          return this.#read(serviceWindowKey(this.#prefix, rules.phoneNumberId, recipient))
         }),
-        ...(readMarker ? [this.#redis.get(serviceWindowsLoadedKey(this.#prefix))] : []),
+        ...(readMarker ? [this.#read(serviceWindowsLoadedKey(this.#prefix))] : []),
       ])
     } catch (error) {
       // Unknown, as without the policy: the platform decides (and storing the message needs Redis anyway).
@@ -263,7 +262,7 @@ export class SendChecks {
           const value = await early.read
           if (value === undefined) throw new Error('the prefetched suppression read failed')
           answers.set(i, value)
-        } else answers.set(i, await this.#readEntry(keysOf(i)[0]))
+        } else answers.set(i, await this.#read(keysOf(i)[0]))
       })
       const args = [cap?.count ?? 0, (cap?.hours ?? 0) * 3_600_000]
       // One script for all of a request's marketing messages; on a Cluster, one per message (its slot).
