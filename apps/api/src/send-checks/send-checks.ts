@@ -12,7 +12,13 @@ import {
   serviceWindowsLoadedKey,
   suppressionKey,
 } from '@dispatch/contracts'
-import { type RedisClient, type ScriptCall, scriptCall, turnBatchedGet } from '@dispatch/contracts/redis'
+import {
+  type RedisClient,
+  type ScriptCall,
+  scriptCall,
+  turnBatched,
+  turnBatchedGet,
+} from '@dispatch/contracts/redis'
 import type { FastifyBaseLogger } from 'fastify'
 import { AppError } from '../errors.ts'
 import { checkTemplate } from './check-template.ts'
@@ -49,6 +55,12 @@ export interface Prefetched {
   consent?: { number: string; read: Promise<string | null | undefined> }
 }
 
+/** A request's marketing messages under its sender's cap: their keys in pairs, and the cap (count, ms). */
+interface MarketingCall {
+  keys: string[]
+  args: [number, number]
+}
+
 /** How long a read of the windows' completeness marker stands. */
 const MARKER_TTL_MS = 1000
 
@@ -79,7 +91,12 @@ export class SendChecks {
 
   /** The environment's own sender's number: what `default` sends from before it has a rules row. */
   readonly #defaultNumber: string
-  /** `MARKETING_CONSENT_SCRIPT`: per pair of keys, the entry's scope, or 1 (counted) / 0 (over the cap). */
+  /**
+   * `MARKETING_CONSENT_SCRIPT` for the marketing messages of every request of a turn, one call per
+   * cap: per pair of keys, the entry's scope, or 1 (counted) / 0 (over the cap).
+   */
+  readonly #countMarketing: (call: MarketingCall) => Promise<unknown[]>
+  /** The same script, a call per message: on a Cluster each recipient's keys are a slot of their own. */
   readonly #marketingConsent: ScriptCall
 
   constructor(
@@ -98,6 +115,32 @@ export class SendChecks {
     this.#log = log
     // Keys counted per call (in pairs, as many as the request has marketing messages).
     this.#marketingConsent = scriptCall(redis, 'dispatchMarketingConsent', MARKETING_CONSENT_SCRIPT)
+    this.#countMarketing = turnBatched(async (calls: MarketingCall[]) => {
+      const byCap = new Map<string, MarketingCall[]>()
+      for (const call of calls) {
+        const cap = call.args.join(' ')
+        const list = byCap.get(cap)
+        if (list) list.push(call)
+        else byCap.set(cap, [call])
+      }
+      const answers = new Map<MarketingCall, unknown[]>()
+      await Promise.all(
+        [...byCap.values()].map(async (group) => {
+          const keys = group.flatMap((call) => call.keys)
+          const replies = (await this.#marketingConsent(
+            keys.length,
+            ...keys,
+            ...(group[0] as MarketingCall).args,
+          )) as unknown[]
+          let at = 0
+          for (const call of group) {
+            answers.set(call, replies.slice(at, at + call.keys.length / 2))
+            at += call.keys.length / 2
+          }
+        }),
+      )
+      return calls.map((call) => answers.get(call) ?? [])
+    })
     // The suppression entries and windows every request of a turn reads, in one MGET (on a
     // Cluster, one GET each: they sit on many slots).
     this.#read = turnBatchedGet(redis)
@@ -264,12 +307,15 @@ export class SendChecks {
           answers.set(i, value)
         } else answers.set(i, await this.#read(keysOf(i)[0]))
       })
-      const args = [cap?.count ?? 0, (cap?.hours ?? 0) * 3_600_000]
-      // One script for all of a request's marketing messages; on a Cluster, one per message (its slot).
+      const args: [number, number] = [cap?.count ?? 0, (cap?.hours ?? 0) * 3_600_000]
+      // One script for the marketing messages of every request of the turn under this cap; on a
+      // Cluster, one per message (its slot).
       const groups = this.#redis.isCluster ? marketing.map((i) => [i]) : marketing.length ? [marketing] : []
       const scripts = groups.map(async (group) => {
         const keys = group.flatMap(keysOf)
-        const replies = (await this.#marketingConsent(keys.length, ...keys, ...args)) as unknown[]
+        const replies = this.#redis.isCluster
+          ? ((await this.#marketingConsent(keys.length, ...keys, ...args)) as unknown[])
+          : await this.#countMarketing({ keys, args })
         for (const [n, i] of group.entries()) answers.set(i, replies[n])
       })
       await Promise.all([...reads, ...scripts])

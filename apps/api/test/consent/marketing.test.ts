@@ -259,6 +259,10 @@ describe('a frequency cap on marketing', () => {
             (r: { status?: string; error?: { errorCode: string } }) => r.status ?? r.error?.errorCode,
           ),
       ).toEqual(['queued', 'queued', 'queued', 'FREQUENCY_CAP_EXCEEDED', 'FREQUENCY_CAP_EXCEEDED'])
+      // Requests arriving together are counted together (one script call a turn): still two, no more.
+      const burst = newPhone()
+      const answers = await Promise.all([1, 2, 3, 4, 5].map(() => on(app, marketing(burst))))
+      expect(answers.map((r) => r.statusCode).sort()).toEqual([202, 202, 422, 422, 422])
     } finally {
       await second.close()
       await app.inject({
