@@ -116,13 +116,7 @@ export class SendChecks {
     // Keys counted per call (in pairs, as many as the request has marketing messages).
     this.#marketingConsent = scriptCall(redis, 'dispatchMarketingConsent', MARKETING_CONSENT_SCRIPT)
     this.#countMarketing = turnBatched(async (calls: MarketingCall[]) => {
-      const byCap = new Map<string, MarketingCall[]>()
-      for (const call of calls) {
-        const cap = call.args.join(' ')
-        const list = byCap.get(cap)
-        if (list) list.push(call)
-        else byCap.set(cap, [call])
-      }
+      const byCap = Map.groupBy(calls, (call) => call.args.join(' '))
       const answers = new Map<MarketingCall, unknown[]>()
       await Promise.all(
         [...byCap.values()].map(async (group) => {
