@@ -54,6 +54,13 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     })
     upstream.on('close', () => client.destroy())
   })
+  /** Passes on what `holdAnswers` held; true when there was any. */
+  const releaseAnswers = () => {
+    if (!held || held.size === 0) return false
+    for (const [client, chunks] of held) for (const chunk of chunks) client.write(chunk)
+    held.clear()
+    return true
+  }
   const listen = () => new Promise<void>((resolve) => server.listen(port, '127.0.0.1', () => resolve()))
   const stop = () =>
     new Promise<void>((resolve) => {
@@ -82,16 +89,10 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     holdAnswers: () => {
       held ??= new Map()
     },
-    releaseAnswers: () => {
-      if (!held || held.size === 0) return false
-      for (const [client, chunks] of held) for (const chunk of chunks) client.write(chunk)
-      held.clear()
-      return true
-    },
+    releaseAnswers,
     flowAnswers: () => {
-      const chunks = held
+      releaseAnswers()
       held = undefined
-      for (const [client, list] of chunks ?? []) for (const chunk of list) client.write(chunk)
     },
     close: async () => {
       if (server.listening) await stop()

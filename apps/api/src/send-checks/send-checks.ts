@@ -12,13 +12,7 @@ import {
   serviceWindowsLoadedKey,
   suppressionKey,
 } from '@dispatch/contracts'
-import {
-  type RedisClient,
-  type ScriptCall,
-  scriptCall,
-  turnBatched,
-  turnBatchedGet,
-} from '@dispatch/contracts/redis'
+import { type RedisClient, scriptCall, turnBatched, turnBatchedGet } from '@dispatch/contracts/redis'
 import type { FastifyBaseLogger } from 'fastify'
 import { AppError } from '../errors.ts'
 import { checkTemplate } from './check-template.ts'
@@ -92,12 +86,11 @@ export class SendChecks {
   /** The environment's own sender's number: what `default` sends from before it has a rules row. */
   readonly #defaultNumber: string
   /**
-   * `MARKETING_CONSENT_SCRIPT` for the marketing messages of every request of a turn, one call per
-   * cap: per pair of keys, the entry's scope, or 1 (counted) / 0 (over the cap).
+   * `MARKETING_CONSENT_SCRIPT`: per pair of keys, the entry's scope, or 1 (counted) / 0 (over the
+   * cap). On a single server one call per cap for the marketing messages of every request of a
+   * turn; on a Cluster the call as made (one message's keys: a slot of their own).
    */
   readonly #countMarketing: (call: MarketingCall) => Promise<unknown[]>
-  /** The same script, a call per message: on a Cluster each recipient's keys are a slot of their own. */
-  readonly #marketingConsent: ScriptCall
 
   constructor(
     rules: SendRulesCache,
@@ -114,27 +107,28 @@ export class SendChecks {
     this.#prefix = prefix
     this.#log = log
     // Keys counted per call (in pairs, as many as the request has marketing messages).
-    this.#marketingConsent = scriptCall(redis, 'dispatchMarketingConsent', MARKETING_CONSENT_SCRIPT)
-    this.#countMarketing = turnBatched(async (calls: MarketingCall[]) => {
-      const byCap = Map.groupBy(calls, (call) => call.args.join(' '))
-      const answers = new Map<MarketingCall, unknown[]>()
-      await Promise.all(
-        [...byCap.values()].map(async (group) => {
-          const keys = group.flatMap((call) => call.keys)
-          const replies = (await this.#marketingConsent(
-            keys.length,
-            ...keys,
-            ...(group[0] as MarketingCall).args,
-          )) as unknown[]
-          let at = 0
-          for (const call of group) {
-            answers.set(call, replies.slice(at, at + call.keys.length / 2))
-            at += call.keys.length / 2
-          }
-        }),
-      )
-      return calls.map((call) => answers.get(call) ?? [])
-    })
+    const script = scriptCall(redis, 'dispatchMarketingConsent', MARKETING_CONSENT_SCRIPT)
+    const count = async ({ keys, args }: MarketingCall) =>
+      (await script(keys.length, ...keys, ...args)) as unknown[]
+    this.#countMarketing = redis.isCluster
+      ? count
+      : turnBatched(async (calls: MarketingCall[]) => {
+          const answers = new Map<MarketingCall, unknown[]>()
+          await Promise.all(
+            [...Map.groupBy(calls, (call) => call.args.join(' ')).values()].map(async (group) => {
+              const replies = await count({
+                keys: group.flatMap((call) => call.keys),
+                args: (group[0] as MarketingCall).args,
+              })
+              let at = 0
+              for (const call of group) {
+                answers.set(call, replies.slice(at, at + call.keys.length / 2))
+                at += call.keys.length / 2
+              }
+            }),
+          )
+          return calls.map((call) => answers.get(call) ?? [])
+        })
     // The suppression entries and windows every request of a turn reads, in one MGET (on a
     // Cluster, one GET each: they sit on many slots).
     this.#read = turnBatchedGet(redis)
@@ -307,9 +301,7 @@ export class SendChecks {
       const groups = this.#redis.isCluster ? marketing.map((i) => [i]) : marketing.length ? [marketing] : []
       const scripts = groups.map(async (group) => {
         const keys = group.flatMap(keysOf)
-        const replies = this.#redis.isCluster
-          ? ((await this.#marketingConsent(keys.length, ...keys, ...args)) as unknown[])
-          : await this.#countMarketing({ keys, args })
+        const replies = await this.#countMarketing({ keys, args })
         for (const [n, i] of group.entries()) answers.set(i, replies[n])
       })
       await Promise.all([...reads, ...scripts])
