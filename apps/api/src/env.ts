@@ -43,8 +43,10 @@ const ApiEnv = Type.Object({
   /** How long past its TTL a cached key still answers while Postgres cannot be reached. */
   API_KEY_STALE_IF_ERROR_MS: Type.Integer({ minimum: 0, default: 300_000 }),
   SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, default: 10_000 }),
-  /** How long a console or portal session lasts from its sign-in (no sliding renewal). */
+  /** How long a console or portal session lasts from its sign-in at most (no sliding renewal). */
   CONSOLE_SESSION_TTL_MS: Type.Integer({ minimum: 60_000, default: 8 * 3_600_000 }),
+  /** A console or portal session unused this long ends, before its lifetime if need be. */
+  CONSOLE_SESSION_IDLE_MS: Type.Integer({ minimum: 60_000, default: 30 * 60_000 }),
   /** Where the console's built pages are (`pnpm --filter @dispatch/console build`). */
   CONSOLE_DIST_DIR: Type.Optional(Type.String({ minLength: 1 })),
   /** Send requests per second per API key, across every API instance. */
