@@ -28,6 +28,6 @@ const LOOPBACK_HOST = /^(localhost|[a-z0-9-]+\.localhost|127(\.\d{1,3}){3}|\[::1
  */
 export function isLoopbackRequest(request: FastifyRequest): boolean {
   if (request.protocol !== 'http') return false
-  const host = request.host.replace(/:\d+$/, '')
+  const host = (request.host ?? '').replace(/:\d+$/, '')
   return LOOPBACK_HOST.test(host)
 }
