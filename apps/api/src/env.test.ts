@@ -86,6 +86,10 @@ describe('API configuration', () => {
       /ERASURE_HASH_KEY: required in production/,
     )
 
+    // Unset, ADMIN_TOKENS is said to be missing, not to hold the development token.
+    expect(() => parseApiConfig({ APP_ENV: 'production' })).toThrow(/ADMIN_TOKENS: required in production/)
+    expect(() => parseApiConfig({ APP_ENV: 'production' })).not.toThrow(/development token/)
+
     const prod = {
       APP_ENV: 'production',
       ADMIN_TOKENS: 'ana=0123456789abcdef0123',

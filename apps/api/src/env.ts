@@ -138,7 +138,8 @@ function productionProblems(env: ApiEnv, adminTokens: AdminToken[]): string[] {
   if (!env.ADMIN_TOKENS) {
     problems.push('  ADMIN_TOKENS: required in production (name=token pairs, comma-separated)')
   }
-  for (const { name } of adminTokens.filter(({ token }) => token === DEVELOPMENT_ADMIN_TOKEN)) {
+  const given = env.ADMIN_TOKENS ? adminTokens : []
+  for (const { name } of given.filter(({ token }) => token === DEVELOPMENT_ADMIN_TOKEN)) {
     problems.push(`  ADMIN_TOKENS: ${name} has the development token from the README; give it its own`)
   }
   if (env.METRICS_ENABLED && !env.METRICS_TOKEN && env.METRICS_PORT === undefined) {
