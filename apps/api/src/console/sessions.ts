@@ -120,7 +120,8 @@ export class SessionStore {
     const now = this.#clock().getTime()
     // Redis drops it at its lifetime; a clock ahead of Redis' (tests, skew) ends it no later.
     if (Date.parse(session.expiresAt) <= now) return undefined
-    if (!this.#stillStandsFor(session) || Date.parse(session.lastSeenAt) + this.idleMs <= now) {
+    // Idle, or from before idle timeouts (no lastSeenAt: NaN compares false), or its admin gone.
+    if (!this.#stillStandsFor(session) || !(Date.parse(session.lastSeenAt) + this.idleMs > now)) {
       await this.#redis.del(key)
       return undefined
     }
