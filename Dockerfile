@@ -1,7 +1,10 @@
 # One recipe, one target per process: `docker build --target api .` (also `worker`, `migrate`).
 # Node 24 runs the TypeScript sources directly, so there is no build stage to keep in step.
 FROM node:24-slim AS base
-ENV NODE_ENV=production
+# Production unless told otherwise: it refuses the development admin token and keys from this
+# repository, and needs METRICS_TOKEN or METRICS_PORT (README, "Configuration"). docker-compose.yml,
+# a local development stack, sets APP_ENV=development itself.
+ENV NODE_ENV=production APP_ENV=production
 RUN npm install -g --no-audit --no-fund --loglevel=error pnpm@12.21.0
 WORKDIR /app
 

@@ -136,6 +136,23 @@ describe('the API', () => {
     }
   })
 
+  it('serves /metrics to Prometheus on a port of its own, which the Service does not expose', () => {
+    const { METRICS_PORT, METRICS_HOST, PORT } = config()
+    expect(METRICS_PORT).toBeDefined()
+    expect(METRICS_PORT).not.toBe(PORT)
+    expect(METRICS_HOST).toBe('0.0.0.0')
+    expect(containerPort(container, METRICS_PORT as number)).toBe(METRICS_PORT)
+    expect(apiPod?.annotations).toMatchObject({
+      'prometheus.io/scrape': 'true',
+      'prometheus.io/port': String(METRICS_PORT),
+      'prometheus.io/path': '/metrics',
+    })
+    const [service] = ofKind('Service')
+    for (const port of service?.spec.ports ?? []) {
+      expect(containerPort(container, port.targetPort)).not.toBe(METRICS_PORT)
+    }
+  })
+
   it('is given longer to stop than its preStop pause and SHUTDOWN_GRACE_MS together', () => {
     const needed = preStopSeconds(container) + config().SHUTDOWN_GRACE_MS / 1000
     expect(apiPod?.spec.terminationGracePeriodSeconds).toBeGreaterThan(needed)

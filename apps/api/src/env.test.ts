@@ -3,6 +3,12 @@ import { DEVELOPMENT_ADMIN_TOKEN, parseApiConfig } from './env.ts'
 
 /** A well-formed key, as production needs one. */
 const SECRETS_KEY = Buffer.alloc(32, 7).toString('base64')
+/** What production needs besides ADMIN_TOKENS and SECRETS_KEY. */
+const ERASURE_HASH_KEY = 'a-production-erasure-hash-key-0123456789'
+const METRICS_TOKEN = 'metrics-token-0123456789abcdef'
+/** The committed development values, which production refuses. */
+const DEV_SECRETS_KEY = 'ZGlzcGF0Y2gtZGV2ZWxvcG1lbnQtb25seS1rZXkhISE='
+const DEV_HASH_KEY = 'dispatch-development-only-erasure-hash-key'
 
 describe('API configuration', () => {
   it('has defaults that run against local Postgres and Redis in development', () => {
@@ -28,7 +34,12 @@ describe('API configuration', () => {
   })
 
   it('requires a 32-byte SECRETS_KEY in production, naming it; development has its own', () => {
-    const prod = { APP_ENV: 'production', ADMIN_TOKENS: 'ana=0123456789abcdef0123' }
+    const prod = {
+      APP_ENV: 'production',
+      ADMIN_TOKENS: 'ana=0123456789abcdef0123',
+      ERASURE_HASH_KEY,
+      METRICS_TOKEN,
+    }
     expect(() => parseApiConfig(prod)).toThrow(/SECRETS_KEY: required in production/)
     expect(() => parseApiConfig({ ...prod, SECRETS_KEY: 'c2hvcnQ=' })).toThrow(
       /SECRETS_KEY: must be 32 bytes/,
@@ -46,6 +57,8 @@ describe('API configuration', () => {
       APP_ENV: 'production',
       ADMIN_TOKENS: 'ana=0123456789abcdef0123,ops=fedcba9876543210fedc=x',
       SECRETS_KEY,
+      ERASURE_HASH_KEY,
+      METRICS_TOKEN,
     })
     expect(config.adminTokens).toEqual([
       { name: 'ana', token: '0123456789abcdef0123' },
@@ -54,8 +67,54 @@ describe('API configuration', () => {
     expect(config.usingDevAdminToken).toBe(false)
   })
 
+  it('refuses in production the development admin token and keys, and an open /metrics on PORT, naming each at once', () => {
+    const attempt = () =>
+      parseApiConfig({
+        APP_ENV: 'production',
+        ADMIN_TOKENS: `ana=0123456789abcdef0123,dev-admin=${DEVELOPMENT_ADMIN_TOKEN}`,
+        SECRETS_KEY: DEV_SECRETS_KEY,
+        ERASURE_HASH_KEY: DEV_HASH_KEY,
+      })
+    expect(attempt).toThrow(/ADMIN_TOKENS: dev-admin has the development token/)
+    expect(attempt).toThrow(/SECRETS_KEY: is the development key/)
+    expect(attempt).toThrow(/ERASURE_HASH_KEY: is the development key/)
+    expect(attempt).toThrow(/METRICS_TOKEN: required in production while \/metrics is on PORT/)
+    for (const secret of [DEVELOPMENT_ADMIN_TOKEN, DEV_SECRETS_KEY, DEV_HASH_KEY, '0123456789abcdef0123']) {
+      expect(attempt).not.toThrow(secret)
+    }
+    expect(() => parseApiConfig({ APP_ENV: 'production' })).toThrow(
+      /ERASURE_HASH_KEY: required in production/,
+    )
+
+    // Unset, ADMIN_TOKENS is said to be missing, not to hold the development token.
+    expect(() => parseApiConfig({ APP_ENV: 'production' })).toThrow(/ADMIN_TOKENS: required in production/)
+    expect(() => parseApiConfig({ APP_ENV: 'production' })).not.toThrow(/development token/)
+
+    const prod = {
+      APP_ENV: 'production',
+      ADMIN_TOKENS: 'ana=0123456789abcdef0123',
+      SECRETS_KEY,
+      ERASURE_HASH_KEY,
+    }
+    // /metrics with a token, on a listener of its own, or not at all.
+    expect(parseApiConfig({ ...prod, METRICS_TOKEN }).METRICS_TOKEN).toBe(METRICS_TOKEN)
+    expect(parseApiConfig({ ...prod, METRICS_PORT: '9464' })).toMatchObject({
+      METRICS_PORT: 9464,
+      METRICS_HOST: '127.0.0.1',
+    })
+    expect(parseApiConfig({ ...prod, METRICS_ENABLED: 'false' }).METRICS_ENABLED).toBe(false)
+    // Development keeps its conveniences.
+    expect(parseApiConfig({}).METRICS_TOKEN).toBeUndefined()
+  })
+
   it('allows private webhook targets by default in development only, and either way when told', () => {
-    const prod = { APP_ENV: 'production', ADMIN_TOKENS: 'ana=0123456789abcdef0123', SECRETS_KEY }
+    const prod = {
+      APP_ENV: 'production',
+      ADMIN_TOKENS: 'ana=0123456789abcdef0123',
+      SECRETS_KEY,
+      ERASURE_HASH_KEY,
+      METRICS_TOKEN,
+    }
     expect(parseApiConfig({}).WEBHOOK_ALLOW_PRIVATE_TARGETS).toBe(true)
     expect(parseApiConfig(prod).WEBHOOK_ALLOW_PRIVATE_TARGETS).toBe(false)
     expect(

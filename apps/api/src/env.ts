@@ -2,19 +2,21 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import {
   createSecretBox,
+  erasureHashKeyProblems,
   MEDIA_MAX_BYTES,
   metricsEnv,
   recipientHashEnv,
   secretsEnv,
+  secretsKeyProblems,
 } from '@dispatch/contracts'
 import {
-  ConfigError,
   choosePlatform,
   commonEnv,
   exitOnConfigError,
   type PlatformName,
   parseEnv,
   platformEnv,
+  throwConfigProblems,
 } from '@dispatch/contracts/env'
 import { tracingEnv } from '@dispatch/contracts/tracing'
 import Type, { type Static } from 'typebox'
@@ -43,8 +45,10 @@ const ApiEnv = Type.Object({
   /** How long past its TTL a cached key still answers while Postgres cannot be reached. */
   API_KEY_STALE_IF_ERROR_MS: Type.Integer({ minimum: 0, default: 300_000 }),
   SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, default: 10_000 }),
-  /** How long a console or portal session lasts from its sign-in (no sliding renewal). */
+  /** How long a console or portal session lasts from its sign-in at most (no sliding renewal). */
   CONSOLE_SESSION_TTL_MS: Type.Integer({ minimum: 60_000, default: 8 * 3_600_000 }),
+  /** A console or portal session unused this long ends, before its lifetime if need be. */
+  CONSOLE_SESSION_IDLE_MS: Type.Integer({ minimum: 60_000, default: 30 * 60_000 }),
   /** Where the console's built pages are (`pnpm --filter @dispatch/console build`). */
   CONSOLE_DIST_DIR: Type.Optional(Type.String({ minLength: 1 })),
   /** Send requests per second per API key, across every API instance. */
@@ -66,6 +70,13 @@ const ApiEnv = Type.Object({
   ...secretsEnv,
   ...recipientHashEnv,
   ...metricsEnv,
+  /**
+   * Unset: `/metrics` is served on PORT with the API. Set: on a listener of its own at
+   * METRICS_HOST:METRICS_PORT (0: any free port, logged), and not on PORT, so it can stay off the
+   * public network. Production needs METRICS_TOKEN unless this is set.
+   */
+  METRICS_PORT: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535 })),
+  METRICS_HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
   ...tracingEnv,
   /**
    * The largest file `POST /api/third-party/media` takes, of any kind: each kind has its own, lower
@@ -117,22 +128,44 @@ export type ApiConfig = Omit<ApiEnv, 'ADMIN_TOKENS' | 'WEBHOOK_ALLOW_PRIVATE_TAR
   usingDevAdminToken: boolean
 }
 
-function toConfig(env: ApiEnv): ApiConfig {
-  const { ADMIN_TOKENS, PLATFORM, ...rest } = env
-  if (!ADMIN_TOKENS && env.APP_ENV === 'production') {
-    throw new ConfigError(
-      'Invalid configuration:\n  ADMIN_TOKENS: required in production (name=token pairs, comma-separated)',
+/**
+ * What production refuses to start with, each named: the admin token from the README, no metrics
+ * token while `/metrics` is on the public port. The secrets' keys are checked beside it.
+ */
+function productionProblems(env: ApiEnv, adminTokens: AdminToken[]): string[] {
+  if (env.APP_ENV !== 'production') return []
+  const problems: string[] = []
+  if (!env.ADMIN_TOKENS) {
+    problems.push('  ADMIN_TOKENS: required in production (name=token pairs, comma-separated)')
+  }
+  const given = env.ADMIN_TOKENS ? adminTokens : []
+  for (const { name } of given.filter(({ token }) => token === DEVELOPMENT_ADMIN_TOKEN)) {
+    problems.push(`  ADMIN_TOKENS: ${name} has the development token from the README; give it its own`)
+  }
+  if (env.METRICS_ENABLED && !env.METRICS_TOKEN && env.METRICS_PORT === undefined) {
+    problems.push(
+      '  METRICS_TOKEN: required in production while /metrics is on PORT; or set METRICS_PORT to serve it on a listener of its own',
     )
   }
-  // Sender tokens are sealed under SECRETS_KEY: checked here (required in production, 32 bytes),
-  // so a bad one stops the process with the others' message, not at the first request.
-  createSecretBox(env)
+  return problems
+}
+
+function toConfig(env: ApiEnv): ApiConfig {
+  const { ADMIN_TOKENS, PLATFORM, ...rest } = env
   const adminTokens = ADMIN_TOKENS
     ? ADMIN_TOKENS.split(',').map((pair) => {
         const at = pair.indexOf('=')
         return { name: pair.slice(0, at), token: pair.slice(at + 1) }
       })
     : [{ name: 'dev-admin', token: DEVELOPMENT_ADMIN_TOKEN }]
+  throwConfigProblems([
+    () => productionProblems(env, adminTokens),
+    () => secretsKeyProblems(env),
+    () => erasureHashKeyProblems(env),
+    // Sender tokens are sealed under SECRETS_KEY: checked here (32 bytes), so a bad one stops the
+    // process with the others' message, not at the first request.
+    () => void createSecretBox(env),
+  ])
   const allowPrivate = env.WEBHOOK_ALLOW_PRIVATE_TARGETS ?? env.APP_ENV !== 'production'
   return {
     ...rest,

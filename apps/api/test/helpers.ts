@@ -52,6 +52,12 @@ export function retryWhenReleased(
 }
 
 /** One test file's world: its own database and queue prefix on the run's Postgres and Redis. */
+/** A production app's own erasure-hash key and metrics token (test/production-config.test.ts). */
+export const PRODUCTION_ENV = {
+  ERASURE_HASH_KEY: 'test-production-erasure-hash-key-0123456789',
+  METRICS_TOKEN: 'test-production-metrics-token-0123',
+}
+
 export interface TestWorld {
   databaseUrl: string
   redisUrl: string
@@ -94,6 +100,8 @@ export async function buildTestApp(
     ADMIN_TOKENS: `ana=${ADMIN.ana},ops=${ADMIN.ops}`,
     KEY_REQUEST_RATE_MAX: '10000',
     LOG_LEVEL: 'info',
+    // What production refuses to start without, besides SECRETS_KEY (each test gives its own).
+    ...(env.APP_ENV === 'production' ? PRODUCTION_ENV : {}),
     ...env,
   })
   const logs = captureLogs()

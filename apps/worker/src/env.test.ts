@@ -16,7 +16,28 @@ describe('worker configuration', () => {
     expect(() => parseWorkerConfig({ APP_ENV: 'production' })).toThrow(/SECRETS_KEY: required in production/)
     expect(() => parseWorkerConfig({ SECRETS_KEY: 'c2hvcnQ=' })).toThrow(/SECRETS_KEY: must be 32 bytes/)
     const key = Buffer.alloc(32, 1).toString('base64')
-    expect(parseWorkerConfig({ APP_ENV: 'production', SECRETS_KEY: key }).SECRETS_KEY).toBe(key)
+    const hashKey = 'a-production-erasure-hash-key-0123456789'
+    expect(
+      parseWorkerConfig({ APP_ENV: 'production', SECRETS_KEY: key, ERASURE_HASH_KEY: hashKey }).SECRETS_KEY,
+    ).toBe(key)
+  })
+
+  it('refuses in production the development keys from the repository, or none, naming each', () => {
+    const devSecretsKey = 'ZGlzcGF0Y2gtZGV2ZWxvcG1lbnQtb25seS1rZXkhISE='
+    const devHashKey = 'dispatch-development-only-erasure-hash-key'
+    const attempt = () =>
+      parseWorkerConfig({ APP_ENV: 'production', SECRETS_KEY: devSecretsKey, ERASURE_HASH_KEY: devHashKey })
+    expect(attempt).toThrow(/SECRETS_KEY: is the development key/)
+    expect(attempt).toThrow(/ERASURE_HASH_KEY: is the development key/)
+    expect(attempt).not.toThrow(new RegExp(devSecretsKey))
+    expect(attempt).not.toThrow(new RegExp(devHashKey))
+    expect(() =>
+      parseWorkerConfig({ APP_ENV: 'production', SECRETS_KEY: Buffer.alloc(32, 1).toString('base64') }),
+    ).toThrow(/ERASURE_HASH_KEY: required in production/)
+    // Development runs on them, with nothing to set; a production key may rotate the old one out.
+    expect(parseWorkerConfig({ SECRETS_KEY: devSecretsKey, ERASURE_HASH_KEY: devHashKey }).APP_ENV).toBe(
+      'development',
+    )
   })
 
   it('takes admission settings within bounds', () => {

@@ -1,10 +1,12 @@
 import { fileURLToPath } from 'node:url'
 import {
   createSecretBox,
+  erasureHashKeyProblems,
   MESSAGE_BUNDLE_MAX,
   metricsEnv,
   recipientHashEnv,
   secretsEnv,
+  secretsKeyProblems,
   WEBHOOK_BUNDLE_MAX,
 } from '@dispatch/contracts'
 import {
@@ -15,6 +17,7 @@ import {
   type PlatformName,
   parseEnv,
   platformEnv,
+  throwConfigProblems,
 } from '@dispatch/contracts/env'
 import { tracingEnv } from '@dispatch/contracts/tracing'
 import Type, { type Static } from 'typebox'
@@ -175,8 +178,13 @@ function toConfig({
   ...rest
 }: WorkerEnv): WorkerConfig {
   const platform = choosePlatform({ ...rest, PLATFORM })
-  // Sender tokens and webhook signing secrets are opened with SECRETS_KEY: required in production, 32 bytes.
-  createSecretBox(rest)
+  throwConfigProblems([
+    // Production refuses the development keys from the repository, or none.
+    () => secretsKeyProblems(rest),
+    () => erasureHashKeyProblems(rest),
+    // Sender tokens and webhook signing secrets are opened with SECRETS_KEY: 32 bytes.
+    () => void createSecretBox(rest),
+  ])
   let webhookRetrySchedule: number[]
   try {
     webhookRetrySchedule = parseRetrySchedule(WEBHOOK_RETRY_SCHEDULE)

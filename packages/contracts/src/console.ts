@@ -42,6 +42,20 @@ export const PortalSession = Type.Object({
 })
 export type PortalSession = Static<typeof PortalSession>
 
+/** `POST /api/admin/sessions/revoke`: the admin whose console sessions all end. */
+export const AdminSessionsRevokeBody = Type.Object(
+  { admin: Type.String({ pattern: '^[A-Za-z0-9_.-]+$', minLength: 1, maxLength: 128 }) },
+  { additionalProperties: false },
+)
+export type AdminSessionsRevokeBody = Static<typeof AdminSessionsRevokeBody>
+
+export const AdminSessionsRevoked = Type.Object({
+  admin: Type.String(),
+  /** How many of the admin's sessions were live and are now ended. */
+  ended: Type.Integer({ minimum: 0 }),
+})
+export type AdminSessionsRevoked = Static<typeof AdminSessionsRevoked>
+
 /** One minute of the overview's chart: how many messages reached each status in it. */
 export const MinuteCounts = Type.Object({
   minute: Type.String({ format: 'date-time' }),

@@ -46,6 +46,25 @@ function commonEnvProblems(value: Record<string, unknown>): string[] {
 /** Variables whose values are never echoed back, even when wrong. */
 const SECRET_NAME = /TOKEN|SECRET|PASSWORD|_URL$/
 
+/**
+ * Runs checks that each answer problem lines (`  NAME: what is wrong`) or throw a `ConfigError`, and
+ * throws one `ConfigError` naming every problem, so a process says all that is wrong at once.
+ */
+export function throwConfigProblems(checks: ReadonlyArray<() => string[] | undefined>): void {
+  const problems: string[] = []
+  for (const check of checks) {
+    try {
+      problems.push(...(check() ?? []))
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error
+      problems.push(...error.message.split('\n').filter((line) => line.startsWith('  ')))
+    }
+  }
+  if (problems.length > 0) {
+    throw new ConfigError(`Invalid configuration:\n${[...new Set(problems)].join('\n')}`)
+  }
+}
+
 /** For a process entry point: a configuration that fails to load prints its message and exits 1. */
 export function exitOnConfigError<T>(load: () => T): T {
   try {

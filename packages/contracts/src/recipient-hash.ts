@@ -17,6 +17,22 @@ export const recipientHashEnv = {
 /** Outside production, and until one is set, a fixed key from this repository: it protects nothing. */
 const DEVELOPMENT_HASH_KEY = 'dispatch-development-only-erasure-hash-key'
 
+/**
+ * What production cannot run with: no `ERASURE_HASH_KEY` (the development one would be used), or the
+ * development one itself, which anyone with this repository can hash phone numbers under.
+ */
+export function erasureHashKeyProblems(env: {
+  APP_ENV: string
+  ERASURE_HASH_KEY?: string | undefined
+}): string[] {
+  if (env.APP_ENV !== 'production') return []
+  if (!env.ERASURE_HASH_KEY) return ['  ERASURE_HASH_KEY: required in production (openssl rand -base64 32)']
+  if (env.ERASURE_HASH_KEY === DEVELOPMENT_HASH_KEY) {
+    return ['  ERASURE_HASH_KEY: is the development key from the repository; production needs its own']
+  }
+  return []
+}
+
 /** What a hashed recipient starts with: neither a phone (`+…`) nor a BSUID (`US.…`) can. */
 export const RECIPIENT_HASH_PREFIX = 'hmac:'
 

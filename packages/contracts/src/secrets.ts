@@ -22,6 +22,22 @@ export const secretsEnv = {
  */
 const DEVELOPMENT_KEY = Buffer.from('ZGlzcGF0Y2gtZGV2ZWxvcG1lbnQtb25seS1rZXkhISE=', 'base64')
 
+/**
+ * What production cannot run with: no `SECRETS_KEY`, or the development key above (anyone with this
+ * repository opens what it seals). The development key may still be in `SECRETS_KEY_PREVIOUS`,
+ * to be rotated out (docs/security.md).
+ */
+export function secretsKeyProblems(env: { APP_ENV: string; SECRETS_KEY?: string | undefined }): string[] {
+  if (env.APP_ENV !== 'production') return []
+  if (!env.SECRETS_KEY) return ['  SECRETS_KEY: required in production (openssl rand -base64 32)']
+  if (Buffer.from(env.SECRETS_KEY.trim(), 'base64').equals(DEVELOPMENT_KEY)) {
+    return [
+      '  SECRETS_KEY: is the development key from the repository; production needs its own (openssl rand -base64 32)',
+    ]
+  }
+  return []
+}
+
 export interface SecretBox {
   seal(plaintext: string): string
   /** Throws when the value was sealed under a key this box does not hold, or was altered. */

@@ -2,11 +2,11 @@ import cookie from '@fastify/cookie'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError, unavailable } from '../errors.ts'
+import { cookieNameFor, isLoopbackRequest } from './session-cookies.ts'
 import {
   CSRF_HEADER,
   csrfMatches,
   isSafeMethod,
-  SESSION_COOKIES,
   type SessionKind,
   SessionStore,
   type StoredSession,
@@ -50,22 +50,27 @@ export const sessionAuth = fp(
       redis,
       prefix: config.QUEUE_PREFIX,
       ttlMs: config.CONSOLE_SESSION_TTL_MS,
+      idleMs: config.CONSOLE_SESSION_IDLE_MS,
+      adminTokens: config.adminTokens,
       clock,
     })
-    // The same attributes to set and to clear the cookie with (a browser matches them).
-    const cookieOptions = {
-      path: '/',
-      httpOnly: true,
-      sameSite: 'strict',
-      secure: config.APP_ENV === 'production',
-    } as const
+    // The same attributes to set and to clear the cookie with (a browser matches them). `Secure`,
+    // and the `__Host-` name that requires it, everywhere but plain HTTP on loopback
+    // (session-cookies.ts says why).
+    const cookieOf = (request: FastifyRequest, kind: SessionKind) => {
+      const loopback = isLoopbackRequest(request)
+      return {
+        name: cookieNameFor(kind, loopback),
+        options: { path: '/', httpOnly: true, sameSite: 'strict', secure: !loopback } as const,
+      }
+    }
 
     app.decorate('consoleSessions', store)
     app.decorateRequest('consoleSession', null)
     app.decorate('sessionOf', async (request: FastifyRequest, kind: SessionKind, refusal: () => AppError) => {
       const header = request.headers.cookie
       if (!header) return undefined
-      const id = app.parseCookie(header)[SESSION_COOKIES[kind]]
+      const id = app.parseCookie(header)[cookieOf(request, kind).name]
       if (id === undefined) return undefined
       let session: StoredSession | undefined
       try {
@@ -85,11 +90,13 @@ export const sessionAuth = fp(
       return session
     })
     app.decorate('setSessionCookie', (reply: FastifyReply, kind: SessionKind, id: string) => {
-      reply.setCookie(SESSION_COOKIES[kind], id, { ...cookieOptions, maxAge: Math.floor(store.ttlMs / 1000) })
+      const { name, options } = cookieOf(reply.request, kind)
+      reply.setCookie(name, id, { ...options, maxAge: Math.floor(store.ttlMs / 1000) })
     })
     app.decorate('endSession', async (request: FastifyRequest, reply: FastifyReply, kind: SessionKind) => {
-      await store.end(app.parseCookie(request.headers.cookie ?? '')[SESSION_COOKIES[kind]])
-      reply.clearCookie(SESSION_COOKIES[kind], cookieOptions)
+      const { name, options } = cookieOf(request, kind)
+      await store.end(app.parseCookie(request.headers.cookie ?? '')[name])
+      reply.clearCookie(name, options)
     })
   },
   { name: 'session-auth' },

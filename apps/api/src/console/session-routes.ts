@@ -1,8 +1,15 @@
-import { AdminSession, AdminSignInBody, PortalSession, PortalSignInBody } from '@dispatch/contracts'
-import { hashApiKey } from '@dispatch/db'
+import {
+  AdminSession,
+  AdminSessionsRevokeBody,
+  AdminSessionsRevoked,
+  AdminSignInBody,
+  PortalSession,
+  PortalSignInBody,
+} from '@dispatch/contracts'
+import { hashApiKey, recordAdminAction } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { AppError } from '../errors.ts'
+import { AppError, unavailable } from '../errors.ts'
 import { errorResponses } from '../routes/responses.ts'
 import type { SessionKind, StoredSession } from './sessions.ts'
 
@@ -92,6 +99,60 @@ export const adminSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       await app.endSession(request, reply, 'admin')
       request.log.info({ actor: session.actor }, 'console session ended')
       return reply.code(204).send(null)
+    },
+  )
+}
+
+/**
+ * `POST /api/admin/sessions/revoke`: ends every console session of an admin, on every instance (a
+ * lost laptop, a token about to be rotated). Any admin may do it, to anyone, as with every admin
+ * action; audited under the acting admin's name.
+ */
+export const adminSessionRevokeRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { db } = app.deps
+  app.addHook('onRequest', app.requireAdmin)
+  app.post(
+    '/revoke',
+    {
+      schema: {
+        operationId: 'revokeAdminSessions',
+        tags: ['console'],
+        summary: 'End every console session of an admin',
+        description:
+          'The admin’s sessions end at once on every instance; its token still works until it leaves ' +
+          '`ADMIN_TOKENS`. Audited (`sessions.revoke`) with the acting admin as actor.',
+        security: [{ adminToken: [] }, { consoleSession: [] }],
+        body: AdminSessionsRevokeBody,
+        response: {
+          200: AdminSessionsRevoked,
+          ...errorResponses(
+            'VALIDATION_ERROR',
+            'ADMIN_AUTH_REQUIRED',
+            'CSRF_TOKEN_INVALID',
+            'RATE_LIMITED',
+            'SERVICE_UNAVAILABLE',
+          ),
+        },
+      },
+    },
+    async (request) => {
+      const { admin } = request.body
+      let ended: number
+      try {
+        ended = await app.consoleSessions.endAllOf(admin)
+      } catch (error) {
+        request.log.error({ err: error }, 'console sessions not revoked')
+        throw unavailable('end the sessions')
+      }
+      await recordAdminAction(db, {
+        actor: request.adminName,
+        action: 'sessions.revoke',
+        targetType: 'admin',
+        targetId: admin,
+        details: { ended },
+      })
+      request.log.info({ actor: request.adminName, admin, ended }, 'console sessions revoked')
+      return { admin, ended }
     },
   )
 }

@@ -85,16 +85,18 @@ export async function registerOpenApi(app: FastifyInstance) {
           consoleSession: {
             type: 'apiKey',
             in: 'cookie',
-            name: 'dispatch_console',
+            name: '__Host-dispatch_console',
             description:
-              'The console session (`POST /api/admin/session`). A change also carries the session’s `x-csrf-token`.',
+              'The console session (`POST /api/admin/session`), `dispatch_console` on plain HTTP to loopback. ' +
+              'A change also carries the session’s `x-csrf-token`.',
           },
           portalSession: {
             type: 'apiKey',
             in: 'cookie',
-            name: 'dispatch_portal',
+            name: '__Host-dispatch_portal',
             description:
-              'The portal session (`POST /api/third-party/session`). A change also carries the session’s `x-csrf-token`.',
+              'The portal session (`POST /api/third-party/session`), `dispatch_portal` on plain HTTP to loopback. ' +
+              'A change also carries the session’s `x-csrf-token`.',
           },
         },
       },

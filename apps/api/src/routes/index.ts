@@ -2,7 +2,11 @@ import type { FastifyInstance } from 'fastify'
 import { suppressionRoutes } from '../consent/routes.ts'
 import { adminOverviewRoutes } from '../console/overview.ts'
 import { consolePages } from '../console/pages.ts'
-import { adminSessionRoutes, portalSessionRoutes } from '../console/session-routes.ts'
+import {
+  adminSessionRevokeRoutes,
+  adminSessionRoutes,
+  portalSessionRoutes,
+} from '../console/session-routes.ts'
 import { adminTimelineRoutes, messageTimelineRoutes } from '../console/timeline.ts'
 import { adminApiKeyRoutes } from './admin/api-keys.ts'
 import { adminCatalogRoutes } from './admin/catalog.ts'
@@ -42,6 +46,7 @@ const ROUTES = [
   [metricsRoutes, {}],
   [apiKeyRoutes, { prefix: '/api/api-keys' }],
   [adminSessionRoutes, { prefix: '/api/admin/session' }],
+  [adminSessionRevokeRoutes, { prefix: '/api/admin/sessions' }],
   [portalSessionRoutes, { prefix: '/api/third-party/session' }],
   [adminOverviewRoutes, { prefix: '/api/admin/overview' }],
   [adminApiKeyRoutes, { prefix: '/api/admin/api-keys' }],

@@ -261,6 +261,29 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await checkPage(page, 'console-senders')
   })
 
+  it('ends every session of another admin, audited', async () => {
+    const signIn = await app.inject({
+      method: 'POST',
+      url: '/api/admin/session',
+      payload: { name: 'ops', token: ADMIN.ops },
+    })
+    const cookie = String(signIn.headers['set-cookie']).split(';')[0] as string
+    const opsReads = () => app.inject({ method: 'GET', url: '/api/admin/session', headers: { cookie } })
+    expect((await opsReads()).statusCode).toBe(200)
+
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Sessions' }).click()
+    await heading('Sessions').waitFor()
+    const form = page.getByRole('form', { name: 'End an admin’s sessions' })
+    await form.getByLabel('Admin name').fill('ops')
+    await form.getByRole('button', { name: 'End all sessions' }).click()
+    await poll(() => form.getByRole('status').textContent()).toBe('Ended 1 session of ops.')
+    expect((await opsReads()).statusCode).toBe(401)
+    const audit = await world.sql`
+      select actor, details from admin_audit_log where action = 'sessions.revoke' and target_id = 'ops'`
+    expect(audit).toEqual([{ actor: 'ana', details: { ended: 1 } }])
+    await checkPage(page, 'console-sessions')
+  })
+
   it('signs out: the session ends, and the pages ask to sign in again', async () => {
     await page.getByRole('button', { name: 'Sign out' }).click()
     await heading('Dispatch console').waitFor()

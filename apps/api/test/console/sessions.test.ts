@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   ADMIN,
   activeKey,
+  asAdmin,
   buildTestApp,
   createWorld,
   decide,
@@ -24,6 +25,7 @@ import {
  */
 
 const TTL_MS = 3_600_000
+const IDLE_MS = 600_000
 let world: TestWorld
 let app: TestApp
 let dist: string
@@ -44,6 +46,7 @@ beforeAll(async () => {
     world,
     {
       CONSOLE_SESSION_TTL_MS: String(TTL_MS),
+      CONSOLE_SESSION_IDLE_MS: String(IDLE_MS),
       CONSOLE_DIST_DIR: dist,
       ADMIN_AUTH_FAILURE_MAX: '5',
       ADMIN_AUTH_FAILURE_WINDOW_MS: '60000',
@@ -95,7 +98,7 @@ describe('console sessions (admins)', () => {
     expect(cookie.attributes).toEqual(
       expect.arrayContaining(['httponly', 'samesite=strict', 'path=/', `max-age=${TTL_MS / 1000}`]),
     )
-    // Not production: no Secure (the development server is plain HTTP).
+    // Plain HTTP to loopback (inject's Host is localhost): no Secure, no __Host- (session-cookies.ts).
     expect(cookie.attributes).not.toContain('secure')
     expect(res.body).not.toContain(ADMIN.ana)
     expect(cookie.pair).not.toContain(ADMIN.ana)
@@ -242,6 +245,162 @@ describe('console sessions (admins)', () => {
   })
 })
 
+describe('an admin session ends with its admin', () => {
+  const adminsGet = (target: TestApp, cookie: string) =>
+    target.inject({ method: 'GET', url: '/api/admin/api-keys', headers: { cookie } })
+
+  it('ends when its admin leaves ADMIN_TOKENS, or its token changes, from the next start on', async () => {
+    const removed = await adminSession('ops', ADMIN.ops)
+    const rotated = await adminSession('ops', ADMIN.ops)
+    const stays = await adminSession('ana', ADMIN.ana)
+    // The same Redis, restarted with ops removed, then with ops' token rotated.
+    const withoutOps = await buildTestApp(world, { ADMIN_TOKENS: `ana=${ADMIN.ana}` })
+    const opsRotated = await buildTestApp(world, {
+      ADMIN_TOKENS: `ana=${ADMIN.ana},ops=ops-new-token-0123456789abcdef`,
+    })
+    try {
+      expectError(
+        await withoutOps.inject({ method: 'GET', url: '/api/admin/api-keys', headers: asAdmin(ADMIN.ops) }),
+        401,
+        'ADMIN_AUTH_REQUIRED',
+      )
+      expectError(
+        await adminsGet(withoutOps, removed.cookie),
+        401,
+        'ADMIN_AUTH_REQUIRED',
+        /session has ended/,
+      )
+      expectError(
+        await withoutOps.inject({
+          method: 'GET',
+          url: '/api/admin/session',
+          headers: { cookie: removed.cookie },
+        }),
+        401,
+        'ADMIN_AUTH_REQUIRED',
+      )
+      expectError(await adminsGet(opsRotated, rotated.cookie), 401, 'ADMIN_AUTH_REQUIRED')
+      // Ended for good: the instance still configured with ops' old token does not revive them.
+      expectError(await adminsGet(app, removed.cookie), 401, 'ADMIN_AUTH_REQUIRED')
+      expectError(await adminsGet(app, rotated.cookie), 401, 'ADMIN_AUTH_REQUIRED')
+      // Another admin's session is untouched.
+      expect((await adminsGet(withoutOps, stays.cookie)).statusCode).toBe(200)
+      expect((await adminsGet(opsRotated, stays.cookie)).statusCode).toBe(200)
+    } finally {
+      await withoutOps.close()
+      await opsRotated.close()
+    }
+  })
+
+  it('ends after CONSOLE_SESSION_IDLE_MS unused; each use keeps it alive until its lifetime', async () => {
+    const { cookie } = await adminSession()
+    const portal = await portalSession((await activeKey(app)).key)
+    const me = () =>
+      app.inject({ method: 'GET', url: '/api/api-keys/me', headers: { cookie: portal.cookie } })
+    try {
+      for (const step of [0.9, 1.8, 2.7]) {
+        ahead = step * IDLE_MS
+        expect((await adminsGet(app, cookie)).statusCode, `after ${step} idle periods, used`).toBe(200)
+        expect((await me()).statusCode).toBe(200)
+      }
+      ahead = 3.8 * IDLE_MS
+      expectError(await adminsGet(app, cookie), 401, 'ADMIN_AUTH_REQUIRED', /session has ended/)
+      expectError(await me(), 401, 'API_KEY_INVALID')
+    } finally {
+      ahead = 0
+    }
+    // Over for good, whatever the clock says now.
+    expectError(await adminsGet(app, cookie), 401, 'ADMIN_AUTH_REQUIRED')
+  })
+
+  it('lets an admin end every session of an admin, on every instance, audited', async () => {
+    const revoke = (headers: Record<string, string>, payload: Record<string, unknown>) =>
+      app.inject({ method: 'POST', url: '/api/admin/sessions/revoke', headers, payload })
+    // The other tests' sessions of ops, out of the way.
+    expect((await revoke(asAdmin(), { admin: 'ops' })).statusCode).toBe(200)
+    const laptop = await adminSession('ops', ADMIN.ops)
+    const phone = await adminSession('ops', ADMIN.ops)
+    const own = await adminSession('ana', ADMIN.ana)
+    const other = await buildTestApp(world)
+    try {
+      expect((await adminsGet(other, phone.cookie)).statusCode).toBe(200)
+
+      expectError(await revoke({}, { admin: 'ops' }), 401, 'ADMIN_AUTH_REQUIRED')
+      expectError(await revoke({ cookie: own.cookie }, { admin: 'ops' }), 403, 'CSRF_TOKEN_INVALID')
+      expectError(await revoke(asAdmin(), { admin: '' }), 400, 'VALIDATION_ERROR')
+      expectError(await revoke(asAdmin(), { admin: 'ops', extra: 1 }), 400, 'VALIDATION_ERROR')
+      expect((await adminsGet(app, laptop.cookie)).statusCode).toBe(200)
+
+      const res = await revoke(
+        { cookie: own.cookie, 'x-csrf-token': own.session.csrfToken },
+        { admin: 'ops' },
+      )
+      expect(res.statusCode, res.body).toBe(200)
+      expect(res.json()).toEqual({ admin: 'ops', ended: 2 })
+      for (const cookie of [laptop.cookie, phone.cookie]) {
+        expectError(await adminsGet(app, cookie), 401, 'ADMIN_AUTH_REQUIRED')
+        expectError(await adminsGet(other, cookie), 401, 'ADMIN_AUTH_REQUIRED')
+      }
+      // The acting admin's session and ops' token itself go on.
+      expect((await adminsGet(app, own.cookie)).statusCode).toBe(200)
+      const byToken = await app.inject({
+        method: 'GET',
+        url: '/api/admin/api-keys',
+        headers: asAdmin(ADMIN.ops),
+      })
+      expect(byToken.statusCode).toBe(200)
+      expect((await revoke(asAdmin(), { admin: 'ops' })).json()).toEqual({ admin: 'ops', ended: 0 })
+
+      const audit = await world.sql`
+        select actor, details from admin_audit_log
+        where action = 'sessions.revoke' and target_type = 'admin' and target_id = 'ops' order by id`
+      expect(audit.slice(-3)).toEqual([
+        { actor: 'ana', details: { ended: expect.any(Number) } },
+        { actor: 'ana', details: { ended: 2 } },
+        { actor: 'ana', details: { ended: 0 } },
+      ])
+    } finally {
+      await other.close()
+    }
+  })
+})
+
+describe('session cookies', () => {
+  const signIn = (host: string) =>
+    app.inject({
+      method: 'POST',
+      url: '/api/admin/session',
+      headers: { host },
+      payload: { name: 'ana', token: ADMIN.ana },
+    })
+
+  it('are Secure and named __Host- (Path=/, no Domain) everywhere but plain HTTP on loopback', async () => {
+    const res = await signIn('dispatch.example.com')
+    expect(res.statusCode, res.body).toBe(201)
+    const cookie = cookieOf(res, '__Host-dispatch_console')
+    expect(cookie.attributes).toEqual(
+      expect.arrayContaining(['secure', 'httponly', 'samesite=strict', 'path=/']),
+    )
+    expect(cookie.attributes.some((a) => a.startsWith('domain='))).toBe(false)
+    const read = (cookieHeader: string, host = 'dispatch.example.com') =>
+      app.inject({ method: 'GET', url: '/api/admin/session', headers: { host, cookie: cookieHeader } })
+    expect((await read(cookie.pair)).statusCode).toBe(200)
+    // The same id under the name a plain-HTTP page could set is not read there…
+    const unprefixed = cookie.pair.replace('__Host-', '')
+    expectError(await read(unprefixed), 401, 'ADMIN_AUTH_REQUIRED')
+    // …and a __Host- cookie is not read on loopback, where the other name is the one.
+    expectError(await read(cookie.pair, '127.0.0.1:3000'), 401, 'ADMIN_AUTH_REQUIRED')
+    expect((await read(unprefixed, '127.0.0.1:3000')).statusCode).toBe(200)
+
+    for (const host of ['localhost:3000', '127.0.0.1:3000', '[::1]:3000']) {
+      const local = await signIn(host)
+      const plain = cookieOf(local, 'dispatch_console')
+      expect(plain.attributes).not.toContain('secure')
+      expect(plain.attributes).toEqual(expect.arrayContaining(['httponly', 'samesite=strict', 'path=/']))
+    }
+  })
+})
+
 describe('portal sessions (a key holder)', () => {
   it('exchanges a key for a session that sees only that key’s messages, and never an admin route', async () => {
     const mine = await activeKey(app, { scopes: SEND_SCOPES })
@@ -303,11 +462,11 @@ describe('portal sessions (a key holder)', () => {
     expect(accepted.statusCode, accepted.body).toBe(202)
 
     expect((await decide(app, key.id, 'revoke', { reason: 'test' })).statusCode).toBe(200)
-    expectError(
-      await app.inject({ method: 'GET', url: '/api/api-keys/me', headers: { cookie } }),
-      403,
-      'API_KEY_NOT_ACTIVE',
-    )
+    // The session ends with its key: it reads nothing, sends nothing, and is not even read back.
+    for (const url of ['/api/api-keys/me', '/api/third-party/session', '/api/third-party/messages']) {
+      expectError(await app.inject({ method: 'GET', url, headers: { cookie } }), 403, 'API_KEY_NOT_ACTIVE')
+    }
+    expectError(await sendText({ cookie, 'x-csrf-token': session.csrfToken }), 403, 'API_KEY_NOT_ACTIVE')
   })
 
   it('refuses a key that is not valid or not approved, and ends at sign-out', async () => {

@@ -12,6 +12,7 @@ import { Overview } from './overview/overview.tsx'
 import { Queues } from './queues/queues.tsx'
 import { SenderDetail } from './senders/sender-detail.tsx'
 import { Senders } from './senders/senders.tsx'
+import { Sessions } from './sessions/sessions.tsx'
 
 const NAV = [
   { href: '/', label: 'Overview' },
@@ -20,6 +21,7 @@ const NAV = [
   { href: '/senders', label: 'Senders' },
   { href: '/messages', label: 'Messages' },
   { href: '/queues', label: 'Queues' },
+  { href: '/sessions', label: 'Sessions' },
 ]
 
 function Route() {
@@ -30,6 +32,7 @@ function Route() {
   if (path === '/senders') return <Senders />
   if (path === '/messages') return <Messages />
   if (path === '/queues') return <Queues />
+  if (path === '/sessions') return <Sessions />
   let params = match('/keys/:id', path)
   if (params?.id) return <KeyDetail id={params.id} />
   params = match('/senders/:id', path)
