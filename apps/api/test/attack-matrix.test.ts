@@ -129,6 +129,10 @@ let revokedScheduledId: string
 let credentials: Record<string, Record<string, string>>
 let acmeBefore: Record<string, unknown>
 const evilErasureIds: string[] = []
+/** Evil's sends naming one of acme's messages or uploads, accepted: their outcome is compared below. */
+const evilReferences: { name: string; kind: string; messageId: string }[] = []
+/** The sends whose body names another message (a reaction) or an upload (media kinds) by id. */
+const REFERENCING_KINDS = new Set(['reaction', 'image', 'document', 'video', 'audio', 'sticker'])
 
 const inject = (method: string, url: string, headers: Record<string, string>, payload?: unknown) =>
   app.inject({
@@ -611,6 +615,10 @@ async function judge(attack: Attack, failures: Map<string, string>) {
       ...(attack.payload === undefined ? {} : { payload: attack.payload }),
     })
     if (attack.operation.endsWith('/erasures') && res.statusCode === 202) evilErasureIds.push(res.json().id)
+    const sendKind = attack.operation.match(/\/messages\/send-(\w+)$/)?.[1]
+    if (sendKind && REFERENCING_KINDS.has(sendKind) && attack.attacker === EVIL && res.statusCode === 202) {
+      evilReferences.push({ name: attackName(attack), kind: sendKind, messageId: res.json().messageId })
+    }
     const problems: string[] = []
     const refused = refusalProblem(res)
     if (res.statusCode >= 500) problems.push(`answered ${res.statusCode}: ${res.body.slice(0, 200)}`)
@@ -683,6 +691,9 @@ describe('the attack matrix', () => {
         )
       }
     }
+    // A send naming acme's message or upload ends as one naming an unknown id does: the id is
+    // neither confirmed nor used.
+    for (const [name, problem] of await referenceOutcomes()) failures.set(name, problem)
     // The revoked key's scheduled message, as an admin reads it.
     const listed = await ok(
       inject('GET', `/api/admin/messages?apiKeyId=${revokedKey.id}&take=100`, asAdmin()),
@@ -718,4 +729,50 @@ async function untilErased(ids: string[]) {
       { what: `evil's erasure ${id} done`, timeoutMs: 20_000 },
     )
   }
+}
+
+/**
+ * Each of evil's accepted sends naming acme's message or upload, beside the same send naming an
+ * id no one has: both must end alike (status and error code), or acme's id was found and used.
+ */
+async function referenceOutcomes(): Promise<[string, string][]> {
+  const as = { 'x-api-key': evilKey.key }
+  const unknown = crypto.randomUUID()
+  const bodies = sendBodies()
+  const controls = await Promise.all(
+    evilReferences.map(async ({ kind }) => {
+      const body = JSON.parse(
+        JSON.stringify(bodies[kind])
+          .replaceAll(secrets["acme's message id"] as string, unknown)
+          .replaceAll(secrets["acme's media id"] as string, unknown),
+      )
+      const res = await inject('POST', `/api/third-party/messages/send-${kind}`, as, {
+        phone: EVIL_PHONE,
+        ...body,
+      })
+      return res.statusCode === 202 ? (res.json().messageId as string) : `refused ${res.statusCode}`
+    }),
+  )
+  const outcome = (id: string) =>
+    waitFor(
+      async () => {
+        if (id.startsWith('refused')) return id
+        const view = (await inject('GET', `/api/third-party/messages/${id}`, as)).json()
+        return ['queued', 'scheduled', 'sending'].includes(view.status)
+          ? undefined
+          : `${view.status}${view.lastError ? ` ${view.lastError.code}` : ''}`
+      },
+      { what: `evil's message ${id} to end`, timeoutMs: 20_000, intervalMs: 100 },
+    )
+  const failures: [string, string][] = []
+  for (const [i, reference] of evilReferences.entries()) {
+    const [named, control] = await Promise.all([outcome(reference.messageId), outcome(controls[i] as string)])
+    if (named !== control) {
+      failures.push([
+        `${reference.name}, its outcome`,
+        `ends ${named}, where one naming an unknown id ends ${control}: acme's id was found and used`,
+      ])
+    }
+  }
+  return failures
 }
