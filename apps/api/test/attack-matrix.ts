@@ -120,3 +120,27 @@ export function leaks(body: string, secrets: Record<string, string>, request: st
     .filter(([, value]) => body.includes(value) && !request.includes(value))
     .map(([name]) => name)
 }
+
+/**
+ * Every route the app serves, as `METHOD /path/:param` (HEAD left out), from Fastify's route tree
+ * (`printRoutes({ commonPrefix: false })`): the routes outside the OpenAPI document too.
+ */
+export function registeredRoutes(tree: string): string[] {
+  const stack: string[] = []
+  const routes: string[] = []
+  for (const line of tree.split('\n')) {
+    const match = line.match(/^([│ ]*)[├└]── (.*?)(?: \(([A-Z, ]+)\))?$/u)
+    if (!match) continue
+    const depth = [...(match[1] ?? '')].length / 4
+    const path = (stack[depth - 1] ?? '') + match[2]
+    stack[depth] = path
+    stack.length = depth + 1
+    for (const method of (match[3] ?? '').split(', ')) {
+      if (method && method !== 'HEAD') routes.push(`${method} ${path}`)
+    }
+  }
+  return routes
+}
+
+/** The document's `{name}` as Fastify writes it (`:name`). */
+export const fastifyPath = (path: string) => path.replace(/\{([^}]+)\}/g, ':$1')
