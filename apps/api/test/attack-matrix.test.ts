@@ -16,6 +16,15 @@ import {
   registeredRoutes,
 } from './attack-matrix.ts'
 import {
+  ACME,
+  acmeRecord,
+  acmeView,
+  createEverything,
+  inject as injectInto,
+  ok,
+  session,
+} from './attack-matrix-victim.ts'
+import {
   ADMIN,
   activeKey,
   asAdmin,
@@ -26,8 +35,8 @@ import {
   type TestApp,
   type TestWorld,
 } from './helpers.ts'
-import { png, upload } from './media/images.ts'
-import { createChannel, createProduct, createProject, serials } from './orders/fixtures.ts'
+import { png } from './media/images.ts'
+import { serials } from './orders/fixtures.ts'
 
 /**
  * The generated attack matrix (issue 41): every operation of the OpenAPI document, called by every
@@ -114,19 +123,6 @@ const KNOWN_OPEN: Record<string, string[]> = {
   ],
 }
 
-const ACME = {
-  textPhone: '+5511911110001',
-  optOutPhone: '+5511911110002',
-  /** Opted out by acme; evil erases this phone. */
-  erasedByEvilPhone: '+5511911110003',
-  erasurePhone: '+5511911110004',
-  text: 'acme-secret-text Your code is 771204',
-  scheduledText: 'acme-secret-scheduled Your table is ready at 8',
-  clientReference: 'acme-ref-4481',
-  optOutReason: 'acme-secret-reason asked by phone on 12 May',
-  erasedReason: 'acme-secret-reason-2 complaint 5531',
-  hookDescription: 'acme-secret-hook CRM relay',
-}
 const EVIL_PHONE = '+5511922220001'
 const ALL_SCOPES = Object.values(Scopes)
 
@@ -136,9 +132,9 @@ let worker: RunningWorker
 let receiver: WebhookReceiver
 let endpoints: Endpoint[]
 /** Everything of acme's an answer to another must never show, by what it is. */
-const secrets: Record<string, string> = {}
+let secrets: Record<string, string>
 /** acme's ids by the path parameter (or the resource before `{id}`) they fill. */
-const acmeIds: Record<string, string[]> = {}
+let acmeIds: Record<string, string[]>
 /** The revoked key's own ids, for its calls. */
 const revokedIds: Record<string, string[]> = {}
 let acmeKey: { id: string; key: string }
@@ -152,109 +148,8 @@ const evilErasureIds: string[] = []
 const evilReferences: { name: string; kind: string; messageId: string }[] = []
 /** The sends whose body names another message (a reaction) or an upload (media kinds) by id. */
 const REFERENCING_KINDS = new Set(['reaction', 'image', 'document', 'video', 'audio', 'sticker'])
-
 const inject = (method: string, url: string, headers: Record<string, string>, payload?: unknown) =>
-  app.inject({
-    method: method as 'GET',
-    url,
-    headers,
-    ...(payload === undefined ? {} : { payload: payload as object }),
-  })
-
-async function ok(
-  res: LightMyRequestResponse | Promise<LightMyRequestResponse>,
-  status: number,
-  what: string,
-) {
-  const answer = await res
-  if (answer.statusCode !== status) throw new Error(`${what}: ${answer.statusCode} ${answer.body}`)
-  return answer.json()
-}
-
-/** A session cookie (whatever its name) and its CSRF token, as a browser would send them back. */
-async function session(url: string, payload: object) {
-  const res = await app.inject({ method: 'POST', url, payload })
-  const body = await ok(res, 201, `sign-in at ${url}`)
-  const cookie = ([] as string[])
-    .concat(res.headers['set-cookie'] ?? [])
-    .map((c) => c.split(';')[0])
-    .join('; ')
-  return { cookie, 'x-csrf-token': body.csrfToken as string }
-}
-
-/** What a key creates: messages, a scheduled one, opt-outs, an endpoint, an erasure, an order, media. */
-async function createEverything(key: string, tenantId: string) {
-  const as = { 'x-api-key': key }
-  const post = (path: string, payload: object, status: number) =>
-    ok(inject('POST', `/api/third-party/${path}`, as, payload), status, `${tenantId} POST ${path}`)
-  const endpoint = await post(
-    'webhook-endpoints',
-    {
-      url: `${receiver.url}/${tenantId}-hook`,
-      events: ['message.sent', 'recipient.opted_in', 'recipient.opted_out'],
-      description: ACME.hookDescription,
-    },
-    201,
-  )
-  const text = await post(
-    'messages/send-text',
-    { phone: ACME.textPhone, text: ACME.text, clientReference: ACME.clientReference },
-    202,
-  )
-  const scheduled = await post(
-    'messages/send-text',
-    {
-      phone: ACME.textPhone,
-      text: ACME.scheduledText,
-      sendAt: new Date(Date.now() + 3_600_000).toISOString(),
-    },
-    202,
-  )
-  const batch = await post(
-    'messages/batch',
-    { messages: [{ type: 'text', phone: ACME.textPhone, text: ACME.text }] },
-    202,
-  )
-  const optOut = await post('suppressions', { phone: ACME.optOutPhone, reason: ACME.optOutReason }, 201)
-  const erasedOptOut = await post(
-    'suppressions',
-    { phone: ACME.erasedByEvilPhone, reason: ACME.erasedReason },
-    201,
-  )
-  const erasure = await post('erasures', { phone: ACME.erasurePhone }, 202)
-  const channel = await createChannel(app, { name: `Channel of ${tenantId}` })
-  const project = await createProject(app, tenantId, channel.id, { name: `Project of ${tenantId}` })
-  const kit = await createProduct(app, tenantId, channel.id, { name: `Kit of ${tenantId}` })
-  const kitSerials = serials(1, `${tenantId}-SN`)
-  const order = await post(
-    'orders',
-    {
-      order: { projectId: project.id, channelId: channel.id },
-      orderItems: [{ productId: kit.id, price: 2500, quantity: 1, kitSerials }],
-    },
-    201,
-  )
-  const media = await ok(
-    upload(app, key, [['file', { bytes: png(3), filename: 'a.png', type: 'image/png' }]]),
-    201,
-    'upload',
-  )
-  return {
-    endpoint,
-    text,
-    scheduled,
-    batch,
-    optOut,
-    erasedOptOut,
-    erasure,
-    project,
-    kit,
-    kitSerials,
-    order,
-    media,
-  }
-}
-type Created = Awaited<ReturnType<typeof createEverything>>
+  injectInto(app, method, url, headers, payload)
 
 beforeAll(async () => {
   const started = Date.now()
@@ -284,11 +179,11 @@ beforeAll(async () => {
     clientName: 'Evil',
     email: 'ops@evil.test',
   })
-  const acme = await createEverything(acmeKey.key, 'acme')
+  const acme = await createEverything(app, receiver, acmeKey.key, 'acme')
 
   // The revoked key: acme's too, with a scheduled message and a portal session, then revoked.
   revokedKey = await activeKey(app, { tenantId: 'acme', scopes: ALL_SCOPES, clientName: 'Acme old' })
-  const revokedPortal = await session('/api/third-party/session', { apiKey: revokedKey.key })
+  const revokedPortal = await session(app, '/api/third-party/session', { apiKey: revokedKey.key })
   const revoked = await ok(
     inject(
       'POST',
@@ -321,16 +216,16 @@ beforeAll(async () => {
   const eventId = attempts.data[0]?.eventId as string
   if (!eventId) throw new Error(`no attempt on acme's endpoint: ${JSON.stringify(attempts)}`)
 
-  recordAcme(acme, eventId)
+  ;({ secrets, ids: acmeIds } = acmeRecord(acme, eventId, acmeKey.id))
   revokedIds.messageId = [revokedScheduledId]
   credentials = {
     'an API key': { 'x-api-key': evilKey.key },
-    'a portal session': await session('/api/third-party/session', { apiKey: evilKey.key }),
-    'a console session': await session('/api/admin/session', { name: 'ana', token: ADMIN.ana }),
+    'a portal session': await session(app, '/api/third-party/session', { apiKey: evilKey.key }),
+    'a console session': await session(app, '/api/admin/session', { name: 'ana', token: ADMIN.ana }),
     'a revoked key': { 'x-api-key': revokedKey.key },
     "a revoked key's portal session": revokedPortal,
   }
-  acmeBefore = await acmeView()
+  acmeBefore = await acmeView(app, acmeKey.key, secrets)
   console.info(`attack matrix: acme's world made in ${Date.now() - started} ms`)
 }, 60_000)
 
@@ -340,87 +235,6 @@ afterAll(async () => {
   await receiver?.close()
   await world?.close()
 })
-
-function recordAcme(acme: Created, eventId: string) {
-  const digits = (phone: string) => phone.slice(1)
-  Object.assign(secrets, {
-    "acme's key id": acmeKey.id,
-    "acme's message id": acme.text.messageId,
-    "acme's scheduled message id": acme.scheduled.messageId,
-    "acme's batch id": acme.batch.batchId,
-    "acme's batch message id": acme.batch.messages?.[0]?.messageId ?? acme.text.messageId,
-    "acme's message text": ACME.text,
-    "acme's scheduled text": ACME.scheduledText,
-    "acme's client reference": ACME.clientReference,
-    "acme's suppression id": acme.optOut.id,
-    "acme's second suppression id": acme.erasedOptOut.id,
-    "acme's opt-out reason": ACME.optOutReason,
-    "acme's second opt-out reason": ACME.erasedReason,
-    "acme's endpoint id": acme.endpoint.id,
-    "acme's endpoint URL": acme.endpoint.url,
-    "acme's endpoint description": ACME.hookDescription,
-    "acme's endpoint secret": acme.endpoint.secret,
-    "acme's erasure id": acme.erasure.id,
-    "acme's order id": acme.order.id,
-    "acme's order display id": acme.order.displayId,
-    "acme's project id": acme.project.id,
-    "acme's product id": acme.kit.id,
-    "acme's kit serial": acme.kitSerials[0] as string,
-    "acme's media id": acme.media.mediaId,
-    "acme's event id": eventId,
-  })
-  for (const [name, phone] of Object.entries(ACME).filter(([k]) => k.endsWith('Phone'))) {
-    secrets[`acme's phone (${name})`] = phone
-    secrets[`acme's phone (${name}, digits)`] = digits(phone)
-  }
-  const phones = [ACME.textPhone, ACME.optOutPhone, ACME.erasedByEvilPhone]
-  Object.assign(acmeIds, {
-    messageId: [acme.text.messageId, acme.scheduled.messageId],
-    orderId: [acme.order.id],
-    mediaId: [acme.media.mediaId],
-    eventId: [eventId],
-    phone: phones,
-    recipient: phones,
-    'webhook-endpoints': [acme.endpoint.id],
-    suppressions: [acme.optOut.id],
-    erasures: [acme.erasure.id],
-    // Admin routes: any value reaches the credential check first.
-    'api-keys': [acmeKey.id],
-    senders: ['default'],
-    messages: [acme.text.messageId],
-    channels: [acme.project.channelId],
-    projects: [acme.project.id],
-    products: [acme.kit.id],
-    name: ['messages'],
-  })
-}
-
-/** What acme sees of what it created: nothing evil did may change it. */
-async function acmeView() {
-  const as = { 'x-api-key': acmeKey.key }
-  const read = async (url: string) => {
-    const res = await inject('GET', url, as)
-    return res.statusCode === 200 ? res.json() : `${res.statusCode}`
-  }
-  const [endpoint, optOut, erasedOptOut, scheduled, order] = await Promise.all([
-    read(`/api/third-party/webhook-endpoints/${secrets["acme's endpoint id"]}`),
-    read(`/api/third-party/suppressions/${secrets["acme's suppression id"]}`),
-    read(`/api/third-party/suppressions/${secrets["acme's second suppression id"]}`),
-    read(`/api/third-party/messages/${secrets["acme's scheduled message id"]}`),
-    read(`/api/third-party/orders/${secrets["acme's order id"]}`),
-  ])
-  const pick = (v: unknown, keys: string[]) =>
-    typeof v === 'object' && v
-      ? Object.fromEntries(keys.map((k) => [k, (v as Record<string, unknown>)[k]]))
-      : v
-  return {
-    'its endpoint': pick(endpoint, ['url', 'events', 'enabled', 'description']),
-    'its opt-out': pick(optOut, ['recipient', 'reason', 'scope']),
-    'its opt-out of the phone evil erased': pick(erasedOptOut, ['recipient', 'reason', 'scope']),
-    'its scheduled message': pick(scheduled, ['status', 'phone']),
-    'its order': JSON.stringify(order),
-  }
-}
 
 const EVIL = "tenant evil's key"
 const EVIL_PORTAL = "tenant evil's portal session"
@@ -705,7 +519,7 @@ describe('the attack matrix', () => {
 
     // What evil did changed nothing of acme's (its erasure done first).
     await untilErased(evilErasureIds)
-    const after = await acmeView()
+    const after = await acmeView(app, acmeKey.key, secrets)
     for (const [what, before] of Object.entries(acmeBefore)) {
       const now = after[what as keyof typeof after]
       if (JSON.stringify(now) !== JSON.stringify(before)) {
