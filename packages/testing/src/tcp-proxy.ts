@@ -2,8 +2,12 @@ import net from 'node:net'
 
 export interface TcpProxy {
   url(scheme: string): string
-  /** Drops every connection and refuses new ones: the service behind looks unreachable. */
-  cut(): Promise<void>
+  /**
+   * Drops every connection and refuses new ones: the service behind looks unreachable. With
+   * `reset`, each open connection is reset (an RST, as a crashed or restarted server's peers see:
+   * `read ECONNRESET`) rather than closed.
+   */
+  cut(options?: { reset?: boolean }): Promise<void>
   /** Accepts connections again, on the same port. */
   restore(): Promise<void>
   /**
@@ -62,9 +66,12 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     return true
   }
   const listen = () => new Promise<void>((resolve) => server.listen(port, '127.0.0.1', () => resolve()))
-  const stop = () =>
+  const stop = (options: { reset?: boolean } = {}) =>
     new Promise<void>((resolve) => {
-      for (const s of sockets) s.destroy()
+      for (const s of sockets) {
+        if (options.reset && !s.destroyed) s.resetAndDestroy()
+        else s.destroy()
+      }
       server.close(() => resolve())
     })
   await listen()

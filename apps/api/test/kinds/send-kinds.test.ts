@@ -203,6 +203,22 @@ describe('each new kind of message, sent', () => {
     })
   })
 
+  it("another key's message is unknown to a reaction and a reply: failed as an unknown id, nothing sent", async () => {
+    const other = await activeKey(app, { tenantId: 'other-tenant', scopes: KIND_SCOPES })
+    const theirs = await post('send-text', { phone: PHONE, text: 'Their message' }, other.key)
+    await untilMessageStatus(app, other.key, theirs.json().messageId, 'sent')
+    for (const [path, body] of [
+      ['send-reaction', { reaction: { messageId: theirs.json().messageId, emoji: '👍' } }],
+      ['send-text', { text: 'Quoting theirs', replyTo: theirs.json().messageId }],
+    ] as const) {
+      const res = await post(path, { phone: PHONE, ...body })
+      expect(res.statusCode, res.body).toBe(202)
+      const failed = await untilMessageStatus(app, key.key, res.json().messageId, 'failed')
+      expect(failed.lastError).toMatchObject({ code: 'REFERENCE_NOT_FOUND' })
+      expect(fake.requests.some((r) => r.messageId === res.json().messageId)).toBe(false)
+    }
+  })
+
   it('a reply to a message Dispatch never sent fails it, naming the reference', async () => {
     const res = await post('send-text', {
       phone: PHONE,

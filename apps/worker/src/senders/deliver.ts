@@ -327,7 +327,7 @@ export async function deliverOne(
   }
   const send = (outgoing: OutboundMessage) =>
     traced(`${platform.name} send`, { 'dispatch.sender_id': senderId }, async () =>
-      platform.deliver({ messageId, message: await withPlatformReferences(db, outgoing) }),
+      platform.deliver({ messageId, message: await withPlatformReferences(db, outgoing, data.apiKeyId) }),
     )
 
   let platformMessageId: string

@@ -4,16 +4,22 @@ import { PlatformError } from '../platforms/types.ts'
 
 /**
  * A message as the platform must get it: a `replyTo` or a reaction's `messageId` that names a
- * Dispatch message (a UUID) becomes that message's wamid; a wamid stays as given. Costs a Postgres
+ * Dispatch message of the same key (a UUID) becomes that message's wamid; a wamid stays as given.
+ * Another key's message is unknown here, as on the key's routes: its id is neither confirmed nor
+ * used. Costs a Postgres
  * read only for a message that names one of ours. One not sent yet is worth a retry (it is on its
  * way); an unknown one fails the message.
  */
-export async function withPlatformReferences(db: Db, message: OutboundMessage): Promise<OutboundMessage> {
+export async function withPlatformReferences(
+  db: Db,
+  message: OutboundMessage,
+  apiKeyId: string,
+): Promise<OutboundMessage> {
   const replyTo = message.body.replyTo
   const reacted = message.type === 'reaction' ? message.body.reaction.messageId : undefined
   const ours = [replyTo, reacted].filter((id): id is string => id !== undefined && isUuid(id))
   if (ours.length === 0) return message
-  const found = await findPlatformIds(db, [...new Set(ours.map((id) => id.toLowerCase()))])
+  const found = await findPlatformIds(db, [...new Set(ours.map((id) => id.toLowerCase()))], apiKeyId)
   const wamid = (id: string | undefined, field: string) => {
     if (id === undefined || !isUuid(id)) return id
     const platformId = found.get(id.toLowerCase())

@@ -1,3 +1,4 @@
+import { and, eq } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { inboundMessages } from '../schema/inbound-messages.ts'
 import { messages } from '../schema/messages.ts'
@@ -5,21 +6,26 @@ import { messagesWithIds } from './message-ids.ts'
 import { inboundMessagesWithIds } from './partitioned-ids.ts'
 
 /**
- * The platform ids (wamids) of Dispatch messages, sent or received, by their Dispatch ids: what a
- * `replyTo` or a reaction names. A message not sent yet maps to null; an unknown id is absent.
+ * The platform ids (wamids) of one key's Dispatch messages, sent or received (replies routed to
+ * it), by their Dispatch ids: what that key's `replyTo` or reaction names. A message not sent yet
+ * maps to null; an unknown id, and another key's, is absent (never confirmed, never used).
  */
-export async function findPlatformIds(db: Db, ids: string[]): Promise<Map<string, string | null>> {
+export async function findPlatformIds(
+  db: Db,
+  ids: string[],
+  apiKeyId: string,
+): Promise<Map<string, string | null>> {
   const found = new Map<string, string | null>()
   if (ids.length === 0) return found
   const [sent, received] = await Promise.all([
     db
       .select({ id: messages.id, platformMessageId: messages.platformMessageId })
       .from(messages)
-      .where(messagesWithIds(ids)),
+      .where(and(messagesWithIds(ids), eq(messages.apiKeyId, apiKeyId))),
     db
       .select({ id: inboundMessages.id, platformMessageId: inboundMessages.platformMessageId })
       .from(inboundMessages)
-      .where(inboundMessagesWithIds(ids)),
+      .where(and(inboundMessagesWithIds(ids), eq(inboundMessages.apiKeyId, apiKeyId))),
   ])
   for (const row of [...sent, ...received]) found.set(row.id, row.platformMessageId)
   return found
