@@ -57,6 +57,8 @@ const ApiEnv = Type.Object({
   SCHEDULE_MIN_AHEAD_SECONDS: Type.Integer({ minimum: 0, maximum: 86_400, default: 60 }),
   /** How long an Idempotency-Key is remembered. */
   IDEMPOTENCY_TTL_SECONDS: Type.Integer({ minimum: 60, default: 24 * 3600 }),
+  /** A key's most messages waiting on its sender, queued and scheduled (Redis runs `noeviction`). */
+  MESSAGE_OUTSTANDING_MAX: Type.Integer({ minimum: 1, default: 100_000 }),
   /** The platform webhook: the token Meta echoes in the subscription handshake, and the app secret
    * that signs each delivery (X-Hub-Signature-256). Without the secret, deliveries are refused. */
   WHATSAPP_VERIFY_TOKEN: Type.Optional(Type.String({ minLength: 8 })),
