@@ -194,7 +194,7 @@ export class MessageStore {
         const expected = calls.length + (cluster ? 0 : 1)
         if (failed || results.length !== expected) throw failed?.[0] ?? new Error('pipeline cut short')
         for (const [call, slice] of calls.entries()) {
-          for (const index of results[call]?.[1] as number[]) refused.add(slice[index] as Pending)
+          for (const index of (results[call]?.[1] ?? []) as number[]) refused.add(slice[index] as Pending)
         }
       }),
     )
