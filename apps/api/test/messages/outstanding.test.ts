@@ -53,7 +53,9 @@ const batch = (key: string, count: number) =>
     method: 'POST',
     url: '/api/third-party/messages/batch',
     headers: { 'x-api-key': key },
-    payload: { messages: Array.from({ length: count }, () => ({ type: 'text', ...validSends['send-text'] })) },
+    payload: {
+      messages: Array.from({ length: count }, () => ({ type: 'text', ...validSends['send-text'] })),
+    },
   })
 
 const usageToday = async (key: string) => {
@@ -78,7 +80,9 @@ describe('outstanding messages per key', () => {
     ]
     expect(codes).toEqual([202, 202, 202])
     expectOutstanding(await send(app, 'send-text', key.key))
-    expectOutstanding(await send(app, 'send-text', key.key, { ...validSends['send-text'], sendAt: later(60) }))
+    expectOutstanding(
+      await send(app, 'send-text', key.key, { ...validSends['send-text'], sendAt: later(60) }),
+    )
     expect(await usageToday(key.key)).toBe(3)
 
     // Another key on the same sender is not held by this one's backlog.
@@ -112,7 +116,8 @@ describe('outstanding messages per key', () => {
     expect(await usageToday(key.key)).toBe(3)
     const stored = storedMessages(world)
     try {
-      for (const result of body.results.slice(0, 2)) expect(await stored.getJob(result.messageId)).toBeDefined()
+      for (const result of body.results.slice(0, 2))
+        expect(await stored.getJob(result.messageId)).toBeDefined()
     } finally {
       await stored.close()
     }
