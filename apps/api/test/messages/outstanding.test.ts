@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import type { RunningWorker } from '@dispatch/worker'
 import type { LightMyRequestResponse } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -130,6 +131,28 @@ describe('outstanding messages per key', () => {
     }
     afterAll(async () => {
       await worker?.close()
+    })
+
+    it("an admin's retry of a failed message is stored past the bound, and sent: it was accepted once", async () => {
+      const key = await sendKey()
+      for (let i = 0; i < BOUND; i++) expect((await send(app, 'send-text', key.key)).statusCode).toBe(202)
+      // A message of this key the platform refused earlier, as the worker leaves it.
+      const id = randomUUID()
+      const at = new Date().toISOString()
+      await world.sql`
+        insert into messages (id, api_key_id, type, phone, payload, status, attempts, sender_id,
+          last_error_code, last_error_message, accepted_at, failed_at, updated_at)
+        values (${id}, ${key.id}, 'text', '+5511912345678', ${world.sql.json({ phone: '+5511912345678', text: 'again' })},
+          'failed', 1, 'default', '131000', 'refused', ${at}, ${at}, ${at})`
+      const retried = await app.inject({
+        method: 'POST',
+        url: `/api/admin/messages/${id}/retry`,
+        headers: asAdmin(),
+      })
+      expect(retried.statusCode, retried.body).toBe(200)
+      expectOutstanding(await send(app, 'send-text', key.key))
+      await startWorker()
+      await untilMessageStatus(app, key.key, id, 'sent')
     })
 
     it('is a bound on what waits, not a cap: once messages are sent, the key sends again', async () => {
