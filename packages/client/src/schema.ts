@@ -1142,7 +1142,7 @@ export interface paths {
         put?: never;
         /**
          * Register a webhook endpoint; its signing secret is shown in this answer only
-         * @description Requires the `manage:webhooks` scope. A key sees and changes only its own endpoints; another key's endpoint is a 404.
+         * @description Requires the `manage:webhooks` scope. A key sees and changes only its own endpoints; another key's endpoint is a 404. A key has at most 20 endpoints (`WEBHOOK_ENDPOINTS_PER_KEY_MAX`); one more is `409 LIMIT_EXCEEDED`.
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;

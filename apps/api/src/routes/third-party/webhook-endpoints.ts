@@ -86,7 +86,9 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'createWebhookEndpoint',
         tags,
         summary: 'Register a webhook endpoint; its signing secret is shown in this answer only',
-        description,
+        description:
+          `${description} A key has at most ${config.WEBHOOK_ENDPOINTS_PER_KEY_MAX} endpoints ` +
+          '(`WEBHOOK_ENDPOINTS_PER_KEY_MAX`); one more is `409 LIMIT_EXCEEDED`.',
         security,
         body: CreateWebhookEndpointBody,
         response: {
