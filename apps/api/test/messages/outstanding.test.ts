@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { RunningWorker } from '@dispatch/worker'
 import type { LightMyRequestResponse } from 'fastify'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
   asAdmin,
@@ -125,12 +125,14 @@ describe('outstanding messages per key', () => {
   })
 
   describe('with a worker sending', () => {
+    /** A worker for what follows the test's setup: none runs while a test fills its key to the bound. */
     let worker: RunningWorker | undefined
     const startWorker = async () => {
       worker ??= await startTestWorker(world, { ADMISSION_INTERVAL_MS: '20' })
     }
-    afterAll(async () => {
+    afterEach(async () => {
       await worker?.close()
+      worker = undefined
     })
 
     it("an admin's retry of a failed message is stored past the bound, and sent: it was accepted once", async () => {
