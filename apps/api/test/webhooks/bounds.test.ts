@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { messageIdAt } from '@dispatch/contracts'
+import { waitFor } from '@dispatch/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
@@ -147,7 +148,16 @@ describe('replays', () => {
     await isLocked
     const first = call('POST', `/${a}/replay`, key.key, body)
     try {
-      await new Promise((resolve) => setTimeout(resolve, 500))
+      // Counted and waiting: its read of the events waits on the test's lock.
+      await waitFor(
+        async () =>
+          (
+            await world.sql`
+              select count(*)::int as n from pg_stat_activity
+              where datname = current_database() and wait_event_type = 'Lock'`
+          )[0]?.n > 0,
+        { what: 'the first replay waiting on the lock' },
+      )
       const second = await Promise.race([
         call('POST', `/${b}/replay`, key.key, body),
         new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 5000)),
