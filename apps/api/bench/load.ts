@@ -112,6 +112,8 @@ export interface ServerEnv {
   QUEUE_PREFIX: string
   /** `false` starts the API without metrics (bench/metrics.ts); unset, the default (on). */
   METRICS_ENABLED?: string
+  /** A key's outstanding bound; the accept bench's one key stores more than the default per round. */
+  MESSAGE_OUTSTANDING_MAX?: string
 }
 
 export interface ChildServer {

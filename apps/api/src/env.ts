@@ -61,6 +61,16 @@ const ApiEnv = Type.Object({
   SCHEDULE_MIN_AHEAD_SECONDS: Type.Integer({ minimum: 0, maximum: 86_400, default: 60 }),
   /** How long an Idempotency-Key is remembered. */
   IDEMPOTENCY_TTL_SECONDS: Type.Integer({ minimum: 60, default: 24 * 3600 }),
+  /** A key's most messages waiting on its sender, queued and scheduled (Redis runs `noeviction`). */
+  MESSAGE_OUTSTANDING_MAX: Type.Integer({ minimum: 1, default: 100_000 }),
+  /** A key's most webhook endpoints. */
+  WEBHOOK_ENDPOINTS_PER_KEY_MAX: Type.Integer({ minimum: 1, default: 20 }),
+  /** How far back a replay's `since` may reach. */
+  WEBHOOK_REPLAY_WINDOW_HOURS: Type.Integer({ minimum: 1, default: 7 * 24 }),
+  /** A key's replays running at once, across its endpoints. */
+  WEBHOOK_REPLAYS_PER_KEY_MAX: Type.Integer({ minimum: 1, default: 2 }),
+  /** Manual retries of deliveries per endpoint per hour. */
+  WEBHOOK_MANUAL_RETRIES_PER_HOUR: Type.Integer({ minimum: 1, default: 100 }),
   /** The platform webhook: the token Meta echoes in the subscription handshake, and the app secret
    * that signs each delivery (X-Hub-Signature-256). Without the secret, deliveries are refused. */
   WHATSAPP_VERIFY_TOKEN: Type.Optional(Type.String({ minLength: 8 })),

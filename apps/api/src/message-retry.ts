@@ -86,11 +86,16 @@ export function retryHooks(
         rows.map((row) => {
           const job = jobFromRecord(row, expiresAt)
           const marketing = isMarketing(job.senderId ?? DEFAULT_SENDER_ID, job.message)
-          return deps.messages.add({
-            ...job,
-            ...(marketing ? { marketing: true } : {}),
-            ...(traceContext ? { traceContext } : {}),
-          })
+          // Accepted once already: stored past the key's outstanding bound rather than lost.
+          return deps.messages.add(
+            {
+              ...job,
+              ...(marketing ? { marketing: true } : {}),
+              ...(traceContext ? { traceContext } : {}),
+            },
+            0,
+            { bounded: false },
+          )
         }),
       )
     },

@@ -20,6 +20,8 @@ interface Pending {
   job: MessageJob
   /** How long it waits: a scheduled message's time until its `sendAt`. */
   delayMs: number
+  /** Held to its key's outstanding bound: a new send is; a message accepted before (a retry) is not. */
+  bounded: boolean
 }
 
 /** A flush's messages by sender, each sender's in the order they came. */
@@ -86,8 +88,13 @@ type FairEnqueue = (
   jobs: string,
   scheduled: string,
   base: string,
+  bound: number,
+  now: number,
   ...messages: Array<string | number>
 ) => ChainableCommander
+
+/** What the store is told of a message: `stored`, or `refused` at its key's outstanding bound. */
+export type StoreOutcome = 'stored' | 'refused'
 
 /**
  * Where the API keeps accepted messages: in their sender's fair-admission lists
@@ -106,15 +113,17 @@ export class MessageStore {
   readonly #prefix: string
   readonly #queues = new Map<string, Queue<MessageJob>>()
   readonly #logger: { warn(context: object, message: string): void } | undefined
+  /** A key's most messages waiting on its sender (queued + scheduled); 0: no bound. */
+  readonly #outstandingMax: number
   /** Stores what a turn gathered; every add of the turn waits for the whole of it. */
   readonly #add = turnBatched(async (batch: Pending[]) => {
-    await this.#store(batch)
-    return batch.map(() => undefined)
+    const refused = await this.#store(batch)
+    return batch.map((pending): StoreOutcome => (refused.has(pending) ? 'refused' : 'stored'))
   })
 
   constructor(
     redis: RedisClient,
-    layout: KeyLayout,
+    layout: KeyLayout & { MESSAGE_OUTSTANDING_MAX?: number },
     logger?: { warn(context: object, message: string): void },
     queueConnection: RedisClient = redis,
   ) {
@@ -123,14 +132,22 @@ export class MessageStore {
     this.#layout = layout
     this.#prefix = layout.QUEUE_PREFIX
     this.#logger = logger
+    this.#outstandingMax = layout.MESSAGE_OUTSTANDING_MAX ?? 0
     redis.defineCommand('dispatchFairEnqueue', { numberOfKeys: 2, lua: FAIR_ENQUEUE_SCRIPT })
   }
 
-  add(job: MessageJob, delayMs = 0): Promise<void> {
-    return this.#add({ job, delayMs })
+  /**
+   * Stores a message, or refuses it when its key already has MESSAGE_OUTSTANDING_MAX messages
+   * waiting on its sender: counted by the same script call that stores it, so the bound costs no
+   * round trip. A refused message is not in Redis.
+   */
+  add(job: MessageJob, delayMs = 0, options: { bounded?: boolean } = {}): Promise<StoreOutcome> {
+    return this.#add({ job, delayMs, bounded: options.bounded ?? true })
   }
 
-  async #store(batch: Pending[]): Promise<void> {
+  /** Stores a turn's messages; answers those refused at their key's outstanding bound. */
+  async #store(batch: Pending[]): Promise<Set<Pending>> {
+    const refused = new Set<Pending>()
     const cluster = this.#redis.isCluster
     const senders = bySender(batch)
     // One pipeline per sender on a cluster, where a pipeline must stay on one node (each sender's
@@ -146,33 +163,44 @@ export class MessageStore {
         ).dispatchFairEnqueue.bind(pipeline)
         // One script call per sender (and per FAIR_ENQUEUE_MAX messages): a batch of 100 costs
         // three commands, not three per message.
-        let calls = 0
+        const calls: Pending[][] = []
         for (const [senderId, messages] of group) {
           const keys = fairKeys(this.#prefix, senderId)
-          for (let i = 0; i < messages.length; i += FAIR_ENQUEUE_MAX) {
-            const args = messages
-              .slice(i, i + FAIR_ENQUEUE_MAX)
-              .flatMap(({ job, delayMs }) => [
-                job.messageId,
-                JSON.stringify(job),
-                job.priority ?? 'normal',
-                job.apiKeyId,
-                delayMs > 0 ? now + delayMs : 0,
-              ])
-            enqueue(keys.jobs, keys.scheduled, fairBase(this.#prefix, senderId), ...args)
-            calls++
+          const bounded = messages.filter((m) => m.bounded)
+          const slices: Array<[Pending[], number]> = []
+          for (let i = 0; i < bounded.length; i += FAIR_ENQUEUE_MAX)
+            slices.push([bounded.slice(i, i + FAIR_ENQUEUE_MAX), this.#outstandingMax])
+          // Messages accepted before (an admin's retry) are stored whatever the count: never lost.
+          const unbounded = bounded.length === messages.length ? [] : messages.filter((m) => !m.bounded)
+          for (let i = 0; i < unbounded.length; i += FAIR_ENQUEUE_MAX)
+            slices.push([unbounded.slice(i, i + FAIR_ENQUEUE_MAX), 0])
+          for (const [slice, bound] of slices) {
+            const args = slice.flatMap(({ job, delayMs }) => [
+              job.messageId,
+              JSON.stringify(job),
+              job.priority ?? 'normal',
+              job.apiKeyId,
+              delayMs > 0 ? now + delayMs : 0,
+            ])
+            const base = fairBase(this.#prefix, senderId)
+            enqueue(keys.jobs, keys.scheduled, base, bound, now, ...args)
+            calls.push(slice)
           }
         }
         // After the messages: an admitter that sees the sender idle and drops it re-checks after.
         if (!cluster) pipeline.sadd(active, ...senders.keys())
         const results = (await pipeline.exec()) ?? []
         const failed = results.find(([error]) => error)
-        const expected = calls + (cluster ? 0 : 1)
+        const expected = calls.length + (cluster ? 0 : 1)
         if (failed || results.length !== expected) throw failed?.[0] ?? new Error('pipeline cut short')
+        for (const [call, slice] of calls.entries()) {
+          for (const index of (results[call]?.[1] ?? []) as number[]) refused.add(slice[index] as Pending)
+        }
       }),
     )
     // On a cluster the set may sit on another node: marked once the messages are stored.
     if (cluster) await this.#redis.sadd(active, ...senders.keys())
+    return refused
   }
 
   /** The sender's BullMQ queue, for looking up admitted jobs; made again when opening it failed. */

@@ -852,7 +852,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel a queued or scheduled message
-         * @description Requires the send scope of the message's type (or `send:*`). A message a worker has taken (`sending` or later) is `409 INVALID_STATE_TRANSITION`. Canceling a canceled message answers it again.
+         * @description Requires the send scope of the message's type. A message a worker has taken (`sending` or later) is `409 INVALID_STATE_TRANSITION`. Canceling a canceled message answers it again.
          */
         post: operations["cancelMessage"];
         delete?: never;
@@ -1162,7 +1162,7 @@ export interface paths {
         put?: never;
         /**
          * Register a webhook endpoint; its signing secret is shown in this answer only
-         * @description Requires the `manage:webhooks` scope. A key sees and changes only its own endpoints; another key's endpoint is a 404.
+         * @description Requires the `manage:webhooks` scope. A key sees and changes only its own endpoints; another key's endpoint is a 404. A key has at most 20 endpoints (`WEBHOOK_ENDPOINTS_PER_KEY_MAX`); one more is `409 LIMIT_EXCEEDED`.
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;
@@ -1270,7 +1270,7 @@ export interface paths {
         put?: never;
         /**
          * Send again every event since a time (to `until`, default now) this endpoint subscribes to
-         * @description Requires the `manage:webhooks` scope. A key sees only its own endpoints and events; another key's are a 404. Events are kept 30 days. Each replayed event keeps its webhook-id.
+         * @description Requires the `manage:webhooks` scope. A key sees only its own endpoints and events; another key's are a 404. A replay reaches back at most 168 hours (`WEBHOOK_REPLAY_WINDOW_HOURS`), and a key runs at most 2 at once (`429 RATE_LIMITED` past it). Each replayed event keeps its webhook-id.
          */
         post: operations["replayWebhookEvents"];
         delete?: never;
@@ -12513,6 +12513,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The error body every failure answers with */
+            409: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
@@ -13232,7 +13242,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            /** @description The error body every failure answers with */
             429: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];
@@ -13365,7 +13375,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            /** @description The error body every failure answers with */
             429: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];

@@ -14,7 +14,11 @@ export type AppEnv = (typeof APP_ENVS)[number]
 const Id = Type.String({ format: 'uuid' })
 const DateTime = Type.String({ format: 'date-time' })
 const TenantId = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' })
-const Scope = Type.String({ pattern: SCOPE_PATTERN, maxLength: 100 })
+const Scope = Type.String({
+  pattern: SCOPE_PATTERN,
+  maxLength: 100,
+  description: '`verb:noun`, such as `send:template`. No wildcard: `send:*` does not exist.',
+})
 const ClientName = Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' })
 const Email = Type.String({ format: 'email', maxLength: 254 })
 const Reason = Type.String({ minLength: 1, maxLength: 1000, pattern: '\\S' })

@@ -32,6 +32,8 @@ export const ErrorCodes = {
   SENDER_EXISTS: 409,
   /** A sender still bound to keys (or still holding messages) cannot be deleted. */
   SENDER_IN_USE: 409,
+  /** A bounded collection is full (a key's webhook endpoints): the message names the bound. */
+  LIMIT_EXCEEDED: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   /** The request's headers are over Node's size limit (16 KiB by default). */
@@ -51,6 +53,8 @@ export const ErrorCodes = {
   RATE_LIMITED: 429,
   /** The key's daily quota (messages per UTC day) is spent; `Retry-After` runs to midnight UTC. */
   QUOTA_EXCEEDED: 429,
+  /** The key's queued + scheduled messages are at their bound (MESSAGE_OUTSTANDING_MAX); `Retry-After`. */
+  OUTSTANDING_LIMIT_REACHED: 429,
   INTERNAL_ERROR: 500,
   /** The messaging platform refused or garbled a request the service made on the caller's behalf. */
   PLATFORM_ERROR: 502,

@@ -8,7 +8,8 @@ import { senderOfQueue } from './senders.ts'
  * - a BullMQ queue's keys, by the queue's `prefix` (below);
  * - a sender's fair-admission keys with its BullMQ queue (the admit script reads both): `{senderId}`;
  * - a key's rate window with its daily count (one script): `{apiKeyId}`;
- * - a webhook endpoint's gate keys: `{endpointId}`.
+ * - a webhook endpoint's gate keys: `{endpointId}`; its manual retries' counter, alone, has it too;
+ * - a key's running webhook replays (one set): `{apiKeyId}`, like its rate.
  * Every other key is used alone. When QUEUE_PREFIX holds a tag itself (`{dispatch}`), it comes
  * first in every key and wins: the whole service is one slot, so one shard.
  */

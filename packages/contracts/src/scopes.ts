@@ -26,9 +26,13 @@ export const Scopes = {
   manageData: 'manage:data',
 } as const
 
-export const SCOPE_PATTERN = '^[a-z][a-z0-9-]*:[a-z0-9*][a-z0-9-]*$'
+/**
+ * `verb:noun`, no wildcard: `send:*` does not exist. A wildcard would grant every scope added
+ * later (`send:sms-fallback`…) without an admin deciding it; a key asks for each scope it needs.
+ */
+export const SCOPE_PATTERN = '^[a-z][a-z0-9-]*:[a-z0-9][a-z0-9-]*$'
 
-/** The scope each message type's send needs (and its cancel, beside `send:*`). */
+/** The scope each message type's send needs, and its cancel. */
 export const SEND_SCOPE: Record<MessageType, string> = {
   text: Scopes.sendFreeText,
   template: Scopes.sendTemplate,

@@ -6,6 +6,10 @@ import { AppError } from '../errors.ts'
 import type { KeyUsage } from '../views.ts'
 
 declare module 'fastify' {
+  interface FastifyRequest {
+    /** The day's counts this request's messages were spent on, for `returnMessageRate`. */
+    messageRateDay?: string
+  }
   interface FastifyInstance {
     /**
      * Counts `count` messages against the key's rate (its own `ratePerSecond`, else
@@ -15,6 +19,12 @@ declare module 'fastify' {
      * is over its rate. A refused request spends neither.
      */
     spendMessageRate(request: FastifyRequest, count: number): Promise<void>
+    /**
+     * Gives back to today's quota `count` messages this request spent and then did not store
+     * (refused at the key's outstanding bound): a refused send spends no quota. Best effort; on
+     * the refusal path only, so a send pays nothing for it.
+     */
+    returnMessageRate(request: FastifyRequest, count: number): Promise<void>
     /** The calling key's count for today (UTC); 0 when Redis cannot say. */
     /** A key's messages today (UTC); 0 while Redis cannot be reached. */
     messageUsageToday(apiKeyId: string, log: FastifyBaseLogger): Promise<KeyUsage>
@@ -165,9 +175,10 @@ export const messageRateLimit = fp(
       const { date, resetsAt } = dayOf(now)
       const limit = key.ratePerSecond ?? config.MESSAGE_RATE_PER_SECOND
       let answer: [number, number]
+      request.messageRateDay = dayKey(key.id, date)
       try {
         answer = await spendTurn({
-          keys: [dayKey(key.id, date), counterKey(key.id, date)],
+          keys: [request.messageRateDay, counterKey(key.id, date)],
           count,
           limit,
           quota: key.dailyQuota ?? -1,
@@ -202,6 +213,16 @@ export const messageRateLimit = fp(
       throw new AppError('RATE_LIMITED', `Too many messages; retry in ${plural(seconds, 'second')}`, {
         'retry-after': String(seconds),
       })
+    })
+
+    app.decorate('returnMessageRate', async (request: FastifyRequest, count: number) => {
+      const day = request.messageRateDay
+      if (!day || count <= 0) return
+      try {
+        await redis.bitfield(day, 'INCRBY', 'i64', '#0', -count)
+      } catch (error) {
+        request.log.warn({ err: error, count }, 'refused messages still counted today: Redis unreachable')
+      }
     })
 
     app.decorate('messageUsageToday', async (apiKeyId: string, log: FastifyBaseLogger): Promise<KeyUsage> => {

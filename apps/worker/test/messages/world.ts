@@ -105,6 +105,8 @@ export async function createDeliveryWorld() {
         keys.jobs,
         keys.scheduled,
         keys.base,
+        0,
+        Date.now(),
         messageId,
         JSON.stringify(job),
         'normal',

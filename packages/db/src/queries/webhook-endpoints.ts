@@ -25,6 +25,35 @@ export async function insertWebhookEndpoint(db: Db, input: NewWebhookEndpoint): 
   return row
 }
 
+/**
+ * Registers an endpoint unless its key already has `max`: counted and inserted under a lock on the
+ * key's endpoints (a transaction-scoped advisory lock), so requests racing each other never pass the
+ * bound together. Answers undefined when the key is at its bound.
+ */
+export async function insertWebhookEndpointWithin(
+  db: Db,
+  input: NewWebhookEndpoint,
+  max: number,
+): Promise<WebhookEndpointRow | undefined> {
+  const { now, ...values } = input
+  return db.transaction(async (tx) => {
+    await tx.execute(
+      sql`select pg_advisory_xact_lock(hashtextextended(${`webhook-endpoints:${input.apiKeyId}`}, 0))`,
+    )
+    const [held] = await tx
+      .select({ n: count() })
+      .from(webhookEndpoints)
+      .where(eq(webhookEndpoints.apiKeyId, input.apiKeyId))
+    if ((held?.n ?? 0) >= max) return undefined
+    const [row] = await tx
+      .insert(webhookEndpoints)
+      .values({ ...values, createdAt: now, updatedAt: now })
+      .returning()
+    if (!row) throw new Error('insert returned no webhook endpoint')
+    return row
+  })
+}
+
 /** Every read and write is scoped to the owning key: another key's endpoint does not exist. */
 const owned = (apiKeyId: string, id: string) =>
   and(eq(webhookEndpoints.id, id), eq(webhookEndpoints.apiKeyId, apiKeyId))

@@ -166,6 +166,21 @@ export function acceptMessage(
   }
 }
 
+/** How long a send refused at its key's outstanding bound is told to wait: the queue drains meanwhile. */
+export const OUTSTANDING_RETRY_AFTER_SECONDS = 5
+
+/**
+ * `429 OUTSTANDING_LIMIT_REACHED`: the key already has its bound of messages queued or scheduled,
+ * not yet handed to the platform (Redis runs `noeviction`: one key must not fill it).
+ */
+export const outstandingLimitReached = (max: number, field?: string) =>
+  new AppError(
+    'OUTSTANDING_LIMIT_REACHED',
+    `${field ? `${field}: ` : ''}The API key has ${max.toLocaleString('en')} messages queued or scheduled, its bound; ` +
+      'retry once some are sent, or cancel scheduled ones',
+    { 'retry-after': String(OUTSTANDING_RETRY_AFTER_SECONDS) },
+  )
+
 /** A scheduled message's time and why, as a 202 tells them; nothing for a message queued at once. */
 export const scheduledFields = (job: MessageJob) =>
   job.sendAt === undefined

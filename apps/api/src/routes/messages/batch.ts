@@ -3,8 +3,9 @@ import { BatchAccepted, BatchBody, type BatchItemResult, type MessageJob } from 
 import { recordScheduledMessages } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError, errorBody, unavailable } from '../../errors.ts'
+import type { StoreOutcome } from '../../message-store.ts'
 import { errorResponses } from '../responses.ts'
-import { type AcceptedMessage, scheduledFields } from './accept.ts'
+import { type AcceptedMessage, outstandingLimitReached, scheduledFields } from './accept.ts'
 import { judgeItems } from './judge.ts'
 import type { MessageRouteOptions } from './send.ts'
 
@@ -51,6 +52,7 @@ export const batchMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> 
             'IDEMPOTENCY_KEY_REUSED',
             'RATE_LIMITED',
             'QUOTA_EXCEEDED',
+            'OUTSTANDING_LIMIT_REACHED',
             'SERVICE_UNAVAILABLE',
           ),
         },
@@ -88,11 +90,33 @@ export const batchMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> 
       }
 
       await app.spendMessageRate(request, accepted.length)
+      let outcomes: StoreOutcome[]
       try {
-        await Promise.all(accepted.map(({ job, delayMs }) => messages.add(job, delayMs)))
+        outcomes = await Promise.all(accepted.map(({ job, delayMs }) => messages.add(job, delayMs)))
       } catch (error) {
         request.log.error({ err: error, batchId }, 'could not enqueue batch')
         throw unavailable('accept messages')
+      }
+      // Items past the key's outstanding bound were not stored: each answered with its own error,
+      // their quota given back; none stored at all is the request's 429.
+      const refusedCount = outcomes.filter((outcome) => outcome === 'refused').length
+      if (refusedCount > 0) {
+        await app.returnMessageRate(request, refusedCount)
+        if (refusedCount === accepted.length) throw outstandingLimitReached(config.MESSAGE_OUTSTANDING_MAX)
+        const stored = accepted.filter((_, i) => outcomes[i] === 'stored')
+        const refusedIds = new Set(
+          accepted.filter((_, i) => outcomes[i] === 'refused').map((m) => m.job.messageId),
+        )
+        for (const [i, result] of results.entries()) {
+          if ('messageId' in result && refusedIds.has(result.messageId)) {
+            const field = `body.messages[${result.index}]`
+            results[i] = {
+              index: result.index,
+              error: failure(outstandingLimitReached(config.MESSAGE_OUTSTANDING_MAX, field)),
+            }
+          }
+        }
+        accepted.splice(0, accepted.length, ...stored)
       }
       const scheduled: MessageJob[] = accepted.filter((m) => m.status === 'scheduled').map((m) => m.job)
       if (scheduled.length > 0) {

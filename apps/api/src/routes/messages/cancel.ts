@@ -15,8 +15,8 @@ import { errorResponses } from '../responses.ts'
 import { findOwnMessage, viewFromJob } from './lookup.ts'
 import type { MessageRouteOptions } from './send.ts'
 
-const mayCancel = (scopes: string[], type: MessageType) =>
-  scopes.includes(SEND_SCOPE[type]) || scopes.includes('send:*')
+/** The scope that sends a message's type cancels it; there is no wildcard (scopes.ts). */
+const mayCancel = (scopes: string[], type: MessageType) => scopes.includes(SEND_SCOPE[type])
 
 const tooLate = (status: string) =>
   new AppError(
@@ -42,7 +42,7 @@ export const cancelMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions>
         tags: ['messages'],
         summary: 'Cancel a queued or scheduled message',
         description:
-          "Requires the send scope of the message's type (or `send:*`). A message a worker has taken " +
+          "Requires the send scope of the message's type. A message a worker has taken " +
           '(`sending` or later) is `409 INVALID_STATE_TRANSITION`. Canceling a canceled message answers it again.',
         security: [{ apiKey: [] }],
         params: MessageIdParams,

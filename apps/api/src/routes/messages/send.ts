@@ -10,8 +10,9 @@ import { recordScheduledMessage } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import { unavailable } from '../../errors.ts'
+import type { StoreOutcome } from '../../message-store.ts'
 import { errorResponses } from '../responses.ts'
-import { scheduledFields } from './accept.ts'
+import { outstandingLimitReached, scheduledFields } from './accept.ts'
 import { judgeSends, type SendItem } from './judge.ts'
 
 /** Each send endpoint: its path, its OpenAPI operation and its type (whose body and scope it takes). */
@@ -76,7 +77,7 @@ export interface MessageRouteOptions {
  * scheduled message at once (it would otherwise have no record until it is due).
  */
 export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> = async (app, options) => {
-  const { messages, clock, db } = app.deps
+  const { messages, clock, db, config } = app.deps
   /** Best effort: the job is stored; without this row the worker writes one when it is due. */
   const recordScheduled = async (log: FastifyBaseLogger, job: MessageJob) => {
     try {
@@ -137,6 +138,7 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
               'FREQUENCY_CAP_EXCEEDED',
               'RATE_LIMITED',
               'QUOTA_EXCEEDED',
+              'OUTSTANDING_LIMIT_REACHED',
               'SERVICE_UNAVAILABLE',
             ),
           },
@@ -152,11 +154,16 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
         if (!judged || 'error' in judged) throw judged?.error
         const { job, delayMs, status } = judged.accepted
         const { messageId } = job
+        let stored: StoreOutcome
         try {
-          await messages.add(job, delayMs)
+          stored = await messages.add(job, delayMs)
         } catch (error) {
           request.log.error({ err: error, messageId }, 'could not enqueue message')
           throw unavailable('accept messages')
+        }
+        if (stored === 'refused') {
+          await app.returnMessageRate(request, 1)
+          throw outstandingLimitReached(config.MESSAGE_OUTSTANDING_MAX)
         }
         if (status === 'scheduled') await recordScheduled(request.log, job)
         app.metrics?.accepted(send.type)

@@ -15,6 +15,7 @@ import {
   webhookEventBody,
   webhookJobId,
 } from '@dispatch/contracts'
+import { scriptCall } from '@dispatch/contracts/redis'
 import {
   findWebhookEndpoint,
   findWebhookEvent,
@@ -24,12 +25,47 @@ import {
   webhookEventsBetween,
 } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyBaseLogger } from 'fastify'
 import { AppError } from '../../errors.ts'
 import { errorResponses } from '../responses.ts'
 import { checkId, notFound, oneErrors } from './webhook-endpoints.ts'
 
 /** Events are replayed in pages of this many, each page one `addBulk`. */
 const REPLAY_PAGE = 1000
+/** A replay not ended after this long (its instance died) no longer counts against its key. */
+const REPLAY_STALE_MS = 10 * 60 * 1000
+/** How long a replay refused at the key's bound is told to wait. */
+const REPLAY_RETRY_AFTER_SECONDS = 5
+
+/**
+ * One counter per endpoint for its manual retries, in a window that starts at the first and lasts
+ * an hour (shared by every API instance). A retry past the bound counts nothing.
+ * KEYS: the endpoint's counter. ARGV: bound, window ms. Returns 0 (let in) or the window's ms left.
+ */
+const MANUAL_RETRY_SCRIPT = `
+local n = tonumber(redis.call('GET', KEYS[1]) or '0')
+if n >= tonumber(ARGV[1]) then
+  local left = redis.call('PTTL', KEYS[1])
+  if left < 1 then left = 1 end
+  return left
+end
+if redis.call('INCR', KEYS[1]) == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0`
+
+/**
+ * The key's replays running now, as a set of replay tags scored by their start (ms): one that
+ * started more than ARGV[3] ms ago is forgotten (its instance died before it ended).
+ * KEYS: the key's set. ARGV: bound, now (ms), stale after (ms), this replay's tag.
+ * Returns 1 when this replay may run (and is counted), 0 when the key is at its bound.
+ */
+const REPLAY_START_SCRIPT = `
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', tonumber(ARGV[2]) - tonumber(ARGV[3]))
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1`
+
+const HOUR_MS = 3_600_000
 
 const toView = ({ attempt: a, eventType }: { attempt: WebhookAttemptRow; eventType: string }) =>
   ({
@@ -65,8 +101,26 @@ function requireEnabled(endpoint: WebhookEndpointRow) {
 
 /** What a sender does about its deliveries: see every attempt, send one event again, replay a window. */
 export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const { db, clock, webhookQueue } = app.deps
+  const { db, clock, webhookQueue, redis, config } = app.deps
   const onRequest = app.requireApiKey(Scopes.manageWebhooks)
+  const spendManualRetry = scriptCall(redis, 'dispatchWebhookManualRetry', MANUAL_RETRY_SCRIPT)
+  const startReplay = scriptCall(redis, 'dispatchWebhookReplayStart', REPLAY_START_SCRIPT)
+  // Hash tags keep each script's one key on a slot of its own owner, should Redis be a cluster.
+  const retriesKey = (endpointId: string) => `${config.QUEUE_PREFIX}:webhook-retries:{${endpointId}}`
+  const replaysKey = (apiKeyId: string) => `${config.QUEUE_PREFIX}:webhook-replays:{${apiKeyId}}`
+
+  /** Counts a manual retry against its endpoint's hour; `429 RATE_LIMITED` past the bound. */
+  const countManualRetry = async (endpointId: string) => {
+    const max = config.WEBHOOK_MANUAL_RETRIES_PER_HOUR
+    const left = Number(await spendManualRetry(1, retriesKey(endpointId), max, HOUR_MS))
+    if (left > 0) {
+      throw new AppError(
+        'RATE_LIMITED',
+        `This endpoint has had ${max} manual retries this hour, its bound; replay a window instead, or retry later`,
+        { 'retry-after': String(Math.max(1, Math.ceil(left / 1000))) },
+      )
+    }
+  }
 
   const ownEndpoint = async (apiKeyId: string, rawId: string) => {
     const id = checkId(rawId)
@@ -111,7 +165,7 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: {
           202: WebhookRetryAnswer,
           ...keyErrors,
-          ...errorResponses('INVALID_STATE_TRANSITION', 'SERVICE_UNAVAILABLE'),
+          ...errorResponses('INVALID_STATE_TRANSITION', 'RATE_LIMITED', 'SERVICE_UNAVAILABLE'),
         },
       },
     },
@@ -122,6 +176,7 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
         throw new AppError('NOT_FOUND', `No webhook event with id ${JSON.stringify(request.params.eventId)}`)
       }
       requireEnabled(endpoint)
+      await countManualRetry(endpoint.id)
       const data: WebhookJob = {
         eventId: event.id,
         endpointId: endpoint.id,
@@ -146,14 +201,22 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'replayWebhookEvents',
         tags,
         summary: 'Send again every event since a time (to `until`, default now) this endpoint subscribes to',
-        description: `${description} Events are kept 30 days. Each replayed event keeps its webhook-id.`,
+        description:
+          `${description} A replay reaches back at most ${config.WEBHOOK_REPLAY_WINDOW_HOURS} hours ` +
+          `(\`WEBHOOK_REPLAY_WINDOW_HOURS\`), and a key runs at most ${config.WEBHOOK_REPLAYS_PER_KEY_MAX} at once ` +
+          '(`429 RATE_LIMITED` past it). Each replayed event keeps its webhook-id.',
         security,
         params: WebhookEndpointIdParams,
         body: WebhookReplayBody,
         response: {
           202: WebhookReplayAnswer,
           ...keyErrors,
-          ...errorResponses('VALIDATION_ERROR', 'INVALID_STATE_TRANSITION', 'SERVICE_UNAVAILABLE'),
+          ...errorResponses(
+            'VALIDATION_ERROR',
+            'INVALID_STATE_TRANSITION',
+            'RATE_LIMITED',
+            'SERVICE_UNAVAILABLE',
+          ),
         },
       },
     },
@@ -168,43 +231,79 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       if (until.getTime() <= since.getTime()) {
         throw new AppError('VALIDATION_ERROR', 'body.until must be after body.since')
       }
+      const window = config.WEBHOOK_REPLAY_WINDOW_HOURS
+      if (since.getTime() < now.getTime() - window * HOUR_MS) {
+        throw new AppError(
+          'VALIDATION_ERROR',
+          `body.since must be within the last ${window} hours (a replay reaches back no further)`,
+        )
+      }
       requireEnabled(endpoint)
       // One tag per replay: a second replay of the same window queues the events again, while a
       // page added twice within one replay stays one job each.
       const tag = `replay-${randomUUID()}`
-      const queue = await webhookQueue.get()
-      let events = 0
-      let cursor: { at: string; id: string } | undefined
-      for (;;) {
-        const page = await webhookEventsBetween(db, {
-          apiKeyId: request.apiKey.id,
-          types: endpoint.events,
-          since,
-          until,
-          cursor,
-          limit: REPLAY_PAGE,
-        })
-        if (page.length === 0) break
-        await queue.addBulk(
-          page.map((event) => ({
-            name: event.type,
-            data: {
-              eventId: event.id,
-              endpointId: endpoint.id,
-              eventType: event.type,
-              body: webhookEventBody(event.payload),
-              reason: 'replay' as const,
-            },
-            opts: { ...WEBHOOK_JOB_OPTIONS, jobId: webhookJobId(event.id, endpoint.id, tag) },
-          })),
+      const running = replaysKey(request.apiKey.id)
+      const max = config.WEBHOOK_REPLAYS_PER_KEY_MAX
+      if (Number(await startReplay(1, running, max, Date.now(), REPLAY_STALE_MS, tag)) !== 1) {
+        throw new AppError(
+          'RATE_LIMITED',
+          `The API key has ${max} replays running, its bound; retry when one has ended`,
+          { 'retry-after': String(REPLAY_RETRY_AFTER_SECONDS) },
         )
-        events += page.length
-        const last = page[page.length - 1]
-        if (!last || page.length < REPLAY_PAGE) break
-        cursor = { at: last.cursorAt, id: last.id }
       }
-      request.log.info({ webhookEndpointId: endpoint.id, events }, 'webhook events replay queued')
-      return reply.code(202).send({ events, since: since.toISOString(), until: until.toISOString() })
+      try {
+        return reply
+          .code(202)
+          .send(await replayWindow(request.apiKey.id, endpoint, { since, until, tag }, request.log))
+      } finally {
+        await redis
+          .zrem(running, tag)
+          .catch((error) =>
+            request.log.warn({ err: error }, 'replay not marked ended: it counts until it is stale'),
+          )
+      }
     },
   )
+
+  /** Queues every event of the window the endpoint subscribes to, a page at a time. */
+  const replayWindow = async (
+    apiKeyId: string,
+    endpoint: WebhookEndpointRow,
+    { since, until, tag }: { since: Date; until: Date; tag: string },
+    log: FastifyBaseLogger,
+  ) => {
+    const queue = await webhookQueue.get()
+    let events = 0
+    let cursor: { at: string; id: string } | undefined
+    for (;;) {
+      const page = await webhookEventsBetween(db, {
+        apiKeyId,
+        types: endpoint.events,
+        since,
+        until,
+        cursor,
+        limit: REPLAY_PAGE,
+      })
+      if (page.length === 0) break
+      await queue.addBulk(
+        page.map((event) => ({
+          name: event.type,
+          data: {
+            eventId: event.id,
+            endpointId: endpoint.id,
+            eventType: event.type,
+            body: webhookEventBody(event.payload),
+            reason: 'replay' as const,
+          },
+          opts: { ...WEBHOOK_JOB_OPTIONS, jobId: webhookJobId(event.id, endpoint.id, tag) },
+        })),
+      )
+      events += page.length
+      const last = page[page.length - 1]
+      if (!last || page.length < REPLAY_PAGE) break
+      cursor = { at: last.cursorAt, id: last.id }
+    }
+    log.info({ webhookEndpointId: endpoint.id, events }, 'webhook events replay queued')
+    return { events, since: since.toISOString(), until: until.toISOString() }
+  }
 }

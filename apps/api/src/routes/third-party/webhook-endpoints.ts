@@ -15,7 +15,7 @@ import {
 import {
   deleteWebhookEndpoint,
   findWebhookEndpoint,
-  insertWebhookEndpoint,
+  insertWebhookEndpointWithin,
   isUuid,
   listWebhookEndpoints,
   rotateWebhookEndpointSecret,
@@ -86,24 +86,41 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'createWebhookEndpoint',
         tags,
         summary: 'Register a webhook endpoint; its signing secret is shown in this answer only',
-        description,
+        description:
+          `${description} A key has at most ${config.WEBHOOK_ENDPOINTS_PER_KEY_MAX} endpoints ` +
+          '(`WEBHOOK_ENDPOINTS_PER_KEY_MAX`); one more is `409 LIMIT_EXCEEDED`.',
         security,
         body: CreateWebhookEndpointBody,
-        response: { 201: WebhookEndpointWithSecret, ...keyErrors, ...errorResponses('VALIDATION_ERROR') },
+        response: {
+          201: WebhookEndpointWithSecret,
+          ...keyErrors,
+          ...errorResponses('VALIDATION_ERROR', 'LIMIT_EXCEEDED'),
+        },
       },
     },
     async (request, reply) => {
       const { url, events, description: text } = request.body
       await checkWebhookTarget(url, targetRules)
       const secret = newSigningSecret()
-      const row = await insertWebhookEndpoint(db, {
-        apiKeyId: request.apiKey.id,
-        url,
-        events,
-        description: text ?? null,
-        secret: box.seal(secret),
-        now: clock(),
-      })
+      const max = config.WEBHOOK_ENDPOINTS_PER_KEY_MAX
+      const row = await insertWebhookEndpointWithin(
+        db,
+        {
+          apiKeyId: request.apiKey.id,
+          url,
+          events,
+          description: text ?? null,
+          secret: box.seal(secret),
+          now: clock(),
+        },
+        max,
+      )
+      if (!row) {
+        throw new AppError(
+          'LIMIT_EXCEEDED',
+          `The API key has ${max} webhook endpoints, its bound; delete one, or send several event types to one endpoint`,
+        )
+      }
       request.log.info({ webhookEndpointId: row.id }, 'webhook endpoint registered')
       return reply.code(201).send({ ...toView(row), secret })
     },
