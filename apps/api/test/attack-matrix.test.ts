@@ -371,7 +371,8 @@ async function attacksOn(e: Endpoint): Promise<Attack[]> {
   for (const attacker of wrong) {
     const ids = attacker.startsWith('a revoked') ? revokedIds : acmeIds
     // Signing out of one's own session needs no live key: it ends the session and shows nothing.
-    const ownData = e.name === 'DELETE /api/third-party/session' && attacker === "a revoked key's portal session"
+    const ownData =
+      e.name === 'DELETE /api/third-party/session' && attacker === "a revoked key's portal session"
     await make(attacker, credentials[attacker] ?? {}, first(pathChoices(e, ids)), { detail: '', ownData })
   }
   if (e.audience !== 'key') return attacks
