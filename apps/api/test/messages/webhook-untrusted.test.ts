@@ -234,6 +234,22 @@ describe('WhatsApp webhook: the signature header, parsed strictly', () => {
   }
   const forged = `sha256=${'0'.repeat(64)}`
 
+  it('is checked over the raw bytes before any JSON parsing: an unsigned 1 MiB body that is not JSON is 401, never 400', async () => {
+    // Had the body been parsed first, this would be the parser's 400 ("not valid JSON"): the
+    // signature's 401 shows no parse was spent on it, however large.
+    const notJson = `{"object":"whatsapp_business_account","entry":[${'x'.repeat(1024 * 1024 - 64)}`
+    for (const signature of [undefined, forged, signWebhook(`${notJson} `, APP_SECRET)]) {
+      expectError(await post(notJson, signature), 401, 'WEBHOOK_SIGNATURE_INVALID', /X-Hub-Signature-256/)
+    }
+    // The same bytes, rightly signed, reach the parser, which refuses them for what they are.
+    expectError(
+      await post(notJson, signWebhook(notJson, APP_SECRET)),
+      400,
+      'VALIDATION_ERROR',
+      /not valid JSON/,
+    )
+  })
+
   it('the one valid header: 200', async () => {
     const { body, signature } = signed()
     expect(signature).toMatch(/^sha256=[0-9a-f]{64}$/)
