@@ -17,6 +17,25 @@ describe('API configuration', () => {
     expect(config.adminTokens).toEqual([{ name: 'dev-admin', token: DEVELOPMENT_ADMIN_TOKEN }])
   })
 
+  it("takes TRUST_PROXY as the proxies' addresses or CIDRs; refuses true and hop counts, saying why", () => {
+    for (const off of [undefined, '', 'false', '0']) {
+      expect(parseApiConfig({ TRUST_PROXY: off }).TRUST_PROXY).toBe(false)
+    }
+    expect(parseApiConfig({ TRUST_PROXY: '10.0.0.0/8, 192.168.1.7,fc00::/7,loopback' }).TRUST_PROXY).toEqual([
+      '10.0.0.0/8',
+      '192.168.1.7',
+      'fc00::/7',
+      'loopback',
+    ])
+    expect(() => parseApiConfig({ TRUST_PROXY: 'true' })).toThrow(/TRUST_PROXY: true would believe/)
+    expect(() => parseApiConfig({ TRUST_PROXY: '1' })).toThrow(
+      /TRUST_PROXY: a hop count \(1\) trusts no proxy/,
+    )
+    expect(() => parseApiConfig({ TRUST_PROXY: '10.0.0.0/33,proxy.local' })).toThrow(
+      /"10\.0\.0\.0\/33", "proxy\.local" is not/,
+    )
+  })
+
   it('names every bad variable at once, without echoing secrets', () => {
     const attempt = () =>
       parseApiConfig({ PORT: 'eighty', APP_ENV: 'staging', REDIS_URL: 'http://x', ADMIN_TOKENS: 'ana=short' })

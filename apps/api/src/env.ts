@@ -18,6 +18,7 @@ import {
 } from '@dispatch/contracts/env'
 import { tracingEnv } from '@dispatch/contracts/tracing'
 import Type, { type Static } from 'typebox'
+import { parseTrustProxy, type TrustProxy } from './trust-proxy.ts'
 
 const ApiEnv = Type.Object({
   ...commonEnv,
@@ -26,7 +27,8 @@ const ApiEnv = Type.Object({
   ADMIN_TOKENS: Type.Optional(
     Type.String({ pattern: '^[A-Za-z0-9_.-]+=[^,\\s]{16,}(,[A-Za-z0-9_.-]+=[^,\\s]{16,})*$' }),
   ),
-  TRUST_PROXY: Type.Boolean({ default: false }),
+  /** Which proxies' X-Forwarded-For to believe: a hop count or their addresses/CIDRs (trust-proxy.ts). */
+  TRUST_PROXY: Type.Optional(Type.String()),
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 65536 }),
   /** The body limit of `POST /messages/batch` (up to 1,000 messages). */
   BATCH_BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 2 * 1024 * 1024 }),
@@ -110,8 +112,12 @@ export interface AdminToken {
   token: string
 }
 
-export type ApiConfig = Omit<ApiEnv, 'ADMIN_TOKENS' | 'WEBHOOK_ALLOW_PRIVATE_TARGETS' | 'PLATFORM'> & {
+export type ApiConfig = Omit<
+  ApiEnv,
+  'ADMIN_TOKENS' | 'WEBHOOK_ALLOW_PRIVATE_TARGETS' | 'PLATFORM' | 'TRUST_PROXY'
+> & {
   WEBHOOK_ALLOW_PRIVATE_TARGETS: boolean
+  TRUST_PROXY: TrustProxy
   platform: PlatformName
   adminTokens: AdminToken[]
   usingDevAdminToken: boolean
@@ -137,6 +143,7 @@ function toConfig(env: ApiEnv): ApiConfig {
   return {
     ...rest,
     WEBHOOK_ALLOW_PRIVATE_TARGETS: allowPrivate,
+    TRUST_PROXY: parseTrustProxy(env.TRUST_PROXY),
     platform: choosePlatform({ ...rest, PLATFORM }),
     adminTokens,
     usingDevAdminToken: !ADMIN_TOKENS,

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { startTcpProxy, testRedisUrl } from '@dispatch/testing'
 import type { LightMyRequestResponse } from 'fastify'
@@ -111,6 +112,75 @@ describe('guessing API keys', () => {
 
     await sleep(retryAfter * 1000 + 100)
     expectError(await me(0, attacker, { 'x-api-key': 'mdk_dev_guess22' }), 401, 'API_KEY_INVALID')
+  })
+})
+
+/** TRUST_PROXY as deploy/kubernetes/api.yaml sets it: the proof is about the setting that ships. */
+const MANIFEST_TRUST_PROXY = /- name: TRUST_PROXY\s+value: "([^"]*)"/.exec(
+  readFileSync(new URL('../../../deploy/kubernetes/api.yaml', import.meta.url), 'utf8'),
+)?.[1]
+
+describe("behind the ingress, with the manifest's TRUST_PROXY", () => {
+  // The ingress (10.0.0.2) appends the address it saw to whatever X-Forwarded-For the client wrote.
+  const INGRESS = '10.0.0.2'
+  let app: TestApp
+  beforeAll(async () => {
+    expect(MANIFEST_TRUST_PROXY).toBeDefined()
+    app = await buildTestApp(world, { ...LIMITS, TRUST_PROXY: MANIFEST_TRUST_PROXY as string })
+  })
+  afterAll(async () => {
+    await app?.close()
+  })
+  const through = (client: string, spoofed: string, url: string, headers: Record<string, string>) =>
+    app.inject({
+      method: 'GET',
+      url,
+      remoteAddress: INGRESS,
+      headers: { ...headers, 'x-forwarded-for': `${spoofed}, ${client}` },
+    })
+
+  it('a new leftmost X-Forwarded-For on each try gains no admin-token tries past the lockout', async () => {
+    const attacker = '198.51.100.30'
+    const list = (i: number, headers: Record<string, string>) =>
+      through(attacker, `192.0.2.${i}`, '/api/admin/api-keys', headers)
+    for (let i = 0; i < 20; i++) {
+      expectError(
+        await list(i, { authorization: `Bearer guess-${i}-0123456789abcdef` }),
+        401,
+        'ADMIN_AUTH_REQUIRED',
+      )
+    }
+    for (let i = 20; i < 30; i++) {
+      expectLimited(await list(i, { authorization: `Bearer guess-${i}-0123456789abcdef` }))
+    }
+    expectLimited(await list(31, asAdmin()))
+    // Another client through the same ingress is not locked out.
+    const other = await through('198.51.100.31', '192.0.2.1', '/api/admin/api-keys', asAdmin())
+    expect(other.statusCode, other.body).toBe(200)
+  })
+
+  it('a new leftmost X-Forwarded-For on each try gains no API-key guesses past the limit', async () => {
+    const attacker = '198.51.100.32'
+    const me = (i: number, key: string) =>
+      through(attacker, `192.0.2.${i}`, '/api/api-keys/me', { 'x-api-key': key })
+    for (let i = 0; i < 20; i++) {
+      expectError(await me(i, `mdk_dev_spoof${i}00000000000000000000000000000`), 401, 'API_KEY_INVALID')
+    }
+    for (let i = 20; i < 30; i++) {
+      expectLimited(await me(i, `mdk_dev_spoof${i}00000000000000000000000000000`))
+    }
+    // Reaching the pod directly, past the ingress, its own X-Forwarded-For is not believed either.
+    expectLimited(
+      await app.inject({
+        method: 'GET',
+        url: '/api/api-keys/me',
+        remoteAddress: attacker,
+        headers: {
+          'x-api-key': 'mdk_dev_direct0000000000000000000000000000',
+          'x-forwarded-for': '192.0.2.99',
+        },
+      }),
+    )
   })
 })
 
