@@ -70,10 +70,12 @@ export const apiKeyAuth = fp(
       }
     })
 
-    // Only the failure path asks Redis, so a valid cached key costs no round trip. An address past
-    // its invalid keys gets 429 for each further invalid one; a valid key from it still passes:
-    // keys are 192 random bits, so telling a hit from a miss gives guessing nothing, and senders
-    // sharing an address with an attacker (a NAT) keep working.
+    // A valid cached key costs no Redis round trip: only the failure path and keys not yet cached
+    // ask Redis. An address past its invalid keys gets 429 for each further invalid one and for
+    // any key this instance has not cached (checked before the lookup, so guessing costs Postgres
+    // nothing); a cached valid key from it still passes: keys are 192 random bits, so telling a
+    // hit from a miss gives guessing nothing, and senders sharing an address with an attacker (a
+    // NAT) whose keys are in use keep working.
     const invalidKey = async (request: FastifyRequest) => {
       await app.authFailureLimits.apiKey.guard(request, true)
       return new AppError('API_KEY_INVALID', 'The API key is not valid')
@@ -112,6 +114,10 @@ export const apiKeyAuth = fp(
     ) => {
       let key = cached
       if (key === undefined) {
+        // Not in the cache: an address past its invalid keys is refused before Postgres is asked,
+        // so guessing costs one Redis call, not a lookup. (Checked, not counted: a valid key is no
+        // failure. A cached key, valid or unknown, never comes here.)
+        await app.authFailureLimits.apiKey.guard(request, false)
         try {
           key = await cache.get(hash, async () => (await findApiKeyByHash(db, hash)) ?? null)
         } catch (error) {
