@@ -63,6 +63,14 @@ const ApiEnv = Type.Object({
    * that signs each delivery (X-Hub-Signature-256). Without the secret, deliveries are refused. */
   WHATSAPP_VERIFY_TOKEN: Type.Optional(Type.String({ minLength: 8 })),
   WHATSAPP_APP_SECRET: Type.Optional(Type.String({ minLength: 8 })),
+  /**
+   * The hosts an inbound media's url may name (comma-separated), the only ones sent the number's
+   * token: Meta's `lookaside.fbsbx.com` by default, and outside production also this machine
+   * (`localhost`, `127.0.0.1`, `::1`: the fake Cloud API). See media/cloud-api-media.ts.
+   */
+  WHATSAPP_MEDIA_HOSTS: Type.Optional(
+    Type.String({ pattern: '^[A-Za-z0-9.:\\[\\]-]+(,[A-Za-z0-9.:\\[\\]-]+)*$' }),
+  ),
   /** The platform media uploads go to: the worker's, by the same variables (see the worker's env). */
   ...platformEnv,
   ...secretsEnv,
