@@ -61,7 +61,7 @@ export class FakeMedia {
   keepUploadBytes: number
   /** The Content-Type downloads answer with, when set (else the media's own). */
   downloadContentType: string | undefined
-  /** When set, a download answers `302` to this URL instead of the bytes. */
+  /** When set, a download answers `302` to this URL instead of the bytes (unless its query has `redirected=1`). */
   redirectDownloadsTo: string | undefined
 
   constructor(options: { keepUploadBytes?: number | undefined } = {}) {
@@ -134,7 +134,7 @@ export class FakeMedia {
           id,
         },
       })
-    } else if (this.redirectDownloadsTo) {
+    } else if (this.redirectDownloadsTo && !url.includes('redirected=1')) {
       answer(302)
       res.writeHead(302, { location: this.redirectDownloadsTo, 'content-length': '0' })
       res.end()

@@ -205,6 +205,26 @@ describe("GET /api/third-party/media/{id}/content: an inbound message's media", 
     }
   })
 
+  it('follows a redirect on a media host, with the token', async () => {
+    const bytes = jpeg('moved')
+    const id = fake.media.add(bytes, 'image/jpeg', { token: TOKEN })
+    fake.media.redirectDownloadsTo = `${new URL(fake.url).origin}/_fake/media/${id}/download?redirected=1`
+    try {
+      await answerWith('+5511911110001', 'image', { id, mime_type: 'image/jpeg' })
+      const res = await download(acme, id)
+      expect(res.statusCode, res.body).toBe(200)
+      expect(res.rawPayload.equals(bytes)).toBe(true)
+      const reads = fake.media.reads.filter((r) => r.mediaId === id)
+      expect(reads.map((r) => [r.step, r.status])).toEqual([
+        ['lookup', 200],
+        ['download', 302],
+        ['download', 200],
+      ])
+    } finally {
+      fake.media.redirectDownloadsTo = undefined
+    }
+  })
+
   it('never follows a redirect to another host with the token', async () => {
     const elsewhere: Array<string | undefined> = []
     const other = createServer((req, res) => {
