@@ -156,6 +156,17 @@ describe('unknown keys and Postgres', () => {
     expect(lookups).toBeLessThanOrEqual(20)
   })
 
+  it('the same holds when the 100 arrive at once', async () => {
+    const attacker = '198.51.100.41'
+    lookups = 0
+    const answers = await Promise.all(
+      Array.from({ length: 100 }, async () => (await me(attacker, randomKey())).statusCode),
+    )
+    expect(answers.filter((status) => status === 401)).toHaveLength(20)
+    expect(answers.filter((status) => status === 429)).toHaveLength(80)
+    expect(lookups).toBeLessThanOrEqual(20)
+  })
+
   it('unknown keys never push a known key out of the cache', async () => {
     const known = await activeKey(app)
     expect((await me(OTHER_ADDRESS, known.key)).statusCode).toBe(200)
