@@ -250,6 +250,48 @@ describe('WhatsApp webhook: the signature header, parsed strictly', () => {
     )
   })
 
+  it('a request with no well-formed signature is refused before its body is read', async () => {
+    if (!app.server.listening) await app.listen({ port: 0, host: '127.0.0.1' })
+    const { port } = app.server.address() as AddressInfo
+    // Headers announcing 1 MiB, and not one byte of it sent: the answer comes all the same.
+    const answer = (headers: Record<string, string>) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = httpRequest(
+          {
+            host: '127.0.0.1',
+            port,
+            method: 'POST',
+            path: '/api/webhooks/whatsapp',
+            headers: {
+              'content-type': 'application/json',
+              'content-length': String(1024 * 1024),
+              ...headers,
+            },
+          },
+          (res) => {
+            const chunks: Buffer[] = []
+            res.on('data', (chunk: Buffer) => chunks.push(chunk))
+            res.on('end', () => {
+              req.destroy()
+              resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() })
+            })
+          },
+        )
+        req.on('error', reject)
+        req.flushHeaders()
+        setTimeout(() => {
+          req.destroy()
+          reject(new Error('no answer within 3 s: the server waited for the body'))
+        }, 3000)
+      })
+    const cases: Array<Record<string, string>> = [{}, { 'x-hub-signature-256': 'sha256=abc' }]
+    for (const headers of cases) {
+      const res = await answer(headers)
+      expect(res.status).toBe(401)
+      expect(JSON.parse(res.body)).toMatchObject({ errorCode: 'WEBHOOK_SIGNATURE_INVALID', statusCode: 401 })
+    }
+  })
+
   it('the one valid header: 200', async () => {
     const { body, signature } = signed()
     expect(signature).toMatch(/^sha256=[0-9a-f]{64}$/)
@@ -296,7 +338,7 @@ describe('WhatsApp webhook: the signature header, parsed strictly', () => {
 
   it('401 for a repeated header on a real socket, too (Node joins the values with ", ")', async () => {
     const { body, signature } = signed()
-    await app.listen({ port: 0, host: '127.0.0.1' })
+    if (!app.server.listening) await app.listen({ port: 0, host: '127.0.0.1' })
     const { port } = app.server.address() as AddressInfo
     const postRaw = (header: string | string[]) =>
       new Promise<{ status: number; body: string }>((resolve, reject) => {

@@ -12,7 +12,7 @@ import { applyQualityUpdates, readQualityUpdates } from './quality-updates.ts'
 import { openServiceWindows } from './service-windows.ts'
 import { applyTemplateUpdates, readTemplateUpdates } from './template-updates.ts'
 import { readInboundMessages } from './whatsapp-messages.ts'
-import { signatureHeader, signatureMatches } from './whatsapp-signature.ts'
+import { signatureHeader, signatureMatches, signatureWellFormed } from './whatsapp-signature.ts'
 import { readStatusUpdates } from './whatsapp-statuses.ts'
 
 declare module 'fastify' {
@@ -93,6 +93,10 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       // Meta batches status changes; allow more than the send endpoints' 64 KiB.
       bodyLimit: 1024 * 1024,
+      // No signature, or none shaped like one: refused before a byte of the body is read.
+      onRequest: (request, _reply, done) => {
+        done(signatureWellFormed(signatureHeader(request.raw.rawHeaders)) ? undefined : signatureInvalid())
+      },
       // A body was checked by the parser above, before it was parsed; a request without one (which
       // the parser never sees) is refused here, before validation says what was wrong with it.
       preValidation: async (request) => {
