@@ -71,6 +71,8 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   // request are measurable on the accept path (docs/benchmarks.md, accept).
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
+    // No answer of ours is for a browser to guess the type of (an inbound media above all).
+    reply.header('x-content-type-options', 'nosniff')
     // A request arriving on a kept-alive connection while the server drains goes elsewhere.
     if (closing) {
       throw new AppError('SERVICE_UNAVAILABLE', 'The server is shutting down; retry the request', {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { DEVELOPMENT_ADMIN_TOKEN, parseApiConfig } from './env.ts'
+import { mediaHostsOf } from './media/cloud-api-media.ts'
 
 /** A well-formed key, as production needs one. */
 const SECRETS_KEY = Buffer.alloc(32, 7).toString('base64')
@@ -21,6 +22,44 @@ describe('API configuration', () => {
       usingDevAdminToken: true,
     })
     expect(config.adminTokens).toEqual([{ name: 'dev-admin', token: DEVELOPMENT_ADMIN_TOKEN }])
+  })
+
+  it("takes TRUST_PROXY as the proxies' addresses or CIDRs; refuses true and hop counts, saying why", () => {
+    for (const off of [undefined, '', 'false', '0']) {
+      expect(parseApiConfig({ APP_ENV: 'development', TRUST_PROXY: off }).TRUST_PROXY).toBe(false)
+    }
+    expect(
+      parseApiConfig({ APP_ENV: 'development', TRUST_PROXY: '10.0.0.0/8, 192.168.1.7,fc00::/7,loopback' })
+        .TRUST_PROXY,
+    ).toEqual(['10.0.0.0/8', '192.168.1.7', 'fc00::/7', 'loopback'])
+    expect(() => parseApiConfig({ APP_ENV: 'development', TRUST_PROXY: 'true' })).toThrow(
+      /TRUST_PROXY: true would believe/,
+    )
+    expect(() => parseApiConfig({ APP_ENV: 'development', TRUST_PROXY: '1' })).toThrow(
+      /TRUST_PROXY: a hop count \(1\) trusts no proxy/,
+    )
+    expect(() => parseApiConfig({ APP_ENV: 'development', TRUST_PROXY: '10.0.0.0/33,proxy.local' })).toThrow(
+      /"10\.0\.0\.0\/33", "proxy\.local" is not/,
+    )
+  })
+
+  it("fetches inbound media from Meta's host only in production, this machine too in development, or as told", () => {
+    // (The production default read directly: production's other requirements are not this test's.)
+    expect([...mediaHostsOf({ APP_ENV: 'production' })]).toEqual(['lookaside.fbsbx.com'])
+    expect([...mediaHostsOf(parseApiConfig({ APP_ENV: 'development' }))]).toEqual([
+      'lookaside.fbsbx.com',
+      'localhost',
+      '127.0.0.1',
+      '::1',
+    ])
+    expect([
+      ...mediaHostsOf(
+        parseApiConfig({ APP_ENV: 'development', WHATSAPP_MEDIA_HOSTS: 'Media.Example,[::1]' }),
+      ),
+    ]).toEqual(['media.example', '::1'])
+    expect(() => parseApiConfig({ APP_ENV: 'development', WHATSAPP_MEDIA_HOSTS: 'https://x/' })).toThrow(
+      /WHATSAPP_MEDIA_HOSTS/,
+    )
   })
 
   it('names every bad variable at once, without echoing secrets', () => {

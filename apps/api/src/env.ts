@@ -20,6 +20,7 @@ import {
 } from '@dispatch/contracts/env'
 import { tracingEnv } from '@dispatch/contracts/tracing'
 import Type, { type Static } from 'typebox'
+import { parseTrustProxy, type TrustProxy } from './trust-proxy.ts'
 
 const ApiEnv = Type.Object({
   ...commonEnv,
@@ -28,7 +29,8 @@ const ApiEnv = Type.Object({
   ADMIN_TOKENS: Type.Optional(
     Type.String({ pattern: '^[A-Za-z0-9_.-]+=[^,\\s]{16,}(,[A-Za-z0-9_.-]+=[^,\\s]{16,})*$' }),
   ),
-  TRUST_PROXY: Type.Boolean({ default: false }),
+  /** Which proxies' X-Forwarded-For to believe: a hop count or their addresses/CIDRs (trust-proxy.ts). */
+  TRUST_PROXY: Type.Optional(Type.String()),
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 65536 }),
   /** The body limit of `POST /messages/batch` (up to 1,000 messages). */
   BATCH_BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 2 * 1024 * 1024 }),
@@ -75,6 +77,14 @@ const ApiEnv = Type.Object({
    * that signs each delivery (X-Hub-Signature-256). Without the secret, deliveries are refused. */
   WHATSAPP_VERIFY_TOKEN: Type.Optional(Type.String({ minLength: 8 })),
   WHATSAPP_APP_SECRET: Type.Optional(Type.String({ minLength: 8 })),
+  /**
+   * The hosts an inbound media's url may name (comma-separated), the only ones sent the number's
+   * token: Meta's `lookaside.fbsbx.com` by default, and outside production also this machine
+   * (`localhost`, `127.0.0.1`, `::1`: the fake Cloud API). See media/cloud-api-media.ts.
+   */
+  WHATSAPP_MEDIA_HOSTS: Type.Optional(
+    Type.String({ pattern: '^[A-Za-z0-9.:\\[\\]-]+(,[A-Za-z0-9.:\\[\\]-]+)*$' }),
+  ),
   /** The platform media uploads go to: the worker's, by the same variables (see the worker's env). */
   ...platformEnv,
   ...secretsEnv,
@@ -131,8 +141,12 @@ export interface AdminToken {
   token: string
 }
 
-export type ApiConfig = Omit<ApiEnv, 'ADMIN_TOKENS' | 'WEBHOOK_ALLOW_PRIVATE_TARGETS' | 'PLATFORM'> & {
+export type ApiConfig = Omit<
+  ApiEnv,
+  'ADMIN_TOKENS' | 'WEBHOOK_ALLOW_PRIVATE_TARGETS' | 'PLATFORM' | 'TRUST_PROXY'
+> & {
   WEBHOOK_ALLOW_PRIVATE_TARGETS: boolean
+  TRUST_PROXY: TrustProxy
   platform: PlatformName
   adminTokens: AdminToken[]
   usingDevAdminToken: boolean
@@ -180,6 +194,7 @@ function toConfig(env: ApiEnv): ApiConfig {
   return {
     ...rest,
     WEBHOOK_ALLOW_PRIVATE_TARGETS: allowPrivate,
+    TRUST_PROXY: parseTrustProxy(env.TRUST_PROXY),
     platform: choosePlatform({ ...rest, PLATFORM }),
     adminTokens,
     usingDevAdminToken: !ADMIN_TOKENS,

@@ -1,6 +1,6 @@
 import { lookup as dnsLookup } from 'node:dns/promises'
 import { isIP } from 'node:net'
-import { isPrivateAddress } from '@dispatch/contracts'
+import { isGlobalUnicast } from '@dispatch/contracts'
 import { AppError } from './errors.ts'
 
 export type Lookup = (host: string) => Promise<string[]>
@@ -67,7 +67,9 @@ export async function checkWebhookTarget(raw: string, rules: TargetRules): Promi
     }
     if (addresses.length === 0) throw refuse(`host ${JSON.stringify(host)} does not resolve`)
   }
-  if (!rules.allowPrivate && addresses.some(isPrivateAddress)) {
-    throw refuse('must not point at a loopback, private, link-local or metadata address')
+  if (!rules.allowPrivate && !addresses.every(isGlobalUnicast)) {
+    throw refuse(
+      'must not point at an address that is not global unicast (loopback, private, link-local, shared, reserved, multicast or metadata)',
+    )
   }
 }

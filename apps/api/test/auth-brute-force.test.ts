@@ -1,4 +1,7 @@
+import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { createDb } from '@dispatch/db'
 import { startTcpProxy, testRedisUrl } from '@dispatch/testing'
 import type { LightMyRequestResponse } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -85,8 +88,11 @@ describe('guessing admin tokens', () => {
 })
 
 describe('guessing API keys', () => {
-  it('is refused past 20 invalid keys from one address, on every instance, until the window passes', async () => {
+  it('is refused past 20 invalid keys from one address, on every instance, until the window passes; a key in use still works', async () => {
     const key = await activeKey(on(0))
+    // The key in use, so cached on both instances (as a sender's busy key is).
+    expect((await me(0, OTHER_ADDRESS, { 'x-api-key': key.key })).statusCode).toBe(200)
+    expect((await me(1, OTHER_ADDRESS, { 'x-api-key': key.key })).statusCode).toBe(200)
     const attacker = '198.51.100.9'
     const guesses = [
       (i: number) => `mdk_dev_guess${i}000000000000000000000000000000`,
@@ -102,15 +108,144 @@ describe('guessing API keys', () => {
 
     // Other addresses are not affected.
     expectError(await me(0, OTHER_ADDRESS, { 'x-api-key': 'mdk_dev_guess' }), 401, 'API_KEY_INVALID')
-    // A valid key still works from the blocked address: only invalid keys are answered 429 (a
-    // 192-bit key cannot be guessed, and senders behind the attacker's NAT keep working).
+    // A valid key in use still works from the blocked address: only invalid keys, and keys not
+    // cached (which would cost a lookup), are answered 429 (a 192-bit key cannot be guessed, and
+    // senders behind the attacker's NAT whose keys are in use keep working).
     expect((await me(0, attacker, { 'x-api-key': key.key })).statusCode).toBe(200)
     expect((await me(1, attacker, { 'x-api-key': key.key })).statusCode).toBe(200)
+    on(0).apiKeyCache.clear()
+    expectLimited(await me(0, attacker, { 'x-api-key': key.key }))
     // A missing key is not a guess.
     expectError(await me(0, attacker, {}), 401, 'API_KEY_MISSING')
 
     await sleep(retryAfter * 1000 + 100)
     expectError(await me(0, attacker, { 'x-api-key': 'mdk_dev_guess22' }), 401, 'API_KEY_INVALID')
+    expect((await me(0, attacker, { 'x-api-key': key.key })).statusCode).toBe(200)
+  })
+})
+
+describe('unknown keys and Postgres', () => {
+  // An instance whose database client counts the key lookups it sends (by hash: the auth path's).
+  let lookups = 0
+  let app: TestApp
+  let client: ReturnType<typeof createDb>
+  beforeAll(async () => {
+    client = createDb(world.databaseUrl, {
+      max: 2,
+      onStatement: (query) => {
+        if (/"api_keys"\."key_hash" = /.test(query)) lookups++
+      },
+    })
+    app = await buildTestApp(world, { ...LIMITS, API_KEY_CACHE_MAX: '10' }, undefined, { db: client.db })
+  })
+  afterAll(async () => {
+    await app?.close()
+    await client?.close()
+  })
+  const me = (remoteAddress: string, key: string) =>
+    app.inject({ method: 'GET', url: '/api/api-keys/me', remoteAddress, headers: { 'x-api-key': key } })
+  const randomKey = () => `mdk_dev_${randomBytes(24).toString('base64url')}`
+
+  it('100 random keys from one address cost at most the limit in Postgres lookups; the rest are 429 without one', async () => {
+    const attacker = '198.51.100.40'
+    lookups = 0
+    const answers: number[] = []
+    for (let i = 0; i < 100; i++) answers.push((await me(attacker, randomKey())).statusCode)
+    expect(answers.filter((status) => status === 401)).toHaveLength(20)
+    expect(answers.filter((status) => status === 429)).toHaveLength(80)
+    expect(lookups).toBeLessThanOrEqual(20)
+  })
+
+  it('the same holds when the 100 arrive at once', async () => {
+    const attacker = '198.51.100.41'
+    lookups = 0
+    const answers = await Promise.all(
+      Array.from({ length: 100 }, async () => (await me(attacker, randomKey())).statusCode),
+    )
+    expect(answers.filter((status) => status === 401)).toHaveLength(20)
+    expect(answers.filter((status) => status === 429)).toHaveLength(80)
+    expect(lookups).toBeLessThanOrEqual(20)
+  })
+
+  it('unknown keys never push a known key out of the cache', async () => {
+    const known = await activeKey(app)
+    expect((await me(OTHER_ADDRESS, known.key)).statusCode).toBe(200)
+    // Ten times the cache's size in unknown keys, each from its own address (none is limited).
+    for (let i = 0; i < 100; i++) {
+      expectError(await me(`198.18.${i >> 8}.${i & 255}`, randomKey()), 401, 'API_KEY_INVALID')
+    }
+    lookups = 0
+    expect((await me(OTHER_ADDRESS, known.key)).statusCode).toBe(200)
+    expect(lookups).toBe(0)
+  })
+})
+
+/** TRUST_PROXY as deploy/kubernetes/api.yaml sets it: the proof is about the setting that ships. */
+const MANIFEST_TRUST_PROXY = /- name: TRUST_PROXY\s+value: "([^"]*)"/.exec(
+  readFileSync(new URL('../../../deploy/kubernetes/api.yaml', import.meta.url), 'utf8'),
+)?.[1]
+
+describe("behind the ingress, with the manifest's TRUST_PROXY", () => {
+  // The ingress (10.0.0.2) appends the address it saw to whatever X-Forwarded-For the client wrote.
+  const INGRESS = '10.0.0.2'
+  let app: TestApp
+  beforeAll(async () => {
+    expect(MANIFEST_TRUST_PROXY).toBeDefined()
+    app = await buildTestApp(world, { ...LIMITS, TRUST_PROXY: MANIFEST_TRUST_PROXY as string })
+  })
+  afterAll(async () => {
+    await app?.close()
+  })
+  const through = (client: string, spoofed: string, url: string, headers: Record<string, string>) =>
+    app.inject({
+      method: 'GET',
+      url,
+      remoteAddress: INGRESS,
+      headers: { ...headers, 'x-forwarded-for': `${spoofed}, ${client}` },
+    })
+
+  it('a new leftmost X-Forwarded-For on each try gains no admin-token tries past the lockout', async () => {
+    const attacker = '198.51.100.30'
+    const list = (i: number, headers: Record<string, string>) =>
+      through(attacker, `192.0.2.${i}`, '/api/admin/api-keys', headers)
+    for (let i = 0; i < 20; i++) {
+      expectError(
+        await list(i, { authorization: `Bearer guess-${i}-0123456789abcdef` }),
+        401,
+        'ADMIN_AUTH_REQUIRED',
+      )
+    }
+    for (let i = 20; i < 30; i++) {
+      expectLimited(await list(i, { authorization: `Bearer guess-${i}-0123456789abcdef` }))
+    }
+    expectLimited(await list(31, asAdmin()))
+    // Another client through the same ingress is not locked out.
+    const other = await through('198.51.100.31', '192.0.2.1', '/api/admin/api-keys', asAdmin())
+    expect(other.statusCode, other.body).toBe(200)
+  })
+
+  it('a new leftmost X-Forwarded-For on each try gains no API-key guesses past the limit', async () => {
+    const attacker = '198.51.100.32'
+    const me = (i: number, key: string) =>
+      through(attacker, `192.0.2.${i}`, '/api/api-keys/me', { 'x-api-key': key })
+    for (let i = 0; i < 20; i++) {
+      expectError(await me(i, `mdk_dev_spoof${i}00000000000000000000000000000`), 401, 'API_KEY_INVALID')
+    }
+    for (let i = 20; i < 30; i++) {
+      expectLimited(await me(i, `mdk_dev_spoof${i}00000000000000000000000000000`))
+    }
+    // Reaching the pod directly, past the ingress, its own X-Forwarded-For is not believed either.
+    expectLimited(
+      await app.inject({
+        method: 'GET',
+        url: '/api/api-keys/me',
+        remoteAddress: attacker,
+        headers: {
+          'x-api-key': 'mdk_dev_direct0000000000000000000000000000',
+          'x-forwarded-for': '192.0.2.99',
+        },
+      }),
+    )
   })
 })
 

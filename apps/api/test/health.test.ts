@@ -1,5 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, createWorld, expectError, type TestApp, type TestWorld } from './helpers.ts'
+import {
+  activeKey,
+  buildTestApp,
+  createWorld,
+  expectError,
+  send,
+  type TestApp,
+  type TestWorld,
+} from './helpers.ts'
 
 let world: TestWorld
 let app: TestApp
@@ -104,5 +112,25 @@ describe('OpenAPI', () => {
     expect(res.statusCode).toBe(200)
     expect(res.headers['content-type']).toMatch(/text\/html/)
     expect(res.body).toMatch(/swagger/i)
+  })
+})
+
+describe('every answer is nosniff', () => {
+  it('success, refusal, unknown route, bad JSON and an accepted send all carry X-Content-Type-Options: nosniff', async () => {
+    const key = await activeKey(app, { scopes: ['send:free-text'] })
+    const answers = [
+      await app.inject({ method: 'GET', url: '/healthz' }),
+      await app.inject({ method: 'GET', url: '/api/admin/api-keys' }),
+      await app.inject({ method: 'GET', url: '/no/such/route' }),
+      await app.inject({
+        method: 'POST',
+        url: '/api/api-keys/request',
+        headers: { 'content-type': 'application/json' },
+        payload: '{"clientName":',
+      }),
+      await send(app, 'send-text', key.key, { phone: '+5511911112222', text: 'hi' }),
+    ]
+    expect(answers.map((res) => res.statusCode)).toEqual([200, 401, 404, 400, 202])
+    for (const res of answers) expect(res.headers['x-content-type-options'], res.body).toBe('nosniff')
   })
 })

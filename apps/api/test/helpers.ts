@@ -90,8 +90,8 @@ export async function buildTestApp(
   env: Record<string, string> = {},
   /** Extra routes a test adds before the app is ready (to exercise a plugin from the outside). */
   extend?: (app: FastifyInstance) => void,
-  /** Dependencies to replace, such as a clock set to another time. */
-  overrides: Partial<Pick<ApiDeps, 'clock' | 'tracing'>> = {},
+  /** Dependencies to replace, such as a clock set to another time (or a db counting its statements). */
+  overrides: Partial<Pick<ApiDeps, 'clock' | 'tracing' | 'db'>> = {},
 ): Promise<TestApp> {
   const config = parseApiConfig({
     DATABASE_URL: world.databaseUrl,

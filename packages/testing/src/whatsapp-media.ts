@@ -59,9 +59,15 @@ export class FakeMedia {
   readonly #media = new Map<string, StoredMedia>()
   /** How many bytes of each upload are kept in `uploads[].file.bytes`. */
   keepUploadBytes: number
+  /** The Content-Type downloads answer with, when set (else the media's own). */
+  downloadContentType: string | undefined
+  /** When set, a download answers `302` to this URL instead of the bytes (unless its query has `redirected=1`). */
+  redirectDownloadsTo: string | undefined
 
   constructor(options: { keepUploadBytes?: number | undefined } = {}) {
     this.keepUploadBytes = options.keepUploadBytes ?? 32 * 1024 * 1024
+    this.downloadContentType = undefined
+    this.redirectDownloadsTo = undefined
   }
 
   /** The next answers to media uploads, in order; after them the fake takes every upload again. */
@@ -128,9 +134,16 @@ export class FakeMedia {
           id,
         },
       })
+    } else if (this.redirectDownloadsTo && !url.includes('redirected=1')) {
+      answer(302)
+      res.writeHead(302, { location: this.redirectDownloadsTo, 'content-length': '0' })
+      res.end()
     } else {
       answer(200)
-      res.writeHead(200, { 'content-type': media.mimeType, 'content-length': String(media.bytes.length) })
+      res.writeHead(200, {
+        'content-type': this.downloadContentType ?? media.mimeType,
+        'content-length': String(media.bytes.length),
+      })
       res.end(media.bytes)
     }
     return true

@@ -262,13 +262,48 @@ async function downloadRefused(response: Response, step: string, log: FastifyBas
   )
 }
 
+/** Meta's media host: the `url` of `GET /{media-id}` is `https://lookaside.fbsbx.com/whatsapp_business/attachments/?mid=…`. */
+export const META_MEDIA_HOSTS = ['lookaside.fbsbx.com']
+/** This machine, a media host outside production only (the fake Cloud API of development and tests). */
+const LOCAL_MEDIA_HOSTS = ['localhost', '127.0.0.1', '::1']
+
+const bare = (host: string) =>
+  host
+    .trim()
+    .toLowerCase()
+    .replace(/^\[(.*)\]$/, '$1')
+
+/** The hosts an inbound media's url may name: `WHATSAPP_MEDIA_HOSTS`, else the defaults. */
+export function mediaHostsOf(config: { WHATSAPP_MEDIA_HOSTS?: string | undefined; APP_ENV: string }) {
+  const hosts = config.WHATSAPP_MEDIA_HOSTS
+    ? config.WHATSAPP_MEDIA_HOSTS.split(',')
+    : [...META_MEDIA_HOSTS, ...(config.APP_ENV === 'production' ? [] : LOCAL_MEDIA_HOSTS)]
+  return new Set(hosts.map(bare))
+}
+
+/**
+ * The media types an inbound media is served as: those WhatsApp carries (Meta's description may
+ * add parameters, `audio/ogg; codecs=opus`). Anything else is served as bytes.
+ */
+const SERVABLE_TYPE =
+  /^(?:image\/(?:jpeg|png|webp)|video\/(?:mp4|3gpp)|audio\/(?:aac|amr|mpeg|mp4|ogg|opus)|text\/plain|application\/(?:pdf|msword|vnd\.ms-excel|vnd\.ms-powerpoint|vnd\.openxmlformats-officedocument\.(?:wordprocessingml\.document|spreadsheetml\.sheet|presentationml\.presentation)))(?:; ?[a-z0-9-]+=[A-Za-z0-9.-]+)?$/i
+
+const servableType = (described: unknown) =>
+  typeof described === 'string' && SERVABLE_TYPE.test(described) ? described : 'application/octet-stream'
+
+/** How many redirects a media download follows, each to a media host only. */
+const MAX_MEDIA_REDIRECTS = 3
+
 /**
  * An inbound message's media from the Cloud API: `GET /{media-id}` with the receiving number's
  * token answers `{url, mime_type, file_size, sha256}`, and that short-lived `url`, fetched with the
- * same token, the bytes. The answer streams: nothing is held here.
+ * same token, the bytes. The url (and each redirect, followed by hand) must be on one of
+ * `mediaHosts`, or nothing is fetched from it: the token goes to the platform's hosts only. The
+ * type served is the description's `mime_type` when it is one WhatsApp carries, never the media
+ * host's Content-Type. The answer streams: nothing is held here.
  */
 export async function downloadCloudApiMedia(
-  options: { apiUrl: string; accessToken: string; timeoutMs: number },
+  options: { apiUrl: string; accessToken: string; timeoutMs: number; mediaHosts: ReadonlySet<string> },
   mediaId: string,
   log: FastifyBaseLogger,
 ): Promise<PlatformMedia> {
@@ -301,18 +336,42 @@ export async function downloadCloudApiMedia(
       throw new AppError('PLATFORM_ERROR', 'The messaging platform described the media without a usable url')
     }
     timeout.restart()
+    let target: URL = url
     let response: Response
-    try {
-      response = await fetch(url, { headers, signal: timeout.signal })
-    } catch (error) {
-      log.warn({ err: error }, 'media download: the media url did not answer')
-      throw platformUnavailable(null)
+    for (let redirects = 0; ; redirects++) {
+      if (!options.mediaHosts.has(bare(target.hostname))) {
+        // The host only: the url itself carries the download's own credentials.
+        log.warn({ mediaHost: target.hostname }, 'media download: the media url is not on a media host')
+        throw new AppError(
+          'PLATFORM_ERROR',
+          `The messaging platform named a media url on ${target.hostname}, not one of its media hosts (WHATSAPP_MEDIA_HOSTS)`,
+        )
+      }
+      try {
+        response = await fetch(target, { headers, signal: timeout.signal, redirect: 'manual' })
+      } catch (error) {
+        log.warn({ err: error }, 'media download: the media url did not answer')
+        throw platformUnavailable(null)
+      }
+      const location = response.status >= 300 && response.status < 400 && response.headers.get('location')
+      if (!location) break
+      await response.body?.cancel().catch(() => {})
+      const next = URL.canParse(location, target.href) ? new URL(location, target) : undefined
+      if (
+        redirects >= MAX_MEDIA_REDIRECTS ||
+        !next ||
+        (next.protocol !== 'https:' && next.protocol !== 'http:')
+      ) {
+        log.warn({ platformStatus: response.status }, 'media download: a redirect not followed')
+        throw new AppError(
+          'PLATFORM_ERROR',
+          'The messaging platform redirected the media download too often or nowhere',
+        )
+      }
+      target = next
     }
     if (!response.ok || !response.body) return await downloadRefused(response, 'download', log)
     const length = Number(response.headers.get('content-length') ?? info.file_size)
-    const mimeType =
-      response.headers.get('content-type') ??
-      (typeof info.mime_type === 'string' ? info.mime_type : 'application/octet-stream')
     // From here the body streams: the timer restarts with each chunk, until the last.
     const reader = response.body.getReader()
     const body = new ReadableStream<Uint8Array>({
@@ -337,7 +396,7 @@ export async function downloadCloudApiMedia(
       },
     })
     return {
-      mimeType: typeof info.mime_type === 'string' ? info.mime_type : mimeType,
+      mimeType: servableType(info.mime_type),
       size: Number.isSafeInteger(length) && length >= 0 ? length : undefined,
       body,
     }

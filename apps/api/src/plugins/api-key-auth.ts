@@ -70,13 +70,16 @@ export const apiKeyAuth = fp(
       }
     })
 
-    // Only the failure path asks Redis, so a valid cached key costs no round trip. An address past
-    // its invalid keys gets 429 for each further invalid one; a valid key from it still passes:
-    // keys are 192 random bits, so telling a hit from a miss gives guessing nothing, and senders
-    // sharing an address with an attacker (a NAT) keep working.
+    // A valid cached key costs no Redis round trip: only the failure path and keys not yet cached
+    // ask Redis. An address past its invalid keys gets 429 for each further invalid one and for
+    // any key this instance has not cached (counted before the lookup, so guessing costs Postgres
+    // nothing); a cached valid key from it still passes: keys are 192 random bits, so telling a
+    // hit from a miss gives guessing nothing, and senders sharing an address with an attacker (a
+    // NAT) whose keys are in use keep working.
+    const invalidKeyError = () => new AppError('API_KEY_INVALID', 'The API key is not valid')
     const invalidKey = async (request: FastifyRequest) => {
       await app.authFailureLimits.apiKey.guard(request, true)
-      return new AppError('API_KEY_INVALID', 'The API key is not valid')
+      return invalidKeyError()
     }
 
     const sessionEnded = () =>
@@ -111,15 +114,27 @@ export const apiKeyAuth = fp(
       cached: ApiKeyRow | null | undefined = undefined,
     ) => {
       let key = cached
+      const limiter = app.authFailureLimits.apiKey
       if (key === undefined) {
+        // Not in the cache: counted as a failure before Postgres is asked, and refunded once the
+        // key is found real, so an address past its invalid keys costs no lookup, even with many
+        // requests in flight at once (each is counted before any lookup starts). A cached key,
+        // valid or unknown, never comes here: the valid one costs no Redis call.
+        await limiter.guard(request, true)
         try {
           key = await cache.get(hash, async () => (await findApiKeyByHash(db, hash)) ?? null)
         } catch (error) {
           request.log.error({ err: error }, 'api-key lookup failed')
+          await limiter.refund(request)
           throw unavailable('check API keys')
         }
+        // An unknown key (null) and one of another environment are refused alike, already counted.
+        const refused = key && refusal(key, scope)
+        if (!key || refused === 'invalid') throw invalidKeyError()
+        await limiter.refund(request)
+        if (refused) throw refused
+        return key
       }
-      // An unknown key (null) and one of another environment are refused alike.
       const refused = key && refusal(key, scope)
       if (!key || refused === 'invalid') throw await invalidKey(request)
       if (refused) throw refused

@@ -86,6 +86,16 @@ describe('ApiKeyCache', () => {
     expect(loads).toBe(2)
   })
 
+  it('keeps unknown hashes apart: however many, they never push a known key out', async () => {
+    const cache = new ApiKeyCache({ ttlMs: 60_000, maxEntries: 2, maxUnknown: 3 })
+    await cache.get('known', async () => row('k'))
+    for (let i = 0; i < 50; i++) await cache.get(`unknown-${i}`, async () => null)
+    expect(cache.size).toBe(1 + 3)
+    expect(cache.peek('known')?.id).toBe('k')
+    expect(cache.peek('unknown-49')).toBeNull()
+    expect(cache.peek('unknown-0')).toBeUndefined() // the oldest unknown ones went first
+  })
+
   it('answers from an expired entry while lookups fail, for staleIfErrorMs and never after an eviction', async () => {
     let now = 0
     const cache = new ApiKeyCache({ ttlMs: 1000, maxEntries: 10, staleIfErrorMs: 5000, now: () => now })

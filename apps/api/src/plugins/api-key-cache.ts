@@ -3,7 +3,10 @@ import type { ApiKeyRow } from '@dispatch/db'
 export interface ApiKeyCacheOptions {
   /** How long a lookup is answered from memory. */
   ttlMs: number
+  /** Known keys kept at most. */
   maxEntries: number
+  /** Unknown hashes kept at most, apart from the known keys (default: maxEntries). */
+  maxUnknown?: number
   /**
    * How long past its TTL an entry still answers when a fresh lookup fails (Postgres unreachable):
    * stale-if-error, so the known keys keep sending through an outage. An entry evicted by a status
@@ -22,7 +25,7 @@ export interface ApiKeyCacheOptions {
 export type KeyCacheLookup = 'hit' | 'miss' | 'stale'
 
 interface Entry {
-  key: ApiKeyRow | null
+  key: ApiKeyRow
   expiresAt: number
   /** When it was last moved to the end of the order (most recently used). */
   usedAt: number
@@ -38,14 +41,17 @@ export const KEY_CACHE_TOUCH_MS = 1_000
 
 /**
  * In-process cache of key lookups by hash, so a busy sender costs Postgres nothing per request.
- * Unknown hashes are cached too (as null): a key's hash cannot exist before the key does. Bounded
- * (least recently used entries go first) and time-limited; a status change anywhere evicts the key
+ * Unknown hashes are cached too (as null: a key's hash cannot exist before the key does), in a
+ * bounded map of their own, so a flood of random keys never pushes a known key out. Bounded
+ * (least recently used known keys go first, oldest unknown hashes) and time-limited; a status change anywhere evicts the key
  * at once through `evictKey`, driven by Redis pub/sub. The TTL only bounds staleness when a
  * pub/sub message was missed, and a reconnect of the subscriber clears everything for that reason.
  * When a lookup fails, an expired entry still answers for `staleIfErrorMs` (stale-if-error).
  */
 export class ApiKeyCache {
   readonly #entries = new Map<string, Entry>()
+  /** Unknown hashes, by when they expire: never in `#entries`, so they cannot evict a known key. */
+  readonly #unknown = new Map<string, number>()
   readonly #inflight = new Map<string, Promise<ApiKeyRow | null>>()
   /**
    * Evictions are numbered. A lookup remembers the number when it starts, and its result is not
@@ -56,6 +62,7 @@ export class ApiKeyCache {
   readonly #evictedAt = new Map<string, number>()
   readonly #ttlMs: number
   readonly #maxEntries: number
+  readonly #maxUnknown: number
   readonly #staleIfErrorMs: number
   readonly #now: () => number
   readonly #onLookup: ((result: KeyCacheLookup) => void) | undefined
@@ -63,6 +70,7 @@ export class ApiKeyCache {
   constructor(options: ApiKeyCacheOptions) {
     this.#ttlMs = options.ttlMs
     this.#maxEntries = options.maxEntries
+    this.#maxUnknown = options.maxUnknown ?? options.maxEntries
     this.#staleIfErrorMs = options.staleIfErrorMs ?? 0
     this.#now = options.now ?? Date.now
     this.#onLookup = options.onLookup
@@ -74,7 +82,7 @@ export class ApiKeyCache {
    */
   peek(hash: string): ApiKeyRow | null | undefined {
     const hit = this.#entries.get(hash)
-    if (!hit) return undefined
+    if (!hit) return this.#peekUnknown(hash)
     const now = this.#now()
     if (hit.expiresAt <= now) return undefined
     if (now - hit.usedAt >= KEY_CACHE_TOUCH_MS) {
@@ -84,6 +92,14 @@ export class ApiKeyCache {
     }
     this.#onLookup?.('hit')
     return hit.key
+  }
+
+  /** `null` when `hash` is a fresh unknown one, else `undefined` (not cached). */
+  #peekUnknown(hash: string): null | undefined {
+    const expiresAt = this.#unknown.get(hash)
+    if (expiresAt === undefined || expiresAt <= this.#now()) return undefined
+    this.#onLookup?.('hit')
+    return null
   }
 
   /** The cached lookup for `hash`, or one `load` shared by every concurrent caller. */
@@ -122,7 +138,16 @@ export class ApiKeyCache {
 
   #store(hash: string, key: ApiKeyRow | null) {
     this.#entries.delete(hash)
+    this.#unknown.delete(hash)
     const now = this.#now()
+    if (key === null) {
+      this.#unknown.set(hash, now + this.#ttlMs)
+      if (this.#unknown.size > this.#maxUnknown) {
+        const oldest = this.#unknown.keys().next().value
+        if (oldest !== undefined) this.#unknown.delete(oldest)
+      }
+      return
+    }
     this.#entries.set(hash, { key, expiresAt: now + this.#ttlMs, usedAt: now })
     if (this.#entries.size > this.#maxEntries) {
       const oldest = this.#entries.keys().next().value
@@ -134,7 +159,7 @@ export class ApiKeyCache {
     this.#generation++
     if (this.#inflight.size > 0) this.#evictedAt.set(id, this.#generation)
     for (const [hash, entry] of this.#entries) {
-      if (entry.key?.id === id) this.#entries.delete(hash)
+      if (entry.key.id === id) this.#entries.delete(hash)
     }
   }
 
@@ -142,9 +167,11 @@ export class ApiKeyCache {
     this.#generation++
     this.#clearedAt = this.#generation
     this.#entries.clear()
+    this.#unknown.clear()
   }
 
+  /** Entries held, known keys and unknown hashes together. */
   get size() {
-    return this.#entries.size
+    return this.#entries.size + this.#unknown.size
   }
 }

@@ -19,6 +19,7 @@ declare module 'ioredis' {
       max: number,
       windowMs: number,
     ): Result<[blocked: number, value: number], Context>
+    refundAuthFailure(key: string): Result<number, Context>
   }
 }
 
@@ -44,6 +45,13 @@ end
 return {0, count}
 `
 
+/** Takes back one counted failure, if the window still holds any (never below 0, never a key without TTL). */
+const REFUND_AUTH_FAILURE = `
+local count = tonumber(redis.call('GET', KEYS[1]) or '0')
+if count > 0 then return redis.call('DECR', KEYS[1]) end
+return 0
+`
+
 export interface AuthFailureLimiter {
   /**
    * Throws `429 RATE_LIMITED` with `Retry-After` when the request's address (`request.ip`) is over
@@ -52,6 +60,11 @@ export interface AuthFailureLimiter {
    * lock admins out.
    */
   guard(request: FastifyRequest, failed: boolean): Promise<void>
+  /**
+   * Takes back a failure counted in advance (`guard(request, true)` before a lookup) once the
+   * lookup found the credential real. Best effort: a Redis error is logged and ignored.
+   */
+  refund(request: FastifyRequest): Promise<void>
 }
 
 function createLimiter(
@@ -82,6 +95,13 @@ function createLimiter(
         { 'retry-after': String(seconds) },
       )
     },
+    async refund(request) {
+      try {
+        await redis.refundAuthFailure(`${keyPrefix}${request.ip}`)
+      } catch (error) {
+        request.log.warn({ err: error }, 'authentication failure not refunded: Redis did not answer')
+      }
+    },
   }
 }
 
@@ -93,6 +113,7 @@ export const authFailureLimit = fp(
   async (app: FastifyInstance) => {
     const { config, redis } = app.deps
     redis.defineCommand('countAuthFailure', { numberOfKeys: 1, lua: COUNT_AUTH_FAILURE })
+    redis.defineCommand('refundAuthFailure', { numberOfKeys: 1, lua: REFUND_AUTH_FAILURE })
     const prefix = `${config.QUEUE_PREFIX}:auth-failures`
     app.decorate('authFailureLimits', {
       admin: createLimiter(redis, `${prefix}:admin:`, {

@@ -48,6 +48,7 @@ function writeError(
   const head = [
     `HTTP/1.1 ${answer.statusCode} ${answer.error}`,
     'Content-Type: application/json; charset=utf-8',
+    'X-Content-Type-Options: nosniff',
     `Content-Length: ${Buffer.byteLength(body)}`,
     'Connection: close',
     ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),

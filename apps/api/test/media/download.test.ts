@@ -1,3 +1,5 @@
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import type { MessageView } from '@dispatch/contracts'
 import { type FakeWhatsApp, messageWebhook, startFakeWhatsApp, waitFor } from '@dispatch/testing'
 import type { RunningWorker } from '@dispatch/worker'
@@ -108,6 +110,10 @@ describe("GET /api/third-party/media/{id}/content: an inbound message's media", 
     expect(res.statusCode, res.body).toBe(200)
     expect(res.headers['content-type']).toBe('image/jpeg')
     expect(res.headers['content-length']).toBe(String(photo.length))
+    // Never rendered on the API's (the console's) origin: a download, not sniffed, sandboxed.
+    expect(res.headers['content-disposition']).toMatch(/^attachment\b/)
+    expect(res.headers['x-content-type-options']).toBe('nosniff')
+    expect(res.headers['content-security-policy']).toBe('sandbox')
     expect(sha256(res.rawPayload)).toBe(sha256(photo))
     // The lookup and the download both went with the receiving number's token.
     const reads = fake.media.reads.filter((r) => r.mediaId === photoId)
@@ -149,6 +155,100 @@ describe("GET /api/third-party/media/{id}/content: an inbound message's media", 
   it('a key without read:messages is 403', async () => {
     const sender = await activeKey(app, { scopes: ['send:free-text'] })
     expectError(await download(sender.key, photoId), 403, 'INSUFFICIENT_SCOPE', /read:messages/)
+  })
+
+  it("served with the type Meta's description names, never the media host's own Content-Type", async () => {
+    // The media host answers text/html for these bytes; the Graph API's description says image/jpeg.
+    const id = fake.media.add(Buffer.from('<script>alert(document.cookie)</script>'), 'image/jpeg', {
+      token: TOKEN,
+    })
+    fake.media.downloadContentType = 'text/html'
+    try {
+      await answerWith('+5511911110001', 'image', { id, mime_type: 'image/jpeg' })
+      const res = await download(acme, id)
+      expect(res.statusCode, res.body).toBe(200)
+      expect(res.headers['content-type']).toBe('image/jpeg')
+      expect(res.headers['content-disposition']).toMatch(/^attachment\b/)
+      expect(res.headers['content-security-policy']).toBe('sandbox')
+    } finally {
+      fake.media.downloadContentType = undefined
+    }
+    // A description naming a type no WhatsApp media has is served as bytes, nothing more.
+    const html = fake.media.add(Buffer.from('<html></html>'), 'text/html', { token: TOKEN })
+    await answerWith('+5511911110001', 'document', { id: html, mime_type: 'text/html' })
+    const res = await download(acme, html)
+    expect(res.statusCode, res.body).toBe(200)
+    expect(res.headers['content-type']).toBe('application/octet-stream')
+  })
+
+  it('is fetched only from the media hosts: a url elsewhere is 502, and the token never goes there', async () => {
+    const strict = await buildTestApp(world, {
+      WHATSAPP_API_URL: fake.url,
+      WHATSAPP_ACCESS_TOKEN: TOKEN,
+      WHATSAPP_PHONE_NUMBER_ID: NUMBER,
+      WHATSAPP_APP_SECRET: APP_SECRET,
+      // Meta's only, as in production: the fake's 127.0.0.1 is not a media host.
+      WHATSAPP_MEDIA_HOSTS: 'lookaside.fbsbx.com',
+    })
+    try {
+      const id = fake.media.add(jpeg('elsewhere'), 'image/jpeg', { token: TOKEN })
+      await answerWith('+5511911110001', 'image', { id, mime_type: 'image/jpeg' })
+      const res = await strict.inject({
+        method: 'GET',
+        url: `/api/third-party/media/${id}/content`,
+        headers: { 'x-api-key': acme.key },
+      })
+      expectError(res, 502, 'PLATFORM_ERROR', /not one of its media hosts/)
+      expect(fake.media.reads.filter((r) => r.mediaId === id).map((r) => r.step)).toEqual(['lookup'])
+    } finally {
+      await strict.close()
+    }
+  })
+
+  it('follows a redirect on a media host, with the token', async () => {
+    const bytes = jpeg('moved')
+    const id = fake.media.add(bytes, 'image/jpeg', { token: TOKEN })
+    fake.media.redirectDownloadsTo = `${new URL(fake.url).origin}/_fake/media/${id}/download?redirected=1`
+    try {
+      await answerWith('+5511911110001', 'image', { id, mime_type: 'image/jpeg' })
+      const res = await download(acme, id)
+      expect(res.statusCode, res.body).toBe(200)
+      expect(res.rawPayload.equals(bytes)).toBe(true)
+      const reads = fake.media.reads.filter((r) => r.mediaId === id)
+      expect(reads.map((r) => [r.step, r.status])).toEqual([
+        ['lookup', 200],
+        ['download', 302],
+        ['download', 200],
+      ])
+    } finally {
+      fake.media.redirectDownloadsTo = undefined
+    }
+  })
+
+  it('never follows a redirect to another host with the token', async () => {
+    const elsewhere: Array<string | undefined> = []
+    const other = createServer((req, res) => {
+      elsewhere.push(req.headers.authorization)
+      res.writeHead(200, { 'content-type': 'image/jpeg' }).end('x')
+    })
+    await new Promise<void>((resolve) => other.listen(0, '0.0.0.0', resolve))
+    const port = (other.address() as AddressInfo).port
+    const id = fake.media.add(jpeg('redirected'), 'image/jpeg', { token: TOKEN })
+    // Another host (127.0.0.2 is this machine too, but not a media host; 127.0.0.1 is, here).
+    fake.media.redirectDownloadsTo = `http://127.0.0.2:${port}/stolen`
+    try {
+      await answerWith('+5511911110001', 'image', { id, mime_type: 'image/jpeg' })
+      expectError(
+        await download(acme, id),
+        502,
+        'PLATFORM_ERROR',
+        /on 127\.0\.0\.2, not one of its media hosts/,
+      )
+      expect(elsewhere).toEqual([])
+    } finally {
+      fake.media.redirectDownloadsTo = undefined
+      other.close()
+    }
   })
 
   it('the access token is in no answer and no log line', () => {

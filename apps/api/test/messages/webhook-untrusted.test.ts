@@ -234,6 +234,64 @@ describe('WhatsApp webhook: the signature header, parsed strictly', () => {
   }
   const forged = `sha256=${'0'.repeat(64)}`
 
+  it('is checked over the raw bytes before any JSON parsing: an unsigned 1 MiB body that is not JSON is 401, never 400', async () => {
+    // Had the body been parsed first, this would be the parser's 400 ("not valid JSON"): the
+    // signature's 401 shows no parse was spent on it, however large.
+    const notJson = `{"object":"whatsapp_business_account","entry":[${'x'.repeat(1024 * 1024 - 64)}`
+    for (const signature of [undefined, forged, signWebhook(`${notJson} `, APP_SECRET)]) {
+      expectError(await post(notJson, signature), 401, 'WEBHOOK_SIGNATURE_INVALID', /X-Hub-Signature-256/)
+    }
+    // The same bytes, rightly signed, reach the parser, which refuses them for what they are.
+    expectError(
+      await post(notJson, signWebhook(notJson, APP_SECRET)),
+      400,
+      'VALIDATION_ERROR',
+      /not valid JSON/,
+    )
+  })
+
+  it('a request with no well-formed signature is refused before its body is read', async () => {
+    if (!app.server.listening) await app.listen({ port: 0, host: '127.0.0.1' })
+    const { port } = app.server.address() as AddressInfo
+    // Headers announcing 1 MiB, and not one byte of it sent: the answer comes all the same.
+    const answer = (headers: Record<string, string>) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = httpRequest(
+          {
+            host: '127.0.0.1',
+            port,
+            method: 'POST',
+            path: '/api/webhooks/whatsapp',
+            headers: {
+              'content-type': 'application/json',
+              'content-length': String(1024 * 1024),
+              ...headers,
+            },
+          },
+          (res) => {
+            const chunks: Buffer[] = []
+            res.on('data', (chunk: Buffer) => chunks.push(chunk))
+            res.on('end', () => {
+              req.destroy()
+              resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() })
+            })
+          },
+        )
+        req.on('error', reject)
+        req.flushHeaders()
+        setTimeout(() => {
+          req.destroy()
+          reject(new Error('no answer within 3 s: the server waited for the body'))
+        }, 3000)
+      })
+    const cases: Array<Record<string, string>> = [{}, { 'x-hub-signature-256': 'sha256=abc' }]
+    for (const headers of cases) {
+      const res = await answer(headers)
+      expect(res.status).toBe(401)
+      expect(JSON.parse(res.body)).toMatchObject({ errorCode: 'WEBHOOK_SIGNATURE_INVALID', statusCode: 401 })
+    }
+  })
+
   it('the one valid header: 200', async () => {
     const { body, signature } = signed()
     expect(signature).toMatch(/^sha256=[0-9a-f]{64}$/)
@@ -280,7 +338,7 @@ describe('WhatsApp webhook: the signature header, parsed strictly', () => {
 
   it('401 for a repeated header on a real socket, too (Node joins the values with ", ")', async () => {
     const { body, signature } = signed()
-    await app.listen({ port: 0, host: '127.0.0.1' })
+    if (!app.server.listening) await app.listen({ port: 0, host: '127.0.0.1' })
     const { port } = app.server.address() as AddressInfo
     const postRaw = (header: string | string[]) =>
       new Promise<{ status: number; body: string }>((resolve, reject) => {

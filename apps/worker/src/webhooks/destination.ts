@@ -1,6 +1,6 @@
 import { lookup as dnsLookup } from 'node:dns'
 import { isIP, type LookupFunction } from 'node:net'
-import { isPrivateAddress } from '@dispatch/contracts'
+import { isGlobalUnicast } from '@dispatch/contracts'
 import { Agent } from 'undici'
 
 export interface DestinationRules {
@@ -14,7 +14,7 @@ export interface DestinationRules {
 export class BlockedAddressError extends Error {
   readonly code = 'EWEBHOOKBLOCKED'
   constructor(address: string) {
-    super(`blocked: ${address} is a loopback, private, link-local or metadata address`)
+    super(`blocked: ${address} is not a global unicast address (loopback, private, link-local or metadata)`)
   }
 }
 
@@ -54,7 +54,7 @@ function check(raw: string, rules: DestinationRules): URL | string {
   if (url.protocol === 'http:' && rules.production) return 'https is required in production'
   if (url.username || url.password) return 'the URL must not carry credentials'
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1')
-  if (!rules.allowPrivate && isIP(host) !== 0 && isPrivateAddress(host))
+  if (!rules.allowPrivate && isIP(host) !== 0 && !isGlobalUnicast(host))
     return new BlockedAddressError(host).message
   return url
 }
@@ -67,7 +67,7 @@ function guardedLookup(allowPrivate: boolean): LookupFunction {
       if (error) return callback(error, address, family)
       // With `all` (Node's happy eyeballs asks for it) every candidate is checked, not just one.
       const found = Array.isArray(address) ? address.map((a) => a.address) : [address]
-      const blocked = found.find(isPrivateAddress)
+      const blocked = found.find((a) => !isGlobalUnicast(a))
       if (blocked !== undefined) return callback(new BlockedAddressError(blocked), '', family)
       callback(null, address, family)
     })

@@ -12,7 +12,11 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import Type from 'typebox'
 import { AppError } from '../../errors.ts'
-import { createCloudApiMediaUpload, downloadCloudApiMedia } from '../../media/cloud-api-media.ts'
+import {
+  createCloudApiMediaUpload,
+  downloadCloudApiMedia,
+  mediaHostsOf,
+} from '../../media/cloud-api-media.ts'
 import type { MediaType } from '../../media/media-type.ts'
 import { receiveUpload, uploadLimits } from '../../media/upload-form.ts'
 import { createSenderAccess } from '../../platform/sender-access.ts'
@@ -58,6 +62,7 @@ export const mediaRoutes: FastifyPluginAsyncTypebox = async (app) => {
         })
       : undefined
   const accessOf = createSenderAccess(app.deps)
+  const mediaHosts = mediaHostsOf(config)
 
   /** The sandbox keeps images and stickers in their row, as before; larger kinds in MEDIA_DIR. */
   const keepInSandbox = async (type: MediaType, bytes: AsyncIterable<Buffer>): Promise<StoredMedia> => {
@@ -177,7 +182,10 @@ export const mediaRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'Requires the `read:messages` scope. The media of a reply routed to this key (its ' +
           '`content.media.id`), streamed from the Cloud API with the token of the number that ' +
-          'received it; `Content-Type` as the platform gives it. Meta keeps inbound media 7 days. ' +
+          "received it, and only from the platform's media hosts (`WHATSAPP_MEDIA_HOSTS`). Served as " +
+          'an attachment (`Content-Disposition: attachment`, `Content-Security-Policy: sandbox`, ' +
+          "`X-Content-Type-Options: nosniff`), typed as the platform's description of it says when " +
+          'that is a type WhatsApp carries, else `application/octet-stream`. Meta keeps inbound media 7 days. ' +
           "Another key's media, an unknown id, and (with the sandbox, which keeps no inbound media) " +
           'any id: 404.',
         security: [{ apiKey: [] }],
@@ -221,11 +229,20 @@ export const mediaRoutes: FastifyPluginAsyncTypebox = async (app) => {
         )
       }
       const media = await downloadCloudApiMedia(
-        { apiUrl: access.apiUrl, accessToken: access.accessToken, timeoutMs: config.MEDIA_UPLOAD_TIMEOUT_MS },
+        {
+          apiUrl: access.apiUrl,
+          accessToken: access.accessToken,
+          timeoutMs: config.MEDIA_UPLOAD_TIMEOUT_MS,
+          mediaHosts,
+        },
         mediaId,
         request.log,
       )
+      // A download, never a page of the API's (and the console's) origin: not sniffed (every
+      // answer says nosniff), sandboxed should a browser render it anyway.
       reply.header('content-type', media.mimeType)
+      reply.header('content-disposition', 'attachment')
+      reply.header('content-security-policy', 'sandbox')
       if (media.size !== undefined) reply.header('content-length', String(media.size))
       // A stream, not the schema's string: Fastify sends it as it comes, unserialized.
       return reply.send(Readable.fromWeb(media.body as NodeReadableStream<Uint8Array>) as never)

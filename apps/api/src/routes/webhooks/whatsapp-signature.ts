@@ -20,6 +20,10 @@ export function signatureHeader(rawHeaders: readonly string[]): string | undefin
   return count === 1 ? found : undefined
 }
 
+/** Whether a header is shaped as a signature at all: one that is not is refused before the body is read. */
+export const signatureWellFormed = (header: string | undefined) =>
+  header !== undefined && SIGNATURE.test(header)
+
 /** `sha256=<64 hex>` of the raw body under the app secret, parsed strictly, compared in constant time. */
 export function signatureMatches(secret: string, body: Buffer, header: string | undefined): boolean {
   const hex = header === undefined ? undefined : SIGNATURE.exec(header)?.[1]

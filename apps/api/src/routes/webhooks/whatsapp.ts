@@ -12,7 +12,7 @@ import { applyQualityUpdates, readQualityUpdates } from './quality-updates.ts'
 import { openServiceWindows } from './service-windows.ts'
 import { applyTemplateUpdates, readTemplateUpdates } from './template-updates.ts'
 import { readInboundMessages } from './whatsapp-messages.ts'
-import { signatureHeader, signatureMatches } from './whatsapp-signature.ts'
+import { signatureHeader, signatureMatches, signatureWellFormed } from './whatsapp-signature.ts'
 import { readStatusUpdates } from './whatsapp-statuses.ts'
 
 declare module 'fastify' {
@@ -66,10 +66,17 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }
 
   if (!appSecret) return
-  // The signature covers the exact bytes Meta sent, so keep them beside the parsed body, whose
-  // strings are made storable (NUL and lone surrogates become U+FFFD) before anything reads them.
+  const signatureInvalid = () =>
+    new AppError('WEBHOOK_SIGNATURE_INVALID', 'The X-Hub-Signature-256 header does not match the body')
+  // The signature covers the exact bytes Meta sent: it is checked on them, before any parsing, so a
+  // body that is not Meta's (up to the 1 MiB limit) costs an HMAC, never a JSON parse. The parsed
+  // body's strings are made storable (NUL and lone surrogates become U+FFFD) before anything reads them.
   app.removeContentTypeParser('application/json')
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    if (!signatureMatches(appSecret, body as Buffer, signatureHeader(request.raw.rawHeaders))) {
+      done(signatureInvalid(), undefined)
+      return
+    }
     request.rawBody = body as Buffer
     let parsed: unknown
     try {
@@ -86,17 +93,14 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       // Meta batches status changes; allow more than the send endpoints' 64 KiB.
       bodyLimit: 1024 * 1024,
-      // Checked before validation: an unsigned body is refused without saying what was wrong with it.
+      // No signature, or none shaped like one: refused before a byte of the body is read.
+      onRequest: (request, _reply, done) => {
+        done(signatureWellFormed(signatureHeader(request.raw.rawHeaders)) ? undefined : signatureInvalid())
+      },
+      // A body was checked by the parser above, before it was parsed; a request without one (which
+      // the parser never sees) is refused here, before validation says what was wrong with it.
       preValidation: async (request) => {
-        if (
-          !request.rawBody ||
-          !signatureMatches(appSecret, request.rawBody, signatureHeader(request.raw.rawHeaders))
-        ) {
-          throw new AppError(
-            'WEBHOOK_SIGNATURE_INVALID',
-            'The X-Hub-Signature-256 header does not match the body',
-          )
-        }
+        if (!request.rawBody) throw signatureInvalid()
       },
       schema: {
         operationId: 'receiveWhatsAppWebhook',
