@@ -24,7 +24,7 @@ describe('API configuration', () => {
     expect(config.adminTokens).toEqual([{ name: 'dev-admin', token: DEVELOPMENT_ADMIN_TOKEN }])
   })
 
-  it("takes TRUST_PROXY as the proxies' addresses or CIDRs; refuses true and hop counts, saying why", () => {
+  it("takes TRUST_PROXY as the proxies' addresses or CIDRs; or a hop count; refuses true, saying why", () => {
     for (const off of [undefined, '', 'false', '0']) {
       expect(parseApiConfig({ APP_ENV: 'development', TRUST_PROXY: off }).TRUST_PROXY).toBe(false)
     }
@@ -35,9 +35,12 @@ describe('API configuration', () => {
     expect(() => parseApiConfig({ APP_ENV: 'development', TRUST_PROXY: 'true' })).toThrow(
       /TRUST_PROXY: true would believe/,
     )
-    expect(() => parseApiConfig({ APP_ENV: 'development', TRUST_PROXY: '1' })).toThrow(
-      /TRUST_PROXY: a hop count \(1\) trusts no proxy/,
-    )
+    // A hop count: the peer and the next N - 1 entries from the right are proxies, the one after is the client.
+    const hops = parseApiConfig({ APP_ENV: 'development', TRUST_PROXY: '2' }).TRUST_PROXY as (
+      a: string,
+      i: number,
+    ) => boolean
+    expect([0, 1, 2].map((hop) => hops('10.0.0.1', hop))).toEqual([true, true, false])
     expect(() => parseApiConfig({ APP_ENV: 'development', TRUST_PROXY: '10.0.0.0/33,proxy.local' })).toThrow(
       /"10\.0\.0\.0\/33", "proxy\.local" is not/,
     )

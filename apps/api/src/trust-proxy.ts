@@ -7,10 +7,12 @@ import { ConfigError } from '@dispatch/contracts/env'
  * first one, walking `X-Forwarded-For` from the right, that is not a trusted proxy's: what a client
  * writes on the left is never reached. Never `true`, which believes the leftmost entry a client
  * wrote itself, so every per-address limit (admin and key guessing, key requests) could be walked
- * around by changing it. No hop count either: Fastify (5.12.8 on) trusts nothing for a number,
- * since a count cannot tell the proxy from a client that connects directly.
+ * around by changing it. Or a hop count: the nearest N addresses (the socket's peer, then
+ * `X-Forwarded-For` from the right) are proxies whatever they are, for a chain of known length
+ * whose addresses are not known. Fastify takes it as a function: given a number, the version we
+ * run trusts nothing at all.
  */
-export type TrustProxy = false | string[]
+export type TrustProxy = false | string[] | ((address: string, hop: number) => boolean)
 
 /** proxy-addr's names for whole ranges, which Fastify accepts in the list too. */
 const NAMED_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal'])
@@ -30,7 +32,8 @@ function isAddressOrCidr(entry: string): boolean {
 /**
  * `TRUST_PROXY`: unset, empty, `false` or `0` trusts no proxy; otherwise a comma-separated list of
  * the proxies' addresses or CIDRs (`10.0.0.0/8,fd00::/8`, proxy-addr's names `loopback`,
- * `linklocal`, `uniquelocal` too). `true` and hop counts are refused, saying why.
+ * `linklocal`, `uniquelocal` too), or a hop count (`1`: one proxy in front). `true` is refused,
+ * saying why.
  */
 export function parseTrustProxy(raw: string | undefined): TrustProxy {
   const value = raw?.trim() ?? ''
@@ -42,12 +45,9 @@ export function parseTrustProxy(raw: string | undefined): TrustProxy {
         'of the API, comma-separated (in Kubernetes, the pod network the ingress runs in)',
     )
   }
-  if (/^[0-9]+$/.test(value)) {
-    throw refused(
-      `a hop count (${value}) trusts no proxy at all in Fastify 5.12.8 and later (it cannot tell ` +
-        'the proxy from a client connecting directly); give the addresses/CIDRs of the proxies ' +
-        'in front of the API, comma-separated (in Kubernetes, the pod network the ingress runs in)',
-    )
+  if (/^[0-9]{1,2}$/.test(value)) {
+    const hops = Number(value)
+    return (_address, hop) => hop < hops
   }
   const entries = value.split(',').map((entry) => entry.trim())
   const bad = entries.filter((entry) => !isAddressOrCidr(entry))
