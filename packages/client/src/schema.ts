@@ -4549,6 +4549,8 @@ export interface operations {
                              * @enum {boolean}
                              */
                             redacted?: true;
+                            /** @enum {unknown} */
+                            cancelReason?: "key_revoked";
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -4661,6 +4663,8 @@ export interface operations {
                          * @enum {boolean}
                          */
                         redacted?: true;
+                        /** @enum {unknown} */
+                        cancelReason?: "key_revoked";
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -4961,6 +4965,8 @@ export interface operations {
                              * @enum {boolean}
                              */
                             redacted?: true;
+                            /** @enum {unknown} */
+                            cancelReason?: "key_revoked";
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -8811,6 +8817,8 @@ export interface operations {
                          * @enum {boolean}
                          */
                         redacted?: true;
+                        /** @enum {unknown} */
+                        cancelReason?: "key_revoked";
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -8937,6 +8945,8 @@ export interface operations {
                          * @enum {boolean}
                          */
                         redacted?: true;
+                        /** @enum {unknown} */
+                        cancelReason?: "key_revoked";
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -9121,6 +9131,8 @@ export interface operations {
                              * @enum {boolean}
                              */
                             redacted?: true;
+                            /** @enum {unknown} */
+                            cancelReason?: "key_revoked";
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -9372,6 +9384,8 @@ export interface operations {
                              * @enum {boolean}
                              */
                             redacted?: true;
+                            /** @enum {unknown} */
+                            cancelReason?: "key_revoked";
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
