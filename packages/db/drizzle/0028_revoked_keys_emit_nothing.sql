@@ -1,5 +1,5 @@
--- A revoked key's endpoints get nothing more (issue 41): an event is written only for a key that is
--- approved and has an endpoint. The function is otherwise 0025's. Checked here, where every event
+-- A revoked key's endpoints get nothing more (issue 41): an event is written only for a key that has
+-- an endpoint and is not revoked. The function is otherwise 0025's. Checked here, where every event
 -- (message statuses, replies, templates, senders, opt-outs) is made, so no path can forget it; the
 -- relay and the delivering worker look at the key's status too, for events written before.
 CREATE OR REPLACE FUNCTION dispatch_emit_webhook_event(p_api_key_id uuid, p_type text, p_message_id uuid, p_data jsonb, p_at timestamptz)
@@ -12,7 +12,7 @@ DECLARE
 BEGIN
 	IF NOT EXISTS (
 		SELECT 1 FROM webhook_endpoints e JOIN api_keys k ON k.id = e.api_key_id
-		WHERE e.api_key_id = p_api_key_id AND k.status = 'approved'
+		WHERE e.api_key_id = p_api_key_id AND k.status <> 'revoked'
 	) THEN
 		RETURN;
 	END IF;

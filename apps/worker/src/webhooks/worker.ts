@@ -159,7 +159,7 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
     if (!endpoint) return { skipped: 'endpoint-gone' }
     if (!endpoint.enabled) return { skipped: 'endpoint-disabled' }
     // Its key was revoked (seen within the endpoint cache's second): dropped, never retried.
-    if (endpoint.keyStatus !== 'approved') return { skipped: 'key-revoked' }
+    if (endpoint.keyStatus === 'revoked') return { skipped: 'key-revoked' }
     try {
       return { endpoint, secrets: signingSecrets.of(endpoint, new Date()) }
     } catch (error) {

@@ -44,7 +44,7 @@ async function byEventIds<T>(
 
 /**
  * The deliveries the given events make: one per enabled endpoint of their key subscribed to the
- * type, while the key is approved (a revoked key's endpoints get nothing more). A prepared statement (the relay runs it for every batch of events).
+ * type, unless the key was revoked (its endpoints get nothing more). A prepared statement (the relay runs it for every batch of events).
  */
 export async function webhookDeliveriesFor(db: Db, eventIds: string[]): Promise<WebhookDelivery[]> {
   if (eventIds.length === 0) return []
@@ -55,7 +55,7 @@ export async function webhookDeliveriesFor(db: Db, eventIds: string[]): Promise<
       select v.id as "eventId", v.type as "eventType", v.payload, e.id as "endpointId"
       from webhook_events v
       join webhook_endpoints e on e.api_key_id = v.api_key_id and e.enabled and v.type = any(e.events)
-      join api_keys k on k.id = v.api_key_id and k.status = 'approved'
+      join api_keys k on k.id = v.api_key_id and k.status <> 'revoked'
       where v.id = any(${ids}::text[]) ${within}
       order by v.created_at`,
   )
