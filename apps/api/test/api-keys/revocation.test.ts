@@ -54,7 +54,10 @@ beforeAll(async () => {
   })
   fake = await startFakeWhatsApp()
   receiver = await startWebhookReceiver()
-  worker = await startTestWorker(world, {
+  worker = await startWorker()
+})
+const startWorker = () =>
+  startTestWorker(world, {
     WHATSAPP_API_URL: fake.url,
     WHATSAPP_ACCESS_TOKEN: 'EAAG-revocation-tests',
     WHATSAPP_PHONE_NUMBER_ID: NUMBER,
@@ -62,7 +65,6 @@ beforeAll(async () => {
     MESSAGES_BACKOFF_MS: '2500',
     WEBHOOK_RETRY_SCHEDULE: Array.from({ length: 20 }, () => '300ms').join(','),
   })
-})
 afterAll(async () => {
   await worker?.close()
   await app?.close()
@@ -172,6 +174,28 @@ describe('revoking a key', () => {
         status: 'canceled',
         cancelReason: 'key_revoked',
       })
+    }
+  })
+
+  it('revoked while no worker runs, its scheduled message is canceled once one starts, long before its time', async () => {
+    await worker.close()
+    let restarted = false
+    try {
+      const key = await keyWithEndpoint()
+      const sendAt = new Date(Date.now() + 120_000)
+      const accepted = await sendText(key, '+5511911110005', { sendAt: sendAt.toISOString() })
+      await revoke(key)
+      await sleep(500)
+      expect((await adminView(key, accepted.messageId))?.status).toBe('scheduled')
+      // The sweep waited in the outbox, committed with the revocation: the worker carries it out.
+      worker = await startWorker()
+      restarted = true
+      const canceled = await untilAdminStatus(key, accepted.messageId, 'canceled')
+      expect(canceled).toMatchObject({ cancelReason: 'key_revoked' })
+      expect(fake.requests.filter((r) => r.messageId === accepted.messageId)).toEqual([])
+      expect(eventsAbout(accepted.messageId)).toEqual([])
+    } finally {
+      if (!restarted) worker = await startWorker()
     }
   })
 
