@@ -1,6 +1,7 @@
 import {
   type ApiKeyAdminView,
   type ApiKeySelf,
+  CANCEL_REASON_OF_CODE,
   contentRetentionOf,
   type InboundContent,
   type InboundMessageView,
@@ -90,9 +91,17 @@ export const toMessageView = (row: MessageRow): MessageView => ({
           type: row.pricingType,
         },
   ...redactedField(row.redactedAt),
+  ...cancelReasonField(row),
   createdAt: row.acceptedAt.toISOString(),
   updatedAt: row.updatedAt.toISOString(),
 })
+
+/** Why the service canceled a message, read from the code it was recorded with (absent: no such reason). */
+const cancelReasonField = (row: Pick<MessageRow, 'status' | 'lastErrorCode'>) => {
+  const reason =
+    row.status === 'canceled' && row.lastErrorCode ? CANCEL_REASON_OF_CODE[row.lastErrorCode] : undefined
+  return reason ? { cancelReason: reason } : {}
+}
 
 export const toInboundMessageView = (row: InboundMessageRow): InboundMessageView => ({
   id: row.id,

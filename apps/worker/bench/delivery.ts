@@ -10,9 +10,11 @@
  * the outcome written in batches).
  *
  * With BENCH_BREAKDOWN=1 each round also runs the floor on bundles, bare and with a claim and a
- * sent-log append per message (each one pipelined write per job).
+ * sent-log append per message (each one pipelined write per job), and the delivery worker without
+ * the revoked-key check (senders/revoked-keys.ts), beside the same worker with it.
  *
  *   pnpm --filter @dispatch/worker bench    (BENCH_JOBS, BENCH_CONCURRENCY, BENCH_ROUNDS, BENCH_BREAKDOWN, BENCH_BUNDLE)
+ *   BENCH_ONLY=revocation: only the delivery worker with and without the revoked-key check, paired.
  */
 import { randomUUID } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
@@ -257,8 +259,8 @@ const lane = (serviceWindowPolicy: 'off' | 'enforce') => ({
 
 /**
  * What a lane hands its worker: the claims connection, the recorder (sharing its batches), the sent
- * log on the connection the worker completes jobs on, and the opt-out announcements followed (the
- * opt-out read skipped for recipients nobody opted out since accept).
+ * log on the connection the worker completes jobs on, the opt-out announcements followed (the
+ * opt-out read skipped for recipients nobody opted out since accept), and the revoked keys.
  */
 function laneDeps(claims: Redis, workerConnection: Redis, recordSql: Sql = sql) {
   return {
@@ -270,6 +272,8 @@ function laneDeps(claims: Redis, workerConnection: Redis, recordSql: Sql = sql) 
     recorder: new DeliveryRecorder(recordSql, { redis: claims }),
     sentLog: { stream: fairKeys(world.queuePrefix, 'default').sentLog, redis: workerConnection },
     optOuts,
+    // As a worker holds them: every revoked key's id in memory, none of them this key.
+    revokedKeys,
     metrics,
   }
 }
@@ -388,6 +392,7 @@ const bundledFloorRun = async (perMessage: boolean) => {
  */
 function startBundledDeliveryWorker(
   serviceWindowPolicy: 'off' | 'enforce' = 'off',
+  revocationCheck = true,
 ): Worker<MessageBundleJob, MessageBundleResult> {
   const claims = connection({ pipelined: true })
   const workerConnection = connection()
@@ -408,6 +413,7 @@ function startBundledDeliveryWorker(
     permits: new Permits(concurrency),
     index: { redis: claims, key: fairKeys(world.queuePrefix, 'default').bundled },
     backoffMs: 1000,
+    ...(revocationCheck ? {} : { revokedKeys: undefined }),
   }
   recording = deps.recorder
   return new Worker<MessageBundleJob, MessageBundleResult>(
@@ -422,8 +428,14 @@ const singleRun = () => timeDrain(QueueNames.messages, spans.job, () => startDel
 /** As Dispatch runs by default: bundles of `bundleSize` (MESSAGES_BUNDLE_SIZE). */
 const deliveryRun = () =>
   timeDrain(QueueNames.messages, new Span(), () => startBundledDeliveryWorker(), bundleSize)
+/** The same, without the revoked-key check at delivery (BENCH_BREAKDOWN): what the check costs. */
+const uncheckedRun = () =>
+  timeDrain(QueueNames.messages, new Span(), () => startBundledDeliveryWorker('off', false), bundleSize)
 const enforcedRun = () =>
   timeDrain(QueueNames.messages, new Span(), () => startBundledDeliveryWorker('enforce'), bundleSize)
+
+/** A thousand revoked keys, held as a worker process holds them (senders/revoked-keys.ts). */
+const revokedKeys = new Set(Array.from({ length: 1000 }, () => randomUUID()))
 
 /** The opt-out announcements, followed as a worker process does (consent/watch.ts). */
 const optOuts = new OptOutWatch(connection(), world.queuePrefix, logger)
@@ -450,7 +462,20 @@ try {
   const bundled: Drained[] = []
   const bundledChecked: Drained[] = []
   const single: Drained[] = []
+  const unchecked: Drained[] = []
+  const checked: Drained[] = []
   for (let round = 1; round <= rounds; round++) {
+    if (process.env.BENCH_ONLY === 'revocation') {
+      // The revoked-key check alone, with and without, back to back, alternating which goes first.
+      if (round % 2) {
+        checked.push(await deliveryRun())
+        unchecked.push(await uncheckedRun())
+      } else {
+        unchecked.push(await uncheckedRun())
+        checked.push(await deliveryRun())
+      }
+      continue
+    }
     if (process.env.BENCH_ONLY === 'delivery' || process.env.BENCH_ONLY === 'enforce') {
       // For a profile of the delivery worker alone.
       real.push(await (process.env.BENCH_ONLY === 'enforce' ? enforcedRun() : deliveryRun()))
@@ -472,6 +497,16 @@ try {
       e = await enforcedRun()
       r = await deliveryRun()
     }
+    if (breakdown) {
+      // With and without the revoked-key check, back to back, alternating which goes first.
+      if (round % 2) {
+        checked.push(await deliveryRun())
+        unchecked.push(await uncheckedRun())
+      } else {
+        unchecked.push(await uncheckedRun())
+        checked.push(await deliveryRun())
+      }
+    }
     single.push(await singleRun())
     base.push(b)
     real.push(r)
@@ -486,7 +521,23 @@ try {
   const [recorded] = await db.execute<{ count: string }>(
     `select count(*) from messages where status = 'sent'`,
   )
-  const sides = breakdown ? 6 : 4
+  const sides = breakdown ? 8 : 4
+  if (process.env.BENCH_ONLY === 'revocation') {
+    const pairs = checked.map((c, i) => c.perSecond / (unchecked[i]?.perSecond ?? c.perSecond))
+    printComparison({
+      name: 'delivery throughput, the revoked-key check vs none',
+      figure: median(checked.map((r) => r.perSecond)),
+      baseline: median(unchecked.map((r) => r.perSecond)),
+      unit: 'msg/s',
+      better: 'higher',
+      aim: '≥ 0.98',
+    })
+    console.log(
+      `  paired ratios per round: ${pairs.map((p) => p.toFixed(3)).join(', ')} (median ${median(pairs).toFixed(3)});` +
+        ` CPU per message (this process) ${us(median(checked.map((r) => r.processCpu)))} vs ${us(median(unchecked.map((r) => r.processCpu)))}`,
+    )
+    process.exit(0)
+  }
   if (process.env.BENCH_ONLY) {
     console.log(`delivery only: ${real.map((r) => Math.round(r.perSecond)).join(', ')} msg/s`)
     process.exit(0)
@@ -509,6 +560,20 @@ try {
         better: 'higher',
       })
     }
+  }
+  if (breakdown) {
+    printComparison({
+      name: 'delivery throughput, the revoked-key check vs none (breakdown)',
+      figure: median(checked.map((r) => r.perSecond)),
+      baseline: median(unchecked.map((r) => r.perSecond)),
+      unit: 'msg/s',
+      better: 'higher',
+      aim: '≥ 0.98',
+    })
+    console.log(
+      `  CPU per message (this process), the revoked-key check vs none: ${us(median(checked.map((r) => r.processCpu)))}` +
+        ` vs ${us(median(unchecked.map((r) => r.processCpu)))}`,
+    )
   }
   printComparison({
     name: 'delivery throughput (sandbox)',

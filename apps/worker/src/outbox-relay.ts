@@ -1,4 +1,10 @@
-import { ConsentConfirmationJob, EmailJob, ErasureJob, QueueNames } from '@dispatch/contracts'
+import {
+  ConsentConfirmationJob,
+  EmailJob,
+  ErasureJob,
+  KeyRevocationJob,
+  QueueNames,
+} from '@dispatch/contracts'
 import type { ReopeningQueue } from '@dispatch/contracts/queues'
 import {
   type Db,
@@ -29,13 +35,17 @@ export interface OutboxRelayOptions {
   erasureQueue: ReopeningQueue<ErasureJob>
   /** How an erasure's job is added (removed once it ends: it holds the recipient). */
   erasureJobOptions: object
+  /** Where a revoked key's sweep of its queued and scheduled messages waits for a lifecycle worker. */
+  revocationQueue: ReopeningQueue<KeyRevocationJob>
+  revocationJobOptions: object
   logger: Logger
   pollMs: number
   batchSize: number
 }
 
 /**
- * Moves committed outbox rows into their queues (e-mails, webhook events, consent confirmations). Woken by NOTIFY and, as a fallback, by a timer;
+ * Moves committed outbox rows into their queues (e-mails, webhook events, consent confirmations,
+ * erasures, revoked keys' sweeps). Woken by NOTIFY and, as a fallback, by a timer;
  * when Redis is down a batch rolls back and is retried on the next tick, so nothing is lost.
  * Each job's id is the outbox row's own random job id, so a row relayed twice (a crash between
  * the enqueue and the commit) is still one job.
@@ -99,10 +109,12 @@ export class OutboxRelay {
   }
 
   async #publish(rows: OutboxRow[]) {
-    const { emailQueue, webhookQueue, confirmationQueue, erasureQueue, db, logger } = this.#options
+    const { emailQueue, webhookQueue, confirmationQueue, erasureQueue, revocationQueue, db, logger } =
+      this.#options
     const emails = []
     const confirmations = []
     const erasures = []
+    const revocations = []
     const eventIds: string[] = []
     for (const row of rows) {
       if (row.topic === 'webhook') {
@@ -126,6 +138,13 @@ export class OutboxRelay {
         } else logger.error({ outboxId: row.id, topic: row.topic }, 'outbox row has no valid job; skipped')
         continue
       }
+      if (row.topic === QueueNames.keyRevocations) {
+        if (Value.Check(KeyRevocationJob, data)) {
+          const opts = { ...this.#options.revocationJobOptions, jobId: `outbox-${row.jobId}` }
+          revocations.push({ name: 'key-revocation', data, opts })
+        } else logger.error({ outboxId: row.id, topic: row.topic }, 'outbox row has no valid job; skipped')
+        continue
+      }
       if (row.topic !== QueueNames.email || !Value.Check(EmailJob, data)) {
         logger.error({ outboxId: row.id, topic: row.topic }, 'outbox row has no valid job; skipped')
         continue
@@ -140,6 +159,7 @@ export class OutboxRelay {
       webhooks.length > 0 ? (await webhookQueue.get()).addBulk(webhooks) : undefined,
       confirmations.length > 0 ? (await confirmationQueue.get()).addBulk(confirmations) : undefined,
       erasures.length > 0 ? (await erasureQueue.get()).addBulk(erasures) : undefined,
+      revocations.length > 0 ? (await revocationQueue.get()).addBulk(revocations) : undefined,
     ])
   }
 

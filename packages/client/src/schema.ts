@@ -4675,6 +4675,8 @@ export interface operations {
                              * @enum {boolean}
                              */
                             redacted?: true;
+                            /** @enum {unknown} */
+                            cancelReason?: "key_revoked";
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -4787,6 +4789,8 @@ export interface operations {
                          * @enum {boolean}
                          */
                         redacted?: true;
+                        /** @enum {unknown} */
+                        cancelReason?: "key_revoked";
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -5087,6 +5091,8 @@ export interface operations {
                              * @enum {boolean}
                              */
                             redacted?: true;
+                            /** @enum {unknown} */
+                            cancelReason?: "key_revoked";
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -8937,6 +8943,8 @@ export interface operations {
                          * @enum {boolean}
                          */
                         redacted?: true;
+                        /** @enum {unknown} */
+                        cancelReason?: "key_revoked";
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -9063,6 +9071,8 @@ export interface operations {
                          * @enum {boolean}
                          */
                         redacted?: true;
+                        /** @enum {unknown} */
+                        cancelReason?: "key_revoked";
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -9247,6 +9257,8 @@ export interface operations {
                              * @enum {boolean}
                              */
                             redacted?: true;
+                            /** @enum {unknown} */
+                            cancelReason?: "key_revoked";
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -9498,6 +9510,8 @@ export interface operations {
                              * @enum {boolean}
                              */
                             redacted?: true;
+                            /** @enum {unknown} */
+                            cancelReason?: "key_revoked";
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */

@@ -36,6 +36,7 @@ export const ERROR_MEANINGS: Readonly<Record<string, string>> = {
   '133010': 'The phone number is not registered on the Cloud API.',
   MESSAGE_EXPIRED: 'Not handed to the platform within its validity: never sent.',
   RECIPIENT_OPTED_OUT: 'The recipient opted out (STOP) after the message was accepted: canceled, never sent.',
+  KEY_REVOKED: 'Its API key was revoked before it went: canceled, never sent.',
 }
 
 export const errorMeaning = (code: string): string | null => ERROR_MEANINGS[code] ?? null

@@ -10,6 +10,8 @@ export const QueueNames = {
   consentConfirmations: 'consent-confirmations',
   /** A recipient's erasure: relayed from the outbox, run by a `lifecycle` worker. */
   erasures: 'erasures',
+  /** A revoked key's queued and scheduled messages canceled: relayed from the outbox, run by a `lifecycle` worker. */
+  keyRevocations: 'key-revocations',
 } as const
 export type QueueName = (typeof QueueNames)[keyof typeof QueueNames]
 

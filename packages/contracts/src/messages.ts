@@ -1,5 +1,6 @@
 import Type, { type Static, type TSchema } from 'typebox'
 import { ErrorBody } from './errors.ts'
+import { CANCEL_REASONS } from './key-revocations.ts'
 import {
   AudioObject,
   ContactsArray,
@@ -323,6 +324,11 @@ export const MessageView = Type.Object({
   pricing: Type.Union([MessagePricing, Type.Null()]),
   /** Its content was removed (the key's or the send's content retention, or an erasure). */
   redacted: Redacted,
+  /**
+   * Present on a message the service canceled, saying why: `key_revoked` (its key was revoked
+   * before it went). Absent otherwise, a key's own cancel included.
+   */
+  cancelReason: Type.Optional(Type.Enum(CANCEL_REASONS)),
   createdAt: DateTime,
   updatedAt: DateTime,
 })

@@ -62,15 +62,20 @@ export class RedisEraser {
   }
 
   /**
-   * Messages to the recipient not yet handed to a worker (waiting for admission, or admitted and
+   * Matching messages not yet handed to a worker (waiting for admission, scheduled, or admitted and
    * waiting in the sender's queue): each is claimed for a cancel, as `POST …/cancel` does, so no
-   * worker sends it; recorded `canceled` without its recipient or content; and its job, which
-   * holds both, removed. One a worker already holds is counted in flight (the caller waits it out).
+   * worker sends it; recorded `canceled` (an erasure's: without its recipient or content); and its
+   * job, which holds both, removed. One a worker already holds is counted in flight (the caller waits it out).
    */
   async cancelQueued(
     senders: Array<{ id: string; phoneNumberId: string }>,
     matches: (job: MessageJob) => boolean,
     record: (outcomes: DeliveryOutcome[]) => Promise<void>,
+    /** The record of a canceled message: an erasure's (no recipient, no content) unless told. */
+    outcomeOf: (
+      job: MessageJob,
+      sender: { id: string; phoneNumberId: string },
+    ) => DeliveryOutcome = canceledOutcome,
   ): Promise<{ canceled: string[]; inFlight: number }> {
     const canceled: string[] = []
     let inFlight = 0
@@ -116,7 +121,7 @@ export class RedisEraser {
           inFlight++
           continue
         }
-        outcomes.push(canceledOutcome(job, sender))
+        outcomes.push(outcomeOf(job, sender))
         removable.push(entry)
       }
       // Recorded before the jobs go: a crash between the two leaves a job a worker records canceled.

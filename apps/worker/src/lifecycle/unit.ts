@@ -1,8 +1,9 @@
 import { type ErasureReport, QueueNames, queuePrefix } from '@dispatch/contracts'
-import { Worker } from 'bullmq'
+import { type Job, Worker } from 'bullmq'
 import type { WorkerUnitStarter } from '../runtime.ts'
 import { RedisEraser } from './erase-redis.ts'
 import { failErasure, runErasure } from './erasure.ts'
+import { type KeyRevocationReport, runKeyRevocation } from './revocation.ts'
 
 /**
  * How the relay adds an erasure's job. Removed once it ends, completed or failed for good: the job
@@ -16,8 +17,17 @@ export const ERASURE_JOB_OPTIONS = {
   removeOnFail: true,
 }
 
+/** How the relay adds a revoked key's sweep: retried with backoff (a database or Redis blip), each step safe to run again. */
+export const REVOCATION_JOB_OPTIONS = {
+  attempts: 10,
+  backoff: { type: 'exponential' as const, delay: 2000 },
+  removeOnComplete: { age: 7 * 24 * 3600 },
+  removeOnFail: { age: 30 * 24 * 3600 },
+}
+
 /**
- * The `lifecycle` role: data-lifecycle jobs, today a recipient's erasure (queue `erasures`). One at
+ * The `lifecycle` role: data-lifecycle jobs, a recipient's erasure (queue `erasures`) and a revoked
+ * key's sweep of its messages (queue `key-revocations`). One at
  * a time per process: an erasure is a background sweep, never in a hurry, and kept off the
  * messages' connections and pool.
  */
@@ -44,10 +54,26 @@ export const startLifecycleUnit: WorkerUnitStarter = async (context) => {
       )
     }
   })
-  logger.info('lifecycle worker started (erasures)')
+  // A revoked key's sweep (lifecycle/revocation.ts): on its own queue, beside the erasures.
+  const announcer = context.redis('lifecycle-announcer', { blocking: false })
+  const revocations = new Worker<unknown, KeyRevocationReport>(
+    QueueNames.keyRevocations,
+    (job: Job) => runKeyRevocation(context, eraser, announcer, job),
+    {
+      connection: context.redis('lifecycle-revocations', { blocking: true }),
+      prefix: queuePrefix(config, QueueNames.keyRevocations),
+      concurrency: 1,
+    },
+  )
+  revocations.on('error', (error) => logger.warn({ err: error }, 'key revocation worker error'))
+  revocations.on('failed', (job, error) =>
+    logger.error({ err: error, jobId: job?.id }, 'revoked key sweep failed'),
+  )
+  logger.info('lifecycle worker started (erasures, key revocations)')
   return {
     close: async () => {
       await worker.close()
+      await revocations.close()
       await eraser.close()
     },
   }

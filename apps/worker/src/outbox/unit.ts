@@ -2,13 +2,14 @@ import {
   type ConsentConfirmationJob,
   type EmailJob,
   type ErasureJob,
+  type KeyRevocationJob,
   QueueNames,
   queuePrefix,
 } from '@dispatch/contracts'
 import { ReopeningQueue } from '@dispatch/contracts/queues'
 import { type DefaultJobOptions, Queue } from 'bullmq'
 import { confirmationJobOptions } from '../consent/confirmations.ts'
-import { ERASURE_JOB_OPTIONS } from '../lifecycle/unit.ts'
+import { ERASURE_JOB_OPTIONS, REVOCATION_JOB_OPTIONS } from '../lifecycle/unit.ts'
 import { OutboxRelay } from '../outbox-relay.ts'
 import type { WorkerUnitStarter } from '../runtime.ts'
 import type { WebhooksQueueJob } from '../webhooks/jobs.ts'
@@ -50,6 +51,7 @@ export const startOutboxUnit: WorkerUnitStarter = async ({ config, db, sql, logg
     confirmationJobOptions(config.MESSAGES_BACKOFF_MS),
   )
   const erasureQueue = queueOf<ErasureJob>(QueueNames.erasures, 'erasure')
+  const revocationQueue = queueOf<KeyRevocationJob>(QueueNames.keyRevocations, 'key revocation')
   const relay = new OutboxRelay({
     db,
     sql,
@@ -58,6 +60,8 @@ export const startOutboxUnit: WorkerUnitStarter = async ({ config, db, sql, logg
     confirmationQueue,
     erasureQueue,
     erasureJobOptions: ERASURE_JOB_OPTIONS,
+    revocationQueue,
+    revocationJobOptions: REVOCATION_JOB_OPTIONS,
     logger,
     pollMs: config.OUTBOX_POLL_MS,
     batchSize: config.OUTBOX_BATCH_SIZE,
@@ -73,6 +77,7 @@ export const startOutboxUnit: WorkerUnitStarter = async ({ config, db, sql, logg
       await webhookQueue.close()
       await confirmationQueue.close()
       await erasureQueue.close()
+      await revocationQueue.close()
     },
   }
 }

@@ -1,4 +1,6 @@
 import {
+  KEY_REVOKED_CODE,
+  KEY_REVOKED_MESSAGE,
   MessageJob,
   messageClaimKey,
   messageClaimTtlMs,
@@ -23,6 +25,7 @@ import { traced } from '../tracing.ts'
 import { fallbackMessage, isFreeForm, WINDOW_CLOSED_CODE } from '../window/check.ts'
 import { readRecipient } from './recipient-reads.ts'
 import { withPlatformReferences } from './references.ts'
+import type { RevokedKeys } from './revoked-keys.ts'
 import { logSent } from './sent-log.ts'
 
 /** A retry's place in the sender's pace, taken without holding up the job (a lost one is one message early). */
@@ -81,6 +84,8 @@ export interface DeliveryDeps {
   metrics?: DeliveryMetrics | undefined
   /** The opt-outs this process heard of; without it, every delivery reads its recipient's entry. */
   optOuts?: Pick<OptOutWatch, 'mustRead'> | undefined
+  /** The revoked keys this process knows of (revoked-keys.ts): their messages are never sent. */
+  revokedKeys?: Pick<RevokedKeys, 'has'> | undefined
 }
 
 const isMessageJob = Compile(MessageJob)
@@ -91,7 +96,7 @@ const isMessageJob = Compile(MessageJob)
  */
 export function deliveryOutcome(
   data: MessageJob,
-  lane: Pick<DeliveryLane, 'senderId' | 'platform'>,
+  lane: { senderId: string; platform: Pick<MessagingPlatform, 'phoneNumberId'> },
   status: DeliveryOutcome['status'],
   fields: Partial<DeliveryOutcome> & { attempts: number },
 ): DeliveryOutcome {
@@ -159,6 +164,8 @@ const windowClosedFields = {
   lastErrorMessage:
     'Not sent: the 24-hour customer-service window with this recipient was closed when it was due (checked by Dispatch); send a template, or give the message a fallbackTemplate',
 }
+/** The fields of a message canceled because its key was revoked (the view's `cancelReason: key_revoked`). */
+export const keyRevokedFields = { lastErrorCode: KEY_REVOKED_CODE, lastErrorMessage: KEY_REVOKED_MESSAGE }
 const MAX_BACKOFF_MS = 15 * 60_000
 
 /** Exponential backoff with full jitter over the upper half: base·2^(n-1)·[0.5, 1), capped. */
@@ -298,6 +305,15 @@ export async function deliverOne(
     metrics?.expired(senderId)
     log.info({ expiresAt }, 'message expired before it could be sent')
     return { kind: 'done', result: { outcome: 'expired' } }
+  }
+
+  // Its key revoked since it was accepted (in a bundle, mid-retry, admitted before the sweep): never
+  // sent. A lookup in memory, no round trip.
+  if (deps.revokedKeys?.has(data.apiKeyId)) {
+    await recorder.record(outcome('canceled', { attempts: run.attemptsMade, ...keyRevokedFields }))
+    metrics?.canceled(senderId)
+    log.info('its key was revoked before it was sent; canceled')
+    return { kind: 'done', result: { outcome: 'canceled' } }
   }
 
   // Opted out since it was accepted (a STOP, an entry added; of marketing: "Stop promotions", Meta's

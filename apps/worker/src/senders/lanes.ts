@@ -24,6 +24,7 @@ import type { WorkerContext } from '../runtime.ts'
 import { deliverBundle } from './bundle.ts'
 import { type DeliveryLane, type DeliveryResult, deliverMessage, platformBackoff } from './deliver.ts'
 import type { SenderSettings } from './registry.ts'
+import { RevokedKeys } from './revoked-keys.ts'
 import { batchedLogSent } from './sent-log.ts'
 
 /** The longest a rate-limited sender is paused at once, however long its streak. */
@@ -86,6 +87,7 @@ export class SenderLane implements DeliveryLane {
     recorder: DeliveryRecorder,
     optOuts: OptOutWatch,
     appendSent: ReturnType<typeof batchedLogSent>,
+    revokedKeys: RevokedKeys,
   ) {
     const { config, logger } = context
     this.#context = context
@@ -115,6 +117,7 @@ export class SenderLane implements DeliveryLane {
       sentLog: { stream: this.sentLog, redis: connections.worker },
       metrics: context.metrics,
       optOuts,
+      revokedKeys,
     }
     // The platform calls in flight for this sender in this process, bundled or not.
     const permits = new Permits(config.MESSAGES_CONCURRENCY)
@@ -285,6 +288,8 @@ export class SenderLanes {
   readonly #connections: { producer: RedisClient; worker: RedisClient; claims: RedisClient }
   readonly #recorder: DeliveryRecorder
   readonly #optOuts: OptOutWatch
+  /** The revoked keys, whose messages delivery cancels instead of sending. */
+  readonly #revokedKeys: RevokedKeys
   /** The sent outcomes of every lane's bundles of a turn, in one write (sent-log.ts). */
   readonly #appendSent: ReturnType<typeof batchedLogSent>
 
@@ -308,6 +313,17 @@ export class SenderLanes {
       logger,
     )
     this.#optOuts.start()
+    this.#revokedKeys = new RevokedKeys({
+      db: context.db,
+      subscriber: context.redis('revoked-keys', { blocking: true }),
+      prefix: config.QUEUE_PREFIX,
+      logger,
+    })
+  }
+
+  /** Reads the revoked keys before the first delivery, and follows their announcements. */
+  followRevocations(): Promise<void> {
+    return this.#revokedKeys.start()
   }
 
   /**
@@ -350,6 +366,7 @@ export class SenderLanes {
           this.#recorder,
           this.#optOuts,
           this.#appendSent,
+          this.#revokedKeys,
         )
         this.#lanes.set(sender.id, lane)
         logger.info(
@@ -377,6 +394,7 @@ export class SenderLanes {
     await Promise.all([...this.#lanes.values()].map((lane) => lane.close()))
     this.#lanes.clear()
     this.#optOuts.close()
+    this.#revokedKeys.close()
     await this.#recorder.drain()
   }
 }

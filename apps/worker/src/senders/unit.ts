@@ -24,6 +24,7 @@ import { SentLogSweeper } from './sent-log.ts'
 export const startMessagesUnit: WorkerUnitStarter = async (context) => {
   const lanes = new SenderLanes(context)
   await lanes.followingOptOuts()
+  await lanes.followRevocations()
   const registry = new SenderRegistry(context, (senders, readAt) => lanes.reconcile(senders, readAt))
   await registry.start()
   // Its own connection, not the queues': see Admitter.

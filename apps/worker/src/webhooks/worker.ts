@@ -69,7 +69,7 @@ export interface WebhooksWorkerOptions {
 
 export type WebhookResult =
   | { delivered: true; statusCode: number; attempt: number }
-  | { delivered: false; skipped: 'endpoint-gone' | 'endpoint-disabled' }
+  | { delivered: false; skipped: 'endpoint-gone' | 'endpoint-disabled' | 'key-revoked' }
   /** A bundle: how many of its events were delivered, and how many go on as jobs of their own. */
   | { bundle: true; delivered: number; goOn: number; skipped: number }
 
@@ -104,7 +104,7 @@ type TryOutcome =
 type Ready =
   | { endpoint: DeliverableEndpoint; secrets: string[] }
   | { laterMs: number }
-  | { skipped: 'endpoint-gone' | 'endpoint-disabled' }
+  | { skipped: 'endpoint-gone' | 'endpoint-disabled' | 'key-revoked' }
 
 /**
  * Delivers webhook events, signed as Standard Webhooks says: a job of one event for one endpoint,
@@ -158,6 +158,8 @@ export function startWebhooksWorker(options: WebhooksWorkerOptions): Worker<Webh
     }
     if (!endpoint) return { skipped: 'endpoint-gone' }
     if (!endpoint.enabled) return { skipped: 'endpoint-disabled' }
+    // Its key was revoked (seen within the endpoint cache's second): dropped, never retried.
+    if (endpoint.keyStatus === 'revoked') return { skipped: 'key-revoked' }
     try {
       return { endpoint, secrets: signingSecrets.of(endpoint, new Date()) }
     } catch (error) {

@@ -9,6 +9,8 @@ import {
   DEFAULT_SENDER_ID,
   type EmailOutboxPayload,
   type EmailTemplate,
+  type KeyRevocationPayload,
+  QueueNames,
   retentionHours,
 } from '@dispatch/contracts'
 import { and, asc, count, desc, eq, ilike, or, type SQL, sql } from 'drizzle-orm'
@@ -130,7 +132,7 @@ const decisionEmail: Record<ApiKeyDecision, EmailTemplate> = {
 
 /**
  * Applies an admin decision in one transaction: the status change, its audit row and the outbox
- * row for the e-mail commit together or not at all. The update is conditional on the expected
+ * row for the e-mail (and, for a revocation, the sweep of the key's messages) commit together or not at all. The update is conditional on the expected
  * current status, so of two admins deciding the same key at once exactly one wins: the other's
  * update finds no row in the `from` status once the first commits.
  */
@@ -170,6 +172,14 @@ export async function decideApiKey(db: Db, input: DecideApiKeyInput): Promise<De
       data: { keyId: key.id, clientName: key.clientName, keyPrefix: key.keyPrefix, reason: input.reason },
     }
     await tx.insert(outbox).values({ topic: 'email', payload: email, createdAt: input.now })
+    if (input.decision === 'revoke') {
+      // The key's queued and scheduled messages are canceled by a worker (lifecycle/revocation.ts):
+      // the sweep is committed with the revocation, so a crash after the commit loses nothing.
+      const sweep: KeyRevocationPayload = { apiKeyId: key.id }
+      await tx
+        .insert(outbox)
+        .values({ topic: QueueNames.keyRevocations, payload: sweep, createdAt: input.now })
+    }
     await tx.execute(sql`select pg_notify(${OUTBOX_NOTIFY_CHANNEL}, '')`)
     return { outcome: 'decided', key, from }
   })
@@ -257,4 +267,10 @@ export async function updateApiKeyLimits(
     })
     return { outcome: 'updated', key, changes }
   })
+}
+
+/** Every revoked key's id: what a delivering worker keeps in memory (senders/revoked-keys.ts). */
+export async function listRevokedApiKeyIds(db: Db): Promise<string[]> {
+  const rows = await db.select({ id: apiKeys.id }).from(apiKeys).where(eq(apiKeys.status, 'revoked'))
+  return rows.map((r) => r.id)
 }

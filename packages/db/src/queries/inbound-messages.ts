@@ -4,7 +4,7 @@ import {
   messageIdAt,
   redactAfter,
 } from '@dispatch/contracts'
-import { and, count, desc, eq, gte, ilike, inArray, isNotNull, isNull, lt, or, sql } from 'drizzle-orm'
+import { and, count, desc, eq, gte, ilike, inArray, isNotNull, isNull, lt, ne, or, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { writingToPeriods } from '../partitions.ts'
 import { apiKeys } from '../schema/api-keys.ts'
@@ -58,6 +58,8 @@ export const CONVERSATION_WINDOW_MS = 24 * 60 * 60 * 1000
  * b. else the newest message to this phone from this number sent in the 24 h before the reply
  *    (the platform's times are whole seconds, so a send in the reply's own second counts);
  * c. else none.
+ * Never to a revoked key: its conversations are no longer its own, and its replies go
+ * to the next key by these rules, or to none.
  */
 async function routeReply(tx: Executor, item: InboundMessage, who: ReplyIdentity) {
   const ours = and(
@@ -71,6 +73,7 @@ async function routeReply(tx: Executor, item: InboundMessage, who: ReplyIdentity
     const [quoted] = await tx
       .select({ id: messages.id, apiKeyId: messages.apiKeyId })
       .from(messages)
+      .innerJoin(apiKeys, and(eq(apiKeys.id, messages.apiKeyId), ne(apiKeys.status, 'revoked')))
       .where(and(eq(messages.platformMessageId, item.contextId), ours))
       .limit(1)
     if (quoted) return { apiKeyId: quoted.apiKeyId, inReplyTo: quoted.id }
@@ -79,6 +82,7 @@ async function routeReply(tx: Executor, item: InboundMessage, who: ReplyIdentity
   const [recent] = await tx
     .select({ apiKeyId: messages.apiKeyId })
     .from(messages)
+    .innerJoin(apiKeys, and(eq(apiKeys.id, messages.apiKeyId), ne(apiKeys.status, 'revoked')))
     .where(
       and(
         ours,

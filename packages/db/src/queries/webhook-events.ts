@@ -44,7 +44,7 @@ async function byEventIds<T>(
 
 /**
  * The deliveries the given events make: one per enabled endpoint of their key subscribed to the
- * type. A prepared statement (the relay runs it for every batch of events).
+ * type, unless the key was revoked (its endpoints get nothing more). A prepared statement (the relay runs it for every batch of events).
  */
 export async function webhookDeliveriesFor(db: Db, eventIds: string[]): Promise<WebhookDelivery[]> {
   if (eventIds.length === 0) return []
@@ -55,6 +55,7 @@ export async function webhookDeliveriesFor(db: Db, eventIds: string[]): Promise<
       select v.id as "eventId", v.type as "eventType", v.payload, e.id as "endpointId"
       from webhook_events v
       join webhook_endpoints e on e.api_key_id = v.api_key_id and e.enabled and v.type = any(e.events)
+      join api_keys k on k.id = v.api_key_id and k.status <> 'revoked'
       where v.id = any(${ids}::text[]) ${within}
       order by v.created_at`,
   )
@@ -94,8 +95,11 @@ export async function findWebhookEndpointForDelivery(db: Db, id: string) {
       previousSecret: webhookEndpoints.previousSecret,
       previousSecretExpiresAt: webhookEndpoints.previousSecretExpiresAt,
       failingSince: webhookEndpoints.failingSince,
+      /** The owner's status: a revoked key's deliveries still pending are dropped. */
+      keyStatus: apiKeys.status,
     })
     .from(webhookEndpoints)
+    .innerJoin(apiKeys, eq(apiKeys.id, webhookEndpoints.apiKeyId))
     .where(eq(webhookEndpoints.id, id))
   return row
 }
