@@ -112,7 +112,6 @@ const KNOWN_OPEN: Record<string, string[]> = {
     ),
     "acme's data after evil's calls: its opt-out of the phone evil erased",
   ],
-  'A revoked key keeps acting: its scheduled message stays scheduled': ["a revoked key's scheduled message"],
 }
 
 const EVIL_PHONE = '+5511922220001'
