@@ -26,6 +26,36 @@ export const suppressionKey = (prefix: string, phoneNumberId: string, recipientH
   `${prefix}:optout:{${phoneNumberId}:${recipientHash}}`
 
 /**
+ * Whom an entry blocks (`suppressions.owner`, docs/consent.md): '' for the recipient's own opt-outs
+ * and an admin's (every key on the number); `tenant:<id>` for an entry a key of that tenant added;
+ * `key:<id>` for one a key with no tenant added (the key is its own tenant). The same rule as the
+ * column's generated expression.
+ */
+export type SuppressionOwner = string
+export const EVERY_KEY: SuppressionOwner = ''
+export const suppressionOwner = (by: { apiKeyId?: string | null; tenantId?: string | null }) =>
+  by.apiKeyId ? (by.tenantId ? `tenant:${by.tenantId}` : `key:${by.apiKeyId}`) : EVERY_KEY
+
+/**
+ * An owner's entry in the Redis copy, beside the recipient's own (`suppressionKey`) in its hash
+ * slot: a send reads both in the same MGET (or script), so an owner's entries cost no round trip.
+ * The recipient's own entry keeps its key: `owner` '' is that one.
+ */
+export const ownedSuppressionKey = (
+  prefix: string,
+  phoneNumberId: string,
+  recipientHash: string,
+  owner: SuppressionOwner,
+) =>
+  owner === EVERY_KEY
+    ? suppressionKey(prefix, phoneNumberId, recipientHash)
+    : `${suppressionKey(prefix, phoneNumberId, recipientHash)}:${owner}`
+
+/** The wider of two scopes read for one send (the recipient's own and its owner's): null for none. */
+export const widerScope = (a: string | null | undefined, b: string | null | undefined) =>
+  a === 'all' || b === 'all' ? 'all' : a === 'marketing' || b === 'marketing' ? 'marketing' : null
+
+/**
  * Set once the Redis copy holds every entry: without it, a missing entry is unknown, not absent.
  * `hashed`: the copy keyed by the recipient's hash (before, by the recipient itself); a new name, so
  * the worker rebuilds the copy in the new shape once after the upgrade.
@@ -55,9 +85,10 @@ export async function copyOptOut(
     xadd(key: string, ...args: string[]): Promise<unknown>
   },
   prefix: string,
-  entry: { phoneNumberId: string; recipientHash: string; scope: SuppressionScope },
+  entry: { phoneNumberId: string; recipientHash: string; scope: SuppressionScope; owner?: SuppressionOwner },
 ): Promise<void> {
-  await redis.set(suppressionKey(prefix, entry.phoneNumberId, entry.recipientHash), entry.scope)
+  const key = ownedSuppressionKey(prefix, entry.phoneNumberId, entry.recipientHash, entry.owner ?? EVERY_KEY)
+  await redis.set(key, entry.scope)
   await announceOptOut(redis, prefix, optOutAnnouncement(entry.phoneNumberId, entry.recipientHash))
 }
 
@@ -251,6 +282,37 @@ export type SuppressionView = Static<typeof SuppressionView>
 
 const Reason = Type.String({ minLength: 1, maxLength: 500, pattern: '\\S' })
 
+/**
+ * `GET /api/third-party/suppressions/:recipient`: whether a recipient is blocked for the asking key,
+ * and by what. `entries` are those that block its sends (the recipient's own opt-outs and its
+ * tenant's entries); `id` and `reason` only on its tenant's own, never on the recipient's or an admin's.
+ */
+export const SuppressionStatus = Type.Object(
+  {
+    recipient: Type.String({ description: 'As asked: a phone (E.164) or a BSUID' }),
+    blocked: Type.Boolean({ description: 'Whether some send to them is refused for your key' }),
+    scope: Type.Union([Type.Enum(SUPPRESSION_SCOPES), Type.Null()], {
+      description: '`all` (every send refused), `marketing` (marketing templates), or null (none)',
+    }),
+    entries: Type.Array(
+      Type.Object(
+        {
+          scope: Type.Enum(SUPPRESSION_SCOPES),
+          source: Type.Enum(SUPPRESSION_SOURCES),
+          /** `recipient`: their own opt-out (or an admin's), lifted only by them or an admin; `tenant`: yours. */
+          owner: Type.Enum(['recipient', 'tenant']),
+          id: Type.Union([Type.String({ format: 'uuid' }), Type.Null()]),
+          reason: Type.Union([Type.String(), Type.Null()]),
+          createdAt: DateTime,
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+)
+export type SuppressionStatus = Static<typeof SuppressionStatus>
+
 /** `POST /suppressions`: the recipient (exactly one of `phone` and `userId`), what it blocks, why. */
 export const CreateSuppressionBody = Type.Object(
   {
@@ -285,25 +347,30 @@ export const marketingCountKey = (prefix: string, phoneNumberId: string, recipie
   `${prefix}:cap:{${phoneNumberId}:${recipientHash}}`
 
 /**
- * Marketing messages' whole consent check in one round trip, each message's suppression entry and
- * then the cap: KEYS in pairs, the entry (`suppressionKey`) and the count (`marketingCountKey`) of
+ * Marketing messages' whole consent check in one round trip, each message's suppression entries and
+ * then the cap: KEYS in threes, the recipient's own entry (`suppressionKey`), the sending key's
+ * owner's (`ownedSuppressionKey`; the first again for none) and the count (`marketingCountKey`) of
  * each message in turn; ARGV[1] the cap's count, ARGV[2] its window (ms, from the first message
- * counted). Answers one item per pair: the entry's scope when there is one (nothing counted), else 1
- * (counted) or 0 (over the cap). A pair's keys share a hash tag: on a Cluster, one pair per call.
+ * counted). Answers one item per message: the wider entry's scope when there is one (nothing
+ * counted), else 1 (counted) or 0 (over the cap). A message's keys share a hash tag: on a Cluster,
+ * one message per call.
  */
 export const MARKETING_CONSENT_SCRIPT = `
 local answers = {}
-for i = 1, #KEYS, 2 do
-  local scope = redis.call('GET', KEYS[i])
-  if scope then
-    answers[#answers + 1] = scope
+for i = 1, #KEYS, 3 do
+  local own = redis.call('GET', KEYS[i])
+  local owned = redis.call('GET', KEYS[i + 1])
+  if own == 'all' or owned == 'all' then
+    answers[#answers + 1] = 'all'
+  elseif own or owned then
+    answers[#answers + 1] = own or owned
   else
-    local n = tonumber(redis.call('GET', KEYS[i + 1]) or '0')
+    local n = tonumber(redis.call('GET', KEYS[i + 2]) or '0')
     if n >= tonumber(ARGV[1]) then
       answers[#answers + 1] = 0
     else
-      redis.call('INCR', KEYS[i + 1])
-      if n == 0 then redis.call('PEXPIRE', KEYS[i + 1], ARGV[2]) end
+      redis.call('INCR', KEYS[i + 2])
+      if n == 0 then redis.call('PEXPIRE', KEYS[i + 2], ARGV[2]) end
       answers[#answers + 1] = 1
     end
   end

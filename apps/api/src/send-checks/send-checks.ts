@@ -4,13 +4,16 @@ import {
   MARKETING_CONSENT_SCRIPT,
   type MessageType,
   marketingCountKey,
+  ownedSuppressionKey,
   type RecipientHasher,
   recipientField,
   recipientOf,
+  type SuppressionOwner,
   serviceWindowKey,
   serviceWindowState,
   serviceWindowsLoadedKey,
   suppressionKey,
+  widerScope,
 } from '@dispatch/contracts'
 import { type RedisClient, scriptCall, turnBatched, turnBatchedGet } from '@dispatch/contracts/redis'
 import type { FastifyBaseLogger } from 'fastify'
@@ -45,11 +48,14 @@ export interface Prefetched {
   recipient: string
   /** Its window, under `enforce`. */
   window?: Promise<string | null | undefined>
-  /** Its suppression entry, from the number it was read for (a send not counted under a cap). */
-  consent?: { number: string; read: Promise<string | null | undefined> }
+  /**
+   * Its suppression entries, the recipient's own and the key's owner's, as the wider scope, from
+   * the number and for the owner they were read for (a send not counted under a cap).
+   */
+  consent?: { number: string; owner: SuppressionOwner; read: Promise<string | null | undefined> }
 }
 
-/** A request's marketing messages under its sender's cap: their keys in pairs, and the cap (count, ms). */
+/** A request's marketing messages under its sender's cap: their keys in threes, and the cap (count, ms). */
 interface MarketingCall {
   keys: string[]
   args: [number, number]
@@ -86,7 +92,7 @@ export class SendChecks {
   /** The environment's own sender's number: what `default` sends from before it has a rules row. */
   readonly #defaultNumber: string
   /**
-   * `MARKETING_CONSENT_SCRIPT`: per pair of keys, the entry's scope, or 1 (counted) / 0 (over the
+   * `MARKETING_CONSENT_SCRIPT`: per three keys, the entries' scope, or 1 (counted) / 0 (over the
    * cap). On a single server one call per cap for the marketing messages of every request of a
    * turn; on a Cluster the call as made (one message's keys: a slot of their own).
    */
@@ -106,7 +112,7 @@ export class SendChecks {
     this.#redis = redis
     this.#prefix = prefix
     this.#log = log
-    // Keys counted per call (in pairs, as many as the request has marketing messages).
+    // Keys counted per call (in threes, as many as the request has marketing messages).
     const script = scriptCall(redis, 'dispatchMarketingConsent', MARKETING_CONSENT_SCRIPT)
     const count = async ({ keys, args }: MarketingCall) =>
       (await script(keys.length, ...keys, ...args)) as unknown[]
@@ -122,8 +128,8 @@ export class SendChecks {
               })
               let at = 0
               for (const call of group) {
-                answers.set(call, replies.slice(at, at + call.keys.length / 2))
-                at += call.keys.length / 2
+                answers.set(call, replies.slice(at, at + call.keys.length / 3))
+                at += call.keys.length / 3
               }
             }),
           )
@@ -139,9 +145,15 @@ export class SendChecks {
    * limit), so their round trip overlaps the limit's instead of following it; `check` then takes
    * them: its window under `enforce`, and its suppression entry unless it is a marketing template
    * under a cap (that one is counted by a script, only once every other check has passed).
-   * Undefined when there is nothing to read. Never rejects (a failed read is unknown).
+   * Undefined when there is nothing to read. Never rejects (a failed read is unknown). `owner`: the
+   * sending key's (`suppressionOwner`), whose own entries block it beside the recipient's.
    */
-  prefetch(senderId: string, body: unknown, type: MessageType): Prefetched | undefined {
+  prefetch(
+    senderId: string,
+    body: unknown,
+    type: MessageType,
+    owner: SuppressionOwner,
+  ): Prefetched | undefined {
     const rules = this.#rules.get(senderId)
     const send = body as SendToCheck['body'] | undefined
     if (!send) return undefined
@@ -157,10 +169,27 @@ export class SendChecks {
       number !== undefined &&
       !(rules?.marketingCap && isMarketing(rules, { type, body: send, field: '' }))
     ) {
-      const read = this.#read(suppressionKey(this.#prefix, number, this.#hash(recipient)))
-      prefetched.consent = { number, read: read.catch(() => undefined) }
+      prefetched.consent = {
+        number,
+        owner,
+        read: this.#readEntries(number, this.#hash(recipient), owner).catch(() => undefined),
+      }
     }
     return prefetched.window || prefetched.consent ? prefetched : undefined
+  }
+
+  /**
+   * A recipient's entries for one key, in the turn's MGET: its own, and the key's owner's beside it
+   * (same round trip); the wider scope of the two, or null.
+   */
+  async #readEntries(number: string, hashed: string, owner: SuppressionOwner): Promise<string | null> {
+    const own = this.#read(suppressionKey(this.#prefix, number, hashed))
+    if (owner === '') return own
+    const [mine, owned] = await Promise.all([
+      own,
+      this.#read(ownedSuppressionKey(this.#prefix, number, hashed, owner)),
+    ])
+    return widerScope(mine, owned)
   }
 
   /** The number a sender sends from: its rules', or the environment's for `default` before it has any. */
@@ -173,6 +202,7 @@ export class SendChecks {
     sends: SendToCheck[],
     now = Date.now(),
     prefetched?: Prefetched,
+    owner: SuppressionOwner = '',
   ): Promise<Array<AppError | undefined>> {
     const rules = this.#rules.get(senderId)
     const errors: Array<AppError | undefined> = sends.map(() => undefined)
@@ -195,7 +225,9 @@ export class SendChecks {
     // Read beside the windows, not before them: one round trip for both.
     const number = this.#numberOf(senderId, rules)
     const consent =
-      number === undefined ? Promise.resolve() : this.#checkConsent(number, rules, sends, errors, prefetched)
+      number === undefined
+        ? Promise.resolve()
+        : this.#checkConsent(number, owner, rules, sends, errors, prefetched)
     if (!rules) {
       await consent
       return errors
@@ -264,6 +296,7 @@ export class SendChecks {
    */
   async #checkConsent(
     phoneNumberId: string,
+    owner: SuppressionOwner,
     rules: SenderRules | undefined,
     sends: SendToCheck[],
     errors: Array<AppError | undefined>,
@@ -278,9 +311,11 @@ export class SendChecks {
       const hashed = this.#hash(recipientOf((sends[i] as SendToCheck).body))
       return [
         suppressionKey(this.#prefix, phoneNumberId, hashed),
+        ownedSuppressionKey(this.#prefix, phoneNumberId, hashed, owner),
         marketingCountKey(this.#prefix, phoneNumberId, hashed),
       ] as const
     }
+    const hashOf = (i: number) => this.#hash(recipientOf((sends[i] as SendToCheck).body))
     const counted = new Set(cap ? open.filter((i) => isMarketing(rules, sends[i] as SendToCheck)) : [])
     const marketing = [...counted]
     const answers = new Map<number, unknown>()
@@ -289,11 +324,15 @@ export class SendChecks {
       const plain = open.filter((i) => !counted.has(i))
       const reads = plain.map(async (i) => {
         const early = prefetched?.consent
-        if (early?.number === phoneNumberId && prefetched?.recipient === recipientOf(sends[i]?.body ?? {})) {
+        if (
+          early?.number === phoneNumberId &&
+          early.owner === owner &&
+          prefetched?.recipient === recipientOf(sends[i]?.body ?? {})
+        ) {
           const value = await early.read
           if (value === undefined) throw new Error('the prefetched suppression read failed')
           answers.set(i, value)
-        } else answers.set(i, await this.#read(keysOf(i)[0]))
+        } else answers.set(i, await this.#readEntries(phoneNumberId, hashOf(i), owner))
       })
       const args: [number, number] = [cap?.count ?? 0, (cap?.hours ?? 0) * 3_600_000]
       // One script for the marketing messages of every request of the turn under this cap; on a

@@ -1,8 +1,8 @@
 import {
   announceOptOut,
   OPT_OUTS_RESET,
+  ownedSuppressionKey,
   recipientHasher,
-  suppressionKey,
   suppressionsLoadedKey,
 } from '@dispatch/contracts'
 import { listSuppressionsAfter } from '@dispatch/db'
@@ -32,7 +32,10 @@ export function suppressionRebuild(context: WorkerContext): RedisCopyRebuild {
           const page = await listSuppressionsAfter(db, after, PAGE)
           if (page.length === 0) break
           await Promise.all(
-            page.map((s) => redis.set(suppressionKey(prefix, s.phoneNumberId, hash(s.recipient)), s.scope)),
+            // Each owner's entry under its own key, the recipient's own ('') under the plain one.
+            page.map((s) =>
+              redis.set(ownedSuppressionKey(prefix, s.phoneNumberId, hash(s.recipient), s.owner), s.scope),
+            ),
           )
           copied += page.length
           after = page.at(-1)?.id

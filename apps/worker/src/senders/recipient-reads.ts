@@ -1,10 +1,13 @@
 import {
+  ownedSuppressionKey,
   SERVICE_WINDOW_MS,
+  type SuppressionOwner,
   type SuppressionScope,
   serviceWindowKey,
   serviceWindowState,
   serviceWindowsLoadedKey,
   suppressionKey,
+  widerScope,
 } from '@dispatch/contracts'
 import { type RedisClient, turnBatchedGet } from '@dispatch/contracts/redis'
 import { knownWindowsMarker, rememberWindowsMarker } from '../window/check.ts'
@@ -39,18 +42,22 @@ const readerOf = (redis: RedisClient) => {
 export function readRecipient(
   redis: RedisClient,
   prefix: string,
-  at: { phoneNumberId: string; recipient: string; recipientHash: string },
+  at: { phoneNumberId: string; recipient: string; recipientHash: string; owner: SuppressionOwner },
   reads: { optOut: boolean; window: boolean },
 ): RecipientReads {
-  const { phoneNumberId, recipient, recipientHash } = at
+  const { phoneNumberId, recipient, recipientHash, owner } = at
   const read = readerOf(redis)
+  // The recipient's own entry, and the message's key's owner's beside it in the same MGET.
+  const entries = () =>
+    Promise.all([
+      read(suppressionKey(prefix, phoneNumberId, recipientHash)),
+      owner === '' ? null : read(ownedSuppressionKey(prefix, phoneNumberId, recipientHash, owner)),
+    ]).then(
+      ([own, owned]) => widerScope(own, owned) as SuppressionScope | null,
+      () => null,
+    )
   return {
-    optOut: reads.optOut
-      ? read(suppressionKey(prefix, phoneNumberId, recipientHash)).then(
-          (scope) => scope as SuppressionScope | null,
-          () => null,
-        )
-      : NONE,
+    optOut: reads.optOut ? entries() : NONE,
     window: reads.window ? windowOf(read, prefix, phoneNumberId, recipient) : undefined,
   }
 }

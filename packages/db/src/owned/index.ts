@@ -1,0 +1,14 @@
+import type { Db } from '../client.ts'
+import { type Caller, ownerOf } from './caller.ts'
+import { ownedSuppressions } from './suppressions.ts'
+
+/** The data access of one key route's caller: nothing of another tenant (or key) is reachable. */
+export function owned(db: Db, caller: Caller) {
+  return {
+    owner: ownerOf(caller),
+    suppressions: ownedSuppressions(db, caller),
+  }
+}
+export type Owned = ReturnType<typeof owned>
+
+export { type Caller, ownerOf } from './caller.ts'
