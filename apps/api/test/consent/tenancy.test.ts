@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto'
+import type { ErasureView } from '@dispatch/contracts'
 import {
   inboundMessage,
   messageWebhook,
   startWebhookReceiver,
   type WebhookReceiver,
+  waitFor,
 } from '@dispatch/testing'
 import type { RunningWorker } from '@dispatch/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -281,5 +283,59 @@ describe('GET /api/third-party/suppressions/:recipient', () => {
       401,
       'API_KEY_MISSING',
     )
+  })
+})
+
+describe('export and erasure across tenants', () => {
+  it("a key that never messaged a phone exports none of another tenant's entry or reason", async () => {
+    const phone = newPhone()
+    const reason = secret('acme reason')
+    const entry = await suppress(acme, phone, reason)
+
+    const exported = await app.inject({
+      url: `/api/third-party/recipients/${encodeURIComponent(phone)}/export`,
+      headers: as(evil),
+    })
+    expect(exported.statusCode, exported.body).toBe(200)
+    expect(exported.body).not.toContain(reason)
+    expect(exported.body).not.toContain(entry.id)
+    // Its owner's export holds it.
+    const own = await app.inject({
+      url: `/api/third-party/recipients/${encodeURIComponent(phone)}/export`,
+      headers: as(acme),
+    })
+    expect(own.body).toContain(reason)
+  })
+
+  it("a key's erasure of a phone leaves another tenant's entry readable, and still blocking", async () => {
+    const phone = newPhone()
+    const reason = secret('acme reason')
+    const entry = await suppress(acme, phone, reason)
+
+    const erasure = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/erasures',
+      headers: as(evil),
+      payload: { phone },
+    })
+    expect(erasure.statusCode, erasure.body).toBe(202)
+    const done = await waitFor(
+      async () => {
+        const view = (
+          await get(evil, `/api/third-party/erasures/${erasure.json<ErasureView>().id}`)
+        ).json<ErasureView>()
+        return view.status === 'completed' || view.status === 'failed' ? view : undefined
+      },
+      { what: 'the erasure to end', timeoutMs: 20_000, intervalMs: 100 },
+    )
+    expect(done.status).toBe('completed')
+    expect((await get(acme, `/api/third-party/suppressions/${entry.id}`)).json()).toMatchObject({
+      recipient: phone,
+      reason,
+    })
+    expect(
+      (await get(acme, `/api/third-party/suppressions?recipient=${encodeURIComponent(phone)}`)).json().data,
+    ).toHaveLength(1)
+    expectError(await sendText(acme, phone), 422, 'RECIPIENT_OPTED_OUT')
   })
 })

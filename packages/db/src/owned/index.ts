@@ -1,5 +1,7 @@
 import type { Db } from '../client.ts'
 import { type Caller, ownerOf } from './caller.ts'
+import { ownedErasures } from './erasures.ts'
+import { ownedExport } from './export.ts'
 import { ownedSuppressions } from './suppressions.ts'
 
 /** The data access of one key route's caller: nothing of another tenant (or key) is reachable. */
@@ -7,6 +9,8 @@ export function owned(db: Db, caller: Caller) {
   return {
     owner: ownerOf(caller),
     suppressions: ownedSuppressions(db, caller),
+    exportPages: ownedExport(db, caller),
+    erasures: ownedErasures(db, caller),
   }
 }
 export type Owned = ReturnType<typeof owned>
