@@ -1,4 +1,4 @@
-import { copyOptOut, ownedSuppressionKey, recipientHasher } from '@dispatch/contracts'
+import { copyOptOut, recipientHasher, writeOptOutCopy } from '@dispatch/contracts'
 import {
   addSuppressions,
   type NewSuppression,
@@ -89,7 +89,7 @@ export async function optInAll(
   return removed
 }
 
-/** Drops lifted entries from the Redis copy, each under its owner's key. */
+/** Drops lifted entries from the Redis copy, each from its owner's part of the value. */
 export async function dropCopies(
   deps: Deps,
   log: FastifyBaseLogger,
@@ -97,14 +97,14 @@ export async function dropCopies(
 ) {
   for (const row of removed) {
     if (!row) continue
-    const key = ownedSuppressionKey(
-      deps.config.QUEUE_PREFIX,
-      row.phoneNumberId,
-      hashOf(deps, row.recipient),
-      row.owner,
+    const entry = {
+      phoneNumberId: row.phoneNumberId,
+      recipientHash: hashOf(deps, row.recipient),
+      owner: row.owner,
+      scope: null,
+    }
+    await writeOptOutCopy(deps.redis, deps.config.QUEUE_PREFIX, entry).catch((error) =>
+      log.warn({ err: error }, 'opt-in not copied to Redis; the rebuild will'),
     )
-    await deps.redis
-      .del(key)
-      .catch((error) => log.warn({ err: error }, 'opt-in not copied to Redis; the rebuild will'))
   }
 }

@@ -4,16 +4,15 @@ import {
   MARKETING_CONSENT_SCRIPT,
   type MessageType,
   marketingCountKey,
-  ownedSuppressionKey,
   type RecipientHasher,
   recipientField,
   recipientOf,
   type SuppressionOwner,
+  scopeForOwner,
   serviceWindowKey,
   serviceWindowState,
   serviceWindowsLoadedKey,
   suppressionKey,
-  widerScope,
 } from '@dispatch/contracts'
 import { type RedisClient, scriptCall, turnBatched, turnBatchedGet } from '@dispatch/contracts/redis'
 import type { FastifyBaseLogger } from 'fastify'
@@ -49,16 +48,21 @@ export interface Prefetched {
   /** Its window, under `enforce`. */
   window?: Promise<string | null | undefined>
   /**
-   * Its suppression entries, the recipient's own and the key's owner's, as the wider scope, from
-   * the number and for the owner they were read for (a send not counted under a cap).
+   * Its suppression entry (the recipient's own and the key's owner's, one value: `scopeForOwner`)
+   * as the scope that blocks it, from the number and for the owner it was read for (a send not
+   * counted under a cap).
    */
   consent?: { number: string; owner: SuppressionOwner; read: Promise<string | null | undefined> }
 }
 
-/** A request's marketing messages under its sender's cap: their keys in threes, and the cap (count, ms). */
+/**
+ * A request's marketing messages under its sender's cap: their keys in pairs, the cap (count, ms),
+ * and each message's owner, whose entries block it beside the recipient's own.
+ */
 interface MarketingCall {
   keys: string[]
   args: [number, number]
+  owners: string[]
 }
 
 /** How long a read of the windows' completeness marker stands. */
@@ -92,7 +96,7 @@ export class SendChecks {
   /** The environment's own sender's number: what `default` sends from before it has a rules row. */
   readonly #defaultNumber: string
   /**
-   * `MARKETING_CONSENT_SCRIPT`: per three keys, the entries' scope, or 1 (counted) / 0 (over the
+   * `MARKETING_CONSENT_SCRIPT`: per pair of keys, the entry's scope, or 1 (counted) / 0 (over the
    * cap). On a single server one call per cap for the marketing messages of every request of a
    * turn; on a Cluster the call as made (one message's keys: a slot of their own).
    */
@@ -112,10 +116,10 @@ export class SendChecks {
     this.#redis = redis
     this.#prefix = prefix
     this.#log = log
-    // Keys counted per call (in threes, as many as the request has marketing messages).
+    // Keys counted per call (in pairs, as many as the request has marketing messages).
     const script = scriptCall(redis, 'dispatchMarketingConsent', MARKETING_CONSENT_SCRIPT)
-    const count = async ({ keys, args }: MarketingCall) =>
-      (await script(keys.length, ...keys, ...args)) as unknown[]
+    const count = async ({ keys, args, owners }: MarketingCall) =>
+      (await script(keys.length, ...keys, ...args, ...owners)) as unknown[]
     this.#countMarketing = redis.isCluster
       ? count
       : turnBatched(async (calls: MarketingCall[]) => {
@@ -125,11 +129,12 @@ export class SendChecks {
               const replies = await count({
                 keys: group.flatMap((call) => call.keys),
                 args: (group[0] as MarketingCall).args,
+                owners: group.flatMap((call) => call.owners),
               })
               let at = 0
               for (const call of group) {
-                answers.set(call, replies.slice(at, at + call.keys.length / 3))
-                at += call.keys.length / 3
+                answers.set(call, replies.slice(at, at + call.keys.length / 2))
+                at += call.keys.length / 2
               }
             }),
           )
@@ -179,17 +184,13 @@ export class SendChecks {
   }
 
   /**
-   * A recipient's entries for one key, in the turn's MGET: its own, and the key's owner's beside it
-   * (same round trip); the wider scope of the two, or null.
+   * A recipient's entry as one key reads it, in the turn's MGET: one value holds the recipient's
+   * own scope and every owner's (`scopeForOwner`), so the key's owner's costs no key more.
    */
-  async #readEntries(number: string, hashed: string, owner: SuppressionOwner): Promise<string | null> {
-    const own = this.#read(suppressionKey(this.#prefix, number, hashed))
-    if (owner === '') return own
-    const [mine, owned] = await Promise.all([
-      own,
-      this.#read(ownedSuppressionKey(this.#prefix, number, hashed, owner)),
-    ])
-    return widerScope(mine, owned)
+  #readEntries(number: string, hashed: string, owner: SuppressionOwner): Promise<string | null> {
+    return this.#read(suppressionKey(this.#prefix, number, hashed)).then((value) =>
+      scopeForOwner(value, owner),
+    )
   }
 
   /** The number a sender sends from: its rules', or the environment's for `default` before it has any. */
@@ -311,7 +312,6 @@ export class SendChecks {
       const hashed = this.#hash(recipientOf((sends[i] as SendToCheck).body))
       return [
         suppressionKey(this.#prefix, phoneNumberId, hashed),
-        ownedSuppressionKey(this.#prefix, phoneNumberId, hashed, owner),
         marketingCountKey(this.#prefix, phoneNumberId, hashed),
       ] as const
     }
@@ -340,7 +340,7 @@ export class SendChecks {
       const groups = this.#redis.isCluster ? marketing.map((i) => [i]) : marketing.length ? [marketing] : []
       const scripts = groups.map(async (group) => {
         const keys = group.flatMap(keysOf)
-        const replies = await this.#countMarketing({ keys, args })
+        const replies = await this.#countMarketing({ keys, args, owners: group.map(() => owner) })
         for (const [n, i] of group.entries()) answers.set(i, replies[n])
       })
       await Promise.all([...reads, ...scripts])

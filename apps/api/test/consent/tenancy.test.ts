@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import type { ErasureView } from '@dispatch/contracts'
+import { type ErasureView, recipientHasher, suppressionKey, suppressionsLoadedKey } from '@dispatch/contracts'
 import {
   inboundMessage,
   messageWebhook,
@@ -8,6 +8,7 @@ import {
   waitFor,
 } from '@dispatch/testing'
 import type { RunningWorker } from '@dispatch/worker'
+import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
@@ -86,7 +87,7 @@ beforeAll(async () => {
   world = await createWorld()
   receiver = await startWebhookReceiver()
   app = await buildTestApp(world, { WHATSAPP_APP_SECRET: APP_SECRET, SCHEDULE_MIN_AHEAD_SECONDS: '1' })
-  worker = await startTestWorker(world, { WORKER_SENDERS: 'default' })
+  worker = await startTestWorker(world, { WORKER_SENDERS: 'default', SERVICE_WINDOW_CHECK_MS: '200' })
   acme = await activeKey(app, { scopes: SCOPES, tenantId: 'acme' })
   acmeToo = await activeKey(app, { scopes: SCOPES, tenantId: 'acme' })
   evil = await activeKey(app, { scopes: SCOPES, tenantId: 'evil' })
@@ -174,6 +175,41 @@ describe("a key's entry belongs to its tenant", () => {
     ])
     expect(canceled).toMatchObject({ status: 'canceled', lastError: { code: 'RECIPIENT_OPTED_OUT' } })
     expect(sent.status).toBe('sent')
+  })
+})
+
+describe('the Redis copy', () => {
+  it("keeps each owner's entry beside the recipient's own, and is rebuilt so from Postgres", async () => {
+    const phone = newPhone()
+    await suppress(acme, phone, 'acme', 'marketing')
+    await suppress(loner, phone, 'loner')
+    // The recipient's own opt-out of marketing (the "Stop promotions" button), beside both.
+    const tap = inboundMessage('quick_reply', { phone }, { text: 'Stop promotions' })
+    expect((await postPlatformWebhook(app, messageWebhook(SANDBOX_NUMBER, tap), APP_SECRET)).statusCode).toBe(
+      200,
+    )
+    const key = suppressionKey(world.queuePrefix, SANDBOX_NUMBER, recipientHasher({})(phone))
+    const redis = new Redis(world.redisUrl)
+    try {
+      const before = await redis.get(key)
+      expect(before?.split('|')).toHaveLength(3)
+      // What a Redis restart without persistence leaves: no entry, no marker.
+      await redis.del(key, suppressionsLoadedKey(world.queuePrefix))
+      await waitFor(
+        async () => (await redis.exists(suppressionsLoadedKey(world.queuePrefix))) === 1 || undefined,
+        {
+          what: 'the suppression copy rebuilt',
+        },
+      )
+      const after = (await redis.get(key)) ?? ''
+      expect(after.split('|').sort()).toEqual((before ?? '').split('|').sort())
+      expectError(await sendText(loner, phone), 422, 'RECIPIENT_OPTED_OUT')
+      expect((await sendText(lonerToo, phone)).statusCode).toBe(202)
+      expect((await sendText(acme, phone)).statusCode).toBe(202)
+      expect((await sendText(evil, phone)).statusCode).toBe(202)
+    } finally {
+      redis.disconnect()
+    }
   })
 })
 

@@ -1,13 +1,12 @@
 import {
-  ownedSuppressionKey,
   SERVICE_WINDOW_MS,
   type SuppressionOwner,
   type SuppressionScope,
+  scopeForOwner,
   serviceWindowKey,
   serviceWindowState,
   serviceWindowsLoadedKey,
   suppressionKey,
-  widerScope,
 } from '@dispatch/contracts'
 import { type RedisClient, turnBatchedGet } from '@dispatch/contracts/redis'
 import { knownWindowsMarker, rememberWindowsMarker } from '../window/check.ts'
@@ -47,17 +46,14 @@ export function readRecipient(
 ): RecipientReads {
   const { phoneNumberId, recipient, recipientHash, owner } = at
   const read = readerOf(redis)
-  // The recipient's own entry, and the message's key's owner's beside it in the same MGET.
-  const entries = () =>
-    Promise.all([
-      read(suppressionKey(prefix, phoneNumberId, recipientHash)),
-      owner === '' ? null : read(ownedSuppressionKey(prefix, phoneNumberId, recipientHash, owner)),
-    ]).then(
-      ([own, owned]) => widerScope(own, owned) as SuppressionScope | null,
-      () => null,
-    )
   return {
-    optOut: reads.optOut ? entries() : NONE,
+    // One value holds the recipient's own entry and every owner's: this key's owner's is read in it.
+    optOut: reads.optOut
+      ? read(suppressionKey(prefix, phoneNumberId, recipientHash)).then(
+          (value) => scopeForOwner(value, owner),
+          () => null,
+        )
+      : NONE,
     window: reads.window ? windowOf(read, prefix, phoneNumberId, recipient) : undefined,
   }
 }
