@@ -3,6 +3,7 @@ import { type Caller, ownerOf } from './caller.ts'
 import { ownedErasures } from './erasures.ts'
 import { ownedExport } from './export.ts'
 import { ownedSuppressions } from './suppressions.ts'
+import { ownedWebhooks } from './webhooks.ts'
 
 /** The data access of one key route's caller: nothing of another tenant (or key) is reachable. */
 export function owned(db: Db, caller: Caller) {
@@ -11,6 +12,7 @@ export function owned(db: Db, caller: Caller) {
     suppressions: ownedSuppressions(db, caller),
     exportPages: ownedExport(db, caller),
     erasures: ownedErasures(db, caller),
+    webhooks: ownedWebhooks(db, caller),
   }
 }
 export type Owned = ReturnType<typeof owned>

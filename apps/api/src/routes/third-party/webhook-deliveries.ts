@@ -15,17 +15,12 @@ import {
   webhookEventBody,
   webhookJobId,
 } from '@dispatch/contracts'
-import {
-  findWebhookEndpoint,
-  findWebhookEvent,
-  listWebhookAttempts,
-  type WebhookAttemptRow,
-  type WebhookEndpointRow,
-  webhookEventsBetween,
-} from '@dispatch/db'
+import { owned, type WebhookAttemptRow, type WebhookEndpointRow } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
 import { AppError } from '../../errors.ts'
 import { errorResponses } from '../responses.ts'
+import { callerOf } from './tenancy.ts'
 import { checkId, notFound, oneErrors } from './webhook-endpoints.ts'
 
 /** Events are replayed in pages of this many, each page one `addBulk`. */
@@ -68,9 +63,10 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, clock, webhookQueue } = app.deps
   const onRequest = app.requireApiKey(Scopes.manageWebhooks)
 
-  const ownEndpoint = async (apiKeyId: string, rawId: string) => {
+  const webhooksOf = (request: FastifyRequest) => owned(db, callerOf(request)).webhooks
+  const ownEndpoint = async (request: FastifyRequest, rawId: string) => {
     const id = checkId(rawId)
-    const endpoint = await findWebhookEndpoint(db, apiKeyId, id)
+    const endpoint = await webhooksOf(request).find(id)
     if (!endpoint) throw notFound(id)
     return endpoint
   }
@@ -91,8 +87,8 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const endpoint = await ownEndpoint(request.apiKey.id, request.params.id)
-      const { rows, itemCount } = await listWebhookAttempts(db, endpoint.id, request.query)
+      const endpoint = await ownEndpoint(request, request.params.id)
+      const { rows, itemCount } = await webhooksOf(request).attempts(endpoint, request.query)
       return { ...pageMeta(request.query.page, request.query.take, itemCount), data: rows.map(toView) }
     },
   )
@@ -116,8 +112,8 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const endpoint = await ownEndpoint(request.apiKey.id, request.params.id)
-      const event = await findWebhookEvent(db, request.apiKey.id, request.params.eventId)
+      const endpoint = await ownEndpoint(request, request.params.id)
+      const event = await webhooksOf(request).event(request.params.eventId)
       if (!event) {
         throw new AppError('NOT_FOUND', `No webhook event with id ${JSON.stringify(request.params.eventId)}`)
       }
@@ -158,7 +154,7 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const endpoint = await ownEndpoint(request.apiKey.id, request.params.id)
+      const endpoint = await ownEndpoint(request, request.params.id)
       const now = clock()
       const since = new Date(request.body.since)
       const until = request.body.until ? new Date(request.body.until) : now
@@ -176,8 +172,7 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       let events = 0
       let cursor: { at: string; id: string } | undefined
       for (;;) {
-        const page = await webhookEventsBetween(db, {
-          apiKeyId: request.apiKey.id,
+        const page = await webhooksOf(request).eventsBetween({
           types: endpoint.events,
           since,
           until,
