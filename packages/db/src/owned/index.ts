@@ -2,6 +2,7 @@ import type { Db } from '../client.ts'
 import { type Caller, ownerOf } from './caller.ts'
 import { ownedErasures } from './erasures.ts'
 import { ownedExport } from './export.ts'
+import { ownedMessages } from './messages.ts'
 import { ownedSuppressions } from './suppressions.ts'
 import { ownedWebhooks } from './webhooks.ts'
 
@@ -13,6 +14,7 @@ export function owned(db: Db, caller: Caller) {
     exportPages: ownedExport(db, caller),
     erasures: ownedErasures(db, caller),
     webhooks: ownedWebhooks(db, caller),
+    messages: ownedMessages(db, caller),
   }
 }
 export type Owned = ReturnType<typeof owned>
