@@ -5458,6 +5458,8 @@ export interface operations {
                             /** @enum {unknown} */
                             source: "keyword" | "user_preferences" | "131050" | "api" | "admin";
                             reason: string | null;
+                            tenantId: string | null;
+                            apiKeyId: string | null;
                             /** Format: date-time */
                             createdAt: string;
                         }[];
@@ -5555,6 +5557,8 @@ export interface operations {
                         /** @enum {unknown} */
                         source: "keyword" | "user_preferences" | "131050" | "api" | "admin";
                         reason: string | null;
+                        tenantId: string | null;
+                        apiKeyId: string | null;
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -5677,6 +5681,8 @@ export interface operations {
                         /** @enum {unknown} */
                         source: "keyword" | "user_preferences" | "131050" | "api" | "admin";
                         reason: string | null;
+                        tenantId: string | null;
+                        apiKeyId: string | null;
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -5775,6 +5781,8 @@ export interface operations {
                         /** @enum {unknown} */
                         source: "keyword" | "user_preferences" | "131050" | "api" | "admin";
                         reason: string | null;
+                        tenantId: string | null;
+                        apiKeyId: string | null;
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -13694,6 +13702,8 @@ export interface operations {
                             /** @enum {unknown} */
                             source: "keyword" | "user_preferences" | "131050" | "api" | "admin";
                             reason: string | null;
+                            tenantId: string | null;
+                            apiKeyId: string | null;
                             /** Format: date-time */
                             createdAt: string;
                         }[];
@@ -13799,6 +13809,8 @@ export interface operations {
                         /** @enum {unknown} */
                         source: "keyword" | "user_preferences" | "131050" | "api" | "admin";
                         reason: string | null;
+                        tenantId: string | null;
+                        apiKeyId: string | null;
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -13921,6 +13933,8 @@ export interface operations {
                         /** @enum {unknown} */
                         source: "keyword" | "user_preferences" | "131050" | "api" | "admin";
                         reason: string | null;
+                        tenantId: string | null;
+                        apiKeyId: string | null;
                         /** Format: date-time */
                         createdAt: string;
                     } | {
@@ -14047,6 +14061,8 @@ export interface operations {
                         /** @enum {unknown} */
                         source: "keyword" | "user_preferences" | "131050" | "api" | "admin";
                         reason: string | null;
+                        tenantId: string | null;
+                        apiKeyId: string | null;
                         /** Format: date-time */
                         createdAt: string;
                     };

@@ -349,6 +349,10 @@ export const SuppressionView = Type.Object(
     scope: Type.Enum(SUPPRESSION_SCOPES),
     source: Type.Enum(SUPPRESSION_SOURCES),
     reason: Type.Union([Type.String(), Type.Null()]),
+    /** The tenant whose entry it is (a key's entry); null for the recipient's own, an admin's, a tenantless key's. */
+    tenantId: Type.Union([Type.String(), Type.Null()]),
+    /** The key that added it (a key's entry); null for the recipient's own and an admin's. */
+    apiKeyId: Type.Union([Type.String({ format: 'uuid' }), Type.Null()]),
     createdAt: DateTime,
   },
   { additionalProperties: false },

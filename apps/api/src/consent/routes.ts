@@ -32,6 +32,8 @@ export const toSuppressionView = (row: SuppressionRow): SuppressionView => ({
   scope: row.scope,
   source: row.source,
   reason: row.reason,
+  tenantId: row.tenantId,
+  apiKeyId: row.apiKeyId,
   createdAt: row.createdAt.toISOString(),
 })
 

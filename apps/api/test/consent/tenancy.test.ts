@@ -135,7 +135,11 @@ describe("a key's entry belongs to its tenant", () => {
     for (const res of [listed, filtered]) expect(res.body).not.toContain(reason)
 
     // Still acme's, still blocking acme; evil sends as if nothing were there.
-    expect((await get(acme, `/api/third-party/suppressions/${entry.id}`)).json()).toMatchObject({ reason })
+    expect((await get(acme, `/api/third-party/suppressions/${entry.id}`)).json()).toMatchObject({
+      reason,
+      tenantId: 'acme',
+      apiKeyId: acme.id,
+    })
     expectError(await sendText(acme, phone), 422, 'RECIPIENT_OPTED_OUT')
     expect((await sendText(evil, phone)).statusCode).toBe(202)
     expect(await consentEventsOf(acme, phone)).toEqual([{ type: 'recipient.opted_out' }])
