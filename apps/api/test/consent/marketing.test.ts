@@ -491,6 +491,47 @@ describe('an opt-out of marketing after a message was accepted', () => {
     expect(view).toMatchObject({ status: 'canceled', lastError: { code: 'RECIPIENT_OPTED_OUT' } })
   })
 
+  it("cancels a tenant's failed message an admin retries after that tenant's own entry", async () => {
+    const ours = await activeKey(app, {
+      scopes: ['send:template', 'read:messages', 'manage:suppressions'],
+      tenantId: 'acme',
+    })
+    const bound = await app.inject({
+      method: 'PATCH',
+      url: `/api/admin/api-keys/${ours.id}`,
+      headers: asAdmin(),
+      payload: { senderId: sender.id },
+    })
+    expect(bound.statusCode, bound.body).toBe(200)
+    const phone = newPhone()
+    fake.number(sender.phoneNumberId, { answer: graphError(131026, 'Message undeliverable') })
+    const promo = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/messages/send-template',
+      headers: { 'x-api-key': ours.key },
+      payload: marketing(phone),
+    })
+    expect(promo.statusCode, promo.body).toBe(202)
+    const id = promo.json().messageId
+    try {
+      await untilMessageStatus(app, ours.key, id, 'failed')
+    } finally {
+      fake.number(sender.phoneNumberId, { answer: undefined })
+    }
+    const entry = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/suppressions',
+      headers: { 'x-api-key': ours.key },
+      payload: { phone, reason: 'Asked acme' },
+    })
+    expect(entry.statusCode, entry.body).toBe(201)
+    // The retried job carries the key's tenant, as its accept did: the tenant's entry cancels it.
+    const retried = await retryWhenReleased(app, id)
+    expect(retried.statusCode, retried.body).toBe(200)
+    const view = await untilMessageStatus(app, ours.key, id, ['canceled', 'sent'])
+    expect(view).toMatchObject({ status: 'canceled', lastError: { code: 'RECIPIENT_OPTED_OUT' } })
+  })
+
   it("cancels one the send's own category made marketing, too", async () => {
     const fresh = await syncedSender(app, fake, { sync: false })
     const freshKey = await keyOf(app, fresh.id, ['send:template', 'read:messages'])
