@@ -2,7 +2,6 @@ import {
   CreateSuppressionBody,
   DEFAULT_SENDER_ID,
   DeleteSuppressionBody,
-  EVERY_KEY,
   isUserId,
   pageMeta,
   recipientHasher,
@@ -12,10 +11,9 @@ import {
   SuppressionListQuery,
   SuppressionStatus,
   SuppressionView,
-  widerScope,
 } from '@dispatch/contracts'
 import { defaultPhoneNumberId } from '@dispatch/contracts/env'
-import { findSuppression, listSuppressions, owned, type SuppressionRow } from '@dispatch/db'
+import { findSuppression, listSuppressions, owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import Type from 'typebox'
@@ -23,43 +21,7 @@ import { AppError } from '../errors.ts'
 import { errorResponses } from '../routes/responses.ts'
 import { callerOf } from '../routes/third-party/tenancy.ts'
 import { dropCopies, optIn, optOut } from './suppression-list.ts'
-
-export const toSuppressionView = (row: SuppressionRow): SuppressionView => ({
-  id: row.id,
-  senderId: row.senderId,
-  phoneNumberId: row.phoneNumberId,
-  recipient: row.recipient,
-  scope: row.scope,
-  source: row.source,
-  reason: row.reason,
-  tenantId: row.tenantId,
-  apiKeyId: row.apiKeyId,
-  createdAt: row.createdAt.toISOString(),
-})
-
-/**
- * Whether a recipient is blocked for the asking key: the entries that block it (the recipient's own
- * and its tenant's, as `ofRecipient` reads them), ids and reasons only on its own.
- */
-export function toSuppressionStatus(recipient: string, rows: SuppressionRow[]): SuppressionStatus {
-  const scope = rows.reduce<string | null>((wider, row) => widerScope(wider, row.scope), null)
-  return {
-    recipient,
-    blocked: scope !== null,
-    scope: scope as SuppressionStatus['scope'],
-    entries: rows.map((row) => {
-      const mine = row.owner !== EVERY_KEY
-      return {
-        scope: row.scope,
-        source: row.source,
-        owner: mine ? 'tenant' : 'recipient',
-        id: mine ? row.id : null,
-        reason: mine ? row.reason : null,
-        createdAt: row.createdAt.toISOString(),
-      }
-    }),
-  }
-}
+import { toSuppressionStatus, toSuppressionView } from './views.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const E164 = /^\+[1-9][0-9]{7,14}$/
