@@ -1,5 +1,5 @@
 import { DEFAULT_SENDER_ID, MessageJob, messageClaimKey } from '@dispatch/contracts'
-import { findSender, type MessageRow, type RetryHooks } from '@dispatch/db'
+import { findApiKeyById, findSender, type MessageRow, type RetryHooks } from '@dispatch/db'
 import { Compile } from 'typebox/compile'
 import type { ApiDeps } from './deps.ts'
 import { currentTraceContext } from './trace-context.ts'
@@ -82,9 +82,17 @@ export function retryHooks(
       // marketing template is marked as at accept (by its sender's catalog now: a send's own
       // category is not kept), so a marketing opt-out made since cancels it at delivery.
       const traceContext = currentTraceContext()
+      // Each key's tenant as it is now, carried as at accept: its tenant's opt-outs cancel the job.
+      const keyIds = [...new Set(rows.map((row) => row.apiKeyId))]
+      const tenants = new Map(
+        await Promise.all(
+          keyIds.map(async (id) => [id, (await findApiKeyById(deps.db, id))?.tenantId ?? null] as const),
+        ),
+      )
       await Promise.all(
         rows.map((row) => {
-          const job = jobFromRecord(row, expiresAt)
+          const tenantId = tenants.get(row.apiKeyId)
+          const job = { ...jobFromRecord(row, expiresAt), ...(tenantId ? { tenantId } : {}) }
           const marketing = isMarketing(job.senderId ?? DEFAULT_SENDER_ID, job.message)
           // Accepted once already: stored past the key's outstanding bound rather than lost.
           return deps.messages.add(

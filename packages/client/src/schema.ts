@@ -491,7 +491,7 @@ export interface paths {
         put?: never;
         /**
          * Add a recipient to the suppression list
-         * @description Exactly one of `phone` and `userId`. `scope` `all` (default) blocks every send to them; `marketing` blocks marketing templates. Sends to them are then refused with 422 RECIPIENT_OPTED_OUT, and messages already queued to them are canceled. For admins.
+         * @description Exactly one of `phone` and `userId`. `scope` `all` (default) blocks every send to them; `marketing` blocks marketing templates. Sends to them are then refused with 422 RECIPIENT_OPTED_OUT, and messages already queued to them are canceled. For admins: an admin’s entry blocks every key on the sender.
          */
         post: operations["adminCreateSuppression"];
         delete?: never;
@@ -513,7 +513,7 @@ export interface paths {
         post?: never;
         /**
          * Lift an opt-out (audited, with its reason)
-         * @description The body gives the reason, kept in the audit log; `recipient.opted_in` goes to subscribed endpoints.
+         * @description The body gives the reason, kept in the audit log; `recipient.opted_in` goes to subscribed endpoints of every key the entry blocked.
          */
         delete: operations["adminDeleteSuppression"];
         options?: never;
@@ -532,7 +532,7 @@ export interface paths {
         put?: never;
         /**
          * Erase a recipient's data across every key
-         * @description Exactly one of `phone` and `userId`. Answers 202 with the erasure, `pending`; a worker then removes the recipient and the content of every message, reply and event of every key, cancels what is still queued to them, and keeps their opt-outs (by hash). The erasure names the recipient by hash only. For admins.
+         * @description Exactly one of `phone` and `userId`. Answers 202 with the erasure, `pending`; a worker then removes the recipient and the content of every message, reply and event of every key, cancels what is still queued to them, and keeps every opt-out of theirs (by hash). The erasure names the recipient by hash only. For admins.
          */
         post: operations["adminCreateErasure"];
         delete?: never;
@@ -1348,15 +1348,35 @@ export interface paths {
         };
         /**
          * Your sender's suppression list
-         * @description Requires `manage:suppressions`. The recipients who opted out of the sender your key sends through.
+         * @description Requires `manage:suppressions`. The entries your tenant (your key, without one) added on the sender your key sends through. The recipients’ own opt-outs are not listed: ask about one with `GET /suppressions/{recipient}`.
          */
         get: operations["listSuppressions"];
         put?: never;
         /**
          * Add a recipient to the suppression list
-         * @description Exactly one of `phone` and `userId`. `scope` `all` (default) blocks every send to them; `marketing` blocks marketing templates. Sends to them are then refused with 422 RECIPIENT_OPTED_OUT, and messages already queued to them are canceled. For keys.
+         * @description Exactly one of `phone` and `userId`. `scope` `all` (default) blocks every send to them; `marketing` blocks marketing templates. Sends to them are then refused with 422 RECIPIENT_OPTED_OUT, and messages already queued to them are canceled. For keys: your entry blocks your tenant’s keys only (your key alone, without a tenant).
          */
         post: operations["createSuppression"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/third-party/suppressions/{idOrRecipient}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One entry of yours, or whether a recipient is blocked for your key
+         * @description Requires `manage:suppressions`. With an entry id (uuid): that entry, if your tenant’s (else 404). With a recipient (a phone in E.164, `%2B` for `+`, or a userId): whether sends to them are blocked for your key, for which scope, and by which entries (the recipient’s own opt-outs, and your tenant’s; ids and reasons only on yours).
+         */
+        get: operations["getSuppression"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1370,13 +1390,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One suppression list entry */
-        get: operations["getSuppression"];
+        get?: never;
         put?: never;
         post?: never;
         /**
          * Lift an opt-out (audited, with its reason)
-         * @description The body gives the reason, kept in the audit log; `recipient.opted_in` goes to subscribed endpoints.
+         * @description The body gives the reason, kept in the audit log; `recipient.opted_in` goes to subscribed endpoints of your tenant’s keys. Only your tenant’s entries: a recipient’s own opt-out is lifted by them (an opt-in keyword) or an admin.
          */
         delete: operations["deleteSuppression"];
         options?: never;
@@ -1395,7 +1414,7 @@ export interface paths {
         put?: never;
         /**
          * Erase a recipient's data held for your key
-         * @description Exactly one of `phone` and `userId`. Answers 202 with the erasure, `pending`; a worker then removes the recipient and the content of every message, reply and event of your key, cancels what is still queued to them, and keeps their opt-outs (by hash). The erasure names the recipient by hash only. Requires `manage:data`.
+         * @description Exactly one of `phone` and `userId`. Answers 202 with the erasure, `pending`; a worker then removes the recipient and the content of every message, reply and event of your key, cancels what is still queued to them, and keeps your tenant’s opt-out entries of theirs (by hash). The erasure names the recipient by hash only. Requires `manage:data`.
          */
         post: operations["createErasure"];
         delete?: never;
@@ -1433,7 +1452,7 @@ export interface paths {
         };
         /**
          * Everything held about a recipient for your key (NDJSON)
-         * @description Requires `manage:data`. One JSON object per line, each with its `kind`: `message`, `inbound_message`, `event` (webhook events about them), `suppression` (your sender’s opt-outs of theirs). Streamed as it is read; the phone in E.164 (`%2B` for the `+`).
+         * @description Requires `manage:data`. One JSON object per line, each with its `kind`: `message`, `inbound_message`, `event` (webhook events about them), `suppression` (the entries that block your sends to them: their own opt-outs of your sender, and your tenant’s; never another tenant’s). Streamed as it is read; the phone in E.164 (`%2B` for the `+`).
          */
         get: operations["exportRecipient"];
         put?: never;
@@ -5571,6 +5590,8 @@ export interface operations {
                             /** @enum {unknown} */
                             source: "keyword" | "user_preferences" | "131050" | "api" | "admin";
                             reason: string | null;
+                            tenantId: string | null;
+                            apiKeyId: string | null;
                             /** Format: date-time */
                             createdAt: string;
                         }[];
@@ -5668,6 +5689,8 @@ export interface operations {
                         /** @enum {unknown} */
                         source: "keyword" | "user_preferences" | "131050" | "api" | "admin";
                         reason: string | null;
+                        tenantId: string | null;
+                        apiKeyId: string | null;
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -5790,6 +5813,8 @@ export interface operations {
                         /** @enum {unknown} */
                         source: "keyword" | "user_preferences" | "131050" | "api" | "admin";
                         reason: string | null;
+                        tenantId: string | null;
+                        apiKeyId: string | null;
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -5888,6 +5913,8 @@ export interface operations {
                         /** @enum {unknown} */
                         source: "keyword" | "user_preferences" | "131050" | "api" | "admin";
                         reason: string | null;
+                        tenantId: string | null;
+                        apiKeyId: string | null;
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -13825,6 +13852,8 @@ export interface operations {
                             /** @enum {unknown} */
                             source: "keyword" | "user_preferences" | "131050" | "api" | "admin";
                             reason: string | null;
+                            tenantId: string | null;
+                            apiKeyId: string | null;
                             /** Format: date-time */
                             createdAt: string;
                         }[];
@@ -13930,6 +13959,8 @@ export interface operations {
                         /** @enum {unknown} */
                         source: "keyword" | "user_preferences" | "131050" | "api" | "admin";
                         reason: string | null;
+                        tenantId: string | null;
+                        apiKeyId: string | null;
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -14027,7 +14058,8 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
-                id: string;
+                /** @description An entry id of yours (uuid), or a recipient: a phone in E.164 (`%2B` for `+`) or a userId */
+                idOrRecipient: string;
             };
             cookie?: never;
         };
@@ -14051,8 +14083,29 @@ export interface operations {
                         /** @enum {unknown} */
                         source: "keyword" | "user_preferences" | "131050" | "api" | "admin";
                         reason: string | null;
+                        tenantId: string | null;
+                        apiKeyId: string | null;
                         /** Format: date-time */
                         createdAt: string;
+                    } | {
+                        /** @description As asked: a phone (E.164) or a BSUID */
+                        recipient: string;
+                        /** @description Whether some send to them is refused for your key */
+                        blocked: boolean;
+                        /** @description `all` (every send refused), `marketing` (marketing templates), or null (none) */
+                        scope: ("marketing" | "all") | null;
+                        entries: {
+                            /** @enum {unknown} */
+                            scope: "marketing" | "all";
+                            /** @enum {unknown} */
+                            source: "keyword" | "user_preferences" | "131050" | "api" | "admin";
+                            /** @enum {unknown} */
+                            owner: "recipient" | "tenant";
+                            id: string | null;
+                            reason: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                        }[];
                     };
                 };
             };
@@ -14158,6 +14211,8 @@ export interface operations {
                         /** @enum {unknown} */
                         source: "keyword" | "user_preferences" | "131050" | "api" | "admin";
                         reason: string | null;
+                        tenantId: string | null;
+                        apiKeyId: string | null;
                         /** Format: date-time */
                         createdAt: string;
                     };

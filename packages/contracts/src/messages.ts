@@ -365,6 +365,11 @@ export const MessageJob = Type.Object(
     messageId: MessageId,
     apiKeyId: Type.String({ format: 'uuid' }),
     acceptedAt: DateTime,
+    /**
+     * Its key's tenant when it was accepted: the entries that tenant added to the suppression list
+     * block it at delivery too (`suppressionOwner`). Absent: the key has none (its own entries do).
+     */
+    tenantId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
     clientReference: Type.Optional(ClientReference),
     /** The batch it came in. */
     batchId: Type.Optional(MessageId),

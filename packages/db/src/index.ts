@@ -1,5 +1,6 @@
 export * from './api-key-secret.ts'
 export * from './client.ts'
+export * from './owned/index.ts'
 export * from './partitions.ts'
 export * from './queries/admin-audit.ts'
 export * from './queries/admin-messages.ts'

@@ -2,46 +2,54 @@ import {
   CreateSuppressionBody,
   DEFAULT_SENDER_ID,
   DeleteSuppressionBody,
+  isUserId,
   pageMeta,
+  recipientHasher,
   recipientProblem,
   Scopes,
   SuppressionList,
   SuppressionListQuery,
+  SuppressionStatus,
   SuppressionView,
 } from '@dispatch/contracts'
 import { defaultPhoneNumberId } from '@dispatch/contracts/env'
-import { findSuppression, listSuppressions, type SuppressionRow } from '@dispatch/db'
+import { findSuppression, listSuppressions, owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import Type from 'typebox'
 import { AppError } from '../errors.ts'
 import { errorResponses } from '../routes/responses.ts'
-import { optIn, optOut } from './suppression-list.ts'
+import { callerOf } from '../routes/third-party/tenancy.ts'
+import { dropCopies, optIn, optOut } from './suppression-list.ts'
+import { toSuppressionStatus, toSuppressionView } from './views.ts'
 
-export const toSuppressionView = (row: SuppressionRow): SuppressionView => ({
-  id: row.id,
-  senderId: row.senderId,
-  phoneNumberId: row.phoneNumberId,
-  recipient: row.recipient,
-  scope: row.scope,
-  source: row.source,
-  reason: row.reason,
-  createdAt: row.createdAt.toISOString(),
-})
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+const E164 = /^\+[1-9][0-9]{7,14}$/
 
-/** Who manages the list through these routes: a key (its own sender only) or an admin (any). */
+/**
+ * Who manages the list through these routes: a key (its tenant's entries on its sender, through
+ * `owned(...)`) or an admin (every entry, audited).
+ */
 export interface SuppressionRouteOptions {
   audience: 'key' | 'admin'
 }
 
 const closed = { additionalProperties: false } as const
 const IdParams = Type.Object({ id: Type.String({ format: 'uuid' }) })
+const EntryParams = Type.Object({
+  idOrRecipient: Type.String({
+    minLength: 1,
+    maxLength: 160,
+    description: 'An entry id of yours (uuid), or a recipient: a phone in E.164 (`%2B` for `+`) or a userId',
+  }),
+})
 const AdminFilter = Type.Object({ senderId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })) })
 
 /**
- * `GET/POST/DELETE …/suppressions`: the suppression list. A key reads and changes its own sender's
- * entries only (another sender's are 404, as if absent); an admin any sender's (`senderId` names it
- * on a create, and filters a list). Lifting an entry needs a reason, audited under the actor.
+ * `GET/POST/DELETE …/suppressions`: the suppression list. A key lists, reads and lifts its tenant's
+ * own entries on its sender only (another tenant's or sender's are 404, as if absent), and asks
+ * whether one recipient is blocked for it; an admin reads and lifts any entry (`senderId` names a
+ * sender on a create, and filters a list). Lifting an entry needs a reason, audited under the actor.
  */
 export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOptions> = async (app, options) => {
   const { db, config, clock } = app.deps
@@ -58,7 +66,7 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
     admin ? (named ?? DEFAULT_SENDER_ID) : (request.apiKey.senderId ?? DEFAULT_SENDER_ID)
   const actorOf = (request: FastifyRequest) =>
     admin ? `admin:${request.adminName}` : `key:${request.apiKey.id}`
-  const scoped = (request: FastifyRequest) => (admin ? undefined : senderOf(request))
+  const hash = recipientHasher(config)
 
   app.get(
     '/suppressions',
@@ -70,7 +78,9 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
         summary: admin ? 'Suppression lists of every sender' : "Your sender's suppression list",
         description: admin
           ? 'Every sender’s opted-out recipients; `senderId` keeps one sender’s.'
-          : 'Requires `manage:suppressions`. The recipients who opted out of the sender your key sends through.',
+          : 'Requires `manage:suppressions`. The entries your tenant (your key, without one) added on the ' +
+            'sender your key sends through. The recipients’ own opt-outs are not listed: ask about one ' +
+            'with `GET /suppressions/{recipient}`.',
         security,
         querystring: admin
           ? Type.Object({ ...SuppressionListQuery.properties, ...AdminFilter.properties }, closed)
@@ -80,8 +90,9 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
     },
     async (request) => {
       const query = request.query as SuppressionListQuery & { senderId?: string }
-      const senderId = admin ? query.senderId : senderOf(request)
-      const { rows, itemCount } = await listSuppressions(db, query, senderId)
+      const { rows, itemCount } = admin
+        ? await listSuppressions(db, query, query.senderId)
+        : await owned(db, callerOf(request)).suppressions.list(query)
       return { ...pageMeta(query.page, query.take, itemCount), data: rows.map(toSuppressionView) }
     },
   )
@@ -97,7 +108,10 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
         description:
           'Exactly one of `phone` and `userId`. `scope` `all` (default) blocks every send to them; `marketing` ' +
           `blocks marketing templates. Sends to them are then refused with 422 RECIPIENT_OPTED_OUT, and ` +
-          `messages already queued to them are canceled. For ${who}.`,
+          `messages already queued to them are canceled. For ${who}` +
+          (admin
+            ? ': an admin’s entry blocks every key on the sender.'
+            : ': your entry blocks your tenant’s keys only (your key alone, without a tenant).'),
         security,
         body: admin
           ? Type.Object({ ...CreateSuppressionBody.properties, ...AdminFilter.properties }, closed)
@@ -114,43 +128,85 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
         app.sendRules.get(senderId)?.phoneNumberId ??
         (senderId === DEFAULT_SENDER_ID ? defaultPhoneNumberId(config) : undefined)
       if (!phoneNumberId) throw new AppError('NOT_FOUND', `No sender ${JSON.stringify(senderId)}`)
-      const { row } = await optOut(
-        app.deps,
-        request.log,
-        {
-          phoneNumberId,
-          senderId,
-          recipient: (body.phone ?? body.userId) as string,
-          scope: body.scope ?? 'all',
-          source: admin ? 'admin' : 'api',
-          reason: body.reason ?? null,
-          createdBy: actorOf(request),
-        },
-        clock(),
-      )
+      const fields = {
+        phoneNumberId,
+        recipient: (body.phone ?? body.userId) as string,
+        scope: body.scope ?? 'all',
+        reason: body.reason ?? null,
+      }
+      // A key's entry is its tenant's (its own, without one); an admin's blocks every key.
+      const entry = admin
+        ? { ...fields, senderId, source: 'admin' as const, createdBy: actorOf(request) }
+        : owned(db, callerOf(request)).suppressions.entry(fields)
+      const { row } = await optOut(app.deps, request.log, entry, clock())
       return reply.code(201).send(toSuppressionView(row))
     },
   )
 
-  app.get(
-    '/suppressions/:id',
-    {
-      onRequest: guard,
-      schema: {
-        operationId: admin ? 'adminGetSuppression' : 'getSuppression',
-        tags,
-        summary: 'One suppression list entry',
-        security,
-        params: IdParams,
-        response: { 200: SuppressionView, ...errorResponses('VALIDATION_ERROR', 'NOT_FOUND', ...authErrors) },
+  if (admin) {
+    app.get(
+      '/suppressions/:id',
+      {
+        onRequest: guard,
+        schema: {
+          operationId: 'adminGetSuppression',
+          tags,
+          summary: 'One suppression list entry',
+          security,
+          params: IdParams,
+          response: {
+            200: SuppressionView,
+            ...errorResponses('VALIDATION_ERROR', 'NOT_FOUND', ...authErrors),
+          },
+        },
       },
-    },
-    async (request) => {
-      const row = await findSuppression(db, request.params.id, scoped(request))
-      if (!row) throw new AppError('NOT_FOUND', 'No such entry in this suppression list')
-      return toSuppressionView(row)
-    },
-  )
+      async (request) => {
+        const row = await findSuppression(db, request.params.id)
+        if (!row) throw new AppError('NOT_FOUND', 'No such entry in this suppression list')
+        return toSuppressionView(row)
+      },
+    )
+  } else {
+    app.get(
+      '/suppressions/:idOrRecipient',
+      {
+        onRequest: guard,
+        schema: {
+          operationId: 'getSuppression',
+          tags,
+          summary: 'One entry of yours, or whether a recipient is blocked for your key',
+          description:
+            'Requires `manage:suppressions`. With an entry id (uuid): that entry, if your tenant’s (else 404). ' +
+            'With a recipient (a phone in E.164, `%2B` for `+`, or a userId): whether sends to them are ' +
+            'blocked for your key, for which scope, and by which entries (the recipient’s own opt-outs, ' +
+            'and your tenant’s; ids and reasons only on yours).',
+          security,
+          params: EntryParams,
+          response: {
+            200: Type.Union([SuppressionView, SuppressionStatus]),
+            ...errorResponses('VALIDATION_ERROR', 'NOT_FOUND', ...authErrors),
+          },
+        },
+      },
+      async (request) => {
+        const asked = request.params.idOrRecipient
+        const mine = owned(db, callerOf(request)).suppressions
+        if (UUID.test(asked)) {
+          const row = await mine.find(asked)
+          if (!row) throw new AppError('NOT_FOUND', 'No such entry in this suppression list')
+          return toSuppressionView(row)
+        }
+        if (!E164.test(asked) && !isUserId(asked)) {
+          throw new AppError(
+            'VALIDATION_ERROR',
+            'params.idOrRecipient must be an entry id (uuid), a phone in E.164 (%2B for the +) or a userId',
+          )
+        }
+        // By name, and by hash: an entry kept after the recipient was erased still blocks them.
+        return toSuppressionStatus(asked, await mine.ofRecipient([asked, hash(asked)]))
+      },
+    )
+  }
 
   app.delete(
     '/suppressions/:id',
@@ -161,7 +217,11 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
         tags,
         summary: 'Lift an opt-out (audited, with its reason)',
         description:
-          'The body gives the reason, kept in the audit log; `recipient.opted_in` goes to subscribed endpoints.',
+          'The body gives the reason, kept in the audit log; `recipient.opted_in` goes to subscribed endpoints ' +
+          (admin
+            ? 'of every key the entry blocked.'
+            : 'of your tenant’s keys. Only your tenant’s entries: a recipient’s own opt-out is lifted by them ' +
+              '(an opt-in keyword) or an admin.'),
         security,
         params: IdParams,
         body: DeleteSuppressionBody,
@@ -169,17 +229,12 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
       },
     },
     async (request) => {
-      const removed = await optIn(
-        app.deps,
-        request.log,
-        { id: request.params.id },
-        {
-          actor: actorOf(request),
-          reason: request.body.reason,
-          ...(admin ? {} : { senderId: senderOf(request) }),
-        },
-        clock(),
-      )
+      const { id } = request.params
+      const { reason } = request.body
+      const removed = admin
+        ? await optIn(app.deps, request.log, { id }, { actor: actorOf(request), reason }, clock())
+        : await owned(db, callerOf(request)).suppressions.remove(id, reason, clock())
+      if (!admin) await dropCopies(app.deps, request.log, [removed])
       if (!removed) throw new AppError('NOT_FOUND', 'No such entry in this suppression list')
       return toSuppressionView(removed)
     },

@@ -1,4 +1,4 @@
-import { copyOptOut, recipientHasher, suppressionKey } from '@dispatch/contracts'
+import { copyOptOut, recipientHasher, writeOptOutCopy } from '@dispatch/contracts'
 import {
   addSuppressions,
   type NewSuppression,
@@ -50,6 +50,7 @@ export async function optOutAll(
       phoneNumberId: row.phoneNumberId,
       recipientHash: hashOf(deps, row.recipient),
       scope: row.scope,
+      owner: row.owner,
     }
     await copyOptOut(deps.redis, prefix, entry).catch((error) =>
       log.warn({ err: error }, 'opt-out not copied to Redis or not announced to the workers'),
@@ -84,11 +85,26 @@ export async function optInAll(
     'recipient' in where ? { ...where, recipientHash: hashOf(deps, where.recipient) } : where,
   )
   const removed = await removeSuppressions(deps.db, withHash, audit, at, onChange)
+  await dropCopies(deps, log, removed)
+  return removed
+}
+
+/** Drops lifted entries from the Redis copy, each from its owner's part of the value. */
+export async function dropCopies(
+  deps: Deps,
+  log: FastifyBaseLogger,
+  removed: Array<SuppressionRow | undefined>,
+) {
   for (const row of removed) {
     if (!row) continue
-    await deps.redis
-      .del(suppressionKey(deps.config.QUEUE_PREFIX, row.phoneNumberId, hashOf(deps, row.recipient)))
-      .catch((error) => log.warn({ err: error }, 'opt-in not copied to Redis; the rebuild will'))
+    const entry = {
+      phoneNumberId: row.phoneNumberId,
+      recipientHash: hashOf(deps, row.recipient),
+      owner: row.owner,
+      scope: null,
+    }
+    await writeOptOutCopy(deps.redis, deps.config.QUEUE_PREFIX, entry).catch((error) =>
+      log.warn({ err: error }, 'opt-in not copied to Redis; the rebuild will'),
+    )
   }
-  return removed
 }

@@ -7,6 +7,8 @@ import {
   type RecipientHasher,
   recipientField,
   recipientOf,
+  type SuppressionOwner,
+  scopeForOwner,
   serviceWindowKey,
   serviceWindowState,
   serviceWindowsLoadedKey,
@@ -45,14 +47,22 @@ export interface Prefetched {
   recipient: string
   /** Its window, under `enforce`. */
   window?: Promise<string | null | undefined>
-  /** Its suppression entry, from the number it was read for (a send not counted under a cap). */
-  consent?: { number: string; read: Promise<string | null | undefined> }
+  /**
+   * Its suppression entry (the recipient's own and the key's owner's, one value: `scopeForOwner`)
+   * as the scope that blocks it, from the number and for the owner it was read for (a send not
+   * counted under a cap).
+   */
+  consent?: { number: string; owner: SuppressionOwner; read: Promise<string | null | undefined> }
 }
 
-/** A request's marketing messages under its sender's cap: their keys in pairs, and the cap (count, ms). */
+/**
+ * A request's marketing messages under its sender's cap: their keys in pairs, the cap (count, ms),
+ * and each message's owner, whose entries block it beside the recipient's own.
+ */
 interface MarketingCall {
   keys: string[]
   args: [number, number]
+  owners: string[]
 }
 
 /** How long a read of the windows' completeness marker stands. */
@@ -108,8 +118,8 @@ export class SendChecks {
     this.#log = log
     // Keys counted per call (in pairs, as many as the request has marketing messages).
     const script = scriptCall(redis, 'dispatchMarketingConsent', MARKETING_CONSENT_SCRIPT)
-    const count = async ({ keys, args }: MarketingCall) =>
-      (await script(keys.length, ...keys, ...args)) as unknown[]
+    const count = async ({ keys, args, owners }: MarketingCall) =>
+      (await script(keys.length, ...keys, ...args, ...owners)) as unknown[]
     this.#countMarketing = redis.isCluster
       ? count
       : turnBatched(async (calls: MarketingCall[]) => {
@@ -119,6 +129,7 @@ export class SendChecks {
               const replies = await count({
                 keys: group.flatMap((call) => call.keys),
                 args: (group[0] as MarketingCall).args,
+                owners: group.flatMap((call) => call.owners),
               })
               let at = 0
               for (const call of group) {
@@ -139,9 +150,15 @@ export class SendChecks {
    * limit), so their round trip overlaps the limit's instead of following it; `check` then takes
    * them: its window under `enforce`, and its suppression entry unless it is a marketing template
    * under a cap (that one is counted by a script, only once every other check has passed).
-   * Undefined when there is nothing to read. Never rejects (a failed read is unknown).
+   * Undefined when there is nothing to read. Never rejects (a failed read is unknown). `owner`: the
+   * sending key's (`suppressionOwner`), whose own entries block it beside the recipient's.
    */
-  prefetch(senderId: string, body: unknown, type: MessageType): Prefetched | undefined {
+  prefetch(
+    senderId: string,
+    body: unknown,
+    type: MessageType,
+    owner: SuppressionOwner,
+  ): Prefetched | undefined {
     const rules = this.#rules.get(senderId)
     const send = body as SendToCheck['body'] | undefined
     if (!send) return undefined
@@ -157,10 +174,23 @@ export class SendChecks {
       number !== undefined &&
       !(rules?.marketingCap && isMarketing(rules, { type, body: send, field: '' }))
     ) {
-      const read = this.#read(suppressionKey(this.#prefix, number, this.#hash(recipient)))
-      prefetched.consent = { number, read: read.catch(() => undefined) }
+      prefetched.consent = {
+        number,
+        owner,
+        read: this.#readEntries(number, this.#hash(recipient), owner).catch(() => undefined),
+      }
     }
     return prefetched.window || prefetched.consent ? prefetched : undefined
+  }
+
+  /**
+   * A recipient's entry as one key reads it, in the turn's MGET: one value holds the recipient's
+   * own scope and every owner's (`scopeForOwner`), so the key's owner's costs no key more.
+   */
+  #readEntries(number: string, hashed: string, owner: SuppressionOwner): Promise<string | null> {
+    return this.#read(suppressionKey(this.#prefix, number, hashed)).then((value) =>
+      scopeForOwner(value, owner),
+    )
   }
 
   /** The number a sender sends from: its rules', or the environment's for `default` before it has any. */
@@ -173,6 +203,7 @@ export class SendChecks {
     sends: SendToCheck[],
     now = Date.now(),
     prefetched?: Prefetched,
+    owner: SuppressionOwner = '',
   ): Promise<Array<AppError | undefined>> {
     const rules = this.#rules.get(senderId)
     const errors: Array<AppError | undefined> = sends.map(() => undefined)
@@ -195,7 +226,9 @@ export class SendChecks {
     // Read beside the windows, not before them: one round trip for both.
     const number = this.#numberOf(senderId, rules)
     const consent =
-      number === undefined ? Promise.resolve() : this.#checkConsent(number, rules, sends, errors, prefetched)
+      number === undefined
+        ? Promise.resolve()
+        : this.#checkConsent(number, owner, rules, sends, errors, prefetched)
     if (!rules) {
       await consent
       return errors
@@ -264,6 +297,7 @@ export class SendChecks {
    */
   async #checkConsent(
     phoneNumberId: string,
+    owner: SuppressionOwner,
     rules: SenderRules | undefined,
     sends: SendToCheck[],
     errors: Array<AppError | undefined>,
@@ -281,6 +315,7 @@ export class SendChecks {
         marketingCountKey(this.#prefix, phoneNumberId, hashed),
       ] as const
     }
+    const hashOf = (i: number) => this.#hash(recipientOf((sends[i] as SendToCheck).body))
     const counted = new Set(cap ? open.filter((i) => isMarketing(rules, sends[i] as SendToCheck)) : [])
     const marketing = [...counted]
     const answers = new Map<number, unknown>()
@@ -289,11 +324,15 @@ export class SendChecks {
       const plain = open.filter((i) => !counted.has(i))
       const reads = plain.map(async (i) => {
         const early = prefetched?.consent
-        if (early?.number === phoneNumberId && prefetched?.recipient === recipientOf(sends[i]?.body ?? {})) {
+        if (
+          early?.number === phoneNumberId &&
+          early.owner === owner &&
+          prefetched?.recipient === recipientOf(sends[i]?.body ?? {})
+        ) {
           const value = await early.read
           if (value === undefined) throw new Error('the prefetched suppression read failed')
           answers.set(i, value)
-        } else answers.set(i, await this.#read(keysOf(i)[0]))
+        } else answers.set(i, await this.#readEntries(phoneNumberId, hashOf(i), owner))
       })
       const args: [number, number] = [cap?.count ?? 0, (cap?.hours ?? 0) * 3_600_000]
       // One script for the marketing messages of every request of the turn under this cap; on a
@@ -301,7 +340,7 @@ export class SendChecks {
       const groups = this.#redis.isCluster ? marketing.map((i) => [i]) : marketing.length ? [marketing] : []
       const scripts = groups.map(async (group) => {
         const keys = group.flatMap(keysOf)
-        const replies = await this.#countMarketing({ keys, args })
+        const replies = await this.#countMarketing({ keys, args, owners: group.map(() => owner) })
         for (const [n, i] of group.entries()) answers.set(i, replies[n])
       })
       await Promise.all([...reads, ...scripts])

@@ -10,6 +10,7 @@ import {
 import type { RunningWorker } from '@dispatch/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
+  activeKey,
   asAdmin,
   buildTestApp,
   createWorld,
@@ -275,6 +276,80 @@ describe('a frequency cap on marketing', () => {
   })
 })
 
+describe("a tenant's own marketing entry under a cap", () => {
+  it("refuses its keys' marketing templates uncounted, and counts another tenant's", async () => {
+    const tenantKey = async (tenantId: string) => {
+      const made = await activeKey(app, {
+        scopes: ['send:template', 'manage:suppressions'],
+        tenantId,
+      })
+      const bound = await app.inject({
+        method: 'PATCH',
+        url: `/api/admin/api-keys/${made.id}`,
+        headers: asAdmin(),
+        payload: { senderId: sender.id },
+      })
+      expect(bound.statusCode, bound.body).toBe(200)
+      return made
+    }
+    const [ours, theirs] = [await tenantKey('acme'), await tenantKey('globex')]
+    const as = (k: { key: string }, payload: object, path = 'send-template') =>
+      app.inject({
+        method: 'POST',
+        url: `/api/third-party/messages/${path}`,
+        headers: { 'x-api-key': k.key },
+        payload,
+      })
+    const capped = await app.inject({
+      method: 'PATCH',
+      url: `/api/admin/senders/${sender.id}`,
+      headers: asAdmin(),
+      payload: { marketingCap: { count: 1, hours: 24 } },
+    })
+    expect(capped.statusCode, capped.body).toBe(200)
+    try {
+      await waitFor(async () => {
+        const probe = newPhone()
+        await as(theirs, marketing(probe))
+        return (await as(theirs, marketing(probe))).statusCode === 422 || undefined
+      })
+      const phone = newPhone()
+      const entry = await app.inject({
+        method: 'POST',
+        url: '/api/third-party/suppressions',
+        headers: { 'x-api-key': ours.key },
+        payload: { phone, scope: 'marketing', reason: 'Asked acme' },
+      })
+      expect(entry.statusCode, entry.body).toBe(201)
+      expectError(await as(ours, marketing(phone)), 422, 'RECIPIENT_OPTED_OUT', /opted out of marketing/)
+      const batch = await as(
+        ours,
+        {
+          messages: [
+            { type: 'template', ...marketing(phone) },
+            { type: 'template', ...utility(phone) },
+          ],
+        },
+        'batch',
+      )
+      expect(batch.statusCode, batch.body).toBe(202)
+      expect(batch.json().results[0].error).toMatchObject({ errorCode: 'RECIPIENT_OPTED_OUT' })
+      expect(batch.json().results[1]).toMatchObject({ status: 'queued' })
+      expect((await as(ours, utility(phone))).statusCode).toBe(202)
+      // Not counted for acme's refusals: globex's first marketing message goes, its second is capped.
+      expect((await as(theirs, marketing(phone))).statusCode).toBe(202)
+      expectError(await as(theirs, marketing(phone)), 422, 'FREQUENCY_CAP_EXCEEDED')
+    } finally {
+      await app.inject({
+        method: 'PATCH',
+        url: `/api/admin/senders/${sender.id}`,
+        headers: asAdmin(),
+        payload: { marketingCap: null },
+      })
+    }
+  })
+})
+
 /** A marketing-only entry for `phone` on `senderId`, as an admin adds it. */
 async function optedOutOfMarketing(senderId: string, phone: string) {
   const added = await app.inject({
@@ -413,6 +488,47 @@ describe('an opt-out of marketing after a message was accepted', () => {
     const retried = await retryWhenReleased(app, id)
     expect(retried.statusCode, retried.body).toBe(200)
     const view = await untilMessageStatus(app, key.key, id, ['canceled', 'sent'])
+    expect(view).toMatchObject({ status: 'canceled', lastError: { code: 'RECIPIENT_OPTED_OUT' } })
+  })
+
+  it("cancels a tenant's failed message an admin retries after that tenant's own entry", async () => {
+    const ours = await activeKey(app, {
+      scopes: ['send:template', 'read:messages', 'manage:suppressions'],
+      tenantId: 'acme',
+    })
+    const bound = await app.inject({
+      method: 'PATCH',
+      url: `/api/admin/api-keys/${ours.id}`,
+      headers: asAdmin(),
+      payload: { senderId: sender.id },
+    })
+    expect(bound.statusCode, bound.body).toBe(200)
+    const phone = newPhone()
+    fake.number(sender.phoneNumberId, { answer: graphError(131026, 'Message undeliverable') })
+    const promo = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/messages/send-template',
+      headers: { 'x-api-key': ours.key },
+      payload: marketing(phone),
+    })
+    expect(promo.statusCode, promo.body).toBe(202)
+    const id = promo.json().messageId
+    try {
+      await untilMessageStatus(app, ours.key, id, 'failed')
+    } finally {
+      fake.number(sender.phoneNumberId, { answer: undefined })
+    }
+    const entry = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/suppressions',
+      headers: { 'x-api-key': ours.key },
+      payload: { phone, reason: 'Asked acme' },
+    })
+    expect(entry.statusCode, entry.body).toBe(201)
+    // The retried job carries the key's tenant, as its accept did: the tenant's entry cancels it.
+    const retried = await retryWhenReleased(app, id)
+    expect(retried.statusCode, retried.body).toBe(200)
+    const view = await untilMessageStatus(app, ours.key, id, ['canceled', 'sent'])
     expect(view).toMatchObject({ status: 'canceled', lastError: { code: 'RECIPIENT_OPTED_OUT' } })
   })
 

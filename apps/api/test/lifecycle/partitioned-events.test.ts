@@ -561,6 +561,7 @@ describe("a message's events, read from the message's own time on", () => {
       for await (const page of recipientExportPages(traced.db, {
         apiKeyId: key.id,
         senderId: 'default',
+        owner: `key:${key.id}`,
         identities: { phones: [phone], userIds: [] },
         hashes: [],
         pageSize: 10,

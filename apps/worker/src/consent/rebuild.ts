@@ -1,10 +1,12 @@
 import {
   announceOptOut,
+  OPT_OUT_WRITE_SCRIPT,
   OPT_OUTS_RESET,
   recipientHasher,
   suppressionKey,
   suppressionsLoadedKey,
 } from '@dispatch/contracts'
+import { scriptCall } from '@dispatch/contracts/redis'
 import { listSuppressionsAfter } from '@dispatch/db'
 import { RedisCopyRebuild } from '../redis-copy/rebuild.ts'
 import type { WorkerContext } from '../runtime.ts'
@@ -26,13 +28,17 @@ export function suppressionRebuild(context: WorkerContext): RedisCopyRebuild {
       marker: suppressionsLoadedKey(prefix),
       lock: `${prefix}:optout:rebuild-lock`,
       async copy(redis) {
+        const write = scriptCall(redis, 'dispatchOptOutWrite', OPT_OUT_WRITE_SCRIPT)
         let copied = 0
         let after: string | undefined
         for (;;) {
           const page = await listSuppressionsAfter(db, after, PAGE)
           if (page.length === 0) break
           await Promise.all(
-            page.map((s) => redis.set(suppressionKey(prefix, s.phoneNumberId, hash(s.recipient)), s.scope)),
+            // Each entry into its number and recipient's value, beside the other owners' there.
+            page.map((s) =>
+              write(1, suppressionKey(prefix, s.phoneNumberId, hash(s.recipient)), s.owner, s.scope),
+            ),
           )
           copied += page.length
           after = page.at(-1)?.id

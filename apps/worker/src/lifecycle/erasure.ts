@@ -5,6 +5,7 @@ import {
   emptyErasureReport,
   QueueNames,
   recipientHasher,
+  suppressionOwner,
 } from '@dispatch/contracts'
 import {
   endErasure,
@@ -72,6 +73,8 @@ export async function runErasure(
       identities,
       apiKeyId,
       senderId,
+      // The key's tenant's entries (its tenant as it is now: entries belong to the tenant).
+      ...(apiKeyId ? { owner: suppressionOwner({ apiKeyId, tenantId: key?.tenantId ?? null }) } : {}),
       hash: recipientHasher(config),
       at: new Date(),
       canceledIds: queued.canceled,

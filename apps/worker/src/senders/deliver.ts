@@ -10,6 +10,7 @@ import {
   redactAfter,
   redactPayload,
   type ServiceWindowPolicy,
+  suppressionOwner,
 } from '@dispatch/contracts'
 import type { RedisClient } from '@dispatch/contracts/redis'
 import { type Db, type DeliveryOutcome, findLoggedSent, findPlatformMessageId } from '@dispatch/db'
@@ -251,7 +252,13 @@ export async function deliverOne(
   const { optOut, window } = readRecipient(
     deps.claims,
     deps.prefix,
-    { phoneNumberId: platform.phoneNumberId, recipient, recipientHash },
+    {
+      phoneNumberId: platform.phoneNumberId,
+      recipient,
+      recipientHash,
+      // Jobs accepted before they carried the tenant read the key's own entries.
+      owner: suppressionOwner({ apiKeyId: data.apiKeyId, tenantId: data.tenantId ?? null }),
+    },
     {
       optOut: deps.optOuts?.mustRead(platform.phoneNumberId, recipientHash, Date.parse(acceptedAt)) ?? true,
       window: lane.settings.serviceWindowPolicy === 'enforce' && isFreeForm(message),

@@ -1,6 +1,8 @@
 import {
   SERVICE_WINDOW_MS,
+  type SuppressionOwner,
   type SuppressionScope,
+  scopeForOwner,
   serviceWindowKey,
   serviceWindowState,
   serviceWindowsLoadedKey,
@@ -39,15 +41,16 @@ const readerOf = (redis: RedisClient) => {
 export function readRecipient(
   redis: RedisClient,
   prefix: string,
-  at: { phoneNumberId: string; recipient: string; recipientHash: string },
+  at: { phoneNumberId: string; recipient: string; recipientHash: string; owner: SuppressionOwner },
   reads: { optOut: boolean; window: boolean },
 ): RecipientReads {
-  const { phoneNumberId, recipient, recipientHash } = at
+  const { phoneNumberId, recipient, recipientHash, owner } = at
   const read = readerOf(redis)
   return {
+    // One value holds the recipient's own entry and every owner's: this key's owner's is read in it.
     optOut: reads.optOut
       ? read(suppressionKey(prefix, phoneNumberId, recipientHash)).then(
-          (scope) => scope as SuppressionScope | null,
+          (value) => scopeForOwner(value, owner),
           () => null,
         )
       : NONE,

@@ -61,6 +61,11 @@ export interface EraseRows {
   apiKeyId: string | null
   /** The key's sender, whose suppression list a key's erasure hashes. */
   senderId: string | null
+  /**
+   * The key's owner of suppression entries (`suppressionOwner`): a key's erasure hashes its own
+   * tenant's entries only, never the recipient's own or another tenant's (still theirs to read).
+   */
+  owner?: string
   hash: RecipientHasher
   at: Date
   /** Messages the erasure canceled before they went, recorded already without their recipient. */
@@ -236,13 +241,20 @@ export async function eraseRecipientRows(db: Db, input: EraseRows): Promise<Eras
  * Opt-outs must hold after the erasure: each entry of the recipient stays, its recipient replaced by
  * its hash, which the Redis copy is keyed by anyway. Where the number already has a hashed entry
  * (an earlier erasure, then a new opt-out), the two become one, the wider scope kept. A reason that
- * quotes the recipient goes. A key's erasure hashes its own sender's entries; an admin's, every one.
+ * quotes the recipient goes. A key's erasure hashes its own tenant's entries on its sender (the
+ * recipient's own opt-outs and other tenants' entries are not its to make unreadable); an admin's,
+ * every one.
  */
 async function hashSuppressions(db: Db, input: EraseRows): Promise<number> {
   const { identities, senderId, apiKeyId, hash } = input
   const sender = senderId ?? DEFAULT_SENDER_ID
-  const ofSender = apiKeyId === null ? sql`true` : sql`${suppressions.senderId} = ${sender}`
-  const plainOfSender = apiKeyId === null ? sql`true` : sql`p.sender_id = ${sender}`
+  // A key with no owner given (a job queued before owners) is its own owner.
+  const owner = input.owner ?? `key:${apiKeyId}`
+  const ofSender =
+    apiKeyId === null
+      ? sql`true`
+      : sql`${suppressions.senderId} = ${sender} and ${suppressions.owner} = ${owner}`
+  const plainOfSender = apiKeyId === null ? sql`true` : sql`p.sender_id = ${sender} and p.owner = ${owner}`
   let changed = 0
   for (const recipient of [...identities.phones, ...identities.userIds]) {
     const hashed = hash(recipient)
@@ -250,14 +262,14 @@ async function hashSuppressions(db: Db, input: EraseRows): Promise<number> {
       update suppressions h set scope = 'all'
       from suppressions p
       where h.recipient = ${hashed} and p.recipient = ${recipient} and p.phone_number_id = h.phone_number_id
-        and p.scope = 'all' and ${plainOfSender}`)
+        and p.owner = h.owner and p.scope = 'all' and ${plainOfSender}`)
     const merged = await db
       .delete(suppressions)
       .where(
         and(
           eq(suppressions.recipient, recipient),
           ofSender,
-          sql`exists (select 1 from suppressions h where h.phone_number_id = ${suppressions.phoneNumberId} and h.recipient = ${hashed})`,
+          sql`exists (select 1 from suppressions h where h.phone_number_id = ${suppressions.phoneNumberId} and h.recipient = ${hashed} and h.owner = ${suppressions.owner})`,
         ),
       )
       .returning({ id: suppressions.id })

@@ -1,3 +1,4 @@
+import { EVERY_KEY } from '@dispatch/contracts'
 import { and, asc, eq, gt, inArray, isNotNull, isNull, or, type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { type InboundMessageRow, inboundMessages } from '../schema/inbound-messages.ts'
@@ -18,6 +19,8 @@ export interface ExportInput {
   apiKeyId: string
   /** The key's sender, whose suppression list is the key's. */
   senderId: string
+  /** The key's owner of entries (`suppressionOwner`): its own and the recipient's are exported. */
+  owner: string
   identities: RecipientIdentities
   /** The recipient's hashes: an opt-out kept after an erasure names them by hash. */
   hashes: string[]
@@ -58,7 +61,7 @@ async function* keysetPages<T>(
  * only when the caller asks for it, so a consumer that waits (a slow reader of a stream) holds one
  * page in memory, never the whole. Messages come with their events, a page of messages then the
  * events of that page; then replies with theirs; then the key's consent events naming the
- * recipient; then its sender's opt-outs.
+ * recipient; then the opt-outs that block its sends to them (theirs, and its tenant's).
  */
 export async function* recipientExportPages(db: Db, input: ExportInput): AsyncGenerator<ExportPage> {
   const { apiKeyId, identities: ids, pageSize } = input
@@ -186,7 +189,15 @@ export async function* recipientExportPages(db: Db, input: ExportInput): AsyncGe
   const entries = await db
     .select()
     .from(suppressions)
-    .where(and(eq(suppressions.senderId, input.senderId), inArray(suppressions.recipient, recipients)))
+    .where(
+      and(
+        eq(suppressions.senderId, input.senderId),
+        inArray(suppressions.recipient, recipients),
+        // The recipient's own opt-outs of the key's number, and the key's tenant's entries: never
+        // another tenant's (its reason is that tenant's business).
+        inArray(suppressions.owner, [EVERY_KEY, input.owner]),
+      ),
+    )
     .orderBy(asc(suppressions.id))
   if (entries.length > 0) yield { kind: 'suppression', rows: entries }
 }

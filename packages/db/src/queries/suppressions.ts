@@ -1,6 +1,6 @@
 import type { SuppressionListQuery, SuppressionScope, SuppressionSource } from '@dispatch/contracts'
-import { DEFAULT_SENDER_ID, isRecipientHash } from '@dispatch/contracts'
-import { and, asc, count, eq, gt, inArray, sql } from 'drizzle-orm'
+import { DEFAULT_SENDER_ID, EVERY_KEY, isRecipientHash, suppressionOwner } from '@dispatch/contracts'
+import { and, asc, count, eq, gt, inArray, type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { adminAuditLog } from '../schema/admin-audit-log.ts'
 import { outbox } from '../schema/outbox.ts'
@@ -17,6 +17,9 @@ export interface NewSuppression {
   source: SuppressionSource
   reason: string | null
   createdBy: string
+  /** An entry a key adds (source `api`): its tenant, and the key; they make its owner. */
+  tenantId?: string | null
+  apiKeyId?: string | null
 }
 
 /** A side effect written with a change to the list, in its transaction, only if something changed. */
@@ -61,6 +64,7 @@ export async function addSuppressions(
 }
 
 async function addOne(tx: Executor, entry: NewSuppression, at: Date) {
+  const owner = suppressionOwner(entry)
   const [inserted] = await tx.insert(suppressions).values(entry).onConflictDoNothing().returning()
   let row = inserted
   if (!row && entry.scope === 'all') {
@@ -71,6 +75,7 @@ async function addOne(tx: Executor, entry: NewSuppression, at: Date) {
         and(
           eq(suppressions.phoneNumberId, entry.phoneNumberId),
           eq(suppressions.recipient, entry.recipient),
+          eq(suppressions.owner, owner),
           eq(suppressions.scope, 'marketing'),
         ),
       )
@@ -84,14 +89,20 @@ async function addOne(tx: Executor, entry: NewSuppression, at: Date) {
     .select()
     .from(suppressions)
     .where(
-      and(eq(suppressions.phoneNumberId, entry.phoneNumberId), eq(suppressions.recipient, entry.recipient)),
+      and(
+        eq(suppressions.phoneNumberId, entry.phoneNumberId),
+        eq(suppressions.recipient, entry.recipient),
+        eq(suppressions.owner, owner),
+      ),
     )
   return { row: kept as SuppressionRow, changed: false }
 }
 
 /**
- * `recipient.opted_out` / `recipient.opted_in` to every key sending through the entry's sender that
- * has an endpoint (the event function keeps those subscribed), in the entry's transaction.
+ * `recipient.opted_out` / `recipient.opted_in`, in the entry's transaction, to the keys sending
+ * through the entry's sender that have an endpoint (the event function keeps those subscribed):
+ * every one for the recipient's own opt-out (and an admin's), only the owner's for an entry a key
+ * added (its tenant's keys, or the key itself), so no tenant hears of another's list.
  */
 async function emitConsentEvent(tx: Executor, type: string, row: SuppressionRow, at: Date) {
   // An entry kept by hash after an erasure names nobody in its events either.
@@ -112,11 +123,14 @@ async function emitConsentEvent(tx: Executor, type: string, row: SuppressionRow,
     select dispatch_emit_webhook_event(k.id, ${type}, null, ${JSON.stringify(data)}::jsonb, ${at.toISOString()}::timestamptz)
     from api_keys k
     where (k.sender_id = ${row.senderId} or (${row.senderId} = ${DEFAULT_SENDER_ID} and k.sender_id is null))
+      and (${row.owner} = '' or (case when k.tenant_id is not null then 'tenant:' || k.tenant_id else 'key:' || k.id::text end) = ${row.owner})
       and exists (select 1 from webhook_endpoints e where e.api_key_id = k.id)`)
 }
 
 type SuppressionMatch =
-  | { id: string }
+  /** One entry, by id; with `owner`, only if that owner's (a key lifts its own tenant's only). */
+  | { id: string; owner?: string }
+  /** The recipient's own opt-out (`owner` ''): an opt-in keyword, Meta's "resume". */
   | {
       phoneNumberId: string
       recipient: string
@@ -168,9 +182,12 @@ async function removeOne(tx: Executor, where: SuppressionMatch, audit: LiftAudit
       ? and(
           eq(suppressions.id, where.id),
           audit.senderId === undefined ? undefined : eq(suppressions.senderId, audit.senderId),
+          where.owner === undefined ? undefined : eq(suppressions.owner, where.owner),
         )
       : and(
           eq(suppressions.phoneNumberId, where.phoneNumberId),
+          // A tenant's own entries are its to lift, not the recipient's keyword's.
+          eq(suppressions.owner, EVERY_KEY),
           inArray(
             suppressions.recipient,
             where.recipientHash ? [where.recipient, where.recipientHash] : [where.recipient],
@@ -201,21 +218,20 @@ async function recordLift(tx: Executor, removed: SuppressionRow, audit: LiftAudi
   await emitConsentEvent(tx, 'recipient.opted_in', { ...removed, reason: audit.reason }, at)
 }
 
-/** One entry, by id, within a sender when given (a key sees its own sender's only). */
-export async function findSuppression(db: Db, id: string, senderId?: string) {
-  const [row] = await db
-    .select()
-    .from(suppressions)
-    .where(
-      and(eq(suppressions.id, id), senderId === undefined ? undefined : eq(suppressions.senderId, senderId)),
-    )
+/** One entry, by id, of any owner: for admins (a key reads through `owned(...).suppressions`). */
+export async function findSuppression(db: Db, id: string) {
+  const [row] = await db.select().from(suppressions).where(eq(suppressions.id, id))
   return row
 }
 
-/** A page of entries, newest first by default, within a sender when given. */
-export async function listSuppressions(db: Db, query: SuppressionListQuery, senderId?: string) {
+/**
+ * A page of entries, newest first by default, of any owner, within a sender when given: for admins
+ * (a key lists through `owned(...).suppressions`). `only` narrows it (an owner's filter).
+ */
+export async function listSuppressions(db: Db, query: SuppressionListQuery, senderId?: string, only?: SQL) {
   const s = suppressions
   const where = whereAll([
+    only,
     senderId === undefined ? undefined : eq(s.senderId, senderId),
     query.recipient ? eq(s.recipient, query.recipient) : undefined,
     query.scope ? eq(s.scope, query.scope) : undefined,
@@ -243,6 +259,7 @@ export function listSuppressionsAfter(db: Db, afterId: string | undefined, limit
       phoneNumberId: suppressions.phoneNumberId,
       recipient: suppressions.recipient,
       scope: suppressions.scope,
+      owner: suppressions.owner,
     })
     .from(suppressions)
     .where(afterId === undefined ? undefined : gt(suppressions.id, afterId))

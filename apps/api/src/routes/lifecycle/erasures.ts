@@ -6,12 +6,12 @@ import {
   recipientProblem,
   Scopes,
 } from '@dispatch/contracts'
-import { createErasure, type ErasureRow, findErasure } from '@dispatch/db'
+import { createErasure, type ErasureRow, findErasure, owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyRequest } from 'fastify'
 import Type from 'typebox'
 import { AppError } from '../../errors.ts'
 import { errorResponses } from '../responses.ts'
+import { callerOf } from '../third-party/tenancy.ts'
 
 export const toErasureView = (row: ErasureRow): ErasureView => ({
   id: row.id,
@@ -49,7 +49,6 @@ export const erasureRoutes: FastifyPluginAsyncTypebox<ErasureRouteOptions> = asy
     ? (['ADMIN_AUTH_REQUIRED'] as const)
     : (['API_KEY_MISSING', 'API_KEY_INVALID', 'API_KEY_NOT_ACTIVE', 'INSUFFICIENT_SCOPE'] as const)
   const hash = recipientHasher(config)
-  const keyOf = (request: FastifyRequest) => (admin ? null : request.apiKey.id)
 
   app.post(
     '/erasures',
@@ -65,7 +64,9 @@ export const erasureRoutes: FastifyPluginAsyncTypebox<ErasureRouteOptions> = asy
           'Exactly one of `phone` and `userId`. Answers 202 with the erasure, `pending`; a worker then removes ' +
           'the recipient and the content of every message, reply and event ' +
           (admin ? 'of every key' : 'of your key') +
-          ', cancels what is still queued to them, and keeps their opt-outs (by hash). The erasure names the ' +
+          ', cancels what is still queued to them, and keeps ' +
+          (admin ? 'every opt-out of theirs' : 'your tenant’s opt-out entries of theirs') +
+          ' (by hash). The erasure names the ' +
           'recipient by hash only. ' +
           (admin ? 'For admins.' : 'Requires `manage:data`.'),
         security,
@@ -77,16 +78,17 @@ export const erasureRoutes: FastifyPluginAsyncTypebox<ErasureRouteOptions> = asy
       const problem = recipientProblem(request.body, 'body')
       if (problem) throw new AppError('VALIDATION_ERROR', problem)
       const { phone, userId } = request.body
-      const row = await createErasure(
-        db,
-        {
-          apiKeyId: keyOf(request),
-          subjectHash: hash(recipientOf(request.body)),
-          requestedBy: admin ? `admin:${request.adminName}` : `key:${request.apiKey.id}`,
-          recipient: phone ? { phone } : { userId },
-        },
-        clock(),
-      )
+      const subject = {
+        subjectHash: hash(recipientOf(request.body)),
+        recipient: phone ? { phone } : { userId },
+      }
+      const row = admin
+        ? await createErasure(
+            db,
+            { ...subject, apiKeyId: null, requestedBy: `admin:${request.adminName}` },
+            clock(),
+          )
+        : await owned(db, callerOf(request)).erasures.create(subject, clock())
       request.log.info({ erasureId: row.id, scope: admin ? 'all' : 'key' }, 'erasure requested')
       return reply.code(202).send(toErasureView(row))
     },
@@ -109,7 +111,9 @@ export const erasureRoutes: FastifyPluginAsyncTypebox<ErasureRouteOptions> = asy
       },
     },
     async (request) => {
-      const row = await findErasure(db, request.params.id, admin ? undefined : request.apiKey.id)
+      const row = admin
+        ? await findErasure(db, request.params.id)
+        : await owned(db, callerOf(request)).erasures.find(request.params.id)
       if (!row) throw new AppError('NOT_FOUND', 'No such erasure')
       return toErasureView(row)
     },

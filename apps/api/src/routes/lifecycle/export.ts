@@ -1,11 +1,12 @@
 import { Readable } from 'node:stream'
-import { DEFAULT_SENDER_ID, Phone, recipientHasher, Scopes } from '@dispatch/contracts'
-import { type ExportPage, identitiesOf, recipientExportPages } from '@dispatch/db'
+import { Phone, recipientHasher, Scopes } from '@dispatch/contracts'
+import { type ExportPage, identitiesOf, owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import Type from 'typebox'
-import { toSuppressionView } from '../../consent/routes.ts'
+import { toSuppressionView } from '../../consent/views.ts'
 import { toInboundMessageView, toMessageView } from '../../views.ts'
 import { errorResponses } from '../responses.ts'
+import { callerOf } from '../third-party/tenancy.ts'
 
 /** Rows per query: one page is what the stream holds at most, however much the recipient has. */
 export const EXPORT_PAGE_SIZE = 1000
@@ -57,8 +58,8 @@ export const recipientExportRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Everything held about a recipient for your key (NDJSON)',
         description:
           'Requires `manage:data`. One JSON object per line, each with its `kind`: `message`, ' +
-          '`inbound_message`, `event` (webhook events about them), `suppression` (your sender’s opt-outs ' +
-          'of theirs). Streamed as it is read; the phone in E.164 (`%2B` for the `+`).',
+          '`inbound_message`, `event` (webhook events about them), `suppression` (the entries that block your ' +
+          'sends to them: their own opt-outs of your sender, and your tenant’s; never another tenant’s). Streamed as it is read; the phone in E.164 (`%2B` for the `+`).',
         security: [{ apiKey: [] }],
         params: ExportParams,
         response: {
@@ -80,9 +81,7 @@ export const recipientExportRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const { phone } = request.params
       const key = request.apiKey
       const identities = await identitiesOf(db, { phone })
-      const pages = recipientExportPages(db, {
-        apiKeyId: key.id,
-        senderId: key.senderId ?? DEFAULT_SENDER_ID,
+      const pages = owned(db, callerOf(request)).exportPages({
         identities,
         hashes: [...identities.phones, ...identities.userIds].map(hash),
         pageSize: EXPORT_PAGE_SIZE,

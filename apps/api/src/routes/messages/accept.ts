@@ -54,6 +54,8 @@ export interface SendingKey {
   id: string
   /** Its sender; null: the default. */
   senderId: string | null
+  /** Its tenant (null: none), carried on the job: that tenant's opt-out entries block it at delivery. */
+  tenantId?: string | null
   transactional: boolean
   /** The quiet hours an admin set on the key; a send's own replace them. */
   quietHours: QuietHours | null
@@ -142,6 +144,7 @@ export function acceptMessage(
     messageId: messageIdAt(now.getTime()),
     apiKeyId: input.apiKey.id,
     acceptedAt: now.toISOString(),
+    ...(input.apiKey.tenantId ? { tenantId: input.apiKey.tenantId } : {}),
     senderId: input.apiKey.senderId ?? DEFAULT_SENDER_ID,
     priority,
     ...(clientReference === undefined ? {} : { clientReference }),

@@ -1,4 +1,10 @@
-import { BATCH_ITEMS, MESSAGE_TYPES, type MessageType, SEND_SCOPE } from '@dispatch/contracts'
+import {
+  BATCH_ITEMS,
+  MESSAGE_TYPES,
+  type MessageType,
+  SEND_SCOPE,
+  suppressionOwner,
+} from '@dispatch/contracts'
 import type { ApiKeyRow } from '@dispatch/db'
 import type { FastifyInstance } from 'fastify'
 import { AppError } from '../../errors.ts'
@@ -55,6 +61,7 @@ export async function judgeSends(
     open.map((i) => items[i] as SendToCheck),
     options.now.getTime(),
     options.prefetched,
+    suppressionOwner({ apiKeyId: apiKey.id, tenantId: apiKey.tenantId }),
   )
   refused.forEach((error, n) => {
     const i = open[n] as number

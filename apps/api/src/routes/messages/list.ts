@@ -7,12 +7,12 @@ import {
   Scopes,
   TIME_BOUND_RULE,
 } from '@dispatch/contracts'
-import { listMessages } from '@dispatch/db'
+import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError } from '../../errors.ts'
 import { toMessageView } from '../../views.ts'
 import { errorResponses } from '../responses.ts'
-import { splitCommaLists, tenantOf } from '../third-party/tenancy.ts'
+import { callerOf, splitCommaLists, tenantOf } from '../third-party/tenancy.ts'
 import type { MessageRouteOptions } from './send.ts'
 
 /**
@@ -81,7 +81,10 @@ export const messageListRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
       // Messages belong to keys, not tenants: a tenantId may only name the key's own.
       if (query.tenantId !== undefined) tenantOf(request, query.tenantId)
       const window = acceptedWindowOf(query.startDate, query.endDate)
-      const { rows, itemCount, itemCountExact } = await listMessages(lists, request.apiKey.id, query, window)
+      const { rows, itemCount, itemCountExact } = await owned(lists, callerOf(request)).messages.list(
+        query,
+        window,
+      )
       return { ...pageMeta(query.page, query.take, itemCount), itemCountExact, data: rows.map(toMessageView) }
     },
   )

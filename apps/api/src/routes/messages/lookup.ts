@@ -1,5 +1,5 @@
 import { DEFAULT_SENDER_ID, type MessageClaim, type MessageView, messageClaimKey } from '@dispatch/contracts'
-import { findMessageById, isUuid, type MessageRow } from '@dispatch/db'
+import { isUuid, type MessageRow, owned } from '@dispatch/db'
 import type { FastifyBaseLogger } from 'fastify'
 import type { ApiDeps } from '../../deps.ts'
 import { AppError, unavailable } from '../../errors.ts'
@@ -16,18 +16,21 @@ export type FoundMessage = { row: MessageRow } | (QueuedMessage & { claim: Messa
  */
 export async function findOwnMessage(
   deps: Pick<ApiDeps, 'db' | 'messages' | 'redis' | 'config'>,
-  apiKey: { id: string; senderId: string | null },
+  apiKey: { id: string; senderId: string | null; tenantId?: string | null },
   rawId: string,
   log: FastifyBaseLogger,
 ): Promise<FoundMessage> {
   const apiKeyId = apiKey.id
   if (!isUuid(rawId)) throw messageNotFound()
   const id = rawId.toLowerCase()
-  const row = await findMessageById(deps.db, id)
-  if (row) {
-    if (row.apiKeyId !== apiKeyId) throw messageNotFound()
-    return { row }
-  }
+  // Records through the owned layer: another key's message is never read here.
+  const mine = owned(deps.db, {
+    apiKeyId,
+    tenantId: apiKey.tenantId ?? null,
+    senderId: apiKey.senderId ?? DEFAULT_SENDER_ID,
+  }).messages
+  const row = await mine.find(id)
+  if (row) return { row }
   // Looked for on the key's sender: a message queued before the key was bound to another waits
   // on the old one, and is known here once its record is written.
   let found: QueuedMessage | undefined
@@ -42,15 +45,15 @@ export async function findOwnMessage(
   if (!found) {
     // Recorded since the first look, and gone from Redis meanwhile (a finished bundle's message,
     // its sent-log entry dropped once written): Postgres has it now.
-    const recorded = await findMessageById(deps.db, id)
-    if (recorded?.apiKeyId === apiKeyId) return { row: recorded }
+    const recorded = await mine.find(id)
+    if (recorded) return { row: recorded }
     throw messageNotFound()
   }
   if (found.job.data.apiKeyId !== apiKeyId) throw messageNotFound()
   // A finished job's record was written before it finished, or (a sent one: its sender's sent log)
   // a moment after: look once more, else answer from the job.
   if (found.state === 'completed' || found.state === 'failed') {
-    const recorded = await findMessageById(deps.db, id)
+    const recorded = await mine.find(id)
     if (recorded) return { row: recorded }
   }
   // Held by a job: `worker` (a message's own job) or a bundle's id (message-bundles.ts).

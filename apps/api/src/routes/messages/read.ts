@@ -1,10 +1,11 @@
 import { MarkedRead, MarkReadBody, MessageIdParams, Scopes } from '@dispatch/contracts'
-import { findRoutedInboundMessage } from '@dispatch/db'
+import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError } from '../../errors.ts'
 import { graphErrorOf, parseJson } from '../../platform/graph-answer.ts'
 import { createSenderAccess } from '../../platform/sender-access.ts'
 import { errorResponses } from '../responses.ts'
+import { callerOf } from '../third-party/tenancy.ts'
 import type { MessageRouteOptions } from './send.ts'
 
 /** How long the read receipt may take: the caller is waiting on it. */
@@ -50,7 +51,7 @@ export const markReadRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> = as
       },
     },
     async (request) => {
-      const reply = await findRoutedInboundMessage(app.deps.db, request.apiKey.id, request.params.messageId)
+      const reply = await owned(app.deps.db, callerOf(request)).messages.reply(request.params.messageId)
       if (!reply) throw new AppError('NOT_FOUND', 'No reply with this id was routed to this API key')
       const typing = request.body?.typing === true
       const answer = {

@@ -5,6 +5,7 @@ import {
   type MessageType,
   SEND_BODIES,
   SEND_SCOPE,
+  suppressionOwner,
 } from '@dispatch/contracts'
 import { recordScheduledMessage } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
@@ -97,6 +98,7 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
         request.apiKey.senderId ?? DEFAULT_SENDER_ID,
         request.body,
         send.type,
+        suppressionOwner({ apiKeyId: request.apiKey.id, tenantId: request.apiKey.tenantId }),
       )
     }
     app.post(

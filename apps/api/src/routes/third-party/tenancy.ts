@@ -1,3 +1,5 @@
+import { DEFAULT_SENDER_ID } from '@dispatch/contracts'
+import type { Caller } from '@dispatch/db'
 import type { FastifyRequest, preValidationHookHandler } from 'fastify'
 import { AppError } from '../../errors.ts'
 import { COMMA_LISTS } from '../../plugins/openapi-describe.ts'
@@ -35,3 +37,13 @@ export const splitCommaLists = (...names: string[]): preValidationHookHandler =>
 }
 
 export const security = [{ apiKey: [] }]
+
+/**
+ * Who a key route acts for, as the owned data layer takes it (`owned(db, callerOf(request))`): the
+ * key, its tenant and its sender. Key routes reach rows through that layer only.
+ */
+export const callerOf = (request: FastifyRequest): Caller => ({
+  apiKeyId: request.apiKey.id,
+  tenantId: request.apiKey.tenantId,
+  senderId: request.apiKey.senderId ?? DEFAULT_SENDER_ID,
+})

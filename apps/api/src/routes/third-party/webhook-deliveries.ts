@@ -16,18 +16,12 @@ import {
   webhookJobId,
 } from '@dispatch/contracts'
 import { scriptCall } from '@dispatch/contracts/redis'
-import {
-  findWebhookEndpoint,
-  findWebhookEvent,
-  listWebhookAttempts,
-  type WebhookAttemptRow,
-  type WebhookEndpointRow,
-  webhookEventsBetween,
-} from '@dispatch/db'
+import { owned, type WebhookAttemptRow, type WebhookEndpointRow } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyBaseLogger } from 'fastify'
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import { AppError } from '../../errors.ts'
 import { errorResponses } from '../responses.ts'
+import { callerOf } from './tenancy.ts'
 import { checkId, notFound, oneErrors } from './webhook-endpoints.ts'
 
 /** Events are replayed in pages of this many, each page one `addBulk`. */
@@ -122,9 +116,10 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
     }
   }
 
-  const ownEndpoint = async (apiKeyId: string, rawId: string) => {
+  const webhooksOf = (request: FastifyRequest) => owned(db, callerOf(request)).webhooks
+  const ownEndpoint = async (request: FastifyRequest, rawId: string) => {
     const id = checkId(rawId)
-    const endpoint = await findWebhookEndpoint(db, apiKeyId, id)
+    const endpoint = await webhooksOf(request).find(id)
     if (!endpoint) throw notFound(id)
     return endpoint
   }
@@ -145,8 +140,8 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const endpoint = await ownEndpoint(request.apiKey.id, request.params.id)
-      const { rows, itemCount } = await listWebhookAttempts(db, endpoint.id, request.query)
+      const endpoint = await ownEndpoint(request, request.params.id)
+      const { rows, itemCount } = await webhooksOf(request).attempts(endpoint, request.query)
       return { ...pageMeta(request.query.page, request.query.take, itemCount), data: rows.map(toView) }
     },
   )
@@ -170,8 +165,8 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const endpoint = await ownEndpoint(request.apiKey.id, request.params.id)
-      const event = await findWebhookEvent(db, request.apiKey.id, request.params.eventId)
+      const endpoint = await ownEndpoint(request, request.params.id)
+      const event = await webhooksOf(request).event(request.params.eventId)
       if (!event) {
         throw new AppError('NOT_FOUND', `No webhook event with id ${JSON.stringify(request.params.eventId)}`)
       }
@@ -221,7 +216,7 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const endpoint = await ownEndpoint(request.apiKey.id, request.params.id)
+      const endpoint = await ownEndpoint(request, request.params.id)
       const now = clock()
       const since = new Date(request.body.since)
       const until = request.body.until ? new Date(request.body.until) : now
@@ -254,7 +249,7 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       try {
         return reply
           .code(202)
-          .send(await replayWindow(request.apiKey.id, endpoint, { since, until, tag }, request.log))
+          .send(await replayWindow(webhooksOf(request), endpoint, { since, until, tag }, request.log))
       } finally {
         await redis
           .zrem(running, tag)
@@ -267,7 +262,7 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   /** Queues every event of the window the endpoint subscribes to, a page at a time. */
   const replayWindow = async (
-    apiKeyId: string,
+    webhooks: ReturnType<typeof webhooksOf>,
     endpoint: WebhookEndpointRow,
     { since, until, tag }: { since: Date; until: Date; tag: string },
     log: FastifyBaseLogger,
@@ -276,8 +271,7 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
     let events = 0
     let cursor: { at: string; id: string } | undefined
     for (;;) {
-      const page = await webhookEventsBetween(db, {
-        apiKeyId,
+      const page = await webhooks.eventsBetween({
         types: endpoint.events,
         since,
         until,

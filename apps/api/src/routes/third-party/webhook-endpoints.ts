@@ -12,20 +12,13 @@ import {
   WebhookEndpointView,
   WebhookEndpointWithSecret,
 } from '@dispatch/contracts'
-import {
-  deleteWebhookEndpoint,
-  findWebhookEndpoint,
-  insertWebhookEndpointWithin,
-  isUuid,
-  listWebhookEndpoints,
-  rotateWebhookEndpointSecret,
-  updateWebhookEndpoint,
-  type WebhookEndpointRow,
-} from '@dispatch/db'
+import { isUuid, owned, type WebhookEndpointRow } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
 import { AppError } from '../../errors.ts'
 import { checkWebhookTarget } from '../../webhook-targets.ts'
 import { errorResponses } from '../responses.ts'
+import { callerOf } from './tenancy.ts'
 
 /** How long the secret a rotation replaces keeps signing beside the new one. */
 const PREVIOUS_SECRET_TTL_MS = 24 * 3600 * 1000
@@ -70,6 +63,8 @@ const description =
 /** A key's webhook endpoints: where its delivery reports will go (delivery itself comes later). */
 export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, clock, config } = app.deps
+  /** The key's own endpoints: every read and change goes through the owned layer. */
+  const webhooksOf = (request: FastifyRequest) => owned(db, callerOf(request)).webhooks
   // Signing secrets are stored sealed under SECRETS_KEY; only the answer that issues one shows it.
   const box = createSecretBox(config)
   const onRequest = app.requireApiKey(Scopes.manageWebhooks)
@@ -103,16 +98,8 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
       await checkWebhookTarget(url, targetRules)
       const secret = newSigningSecret()
       const max = config.WEBHOOK_ENDPOINTS_PER_KEY_MAX
-      const row = await insertWebhookEndpointWithin(
-        db,
-        {
-          apiKeyId: request.apiKey.id,
-          url,
-          events,
-          description: text ?? null,
-          secret: box.seal(secret),
-          now: clock(),
-        },
+      const row = await webhooksOf(request).create(
+        { url, events, description: text ?? null, secret: box.seal(secret), now: clock() },
         max,
       )
       if (!row) {
@@ -141,7 +128,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const { rows, itemCount } = await listWebhookEndpoints(db, request.apiKey.id, request.query)
+      const { rows, itemCount } = await webhooksOf(request).list(request.query)
       return { ...pageMeta(request.query.page, request.query.take, itemCount), data: rows.map(toView) }
     },
   )
@@ -162,7 +149,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const id = checkId(request.params.id)
-      const row = await findWebhookEndpoint(db, request.apiKey.id, id)
+      const row = await webhooksOf(request).find(id)
       if (!row) throw notFound(id)
       return toView(row)
     },
@@ -185,9 +172,9 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const id = checkId(request.params.id)
-      if (!(await findWebhookEndpoint(db, request.apiKey.id, id))) throw notFound(id)
+      if (!(await webhooksOf(request).find(id))) throw notFound(id)
       if (request.body.url !== undefined) await checkWebhookTarget(request.body.url, targetRules)
-      const row = await updateWebhookEndpoint(db, request.apiKey.id, id, request.body, clock())
+      const row = await webhooksOf(request).update(id, request.body, clock())
       if (!row) throw notFound(id)
       return toView(row)
     },
@@ -209,7 +196,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const id = checkId(request.params.id)
-      if (!(await deleteWebhookEndpoint(db, request.apiKey.id, id))) throw notFound(id)
+      if (!(await webhooksOf(request).remove(id))) throw notFound(id)
       request.log.info({ webhookEndpointId: id }, 'webhook endpoint deleted')
       return reply.code(204).send(null)
     },
@@ -234,14 +221,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const now = clock()
       const secret = newSigningSecret()
       const expiresAt = new Date(now.getTime() + PREVIOUS_SECRET_TTL_MS)
-      const row = await rotateWebhookEndpointSecret(
-        db,
-        request.apiKey.id,
-        id,
-        box.seal(secret),
-        expiresAt,
-        now,
-      )
+      const row = await webhooksOf(request).rotateSecret(id, box.seal(secret), expiresAt, now)
       if (!row) throw notFound(id)
       request.log.info({ webhookEndpointId: id }, 'webhook endpoint secret rotated')
       return { ...toView(row), secret }

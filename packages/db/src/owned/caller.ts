@@ -1,0 +1,17 @@
+import { type SuppressionOwner, suppressionOwner } from '@dispatch/contracts'
+
+/**
+ * Who a key route acts for: the key, its tenant (null: none bound), and the sender it sends
+ * through. Everything a key route reads or changes goes through `owned(db, caller)`, whose every
+ * query carries the caller's filter; the unscoped functions of `queries/` are for admin routes
+ * (audited) and the workers.
+ */
+export interface Caller {
+  apiKeyId: string
+  tenantId: string | null
+  senderId: string
+}
+
+/** The caller's owner of suppression entries: its tenant, or the key itself without one. */
+export const ownerOf = (caller: Caller): SuppressionOwner =>
+  suppressionOwner({ apiKeyId: caller.apiKeyId, tenantId: caller.tenantId })
