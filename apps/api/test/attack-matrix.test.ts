@@ -93,26 +93,7 @@ const both = (name: string) => [
   name.replace('{by}', "tenant evil's key"),
   name.replace('{by}', "tenant evil's portal session"),
 ]
-const KNOWN_OPEN: Record<string, string[]> = {
-  "Opt-outs cross tenants: evil lists, reads, re-adds and lifts acme's API opt-outs (same default sender)": [
-    ...both('GET /api/third-party/suppressions by {by}'),
-    ...both("GET /api/third-party/suppressions by {by} (?recipient=acme's phone (optOutPhone))"),
-    ...both("GET /api/third-party/suppressions by {by} (?q=acme's client reference)"),
-    ...both('GET /api/third-party/suppressions by {by} (?tenantId=acme)'),
-    ...both("GET /api/third-party/suppressions/{id} by {by} ({id}=acme's suppression id)"),
-    ...both('POST /api/third-party/suppressions by {by}'),
-    // Only the first of the two lifts finds the entry.
-    "DELETE /api/third-party/suppressions/{id} by tenant evil's key ({id}=acme's suppression id)",
-    "acme's data after evil's calls: its opt-out",
-  ],
-  "Export and erasure cross tenants: evil's export shows acme's opt-out; its erasure hashes acme's entry": [
-    ...both("GET /api/third-party/recipients/{phone}/export by {by} ({phone}=acme's phone (optOutPhone))"),
-    ...both(
-      "GET /api/third-party/recipients/{phone}/export by {by} ({phone}=acme's phone (erasedByEvilPhone))",
-    ),
-    "acme's data after evil's calls: its opt-out of the phone evil erased",
-  ],
-}
+const KNOWN_OPEN: Record<string, string[]> = {}
 
 const EVIL_PHONE = '+5511922220001'
 const ALL_SCOPES = Object.values(Scopes)

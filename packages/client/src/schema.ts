@@ -1308,7 +1308,7 @@ export interface paths {
         };
         /**
          * Download an inbound message's media
-         * @description Requires the `read:messages` scope. The media of a reply routed to this key (its `content.media.id`), streamed from the Cloud API with the token of the number that received it; `Content-Type` as the platform gives it. Meta keeps inbound media 7 days. Another key's media, an unknown id, and (with the sandbox, which keeps no inbound media) any id: 404.
+         * @description Requires the `read:messages` scope. The media of a reply routed to this key (its `content.media.id`), streamed from the Cloud API with the token of the number that received it, and only from the platform's media hosts (`WHATSAPP_MEDIA_HOSTS`). Served as an attachment (`Content-Disposition: attachment`, `Content-Security-Policy: sandbox`, `X-Content-Type-Options: nosniff`), typed as the platform's description of it says when that is a type WhatsApp carries, else `application/octet-stream`. Meta keeps inbound media 7 days. Another key's media, an unknown id, and (with the sandbox, which keeps no inbound media) any id: 404.
          */
         get: operations["getInboundMediaContent"];
         put?: never;
