@@ -142,5 +142,17 @@ export function registeredRoutes(tree: string): string[] {
   return routes
 }
 
+/**
+ * Fastify prints a parameter that two routes of one path name differently as `:a|:b`
+ * (`/suppressions/:idOrRecipient|:id`, GET's and DELETE's): the route is any one of them.
+ */
+export function alternatives(path: string): string[] {
+  const at = path.search(/:[^/|]+\|/)
+  if (at < 0) return [path]
+  const end = path.indexOf('/', at)
+  const segment = path.slice(at, end < 0 ? undefined : end)
+  return segment.split('|').flatMap((name) => alternatives(path.replace(segment, name)))
+}
+
 /** The document's `{name}` as Fastify writes it (`:name`). */
 export const fastifyPath = (path: string) => path.replace(/\{([^}]+)\}/g, ':$1')
