@@ -56,9 +56,9 @@ export const FAIR_ENQUEUE_MAX = 500
  * The outstanding bound (MESSAGE_OUTSTANDING_MAX): a key's messages waiting on this sender (its three
  * level lists) plus its scheduled ones not yet due are counted here, in the same call, so the bound
  * costs no round trip. A message that would take the count past ARGV[2] is not stored; its index
- * (0-based, in the call's order) is returned. The key's scheduled set forgets what is past due by
- * itself (ZREMRANGEBYSCORE), so a message leaving `scheduled` another way (an erasure) is never
- * counted for longer than its time.
+ * (0-based, in the call's order) is returned. Only the key's scheduled messages not yet due are
+ * counted (ZCOUNT from now), and what is past due is dropped when the set next grows, so a message
+ * leaving `scheduled` another way (an erasure) is never counted for longer than its time.
  * KEYS: jobs, scheduled. ARGV: fairBase, the bound per key (0: none), now (ms), then per message: id,
  * job JSON, level, apiKeyId, due time in ms (0: now).
  * Returns the indexes of the messages refused (none: an empty array).
@@ -74,9 +74,8 @@ for i = 4, #ARGV, 5 do
     local count = counts[key]
     if not count then
       local k = base .. 'key:'
-      redis.call('ZREMRANGEBYSCORE', base .. 'sched:' .. key, '-inf', now)
       count = redis.call('LLEN', k .. 'high:' .. key) + redis.call('LLEN', k .. 'normal:' .. key)
-        + redis.call('LLEN', k .. 'low:' .. key) + redis.call('ZCARD', base .. 'sched:' .. key)
+        + redis.call('LLEN', k .. 'low:' .. key) + redis.call('ZCOUNT', base .. 'sched:' .. key, now, '+inf')
     end
     if count >= bound then
       stored = false
@@ -91,6 +90,8 @@ for i = 4, #ARGV, 5 do
     fields[#fields + 1] = ARGV[i + 1]
     if due > 0 then
       redis.call('ZADD', KEYS[2], due, id)
+      -- What is past due left the set another way (an erasure): dropped here, where the set grows.
+      redis.call('ZREMRANGEBYSCORE', base .. 'sched:' .. key, '-inf', now)
       redis.call('ZADD', base .. 'sched:' .. key, due, id)
     else
       local name = level .. ':' .. key
