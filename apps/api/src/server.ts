@@ -1,9 +1,10 @@
 import closeWithGrace from 'close-with-grace'
-import { buildApp } from './app.ts'
-import { createDeps } from './deps.ts'
 import { loadApiConfig } from './env.ts'
 
+// The configuration first: a bad one exits before the app's modules are loaded (seconds on a busy
+// machine), naming each bad variable.
 const config = loadApiConfig()
+const [{ buildApp }, { createDeps }] = await Promise.all([import('./app.ts'), import('./deps.ts')])
 const deps = createDeps(config)
 const app = await buildApp(deps)
 

@@ -1,7 +1,8 @@
 import { loadWorkerConfig } from './env.ts'
-import { createWorkerLogger, startWorker } from './index.ts'
 
+// The configuration first: a bad one exits before the roles' modules are loaded, naming each bad variable.
 const config = loadWorkerConfig()
+const { createWorkerLogger, startWorker } = await import('./index.ts')
 const logger = createWorkerLogger(config)
 const worker = await startWorker(config, logger)
 logger.info({ roles: config.roles, env: config.APP_ENV }, 'Dispatch worker running')
