@@ -21,8 +21,8 @@ import type { FastifyInstance } from 'fastify'
 import { AppError, unavailable } from '../../errors.ts'
 import { retryHooks } from '../../message-retry.ts'
 import { toMessageView } from '../../views.ts'
-import { acceptedWindowOf } from '../messages/list.ts'
 import { errorResponses } from '../responses.ts'
+import { acceptedWindowOf } from '../third-party/messages/list.ts'
 import { splitCommaLists } from '../third-party/tenancy.ts'
 
 export const toAdminMessageView = (row: MessageRow): AdminMessageView => ({

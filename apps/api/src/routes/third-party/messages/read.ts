@@ -1,10 +1,10 @@
 import { MarkedRead, MarkReadBody, MessageIdParams, Scopes } from '@dispatch/contracts'
 import { findRoutedInboundMessage } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { AppError } from '../../errors.ts'
-import { graphErrorOf, parseJson } from '../../platform/graph-answer.ts'
-import { createSenderAccess } from '../../platform/sender-access.ts'
-import { errorResponses } from '../responses.ts'
+import { AppError } from '../../../errors.ts'
+import { graphErrorOf, parseJson } from '../../../platform/graph-answer.ts'
+import { createSenderAccess } from '../../../platform/sender-access.ts'
+import { errorResponses } from '../../responses.ts'
 import type { MessageRouteOptions } from './send.ts'
 
 /** How long the read receipt may take: the caller is waiting on it. */

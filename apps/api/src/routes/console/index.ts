@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 
 /** Where `pnpm --filter @dispatch/console build` leaves the pages, unless CONSOLE_DIST_DIR says. */
 export const DEFAULT_CONSOLE_DIST = fileURLToPath(
-  new URL('../../../../packages/console/dist', import.meta.url),
+  new URL('../../../../../packages/console/dist', import.meta.url),
 )
 
 /** The single-page app's two homes: admins' and key holders'. */

@@ -14,9 +14,9 @@ import { findSuppression, listSuppressions, type SuppressionRow } from '@dispatc
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import Type from 'typebox'
-import { AppError } from '../errors.ts'
-import { errorResponses } from '../routes/responses.ts'
-import { optIn, optOut } from './suppression-list.ts'
+import { optIn, optOut } from '../../consent/suppression-list.ts'
+import { AppError } from '../../errors.ts'
+import { errorResponses } from '../responses.ts'
 
 export const toSuppressionView = (row: SuppressionRow): SuppressionView => ({
   id: row.id,

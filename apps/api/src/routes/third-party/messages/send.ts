@@ -9,9 +9,9 @@ import {
 import { recordScheduledMessage } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
-import { unavailable } from '../../errors.ts'
-import type { StoreOutcome } from '../../message-store.ts'
-import { errorResponses } from '../responses.ts'
+import { unavailable } from '../../../errors.ts'
+import type { StoreOutcome } from '../../../message-store.ts'
+import { errorResponses } from '../../responses.ts'
 import { outstandingLimitReached, scheduledFields } from './accept.ts'
 import { judgeSends, type SendItem } from './judge.ts'
 

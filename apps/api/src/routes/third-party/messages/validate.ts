@@ -5,8 +5,8 @@ import {
   ValidateBody,
 } from '@dispatch/contracts'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { AppError, errorBody } from '../../errors.ts'
-import { errorResponses } from '../responses.ts'
+import { AppError, errorBody } from '../../../errors.ts'
+import { errorResponses } from '../../responses.ts'
 import { judgeItems } from './judge.ts'
 import type { MessageRouteOptions } from './send.ts'
 

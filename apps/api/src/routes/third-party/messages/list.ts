@@ -9,10 +9,10 @@ import {
 } from '@dispatch/contracts'
 import { listMessages } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { AppError } from '../../errors.ts'
-import { toMessageView } from '../../views.ts'
-import { errorResponses } from '../responses.ts'
-import { splitCommaLists, tenantOf } from '../third-party/tenancy.ts'
+import { AppError } from '../../../errors.ts'
+import { toMessageView } from '../../../views.ts'
+import { errorResponses } from '../../responses.ts'
+import { splitCommaLists, tenantOf } from '../tenancy.ts'
 import type { MessageRouteOptions } from './send.ts'
 
 /**

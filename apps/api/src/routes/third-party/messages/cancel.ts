@@ -9,9 +9,9 @@ import {
 } from '@dispatch/contracts'
 import { markMessageCanceled } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { AppError, unavailable } from '../../errors.ts'
-import { toMessageView } from '../../views.ts'
-import { errorResponses } from '../responses.ts'
+import { AppError, unavailable } from '../../../errors.ts'
+import { toMessageView } from '../../../views.ts'
+import { errorResponses } from '../../responses.ts'
 import { findOwnMessage, viewFromJob } from './lookup.ts'
 import type { MessageRouteOptions } from './send.ts'
 

@@ -4,7 +4,7 @@ import basicAuth from '@fastify/basic-auth'
 import type { FastifyInstance, FastifyReply, onRequestHookHandler } from 'fastify'
 import { AppError, errorBody } from '../../errors.ts'
 import { adminMatcher } from '../../plugins/admin-auth.ts'
-import { DashboardQueues } from './dashboard-queues.ts'
+import { DashboardQueues } from './queues.ts'
 
 /** The browser shows it in its sign-in prompt; the same for every admin page. */
 export const ADMIN_REALM = 'Dispatch admin'

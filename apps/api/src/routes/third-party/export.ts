@@ -3,9 +3,9 @@ import { DEFAULT_SENDER_ID, Phone, recipientHasher, Scopes } from '@dispatch/con
 import { type ExportPage, identitiesOf, recipientExportPages } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import Type from 'typebox'
-import { toSuppressionView } from '../../consent/routes.ts'
 import { toInboundMessageView, toMessageView } from '../../views.ts'
 import { errorResponses } from '../responses.ts'
+import { toSuppressionView } from './suppressions.ts'
 
 /** Rows per query: one page is what the stream holds at most, however much the recipient has. */
 export const EXPORT_PAGE_SIZE = 1000
