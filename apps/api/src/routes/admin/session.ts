@@ -28,6 +28,7 @@ export const adminSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/',
     {
+      config: { public: true },
       schema: {
         operationId: 'signInAdmin',
         tags,
@@ -55,6 +56,7 @@ export const adminSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/',
     {
+      config: { public: true },
       schema: {
         operationId: 'getAdminSession',
         tags,
@@ -69,6 +71,7 @@ export const adminSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.delete(
     '/',
     {
+      config: { public: true },
       schema: {
         operationId: 'signOutAdmin',
         tags,
@@ -96,7 +99,6 @@ export const adminSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
  */
 export const adminSessionRevokeRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db } = app.deps
-  app.addHook('onRequest', app.requireAdmin)
   app.post(
     '/revoke',
     {

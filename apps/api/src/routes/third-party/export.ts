@@ -50,7 +50,7 @@ export const recipientExportRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/recipients/:phone/export',
     {
-      onRequest: app.requireApiKey(Scopes.manageData),
+      config: { scope: Scopes.manageData },
       schema: {
         operationId: 'exportRecipient',
         tags: ['data'],

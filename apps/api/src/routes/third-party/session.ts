@@ -3,6 +3,7 @@ import { hashApiKey } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { liveSession, noSession } from '../../console/session-auth.ts'
 import type { StoredSession } from '../../console/sessions.ts'
+import { NO_SCOPE } from '../authenticate.ts'
 import { errorResponses } from '../responses.ts'
 
 /**
@@ -29,6 +30,7 @@ export const portalSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/',
     {
+      config: { public: true },
       schema: {
         operationId: 'signInPortal',
         tags,
@@ -63,7 +65,7 @@ export const portalSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/',
     {
-      onRequest: app.requireApiKey(),
+      config: { scope: NO_SCOPE },
       schema: {
         operationId: 'getPortalSession',
         tags,
@@ -90,6 +92,7 @@ export const portalSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.delete(
     '/',
     {
+      config: { public: true },
       schema: {
         operationId: 'signOutPortal',
         tags,

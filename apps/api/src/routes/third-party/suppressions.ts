@@ -46,7 +46,7 @@ const AdminFilter = Type.Object({ senderId: Type.Optional(Type.String({ minLengt
 export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOptions> = async (app, options) => {
   const { db, config, clock } = app.deps
   const admin = options.audience === 'admin'
-  const guard = admin ? app.requireAdmin : app.requireApiKey(Scopes.manageSuppressions)
+  const access = { scope: Scopes.manageSuppressions }
   const security = admin ? [{ adminToken: [] }] : [{ apiKey: [] }]
   const tags = admin ? ['admin'] : ['consent']
   const who = admin ? 'admins' : 'keys'
@@ -63,7 +63,7 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
   app.get(
     '/suppressions',
     {
-      onRequest: guard,
+      config: access,
       schema: {
         operationId: admin ? 'adminListSuppressions' : 'listSuppressions',
         tags,
@@ -89,7 +89,7 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
   app.post(
     '/suppressions',
     {
-      onRequest: guard,
+      config: access,
       schema: {
         operationId: admin ? 'adminCreateSuppression' : 'createSuppression',
         tags,
@@ -135,7 +135,7 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
   app.get(
     '/suppressions/:id',
     {
-      onRequest: guard,
+      config: access,
       schema: {
         operationId: admin ? 'adminGetSuppression' : 'getSuppression',
         tags,
@@ -155,7 +155,7 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
   app.delete(
     '/suppressions/:id',
     {
-      onRequest: guard,
+      config: access,
       schema: {
         operationId: admin ? 'adminDeleteSuppression' : 'deleteSuppression',
         tags,

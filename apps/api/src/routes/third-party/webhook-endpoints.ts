@@ -72,7 +72,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, clock, config } = app.deps
   // Signing secrets are stored sealed under SECRETS_KEY; only the answer that issues one shows it.
   const box = createSecretBox(config)
-  const onRequest = app.requireApiKey(Scopes.manageWebhooks)
+  const access = { scope: Scopes.manageWebhooks }
   const targetRules = {
     production: config.APP_ENV === 'production',
     allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
@@ -81,7 +81,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/webhook-endpoints',
     {
-      onRequest,
+      config: access,
       schema: {
         operationId: 'createWebhookEndpoint',
         tags,
@@ -129,7 +129,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/webhook-endpoints',
     {
-      onRequest,
+      config: access,
       schema: {
         operationId: 'listWebhookEndpoints',
         tags,
@@ -149,7 +149,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/webhook-endpoints/:id',
     {
-      onRequest,
+      config: access,
       schema: {
         operationId: 'getWebhookEndpoint',
         tags,
@@ -171,7 +171,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.patch(
     '/webhook-endpoints/:id',
     {
-      onRequest,
+      config: access,
       schema: {
         operationId: 'updateWebhookEndpoint',
         tags,
@@ -196,7 +196,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.delete(
     '/webhook-endpoints/:id',
     {
-      onRequest,
+      config: access,
       schema: {
         operationId: 'deleteWebhookEndpoint',
         tags,
@@ -218,7 +218,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/webhook-endpoints/:id/rotate-secret',
     {
-      onRequest,
+      config: access,
       schema: {
         operationId: 'rotateWebhookEndpointSecret',
         tags,

@@ -52,7 +52,7 @@ export const messageListRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
   app.get(
     '',
     {
-      onRequest: app.requireApiKey(Scopes.readMessages),
+      config: { scope: Scopes.readMessages },
       preValidation: splitCommaLists('status', 'type'),
       schema: {
         operationId: 'listMessages',

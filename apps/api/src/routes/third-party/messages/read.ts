@@ -21,7 +21,7 @@ export const markReadRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> = as
   app.post(
     '/:messageId/read',
     {
-      onRequest: app.requireApiKey(Scopes.readMessages),
+      config: { scope: Scopes.readMessages },
       schema: {
         operationId: 'markMessageRead',
         hide: options.hide,

@@ -102,7 +102,7 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
     app.post(
       send.path,
       {
-        onRequest: app.requireApiKey(SEND_SCOPE[send.type]),
+        config: { scope: SEND_SCOPE[send.type] },
         // Claimed first: a replay answers its stored 202 without spending rate or quota again.
         preHandler: [prefetch, app.idempotency.claim, perKeyLimit],
         onSend: app.idempotency.remember,

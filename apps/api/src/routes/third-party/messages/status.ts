@@ -9,7 +9,7 @@ export const messageStatusRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions>
   app.get(
     '/:messageId',
     {
-      onRequest: app.requireApiKey('read:messages'),
+      config: { scope: 'read:messages' },
       schema: {
         operationId: 'getMessage',
         hide: options.hide,

@@ -12,7 +12,7 @@ export const messageTimelineRoutes: FastifyPluginAsyncTypebox<MessageRouteOption
   app.get(
     '/:messageId/timeline',
     {
-      onRequest: app.requireApiKey('read:messages'),
+      config: { scope: 'read:messages' },
       schema: {
         operationId: 'getMessageTimeline',
         hide: options.hide,
