@@ -120,25 +120,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/third-party/session": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The portal session this browser holds, with its CSRF token */
-        get: operations["getPortalSession"];
-        put?: never;
-        /** Sign in to the portal: an API key for a session cookie (the key is not kept) */
-        post: operations["signInPortal"];
-        /** Sign out of the portal */
-        delete: operations["signOutPortal"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/admin/overview": {
         parameters: {
             query?: never;
@@ -561,6 +542,130 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/channels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Create a channel */
+        post: operations["createChannel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/channels/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Soft-delete a channel */
+        delete: operations["deleteChannel"];
+        options?: never;
+        head?: never;
+        /** Update a channel (only the fields given) */
+        patch: operations["updateChannel"];
+        trace?: never;
+    };
+    "/api/admin/projects": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Create a project */
+        post: operations["createProject"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/projects/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Soft-delete a project */
+        delete: operations["deleteProject"];
+        options?: never;
+        head?: never;
+        /** Update a project (only the fields given) */
+        patch: operations["updateProject"];
+        trace?: never;
+    };
+    "/api/admin/products": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Create a product */
+        post: operations["createProduct"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/products/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Soft-delete a product */
+        delete: operations["deleteProduct"];
+        options?: never;
+        head?: never;
+        /** Update a product (only the fields given) */
+        patch: operations["updateProduct"];
+        trace?: never;
+    };
+    "/api/third-party/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The portal session this browser holds, with its CSRF token */
+        get: operations["getPortalSession"];
+        put?: never;
+        /** Sign in to the portal: an API key for a session cookie (the key is not kept) */
+        post: operations["signInPortal"];
+        /** Sign out of the portal */
+        delete: operations["signOutPortal"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/third-party/messages/send-text": {
         parameters: {
             query?: never;
@@ -919,129 +1024,6 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
-        trace?: never;
-    };
-    "/api/webhooks/whatsapp": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** WhatsApp webhook subscription handshake */
-        get: operations["verifyWhatsAppWebhook"];
-        put?: never;
-        /** WhatsApp webhook deliveries (message status changes, replies, number quality updates) */
-        post: operations["receiveWhatsAppWebhook"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/admin/channels": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Create a channel */
-        post: operations["createChannel"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/admin/channels/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        post?: never;
-        /** Soft-delete a channel */
-        delete: operations["deleteChannel"];
-        options?: never;
-        head?: never;
-        /** Update a channel (only the fields given) */
-        patch: operations["updateChannel"];
-        trace?: never;
-    };
-    "/api/admin/projects": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Create a project */
-        post: operations["createProject"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/admin/projects/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        post?: never;
-        /** Soft-delete a project */
-        delete: operations["deleteProject"];
-        options?: never;
-        head?: never;
-        /** Update a project (only the fields given) */
-        patch: operations["updateProject"];
-        trace?: never;
-    };
-    "/api/admin/products": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Create a product */
-        post: operations["createProduct"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/admin/products/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        post?: never;
-        /** Soft-delete a product */
-        delete: operations["deleteProduct"];
-        options?: never;
-        head?: never;
-        /** Update a product (only the fields given) */
-        patch: operations["updateProduct"];
         trace?: never;
     };
     "/api/third-party/channels": {
@@ -1457,6 +1439,24 @@ export interface paths {
         get: operations["exportRecipient"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/whatsapp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** WhatsApp webhook subscription handshake */
+        get: operations["verifyWhatsAppWebhook"];
+        put?: never;
+        /** WhatsApp webhook deliveries (message status changes, replies, number quality updates) */
+        post: operations["receiveWhatsAppWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2102,270 +2102,6 @@ export interface operations {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];
                     "retry-after": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            503: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    getPortalSession: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
-                "x-request-id"?: components["parameters"]["RequestId"];
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        kind: "portal";
-                        actor: string;
-                        csrfToken: string;
-                        /** Format: date-time */
-                        expiresAt: string;
-                        /** Format: uuid */
-                        keyId: string;
-                        clientName: string;
-                        scopes: string[];
-                        tenantId: string | null;
-                    };
-                };
-            };
-            /** @description The error body every failure answers with */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            503: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    signInPortal: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
-                "x-request-id"?: components["parameters"]["RequestId"];
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    apiKey: string;
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            201: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        kind: "portal";
-                        actor: string;
-                        csrfToken: string;
-                        /** Format: date-time */
-                        expiresAt: string;
-                        /** Format: uuid */
-                        keyId: string;
-                        clientName: string;
-                        scopes: string[];
-                        tenantId: string | null;
-                    };
-                };
-            };
-            /** @description The error body every failure answers with */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
-            413: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
-            415: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "retry-after": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            503: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    signOutPortal: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
-                "x-request-id"?: components["parameters"]["RequestId"];
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Signed out */
-            204: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description A malformed body (VALIDATION_ERROR) */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
-            413: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
-            415: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6254,6 +5990,1609 @@ export interface operations {
             };
         };
     };
+    createChannel: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    /** @enum {unknown} */
+                    timeline: "AMD" | "BME" | "RESEARCH" | "FMT" | "FFH";
+                    autoGenerateKit?: boolean;
+                    autoCreateOrderFromSurveyTool?: boolean;
+                    sendBMEEmail?: boolean;
+                    sendPartnerEmail?: boolean;
+                    showAddressSection?: boolean;
+                    defaultWorkflowValue?: {
+                        sampleType: ("STOOL" | "URINE" | "SALIVA" | "VENDOR_MEDIUM" | "ETHANOL" | "CALPROTEIN" | "RAW" | "INVITRO")[];
+                        ffq: boolean;
+                        reibursement: boolean;
+                        report: ("NONE" | "ASV" | "PDF" | "SCORE_TABLE" | "TAXA_TABLE" | "DISEASE_RISK")[];
+                        collectionMedium: ("VENDOR_MEDIUM" | "ETHANOL" | "INVITRO" | "RAW")[];
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        autoGenerateKit: boolean;
+                        autoCreateOrderFromSurveyTool: boolean;
+                        sendBMEEmail: boolean;
+                        sendPartnerEmail: boolean;
+                        /** @enum {unknown} */
+                        timeline: "AMD" | "BME" | "RESEARCH" | "FMT" | "FFH";
+                        showAddressSection: boolean;
+                        defaultWorkflowValue: {
+                            sampleType: ("STOOL" | "URINE" | "SALIVA" | "VENDOR_MEDIUM" | "ETHANOL" | "CALPROTEIN" | "RAW" | "INVITRO")[];
+                            ffq: boolean;
+                            reibursement: boolean;
+                            report: ("NONE" | "ASV" | "PDF" | "SCORE_TABLE" | "TAXA_TABLE" | "DISEASE_RISK")[];
+                            collectionMedium: ("VENDOR_MEDIUM" | "ETHANOL" | "INVITRO" | "RAW")[];
+                        };
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A change made with a session cookie lacks its CSRF token (CSRF_TOKEN_INVALID) */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            422: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteChannel: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A malformed parameter, or a malformed body (VALIDATION_ERROR) */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid admin token (ADMIN_AUTH_REQUIRED) */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A change made with a session cookie lacks its CSRF token (CSRF_TOKEN_INVALID) */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateChannel: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    /** @enum {unknown} */
+                    timeline?: "AMD" | "BME" | "RESEARCH" | "FMT" | "FFH";
+                    autoGenerateKit?: boolean;
+                    autoCreateOrderFromSurveyTool?: boolean;
+                    sendBMEEmail?: boolean;
+                    sendPartnerEmail?: boolean;
+                    showAddressSection?: boolean;
+                    defaultWorkflowValue?: {
+                        sampleType: ("STOOL" | "URINE" | "SALIVA" | "VENDOR_MEDIUM" | "ETHANOL" | "CALPROTEIN" | "RAW" | "INVITRO")[];
+                        ffq: boolean;
+                        reibursement: boolean;
+                        report: ("NONE" | "ASV" | "PDF" | "SCORE_TABLE" | "TAXA_TABLE" | "DISEASE_RISK")[];
+                        collectionMedium: ("VENDOR_MEDIUM" | "ETHANOL" | "INVITRO" | "RAW")[];
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        autoGenerateKit: boolean;
+                        autoCreateOrderFromSurveyTool: boolean;
+                        sendBMEEmail: boolean;
+                        sendPartnerEmail: boolean;
+                        /** @enum {unknown} */
+                        timeline: "AMD" | "BME" | "RESEARCH" | "FMT" | "FFH";
+                        showAddressSection: boolean;
+                        defaultWorkflowValue: {
+                            sampleType: ("STOOL" | "URINE" | "SALIVA" | "VENDOR_MEDIUM" | "ETHANOL" | "CALPROTEIN" | "RAW" | "INVITRO")[];
+                            ffq: boolean;
+                            reibursement: boolean;
+                            report: ("NONE" | "ASV" | "PDF" | "SCORE_TABLE" | "TAXA_TABLE" | "DISEASE_RISK")[];
+                            collectionMedium: ("VENDOR_MEDIUM" | "ETHANOL" | "INVITRO" | "RAW")[];
+                        };
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A change made with a session cookie lacks its CSRF token (CSRF_TOKEN_INVALID) */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            422: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createProject: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    /** Format: uuid */
+                    channelId: string;
+                    tenantId: string;
+                    clinicCode?: string | null;
+                    addressId?: number | null;
+                    principalInvestigatorName?: string | null;
+                    surveyToolSurveyId?: string[];
+                    workflow?: {
+                        sampleType: ("STOOL" | "URINE" | "SALIVA" | "VENDOR_MEDIUM" | "ETHANOL" | "CALPROTEIN" | "RAW" | "INVITRO")[];
+                        ffq: boolean;
+                        reibursement: boolean;
+                        report: ("NONE" | "ASV" | "PDF" | "SCORE_TABLE" | "TAXA_TABLE" | "DISEASE_RISK")[];
+                        collectionMedium: ("VENDOR_MEDIUM" | "ETHANOL" | "INVITRO" | "RAW")[];
+                    };
+                    externalResearchProjectId?: string | null;
+                    surveyCollectionId?: string | null;
+                    vendorPIC?: string | null;
+                    isPartnerEmailD2D31Trigger?: boolean;
+                    isPartnerEmailD4Trigger?: boolean;
+                    organizationName?: string | null;
+                    collaborator?: ("RESEARCH" | "LAB" | "CLINIC" | "BUSINESS") | null;
+                    externalSampleType?: ("STOOL" | "DNA" | "FASTQ") | null;
+                    externalSpeciesType?: ("HUMAN" | "ANIMAL" | "BACTERIA") | null;
+                    externalTissueNucleicAcidType?: "GENOMIC_DNA" | null;
+                    externalTissueOrgan?: ("STOOL" | "SALIVA") | null;
+                    externalElutionBuffer?: ("DDH2O" | "TE_BUFFER" | "RNA_FREE_OR_DEPC" | "PURE_ETHANOL") | null;
+                    externalPipeline?: ("V2_5" | "V3_0") | null;
+                    externalOutputType?: ("NONE" | "ASV" | "PDF" | "SCORE_TABLE" | "TAXA_TABLE" | "DISEASE_RISK")[];
+                    pdfTemplateName?: string | null;
+                    externalSequencingTypeId?: string | null;
+                    externalHaveSentB1?: boolean;
+                    externalHaveSentB2?: boolean;
+                    externalEmail?: string | null;
+                    inputMLPrefix?: ("KIT_ID" | "ANALYSIS_ID" | "EXTERNAL_ID") | null;
+                    outputMLPrefix?: ("KIT_ID" | "ANALYSIS_ID" | "EXTERNAL_ID") | null;
+                    prefix?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        channelId: string;
+                        displayId: string;
+                        clinicCode: string | null;
+                        addressId: string | null;
+                        principalInvestigatorName: string | null;
+                        surveyToolSurveyId: string[];
+                        workflow: {
+                            sampleType: ("STOOL" | "URINE" | "SALIVA" | "VENDOR_MEDIUM" | "ETHANOL" | "CALPROTEIN" | "RAW" | "INVITRO")[];
+                            ffq: boolean;
+                            reibursement: boolean;
+                            report: ("NONE" | "ASV" | "PDF" | "SCORE_TABLE" | "TAXA_TABLE" | "DISEASE_RISK")[];
+                            collectionMedium: ("VENDOR_MEDIUM" | "ETHANOL" | "INVITRO" | "RAW")[];
+                        };
+                        externalResearchProjectId: string | null;
+                        surveyCollectionId: string | null;
+                        vendorPIC: string | null;
+                        isPartnerEmailD2D31Trigger: boolean;
+                        isPartnerEmailD4Trigger: boolean;
+                        organizationName: string | null;
+                        tenantId: string;
+                        /** @enum {string|null} */
+                        collaborator: "RESEARCH" | "LAB" | "CLINIC" | "BUSINESS" | null;
+                        /** @enum {string|null} */
+                        externalSampleType: "STOOL" | "DNA" | "FASTQ" | null;
+                        /** @enum {string|null} */
+                        externalSpeciesType: "HUMAN" | "ANIMAL" | "BACTERIA" | null;
+                        /** @enum {string|null} */
+                        externalTissueNucleicAcidType: "GENOMIC_DNA" | null;
+                        /** @enum {string|null} */
+                        externalTissueOrgan: "STOOL" | "SALIVA" | null;
+                        /** @enum {string|null} */
+                        externalElutionBuffer: "DDH2O" | "TE_BUFFER" | "RNA_FREE_OR_DEPC" | "PURE_ETHANOL" | null;
+                        /** @enum {string|null} */
+                        externalPipeline: "V2_5" | "V3_0" | null;
+                        externalOutputType: ("NONE" | "ASV" | "PDF" | "SCORE_TABLE" | "TAXA_TABLE" | "DISEASE_RISK")[];
+                        pdfTemplateName: string | null;
+                        externalSequencingTypeId: string | null;
+                        externalHaveSentB1: boolean;
+                        externalHaveSentB2: boolean;
+                        externalEmail: string | null;
+                        /** @enum {string|null} */
+                        inputMLPrefix: "KIT_ID" | "ANALYSIS_ID" | "EXTERNAL_ID" | null;
+                        /** @enum {string|null} */
+                        outputMLPrefix: "KIT_ID" | "ANALYSIS_ID" | "EXTERNAL_ID" | null;
+                        prefix: string | null;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A change made with a session cookie lacks its CSRF token (CSRF_TOKEN_INVALID) */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            422: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteProject: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A malformed parameter, or a malformed body (VALIDATION_ERROR) */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid admin token (ADMIN_AUTH_REQUIRED) */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A change made with a session cookie lacks its CSRF token (CSRF_TOKEN_INVALID) */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateProject: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    /** Format: uuid */
+                    channelId?: string;
+                    clinicCode?: string | null;
+                    addressId?: number | null;
+                    principalInvestigatorName?: string | null;
+                    surveyToolSurveyId?: string[];
+                    workflow?: {
+                        sampleType: ("STOOL" | "URINE" | "SALIVA" | "VENDOR_MEDIUM" | "ETHANOL" | "CALPROTEIN" | "RAW" | "INVITRO")[];
+                        ffq: boolean;
+                        reibursement: boolean;
+                        report: ("NONE" | "ASV" | "PDF" | "SCORE_TABLE" | "TAXA_TABLE" | "DISEASE_RISK")[];
+                        collectionMedium: ("VENDOR_MEDIUM" | "ETHANOL" | "INVITRO" | "RAW")[];
+                    };
+                    externalResearchProjectId?: string | null;
+                    surveyCollectionId?: string | null;
+                    vendorPIC?: string | null;
+                    isPartnerEmailD2D31Trigger?: boolean;
+                    isPartnerEmailD4Trigger?: boolean;
+                    organizationName?: string | null;
+                    collaborator?: ("RESEARCH" | "LAB" | "CLINIC" | "BUSINESS") | null;
+                    externalSampleType?: ("STOOL" | "DNA" | "FASTQ") | null;
+                    externalSpeciesType?: ("HUMAN" | "ANIMAL" | "BACTERIA") | null;
+                    externalTissueNucleicAcidType?: "GENOMIC_DNA" | null;
+                    externalTissueOrgan?: ("STOOL" | "SALIVA") | null;
+                    externalElutionBuffer?: ("DDH2O" | "TE_BUFFER" | "RNA_FREE_OR_DEPC" | "PURE_ETHANOL") | null;
+                    externalPipeline?: ("V2_5" | "V3_0") | null;
+                    externalOutputType?: ("NONE" | "ASV" | "PDF" | "SCORE_TABLE" | "TAXA_TABLE" | "DISEASE_RISK")[];
+                    pdfTemplateName?: string | null;
+                    externalSequencingTypeId?: string | null;
+                    externalHaveSentB1?: boolean;
+                    externalHaveSentB2?: boolean;
+                    externalEmail?: string | null;
+                    inputMLPrefix?: ("KIT_ID" | "ANALYSIS_ID" | "EXTERNAL_ID") | null;
+                    outputMLPrefix?: ("KIT_ID" | "ANALYSIS_ID" | "EXTERNAL_ID") | null;
+                    prefix?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        channelId: string;
+                        displayId: string;
+                        clinicCode: string | null;
+                        addressId: string | null;
+                        principalInvestigatorName: string | null;
+                        surveyToolSurveyId: string[];
+                        workflow: {
+                            sampleType: ("STOOL" | "URINE" | "SALIVA" | "VENDOR_MEDIUM" | "ETHANOL" | "CALPROTEIN" | "RAW" | "INVITRO")[];
+                            ffq: boolean;
+                            reibursement: boolean;
+                            report: ("NONE" | "ASV" | "PDF" | "SCORE_TABLE" | "TAXA_TABLE" | "DISEASE_RISK")[];
+                            collectionMedium: ("VENDOR_MEDIUM" | "ETHANOL" | "INVITRO" | "RAW")[];
+                        };
+                        externalResearchProjectId: string | null;
+                        surveyCollectionId: string | null;
+                        vendorPIC: string | null;
+                        isPartnerEmailD2D31Trigger: boolean;
+                        isPartnerEmailD4Trigger: boolean;
+                        organizationName: string | null;
+                        tenantId: string;
+                        /** @enum {string|null} */
+                        collaborator: "RESEARCH" | "LAB" | "CLINIC" | "BUSINESS" | null;
+                        /** @enum {string|null} */
+                        externalSampleType: "STOOL" | "DNA" | "FASTQ" | null;
+                        /** @enum {string|null} */
+                        externalSpeciesType: "HUMAN" | "ANIMAL" | "BACTERIA" | null;
+                        /** @enum {string|null} */
+                        externalTissueNucleicAcidType: "GENOMIC_DNA" | null;
+                        /** @enum {string|null} */
+                        externalTissueOrgan: "STOOL" | "SALIVA" | null;
+                        /** @enum {string|null} */
+                        externalElutionBuffer: "DDH2O" | "TE_BUFFER" | "RNA_FREE_OR_DEPC" | "PURE_ETHANOL" | null;
+                        /** @enum {string|null} */
+                        externalPipeline: "V2_5" | "V3_0" | null;
+                        externalOutputType: ("NONE" | "ASV" | "PDF" | "SCORE_TABLE" | "TAXA_TABLE" | "DISEASE_RISK")[];
+                        pdfTemplateName: string | null;
+                        externalSequencingTypeId: string | null;
+                        externalHaveSentB1: boolean;
+                        externalHaveSentB2: boolean;
+                        externalEmail: string | null;
+                        /** @enum {string|null} */
+                        inputMLPrefix: "KIT_ID" | "ANALYSIS_ID" | "EXTERNAL_ID" | null;
+                        /** @enum {string|null} */
+                        outputMLPrefix: "KIT_ID" | "ANALYSIS_ID" | "EXTERNAL_ID" | null;
+                        prefix: string | null;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A change made with a session cookie lacks its CSRF token (CSRF_TOKEN_INVALID) */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            422: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createProduct: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    description?: string;
+                    stock: number;
+                    price: number;
+                    active?: boolean;
+                    image?: string | null;
+                    tenantId: string;
+                    /** Format: uuid */
+                    channelId: string;
+                    /** @enum {unknown} */
+                    productType: "KIT" | "PROBIOTIC" | "BUNDLE";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        description: string;
+                        stock: number;
+                        price: number;
+                        active: boolean;
+                        image: string | null;
+                        displayId: string;
+                        tenantId: string;
+                        channelId: string;
+                        /** @enum {unknown} */
+                        productType: "KIT" | "PROBIOTIC" | "BUNDLE";
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A change made with a session cookie lacks its CSRF token (CSRF_TOKEN_INVALID) */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            422: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteProduct: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A malformed parameter, or a malformed body (VALIDATION_ERROR) */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid admin token (ADMIN_AUTH_REQUIRED) */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A change made with a session cookie lacks its CSRF token (CSRF_TOKEN_INVALID) */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateProduct: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    description?: string;
+                    stock?: number;
+                    price?: number;
+                    active?: boolean;
+                    image?: string | null;
+                    /** Format: uuid */
+                    channelId?: string;
+                    /** @enum {unknown} */
+                    productType?: "KIT" | "PROBIOTIC" | "BUNDLE";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        description: string;
+                        stock: number;
+                        price: number;
+                        active: boolean;
+                        image: string | null;
+                        displayId: string;
+                        tenantId: string;
+                        channelId: string;
+                        /** @enum {unknown} */
+                        productType: "KIT" | "PROBIOTIC" | "BUNDLE";
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A change made with a session cookie lacks its CSRF token (CSRF_TOKEN_INVALID) */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            422: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getPortalSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        kind: "portal";
+                        actor: string;
+                        csrfToken: string;
+                        /** Format: date-time */
+                        expiresAt: string;
+                        /** Format: uuid */
+                        keyId: string;
+                        clientName: string;
+                        scopes: string[];
+                        tenantId: string | null;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    signInPortal: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    apiKey: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        kind: "portal";
+                        actor: string;
+                        csrfToken: string;
+                        /** Format: date-time */
+                        expiresAt: string;
+                        /** Format: uuid */
+                        keyId: string;
+                        clientName: string;
+                        scopes: string[];
+                        tenantId: string | null;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    signOutPortal: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed out */
+            204: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A malformed body (VALIDATION_ERROR) */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     sendTextMessage: {
         parameters: {
             query?: never;
@@ -9601,1503 +10940,6 @@ export interface operations {
                 };
             };
             /** @description Too many invalid API keys from this address (RATE_LIMITED) */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "retry-after": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
-            503: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    verifyWhatsAppWebhook: {
-        parameters: {
-            query: {
-                "hub.mode": string;
-                "hub.verify_token": string;
-                "hub.challenge": string;
-            };
-            header?: {
-                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
-                "x-request-id"?: components["parameters"]["RequestId"];
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The challenge */
-            200: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "text/plain": string;
-                };
-            };
-            /** @description The error body every failure answers with */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
-            503: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    receiveWhatsAppWebhook: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
-                "x-request-id"?: components["parameters"]["RequestId"];
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    object: string;
-                    entry: {
-                        id?: string;
-                        changes: {
-                            field: string;
-                            value: {
-                                /** @description `{phone_number_id, display_phone_number}`: the business number. Messages of a change without a phone_number_id are skipped and logged. */
-                                metadata?: unknown;
-                                /** @description Each item is checked against WhatsAppStatus; bad items are skipped and logged. */
-                                statuses?: unknown[];
-                                /** @description The senders of `messages[]` (`profile.name`, `profile.username`, `wa_id`, `user_id`): read for the username and to pair a phone with its BSUID. */
-                                contacts?: unknown[];
-                                /** @description Messages users sent to the business number. Each item is checked against WhatsAppInboundMessage; bad items are skipped and logged. */
-                                messages?: unknown[];
-                            };
-                        }[];
-                    }[];
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        received?: boolean;
-                    };
-                };
-            };
-            /** @description The error body every failure answers with */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
-            413: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
-            415: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
-            503: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    createChannel: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
-                "x-request-id"?: components["parameters"]["RequestId"];
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    name: string;
-                    /** @enum {unknown} */
-                    timeline: "AMD" | "BME" | "RESEARCH" | "FMT" | "FFH";
-                    autoGenerateKit?: boolean;
-                    autoCreateOrderFromSurveyTool?: boolean;
-                    sendBMEEmail?: boolean;
-                    sendPartnerEmail?: boolean;
-                    showAddressSection?: boolean;
-                    defaultWorkflowValue?: {
-                        sampleType: ("STOOL" | "URINE" | "SALIVA" | "VENDOR_MEDIUM" | "ETHANOL" | "CALPROTEIN" | "RAW" | "INVITRO")[];
-                        ffq: boolean;
-                        reibursement: boolean;
-                        report: ("NONE" | "ASV" | "PDF" | "SCORE_TABLE" | "TAXA_TABLE" | "DISEASE_RISK")[];
-                        collectionMedium: ("VENDOR_MEDIUM" | "ETHANOL" | "INVITRO" | "RAW")[];
-                    };
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            201: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        id: string;
-                        name: string;
-                        autoGenerateKit: boolean;
-                        autoCreateOrderFromSurveyTool: boolean;
-                        sendBMEEmail: boolean;
-                        sendPartnerEmail: boolean;
-                        /** @enum {unknown} */
-                        timeline: "AMD" | "BME" | "RESEARCH" | "FMT" | "FFH";
-                        showAddressSection: boolean;
-                        defaultWorkflowValue: {
-                            sampleType: ("STOOL" | "URINE" | "SALIVA" | "VENDOR_MEDIUM" | "ETHANOL" | "CALPROTEIN" | "RAW" | "INVITRO")[];
-                            ffq: boolean;
-                            reibursement: boolean;
-                            report: ("NONE" | "ASV" | "PDF" | "SCORE_TABLE" | "TAXA_TABLE" | "DISEASE_RISK")[];
-                            collectionMedium: ("VENDOR_MEDIUM" | "ETHANOL" | "INVITRO" | "RAW")[];
-                        };
-                    };
-                };
-            };
-            /** @description The error body every failure answers with */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "www-authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A change made with a session cookie lacks its CSRF token (CSRF_TOKEN_INVALID) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            404: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
-            413: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
-            415: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Too many failed authentications from this address (RATE_LIMITED) */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "retry-after": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
-            503: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    deleteChannel: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
-                "x-request-id"?: components["parameters"]["RequestId"];
-            };
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Deleted */
-            204: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description A malformed parameter, or a malformed body (VALIDATION_ERROR) */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No valid admin token (ADMIN_AUTH_REQUIRED) */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "www-authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A change made with a session cookie lacks its CSRF token (CSRF_TOKEN_INVALID) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            404: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
-            413: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
-            415: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Too many failed authentications from this address (RATE_LIMITED) */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "retry-after": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
-            503: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    updateChannel: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
-                "x-request-id"?: components["parameters"]["RequestId"];
-            };
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    name?: string;
-                    /** @enum {unknown} */
-                    timeline?: "AMD" | "BME" | "RESEARCH" | "FMT" | "FFH";
-                    autoGenerateKit?: boolean;
-                    autoCreateOrderFromSurveyTool?: boolean;
-                    sendBMEEmail?: boolean;
-                    sendPartnerEmail?: boolean;
-                    showAddressSection?: boolean;
-                    defaultWorkflowValue?: {
-                        sampleType: ("STOOL" | "URINE" | "SALIVA" | "VENDOR_MEDIUM" | "ETHANOL" | "CALPROTEIN" | "RAW" | "INVITRO")[];
-                        ffq: boolean;
-                        reibursement: boolean;
-                        report: ("NONE" | "ASV" | "PDF" | "SCORE_TABLE" | "TAXA_TABLE" | "DISEASE_RISK")[];
-                        collectionMedium: ("VENDOR_MEDIUM" | "ETHANOL" | "INVITRO" | "RAW")[];
-                    };
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        id: string;
-                        name: string;
-                        autoGenerateKit: boolean;
-                        autoCreateOrderFromSurveyTool: boolean;
-                        sendBMEEmail: boolean;
-                        sendPartnerEmail: boolean;
-                        /** @enum {unknown} */
-                        timeline: "AMD" | "BME" | "RESEARCH" | "FMT" | "FFH";
-                        showAddressSection: boolean;
-                        defaultWorkflowValue: {
-                            sampleType: ("STOOL" | "URINE" | "SALIVA" | "VENDOR_MEDIUM" | "ETHANOL" | "CALPROTEIN" | "RAW" | "INVITRO")[];
-                            ffq: boolean;
-                            reibursement: boolean;
-                            report: ("NONE" | "ASV" | "PDF" | "SCORE_TABLE" | "TAXA_TABLE" | "DISEASE_RISK")[];
-                            collectionMedium: ("VENDOR_MEDIUM" | "ETHANOL" | "INVITRO" | "RAW")[];
-                        };
-                    };
-                };
-            };
-            /** @description The error body every failure answers with */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "www-authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A change made with a session cookie lacks its CSRF token (CSRF_TOKEN_INVALID) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            404: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
-            413: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
-            415: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Too many failed authentications from this address (RATE_LIMITED) */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "retry-after": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
-            503: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    createProject: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
-                "x-request-id"?: components["parameters"]["RequestId"];
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    name: string;
-                    /** Format: uuid */
-                    channelId: string;
-                    tenantId: string;
-                    clinicCode?: string | null;
-                    addressId?: number | null;
-                    principalInvestigatorName?: string | null;
-                    surveyToolSurveyId?: string[];
-                    workflow?: {
-                        sampleType: ("STOOL" | "URINE" | "SALIVA" | "VENDOR_MEDIUM" | "ETHANOL" | "CALPROTEIN" | "RAW" | "INVITRO")[];
-                        ffq: boolean;
-                        reibursement: boolean;
-                        report: ("NONE" | "ASV" | "PDF" | "SCORE_TABLE" | "TAXA_TABLE" | "DISEASE_RISK")[];
-                        collectionMedium: ("VENDOR_MEDIUM" | "ETHANOL" | "INVITRO" | "RAW")[];
-                    };
-                    externalResearchProjectId?: string | null;
-                    surveyCollectionId?: string | null;
-                    vendorPIC?: string | null;
-                    isPartnerEmailD2D31Trigger?: boolean;
-                    isPartnerEmailD4Trigger?: boolean;
-                    organizationName?: string | null;
-                    collaborator?: ("RESEARCH" | "LAB" | "CLINIC" | "BUSINESS") | null;
-                    externalSampleType?: ("STOOL" | "DNA" | "FASTQ") | null;
-                    externalSpeciesType?: ("HUMAN" | "ANIMAL" | "BACTERIA") | null;
-                    externalTissueNucleicAcidType?: "GENOMIC_DNA" | null;
-                    externalTissueOrgan?: ("STOOL" | "SALIVA") | null;
-                    externalElutionBuffer?: ("DDH2O" | "TE_BUFFER" | "RNA_FREE_OR_DEPC" | "PURE_ETHANOL") | null;
-                    externalPipeline?: ("V2_5" | "V3_0") | null;
-                    externalOutputType?: ("NONE" | "ASV" | "PDF" | "SCORE_TABLE" | "TAXA_TABLE" | "DISEASE_RISK")[];
-                    pdfTemplateName?: string | null;
-                    externalSequencingTypeId?: string | null;
-                    externalHaveSentB1?: boolean;
-                    externalHaveSentB2?: boolean;
-                    externalEmail?: string | null;
-                    inputMLPrefix?: ("KIT_ID" | "ANALYSIS_ID" | "EXTERNAL_ID") | null;
-                    outputMLPrefix?: ("KIT_ID" | "ANALYSIS_ID" | "EXTERNAL_ID") | null;
-                    prefix?: string | null;
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            201: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        id: string;
-                        name: string;
-                        channelId: string;
-                        displayId: string;
-                        clinicCode: string | null;
-                        addressId: string | null;
-                        principalInvestigatorName: string | null;
-                        surveyToolSurveyId: string[];
-                        workflow: {
-                            sampleType: ("STOOL" | "URINE" | "SALIVA" | "VENDOR_MEDIUM" | "ETHANOL" | "CALPROTEIN" | "RAW" | "INVITRO")[];
-                            ffq: boolean;
-                            reibursement: boolean;
-                            report: ("NONE" | "ASV" | "PDF" | "SCORE_TABLE" | "TAXA_TABLE" | "DISEASE_RISK")[];
-                            collectionMedium: ("VENDOR_MEDIUM" | "ETHANOL" | "INVITRO" | "RAW")[];
-                        };
-                        externalResearchProjectId: string | null;
-                        surveyCollectionId: string | null;
-                        vendorPIC: string | null;
-                        isPartnerEmailD2D31Trigger: boolean;
-                        isPartnerEmailD4Trigger: boolean;
-                        organizationName: string | null;
-                        tenantId: string;
-                        /** @enum {string|null} */
-                        collaborator: "RESEARCH" | "LAB" | "CLINIC" | "BUSINESS" | null;
-                        /** @enum {string|null} */
-                        externalSampleType: "STOOL" | "DNA" | "FASTQ" | null;
-                        /** @enum {string|null} */
-                        externalSpeciesType: "HUMAN" | "ANIMAL" | "BACTERIA" | null;
-                        /** @enum {string|null} */
-                        externalTissueNucleicAcidType: "GENOMIC_DNA" | null;
-                        /** @enum {string|null} */
-                        externalTissueOrgan: "STOOL" | "SALIVA" | null;
-                        /** @enum {string|null} */
-                        externalElutionBuffer: "DDH2O" | "TE_BUFFER" | "RNA_FREE_OR_DEPC" | "PURE_ETHANOL" | null;
-                        /** @enum {string|null} */
-                        externalPipeline: "V2_5" | "V3_0" | null;
-                        externalOutputType: ("NONE" | "ASV" | "PDF" | "SCORE_TABLE" | "TAXA_TABLE" | "DISEASE_RISK")[];
-                        pdfTemplateName: string | null;
-                        externalSequencingTypeId: string | null;
-                        externalHaveSentB1: boolean;
-                        externalHaveSentB2: boolean;
-                        externalEmail: string | null;
-                        /** @enum {string|null} */
-                        inputMLPrefix: "KIT_ID" | "ANALYSIS_ID" | "EXTERNAL_ID" | null;
-                        /** @enum {string|null} */
-                        outputMLPrefix: "KIT_ID" | "ANALYSIS_ID" | "EXTERNAL_ID" | null;
-                        prefix: string | null;
-                    };
-                };
-            };
-            /** @description The error body every failure answers with */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "www-authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A change made with a session cookie lacks its CSRF token (CSRF_TOKEN_INVALID) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            404: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
-            413: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
-            415: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Too many failed authentications from this address (RATE_LIMITED) */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "retry-after": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
-            503: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    deleteProject: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
-                "x-request-id"?: components["parameters"]["RequestId"];
-            };
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Deleted */
-            204: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description A malformed parameter, or a malformed body (VALIDATION_ERROR) */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No valid admin token (ADMIN_AUTH_REQUIRED) */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "www-authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A change made with a session cookie lacks its CSRF token (CSRF_TOKEN_INVALID) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            404: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
-            413: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
-            415: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Too many failed authentications from this address (RATE_LIMITED) */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "retry-after": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
-            503: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    updateProject: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
-                "x-request-id"?: components["parameters"]["RequestId"];
-            };
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    name?: string;
-                    /** Format: uuid */
-                    channelId?: string;
-                    clinicCode?: string | null;
-                    addressId?: number | null;
-                    principalInvestigatorName?: string | null;
-                    surveyToolSurveyId?: string[];
-                    workflow?: {
-                        sampleType: ("STOOL" | "URINE" | "SALIVA" | "VENDOR_MEDIUM" | "ETHANOL" | "CALPROTEIN" | "RAW" | "INVITRO")[];
-                        ffq: boolean;
-                        reibursement: boolean;
-                        report: ("NONE" | "ASV" | "PDF" | "SCORE_TABLE" | "TAXA_TABLE" | "DISEASE_RISK")[];
-                        collectionMedium: ("VENDOR_MEDIUM" | "ETHANOL" | "INVITRO" | "RAW")[];
-                    };
-                    externalResearchProjectId?: string | null;
-                    surveyCollectionId?: string | null;
-                    vendorPIC?: string | null;
-                    isPartnerEmailD2D31Trigger?: boolean;
-                    isPartnerEmailD4Trigger?: boolean;
-                    organizationName?: string | null;
-                    collaborator?: ("RESEARCH" | "LAB" | "CLINIC" | "BUSINESS") | null;
-                    externalSampleType?: ("STOOL" | "DNA" | "FASTQ") | null;
-                    externalSpeciesType?: ("HUMAN" | "ANIMAL" | "BACTERIA") | null;
-                    externalTissueNucleicAcidType?: "GENOMIC_DNA" | null;
-                    externalTissueOrgan?: ("STOOL" | "SALIVA") | null;
-                    externalElutionBuffer?: ("DDH2O" | "TE_BUFFER" | "RNA_FREE_OR_DEPC" | "PURE_ETHANOL") | null;
-                    externalPipeline?: ("V2_5" | "V3_0") | null;
-                    externalOutputType?: ("NONE" | "ASV" | "PDF" | "SCORE_TABLE" | "TAXA_TABLE" | "DISEASE_RISK")[];
-                    pdfTemplateName?: string | null;
-                    externalSequencingTypeId?: string | null;
-                    externalHaveSentB1?: boolean;
-                    externalHaveSentB2?: boolean;
-                    externalEmail?: string | null;
-                    inputMLPrefix?: ("KIT_ID" | "ANALYSIS_ID" | "EXTERNAL_ID") | null;
-                    outputMLPrefix?: ("KIT_ID" | "ANALYSIS_ID" | "EXTERNAL_ID") | null;
-                    prefix?: string | null;
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        id: string;
-                        name: string;
-                        channelId: string;
-                        displayId: string;
-                        clinicCode: string | null;
-                        addressId: string | null;
-                        principalInvestigatorName: string | null;
-                        surveyToolSurveyId: string[];
-                        workflow: {
-                            sampleType: ("STOOL" | "URINE" | "SALIVA" | "VENDOR_MEDIUM" | "ETHANOL" | "CALPROTEIN" | "RAW" | "INVITRO")[];
-                            ffq: boolean;
-                            reibursement: boolean;
-                            report: ("NONE" | "ASV" | "PDF" | "SCORE_TABLE" | "TAXA_TABLE" | "DISEASE_RISK")[];
-                            collectionMedium: ("VENDOR_MEDIUM" | "ETHANOL" | "INVITRO" | "RAW")[];
-                        };
-                        externalResearchProjectId: string | null;
-                        surveyCollectionId: string | null;
-                        vendorPIC: string | null;
-                        isPartnerEmailD2D31Trigger: boolean;
-                        isPartnerEmailD4Trigger: boolean;
-                        organizationName: string | null;
-                        tenantId: string;
-                        /** @enum {string|null} */
-                        collaborator: "RESEARCH" | "LAB" | "CLINIC" | "BUSINESS" | null;
-                        /** @enum {string|null} */
-                        externalSampleType: "STOOL" | "DNA" | "FASTQ" | null;
-                        /** @enum {string|null} */
-                        externalSpeciesType: "HUMAN" | "ANIMAL" | "BACTERIA" | null;
-                        /** @enum {string|null} */
-                        externalTissueNucleicAcidType: "GENOMIC_DNA" | null;
-                        /** @enum {string|null} */
-                        externalTissueOrgan: "STOOL" | "SALIVA" | null;
-                        /** @enum {string|null} */
-                        externalElutionBuffer: "DDH2O" | "TE_BUFFER" | "RNA_FREE_OR_DEPC" | "PURE_ETHANOL" | null;
-                        /** @enum {string|null} */
-                        externalPipeline: "V2_5" | "V3_0" | null;
-                        externalOutputType: ("NONE" | "ASV" | "PDF" | "SCORE_TABLE" | "TAXA_TABLE" | "DISEASE_RISK")[];
-                        pdfTemplateName: string | null;
-                        externalSequencingTypeId: string | null;
-                        externalHaveSentB1: boolean;
-                        externalHaveSentB2: boolean;
-                        externalEmail: string | null;
-                        /** @enum {string|null} */
-                        inputMLPrefix: "KIT_ID" | "ANALYSIS_ID" | "EXTERNAL_ID" | null;
-                        /** @enum {string|null} */
-                        outputMLPrefix: "KIT_ID" | "ANALYSIS_ID" | "EXTERNAL_ID" | null;
-                        prefix: string | null;
-                    };
-                };
-            };
-            /** @description The error body every failure answers with */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "www-authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A change made with a session cookie lacks its CSRF token (CSRF_TOKEN_INVALID) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            404: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
-            413: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
-            415: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Too many failed authentications from this address (RATE_LIMITED) */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "retry-after": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
-            503: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    createProduct: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
-                "x-request-id"?: components["parameters"]["RequestId"];
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    name: string;
-                    description?: string;
-                    stock: number;
-                    price: number;
-                    active?: boolean;
-                    image?: string | null;
-                    tenantId: string;
-                    /** Format: uuid */
-                    channelId: string;
-                    /** @enum {unknown} */
-                    productType: "KIT" | "PROBIOTIC" | "BUNDLE";
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            201: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        id: string;
-                        name: string;
-                        description: string;
-                        stock: number;
-                        price: number;
-                        active: boolean;
-                        image: string | null;
-                        displayId: string;
-                        tenantId: string;
-                        channelId: string;
-                        /** @enum {unknown} */
-                        productType: "KIT" | "PROBIOTIC" | "BUNDLE";
-                    };
-                };
-            };
-            /** @description The error body every failure answers with */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "www-authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A change made with a session cookie lacks its CSRF token (CSRF_TOKEN_INVALID) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            404: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
-            413: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
-            415: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Too many failed authentications from this address (RATE_LIMITED) */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "retry-after": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
-            503: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    deleteProduct: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
-                "x-request-id"?: components["parameters"]["RequestId"];
-            };
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Deleted */
-            204: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description A malformed parameter, or a malformed body (VALIDATION_ERROR) */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No valid admin token (ADMIN_AUTH_REQUIRED) */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "www-authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A change made with a session cookie lacks its CSRF token (CSRF_TOKEN_INVALID) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            404: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
-            413: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
-            415: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Too many failed authentications from this address (RATE_LIMITED) */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "retry-after": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
-            503: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    updateProduct: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
-                "x-request-id"?: components["parameters"]["RequestId"];
-            };
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    name?: string;
-                    description?: string;
-                    stock?: number;
-                    price?: number;
-                    active?: boolean;
-                    image?: string | null;
-                    /** Format: uuid */
-                    channelId?: string;
-                    /** @enum {unknown} */
-                    productType?: "KIT" | "PROBIOTIC" | "BUNDLE";
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        id: string;
-                        name: string;
-                        description: string;
-                        stock: number;
-                        price: number;
-                        active: boolean;
-                        image: string | null;
-                        displayId: string;
-                        tenantId: string;
-                        channelId: string;
-                        /** @enum {unknown} */
-                        productType: "KIT" | "PROBIOTIC" | "BUNDLE";
-                    };
-                };
-            };
-            /** @description The error body every failure answers with */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "www-authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A change made with a session cookie lacks its CSRF token (CSRF_TOKEN_INVALID) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            404: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
-            413: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
-            415: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The error body every failure answers with */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Too many failed authentications from this address (RATE_LIMITED) */
             429: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];
@@ -14629,6 +14471,164 @@ export interface operations {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];
                     "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    verifyWhatsAppWebhook: {
+        parameters: {
+            query: {
+                "hub.mode": string;
+                "hub.verify_token": string;
+                "hub.challenge": string;
+            };
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The challenge */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    receiveWhatsAppWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    object: string;
+                    entry: {
+                        id?: string;
+                        changes: {
+                            field: string;
+                            value: {
+                                /** @description `{phone_number_id, display_phone_number}`: the business number. Messages of a change without a phone_number_id are skipped and logged. */
+                                metadata?: unknown;
+                                /** @description Each item is checked against WhatsAppStatus; bad items are skipped and logged. */
+                                statuses?: unknown[];
+                                /** @description The senders of `messages[]` (`profile.name`, `profile.username`, `wa_id`, `user_id`): read for the username and to pair a phone with its BSUID. */
+                                contacts?: unknown[];
+                                /** @description Messages users sent to the business number. Each item is checked against WhatsAppInboundMessage; bad items are skipped and logged. */
+                                messages?: unknown[];
+                            };
+                        }[];
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        received?: boolean;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -101,3 +101,16 @@ export const sessionAuth = fp(
   },
   { name: 'session-auth' },
 )
+
+/** The refusal that says to sign in, for a request without a session of that kind. */
+export const noSession = (kind: SessionKind) =>
+  kind === 'admin'
+    ? new AppError('ADMIN_AUTH_REQUIRED', 'No console session: sign in with an admin name and token')
+    : new AppError('API_KEY_MISSING', 'No portal session: sign in with an API key')
+
+/** The request's live session of that kind, or the refusal that says to sign in. */
+export async function liveSession(app: FastifyInstance, request: FastifyRequest, kind: SessionKind) {
+  const session = await app.sessionOf(request, kind, () => noSession(kind))
+  if (!session) throw noSession(kind)
+  return session
+}

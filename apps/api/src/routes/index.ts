@@ -1,107 +1,37 @@
 import type { FastifyInstance } from 'fastify'
-import { suppressionRoutes } from '../consent/routes.ts'
-import { adminOverviewRoutes } from '../console/overview.ts'
-import { consolePages } from '../console/pages.ts'
-import {
-  adminSessionRevokeRoutes,
-  adminSessionRoutes,
-  portalSessionRoutes,
-} from '../console/session-routes.ts'
-import { adminTimelineRoutes, messageTimelineRoutes } from '../console/timeline.ts'
-import { adminApiKeyRoutes } from './admin/api-keys.ts'
-import { adminCatalogRoutes } from './admin/catalog.ts'
-import { adminInboundMessageRoutes } from './admin/inbound-messages.ts'
-import { adminMessageRoutes } from './admin/messages.ts'
-import { queueDashboardRoutes } from './admin/queue-dashboard.ts'
-import { adminQueueRoutes } from './admin/queues.ts'
-import { adminSenderTemplateRoutes } from './admin/sender-templates.ts'
-import { adminSenderRoutes } from './admin/senders.ts'
+import { adminRoutes } from './admin/index.ts'
 import { apiKeyRoutes } from './api-keys/index.ts'
+import { requireDeclaredAuthentication } from './authenticate.ts'
+import { consolePages } from './console/index.ts'
 import { healthRoutes } from './health/index.ts'
-import { erasureRoutes } from './lifecycle/erasures.ts'
-import { recipientExportRoutes } from './lifecycle/export.ts'
-import { batchMessageRoutes } from './messages/batch.ts'
-import { cancelMessageRoutes } from './messages/cancel.ts'
-import { messageListRoutes } from './messages/list.ts'
-import { markReadRoutes } from './messages/read.ts'
-import { sendMessageRoutes } from './messages/send.ts'
-import { messageStatusRoutes } from './messages/status.ts'
-import { validateMessageRoutes } from './messages/validate.ts'
 import { metricsRoutes } from './metrics/index.ts'
-import { catalogRoutes } from './third-party/catalog.ts'
-import { kitRoutes } from './third-party/kits.ts'
-import { mediaRoutes } from './third-party/media.ts'
-import { orderRoutes } from './third-party/orders.ts'
-import { templateRoutes } from './third-party/templates.ts'
-import { webhookDeliveryRoutes } from './third-party/webhook-deliveries.ts'
-import { webhookEndpointRoutes } from './third-party/webhook-endpoints.ts'
-import { whatsappWebhookRoutes } from './webhooks/whatsapp.ts'
+import { queueDashboardRoutes } from './queue-dashboard/index.ts'
+import { messageAliasRoutes, thirdPartyRoutes } from './third-party/index.ts'
+import { platformWebhookRoutes } from './webhooks/index.ts'
 
 /**
- * Each group of routes and where it is mounted, in the order of the OpenAPI document: a new group
- * is one more line here. `messages` stands for the message routes below.
+ * The route tree: one folder per URL prefix, mounted here, in the order of the OpenAPI document.
+ * Each folder's entry plugin declares once how every route under it is authenticated
+ * (authenticate.ts): a new prefix is one more line here, and one that declares nothing fails the
+ * app's start.
  */
-const ROUTES = [
-  [healthRoutes, {}],
-  [metricsRoutes, {}],
-  [apiKeyRoutes, { prefix: '/api/api-keys' }],
-  [adminSessionRoutes, { prefix: '/api/admin/session' }],
-  [adminSessionRevokeRoutes, { prefix: '/api/admin/sessions' }],
-  [portalSessionRoutes, { prefix: '/api/third-party/session' }],
-  [adminOverviewRoutes, { prefix: '/api/admin/overview' }],
-  [adminApiKeyRoutes, { prefix: '/api/admin/api-keys' }],
-  [adminInboundMessageRoutes, { prefix: '/api/admin/inbound-messages' }],
-  [adminSenderRoutes, { prefix: '/api/admin/senders' }],
-  [adminSenderTemplateRoutes, { prefix: '/api/admin/senders' }],
-  [adminMessageRoutes, { prefix: '/api/admin/messages' }],
-  [adminTimelineRoutes, { prefix: '/api/admin/messages' }],
-  [adminQueueRoutes, { prefix: '/api/admin/queues' }],
-  [suppressionRoutes, { prefix: '/api/admin', audience: 'admin' }],
-  [erasureRoutes, { prefix: '/api/admin', audience: 'admin' }],
-  'messages',
-  [whatsappWebhookRoutes, { prefix: '/api/webhooks/whatsapp' }],
-  [adminCatalogRoutes, { prefix: '/api/admin' }],
-  [catalogRoutes, { prefix: '/api/third-party' }],
-  [orderRoutes, { prefix: '/api/third-party' }],
-  [kitRoutes, { prefix: '/api/third-party' }],
-  [webhookEndpointRoutes, { prefix: '/api/third-party' }],
-  [webhookDeliveryRoutes, { prefix: '/api/third-party' }],
-  [mediaRoutes, { prefix: '/api/third-party' }],
-  [templateRoutes, { prefix: '/api/third-party' }],
-  [suppressionRoutes, { prefix: '/api/third-party', audience: 'key' }],
-  [erasureRoutes, { prefix: '/api/third-party', audience: 'key' }],
-  [recipientExportRoutes, { prefix: '/api/third-party' }],
+const PREFIXES = [
+  [healthRoutes, ''], // public: probes
+  [metricsRoutes, ''], // its route checks METRICS_TOKEN itself
+  [apiKeyRoutes, '/api/api-keys'], // API key; the key request is public
+  [adminRoutes, '/api/admin'], // admin token or console session; the sign-in is public
+  [thirdPartyRoutes, '/api/third-party'], // API key or portal session, with each route's scope
+  [platformWebhookRoutes, '/api/webhooks'], // public: signed by the platform
+  // The message routes again, as the spec's usage example has them (out of the OpenAPI document).
+  [messageAliasRoutes, '/third-party/messages'],
   // Bull Board, for browsers (HTTP Basic): outside /api and the OpenAPI document.
-  [queueDashboardRoutes, { prefix: '/admin/queues' }],
+  [queueDashboardRoutes, '/admin/queues'],
   // The console and the portal: the single-page app's files, outside /api and the document.
-  [consolePages, {}],
-] as const
-
-/** The message routes, mounted twice: the spec's usage example omits `/api`. */
-const MESSAGE_ROUTES = [
-  sendMessageRoutes,
-  batchMessageRoutes,
-  validateMessageRoutes,
-  messageStatusRoutes,
-  cancelMessageRoutes,
-  messageListRoutes,
-  markReadRoutes,
-  messageTimelineRoutes,
+  [consolePages, ''],
 ] as const
 
 export async function registerRoutes(app: FastifyInstance): Promise<void> {
-  for (const entry of ROUTES) {
-    if (entry !== 'messages') {
-      await app.register(entry[0] as never, entry[1])
-      continue
-    }
-    // Both paths answer. The alias stays out of the OpenAPI document, whose operationIds (and the
-    // client generated from them) must be unique.
-    for (const [prefix, hide] of [
-      ['/api/third-party/messages', false],
-      ['/third-party/messages', true],
-    ] as const) {
-      for (const routes of MESSAGE_ROUTES) await app.register(routes, { prefix, hide })
-    }
-  }
+  const checkDeclared = requireDeclaredAuthentication(app)
+  for (const [routes, prefix] of PREFIXES) await app.register(routes as never, { prefix })
+  checkDeclared()
 }

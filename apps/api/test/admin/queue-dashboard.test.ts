@@ -7,7 +7,7 @@ import type { LightMyRequestResponse } from 'fastify'
 import { Redis } from 'ioredis'
 import { type Browser, chromium, type Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { QUEUE_LIST_REFRESH_MS } from '../../src/routes/admin/dashboard-queues.ts'
+import { QUEUE_LIST_REFRESH_MS } from '../../src/routes/queue-dashboard/queues.ts'
 import { findChromium } from '../console/browser.ts'
 import {
   ADMIN,

@@ -49,7 +49,6 @@ const referenceChecked = async <T>(work: () => Promise<T>) => {
 /** Admins manage the catalog: create (201), update (PATCH, partial) and soft delete (204). */
 export const adminCatalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, clock } = app.deps
-  app.addHook('onRequest', app.requireAdmin)
 
   const resource = (
     table: CatalogTable,

@@ -7,7 +7,6 @@ import { errorResponses } from '../responses.ts'
 /** Replies from the platform, routed or not: admins see the unroutable ones no key receives. */
 export const adminInboundMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db } = app.deps
-  app.addHook('onRequest', app.requireAdmin)
 
   app.get(
     '/',

@@ -29,7 +29,6 @@ const errors = errorResponses('ADMIN_AUTH_REQUIRED', 'NOT_FOUND', 'VALIDATION_ER
 /** A sender's template catalog, for admins: read it, and sync it from the sender's account now. */
 export const adminSenderTemplateRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, redis, config } = app.deps
-  app.addHook('onRequest', app.requireAdmin)
 
   app.post(
     '/:id/templates/sync',

@@ -2,15 +2,20 @@ import { ApiKeyCreated, ApiKeyRequestBody, ApiKeySelf } from '@dispatch/contract
 import { generateApiKey, insertApiKey } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { toApiKeySelf } from '../../views.ts'
+import { authenticate, NO_SCOPE } from '../authenticate.ts'
 import { errorResponses } from '../responses.ts'
 
+/** `/api/api-keys`: a key requested (open to anyone) and read back by itself. */
 export const apiKeyRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  authenticate(app, 'api-key')
   const { config, db, clock } = app.deps
 
   app.post(
     '/request',
     {
       config: {
+        // Open to anyone, limited by address.
+        public: true,
         rateLimit: { max: config.KEY_REQUEST_RATE_MAX, timeWindow: config.KEY_REQUEST_RATE_WINDOW_MS },
       },
       schema: {
@@ -65,7 +70,7 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/me',
     {
-      onRequest: app.requireApiKey(),
+      config: { scope: NO_SCOPE },
       schema: {
         operationId: 'getOwnApiKey',
         tags: ['api-keys'],

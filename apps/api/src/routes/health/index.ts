@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import Type from 'typebox'
 import { AppError } from '../../errors.ts'
+import { authenticate } from '../authenticate.ts'
 import { errorResponses } from '../responses.ts'
 
 const withTimeout = <T>(promise: Promise<T>, ms: number) =>
@@ -12,6 +13,7 @@ const withTimeout = <T>(promise: Promise<T>, ms: number) =>
   ])
 
 export async function healthRoutes(app: FastifyInstance) {
+  authenticate(app, 'public')
   app.get(
     '/healthz',
     {

@@ -46,7 +46,11 @@ export const metricsRoutes = fp(
     }
     const scrape: RouteHandlerMethod = async (_request, reply) =>
       reply.type(metrics.registry.contentType).send(await metrics.registry.metrics())
-    const options = { schema: { hide: true }, ...(authorized ? { onRequest: requireToken } : {}) }
+    const options = {
+      schema: { hide: true },
+      config: { public: true },
+      ...(authorized ? { onRequest: requireToken } : {}),
+    }
 
     if (port === undefined) {
       app.get('/metrics', options, scrape)

@@ -22,7 +22,7 @@ export const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/channels',
     {
-      onRequest: app.requireApiKey(Scopes.readChannels),
+      config: { scope: Scopes.readChannels },
       preValidation: splitCommaLists('channelIds'),
       schema: {
         operationId: 'listChannels',
@@ -42,7 +42,7 @@ export const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/projects',
     {
-      onRequest: app.requireApiKey(Scopes.readProjects),
+      config: { scope: Scopes.readProjects },
       preValidation: splitCommaLists('channelIds'),
       schema: {
         operationId: 'listProjects',
@@ -63,7 +63,7 @@ export const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/products',
     {
-      onRequest: app.requireApiKey(Scopes.readProducts),
+      config: { scope: Scopes.readProducts },
       preValidation: splitCommaLists('productType'),
       schema: {
         operationId: 'listProducts',

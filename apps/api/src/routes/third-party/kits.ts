@@ -9,7 +9,7 @@ export const kitRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/kits',
     {
-      onRequest: app.requireApiKey(Scopes.readKits),
+      config: { scope: Scopes.readKits },
       schema: {
         operationId: 'listKits',
         tags: ['orders'],

@@ -21,6 +21,7 @@ import type { MediaType } from '../../media/media-type.ts'
 import { receiveUpload, uploadLimits } from '../../media/upload-form.ts'
 import { createSenderAccess } from '../../platform/sender-access.ts'
 import { MULTIPART_BODY } from '../../plugins/openapi.ts'
+import { SCOPE_IN_ROUTE } from '../authenticate.ts'
 import { errorResponses } from '../responses.ts'
 
 /** Where an upload went: the platform's id, or the sandbox's copy (in the row, or a file). */
@@ -98,7 +99,8 @@ export const mediaRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/media',
     {
-      onRequest: [app.requireApiKey(), requireAnyMediaScope],
+      config: { scope: SCOPE_IN_ROUTE },
+      onRequest: requireAnyMediaScope,
       schema: {
         operationId: 'uploadMedia',
         tags: ['media'],
@@ -174,7 +176,7 @@ export const mediaRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/media/:mediaId/content',
     {
-      onRequest: app.requireApiKey(Scopes.readMessages),
+      config: { scope: Scopes.readMessages },
       schema: {
         operationId: 'getInboundMediaContent',
         tags: ['media'],

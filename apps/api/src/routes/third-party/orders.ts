@@ -24,7 +24,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/orders',
     {
-      onRequest: app.requireApiKey(Scopes.readOrders),
+      config: { scope: Scopes.readOrders },
       schema: {
         operationId: 'listOrders',
         tags: ['orders'],
@@ -48,7 +48,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/orders/:orderId',
     {
-      onRequest: app.requireApiKey(Scopes.readOrders),
+      config: { scope: Scopes.readOrders },
       schema: {
         operationId: 'getOrder',
         tags: ['orders'],
@@ -69,7 +69,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/orders',
     {
-      onRequest: app.requireApiKey(Scopes.createOrders),
+      config: { scope: Scopes.createOrders },
       schema: {
         operationId: 'createOrder',
         tags: ['orders'],

@@ -10,7 +10,7 @@ export const templateRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/templates',
     {
-      onRequest: app.requireApiKey(Scopes.sendTemplate),
+      config: { scope: Scopes.sendTemplate },
       schema: {
         operationId: 'listTemplates',
         tags: ['templates'],

@@ -96,7 +96,7 @@ function requireEnabled(endpoint: WebhookEndpointRow) {
 /** What a sender does about its deliveries: see every attempt, send one event again, replay a window. */
 export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, clock, webhookQueue, redis, config } = app.deps
-  const onRequest = app.requireApiKey(Scopes.manageWebhooks)
+  const access = { scope: Scopes.manageWebhooks }
   const spendManualRetry = scriptCall(redis, 'dispatchWebhookManualRetry', MANUAL_RETRY_SCRIPT)
   const startReplay = scriptCall(redis, 'dispatchWebhookReplayStart', REPLAY_START_SCRIPT)
   // Hash tags keep each script's one key on a slot of its own owner, should Redis be a cluster.
@@ -127,7 +127,7 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/webhook-endpoints/:id/attempts',
     {
-      onRequest,
+      config: access,
       schema: {
         operationId: 'listWebhookAttempts',
         tags,
@@ -149,7 +149,7 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/webhook-endpoints/:id/events/:eventId/retry',
     {
-      onRequest,
+      config: access,
       schema: {
         operationId: 'retryWebhookEvent',
         tags,
@@ -191,7 +191,7 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/webhook-endpoints/:id/replay',
     {
-      onRequest,
+      config: access,
       schema: {
         operationId: 'replayWebhookEvents',
         tags,

@@ -67,7 +67,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const webhooksOf = (request: FastifyRequest) => owned(db, callerOf(request)).webhooks
   // Signing secrets are stored sealed under SECRETS_KEY; only the answer that issues one shows it.
   const box = createSecretBox(config)
-  const onRequest = app.requireApiKey(Scopes.manageWebhooks)
+  const access = { scope: Scopes.manageWebhooks }
   const targetRules = {
     production: config.APP_ENV === 'production',
     allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
@@ -76,7 +76,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/webhook-endpoints',
     {
-      onRequest,
+      config: access,
       schema: {
         operationId: 'createWebhookEndpoint',
         tags,
@@ -116,7 +116,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/webhook-endpoints',
     {
-      onRequest,
+      config: access,
       schema: {
         operationId: 'listWebhookEndpoints',
         tags,
@@ -136,7 +136,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/webhook-endpoints/:id',
     {
-      onRequest,
+      config: access,
       schema: {
         operationId: 'getWebhookEndpoint',
         tags,
@@ -158,7 +158,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.patch(
     '/webhook-endpoints/:id',
     {
-      onRequest,
+      config: access,
       schema: {
         operationId: 'updateWebhookEndpoint',
         tags,
@@ -183,7 +183,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.delete(
     '/webhook-endpoints/:id',
     {
-      onRequest,
+      config: access,
       schema: {
         operationId: 'deleteWebhookEndpoint',
         tags,
@@ -205,7 +205,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/webhook-endpoints/:id/rotate-secret',
     {
-      onRequest,
+      config: access,
       schema: {
         operationId: 'rotateWebhookEndpointSecret',
         tags,

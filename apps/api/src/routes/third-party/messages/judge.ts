@@ -7,10 +7,10 @@ import {
 } from '@dispatch/contracts'
 import type { ApiKeyRow } from '@dispatch/db'
 import type { FastifyInstance } from 'fastify'
-import { AppError } from '../../errors.ts'
-import { describeValidationError, makeAjv } from '../../plugins/validation.ts'
-import { QuietHoursRule } from '../../quiet-hours/quiet-hours.ts'
-import type { Prefetched, SendToCheck } from '../../send-checks/send-checks.ts'
+import { AppError } from '../../../errors.ts'
+import { describeValidationError, makeAjv } from '../../../plugins/validation.ts'
+import { QuietHoursRule } from '../../../quiet-hours/quiet-hours.ts'
+import type { Prefetched, SendToCheck } from '../../../send-checks/send-checks.ts'
 import { type AcceptedMessage, acceptMessage } from './accept.ts'
 
 /** Every send's quiet hours, worked out in memory (its caches shared by every request). */

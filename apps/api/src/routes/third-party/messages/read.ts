@@ -1,11 +1,11 @@
 import { MarkedRead, MarkReadBody, MessageIdParams, Scopes } from '@dispatch/contracts'
 import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { AppError } from '../../errors.ts'
-import { graphErrorOf, parseJson } from '../../platform/graph-answer.ts'
-import { createSenderAccess } from '../../platform/sender-access.ts'
-import { errorResponses } from '../responses.ts'
-import { callerOf } from '../third-party/tenancy.ts'
+import { AppError } from '../../../errors.ts'
+import { graphErrorOf, parseJson } from '../../../platform/graph-answer.ts'
+import { createSenderAccess } from '../../../platform/sender-access.ts'
+import { errorResponses } from '../../responses.ts'
+import { callerOf } from '../tenancy.ts'
 import type { MessageRouteOptions } from './send.ts'
 
 /** How long the read receipt may take: the caller is waiting on it. */
@@ -22,7 +22,7 @@ export const markReadRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> = as
   app.post(
     '/:messageId/read',
     {
-      onRequest: app.requireApiKey(Scopes.readMessages),
+      config: { scope: Scopes.readMessages },
       schema: {
         operationId: 'markMessageRead',
         hide: options.hide,

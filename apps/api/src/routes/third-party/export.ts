@@ -6,7 +6,7 @@ import Type from 'typebox'
 import { toSuppressionView } from '../../consent/views.ts'
 import { toInboundMessageView, toMessageView } from '../../views.ts'
 import { errorResponses } from '../responses.ts'
-import { callerOf } from '../third-party/tenancy.ts'
+import { callerOf } from './tenancy.ts'
 
 /** Rows per query: one page is what the stream holds at most, however much the recipient has. */
 export const EXPORT_PAGE_SIZE = 1000
@@ -51,7 +51,7 @@ export const recipientExportRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/recipients/:phone/export',
     {
-      onRequest: app.requireApiKey(Scopes.manageData),
+      config: { scope: Scopes.manageData },
       schema: {
         operationId: 'exportRecipient',
         tags: ['data'],

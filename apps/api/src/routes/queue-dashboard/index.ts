@@ -4,7 +4,8 @@ import basicAuth from '@fastify/basic-auth'
 import type { FastifyInstance, FastifyReply, onRequestHookHandler } from 'fastify'
 import { AppError, errorBody } from '../../errors.ts'
 import { adminMatcher } from '../../plugins/admin-auth.ts'
-import { DashboardQueues } from './dashboard-queues.ts'
+import { authenticate } from '../authenticate.ts'
+import { DashboardQueues } from './queues.ts'
 
 /** The browser shows it in its sign-in prompt; the same for every admin page. */
 export const ADMIN_REALM = 'Dispatch admin'
@@ -41,6 +42,8 @@ const send = (reply: FastifyReply, error: AppError) =>
  * makes: with nothing to change, there is nothing to forge.
  */
 export async function queueDashboardRoutes(app: FastifyInstance) {
+  // HTTP Basic (an admin's name and token), checked by the hook below for every route of Bull Board.
+  authenticate(app, 'own')
   const adminOf = adminMatcher(
     app.deps.config.adminTokens.map(({ name, token }) => ({ name, secret: `${name}:${token}` })),
   )

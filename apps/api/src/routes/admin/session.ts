@@ -3,15 +3,13 @@ import {
   AdminSessionsRevokeBody,
   AdminSessionsRevoked,
   AdminSignInBody,
-  PortalSession,
-  PortalSignInBody,
 } from '@dispatch/contracts'
-import { hashApiKey, recordAdminAction } from '@dispatch/db'
+import { recordAdminAction } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { AppError, unavailable } from '../errors.ts'
-import { errorResponses } from '../routes/responses.ts'
-import type { SessionKind, StoredSession } from './sessions.ts'
+import { liveSession } from '../../console/session-auth.ts'
+import type { StoredSession } from '../../console/sessions.ts'
+import { AppError, unavailable } from '../../errors.ts'
+import { errorResponses } from '../responses.ts'
 
 const adminView = (session: StoredSession): AdminSession => ({
   kind: 'admin',
@@ -19,18 +17,6 @@ const adminView = (session: StoredSession): AdminSession => ({
   csrfToken: session.csrfToken,
   expiresAt: session.expiresAt,
 })
-
-const ended = (kind: SessionKind) =>
-  kind === 'admin'
-    ? new AppError('ADMIN_AUTH_REQUIRED', 'No console session: sign in with an admin name and token')
-    : new AppError('API_KEY_MISSING', 'No portal session: sign in with an API key')
-
-/** The request's live session of that kind, or the refusal that says to sign in. */
-async function sessionOrRefusal(app: FastifyInstance, request: FastifyRequest, kind: SessionKind) {
-  const session = await app.sessionOf(request, kind, () => ended(kind))
-  if (!session) throw ended(kind)
-  return session
-}
 
 /**
  * `/api/admin/session`: an admin's name and token exchanged for the console's session cookie; the
@@ -42,6 +28,7 @@ export const adminSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/',
     {
+      config: { public: true },
       schema: {
         operationId: 'signInAdmin',
         tags,
@@ -69,6 +56,7 @@ export const adminSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/',
     {
+      config: { public: true },
       schema: {
         operationId: 'getAdminSession',
         tags,
@@ -77,12 +65,13 @@ export const adminSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: AdminSession, ...errorResponses('ADMIN_AUTH_REQUIRED', 'SERVICE_UNAVAILABLE') },
       },
     },
-    async (request) => adminView(await sessionOrRefusal(app, request, 'admin')),
+    async (request) => adminView(await liveSession(app, request, 'admin')),
   )
 
   app.delete(
     '/',
     {
+      config: { public: true },
       schema: {
         operationId: 'signOutAdmin',
         tags,
@@ -95,7 +84,7 @@ export const adminSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const session = await sessionOrRefusal(app, request, 'admin')
+      const session = await liveSession(app, request, 'admin')
       await app.endSession(request, reply, 'admin')
       request.log.info({ actor: session.actor }, 'console session ended')
       return reply.code(204).send(null)
@@ -110,7 +99,6 @@ export const adminSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
  */
 export const adminSessionRevokeRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db } = app.deps
-  app.addHook('onRequest', app.requireAdmin)
   app.post(
     '/revoke',
     {
@@ -153,117 +141,6 @@ export const adminSessionRevokeRoutes: FastifyPluginAsyncTypebox = async (app) =
       })
       request.log.info({ actor: request.adminName, admin, ended }, 'console sessions revoked')
       return { admin, ended }
-    },
-  )
-}
-
-/**
- * `/api/third-party/session`: a key exchanged for the portal's session cookie. The session holds
- * the key's hash, never the key; every request looks the key up again, so a revoked key's session
- * stops working at once. An invalid key counts against the key failure limit.
- */
-export const portalSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const tags = ['console']
-  const view = (
-    session: StoredSession,
-    key: { id: string; clientName: string; scopes: string[]; tenantId: string | null },
-  ): PortalSession => ({
-    kind: 'portal',
-    actor: session.actor,
-    csrfToken: session.csrfToken,
-    expiresAt: session.expiresAt,
-    keyId: key.id,
-    clientName: key.clientName,
-    scopes: key.scopes,
-    tenantId: key.tenantId,
-  })
-
-  app.post(
-    '/',
-    {
-      schema: {
-        operationId: 'signInPortal',
-        tags,
-        summary: 'Sign in to the portal: an API key for a session cookie (the key is not kept)',
-        security: [],
-        body: PortalSignInBody,
-        response: {
-          201: PortalSession,
-          ...errorResponses(
-            'VALIDATION_ERROR',
-            'API_KEY_INVALID',
-            'API_KEY_NOT_ACTIVE',
-            'RATE_LIMITED',
-            'SERVICE_UNAVAILABLE',
-          ),
-        },
-      },
-    },
-    async (request, reply) => {
-      const key = await app.apiKeyOf(request, request.body.apiKey)
-      const { id, session } = await app.consoleSessions.create(
-        'portal',
-        key.id,
-        hashApiKey(request.body.apiKey),
-      )
-      app.setSessionCookie(reply, 'portal', id)
-      request.log.info({ apiKeyId: key.id }, 'portal session started')
-      return reply.code(201).send(view(session, key))
-    },
-  )
-
-  app.get(
-    '/',
-    {
-      onRequest: app.requireApiKey(),
-      schema: {
-        operationId: 'getPortalSession',
-        tags,
-        summary: 'The portal session this browser holds, with its CSRF token',
-        security: [{ portalSession: [] }],
-        response: {
-          200: PortalSession,
-          ...errorResponses(
-            'API_KEY_MISSING',
-            'API_KEY_INVALID',
-            'API_KEY_NOT_ACTIVE',
-            'SERVICE_UNAVAILABLE',
-          ),
-        },
-      },
-    },
-    async (request) => {
-      const session = request.consoleSession
-      if (!session) throw ended('portal')
-      return view(session, request.apiKey)
-    },
-  )
-
-  app.delete(
-    '/',
-    {
-      schema: {
-        operationId: 'signOutPortal',
-        tags,
-        summary: 'Sign out of the portal',
-        security: [{ portalSession: [] }],
-        response: {
-          204: { type: 'null', description: 'Signed out' },
-          ...errorResponses(
-            'API_KEY_MISSING',
-            'API_KEY_INVALID',
-            'CSRF_TOKEN_INVALID',
-            'SERVICE_UNAVAILABLE',
-          ),
-        },
-      },
-    },
-    async (request, reply) => {
-      // Signing out needs the session, not a live key: a revoked key's holder can still sign out.
-      const session = await sessionOrRefusal(app, request, 'portal')
-      await app.endSession(request, reply, 'portal')
-      request.log.info({ apiKeyId: session.actor }, 'portal session ended')
-      return reply.code(204).send(null)
     },
   )
 }

@@ -5,8 +5,9 @@ import {
   ValidateBody,
 } from '@dispatch/contracts'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { AppError, errorBody } from '../../errors.ts'
-import { errorResponses } from '../responses.ts'
+import { AppError, errorBody } from '../../../errors.ts'
+import { SCOPE_IN_ROUTE } from '../../authenticate.ts'
+import { errorResponses } from '../../responses.ts'
 import { judgeItems } from './judge.ts'
 import type { MessageRouteOptions } from './send.ts'
 
@@ -23,7 +24,7 @@ export const validateMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOption
   app.post(
     '/validate',
     {
-      onRequest: app.requireApiKey(),
+      config: { scope: SCOPE_IN_ROUTE },
       bodyLimit: config.BATCH_BODY_LIMIT_BYTES,
       schema: {
         operationId: 'validateMessages',

@@ -17,11 +17,11 @@ import { findSuppression, listSuppressions, owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import Type from 'typebox'
-import { AppError } from '../errors.ts'
-import { errorResponses } from '../routes/responses.ts'
-import { callerOf } from '../routes/third-party/tenancy.ts'
-import { dropCopies, optIn, optOut } from './suppression-list.ts'
-import { toSuppressionStatus, toSuppressionView } from './views.ts'
+import { dropCopies, optIn, optOut } from '../../consent/suppression-list.ts'
+import { toSuppressionStatus, toSuppressionView } from '../../consent/views.ts'
+import { AppError } from '../../errors.ts'
+import { errorResponses } from '../responses.ts'
+import { callerOf } from './tenancy.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const E164 = /^\+[1-9][0-9]{7,14}$/
@@ -54,7 +54,7 @@ const AdminFilter = Type.Object({ senderId: Type.Optional(Type.String({ minLengt
 export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOptions> = async (app, options) => {
   const { db, config, clock } = app.deps
   const admin = options.audience === 'admin'
-  const guard = admin ? app.requireAdmin : app.requireApiKey(Scopes.manageSuppressions)
+  const access = { scope: Scopes.manageSuppressions }
   const security = admin ? [{ adminToken: [] }] : [{ apiKey: [] }]
   const tags = admin ? ['admin'] : ['consent']
   const who = admin ? 'admins' : 'keys'
@@ -71,7 +71,7 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
   app.get(
     '/suppressions',
     {
-      onRequest: guard,
+      config: access,
       schema: {
         operationId: admin ? 'adminListSuppressions' : 'listSuppressions',
         tags,
@@ -100,7 +100,7 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
   app.post(
     '/suppressions',
     {
-      onRequest: guard,
+      config: access,
       schema: {
         operationId: admin ? 'adminCreateSuppression' : 'createSuppression',
         tags,
@@ -147,7 +147,7 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
     app.get(
       '/suppressions/:id',
       {
-        onRequest: guard,
+        config: access,
         schema: {
           operationId: 'adminGetSuppression',
           tags,
@@ -170,7 +170,7 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
     app.get(
       '/suppressions/:idOrRecipient',
       {
-        onRequest: guard,
+        config: access,
         schema: {
           operationId: 'getSuppression',
           tags,
@@ -211,7 +211,7 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
   app.delete(
     '/suppressions/:id',
     {
-      onRequest: guard,
+      config: access,
       schema: {
         operationId: admin ? 'adminDeleteSuppression' : 'deleteSuppression',
         tags,

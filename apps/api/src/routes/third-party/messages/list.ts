@@ -9,10 +9,10 @@ import {
 } from '@dispatch/contracts'
 import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { AppError } from '../../errors.ts'
-import { toMessageView } from '../../views.ts'
-import { errorResponses } from '../responses.ts'
-import { callerOf, splitCommaLists, tenantOf } from '../third-party/tenancy.ts'
+import { AppError } from '../../../errors.ts'
+import { toMessageView } from '../../../views.ts'
+import { errorResponses } from '../../responses.ts'
+import { callerOf, splitCommaLists, tenantOf } from '../tenancy.ts'
 import type { MessageRouteOptions } from './send.ts'
 
 /**
@@ -52,7 +52,7 @@ export const messageListRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
   app.get(
     '',
     {
-      onRequest: app.requireApiKey(Scopes.readMessages),
+      config: { scope: Scopes.readMessages },
       preValidation: splitCommaLists('status', 'type'),
       schema: {
         operationId: 'listMessages',

@@ -1,7 +1,7 @@
 import { MessageIdParams, MessageView } from '@dispatch/contracts'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { toMessageView } from '../../views.ts'
-import { errorResponses } from '../responses.ts'
+import { toMessageView } from '../../../views.ts'
+import { errorResponses } from '../../responses.ts'
 import { findOwnMessage, viewFromJob } from './lookup.ts'
 import type { MessageRouteOptions } from './send.ts'
 
@@ -9,7 +9,7 @@ export const messageStatusRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions>
   app.get(
     '/:messageId',
     {
-      onRequest: app.requireApiKey('read:messages'),
+      config: { scope: 'read:messages' },
       schema: {
         operationId: 'getMessage',
         hide: options.hide,

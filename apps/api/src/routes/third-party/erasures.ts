@@ -42,7 +42,7 @@ const IdParams = Type.Object({ id: Type.String({ format: 'uuid' }) })
 export const erasureRoutes: FastifyPluginAsyncTypebox<ErasureRouteOptions> = async (app, options) => {
   const { db, config, clock } = app.deps
   const admin = options.audience === 'admin'
-  const guard = admin ? app.requireAdmin : app.requireApiKey(Scopes.manageData)
+  const access = { scope: Scopes.manageData }
   const security = admin ? [{ adminToken: [] }] : [{ apiKey: [] }]
   const tags = admin ? ['admin'] : ['data']
   const authErrors = admin
@@ -53,7 +53,7 @@ export const erasureRoutes: FastifyPluginAsyncTypebox<ErasureRouteOptions> = asy
   app.post(
     '/erasures',
     {
-      onRequest: guard,
+      config: access,
       schema: {
         operationId: admin ? 'adminCreateErasure' : 'createErasure',
         tags,
@@ -97,7 +97,7 @@ export const erasureRoutes: FastifyPluginAsyncTypebox<ErasureRouteOptions> = asy
   app.get(
     '/erasures/:id',
     {
-      onRequest: guard,
+      config: access,
       schema: {
         operationId: admin ? 'adminGetErasure' : 'getErasure',
         tags,

@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto'
 import { BatchAccepted, BatchBody, type BatchItemResult, type MessageJob } from '@dispatch/contracts'
 import { recordScheduledMessages } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { AppError, errorBody, unavailable } from '../../errors.ts'
-import type { StoreOutcome } from '../../message-store.ts'
-import { errorResponses } from '../responses.ts'
+import { AppError, errorBody, unavailable } from '../../../errors.ts'
+import type { StoreOutcome } from '../../../message-store.ts'
+import { SCOPE_IN_ROUTE } from '../../authenticate.ts'
+import { errorResponses } from '../../responses.ts'
 import { type AcceptedMessage, outstandingLimitReached, scheduledFields } from './accept.ts'
 import { judgeItems } from './judge.ts'
 import type { MessageRouteOptions } from './send.ts'
@@ -22,7 +23,7 @@ export const batchMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> 
   app.post(
     '/batch',
     {
-      onRequest: app.requireApiKey(),
+      config: { scope: SCOPE_IN_ROUTE },
       preHandler: app.idempotency.claim,
       onSend: app.idempotency.remember,
       bodyLimit: config.BATCH_BODY_LIMIT_BYTES,

@@ -4,10 +4,11 @@ import { fileURLToPath } from 'node:url'
 import helmet from '@fastify/helmet'
 import fastifyStatic from '@fastify/static'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { authenticate } from '../authenticate.ts'
 
 /** Where `pnpm --filter @dispatch/console build` leaves the pages, unless CONSOLE_DIST_DIR says. */
 export const DEFAULT_CONSOLE_DIST = fileURLToPath(
-  new URL('../../../../packages/console/dist', import.meta.url),
+  new URL('../../../../../packages/console/dist', import.meta.url),
 )
 
 /** The single-page app's two homes: admins' and key holders'. */
@@ -29,6 +30,7 @@ function filesUnder(root: string, dir = ''): string[] {
  * the headers: the API's JSON answers stay as they are, at no cost to the send path.
  */
 export async function consolePages(app: FastifyInstance) {
+  authenticate(app, 'public')
   const root = app.deps.config.CONSOLE_DIST_DIR ?? DEFAULT_CONSOLE_DIST
   if (!existsSync(path.join(root, 'index.html'))) {
     app.log.warn(

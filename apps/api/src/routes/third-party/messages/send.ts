@@ -10,9 +10,9 @@ import {
 import { recordScheduledMessage } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
-import { unavailable } from '../../errors.ts'
-import type { StoreOutcome } from '../../message-store.ts'
-import { errorResponses } from '../responses.ts'
+import { unavailable } from '../../../errors.ts'
+import type { StoreOutcome } from '../../../message-store.ts'
+import { errorResponses } from '../../responses.ts'
 import { outstandingLimitReached, scheduledFields } from './accept.ts'
 import { judgeSends, type SendItem } from './judge.ts'
 
@@ -104,7 +104,7 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
     app.post(
       send.path,
       {
-        onRequest: app.requireApiKey(SEND_SCOPE[send.type]),
+        config: { scope: SEND_SCOPE[send.type] },
         // Claimed first: a replay answers its stored 202 without spending rate or quota again.
         preHandler: [prefetch, app.idempotency.claim, perKeyLimit],
         onSend: app.idempotency.remember,

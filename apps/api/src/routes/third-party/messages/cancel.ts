@@ -9,9 +9,10 @@ import {
 } from '@dispatch/contracts'
 import { markMessageCanceled } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { AppError, unavailable } from '../../errors.ts'
-import { toMessageView } from '../../views.ts'
-import { errorResponses } from '../responses.ts'
+import { AppError, unavailable } from '../../../errors.ts'
+import { toMessageView } from '../../../views.ts'
+import { SCOPE_IN_ROUTE } from '../../authenticate.ts'
+import { errorResponses } from '../../responses.ts'
 import { findOwnMessage, viewFromJob } from './lookup.ts'
 import type { MessageRouteOptions } from './send.ts'
 
@@ -35,7 +36,7 @@ export const cancelMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions>
   app.post(
     '/:messageId/cancel',
     {
-      onRequest: app.requireApiKey(),
+      config: { scope: SCOPE_IN_ROUTE },
       schema: {
         operationId: 'cancelMessage',
         hide: options.hide,

@@ -1,0 +1,97 @@
+import type { TimelineEntry } from '@dispatch/contracts'
+import { errorMeaning } from '@dispatch/contracts'
+import type { MessageHistory, MessageRow } from '@dispatch/db'
+
+const iso = (date: Date) => date.toISOString()
+const withMeaning = (code: string, message: string | null) => {
+  const meaning = errorMeaning(code)
+  return `${code}${message ? `: ${message}` : ''}${meaning && meaning !== message ? ` (${meaning})` : ''}`
+}
+
+/** How every message's life starts: accepted, and scheduled when it waits for a time. */
+export function openingEntries(
+  acceptedAt: string,
+  sendAt: string | null,
+  quietHours: boolean,
+): TimelineEntry[] {
+  const entries: TimelineEntry[] = [{ at: acceptedAt, kind: 'accepted', summary: 'Accepted (202)' }]
+  if (sendAt) {
+    const why = quietHours ? ' (the recipient’s quiet hours)' : ''
+    entries.push({ at: acceptedAt, kind: 'scheduled', summary: `Scheduled for ${sendAt}${why}` })
+  }
+  return entries
+}
+
+/**
+ * A message's whole life, oldest first: accepted, scheduled, each attempt that met an error, sent,
+ * delivered, read or its end, each admin retry, and each webhook event with its delivery attempts.
+ * Built from the message's record and what was written beside it; nothing here is recomputed.
+ */
+export function timelineOf(row: MessageRow, history: MessageHistory): TimelineEntry[] {
+  const entries = openingEntries(iso(row.acceptedAt), row.sendAt && iso(row.sendAt), row.heldForQuietHours)
+  for (const attempt of history.attempts) {
+    // A final outcome's own entry below says how it ended; its attempt says why.
+    entries.push({
+      at: iso(attempt.createdAt),
+      kind: 'attempt_failed',
+      summary: `Attempt ${attempt.attempt} failed: ${withMeaning(attempt.errorCode, attempt.errorMessage)}`,
+      errorCode: attempt.errorCode,
+      attempt: attempt.attempt,
+    })
+  }
+  for (const retry of history.retries) {
+    entries.push({ at: iso(retry.createdAt), kind: 'retried', summary: `Retried by admin ${retry.actor}` })
+  }
+  const ends: Array<[Date | null, TimelineEntry['kind'], string]> = [
+    [
+      row.sentAt,
+      'sent',
+      `Sent${row.platformMessageId ? ` (${row.platformMessageId})` : ''}${row.fallbackUsed ? ', as its fallback template' : ''}`,
+    ],
+    [row.deliveredAt, 'delivered', 'Delivered to the phone'],
+    [row.readAt, 'read', 'Read by the recipient'],
+    [
+      row.failedAt,
+      'failed',
+      `Failed${row.lastErrorCode ? `: ${withMeaning(row.lastErrorCode, row.lastErrorMessage)}` : ''}`,
+    ],
+    [row.expiredAt, 'expired', 'Expired: not handed to the platform within its validity'],
+    [row.canceledAt, 'canceled', `Canceled${row.lastErrorCode ? ` (${row.lastErrorCode})` : ''}`],
+  ]
+  for (const [at, kind, summary] of ends) {
+    if (at)
+      entries.push({
+        at: iso(at),
+        kind,
+        summary,
+        ...(kind === 'failed' && row.lastErrorCode ? { errorCode: row.lastErrorCode } : {}),
+      })
+  }
+  for (const event of history.events) {
+    entries.push({
+      at: iso(event.createdAt),
+      kind: 'webhook_event',
+      summary: `Event ${event.type}`,
+      eventId: event.id,
+    })
+  }
+  for (const delivery of history.deliveries) {
+    const outcome =
+      delivery.statusCode !== null && delivery.statusCode >= 200 && delivery.statusCode < 300
+        ? `answered ${delivery.statusCode}`
+        : `failed: ${delivery.error ?? `answered ${delivery.statusCode}`}`
+    entries.push({
+      at: iso(delivery.createdAt),
+      kind: 'webhook_attempt',
+      summary: `Webhook to ${delivery.url}, attempt ${delivery.attempt}, ${outcome} in ${delivery.durationMs} ms`,
+      eventId: delivery.eventId,
+      endpointId: delivery.endpointId,
+      statusCode: delivery.statusCode,
+    })
+  }
+  // Stable: entries of one instant keep the order they were added in (the order things happen).
+  return entries
+    .map((entry, index) => ({ entry, index }))
+    .sort((a, b) => Date.parse(a.entry.at) - Date.parse(b.entry.at) || a.index - b.index)
+    .map(({ entry }) => entry)
+}

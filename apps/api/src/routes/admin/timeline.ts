@@ -1,0 +1,37 @@
+import { AdminMessageIdParams, AdminMessageTimeline } from '@dispatch/contracts'
+import { findMessageById, isUuid, messageHistory } from '@dispatch/db'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { AppError } from '../../errors.ts'
+import { timelineOf } from '../../message-timeline.ts'
+import { errorResponses } from '../responses.ts'
+import { toAdminMessageView } from './messages.ts'
+
+const notFound = () => new AppError('NOT_FOUND', 'Message not found')
+
+/** `GET /api/admin/messages/:id/timeline`: any key's message. */
+export const adminTimelineRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { db } = app.deps
+  app.get(
+    '/:id/timeline',
+    {
+      schema: {
+        operationId: 'getAdminMessageTimeline',
+        tags: ['admin'],
+        summary: 'A message and its whole life on one timeline, for any key',
+        description:
+          'Oldest first: accepted, scheduled, each delivery attempt that met an error, sent, delivered, read ' +
+          '(or failed, expired, canceled), each admin retry, and each webhook event with its delivery attempts. ' +
+          'A message not yet recorded by a worker is 404 here for a moment.',
+        security: [{ adminToken: [] }],
+        params: AdminMessageIdParams,
+        response: { 200: AdminMessageTimeline, ...errorResponses('ADMIN_AUTH_REQUIRED', 'NOT_FOUND') },
+      },
+    },
+    async (request) => {
+      if (!isUuid(request.params.id)) throw notFound()
+      const row = await findMessageById(db, request.params.id.toLowerCase())
+      if (!row) throw notFound()
+      return { message: toAdminMessageView(row), entries: timelineOf(row, await messageHistory(db, row.id)) }
+    },
+  )
+}

@@ -1,0 +1,85 @@
+import type { FastifyInstance, onRequestHookHandler, RouteOptions } from 'fastify'
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * Under an API-key prefix, the scope the key needs: one of `Scopes`, `none` (any active key:
+     * the key's own view of itself) or `in-route` (the handler decides from the request: a batch's
+     * items, a message's type, an upload's kind). Admin prefixes need none.
+     */
+    scope?: string
+    /**
+     * The prefix authenticates nothing here: the route is open (a sign-in, a key request) or checks
+     * its credential itself (a session read or ended, the metrics token).
+     */
+    public?: boolean
+  }
+}
+
+/** Any active key; the route needs no scope (`/me`-like). */
+export const NO_SCOPE = 'none'
+/** Any active key; the handler checks the scope the request turns out to need. */
+export const SCOPE_IN_ROUTE = 'in-route'
+
+/**
+ * How a prefix authenticates every route under it, unless a route is marked `public`: an admin's
+ * token or console session; an API key or portal session, with the route's scope; nothing (open, or
+ * signed, as Meta's webhook); or a hook of the prefix's own (Bull Board's HTTP Basic).
+ */
+export type Authentication = 'admin' | 'api-key' | 'public' | 'own'
+
+/** Routes whose prefix has declared its authentication (see `requireDeclaredAuthentication`). */
+const declared = new WeakSet<RouteOptions>()
+
+const onRequestOf = (route: RouteOptions): onRequestHookHandler[] => {
+  const hooks = route.onRequest
+  if (hooks === undefined) return []
+  return (Array.isArray(hooks) ? hooks : [hooks]) as onRequestHookHandler[]
+}
+
+/**
+ * Declares, once for a prefix (its entry plugin), how every route under it is authenticated: the
+ * check is put first among each route's own `onRequest` hooks as the route is added, so no route
+ * can forget it. Under `api-key`, a route that declares no scope (and is not `public`) fails the
+ * app's start, naming the route: the next route cannot slip through with any key.
+ */
+export function authenticate(app: FastifyInstance, authentication: Authentication): void {
+  app.addHook('onRoute', (route) => {
+    declared.add(route)
+    if (authentication === 'public' || authentication === 'own' || route.config?.public) return
+    if (authentication === 'admin') {
+      route.onRequest = [app.requireAdmin as onRequestHookHandler, ...onRequestOf(route)]
+      return
+    }
+    const scope = route.config?.scope
+    if (scope === undefined) {
+      throw new Error(
+        `${route.method} ${route.url} is under an API-key prefix and declares no scope: give it ` +
+          `config.scope (a scope, '${NO_SCOPE}' or '${SCOPE_IN_ROUTE}') or mark it config.public`,
+      )
+    }
+    const check = app.requireApiKey(scope === NO_SCOPE || scope === SCOPE_IN_ROUTE ? undefined : scope)
+    route.onRequest = [check, ...onRequestOf(route)]
+  })
+}
+
+/**
+ * Watches every route added to `app` from now on; the function it returns throws, naming the
+ * first, if a route was added under no prefix that declared its authentication (nor marked
+ * `public` itself): a new prefix cannot forget to say who may call it.
+ */
+export function requireDeclaredAuthentication(app: FastifyInstance): () => void {
+  const routes: RouteOptions[] = []
+  app.addHook('onRoute', (route) => {
+    routes.push(route)
+  })
+  return () => {
+    const undeclared = routes.find((route) => !declared.has(route) && !route.config?.public)
+    if (undeclared) {
+      throw new Error(
+        `${undeclared.method} ${undeclared.url} is under no prefix that declares its authentication ` +
+          '(routes/authenticate.ts)',
+      )
+    }
+  }
+}

@@ -1,0 +1,55 @@
+import { MessageIdParams, MessageTimeline } from '@dispatch/contracts'
+import { messageHistory } from '@dispatch/db'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { openingEntries, timelineOf } from '../../../message-timeline.ts'
+import { toMessageView } from '../../../views.ts'
+import { errorResponses } from '../../responses.ts'
+import { findOwnMessage, viewFromJob } from './lookup.ts'
+import type { MessageRouteOptions } from './send.ts'
+
+/** `GET /api/third-party/messages/:messageId/timeline`: the key's own message only. */
+export const messageTimelineRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> = async (app, options) => {
+  app.get(
+    '/:messageId/timeline',
+    {
+      config: { scope: 'read:messages' },
+      schema: {
+        operationId: 'getMessageTimeline',
+        hide: options.hide,
+        tags: ['messages'],
+        summary: 'A message and its whole life on one timeline',
+        description:
+          'Requires the `read:messages` scope; a key sees only its own messages. Oldest first: accepted, ' +
+          'scheduled, each delivery attempt that met an error, sent, delivered, read (or failed, expired, ' +
+          'canceled), and each webhook event with its delivery attempts to the key’s endpoints.',
+        security: [{ apiKey: [] }],
+        params: MessageIdParams,
+        response: {
+          200: MessageTimeline,
+          ...errorResponses(
+            'API_KEY_MISSING',
+            'API_KEY_INVALID',
+            'API_KEY_NOT_ACTIVE',
+            'INSUFFICIENT_SCOPE',
+            'NOT_FOUND',
+          ),
+        },
+      },
+    },
+    async (request) => {
+      const found = await findOwnMessage(app.deps, request.apiKey, request.params.messageId, request.log)
+      if ('row' in found) {
+        const history = await messageHistory(app.deps.db, found.row.id)
+        // The admins' retries name an admin: the key sees that it was retried, not by whom.
+        const entries = timelineOf(found.row, history).map((entry) =>
+          entry.kind === 'retried' ? { ...entry, summary: 'Retried by an admin' } : entry,
+        )
+        return { message: toMessageView(found.row), entries }
+      }
+      // Not recorded yet: what Redis knows is how it started.
+      const view = viewFromJob(found.job, found.state, found.claim)
+      const entries = openingEntries(view.createdAt, view.sendAt, view.scheduledReason === 'quiet_hours')
+      return { message: view, entries }
+    },
+  )
+}
