@@ -6,13 +6,21 @@ import {
   MessageTimeline,
   type TimelineEntry,
 } from '@dispatch/contracts'
-import { findMessageById, isUuid, type MessageHistory, type MessageRow, messageHistory } from '@dispatch/db'
+import {
+  findMessageById,
+  isUuid,
+  type MessageHistory,
+  type MessageRow,
+  messageHistory,
+  owned,
+} from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError } from '../errors.ts'
 import { toAdminMessageView } from '../routes/admin/messages.ts'
 import { findOwnMessage, viewFromJob } from '../routes/messages/lookup.ts'
 import type { MessageRouteOptions } from '../routes/messages/send.ts'
 import { errorResponses } from '../routes/responses.ts'
+import { callerOf } from '../routes/third-party/tenancy.ts'
 import { toMessageView } from '../views.ts'
 
 const iso = (date: Date) => date.toISOString()
@@ -168,7 +176,7 @@ export const messageTimelineRoutes: FastifyPluginAsyncTypebox<MessageRouteOption
     async (request) => {
       const found = await findOwnMessage(app.deps, request.apiKey, request.params.messageId, request.log)
       if ('row' in found) {
-        const history = await messageHistory(app.deps.db, found.row.id)
+        const history = await owned(app.deps.db, callerOf(request)).messages.history(found.row)
         // The admins' retries name an admin: the key sees that it was retried, not by whom.
         const entries = timelineOf(found.row, history).map((entry) =>
           entry.kind === 'retried' ? { ...entry, summary: 'Retried by an admin' } : entry,
