@@ -36,11 +36,11 @@ const MIXED: Record<string, { reason: string; keyBranch: 'owned' | 'none' }> = {
   },
   erasureRoutes: {
     reason: 'admins request and read any erasure (audited); keys through owned(...).erasures',
-    keyBranch: 'owned', // test/consent/tenancy.test.ts, test/lifecycle/*
+    keyBranch: 'owned', // test/consent/tenancy.test.ts, test/lifecycle/erasure.test.ts
   },
   messageTimelineRoutes: {
     reason: "admins read any message's timeline; a key's own through owned(...).messages",
-    keyBranch: 'owned', // test/console/timeline*.test.ts
+    keyBranch: 'owned', // test/attack-matrix.test.ts (getMessageTimeline, evil's key on acme's message)
   },
   portalSessionRoutes: {
     reason: "the admin sessions' audit log; the portal's own routes read only the request's key",
