@@ -1,3 +1,4 @@
+import { TenantForbidden } from '@dispatch/db'
 import type { ErrorObject } from 'ajv'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, errorBody, unavailable } from '../errors.ts'
@@ -39,6 +40,8 @@ export function installErrorHandler(app: FastifyInstance) {
 
   app.setErrorHandler((caught: FastifyError | AppError, request, reply) => {
     let error = caught
+    // The owned data layer's tenant rule (a key without a tenant, or naming another's).
+    if (error instanceof TenantForbidden) error = new AppError('TENANT_FORBIDDEN', error.message)
     if (!(error instanceof AppError) && isOutage(error)) {
       // Postgres or Redis unreachable: the request was fine and will work again shortly.
       request.log.warn({ err: error }, 'request failed: a dependency is unreachable')

@@ -1,8 +1,10 @@
-import type { AcceptedWindow, MessageListQuery } from '@dispatch/contracts'
+import type { AcceptedWindow, MessageJob, MessageListQuery } from '@dispatch/contracts'
 import type { Db } from '../client.ts'
+import { messageHistory } from '../queries/console.ts'
 import { findRoutedInboundMessage } from '../queries/inbound-messages.ts'
 import { listMessages } from '../queries/message-list.ts'
-import { findMessageById } from '../queries/messages.ts'
+import { findMessageById, markMessageCanceled, recordScheduledMessages } from '../queries/messages.ts'
+import type { MessageRow } from '../schema/messages.ts'
 import type { Caller } from './caller.ts'
 
 /**
@@ -21,5 +23,18 @@ export function ownedMessages(db: Db, caller: Caller) {
     list: (query: MessageListQuery, window: AcceptedWindow = {}) => listMessages(db, key, query, window),
     /** A reply routed to the key. */
     reply: (id: string) => findRoutedInboundMessage(db, key, id),
+    /** Lists the key's scheduled messages at once (another key's job is not written here). */
+    recordScheduled: async (jobs: MessageJob[]) =>
+      recordScheduledMessages(
+        db,
+        jobs.filter((job) => job.apiKeyId === key),
+      ),
+    /** Marks one of the key's messages canceled, if still `scheduled` or `queued`. */
+    cancel: (id: string, at: Date) => markMessageCanceled(db, id, at, key),
+    /** A record's attempts, retries and webhook events: one `find` answered (the key's own). */
+    async history(row: MessageRow) {
+      if (row.apiKeyId !== key) return { attempts: [], retries: [], events: [], deliveries: [] }
+      return messageHistory(db, row.id)
+    },
   }
 }

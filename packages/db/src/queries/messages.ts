@@ -123,12 +123,21 @@ function insertScheduled(db: Db, jobs: MessageJob[]) {
     .onConflictDoNothing()
 }
 
-/** Marks a message canceled if it is still `scheduled` or `queued`; answers whether it moved. */
-export async function markMessageCanceled(db: Db, id: string, at: Date): Promise<boolean> {
+/**
+ * Marks a message canceled if it is still `scheduled` or `queued` (and, given `apiKeyId`, that key's);
+ * answers whether it moved.
+ */
+export async function markMessageCanceled(db: Db, id: string, at: Date, apiKeyId?: string): Promise<boolean> {
   const rows = await db
     .update(messages)
     .set({ status: 'canceled', canceledAt: at, updatedAt: at })
-    .where(and(messageWithId(id), inArray(messages.status, ['scheduled', 'queued'])))
+    .where(
+      and(
+        messageWithId(id),
+        inArray(messages.status, ['scheduled', 'queued']),
+        apiKeyId === undefined ? undefined : eq(messages.apiKeyId, apiKeyId),
+      ),
+    )
     .returning({ id: messages.id })
   return rows.length > 0
 }

@@ -8,10 +8,10 @@ import {
   pageMeta,
   Scopes,
 } from '@dispatch/contracts'
-import { listChannels, listProducts, listProjects } from '@dispatch/db'
+import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { errorResponses } from '../responses.ts'
-import { security, splitCommaLists, tenantOf } from './tenancy.ts'
+import { callerOf, security, splitCommaLists } from './tenancy.ts'
 
 const errors = errorResponses('VALIDATION_ERROR', 'API_KEY_MISSING', 'API_KEY_NOT_ACTIVE')
 
@@ -33,10 +33,7 @@ export const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: ChannelList, ...errors },
       },
     },
-    async (request) => {
-      if (request.query.tenantId !== undefined) tenantOf(request, request.query.tenantId)
-      return listChannels(db, request.query)
-    },
+    async (request) => owned(db, callerOf(request)).catalog.channels(request.query),
   )
 
   app.get(
@@ -55,7 +52,7 @@ export const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { query } = request
-      const { items, itemCount } = await listProjects(db, tenantOf(request, query.tenantId), query)
+      const { items, itemCount } = await owned(db, callerOf(request)).catalog.projects(query)
       return [{ ...pageMeta(query.page, query.take, itemCount), datas: items }]
     },
   )
@@ -76,7 +73,7 @@ export const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { query } = request
-      const { items, itemCount } = await listProducts(db, tenantOf(request, query.tenantId), query)
+      const { items, itemCount } = await owned(db, callerOf(request)).catalog.products(query)
       return [{ ...pageMeta(query.page, query.take, itemCount), datas: items }]
     },
   )

@@ -11,7 +11,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import Type from 'typebox'
 import { AppError } from '../../errors.ts'
 import { errorResponses } from '../responses.ts'
-import { callerOf } from '../third-party/tenancy.ts'
+import { callerOf } from './tenancy.ts'
 
 export const toErasureView = (row: ErasureRow): ErasureView => ({
   id: row.id,

@@ -1,8 +1,8 @@
 import { KitList, KitListQuery, pageMeta, Scopes } from '@dispatch/contracts'
-import { listKits } from '@dispatch/db'
+import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { errorResponses } from '../responses.ts'
-import { security, tenantOf } from './tenancy.ts'
+import { callerOf, security } from './tenancy.ts'
 
 export const kitRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db } = app.deps
@@ -24,7 +24,7 @@ export const kitRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { query } = request
-      const { items, itemCount } = await listKits(db, tenantOf(request, query.tenantId), query)
+      const { items, itemCount } = await owned(db, callerOf(request)).kits.list(query)
       return { ...pageMeta(query.page, query.take, itemCount), data: items }
     },
   )

@@ -6,7 +6,7 @@ import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web'
 import { MEDIA_SCOPES, MediaContentParams, MediaUploaded, MediaUploadForm, Scopes } from '@dispatch/contracts'
-import { findInboundMedia, insertMedia } from '@dispatch/db'
+import { owned } from '@dispatch/db'
 import multipart from '@fastify/multipart'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
@@ -23,6 +23,7 @@ import { createSenderAccess } from '../../platform/sender-access.ts'
 import { MULTIPART_BODY } from '../../plugins/openapi.ts'
 import { SCOPE_IN_ROUTE } from '../authenticate.ts'
 import { errorResponses } from '../responses.ts'
+import { callerOf } from './tenancy.ts'
 
 /** Where an upload went: the platform's id, or the sandbox's copy (in the row, or a file). */
 interface StoredMedia {
@@ -151,9 +152,8 @@ export const mediaRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const { kind, mimeType, size, sha256 } = media
       let inserted: boolean
       try {
-        inserted = await insertMedia(db, {
+        inserted = await owned(db, callerOf(request)).media.insert({
           id: stored.id,
-          apiKeyId: request.apiKey.id,
           mimeType,
           size,
           sha256,
@@ -213,7 +213,7 @@ export const mediaRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { mediaId } = request.params
-      const ref = await findInboundMedia(db, mediaId, request.apiKey.id)
+      const ref = await owned(db, callerOf(request)).media.inbound(mediaId)
       if (!ref)
         throw new AppError('NOT_FOUND', `No inbound media with id ${JSON.stringify(mediaId)} for this key`)
       if (!cloud) {

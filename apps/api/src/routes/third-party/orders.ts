@@ -8,13 +8,13 @@ import {
   Scopes,
   SingleOrder,
 } from '@dispatch/contracts'
-import { createOrder, findOrder, listOrders, OrderRejected } from '@dispatch/db'
+import { OrderRejected, owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import Type from 'typebox'
 import { AppError } from '../../errors.ts'
 import { readIdempotencyKey, requestFingerprint } from '../../idempotency-key.ts'
 import { errorResponses } from '../responses.ts'
-import { security, tenantOf } from './tenancy.ts'
+import { callerOf, security } from './tenancy.ts'
 
 const readErrors = errorResponses('VALIDATION_ERROR', 'API_KEY_MISSING', 'API_KEY_NOT_ACTIVE', 'NOT_FOUND')
 
@@ -36,11 +36,12 @@ export const orderRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { query } = request
-      const tenantId = tenantOf(request, query.tenantId)
+      const mine = owned(db, callerOf(request))
+      mine.tenant(query.tenantId) // refused before the dates are checked
       if (query.startDate && query.endDate && query.startDate > query.endDate) {
         throw new AppError('VALIDATION_ERROR', 'querystring.startDate must not be after querystring.endDate')
       }
-      const { items, itemCount } = await listOrders(db, tenantId, query)
+      const { items, itemCount } = await mine.orders.list(query)
       return { ...pageMeta(query.page, query.take, itemCount), data: items }
     },
   )
@@ -60,7 +61,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { orderId } = request.params
-      const order = await findOrder(db, tenantOf(request), orderId)
+      const order = await owned(db, callerOf(request)).orders.find(orderId)
       if (!order) throw new AppError('NOT_FOUND', `No order with id ${JSON.stringify(orderId)}`)
       return [order]
     },
@@ -85,16 +86,15 @@ export const orderRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const tenantId = tenantOf(request)
+      const mine = owned(db, callerOf(request))
+      mine.tenant() // refused before the Idempotency-Key is read
       const key = readIdempotencyKey(request.headers['idempotency-key'])
       const idempotency = key
         ? { key, requestHash: requestFingerprint('POST /orders', request.body) }
         : undefined
-      let result: Awaited<ReturnType<typeof createOrder>>
+      let result: Awaited<ReturnType<typeof mine.orders.create>>
       try {
-        result = await createOrder(db, {
-          tenantId,
-          apiKeyId: request.apiKey.id,
+        result = await mine.orders.create({
           body: request.body,
           now: clock(),
           bmeEmail: config.BME_EMAIL,

@@ -1,8 +1,9 @@
-import { DEFAULT_SENDER_ID, pageMeta, Scopes, TemplateList, TemplateListQuery } from '@dispatch/contracts'
-import { listTemplates } from '@dispatch/db'
+import { pageMeta, Scopes, TemplateList, TemplateListQuery } from '@dispatch/contracts'
+import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { toTemplateView } from '../../templates/views.ts'
 import { errorResponses } from '../responses.ts'
+import { callerOf } from './tenancy.ts'
 
 /** The templates of the key's own sender: what a template send is checked against. */
 export const templateRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -34,8 +35,7 @@ export const templateRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const senderId = request.apiKey.senderId ?? DEFAULT_SENDER_ID
-      const { rows, itemCount } = await listTemplates(db, senderId, request.query)
+      const { rows, itemCount } = await owned(db, callerOf(request)).templates.list(request.query)
       return {
         ...pageMeta(request.query.page, request.query.take, itemCount),
         data: rows.map(toTemplateView),

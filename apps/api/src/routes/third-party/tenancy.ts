@@ -1,22 +1,7 @@
 import { DEFAULT_SENDER_ID } from '@dispatch/contracts'
 import type { Caller } from '@dispatch/db'
 import type { FastifyRequest, preValidationHookHandler } from 'fastify'
-import { AppError } from '../../errors.ts'
 import { COMMA_LISTS } from '../../plugins/openapi-describe.ts'
-
-/**
- * The tenant a request acts for: always the key's own. A `tenantId` parameter naming another
- * tenant is refused, never honoured, so one tenant's key cannot reach another's records.
- */
-export function tenantOf(request: FastifyRequest, requested?: string): string {
-  const own = request.apiKey.tenantId
-  if (!own)
-    throw new AppError('TENANT_FORBIDDEN', 'The API key is bound to no tenant; an admin sets one at approval')
-  if (requested !== undefined && requested !== own) {
-    throw new AppError('TENANT_FORBIDDEN', `The API key may not access tenant ${JSON.stringify(requested)}`)
-  }
-  return own
-}
 
 /**
  * Array parameters accept `a=1&a=2` and `a=1,2` alike: commas are split before validation. The hook
@@ -40,7 +25,9 @@ export const security = [{ apiKey: [] }]
 
 /**
  * Who a key route acts for, as the owned data layer takes it (`owned(db, callerOf(request))`): the
- * key, its tenant and its sender. Key routes reach rows through that layer only.
+ * key, its tenant and its sender. Key routes reach rows through that layer only, which also holds
+ * the tenant rule (`owned(...).tenant()`: a key without a tenant, or a `tenantId` naming another,
+ * is `403 TENANT_FORBIDDEN`).
  */
 export const callerOf = (request: FastifyRequest): Caller => ({
   apiKeyId: request.apiKey.id,

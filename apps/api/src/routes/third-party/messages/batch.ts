@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto'
 import { BatchAccepted, BatchBody, type BatchItemResult, type MessageJob } from '@dispatch/contracts'
-import { recordScheduledMessages } from '@dispatch/db'
+import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError, errorBody, unavailable } from '../../../errors.ts'
 import type { StoreOutcome } from '../../../message-store.ts'
 import { SCOPE_IN_ROUTE } from '../../authenticate.ts'
 import { errorResponses } from '../../responses.ts'
+import { callerOf } from '../tenancy.ts'
 import { type AcceptedMessage, outstandingLimitReached, scheduledFields } from './accept.ts'
 import { judgeItems } from './judge.ts'
 import type { MessageRouteOptions } from './send.ts'
@@ -121,9 +122,11 @@ export const batchMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> 
       }
       const scheduled: MessageJob[] = accepted.filter((m) => m.status === 'scheduled').map((m) => m.job)
       if (scheduled.length > 0) {
-        await recordScheduledMessages(db, scheduled).catch((error) =>
-          request.log.warn({ err: error, batchId }, 'scheduled messages not listed until due'),
-        )
+        await owned(db, callerOf(request))
+          .messages.recordScheduled(scheduled)
+          .catch((error) =>
+            request.log.warn({ err: error, batchId }, 'scheduled messages not listed until due'),
+          )
       }
       app.metrics?.acceptedBatch(accepted.map(({ job }) => job.message.type))
       const rejected = results.length - accepted.length

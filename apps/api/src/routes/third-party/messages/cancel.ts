@@ -7,12 +7,13 @@ import {
   messageClaimTtlMs,
   SEND_SCOPE,
 } from '@dispatch/contracts'
-import { markMessageCanceled } from '@dispatch/db'
+import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError, unavailable } from '../../../errors.ts'
 import { toMessageView } from '../../../views.ts'
 import { SCOPE_IN_ROUTE } from '../../authenticate.ts'
 import { errorResponses } from '../../responses.ts'
+import { callerOf } from '../tenancy.ts'
 import { findOwnMessage, viewFromJob } from './lookup.ts'
 import type { MessageRouteOptions } from './send.ts'
 
@@ -92,9 +93,11 @@ export const cancelMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions>
       const now = clock()
       // The record, when there is one (a scheduled message); the worker writes it otherwise. Either
       // way the claim already guarantees the message is never sent.
-      await markMessageCanceled(db, messageId, now).catch((error) =>
-        request.log.warn({ err: error, messageId }, 'canceled message not yet recorded; the worker will'),
-      )
+      await owned(db, callerOf(request))
+        .messages.cancel(messageId, now)
+        .catch((error) =>
+          request.log.warn({ err: error, messageId }, 'canceled message not yet recorded; the worker will'),
+        )
       // Due at once: the worker records the cancel now instead of at the scheduled time.
       const senderId = ('row' in found ? found.row.senderId : found.job.data.senderId) ?? DEFAULT_SENDER_ID
       await app.deps.messages

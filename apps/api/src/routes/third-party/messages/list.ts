@@ -12,7 +12,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError } from '../../../errors.ts'
 import { toMessageView } from '../../../views.ts'
 import { errorResponses } from '../../responses.ts'
-import { callerOf, splitCommaLists, tenantOf } from '../tenancy.ts'
+import { callerOf, splitCommaLists } from '../tenancy.ts'
 import type { MessageRouteOptions } from './send.ts'
 
 /**
@@ -79,12 +79,10 @@ export const messageListRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
     async (request) => {
       const { query } = request
       // Messages belong to keys, not tenants: a tenantId may only name the key's own.
-      if (query.tenantId !== undefined) tenantOf(request, query.tenantId)
+      const mine = owned(lists, callerOf(request))
+      if (query.tenantId !== undefined) mine.tenant(query.tenantId)
       const window = acceptedWindowOf(query.startDate, query.endDate)
-      const { rows, itemCount, itemCountExact } = await owned(lists, callerOf(request)).messages.list(
-        query,
-        window,
-      )
+      const { rows, itemCount, itemCountExact } = await mine.messages.list(query, window)
       return { ...pageMeta(query.page, query.take, itemCount), itemCountExact, data: rows.map(toMessageView) }
     },
   )

@@ -7,12 +7,13 @@ import {
   SEND_SCOPE,
   suppressionOwner,
 } from '@dispatch/contracts'
-import { recordScheduledMessage } from '@dispatch/db'
+import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import { unavailable } from '../../../errors.ts'
 import type { StoreOutcome } from '../../../message-store.ts'
 import { errorResponses } from '../../responses.ts'
+import { callerOf } from '../tenancy.ts'
 import { outstandingLimitReached, scheduledFields } from './accept.ts'
 import { judgeSends, type SendItem } from './judge.ts'
 
@@ -80,11 +81,11 @@ export interface MessageRouteOptions {
 export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> = async (app, options) => {
   const { messages, clock, db, config } = app.deps
   /** Best effort: the job is stored; without this row the worker writes one when it is due. */
-  const recordScheduled = async (log: FastifyBaseLogger, job: MessageJob) => {
+  const recordScheduled = async (request: FastifyRequest, job: MessageJob) => {
     try {
-      await recordScheduledMessage(db, job)
+      await owned(db, callerOf(request)).messages.recordScheduled([job])
     } catch (error) {
-      log.warn({ err: error, messageId: job.messageId }, 'scheduled message not listed until due')
+      request.log.warn({ err: error, messageId: job.messageId }, 'scheduled message not listed until due')
     }
   }
   // One bucket per key across the three sends and batches, in Redis, so it holds across instances.
@@ -167,7 +168,7 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
           await app.returnMessageRate(request, 1)
           throw outstandingLimitReached(config.MESSAGE_OUTSTANDING_MAX)
         }
-        if (status === 'scheduled') await recordScheduled(request.log, job)
+        if (status === 'scheduled') await recordScheduled(request, job)
         app.metrics?.accepted(send.type)
         request.log.info({ messageId, type: send.type, status }, 'message accepted')
         return reply.code(202).send({

@@ -1,9 +1,10 @@
 import { MessageIdParams, MessageTimeline } from '@dispatch/contracts'
-import { messageHistory } from '@dispatch/db'
+import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { openingEntries, timelineOf } from '../../../message-timeline.ts'
 import { toMessageView } from '../../../views.ts'
 import { errorResponses } from '../../responses.ts'
+import { callerOf } from '../tenancy.ts'
 import { findOwnMessage, viewFromJob } from './lookup.ts'
 import type { MessageRouteOptions } from './send.ts'
 
@@ -39,7 +40,7 @@ export const messageTimelineRoutes: FastifyPluginAsyncTypebox<MessageRouteOption
     async (request) => {
       const found = await findOwnMessage(app.deps, request.apiKey, request.params.messageId, request.log)
       if ('row' in found) {
-        const history = await messageHistory(app.deps.db, found.row.id)
+        const history = await owned(app.deps.db, callerOf(request)).messages.history(found.row)
         // The admins' retries name an admin: the key sees that it was retried, not by whom.
         const entries = timelineOf(found.row, history).map((entry) =>
           entry.kind === 'retried' ? { ...entry, summary: 'Retried by an admin' } : entry,
