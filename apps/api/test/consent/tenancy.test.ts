@@ -78,10 +78,12 @@ const customerSays = (phone: string, text: string) =>
     messageWebhook(SANDBOX_NUMBER, inboundMessage('text', { phone }, { text })),
     APP_SECRET,
   )
+/** The key's consent events about the phone (its own sends' `message.*` events are not these). */
 const consentEventsOf = async (key: Key, phone: string) =>
   world.sql<{ type: string }[]>`
     select type from webhook_events
-    where api_key_id = ${key.id} and payload->'data'->>'phone' = ${phone} order by sequence`
+    where api_key_id = ${key.id} and type like 'recipient.%' and payload->'data'->>'phone' = ${phone}
+    order by sequence`
 
 beforeAll(async () => {
   world = await createWorld()
