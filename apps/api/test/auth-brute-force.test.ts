@@ -167,6 +167,37 @@ describe('unknown keys and Postgres', () => {
     expect(lookups).toBeLessThanOrEqual(20)
   })
 
+  it("a busy key's burst from one address, not yet cached or just expired, is one lookup and never refused", async () => {
+    // Past API_KEY_FAILURE_MAX requests at once with a real key this instance has not cached: each
+    // was counted before the shared lookup, so a busy sender got 429s at start and at every TTL.
+    const ttl = await buildTestApp(world, { ...LIMITS, API_KEY_CACHE_TTL_MS: '1000' }, undefined, {
+      db: client.db,
+    })
+    try {
+      const busy = await activeKey(ttl)
+      const burst = async () => {
+        lookups = 0
+        const answers = await Promise.all(
+          Array.from({ length: 100 }, () =>
+            ttl.inject({
+              method: 'GET',
+              url: '/api/api-keys/me',
+              remoteAddress: '198.51.100.42',
+              headers: { 'x-api-key': busy.key },
+            }),
+          ),
+        )
+        expect(answers.map((res) => res.statusCode)).toEqual(answers.map(() => 200))
+        expect(lookups).toBe(1)
+      }
+      await burst()
+      await new Promise((resolve) => setTimeout(resolve, 1_100))
+      await burst()
+    } finally {
+      await ttl.close()
+    }
+  })
+
   it('unknown keys never push a known key out of the cache', async () => {
     const known = await activeKey(app)
     expect((await me(OTHER_ADDRESS, known.key)).statusCode).toBe(200)

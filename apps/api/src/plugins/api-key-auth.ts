@@ -116,22 +116,34 @@ export const apiKeyAuth = fp(
       let key = cached
       const limiter = app.authFailureLimits.apiKey
       if (key === undefined) {
-        // Not in the cache: counted as a failure before Postgres is asked, and refunded once the
-        // key is found real, so an address past its invalid keys costs no lookup, even with many
-        // requests in flight at once (each is counted before any lookup starts). A cached key,
-        // valid or unknown, never comes here: the valid one costs no Redis call.
-        await limiter.guard(request, true)
+        // Not in the cache. The lookup of a key this instance never found real is counted as a
+        // failure before Postgres is asked, inside the lookup that concurrent requests with the
+        // same key share, and refunded once the key is found real: an address past its invalid
+        // keys costs no lookup, and a burst of one busy key costs one count, not one a request.
+        // A real key whose entry expired is read again uncounted. A cached key, valid or
+        // unknown, never comes here: the valid one costs no Redis call.
+        const known = cache.holdsKey(hash)
+        let counted = false
         try {
-          key = await cache.get(hash, async () => (await findApiKeyByHash(db, hash)) ?? null)
+          key = await cache.get(hash, async () => {
+            if (!known) {
+              await limiter.guard(request, true)
+              counted = true
+            }
+            const found = (await findApiKeyByHash(db, hash)) ?? null
+            if (counted && found && found.environment === config.APP_ENV) await limiter.refund(request)
+            return found
+          })
         } catch (error) {
+          if (error instanceof AppError) throw error // the limiter's 429, shared by the lookup's joiners
           request.log.error({ err: error }, 'api-key lookup failed')
-          await limiter.refund(request)
+          if (counted) await limiter.refund(request)
           throw unavailable('check API keys')
         }
-        // An unknown key (null) and one of another environment are refused alike, already counted.
+        // An unknown key (null) and one of another environment are refused alike, each request
+        // counted once (the one whose lookup counted it already is).
         const refused = key && refusal(key, scope)
-        if (!key || refused === 'invalid') throw invalidKeyError()
-        await limiter.refund(request)
+        if (!key || refused === 'invalid') throw counted ? invalidKeyError() : await invalidKey(request)
         if (refused) throw refused
         return key
       }

@@ -102,6 +102,11 @@ export class ApiKeyCache {
     return null
   }
 
+  /** Whether `hash` was found a real key here, its entry fresh or expired (and not evicted since). */
+  holdsKey(hash: string): boolean {
+    return this.#entries.has(hash)
+  }
+
   /** The cached lookup for `hash`, or one `load` shared by every concurrent caller. */
   async get(hash: string, load: () => Promise<ApiKeyRow | null>): Promise<ApiKeyRow | null> {
     const hit = this.peek(hash)
