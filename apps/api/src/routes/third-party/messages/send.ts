@@ -9,7 +9,7 @@ import {
 } from '@dispatch/contracts'
 import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
+import type { FastifyRequest } from 'fastify'
 import { unavailable } from '../../../errors.ts'
 import type { StoreOutcome } from '../../../message-store.ts'
 import { errorResponses } from '../../responses.ts'
