@@ -1,6 +1,7 @@
 export * from './api-key-secret.ts'
 export * from './client.ts'
 export * from './owned/index.ts'
+export * from './partition-catalog.ts'
 export * from './partitions.ts'
 export * from './queries/admin-audit.ts'
 export * from './queries/admin-messages.ts'

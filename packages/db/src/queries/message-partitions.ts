@@ -1,7 +1,7 @@
 import { acceptedAtOfMessageId } from '@dispatch/contracts'
 import { pgTable } from 'drizzle-orm/pg-core'
 import type { Db, Sql } from '../client.ts'
-import { listPartitions } from '../partitions.ts'
+import { listPartitions } from '../partition-catalog.ts'
 import { messageColumns, type messages } from '../schema/messages.ts'
 import { pgError } from './executor.ts'
 

@@ -1,7 +1,6 @@
 import type { EmailOutboxPayload, Order, OrderEmailData } from '@dispatch/contracts'
 import { sql } from 'drizzle-orm'
 import { OUTBOX_NOTIFY_CHANNEL, outbox } from '../schema/outbox.ts'
-import type { CreateOrderInput } from './create-order.ts'
 import type { Executor } from './executor.ts'
 
 /** The order's e-mails as outbox rows in its own transaction: sent only if it commits. */
@@ -10,7 +9,8 @@ export async function queueOrderEmails(
   order: Order,
   channel: { sendPartnerEmail: boolean; sendBmeEmail: boolean; name: string },
   partnerEmail: string | null,
-  input: CreateOrderInput,
+  /** The order's time and where the BME copy goes (createOrder's input: only what the e-mails need). */
+  input: { bmeEmail: string; now: Date },
 ) {
   const data: OrderEmailData = {
     orderId: order.id,
