@@ -11,16 +11,6 @@ export const testEnv = {
 export const LOCAL_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/postgres'
 export const LOCAL_REDIS_URL = 'redis://127.0.0.1:6379'
 
-/** Where benchmarks run: DATABASE_URL / REDIS_URL, else the machine's local services. */
-export const benchEnv = () => ({
-  databaseUrl: process.env.DATABASE_URL ?? LOCAL_DATABASE_URL,
-  redisUrl: process.env.REDIS_URL ?? LOCAL_REDIS_URL,
-  /** BENCH_KEEP: keep a benchmark's database (for EXPLAIN) instead of dropping it at the end. */
-  keep: Boolean(process.env.BENCH_KEEP),
-  /** BENCH_RESULTS_FILE: where comparisons are recorded (else bench-results/latest.jsonl). */
-  resultsFile: process.env.BENCH_RESULTS_FILE,
-})
-
 /** `pnpm fake:whatsapp`: its port, and where (and whether: with the app secret) it plays Meta's webhooks. */
 export const fakeWhatsAppEnv = () => ({
   port: Number(process.env.FAKE_WHATSAPP_PORT ?? 4010),

@@ -1,5 +1,5 @@
 export * from './database.ts'
-export { childProcessEnv } from './env.ts'
+export { childProcessEnv, LOCAL_DATABASE_URL, LOCAL_REDIS_URL } from './env.ts'
 export * from './message-bodies.ts'
 export * from './metrics.ts'
 export * from './raw-http.ts'

@@ -1,0 +1,128 @@
+/**
+ * Accept-path benchmark: autocannon against POST /api/third-party/messages/send-text (approved key,
+ * valid body) versus two bare Fastify routes: one plain BullMQ `add` per request, and one Redis
+ * `INCR` per request. The API and the bare server each run in a process of their own, autocannon
+ * in a third; same connections and duration, alternating rounds, medians compared.
+ *
+ *   pnpm --filter @dispatch/api bench:accept    (BENCH_CONNECTIONS, BENCH_DURATION_S, BENCH_ROUNDS)
+ */
+import { MESSAGE_JOB_OPTIONS, QueueNames } from '@dispatch/contracts'
+import { Queue } from 'bullmq'
+import { Redis } from 'ioredis'
+import { assertClean, autocannon, medianRun, type Run, settle } from '../harness/load.ts'
+import { printComparison } from '../harness/report.ts'
+import { clearFairAdmission, createBenchWorld } from '../harness/world.ts'
+import { startServer } from './child-server.ts'
+
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 100)
+const duration = Number(process.env.BENCH_DURATION_S ?? 5)
+const rounds = Number(process.env.BENCH_ROUNDS ?? 6)
+const body = JSON.stringify({ phone: '+5511987654321', text: 'Your code is 123456' })
+
+const world = await createBenchWorld('accept')
+// One key stores over 100,000 messages in a round (drained between rounds): a bound far above that
+// keeps every send counted against it (the script's cost is measured) and none refused.
+const env = {
+  DATABASE_URL: world.databaseUrl,
+  REDIS_URL: world.redisUrl,
+  QUEUE_PREFIX: world.queuePrefix,
+  MESSAGE_OUTSTANDING_MAX: '100000000',
+}
+const [api, bare] = await Promise.all([startServer('app', env), startServer('baseline', env)])
+// What each round stored is removed before the next, so no round runs against a fuller Redis: the
+// API's messages wait in their sender's fair-admission keys (no worker runs here to admit them), the
+// bare server's jobs in a BullMQ queue of its own.
+const redis = new Redis(world.redisUrl, { maxRetriesPerRequest: null })
+const baselineQueue = new Queue(`${QueueNames.messages}-baseline`, {
+  connection: redis,
+  prefix: world.queuePrefix,
+})
+const drain = async () => {
+  await settle()
+  const jobs = await baselineQueue.count()
+  await baselineQueue.obliterate({ force: true })
+  return jobs + (await clearFairAdmission(redis, world.queuePrefix))
+}
+
+const targets = [
+  {
+    name: 'send-text',
+    url: `${api.url}/api/third-party/messages/send-text`,
+    headers: { 'x-api-key': api.key },
+  },
+  { name: 'BullMQ add', url: `${bare.url}/add`, headers: {} },
+  { name: 'INCR', url: `${bare.url}/incr`, headers: {} },
+] as const
+type Target = (typeof targets)[number]['name']
+
+try {
+  console.log(
+    `accept path: ${connections} connections, ${rounds} rounds of ${duration} s per server, each server` +
+      ` and autocannon in a process of its own; log level ${process.env.LOG_LEVEL ?? 'warn'};` +
+      ` job options ${JSON.stringify(MESSAGE_JOB_OPTIONS)}`,
+  )
+  // A short warm-up of each, so none pays for JIT compilation in its measured run.
+  for (const target of targets) await autocannon({ ...target, body, connections, seconds: 2 })
+  await drain()
+  const runs = new Map<Target, Run[]>(targets.map((t) => [t.name, []]))
+  for (let round = 1; round <= rounds; round++) {
+    // Alternating rounds, each starting one further along: load that drifts moves all alike.
+    const order = targets.map((_, i) => targets[(i + round - 1) % targets.length] as (typeof targets)[number])
+    const line: string[] = []
+    for (const target of order) {
+      const server = target.name === 'send-text' ? api : bare
+      const cpuBefore = await server.cpuSeconds()
+      const run = await autocannon({ ...target, body, connections, seconds: duration })
+      const cpuAfter = await server.cpuSeconds()
+      assertClean(target.name, run)
+      runs.get(target.name)?.push(run)
+      // The server's CPU per request: what a request costs where the load is CPU-bound.
+      const cpu =
+        cpuBefore === undefined || cpuAfter === undefined
+          ? ''
+          : `, ${Math.round(((cpuAfter - cpuBefore) * 1e6) / (run.requestsPerSecond * duration))} µs CPU`
+      line.push(`${target.name} ${Math.round(run.requestsPerSecond)} req/s, p99 ${run.p99} ms${cpu}`)
+    }
+    const queued = await drain()
+    console.log(`  round ${round}/${rounds}: ${line.join('; ')} (${queued} messages stored, then removed)`)
+  }
+  const [send, add, incr] = targets.map((t) => medianRun(runs.get(t.name) ?? [])) as [Run, Run, Run]
+  printComparison({
+    name: 'send-text throughput vs one BullMQ add per request',
+    figure: send.requestsPerSecond,
+    baseline: add.requestsPerSecond,
+    unit: 'req/s',
+    better: 'higher',
+    aim: '≥ 1.0',
+  })
+  printComparison({
+    name: 'send-text p99 latency vs one BullMQ add per request',
+    figure: send.p99,
+    baseline: add.p99,
+    unit: 'ms',
+    better: 'lower',
+    aim: '≤ 1.2',
+  })
+  printComparison({
+    name: 'send-text throughput vs one INCR per request',
+    figure: send.requestsPerSecond,
+    baseline: incr.requestsPerSecond,
+    unit: 'req/s',
+    better: 'higher',
+    aim: '≥ 0.6',
+  })
+  printComparison({
+    name: 'send-text p99 latency vs one INCR per request',
+    figure: send.p99,
+    baseline: incr.p99,
+    unit: 'ms',
+    better: 'lower',
+    aim: `p99 ≤ 15 ms at ${connections} connections`,
+  })
+} finally {
+  await Promise.all([api.stop(), bare.stop()])
+  await drain().catch(() => {})
+  await baselineQueue.close()
+  redis.disconnect()
+  await world.drop()
+}

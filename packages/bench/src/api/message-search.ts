@@ -1,0 +1,351 @@
+/**
+ * Message search benchmark (issue 24: "p95 ≤ 300 ms for a phone or clientReference search over
+ * 10,000,000 messages"). Fills MESSAGE_SEARCH_ROWS messages (default 10,000,000) over
+ * MESSAGE_SEARCH_KEYS keys (1,000: one busy key with 30 % of them, the rest spread evenly), then
+ * measures p50/p95 of the searches an admin console makes, through HTTP against the route's own
+ * query function called straight through the driver (the raw query, same run, sampled alternately):
+ *
+ * - `GET /api/admin/messages?phone=…` and `?clientReference=…` across every key (no `apiKeyId`);
+ * - `GET /api/third-party/messages?phone=…` and `?clientReference=…`, the busy key's own list;
+ * - `q=<a client reference>` on both, what one pastes into a search box;
+ *
+ * each for random existing values and for values that match nothing, with the list's defaults
+ * (`order=DESC`, `orderField=createdAt`, the page and its bounded count), `take=100`. Then the plan
+ * of each statement (page and count: the indexes read, the time) from `EXPLAIN ANALYZE`.
+ *
+ *   pnpm --filter @dispatch/api bench:message-search
+ *   MESSAGE_SEARCH_ROWS=1000000 BENCH_SAMPLES=200 BENCH_KEEP_DB=1 (all optional)
+ *
+ * Runs in a database of its own, dropped at the end. BENCH_KEEP_DB=1 keeps it (to look at plans);
+ * BENCH_REUSE_DB=<its url> measures over it again without generating (MESSAGE_SEARCH_ROWS and
+ * MESSAGE_SEARCH_KEYS must be those it was generated with).
+ */
+
+import { buildApp, createDeps, createLogger, parseApiConfig } from '@dispatch/api'
+import { type AdminMessageListQuery, type MessageListQuery, Scopes } from '@dispatch/contracts'
+import { createDb, generateApiKey, listAdminMessages, listMessages } from '@dispatch/db'
+import postgres from 'postgres'
+import { millions, secondsSince } from '../harness/format.ts'
+import { keepAliveGet } from '../harness/http.ts'
+import { printComparison } from '../harness/report.ts'
+import { median, p95 } from '../harness/stats.ts'
+import { createBenchWorld } from '../harness/world.ts'
+import { SPAN_DAYS, STATUS, TYPE, withoutMessageIndexes } from './message-list-generate.ts'
+
+const total = Number(process.env.MESSAGE_SEARCH_ROWS ?? 10_000_000)
+const keyCount = Math.max(2, Number(process.env.MESSAGE_SEARCH_KEYS ?? 1_000))
+const samples = Number(process.env.BENCH_SAMPLES ?? 300)
+const AIM_MS = 300
+const BATCH = 500_000
+const PARALLEL = 2
+/** Distinct phones: about five messages each, spread over the 90 days and over several keys. */
+const phones = Math.floor(total / 5) + 1
+
+/**
+ * Message `i`'s key, phone and reference, the same in SQL and here (so the benchmark draws existing
+ * values without reading them): `(i × 5761) mod 10,000` below 3,000 is the busy key 0 (30 %), else
+ * one of the others; phone `(i × 7919) mod phones`, so a phone's messages are `phones` apart (spread
+ * over time and keys); a reference on every other message, unique.
+ */
+const slot = (i: number) => (i * 5761) % 10_000
+const keyOf = (i: number) => (slot(i) < 3_000 ? 0 : 1 + (slot(i) % (keyCount - 1)))
+const phoneOf = (i: number) => `+5521${100_000_000 + ((i * 7919) % phones)}`
+const referenceOf = (i: number) => `ref-${i}`
+const keyIdSql = (k: string) => `md5('search-key-' || ${k})::uuid`
+
+const INSERT_BATCH = `
+  insert into messages (id, api_key_id, type, phone, payload, client_reference, sender_phone_number_id, sender_id,
+    status, attempts, platform_message_id, last_error_code, last_error_message, accepted_at, sent_at, delivered_at,
+    read_at, failed_at, expired_at, canceled_at, updated_at)
+  select gen_random_uuid(), ${keyIdSql('k')}, t, '+5521' || (100000000 + (i::bigint * 7919) % $3)::text,
+    case t when 'text' then '{"text":"Your code is 123456"}'::jsonb
+      when 'template' then '{"templateId":"order_shipped","language":"pt_BR","variables":{"1":"Ana","2":"BR-1042"}}'::jsonb
+      else '{"image":{"mediaId":"media-456","text":"Your invoice"}}'::jsonb end,
+    case when i % 2 = 0 then 'ref-' || i end, '106540352242922', 'default', s,
+    case when s in ('scheduled', 'queued', 'expired', 'canceled') then 0 when s = 'failed' then 3 else 1 end,
+    case when s in ('sent', 'delivered', 'read') then 'wamid.search.' || i end,
+    case when s = 'failed' then '131026' end, case when s = 'failed' then 'Message undeliverable' end,
+    a, case when s in ('sent', 'delivered', 'read') then a + interval '1 second' end,
+    case when s in ('delivered', 'read') then a + interval '3 seconds' end,
+    case when s = 'read' then a + interval '40 seconds' end,
+    case when s = 'failed' then a + interval '5 seconds' end,
+    case when s = 'expired' then a + interval '1 hour' end,
+    case when s = 'canceled' then a + interval '10 minutes' end,
+    a + interval '1 minute'
+  from (
+    select i, ${STATUS} as s, ${TYPE} as t,
+      case when (i::bigint * 5761) % 10000 < 3000 then 0 else 1 + (i::bigint * 5761) % 10000 % ($4 - 1) end as k,
+      $5::timestamptz + (i * $6::float8) * interval '1 microsecond' as a
+    from generate_series($1::int, $2::int) i
+  ) src`
+
+async function generate(databaseUrl: string) {
+  const sql = postgres(databaseUrl, { max: PARALLEL, onnotice: () => {} })
+  try {
+    await sql.unsafe(
+      `insert into api_keys (id, key_hash, key_prefix, environment, client_name, email, scopes, status)
+       select ${keyIdSql('k')}, 'search-unused-' || k, 'dk_dev_', 'development', 'search-' || k,
+         'bench@dispatch.local', '{${Scopes.readMessages}}', 'approved'
+       from generate_series(0, $1::int - 1) k`,
+      [keyCount],
+    )
+    const started = performance.now()
+    console.log(
+      `generating ${millions(total)} messages over ${keyCount.toLocaleString('en-US')} keys (key 0: 30 %), ~${millions(phones)} phones, a reference on half …`,
+    )
+    const start = new Date(Date.now() - SPAN_DAYS * 86_400_000).toISOString()
+    const stepMicros = (SPAN_DAYS * 86_400_000_000) / total
+    const batches: [number, number][] = []
+    for (let lo = 1; lo <= total; lo += BATCH) batches.push([lo, Math.min(total, lo + BATCH - 1)])
+    let done = 0
+    await withoutMessageIndexes(sql, async () => {
+      const loader = async () => {
+        for (let next = batches.shift(); next; next = batches.shift()) {
+          const [lo, hi] = next
+          await sql.begin(async (tx) => {
+            await tx`set local session_replication_role = replica`
+            await tx.unsafe(INSERT_BATCH, [lo, hi, phones, keyCount, start, stepMicros])
+          })
+          done += hi - lo + 1
+          console.log(`  ${millions(done)} / ${millions(total)} (${secondsSince(started)})`)
+        }
+      }
+      await Promise.all(Array.from({ length: PARALLEL }, loader))
+      console.log(`  rows written (${secondsSince(started)})`)
+    })
+    const analyzing = performance.now()
+    await sql`vacuum analyze messages`
+    console.log(`  vacuum analyze: ${secondsSince(analyzing)}`)
+    const [size] = await sql`
+      select pg_size_pretty(pg_table_size('messages')) as heap, pg_size_pretty(pg_indexes_size('messages')) as indexes`
+    console.log(`  generated in ${secondsSince(started)}; table ${size?.heap}, its indexes ${size?.indexes}`)
+  } finally {
+    await sql.end()
+  }
+}
+
+async function prepare() {
+  const reuse = process.env.BENCH_REUSE_DB
+  if (reuse) return { databaseUrl: reuse, redisUrl: process.env.REDIS_URL, queuePrefix: 'bench_reuse' }
+  const world = await createBenchWorld('message_search')
+  try {
+    await generate(world.databaseUrl)
+  } catch (error) {
+    await world.drop()
+    throw error
+  }
+  return world
+}
+
+const world = await prepare()
+const sql = postgres(world.databaseUrl, { max: 1, onnotice: () => {} })
+const [busy] = await sql<{ id: string }[]>`select md5('search-key-0')::uuid::text as id`
+const busyKeyId = busy?.id as string
+// A fresh key value for the busy key (only its hash is stored, so a kept database needs one too).
+const { key, keyHash, keyPrefix } = generateApiKey('development')
+await sql`update api_keys set key_hash = ${keyHash}, key_prefix = ${keyPrefix} where id = ${busyKeyId}`
+const [indexList] = await sql<{ names: string }[]>`
+  select string_agg(indexname, ', ' order by indexname) as names from pg_indexes where tablename = 'messages'`
+console.log(`indexes on messages: ${indexList?.names}`)
+
+const adminToken = 'bench-search-admin-token'
+const config = parseApiConfig({
+  DATABASE_URL: world.databaseUrl,
+  REDIS_URL: world.redisUrl ?? 'redis://127.0.0.1:6379',
+  QUEUE_PREFIX: world.queuePrefix,
+  LOG_LEVEL: 'warn',
+  ADMIN_TOKENS: `bench=${adminToken}`,
+})
+const app = await buildApp(createDeps(config, { logger: createLogger(config) }))
+const address = await app.listen({ host: '127.0.0.1', port: 0 })
+const direct = createDb(world.databaseUrl, { max: 2 })
+const http = keepAliveGet()
+
+/** Random messages (1…total), optionally only the busy key's, or only those with a reference. */
+function draw(count: number, accept: (i: number) => boolean) {
+  const found: number[] = []
+  while (found.length < count) {
+    const i = 1 + Math.floor(Math.random() * total)
+    if (accept(i)) found.push(i)
+  }
+  return found
+}
+const withReference = (i: number) => i % 2 === 0
+const ofBusyKey = (i: number) => keyOf(i) === 0
+const absent = (n: number) => Array.from({ length: n }, (_, j) => `ref-none-${j}-${Math.random()}`)
+const n = samples + 30
+
+interface Shape {
+  name: string
+  scope: 'admin' | 'key'
+  param: 'phone' | 'clientReference' | 'q'
+  values: string[]
+}
+const shapes: Shape[] = [
+  { name: 'admin, phone', scope: 'admin', param: 'phone', values: draw(n, () => true).map(phoneOf) },
+  { name: 'admin, phone (none)', scope: 'admin', param: 'phone', values: ['+5521999999999'] },
+  {
+    name: 'admin, clientReference',
+    scope: 'admin',
+    param: 'clientReference',
+    values: draw(n, withReference).map(referenceOf),
+  },
+  { name: 'admin, clientReference (none)', scope: 'admin', param: 'clientReference', values: absent(n) },
+  {
+    name: 'admin, q=<reference>',
+    scope: 'admin',
+    param: 'q',
+    values: draw(n, withReference).map(referenceOf),
+  },
+  { name: 'key, phone', scope: 'key', param: 'phone', values: draw(n, ofBusyKey).map(phoneOf) },
+  { name: 'key, phone (none)', scope: 'key', param: 'phone', values: ['+5521999999999'] },
+  {
+    name: 'key, clientReference',
+    scope: 'key',
+    param: 'clientReference',
+    values: draw(n, (i) => ofBusyKey(i) && withReference(i)).map(referenceOf),
+  },
+  { name: 'key, clientReference (none)', scope: 'key', param: 'clientReference', values: absent(n) },
+  {
+    name: 'key, q=<reference>',
+    scope: 'key',
+    param: 'q',
+    values: draw(n, (i) => ofBusyKey(i) && withReference(i)).map(referenceOf),
+  },
+]
+
+/** What the route's query function gets after validation: the list's defaults, the one filter. */
+const queryOf = (shape: Shape, value: string) =>
+  ({ order: 'DESC', page: 1, take: 100, orderField: 'createdAt', [shape.param]: value }) as MessageListQuery &
+    AdminMessageListQuery
+const urlOf = (shape: Shape, value: string) =>
+  `${address}/api/${shape.scope === 'admin' ? 'admin' : 'third-party'}/messages?take=100&${shape.param}=${encodeURIComponent(value)}`
+const headersOf = (shape: Shape): Record<string, string> =>
+  shape.scope === 'admin' ? { authorization: `Bearer ${adminToken}` } : { 'x-api-key': key }
+const runQuery = (db: typeof direct.db, shape: Shape, value: string) =>
+  shape.scope === 'admin'
+    ? listAdminMessages(db, queryOf(shape, value))
+    : listMessages(db, busyKeyId, queryOf(shape, value))
+
+async function httpSearch(shape: Shape, value: string) {
+  const response = await http.get(urlOf(shape, value), headersOf(shape))
+  if (response.status !== 200) throw new Error(`${shape.name}: ${response.status} ${response.body}`)
+  return JSON.parse(response.body) as { data: unknown[]; itemCount: number; itemCountExact: boolean }
+}
+
+/** p50/p95 of both sides, alternating which goes first; both walk the same values in the same order. */
+async function measure(shape: Shape) {
+  const at = (j: number) => shape.values[j % shape.values.length] as string
+  const times = { http: [] as number[], sql: [] as number[] }
+  let found = 0
+  for (let j = 0; j < n; j++) {
+    const value = at(j)
+    const sides = [
+      async () => {
+        const started = performance.now()
+        const body = await httpSearch(shape, value)
+        if (j >= 30) times.http.push(performance.now() - started)
+        found += body.data.length > 0 ? 1 : 0
+      },
+      async () => {
+        const started = performance.now()
+        await runQuery(direct.db, shape, value)
+        if (j >= 30) times.sql.push(performance.now() - started)
+      },
+    ]
+    if (j % 2) sides.reverse()
+    for (const side of sides) await side()
+  }
+  return {
+    http: { p50: median(times.http), p95: p95(times.http) },
+    sql: { p50: median(times.sql), p95: p95(times.sql) },
+    found,
+  }
+}
+
+/**
+ * The statements the query function sends for one value (the page and its count), caught on a
+ * connection of their own, then each run under `EXPLAIN (ANALYZE, BUFFERS)`: the indexes it reads,
+ * its time, its buffers read from outside shared_buffers.
+ */
+const plans = createDb(world.databaseUrl, { max: 1 })
+const caught: { text: string; params: unknown[] }[] = []
+const unsafe = plans.sql.unsafe.bind(plans.sql)
+Object.assign(plans.sql, {
+  unsafe: (text: string, params?: unknown[], options?: object) => {
+    caught.push({ text, params: params ?? [] })
+    return unsafe(text, params as never, options as never)
+  },
+})
+
+interface PlanNode {
+  'Node Type': string
+  'Index Name'?: string
+  'Relation Name'?: string
+  Plans?: PlanNode[]
+}
+const nodesOf = (node: PlanNode): string[] => [
+  ...(node['Index Name']
+    ? [`${node['Node Type']} ${node['Index Name']}`]
+    : node['Relation Name']
+      ? [`${node['Node Type']} ${node['Relation Name']}`]
+      : []),
+  ...(node.Plans ?? []).flatMap(nodesOf),
+]
+
+async function explain(shape: Shape) {
+  caught.length = 0
+  await runQuery(plans.db, shape, shape.values[0] as string)
+  const statements = [...caught]
+  const lines: string[] = []
+  for (const { text, params } of statements) {
+    const [row] = await unsafe(`explain (analyze, buffers, format json) ${text}`, params as never)
+    const [plan] = (row as unknown as { 'QUERY PLAN': [{ Plan: PlanNode; 'Execution Time': number }] })[
+      'QUERY PLAN'
+    ]
+    const kind = /count\(\*\)/.test(text) ? 'count' : 'page'
+    lines.push(`${kind}: ${nodesOf(plan.Plan).join(' → ')} (${plan['Execution Time'].toFixed(1)} ms)`)
+  }
+  return lines
+}
+
+const ms = (v: number) => v.toLocaleString('en-US', { maximumFractionDigits: 1, minimumFractionDigits: 1 })
+const rows: string[] = []
+try {
+  console.log(
+    `searches, take=100, over ${millions(total)} messages (busy key ~${millions(total * 0.3)}), ${samples} samples each side (random values; "none" matches nothing):`,
+  )
+  for (const shape of shapes) {
+    const sample = await httpSearch(shape, shape.values[0] as string)
+    const result = await measure(shape)
+    const ratio = result.http.p95 / result.sql.p95
+    const met = result.http.p95 <= AIM_MS ? 'yes' : 'NO'
+    const count = `${sample.itemCount.toLocaleString('en-US')}${sample.itemCountExact ? '' : '+'}`
+    printComparison({
+      name: `  ${shape.name} p95 vs the raw query [e.g. ${sample.data.length} of ${count}; ${result.found}/${n} found some]`,
+      figure: result.http.p95,
+      baseline: result.sql.p95,
+      unit: 'ms',
+      better: 'lower',
+      aim: `p95 ≤ ${AIM_MS} ms`,
+    })
+    console.log(`    p50 ${ms(result.http.p50)} vs ${ms(result.sql.p50)} ms (aim p95 ≤ ${AIM_MS} ms: ${met})`)
+    for (const line of await explain(shape)) console.log(`    ${line}`)
+    rows.push(
+      `| ${shape.name} | ${ms(result.http.p50)} | ${ms(result.http.p95)} | ${ms(result.sql.p50)} | ${ms(result.sql.p95)} | ${ratio.toFixed(2)} | ${met} |`,
+    )
+  }
+  console.log(
+    '\n| Search | HTTP p50 ms | HTTP p95 ms | raw query p50 ms | raw query p95 ms | p95 ratio | p95 ≤ 300 ms |',
+  )
+  console.log('|---|---|---|---|---|---|---|')
+  for (const row of rows) console.log(row)
+} finally {
+  http.close()
+  await app.close()
+  await direct.close()
+  await plans.close()
+  await sql.end()
+  if (process.env.BENCH_KEEP_DB || process.env.BENCH_REUSE_DB) console.log(`kept ${world.databaseUrl}`)
+  else if ('drop' in world) await world.drop()
+}

@@ -1,0 +1,262 @@
+/**
+ * The cost of the checks at the door (issue 21) on the accept path:
+ *
+ * - `send-template` from a key whose sender's catalog is synced (BENCH_TEMPLATES, 1,000 templates:
+ *   the send is checked against its template, in memory) versus a key whose sender was never synced
+ *   (nothing checked), in the same API process; autocannon, alternating rounds, medians. Aim ≥ 0.95×.
+ * - `send-text` from a sender under `serviceWindowPolicy: enforce` (each send reads the recipient's
+ *   window in Redis) versus one with the policy `off`, the same way.
+ * - The same two pairs side by side: both sides loaded at once, half the connections each.
+ * - Then both pairs in one process (`inject`, 50 in flight), CPU per send, BENCH_PAIRS pairs of
+ *   BENCH_BATCH sends, the order alternating: the figure a shared machine does not blur.
+ *
+ *   pnpm --filter @dispatch/api bench:template-checks   (BENCH_CONNECTIONS, BENCH_DURATION_S,
+ *   BENCH_ROUNDS, BENCH_TEMPLATES, BENCH_PAIRS, BENCH_BATCH)
+ */
+
+import { buildApp, createDeps, createLogger, parseApiConfig } from '@dispatch/api'
+import {
+  SERVICE_WINDOW_MS,
+  serviceWindowKey,
+  serviceWindowsLoadedKey,
+  templateVariables,
+} from '@dispatch/contracts'
+import { createDb, hashApiKey, replaceSenderTemplates, type SyncedTemplate } from '@dispatch/db'
+import { Redis } from 'ioredis'
+import { assertClean, autocannon, medianRun, type Run, settle } from '../harness/load.ts'
+import { printComparison } from '../harness/report.ts'
+import { median } from '../harness/stats.ts'
+import { clearFairAdmission, createBenchWorld } from '../harness/world.ts'
+import { startServer } from './child-server.ts'
+import { approvedKey, pairedCpuPerSend } from './inject.ts'
+
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 100)
+const duration = Number(process.env.BENCH_DURATION_S ?? 5)
+const rounds = Number(process.env.BENCH_ROUNDS ?? 5)
+const templates = Number(process.env.BENCH_TEMPLATES ?? 1000)
+const pairs = Number(process.env.BENCH_PAIRS ?? 8)
+const batch = Number(process.env.BENCH_BATCH ?? 2000)
+const PHONE = '+5511987654321'
+const templateBody = JSON.stringify({
+  phone: PHONE,
+  templateId: `notice_${Math.floor(templates / 2)}`,
+  language: 'pt_BR',
+  variables: { '1': 'Ana', '2': 'BR-1042' },
+  headerVariables: [{ type: 'image', value: null, originalMediaId: 'media-123' }],
+  buttonVariables: [{ buttonIndex: 0, text: 'track/BR-1042', type: 'URL' }],
+})
+const textBody = JSON.stringify({ phone: PHONE, text: 'Your table is ready' })
+
+/** A catalog like a busy account's: every template with an image header, two variables and a URL button. */
+const catalog = (): SyncedTemplate[] =>
+  Array.from({ length: templates }, (_, i) => {
+    const components = [
+      { type: 'HEADER', format: 'IMAGE' },
+      { type: 'BODY', text: 'Olá {{1}}, seu pedido {{2}} foi enviado.' },
+      { type: 'BUTTONS', buttons: [{ type: 'URL', text: 'Rastrear', url: 'https://acme.test/{{1}}' }] },
+    ]
+    return {
+      platformTemplateId: String(7_000_000 + i),
+      name: `notice_${i}`,
+      language: 'pt_BR',
+      status: 'APPROVED',
+      rejectedReason: null,
+      category: 'UTILITY',
+      quality: 'GREEN',
+      parameterFormat: 'POSITIONAL',
+      components,
+      variables: templateVariables(components, 'POSITIONAL'),
+    }
+  })
+
+const world = await createBenchWorld('template_checks')
+const env = { DATABASE_URL: world.databaseUrl, REDIS_URL: world.redisUrl, QUEUE_PREFIX: world.queuePrefix }
+const redis = new Redis(world.redisUrl, { maxRetriesPerRequest: null })
+const { db, sql, close: closeDb } = createDb(world.databaseUrl, { max: 2 })
+
+/** Four senders (synced or not; enforce or off), a key bound to each. Made before any API starts. */
+async function setUp() {
+  const setup = await inProcessApp()
+  const senders = {
+    checked: { id: 'bench-synced', phoneNumberId: '900000000000001', policy: 'off' },
+    unchecked: { id: 'bench-unsynced', phoneNumberId: '900000000000002', policy: 'off' },
+    enforce: { id: 'bench-enforce', phoneNumberId: '900000000000003', policy: 'enforce' },
+    off: { id: 'bench-off', phoneNumberId: '900000000000004', policy: 'off' },
+  } as const
+  const keys = {} as Record<keyof typeof senders, string>
+  for (const [name, s] of Object.entries(senders) as Array<
+    [keyof typeof senders, (typeof senders)[keyof typeof senders]]
+  >) {
+    await sql`insert into senders (id, phone_number_id, display_name, service_window_policy, waba_id)
+      values (${s.id}, ${s.phoneNumberId}, ${name}, ${s.policy}, '910000000000001')`
+    const key = await approvedKey(setup.app)
+    await sql`update api_keys set sender_id = ${s.id} where key_hash = ${hashApiKey(key)}`
+    keys[name] = key
+  }
+  await replaceSenderTemplates(db, senders.checked.id, catalog(), new Date())
+  // The unchecked sender has the same templates, never synced: nothing is checked for it.
+  await replaceSenderTemplates(db, senders.unchecked.id, catalog(), new Date())
+  await sql`update senders set templates_synced_at = null where id = ${senders.unchecked.id}`
+  // The recipient's window is open on both text senders (the enforced one reads it per send).
+  for (const s of [senders.enforce, senders.off]) {
+    await redis.set(
+      serviceWindowKey(world.queuePrefix, s.phoneNumberId, PHONE),
+      String(Date.now()),
+      'PX',
+      SERVICE_WINDOW_MS,
+    )
+  }
+  await redis.set(serviceWindowsLoadedKey(world.queuePrefix), '1')
+  await setup.app.close()
+  return keys
+}
+
+async function inProcessApp() {
+  const config = parseApiConfig({
+    ...env,
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+    MESSAGE_RATE_PER_SECOND: '1000000000',
+  })
+  const app = await buildApp(createDeps(config, { logger: createLogger(config) }))
+  await app.ready()
+  return { app, key: '' }
+}
+
+const drain = async () => {
+  await settle()
+  return clearFairAdmission(redis, world.queuePrefix)
+}
+
+try {
+  const keys = await setUp()
+  const api = await startServer('app', env)
+  const pairsToRun = [
+    {
+      name: 'send-template',
+      path: 'send-template',
+      body: templateBody,
+      on: keys.checked,
+      off: keys.unchecked,
+      what: `catalog checks on (${templates} templates) vs a sender never synced`,
+    },
+    {
+      name: 'send-text',
+      path: 'send-text',
+      body: textBody,
+      on: keys.enforce,
+      off: keys.off,
+      what: 'window policy enforce (window read in Redis) vs off',
+    },
+  ] as const
+  console.log(
+    `checks at the door: ${connections} connections, ${rounds} rounds of ${duration} s per side, the API and` +
+      ` autocannon in processes of their own; then ${pairs} pairs of ${batch} sends in one process`,
+  )
+  for (const pair of pairsToRun) {
+    const url = `${api.url}/api/third-party/messages/${pair.path}`
+    const sides = [
+      { side: 'on', key: pair.on },
+      { side: 'off', key: pair.off },
+    ] as const
+    for (const { key } of sides)
+      await autocannon({ url, headers: { 'x-api-key': key }, body: pair.body, connections, seconds: 2 })
+    await drain()
+    const runs = { on: [] as Run[], off: [] as Run[] }
+    for (let round = 1; round <= rounds; round++) {
+      const line: string[] = []
+      const order = round % 2 ? sides : [...sides].reverse()
+      // The first run after a drain ran slower whichever side it was: an unmeasured second first.
+      await autocannon({
+        url,
+        headers: { 'x-api-key': order[0].key },
+        body: pair.body,
+        connections,
+        seconds: 1,
+      })
+      for (const { side, key } of order) {
+        const run = await autocannon({
+          url,
+          headers: { 'x-api-key': key },
+          body: pair.body,
+          connections,
+          seconds: duration,
+        })
+        assertClean(`${pair.name} ${side}`, run)
+        runs[side].push(run)
+        line.push(`${side} ${Math.round(run.requestsPerSecond)} req/s, p99 ${run.p99} ms`)
+      }
+      await drain()
+      console.log(`  ${pair.name} round ${round}/${rounds}: ${line.join('; ')}`)
+    }
+    printComparison({
+      name: `${pair.name} throughput, ${pair.what}`,
+      figure: medianRun(runs.on).requestsPerSecond,
+      baseline: medianRun(runs.off).requestsPerSecond,
+      unit: 'req/s',
+      better: 'higher',
+      aim: '≥ 0.95',
+    })
+    // Both sides at the same moment, half the connections each: whatever the machine does then, it
+    // does to both, so drift between rounds cancels out.
+    const together = { on: [] as number[], off: [] as number[] }
+    for (let round = 1; round <= rounds; round++) {
+      const [on, off] = await Promise.all(
+        sides.map(({ key }) =>
+          autocannon({
+            url,
+            headers: { 'x-api-key': key },
+            body: pair.body,
+            connections: connections / 2,
+            seconds: duration,
+          }),
+        ),
+      )
+      together.on.push((on as Run).requestsPerSecond)
+      together.off.push((off as Run).requestsPerSecond)
+      await drain()
+    }
+    console.log(
+      `  ${pair.name} side by side: on ${together.on.map(Math.round).join(', ')} req/s; off ${together.off.map(Math.round).join(', ')} req/s`,
+    )
+    printComparison({
+      name: `${pair.name} throughput side by side (${connections / 2} connections each), ${pair.what}`,
+      figure: median(together.on),
+      baseline: median(together.off),
+      unit: 'req/s',
+      better: 'higher',
+      aim: '≥ 0.95',
+    })
+  }
+  await api.stop()
+
+  const app = (await inProcessApp()).app
+  try {
+    for (const pair of pairsToRun) {
+      const cpu = await pairedCpuPerSend(
+        { on: { app, key: pair.on }, off: { app, key: pair.off } },
+        {
+          body: pair.body,
+          count: batch,
+          pairs,
+          path: pair.path,
+          between: () => clearFairAdmission(redis, world.queuePrefix),
+        },
+      )
+      printComparison({
+        name: `${pair.name} CPU per send in one process, ${pair.what}`,
+        figure: median(cpu.on),
+        baseline: median(cpu.off),
+        unit: 'µs',
+        better: 'lower',
+        aim: '≤ 1.05',
+      })
+    }
+  } finally {
+    await app.close()
+  }
+} finally {
+  await drain().catch(() => {})
+  redis.disconnect()
+  await closeDb()
+  await world.drop()
+}

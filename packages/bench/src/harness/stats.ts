@@ -1,0 +1,48 @@
+/** The figures of a benchmark's samples: middle, percentiles, and two sides sampled alike. */
+
+/** The middle value of a benchmark's rounds (the upper middle of an even count). */
+export const median = (values: number[]) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
+
+/** The value 95 % of the samples stay at or under. */
+export const p95 = (values: number[]) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length * 0.95)] ?? 0
+
+/**
+ * p95 (and median) in milliseconds of `figure` and of `baseline`, sampled alternately (after a shared warm-up of
+ * 30 each), so machine noise and warm-up weigh on both alike rather than on whichever runs first.
+ */
+export async function pairedP95(
+  figure: () => Promise<unknown>,
+  baseline: () => Promise<unknown>,
+  samples: number,
+) {
+  for (let i = 0; i < 30; i++) {
+    await figure()
+    await baseline()
+  }
+  const times = { figure: [] as number[], baseline: [] as number[] }
+  const time = async (run: () => Promise<unknown>, into: number[]) => {
+    const start = performance.now()
+    await run()
+    into.push(performance.now() - start)
+  }
+  for (let i = 0; i < samples; i++) {
+    if (i % 2) {
+      await time(figure, times.figure)
+      await time(baseline, times.baseline)
+    } else {
+      await time(baseline, times.baseline)
+      await time(figure, times.figure)
+    }
+  }
+  return {
+    figure: p95(times.figure),
+    baseline: p95(times.baseline),
+    medians: { figure: median(times.figure), baseline: median(times.baseline) },
+  }
+}
+
+/** The value a share `q` (0–1) of the samples stay at or under: `percentile(values, 0.99)` is the p99. */
+export const percentile = (values: number[], q: number) =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * q))] ?? 0

@@ -1,0 +1,596 @@
+/**
+ * Delivery benchmark: messages per second through the real messages worker (sandbox adapter, no
+ * latency, records written to Postgres, outcomes counted in its metrics), as it runs by default (messages in bundles of
+ * MESSAGES_BUNDLE_SIZE, 20), versus a BullMQ worker with a no-op processor, a job per message, on
+ * the same messages and the same concurrency, in this process. Prints figure, baseline, ratio, and
+ * where the worker's time goes: CPU per message of this process and of the database's Postgres
+ * backends. Beside it: the worker on a job per message (MESSAGES_BUNDLE_SIZE=1), the mean time of
+ * each step of such a job (timed around the dependencies the worker is handed), and a worker that
+ * does the least any delivery could (the floor: BullMQ's fetch and completion, one platform call,
+ * the outcome written in batches).
+ *
+ * With BENCH_BREAKDOWN=1 each round also runs the floor on bundles, bare and with a claim and a
+ * sent-log append per message (each one pipelined write per job), and the delivery worker without
+ * the revoked-key check (senders/revoked-keys.ts), beside the same worker with it.
+ *
+ *   pnpm --filter @dispatch/worker bench    (BENCH_JOBS, BENCH_CONCURRENCY, BENCH_ROUNDS, BENCH_BREAKDOWN, BENCH_BUNDLE)
+ *   BENCH_ONLY=revocation: only the delivery worker with and without the revoked-key check, paired.
+ */
+import { randomUUID } from 'node:crypto'
+import {
+  fairKeys,
+  MESSAGE_JOB_OPTIONS,
+  type MessageBundleJob,
+  type MessageBundleResult,
+  type MessageJob,
+  QueueNames,
+  recipientHasher,
+  SERVICE_WINDOW_MS,
+  serviceWindowKey,
+  serviceWindowsLoadedKey,
+} from '@dispatch/contracts'
+import { createDb, type DeliveryOutcome, type Sql } from '@dispatch/db'
+import { parseWorkerConfig } from '@dispatch/worker'
+import { Queue, Worker } from 'bullmq'
+import { Redis } from 'ioredis'
+import pino from 'pino'
+import { OptOutWatch } from '../../../../apps/worker/src/consent/watch.ts'
+import { DeliveryRecorder } from '../../../../apps/worker/src/delivery-recorder.ts'
+import { WorkerMetrics } from '../../../../apps/worker/src/metrics/registry.ts'
+import { Permits } from '../../../../apps/worker/src/permits.ts'
+import { createSandboxPlatform } from '../../../../apps/worker/src/platforms/sandbox.ts'
+import type { Delivery } from '../../../../apps/worker/src/platforms/types.ts'
+import { deliverBundle } from '../../../../apps/worker/src/senders/bundle.ts'
+import {
+  type DeliveryResult,
+  deliverMessage,
+  deliveryOutcome,
+} from '../../../../apps/worker/src/senders/deliver.ts'
+import { batchedLogSent } from '../../../../apps/worker/src/senders/sent-log.ts'
+import { backendsCpuDelta, databaseBackendsCpu } from '../harness/cpu.ts'
+import { insertBenchKey } from '../harness/keys.ts'
+import { printComparison } from '../harness/report.ts'
+import { median } from '../harness/stats.ts'
+import { createBenchWorld } from '../harness/world.ts'
+
+const jobs = Number(process.env.BENCH_JOBS ?? 10_000)
+const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 50)
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3)
+const breakdown = process.env.BENCH_BREAKDOWN === '1'
+/** Messages per job: the worker's MESSAGES_BUNDLE_SIZE default unless set. */
+const bundleSize = Number(process.env.BENCH_BUNDLE ?? parseWorkerConfig({}).MESSAGES_BUNDLE_SIZE)
+
+const world = await createBenchWorld('delivery')
+const { db, sql, close: closeDb } = createDb(world.databaseUrl)
+const connections: Redis[] = []
+const connection = (options: { pipelined?: boolean } = {}) => {
+  const client = new Redis(world.redisUrl, {
+    maxRetriesPerRequest: null,
+    ...(options.pipelined ? { enableAutoPipelining: true } : {}),
+  })
+  connections.push(client)
+  return client
+}
+const logger = pino({ level: 'silent' })
+/** Metrics on, as a worker serving METRICS_PORT counts them: every outcome counted. */
+const metrics = new WorkerMetrics()
+
+const key = await insertBenchKey(db, 'Bench')
+
+/** A running mean of durations, in milliseconds. */
+class Span {
+  count = 0
+  totalMs = 0
+  add(ms: number) {
+    this.count++
+    this.totalMs += ms
+  }
+  get mean() {
+    return `${(this.count ? this.totalMs / this.count : 0).toFixed(2)} ms`
+  }
+  async time<T>(work: Promise<T>): Promise<T> {
+    const began = performance.now()
+    try {
+      return await work
+    } finally {
+      this.add(performance.now() - began)
+    }
+  }
+}
+const spans = {
+  /** Active to completed: the whole of a job in the worker, BullMQ's completion included. */
+  job: new Span(),
+  noopJob: new Span(),
+  claim: new Span(),
+  platform: new Span(),
+  /** Per statement: the recorder writes the outcomes of many jobs in each. */
+  record: new Span(),
+}
+
+const textMessage = (): MessageJob => ({
+  messageId: randomUUID(),
+  apiKeyId: key.id,
+  acceptedAt: new Date().toISOString(),
+  message: { type: 'text', body: { phone: '+5511987654321', text: 'Your code is 123456' } },
+})
+
+/** Fills a queue with `jobs` text messages, as the API adds them (`per` > 1: that many to a job). */
+async function fill(queue: Queue, per = 1) {
+  for (let start = 0; start < jobs; start += 1000) {
+    const batch = Array.from({ length: Math.min(1000, jobs - start) }, textMessage)
+    if (per === 1) {
+      await queue.addBulk(
+        batch.map((data) => ({
+          name: 'text',
+          data,
+          opts: { ...MESSAGE_JOB_OPTIONS, jobId: data.messageId },
+        })),
+      )
+      continue
+    }
+    const bundles = []
+    for (let i = 0; i < batch.length; i += per) {
+      const messages = batch.slice(i, i + per)
+      bundles.push({
+        name: 'bundle',
+        data: { messages },
+        opts: { ...MESSAGE_JOB_OPTIONS, jobId: messages[0]?.messageId },
+      })
+    }
+    await queue.addBulk(bundles)
+  }
+}
+
+interface Drained {
+  perSecond: number
+  /** CPU per message in µs: this process, and the database's Postgres backends (when local). */
+  processCpu: number
+  postgresCpu: number | undefined
+}
+
+/**
+ * Starts `start()` on a full queue and times it until every job has completed and (the delivery
+ * worker's) every outcome is in Postgres.
+ */
+async function timeDrain(queueName: string, jobSpan: Span, start: () => Worker, per = 1): Promise<Drained> {
+  const queue = new Queue(queueName, { connection: connection(), prefix: world.queuePrefix })
+  await fill(queue, per)
+  const jobCount = Math.ceil(jobs / per)
+  const pgBefore = await databaseBackendsCpu(sql)
+  const cpuBefore = process.cpuUsage()
+  const began = performance.now()
+  const worker = start()
+  const activeAt = new Map<string | undefined, number>()
+  let done = 0
+  await new Promise<void>((resolve, reject) => {
+    worker.on('active', (job) => activeAt.set(job.id, performance.now()))
+    worker.on('completed', (job) => {
+      jobSpan.add(performance.now() - (activeAt.get(job.id) ?? began))
+      if (++done === jobCount) resolve()
+    })
+    worker.on('failed', (_job, error) => reject(error))
+  })
+  await recording?.drain()
+  recording = undefined
+  const seconds = (performance.now() - began) / 1000
+  const cpu = process.cpuUsage(cpuBefore)
+  const pgAfter = await databaseBackendsCpu(sql)
+  await worker.close()
+  await queue.obliterate({ force: true })
+  await queue.close()
+  // No backend readable: Postgres is not on this machine, its CPU is not ours to read.
+  const pgSeconds = pgBefore.size > 0 ? backendsCpuDelta(pgBefore, pgAfter) : undefined
+  return {
+    perSecond: jobs / seconds,
+    processCpu: (cpu.user + cpu.system) / jobs,
+    postgresCpu: pgSeconds === undefined ? undefined : (pgSeconds * 1e6) / jobs,
+  }
+}
+
+const baselineRun = () =>
+  timeDrain(
+    'bench-noop',
+    spans.noopJob,
+    () =>
+      new Worker('bench-noop', async () => ({ platformMessageId: 'noop' }), {
+        connection: connection(),
+        prefix: world.queuePrefix,
+        concurrency,
+      }),
+  )
+
+/** The recorder of the delivery worker running now: a run ends once it has written everything. */
+let recording: DeliveryRecorder | undefined
+
+/** The claim connection, its one command (the claim's `SET … NX GET`) timed. */
+function timedClaims() {
+  // Auto-pipelined, as the worker's claim connection is.
+  const client = connection({ pipelined: true })
+  const set = client.set.bind(client) as (...args: unknown[]) => Promise<unknown>
+  Object.assign(client, { set: (...args: unknown[]) => spans.claim.time(set(...args)) })
+  return client
+}
+
+/** The driver, each statement timed: the recorder's upserts are a round's only statements. */
+const timedSql = new Proxy(sql, {
+  apply(target, thisArg, args) {
+    const query = Reflect.apply(target, thisArg, args)
+    spans.record.time(Promise.resolve(query)).catch(() => {})
+    return query
+  },
+}) as Sql
+
+const sandbox = createSandboxPlatform({ latencyMs: 0, failureRate: 0, phoneNumberId: '100000000000001' })
+/** One sender's lane, without rate limit: its platform calls timed. */
+const lane = (serviceWindowPolicy: 'off' | 'enforce') => ({
+  senderId: 'default',
+  platform: { ...sandbox, deliver: (delivery: Delivery) => spans.platform.time(sandbox.deliver(delivery)) },
+  settings: { serviceWindowPolicy },
+  rateLimit: async () => ({ pauseMs: 0, newPause: false }),
+  limitedUntil: 0,
+  holdForLimit: async () => false,
+  spendPace: async () => {},
+  tokenRefused: async () => {},
+})
+
+/**
+ * What a lane hands its worker: the claims connection, the recorder (sharing its batches), the sent
+ * log on the connection the worker completes jobs on, the opt-out announcements followed (the
+ * opt-out read skipped for recipients nobody opted out since accept), and the revoked keys.
+ */
+function laneDeps(claims: Redis, workerConnection: Redis, recordSql: Sql = sql) {
+  return {
+    db,
+    claims,
+    logger,
+    prefix: world.queuePrefix,
+    hash: recipientHasher({}),
+    recorder: new DeliveryRecorder(recordSql, { redis: claims }),
+    sentLog: { stream: fairKeys(world.queuePrefix, 'default').sentLog, redis: workerConnection },
+    optOuts,
+    // As a worker holds them: every revoked key's id in memory, none of them this key.
+    revokedKeys,
+    metrics,
+  }
+}
+
+/**
+ * The messages worker of one sender, as a lane runs it, without rate limit; under `enforce`, each
+ * text reads its recipient's window in Redis first (open here, so every message still goes).
+ */
+function startDeliveryWorker(
+  serviceWindowPolicy: 'off' | 'enforce' = 'off',
+): Worker<MessageJob, DeliveryResult> {
+  const workerConnection = connection()
+  const deps = {
+    ...laneDeps(timedClaims(), workerConnection, timedSql),
+    // BENCH_RECORD=sync: each job waits for its row, as before the sent log.
+    ...(process.env.BENCH_RECORD === 'sync' ? { sentLog: undefined } : {}),
+  }
+  recording = deps.recorder
+  return new Worker<MessageJob, DeliveryResult>(
+    QueueNames.messages,
+    (job, token) => deliverMessage(job, token, lane(serviceWindowPolicy), deps),
+    { connection: workerConnection, prefix: world.queuePrefix, concurrency },
+  )
+}
+
+/**
+ * The least work delivery could do (issue 26's floor): BullMQ's fetch and completion, one platform
+ * call, and the outcome written to Postgres in the recorder's batches without the job waiting. No
+ * claim, no checks, no log: what every message costs whatever the design.
+ */
+let floorRecorder: DeliveryRecorder | undefined
+function startFloorWorker(): Worker<MessageJob> {
+  const recorder = new DeliveryRecorder(sql)
+  floorRecorder = recorder
+  const lane = { senderId: 'default', platform: sandbox }
+  return new Worker<MessageJob>(
+    'bench-floor',
+    async (job) => {
+      const { platformMessageId } = await sandbox.deliver({
+        messageId: job.data.messageId,
+        message: job.data.message,
+      })
+      recorder
+        .record(deliveryOutcome(job.data, lane, 'sent', { attempts: 1, platformMessageId }))
+        .catch(() => {})
+      return { platformMessageId }
+    },
+    { connection: connection(), prefix: world.queuePrefix, concurrency },
+  )
+}
+const floorRun = async () => {
+  const drained = await timeDrain('bench-floor', new Span(), startFloorWorker)
+  await floorRecorder?.drain()
+  return drained
+}
+
+/**
+ * The floor on jobs of `bundleSize` messages each, at the same messages in flight; `perMessage`
+ * adds a claim (`SET … NX GET`) and a sent-log append (`XADD`) per message, each one pipelined
+ * write per job.
+ */
+function startBundledFloorWorker(perMessage: boolean): Worker<{ messages: MessageJob[] }> {
+  const recorder = new DeliveryRecorder(sql)
+  floorRecorder = recorder
+  const lane = { senderId: 'default', platform: sandbox }
+  const redis = connection({ pipelined: true })
+  const sentLog = `${world.queuePrefix}:bench-bundled:sent`
+  return new Worker<{ messages: MessageJob[] }>(
+    'bench-bundled',
+    async (job) => {
+      const { messages } = job.data
+      if (perMessage) {
+        const claims = redis.pipeline()
+        for (const m of messages) {
+          claims.set(
+            `${world.queuePrefix}:bench-bundled:claim:${m.messageId}`,
+            'worker',
+            'PX',
+            60_000,
+            'NX',
+            'GET',
+          )
+        }
+        await claims.exec()
+      }
+      const outcomes = await Promise.all(
+        messages.map(async (m) => {
+          const { platformMessageId } = await sandbox.deliver({ messageId: m.messageId, message: m.message })
+          return deliveryOutcome(m, lane, 'sent', { attempts: 1, platformMessageId })
+        }),
+      )
+      if (perMessage) {
+        const log = redis.pipeline()
+        for (const o of outcomes) log.xadd(sentLog, '*', 'o', JSON.stringify(o))
+        await log.exec()
+      }
+      for (const o of outcomes) recorder.record(o).catch(() => {})
+    },
+    { connection: connection(), prefix: world.queuePrefix, concurrency: Math.ceil(concurrency / bundleSize) },
+  )
+}
+const bundledFloorRun = async (perMessage: boolean) => {
+  const drained = await timeDrain(
+    'bench-bundled',
+    new Span(),
+    () => startBundledFloorWorker(perMessage),
+    bundleSize,
+  )
+  await floorRecorder?.drain()
+  return drained
+}
+
+/**
+ * The messages worker on bundles of `bundleSize` (MESSAGES_BUNDLE_SIZE), as a lane runs it: each
+ * message delivered as a message's own job delivers it, `concurrency` platform calls in flight.
+ */
+function startBundledDeliveryWorker(
+  serviceWindowPolicy: 'off' | 'enforce' = 'off',
+  revocationCheck = true,
+): Worker<MessageBundleJob, MessageBundleResult> {
+  const claims = connection({ pipelined: true })
+  const workerConnection = connection()
+  // As a lane has them: the queue (BullMQ's scripts) on a connection apart from the claims'.
+  const queue = new Queue<MessageJob>(QueueNames.messages, {
+    connection: connection(),
+    prefix: world.queuePrefix,
+  })
+  const lanes = laneDeps(claims, workerConnection)
+  const appendSent = batchedLogSent(claims)
+  const deps = {
+    ...lanes,
+    sentLog: {
+      ...lanes.sentLog,
+      append: (outcome: DeliveryOutcome) => appendSent(lanes.sentLog.stream, outcome),
+    },
+    queue: async () => queue,
+    permits: new Permits(concurrency),
+    index: { redis: claims, key: fairKeys(world.queuePrefix, 'default').bundled },
+    backoffMs: 1000,
+    ...(revocationCheck ? {} : { revokedKeys: undefined }),
+  }
+  recording = deps.recorder
+  return new Worker<MessageBundleJob, MessageBundleResult>(
+    QueueNames.messages,
+    (job) => deliverBundle(job, lane(serviceWindowPolicy), deps),
+    { connection: workerConnection, prefix: world.queuePrefix, concurrency },
+  )
+}
+
+/** A job per message (MESSAGES_BUNDLE_SIZE=1). */
+const singleRun = () => timeDrain(QueueNames.messages, spans.job, () => startDeliveryWorker())
+/** As Dispatch runs by default: bundles of `bundleSize` (MESSAGES_BUNDLE_SIZE). */
+const deliveryRun = () =>
+  timeDrain(QueueNames.messages, new Span(), () => startBundledDeliveryWorker(), bundleSize)
+/** The same, without the revoked-key check at delivery (BENCH_BREAKDOWN): what the check costs. */
+const uncheckedRun = () =>
+  timeDrain(QueueNames.messages, new Span(), () => startBundledDeliveryWorker('off', false), bundleSize)
+const enforcedRun = () =>
+  timeDrain(QueueNames.messages, new Span(), () => startBundledDeliveryWorker('enforce'), bundleSize)
+
+/** A thousand revoked keys, held as a worker process holds them (senders/revoked-keys.ts). */
+const revokedKeys = new Set(Array.from({ length: 1000 }, () => randomUUID()))
+
+/** The opt-out announcements, followed as a worker process does (consent/watch.ts). */
+const optOuts = new OptOutWatch(connection(), world.queuePrefix, logger)
+optOuts.start()
+await optOuts.caughtUp(5_000)
+
+const us = (n: number | undefined) => (n === undefined ? 'n/a' : `${Math.round(n)} µs`)
+
+try {
+  console.log(`delivery: ${jobs} queued jobs, concurrency ${concurrency}, ${rounds} alternating rounds`)
+  // The recipient's window open, and the copy of the windows complete: the check under enforce reads both.
+  const windows = connection()
+  await windows.set(serviceWindowsLoadedKey(world.queuePrefix), '1')
+  await windows.set(
+    serviceWindowKey(world.queuePrefix, '100000000000001', '+5511987654321'),
+    String(Date.now()),
+    'PX',
+    SERVICE_WINDOW_MS,
+  )
+  const base: Drained[] = []
+  const real: Drained[] = []
+  const enforced: Drained[] = []
+  const floor: Drained[] = []
+  const bundled: Drained[] = []
+  const bundledChecked: Drained[] = []
+  const single: Drained[] = []
+  const unchecked: Drained[] = []
+  const checked: Drained[] = []
+  for (let round = 1; round <= rounds; round++) {
+    if (process.env.BENCH_ONLY === 'revocation') {
+      // The revoked-key check alone, with and without, back to back, alternating which goes first.
+      if (round % 2) {
+        checked.push(await deliveryRun())
+        unchecked.push(await uncheckedRun())
+      } else {
+        unchecked.push(await uncheckedRun())
+        checked.push(await deliveryRun())
+      }
+      continue
+    }
+    if (process.env.BENCH_ONLY === 'delivery' || process.env.BENCH_ONLY === 'enforce') {
+      // For a profile of the delivery worker alone.
+      real.push(await (process.env.BENCH_ONLY === 'enforce' ? enforcedRun() : deliveryRun()))
+      continue
+    }
+    const b = await baselineRun()
+    floor.push(await floorRun())
+    if (breakdown) {
+      bundled.push(await bundledFloorRun(false))
+      bundledChecked.push(await bundledFloorRun(true))
+    }
+    // Off and enforce alternate which goes first, so drift between them moves both alike.
+    let r: Drained
+    let e: Drained
+    if (round % 2) {
+      r = await deliveryRun()
+      e = await enforcedRun()
+    } else {
+      e = await enforcedRun()
+      r = await deliveryRun()
+    }
+    if (breakdown) {
+      // With and without the revoked-key check, back to back, alternating which goes first.
+      if (round % 2) {
+        checked.push(await deliveryRun())
+        unchecked.push(await uncheckedRun())
+      } else {
+        unchecked.push(await uncheckedRun())
+        checked.push(await deliveryRun())
+      }
+    }
+    single.push(await singleRun())
+    base.push(b)
+    real.push(r)
+    enforced.push(e)
+    console.log(
+      `  round ${round}/${rounds}: sandbox delivery, ${bundleSize} a job, ${Math.round(r.perSecond)} msg/s` +
+        ` (CPU per message: this process ${us(r.processCpu)}, Postgres ${us(r.postgresCpu)});` +
+        ` no-op ${Math.round(b.perSecond)} jobs/s (this process ${us(b.processCpu)});` +
+        ` with the window checked (enforce) ${Math.round(e.perSecond)} msg/s (this process ${us(e.processCpu)})`,
+    )
+  }
+  const [recorded] = await db.execute<{ count: string }>(
+    `select count(*) from messages where status = 'sent'`,
+  )
+  const sides = breakdown ? 8 : 4
+  /** The revoked-key check against none, throughput and this process's CPU per message. */
+  const printRevocationCheck = (name: string) => {
+    printComparison({
+      name,
+      figure: median(checked.map((r) => r.perSecond)),
+      baseline: median(unchecked.map((r) => r.perSecond)),
+      unit: 'msg/s',
+      better: 'higher',
+      aim: '≥ 0.98',
+    })
+    console.log(
+      `  CPU per message (this process), the revoked-key check vs none: ${us(median(checked.map((r) => r.processCpu)))}` +
+        ` vs ${us(median(unchecked.map((r) => r.processCpu)))}`,
+    )
+  }
+  if (process.env.BENCH_ONLY === 'revocation') {
+    const pairs = checked.map((c, i) => c.perSecond / (unchecked[i]?.perSecond ?? c.perSecond))
+    printRevocationCheck('delivery throughput, the revoked-key check vs none')
+    console.log(
+      `  paired ratios per round: ${pairs.map((p) => p.toFixed(3)).join(', ')} (median ${median(pairs).toFixed(3)})`,
+    )
+    process.exit(0)
+  }
+  if (process.env.BENCH_ONLY) {
+    console.log(`delivery only: ${real.map((r) => Math.round(r.perSecond)).join(', ')} msg/s`)
+    process.exit(0)
+  }
+  if (Number(recorded?.count) !== sides * jobs * rounds)
+    throw new Error(`expected ${sides * jobs * rounds} sent records, found ${recorded?.count}`)
+  if (breakdown) {
+    for (const [name, runs] of [
+      [`the floor, ${bundleSize} messages a job`, bundled],
+      [
+        `the floor, ${bundleSize} messages a job, with a claim and a sent-log append per message`,
+        bundledChecked,
+      ],
+    ] as const) {
+      printComparison({
+        name: `  ${name} (breakdown) vs the no-op worker, a job each`,
+        figure: median(runs.map((r) => r.perSecond)),
+        baseline: median(base.map((b) => b.perSecond)),
+        unit: 'msg/s',
+        better: 'higher',
+      })
+    }
+  }
+  if (breakdown) printRevocationCheck('delivery throughput, the revoked-key check vs none (breakdown)')
+  printComparison({
+    name: 'delivery throughput (sandbox)',
+    figure: median(real.map((r) => r.perSecond)),
+    baseline: median(base.map((b) => b.perSecond)),
+    unit: 'msg/s',
+    better: 'higher',
+    aim: '≥ 0.8',
+  })
+  printComparison({
+    name: 'delivery throughput, a job per message (MESSAGES_BUNDLE_SIZE=1, sandbox)',
+    figure: median(single.map((r) => r.perSecond)),
+    baseline: median(base.map((b) => b.perSecond)),
+    unit: 'msg/s',
+    better: 'higher',
+  })
+  printComparison({
+    name: 'delivery throughput, the window checked (enforce) vs not (off)',
+    figure: median(enforced.map((r) => r.perSecond)),
+    baseline: median(real.map((r) => r.perSecond)),
+    unit: 'msg/s',
+    better: 'higher',
+    aim: '≥ 0.95',
+  })
+  // CPU per message, this process and Postgres, medians: Dispatch, the least work, the no-op worker.
+  const cpu = (runs: Drained[]) =>
+    `${us(median(runs.map((r) => r.processCpu)))} + Postgres ${us(median(runs.flatMap((r) => (r.postgresCpu === undefined ? [] : [r.postgresCpu]))))}`
+  console.log(
+    `  CPU per message: Dispatch ${cpu(real)}; the floor (fetch, platform call, batched record) ${cpu(floor)},` +
+      ` ${Math.round(median(floor.map((r) => r.perSecond)))} msg/s; the no-op worker ${cpu(base)}`,
+  )
+  printComparison({
+    name: 'delivery CPU per message (this process), Dispatch vs the floor (fetch, platform call, batched record)',
+    figure: median(real.map((r) => r.processCpu)),
+    baseline: median(floor.map((r) => r.processCpu)),
+    unit: 'µs',
+    better: 'lower',
+  })
+  console.log(
+    `  per job (means over the rounds): ${spans.job.mean} from active to completed (no-op ${spans.noopJob.mean});` +
+      ` in it the claim ${spans.claim.mean}, the platform ${spans.platform.mean}, and the record:` +
+      ` ${spans.record.count} statements of ${Math.round((jobs * rounds) / Math.max(1, spans.record.count))}` +
+      ` outcomes on average, ${spans.record.mean} each`,
+  )
+} finally {
+  optOuts.close()
+  for (const client of connections) client.disconnect()
+  await closeDb()
+  await world.drop()
+}
