@@ -6,6 +6,7 @@ import { count, formatTime, instant } from '../ui/format.ts'
 import { Page, Section } from '../ui/page.tsx'
 import { Pager } from '../ui/pager.tsx'
 import { Loaded, Outcome } from '../ui/status.tsx'
+import { Table } from '../ui/table.tsx'
 
 /** One endpoint: its attempts (each failed one retried on demand), a replay of a window, a new secret. */
 export function WebhookEndpoint({ id }: { id: string }) {
@@ -77,50 +78,45 @@ export function WebhookEndpoint({ id }: { id: string }) {
               <p class="muted">No attempt yet.</p>
             ) : (
               <>
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">When</th>
-                      <th scope="col">Event</th>
-                      <th scope="col">Attempt</th>
-                      <th scope="col">Outcome</th>
-                      <th scope="col">Next retry</th>
-                      <th scope="col">Action</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {result.data.map((attempt) => (
-                      <tr key={attempt.id}>
-                        <td>{formatTime(attempt.createdAt)}</td>
-                        <td>
-                          {attempt.eventType}
-                          <div class="muted">
-                            <code>{attempt.eventId}</code>
-                          </div>
-                        </td>
-                        <td>{attempt.attempt}</td>
-                        <td class="wrap">
+                <Table
+                  rows={result.data}
+                  rowKey={(attempt) => attempt.id}
+                  columns={[
+                    { header: 'When', cell: (attempt) => formatTime(attempt.createdAt) },
+                    {
+                      header: 'Event',
+                      cell: (attempt) => attempt.eventType,
+                      detail: (attempt) => <code>{attempt.eventId}</code>,
+                    },
+                    { header: 'Attempt', cell: (attempt) => attempt.attempt },
+                    {
+                      header: 'Outcome',
+                      class: 'wrap',
+                      cell: (attempt) => (
+                        <>
                           {attempt.success ? 'delivered' : 'failed'} {attempt.statusCode ?? ''}{' '}
                           {attempt.error ?? ''} ({attempt.durationMs} ms)
-                        </td>
-                        <td>{formatTime(attempt.nextRetryAt)}</td>
-                        <td>
-                          {attempt.success ? null : (
-                            <button
-                              type="button"
-                              class="secondary"
-                              aria-label={`Retry event ${attempt.eventType} ${attempt.eventId}`}
-                              disabled={retry.isPending}
-                              onClick={() => retry.mutate(attempt.eventId)}
-                            >
-                              Retry
-                            </button>
-                          )}
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
+                        </>
+                      ),
+                    },
+                    { header: 'Next retry', cell: (attempt) => formatTime(attempt.nextRetryAt) },
+                    {
+                      header: 'Action',
+                      cell: (attempt) =>
+                        attempt.success ? null : (
+                          <button
+                            type="button"
+                            class="secondary"
+                            aria-label={`Retry event ${attempt.eventType} ${attempt.eventId}`}
+                            disabled={retry.isPending}
+                            onClick={() => retry.mutate(attempt.eventId)}
+                          >
+                            Retry
+                          </button>
+                        ),
+                    },
+                  ]}
+                />
                 <Pager {...result} onPage={setPage} />
               </>
             )

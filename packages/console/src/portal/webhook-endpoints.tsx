@@ -1,9 +1,9 @@
 import { useQuery } from '@tanstack/preact-query'
 import { api, paging } from '../api.ts'
-import { Link } from '../router.tsx'
 import { formatTime } from '../ui/format.ts'
 import { Page } from '../ui/page.tsx'
 import { Loaded } from '../ui/status.tsx'
+import { Table } from '../ui/table.tsx'
 
 /** The key's webhook endpoints; each links to its attempts. */
 export function WebhookEndpoints() {
@@ -14,39 +14,31 @@ export function WebhookEndpoints() {
   return (
     <Page title="Webhook endpoints">
       <Loaded query={endpoints}>
-        {(result) =>
-          result.data.length === 0 ? (
-            <p class="muted">No endpoint: create one with POST /api/third-party/webhook-endpoints.</p>
-          ) : (
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">URL</th>
-                  <th scope="col">Events</th>
-                  <th scope="col">State</th>
-                  <th scope="col">Failing since</th>
-                </tr>
-              </thead>
-              <tbody>
-                {result.data.map((endpoint) => (
-                  <tr key={endpoint.id}>
-                    <td class="wrap">
-                      <Link href={`/webhooks/${endpoint.id}`}>{endpoint.url}</Link>
-                      {endpoint.description ? <div class="muted">{endpoint.description}</div> : null}
-                    </td>
-                    <td class="wrap">{endpoint.events.join(', ')}</td>
-                    <td>
-                      {endpoint.enabled
-                        ? 'enabled'
-                        : `disabled${endpoint.disabledReason ? `: ${endpoint.disabledReason}` : ''}`}
-                    </td>
-                    <td>{formatTime(endpoint.failingSince)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )
-        }
+        {(result) => (
+          <Table
+            empty="No endpoint: create one with POST /api/third-party/webhook-endpoints."
+            rows={result.data}
+            rowKey={(endpoint) => endpoint.id}
+            rowLink={(endpoint) => `/webhooks/${endpoint.id}`}
+            columns={[
+              {
+                header: 'URL',
+                cell: (endpoint) => endpoint.url,
+                detail: (endpoint) => endpoint.description,
+                class: 'wrap',
+              },
+              { header: 'Events', cell: (endpoint) => endpoint.events.join(', '), class: 'wrap' },
+              {
+                header: 'State',
+                cell: (endpoint) =>
+                  endpoint.enabled
+                    ? 'enabled'
+                    : `disabled${endpoint.disabledReason ? `: ${endpoint.disabledReason}` : ''}`,
+              },
+              { header: 'Failing since', cell: (endpoint) => formatTime(endpoint.failingSince) },
+            ]}
+          />
+        )}
       </Loaded>
     </Page>
   )

@@ -4,6 +4,7 @@ import { Link } from '../../router.tsx'
 import { formatTime, integer, text } from '../../ui/format.ts'
 import { Page, Section } from '../../ui/page.tsx'
 import { Loaded, Outcome, StatusBadge } from '../../ui/status.tsx'
+import { Table } from '../../ui/table.tsx'
 import { useSenderOptions } from '../senders/sender-options.tsx'
 
 /** A field cleared in the form resets the limit to the service default (null). */
@@ -148,31 +149,26 @@ export function KeyDetail({ id }: { id: string }) {
                 </Section>
               ) : null}
               <Section title="Decision history">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">When</th>
-                      <th scope="col">Who</th>
-                      <th scope="col">Change</th>
-                      <th scope="col">Reason</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {data.history.map((entry, index) => (
-                      <tr key={`${entry.createdAt}-${index}`}>
-                        <td>{formatTime(entry.createdAt)}</td>
-                        <td>{entry.actor}</td>
-                        <td>
+                <Table
+                  rows={data.history}
+                  rowKey={(entry, index) => `${entry.createdAt}-${index}`}
+                  columns={[
+                    { header: 'When', cell: (entry) => formatTime(entry.createdAt) },
+                    { header: 'Who', cell: (entry) => entry.actor },
+                    {
+                      header: 'Change',
+                      cell: (entry) => (
+                        <>
                           {entry.fromStatus === entry.toStatus
                             ? 'edited'
                             : `${entry.fromStatus} → ${entry.toStatus}`}
                           {entry.changes ? <code class="wrap"> {JSON.stringify(entry.changes)}</code> : null}
-                        </td>
-                        <td>{entry.reason ?? '—'}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
+                        </>
+                      ),
+                    },
+                    { header: 'Reason', cell: (entry) => entry.reason ?? '—' },
+                  ]}
+                />
               </Section>
             </>
           )

@@ -1,11 +1,11 @@
 import { keepPreviousData, useQuery } from '@tanstack/preact-query'
 import { useState } from 'preact/hooks'
 import { api, paging } from '../../api.ts'
-import { Link } from '../../router.tsx'
 import { count, formatTime, text } from '../../ui/format.ts'
 import { Page } from '../../ui/page.tsx'
 import { Pager } from '../../ui/pager.tsx'
 import { Loaded, StatusBadge } from '../../ui/status.tsx'
+import { Table } from '../../ui/table.tsx'
 
 type KeyStatus = 'pending' | 'approved' | 'rejected' | 'revoked'
 interface KeySearch {
@@ -64,34 +64,18 @@ export function Keys() {
         {(result) => (
           <>
             <p class="muted">{count(result.itemCount, 'key')}</p>
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Client</th>
-                  <th scope="col">Prefix</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Tenant</th>
-                  <th scope="col">Created</th>
-                </tr>
-              </thead>
-              <tbody>
-                {result.data.map((key) => (
-                  <tr key={key.id}>
-                    <td>
-                      <Link href={`/keys/${key.id}`}>{key.clientName}</Link>
-                    </td>
-                    <td>
-                      <code>{key.keyPrefix}</code>
-                    </td>
-                    <td>
-                      <StatusBadge status={key.status} />
-                    </td>
-                    <td>{key.tenantId ?? '—'}</td>
-                    <td>{formatTime(key.createdAt)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+            <Table
+              rows={result.data}
+              rowKey={(key) => key.id}
+              rowLink={(key) => `/keys/${key.id}`}
+              columns={[
+                { header: 'Client', cell: (key) => key.clientName },
+                { header: 'Prefix', cell: (key) => <code>{key.keyPrefix}</code> },
+                { header: 'Status', cell: (key) => <StatusBadge status={key.status} /> },
+                { header: 'Tenant', cell: (key) => key.tenantId ?? '—' },
+                { header: 'Created', cell: (key) => formatTime(key.createdAt) },
+              ]}
+            />
             <Pager {...result} onPage={setPage} />
           </>
         )}

@@ -4,6 +4,7 @@ import { Link } from '../../router.tsx'
 import { formatTime } from '../../ui/format.ts'
 import { Page, Section } from '../../ui/page.tsx'
 import { Loaded, StatusBadge } from '../../ui/status.tsx'
+import { Table } from '../../ui/table.tsx'
 import { useSenderOptions } from '../senders/sender-options.tsx'
 import { MinuteChart } from './chart.tsx'
 
@@ -49,40 +50,23 @@ export function Overview() {
               </Section>
               <div class="grid">
                 <Section title="Backlog per sender">
-                  {data.backlog.length === 0 ? (
-                    <p class="muted">No sender queue.</p>
-                  ) : (
-                    <table>
-                      <thead>
-                        <tr>
-                          <th scope="col">Sender</th>
-                          <th scope="col">Waiting</th>
-                          <th scope="col">Active</th>
-                          <th scope="col">Delayed</th>
-                          <th scope="col">Failed</th>
-                          <th scope="col">Paused</th>
-                        </tr>
-                      </thead>
-                      <tbody>
-                        {data.backlog.map((queue) => (
-                          <tr key={queue.name}>
-                            <td>
-                              {queue.senderId ? (
-                                <Link href={`/senders/${queue.senderId}`}>{nameOf(queue.senderId)}</Link>
-                              ) : (
-                                queue.name
-                              )}
-                            </td>
-                            <td>{queue.counts.waiting}</td>
-                            <td>{queue.counts.active}</td>
-                            <td>{queue.counts.delayed}</td>
-                            <td>{queue.counts.failed}</td>
-                            <td>{queue.paused || queue.held ? 'yes' : 'no'}</td>
-                          </tr>
-                        ))}
-                      </tbody>
-                    </table>
-                  )}
+                  <Table
+                    rows={data.backlog}
+                    rowKey={(queue) => queue.name}
+                    rowLink={(queue) => (queue.senderId ? `/senders/${queue.senderId}` : null)}
+                    empty="No sender queue."
+                    columns={[
+                      {
+                        header: 'Sender',
+                        cell: (queue) => (queue.senderId ? nameOf(queue.senderId) : queue.name),
+                      },
+                      { header: 'Waiting', cell: (queue) => queue.counts.waiting },
+                      { header: 'Active', cell: (queue) => queue.counts.active },
+                      { header: 'Delayed', cell: (queue) => queue.counts.delayed },
+                      { header: 'Failed', cell: (queue) => queue.counts.failed },
+                      { header: 'Paused', cell: (queue) => (queue.paused || queue.held ? 'yes' : 'no') },
+                    ]}
+                  />
                 </Section>
                 <Section title="Senders needing attention">
                   {data.sendersNeedingAttention.length === 0 ? (
@@ -100,62 +84,36 @@ export function Overview() {
                   )}
                 </Section>
                 <Section title="Failing webhook endpoints">
-                  {data.failingWebhookEndpoints.length === 0 ? (
-                    <p class="muted">None failed in the last hour.</p>
-                  ) : (
-                    <table>
-                      <thead>
-                        <tr>
-                          <th scope="col">Endpoint</th>
-                          <th scope="col">Key</th>
-                          <th scope="col">Failures (1 h)</th>
-                          <th scope="col">Last error</th>
-                          <th scope="col">Last attempt</th>
-                        </tr>
-                      </thead>
-                      <tbody>
-                        {data.failingWebhookEndpoints.map((endpoint) => (
-                          <tr key={endpoint.endpointId}>
-                            <td class="wrap">{endpoint.url}</td>
-                            <td>
-                              <Link href={`/keys/${endpoint.apiKeyId}`}>{endpoint.apiKeyId.slice(0, 8)}</Link>
-                            </td>
-                            <td>{endpoint.failures}</td>
-                            <td class="wrap">{endpoint.lastError ?? '—'}</td>
-                            <td>{formatTime(endpoint.lastAttemptAt)}</td>
-                          </tr>
-                        ))}
-                      </tbody>
-                    </table>
-                  )}
+                  <Table
+                    rows={data.failingWebhookEndpoints}
+                    rowKey={(endpoint) => endpoint.endpointId}
+                    empty="None failed in the last hour."
+                    columns={[
+                      { header: 'Endpoint', cell: (endpoint) => endpoint.url, class: 'wrap' },
+                      {
+                        header: 'Key',
+                        cell: (endpoint) => (
+                          <Link href={`/keys/${endpoint.apiKeyId}`}>{endpoint.apiKeyId.slice(0, 8)}</Link>
+                        ),
+                      },
+                      { header: 'Failures (1 h)', cell: (endpoint) => endpoint.failures },
+                      { header: 'Last error', cell: (endpoint) => endpoint.lastError ?? '—', class: 'wrap' },
+                      { header: 'Last attempt', cell: (endpoint) => formatTime(endpoint.lastAttemptAt) },
+                    ]}
+                  />
                 </Section>
                 <Section title="Top errors (1 h)">
-                  {data.topErrors.length === 0 ? (
-                    <p class="muted">No error in the last hour.</p>
-                  ) : (
-                    <table>
-                      <thead>
-                        <tr>
-                          <th scope="col">Code</th>
-                          <th scope="col">Count</th>
-                          <th scope="col">Meaning</th>
-                        </tr>
-                      </thead>
-                      <tbody>
-                        {data.topErrors.map((error) => (
-                          <tr key={error.code}>
-                            <td>
-                              <Link href={`/messages?errorCode=${encodeURIComponent(error.code)}`}>
-                                <code>{error.code}</code>
-                              </Link>
-                            </td>
-                            <td>{error.count}</td>
-                            <td class="wrap">{error.meaning ?? '—'}</td>
-                          </tr>
-                        ))}
-                      </tbody>
-                    </table>
-                  )}
+                  <Table
+                    rows={data.topErrors}
+                    rowKey={(error) => error.code}
+                    rowLink={(error) => `/messages?errorCode=${encodeURIComponent(error.code)}`}
+                    empty="No error in the last hour."
+                    columns={[
+                      { header: 'Code', cell: (error) => <code>{error.code}</code> },
+                      { header: 'Count', cell: (error) => error.count },
+                      { header: 'Meaning', cell: (error) => error.meaning ?? '—', class: 'wrap' },
+                    ]}
+                  />
                 </Section>
               </div>
             </>

@@ -1,9 +1,9 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/preact-query'
 import { api } from '../../api.ts'
-import { Link } from '../../router.tsx'
 import { formatTime, text } from '../../ui/format.ts'
 import { Page } from '../../ui/page.tsx'
 import { Loaded, Outcome } from '../../ui/status.tsx'
+import { Table } from '../../ui/table.tsx'
 import { useSenderOptions } from '../senders/sender-options.tsx'
 
 interface QueueRow {
@@ -80,54 +80,41 @@ export function Queues() {
     >
       <Loaded query={queues}>
         {(result) => (
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Queue</th>
-                <th scope="col">Waiting</th>
-                <th scope="col">Active</th>
-                <th scope="col">Delayed</th>
-                <th scope="col">Failed</th>
-                <th scope="col">Rate limit / s</th>
-                <th scope="col">State</th>
-                <th scope="col">Switch</th>
-              </tr>
-            </thead>
-            <tbody>
-              {(result.data as QueueRow[]).map((queue) => (
-                <tr key={queue.name}>
-                  <td>
-                    {queue.senderId ? (
-                      <Link href={`/senders/${queue.senderId}`}>{queue.name}</Link>
-                    ) : (
-                      queue.name
-                    )}
-                    {queue.kind === queue.name ? null : <div class="muted">{queue.kind}</div>}
-                  </td>
-                  <td>{queue.counts.waiting + (queue.counts.waitingAdmission ?? 0)}</td>
-                  <td>{queue.counts.active}</td>
-                  <td>{queue.counts.delayed}</td>
-                  <td>{queue.counts.failed}</td>
-                  <td>{rateOf(queue.senderId) ?? '—'}</td>
-                  <td>
-                    {queue.paused ? (
-                      <span>
-                        <strong>paused</strong> by {queue.switchedBy ?? '?'} {formatTime(queue.switchedAt)}
-                        {queue.reason ? `: ${queue.reason}` : ''}
-                      </span>
-                    ) : queue.held ? (
-                      'held (by the messages switch, or its sender is paused)'
-                    ) : (
-                      'running'
-                    )}
-                  </td>
-                  <td>
-                    <QueueSwitch queue={queue} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <Table
+            rows={result.data as QueueRow[]}
+            rowKey={(queue) => queue.name}
+            rowLink={(queue) => (queue.senderId ? `/senders/${queue.senderId}` : null)}
+            columns={[
+              {
+                header: 'Queue',
+                cell: (queue) => queue.name,
+                detail: (queue) => (queue.kind === queue.name ? null : queue.kind),
+              },
+              {
+                header: 'Waiting',
+                cell: (queue) => queue.counts.waiting + (queue.counts.waitingAdmission ?? 0),
+              },
+              { header: 'Active', cell: (queue) => queue.counts.active },
+              { header: 'Delayed', cell: (queue) => queue.counts.delayed },
+              { header: 'Failed', cell: (queue) => queue.counts.failed },
+              { header: 'Rate limit / s', cell: (queue) => rateOf(queue.senderId) ?? '—' },
+              {
+                header: 'State',
+                cell: (queue) =>
+                  queue.paused ? (
+                    <span>
+                      <strong>paused</strong> by {queue.switchedBy ?? '?'} {formatTime(queue.switchedAt)}
+                      {queue.reason ? `: ${queue.reason}` : ''}
+                    </span>
+                  ) : queue.held ? (
+                    'held (by the messages switch, or its sender is paused)'
+                  ) : (
+                    'running'
+                  ),
+              },
+              { header: 'Switch', cell: (queue) => <QueueSwitch queue={queue} /> },
+            ]}
+          />
         )}
       </Loaded>
     </Page>

@@ -4,6 +4,7 @@ import { Link } from '../../router.tsx'
 import { formatTime, integer, text } from '../../ui/format.ts'
 import { Page, Section } from '../../ui/page.tsx'
 import { Loaded, Outcome, StatusBadge } from '../../ui/status.tsx'
+import { Table } from '../../ui/table.tsx'
 
 type SenderChange = {
   state?: 'active' | 'paused'
@@ -128,67 +129,45 @@ export function SenderDetail({ id }: { id: string }) {
         </button>
         <Outcome mutation={sync} done="Templates synced." />
         <Loaded query={templates}>
-          {(result) =>
-            result.data.length === 0 ? (
-              <p class="muted">No template.</p>
-            ) : (
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Name</th>
-                    <th scope="col">Language</th>
-                    <th scope="col">Category</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">Quality</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {result.data.map((template) => (
-                    <tr key={template.id}>
-                      <td>{template.name}</td>
-                      <td>{template.language}</td>
-                      <td>{template.category ?? '—'}</td>
-                      <td>
-                        <StatusBadge status={template.status.toLowerCase()} />
-                        {template.rejectedReason ? ` ${template.rejectedReason}` : ''}
-                      </td>
-                      <td>{template.quality ?? '—'}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            )
-          }
+          {(result) => (
+            <Table
+              empty="No template."
+              rows={result.data}
+              rowKey={(template) => template.id}
+              columns={[
+                { header: 'Name', cell: (template) => template.name },
+                { header: 'Language', cell: (template) => template.language },
+                { header: 'Category', cell: (template) => template.category ?? '—' },
+                {
+                  header: 'Status',
+                  cell: (template) => (
+                    <>
+                      <StatusBadge status={template.status.toLowerCase()} />
+                      {template.rejectedReason ? ` ${template.rejectedReason}` : ''}
+                    </>
+                  ),
+                },
+                { header: 'Quality', cell: (template) => template.quality ?? '—' },
+              ]}
+            />
+          )}
         </Loaded>
       </Section>
       <Section title="Suppression list">
         <Loaded query={suppressions}>
-          {(result) =>
-            result.data.length === 0 ? (
-              <p class="muted">No one has opted out.</p>
-            ) : (
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Recipient</th>
-                    <th scope="col">Scope</th>
-                    <th scope="col">Source</th>
-                    <th scope="col">Since</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {result.data.map((entry) => (
-                    <tr key={entry.id}>
-                      <td>{entry.recipient}</td>
-                      <td>{entry.scope}</td>
-                      <td>{entry.source}</td>
-                      <td>{formatTime(entry.createdAt)}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            )
-          }
+          {(result) => (
+            <Table
+              empty="No one has opted out."
+              rows={result.data}
+              rowKey={(entry) => entry.id}
+              columns={[
+                { header: 'Recipient', cell: (entry) => entry.recipient },
+                { header: 'Scope', cell: (entry) => entry.scope },
+                { header: 'Source', cell: (entry) => entry.source },
+                { header: 'Since', cell: (entry) => formatTime(entry.createdAt) },
+              ]}
+            />
+          )}
         </Loaded>
       </Section>
     </Page>

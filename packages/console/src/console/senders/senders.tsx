@@ -1,11 +1,12 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/preact-query'
 import { useState } from 'preact/hooks'
 import { api, paging } from '../../api.ts'
-import { Link, navigate } from '../../router.tsx'
+import { navigate } from '../../router.tsx'
 import { integer, text } from '../../ui/format.ts'
 import { Page, Section } from '../../ui/page.tsx'
 import { Pager } from '../../ui/pager.tsx'
 import { Loaded, Outcome, StatusBadge } from '../../ui/status.tsx'
+import { Table } from '../../ui/table.tsx'
 
 /** The senders (WhatsApp numbers), and a form to add one. */
 export function Senders() {
@@ -40,36 +41,19 @@ export function Senders() {
       <Loaded query={senders}>
         {(result) => (
           <>
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Sender</th>
-                  <th scope="col">Phone number id</th>
-                  <th scope="col">State</th>
-                  <th scope="col">Rate / s</th>
-                  <th scope="col">Quality</th>
-                  <th scope="col">Account</th>
-                </tr>
-              </thead>
-              <tbody>
-                {result.data.map((sender) => (
-                  <tr key={sender.id}>
-                    <td>
-                      <Link href={`/senders/${sender.id}`}>{sender.displayName}</Link>
-                    </td>
-                    <td>
-                      <code>{sender.phoneNumberId}</code>
-                    </td>
-                    <td>
-                      <StatusBadge status={sender.state} />
-                    </td>
-                    <td>{sender.ratePerSecond}</td>
-                    <td>{sender.health.qualityRating ?? '—'}</td>
-                    <td>{sender.health.accountStatus ?? '—'}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+            <Table
+              rows={result.data}
+              rowKey={(sender) => sender.id}
+              rowLink={(sender) => `/senders/${sender.id}`}
+              columns={[
+                { header: 'Sender', cell: (sender) => sender.displayName },
+                { header: 'Phone number id', cell: (sender) => <code>{sender.phoneNumberId}</code> },
+                { header: 'State', cell: (sender) => <StatusBadge status={sender.state} /> },
+                { header: 'Rate / s', cell: (sender) => sender.ratePerSecond },
+                { header: 'Quality', cell: (sender) => sender.health.qualityRating ?? '—' },
+                { header: 'Account', cell: (sender) => sender.health.accountStatus ?? '—' },
+              ]}
+            />
             <Pager {...result} onPage={setPage} />
           </>
         )}
