@@ -65,7 +65,7 @@ export interface ApiDeps {
   clock: () => Date
   /**
    * The recipient's hash the consent checks key the suppression list by (ERASURE_HASH_KEY's HMAC
-   * when absent); `bench/recipient-hash.ts` replaces it to measure what hashing costs a send.
+   * when absent); `packages/bench/src/api/recipient-hash.ts` replaces it to measure what hashing costs a send.
    */
   recipientHash?: RecipientHasher | undefined
   /** OpenTelemetry, when OTEL_EXPORTER_OTLP_ENDPOINT is set (or a test gives one): requests are traced. */

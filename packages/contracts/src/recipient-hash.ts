@@ -60,7 +60,7 @@ const BLOCK = 64
 /**
  * HMAC-SHA256 under `key` (RFC 2104), base64url: the same bytes as `createHmac`, from two one-shot
  * `hash` calls with the key's pads worked out once. `createHmac` makes a native object per call,
- * which the accept path paid for in GC too: measured in `apps/api/bench/recipient-hash.ts`.
+ * which the accept path paid for in GC too: measured in `packages/bench/src/api/recipient-hash.ts`.
  */
 export function hmacSha256(key: string): (message: string) => string {
   let bytes = Buffer.from(key, 'utf8')

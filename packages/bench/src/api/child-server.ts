@@ -10,7 +10,7 @@ export interface ServerEnv {
   DATABASE_URL: string
   REDIS_URL: string
   QUEUE_PREFIX: string
-  /** `false` starts the API without metrics (bench/metrics.ts); unset, the default (on). */
+  /** `false` starts the API without metrics (metrics.ts); unset, the default (on). */
   METRICS_ENABLED?: string
   /** A key's outstanding bound; the accept bench's one key stores more than the default per round. */
   MESSAGE_OUTSTANDING_MAX?: string

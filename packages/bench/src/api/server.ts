@@ -1,5 +1,5 @@
 /**
- * A server under test, in a process of its own (started by `load.ts`'s `startServer`):
+ * A server under test, in a process of its own (started by `child-server.ts`'s `startServer`):
  *
  * - `app`: the real API (`buildApp`), the per-key message limit set far above the load, with an
  *   approved key holding every send scope.
