@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url'
 import { benchEnv } from './env.ts'
 
 /** The repository's root (this file is packages/bench/src/harness/results.ts). */
-export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..')
+export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..')
 
 /** Where results go: `BENCH_RESULTS_FILE`, else bench-results/latest.jsonl at the root (git-ignored). */
 export const resultsFile = () => benchEnv().resultsFile ?? resolve(repoRoot, 'bench-results/latest.jsonl')
