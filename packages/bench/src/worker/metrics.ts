@@ -1,22 +1,9 @@
-/**
- * The cost of metrics on delivery (issue 14): the real worker (`startWorker`, `messages` role,
- * sandbox platform, every outcome recorded in Postgres) draining BENCH_JOBS (20,000) messages stored
- * as the API stores them, with metrics on (METRICS_PORT set, scraped every BENCH_SCRAPE_MS, 1,000)
- * versus off (no METRICS_PORT: nothing counted). 20,000 makes a run of a few seconds: since
- * bundles, 5,000 took about one, and its first admission and the end's poll weighed as much as the
- * metrics. Each run is a fresh worker process (`metrics-worker.ts`); messages per second from the
- * first stored to the last recorded `sent`, and the worker's CPU per message. A warm-up run of
- * each, then BENCH_ROUNDS (3) alternating rounds, medians compared. Aim ≥ 0.95×.
- *
- *   pnpm --filter @dispatch/worker bench:metrics    (BENCH_JOBS, BENCH_ROUNDS, BENCH_SCRAPE_MS)
- */
-import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { MessageJob } from '@dispatch/contracts'
 import { createDb } from '@dispatch/db'
 import { Redis } from 'ioredis'
 import { MessageStore } from '../../../../apps/api/src/message-store.ts'
 import { forkChild } from '../harness/child.ts'
+import { textJob } from '../harness/jobs.ts'
 import { insertBenchKey } from '../harness/keys.ts'
 import { printComparison } from '../harness/report.ts'
 import { median } from '../harness/stats.ts'
@@ -49,15 +36,6 @@ function startChild(metrics: boolean) {
 }
 
 const newKey = async () => (await insertBenchKey(db, 'Bench metrics')).id
-
-const textJob = (apiKeyId: string): MessageJob => ({
-  messageId: randomUUID(),
-  apiKeyId,
-  acceptedAt: new Date().toISOString(),
-  priority: 'normal',
-  expiresAt: new Date(Date.now() + 4 * 3600_000).toISOString(),
-  message: { type: 'text', body: { phone: '+5511987654321', text: 'Your code is 123456' } },
-})
 
 /** A run's messages recorded `sent`: a key of its own per run keeps this an index-only count. */
 const sentCount = async (key: string) => {

@@ -1,36 +1,3 @@
-/**
- * Senders benchmark (issue 13): the real worker (`startWorker`, the `messages` role: a lane per
- * sender, the admitter, the delivery recorder) in this process, messages stored as the API stores
- * them (`MessageStore`: the sender's fair-admission lists), three parts, each printing its figures
- * beside a baseline from the same run and the aim:
- *
- * - isolation: two senders X and Y at BENCH_ISOLATION_RATE (500) msg/s each on the fake Cloud API.
- *   X's throughput over a backlog of BENCH_ISOLATION_SECONDS (4) of its rate, alone, versus while
- *   Y's number answers 130429 to every send and Y has a backlog; alternating rounds
- *   (BENCH_ISOLATION_ROUNDS, 3), medians compared. Aim ≥ 0.9×.
- * - fairness: one sender at BENCH_FAIR_RATE (200) msg/s; key A has BENCH_FAIR_BACKLOG (20,000)
- *   waiting, key B sends BENCH_FAIR_B_RATE (5) msg/s for BENCH_FAIR_SECONDS (15; the issue says 30);
- *   B's p99 from stored to accepted by the fake. Baseline: plain FIFO, the same messages added
- *   straight into the sender's BullMQ queue as the service did before fair admission, delivered by
- *   the same worker. A run ends when B's last message is sent or BENCH_FAIR_GRACE_S (10) after B
- *   stopped; an unsent message counts until then (a lower bound), and the jobs still ahead of it
- *   in the queue give an estimate. Aim: p99 ≤ 2 s, and ≥ 20× better than FIFO.
- * - scale: the same BENCH_SCALE_MESSAGES (5,000) spread evenly over 1, 10 and 100 senders
- *   (BENCH_SCALE_SENDERS) on the sandbox platform, rates far above the load, one worker process;
- *   messages per second from the first stored to the last recorded `sent`, each versus 1 sender,
- *   in two variants: each lane at the service's concurrency (`per-sender`: 100 senders run 100×
- *   the jobs at once), and BENCH_SCALE_IN_FLIGHT (200) shared out over the lanes (`same-total`: the
- *   cost of the lanes themselves). BENCH_SCALE_ROUNDS (2), the order alternating, medians. Also
- *   what each sender costs the process at rest: start time, Redis connections, idle CPU. Aim:
- *   100 senders ≥ 0.8× of 1.
- *
- *   pnpm --filter @dispatch/worker bench:senders    (BENCH_PARTS=isolation,fairness,scale)
- *
- * The worker's own settings pass through: ADMISSION_INTERVAL_MS, SENDER_QUEUE_WINDOW_MS,
- * MESSAGES_CONCURRENCY, MESSAGES_BUNDLE_SIZE; LOG_LEVEL (warn) sets its level, and its lines are
- * counted, not printed.
- */
-import { randomUUID } from 'node:crypto'
 import { readdir, readFile, readlink } from 'node:fs/promises'
 import { setTimeout as sleep } from 'node:timers/promises'
 import {
@@ -43,11 +10,12 @@ import {
   senderQueueName,
 } from '@dispatch/contracts'
 import { createDb } from '@dispatch/db'
-import { type CloudApiRequest, graphError, startFakeWhatsApp } from '@dispatch/testing'
+import { type CloudApiRequest, graphError, startFakeWhatsApp, waitFor } from '@dispatch/testing'
 import { createWorkerLogger, parseWorkerConfig, type RunningWorker, startWorker } from '@dispatch/worker'
 import { Queue } from 'bullmq'
 import { Redis } from 'ioredis'
 import { MessageStore } from '../../../../apps/api/src/message-store.ts'
+import { textJob } from '../harness/jobs.ts'
 import { insertBenchKey } from '../harness/keys.ts'
 import { printComparison } from '../harness/report.ts'
 import { median, percentile } from '../harness/stats.ts'
@@ -103,17 +71,6 @@ async function insertSender(id: string, phoneNumberId: string, ratePerSecond: nu
 
 const newKey = async (clientName: string) => (await insertBenchKey(db, clientName)).id
 
-/** A text message as the API accepts it for `senderId`. */
-const textJob = (senderId: string, apiKeyId: string): MessageJob => ({
-  messageId: randomUUID(),
-  apiKeyId,
-  acceptedAt: new Date().toISOString(),
-  senderId,
-  priority: 'normal',
-  expiresAt: new Date(Date.now() + 4 * 3600_000).toISOString(),
-  message: { type: 'text', body: { phone: '+5511987654321', text: 'Your code is 123456' } },
-})
-
 /** Stores jobs as the API does, 1,000 per turn of the event loop (the store pipelines a turn's adds). */
 async function storeAll(jobs: MessageJob[]) {
   for (let i = 0; i < jobs.length; i += 1000)
@@ -130,11 +87,6 @@ async function waitUntil(done: Check, timeoutMs: number, everyMs = 20): Promise<
     await sleep(everyMs)
   }
   return true
-}
-
-async function mustWait(done: Check, timeoutMs: number, what: string, everyMs = 20) {
-  if (!(await waitUntil(done, timeoutMs, everyMs)))
-    throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
 }
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`
@@ -198,7 +150,10 @@ async function isolation(platform: NonNullable<typeof fake>) {
     xTimes = []
     await storeAll(Array.from({ length: backlog }, () => textJob(x.id, key)))
     const stored = performance.now()
-    await mustWait(() => xTimes.length >= backlog, (windowS * 4 + 30) * 1000, "X's backlog to be sent")
+    await waitFor(() => xTimes.length >= backlog, {
+      timeoutMs: (windowS * 4 + 30) * 1000,
+      what: "X's backlog to be sent",
+    })
     // How evenly X went: how long each successive `rate` of its sends took (1,000 ms at its pace).
     const bursts = Array.from(
       { length: windowS },
@@ -219,7 +174,7 @@ async function isolation(platform: NonNullable<typeof fake>) {
     ySent = 0
     const from = platform.requests.length
     await storeAll(Array.from({ length: yBacklog }, () => textJob(y.id, key)))
-    await mustWait(() => yRequests(from) > 0, 10_000, "Y's first send (to be refused)")
+    await waitFor(() => yRequests(from) > 0, { timeoutMs: 10_000, what: "Y's first send (to be refused)" })
     const windowFrom = platform.requests.length
     const began = performance.now()
     const measured = await measureX()
@@ -228,7 +183,10 @@ async function isolation(platform: NonNullable<typeof fake>) {
     if (ySent > 0) throw new Error(`Y had ${ySent} messages accepted while its number answered 130429`)
     // Y's number recovers; its backlog drains before the next round, so X is alone again then.
     platform.number(y.phone, { answer: undefined })
-    await mustWait(() => ySent >= yBacklog, (yBacklog / rate + 30) * 1000, "Y's backlog to drain")
+    await waitFor(() => ySent >= yBacklog, {
+      timeoutMs: (yBacklog / rate + 30) * 1000,
+      what: "Y's backlog to drain",
+    })
     return {
       ...measured,
       note: `${describeX(measured)}; Y refused ${refused} times in it, ${Math.round((refused * 1000) / ms)}/s`,
@@ -508,12 +466,11 @@ async function scale() {
       const jobs = Array.from({ length: messages }, (_, i) => textJob(senders[i % senders.length] ?? '', key))
       const began = performance.now()
       await storeAll(jobs)
-      await mustWait(
-        async () => (await sentCount(key)) >= messages,
-        300_000,
-        `${messages} messages to be sent`,
-        50,
-      )
+      await waitFor(async () => (await sentCount(key)) >= messages, {
+        timeoutMs: 300_000,
+        intervalMs: 50,
+        what: `${messages} messages to be sent`,
+      })
       const perSecond = (messages * 1000) / (performance.now() - began)
       return {
         perSecond,
