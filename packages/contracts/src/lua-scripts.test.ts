@@ -63,4 +63,6 @@ it('refuses a file not named <name>-<keys>.lua, and a script asked for that has 
   const other = folder({ 'takeOne-1.lua': 'return 1' })
   expect(luaScripts(other, ['takeOne']).takeOne.numberOfKeys).toBe(1)
   expect(() => luaScripts(other, ['takeTwo'] as string[])).toThrow(/no script takeTwo-<keys>\.lua/)
+  // A module moved without its lua/ folder says so at its import.
+  expect(() => readLuaScripts(join(other, 'lua'))).toThrow(/no folder of Lua scripts at .*lua$/)
 })

@@ -77,10 +77,10 @@ export function readLuaScripts(dir: string): ReadonlyMap<string, LuaScript> {
   const path = resolve(dir)
   let scripts = folders.get(path)
   if (!scripts) {
+    if (!existsSync(path)) throw new LuaScriptError(`no folder of Lua scripts at ${path}`)
     const read = new Map<string, LuaScript>()
-    for (const entry of readdirSync(path)
-      .filter((name) => name.endsWith('.lua'))
-      .sort()) {
+    const files = readdirSync(path).filter((name) => name.endsWith('.lua'))
+    for (const entry of files.sort()) {
       const script = readLuaScript(join(path, entry))
       if (read.has(script.name)) throw new LuaScriptError(`${path}: two scripts named ${script.name}`)
       read.set(script.name, script)
