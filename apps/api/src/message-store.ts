@@ -11,6 +11,7 @@ import {
   queuePrefix,
   senderQueueName,
 } from '@dispatch/contracts'
+import { defineLuaCommand, luaCommandOf } from '@dispatch/contracts/lua-scripts'
 import { type RedisClient, turnBatched } from '@dispatch/contracts/redis'
 import { type DeliveryOutcome, findLoggedSent } from '@dispatch/db'
 import { type Job, Queue } from 'bullmq'
@@ -133,7 +134,7 @@ export class MessageStore {
     this.#prefix = layout.QUEUE_PREFIX
     this.#logger = logger
     this.#outstandingMax = layout.MESSAGE_OUTSTANDING_MAX ?? 0
-    redis.defineCommand('dispatchFairEnqueue', { numberOfKeys: 2, lua: FAIR_ENQUEUE_SCRIPT })
+    defineLuaCommand(redis, FAIR_ENQUEUE_SCRIPT)
   }
 
   /**
@@ -158,9 +159,7 @@ export class MessageStore {
     await Promise.all(
       pipelines.map(async (group) => {
         const pipeline = this.#redis.pipeline()
-        const enqueue = (
-          pipeline as unknown as { dispatchFairEnqueue: FairEnqueue }
-        ).dispatchFairEnqueue.bind(pipeline)
+        const enqueue = luaCommandOf(pipeline, FAIR_ENQUEUE_SCRIPT) as FairEnqueue
         // One script call per sender (and per FAIR_ENQUEUE_MAX messages): a batch of 100 costs
         // three commands, not three per message.
         const calls: Pending[][] = []

@@ -1,4 +1,6 @@
+import { join } from 'node:path'
 import Type, { type Static } from 'typebox'
+import { evalLuaScript, type LuaEvaluator, luaScripts } from './lua-scripts.ts'
 import { DataEnvelope, listQueryProperties } from './paging.ts'
 import { Phone, UserId } from './recipients.ts'
 
@@ -16,6 +18,8 @@ export type SuppressionScope = (typeof SUPPRESSION_SCOPES)[number]
 /** Where an entry came from. */
 export const SUPPRESSION_SOURCES = ['keyword', 'user_preferences', '131050', 'api', 'admin'] as const
 export type SuppressionSource = (typeof SUPPRESSION_SOURCES)[number]
+
+const scripts = luaScripts(join(import.meta.dirname, 'lua/consent'), ['writeOptOut', 'checkMarketingConsent'])
 
 /**
  * The scope an entry holds in Redis, per business number and recipient: keyed by the recipient's
@@ -42,6 +46,7 @@ export const suppressionOwner = (by: { apiKeyId?: string | null; tenantId?: stri
  * `marketing`, or nothing), then `|<owner>=<scope>` for each owner's entry, e.g. `marketing` (the
  * recipient's own only, as before owners), `|tenant:acme=all`, `all|key:5f1e…=marketing`. Owners
  * hold neither `|` nor `=` (tenant ids are `[A-Za-z0-9._-]`). Written by OPT_OUT_WRITE_SCRIPT only.
+ * Its Lua twin, for the scripts that read the copy: lua/consent/includes/scopeForOwner.lua.
  */
 export function scopeForOwner(value: string | null, owner: SuppressionOwner): SuppressionScope | null {
   if (value === null) return null
@@ -57,67 +62,16 @@ export function scopeForOwner(value: string | null, owner: SuppressionOwner): Su
   return widerScope(own, value.slice(from, to === -1 ? undefined : to))
 }
 
-/** The Lua twin of `scopeForOwner` (value, owner): shared by the scripts that read the copy. */
-const SCOPE_FOR_OWNER_LUA = `
-local function scopeForOwner(value, owner)
-  if not value then return false end
-  local bar = string.find(value, '|', 1, true)
-  if not bar then return value end
-  local own = string.sub(value, 1, bar - 1)
-  local mine = ''
-  if owner ~= '' then
-    local needle = '|' .. owner .. '='
-    local at = string.find(value, needle, bar, true)
-    if at then
-      local from = at + #needle
-      local to = string.find(value, '|', from, true)
-      mine = string.sub(value, from, to and to - 1 or -1)
-    end
-  end
-  if own == 'all' or mine == 'all' then return 'all' end
-  if own ~= '' then return own end
-  if mine ~= '' then return mine end
-  return false
-end
-`
-
 /**
- * Sets (or, with an empty scope, lifts) one owner's entry in the copy's value, the others kept:
- * KEYS[1] the entry (`suppressionKey`); ARGV[1] the owner ('' the recipient's own), ARGV[2] its
- * scope or ''. A value left empty is deleted. Answers the new value.
+ * Sets (or, with an empty scope, lifts) one owner's entry in the copy's value, the others kept
+ * (lua/consent/writeOptOut-1.lua).
  */
-export const OPT_OUT_WRITE_SCRIPT = `
-local value = redis.call('GET', KEYS[1]) or ''
-local own, rest = value, ''
-local bar = string.find(value, '|', 1, true)
-if bar then
-  own = string.sub(value, 1, bar - 1)
-  rest = string.sub(value, bar)
-end
-if ARGV[1] == '' then
-  own = ARGV[2]
-else
-  local needle = '|' .. ARGV[1] .. '='
-  local at = string.find(rest, needle, 1, true)
-  if at then
-    local after = string.find(rest, '|', at + 1, true)
-    rest = string.sub(rest, 1, at - 1) .. (after and string.sub(rest, after) or '')
-  end
-  if ARGV[2] ~= '' then rest = rest .. needle .. ARGV[2] end
-end
-local new = own .. rest
-if new == '' then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], new) end
-return new
-`
-
-/** What writes the copy: EVAL (a change to the list is rare; the rebuild calls the script by sha). */
-interface CopyWriter {
-  eval(script: string, numberOfKeys: number, ...keysAndArgs: string[]): Promise<unknown>
-}
+export const OPT_OUT_WRITE_SCRIPT = scripts.writeOptOut
 
 /** Sets one owner's entry in the copy (`scope` null: lifts it), unannounced (a lift needs no reading). */
 export async function writeOptOutCopy(
-  redis: CopyWriter,
+  // EVAL: a change to the list is rare; the rebuild calls the script by sha.
+  redis: LuaEvaluator,
   prefix: string,
   entry: {
     phoneNumberId: string
@@ -127,7 +81,7 @@ export async function writeOptOutCopy(
   },
 ): Promise<void> {
   const key = suppressionKey(prefix, entry.phoneNumberId, entry.recipientHash)
-  await redis.eval(OPT_OUT_WRITE_SCRIPT, 1, key, entry.owner ?? EVERY_KEY, entry.scope ?? '')
+  await evalLuaScript(redis, OPT_OUT_WRITE_SCRIPT, key, entry.owner ?? EVERY_KEY, entry.scope ?? '')
 }
 
 /** The wider of two scopes read for one send (the recipient's own and its owner's): null for none. */
@@ -159,7 +113,7 @@ export const OPT_OUT_ANNOUNCEMENTS_KEEP_MS = 15 * 60_000
  * failed; an entry not written is not announced.
  */
 export async function copyOptOut(
-  redis: CopyWriter & { xadd(key: string, ...args: string[]): Promise<unknown> },
+  redis: LuaEvaluator & { xadd(key: string, ...args: string[]): Promise<unknown> },
   prefix: string,
   entry: { phoneNumberId: string; recipientHash: string; scope: SuppressionScope; owner?: SuppressionOwner },
 ): Promise<void> {
@@ -427,28 +381,7 @@ export const marketingCountKey = (prefix: string, phoneNumberId: string, recipie
 
 /**
  * Marketing messages' whole consent check in one round trip, each message's suppression entry (as
- * its key's owner reads it: `scopeForOwner`) and then the cap: KEYS in pairs, the entry
- * (`suppressionKey`) and the count (`marketingCountKey`) of each message in turn; ARGV[1] the cap's
- * count, ARGV[2] its window (ms, from the first message counted), then each message's owner in
- * turn. Answers one item per pair: the entry's scope when one blocks it (nothing counted), else 1
- * (counted) or 0 (over the cap). A pair's keys share a hash tag: on a Cluster, one pair per call.
+ * its key's owner reads it: `scopeForOwner`) and then the cap (lua/consent/checkMarketingConsent.lua:
+ * any number of keys, in pairs).
  */
-export const MARKETING_CONSENT_SCRIPT = `${SCOPE_FOR_OWNER_LUA}
-local answers = {}
-for i = 1, #KEYS, 2 do
-  local scope = scopeForOwner(redis.call('GET', KEYS[i]), ARGV[2 + (i + 1) / 2])
-  if scope then
-    answers[#answers + 1] = scope
-  else
-    local n = tonumber(redis.call('GET', KEYS[i + 1]) or '0')
-    if n >= tonumber(ARGV[1]) then
-      answers[#answers + 1] = 0
-    else
-      redis.call('INCR', KEYS[i + 1])
-      if n == 0 then redis.call('PEXPIRE', KEYS[i + 1], ARGV[2]) end
-      answers[#answers + 1] = 1
-    end
-  end
-end
-return answers
-`
+export const MARKETING_CONSENT_SCRIPT = scripts.checkMarketingConsent

@@ -1,5 +1,7 @@
+import { join } from 'node:path'
 import { Cluster, Redis, type RedisOptions } from 'ioredis'
 import { ConfigError } from './env.ts'
+import { luaScripts } from './lua-scripts.ts'
 import { turnBatched } from './turn-batch.ts'
 
 /** A connection to the service's Redis: one server, or a Redis Cluster (REDIS_CLUSTER). */
@@ -57,19 +59,13 @@ export function createRedisClient(settings: RedisSettings, options: RedisOptions
   return cluster
 }
 
-/** A Lua script called with its number of keys, its keys, then its arguments. */
-export type ScriptCall = (numberOfKeys: number, ...keysAndArgs: Array<string | number>) => Promise<unknown>
-
 /**
- * `lua` as a call. Off a Cluster by its SHA (EVALSHA, loaded once per connection by ioredis) rather
- * than its text on every call; on a Cluster as EVAL: a defined command in an auto-pipeline that
- * spans slots fails there (ioredis checks every key of a pipeline that may load a script).
+ * Releases a lock only while it still holds the holder's token (lua/redis/releaseLock-1.lua): one
+ * that expired and was taken by another stays theirs.
  */
-export function scriptCall(redis: RedisClient, name: string, lua: string): ScriptCall {
-  if (redis.isCluster) return (numberOfKeys, ...keysAndArgs) => redis.eval(lua, numberOfKeys, ...keysAndArgs)
-  redis.defineCommand(name, { lua })
-  return ((redis as unknown as Record<string, ScriptCall>)[name] as ScriptCall).bind(redis)
-}
+export const RELEASE_LOCK_SCRIPT = luaScripts(join(import.meta.dirname, 'lua/redis'), [
+  'releaseLock',
+]).releaseLock
 
 export { turnBatched }
 

@@ -1,3 +1,6 @@
+import { join } from 'node:path'
+import { luaScripts } from './lua-scripts.ts'
+
 /**
  * The customer-service window: free-form messages (anything but a template) reach a recipient only
  * within 24 h of their last message to that business number. The API records each reply's time in
@@ -21,16 +24,12 @@ export const serviceWindowKey = (prefix: string, phoneNumberId: string, phone: s
 export const serviceWindowsLoadedKey = (prefix: string) => `${prefix}:window:loaded`
 
 /**
- * Records a recipient's message: KEYS[1] the window key, ARGV[1] its time (ms), ARGV[2] when the
- * window closes (ms). A message older than the one recorded never moves the window back.
+ * Records a recipient's message in its window (lua/service-window/recordServiceWindow-1.lua); a
+ * message older than the one recorded never moves the window back.
  */
-export const SERVICE_WINDOW_RECORD_SCRIPT = `
-local current = redis.call('GET', KEYS[1])
-if current and tonumber(current) >= tonumber(ARGV[1]) then return 0 end
-if tonumber(ARGV[2]) <= tonumber(ARGV[3]) then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'PXAT', ARGV[2])
-return 1
-`
+export const SERVICE_WINDOW_RECORD_SCRIPT = luaScripts(join(import.meta.dirname, 'lua/service-window'), [
+  'recordServiceWindow',
+]).recordServiceWindow
 
 /**
  * What Redis says of a window: `open`, `closed` (the copy is complete and has no message within

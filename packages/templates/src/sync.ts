@@ -8,7 +8,8 @@ import {
   templateVariables,
 } from '@dispatch/contracts'
 import type { PlatformName } from '@dispatch/contracts/env'
-import type { RedisClient } from '@dispatch/contracts/redis'
+import { evalLuaScript } from '@dispatch/contracts/lua-scripts'
+import { RELEASE_LOCK_SCRIPT, type RedisClient } from '@dispatch/contracts/redis'
 import {
   type Db,
   findSender,
@@ -49,7 +50,6 @@ export class TemplateSyncRefused extends Error {
 
 /** How long one sync may hold its sender's lock: far past a few pages, short enough to recover. */
 const LOCK_MS = 120_000
-const RELEASE_SCRIPT = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`
 
 /** The token a sync reads the sender's account with, or undefined when it has none. */
 function accessTokenOf(sender: SenderRow, config: TemplateSyncConfig): string | undefined {
@@ -134,6 +134,6 @@ export async function syncSenderTemplates(
     })
     return { senderId, ...changes, syncedAt: syncedAt.toISOString() }
   } finally {
-    await redis.eval(RELEASE_SCRIPT, 1, lockKey, lockToken).catch(() => {})
+    await evalLuaScript(redis, RELEASE_LOCK_SCRIPT, lockKey, lockToken).catch(() => {})
   }
 }

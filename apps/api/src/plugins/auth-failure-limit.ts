@@ -1,3 +1,5 @@
+import { join } from 'node:path'
+import { defineLuaCommand, luaScripts } from '@dispatch/contracts/lua-scripts'
 import type { RedisClient } from '@dispatch/contracts/redis'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
@@ -24,33 +26,10 @@ declare module 'ioredis' {
 }
 
 /**
- * A fixed window per address, in one atomic step: an address already at the limit is blocked (the
- * reply is the window's remaining milliseconds) whatever this request's outcome, so being blocked
- * says nothing about the credential; otherwise a failure is counted, the first one opening the window.
+ * A fixed window per address: count a failure, or refuse an address at the limit
+ * (lua/countAuthFailure-1.lua); take a counted failure back (lua/refundAuthFailure-1.lua).
  */
-const COUNT_AUTH_FAILURE = `
-local count = tonumber(redis.call('GET', KEYS[1]) or '0')
-if count >= tonumber(ARGV[2]) then
-  local ttl = redis.call('PTTL', KEYS[1])
-  if ttl < 0 then
-    redis.call('PEXPIRE', KEYS[1], ARGV[3])
-    ttl = tonumber(ARGV[3])
-  end
-  return {1, ttl}
-end
-if ARGV[1] == '1' then
-  count = redis.call('INCR', KEYS[1])
-  if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
-end
-return {0, count}
-`
-
-/** Takes back one counted failure, if the window still holds any (never below 0, never a key without TTL). */
-const REFUND_AUTH_FAILURE = `
-local count = tonumber(redis.call('GET', KEYS[1]) or '0')
-if count > 0 then return redis.call('DECR', KEYS[1]) end
-return 0
-`
+const scripts = luaScripts(join(import.meta.dirname, 'lua'), ['countAuthFailure', 'refundAuthFailure'])
 
 export interface AuthFailureLimiter {
   /**
@@ -112,8 +91,8 @@ function createLimiter(
 export const authFailureLimit = fp(
   async (app: FastifyInstance) => {
     const { config, redis } = app.deps
-    redis.defineCommand('countAuthFailure', { numberOfKeys: 1, lua: COUNT_AUTH_FAILURE })
-    redis.defineCommand('refundAuthFailure', { numberOfKeys: 1, lua: REFUND_AUTH_FAILURE })
+    defineLuaCommand(redis, scripts.countAuthFailure)
+    defineLuaCommand(redis, scripts.refundAuthFailure)
     const prefix = `${config.QUEUE_PREFIX}:auth-failures`
     app.decorate('authFailureLimits', {
       admin: createLimiter(redis, `${prefix}:admin:`, {

@@ -1,5 +1,7 @@
+import { join } from 'node:path'
 import { nextUtcMidnight } from '@dispatch/contracts'
-import { scriptCall, turnBatched } from '@dispatch/contracts/redis'
+import { luaScripts, scriptCall } from '@dispatch/contracts/lua-scripts'
+import { turnBatched } from '@dispatch/contracts/redis'
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError } from '../errors.ts'
@@ -54,59 +56,10 @@ const KEEP_COUNT_MS = 2 * DAY_MS
  * of 1,000 at 100/s is let in once and then holds the key off for 10 s: over time, never more than
  * the limit per second. The window lives in the day's bitfield, so it starts afresh at midnight UTC.
  *
- * A refused request counts nothing: it leaves the counts as they were before it.
- * KEYS[1] the day's counts; KEYS[2] the day's count as kept before the bitfield (a plain counter):
- * added once, by the day's first request, so an upgrade mid-day keeps what was counted.
- * ARGV: rate limit, window ms, daily quota (-1: none), when the day's counts expire (unix ms), now
- * (unix ms), then each request's count.
- * Returns two numbers per request: 1, 0 let in; 0, ms until the window ends over the rate; 2,
- * today's count over the quota.
+ * A refused request counts nothing: it leaves the counts as they were before it. The script, its
+ * keys and arguments: lua/spendMessageRate-2.lua.
  */
-const SCRIPT = `
-local limit = tonumber(ARGV[1])
-local quota = tonumber(ARGV[3])
-local now = tonumber(ARGV[5])
-local total = 0
-for i = 6, #ARGV do total = total + tonumber(ARGV[i]) end
-local read = redis.call('BITFIELD', KEYS[1], 'INCRBY', 'i64', '#0', total, 'INCRBY', 'i64', '#1', total, 'GET', 'i64', '#2')
-local stored = {read[1], read[2], read[3]}
-local used, n, ends = read[1] - total, read[2] - total, read[3]
-if used == 0 then
-  redis.call('PEXPIREAT', KEYS[1], ARGV[4])
-  local before = tonumber(redis.call('GET', KEYS[2]) or '0')
-  if before > 0 then
-    stored[1] = redis.call('BITFIELD', KEYS[1], 'INCRBY', 'i64', '#0', before)[1]
-    used = used + before
-  end
-end
-local out = {}
-for i = 6, #ARGV do
-  local count = tonumber(ARGV[i])
-  local m = n + count
-  if now >= ends then m = count end
-  local before = m - count
-  if quota >= 0 and used + count > quota then
-    n = before
-    out[#out + 1] = 2
-    out[#out + 1] = used
-  elseif before >= limit then
-    n = before
-    out[#out + 1] = 0
-    out[#out + 1] = ends - now
-  else
-    used = used + count
-    n = m
-    if before == 0 or m > limit then ends = now + tonumber(ARGV[2]) * math.ceil(m / limit) end
-    out[#out + 1] = 1
-    out[#out + 1] = 0
-  end
-end
-local set = {}
-if used ~= stored[1] then table.insert(set, 'SET'); table.insert(set, 'i64'); table.insert(set, '#0'); table.insert(set, used) end
-if n ~= stored[2] then table.insert(set, 'SET'); table.insert(set, 'i64'); table.insert(set, '#1'); table.insert(set, n) end
-if ends ~= stored[3] then table.insert(set, 'SET'); table.insert(set, 'i64'); table.insert(set, '#2'); table.insert(set, ends) end
-if #set > 0 then redis.call('BITFIELD', KEYS[1], unpack(set)) end
-return out`
+const SCRIPT = luaScripts(join(import.meta.dirname, 'lua'), ['spendMessageRate']).spendMessageRate
 
 /** One request's spend, as the turn's script call takes it. */
 interface Spend {
@@ -123,7 +76,7 @@ const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
 export const messageRateLimit = fp(
   async (app: FastifyInstance) => {
     const { config, redis, clock } = app.deps
-    const spend = scriptCall(redis, 'dispatchSpendMessageRate', SCRIPT)
+    const spend = scriptCall(redis, SCRIPT)
     /** The UTC day of `now` and when it ends, worked out once a day (every request needs both). */
     let day = { date: '', resetsAt: new Date(0), ends: 0 }
     const dayOf = (now: Date) => {
@@ -153,7 +106,6 @@ export const messageRateLimit = fp(
         [...groups.values()].map(async (group) => {
           const [first] = group as [Spend]
           const reply = (await spend(
-            2,
             ...first.keys,
             first.limit,
             1000,

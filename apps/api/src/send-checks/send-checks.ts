@@ -14,7 +14,8 @@ import {
   serviceWindowsLoadedKey,
   suppressionKey,
 } from '@dispatch/contracts'
-import { type RedisClient, scriptCall, turnBatched, turnBatchedGet } from '@dispatch/contracts/redis'
+import { scriptCall } from '@dispatch/contracts/lua-scripts'
+import { type RedisClient, turnBatched, turnBatchedGet } from '@dispatch/contracts/redis'
 import type { FastifyBaseLogger } from 'fastify'
 import { AppError } from '../errors.ts'
 import { checkTemplate } from './check-template.ts'
@@ -117,7 +118,7 @@ export class SendChecks {
     this.#prefix = prefix
     this.#log = log
     // Keys counted per call (in pairs, as many as the request has marketing messages).
-    const script = scriptCall(redis, 'dispatchMarketingConsent', MARKETING_CONSENT_SCRIPT)
+    const script = scriptCall(redis, MARKETING_CONSENT_SCRIPT)
     const count = async ({ keys, args, owners }: MarketingCall) =>
       (await script(keys.length, ...keys, ...args, ...owners)) as unknown[]
     this.#countMarketing = redis.isCluster

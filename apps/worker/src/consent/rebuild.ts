@@ -6,7 +6,7 @@ import {
   suppressionKey,
   suppressionsLoadedKey,
 } from '@dispatch/contracts'
-import { scriptCall } from '@dispatch/contracts/redis'
+import { scriptCall } from '@dispatch/contracts/lua-scripts'
 import { listSuppressionsAfter } from '@dispatch/db'
 import { RedisCopyRebuild } from '../redis-copy/rebuild.ts'
 import type { WorkerContext } from '../runtime.ts'
@@ -28,7 +28,7 @@ export function suppressionRebuild(context: WorkerContext): RedisCopyRebuild {
       marker: suppressionsLoadedKey(prefix),
       lock: `${prefix}:optout:rebuild-lock`,
       async copy(redis) {
-        const write = scriptCall(redis, 'dispatchOptOutWrite', OPT_OUT_WRITE_SCRIPT)
+        const write = scriptCall(redis, OPT_OUT_WRITE_SCRIPT)
         let copied = 0
         let after: string | undefined
         for (;;) {
@@ -37,7 +37,7 @@ export function suppressionRebuild(context: WorkerContext): RedisCopyRebuild {
           await Promise.all(
             // Each entry into its number and recipient's value, beside the other owners' there.
             page.map((s) =>
-              write(1, suppressionKey(prefix, s.phoneNumberId, hash(s.recipient)), s.owner, s.scope),
+              write(suppressionKey(prefix, s.phoneNumberId, hash(s.recipient)), s.owner, s.scope),
             ),
           )
           copied += page.length

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto'
-import type { RedisClient } from '@dispatch/contracts/redis'
+import { evalLuaScript } from '@dispatch/contracts/lua-scripts'
+import { RELEASE_LOCK_SCRIPT, type RedisClient } from '@dispatch/contracts/redis'
 import { type WorkerContext, whenReady } from '../runtime.ts'
 
 const LOCK_MS = 5 * 60_000
-const RELEASE_SCRIPT = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`
 
 /** A copy in Redis of a record Postgres keeps, which the hot path reads without Postgres. */
 export interface RedisCopy {
@@ -68,7 +68,7 @@ export class RedisCopyRebuild {
       this.#context.logger.info({ copied }, `${this.#copy.name} copied from Postgres into Redis`)
       return copied
     } finally {
-      await this.#redis.eval(RELEASE_SCRIPT, 1, lock, token).catch(() => {})
+      await evalLuaScript(this.#redis, RELEASE_LOCK_SCRIPT, lock, token).catch(() => {})
     }
   }
 

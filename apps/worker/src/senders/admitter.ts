@@ -12,6 +12,7 @@ import {
   messageBundleJobId,
   PRIORITY_RANK,
 } from '@dispatch/contracts'
+import { defineLuaCommand, type LuaCall } from '@dispatch/contracts/lua-scripts'
 import type { RedisClient } from '@dispatch/contracts/redis'
 import type { JobsOptions, Queue } from 'bullmq'
 import { type WorkerContext, whenReady } from '../runtime.ts'
@@ -87,6 +88,7 @@ export function bundled(jobs: QueueEntry[], size: number): QueueEntry[] {
 export class Admitter {
   readonly #context: WorkerContext
   readonly #redis: RedisClient
+  readonly #admitScript: LuaCall
   readonly #lanes: () => Iterable<SenderLane>
   #timer: NodeJS.Timeout | undefined
   #tick = 0
@@ -97,7 +99,7 @@ export class Admitter {
     this.#context = context
     this.#redis = redis
     this.#lanes = lanes
-    redis.defineCommand('dispatchFairAdmit', { numberOfKeys: 8, lua: FAIR_ADMIT_SCRIPT })
+    this.#admitScript = defineLuaCommand(redis, FAIR_ADMIT_SCRIPT)
   }
 
   start(): void {
@@ -155,11 +157,7 @@ export class Admitter {
       1,
       Math.ceil((lane.settings.ratePerSecond * config.SENDER_QUEUE_WINDOW_MS) / 1000),
     )
-    const admitScript = (
-      this.#redis as unknown as { dispatchFairAdmit: (...args: (string | number)[]) => Promise<unknown> }
-    ).dispatchFairAdmit
-    const [workLeft, mode, jumpCount, ...pairs] = (await admitScript.call(
-      this.#redis,
+    const [workLeft, mode, jumpCount, ...pairs] = (await this.#admitScript(
       keys.jobs,
       keys.moving,
       keys.movingAt,

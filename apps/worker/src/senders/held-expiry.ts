@@ -1,4 +1,6 @@
+import { join } from 'node:path'
 import { fairKeys, type MessageJob } from '@dispatch/contracts'
+import { evalLuaScript, luaScripts } from '@dispatch/contracts/lua-scripts'
 import type { RedisClient } from '@dispatch/contracts/redis'
 import type { DeliveryRecorder } from '../delivery-recorder.ts'
 import type { WorkerContext } from '../runtime.ts'
@@ -6,21 +8,12 @@ import { deliveryOutcome, expiredFields, takeClaim } from './deliver.ts'
 import type { SenderLane } from './lanes.ts'
 
 /**
- * Takes one message out of a sender's fair-admission lists if it is still waiting there, into
- * `moving` (as the admit script does), where a status lookup still finds it and from which the
- * admitter hands it out again should this process die before recording it: never lost, never a
- * 404 while it is being recorded. The admit script takes it whole or not at all, so exactly one of
- * them gets it. Its id may stay in its key's list: the admit script skips an id whose job is gone.
- * KEYS: jobs, scheduled, moving, movingAt. ARGV: messageId, now (ms). Returns the job's JSON, or nil.
+ * Takes one message still waiting in its sender's fair-admission lists into `moving`, as the admit
+ * script does, so exactly one of them gets it (lua/takeWaitingMessage-4.lua).
  */
-const TAKE_WAITING_SCRIPT = `
-local json = redis.call('HGET', KEYS[1], ARGV[1])
-if not json then return nil end
-redis.call('HDEL', KEYS[1], ARGV[1])
-redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('HSET', KEYS[3], ARGV[1], json)
-redis.call('ZADD', KEYS[4], ARGV[2], ARGV[1])
-return json`
+const TAKE_WAITING_SCRIPT = luaScripts(join(import.meta.dirname, 'lua'), [
+  'takeWaitingMessage',
+]).takeWaitingMessage
 
 /** Jobs read per HSCAN page. */
 const PAGE = 500
@@ -93,9 +86,9 @@ export class HeldExpirySweeper {
     } while (cursor !== '0')
     let recorded = 0
     for (const id of expired) {
-      const json = (await this.#redis.eval(
+      const json = (await evalLuaScript(
+        this.#redis,
         TAKE_WAITING_SCRIPT,
-        4,
         keys.jobs,
         keys.scheduled,
         keys.moving,

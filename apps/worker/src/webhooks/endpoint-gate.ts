@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto'
+import { join } from 'node:path'
+import { defineLuaCommand, luaScripts } from '@dispatch/contracts/lua-scripts'
 import type { RedisClient } from '@dispatch/contracts/redis'
 import type { Result } from 'ioredis'
 
@@ -19,47 +21,14 @@ declare module 'ioredis' {
 }
 
 /**
- * Everything is timed by the Redis server's clock, so workers on machines whose clocks differ
- * still agree. ARGV[4] is how many leases are asked for (k), ARGV[5] to ARGV[4 + k] their tokens,
- * and the rest the leases this process released since its last call, which go first. Then, in
- * order: a pause refuses for the rest of it; expired leases (those of a worker that died holding
- * them) are dropped, and no free lease refuses; a second whose rate is used up refuses until it
- * ends. Otherwise as many of the k as are free and left in the second are granted (the first
- * tokens), and the second's count raised by that many, so a refusal costs nothing. Every key
- * expires on its own: the pause with itself, the leases with the last one, the count at the end of
- * its second. Returns {granted, wait ms, reason}.
+ * Leases within the endpoint's concurrency and rate, timed by the Redis server's clock
+ * (lua/acquireWebhookEndpoint-3.lua); a pause extended, never shortened
+ * (lua/slowDownWebhookEndpoint-1.lua).
  */
-const ACQUIRE = `
-local k = tonumber(ARGV[4])
-if #ARGV > 4 + k then redis.call('ZREM', KEYS[1], unpack(ARGV, 5 + k)) end
-local pause = redis.call('PTTL', KEYS[3])
-if pause > 0 then return {0, pause, 'paused'} end
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-local free = tonumber(ARGV[1]) - redis.call('ZCARD', KEYS[1])
-if free <= 0 then return {0, 0, 'concurrency'} end
-local second_ends = (tonumber(time[1]) + 1) * 1000
-local left = tonumber(ARGV[2]) - tonumber(redis.call('GET', KEYS[2]) or '0')
-if left <= 0 then return {0, second_ends - now, 'rate'} end
-local g = math.min(k, free, left)
-redis.call('INCRBY', KEYS[2], g)
-redis.call('PEXPIREAT', KEYS[2], second_ends)
-local expiry = now + tonumber(ARGV[3])
-for i = 5, 4 + g do redis.call('ZADD', KEYS[1], expiry, ARGV[i]) end
-local latest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-redis.call('PEXPIREAT', KEYS[1], latest[2])
-return {g, 0, 'ok'}
-`
-
-/** Extends the pause to `ms` from now unless it already lasts longer; answers the pause in force. */
-const SLOW_DOWN = `
-local left = redis.call('PTTL', KEYS[1])
-local ms = tonumber(ARGV[1])
-if left >= ms then return left end
-redis.call('SET', KEYS[1], '1', 'PX', ms)
-return ms
-`
+const scripts = luaScripts(join(import.meta.dirname, 'lua'), [
+  'acquireWebhookEndpoint',
+  'slowDownWebhookEndpoint',
+])
 
 export interface EndpointGateOptions {
   /**
@@ -110,7 +79,7 @@ const CONCURRENCY_WAIT_MS = { min: 100, max: 250 }
  * much longer.
  * A receiver that asked to slow down (429, 502, 504) is paused with `slowDown`; while paused, or at
  * its concurrency, or past its rate for this second, `acquire` refuses with how long to wait. Uses
- * `redis.defineCommand`, so it adds two commands to the client.
+ * `defineLuaCommand`, so it adds two commands to the client.
  */
 export class EndpointGate {
   readonly #redis: RedisClient
@@ -131,8 +100,8 @@ export class EndpointGate {
     this.#redis = redis
     this.#options = options
     this.#releaseDelayMs = options.releaseDelayMs ?? RELEASE_DELAY_MS
-    redis.defineCommand('acquireWebhookEndpoint', { numberOfKeys: 3, lua: ACQUIRE })
-    redis.defineCommand('slowDownWebhookEndpoint', { numberOfKeys: 1, lua: SLOW_DOWN })
+    defineLuaCommand(redis, scripts.acquireWebhookEndpoint)
+    defineLuaCommand(redis, scripts.slowDownWebhookEndpoint)
   }
 
   /**

@@ -4,6 +4,7 @@ import {
   serviceWindowKey,
   serviceWindowsLoadedKey,
 } from '@dispatch/contracts'
+import { evalLuaScript } from '@dispatch/contracts/lua-scripts'
 import { listOpenWindows } from '@dispatch/db'
 import { RedisCopyRebuild } from '../redis-copy/rebuild.ts'
 import type { WorkerContext } from '../runtime.ts'
@@ -34,9 +35,9 @@ export function serviceWindowRebuild(context: WorkerContext): RedisCopyRebuild {
           await Promise.all(
             page.map((w) => {
               const at = w.lastInboundAt.getTime()
-              return redis.eval(
+              return evalLuaScript(
+                redis,
                 SERVICE_WINDOW_RECORD_SCRIPT,
-                1,
                 serviceWindowKey(prefix, w.phoneNumberId, w.phone),
                 at,
                 at + SERVICE_WINDOW_MS,

@@ -10,6 +10,7 @@ import {
   QueueNames,
   SENDER_CHANGES_CHANNEL,
 } from '@dispatch/contracts'
+import { evalLuaScript } from '@dispatch/contracts/lua-scripts'
 import { createDb, type Db, generateApiKey, insertApiKey } from '@dispatch/db'
 import {
   captureLogs,
@@ -99,9 +100,9 @@ export async function createDeliveryWorld() {
       const job: MessageJob = { messageId, apiKeyId: key.id, acceptedAt: new Date().toISOString(), message }
       const keys = fairKeys(queuePrefix, DEFAULT_SENDER_ID)
       const redis = new Redis(testRedisUrl())
-      await redis.eval(
+      await evalLuaScript(
+        redis,
         FAIR_ENQUEUE_SCRIPT,
-        2,
         keys.jobs,
         keys.scheduled,
         keys.base,

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { join } from 'node:path'
 import {
   pageMeta,
   Scopes,
@@ -15,7 +16,7 @@ import {
   webhookEventBody,
   webhookJobId,
 } from '@dispatch/contracts'
-import { scriptCall } from '@dispatch/contracts/redis'
+import { luaScripts, scriptCall } from '@dispatch/contracts/lua-scripts'
 import { owned, type WebhookAttemptRow, type WebhookEndpointRow } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
@@ -32,32 +33,13 @@ const REPLAY_STALE_MS = 10 * 60 * 1000
 const REPLAY_RETRY_AFTER_SECONDS = 5
 
 /**
- * One counter per endpoint for its manual retries, in a window that starts at the first and lasts
- * an hour (shared by every API instance). A retry past the bound counts nothing.
- * KEYS: the endpoint's counter. ARGV: bound, window ms. Returns 0 (let in) or the window's ms left.
+ * Manual retries counted per endpoint in an hour's window, and replays running per key
+ * (lua/spendWebhookManualRetry-1.lua, lua/startWebhookReplay-1.lua).
  */
-const MANUAL_RETRY_SCRIPT = `
-local n = tonumber(redis.call('GET', KEYS[1]) or '0')
-if n >= tonumber(ARGV[1]) then
-  local left = redis.call('PTTL', KEYS[1])
-  if left < 1 then left = 1 end
-  return left
-end
-if redis.call('INCR', KEYS[1]) == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 0`
-
-/**
- * The key's replays running now, as a set of replay tags scored by their start (ms): one that
- * started more than ARGV[3] ms ago is forgotten (its instance died before it ended).
- * KEYS: the key's set. ARGV: bound, now (ms), stale after (ms), this replay's tag.
- * Returns 1 when this replay may run (and is counted), 0 when the key is at its bound.
- */
-const REPLAY_START_SCRIPT = `
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', tonumber(ARGV[2]) - tonumber(ARGV[3]))
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[4])
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return 1`
+const scripts = luaScripts(join(import.meta.dirname, 'lua'), [
+  'spendWebhookManualRetry',
+  'startWebhookReplay',
+])
 
 const HOUR_MS = 3_600_000
 
@@ -97,8 +79,8 @@ function requireEnabled(endpoint: WebhookEndpointRow) {
 export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, clock, webhookQueue, redis, config } = app.deps
   const access = { scope: Scopes.manageWebhooks }
-  const spendManualRetry = scriptCall(redis, 'dispatchWebhookManualRetry', MANUAL_RETRY_SCRIPT)
-  const startReplay = scriptCall(redis, 'dispatchWebhookReplayStart', REPLAY_START_SCRIPT)
+  const spendManualRetry = scriptCall(redis, scripts.spendWebhookManualRetry)
+  const startReplay = scriptCall(redis, scripts.startWebhookReplay)
   // Hash tags keep each script's one key on a slot of its own owner, should Redis be a cluster.
   const retriesKey = (endpointId: string) => `${config.QUEUE_PREFIX}:webhook-retries:{${endpointId}}`
   const replaysKey = (apiKeyId: string) => `${config.QUEUE_PREFIX}:webhook-replays:{${apiKeyId}}`
@@ -106,7 +88,7 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
   /** Counts a manual retry against its endpoint's hour; `429 RATE_LIMITED` past the bound. */
   const countManualRetry = async (endpointId: string) => {
     const max = config.WEBHOOK_MANUAL_RETRIES_PER_HOUR
-    const left = Number(await spendManualRetry(1, retriesKey(endpointId), max, HOUR_MS))
+    const left = Number(await spendManualRetry(retriesKey(endpointId), max, HOUR_MS))
     if (left > 0) {
       throw new AppError(
         'RATE_LIMITED',
@@ -239,7 +221,7 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const tag = `replay-${randomUUID()}`
       const running = replaysKey(request.apiKey.id)
       const max = config.WEBHOOK_REPLAYS_PER_KEY_MAX
-      if (Number(await startReplay(1, running, max, Date.now(), REPLAY_STALE_MS, tag)) !== 1) {
+      if (Number(await startReplay(running, max, Date.now(), REPLAY_STALE_MS, tag)) !== 1) {
         throw new AppError(
           'RATE_LIMITED',
           `The API key has ${max} replays running, its bound; retry when one has ended`,

@@ -1,4 +1,5 @@
 import { SERVICE_WINDOW_MS, SERVICE_WINDOW_RECORD_SCRIPT, serviceWindowKey } from '@dispatch/contracts'
+import { evalLuaScript } from '@dispatch/contracts/lua-scripts'
 import type { InboundMessage } from '@dispatch/db'
 import type { FastifyBaseLogger } from 'fastify'
 import type { ApiDeps } from '../../deps.ts'
@@ -24,9 +25,9 @@ export async function openServiceWindows(
           recipient === null
             ? []
             : [
-                deps.redis.eval(
+                evalLuaScript(
+                  deps.redis,
                   SERVICE_WINDOW_RECORD_SCRIPT,
-                  1,
                   serviceWindowKey(deps.config.QUEUE_PREFIX, reply.phoneNumberId, recipient),
                   at,
                   at + SERVICE_WINDOW_MS,
