@@ -10,7 +10,7 @@ import { WorkerMetrics } from './metrics/registry.ts'
 import { type MetricsUnit, startMetricsUnit } from './metrics/unit.ts'
 import { startOutboxUnit } from './outbox/unit.ts'
 import { createRedisFactory, START_ORDER, type WorkerUnit, type WorkerUnitStarter } from './runtime.ts'
-import { startMessagesUnit } from './senders/unit.ts'
+import { startMessagesUnit } from './messages/unit.ts'
 import { startWebhooksUnit } from './webhooks/unit.ts'
 
 export { parseWorkerConfig, type WorkerConfig } from './env.ts'

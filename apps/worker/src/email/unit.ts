@@ -1,6 +1,6 @@
 import { QueueNames, queuePrefix } from '@dispatch/contracts'
 import type { WorkerUnitStarter } from '../runtime.ts'
-import { startEmailWorker } from '../workers/email.ts'
+import { startEmailWorker } from './worker.ts'
 import { createMailer } from './transport.ts'
 
 /** The `email` role: sends the outbox's e-mails (key decisions, orders, alerts). */

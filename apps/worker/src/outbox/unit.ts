@@ -8,11 +8,11 @@ import {
 } from '@dispatch/contracts'
 import { ReopeningQueue } from '@dispatch/contracts/queues'
 import { type DefaultJobOptions, Queue } from 'bullmq'
-import { confirmationJobOptions } from '../consent/confirmations.ts'
+import { confirmationJobOptions } from '../messages/consent/confirmations.ts'
 import { ERASURE_JOB_OPTIONS, REVOCATION_JOB_OPTIONS } from '../lifecycle/unit.ts'
-import { OutboxRelay } from '../outbox-relay.ts'
+import { OutboxRelay } from './relay.ts'
 import type { WorkerUnitStarter } from '../runtime.ts'
-import type { WebhooksQueueJob } from '../webhooks/jobs.ts'
+import type { WebhooksQueueJob } from '../shared/webhook-jobs.ts'
 
 /** Job retention: enough to dedupe a relayed row and to inspect failures, bounded in Redis. */
 const emailJobOptions = (attempts: number, backoffMs: number) => ({

@@ -14,7 +14,7 @@ import {
 import { Queue } from 'bullmq'
 import { Redis } from 'ioredis'
 import pino from 'pino'
-import { type WebhooksQueueJob, webhookJobsFor } from '../../src/webhooks/jobs.ts'
+import { type WebhooksQueueJob, webhookJobsFor } from '../../src/shared/webhook-jobs.ts'
 import { parseRetrySchedule } from '../../src/webhooks/schedule.ts'
 import { startWebhooksWorker, type WebhooksWorkerOptions } from '../../src/webhooks/worker.ts'
 

@@ -8,10 +8,10 @@ import {
 import { findSender } from '@dispatch/db'
 import { type Job, UnrecoverableError, Worker } from 'bullmq'
 import { Compile } from 'typebox/compile'
-import { type MessagingPlatform, PlatformError } from '../platforms/types.ts'
-import type { WorkerContext } from '../runtime.ts'
-import { createSenderPlatform } from '../senders/lanes.ts'
-import { adminSender, defaultSender } from '../senders/registry.ts'
+import { type MessagingPlatform, PlatformError } from '../../platforms/types.ts'
+import type { WorkerContext } from '../../runtime.ts'
+import { createSenderPlatform } from '../lanes.ts'
+import { adminSender, defaultSender } from '../registry.ts'
 
 const isConfirmationJob = Compile(ConsentConfirmationJob)
 const CONCURRENCY = 5

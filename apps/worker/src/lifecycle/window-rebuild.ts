@@ -5,7 +5,7 @@ import {
   serviceWindowsLoadedKey,
 } from '@dispatch/contracts'
 import { listOpenWindows } from '@dispatch/db'
-import { RedisCopyRebuild } from '../redis-copy/rebuild.ts'
+import { RedisCopyRebuild } from './redis-copy/rebuild.ts'
 import type { WorkerContext } from '../runtime.ts'
 
 const PAGE = 1000

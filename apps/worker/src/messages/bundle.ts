@@ -7,7 +7,7 @@ import {
 import type { RedisClient } from '@dispatch/contracts/redis'
 import { type Job, type Queue, UnrecoverableError, Worker } from 'bullmq'
 import { Compile } from 'typebox/compile'
-import { type Permits, withPermit } from '../permits.ts'
+import { type Permits, withPermit } from '../shared/permits.ts'
 import {
   type DeliveryDeps,
   type DeliveryLane,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { RedisClient } from '@dispatch/contracts/redis'
-import { type WorkerContext, whenReady } from '../runtime.ts'
+import { type WorkerContext, whenReady } from '../../runtime.ts'
 
 const LOCK_MS = 5 * 60_000
 const RELEASE_SCRIPT = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`
