@@ -35,16 +35,16 @@ import { createBenchWorld, median, printComparison } from '@dispatch/testing/ben
 import { Queue, Worker } from 'bullmq'
 import { Redis } from 'ioredis'
 import pino from 'pino'
-import { OptOutWatch } from '../src/messages/consent/watch.ts'
-import { DeliveryRecorder } from '../src/messages/delivery-recorder.ts'
 import { parseWorkerConfig } from '../src/index.ts'
+import { deliverBundle } from '../src/messages/bundle.ts'
+import { OptOutWatch } from '../src/messages/consent/watch.ts'
+import { type DeliveryResult, deliverMessage, deliveryOutcome } from '../src/messages/deliver.ts'
+import { DeliveryRecorder } from '../src/messages/delivery-recorder.ts'
+import { batchedLogSent } from '../src/messages/sent-log.ts'
 import { WorkerMetrics } from '../src/metrics/registry.ts'
-import { Permits } from '../src/shared/permits.ts'
 import { createSandboxPlatform } from '../src/platforms/sandbox.ts'
 import type { Delivery } from '../src/platforms/types.ts'
-import { deliverBundle } from '../src/messages/bundle.ts'
-import { type DeliveryResult, deliverMessage, deliveryOutcome } from '../src/messages/deliver.ts'
-import { batchedLogSent } from '../src/messages/sent-log.ts'
+import { Permits } from '../src/shared/permits.ts'
 
 const jobs = Number(process.env.BENCH_JOBS ?? 10_000)
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 50)

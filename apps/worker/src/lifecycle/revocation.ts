@@ -4,7 +4,7 @@ import { type DeliveryOutcome, findApiKeyById, listAllSenders, recordDeliveryOut
 import { type Job, UnrecoverableError } from 'bullmq'
 import Value from 'typebox/value'
 import type { WorkerContext } from '../runtime.ts'
-import { deliveryOutcome, keyRevokedFields } from '../messages/deliver.ts'
+import { deliveryOutcome, keyRevokedFields } from '../shared/message-outcome.ts'
 import type { RedisEraser } from './erase-redis.ts'
 
 /** How often, a second apart, the sweep looks again for messages being admitted meanwhile. */

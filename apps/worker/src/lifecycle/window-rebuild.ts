@@ -5,8 +5,8 @@ import {
   serviceWindowsLoadedKey,
 } from '@dispatch/contracts'
 import { listOpenWindows } from '@dispatch/db'
-import { RedisCopyRebuild } from './redis-copy/rebuild.ts'
 import type { WorkerContext } from '../runtime.ts'
+import { RedisCopyRebuild } from './redis-copy/rebuild.ts'
 
 const PAGE = 1000
 

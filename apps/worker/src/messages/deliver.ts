@@ -17,17 +17,17 @@ import { type Db, type DeliveryOutcome, findLoggedSent, findPlatformMessageId } 
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq'
 import type { Logger } from 'pino'
 import { Compile } from 'typebox/compile'
-import { MARKETING_STOPPED_CODE, optedOutFields, recordMarketingStop } from './consent/check.ts'
-import type { OptOutWatch } from './consent/watch.ts'
-import type { DeliveryRecorder, LoggedEntry } from './delivery-recorder.ts'
 import type { DeliveryMetrics } from '../metrics/registry.ts'
 import { type MessagingPlatform, PlatformError } from '../platforms/types.ts'
 import { traced } from '../tracing.ts'
-import { fallbackMessage, isFreeForm, WINDOW_CLOSED_CODE } from './service-window.ts'
+import { MARKETING_STOPPED_CODE, optedOutFields, recordMarketingStop } from './consent/check.ts'
+import type { OptOutWatch } from './consent/watch.ts'
+import type { DeliveryRecorder, LoggedEntry } from './delivery-recorder.ts'
 import { readRecipient } from './recipient-reads.ts'
 import { withPlatformReferences } from './references.ts'
 import type { RevokedKeys } from './revoked-keys.ts'
 import { logSent } from './sent-log.ts'
+import { fallbackMessage, isFreeForm, WINDOW_CLOSED_CODE } from './service-window.ts'
 
 /** A retry's place in the sender's pace, taken without holding up the job (a lost one is one message early). */
 function spendPace(lane: DeliveryLane, log: Logger): void {

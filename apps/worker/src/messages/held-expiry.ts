@@ -1,8 +1,8 @@
 import { fairKeys, type MessageJob } from '@dispatch/contracts'
 import type { RedisClient } from '@dispatch/contracts/redis'
-import type { DeliveryRecorder } from './delivery-recorder.ts'
 import type { WorkerContext } from '../runtime.ts'
 import { deliveryOutcome, expiredFields, takeClaim } from './deliver.ts'
+import type { DeliveryRecorder } from './delivery-recorder.ts'
 import type { SenderLane } from './lanes.ts'
 
 /**

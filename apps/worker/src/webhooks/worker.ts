@@ -17,12 +17,17 @@ import type { Logger } from 'pino'
 import { Compile } from 'typebox/compile'
 import type { WorkerMetrics } from '../metrics/registry.ts'
 import { Permits } from '../shared/permits.ts'
+import {
+  bundleWebhookJob,
+  singleWebhookJob,
+  type WebhooksQueueAdd,
+  type WebhooksQueueJob,
+} from '../shared/webhook-jobs.ts'
 import { traced } from '../tracing.ts'
 import { AttemptRecorder, DEFAULT_ATTEMPT_RECORDER_OPTIONS } from './attempt-recorder.ts'
 import { DEFAULT_ENDPOINT_CACHE_MS, EndpointCache } from './endpoint-cache.ts'
 import { EndpointGate } from './endpoint-gate.ts'
 import { EventBodies, type EventToSend } from './event-bodies.ts'
-import { bundleWebhookJob, singleWebhookJob, type WebhooksQueueAdd, type WebhooksQueueJob } from '../shared/webhook-jobs.ts'
 import { postWebhook } from './post.ts'
 import { retryDelay } from './schedule.ts'
 import { signWebhook } from './sign.ts'
