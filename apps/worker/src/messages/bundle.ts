@@ -8,13 +8,8 @@ import type { RedisClient } from '@dispatch/contracts/redis'
 import { type Job, type Queue, UnrecoverableError, Worker } from 'bullmq'
 import { Compile } from 'typebox/compile'
 import { type Permits, withPermit } from '../shared/permits.ts'
-import {
-  type DeliveryDeps,
-  type DeliveryLane,
-  type Disposition,
-  deliverOne,
-  platformBackoff,
-} from './deliver.ts'
+import { deliverOne, platformBackoff } from './deliver.ts'
+import type { DeliveryDeps, DeliveryLane, Disposition } from './delivery/types.ts'
 
 const isBundleJob = Compile(MessageBundleJob)
 

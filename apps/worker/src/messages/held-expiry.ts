@@ -1,7 +1,8 @@
 import { fairKeys, type MessageJob } from '@dispatch/contracts'
 import type { RedisClient } from '@dispatch/contracts/redis'
 import type { WorkerContext } from '../runtime.ts'
-import { deliveryOutcome, expiredFields, takeClaim } from './deliver.ts'
+import { deliveryOutcome, expiredFields } from '../shared/message-outcome.ts'
+import { takeClaim } from './delivery/claim.ts'
 import type { DeliveryRecorder } from './delivery-recorder.ts'
 import type { SenderLane } from './lanes.ts'
 
