@@ -11,7 +11,7 @@
  *
  * With BENCH_BREAKDOWN=1 each round also runs the floor on bundles, bare and with a claim and a
  * sent-log append per message (each one pipelined write per job), and the delivery worker without
- * the revoked-key check (senders/revoked-keys.ts), beside the same worker with it.
+ * the revoked-key check (messages/revoked-keys.ts), beside the same worker with it.
  *
  *   pnpm --filter @dispatch/worker bench    (BENCH_JOBS, BENCH_CONCURRENCY, BENCH_ROUNDS, BENCH_BREAKDOWN, BENCH_BUNDLE)
  *   BENCH_ONLY=revocation: only the delivery worker with and without the revoked-key check, paired.
@@ -436,10 +436,10 @@ const uncheckedRun = () =>
 const enforcedRun = () =>
   timeDrain(QueueNames.messages, new Span(), () => startBundledDeliveryWorker('enforce'), bundleSize)
 
-/** A thousand revoked keys, held as a worker process holds them (senders/revoked-keys.ts). */
+/** A thousand revoked keys, held as a worker process holds them (messages/revoked-keys.ts). */
 const revokedKeys = new Set(Array.from({ length: 1000 }, () => randomUUID()))
 
-/** The opt-out announcements, followed as a worker process does (consent/watch.ts). */
+/** The opt-out announcements, followed as a worker process does (messages/consent/watch.ts). */
 const optOuts = new OptOutWatch(connection(), world.queuePrefix, logger)
 optOuts.start()
 await optOuts.caughtUp(5_000)

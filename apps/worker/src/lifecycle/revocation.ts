@@ -13,7 +13,7 @@ const SWEEP_PAUSE_MS = 1000
 
 export interface KeyRevocationReport {
   canceled: number
-  /** Held by a worker when the sweep ended: each is canceled at delivery (senders/revoked-keys.ts). */
+  /** Held by a worker when the sweep ended: each is canceled at delivery (messages/revoked-keys.ts). */
   inFlight: number
 }
 
