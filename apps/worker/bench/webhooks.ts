@@ -37,7 +37,7 @@ import pino from 'pino'
 import { Agent as UndiciAgent } from 'undici'
 import { WorkerMetrics } from '../src/metrics/registry.ts'
 import { type WebhooksQueueAdd, webhookJobsFor } from '../src/shared/webhook-jobs.ts'
-import { DEFAULT_WEBHOOK_RETRY_SCHEDULE, parseRetrySchedule } from '../src/webhooks/schedule.ts'
+import { DEFAULT_WEBHOOK_RETRY_SCHEDULE, parseRetrySchedule } from '../src/shared/webhook-retry-schedule.ts'
 import { startWebhooksWorker } from '../src/webhooks/worker.ts'
 import { armReceiver, checkTally, startReceiver } from './webhooks-receiver.ts'
 

@@ -23,13 +23,13 @@ import {
   type WebhooksQueueAdd,
   type WebhooksQueueJob,
 } from '../shared/webhook-jobs.ts'
+import { retryDelay } from '../shared/webhook-retry-schedule.ts'
 import { traced } from '../tracing.ts'
 import { AttemptRecorder, DEFAULT_ATTEMPT_RECORDER_OPTIONS } from './attempt-recorder.ts'
 import { DEFAULT_ENDPOINT_CACHE_MS, EndpointCache } from './endpoint-cache.ts'
 import { EndpointGate } from './endpoint-gate.ts'
 import { EventBodies, type EventToSend } from './event-bodies.ts'
 import { postWebhook } from './post.ts'
-import { retryDelay } from './schedule.ts'
 import { signWebhook } from './sign.ts'
 import { SigningSecrets } from './signing-secrets.ts'
 
