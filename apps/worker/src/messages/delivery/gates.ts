@@ -47,77 +47,70 @@ export function readGateInputs({ data, lane, deps }: MessageDelivery): Recipient
   )
 }
 
+/** Why a gate stopped a message: what is recorded (no attempt spent), and the log line. */
+type Stop = {
+  kind: 'stop'
+  status: 'expired' | 'canceled' | 'failed'
+  fields: { lastErrorCode: string; lastErrorMessage: string }
+  why: string
+  logged?: object
+}
+
 /** Past its validity (a backlog, an outage, the platform's rate limits): never sent late. */
-function expired(delivery: MessageDelivery): Promise<Disposition> | undefined {
-  const { data, run, deps, log } = delivery
+function expired({ data }: MessageDelivery): Stop | undefined {
   const { expiresAt } = data
   if (!(expiresAt && Date.now() > Date.parse(expiresAt))) return undefined
-  return (async () => {
-    await deps.recorder.record(
-      delivery.outcome('expired', { attempts: run.attemptsMade, ...expiredFields(expiresAt) }),
-    )
-    deps.metrics?.expired(delivery.lane.senderId)
-    log.info({ expiresAt }, 'message expired before it could be sent')
-    return { kind: 'done', result: { outcome: 'expired' } }
-  })()
+  const why = 'message expired before it could be sent'
+  return { kind: 'stop', status: 'expired', fields: expiredFields(expiresAt), why, logged: { expiresAt } }
 }
 
 /**
  * Its key revoked since it was accepted (in a bundle, mid-retry, admitted before the sweep): never
  * sent. A lookup in memory, no round trip.
  */
-function keyRevoked(delivery: MessageDelivery): Promise<Disposition> | undefined {
-  const { data, run, deps, log } = delivery
+function keyRevoked({ data, deps }: MessageDelivery): Stop | undefined {
   if (!deps.revokedKeys?.has(data.apiKeyId)) return undefined
-  return (async () => {
-    await deps.recorder.record(
-      delivery.outcome('canceled', { attempts: run.attemptsMade, ...keyRevokedFields }),
-    )
-    deps.metrics?.canceled(delivery.lane.senderId)
-    log.info('its key was revoked before it was sent; canceled')
-    return { kind: 'done', result: { outcome: 'canceled' } }
-  })()
+  const why = 'its key was revoked before it was sent; canceled'
+  return { kind: 'stop', status: 'canceled', fields: keyRevokedFields, why }
 }
 
 /**
  * Opted out since it was accepted (a STOP, an entry added; of marketing: "Stop promotions", Meta's
  * user_preferences, a 131050), of everything or of what this message is: never sent.
  */
-function optedOut(
-  delivery: MessageDelivery,
-  scope: SuppressionScope | null,
-): Promise<Disposition> | undefined {
-  const { data, run, deps, log } = delivery
-  const stops = scope === 'all' || (scope === 'marketing' && data.marketing === true)
-  if (!stops) return undefined
-  return (async () => {
-    await deps.recorder.record(
-      delivery.outcome('canceled', { attempts: run.attemptsMade, ...optedOutFields(scope) }),
-    )
-    deps.metrics?.canceled(delivery.lane.senderId)
-    log.info({ scope }, 'recipient opted out before it was sent; canceled')
-    return { kind: 'done', result: { outcome: 'canceled' } }
-  })()
+function optedOut({ data }: MessageDelivery, scope: SuppressionScope | null): Stop | undefined {
+  if (!(scope === 'all' || (scope === 'marketing' && data.marketing === true))) return undefined
+  const why = 'recipient opted out before it was sent; canceled'
+  return { kind: 'stop', status: 'canceled', fields: optedOutFields(scope), why, logged: { scope } }
 }
 
 /**
  * The 24-hour window under the sender's `enforce` policy: a scheduled or backlogged message can
  * outlive it. Known closed, the fallback template goes instead, or the message fails unsent.
  */
-async function serviceWindow(
-  delivery: MessageDelivery,
+function serviceWindow(
+  { data }: MessageDelivery,
   window: 'open' | 'closed' | 'unknown' | undefined,
-): Promise<Cleared | Disposition> {
-  const { data, run, deps, log } = delivery
+): Cleared | Stop {
   if (window !== 'closed') return { kind: 'send', message: data.message, fallbackUsed: false }
   const fallback = fallbackMessage(data)
   if (fallback) return { kind: 'send', message: fallback, fallbackUsed: true }
-  await deps.recorder.record(
-    delivery.outcome('failed', { attempts: run.attemptsMade, ...windowClosedFields }),
-  )
-  deps.metrics?.failed(delivery.lane.senderId, WINDOW_CLOSED_CODE)
-  log.info('24-hour window closed and no fallback template; failed without sending')
-  return { kind: 'failed', reason: `${WINDOW_CLOSED_CODE}: ${windowClosedFields.lastErrorMessage}` }
+  const why = '24-hour window closed and no fallback template; failed without sending'
+  return { kind: 'stop', status: 'failed', fields: windowClosedFields, why }
+}
+
+/** A stopped message recorded, counted and logged: it ends here, unsent. */
+async function recordStop(delivery: MessageDelivery, stop: Stop): Promise<Disposition> {
+  const { run, lane, deps, log } = delivery
+  const { status, fields } = stop
+  await deps.recorder.record(delivery.outcome(status, { attempts: run.attemptsMade, ...fields }))
+  if (status === 'expired') deps.metrics?.expired(lane.senderId)
+  else if (status === 'canceled') deps.metrics?.canceled(lane.senderId)
+  else deps.metrics?.failed(lane.senderId, fields.lastErrorCode)
+  log.info(stop.logged ?? {}, stop.why)
+  return status === 'failed'
+    ? { kind: 'failed', reason: `${fields.lastErrorCode}: ${fields.lastErrorMessage}` }
+    : { kind: 'done', result: { outcome: status } }
 }
 
 /**
@@ -125,7 +118,8 @@ async function serviceWindow(
  * opt-outs, the 24-hour window. A message stopped at one is recorded and never sent.
  */
 export async function gate(delivery: MessageDelivery, reads: RecipientReads): Promise<Cleared | Disposition> {
-  const stopped = expired(delivery) ?? keyRevoked(delivery) ?? optedOut(delivery, await reads.optOut)
-  if (stopped) return stopped
-  return serviceWindow(delivery, await reads.window)
+  const stop = expired(delivery) ?? keyRevoked(delivery) ?? optedOut(delivery, await reads.optOut)
+  if (stop) return recordStop(delivery, stop)
+  const cleared = serviceWindow(delivery, await reads.window)
+  return cleared.kind === 'send' ? cleared : recordStop(delivery, cleared)
 }
