@@ -21,7 +21,7 @@ import {
 } from '@dispatch/contracts/env'
 import { tracingEnv } from '@dispatch/contracts/tracing'
 import Type, { type Static } from 'typebox'
-import { parseRetrySchedule } from './webhooks/schedule.ts'
+import { parseRetrySchedule } from './shared/webhook-retry-schedule.ts'
 
 /** The queues (and loops) a worker process can run; ops pick per process with WORKER_QUEUES. */
 export const WORKER_ROLES = ['email', 'outbox', 'messages', 'webhooks', 'lifecycle'] as const

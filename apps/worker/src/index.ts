@@ -5,16 +5,16 @@ import { BullMQOtel } from 'bullmq-otel'
 import pino, { type DestinationStream, type Logger } from 'pino'
 import { startEmailUnit } from './email/unit.ts'
 import type { WorkerConfig, WorkerRole } from './env.ts'
-import { startLifecycleUnit } from './lifecycle/unit.ts'
+import { startLifecycleUnit, startMaintenanceLoops } from './lifecycle/unit.ts'
+import { startMessagesUnit } from './messages/unit.ts'
 import { WorkerMetrics } from './metrics/registry.ts'
 import { type MetricsUnit, startMetricsUnit } from './metrics/unit.ts'
 import { startOutboxUnit } from './outbox/unit.ts'
 import { createRedisFactory, START_ORDER, type WorkerUnit, type WorkerUnitStarter } from './runtime.ts'
-import { startMessagesUnit } from './senders/unit.ts'
 import { startWebhooksUnit } from './webhooks/unit.ts'
 
 export { parseWorkerConfig, type WorkerConfig } from './env.ts'
-export { sweepContentRedaction } from './lifecycle/redaction.ts'
+export { sweepContentRedaction } from './lifecycle/unit.ts'
 
 /** The secret values each worker logger censors: a list the process adds to as it learns tokens. */
 const loggerSecrets = new WeakMap<Logger, (string | undefined)[]>()
@@ -45,13 +45,16 @@ export interface RunningWorker {
   close(): Promise<void>
 }
 
-/** What each role of WORKER_QUEUES starts: the one way every queue and loop is composed. */
-const UNITS: Record<WorkerRole, WorkerUnitStarter> = {
-  email: startEmailUnit,
-  messages: startMessagesUnit,
-  webhooks: startWebhooksUnit,
-  outbox: startOutboxUnit,
-  lifecycle: startLifecycleUnit,
+/**
+ * What each role of WORKER_QUEUES starts: the one way every queue and loop is composed. Each role
+ * folder is entered through its `unit.ts`; the maintenance loops (lifecycle/) run with `messages`.
+ */
+const UNITS: Record<WorkerRole, WorkerUnitStarter[]> = {
+  email: [startEmailUnit],
+  messages: [startMessagesUnit, startMaintenanceLoops],
+  webhooks: [startWebhooksUnit],
+  outbox: [startOutboxUnit],
+  lifecycle: [startLifecycleUnit],
 }
 
 /** Starts the units that `config.roles` names, in this process. */
@@ -92,7 +95,8 @@ export async function startWorker(
     // For the whole process, before the units: they register what it reads at scrape time.
     if (metrics) listener = await startMetricsUnit(context, metrics)
     for (const role of START_ORDER) {
-      if (config.roles.includes(role)) started.push([role, await UNITS[role](context)])
+      if (!config.roles.includes(role)) continue
+      for (const start of UNITS[role]) started.push([role, await start(context)])
     }
   } catch (error) {
     for (const [, unit] of started.reverse()) await unit.close().catch(() => {})

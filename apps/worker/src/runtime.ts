@@ -32,7 +32,7 @@ export interface WorkerContext {
 
 /**
  * One part of a worker process (a queue's consumers, a loop), started by its role in
- * `WORKER_QUEUES`. Every role is one: `index.ts` only starts them and closes them in order.
+ * `WORKER_QUEUES`; a role may start more than one. `index.ts` only starts them and closes them in order.
  */
 export interface WorkerUnit {
   /** Stops taking work and lets what is in flight finish. Connections are closed after, by the process. */

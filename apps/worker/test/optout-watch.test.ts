@@ -3,7 +3,7 @@ import { testQueuePrefix, testRedisUrl, waitFor } from '@dispatch/testing'
 import { Redis } from 'ioredis'
 import pino from 'pino'
 import { afterEach, expect, it } from 'vitest'
-import { OptOutWatch } from '../src/consent/watch.ts'
+import { OptOutWatch } from '../src/messages/consent/watch.ts'
 
 const NUMBER = '106540352242922'
 const opened: Redis[] = []

@@ -99,7 +99,7 @@ export const suppressionsLoadedKey = (prefix: string) => `${prefix}:optout:hashe
  * Where each opt-out written to the Redis copy is announced (`optOutAnnouncement`), and a rebuilt
  * copy (`OPT_OUTS_RESET`): a stream kept OPT_OUT_ANNOUNCEMENTS_KEEP_MS, so a worker that read it
  * since before a message was accepted and found nothing of its recipient skips reading the entry at
- * delivery (apps/worker/src/consent/watch.ts); a worker starting catches up on it.
+ * delivery (apps/worker/src/messages/consent/watch.ts); a worker starting catches up on it.
  */
 export const optOutsStream = (prefix: string) => `${prefix}:optout:announced`
 export const optOutAnnouncement = (phoneNumberId: string, recipientHash: string) =>

@@ -2,7 +2,7 @@ import type { RedisClient } from '@dispatch/contracts/redis'
 import type { DeliveryOutcome } from './queries/message-deliveries.ts'
 
 /**
- * Reading a sender's sent log (apps/worker/src/senders/sent-log.ts writes it): a Redis stream of
+ * Reading a sender's sent log (apps/worker/src/messages/sent-log.ts writes it): a Redis stream of
  * `sent` outcomes not yet in Postgres, one JSON outcome per entry (field `o`). Read by the worker
  * (a job run again, the sweep, an erasure) and by the API (a finished bundle's message whose row
  * has not landed).

@@ -1,5 +1,5 @@
 import type { OrderEmailData, OrderEmailTemplate } from '@dispatch/contracts'
-import type { Draft } from './templates.ts'
+import type { Draft } from './draft.ts'
 
 const lines = (d: OrderEmailData) =>
   d.items.map(

@@ -5,6 +5,7 @@ import {
   ORDER_EMAIL_TEMPLATES,
   type OrderEmailTemplate,
 } from '@dispatch/contracts'
+import type { Draft } from './draft.ts'
 import { orderDrafts } from './order-templates.ts'
 
 export interface RenderedEmail {
@@ -20,12 +21,6 @@ export const escapeHtml = (s: string) =>
   )
 /** Client names are the requester's text: keep them to one line in a subject. */
 export const oneLine = (s: string) => s.replace(/[\r\n\t]+/g, ' ').trim()
-
-export interface Draft {
-  subject: string
-  /** Paragraphs of plain text; the HTML part is made from the same words, escaped. */
-  paragraphs: string[]
-}
 
 const drafts: Record<EmailTemplate, (d: ApiKeyEmailData) => Draft> = {
   'api-key.approved': (d) => ({

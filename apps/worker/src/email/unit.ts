@@ -1,7 +1,7 @@
 import { QueueNames, queuePrefix } from '@dispatch/contracts'
 import type { WorkerUnitStarter } from '../runtime.ts'
-import { startEmailWorker } from '../workers/email.ts'
 import { createMailer } from './transport.ts'
+import { startEmailWorker } from './worker.ts'
 
 /** The `email` role: sends the outbox's e-mails (key decisions, orders, alerts). */
 export const startEmailUnit: WorkerUnitStarter = async ({

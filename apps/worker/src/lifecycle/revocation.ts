@@ -4,7 +4,7 @@ import { type DeliveryOutcome, findApiKeyById, listAllSenders, recordDeliveryOut
 import { type Job, UnrecoverableError } from 'bullmq'
 import Value from 'typebox/value'
 import type { WorkerContext } from '../runtime.ts'
-import { deliveryOutcome, keyRevokedFields } from '../senders/deliver.ts'
+import { deliveryOutcome, keyRevokedFields } from '../shared/message-outcome.ts'
 import type { RedisEraser } from './erase-redis.ts'
 
 /** How often, a second apart, the sweep looks again for messages being admitted meanwhile. */
@@ -13,7 +13,7 @@ const SWEEP_PAUSE_MS = 1000
 
 export interface KeyRevocationReport {
   canceled: number
-  /** Held by a worker when the sweep ended: each is canceled at delivery (senders/revoked-keys.ts). */
+  /** Held by a worker when the sweep ended: each is canceled at delivery (messages/revoked-keys.ts). */
   inFlight: number
 }
 

@@ -3,27 +3,15 @@ import { type Job, Worker } from 'bullmq'
 import type { WorkerUnitStarter } from '../runtime.ts'
 import { RedisEraser } from './erase-redis.ts'
 import { failErasure, runErasure } from './erasure.ts'
+import { startPartitionMaintenance } from './partitions.ts'
+import { startContentRedaction } from './redaction.ts'
 import { type KeyRevocationReport, runKeyRevocation } from './revocation.ts'
+import { suppressionRebuild } from './suppression-rebuild.ts'
+import { TemplateSyncSchedule } from './template-sync.ts'
+import { serviceWindowRebuild } from './window-rebuild.ts'
 
-/**
- * How the relay adds an erasure's job. Removed once it ends, completed or failed for good: the job
- * is the one place the recipient is written in plain, and must not outlive the erasure. Retried
- * with backoff meanwhile (a database or Redis blip), every step being safe to run again.
- */
-export const ERASURE_JOB_OPTIONS = {
-  attempts: 5,
-  backoff: { type: 'exponential' as const, delay: 5000 },
-  removeOnComplete: true,
-  removeOnFail: true,
-}
-
-/** How the relay adds a revoked key's sweep: retried with backoff (a database or Redis blip), each step safe to run again. */
-export const REVOCATION_JOB_OPTIONS = {
-  attempts: 10,
-  backoff: { type: 'exponential' as const, delay: 2000 },
-  removeOnComplete: { age: 7 * 24 * 3600 },
-  removeOnFail: { age: 30 * 24 * 3600 },
-}
+/** A sweep of content past its retention, run on demand (the API's tests call it). */
+export { sweepContentRedaction } from './redaction.ts'
 
 /**
  * The `lifecycle` role: data-lifecycle jobs, a recipient's erasure (queue `erasures`) and a revoked
@@ -75,6 +63,51 @@ export const startLifecycleUnit: WorkerUnitStarter = async (context) => {
       await worker.close()
       await revocations.close()
       await eraser.close()
+    },
+  }
+}
+
+/**
+ * The maintenance loops: the senders' template catalogs synced on a schedule; the Redis copies of
+ * the recipients' 24-hour windows and of the suppression list rebuilt from Postgres when lost;
+ * content past its retention hours (keys' messages, senders' replies) redacted; and the partitions
+ * messages (and replies, webhook events and attempts) are recorded in kept: created ahead, dropped
+ * past retention. Started with the `messages` role (index.ts), as they always were: ops read that
+ * role as the one that runs partitions and redaction (docs/operations.md), and the template sync
+ * serves the same WORKER_SENDERS as its lanes.
+ */
+export const startMaintenanceLoops: WorkerUnitStarter = async (context) => {
+  const { config, logger } = context
+  const templateSync = new TemplateSyncSchedule(context)
+  templateSync.start()
+  const windows = serviceWindowRebuild(context)
+  windows.start()
+  const suppressions = suppressionRebuild(context)
+  suppressions.start()
+  const redaction = startContentRedaction({
+    db: context.db,
+    logger,
+    intervalMs: config.CONTENT_REDACTION_INTERVAL_MS,
+  })
+  const partitions = startPartitionMaintenance({
+    sql: context.sql,
+    logger,
+    retentionDays: config.MESSAGE_RETENTION_DAYS,
+    aheadDays: config.MESSAGE_PARTITIONS_AHEAD_DAYS,
+    widthDays: config.MESSAGE_PARTITION_DAYS,
+    webhooks: {
+      retentionDays: config.WEBHOOK_EVENT_RETENTION_DAYS,
+      widthDays: config.WEBHOOK_EVENT_PARTITION_DAYS,
+    },
+    intervalMs: config.PARTITION_MAINTENANCE_INTERVAL_MS,
+  })
+  return {
+    close: async () => {
+      await partitions.stop()
+      await templateSync.stop()
+      await windows.stop()
+      await suppressions.stop()
+      await redaction.stop()
     },
   }
 }

@@ -1,24 +1,11 @@
-import { fairKeys, type KeyLayout, queuePrefix, SENDER_STATES, type SenderState } from '@dispatch/contracts'
+import { fairKeys, type KeyLayout, queuePrefix, SENDER_STATES } from '@dispatch/contracts'
 import type { RedisClient } from '@dispatch/contracts/redis'
 import { type Db, pendingOutboxAgeSeconds } from '@dispatch/db'
 import { Queue } from 'bullmq'
 import type { Logger } from 'pino'
 import { mergeExpositions } from './exposition.ts'
 import type { WorkerMetrics } from './registry.ts'
-
-/** A sender this process delivers for, as its lane holds it. */
-export interface WatchedSender {
-  senderId: string
-  settings: { state: SenderState; ratePerSecond: number }
-}
-
-/** What the units of this process ask to be read at each scrape (`WorkerMetrics.watch…`). */
-export interface ScrapeSources {
-  /** Names of BullMQ queues whose job counts to export. */
-  queues: Set<() => Iterable<string>>
-  senders: Set<() => Iterable<WatchedSender>>
-  outbox: boolean
-}
+import type { ScrapeSources, WatchedSender } from './scrape-sources.ts'
 
 export interface ScraperDeps {
   /** A fail-fast connection (no offline queue): a scrape while Redis is down skips, never waits. */

@@ -1,5 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
-import type { ScrapeSources, WatchedSender } from './collectors.ts'
+import type { ScrapeSources, WatchedSender } from './scrape-sources.ts'
 
 /**
  * The error codes a failed message is counted under: the platform codes the classifier knows

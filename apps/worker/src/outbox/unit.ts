@@ -8,19 +8,15 @@ import {
 } from '@dispatch/contracts'
 import { ReopeningQueue } from '@dispatch/contracts/queues'
 import { type DefaultJobOptions, Queue } from 'bullmq'
-import { confirmationJobOptions } from '../consent/confirmations.ts'
-import { ERASURE_JOB_OPTIONS, REVOCATION_JOB_OPTIONS } from '../lifecycle/unit.ts'
-import { OutboxRelay } from '../outbox-relay.ts'
 import type { WorkerUnitStarter } from '../runtime.ts'
-import type { WebhooksQueueJob } from '../webhooks/jobs.ts'
-
-/** Job retention: enough to dedupe a relayed row and to inspect failures, bounded in Redis. */
-const emailJobOptions = (attempts: number, backoffMs: number) => ({
-  attempts,
-  backoff: { type: 'exponential' as const, delay: backoffMs, jitter: 0.5 },
-  removeOnComplete: { age: 7 * 24 * 3600, count: 10_000 },
-  removeOnFail: { age: 30 * 24 * 3600 },
-})
+import type { WebhooksQueueJob } from '../shared/webhook-jobs.ts'
+import {
+  confirmationJobOptions,
+  ERASURE_JOB_OPTIONS,
+  emailJobOptions,
+  REVOCATION_JOB_OPTIONS,
+} from './job-options.ts'
+import { OutboxRelay } from './relay.ts'
 
 /**
  * The `outbox` role: relays committed side effects (e-mails, webhook events, consent confirmations)

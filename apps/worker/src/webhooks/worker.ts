@@ -16,15 +16,20 @@ import { DelayedError, type Job, Queue, type Telemetry, UnrecoverableError, Work
 import type { Logger } from 'pino'
 import { Compile } from 'typebox/compile'
 import type { WorkerMetrics } from '../metrics/registry.ts'
-import { Permits } from '../permits.ts'
+import { Permits } from '../shared/permits.ts'
+import {
+  bundleWebhookJob,
+  singleWebhookJob,
+  type WebhooksQueueAdd,
+  type WebhooksQueueJob,
+} from '../shared/webhook-jobs.ts'
+import { retryDelay } from '../shared/webhook-retry-schedule.ts'
 import { traced } from '../tracing.ts'
 import { AttemptRecorder, DEFAULT_ATTEMPT_RECORDER_OPTIONS } from './attempt-recorder.ts'
 import { DEFAULT_ENDPOINT_CACHE_MS, EndpointCache } from './endpoint-cache.ts'
 import { EndpointGate } from './endpoint-gate.ts'
 import { EventBodies, type EventToSend } from './event-bodies.ts'
-import { bundleWebhookJob, singleWebhookJob, type WebhooksQueueAdd, type WebhooksQueueJob } from './jobs.ts'
 import { postWebhook } from './post.ts'
-import { retryDelay } from './schedule.ts'
 import { signWebhook } from './sign.ts'
 import { SigningSecrets } from './signing-secrets.ts'
 

@@ -17,10 +17,10 @@ import type { Job } from 'bullmq'
 import { Redis } from 'ioredis'
 import pino from 'pino'
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest'
-import { DeliveryRecorder } from '../../src/delivery-recorder.ts'
-import { Permits } from '../../src/permits.ts'
+import { deliverBundle } from '../../src/messages/bundle.ts'
+import { DeliveryRecorder } from '../../src/messages/delivery-recorder.ts'
 import { createWhatsAppCloudPlatform } from '../../src/platforms/whatsapp-cloud.ts'
-import { deliverBundle } from '../../src/senders/bundle.ts'
+import { Permits } from '../../src/shared/permits.ts'
 import { ACCESS_TOKEN, createDeliveryWorld, type DeliveryWorld, PHONE_NUMBER_ID, text } from './world.ts'
 
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url))

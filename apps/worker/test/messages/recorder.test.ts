@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { createDb, type DeliveryOutcome } from '@dispatch/db'
 import { createTestDatabase } from '@dispatch/testing'
 import { expect, it } from 'vitest'
-import { DeliveryRecorder } from '../../src/delivery-recorder.ts'
+import { DeliveryRecorder } from '../../src/messages/delivery-recorder.ts'
 import { insertSenderKey } from './world.ts'
 
 it('one outcome that cannot be written does not fail the others recorded with it', async () => {

@@ -7,8 +7,8 @@ import { startTcpProxy, type TcpProxy, testRedisUrl, waitFor } from '@dispatch/t
 import { Redis } from 'ioredis'
 import pino from 'pino'
 import { afterAll, beforeAll, expect, it, onTestFailed } from 'vitest'
-import { DeliveryRecorder } from '../../src/delivery-recorder.ts'
-import { SentLogSweeper } from '../../src/senders/sent-log.ts'
+import { DeliveryRecorder } from '../../src/messages/delivery-recorder.ts'
+import { SentLogSweeper } from '../../src/messages/sent-log.ts'
 import { createDeliveryWorld, type DeliveryWorld, text } from './world.ts'
 
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url))

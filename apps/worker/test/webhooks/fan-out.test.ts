@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process'
 import type { WebhookJob } from '@dispatch/contracts'
 import { startWebhookReceiver, type WebhookReceiver, waitFor } from '@dispatch/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { WebhooksQueueJob } from '../../src/webhooks/jobs.ts'
+import type { WebhooksQueueJob } from '../../src/shared/webhook-jobs.ts'
 import {
   createWebhooksWorld,
   killWorkerAfter,

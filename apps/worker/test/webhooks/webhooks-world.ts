@@ -14,8 +14,8 @@ import {
 import { Queue } from 'bullmq'
 import { Redis } from 'ioredis'
 import pino from 'pino'
-import { type WebhooksQueueJob, webhookJobsFor } from '../../src/webhooks/jobs.ts'
-import { parseRetrySchedule } from '../../src/webhooks/schedule.ts'
+import { type WebhooksQueueJob, webhookJobsFor } from '../../src/shared/webhook-jobs.ts'
+import { parseRetrySchedule } from '../../src/shared/webhook-retry-schedule.ts'
 import { startWebhooksWorker, type WebhooksWorkerOptions } from '../../src/webhooks/worker.ts'
 
 /** What a webhooks worker of a world needs, as plain values: also handed to a child process. */

@@ -11,7 +11,7 @@
  *
  * With BENCH_BREAKDOWN=1 each round also runs the floor on bundles, bare and with a claim and a
  * sent-log append per message (each one pipelined write per job), and the delivery worker without
- * the revoked-key check (senders/revoked-keys.ts), beside the same worker with it.
+ * the revoked-key check (messages/revoked-keys.ts), beside the same worker with it.
  *
  *   pnpm --filter @dispatch/worker bench    (BENCH_JOBS, BENCH_CONCURRENCY, BENCH_ROUNDS, BENCH_BREAKDOWN, BENCH_BUNDLE)
  *   BENCH_ONLY=revocation: only the delivery worker with and without the revoked-key check, paired.
@@ -34,19 +34,17 @@ import { parseWorkerConfig } from '@dispatch/worker'
 import { Queue, Worker } from 'bullmq'
 import { Redis } from 'ioredis'
 import pino from 'pino'
-import { OptOutWatch } from '../../../../apps/worker/src/consent/watch.ts'
-import { DeliveryRecorder } from '../../../../apps/worker/src/delivery-recorder.ts'
+import { OptOutWatch } from '../../../../apps/worker/src/messages/consent/watch.ts'
+import { deliverBundle } from '../../../../apps/worker/src/messages/bundle.ts'
+import { deliverMessage } from '../../../../apps/worker/src/messages/deliver.ts'
+import type { DeliveryResult } from '../../../../apps/worker/src/messages/delivery/types.ts'
+import { DeliveryRecorder } from '../../../../apps/worker/src/messages/delivery-recorder.ts'
+import { batchedLogSent } from '../../../../apps/worker/src/messages/sent-log.ts'
 import { WorkerMetrics } from '../../../../apps/worker/src/metrics/registry.ts'
-import { Permits } from '../../../../apps/worker/src/permits.ts'
 import { createSandboxPlatform } from '../../../../apps/worker/src/platforms/sandbox.ts'
 import type { Delivery } from '../../../../apps/worker/src/platforms/types.ts'
-import { deliverBundle } from '../../../../apps/worker/src/senders/bundle.ts'
-import {
-  type DeliveryResult,
-  deliverMessage,
-  deliveryOutcome,
-} from '../../../../apps/worker/src/senders/deliver.ts'
-import { batchedLogSent } from '../../../../apps/worker/src/senders/sent-log.ts'
+import { deliveryOutcome } from '../../../../apps/worker/src/shared/message-outcome.ts'
+import { Permits } from '../../../../apps/worker/src/shared/permits.ts'
 import { backendsCpuDelta, databaseBackendsCpu } from '../harness/cpu.ts'
 import { insertBenchKey } from '../harness/keys.ts'
 import { printComparison } from '../harness/report.ts'
@@ -410,10 +408,10 @@ const uncheckedRun = () =>
 const enforcedRun = () =>
   timeDrain(QueueNames.messages, new Span(), () => startBundledDeliveryWorker('enforce'), bundleSize)
 
-/** A thousand revoked keys, held as a worker process holds them (senders/revoked-keys.ts). */
+/** A thousand revoked keys, held as a worker process holds them (messages/revoked-keys.ts). */
 const revokedKeys = new Set(Array.from({ length: 1000 }, () => randomUUID()))
 
-/** The opt-out announcements, followed as a worker process does (consent/watch.ts). */
+/** The opt-out announcements, followed as a worker process does (messages/consent/watch.ts). */
 const optOuts = new OptOutWatch(connection(), world.queuePrefix, logger)
 optOuts.start()
 await optOuts.caughtUp(5_000)

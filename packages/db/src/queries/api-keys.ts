@@ -269,7 +269,7 @@ export async function updateApiKeyLimits(
   })
 }
 
-/** Every revoked key's id: what a delivering worker keeps in memory (senders/revoked-keys.ts). */
+/** Every revoked key's id: what a delivering worker keeps in memory (messages/revoked-keys.ts). */
 export async function listRevokedApiKeyIds(db: Db): Promise<string[]> {
   const rows = await db.select({ id: apiKeys.id }).from(apiKeys).where(eq(apiKeys.status, 'revoked'))
   return rows.map((r) => r.id)

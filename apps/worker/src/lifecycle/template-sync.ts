@@ -1,7 +1,7 @@
 import { listSendersToSync } from '@dispatch/db'
 import { syncSenderTemplates, TemplateFetchError, TemplateSyncRefused } from '@dispatch/templates'
 import { type WorkerContext, whenReady } from '../runtime.ts'
-import { servesSender } from '../senders/registry.ts'
+import { servesSender } from '../shared/served-senders.ts'
 
 /** How often the schedule looks for a sender due a sync (a due one waits at most this long). */
 const CHECK_EVERY_MS = 60_000

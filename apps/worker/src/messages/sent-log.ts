@@ -1,7 +1,7 @@
 import { type RedisClient, turnBatched } from '@dispatch/contracts/redis'
 import { type DeliveryOutcome, parseOutcome, pgError } from '@dispatch/db'
 import type { Logger } from 'pino'
-import type { DeliveryRecorder, LoggedEntry } from '../delivery-recorder.ts'
+import type { DeliveryRecorder, LoggedEntry } from './delivery-recorder.ts'
 
 /**
  * A sender's sent log (docs/messaging.md, "Delivering"): a Redis stream of `sent` outcomes not yet

@@ -6,8 +6,8 @@ import {
 } from '@dispatch/contracts'
 import { evalLuaScript } from '@dispatch/contracts/lua-scripts'
 import { listOpenWindows } from '@dispatch/db'
-import { RedisCopyRebuild } from '../redis-copy/rebuild.ts'
 import type { WorkerContext } from '../runtime.ts'
+import { RedisCopyRebuild } from './redis-copy/rebuild.ts'
 
 const PAGE = 1000
 

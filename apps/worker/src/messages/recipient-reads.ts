@@ -9,7 +9,7 @@ import {
   suppressionKey,
 } from '@dispatch/contracts'
 import { type RedisClient, turnBatchedGet } from '@dispatch/contracts/redis'
-import { knownWindowsMarker, rememberWindowsMarker } from '../window/check.ts'
+import { knownWindowsMarker, rememberWindowsMarker } from './service-window.ts'
 
 export interface RecipientReads {
   /** An opt-out of this number made since the message was accepted; null when none is known. */

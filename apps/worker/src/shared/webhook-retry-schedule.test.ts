@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest'
-import { attemptsFor, DEFAULT_WEBHOOK_RETRY_SCHEDULE, parseRetrySchedule, retryDelay } from './schedule.ts'
+import {
+  attemptsFor,
+  DEFAULT_WEBHOOK_RETRY_SCHEDULE,
+  parseRetrySchedule,
+  retryDelay,
+} from './webhook-retry-schedule.ts'
 
 const s = 1000
 const m = 60 * s

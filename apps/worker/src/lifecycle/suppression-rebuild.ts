@@ -8,8 +8,8 @@ import {
 } from '@dispatch/contracts'
 import { scriptCall } from '@dispatch/contracts/lua-scripts'
 import { listSuppressionsAfter } from '@dispatch/db'
-import { RedisCopyRebuild } from '../redis-copy/rebuild.ts'
 import type { WorkerContext } from '../runtime.ts'
+import { RedisCopyRebuild } from './redis-copy/rebuild.ts'
 
 const PAGE = 5000
 

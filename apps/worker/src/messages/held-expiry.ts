@@ -2,9 +2,10 @@ import { join } from 'node:path'
 import { fairKeys, type MessageJob } from '@dispatch/contracts'
 import { evalLuaScript, luaScripts } from '@dispatch/contracts/lua-scripts'
 import type { RedisClient } from '@dispatch/contracts/redis'
-import type { DeliveryRecorder } from '../delivery-recorder.ts'
 import type { WorkerContext } from '../runtime.ts'
-import { deliveryOutcome, expiredFields, takeClaim } from './deliver.ts'
+import { deliveryOutcome, expiredFields } from '../shared/message-outcome.ts'
+import { takeClaim } from './delivery/claim.ts'
+import type { DeliveryRecorder } from './delivery-recorder.ts'
 import type { SenderLane } from './lanes.ts'
 
 /**

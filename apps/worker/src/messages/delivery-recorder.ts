@@ -1,7 +1,7 @@
 import type { RedisClient } from '@dispatch/contracts/redis'
 import { type DeliveryOutcome, recordDeliveryOutcomes, type Sql } from '@dispatch/db'
 
-/** Where an outcome already waits in Redis (a sender's sent log, senders/sent-log.ts). */
+/** Where an outcome already waits in Redis (a sender's sent log, sent-log.ts). */
 export interface LoggedEntry {
   stream: string
   id: string

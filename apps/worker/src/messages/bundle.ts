@@ -7,14 +7,9 @@ import {
 import type { RedisClient } from '@dispatch/contracts/redis'
 import { type Job, type Queue, UnrecoverableError, Worker } from 'bullmq'
 import { Compile } from 'typebox/compile'
-import { type Permits, withPermit } from '../permits.ts'
-import {
-  type DeliveryDeps,
-  type DeliveryLane,
-  type Disposition,
-  deliverOne,
-  platformBackoff,
-} from './deliver.ts'
+import { type Permits, withPermit } from '../shared/permits.ts'
+import { deliverOne, platformBackoff } from './deliver.ts'
+import type { DeliveryDeps, DeliveryLane, Disposition } from './delivery/types.ts'
 
 const isBundleJob = Compile(MessageBundleJob)
 

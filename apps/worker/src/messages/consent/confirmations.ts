@@ -8,25 +8,13 @@ import {
 import { findSender } from '@dispatch/db'
 import { type Job, UnrecoverableError, Worker } from 'bullmq'
 import { Compile } from 'typebox/compile'
-import { type MessagingPlatform, PlatformError } from '../platforms/types.ts'
-import type { WorkerContext } from '../runtime.ts'
-import { createSenderPlatform } from '../senders/lanes.ts'
-import { adminSender, defaultSender } from '../senders/registry.ts'
+import { type MessagingPlatform, PlatformError } from '../../platforms/types.ts'
+import type { WorkerContext } from '../../runtime.ts'
+import { createSenderPlatform } from '../lanes.ts'
+import { adminSender, defaultSender } from '../registry.ts'
 
 const isConfirmationJob = Compile(ConsentConfirmationJob)
 const CONCURRENCY = 5
-
-/**
- * How the relay adds a confirmation: retried with exponential backoff from MESSAGES_BACKOFF_MS
- * (about 17 minutes over ten attempts at the default 1 s), never past them; kept a week once sent,
- * a month once failed, for the queue dashboard.
- */
-export const confirmationJobOptions = (backoffMs: number) => ({
-  attempts: 10,
-  backoff: { type: 'exponential' as const, delay: backoffMs, jitter: 0.5 },
-  removeOnComplete: { age: 7 * 24 * 3600, count: 10_000 },
-  removeOnFail: { age: 30 * 24 * 3600 },
-})
 
 type Deps = Pick<WorkerContext, 'config' | 'db' | 'logger' | 'addSecret'>
 

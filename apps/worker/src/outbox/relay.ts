@@ -16,7 +16,7 @@ import {
 } from '@dispatch/db'
 import type { Logger } from 'pino'
 import Value from 'typebox/value'
-import { type WebhooksQueueJob, webhookJobsFor } from './webhooks/jobs.ts'
+import { type WebhooksQueueJob, webhookJobsFor } from '../shared/webhook-jobs.ts'
 
 export interface OutboxRelayOptions {
   db: Db

@@ -4,10 +4,10 @@ import { type Db, findEmailDelivery, recordEmailDelivery } from '@dispatch/db'
 import { type Job, type Telemetry, UnrecoverableError, Worker } from 'bullmq'
 import type { Logger } from 'pino'
 import Value from 'typebox/value'
-import { renderEmail } from '../email/templates.ts'
-import type { Mailer } from '../email/transport.ts'
 import type { WorkerMetrics } from '../metrics/registry.ts'
 import { traced } from '../tracing.ts'
+import { renderEmail } from './templates.ts'
+import type { Mailer } from './transport.ts'
 
 export interface EmailProcessorDeps {
   db: Db

@@ -11,6 +11,7 @@ import {
 import { defaultPhoneNumberId } from '@dispatch/contracts/env'
 import { listAllSenders, listQueueControls, type SenderRow, upsertDefaultSender } from '@dispatch/db'
 import type { WorkerContext } from '../runtime.ts'
+import { servesSender } from '../shared/served-senders.ts'
 
 /** What a worker needs of a sender to deliver through it. */
 export interface SenderSettings {
@@ -67,10 +68,6 @@ export function adminSender(
     holds,
   }
 }
-
-/** `WORKER_SENDERS`: the senders this process delivers for (`*`: all). */
-export const servesSender = (config: WorkerContext['config'], id: string) =>
-  config.workerSenders === '*' || config.workerSenders.includes(id)
 
 /**
  * The senders this process delivers for, kept current: read from Postgres at start, again whenever

@@ -1,11 +1,6 @@
-import { startConsentConfirmationWorker } from '../consent/confirmations.ts'
-import { suppressionRebuild } from '../consent/rebuild.ts'
-import { startPartitionMaintenance } from '../lifecycle/partitions.ts'
-import { startContentRedaction } from '../lifecycle/redaction.ts'
 import type { WorkerUnitStarter } from '../runtime.ts'
-import { TemplateSyncSchedule } from '../templates/schedule.ts'
-import { serviceWindowRebuild } from '../window/rebuild.ts'
 import { Admitter } from './admitter.ts'
+import { startConsentConfirmationWorker } from './consent/confirmations.ts'
 import { HeldExpirySweeper } from './held-expiry.ts'
 import { SenderLanes } from './lanes.ts'
 import { SenderRegistry } from './registry.ts'
@@ -14,12 +9,9 @@ import { SentLogSweeper } from './sent-log.ts'
 /**
  * The `messages` role: for each sender this process serves (WORKER_SENDERS), a lane (its queue,
  * rate, pause and platform adapter), and the admitter that fills the lanes' queues fairly from the
- * senders' waiting messages. Senders come and go at run time through the registry. The senders'
- * template catalogs are synced on a schedule here too, and the Redis copy of the recipients'
- * 24-hour windows is rebuilt from Postgres when it was lost, keywords' confirmations are sent,
- * content past its retention is redacted (lifecycle/redaction.ts), and the partitions messages (and
- * replies, webhook events and attempts) are recorded in are kept: created ahead, dropped past
- * retention (lifecycle/partitions.ts).
+ * senders' waiting messages. Senders come and go at run time through the registry. Keywords'
+ * confirmations are sent here too. The role also runs the maintenance loops (lifecycle/unit.ts,
+ * started beside this unit by index.ts).
  */
 export const startMessagesUnit: WorkerUnitStarter = async (context) => {
   const lanes = new SenderLanes(context)
@@ -44,36 +36,11 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
     context.logger,
   )
   sentLogs.start()
-  const templateSync = new TemplateSyncSchedule(context)
-  templateSync.start()
-  const windows = serviceWindowRebuild(context)
-  windows.start()
-  const suppressions = suppressionRebuild(context)
-  suppressions.start()
   // Keywords' confirmations, sent from the users' business numbers: this role has the platform's settings.
   const confirmations = startConsentConfirmationWorker(context)
-  // Content past its retention hours (keys' messages, senders' replies) is redacted here: the role
-  // that records messages owns their lifecycle.
-  const redaction = startContentRedaction({
-    db: context.db,
-    logger: context.logger,
-    intervalMs: context.config.CONTENT_REDACTION_INTERVAL_MS,
-  })
   context.metrics?.watchSenders(() => lanes.lanes())
   context.metrics?.watchQueues(() => [...lanes.lanes()].map((lane) => lane.queueName))
   const { config, logger } = context
-  const partitions = startPartitionMaintenance({
-    sql: context.sql,
-    logger,
-    retentionDays: config.MESSAGE_RETENTION_DAYS,
-    aheadDays: config.MESSAGE_PARTITIONS_AHEAD_DAYS,
-    widthDays: config.MESSAGE_PARTITION_DAYS,
-    webhooks: {
-      retentionDays: config.WEBHOOK_EVENT_RETENTION_DAYS,
-      widthDays: config.WEBHOOK_EVENT_PARTITION_DAYS,
-    },
-    intervalMs: config.PARTITION_MAINTENANCE_INTERVAL_MS,
-  })
   logger.info(
     {
       platform: config.platform,
@@ -86,12 +53,7 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
   return {
     close: async () => {
       await registry.stop()
-      await partitions.stop()
-      await templateSync.stop()
-      await windows.stop()
-      await suppressions.stop()
       await confirmations.close()
-      await redaction.stop()
       await sweeper.stop()
       await admitter.stop()
       await sentLogs.stop()

@@ -1,0 +1,133 @@
+import { MessageJob } from '@dispatch/contracts'
+import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq'
+import { Compile } from 'typebox/compile'
+import { PlatformError } from '../platforms/types.ts'
+import { deliveryOutcome } from '../shared/message-outcome.ts'
+import { claimMessage } from './delivery/claim.ts'
+import { gate, readGateInputs } from './delivery/gates.ts'
+import { sendToPlatform } from './delivery/platform-send.ts'
+import { findPriorSend } from './delivery/prior-send.ts'
+import { recordSent, UnrecordedSendError } from './delivery/record-sent.ts'
+import type {
+  DeliveryDeps,
+  DeliveryLane,
+  DeliveryResult,
+  DeliveryRun,
+  Disposition,
+  MessageDelivery,
+} from './delivery/types.ts'
+
+const isMessageJob = Compile(MessageJob)
+const MAX_BACKOFF_MS = 15 * 60_000
+
+/** Exponential backoff with full jitter over the upper half: base·2^(n-1)·[0.5, 1), capped. */
+export function platformBackoff(attemptsMade: number, baseMs: number, error?: Error): number {
+  if (error instanceof PlatformError && error.retryAfterMs !== undefined) return error.retryAfterMs
+  const ceiling = Math.min(MAX_BACKOFF_MS, baseMs * 2 ** Math.max(0, attemptsMade - 1))
+  return Math.round(ceiling * (0.5 + Math.random() * 0.5))
+}
+
+/** What every step of one message's delivery reads: the job, the run, the lane, and its log line's fields. */
+function openDelivery(
+  data: MessageJob,
+  run: DeliveryRun,
+  lane: DeliveryLane,
+  deps: DeliveryDeps,
+): MessageDelivery {
+  const attempts = run.attemptsMade + 1
+  // A message an admin retried (or a bundle handed on) counts on from its earlier attempts.
+  const priorAttempts = data.priorAttempts ?? 0
+  return {
+    data,
+    run,
+    lane,
+    deps,
+    log: deps.logger.child({ messageId: data.messageId, type: data.message.type, senderId: lane.senderId }),
+    attempts,
+    outcome: (status, fields) =>
+      deliveryOutcome(data, lane, status, { attempts: priorAttempts + attempts, ...fields }),
+  }
+}
+
+/**
+ * Delivers one message of a job, and answers how it ended (deliverMessage below and bundle.ts turn
+ * that into BullMQ's terms). Five steps, each in delivery/: claim the message, find a send an
+ * earlier run made, pass the gates, send, record. A run that may follow an earlier one never sends a
+ * message twice once it has a platform id.
+ */
+export async function deliverOne(
+  data: MessageJob,
+  run: DeliveryRun,
+  lane: DeliveryLane,
+  deps: DeliveryDeps,
+): Promise<Disposition> {
+  const delivery = openDelivery(data, run, lane, deps)
+  // Read beside the claim, in the same turn: the gates cost no round trip more.
+  const reads = readGateInputs(delivery)
+  const claim = await claimMessage(delivery)
+  if (claim.kind !== 'claimed') return claim
+  // Only a run that may follow another looks: a new job's first run with a claim it just took has
+  // nothing recorded yet (the hot path).
+  const prior = run.rerun || claim.heldBefore ? await findPriorSend(delivery) : undefined
+  if (prior) return prior
+  const cleared = await gate(delivery, reads)
+  if (cleared.kind !== 'send') return cleared
+  const sent = await sendToPlatform(delivery, cleared)
+  if (sent.kind !== 'sent') return sent
+  return recordSent(delivery, sent)
+}
+
+/**
+ * A message's own job: one message, its retries BullMQ's (with the `platform` backoff), its pair
+ * limit a delay of the job, a paused sender the job back in the queue.
+ */
+export async function deliverMessage(
+  job: Job<MessageJob, DeliveryResult>,
+  token: string | undefined,
+  lane: DeliveryLane,
+  deps: DeliveryDeps,
+): Promise<DeliveryResult> {
+  if (!isMessageJob.Check(job.data)) {
+    deps.logger.error({ jobId: job.id }, 'message job does not match its contract; failed without delivery')
+    throw new UnrecoverableError('The job payload does not match the messages contract')
+  }
+  // Taken while this process knows the sender rate limited: back to the queue's front unsent, and
+  // the worker waits out the pause. The limiter key is set to what is left of it first (another
+  // process may have set a shorter one): the wait is the key's life, and a key gone would let the
+  // worker take the job straight back.
+  if (Date.now() < lane.limitedUntil && (await lane.holdForLimit())) throw Worker.RateLimitError()
+  let disposition: Disposition
+  try {
+    disposition = await deliverOne(
+      job.data,
+      {
+        claimAs: 'worker',
+        takesOver: job.data.claimedBy,
+        attemptsMade: job.attemptsMade,
+        maxAttempts: job.opts.attempts ?? 1,
+        rerun: job.attemptsMade > 0 || job.attemptsStarted > 1,
+        progress: job.progress as DeliveryRun['progress'],
+      },
+      lane,
+      deps,
+    )
+  } catch (error) {
+    // Sent but not recorded: keep the id on the job in Redis, so the retry completes without sending.
+    if (error instanceof UnrecordedSendError) await job.updateProgress(error.sent).catch(() => {})
+    throw error
+  }
+  switch (disposition.kind) {
+    case 'done':
+      return disposition.result
+    case 'failed':
+      throw new UnrecoverableError(disposition.reason)
+    case 'held':
+      throw Worker.RateLimitError()
+    case 'elsewhere':
+      return { outcome: 'elsewhere' }
+    case 'again':
+      if (disposition.spent || !token) throw disposition.error
+      await job.moveToDelayed(Date.now() + (disposition.delayMs ?? 0), token)
+      throw new DelayedError()
+  }
+}

@@ -1,0 +1,125 @@
+import {
+  type OutboundMessage,
+  recipientOf,
+  type SuppressionScope,
+  suppressionOwner,
+} from '@dispatch/contracts'
+import { expiredFields, keyRevokedFields } from '../../shared/message-outcome.ts'
+import { optedOutFields } from '../consent/check.ts'
+import { type RecipientReads, readRecipient } from '../recipient-reads.ts'
+import { fallbackMessage, isFreeForm, WINDOW_CLOSED_CODE } from '../service-window.ts'
+import type { Disposition, MessageDelivery } from './types.ts'
+
+/** Cleared to go to the platform: the message, or its fallback template when the window is closed. */
+export type Cleared = { kind: 'send'; message: OutboundMessage; fallbackUsed: boolean }
+
+/** The fields of a free-form message whose window Dispatch found closed, with no fallback to send. */
+const windowClosedFields = {
+  lastErrorCode: WINDOW_CLOSED_CODE,
+  lastErrorMessage:
+    'Not sent: the 24-hour customer-service window with this recipient was closed when it was due (checked by Dispatch); send a template, or give the message a fallbackTemplate',
+}
+
+/**
+ * What the gates read of the recipient in Redis: an opt-out made after the message was accepted
+ * (when this process may not have heard of it) and, under `enforce`, the recipient's window.
+ * Started beside the claim, not after it, so no round trip more on the job's way (a read that turns
+ * out unneeded, the message canceled or expired, is dropped).
+ */
+export function readGateInputs({ data, lane, deps }: MessageDelivery): RecipientReads {
+  const { phoneNumberId } = lane.platform
+  const recipient = recipientOf(data.message.body)
+  const recipientHash = deps.hash(recipient)
+  return readRecipient(
+    deps.claims,
+    deps.prefix,
+    {
+      phoneNumberId,
+      recipient,
+      recipientHash,
+      // Jobs accepted before they carried the tenant read the key's own entries.
+      owner: suppressionOwner({ apiKeyId: data.apiKeyId, tenantId: data.tenantId ?? null }),
+    },
+    {
+      optOut: deps.optOuts?.mustRead(phoneNumberId, recipientHash, Date.parse(data.acceptedAt)) ?? true,
+      window: lane.settings.serviceWindowPolicy === 'enforce' && isFreeForm(data.message),
+    },
+  )
+}
+
+/** Why a gate stopped a message: what is recorded (no attempt spent), and the log line. */
+type Stop = {
+  kind: 'stop'
+  status: 'expired' | 'canceled' | 'failed'
+  fields: { lastErrorCode: string; lastErrorMessage: string }
+  why: string
+  logged?: object
+}
+
+/** Past its validity (a backlog, an outage, the platform's rate limits): never sent late. */
+function expired({ data }: MessageDelivery): Stop | undefined {
+  const { expiresAt } = data
+  if (!(expiresAt && Date.now() > Date.parse(expiresAt))) return undefined
+  const why = 'message expired before it could be sent'
+  return { kind: 'stop', status: 'expired', fields: expiredFields(expiresAt), why, logged: { expiresAt } }
+}
+
+/**
+ * Its key revoked since it was accepted (in a bundle, mid-retry, admitted before the sweep): never
+ * sent. A lookup in memory, no round trip.
+ */
+function keyRevoked({ data, deps }: MessageDelivery): Stop | undefined {
+  if (!deps.revokedKeys?.has(data.apiKeyId)) return undefined
+  const why = 'its key was revoked before it was sent; canceled'
+  return { kind: 'stop', status: 'canceled', fields: keyRevokedFields, why }
+}
+
+/**
+ * Opted out since it was accepted (a STOP, an entry added; of marketing: "Stop promotions", Meta's
+ * user_preferences, a 131050), of everything or of what this message is: never sent.
+ */
+function optedOut({ data }: MessageDelivery, scope: SuppressionScope | null): Stop | undefined {
+  if (!(scope === 'all' || (scope === 'marketing' && data.marketing === true))) return undefined
+  const why = 'recipient opted out before it was sent; canceled'
+  return { kind: 'stop', status: 'canceled', fields: optedOutFields(scope), why, logged: { scope } }
+}
+
+/**
+ * The 24-hour window under the sender's `enforce` policy: a scheduled or backlogged message can
+ * outlive it. Known closed, the fallback template goes instead, or the message fails unsent.
+ */
+function serviceWindow(
+  { data }: MessageDelivery,
+  window: 'open' | 'closed' | 'unknown' | undefined,
+): Cleared | Stop {
+  if (window !== 'closed') return { kind: 'send', message: data.message, fallbackUsed: false }
+  const fallback = fallbackMessage(data)
+  if (fallback) return { kind: 'send', message: fallback, fallbackUsed: true }
+  const why = '24-hour window closed and no fallback template; failed without sending'
+  return { kind: 'stop', status: 'failed', fields: windowClosedFields, why }
+}
+
+/** A stopped message recorded, counted and logged: it ends here, unsent. */
+async function recordStop(delivery: MessageDelivery, stop: Stop): Promise<Disposition> {
+  const { run, lane, deps, log } = delivery
+  const { status, fields } = stop
+  await deps.recorder.record(delivery.outcome(status, { attempts: run.attemptsMade, ...fields }))
+  if (status === 'expired') deps.metrics?.expired(lane.senderId)
+  else if (status === 'canceled') deps.metrics?.canceled(lane.senderId)
+  else deps.metrics?.failed(lane.senderId, fields.lastErrorCode)
+  log.info(stop.logged ?? {}, stop.why)
+  return status === 'failed'
+    ? { kind: 'failed', reason: `${fields.lastErrorCode}: ${fields.lastErrorMessage}` }
+    : { kind: 'done', result: { outcome: status } }
+}
+
+/**
+ * Step 3: the gates before the platform, in order: the message's validity, its key, the recipient's
+ * opt-outs, the 24-hour window. A message stopped at one is recorded and never sent.
+ */
+export async function gate(delivery: MessageDelivery, reads: RecipientReads): Promise<Cleared | Disposition> {
+  const stop = expired(delivery) ?? keyRevoked(delivery) ?? optedOut(delivery, await reads.optOut)
+  if (stop) return recordStop(delivery, stop)
+  const cleared = serviceWindow(delivery, await reads.window)
+  return cleared.kind === 'send' ? cleared : recordStop(delivery, cleared)
+}

@@ -1,0 +1,67 @@
+import {
+  KEY_REVOKED_CODE,
+  KEY_REVOKED_MESSAGE,
+  type MessageJob,
+  redactAfter,
+  redactPayload,
+} from '@dispatch/contracts'
+import type { DeliveryOutcome } from '@dispatch/db'
+import type { MessagingPlatform } from '../platforms/types.ts'
+
+/**
+ * A message's outcome as the recorder takes it: what the job says of the message, through the
+ * sender's number, with `attempts` in all (the earlier ones of an admin's retry included). Written
+ * by delivery (messages/) and by a revoked key's sweep (lifecycle/).
+ */
+export function deliveryOutcome(
+  data: MessageJob,
+  lane: { senderId: string; platform: Pick<MessagingPlatform, 'phoneNumberId'> },
+  status: DeliveryOutcome['status'],
+  fields: Partial<DeliveryOutcome> & { attempts: number },
+): DeliveryOutcome {
+  const {
+    messageId,
+    apiKeyId,
+    acceptedAt,
+    clientReference,
+    message,
+    batchId,
+    sendAt,
+    expiresAt,
+    scheduledReason,
+  } = data
+  return {
+    id: messageId,
+    apiKeyId,
+    type: message.type,
+    phone: message.body.phone ?? null,
+    userId: message.body.userId ?? null,
+    // A `discard` message's record never holds its content: only this job (in Redis) does.
+    payload: data.discardContent ? redactPayload(message.type, message.body) : message.body,
+    ...(data.discardContent ? { redacted: true } : {}),
+    redactAfter: redactAfter(acceptedAt, data.contentRetentionHours),
+    clientReference: clientReference ?? null,
+    senderPhoneNumberId: lane.platform.phoneNumberId,
+    senderId: lane.senderId,
+    batchId: batchId ?? null,
+    acceptedAt: new Date(acceptedAt),
+    sendAt: sendAt ? new Date(sendAt) : null,
+    heldForQuietHours: scheduledReason === 'quiet_hours',
+    expiresAt: expiresAt ? new Date(expiresAt) : null,
+    status,
+    platformMessageId: null,
+    lastErrorCode: null,
+    lastErrorMessage: null,
+    at: new Date(),
+    ...fields,
+  }
+}
+
+/** The fields of an expiry: never handed to the platform before its validity ended. */
+export const expiredFields = (expiresAt: string | undefined) => ({
+  lastErrorCode: 'MESSAGE_EXPIRED',
+  lastErrorMessage: `Not handed to the platform before ${expiresAt}`,
+})
+
+/** The fields of a message canceled because its key was revoked (the view's `cancelReason: key_revoked`). */
+export const keyRevokedFields = { lastErrorCode: KEY_REVOKED_CODE, lastErrorMessage: KEY_REVOKED_MESSAGE }
