@@ -34,12 +34,12 @@ import { Redis } from 'ioredis'
 import pino from 'pino'
 import { Agent as UndiciAgent } from 'undici'
 import { WorkerMetrics } from '../../../../apps/worker/src/metrics/registry.ts'
-import { startWebhooksWorker } from '../../../../apps/worker/src/webhooks/worker.ts'
 import { type WebhooksQueueAdd, webhookJobsFor } from '../../../../apps/worker/src/shared/webhook-jobs.ts'
 import {
   DEFAULT_WEBHOOK_RETRY_SCHEDULE,
   parseRetrySchedule,
 } from '../../../../apps/worker/src/shared/webhook-retry-schedule.ts'
+import { startWebhooksWorker } from '../../../../apps/worker/src/webhooks/worker.ts'
 import { databaseBackendsCpu } from '../harness/cpu.ts'
 import { insertBenchKey } from '../harness/keys.ts'
 import { printComparison } from '../harness/report.ts'
