@@ -12,7 +12,7 @@
 import { clearFairAdmission, createBenchWorld, median, printComparison } from '@dispatch/testing/bench'
 import { Redis } from 'ioredis'
 import { buildApp, createDeps, createLogger, parseApiConfig } from '../src/app.ts'
-import type { SendChecks } from '../src/send-checks/send-checks.ts'
+import type { SendChecks } from '../src/sending/checks/send-checks.ts'
 import { NUMBER, numberedBodies, pairedCpuPerSend } from './load.ts'
 
 const pairs = Number(process.env.BENCH_PAIRS ?? 10)
@@ -47,7 +47,7 @@ function withoutOwner(checks: SendChecks) {
 
 const on = await inProcessApp()
 const off = await inProcessApp()
-withoutOwner(off.sendChecks)
+withoutOwner(off.sending.checks)
 try {
   const admin = { authorization: `Bearer ${on.deps.config.adminTokens[0]?.token}` }
   const created = await on.inject({

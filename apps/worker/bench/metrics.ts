@@ -18,7 +18,7 @@ import type { MessageJob } from '@dispatch/contracts'
 import { createDb, generateApiKey, insertApiKey } from '@dispatch/db'
 import { createBenchWorld, median, printComparison } from '@dispatch/testing/bench'
 import { Redis } from 'ioredis'
-import { MessageStore } from '../../api/src/message-store.ts'
+import { MessageStore } from '../../api/src/sending/message-store.ts'
 
 const jobs = Number(process.env.BENCH_JOBS ?? 20_000)
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3)

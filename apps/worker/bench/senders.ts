@@ -53,7 +53,7 @@ import {
 } from '@dispatch/testing/bench'
 import { Queue } from 'bullmq'
 import { Redis } from 'ioredis'
-import { MessageStore } from '../../api/src/message-store.ts'
+import { MessageStore } from '../../api/src/sending/message-store.ts'
 import { createWorkerLogger, parseWorkerConfig, type RunningWorker, startWorker } from '../src/index.ts'
 
 const num = (name: string, fallback: number) => Number(process.env[name] ?? fallback)

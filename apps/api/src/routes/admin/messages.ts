@@ -56,7 +56,7 @@ async function orUnavailable<T>(work: () => Promise<T>, log: { error(o: object, 
 const marketingJudge =
   (app: FastifyInstance) =>
   (senderId: string, message: MessageJob['message']): boolean =>
-    app.sendChecks.isMarketing(senderId, { type: message.type, body: message.body, field: 'body' })
+    app.sending.checks.isMarketing(senderId, { type: message.type, body: message.body, field: 'body' })
 
 export const adminMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, lists, clock, config } = app.deps

@@ -83,7 +83,7 @@ export const adminSenderTemplateRoutes: FastifyPluginAsyncTypebox = async (app) 
       }
       if (!result) throw new Error('a sync without staleBefore always runs')
       // Current here at once; other instances on the announcement the sync made.
-      await app.sendRules.reload(result.senderId)
+      await app.sending.rules.reload(result.senderId)
       const { senderId, ...counts } = result
       await recordAdminAction(db, {
         actor: request.adminName,

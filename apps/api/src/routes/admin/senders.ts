@@ -169,7 +169,7 @@ export const adminSenderRoutes: FastifyPluginAsyncTypebox = async (app) => {
       }
       request.log.info({ senderId: row.id, actor: request.adminName }, 'sender created')
       await publishSenderChange(app.deps, request.log, row.id)
-      await app.sendRules.reload(row.id)
+      await app.sending.rules.reload(row.id)
       return reply.code(201).send(toSenderView(row))
     },
   )
@@ -257,7 +257,7 @@ export const adminSenderRoutes: FastifyPluginAsyncTypebox = async (app) => {
       )
       await publishSenderChange(app.deps, request.log, id)
       // Its window policy and account are checked by sends here at once; elsewhere on the announcement.
-      await app.sendRules.reload(id)
+      await app.sending.rules.reload(id)
       return toSenderView(row)
     },
   )

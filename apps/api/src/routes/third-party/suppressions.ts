@@ -125,7 +125,7 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
       if (problem) throw new AppError('VALIDATION_ERROR', problem)
       const senderId = senderOf(request, body.senderId)
       const phoneNumberId =
-        app.sendRules.get(senderId)?.phoneNumberId ??
+        app.sending.rules.get(senderId)?.phoneNumberId ??
         (senderId === DEFAULT_SENDER_ID ? defaultPhoneNumberId(config) : undefined)
       if (!phoneNumberId) throw new AppError('NOT_FOUND', `No sender ${JSON.stringify(senderId)}`)
       const fields = {

@@ -166,7 +166,7 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       await applyQualityUpdates(app.deps, request.log, qualityUpdates, now)
       await applyAccountUpdates(app.deps, request.log, accountUpdates, now)
       const templates = await applyTemplateUpdates(app.deps, request.log, templateUpdates, (id) =>
-        app.sendRules.reload(id),
+        app.sending.rules.reload(id),
       )
       // Skipped, unknown and stale items are acknowledged too: Meta retries anything but a 200 for days.
       // Counts only: never a phone number or a reply's text.

@@ -1,8 +1,8 @@
 import { MessageIdParams, MessageView } from '@dispatch/contracts'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { findOwnMessage, viewFromJob } from '../../../sending/find-message.ts'
 import { toMessageView } from '../../../views.ts'
 import { errorResponses } from '../../responses.ts'
-import { findOwnMessage, viewFromJob } from './lookup.ts'
 import type { MessageRouteOptions } from './send.ts'
 
 export const messageStatusRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> = async (app, options) => {

@@ -2,10 +2,10 @@ import { MessageIdParams, MessageTimeline } from '@dispatch/contracts'
 import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { openingEntries, timelineOf } from '../../../message-timeline.ts'
+import { findOwnMessage, viewFromJob } from '../../../sending/find-message.ts'
 import { toMessageView } from '../../../views.ts'
 import { errorResponses } from '../../responses.ts'
 import { callerOf } from '../tenancy.ts'
-import { findOwnMessage, viewFromJob } from './lookup.ts'
 import type { MessageRouteOptions } from './send.ts'
 
 /** `GET /api/third-party/messages/:messageId/timeline`: the key's own message only. */

@@ -15,8 +15,8 @@ import {
   suppressionKey,
 } from '@dispatch/contracts'
 import { type RedisClient, scriptCall, turnBatched, turnBatchedGet } from '@dispatch/contracts/redis'
-import type { FastifyBaseLogger } from 'fastify'
-import { AppError } from '../errors.ts'
+import { AppError } from '../../errors.ts'
+import type { Log } from '../log.ts'
 import { checkTemplate } from './check-template.ts'
 import type { SenderRules } from './send-rules.ts'
 import { templateKey } from './send-rules.ts'
@@ -86,7 +86,7 @@ export class SendChecks {
   readonly #redis: RedisClient
   readonly #read: (key: string) => Promise<string | null>
   readonly #prefix: string
-  readonly #log: FastifyBaseLogger
+  readonly #log: Log
   /** The recipient's hash, which the suppression list's copy and the cap's counts are keyed by. */
   readonly #hash: RecipientHasher
   /** The windows' completeness marker, as last read, and until when that read stands. */
@@ -106,7 +106,7 @@ export class SendChecks {
     rules: SendRulesCache,
     redis: RedisClient,
     prefix: string,
-    log: FastifyBaseLogger,
+    log: Log,
     defaultNumber: string,
     hash: RecipientHasher,
   ) {
