@@ -19,9 +19,9 @@ import {
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { AppError, unavailable } from '../../errors.ts'
+import { errorResponses } from '../../http/error-responses.ts'
 import { retryHooks } from '../../message-retry.ts'
 import { toMessageView } from '../../views.ts'
-import { errorResponses } from '../responses.ts'
 import { acceptedWindowOf } from '../third-party/messages/list.ts'
 import { splitCommaLists } from '../third-party/tenancy.ts'
 
@@ -75,7 +75,7 @@ export const adminMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'plus `apiKeyId`, `senderId` and `errorCode` (the last error code, exact).',
         security,
         querystring: AdminMessageListQuery,
-        response: { 200: AdminMessageList, ...errorResponses('ADMIN_AUTH_REQUIRED', 'VALIDATION_ERROR') },
+        response: { 200: AdminMessageList, ...errorResponses('VALIDATION_ERROR') },
       },
     },
     async (request) => {
@@ -104,12 +104,7 @@ export const adminMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: AdminMessageIdParams,
         response: {
           200: AdminMessageViewSchema,
-          ...errorResponses(
-            'ADMIN_AUTH_REQUIRED',
-            'NOT_FOUND',
-            'INVALID_STATE_TRANSITION',
-            'SERVICE_UNAVAILABLE',
-          ),
+          ...errorResponses('NOT_FOUND', 'INVALID_STATE_TRANSITION', 'SERVICE_UNAVAILABLE'),
         },
       },
     },
@@ -157,7 +152,7 @@ export const adminMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
         body: RetryMessagesBody,
         response: {
           200: RetryMessagesResult,
-          ...errorResponses('ADMIN_AUTH_REQUIRED', 'VALIDATION_ERROR', 'SERVICE_UNAVAILABLE'),
+          ...errorResponses('VALIDATION_ERROR', 'SERVICE_UNAVAILABLE'),
         },
       },
     },

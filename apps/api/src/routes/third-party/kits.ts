@@ -1,7 +1,7 @@
 import { KitList, KitListQuery, pageMeta, Scopes } from '@dispatch/contracts'
 import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { errorResponses } from '../responses.ts'
+import { errorResponses } from '../../http/error-responses.ts'
 import { callerOf, security } from './tenancy.ts'
 
 export const kitRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -18,7 +18,7 @@ export const kitRoutes: FastifyPluginAsyncTypebox = async (app) => {
         querystring: KitListQuery,
         response: {
           200: KitList,
-          ...errorResponses('VALIDATION_ERROR', 'API_KEY_MISSING', 'API_KEY_NOT_ACTIVE'),
+          ...errorResponses('VALIDATION_ERROR'),
         },
       },
     },

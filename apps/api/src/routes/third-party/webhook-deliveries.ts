@@ -20,7 +20,7 @@ import { owned, type WebhookAttemptRow, type WebhookEndpointRow } from '@dispatc
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import { AppError } from '../../errors.ts'
-import { errorResponses } from '../responses.ts'
+import { errorResponses } from '../../http/error-responses.ts'
 import { callerOf } from './tenancy.ts'
 import { checkId, notFound, oneErrors } from './webhook-endpoints.ts'
 

@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto'
 import { BatchAccepted, BatchBody, type BatchItemResult, type MessageType } from '@dispatch/contracts'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError, errorBody } from '../../../errors.ts'
+import { errorResponses } from '../../../http/error-responses.ts'
 import { scheduledFields } from '../../../sending/accept.ts'
 import { answerEachItem } from '../../../sending/judge.ts'
 import { submit } from '../../../sending/submit.ts'
 import { SCOPE_IN_ROUTE } from '../../authenticate.ts'
-import { errorResponses } from '../../responses.ts'
 import type { MessageRouteOptions } from './send.ts'
 
 const failure = (error: AppError) => errorBody(error.errorCode, error.statusCode, error.message)
@@ -44,9 +44,6 @@ export const batchMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> 
           202: BatchAccepted,
           ...errorResponses(
             'VALIDATION_ERROR',
-            'API_KEY_MISSING',
-            'API_KEY_INVALID',
-            'API_KEY_NOT_ACTIVE',
             'IDEMPOTENCY_REQUEST_IN_PROGRESS',
             'PAYLOAD_TOO_LARGE',
             'UNSUPPORTED_MEDIA_TYPE',

@@ -10,8 +10,8 @@ import {
 import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError } from '../../../errors.ts'
+import { errorResponses } from '../../../http/error-responses.ts'
 import { toMessageView } from '../../../views.ts'
-import { errorResponses } from '../../responses.ts'
 import { callerOf, splitCommaLists } from '../tenancy.ts'
 import type { MessageRouteOptions } from './send.ts'
 
@@ -65,14 +65,7 @@ export const messageListRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
         querystring: MessageListQuery,
         response: {
           200: MessageList,
-          ...errorResponses(
-            'VALIDATION_ERROR',
-            'API_KEY_MISSING',
-            'API_KEY_INVALID',
-            'API_KEY_NOT_ACTIVE',
-            'INSUFFICIENT_SCOPE',
-            'TENANT_FORBIDDEN',
-          ),
+          ...errorResponses('VALIDATION_ERROR', 'TENANT_FORBIDDEN'),
         },
       },
     },

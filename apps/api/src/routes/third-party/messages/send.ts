@@ -1,11 +1,11 @@
 import { MessageAccepted, type MessageType, SEND_BODIES, SEND_SCOPE } from '@dispatch/contracts'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
+import { errorResponses } from '../../../http/error-responses.ts'
 import { scheduledFields } from '../../../sending/accept.ts'
 import type { Prefetched } from '../../../sending/checks/send-checks.ts'
 import { prefetchChecks, type SendItem } from '../../../sending/judge.ts'
 import { submit } from '../../../sending/submit.ts'
-import { errorResponses } from '../../responses.ts'
 
 /** Each send endpoint: its path, its OpenAPI operation and its type (whose body and scope it takes). */
 const SENDS: ReadonlyArray<{ path: string; operationId: string; type: MessageType; summary: string }> = [
@@ -104,10 +104,6 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
             202: MessageAccepted,
             ...errorResponses(
               'VALIDATION_ERROR',
-              'API_KEY_MISSING',
-              'API_KEY_INVALID',
-              'API_KEY_NOT_ACTIVE',
-              'INSUFFICIENT_SCOPE',
               'PRIORITY_NOT_ALLOWED',
               'IDEMPOTENCY_REQUEST_IN_PROGRESS',
               'PAYLOAD_TOO_LARGE',

@@ -6,9 +6,9 @@ import {
 } from '@dispatch/contracts'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError, errorBody } from '../../../errors.ts'
+import { errorResponses } from '../../../http/error-responses.ts'
 import { answerEachItem, judge } from '../../../sending/judge.ts'
 import { SCOPE_IN_ROUTE } from '../../authenticate.ts'
-import { errorResponses } from '../../responses.ts'
 import type { MessageRouteOptions } from './send.ts'
 
 const failure = (error: AppError) => errorBody(error.errorCode, error.statusCode, error.message)
@@ -42,14 +42,7 @@ export const validateMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOption
         body: ValidateBody,
         response: {
           200: ValidateAnswerSchema,
-          ...errorResponses(
-            'VALIDATION_ERROR',
-            'API_KEY_MISSING',
-            'API_KEY_INVALID',
-            'API_KEY_NOT_ACTIVE',
-            'PAYLOAD_TOO_LARGE',
-            'UNSUPPORTED_MEDIA_TYPE',
-          ),
+          ...errorResponses('VALIDATION_ERROR', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'),
         },
       },
     },
