@@ -19,11 +19,11 @@ import {
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { AppError, unavailable } from '../../errors.ts'
+import { acceptedWindowOf } from '../../http/accepted-window.ts'
+import { splitCommaLists } from '../../http/comma-lists.ts'
 import { errorResponses } from '../../http/error-responses.ts'
 import { retryHooks } from '../../message-retry.ts'
 import { toMessageView } from '../../views.ts'
-import { acceptedWindowOf } from '../third-party/messages/list.ts'
-import { splitCommaLists } from '../third-party/tenancy.ts'
 
 export const toAdminMessageView = (row: MessageRow): AdminMessageView => ({
   ...toMessageView(row),

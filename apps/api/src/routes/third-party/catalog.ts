@@ -10,8 +10,9 @@ import {
 } from '@dispatch/contracts'
 import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { splitCommaLists } from '../../http/comma-lists.ts'
 import { errorResponses } from '../../http/error-responses.ts'
-import { callerOf, security, splitCommaLists } from './tenancy.ts'
+import { callerOf, security } from './tenancy.ts'
 
 const errors = errorResponses('VALIDATION_ERROR')
 
