@@ -58,21 +58,17 @@ export async function submit(
   await options.rate?.spend?.(valid.length)
 
   const accepted = valid.map((i) => (judged[i] as { accepted: AcceptedMessage }).accepted)
+  const [only] = accepted
   let outcomes: StoreOutcome[]
   try {
     // A lone send awaits its add alone: no Promise.all on the hot path.
     outcomes =
-      accepted.length === 1
-        ? [
-            await sending.messages.add(
-              (accepted[0] as AcceptedMessage).job,
-              (accepted[0] as AcceptedMessage).delayMs,
-            ),
-          ]
+      accepted.length === 1 && only
+        ? [await sending.messages.add(only.job, only.delayMs)]
         : await Promise.all(accepted.map(({ job, delayMs }) => sending.messages.add(job, delayMs)))
   } catch (error) {
     log.error(
-      { err: error, ...(batchId ? { batchId } : { messageId: accepted[0]?.job.messageId }) },
+      { err: error, ...(batchId ? { batchId } : { messageId: only?.job.messageId }) },
       batchId ? 'could not enqueue batch' : 'could not enqueue message',
     )
     throw unavailable('accept messages')
