@@ -11,10 +11,11 @@ import { describe, expect, it } from 'vitest'
  *
  * The files are found, not listed: every file under a folder of `routes/` whose entry plugin
  * declares API-key authentication for its prefix (`authenticate(app, 'api-key')`: /api/third-party,
- * /api/api-keys), every file of `sending/` (the domain the send and message routes call with the
- * caller's key) but its `checks/` (the send rules of every sender, loaded once for the process:
- * no key's rows), and any other source file that guards a route with `app.requireApiKey`. A new key
- * route file is covered with no one naming it.
+ * /api/api-keys); every file of `routes/shared/` (route plugins a key prefix and another both
+ * mount: suppressions, erasures); every file of `sending/` (the domain the send and message routes
+ * call with the caller's key) but its `checks/` (the send rules of every sender, loaded once for
+ * the process: no key's rows); and any other source file that guards a route with
+ * `app.requireApiKey`. A new key route file is covered with no one naming it.
  */
 const SRC = fileURLToPath(new URL('..', import.meta.url))
 
@@ -75,7 +76,7 @@ const keyFolders = () =>
 
 /** The key route files of apps/api/src, by the rule above: path (from src) and source. */
 function keyRouteFiles() {
-  const folders = [...keyFolders(), 'sending/']
+  const folders = [...keyFolders(), 'routes/shared/', 'sending/']
   const exempt = 'sending/checks/'
   return sourceFiles(SRC)
     .map((path) => ({ file: relative(SRC, path).split('\\').join('/'), source: readFileSync(path, 'utf8') }))

@@ -10,9 +10,10 @@ import {
 } from '@dispatch/contracts'
 import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { callerOf } from '../../http/caller.ts'
 import { splitCommaLists } from '../../http/comma-lists.ts'
 import { errorResponses } from '../../http/error-responses.ts'
-import { callerOf, security } from './tenancy.ts'
+import { security } from './tenancy.ts'
 
 const errors = errorResponses('VALIDATION_ERROR')
 

@@ -1,8 +1,9 @@
 import { KitList, KitListQuery, pageMeta, Scopes } from '@dispatch/contracts'
 import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { callerOf } from '../../http/caller.ts'
 import { errorResponses } from '../../http/error-responses.ts'
-import { callerOf, security } from './tenancy.ts'
+import { security } from './tenancy.ts'
 
 export const kitRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db } = app.deps

@@ -12,6 +12,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import Type from 'typebox'
 import { AppError } from '../../errors.ts'
+import { callerOf } from '../../http/caller.ts'
 import { errorResponses } from '../../http/error-responses.ts'
 import {
   createCloudApiMediaUpload,
@@ -23,7 +24,6 @@ import { receiveUpload, uploadLimits } from '../../media/upload-form.ts'
 import { createSenderAccess } from '../../platform/sender-access.ts'
 import { MULTIPART_BODY } from '../../plugins/openapi.ts'
 import { SCOPE_IN_ROUTE } from '../authenticate.ts'
-import { callerOf } from './tenancy.ts'
 
 /** Where an upload went: the platform's id, or the sandbox's copy (in the row, or a file). */
 interface StoredMedia {

@@ -12,9 +12,10 @@ import { OrderRejected, owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import Type from 'typebox'
 import { AppError } from '../../errors.ts'
+import { callerOf } from '../../http/caller.ts'
 import { errorResponses } from '../../http/error-responses.ts'
 import { readIdempotencyKey, requestFingerprint } from '../../idempotency-key.ts'
-import { callerOf, security } from './tenancy.ts'
+import { security } from './tenancy.ts'
 
 const readErrors = errorResponses('VALIDATION_ERROR', 'NOT_FOUND')
 

@@ -16,9 +16,9 @@ import { isUuid, owned, type WebhookEndpointRow } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import { AppError } from '../../errors.ts'
+import { callerOf } from '../../http/caller.ts'
 import { errorResponses } from '../../http/error-responses.ts'
 import { checkWebhookTarget } from '../../webhook-targets.ts'
-import { callerOf } from './tenancy.ts'
 
 /** How long the secret a rotation replaces keeps signing beside the new one. */
 const PREVIOUS_SECRET_TTL_MS = 24 * 3600 * 1000

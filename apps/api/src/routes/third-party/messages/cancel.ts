@@ -10,11 +10,11 @@ import {
 import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError, unavailable } from '../../../errors.ts'
+import { callerOf } from '../../../http/caller.ts'
 import { errorResponses } from '../../../http/error-responses.ts'
 import { findOwnMessage, viewFromJob } from '../../../sending/find-message.ts'
 import { toMessageView } from '../../../views.ts'
 import { SCOPE_IN_ROUTE } from '../../authenticate.ts'
-import { callerOf } from '../tenancy.ts'
 import type { MessageRouteOptions } from './send.ts'
 
 /** The scope that sends a message's type cancels it; there is no wildcard (scopes.ts). */

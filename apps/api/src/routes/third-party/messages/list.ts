@@ -2,10 +2,10 @@ import { MessageList, MessageListQuery, pageMeta, Scopes } from '@dispatch/contr
 import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { acceptedWindowOf } from '../../../http/accepted-window.ts'
+import { callerOf } from '../../../http/caller.ts'
 import { splitCommaLists } from '../../../http/comma-lists.ts'
 import { errorResponses } from '../../../http/error-responses.ts'
 import { toMessageView } from '../../../views.ts'
-import { callerOf } from '../tenancy.ts'
 import type { MessageRouteOptions } from './send.ts'
 
 /**

@@ -2,10 +2,10 @@ import { MarkedRead, MarkReadBody, MessageIdParams, Scopes } from '@dispatch/con
 import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError } from '../../../errors.ts'
+import { callerOf } from '../../../http/caller.ts'
 import { errorResponses } from '../../../http/error-responses.ts'
 import { graphErrorOf, parseJson } from '../../../platform/graph-answer.ts'
 import { createSenderAccess } from '../../../platform/sender-access.ts'
-import { callerOf } from '../tenancy.ts'
 import type { MessageRouteOptions } from './send.ts'
 
 /** How long the read receipt may take: the caller is waiting on it. */

@@ -1,11 +1,11 @@
 import { MessageIdParams, MessageTimeline } from '@dispatch/contracts'
 import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { callerOf } from '../../../http/caller.ts'
 import { errorResponses } from '../../../http/error-responses.ts'
 import { openingEntries, timelineOf } from '../../../message-timeline.ts'
 import { findOwnMessage, viewFromJob } from '../../../sending/find-message.ts'
 import { toMessageView } from '../../../views.ts'
-import { callerOf } from '../tenancy.ts'
 import type { MessageRouteOptions } from './send.ts'
 
 /** `GET /api/third-party/messages/:messageId/timeline`: the key's own message only. */

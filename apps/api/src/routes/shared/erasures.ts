@@ -10,8 +10,8 @@ import { createErasure, type ErasureRow, findErasure, owned } from '@dispatch/db
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import Type from 'typebox'
 import { AppError } from '../../errors.ts'
+import { callerOf } from '../../http/caller.ts'
 import { errorResponses } from '../../http/error-responses.ts'
-import { callerOf } from './tenancy.ts'
 
 export const toErasureView = (row: ErasureRow): ErasureView => ({
   id: row.id,

@@ -20,8 +20,8 @@ import Type from 'typebox'
 import { dropCopies, optIn, optOut } from '../../consent/suppression-list.ts'
 import { toSuppressionStatus, toSuppressionView } from '../../consent/views.ts'
 import { AppError } from '../../errors.ts'
+import { callerOf } from '../../http/caller.ts'
 import { errorResponses } from '../../http/error-responses.ts'
-import { callerOf } from './tenancy.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const E164 = /^\+[1-9][0-9]{7,14}$/
