@@ -16,11 +16,11 @@ import { messageRateLimit } from './plugins/message-rate-limit.ts'
 import { metrics } from './plugins/metrics.ts'
 import { registerOpenApi } from './plugins/openapi.ts'
 import { lazyRequestLogger } from './plugins/request-logger.ts'
+import { sending } from './plugins/sending.ts'
 import { installTextGuard } from './plugins/text-guard.ts'
 import { installValidation } from './plugins/validation.ts'
 import { queueSwitchboard } from './queue-switches.ts'
 import { registerRoutes } from './routes/index.ts'
-import { sendChecks } from './send-checks/plugin.ts'
 
 export type { ApiDeps } from './deps.ts'
 export { createDeps, createLogger } from './deps.ts'
@@ -113,7 +113,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(apiKeyAuth)
   await app.register(adminAuth)
   await app.register(idempotency)
-  await app.register(sendChecks)
+  await app.register(sending)
   await app.register(queueSwitchboard)
 
   await registerRoutes(app)

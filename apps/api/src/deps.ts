@@ -15,7 +15,7 @@ import { Queue } from 'bullmq'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import pino, { type DestinationStream } from 'pino'
 import type { ApiConfig } from './env.ts'
-import { MessageStore } from './message-store.ts'
+import { MessageStore } from './sending/message-store.ts'
 
 /**
  * A producer of one of the service's BullMQ queues on the queues' connection, opened again when

@@ -26,7 +26,7 @@ import type { DestinationStream } from 'pino'
 import Value from 'typebox/value'
 import { expect } from 'vitest'
 import { type ApiDeps, buildApp, createDeps, createLogger, parseApiConfig } from '../src/app.ts'
-import { MessageStore } from '../src/message-store.ts'
+import { MessageStore } from '../src/sending/message-store.ts'
 import { checkContract } from './contract.ts'
 
 export const ADMIN = { ana: 'ana-token-0123456789abcdef', ops: 'ops-token-0123456789abcdef' }

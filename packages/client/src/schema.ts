@@ -6176,7 +6176,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description No valid admin token (ADMIN_AUTH_REQUIRED) */
+            /** @description The error body every failure answers with */
             401: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];
@@ -6646,7 +6646,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description No valid admin token (ADMIN_AUTH_REQUIRED) */
+            /** @description The error body every failure answers with */
             401: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];
@@ -7107,7 +7107,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description No valid admin token (ADMIN_AUTH_REQUIRED) */
+            /** @description The error body every failure answers with */
             401: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];

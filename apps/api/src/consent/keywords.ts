@@ -77,8 +77,8 @@ export async function applyConsentKeywords(
 ): Promise<{ optedOut: number; optedIn: number }> {
   const counts = { optedOut: 0, optedIn: 0 }
   for (const reply of replies) {
-    const senderId = app.sendRules.senderOfNumber(reply.phoneNumberId) ?? DEFAULT_SENDER_ID
-    const rules = app.sendRules.get(senderId)
+    const senderId = app.sending.rules.senderOfNumber(reply.phoneNumberId) ?? DEFAULT_SENDER_ID
+    const rules = app.sending.rules.get(senderId)
     const asked = intentOf(reply, rules?.keywords ?? DEFAULT_KEYWORDS)
     if (!asked) continue
     const recipients = [reply.phone, reply.userId].filter((r): r is string => r !== null)

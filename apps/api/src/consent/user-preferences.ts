@@ -84,7 +84,7 @@ export async function applyUserPreferences(
 ): Promise<number> {
   let applied = 0
   for (const preference of preferences) {
-    const senderId = app.sendRules.senderOfNumber(preference.phoneNumberId) ?? DEFAULT_SENDER_ID
+    const senderId = app.sending.rules.senderOfNumber(preference.phoneNumberId) ?? DEFAULT_SENDER_ID
     for (const recipient of preference.recipients) {
       if (preference.stop) {
         const { changed } = await optOut(

@@ -1,4 +1,5 @@
 import type { FastifyInstance, onRequestHookHandler, RouteOptions } from 'fastify'
+import { errorResponses } from '../http/error-responses.ts'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -28,6 +29,21 @@ export const SCOPE_IN_ROUTE = 'in-route'
  */
 export type Authentication = 'admin' | 'api-key' | 'public' | 'own'
 
+/**
+ * The error answers each authentication gives before any handler runs: added to the response
+ * schema (and so the OpenAPI document) of every route it covers, so no route types them out.
+ */
+const AUTHENTICATION_ERRORS = {
+  admin: errorResponses('ADMIN_AUTH_REQUIRED'),
+  'api-key': errorResponses('API_KEY_MISSING', 'API_KEY_INVALID', 'API_KEY_NOT_ACTIVE', 'INSUFFICIENT_SCOPE'),
+} as const
+
+/** Adds the authentication's error answers to a route's own (which win: a route may say more). */
+function declareErrors(route: RouteOptions, authentication: keyof typeof AUTHENTICATION_ERRORS): void {
+  if (!route.schema) return
+  route.schema.response = { ...AUTHENTICATION_ERRORS[authentication], ...(route.schema.response as object) }
+}
+
 /** Routes whose prefix has declared its authentication (see `requireDeclaredAuthentication`). */
 const declared = new WeakSet<RouteOptions>()
 
@@ -40,7 +56,7 @@ const onRequestOf = (route: RouteOptions): onRequestHookHandler[] => {
 /**
  * Declares, once for a prefix (its entry plugin), how every route under it is authenticated: the
  * check is put first among each route's own `onRequest` hooks as the route is added, so no route
- * can forget it. Under `api-key`, a route that declares no scope (and is not `public`) fails the
+ * can forget it, and its error answers (401, 403) are added to the route's responses. Under `api-key`, a route that declares no scope (and is not `public`) fails the
  * app's start, naming the route: the next route cannot slip through with any key.
  */
 export function authenticate(app: FastifyInstance, authentication: Authentication): void {
@@ -49,6 +65,7 @@ export function authenticate(app: FastifyInstance, authentication: Authenticatio
     if (authentication === 'public' || authentication === 'own' || route.config?.public) return
     if (authentication === 'admin') {
       route.onRequest = [app.requireAdmin as onRequestHookHandler, ...onRequestOf(route)]
+      declareErrors(route, authentication)
       return
     }
     const scope = route.config?.scope
@@ -60,6 +77,7 @@ export function authenticate(app: FastifyInstance, authentication: Authenticatio
     }
     const check = app.requireApiKey(scope === NO_SCOPE || scope === SCOPE_IN_ROUTE ? undefined : scope)
     route.onRequest = [check, ...onRequestOf(route)]
+    declareErrors(route, authentication)
   })
 }
 

@@ -11,17 +11,22 @@ import { describe, expect, it } from 'vitest'
  *
  * The files are found, not listed: every file under a folder of `routes/` whose entry plugin
  * declares API-key authentication for its prefix (`authenticate(app, 'api-key')`: /api/third-party,
- * /api/api-keys), and any other source file that guards a route with `app.requireApiKey`. A new key
- * route file is covered with no one naming it.
+ * /api/api-keys); every file of `routes/shared/` (route plugins a key prefix and another both
+ * mount: suppressions, erasures); every file of `sending/` (the domain the send and message routes
+ * call with the caller's key) but its `checks/` (the send rules of every sender, loaded once for
+ * the process: no key's rows); and any other source file that guards a route with
+ * `app.requireApiKey`. A new key route file is covered with no one naming it.
  */
 const SRC = fileURLToPath(new URL('..', import.meta.url))
 
 /**
  * Values a key route may take from the package besides the owned layer: none reads a tenant's (or
  * a key's) rows. `isUuid` checks an id's shape; `identitiesOf` reads the phone–BSUID pairs of the
- * phone the caller names, no tenant's; `OrderRejected` is the error an order's checks throw.
+ * phone the caller names, no tenant's; `OrderRejected` is the error an order's checks throw;
+ * `findLoggedSent` reads a sender's sent log in Redis by message id (the message store's lookup,
+ * whose caller then checks the message is the key's).
  */
-const ALLOWED = new Set(['owned', 'isUuid', 'identitiesOf', 'OrderRejected'])
+const ALLOWED = new Set(['owned', 'isUuid', 'identitiesOf', 'OrderRejected', 'findLoggedSent'])
 
 /**
  * Files that serve keys and another audience, named by the route plugin they export (so a move
@@ -71,10 +76,15 @@ const keyFolders = () =>
 
 /** The key route files of apps/api/src, by the rule above: path (from src) and source. */
 function keyRouteFiles() {
-  const folders = keyFolders()
+  const folders = [...keyFolders(), 'routes/shared/', 'sending/']
+  const exempt = 'sending/checks/'
   return sourceFiles(SRC)
     .map((path) => ({ file: relative(SRC, path).split('\\').join('/'), source: readFileSync(path, 'utf8') }))
-    .filter(({ file, source }) => KEY_GUARD.test(source) || folders.some((folder) => file.startsWith(folder)))
+    .filter(
+      ({ file, source }) =>
+        KEY_GUARD.test(source) ||
+        (folders.some((folder) => file.startsWith(folder)) && !file.startsWith(exempt)),
+    )
 }
 
 /** The values (not types) a file imports from `@dispatch/db` or a path of it. */
@@ -113,7 +123,15 @@ describe('key routes and the owned data layer', () => {
     const found = files.map(({ file }) => file)
     expect(found.length).toBeGreaterThan(15)
     // One of each kind the rule must catch: a guarded route, a tenant route, a helper by its folder.
-    for (const name of ['orders.ts', 'list.ts', 'lookup.ts', 'export.ts', 'media.ts', 'templates.ts']) {
+    for (const name of [
+      'orders.ts',
+      'list.ts',
+      'find-message.ts',
+      'submit.ts',
+      'export.ts',
+      'media.ts',
+      'templates.ts',
+    ]) {
       expect(found.some((file) => file.endsWith(`/${name}`))).toBe(true)
     }
   })

@@ -12,7 +12,7 @@
 
 import { buildApp, createDeps, createLogger, parseApiConfig } from '@dispatch/api'
 import { Redis } from 'ioredis'
-import type { SendChecks } from '../../../../apps/api/src/send-checks/send-checks.ts'
+import type { SendChecks } from '../../../../apps/api/src/sending/checks/send-checks.ts'
 import { NUMBER, numberedBodies } from '../harness/load.ts'
 import { printComparison } from '../harness/report.ts'
 import { median } from '../harness/stats.ts'
@@ -51,7 +51,7 @@ function withoutOwner(checks: SendChecks) {
 
 const on = await inProcessApp()
 const off = await inProcessApp()
-withoutOwner(off.sendChecks)
+withoutOwner(off.sending.checks)
 try {
   const admin = { authorization: `Bearer ${on.deps.config.adminTokens[0]?.token}` }
   const created = await on.inject({

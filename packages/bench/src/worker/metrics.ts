@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createDb } from '@dispatch/db'
 import { Redis } from 'ioredis'
-import { MessageStore } from '../../../../apps/api/src/message-store.ts'
+import { MessageStore } from '../../../../apps/api/src/sending/message-store.ts'
 import { forkChild } from '../harness/child.ts'
 import { textJob } from '../harness/jobs.ts'
 import { insertBenchKey } from '../harness/keys.ts'

@@ -14,7 +14,7 @@ import { type CloudApiRequest, graphError, startFakeWhatsApp, waitFor } from '@d
 import { createWorkerLogger, parseWorkerConfig, type RunningWorker, startWorker } from '@dispatch/worker'
 import { Queue } from 'bullmq'
 import { Redis } from 'ioredis'
-import { MessageStore } from '../../../../apps/api/src/message-store.ts'
+import { MessageStore } from '../../../../apps/api/src/sending/message-store.ts'
 import { textJob } from '../harness/jobs.ts'
 import { insertBenchKey } from '../harness/keys.ts'
 import { printComparison } from '../harness/report.ts'

@@ -23,9 +23,9 @@ import {
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { TSchema } from 'typebox'
 import { AppError } from '../../errors.ts'
+import { errorResponses } from '../../http/error-responses.ts'
 import { OPTIONAL_BODY } from '../../plugins/openapi.ts'
 import { toApiKeyAdminView, usageView } from '../../views.ts'
-import { errorResponses } from '../responses.ts'
 
 const notFound = (id: string) => new AppError('NOT_FOUND', `No API key with id ${JSON.stringify(id)}`)
 /** A malformed id names no key: 404, the same as an unknown one (and never a database error). */
@@ -34,7 +34,7 @@ const checkId = (id: string) => {
   return id.toLowerCase()
 }
 
-const adminErrors = errorResponses('ADMIN_AUTH_REQUIRED', 'NOT_FOUND', 'VALIDATION_ERROR')
+const adminErrors = errorResponses('NOT_FOUND', 'VALIDATION_ERROR')
 const security = [{ adminToken: [] }]
 
 export const adminApiKeyRoutes: FastifyPluginAsyncTypebox = async (app) => {

@@ -24,9 +24,9 @@ import {
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { TSchema } from 'typebox'
 import { AppError } from '../../errors.ts'
-import { errorResponses } from '../responses.ts'
+import { errorResponses } from '../../http/error-responses.ts'
 
-const errors = errorResponses('ADMIN_AUTH_REQUIRED', 'NOT_FOUND', 'VALIDATION_ERROR', 'INVALID_REFERENCE')
+const errors = errorResponses('NOT_FOUND', 'VALIDATION_ERROR', 'INVALID_REFERENCE')
 const security = [{ adminToken: [] }]
 const names = { channels: 'channel', projects: 'project', products: 'product' } as const
 /** `createChannel`, `updateProject`, …: the OpenAPI operationIds the typed client is generated from. */

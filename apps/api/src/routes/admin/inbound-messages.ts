@@ -1,8 +1,8 @@
 import { InboundMessageList, InboundMessageListQuery, pageMeta } from '@dispatch/contracts'
 import { listInboundMessages } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { errorResponses } from '../../http/error-responses.ts'
 import { toInboundMessageView } from '../../views.ts'
-import { errorResponses } from '../responses.ts'
 
 /** Replies from the platform, routed or not: admins see the unroutable ones no key receives. */
 export const adminInboundMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -17,7 +17,7 @@ export const adminInboundMessageRoutes: FastifyPluginAsyncTypebox = async (app) 
         summary: 'List replies (inbound messages), newest first; routed=false for the unroutable',
         security: [{ adminToken: [] }],
         querystring: InboundMessageListQuery,
-        response: { 200: InboundMessageList, ...errorResponses('ADMIN_AUTH_REQUIRED', 'VALIDATION_ERROR') },
+        response: { 200: InboundMessageList, ...errorResponses('VALIDATION_ERROR') },
       },
     },
     async (request) => {

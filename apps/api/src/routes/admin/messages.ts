@@ -19,11 +19,11 @@ import {
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { AppError, unavailable } from '../../errors.ts'
+import { acceptedWindowOf } from '../../http/accepted-window.ts'
+import { splitCommaLists } from '../../http/comma-lists.ts'
+import { errorResponses } from '../../http/error-responses.ts'
 import { retryHooks } from '../../message-retry.ts'
 import { toMessageView } from '../../views.ts'
-import { errorResponses } from '../responses.ts'
-import { acceptedWindowOf } from '../third-party/messages/list.ts'
-import { splitCommaLists } from '../third-party/tenancy.ts'
 
 export const toAdminMessageView = (row: MessageRow): AdminMessageView => ({
   ...toMessageView(row),
@@ -56,7 +56,7 @@ async function orUnavailable<T>(work: () => Promise<T>, log: { error(o: object, 
 const marketingJudge =
   (app: FastifyInstance) =>
   (senderId: string, message: MessageJob['message']): boolean =>
-    app.sendChecks.isMarketing(senderId, { type: message.type, body: message.body, field: 'body' })
+    app.sending.checks.isMarketing(senderId, { type: message.type, body: message.body, field: 'body' })
 
 export const adminMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, lists, clock, config } = app.deps
@@ -75,7 +75,7 @@ export const adminMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'plus `apiKeyId`, `senderId` and `errorCode` (the last error code, exact).',
         security,
         querystring: AdminMessageListQuery,
-        response: { 200: AdminMessageList, ...errorResponses('ADMIN_AUTH_REQUIRED', 'VALIDATION_ERROR') },
+        response: { 200: AdminMessageList, ...errorResponses('VALIDATION_ERROR') },
       },
     },
     async (request) => {
@@ -104,12 +104,7 @@ export const adminMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: AdminMessageIdParams,
         response: {
           200: AdminMessageViewSchema,
-          ...errorResponses(
-            'ADMIN_AUTH_REQUIRED',
-            'NOT_FOUND',
-            'INVALID_STATE_TRANSITION',
-            'SERVICE_UNAVAILABLE',
-          ),
+          ...errorResponses('NOT_FOUND', 'INVALID_STATE_TRANSITION', 'SERVICE_UNAVAILABLE'),
         },
       },
     },
@@ -157,7 +152,7 @@ export const adminMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
         body: RetryMessagesBody,
         response: {
           200: RetryMessagesResult,
-          ...errorResponses('ADMIN_AUTH_REQUIRED', 'VALIDATION_ERROR', 'SERVICE_UNAVAILABLE'),
+          ...errorResponses('VALIDATION_ERROR', 'SERVICE_UNAVAILABLE'),
         },
       },
     },

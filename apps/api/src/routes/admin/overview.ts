@@ -9,7 +9,7 @@ import {
 } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { unavailable } from '../../errors.ts'
-import { errorResponses } from '../responses.ts'
+import { errorResponses } from '../../http/error-responses.ts'
 import { toSenderView } from './senders.ts'
 
 const HOUR_MS = 3_600_000
@@ -92,7 +92,7 @@ export const adminOverviewRoutes: FastifyPluginAsyncTypebox = async (app) => {
         security: [{ adminToken: [] }],
         response: {
           200: AdminOverviewSchema,
-          ...errorResponses('ADMIN_AUTH_REQUIRED', 'SERVICE_UNAVAILABLE'),
+          ...errorResponses('SERVICE_UNAVAILABLE'),
         },
       },
     },

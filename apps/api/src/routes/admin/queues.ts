@@ -2,9 +2,9 @@ import { QueueList, QueueNameParams, QueueSwitchBody, QueueView } from '@dispatc
 import { setQueueControl } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError, unavailable } from '../../errors.ts'
+import { errorResponses } from '../../http/error-responses.ts'
 import { OPTIONAL_BODY } from '../../plugins/openapi.ts'
 import { publishSenderChange } from '../../sender-changes.ts'
-import { errorResponses } from '../responses.ts'
 
 const security = [{ adminToken: [] }]
 const tags = ['admin']
@@ -30,7 +30,7 @@ export const adminQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         summary: 'Every queue switch: paused or not, by whom, and its job counts',
         security,
-        response: { 200: QueueList, ...errorResponses('ADMIN_AUTH_REQUIRED', 'SERVICE_UNAVAILABLE') },
+        response: { 200: QueueList, ...errorResponses('SERVICE_UNAVAILABLE') },
       },
     },
     async (request) => {
@@ -67,7 +67,7 @@ export const adminQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
           body: QueueSwitchBody,
           response: {
             200: QueueView,
-            ...errorResponses('ADMIN_AUTH_REQUIRED', 'NOT_FOUND', 'VALIDATION_ERROR', 'SERVICE_UNAVAILABLE'),
+            ...errorResponses('NOT_FOUND', 'VALIDATION_ERROR', 'SERVICE_UNAVAILABLE'),
           },
         },
       },

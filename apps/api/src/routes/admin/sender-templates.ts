@@ -10,8 +10,8 @@ import { findSender, isUuid, listTemplates, recordAdminAction } from '@dispatch/
 import { syncSenderTemplates, TemplateFetchError, TemplateSyncRefused } from '@dispatch/templates'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError } from '../../errors.ts'
+import { errorResponses } from '../../http/error-responses.ts'
 import { toTemplateView } from '../../templates/views.ts'
-import { errorResponses } from '../responses.ts'
 
 const notFound = (id: string) => new AppError('NOT_FOUND', `No sender with id ${JSON.stringify(id)}`)
 const checkId = (id: string) => {
@@ -24,7 +24,7 @@ const SYNC_WAIT_MS = 30_000
 
 const security = [{ adminToken: [] }]
 const tags = ['admin']
-const errors = errorResponses('ADMIN_AUTH_REQUIRED', 'NOT_FOUND', 'VALIDATION_ERROR')
+const errors = errorResponses('NOT_FOUND', 'VALIDATION_ERROR')
 
 /** A sender's template catalog, for admins: read it, and sync it from the sender's account now. */
 export const adminSenderTemplateRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -83,7 +83,7 @@ export const adminSenderTemplateRoutes: FastifyPluginAsyncTypebox = async (app) 
       }
       if (!result) throw new Error('a sync without staleBefore always runs')
       // Current here at once; other instances on the announcement the sync made.
-      await app.sendRules.reload(result.senderId)
+      await app.sending.rules.reload(result.senderId)
       const { senderId, ...counts } = result
       await recordAdminAction(db, {
         actor: request.adminName,

@@ -34,8 +34,8 @@ import {
 } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError } from '../../errors.ts'
+import { errorResponses } from '../../http/error-responses.ts'
 import { publishSenderChange } from '../../sender-changes.ts'
-import { errorResponses } from '../responses.ts'
 
 /** What admins see: never the token, only its last four characters. */
 export const toSenderView = (row: SenderRow): SenderView => ({
@@ -124,7 +124,7 @@ async function messagesInFlight(redis: RedisClient, layout: KeyLayout, senderId:
   return counts.reduce((sum, n) => sum + n, 0)
 }
 
-const errors = errorResponses('ADMIN_AUTH_REQUIRED', 'NOT_FOUND', 'VALIDATION_ERROR')
+const errors = errorResponses('NOT_FOUND', 'VALIDATION_ERROR')
 const security = [{ adminToken: [] }]
 const tags = ['admin']
 
@@ -169,7 +169,7 @@ export const adminSenderRoutes: FastifyPluginAsyncTypebox = async (app) => {
       }
       request.log.info({ senderId: row.id, actor: request.adminName }, 'sender created')
       await publishSenderChange(app.deps, request.log, row.id)
-      await app.sendRules.reload(row.id)
+      await app.sending.rules.reload(row.id)
       return reply.code(201).send(toSenderView(row))
     },
   )
@@ -183,7 +183,7 @@ export const adminSenderRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'List senders (the environment’s `default` among them once a worker has started)',
         security,
         querystring: SenderListQuery,
-        response: { 200: SenderList, ...errorResponses('ADMIN_AUTH_REQUIRED', 'VALIDATION_ERROR') },
+        response: { 200: SenderList, ...errorResponses('VALIDATION_ERROR') },
       },
     },
     async (request) => {
@@ -257,7 +257,7 @@ export const adminSenderRoutes: FastifyPluginAsyncTypebox = async (app) => {
       )
       await publishSenderChange(app.deps, request.log, id)
       // Its window policy and account are checked by sends here at once; elsewhere on the announcement.
-      await app.sendRules.reload(id)
+      await app.sending.rules.reload(id)
       return toSenderView(row)
     },
   )

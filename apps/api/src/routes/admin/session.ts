@@ -9,7 +9,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { liveSession } from '../../console/session-auth.ts'
 import type { StoredSession } from '../../console/sessions.ts'
 import { AppError, unavailable } from '../../errors.ts'
-import { errorResponses } from '../responses.ts'
+import { errorResponses } from '../../http/error-responses.ts'
 
 const adminView = (session: StoredSession): AdminSession => ({
   kind: 'admin',
@@ -113,13 +113,7 @@ export const adminSessionRevokeRoutes: FastifyPluginAsyncTypebox = async (app) =
         body: AdminSessionsRevokeBody,
         response: {
           200: AdminSessionsRevoked,
-          ...errorResponses(
-            'VALIDATION_ERROR',
-            'ADMIN_AUTH_REQUIRED',
-            'CSRF_TOKEN_INVALID',
-            'RATE_LIMITED',
-            'SERVICE_UNAVAILABLE',
-          ),
+          ...errorResponses('VALIDATION_ERROR', 'CSRF_TOKEN_INVALID', 'RATE_LIMITED', 'SERVICE_UNAVAILABLE'),
         },
       },
     },

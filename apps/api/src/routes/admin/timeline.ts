@@ -2,8 +2,8 @@ import { AdminMessageIdParams, AdminMessageTimeline } from '@dispatch/contracts'
 import { findMessageById, isUuid, messageHistory } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError } from '../../errors.ts'
+import { errorResponses } from '../../http/error-responses.ts'
 import { timelineOf } from '../../message-timeline.ts'
-import { errorResponses } from '../responses.ts'
 import { toAdminMessageView } from './messages.ts'
 
 const notFound = () => new AppError('NOT_FOUND', 'Message not found')
@@ -24,7 +24,7 @@ export const adminTimelineRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'A message not yet recorded by a worker is 404 here for a moment.',
         security: [{ adminToken: [] }],
         params: AdminMessageIdParams,
-        response: { 200: AdminMessageTimeline, ...errorResponses('ADMIN_AUTH_REQUIRED', 'NOT_FOUND') },
+        response: { 200: AdminMessageTimeline, ...errorResponses('NOT_FOUND') },
       },
     },
     async (request) => {

@@ -1,9 +1,9 @@
 import { ApiKeyCreated, ApiKeyRequestBody, ApiKeySelf } from '@dispatch/contracts'
 import { generateApiKey, insertApiKey } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { errorResponses } from '../../http/error-responses.ts'
 import { toApiKeySelf } from '../../views.ts'
 import { authenticate, NO_SCOPE } from '../authenticate.ts'
-import { errorResponses } from '../responses.ts'
 
 /** `/api/api-keys`: a key requested (open to anyone) and read back by itself. */
 export const apiKeyRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -79,7 +79,7 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox = async (app) => {
           '`usage.today` counts the messages sent since midnight UTC against the key (a batch counts ' +
           'its messages), with or without a `dailyQuota`; it reads 0 while Redis is unreachable.',
         security: [{ apiKey: [] }],
-        response: { 200: ApiKeySelf, ...errorResponses('API_KEY_MISSING', 'API_KEY_NOT_ACTIVE') },
+        response: { 200: ApiKeySelf },
       },
     },
     async (request) =>

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify'
 import Type from 'typebox'
 import { AppError } from '../../errors.ts'
+import { errorResponses } from '../../http/error-responses.ts'
 import { authenticate } from '../authenticate.ts'
-import { errorResponses } from '../responses.ts'
 
 const withTimeout = <T>(promise: Promise<T>, ms: number) =>
   Promise.race([

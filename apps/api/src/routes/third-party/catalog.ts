@@ -10,10 +10,12 @@ import {
 } from '@dispatch/contracts'
 import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { errorResponses } from '../responses.ts'
-import { callerOf, security, splitCommaLists } from './tenancy.ts'
+import { callerOf } from '../../http/caller.ts'
+import { splitCommaLists } from '../../http/comma-lists.ts'
+import { errorResponses } from '../../http/error-responses.ts'
+import { security } from './tenancy.ts'
 
-const errors = errorResponses('VALIDATION_ERROR', 'API_KEY_MISSING', 'API_KEY_NOT_ACTIVE')
+const errors = errorResponses('VALIDATION_ERROR')
 
 /** The catalog partners read: shared channels, and their tenant's projects and products. */
 export const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {

@@ -4,9 +4,9 @@ import { type ExportPage, identitiesOf, owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import Type from 'typebox'
 import { toSuppressionView } from '../../consent/views.ts'
+import { callerOf } from '../../http/caller.ts'
+import { errorResponses } from '../../http/error-responses.ts'
 import { toInboundMessageView, toMessageView } from '../../views.ts'
-import { errorResponses } from '../responses.ts'
-import { callerOf } from './tenancy.ts'
 
 /** Rows per query: one page is what the stream holds at most, however much the recipient has. */
 export const EXPORT_PAGE_SIZE = 1000
@@ -67,13 +67,7 @@ export const recipientExportRoutes: FastifyPluginAsyncTypebox = async (app) => {
             description: 'One JSON object per line',
             content: { 'application/x-ndjson': { schema: Type.String() } },
           },
-          ...errorResponses(
-            'VALIDATION_ERROR',
-            'API_KEY_MISSING',
-            'API_KEY_INVALID',
-            'API_KEY_NOT_ACTIVE',
-            'INSUFFICIENT_SCOPE',
-          ),
+          ...errorResponses('VALIDATION_ERROR'),
         },
       },
     },

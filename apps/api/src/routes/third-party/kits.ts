@@ -1,8 +1,9 @@
 import { KitList, KitListQuery, pageMeta, Scopes } from '@dispatch/contracts'
 import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { errorResponses } from '../responses.ts'
-import { callerOf, security } from './tenancy.ts'
+import { callerOf } from '../../http/caller.ts'
+import { errorResponses } from '../../http/error-responses.ts'
+import { security } from './tenancy.ts'
 
 export const kitRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db } = app.deps
@@ -18,7 +19,7 @@ export const kitRoutes: FastifyPluginAsyncTypebox = async (app) => {
         querystring: KitListQuery,
         response: {
           200: KitList,
-          ...errorResponses('VALIDATION_ERROR', 'API_KEY_MISSING', 'API_KEY_NOT_ACTIVE'),
+          ...errorResponses('VALIDATION_ERROR'),
         },
       },
     },

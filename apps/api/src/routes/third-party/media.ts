@@ -12,6 +12,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import Type from 'typebox'
 import { AppError } from '../../errors.ts'
+import { callerOf } from '../../http/caller.ts'
+import { errorResponses } from '../../http/error-responses.ts'
 import {
   createCloudApiMediaUpload,
   downloadCloudApiMedia,
@@ -22,8 +24,6 @@ import { receiveUpload, uploadLimits } from '../../media/upload-form.ts'
 import { createSenderAccess } from '../../platform/sender-access.ts'
 import { MULTIPART_BODY } from '../../plugins/openapi.ts'
 import { SCOPE_IN_ROUTE } from '../authenticate.ts'
-import { errorResponses } from '../responses.ts'
-import { callerOf } from './tenancy.ts'
 
 /** Where an upload went: the platform's id, or the sandbox's copy (in the row, or a file). */
 interface StoredMedia {
@@ -119,10 +119,6 @@ export const mediaRoutes: FastifyPluginAsyncTypebox = async (app) => {
           201: MediaUploaded,
           ...errorResponses(
             'VALIDATION_ERROR',
-            'API_KEY_MISSING',
-            'API_KEY_INVALID',
-            'API_KEY_NOT_ACTIVE',
-            'INSUFFICIENT_SCOPE',
             'PAYLOAD_TOO_LARGE',
             'UNSUPPORTED_MEDIA_TYPE',
             'PLATFORM_ERROR',
@@ -198,16 +194,7 @@ export const mediaRoutes: FastifyPluginAsyncTypebox = async (app) => {
             description: 'The media bytes, with their own media type',
             content: { '*/*': { schema: Type.String({ format: 'binary' }) } },
           },
-          ...errorResponses(
-            'VALIDATION_ERROR',
-            'API_KEY_MISSING',
-            'API_KEY_INVALID',
-            'API_KEY_NOT_ACTIVE',
-            'INSUFFICIENT_SCOPE',
-            'NOT_FOUND',
-            'PLATFORM_ERROR',
-            'SERVICE_UNAVAILABLE',
-          ),
+          ...errorResponses('VALIDATION_ERROR', 'NOT_FOUND', 'PLATFORM_ERROR', 'SERVICE_UNAVAILABLE'),
         },
       },
     },

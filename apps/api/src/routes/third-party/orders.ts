@@ -12,11 +12,12 @@ import { OrderRejected, owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import Type from 'typebox'
 import { AppError } from '../../errors.ts'
+import { callerOf } from '../../http/caller.ts'
+import { errorResponses } from '../../http/error-responses.ts'
 import { readIdempotencyKey, requestFingerprint } from '../../idempotency-key.ts'
-import { errorResponses } from '../responses.ts'
-import { callerOf, security } from './tenancy.ts'
+import { security } from './tenancy.ts'
 
-const readErrors = errorResponses('VALIDATION_ERROR', 'API_KEY_MISSING', 'API_KEY_NOT_ACTIVE', 'NOT_FOUND')
+const readErrors = errorResponses('VALIDATION_ERROR', 'NOT_FOUND')
 
 export const orderRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, clock, config } = app.deps

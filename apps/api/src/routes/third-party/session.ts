@@ -3,8 +3,8 @@ import { hashApiKey } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { liveSession, noSession } from '../../console/session-auth.ts'
 import type { StoredSession } from '../../console/sessions.ts'
+import { errorResponses } from '../../http/error-responses.ts'
 import { NO_SCOPE } from '../authenticate.ts'
-import { errorResponses } from '../responses.ts'
 
 /**
  * `/api/third-party/session`: a key exchanged for the portal's session cookie. The session holds
@@ -73,12 +73,7 @@ export const portalSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
         security: [{ portalSession: [] }],
         response: {
           200: PortalSession,
-          ...errorResponses(
-            'API_KEY_MISSING',
-            'API_KEY_INVALID',
-            'API_KEY_NOT_ACTIVE',
-            'SERVICE_UNAVAILABLE',
-          ),
+          ...errorResponses('SERVICE_UNAVAILABLE'),
         },
       },
     },

@@ -1,9 +1,9 @@
 import { pageMeta, Scopes, TemplateList, TemplateListQuery } from '@dispatch/contracts'
 import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { callerOf } from '../../http/caller.ts'
+import { errorResponses } from '../../http/error-responses.ts'
 import { toTemplateView } from '../../templates/views.ts'
-import { errorResponses } from '../responses.ts'
-import { callerOf } from './tenancy.ts'
 
 /** The templates of the key's own sender: what a template send is checked against. */
 export const templateRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -24,13 +24,7 @@ export const templateRoutes: FastifyPluginAsyncTypebox = async (app) => {
         querystring: TemplateListQuery,
         response: {
           200: TemplateList,
-          ...errorResponses(
-            'VALIDATION_ERROR',
-            'API_KEY_MISSING',
-            'API_KEY_INVALID',
-            'API_KEY_NOT_ACTIVE',
-            'INSUFFICIENT_SCOPE',
-          ),
+          ...errorResponses('VALIDATION_ERROR'),
         },
       },
     },

@@ -21,8 +21,8 @@ import { owned, type WebhookAttemptRow, type WebhookEndpointRow } from '@dispatc
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import { AppError } from '../../errors.ts'
-import { errorResponses } from '../responses.ts'
-import { callerOf } from './tenancy.ts'
+import { callerOf } from '../../http/caller.ts'
+import { errorResponses } from '../../http/error-responses.ts'
 import { checkId, notFound, oneErrors } from './webhook-endpoints.ts'
 
 /** Events are replayed in pages of this many, each page one `addBulk`. */

@@ -16,9 +16,9 @@ import { isUuid, owned, type WebhookEndpointRow } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import { AppError } from '../../errors.ts'
+import { callerOf } from '../../http/caller.ts'
+import { errorResponses } from '../../http/error-responses.ts'
 import { checkWebhookTarget } from '../../webhook-targets.ts'
-import { errorResponses } from '../responses.ts'
-import { callerOf } from './tenancy.ts'
 
 /** How long the secret a rotation replaces keeps signing beside the new one. */
 const PREVIOUS_SECRET_TTL_MS = 24 * 3600 * 1000
@@ -49,13 +49,7 @@ export const checkId = (id: string) => {
 
 const tags = ['webhooks']
 const security = [{ apiKey: [] }]
-const keyErrors = errorResponses(
-  'API_KEY_MISSING',
-  'API_KEY_INVALID',
-  'API_KEY_NOT_ACTIVE',
-  'INSUFFICIENT_SCOPE',
-)
-export const oneErrors = { ...keyErrors, ...errorResponses('NOT_FOUND') }
+export const oneErrors = errorResponses('NOT_FOUND')
 const description =
   'Requires the `manage:webhooks` scope. A key sees and changes only its own endpoints; ' +
   "another key's endpoint is a 404."
@@ -88,7 +82,6 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
         body: CreateWebhookEndpointBody,
         response: {
           201: WebhookEndpointWithSecret,
-          ...keyErrors,
           ...errorResponses('VALIDATION_ERROR', 'LIMIT_EXCEEDED'),
         },
       },
@@ -124,7 +117,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description,
         security,
         querystring: WebhookEndpointListQuery,
-        response: { 200: WebhookEndpointList, ...keyErrors, ...errorResponses('VALIDATION_ERROR') },
+        response: { 200: WebhookEndpointList, ...errorResponses('VALIDATION_ERROR') },
       },
     },
     async (request) => {

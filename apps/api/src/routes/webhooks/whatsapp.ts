@@ -5,7 +5,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { applyConsentKeywords } from '../../consent/keywords.ts'
 import { applyUserPreferences, readUserPreferences } from '../../consent/user-preferences.ts'
 import { AppError } from '../../errors.ts'
-import { errorResponses } from '../responses.ts'
+import { errorResponses } from '../../http/error-responses.ts'
 import { applyAccountUpdates, readAccountUpdates } from './account-updates.ts'
 import { toStorableJson } from './platform-text.ts'
 import { applyQualityUpdates, readQualityUpdates } from './quality-updates.ts'
@@ -166,7 +166,7 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       await applyQualityUpdates(app.deps, request.log, qualityUpdates, now)
       await applyAccountUpdates(app.deps, request.log, accountUpdates, now)
       const templates = await applyTemplateUpdates(app.deps, request.log, templateUpdates, (id) =>
-        app.sendRules.reload(id),
+        app.sending.rules.reload(id),
       )
       // Skipped, unknown and stale items are acknowledged too: Meta retries anything but a 200 for days.
       // Counts only: never a phone number or a reply's text.

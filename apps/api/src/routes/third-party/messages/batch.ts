@@ -1,14 +1,12 @@
 import { randomUUID } from 'node:crypto'
-import { BatchAccepted, BatchBody, type BatchItemResult, type MessageJob } from '@dispatch/contracts'
-import { owned } from '@dispatch/db'
+import { BatchAccepted, BatchBody, type BatchItemResult, type MessageType } from '@dispatch/contracts'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { AppError, errorBody, unavailable } from '../../../errors.ts'
-import type { StoreOutcome } from '../../../message-store.ts'
+import { AppError, errorBody } from '../../../errors.ts'
+import { errorResponses } from '../../../http/error-responses.ts'
+import { scheduledFields } from '../../../sending/accept.ts'
+import { answerEachItem } from '../../../sending/judge.ts'
+import { submit } from '../../../sending/submit.ts'
 import { SCOPE_IN_ROUTE } from '../../authenticate.ts'
-import { errorResponses } from '../../responses.ts'
-import { callerOf } from '../tenancy.ts'
-import { type AcceptedMessage, outstandingLimitReached, scheduledFields } from './accept.ts'
-import { judgeItems } from './judge.ts'
 import type { MessageRouteOptions } from './send.ts'
 
 const failure = (error: AppError) => errorBody(error.errorCode, error.statusCode, error.message)
@@ -19,7 +17,8 @@ const failure = (error: AppError) => errorBody(error.errorCode, error.statusCode
  * number, and share a `batchId`. `Idempotency-Key` covers the batch as a whole.
  */
 export const batchMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> = async (app, options) => {
-  const { config, messages, clock, db } = app.deps
+  const { config } = app.deps
+  const { sending } = app
 
   app.post(
     '/batch',
@@ -45,9 +44,6 @@ export const batchMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> 
           202: BatchAccepted,
           ...errorResponses(
             'VALIDATION_ERROR',
-            'API_KEY_MISSING',
-            'API_KEY_INVALID',
-            'API_KEY_NOT_ACTIVE',
             'IDEMPOTENCY_REQUEST_IN_PROGRESS',
             'PAYLOAD_TOO_LARGE',
             'UNSUPPORTED_MEDIA_TYPE',
@@ -62,76 +58,37 @@ export const batchMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> 
     },
     async (request, reply) => {
       const batchId = randomUUID()
-      const now = clock()
-      // Each item on its own: its shape and scope first, then every rule a single send meets.
-      const judged = await judgeItems(
-        app,
-        request.apiKey,
+      // Each item on its own: its shape and scope first, then every rule a single send meets; the
+      // valid ones counted against the key's rate and stored.
+      const submitted = await answerEachItem(
         request.body.messages,
         (index) => `body.messages[${index}]`,
-        { now, batchId },
+        request.apiKey.scopes,
+        (sends) =>
+          submit(sending, request.apiKey, sends, {
+            batchId,
+            rate: {
+              spend: (count) => app.spendMessageRate(request, count),
+              giveBack: (count) => app.returnMessageRate(request, count),
+            },
+            log: request.log,
+          }),
       )
-      const results: BatchItemResult[] = []
-      const accepted: AcceptedMessage[] = []
-      judged.forEach((j, index) => {
-        if ('error' in j) {
-          results.push({ index, error: failure(j.error) })
-          return
-        }
-        accepted.push(j.accepted)
-        results.push({
-          index,
-          messageId: j.accepted.job.messageId,
-          status: j.accepted.status,
-          ...scheduledFields(j.accepted.job),
-        })
+      const stored: MessageType[] = []
+      const results: BatchItemResult[] = submitted.map((answer, index) => {
+        if ('error' in answer) return { index, error: failure(answer.error) }
+        const { job, status } = answer.accepted
+        stored.push(job.message.type)
+        return { index, messageId: job.messageId, status, ...scheduledFields(job) }
       })
-      if (accepted.length === 0) {
+      if (stored.length === 0) {
         const first = results[0] && 'error' in results[0] ? results[0].error.message : 'no item'
         throw new AppError('VALIDATION_ERROR', `No item of the batch is valid; the first: ${first}`)
       }
-
-      await app.spendMessageRate(request, accepted.length)
-      let outcomes: StoreOutcome[]
-      try {
-        outcomes = await Promise.all(accepted.map(({ job, delayMs }) => messages.add(job, delayMs)))
-      } catch (error) {
-        request.log.error({ err: error, batchId }, 'could not enqueue batch')
-        throw unavailable('accept messages')
-      }
-      // Items past the key's outstanding bound were not stored: each answered with its own error,
-      // their quota given back; none stored at all is the request's 429.
-      const refusedCount = outcomes.filter((outcome) => outcome === 'refused').length
-      if (refusedCount > 0) {
-        await app.returnMessageRate(request, refusedCount)
-        if (refusedCount === accepted.length) throw outstandingLimitReached(config.MESSAGE_OUTSTANDING_MAX)
-        const stored = accepted.filter((_, i) => outcomes[i] === 'stored')
-        const refusedIds = new Set(
-          accepted.filter((_, i) => outcomes[i] === 'refused').map((m) => m.job.messageId),
-        )
-        for (const [i, result] of results.entries()) {
-          if ('messageId' in result && refusedIds.has(result.messageId)) {
-            const field = `body.messages[${result.index}]`
-            results[i] = {
-              index: result.index,
-              error: failure(outstandingLimitReached(config.MESSAGE_OUTSTANDING_MAX, field)),
-            }
-          }
-        }
-        accepted.splice(0, accepted.length, ...stored)
-      }
-      const scheduled: MessageJob[] = accepted.filter((m) => m.status === 'scheduled').map((m) => m.job)
-      if (scheduled.length > 0) {
-        await owned(db, callerOf(request))
-          .messages.recordScheduled(scheduled)
-          .catch((error) =>
-            request.log.warn({ err: error, batchId }, 'scheduled messages not listed until due'),
-          )
-      }
-      app.metrics?.acceptedBatch(accepted.map(({ job }) => job.message.type))
-      const rejected = results.length - accepted.length
-      request.log.info({ batchId, accepted: accepted.length, rejected }, 'message batch accepted')
-      return reply.code(202).send({ batchId, accepted: accepted.length, rejected, results })
+      app.metrics?.acceptedBatch(stored)
+      const rejected = results.length - stored.length
+      request.log.info({ batchId, accepted: stored.length, rejected }, 'message batch accepted')
+      return reply.code(202).send({ batchId, accepted: stored.length, rejected, results })
     },
   )
 }

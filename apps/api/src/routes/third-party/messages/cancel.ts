@@ -10,11 +10,11 @@ import {
 import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError, unavailable } from '../../../errors.ts'
+import { callerOf } from '../../../http/caller.ts'
+import { errorResponses } from '../../../http/error-responses.ts'
+import { findOwnMessage, viewFromJob } from '../../../sending/find-message.ts'
 import { toMessageView } from '../../../views.ts'
 import { SCOPE_IN_ROUTE } from '../../authenticate.ts'
-import { errorResponses } from '../../responses.ts'
-import { callerOf } from '../tenancy.ts'
-import { findOwnMessage, viewFromJob } from './lookup.ts'
 import type { MessageRouteOptions } from './send.ts'
 
 /** The scope that sends a message's type cancels it; there is no wildcard (scopes.ts). */
@@ -50,15 +50,7 @@ export const cancelMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions>
         params: MessageIdParams,
         response: {
           200: MessageView,
-          ...errorResponses(
-            'API_KEY_MISSING',
-            'API_KEY_INVALID',
-            'API_KEY_NOT_ACTIVE',
-            'INSUFFICIENT_SCOPE',
-            'NOT_FOUND',
-            'INVALID_STATE_TRANSITION',
-            'SERVICE_UNAVAILABLE',
-          ),
+          ...errorResponses('NOT_FOUND', 'INVALID_STATE_TRANSITION', 'SERVICE_UNAVAILABLE'),
         },
       },
     },

@@ -1,46 +1,12 @@
-import {
-  acceptedWindow,
-  MessageList,
-  MessageListQuery,
-  pageMeta,
-  parseTimeBound,
-  Scopes,
-  TIME_BOUND_RULE,
-} from '@dispatch/contracts'
+import { MessageList, MessageListQuery, pageMeta, Scopes } from '@dispatch/contracts'
 import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { AppError } from '../../../errors.ts'
+import { acceptedWindowOf } from '../../../http/accepted-window.ts'
+import { callerOf } from '../../../http/caller.ts'
+import { splitCommaLists } from '../../../http/comma-lists.ts'
+import { errorResponses } from '../../../http/error-responses.ts'
 import { toMessageView } from '../../../views.ts'
-import { errorResponses } from '../../responses.ts'
-import { callerOf, splitCommaLists } from '../tenancy.ts'
 import type { MessageRouteOptions } from './send.ts'
-
-/**
- * The acceptance window of `startDate`/`endDate`, or a 400 naming the parameter at fault (in the
- * query string, or a body that carries the same filters).
- */
-export function acceptedWindowOf(
-  startDate: string | undefined,
-  endDate: string | undefined,
-  where: 'querystring' | 'body' = 'querystring',
-) {
-  const bound = (value: string | undefined, name: string) => {
-    if (value === undefined) return undefined
-    const parsed = parseTimeBound(value)
-    if (!parsed) throw new AppError('VALIDATION_ERROR', `${where}.${name} ${TIME_BOUND_RULE}`)
-    return parsed
-  }
-  const window = acceptedWindow(bound(startDate, 'startDate'), bound(endDate, 'endDate'))
-  const last = window.before
-    ? Date.parse(window.before) - 1
-    : window.until
-      ? Date.parse(window.until)
-      : Infinity
-  if (window.from && Date.parse(window.from) > last) {
-    throw new AppError('VALIDATION_ERROR', `${where}.startDate must not be after ${where}.endDate`)
-  }
-  return window
-}
 
 /**
  * The key's own messages as recorded in Postgres: a message is listed once the worker has written
@@ -65,14 +31,7 @@ export const messageListRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
         querystring: MessageListQuery,
         response: {
           200: MessageList,
-          ...errorResponses(
-            'VALIDATION_ERROR',
-            'API_KEY_MISSING',
-            'API_KEY_INVALID',
-            'API_KEY_NOT_ACTIVE',
-            'INSUFFICIENT_SCOPE',
-            'TENANT_FORBIDDEN',
-          ),
+          ...errorResponses('VALIDATION_ERROR', 'TENANT_FORBIDDEN'),
         },
       },
     },

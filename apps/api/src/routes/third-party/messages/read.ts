@@ -2,10 +2,10 @@ import { MarkedRead, MarkReadBody, MessageIdParams, Scopes } from '@dispatch/con
 import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError } from '../../../errors.ts'
+import { callerOf } from '../../../http/caller.ts'
+import { errorResponses } from '../../../http/error-responses.ts'
 import { graphErrorOf, parseJson } from '../../../platform/graph-answer.ts'
 import { createSenderAccess } from '../../../platform/sender-access.ts'
-import { errorResponses } from '../../responses.ts'
-import { callerOf } from '../tenancy.ts'
 import type { MessageRouteOptions } from './send.ts'
 
 /** How long the read receipt may take: the caller is waiting on it. */
@@ -37,16 +37,7 @@ export const markReadRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> = as
         body: MarkReadBody,
         response: {
           200: MarkedRead,
-          ...errorResponses(
-            'VALIDATION_ERROR',
-            'API_KEY_MISSING',
-            'API_KEY_INVALID',
-            'API_KEY_NOT_ACTIVE',
-            'INSUFFICIENT_SCOPE',
-            'NOT_FOUND',
-            'PLATFORM_ERROR',
-            'SERVICE_UNAVAILABLE',
-          ),
+          ...errorResponses('VALIDATION_ERROR', 'NOT_FOUND', 'PLATFORM_ERROR', 'SERVICE_UNAVAILABLE'),
         },
       },
     },

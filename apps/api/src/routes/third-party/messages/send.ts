@@ -1,21 +1,11 @@
-import {
-  DEFAULT_SENDER_ID,
-  MessageAccepted,
-  type MessageJob,
-  type MessageType,
-  SEND_BODIES,
-  SEND_SCOPE,
-  suppressionOwner,
-} from '@dispatch/contracts'
-import { owned } from '@dispatch/db'
+import { MessageAccepted, type MessageType, SEND_BODIES, SEND_SCOPE } from '@dispatch/contracts'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
-import { unavailable } from '../../../errors.ts'
-import type { StoreOutcome } from '../../../message-store.ts'
-import { errorResponses } from '../../responses.ts'
-import { callerOf } from '../tenancy.ts'
-import { outstandingLimitReached, scheduledFields } from './accept.ts'
-import { judgeSends, type SendItem } from './judge.ts'
+import { errorResponses } from '../../../http/error-responses.ts'
+import { scheduledFields } from '../../../sending/accept.ts'
+import type { Prefetched } from '../../../sending/checks/send-checks.ts'
+import { prefetchChecks, type SendItem } from '../../../sending/judge.ts'
+import { submit } from '../../../sending/submit.ts'
 
 /** Each send endpoint: its path, its OpenAPI operation and its type (whose body and scope it takes). */
 const SENDS: ReadonlyArray<{ path: string; operationId: string; type: MessageType; summary: string }> = [
@@ -74,33 +64,23 @@ export interface MessageRouteOptions {
 
 /**
  * The hot path: a cached key check, one rate-limit call and one write to the sender's fair-admission
- * lists, all in Redis. The
- * worker writes the message record; the API never touches Postgres here, except to list a
- * scheduled message at once (it would otherwise have no record until it is due).
+ * lists, all in Redis. The worker writes the message record; the API never touches Postgres here,
+ * except to list a scheduled message at once (it would otherwise have no record until it is due).
+ * Each route parses the send and answers; `submit` (apps/api/src/sending) judges and stores it.
  */
 export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> = async (app, options) => {
-  const { messages, clock, db, config } = app.deps
-  /** Best effort: the job is stored; without this row the worker writes one when it is due. */
-  const recordScheduled = async (request: FastifyRequest, job: MessageJob) => {
-    try {
-      await owned(db, callerOf(request)).messages.recordScheduled([job])
-    } catch (error) {
-      request.log.warn({ err: error, messageId: job.messageId }, 'scheduled message not listed until due')
-    }
-  }
+  const { sending } = app
   // One bucket per key across the three sends and batches, in Redis, so it holds across instances.
   const perKeyLimit = (request: FastifyRequest) => app.spendMessageRate(request, 1)
+  /** Each request's checks' reads, from its first preHandler to its handler. */
+  const prefetched = new WeakMap<FastifyRequest, Prefetched>()
 
   for (const send of SENDS) {
     // The recipient's suppression entry (and window, under `enforce`) is read while the claim and
     // the rate limit run: one round trip for all, not one after the other.
     const prefetch = async (request: FastifyRequest) => {
-      request.prefetched = app.sendChecks.prefetch(
-        request.apiKey.senderId ?? DEFAULT_SENDER_ID,
-        request.body,
-        send.type,
-        suppressionOwner({ apiKeyId: request.apiKey.id, tenantId: request.apiKey.tenantId }),
-      )
+      const early = prefetchChecks(sending, request.apiKey, send.type, request.body)
+      if (early) prefetched.set(request, early)
     }
     app.post(
       send.path,
@@ -124,10 +104,6 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
             202: MessageAccepted,
             ...errorResponses(
               'VALIDATION_ERROR',
-              'API_KEY_MISSING',
-              'API_KEY_INVALID',
-              'API_KEY_NOT_ACTIVE',
-              'INSUFFICIENT_SCOPE',
               'PRIORITY_NOT_ALLOWED',
               'IDEMPOTENCY_REQUEST_IN_PROGRESS',
               'PAYLOAD_TOO_LARGE',
@@ -148,27 +124,20 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
         },
       },
       async (request, reply) => {
-        const [judged] = await judgeSends(
-          app,
+        // The rate was spent before (perKeyLimit): given back only if the store refuses the send.
+        const [answer] = await submit(
+          sending,
           request.apiKey,
           [{ type: send.type, body: request.body as SendItem['body'], field: 'body' }],
-          { now: clock(), prefetched: request.prefetched },
+          {
+            prefetched: prefetched.get(request),
+            rate: { giveBack: (count) => app.returnMessageRate(request, count) },
+            log: request.log,
+          },
         )
-        if (!judged || 'error' in judged) throw judged?.error
-        const { job, delayMs, status } = judged.accepted
+        if (!answer || 'error' in answer) throw answer?.error
+        const { job, status } = answer.accepted
         const { messageId } = job
-        let stored: StoreOutcome
-        try {
-          stored = await messages.add(job, delayMs)
-        } catch (error) {
-          request.log.error({ err: error, messageId }, 'could not enqueue message')
-          throw unavailable('accept messages')
-        }
-        if (stored === 'refused') {
-          await app.returnMessageRate(request, 1)
-          throw outstandingLimitReached(config.MESSAGE_OUTSTANDING_MAX)
-        }
-        if (status === 'scheduled') await recordScheduled(request, job)
         app.metrics?.accepted(send.type)
         request.log.info({ messageId, type: send.type, status }, 'message accepted')
         return reply.code(202).send({

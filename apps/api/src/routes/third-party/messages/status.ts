@@ -1,8 +1,8 @@
 import { MessageIdParams, MessageView } from '@dispatch/contracts'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { errorResponses } from '../../../http/error-responses.ts'
+import { findOwnMessage, viewFromJob } from '../../../sending/find-message.ts'
 import { toMessageView } from '../../../views.ts'
-import { errorResponses } from '../../responses.ts'
-import { findOwnMessage, viewFromJob } from './lookup.ts'
 import type { MessageRouteOptions } from './send.ts'
 
 export const messageStatusRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> = async (app, options) => {
@@ -20,13 +20,7 @@ export const messageStatusRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions>
         params: MessageIdParams,
         response: {
           200: MessageView,
-          ...errorResponses(
-            'API_KEY_MISSING',
-            'API_KEY_INVALID',
-            'API_KEY_NOT_ACTIVE',
-            'INSUFFICIENT_SCOPE',
-            'NOT_FOUND',
-          ),
+          ...errorResponses('NOT_FOUND'),
         },
       },
     },

@@ -1,11 +1,11 @@
 import { MessageIdParams, MessageTimeline } from '@dispatch/contracts'
 import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { callerOf } from '../../../http/caller.ts'
+import { errorResponses } from '../../../http/error-responses.ts'
 import { openingEntries, timelineOf } from '../../../message-timeline.ts'
+import { findOwnMessage, viewFromJob } from '../../../sending/find-message.ts'
 import { toMessageView } from '../../../views.ts'
-import { errorResponses } from '../../responses.ts'
-import { callerOf } from '../tenancy.ts'
-import { findOwnMessage, viewFromJob } from './lookup.ts'
 import type { MessageRouteOptions } from './send.ts'
 
 /** `GET /api/third-party/messages/:messageId/timeline`: the key's own message only. */
@@ -27,13 +27,7 @@ export const messageTimelineRoutes: FastifyPluginAsyncTypebox<MessageRouteOption
         params: MessageIdParams,
         response: {
           200: MessageTimeline,
-          ...errorResponses(
-            'API_KEY_MISSING',
-            'API_KEY_INVALID',
-            'API_KEY_NOT_ACTIVE',
-            'INSUFFICIENT_SCOPE',
-            'NOT_FOUND',
-          ),
+          ...errorResponses('NOT_FOUND'),
         },
       },
     },

@@ -6,9 +6,9 @@ import {
 } from '@dispatch/contracts'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError, errorBody } from '../../../errors.ts'
+import { errorResponses } from '../../../http/error-responses.ts'
+import { answerEachItem, judge } from '../../../sending/judge.ts'
 import { SCOPE_IN_ROUTE } from '../../authenticate.ts'
-import { errorResponses } from '../../responses.ts'
-import { judgeItems } from './judge.ts'
 import type { MessageRouteOptions } from './send.ts'
 
 const failure = (error: AppError) => errorBody(error.errorCode, error.statusCode, error.message)
@@ -19,7 +19,8 @@ const failure = (error: AppError) => errorBody(error.errorCode, error.statusCode
  * the catalog may change in between).
  */
 export const validateMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> = async (app, options) => {
-  const { config, clock } = app.deps
+  const { config } = app.deps
+  const { sending } = app
 
   app.post(
     '/validate',
@@ -41,14 +42,7 @@ export const validateMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOption
         body: ValidateBody,
         response: {
           200: ValidateAnswerSchema,
-          ...errorResponses(
-            'VALIDATION_ERROR',
-            'API_KEY_MISSING',
-            'API_KEY_INVALID',
-            'API_KEY_NOT_ACTIVE',
-            'PAYLOAD_TOO_LARGE',
-            'UNSUPPORTED_MEDIA_TYPE',
-          ),
+          ...errorResponses('VALIDATION_ERROR', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'),
         },
       },
     },
@@ -65,14 +59,12 @@ export const validateMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOption
       if (batch && Object.keys(body).length > 1) {
         throw new AppError('VALIDATION_ERROR', 'body must be one send with its type, or {messages} alone')
       }
-      const judged = await judgeItems(
-        app,
-        request.apiKey,
+      const now = sending.clock()
+      const judged = await answerEachItem(
         list,
         (index) => (batch ? `body.messages[${index}]` : 'body'),
-        {
-          now: clock(),
-        },
+        request.apiKey.scopes,
+        (sends) => judge(sending, request.apiKey, sends, { now }),
       )
       if (!batch) {
         const [only] = judged

@@ -1,6 +1,6 @@
 import type { Db } from '@dispatch/db'
 import { loadSenderSendRules, sendRulesVersions } from '@dispatch/db'
-import type { FastifyBaseLogger } from 'fastify'
+import type { Log } from '../log.ts'
 import { type SenderRules, toSenderRules } from './send-rules.ts'
 
 /**
@@ -13,7 +13,7 @@ import { type SenderRules, toSenderRules } from './send-rules.ts'
  */
 export class SendRulesCache {
   readonly #db: Db
-  readonly #log: FastifyBaseLogger
+  readonly #log: Log
   readonly #rules = new Map<string, SenderRules>()
   readonly #versions = new Map<string, string>()
   /** Reloads under way, and senders announced again meanwhile (reloaded once more after). */
@@ -22,7 +22,7 @@ export class SendRulesCache {
   #timer: NodeJS.Timeout | undefined
   #stopped = false
 
-  constructor(db: Db, log: FastifyBaseLogger) {
+  constructor(db: Db, log: Log) {
     this.#db = db
     this.#log = log
   }

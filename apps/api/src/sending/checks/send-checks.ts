@@ -16,8 +16,8 @@ import {
 } from '@dispatch/contracts'
 import { scriptCall } from '@dispatch/contracts/lua-scripts'
 import { type RedisClient, turnBatched, turnBatchedGet } from '@dispatch/contracts/redis'
-import type { FastifyBaseLogger } from 'fastify'
-import { AppError } from '../errors.ts'
+import { AppError } from '../../errors.ts'
+import type { Log } from '../log.ts'
 import { checkTemplate } from './check-template.ts'
 import type { SenderRules } from './send-rules.ts'
 import { templateKey } from './send-rules.ts'
@@ -87,7 +87,7 @@ export class SendChecks {
   readonly #redis: RedisClient
   readonly #read: (key: string) => Promise<string | null>
   readonly #prefix: string
-  readonly #log: FastifyBaseLogger
+  readonly #log: Log
   /** The recipient's hash, which the suppression list's copy and the cap's counts are keyed by. */
   readonly #hash: RecipientHasher
   /** The windows' completeness marker, as last read, and until when that read stands. */
@@ -107,7 +107,7 @@ export class SendChecks {
     rules: SendRulesCache,
     redis: RedisClient,
     prefix: string,
-    log: FastifyBaseLogger,
+    log: Log,
     defaultNumber: string,
     hash: RecipientHasher,
   ) {

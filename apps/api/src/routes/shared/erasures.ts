@@ -10,8 +10,8 @@ import { createErasure, type ErasureRow, findErasure, owned } from '@dispatch/db
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import Type from 'typebox'
 import { AppError } from '../../errors.ts'
-import { errorResponses } from '../responses.ts'
-import { callerOf } from './tenancy.ts'
+import { callerOf } from '../../http/caller.ts'
+import { errorResponses } from '../../http/error-responses.ts'
 
 export const toErasureView = (row: ErasureRow): ErasureView => ({
   id: row.id,
@@ -45,9 +45,6 @@ export const erasureRoutes: FastifyPluginAsyncTypebox<ErasureRouteOptions> = asy
   const access = { scope: Scopes.manageData }
   const security = admin ? [{ adminToken: [] }] : [{ apiKey: [] }]
   const tags = admin ? ['admin'] : ['data']
-  const authErrors = admin
-    ? (['ADMIN_AUTH_REQUIRED'] as const)
-    : (['API_KEY_MISSING', 'API_KEY_INVALID', 'API_KEY_NOT_ACTIVE', 'INSUFFICIENT_SCOPE'] as const)
   const hash = recipientHasher(config)
 
   app.post(
@@ -71,7 +68,7 @@ export const erasureRoutes: FastifyPluginAsyncTypebox<ErasureRouteOptions> = asy
           (admin ? 'For admins.' : 'Requires `manage:data`.'),
         security,
         body: CreateErasureBody,
-        response: { 202: ErasureView, ...errorResponses('VALIDATION_ERROR', ...authErrors) },
+        response: { 202: ErasureView, ...errorResponses('VALIDATION_ERROR') },
       },
     },
     async (request, reply) => {
@@ -107,7 +104,7 @@ export const erasureRoutes: FastifyPluginAsyncTypebox<ErasureRouteOptions> = asy
           : 'Requires `manage:data`. Your key’s own erasures only.',
         security,
         params: IdParams,
-        response: { 200: ErasureView, ...errorResponses('VALIDATION_ERROR', 'NOT_FOUND', ...authErrors) },
+        response: { 200: ErasureView, ...errorResponses('VALIDATION_ERROR', 'NOT_FOUND') },
       },
     },
     async (request) => {

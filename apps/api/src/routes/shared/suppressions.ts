@@ -20,8 +20,8 @@ import Type from 'typebox'
 import { dropCopies, optIn, optOut } from '../../consent/suppression-list.ts'
 import { toSuppressionStatus, toSuppressionView } from '../../consent/views.ts'
 import { AppError } from '../../errors.ts'
-import { errorResponses } from '../responses.ts'
-import { callerOf } from './tenancy.ts'
+import { callerOf } from '../../http/caller.ts'
+import { errorResponses } from '../../http/error-responses.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const E164 = /^\+[1-9][0-9]{7,14}$/
@@ -58,9 +58,6 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
   const security = admin ? [{ adminToken: [] }] : [{ apiKey: [] }]
   const tags = admin ? ['admin'] : ['consent']
   const who = admin ? 'admins' : 'keys'
-  const authErrors = admin
-    ? (['ADMIN_AUTH_REQUIRED'] as const)
-    : (['API_KEY_MISSING', 'API_KEY_INVALID', 'API_KEY_NOT_ACTIVE', 'INSUFFICIENT_SCOPE'] as const)
   /** The sender a request works on: the key's own; for an admin, the one named (default: `default`). */
   const senderOf = (request: FastifyRequest, named?: string) =>
     admin ? (named ?? DEFAULT_SENDER_ID) : (request.apiKey.senderId ?? DEFAULT_SENDER_ID)
@@ -85,7 +82,7 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
         querystring: admin
           ? Type.Object({ ...SuppressionListQuery.properties, ...AdminFilter.properties }, closed)
           : SuppressionListQuery,
-        response: { 200: SuppressionList, ...errorResponses('VALIDATION_ERROR', ...authErrors) },
+        response: { 200: SuppressionList, ...errorResponses('VALIDATION_ERROR') },
       },
     },
     async (request) => {
@@ -116,7 +113,7 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
         body: admin
           ? Type.Object({ ...CreateSuppressionBody.properties, ...AdminFilter.properties }, closed)
           : CreateSuppressionBody,
-        response: { 201: SuppressionView, ...errorResponses('VALIDATION_ERROR', 'NOT_FOUND', ...authErrors) },
+        response: { 201: SuppressionView, ...errorResponses('VALIDATION_ERROR', 'NOT_FOUND') },
       },
     },
     async (request, reply) => {
@@ -125,7 +122,7 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
       if (problem) throw new AppError('VALIDATION_ERROR', problem)
       const senderId = senderOf(request, body.senderId)
       const phoneNumberId =
-        app.sendRules.get(senderId)?.phoneNumberId ??
+        app.sending.rules.get(senderId)?.phoneNumberId ??
         (senderId === DEFAULT_SENDER_ID ? defaultPhoneNumberId(config) : undefined)
       if (!phoneNumberId) throw new AppError('NOT_FOUND', `No sender ${JSON.stringify(senderId)}`)
       const fields = {
@@ -156,7 +153,7 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
           params: IdParams,
           response: {
             200: SuppressionView,
-            ...errorResponses('VALIDATION_ERROR', 'NOT_FOUND', ...authErrors),
+            ...errorResponses('VALIDATION_ERROR', 'NOT_FOUND'),
           },
         },
       },
@@ -184,7 +181,7 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
           params: EntryParams,
           response: {
             200: Type.Union([SuppressionView, SuppressionStatus]),
-            ...errorResponses('VALIDATION_ERROR', 'NOT_FOUND', ...authErrors),
+            ...errorResponses('VALIDATION_ERROR', 'NOT_FOUND'),
           },
         },
       },
@@ -225,7 +222,7 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
         security,
         params: IdParams,
         body: DeleteSuppressionBody,
-        response: { 200: SuppressionView, ...errorResponses('VALIDATION_ERROR', 'NOT_FOUND', ...authErrors) },
+        response: { 200: SuppressionView, ...errorResponses('VALIDATION_ERROR', 'NOT_FOUND') },
       },
     },
     async (request) => {

@@ -12,9 +12,9 @@ import {
   quietHoursProblem,
   recipientProblem,
 } from '@dispatch/contracts'
-import type { ApiConfig } from '../../../env.ts'
-import { AppError } from '../../../errors.ts'
-import { currentTraceContext } from '../../../trace-context.ts'
+import type { ApiConfig } from '../env.ts'
+import { AppError } from '../errors.ts'
+import { currentTraceContext } from '../trace-context.ts'
 
 /** The farthest ahead a message may be scheduled. */
 export const SCHEDULE_MAX_AHEAD_MS = 35 * 24 * 3600 * 1000
@@ -26,7 +26,7 @@ export interface AcceptedMessage {
   status: 'queued' | 'scheduled'
 }
 
-/** When quiet hours let a message go (see apps/api/src/quiet-hours). */
+/** When quiet hours let a message go (see ./quiet-hours). */
 export interface QuietHoursHold {
   holdUntil(
     recipient: { phone?: string | undefined },

@@ -1,9 +1,9 @@
 import { DEFAULT_SENDER_ID, type MessageClaim, type MessageView, messageClaimKey } from '@dispatch/contracts'
 import { isUuid, type MessageRow, owned } from '@dispatch/db'
 import type { FastifyBaseLogger } from 'fastify'
-import type { ApiDeps } from '../../../deps.ts'
-import { AppError, unavailable } from '../../../errors.ts'
-import type { QueuedJob, QueuedMessage } from '../../../message-store.ts'
+import type { ApiDeps } from '../deps.ts'
+import { AppError, unavailable } from '../errors.ts'
+import type { QueuedJob, QueuedMessage } from './message-store.ts'
 
 export const messageNotFound = () => new AppError('NOT_FOUND', 'Message not found')
 

@@ -1,20 +1,16 @@
 import {
   BATCH_ITEMS,
+  DEFAULT_SENDER_ID,
   MESSAGE_TYPES,
   type MessageType,
   SEND_SCOPE,
   suppressionOwner,
 } from '@dispatch/contracts'
-import type { ApiKeyRow } from '@dispatch/db'
-import type { FastifyInstance } from 'fastify'
-import { AppError } from '../../../errors.ts'
-import { describeValidationError, makeAjv } from '../../../plugins/validation.ts'
-import { QuietHoursRule } from '../../../quiet-hours/quiet-hours.ts'
-import type { Prefetched, SendToCheck } from '../../../send-checks/send-checks.ts'
-import { type AcceptedMessage, acceptMessage } from './accept.ts'
-
-/** Every send's quiet hours, worked out in memory (its caches shared by every request). */
-const quietHours = new QuietHoursRule()
+import { AppError } from '../errors.ts'
+import { describeValidationError, makeAjv } from '../plugins/validation.ts'
+import { type AcceptedMessage, acceptMessage, type SendingKey } from './accept.ts'
+import type { Prefetched, SendToCheck } from './checks/send-checks.ts'
+import type { Sending } from './sending.ts'
 
 /** One send of a request: its type, its validated body, and its field (`body`, `body.messages[3]`). */
 export interface SendItem {
@@ -27,24 +23,47 @@ export interface SendItem {
 export type Judged = { accepted: AcceptedMessage } | { error: AppError }
 
 /**
+ * Starts a single send's reads for the checks (its window, its suppression entry) before the
+ * request's other steps (the idempotency claim, the rate limit), so their round trip overlaps the
+ * limit's instead of following it: `judge` (through `submit`) takes them as `prefetched`.
+ */
+export const prefetchChecks = (
+  sending: Pick<Sending, 'checks'>,
+  key: SendingKey,
+  type: MessageType,
+  body: unknown,
+): Prefetched | undefined =>
+  sending.checks.prefetch(
+    key.senderId ?? DEFAULT_SENDER_ID,
+    body,
+    type,
+    suppressionOwner({ apiKeyId: key.id, tenantId: key.tenantId }),
+  )
+
+/**
  * Every rule a send must pass before it is stored, in the order a caller meets them: its delivery
  * options (`sendAt`, `validitySeconds`, `priority`), then what Dispatch knows the platform would
  * refuse (the sender's templates and, under `enforce`, the recipient's window). One answer per
  * item; the send, batch and validate routes all judge through here, so they answer alike.
  */
-export async function judgeSends(
-  app: FastifyInstance,
-  apiKey: ApiKeyRow,
+export async function judge(
+  sending: Pick<Sending, 'config' | 'checks' | 'quietHours'>,
+  key: SendingKey,
   items: SendItem[],
-  options: { now: Date; batchId?: string; prefetched?: Prefetched | undefined },
+  options: { now: Date; batchId?: string | undefined; prefetched?: Prefetched | undefined },
 ): Promise<Judged[]> {
   const judged: Judged[] = items.map((item) => {
     try {
       return {
         accepted: acceptMessage(
-          { ...item, apiKey, now: options.now, ...(options.batchId ? { batchId: options.batchId } : {}) },
-          app.deps.config,
-          quietHours,
+          {
+            ...item,
+            apiKey: key,
+            now: options.now,
+            ...(options.batchId ? { batchId: options.batchId } : {}),
+          },
+          sending.config,
+          sending.quietHours,
         ),
       }
     } catch (error) {
@@ -56,18 +75,18 @@ export async function judgeSends(
   if (open.length === 0) return judged
   const senderId = (judged[open[0] as number] as { accepted: AcceptedMessage }).accepted.job
     .senderId as string
-  const refused = await app.sendChecks.check(
+  const refused = await sending.checks.check(
     senderId,
     open.map((i) => items[i] as SendToCheck),
     options.now.getTime(),
     options.prefetched,
-    suppressionOwner({ apiKeyId: apiKey.id, tenantId: apiKey.tenantId }),
+    suppressionOwner({ apiKeyId: key.id, tenantId: key.tenantId }),
   )
   refused.forEach((error, n) => {
     const i = open[n] as number
     if (error) judged[i] = { error }
     // Carried on the job: an opt-out of marketing made before delivery cancels it then.
-    else if (app.sendChecks.isMarketing(senderId, items[i] as SendToCheck)) {
+    else if (sending.checks.isMarketing(senderId, items[i] as SendToCheck)) {
       ;(judged[i] as { accepted: AcceptedMessage }).accepted.job.marketing = true
     }
   })
@@ -102,26 +121,25 @@ export function readSendItem(item: unknown, field: string, scopes: string[]): Se
 }
 
 /**
- * Items of a request (`{type, ...body}` each) judged one by one: first their shape and scope
- * (`readSendItem`), then every rule a single send meets (`judgeSends`). One answer per item, in order.
+ * Items of a request (`{type, ...body}` each) answered one by one: first their shape and scope
+ * (`readSendItem`), then `answer` (`judge` or `submit`) for those that pass. One answer per item,
+ * in order; an item refused at reading is answered with its error.
  */
-export async function judgeItems(
-  app: FastifyInstance,
-  apiKey: ApiKeyRow,
+export async function answerEachItem<Answer>(
   items: unknown[],
   fieldOf: (index: number) => string,
-  options: { now: Date; batchId?: string },
-): Promise<Judged[]> {
+  scopes: string[],
+  answer: (sends: SendItem[]) => Promise<Answer[]>,
+): Promise<Array<Answer | { error: AppError }>> {
   const read = items.map((item, index) => {
     try {
-      return readSendItem(item, fieldOf(index), apiKey.scopes)
+      return readSendItem(item, fieldOf(index), scopes)
     } catch (error) {
       if (!(error instanceof AppError)) throw error
       return error
     }
   })
-  const sends = read.filter((item): item is SendItem => !(item instanceof AppError))
-  const answers = await judgeSends(app, apiKey, sends, options)
+  const answers = await answer(read.filter((item): item is SendItem => !(item instanceof AppError)))
   let next = 0
-  return read.map((item) => (item instanceof AppError ? { error: item } : (answers[next++] as Judged)))
+  return read.map((item) => (item instanceof AppError ? { error: item } : (answers[next++] as Answer)))
 }

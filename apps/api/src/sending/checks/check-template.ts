@@ -1,5 +1,5 @@
 import type { FallbackTemplate, TemplateVariables } from '@dispatch/contracts'
-import { AppError } from '../errors.ts'
+import { AppError } from '../../errors.ts'
 import { type SenderRules, templateKey } from './send-rules.ts'
 
 const lower = (value: string) => value.toLowerCase()

@@ -1,0 +1,30 @@
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import { watchSendRules } from '../sending/checks/watch-send-rules.ts'
+import { createSending, type Sending } from '../sending/sending.ts'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Sending (apps/api/src/sending): what routes hand `submit`, `judge` and the send rules. */
+    sending: Sending
+  }
+}
+
+/**
+ * Builds sending once for the app, its send rules loaded before the first request, kept current
+ * (`watchSendRules`) and compared every TEMPLATE_CACHE_REFRESH_MS.
+ */
+export const sending = fp(
+  async (app: FastifyInstance) => {
+    const { config, redisSubscriber } = app.deps
+    const built = createSending(app.deps)
+    const unwatch = await watchSendRules(built.rules, redisSubscriber, config.QUEUE_PREFIX, app.log)
+    await built.rules.start(config.TEMPLATE_CACHE_REFRESH_MS)
+    app.decorate('sending', built)
+    app.addHook('onClose', async () => {
+      built.rules.stop()
+      unwatch()
+    })
+  },
+  { name: 'sending' },
+)
