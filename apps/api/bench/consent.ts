@@ -20,13 +20,9 @@
  *   BENCH_BATCH_CONNECTIONS, BENCH_DURATION_S, BENCH_ROUNDS, BENCH_BATCH_SIZE, BENCH_BATCH_MARKETING,
  *   BENCH_PAIRS, BENCH_SENDS, BENCH_BATCHES, REDIS_SERVER: the binary)
  */
-import {
-  recipientHasher,
-  suppressionKey,
-  suppressionsLoadedKey,
-  templateVariables,
-} from '@dispatch/contracts'
+import { templateVariables } from '@dispatch/contracts'
 import { createDb, hashApiKey, replaceSenderTemplates, type SyncedTemplate } from '@dispatch/db'
+import { recipientHasher, suppressionKey, suppressionsLoadedKey } from '@dispatch/runtime'
 import { clearFairAdmission, createBenchWorld, median, printComparison } from '@dispatch/testing/bench'
 import { Redis } from 'ioredis'
 import { buildApp, createDeps, createLogger, parseApiConfig } from '../src/app.ts'

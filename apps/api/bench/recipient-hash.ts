@@ -12,7 +12,7 @@
  *   pnpm --filter @dispatch/api bench:recipient-hash   (BENCH_PAIRS, BENCH_SENDS, BENCH_BATCHES,
  *   BENCH_CONTROL)
  */
-import { recipientHasher, suppressionsLoadedKey } from '@dispatch/contracts'
+import { recipientHasher, suppressionsLoadedKey } from '@dispatch/runtime'
 import { clearFairAdmission, createBenchWorld, median, printComparison } from '@dispatch/testing/bench'
 import { Redis } from 'ioredis'
 import { buildApp, createDeps, createLogger, parseApiConfig } from '../src/app.ts'

@@ -15,7 +15,9 @@
  *   pnpm --filter @dispatch/api bench:redis    (BENCH_MESSAGES, BENCH_BATCH_SIZE, REDIS_SERVER: the binary)
  */
 import { randomUUID } from 'node:crypto'
-import { MESSAGE_JOB_OPTIONS, type MessageJob, suppressionsLoadedKey } from '@dispatch/contracts'
+import type { MessageJob } from '@dispatch/contracts'
+import { suppressionsLoadedKey } from '@dispatch/runtime'
+import { MESSAGE_JOB_OPTIONS } from '@dispatch/runtime/message-handoff'
 import { createBenchWorld, printComparison } from '@dispatch/testing/bench'
 import { createWorkerLogger, parseWorkerConfig, startWorker } from '@dispatch/worker'
 import { Queue, Worker } from 'bullmq'

@@ -10,7 +10,8 @@
  * Tells the parent `{url, key}` once listening; closes on SIGTERM or when the parent goes away.
  */
 import { randomUUID } from 'node:crypto'
-import { MESSAGE_JOB_OPTIONS, type MessageJob, QueueNames } from '@dispatch/contracts'
+import { type MessageJob, QueueNames } from '@dispatch/contracts'
+import { MESSAGE_JOB_OPTIONS } from '@dispatch/runtime/message-handoff'
 import { Queue } from 'bullmq'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'

@@ -13,13 +13,9 @@
  *   pnpm --filter @dispatch/api bench:template-checks   (BENCH_CONNECTIONS, BENCH_DURATION_S,
  *   BENCH_ROUNDS, BENCH_TEMPLATES, BENCH_PAIRS, BENCH_BATCH)
  */
-import {
-  SERVICE_WINDOW_MS,
-  serviceWindowKey,
-  serviceWindowsLoadedKey,
-  templateVariables,
-} from '@dispatch/contracts'
+import { templateVariables } from '@dispatch/contracts'
 import { createDb, hashApiKey, replaceSenderTemplates, type SyncedTemplate } from '@dispatch/db'
+import { SERVICE_WINDOW_MS, serviceWindowKey, serviceWindowsLoadedKey } from '@dispatch/runtime'
 import { clearFairAdmission, createBenchWorld, median, printComparison } from '@dispatch/testing/bench'
 import { Redis } from 'ioredis'
 import { buildApp, createDeps, createLogger, parseApiConfig } from '../src/app.ts'

@@ -1,14 +1,14 @@
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { MEDIA_MAX_BYTES } from '@dispatch/contracts'
 import {
   createSecretBox,
   erasureHashKeyProblems,
-  MEDIA_MAX_BYTES,
   metricsEnv,
   recipientHashEnv,
   secretsEnv,
   secretsKeyProblems,
-} from '@dispatch/contracts'
+} from '@dispatch/runtime'
 import {
   choosePlatform,
   commonEnv,
@@ -17,8 +17,8 @@ import {
   parseEnv,
   platformEnv,
   throwConfigProblems,
-} from '@dispatch/contracts/env'
-import { tracingEnv } from '@dispatch/contracts/tracing'
+} from '@dispatch/runtime/env'
+import { tracingEnv } from '@dispatch/runtime/tracing'
 import Type, { type Static } from 'typebox'
 import { parseTrustProxy, type TrustProxy } from './trust-proxy.ts'
 

@@ -1,18 +1,15 @@
+import { DEFAULT_SENDER_ID, type MessageJob, senderQueueName } from '@dispatch/contracts'
+import { type DeliveryOutcome, findLoggedSent } from '@dispatch/db'
+import { type KeyLayout, queuePrefix } from '@dispatch/runtime'
 import {
-  DEFAULT_SENDER_ID,
   FAIR_ENQUEUE_MAX,
   FAIR_ENQUEUE_SCRIPT,
   fairActiveKey,
   fairBase,
   fairKeys,
-  type KeyLayout,
   type MessageBundleJob,
-  type MessageJob,
-  queuePrefix,
-  senderQueueName,
-} from '@dispatch/contracts'
-import { type RedisClient, turnBatched } from '@dispatch/contracts/redis'
-import { type DeliveryOutcome, findLoggedSent } from '@dispatch/db'
+} from '@dispatch/runtime/message-handoff'
+import { type RedisClient, turnBatched } from '@dispatch/runtime/redis'
 import { type Job, Queue } from 'bullmq'
 import type { ChainableCommander } from 'ioredis'
 

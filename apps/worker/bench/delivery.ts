@@ -18,19 +18,20 @@
  */
 import { randomUUID } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
+import { type MessageJob, QueueNames } from '@dispatch/contracts'
+import { createDb, type DeliveryOutcome, generateApiKey, insertApiKey, type Sql } from '@dispatch/db'
+import {
+  recipientHasher,
+  SERVICE_WINDOW_MS,
+  serviceWindowKey,
+  serviceWindowsLoadedKey,
+} from '@dispatch/runtime'
 import {
   fairKeys,
   MESSAGE_JOB_OPTIONS,
   type MessageBundleJob,
   type MessageBundleResult,
-  type MessageJob,
-  QueueNames,
-  recipientHasher,
-  SERVICE_WINDOW_MS,
-  serviceWindowKey,
-  serviceWindowsLoadedKey,
-} from '@dispatch/contracts'
-import { createDb, type DeliveryOutcome, generateApiKey, insertApiKey, type Sql } from '@dispatch/db'
+} from '@dispatch/runtime/message-handoff'
 import { createBenchWorld, median, printComparison } from '@dispatch/testing/bench'
 import { Queue, Worker } from 'bullmq'
 import { Redis } from 'ioredis'

@@ -33,16 +33,10 @@
 import { randomUUID } from 'node:crypto'
 import { readdir, readFile, readlink } from 'node:fs/promises'
 import { setTimeout as sleep } from 'node:timers/promises'
-import {
-  bullQueueKeys,
-  createSecretBox,
-  DEFAULT_SENDER_ID,
-  lastFour,
-  MESSAGE_JOB_OPTIONS,
-  type MessageJob,
-  senderQueueName,
-} from '@dispatch/contracts'
+import { DEFAULT_SENDER_ID, type MessageJob, senderQueueName } from '@dispatch/contracts'
 import { createDb, generateApiKey, insertApiKey } from '@dispatch/db'
+import { bullQueueKeys, createSecretBox, lastFour } from '@dispatch/runtime'
+import { MESSAGE_JOB_OPTIONS } from '@dispatch/runtime/message-handoff'
 import { type CloudApiRequest, graphError, startFakeWhatsApp } from '@dispatch/testing'
 import {
   clearFairAdmission,

@@ -22,7 +22,6 @@ import { createHmac, createSecretKey, type KeyObject, randomBytes } from 'node:c
 import { readFile } from 'node:fs/promises'
 import { Agent, request } from 'node:http'
 import {
-  createSecretBox,
   QueueNames,
   WEBHOOK_JOB_OPTIONS,
   type WebhookJob,
@@ -30,6 +29,7 @@ import {
   webhookJobId,
 } from '@dispatch/contracts'
 import { createDb, generateApiKey, insertApiKey, insertWebhookEndpoint } from '@dispatch/db'
+import { createSecretBox } from '@dispatch/runtime'
 import { createBenchWorld, median, printComparison } from '@dispatch/testing/bench'
 import { Queue, Worker } from 'bullmq'
 import { Redis } from 'ioredis'

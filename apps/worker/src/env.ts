@@ -1,14 +1,13 @@
 import { fileURLToPath } from 'node:url'
+import { WEBHOOK_BUNDLE_MAX } from '@dispatch/contracts'
 import {
   createSecretBox,
   erasureHashKeyProblems,
-  MESSAGE_BUNDLE_MAX,
   metricsEnv,
   recipientHashEnv,
   secretsEnv,
   secretsKeyProblems,
-  WEBHOOK_BUNDLE_MAX,
-} from '@dispatch/contracts'
+} from '@dispatch/runtime'
 import {
   ConfigError,
   choosePlatform,
@@ -18,8 +17,9 @@ import {
   parseEnv,
   platformEnv,
   throwConfigProblems,
-} from '@dispatch/contracts/env'
-import { tracingEnv } from '@dispatch/contracts/tracing'
+} from '@dispatch/runtime/env'
+import { MESSAGE_BUNDLE_MAX } from '@dispatch/runtime/message-handoff'
+import { tracingEnv } from '@dispatch/runtime/tracing'
 import Type, { type Static } from 'typebox'
 import { parseRetrySchedule } from './webhooks/schedule.ts'
 

@@ -1,14 +1,11 @@
 import { randomUUID } from 'node:crypto'
 import {
-  createSecretBox,
   DEFAULT_SENDER_ID,
   TEMPLATE_CHANGES_CHANNEL,
   type TemplateSyncResult,
   templateSyncLockKey,
   templateVariables,
 } from '@dispatch/contracts'
-import type { PlatformName } from '@dispatch/contracts/env'
-import type { RedisClient } from '@dispatch/contracts/redis'
 import {
   type Db,
   findSender,
@@ -16,6 +13,9 @@ import {
   type SenderRow,
   type SyncedTemplate,
 } from '@dispatch/db'
+import { createSecretBox } from '@dispatch/runtime'
+import type { PlatformName } from '@dispatch/runtime/env'
+import type { RedisClient } from '@dispatch/runtime/redis'
 import { fetchTemplates, type GraphTemplate } from './graph.ts'
 
 export interface TemplateSyncConfig {

@@ -1,4 +1,4 @@
-import type { RedisClient } from '@dispatch/contracts/redis'
+import type { RedisClient } from '@dispatch/runtime/redis'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Result } from 'ioredis'

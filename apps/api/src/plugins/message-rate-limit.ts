@@ -1,5 +1,5 @@
 import { nextUtcMidnight } from '@dispatch/contracts'
-import { scriptCall, turnBatched } from '@dispatch/contracts/redis'
+import { scriptCall, turnBatched } from '@dispatch/runtime/redis'
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError } from '../errors.ts'

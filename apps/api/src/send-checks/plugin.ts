@@ -1,5 +1,6 @@
-import { recipientHasher, SENDER_CHANGES_CHANNEL, TEMPLATE_CHANGES_CHANNEL } from '@dispatch/contracts'
-import { defaultPhoneNumberId } from '@dispatch/contracts/env'
+import { SENDER_CHANGES_CHANNEL, TEMPLATE_CHANGES_CHANNEL } from '@dispatch/contracts'
+import { recipientHasher } from '@dispatch/runtime'
+import { defaultPhoneNumberId } from '@dispatch/runtime/env'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { type Prefetched, SendChecks } from './send-checks.ts'

@@ -1,20 +1,22 @@
 import {
   DEFAULT_SENDER_ID,
   type FallbackTemplate,
-  MARKETING_CONSENT_SCRIPT,
   type MessageType,
-  marketingCountKey,
-  type RecipientHasher,
   recipientField,
   recipientOf,
+} from '@dispatch/contracts'
+import {
+  MARKETING_CONSENT_SCRIPT,
+  marketingCountKey,
+  type RecipientHasher,
   type SuppressionOwner,
   scopeForOwner,
   serviceWindowKey,
   serviceWindowState,
   serviceWindowsLoadedKey,
   suppressionKey,
-} from '@dispatch/contracts'
-import { type RedisClient, scriptCall, turnBatched, turnBatchedGet } from '@dispatch/contracts/redis'
+} from '@dispatch/runtime'
+import { type RedisClient, scriptCall, turnBatched, turnBatchedGet } from '@dispatch/runtime/redis'
 import type { FastifyBaseLogger } from 'fastify'
 import { AppError } from '../errors.ts'
 import { checkTemplate } from './check-template.ts'

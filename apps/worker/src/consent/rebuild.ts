@@ -1,3 +1,4 @@
+import { listSuppressionsAfter } from '@dispatch/db'
 import {
   announceOptOut,
   OPT_OUT_WRITE_SCRIPT,
@@ -5,9 +6,8 @@ import {
   recipientHasher,
   suppressionKey,
   suppressionsLoadedKey,
-} from '@dispatch/contracts'
-import { scriptCall } from '@dispatch/contracts/redis'
-import { listSuppressionsAfter } from '@dispatch/db'
+} from '@dispatch/runtime'
+import { scriptCall } from '@dispatch/runtime/redis'
 import { RedisCopyRebuild } from '../redis-copy/rebuild.ts'
 import type { WorkerContext } from '../runtime.ts'
 

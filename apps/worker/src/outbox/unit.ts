@@ -4,9 +4,9 @@ import {
   type ErasureJob,
   type KeyRevocationJob,
   QueueNames,
-  queuePrefix,
 } from '@dispatch/contracts'
-import { ReopeningQueue } from '@dispatch/contracts/queues'
+import { queuePrefix } from '@dispatch/runtime'
+import { ReopeningQueue } from '@dispatch/runtime/queues'
 import { type DefaultJobOptions, Queue } from 'bullmq'
 import { confirmationJobOptions } from '../consent/confirmations.ts'
 import { ERASURE_JOB_OPTIONS, REVOCATION_JOB_OPTIONS } from '../lifecycle/unit.ts'

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { RedisClient } from '@dispatch/contracts/redis'
+import type { RedisClient } from '@dispatch/runtime/redis'
 import { type WorkerContext, whenReady } from '../runtime.ts'
 
 const LOCK_MS = 5 * 60_000

@@ -1,18 +1,18 @@
 import { createHash } from 'node:crypto'
+import type { MessageJob } from '@dispatch/contracts'
+import { bullQueueKeys } from '@dispatch/runtime'
 import {
   ADMIT_MODE,
-  bullQueueKeys,
   FAIR_ADMIT_SCRIPT,
   fairActiveKey,
   fairKeys,
   MESSAGE_BUNDLE_JOB_NAME,
   MESSAGE_JOB_OPTIONS,
   type MessageBundleJob,
-  type MessageJob,
   messageBundleJobId,
   PRIORITY_RANK,
-} from '@dispatch/contracts'
-import type { RedisClient } from '@dispatch/contracts/redis'
+} from '@dispatch/runtime/message-handoff'
+import type { RedisClient } from '@dispatch/runtime/redis'
 import type { JobsOptions, Queue } from 'bullmq'
 import { type WorkerContext, whenReady } from '../runtime.ts'
 import type { SenderLane } from './lanes.ts'

@@ -2,18 +2,16 @@ import {
   KEY_REVOKED_CODE,
   KEY_REVOKED_MESSAGE,
   MessageJob,
-  messageClaimKey,
-  messageClaimTtlMs,
   type OutboundMessage,
-  type RecipientHasher,
   recipientOf,
   redactAfter,
   redactPayload,
   type ServiceWindowPolicy,
-  suppressionOwner,
 } from '@dispatch/contracts'
-import type { RedisClient } from '@dispatch/contracts/redis'
 import { type Db, type DeliveryOutcome, findLoggedSent, findPlatformMessageId } from '@dispatch/db'
+import { type RecipientHasher, suppressionOwner } from '@dispatch/runtime'
+import { messageClaimKey, messageClaimTtlMs } from '@dispatch/runtime/message-handoff'
+import type { RedisClient } from '@dispatch/runtime/redis'
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq'
 import type { Logger } from 'pino'
 import { Compile } from 'typebox/compile'

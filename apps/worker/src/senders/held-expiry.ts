@@ -1,5 +1,6 @@
-import { fairKeys, type MessageJob } from '@dispatch/contracts'
-import type { RedisClient } from '@dispatch/contracts/redis'
+import type { MessageJob } from '@dispatch/contracts'
+import { fairKeys } from '@dispatch/runtime/message-handoff'
+import type { RedisClient } from '@dispatch/runtime/redis'
 import type { DeliveryRecorder } from '../delivery-recorder.ts'
 import type { WorkerContext } from '../runtime.ts'
 import { deliveryOutcome, expiredFields, takeClaim } from './deliver.ts'

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { RedisClient } from '@dispatch/contracts/redis'
+import type { RedisClient } from '@dispatch/runtime/redis'
 import type { Result } from 'ioredis'
 
 declare module 'ioredis' {

@@ -1,4 +1,4 @@
-import type { SecretBox } from '@dispatch/contracts'
+import type { SecretBox } from '@dispatch/runtime'
 
 /** What a sealed value starts with (`packages/contracts/src/secrets.ts`); a `whsec_…` never does. */
 const SEALED_PREFIX = 'v1.'

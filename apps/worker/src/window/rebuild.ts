@@ -1,10 +1,10 @@
+import { listOpenWindows } from '@dispatch/db'
 import {
   SERVICE_WINDOW_MS,
   SERVICE_WINDOW_RECORD_SCRIPT,
   serviceWindowKey,
   serviceWindowsLoadedKey,
-} from '@dispatch/contracts'
-import { listOpenWindows } from '@dispatch/db'
+} from '@dispatch/runtime'
 import { RedisCopyRebuild } from '../redis-copy/rebuild.ts'
 import type { WorkerContext } from '../runtime.ts'
 

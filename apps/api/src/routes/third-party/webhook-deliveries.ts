@@ -15,8 +15,8 @@ import {
   webhookEventBody,
   webhookJobId,
 } from '@dispatch/contracts'
-import { scriptCall } from '@dispatch/contracts/redis'
 import { owned, type WebhookAttemptRow, type WebhookEndpointRow } from '@dispatch/db'
+import { scriptCall } from '@dispatch/runtime/redis'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import { AppError } from '../../errors.ts'

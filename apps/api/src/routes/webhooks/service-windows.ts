@@ -1,5 +1,5 @@
-import { SERVICE_WINDOW_MS, SERVICE_WINDOW_RECORD_SCRIPT, serviceWindowKey } from '@dispatch/contracts'
 import type { InboundMessage } from '@dispatch/db'
+import { SERVICE_WINDOW_MS, SERVICE_WINDOW_RECORD_SCRIPT, serviceWindowKey } from '@dispatch/runtime'
 import type { FastifyBaseLogger } from 'fastify'
 import type { ApiDeps } from '../../deps.ts'
 

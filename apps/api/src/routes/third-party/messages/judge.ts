@@ -1,11 +1,6 @@
-import {
-  BATCH_ITEMS,
-  MESSAGE_TYPES,
-  type MessageType,
-  SEND_SCOPE,
-  suppressionOwner,
-} from '@dispatch/contracts'
+import { BATCH_ITEMS, MESSAGE_TYPES, type MessageType, SEND_SCOPE } from '@dispatch/contracts'
 import type { ApiKeyRow } from '@dispatch/db'
+import { suppressionOwner } from '@dispatch/runtime'
 import type { FastifyInstance } from 'fastify'
 import { AppError } from '../../../errors.ts'
 import { describeValidationError, makeAjv } from '../../../plugins/validation.ts'

@@ -5,9 +5,9 @@ import {
   type MessageType,
   SEND_BODIES,
   SEND_SCOPE,
-  suppressionOwner,
 } from '@dispatch/contracts'
 import { owned } from '@dispatch/db'
+import { suppressionOwner } from '@dispatch/runtime'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import { unavailable } from '../../../errors.ts'

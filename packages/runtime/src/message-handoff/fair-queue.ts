@@ -1,4 +1,4 @@
-import type { MessagePriority } from './messages.ts'
+import type { MessagePriority } from '@dispatch/contracts'
 
 /**
  * Fair admission (docs/senders.md). The API does not add a
