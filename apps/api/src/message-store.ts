@@ -95,7 +95,7 @@ export type StoreOutcome = 'stored' | 'refused'
 
 /**
  * Where the API keeps accepted messages: in their sender's fair-admission lists
- * (packages/contracts/src/fair-queue.ts), from which workers admit them into the sender's queue.
+ * (packages/runtime/src/message-handoff/fair-queue.ts), from which workers admit them into the sender's queue.
  * Adds are gathered per turn of the event loop into one pipeline: under load, one round trip for
  * many requests, and a lone request waits only for the current turn. Every request waits for the
  * whole flush, so none is told 202 for a message that is not in Redis. A pipeline is not a

@@ -74,7 +74,7 @@ export function bundled(jobs: QueueEntry[], size: number): QueueEntry[] {
 }
 
 /**
- * Tops up each sender's queue from its fair-admission lists (packages/contracts/src/fair-queue.ts):
+ * Tops up each sender's queue from its fair-admission lists (packages/runtime/src/message-handoff/fair-queue.ts):
  * every ADMISSION_INTERVAL_MS, each sender with waiting messages gets up to SENDER_QUEUE_WINDOW_MS of
  * its rate into its queue, one message per key in turn, and no faster than its rate: admission is
  * where a sender's rate is kept (the script's pace), so its queue's workers take jobs unlimited. Several processes may admit for the same
