@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { parseApiConfig } from '@dispatch/api'
-import { commonEnv } from '@dispatch/contracts/env'
+import { commonEnv } from '@dispatch/runtime/env'
 import { parseWorkerConfig } from '@dispatch/worker'
 import { describe, expect, it } from 'vitest'
 import { dirOf, loadManifests, type Manifest, metricSelectors, validateManifest } from './manifests.ts'

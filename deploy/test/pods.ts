@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { parseApiConfig } from '@dispatch/api'
-import { ConfigError } from '@dispatch/contracts/env'
+import { ConfigError } from '@dispatch/runtime/env'
 import { parseWorkerConfig } from '@dispatch/worker'
 import type { Manifest } from './manifests.ts'
 

@@ -1,16 +1,15 @@
+import { QueueNames, type WebhookJob } from '@dispatch/contracts'
+import { createDb, type Db } from '@dispatch/db'
 import {
   logDestination,
   loggerOptions,
-  QueueNames,
   queuePrefix,
   type RecipientHasher,
   urlPassword,
-  type WebhookJob,
-} from '@dispatch/contracts'
-import { ReopeningQueue } from '@dispatch/contracts/queues'
-import { createRedisClient, type RedisClient } from '@dispatch/contracts/redis'
-import { startTracing, type Tracing } from '@dispatch/contracts/tracing'
-import { createDb, type Db } from '@dispatch/db'
+} from '@dispatch/runtime'
+import { ReopeningQueue } from '@dispatch/runtime/queues'
+import { createRedisClient, type RedisClient } from '@dispatch/runtime/redis'
+import { startTracing, type Tracing } from '@dispatch/runtime/tracing'
 import { Queue } from 'bullmq'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import pino, { type DestinationStream } from 'pino'

@@ -1,24 +1,15 @@
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { MEDIA_MAX_BYTES } from '@dispatch/contracts'
 import {
-  createSecretBox,
-  erasureHashKeyProblems,
-  MEDIA_MAX_BYTES,
-  metricsEnv,
-  recipientHashEnv,
-  secretsEnv,
-  secretsKeyProblems,
-} from '@dispatch/contracts'
-import {
-  choosePlatform,
   commonEnv,
   exitOnConfigError,
   type PlatformName,
   parseEnv,
-  platformEnv,
   throwConfigProblems,
-} from '@dispatch/contracts/env'
-import { tracingEnv } from '@dispatch/contracts/tracing'
+} from '@dispatch/runtime/env'
+import { serviceEnv, serviceKeyChecks, serviceSettings } from '@dispatch/runtime/service-env'
+import { tracingEnv } from '@dispatch/runtime/tracing'
 import Type, { type Static } from 'typebox'
 import { parseTrustProxy, type TrustProxy } from './trust-proxy.ts'
 
@@ -85,11 +76,8 @@ const ApiEnv = Type.Object({
   WHATSAPP_MEDIA_HOSTS: Type.Optional(
     Type.String({ pattern: '^[A-Za-z0-9.:\\[\\]-]+(,[A-Za-z0-9.:\\[\\]-]+)*$' }),
   ),
-  /** The platform media uploads go to: the worker's, by the same variables (see the worker's env). */
-  ...platformEnv,
-  ...secretsEnv,
-  ...recipientHashEnv,
-  ...metricsEnv,
+  /** The platform media uploads go to (the worker's, by the same variables), the keys, metrics. */
+  ...serviceEnv,
   /**
    * Unset: `/metrics` is served on PORT with the API. Set: on a listener of its own at
    * METRICS_HOST:METRICS_PORT (0: any free port, logged), and not on PORT, so it can stay off the
@@ -182,20 +170,14 @@ function toConfig(env: ApiEnv): ApiConfig {
         return { name: pair.slice(0, at), token: pair.slice(at + 1) }
       })
     : [{ name: 'dev-admin', token: DEVELOPMENT_ADMIN_TOKEN }]
-  throwConfigProblems([
-    () => productionProblems(env, adminTokens),
-    () => secretsKeyProblems(env),
-    () => erasureHashKeyProblems(env),
-    // Sender tokens are sealed under SECRETS_KEY: checked here (32 bytes), so a bad one stops the
-    // process with the others' message, not at the first request.
-    () => void createSecretBox(env),
-  ])
-  const allowPrivate = env.WEBHOOK_ALLOW_PRIVATE_TARGETS ?? env.APP_ENV !== 'production'
+  // Sender tokens are sealed under SECRETS_KEY, checked with the other keys (serviceKeyChecks).
+  throwConfigProblems([() => productionProblems(env, adminTokens), ...serviceKeyChecks(env)])
+  const { platform, WEBHOOK_ALLOW_PRIVATE_TARGETS } = serviceSettings({ ...rest, PLATFORM })
   return {
     ...rest,
-    WEBHOOK_ALLOW_PRIVATE_TARGETS: allowPrivate,
+    WEBHOOK_ALLOW_PRIVATE_TARGETS,
     TRUST_PROXY: parseTrustProxy(env.TRUST_PROXY),
-    platform: choosePlatform({ ...rest, PLATFORM }),
+    platform,
     adminTokens,
     usingDevAdminToken: !ADMIN_TOKENS,
   }

@@ -1,5 +1,6 @@
-import { DEFAULT_SENDER_ID, MessageJob, messageClaimKey } from '@dispatch/contracts'
+import { DEFAULT_SENDER_ID, MessageJob } from '@dispatch/contracts'
 import { findApiKeyById, findSender, type MessageRow, type RetryHooks } from '@dispatch/db'
+import { messageClaimKey } from '@dispatch/runtime/message-handoff'
 import { Compile } from 'typebox/compile'
 import type { ApiDeps } from './deps.ts'
 import { currentTraceContext } from './trace-context.ts'

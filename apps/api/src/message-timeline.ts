@@ -1,5 +1,4 @@
-import type { TimelineEntry } from '@dispatch/contracts'
-import { errorMeaning } from '@dispatch/contracts'
+import { errorMeaning, type TimelineEntry } from '@dispatch/contracts'
 import type { MessageHistory, MessageRow } from '@dispatch/db'
 
 const iso = (date: Date) => date.toISOString()

@@ -2,12 +2,10 @@ import {
   ALL_MESSAGES_SWITCH,
   DEFAULT_SENDER_ID,
   type EmailJob,
-  fairKeys,
   parseSwitchName,
   type QueueCounts,
   QueueNames,
   type QueueView,
-  queuePrefix,
   type SwitchKind,
   senderQueueName,
   senderSwitchName,
@@ -20,6 +18,8 @@ import {
   type QueueControlRow,
   type SenderRow,
 } from '@dispatch/db'
+import { queuePrefix } from '@dispatch/runtime'
+import { fairKeys } from '@dispatch/runtime/message-handoff'
 import { Queue } from 'bullmq'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'

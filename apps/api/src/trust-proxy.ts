@@ -1,5 +1,5 @@
 import { isIP } from 'node:net'
-import { ConfigError } from '@dispatch/contracts/env'
+import { ConfigError } from '@dispatch/runtime/env'
 
 /**
  * Which proxies in front of the API Fastify believes about the client's address (`trustProxy`):

@@ -1,4 +1,4 @@
-import { isGlobalUnicast } from '@dispatch/contracts'
+import { isGlobalUnicast } from '@dispatch/runtime'
 import { describe, expect, it } from 'vitest'
 import { checkWebhookTarget } from './webhook-targets.ts'
 

@@ -1,6 +1,6 @@
 import { lookup as dnsLookup } from 'node:dns/promises'
 import { isIP } from 'node:net'
-import { isGlobalUnicast } from '@dispatch/contracts'
+import { isGlobalUnicast } from '@dispatch/runtime'
 import { AppError } from './errors.ts'
 
 export type Lookup = (host: string) => Promise<string[]>

@@ -2,14 +2,9 @@ import { execFile } from 'node:child_process'
 import { STATUS_CODES } from 'node:http'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import {
-  type ApiKeyCreated,
-  DEFAULT_SENDER_ID,
-  ErrorBody,
-  fairKeys,
-  type MessageView,
-} from '@dispatch/contracts'
+import { type ApiKeyCreated, DEFAULT_SENDER_ID, ErrorBody, type MessageView } from '@dispatch/contracts'
 import type { Sql } from '@dispatch/db'
+import { fairKeys } from '@dispatch/runtime/message-handoff'
 import {
   captureLogs,
   childProcessEnv,

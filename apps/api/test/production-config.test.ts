@@ -13,7 +13,7 @@ import { ADMIN, createWorld, PRODUCTION_ENV, type TestWorld } from './helpers.ts
 
 const apiDir = fileURLToPath(new URL('..', import.meta.url))
 const workerDir = fileURLToPath(new URL('../../worker/', import.meta.url))
-/** The committed development keys (packages/contracts: secrets.ts, recipient-hash.ts). */
+/** The committed development keys (packages/runtime: secrets.ts, recipient-hash.ts). */
 const DEV_SECRETS_KEY = 'ZGlzcGF0Y2gtZGV2ZWxvcG1lbnQtb25seS1rZXkhISE='
 const DEV_HASH_KEY = 'dispatch-development-only-erasure-hash-key'
 const SECRETS_KEY = Buffer.alloc(32, 9).toString('base64')

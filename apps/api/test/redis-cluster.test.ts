@@ -1,5 +1,7 @@
-import { fairKeys, queuePrefix, senderQueueName } from '@dispatch/contracts'
-import { createRedisClient } from '@dispatch/contracts/redis'
+import { senderQueueName } from '@dispatch/contracts'
+import { queuePrefix } from '@dispatch/runtime'
+import { fairKeys } from '@dispatch/runtime/message-handoff'
+import { createRedisClient } from '@dispatch/runtime/redis'
 import {
   captureLogs,
   type FakeWhatsApp,

@@ -1,4 +1,4 @@
-import { startTracing, type Tracing } from '@dispatch/contracts/tracing'
+import { startTracing, type Tracing } from '@dispatch/runtime/tracing'
 import { type FakeWhatsApp, graphError, startFakeWhatsApp, waitFor } from '@dispatch/testing'
 import { createWorkerLogger, parseWorkerConfig, type RunningWorker, startWorker } from '@dispatch/worker'
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base'

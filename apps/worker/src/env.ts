@@ -1,25 +1,16 @@
 import { fileURLToPath } from 'node:url'
-import {
-  createSecretBox,
-  erasureHashKeyProblems,
-  MESSAGE_BUNDLE_MAX,
-  metricsEnv,
-  recipientHashEnv,
-  secretsEnv,
-  secretsKeyProblems,
-  WEBHOOK_BUNDLE_MAX,
-} from '@dispatch/contracts'
+import { WEBHOOK_BUNDLE_MAX } from '@dispatch/contracts'
 import {
   ConfigError,
-  choosePlatform,
   commonEnv,
   exitOnConfigError,
   type PlatformName,
   parseEnv,
-  platformEnv,
   throwConfigProblems,
-} from '@dispatch/contracts/env'
-import { tracingEnv } from '@dispatch/contracts/tracing'
+} from '@dispatch/runtime/env'
+import { MESSAGE_BUNDLE_MAX } from '@dispatch/runtime/message-handoff'
+import { serviceEnv, serviceKeyChecks, serviceSettings } from '@dispatch/runtime/service-env'
+import { tracingEnv } from '@dispatch/runtime/tracing'
 import Type, { type Static } from 'typebox'
 import { parseRetrySchedule } from './shared/webhook-retry-schedule.ts'
 
@@ -82,10 +73,7 @@ const WorkerEnv = Type.Object({
    * limit runs in one-second windows; measured in docs/benchmarks.md).
    */
   SENDER_QUEUE_WINDOW_MS: Type.Integer({ minimum: 50, maximum: 60_000, default: 500 }),
-  ...platformEnv,
-  ...secretsEnv,
-  ...recipientHashEnv,
-  ...metricsEnv,
+  ...serviceEnv,
   /**
    * Where this process serves `GET /metrics`: unset, no listener (and nothing counted); 0, any free
    * port (logged). One listener for the whole process, whatever its WORKER_QUEUES.
@@ -177,14 +165,9 @@ function toConfig({
   WEBHOOK_ALLOW_PRIVATE_TARGETS,
   ...rest
 }: WorkerEnv): WorkerConfig {
-  const platform = choosePlatform({ ...rest, PLATFORM })
-  throwConfigProblems([
-    // Production refuses the development keys from the repository, or none.
-    () => secretsKeyProblems(rest),
-    () => erasureHashKeyProblems(rest),
-    // Sender tokens and webhook signing secrets are opened with SECRETS_KEY: 32 bytes.
-    () => void createSecretBox(rest),
-  ])
+  const settings = serviceSettings({ ...rest, PLATFORM, WEBHOOK_ALLOW_PRIVATE_TARGETS })
+  // Sender tokens and webhook signing secrets are opened with SECRETS_KEY (serviceKeyChecks).
+  throwConfigProblems(serviceKeyChecks(rest))
   let webhookRetrySchedule: number[]
   try {
     webhookRetrySchedule = parseRetrySchedule(WEBHOOK_RETRY_SCHEDULE)
@@ -194,10 +177,10 @@ function toConfig({
   return {
     ...rest,
     webhookRetrySchedule,
-    WEBHOOK_ALLOW_PRIVATE_TARGETS: WEBHOOK_ALLOW_PRIVATE_TARGETS ?? rest.APP_ENV !== 'production',
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: settings.WEBHOOK_ALLOW_PRIVATE_TARGETS,
     roles: [...new Set(WORKER_QUEUES.split(','))] as WorkerRole[],
     workerSenders: WORKER_SENDERS === '*' ? '*' : [...new Set(WORKER_SENDERS.split(','))],
-    platform,
+    platform: settings.platform,
   }
 }
 

@@ -1,6 +1,6 @@
-import { logDestination, loggerOptions, urlPassword } from '@dispatch/contracts'
-import { startTracing, type Tracing } from '@dispatch/contracts/tracing'
 import { createDb } from '@dispatch/db'
+import { logDestination, loggerOptions, urlPassword } from '@dispatch/runtime'
+import { startTracing, type Tracing } from '@dispatch/runtime/tracing'
 import { BullMQOtel } from 'bullmq-otel'
 import pino, { type DestinationStream, type Logger } from 'pino'
 import { startEmailUnit } from './email/unit.ts'

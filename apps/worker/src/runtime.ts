@@ -1,5 +1,5 @@
-import { createRedisClient, type RedisClient } from '@dispatch/contracts/redis'
 import type { Db, Sql } from '@dispatch/db'
+import { createRedisClient, type RedisClient } from '@dispatch/runtime/redis'
 import type { Telemetry } from 'bullmq'
 import type { Logger } from 'pino'
 import type { WorkerConfig, WorkerRole } from './env.ts'

@@ -1,4 +1,4 @@
-import { dispatchTracer, tracingStarted } from '@dispatch/contracts/tracing'
+import { dispatchTracer, tracingStarted } from '@dispatch/runtime/tracing'
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api'
 
 /**

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
-import { DEFAULT_SENDER_ID, fairKeys, MESSAGE_JOB_OPTIONS, type MessageJob } from '@dispatch/contracts'
+import { DEFAULT_SENDER_ID, type MessageJob } from '@dispatch/contracts'
 import { createDb } from '@dispatch/db'
+import { fairKeys, MESSAGE_JOB_OPTIONS } from '@dispatch/runtime/message-handoff'
 import { graphError, parseExposition, samplesOf, sampleValue, testRedisUrl, waitFor } from '@dispatch/testing'
 import { Redis } from 'ioredis'
 import pino from 'pino'

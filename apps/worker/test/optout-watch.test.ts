@@ -1,4 +1,4 @@
-import { announceOptOut, OPT_OUTS_RESET, optOutAnnouncement } from '@dispatch/contracts'
+import { announceOptOut, OPT_OUTS_RESET, optOutAnnouncement } from '@dispatch/runtime'
 import { testQueuePrefix, testRedisUrl, waitFor } from '@dispatch/testing'
 import { Redis } from 'ioredis'
 import pino from 'pino'

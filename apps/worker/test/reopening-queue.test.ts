@@ -1,4 +1,4 @@
-import { ReopeningQueue } from '@dispatch/contracts/queues'
+import { ReopeningQueue } from '@dispatch/runtime/queues'
 import { testQueuePrefix, testRedisUrl } from '@dispatch/testing'
 import { Queue } from 'bullmq'
 import { Redis } from 'ioredis'

@@ -1,5 +1,6 @@
 import Type, { type Static } from 'typebox'
-import { ClientReference, MESSAGE_STATUSES, MESSAGE_TYPES, MessageView, Phone } from './messages.ts'
+import { MESSAGE_STATUSES, MESSAGE_TYPES } from './message-types.ts'
+import { ClientReference, MessageView, Phone } from './messages.ts'
 import { listQueryProperties, PageMeta } from './paging.ts'
 import { UserId } from './recipients.ts'
 

@@ -12,53 +12,13 @@ import {
   StickerObject,
   VideoObject,
 } from './message-kinds.ts'
+import { MESSAGE_STATUSES, MESSAGE_TYPES, type MessageType } from './message-types.ts'
 import { QuietHours, SCHEDULED_REASONS, TimeZone } from './quiet-hours.ts'
 import { Phone, recipientFields } from './recipients.ts'
 import { CONTENT_RETENTION_MAX_HOURS, Redacted } from './redaction.ts'
 import { TEMPLATE_CATEGORIES } from './templates.ts'
 
 export { Phone }
-
-/** Every kind of message Dispatch sends: the spec's three, then the rest of the Cloud API's. */
-export const MESSAGE_TYPES = [
-  'text',
-  'template',
-  'image',
-  'document',
-  'video',
-  'audio',
-  'sticker',
-  'location',
-  'contacts',
-  'interactive',
-  'reaction',
-] as const
-export type MessageType = (typeof MESSAGE_TYPES)[number]
-
-/**
- * A message's life. `scheduled` (a `sendAt` ahead) → `queued` → `sending` → `sent` come from our
- * side; `delivered`, `read` come from the platform's webhooks; `failed` from either. `expired` (not
- * handed to the platform within its validity) and `canceled` (by its sender before a worker took
- * it) end a message that was never sent. The order is the rank (and the Postgres enum's order), so
- * a late event never moves a message backwards (a `delivered` arriving after `read` changes
- * nothing), and nothing moves a message out of `failed`, `expired` or `canceled`.
- */
-export const MESSAGE_STATUSES = [
-  'scheduled',
-  'queued',
-  'sending',
-  'sent',
-  'delivered',
-  'read',
-  'failed',
-  'expired',
-  'canceled',
-] as const
-export type MessageStatus = (typeof MESSAGE_STATUSES)[number]
-export const MESSAGE_STATUS_RANK = Object.fromEntries(MESSAGE_STATUSES.map((s, i) => [s, i])) as Record<
-  MessageStatus,
-  number
->
 
 const NonBlank = (maxLength: number) => Type.String({ minLength: 1, maxLength, pattern: '\\S' })
 

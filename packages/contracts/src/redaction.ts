@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox'
-import type { MessageType } from './messages.ts'
+import type { MessageType } from './message-types.ts'
 
 /** The longest a key or sender may keep content before it is redacted: a year, in hours. */
 export const CONTENT_RETENTION_MAX_HOURS = 8760

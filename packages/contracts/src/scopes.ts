@@ -1,4 +1,4 @@
-import type { MessageType } from './messages.ts'
+import type { MessageType } from './message-types.ts'
 
 /** Scopes in use. The list is open-ended: any well-formed `verb:noun` may be requested. */
 export const Scopes = {

@@ -2,7 +2,6 @@ import Type, { type Static } from 'typebox'
 import { ConsentConfirmation, ConsentKeywords } from './consent.ts'
 import { DataEnvelope, listQueryProperties } from './paging.ts'
 import { ContentRetention } from './redaction.ts'
-import { SERVICE_WINDOW_POLICIES } from './service-window.ts'
 
 /**
  * A sender is one WhatsApp business number (`phone_number_id`) with its own access token, pace and
@@ -47,6 +46,13 @@ const AccessToken = Type.String({
 })
 /** The WhatsApp Business Account the number belongs to: its templates are synced from it. */
 const WabaId = Type.String({ pattern: '^[0-9]{1,32}$', description: 'The WhatsApp Business Account id' })
+/**
+ * Whether a sender holds free-form messages to the customer-service window (24 h since the
+ * recipient's last message, checked against its Redis copy: @dispatch/runtime, service-window.ts).
+ */
+export const SERVICE_WINDOW_POLICIES = ['off', 'enforce'] as const
+export type ServiceWindowPolicy = (typeof SERVICE_WINDOW_POLICIES)[number]
+
 const WindowPolicy = Type.Enum(SERVICE_WINDOW_POLICIES, {
   description:
     '`off` (default): the platform decides, as it always has. `enforce`: a free-form message to a ' +

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto'
 import Type, { type Static } from 'typebox'
 import { DataEnvelope, listQueryProperties } from './paging.ts'
 
@@ -54,13 +53,6 @@ export const WEBHOOK_BUNDLE_JOB_OPTIONS = {
   removeOnComplete: true,
   removeOnFail: { age: 7 * 24 * 3600, count: 50_000 },
 } as const
-
-/**
- * A bundle's job id: its endpoint and its events, so a batch relayed twice (a crash between the
- * enqueue and the commit) is still one job when it holds the same events.
- */
-export const webhookBundleJobId = (endpointId: string, eventIds: string[]) =>
-  `bundle-${endpointId}-${createHash('sha256').update(eventIds.join(',')).digest('hex').slice(0, 32)}`
 
 /**
  * How every `webhooks` job is added. The worker decides when to stop (its retry schedule); the

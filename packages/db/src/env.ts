@@ -1,5 +1,5 @@
-import { createSecretBox, secretsEnv } from '@dispatch/contracts'
-import { commonEnv, exitOnConfigError, parseEnv } from '@dispatch/contracts/env'
+import { createSecretBox, secretsEnv } from '@dispatch/runtime'
+import { commonEnv, exitOnConfigError, parseEnv } from '@dispatch/runtime/env'
 import Type from 'typebox'
 
 const DbEnv = Type.Object({ APP_ENV: commonEnv.APP_ENV, DATABASE_URL: commonEnv.DATABASE_URL })

@@ -1,4 +1,4 @@
-import type { RedisClient } from '@dispatch/contracts/redis'
+import type { RedisClient } from '@dispatch/runtime/redis'
 import type { DeliveryOutcome } from './queries/message-deliveries.ts'
 
 /**

@@ -1,15 +1,11 @@
 import { randomUUID } from 'node:crypto'
 import {
-  createSecretBox,
   DEFAULT_SENDER_ID,
   TEMPLATE_CHANGES_CHANNEL,
   type TemplateSyncResult,
   templateSyncLockKey,
   templateVariables,
 } from '@dispatch/contracts'
-import type { PlatformName } from '@dispatch/contracts/env'
-import { evalLuaScript } from '@dispatch/contracts/lua-scripts'
-import { RELEASE_LOCK_SCRIPT, type RedisClient } from '@dispatch/contracts/redis'
 import {
   type Db,
   findSender,
@@ -17,6 +13,10 @@ import {
   type SenderRow,
   type SyncedTemplate,
 } from '@dispatch/db'
+import { createSecretBox } from '@dispatch/runtime'
+import type { PlatformName } from '@dispatch/runtime/env'
+import { evalLuaScript } from '@dispatch/runtime/lua-scripts'
+import { RELEASE_LOCK_SCRIPT, type RedisClient } from '@dispatch/runtime/redis'
 import { fetchTemplates, type GraphTemplate } from './graph.ts'
 
 export interface TemplateSyncConfig {

@@ -7,7 +7,7 @@ import {
   type LuaEvaluator,
   type LuaScript,
   readLuaScript,
-} from '@dispatch/contracts/lua-scripts'
+} from '@dispatch/runtime/lua-scripts'
 import { Cluster, Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testQueuePrefix, testRedisUrl } from '../src/database.ts'

@@ -1,4 +1,3 @@
-import { copyOptOut, recipientHasher, writeOptOutCopy } from '@dispatch/contracts'
 import {
   addSuppressions,
   type NewSuppression,
@@ -6,6 +5,7 @@ import {
   removeSuppressions,
   type SuppressionRow,
 } from '@dispatch/db'
+import { copyOptOut, recipientHasher, writeOptOutCopy } from '@dispatch/runtime'
 import type { FastifyBaseLogger } from 'fastify'
 import type { ApiDeps } from '../deps.ts'
 

@@ -1,5 +1,6 @@
-import { EVERY_KEY, type SuppressionStatus, type SuppressionView, widerScope } from '@dispatch/contracts'
+import type { SuppressionStatus, SuppressionView } from '@dispatch/contracts'
 import type { SuppressionRow } from '@dispatch/db'
+import { EVERY_KEY, widerScope } from '@dispatch/runtime'
 
 export const toSuppressionView = (row: SuppressionRow): SuppressionView => ({
   id: row.id,

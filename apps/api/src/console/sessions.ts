@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
-import type { RedisClient } from '@dispatch/contracts/redis'
+import type { RedisClient } from '@dispatch/runtime/redis'
 
 /**
  * Browser sessions of the console (admins) and the portal (a key holder). The browser holds only a

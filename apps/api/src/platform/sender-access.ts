@@ -1,5 +1,5 @@
-import { createSecretBox } from '@dispatch/contracts'
 import { findSenderByPhoneNumberId } from '@dispatch/db'
+import { createSecretBox } from '@dispatch/runtime'
 import type { ApiDeps } from '../deps.ts'
 
 /** What it takes to call the Cloud API as one business number. */

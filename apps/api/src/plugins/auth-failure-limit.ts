@@ -1,6 +1,6 @@
 import { join } from 'node:path'
-import { defineLuaCommand, luaScripts } from '@dispatch/contracts/lua-scripts'
-import type { RedisClient } from '@dispatch/contracts/redis'
+import { defineLuaCommand, luaScripts } from '@dispatch/runtime/lua-scripts'
+import type { RedisClient } from '@dispatch/runtime/redis'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Result } from 'ioredis'

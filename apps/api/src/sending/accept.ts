@@ -7,11 +7,11 @@ import {
   type MessageJob,
   type MessagePriority,
   type MessageType,
-  messageIdAt,
   type QuietHours,
   quietHoursProblem,
   recipientProblem,
 } from '@dispatch/contracts'
+import { messageIdAt } from '@dispatch/runtime'
 import type { ApiConfig } from '../env.ts'
 import { AppError } from '../errors.ts'
 import { currentTraceContext } from '../trace-context.ts'

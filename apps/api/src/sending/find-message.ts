@@ -1,5 +1,6 @@
-import { DEFAULT_SENDER_ID, type MessageClaim, type MessageView, messageClaimKey } from '@dispatch/contracts'
+import { DEFAULT_SENDER_ID, type MessageView } from '@dispatch/contracts'
 import { isUuid, type MessageRow, owned } from '@dispatch/db'
+import { type MessageClaim, messageClaimKey } from '@dispatch/runtime/message-handoff'
 import type { FastifyBaseLogger } from 'fastify'
 import type { ApiDeps } from '../deps.ts'
 import { AppError, unavailable } from '../errors.ts'

@@ -4,8 +4,8 @@ import {
   MESSAGE_TYPES,
   type MessageType,
   SEND_SCOPE,
-  suppressionOwner,
 } from '@dispatch/contracts'
+import { suppressionOwner } from '@dispatch/runtime'
 import { AppError } from '../errors.ts'
 import { describeValidationError, makeAjv } from '../plugins/validation.ts'
 import { type AcceptedMessage, acceptMessage, type SendingKey } from './accept.ts'

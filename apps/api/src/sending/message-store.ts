@@ -1,19 +1,16 @@
+import { DEFAULT_SENDER_ID, type MessageJob, senderQueueName } from '@dispatch/contracts'
+import { type DeliveryOutcome, findLoggedSent } from '@dispatch/db'
+import { type KeyLayout, queuePrefix } from '@dispatch/runtime'
+import { defineLuaCommand, luaCommandOf } from '@dispatch/runtime/lua-scripts'
 import {
-  DEFAULT_SENDER_ID,
   FAIR_ENQUEUE_MAX,
   FAIR_ENQUEUE_SCRIPT,
   fairActiveKey,
   fairBase,
   fairKeys,
-  type KeyLayout,
   type MessageBundleJob,
-  type MessageJob,
-  queuePrefix,
-  senderQueueName,
-} from '@dispatch/contracts'
-import { defineLuaCommand, luaCommandOf } from '@dispatch/contracts/lua-scripts'
-import { type RedisClient, turnBatched } from '@dispatch/contracts/redis'
-import { type DeliveryOutcome, findLoggedSent } from '@dispatch/db'
+} from '@dispatch/runtime/message-handoff'
+import { type RedisClient, turnBatched } from '@dispatch/runtime/redis'
 import { type Job, Queue } from 'bullmq'
 import type { ChainableCommander } from 'ioredis'
 
@@ -99,7 +96,7 @@ export type StoreOutcome = 'stored' | 'refused'
 
 /**
  * Where the API keeps accepted messages: in their sender's fair-admission lists
- * (packages/contracts/src/fair-queue.ts), from which workers admit them into the sender's queue.
+ * (packages/runtime/src/message-handoff/fair-queue.ts), from which workers admit them into the sender's queue.
  * Adds are gathered per turn of the event loop into one pipeline: under load, one round trip for
  * many requests, and a lone request waits only for the current turn. Every request waits for the
  * whole flush, so none is told 202 for a message that is not in Redis. A pipeline is not a

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { createSecretBox } from '@dispatch/contracts'
+import { createSecretBox } from '@dispatch/runtime'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import {
   asAdmin,

@@ -1,12 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto'
-import {
-  createSecretBox,
-  fairKeys,
-  SENDER_CHANGES_CHANNEL,
-  SenderList,
-  SenderView,
-  senderQueueName,
-} from '@dispatch/contracts'
+import { SENDER_CHANGES_CHANNEL, SenderList, SenderView, senderQueueName } from '@dispatch/contracts'
+import { createSecretBox } from '@dispatch/runtime'
+import { fairKeys } from '@dispatch/runtime/message-handoff'
 import { waitFor } from '@dispatch/testing'
 import type { LightMyRequestResponse } from 'fastify'
 import { Redis } from 'ioredis'

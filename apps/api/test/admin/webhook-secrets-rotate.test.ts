@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
-import { createSecretBox, type WebhookEndpointWithSecret } from '@dispatch/contracts'
+import type { WebhookEndpointWithSecret } from '@dispatch/contracts'
+import { createSecretBox } from '@dispatch/runtime'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import {
   activeKey,

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { recipientHasher, suppressionKey, suppressionsLoadedKey } from '@dispatch/contracts'
+import { recipientHasher, suppressionKey, suppressionsLoadedKey } from '@dispatch/runtime'
 import {
   inboundMessage,
   messageWebhook,

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
-import { type ErasureView, recipientHasher, suppressionKey, suppressionsLoadedKey } from '@dispatch/contracts'
+import type { ErasureView } from '@dispatch/contracts'
+import { recipientHasher, suppressionKey, suppressionsLoadedKey } from '@dispatch/runtime'
 import {
   inboundMessage,
   messageWebhook,

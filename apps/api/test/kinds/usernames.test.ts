@@ -1,4 +1,4 @@
-import { serviceWindowsLoadedKey } from '@dispatch/contracts'
+import { serviceWindowsLoadedKey } from '@dispatch/runtime'
 import {
   type FakeWhatsApp,
   inboundMessage,

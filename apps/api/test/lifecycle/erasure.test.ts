@@ -1,14 +1,12 @@
 import { randomBytes } from 'node:crypto'
+import { type ErasureView, type MessageJob, senderQueueName } from '@dispatch/contracts'
+import { messageIdAt } from '@dispatch/runtime'
 import {
-  type ErasureView,
   fairKeys,
   MESSAGE_BUNDLE_JOB_NAME,
   MESSAGE_JOB_OPTIONS,
-  type MessageJob,
   messageBundleJobId,
-  messageIdAt,
-  senderQueueName,
-} from '@dispatch/contracts'
+} from '@dispatch/runtime/message-handoff'
 import { captureLogs, inboundMessage, messageWebhook, waitFor } from '@dispatch/testing'
 import type { RunningWorker } from '@dispatch/worker'
 import { Queue } from 'bullmq'

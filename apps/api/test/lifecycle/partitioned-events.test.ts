@@ -1,11 +1,5 @@
 import { randomUUID } from 'node:crypto'
 import {
-  acceptedAtOfMessageId,
-  createdAtOfWebhookEventId,
-  messageIdAt,
-  recipientHasher,
-} from '@dispatch/contracts'
-import {
   createDb,
   EVENT_BEFORE_MESSAGE_SLACK_MS,
   type ExportPage,
@@ -22,6 +16,12 @@ import {
   webhookEventsBetween,
 } from '@dispatch/db'
 import { migrateDatabase } from '@dispatch/db/migrate'
+import {
+  acceptedAtOfMessageId,
+  createdAtOfWebhookEventId,
+  messageIdAt,
+  recipientHasher,
+} from '@dispatch/runtime'
 import {
   type FakeWhatsApp,
   inboundMessage,

@@ -1,4 +1,5 @@
-import { fairKeys, SENDER_CHANGES_CHANNEL } from '@dispatch/contracts'
+import { SENDER_CHANGES_CHANNEL } from '@dispatch/contracts'
+import { fairKeys } from '@dispatch/runtime/message-handoff'
 import { type FakeWhatsApp, startFakeWhatsApp, waitFor } from '@dispatch/testing'
 import type { RunningWorker } from '@dispatch/worker'
 import { Redis } from 'ioredis'

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { SERVICE_WINDOW_MS, serviceWindowKey, serviceWindowsLoadedKey } from '@dispatch/contracts'
+import { SERVICE_WINDOW_MS, serviceWindowKey, serviceWindowsLoadedKey } from '@dispatch/runtime'
 import {
   type FakeWhatsApp,
   graphError,

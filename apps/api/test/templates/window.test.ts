@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { serviceWindowsLoadedKey } from '@dispatch/contracts'
+import { serviceWindowsLoadedKey } from '@dispatch/runtime'
 import { type FakeWhatsApp, startFakeWhatsApp, waitFor } from '@dispatch/testing'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'

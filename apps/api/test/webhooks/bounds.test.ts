@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { messageIdAt } from '@dispatch/contracts'
+import { messageIdAt } from '@dispatch/runtime'
 import { waitFor } from '@dispatch/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {

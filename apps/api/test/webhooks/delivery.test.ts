@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto'
 import {
-  createSecretBox,
   QueueNames,
   WebhookAttemptList,
   type WebhookEndpointWithSecret,
   webhookJobId,
 } from '@dispatch/contracts'
+import { createSecretBox } from '@dispatch/runtime'
 import {
   captureLogs,
   type FakeWhatsApp,

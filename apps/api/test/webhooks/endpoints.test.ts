@@ -1,9 +1,5 @@
-import {
-  createSecretBox,
-  WebhookEndpointList,
-  WebhookEndpointView,
-  WebhookEndpointWithSecret,
-} from '@dispatch/contracts'
+import { WebhookEndpointList, WebhookEndpointView, WebhookEndpointWithSecret } from '@dispatch/contracts'
+import { createSecretBox } from '@dispatch/runtime'
 import Value from 'typebox/value'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {

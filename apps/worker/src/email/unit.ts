@@ -1,4 +1,5 @@
-import { QueueNames, queuePrefix } from '@dispatch/contracts'
+import { QueueNames } from '@dispatch/contracts'
+import { queuePrefix } from '@dispatch/runtime'
 import type { WorkerUnitStarter } from '../runtime.ts'
 import { createMailer } from './transport.ts'
 import { startEmailWorker } from './worker.ts'

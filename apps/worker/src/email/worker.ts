@@ -1,6 +1,6 @@
 import { EmailJob, QueueNames } from '@dispatch/contracts'
-import type { RedisClient } from '@dispatch/contracts/redis'
 import { type Db, findEmailDelivery, recordEmailDelivery } from '@dispatch/db'
+import type { RedisClient } from '@dispatch/runtime/redis'
 import { type Job, type Telemetry, UnrecoverableError, Worker } from 'bullmq'
 import type { Logger } from 'pino'
 import Value from 'typebox/value'

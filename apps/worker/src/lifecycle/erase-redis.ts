@@ -1,21 +1,12 @@
 import {
   DEFAULT_SENDER_ID,
-  fairKeys,
-  legacyRecipientKeys,
-  MESSAGE_BUNDLE_JOB_NAME,
-  type MessageBundleJob,
   type MessageJob,
-  messageClaimKey,
-  messageClaimTtlMs,
   QueueNames,
-  queuePrefix,
   redactPayload,
   senderQueueName,
-  serviceWindowKey,
   webhookEventBody,
   webhookJobId,
 } from '@dispatch/contracts'
-import type { RedisClient } from '@dispatch/contracts/redis'
 import {
   type DeliveryOutcome,
   erasedEventDeliveries,
@@ -23,6 +14,15 @@ import {
   parseOutcome,
   type RecipientIdentities,
 } from '@dispatch/db'
+import { legacyRecipientKeys, queuePrefix, serviceWindowKey } from '@dispatch/runtime'
+import {
+  fairKeys,
+  MESSAGE_BUNDLE_JOB_NAME,
+  type MessageBundleJob,
+  messageClaimKey,
+  messageClaimTtlMs,
+} from '@dispatch/runtime/message-handoff'
+import type { RedisClient } from '@dispatch/runtime/redis'
 import { type Job, Queue } from 'bullmq'
 import type { WorkerContext } from '../runtime.ts'
 

@@ -4,8 +4,6 @@ import {
   type ErasureReport,
   emptyErasureReport,
   QueueNames,
-  recipientHasher,
-  suppressionOwner,
 } from '@dispatch/contracts'
 import {
   endErasure,
@@ -16,6 +14,7 @@ import {
   recordDeliveryOutcomes,
   startErasure,
 } from '@dispatch/db'
+import { recipientHasher, suppressionOwner } from '@dispatch/runtime'
 import { type Job, UnrecoverableError } from 'bullmq'
 import Value from 'typebox/value'
 import type { WorkerContext } from '../runtime.ts'

@@ -1,6 +1,6 @@
 import { API_KEY_INVALIDATION_CHANNEL, KeyRevocationJob, type MessageJob } from '@dispatch/contracts'
-import type { RedisClient } from '@dispatch/contracts/redis'
 import { type DeliveryOutcome, findApiKeyById, listAllSenders, recordDeliveryOutcomes } from '@dispatch/db'
+import type { RedisClient } from '@dispatch/runtime/redis'
 import { type Job, UnrecoverableError } from 'bullmq'
 import Value from 'typebox/value'
 import type { WorkerContext } from '../runtime.ts'

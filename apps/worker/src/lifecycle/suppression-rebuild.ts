@@ -1,3 +1,4 @@
+import { listSuppressionsAfter } from '@dispatch/db'
 import {
   announceOptOut,
   OPT_OUT_WRITE_SCRIPT,
@@ -5,9 +6,8 @@ import {
   recipientHasher,
   suppressionKey,
   suppressionsLoadedKey,
-} from '@dispatch/contracts'
-import { scriptCall } from '@dispatch/contracts/lua-scripts'
-import { listSuppressionsAfter } from '@dispatch/db'
+} from '@dispatch/runtime'
+import { scriptCall } from '@dispatch/runtime/lua-scripts'
 import type { WorkerContext } from '../runtime.ts'
 import { RedisCopyRebuild } from './redis-copy/rebuild.ts'
 

@@ -1,4 +1,5 @@
-import { type ErasureReport, QueueNames, queuePrefix } from '@dispatch/contracts'
+import { type ErasureReport, QueueNames } from '@dispatch/contracts'
+import { queuePrefix } from '@dispatch/runtime'
 import { type Job, Worker } from 'bullmq'
 import type { WorkerUnitStarter } from '../runtime.ts'
 import { RedisEraser } from './erase-redis.ts'

@@ -1,11 +1,11 @@
+import { listOpenWindows } from '@dispatch/db'
 import {
   SERVICE_WINDOW_MS,
   SERVICE_WINDOW_RECORD_SCRIPT,
   serviceWindowKey,
   serviceWindowsLoadedKey,
-} from '@dispatch/contracts'
-import { evalLuaScript } from '@dispatch/contracts/lua-scripts'
-import { listOpenWindows } from '@dispatch/db'
+} from '@dispatch/runtime'
+import { evalLuaScript } from '@dispatch/runtime/lua-scripts'
 import type { WorkerContext } from '../runtime.ts'
 import { RedisCopyRebuild } from './redis-copy/rebuild.ts'
 

@@ -1,19 +1,19 @@
 import { createHash } from 'node:crypto'
+import type { MessageJob } from '@dispatch/contracts'
+import { bullQueueKeys } from '@dispatch/runtime'
+import { defineLuaCommand, type LuaCall } from '@dispatch/runtime/lua-scripts'
 import {
   ADMIT_MODE,
-  bullQueueKeys,
   FAIR_ADMIT_SCRIPT,
   fairActiveKey,
   fairKeys,
   MESSAGE_BUNDLE_JOB_NAME,
   MESSAGE_JOB_OPTIONS,
   type MessageBundleJob,
-  type MessageJob,
   messageBundleJobId,
   PRIORITY_RANK,
-} from '@dispatch/contracts'
-import { defineLuaCommand, type LuaCall } from '@dispatch/contracts/lua-scripts'
-import type { RedisClient } from '@dispatch/contracts/redis'
+} from '@dispatch/runtime/message-handoff'
+import type { RedisClient } from '@dispatch/runtime/redis'
 import type { JobsOptions, Queue } from 'bullmq'
 import { type WorkerContext, whenReady } from '../runtime.ts'
 import type { SenderLane } from './lanes.ts'
@@ -75,7 +75,7 @@ export function bundled(jobs: QueueEntry[], size: number): QueueEntry[] {
 }
 
 /**
- * Tops up each sender's queue from its fair-admission lists (packages/contracts/src/fair-queue.ts):
+ * Tops up each sender's queue from its fair-admission lists (packages/runtime/src/message-handoff/fair-queue.ts):
  * every ADMISSION_INTERVAL_MS, each sender with waiting messages gets up to SENDER_QUEUE_WINDOW_MS of
  * its rate into its queue, one message per key in turn, and no faster than its rate: admission is
  * where a sender's rate is kept (the script's pace), so its queue's workers take jobs unlimited. Several processes may admit for the same

@@ -1,10 +1,10 @@
+import type { MessageJob } from '@dispatch/contracts'
 import {
   MESSAGE_JOB_OPTIONS,
   MessageBundleJob,
   type MessageBundleResult,
-  type MessageJob,
-} from '@dispatch/contracts'
-import type { RedisClient } from '@dispatch/contracts/redis'
+} from '@dispatch/runtime/message-handoff'
+import type { RedisClient } from '@dispatch/runtime/redis'
 import { type Job, type Queue, UnrecoverableError, Worker } from 'bullmq'
 import { Compile } from 'typebox/compile'
 import { type Permits, withPermit } from '../shared/permits.ts'

@@ -1,5 +1,5 @@
-import type { RedisClient } from '@dispatch/contracts/redis'
 import { type DeliveryOutcome, recordDeliveryOutcomes, type Sql } from '@dispatch/db'
+import type { RedisClient } from '@dispatch/runtime/redis'
 
 /** Where an outcome already waits in Redis (a sender's sent log, sent-log.ts). */
 export interface LoggedEntry {

@@ -1,18 +1,19 @@
 import {
-  fairKeys,
-  MESSAGE_BUNDLE_JOB_NAME,
-  type MessageBundleJob,
-  type MessageBundleResult,
   type MessageJob,
-  queuePrefix,
-  recipientHasher,
   SENDER_CHANGES_CHANNEL,
   type SenderState,
   senderQueueName,
 } from '@dispatch/contracts'
-import { ReopeningQueue } from '@dispatch/contracts/queues'
-import type { RedisClient } from '@dispatch/contracts/redis'
 import { type DeliveryOutcome, markSenderNeedsAttention } from '@dispatch/db'
+import { queuePrefix, recipientHasher } from '@dispatch/runtime'
+import {
+  fairKeys,
+  MESSAGE_BUNDLE_JOB_NAME,
+  type MessageBundleJob,
+  type MessageBundleResult,
+} from '@dispatch/runtime/message-handoff'
+import { ReopeningQueue } from '@dispatch/runtime/queues'
+import type { RedisClient } from '@dispatch/runtime/redis'
 import { type Job, Queue, Worker } from 'bullmq'
 import { createSandboxPlatform } from '../platforms/sandbox.ts'
 import type { MessagingPlatform, PlatformError } from '../platforms/types.ts'

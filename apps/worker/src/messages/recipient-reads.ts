@@ -1,14 +1,14 @@
+import type { SuppressionScope } from '@dispatch/contracts'
 import {
   SERVICE_WINDOW_MS,
   type SuppressionOwner,
-  type SuppressionScope,
   scopeForOwner,
   serviceWindowKey,
   serviceWindowState,
   serviceWindowsLoadedKey,
   suppressionKey,
-} from '@dispatch/contracts'
-import { type RedisClient, turnBatchedGet } from '@dispatch/contracts/redis'
+} from '@dispatch/runtime'
+import { type RedisClient, turnBatchedGet } from '@dispatch/runtime/redis'
 import { knownWindowsMarker, rememberWindowsMarker } from './service-window.ts'
 
 export interface RecipientReads {

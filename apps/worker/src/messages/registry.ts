@@ -1,15 +1,14 @@
 import {
   ALL_MESSAGES_SWITCH,
-  createSecretBox,
   DEFAULT_SENDER_ID,
-  lastFour,
   SENDER_CHANGES_CHANNEL,
   type SenderState,
   type ServiceWindowPolicy,
   senderSwitchName,
 } from '@dispatch/contracts'
-import { defaultPhoneNumberId } from '@dispatch/contracts/env'
 import { listAllSenders, listQueueControls, type SenderRow, upsertDefaultSender } from '@dispatch/db'
+import { createSecretBox, lastFour } from '@dispatch/runtime'
+import { defaultPhoneNumberId } from '@dispatch/runtime/env'
 import type { WorkerContext } from '../runtime.ts'
 import { servesSender } from '../shared/served-senders.ts'
 

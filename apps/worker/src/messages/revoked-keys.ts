@@ -1,6 +1,6 @@
 import { API_KEY_INVALIDATION_CHANNEL } from '@dispatch/contracts'
-import type { RedisClient } from '@dispatch/contracts/redis'
 import { type Db, findApiKeyById, listRevokedApiKeyIds } from '@dispatch/db'
+import type { RedisClient } from '@dispatch/runtime/redis'
 import type { Logger } from 'pino'
 
 /** How often the whole set is read again: the backstop for an announcement this process missed. */

@@ -1,5 +1,5 @@
-import { type RedisClient, turnBatched } from '@dispatch/contracts/redis'
 import { type DeliveryOutcome, parseOutcome, pgError } from '@dispatch/db'
+import { type RedisClient, turnBatched } from '@dispatch/runtime/redis'
 import type { Logger } from 'pino'
 import type { DeliveryRecorder, LoggedEntry } from './delivery-recorder.ts'
 

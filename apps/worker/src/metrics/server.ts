@@ -1,6 +1,6 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { bearerTokenCheck, PROMETHEUS_CONTENT_TYPE } from '@dispatch/contracts'
+import { bearerTokenCheck, PROMETHEUS_CONTENT_TYPE } from '@dispatch/runtime'
 import type { Logger } from 'pino'
 
 export interface MetricsServerOptions {

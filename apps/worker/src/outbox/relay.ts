@@ -5,7 +5,6 @@ import {
   KeyRevocationJob,
   QueueNames,
 } from '@dispatch/contracts'
-import type { ReopeningQueue } from '@dispatch/contracts/queues'
 import {
   type Db,
   OUTBOX_NOTIFY_CHANNEL,
@@ -14,6 +13,7 @@ import {
   type Sql,
   webhookDeliveriesFor,
 } from '@dispatch/db'
+import type { ReopeningQueue } from '@dispatch/runtime/queues'
 import type { Logger } from 'pino'
 import Value from 'typebox/value'
 import { type WebhooksQueueJob, webhookJobsFor } from '../shared/webhook-jobs.ts'

@@ -4,9 +4,9 @@ import {
   type ErasureJob,
   type KeyRevocationJob,
   QueueNames,
-  queuePrefix,
 } from '@dispatch/contracts'
-import { ReopeningQueue } from '@dispatch/contracts/queues'
+import { queuePrefix } from '@dispatch/runtime'
+import { ReopeningQueue } from '@dispatch/runtime/queues'
 import { type DefaultJobOptions, Queue } from 'bullmq'
 import type { WorkerUnitStarter } from '../runtime.ts'
 import type { WebhooksQueueJob } from '../shared/webhook-jobs.ts'

@@ -4,11 +4,11 @@ import {
   WEBHOOK_JOB_OPTIONS,
   type WebhookBundleJob,
   type WebhookJob,
-  webhookBundleJobId,
   webhookEventBody,
   webhookJobId,
 } from '@dispatch/contracts'
 import type { WebhookDelivery } from '@dispatch/db'
+import { webhookBundleJobId } from '@dispatch/runtime'
 import type { JobsOptions } from 'bullmq'
 
 /** What the `webhooks` queue holds: one event's delivery, or a bundle of one endpoint's events. */

@@ -1,6 +1,6 @@
 import { lookup as dnsLookup } from 'node:dns'
 import { isIP, type LookupFunction } from 'node:net'
-import { isGlobalUnicast } from '@dispatch/contracts'
+import { isGlobalUnicast } from '@dispatch/runtime'
 import { Agent } from 'undici'
 
 export interface DestinationRules {

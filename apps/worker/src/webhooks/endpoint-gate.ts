@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
-import { defineLuaCommand, luaScripts } from '@dispatch/contracts/lua-scripts'
-import type { RedisClient } from '@dispatch/contracts/redis'
+import { defineLuaCommand, luaScripts } from '@dispatch/runtime/lua-scripts'
+import type { RedisClient } from '@dispatch/runtime/redis'
 import type { Result } from 'ioredis'
 
 declare module 'ioredis' {

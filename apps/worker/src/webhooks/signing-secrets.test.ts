@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { createSecretBox, type SecretBox } from '@dispatch/contracts'
+import { createSecretBox, type SecretBox } from '@dispatch/runtime'
 import { describe, expect, it } from 'vitest'
 import { SigningSecrets } from './signing-secrets.ts'
 

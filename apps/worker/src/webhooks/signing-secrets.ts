@@ -1,6 +1,6 @@
-import type { SecretBox } from '@dispatch/contracts'
+import type { SecretBox } from '@dispatch/runtime'
 
-/** What a sealed value starts with (`packages/contracts/src/secrets.ts`); a `whsec_…` never does. */
+/** What a sealed value starts with (`packages/runtime/src/secrets.ts`); a `whsec_…` never does. */
 const SEALED_PREFIX = 'v1.'
 /** Bounded: cleared when it grows past the limit, as the signing keys in `sign.ts` are. */
 const MAX_OPENED = 10_000

@@ -1,4 +1,5 @@
-import { createSecretBox, QueueNames, queuePrefix } from '@dispatch/contracts'
+import { QueueNames } from '@dispatch/contracts'
+import { createSecretBox, queuePrefix } from '@dispatch/runtime'
 import type { WorkerUnitStarter } from '../runtime.ts'
 import { startOutboxRetention } from './retention.ts'
 import { startWebhooksWorker } from './worker.ts'

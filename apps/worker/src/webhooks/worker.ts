@@ -1,17 +1,12 @@
-import {
-  QueueNames,
-  type SecretBox,
-  WEBHOOK_BUNDLE_JOB_NAME,
-  WebhookBundleJob,
-  WebhookJob,
-} from '@dispatch/contracts'
-import type { RedisClient } from '@dispatch/contracts/redis'
+import { QueueNames, WEBHOOK_BUNDLE_JOB_NAME, WebhookBundleJob, WebhookJob } from '@dispatch/contracts'
 import {
   type Db,
   type DeliverableEndpoint,
   markWebhookEndpointFailing,
   markWebhookEndpointHealthy,
 } from '@dispatch/db'
+import type { SecretBox } from '@dispatch/runtime'
+import type { RedisClient } from '@dispatch/runtime/redis'
 import { DelayedError, type Job, Queue, type Telemetry, UnrecoverableError, Worker } from 'bullmq'
 import type { Logger } from 'pino'
 import { Compile } from 'typebox/compile'

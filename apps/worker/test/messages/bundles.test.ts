@@ -1,17 +1,17 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import type { MessageJob } from '@dispatch/contracts'
+import { createDb } from '@dispatch/db'
+import { recipientHasher } from '@dispatch/runtime'
 import {
   fairKeys,
   MESSAGE_BUNDLE_JOB_NAME,
   MESSAGE_JOB_OPTIONS,
   type MessageBundleJob,
   type MessageBundleResult,
-  type MessageJob,
   messageBundleJobId,
   messageClaimKey,
-  recipientHasher,
-} from '@dispatch/contracts'
-import { createDb } from '@dispatch/db'
+} from '@dispatch/runtime/message-handoff'
 import { graphError, testRedisUrl, waitFor } from '@dispatch/testing'
 import type { Job } from 'bullmq'
 import { Redis } from 'ioredis'

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto'
-import { createSecretBox, MESSAGE_JOB_OPTIONS, type MessageJob, senderQueueName } from '@dispatch/contracts'
+import { type MessageJob, senderQueueName } from '@dispatch/contracts'
+import { createSecretBox } from '@dispatch/runtime'
+import { MESSAGE_JOB_OPTIONS } from '@dispatch/runtime/message-handoff'
 import { testRedisUrl, waitFor } from '@dispatch/testing'
 import { Queue } from 'bullmq'
 import { afterAll, beforeAll, expect, it } from 'vitest'

@@ -1,17 +1,19 @@
 import { randomUUID } from 'node:crypto'
 import {
   DEFAULT_SENDER_ID,
-  FAIR_ENQUEUE_SCRIPT,
-  fairActiveKey,
-  fairKeys,
-  MESSAGE_JOB_OPTIONS,
   type MessageJob,
   type OutboundMessage,
   QueueNames,
   SENDER_CHANGES_CHANNEL,
 } from '@dispatch/contracts'
-import { evalLuaScript } from '@dispatch/contracts/lua-scripts'
 import { createDb, type Db, generateApiKey, insertApiKey } from '@dispatch/db'
+import { evalLuaScript } from '@dispatch/runtime/lua-scripts'
+import {
+  FAIR_ENQUEUE_SCRIPT,
+  fairActiveKey,
+  fairKeys,
+  MESSAGE_JOB_OPTIONS,
+} from '@dispatch/runtime/message-handoff'
 import {
   captureLogs,
   createTestDatabase,

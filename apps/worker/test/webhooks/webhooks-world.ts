@@ -1,8 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
-import { createSecretBox, QueueNames, webhookEventBody } from '@dispatch/contracts'
+import { QueueNames, webhookEventBody } from '@dispatch/contracts'
 import { createDb, generateApiKey, insertApiKey, insertWebhookEndpoint } from '@dispatch/db'
+import { createSecretBox } from '@dispatch/runtime'
 import {
   createTestDatabase,
   startTcpProxy,

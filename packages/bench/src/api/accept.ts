@@ -6,7 +6,8 @@
  *
  *   pnpm --filter @dispatch/api bench:accept    (BENCH_CONNECTIONS, BENCH_DURATION_S, BENCH_ROUNDS)
  */
-import { MESSAGE_JOB_OPTIONS, QueueNames } from '@dispatch/contracts'
+import { QueueNames } from '@dispatch/contracts'
+import { MESSAGE_JOB_OPTIONS } from '@dispatch/runtime/message-handoff'
 import { Queue } from 'bullmq'
 import { Redis } from 'ioredis'
 import { assertClean, autocannon, medianRun, type Run, settle } from '../harness/load.ts'

@@ -22,13 +22,9 @@
  */
 
 import { buildApp, createDeps, createLogger, parseApiConfig } from '@dispatch/api'
-import {
-  recipientHasher,
-  suppressionKey,
-  suppressionsLoadedKey,
-  templateVariables,
-} from '@dispatch/contracts'
+import { templateVariables } from '@dispatch/contracts'
 import { createDb, hashApiKey, replaceSenderTemplates, type SyncedTemplate } from '@dispatch/db'
+import { recipientHasher, suppressionKey, suppressionsLoadedKey } from '@dispatch/runtime'
 import { Redis } from 'ioredis'
 import {
   assertClean,

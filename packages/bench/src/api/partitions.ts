@@ -17,7 +17,7 @@
  *   DROP_BENCH_ROWS=1000000 PARTITION_BENCH_ROWS=500000 BENCH_ROUNDS=6 (all optional)
  */
 import { randomUUID } from 'node:crypto'
-import { MESSAGE_COUNT_LIMIT, type MessageListQuery, messageIdAt } from '@dispatch/contracts'
+import { MESSAGE_COUNT_LIMIT, type MessageListQuery } from '@dispatch/contracts'
 import {
   applyPlatformStatus,
   createDb,
@@ -30,6 +30,7 @@ import {
   recordDeliveryOutcomes,
   upsertOutcomes,
 } from '@dispatch/db'
+import { messageIdAt } from '@dispatch/runtime'
 import { and, desc, sql as drizzleSql, eq, lt } from 'drizzle-orm'
 import { alias, pgTable } from 'drizzle-orm/pg-core'
 import postgres from 'postgres'

@@ -14,7 +14,7 @@
  */
 
 import { buildApp, createDeps, createLogger, parseApiConfig } from '@dispatch/api'
-import { recipientHasher, suppressionsLoadedKey } from '@dispatch/contracts'
+import { recipientHasher, suppressionsLoadedKey } from '@dispatch/runtime'
 import { Redis } from 'ioredis'
 import { NUMBER, numberedBodies } from '../harness/load.ts'
 import { printComparison } from '../harness/report.ts'

@@ -16,7 +16,9 @@
  */
 import { randomUUID } from 'node:crypto'
 import { buildApp, createDeps, createLogger, parseApiConfig } from '@dispatch/api'
-import { MESSAGE_JOB_OPTIONS, type MessageJob, suppressionsLoadedKey } from '@dispatch/contracts'
+import type { MessageJob } from '@dispatch/contracts'
+import { suppressionsLoadedKey } from '@dispatch/runtime'
+import { MESSAGE_JOB_OPTIONS } from '@dispatch/runtime/message-handoff'
 import { createWorkerLogger, parseWorkerConfig, startWorker } from '@dispatch/worker'
 import { Queue, Worker } from 'bullmq'
 import type { FastifyInstance } from 'fastify'

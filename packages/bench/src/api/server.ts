@@ -11,7 +11,8 @@
  */
 import { randomUUID } from 'node:crypto'
 import { buildApp, createDeps, createLogger, parseApiConfig } from '@dispatch/api'
-import { MESSAGE_JOB_OPTIONS, type MessageJob, QueueNames } from '@dispatch/contracts'
+import { type MessageJob, QueueNames } from '@dispatch/contracts'
+import { MESSAGE_JOB_OPTIONS } from '@dispatch/runtime/message-handoff'
 import { Queue } from 'bullmq'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'

@@ -15,13 +15,9 @@
  */
 
 import { buildApp, createDeps, createLogger, parseApiConfig } from '@dispatch/api'
-import {
-  SERVICE_WINDOW_MS,
-  serviceWindowKey,
-  serviceWindowsLoadedKey,
-  templateVariables,
-} from '@dispatch/contracts'
+import { templateVariables } from '@dispatch/contracts'
 import { createDb, hashApiKey, replaceSenderTemplates, type SyncedTemplate } from '@dispatch/db'
+import { SERVICE_WINDOW_MS, serviceWindowKey, serviceWindowsLoadedKey } from '@dispatch/runtime'
 import { Redis } from 'ioredis'
 import { assertClean, autocannon, medianRun, type Run, settle } from '../harness/load.ts'
 import { printComparison } from '../harness/report.ts'

@@ -11,7 +11,7 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { buildApp, createDeps, createLogger, parseApiConfig } from '@dispatch/api'
-import { startTracing } from '@dispatch/contracts/tracing'
+import { startTracing } from '@dispatch/runtime/tracing'
 import { Redis } from 'ioredis'
 import { printComparison } from '../harness/report.ts'
 import { median } from '../harness/stats.ts'

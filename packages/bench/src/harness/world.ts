@@ -33,7 +33,7 @@ export async function createBenchWorld(name: string) {
 }
 
 /**
- * What the API stores for admission since issue 13 (packages/contracts/src/fair-queue.ts), under a
+ * What the API stores for admission since issue 13 (packages/runtime/src/message-handoff/fair-queue.ts), under a
  * queue prefix: every sender's fair-admission keys (`${prefix}:fair:{sender}:*`, its jobs hash, its
  * lists and rings) and the set of active senders. Answers how many messages were waiting (the jobs
  * and moving hashes: stored, not yet in a BullMQ queue) and removes every one of those keys, so the

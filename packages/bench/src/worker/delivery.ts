@@ -17,19 +17,20 @@
  *   BENCH_ONLY=revocation: only the delivery worker with and without the revoked-key check, paired.
  */
 import { randomUUID } from 'node:crypto'
+import { type MessageJob, QueueNames } from '@dispatch/contracts'
+import { createDb, type DeliveryOutcome, type Sql } from '@dispatch/db'
+import {
+  recipientHasher,
+  SERVICE_WINDOW_MS,
+  serviceWindowKey,
+  serviceWindowsLoadedKey,
+} from '@dispatch/runtime'
 import {
   fairKeys,
   MESSAGE_JOB_OPTIONS,
   type MessageBundleJob,
   type MessageBundleResult,
-  type MessageJob,
-  QueueNames,
-  recipientHasher,
-  SERVICE_WINDOW_MS,
-  serviceWindowKey,
-  serviceWindowsLoadedKey,
-} from '@dispatch/contracts'
-import { createDb, type DeliveryOutcome, type Sql } from '@dispatch/db'
+} from '@dispatch/runtime/message-handoff'
 import { parseWorkerConfig } from '@dispatch/worker'
 import { Queue, Worker } from 'bullmq'
 import { Redis } from 'ioredis'

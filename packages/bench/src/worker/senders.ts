@@ -1,15 +1,9 @@
 import { readdir, readFile, readlink } from 'node:fs/promises'
 import { setTimeout as sleep } from 'node:timers/promises'
-import {
-  bullQueueKeys,
-  createSecretBox,
-  DEFAULT_SENDER_ID,
-  lastFour,
-  MESSAGE_JOB_OPTIONS,
-  type MessageJob,
-  senderQueueName,
-} from '@dispatch/contracts'
+import { DEFAULT_SENDER_ID, type MessageJob, senderQueueName } from '@dispatch/contracts'
 import { createDb } from '@dispatch/db'
+import { bullQueueKeys, createSecretBox, lastFour } from '@dispatch/runtime'
+import { MESSAGE_JOB_OPTIONS } from '@dispatch/runtime/message-handoff'
 import { type CloudApiRequest, graphError, startFakeWhatsApp, waitFor } from '@dispatch/testing'
 import { createWorkerLogger, parseWorkerConfig, type RunningWorker, startWorker } from '@dispatch/worker'
 import { Queue } from 'bullmq'

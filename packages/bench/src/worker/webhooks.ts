@@ -21,7 +21,6 @@
 import { createHmac, createSecretKey, type KeyObject, randomBytes } from 'node:crypto'
 import { Agent, request } from 'node:http'
 import {
-  createSecretBox,
   QueueNames,
   WEBHOOK_JOB_OPTIONS,
   type WebhookJob,
@@ -29,6 +28,7 @@ import {
   webhookJobId,
 } from '@dispatch/contracts'
 import { createDb, insertWebhookEndpoint } from '@dispatch/db'
+import { createSecretBox } from '@dispatch/runtime'
 import { Queue, Worker } from 'bullmq'
 import { Redis } from 'ioredis'
 import pino from 'pino'

@@ -1,4 +1,4 @@
-import { type SuppressionOwner, suppressionOwner } from '@dispatch/contracts'
+import { type SuppressionOwner, suppressionOwner } from '@dispatch/runtime'
 
 /**
  * Who a key route acts for: the key, its tenant (null: none bound), and the sender it sends

@@ -1,4 +1,5 @@
-import { EVERY_KEY, type SuppressionListQuery } from '@dispatch/contracts'
+import type { SuppressionListQuery } from '@dispatch/contracts'
+import { EVERY_KEY } from '@dispatch/runtime'
 import { and, asc, eq, inArray } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { listSuppressions, type NewSuppression, removeSuppression } from '../queries/suppressions.ts'

@@ -1,4 +1,5 @@
-import { DEFAULT_SENDER_ID, QueueNames, type RecipientHasher } from '@dispatch/contracts'
+import { DEFAULT_SENDER_ID, QueueNames } from '@dispatch/contracts'
+import type { RecipientHasher } from '@dispatch/runtime'
 import { and, eq, inArray, isNull, or, type SQL, sql } from 'drizzle-orm'
 import type { AnyPgColumn } from 'drizzle-orm/pg-core'
 import type { Db } from '../client.ts'

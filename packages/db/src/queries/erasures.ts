@@ -1,5 +1,4 @@
-import type { ErasurePayload, ErasureReport } from '@dispatch/contracts'
-import { QueueNames } from '@dispatch/contracts'
+import { type ErasurePayload, type ErasureReport, QueueNames } from '@dispatch/contracts'
 import { and, eq, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { adminAuditLog } from '../schema/admin-audit-log.ts'

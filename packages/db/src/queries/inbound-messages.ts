@@ -1,9 +1,5 @@
-import {
-  type InboundContent,
-  type InboundMessageListQuery,
-  messageIdAt,
-  redactAfter,
-} from '@dispatch/contracts'
+import { type InboundContent, type InboundMessageListQuery, redactAfter } from '@dispatch/contracts'
+import { messageIdAt } from '@dispatch/runtime'
 import { and, count, desc, eq, gte, ilike, inArray, isNotNull, isNull, lt, ne, or, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { writingToPeriods } from '../partitions.ts'

@@ -1,4 +1,4 @@
-import { acceptedAtOfMessageId } from '@dispatch/contracts'
+import { acceptedAtOfMessageId } from '@dispatch/runtime'
 import { and, between, eq, inArray, or, type SQL } from 'drizzle-orm'
 import { messages } from '../schema/messages.ts'
 

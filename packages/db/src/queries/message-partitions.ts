@@ -1,4 +1,4 @@
-import { acceptedAtOfMessageId } from '@dispatch/contracts'
+import { acceptedAtOfMessageId } from '@dispatch/runtime'
 import { pgTable } from 'drizzle-orm/pg-core'
 import type { Db, Sql } from '../client.ts'
 import { listPartitions } from '../partition-catalog.ts'

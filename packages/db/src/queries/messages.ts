@@ -1,5 +1,11 @@
-import type { MessageError, MessageJob, MessagePricing } from '@dispatch/contracts'
-import { DEFAULT_SENDER_ID, redactAfter, redactPayload } from '@dispatch/contracts'
+import {
+  DEFAULT_SENDER_ID,
+  type MessageError,
+  type MessageJob,
+  type MessagePricing,
+  redactAfter,
+  redactPayload,
+} from '@dispatch/contracts'
 import { and, eq, inArray, lt, type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { writingToPeriods } from '../partitions.ts'

@@ -1,4 +1,4 @@
-import { acceptedAtOfMessageId, createdAtOfWebhookEventId } from '@dispatch/contracts'
+import { acceptedAtOfMessageId, createdAtOfWebhookEventId } from '@dispatch/runtime'
 import { and, between, eq, or, type SQL, sql } from 'drizzle-orm'
 import type { PgColumn } from 'drizzle-orm/pg-core'
 import { inboundMessages } from '../schema/inbound-messages.ts'

@@ -1,4 +1,4 @@
-import { EVERY_KEY } from '@dispatch/contracts'
+import { EVERY_KEY } from '@dispatch/runtime'
 import { and, asc, eq, gt, inArray, isNotNull, isNull, or, type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { type InboundMessageRow, inboundMessages } from '../schema/inbound-messages.ts'

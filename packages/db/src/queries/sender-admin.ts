@@ -2,11 +2,11 @@ import {
   type ConsentConfirmation,
   type ConsentKeywords,
   DEFAULT_SENDER_ID,
-  type SecretBox,
   type SenderListQuery,
   type SenderState,
   type ServiceWindowPolicy,
 } from '@dispatch/contracts'
+import type { SecretBox } from '@dispatch/runtime'
 import { and, count, eq, ilike, isNotNull, lt, or, type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { apiKeys } from '../schema/api-keys.ts'

@@ -1,5 +1,10 @@
-import type { SuppressionListQuery, SuppressionScope, SuppressionSource } from '@dispatch/contracts'
-import { DEFAULT_SENDER_ID, EVERY_KEY, isRecipientHash, suppressionOwner } from '@dispatch/contracts'
+import {
+  DEFAULT_SENDER_ID,
+  type SuppressionListQuery,
+  type SuppressionScope,
+  type SuppressionSource,
+} from '@dispatch/contracts'
+import { EVERY_KEY, isRecipientHash, suppressionOwner } from '@dispatch/runtime'
 import { and, asc, count, eq, gt, inArray, type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { adminAuditLog } from '../schema/admin-audit-log.ts'

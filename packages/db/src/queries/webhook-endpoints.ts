@@ -1,4 +1,5 @@
-import type { SecretBox, WebhookEndpointListQuery } from '@dispatch/contracts'
+import type { WebhookEndpointListQuery } from '@dispatch/contracts'
+import type { SecretBox } from '@dispatch/runtime'
 import { and, count, eq, ilike, or, type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { type WebhookEndpointRow, webhookEndpoints } from '../schema/webhook-endpoints.ts'

@@ -1,5 +1,4 @@
-import type { ErasureReport } from '@dispatch/contracts'
-import { ERASURE_STATUSES } from '@dispatch/contracts'
+import { ERASURE_STATUSES, type ErasureReport } from '@dispatch/contracts'
 import { index, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core'
 import { apiKeys } from './api-keys.ts'
 

@@ -12,7 +12,7 @@ import { senderState, serviceWindowPolicy } from './enums.ts'
  * WhatsApp business numbers messages go out through. The row `default` mirrors the environment's
  * `WHATSAPP_*` (or sandbox) settings, written by the worker at start, and holds no token: that stays
  * in the environment. Every other row is an admin's, with its token encrypted under `SECRETS_KEY`
- * (AES-256-GCM, `packages/contracts/src/secrets.ts`): the stored value is never the token.
+ * (AES-256-GCM, `packages/runtime/src/secrets.ts`): the stored value is never the token.
  */
 export const senders = pgTable(
   'senders',

@@ -4,7 +4,7 @@ import { apiKeys } from './api-keys.ts'
 /**
  * Where a key's delivery reports go. The signing secrets must sign later, so they cannot be
  * hashed: they are sealed with the secret box under `SECRETS_KEY` (`v1.…`, see
- * `packages/contracts/src/secrets.ts`). Rows written before that hold them clear (`whsec_…`) until
+ * `packages/runtime/src/secrets.ts`). Rows written before that hold them clear (`whsec_…`) until
  * `pnpm secrets:rotate` seals them; the worker accepts both.
  */
 export const webhookEndpoints = pgTable(

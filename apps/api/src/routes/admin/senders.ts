@@ -1,16 +1,11 @@
 import { randomUUID } from 'node:crypto'
 import {
-  bullQueueKey,
   type ConsentKeywords,
   type ContentRetention,
   CreateSenderBody,
   contentRetentionOf,
-  createSecretBox,
   DEFAULT_SENDER_ID,
-  fairKeys,
   foldConsentKeywords,
-  type KeyLayout,
-  lastFour,
   pageMeta,
   retentionHours,
   SenderIdParams,
@@ -20,7 +15,6 @@ import {
   senderQueueName,
   UpdateSenderBody,
 } from '@dispatch/contracts'
-import type { RedisClient } from '@dispatch/contracts/redis'
 import {
   countKeysBoundToSender,
   deleteSenderIfUnbound,
@@ -32,6 +26,9 @@ import {
   type SenderRow,
   updateSender,
 } from '@dispatch/db'
+import { bullQueueKey, createSecretBox, type KeyLayout, lastFour } from '@dispatch/runtime'
+import { fairKeys } from '@dispatch/runtime/message-handoff'
+import type { RedisClient } from '@dispatch/runtime/redis'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError } from '../../errors.ts'
 import { errorResponses } from '../../http/error-responses.ts'

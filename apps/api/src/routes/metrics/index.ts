@@ -1,4 +1,4 @@
-import { bearerTokenCheck } from '@dispatch/contracts'
+import { bearerTokenCheck } from '@dispatch/runtime'
 import Fastify, { type FastifyInstance, type FastifyRequest, type RouteHandlerMethod } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError } from '../../errors.ts'

@@ -1,7 +1,7 @@
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter'
 import { DEFAULT_SENDER_ID, QueueNames, SENDER_CHANGES_CHANNEL, senderQueueName } from '@dispatch/contracts'
-import type { ReopeningQueue } from '@dispatch/contracts/queues'
 import { listAllSenders } from '@dispatch/db'
+import type { ReopeningQueue } from '@dispatch/runtime/queues'
 import type { FastifyBaseLogger } from 'fastify'
 import { type ApiDeps, reopeningProducer } from '../../deps.ts'
 

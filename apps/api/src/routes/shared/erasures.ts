@@ -1,12 +1,6 @@
-import {
-  CreateErasureBody,
-  ErasureView,
-  recipientHasher,
-  recipientOf,
-  recipientProblem,
-  Scopes,
-} from '@dispatch/contracts'
+import { CreateErasureBody, ErasureView, recipientOf, recipientProblem, Scopes } from '@dispatch/contracts'
 import { createErasure, type ErasureRow, findErasure, owned } from '@dispatch/db'
+import { recipientHasher } from '@dispatch/runtime'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import Type from 'typebox'
 import { AppError } from '../../errors.ts'

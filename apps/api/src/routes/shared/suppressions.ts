@@ -4,7 +4,6 @@ import {
   DeleteSuppressionBody,
   isUserId,
   pageMeta,
-  recipientHasher,
   recipientProblem,
   Scopes,
   SuppressionList,
@@ -12,8 +11,9 @@ import {
   SuppressionStatus,
   SuppressionView,
 } from '@dispatch/contracts'
-import { defaultPhoneNumberId } from '@dispatch/contracts/env'
 import { findSuppression, listSuppressions, owned } from '@dispatch/db'
+import { recipientHasher } from '@dispatch/runtime'
+import { defaultPhoneNumberId } from '@dispatch/runtime/env'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import Type from 'typebox'

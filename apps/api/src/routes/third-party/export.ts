@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream'
-import { Phone, recipientHasher, Scopes } from '@dispatch/contracts'
+import { Phone, Scopes } from '@dispatch/contracts'
 import { type ExportPage, identitiesOf, owned } from '@dispatch/db'
+import { recipientHasher } from '@dispatch/runtime'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import Type from 'typebox'
 import { toSuppressionView } from '../../consent/views.ts'

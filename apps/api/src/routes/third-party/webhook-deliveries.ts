@@ -16,8 +16,8 @@ import {
   webhookEventBody,
   webhookJobId,
 } from '@dispatch/contracts'
-import { luaScripts, scriptCall } from '@dispatch/contracts/lua-scripts'
 import { owned, type WebhookAttemptRow, type WebhookEndpointRow } from '@dispatch/db'
+import { luaScripts, scriptCall } from '@dispatch/runtime/lua-scripts'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import { AppError } from '../../errors.ts'

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import {
   CreateWebhookEndpointBody,
-  createSecretBox,
   pageMeta,
   Scopes,
   UpdateWebhookEndpointBody,
@@ -13,6 +12,7 @@ import {
   WebhookEndpointWithSecret,
 } from '@dispatch/contracts'
 import { isUuid, owned, type WebhookEndpointRow } from '@dispatch/db'
+import { createSecretBox } from '@dispatch/runtime'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import { AppError } from '../../errors.ts'

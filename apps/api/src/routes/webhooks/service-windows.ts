@@ -1,6 +1,6 @@
-import { SERVICE_WINDOW_MS, SERVICE_WINDOW_RECORD_SCRIPT, serviceWindowKey } from '@dispatch/contracts'
-import { evalLuaScript } from '@dispatch/contracts/lua-scripts'
 import type { InboundMessage } from '@dispatch/db'
+import { SERVICE_WINDOW_MS, SERVICE_WINDOW_RECORD_SCRIPT, serviceWindowKey } from '@dispatch/runtime'
+import { evalLuaScript } from '@dispatch/runtime/lua-scripts'
 import type { FastifyBaseLogger } from 'fastify'
 import type { ApiDeps } from '../../deps.ts'
 

@@ -1,21 +1,23 @@
 import {
   DEFAULT_SENDER_ID,
   type FallbackTemplate,
-  MARKETING_CONSENT_SCRIPT,
   type MessageType,
-  marketingCountKey,
-  type RecipientHasher,
   recipientField,
   recipientOf,
+} from '@dispatch/contracts'
+import {
+  MARKETING_CONSENT_SCRIPT,
+  marketingCountKey,
+  type RecipientHasher,
   type SuppressionOwner,
   scopeForOwner,
   serviceWindowKey,
   serviceWindowState,
   serviceWindowsLoadedKey,
   suppressionKey,
-} from '@dispatch/contracts'
-import { scriptCall } from '@dispatch/contracts/lua-scripts'
-import { type RedisClient, turnBatched, turnBatchedGet } from '@dispatch/contracts/redis'
+} from '@dispatch/runtime'
+import { scriptCall } from '@dispatch/runtime/lua-scripts'
+import { type RedisClient, turnBatched, turnBatchedGet } from '@dispatch/runtime/redis'
 import { AppError } from '../../errors.ts'
 import type { Log } from '../log.ts'
 import { checkTemplate } from './check-template.ts'

@@ -1,5 +1,5 @@
 import { SENDER_CHANGES_CHANNEL, TEMPLATE_CHANGES_CHANNEL } from '@dispatch/contracts'
-import type { RedisClient } from '@dispatch/contracts/redis'
+import type { RedisClient } from '@dispatch/runtime/redis'
 import type { Log } from '../log.ts'
 import type { SendRulesCache } from './send-rules-cache.ts'
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
-import { evalLuaScript } from '@dispatch/contracts/lua-scripts'
-import { RELEASE_LOCK_SCRIPT, type RedisClient } from '@dispatch/contracts/redis'
+import { evalLuaScript } from '@dispatch/runtime/lua-scripts'
+import { RELEASE_LOCK_SCRIPT, type RedisClient } from '@dispatch/runtime/redis'
 import { type WorkerContext, whenReady } from '../../runtime.ts'
 
 const LOCK_MS = 5 * 60_000

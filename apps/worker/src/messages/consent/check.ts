@@ -1,6 +1,7 @@
-import { copyOptOut, type RecipientHasher, type SuppressionScope } from '@dispatch/contracts'
-import type { RedisClient } from '@dispatch/contracts/redis'
+import type { SuppressionScope } from '@dispatch/contracts'
 import { addSuppression, type Db } from '@dispatch/db'
+import { copyOptOut, type RecipientHasher } from '@dispatch/runtime'
+import type { RedisClient } from '@dispatch/runtime/redis'
 
 /** The code and text a message ends `canceled` with when its recipient opted out before it went. */
 export const OPTED_OUT_CODE = 'RECIPIENT_OPTED_OUT'

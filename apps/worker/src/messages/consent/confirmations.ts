@@ -1,11 +1,6 @@
-import {
-  ConsentConfirmationJob,
-  createSecretBox,
-  DEFAULT_SENDER_ID,
-  QueueNames,
-  queuePrefix,
-} from '@dispatch/contracts'
+import { ConsentConfirmationJob, DEFAULT_SENDER_ID, QueueNames } from '@dispatch/contracts'
 import { findSender } from '@dispatch/db'
+import { createSecretBox, queuePrefix } from '@dispatch/runtime'
 import { type Job, UnrecoverableError, Worker } from 'bullmq'
 import { Compile } from 'typebox/compile'
 import { type MessagingPlatform, PlatformError } from '../../platforms/types.ts'

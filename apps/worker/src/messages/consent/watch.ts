@@ -3,8 +3,8 @@ import {
   OPT_OUTS_RESET,
   optOutAnnouncement,
   optOutsStream,
-} from '@dispatch/contracts'
-import type { RedisClient } from '@dispatch/contracts/redis'
+} from '@dispatch/runtime'
+import type { RedisClient } from '@dispatch/runtime/redis'
 import type { Logger } from 'pino'
 
 /**

@@ -1,5 +1,6 @@
-import { type MessageJob, messageClaimKey, messageClaimTtlMs } from '@dispatch/contracts'
-import type { RedisClient } from '@dispatch/contracts/redis'
+import type { MessageJob } from '@dispatch/contracts'
+import { messageClaimKey, messageClaimTtlMs } from '@dispatch/runtime/message-handoff'
+import type { RedisClient } from '@dispatch/runtime/redis'
 import type { Disposition, MessageDelivery } from './types.ts'
 
 /**

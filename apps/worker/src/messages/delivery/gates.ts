@@ -1,9 +1,5 @@
-import {
-  type OutboundMessage,
-  recipientOf,
-  type SuppressionScope,
-  suppressionOwner,
-} from '@dispatch/contracts'
+import { type OutboundMessage, recipientOf, type SuppressionScope } from '@dispatch/contracts'
+import { suppressionOwner } from '@dispatch/runtime'
 import { expiredFields, keyRevokedFields } from '../../shared/message-outcome.ts'
 import { optedOutFields } from '../consent/check.ts'
 import { type RecipientReads, readRecipient } from '../recipient-reads.ts'

@@ -1,3 +1,4 @@
+import type { ApiKeyStatus } from '@dispatch/contracts'
 import { keepPreviousData, useQuery } from '@tanstack/preact-query'
 import { useState } from 'preact/hooks'
 import { api, paging } from '../../api.ts'
@@ -7,10 +8,9 @@ import { Pager } from '../../ui/pager.tsx'
 import { Loaded, StatusBadge } from '../../ui/status.tsx'
 import { Table } from '../../ui/table.tsx'
 
-type KeyStatus = 'pending' | 'approved' | 'rejected' | 'revoked'
 interface KeySearch {
   q?: string | undefined
-  status?: KeyStatus | undefined
+  status?: ApiKeyStatus | undefined
   tenantId?: string | undefined
 }
 
@@ -33,7 +33,7 @@ export function Keys() {
             const form = new FormData(event.currentTarget)
             setSearch({
               q: text(form, 'q'),
-              status: text(form, 'status') as KeyStatus | undefined,
+              status: text(form, 'status') as ApiKeyStatus | undefined,
               tenantId: text(form, 'tenantId'),
             })
             setPage(1)

@@ -1,4 +1,5 @@
-import { localInput, type MessageSearch, STATUSES, TYPES } from './search.ts'
+import { MESSAGE_STATUSES, MESSAGE_TYPES } from '@dispatch/contracts'
+import { localInput, type MessageSearch } from './search.ts'
 
 /** The message search's form; `admin` adds the key filter. */
 export function MessageSearchForm(props: {
@@ -30,7 +31,7 @@ export function MessageSearchForm(props: {
           Status
           <select name="status">
             <option value="">Any</option>
-            {STATUSES.map((status) => (
+            {MESSAGE_STATUSES.map((status) => (
               <option key={status} value={status} selected={search.status === status}>
                 {status}
               </option>
@@ -41,7 +42,7 @@ export function MessageSearchForm(props: {
           Type
           <select name="type">
             <option value="">Any</option>
-            {TYPES.map((type) => (
+            {MESSAGE_TYPES.map((type) => (
               <option key={type} value={type} selected={search.type === type}>
                 {type}
               </option>

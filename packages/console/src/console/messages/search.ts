@@ -1,3 +1,4 @@
+import type { MessageStatus, MessageType } from '@dispatch/contracts'
 /** The message search's fields, kept in the address (so a search can be linked and reloaded). */
 export const MESSAGE_FILTERS = [
   'phone',
@@ -12,31 +13,6 @@ export const MESSAGE_FILTERS = [
 ] as const
 export type MessageFilter = (typeof MESSAGE_FILTERS)[number]
 export type MessageSearch = Partial<Record<MessageFilter, string>>
-
-export const STATUSES = [
-  'scheduled',
-  'queued',
-  'sending',
-  'sent',
-  'delivered',
-  'read',
-  'failed',
-  'expired',
-  'canceled',
-] as const
-export const TYPES = [
-  'text',
-  'template',
-  'image',
-  'document',
-  'video',
-  'audio',
-  'sticker',
-  'location',
-  'contacts',
-  'interactive',
-  'reaction',
-] as const
 
 export function searchFromAddress(search: string): MessageSearch {
   const params = new URLSearchParams(search)
@@ -70,8 +46,8 @@ export function toQuery(search: MessageSearch) {
   const { status, type, ...rest } = search
   return {
     ...rest,
-    ...(status ? { status: [status as (typeof STATUSES)[number]] } : {}),
-    ...(type ? { type: [type as (typeof TYPES)[number]] } : {}),
+    ...(status ? { status: [status as MessageStatus] } : {}),
+    ...(type ? { type: [type as MessageType] } : {}),
   }
 }
 

@@ -3,11 +3,10 @@ import {
   MessageIdParams,
   type MessageType,
   MessageView,
-  messageClaimKey,
-  messageClaimTtlMs,
   SEND_SCOPE,
 } from '@dispatch/contracts'
 import { owned } from '@dispatch/db'
+import { messageClaimKey, messageClaimTtlMs } from '@dispatch/runtime/message-handoff'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError, unavailable } from '../../../errors.ts'
 import { callerOf } from '../../../http/caller.ts'

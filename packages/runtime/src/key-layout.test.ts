@@ -1,8 +1,8 @@
 import Type from 'typebox'
 import { describe, expect, it } from 'vitest'
 import { commonEnv, parseEnv } from './env.ts'
-import { fairKeys } from './fair-queue.ts'
 import { queuePrefix } from './key-layout.ts'
+import { fairKeys } from './message-handoff/fair-queue.ts'
 
 /** Redis Cluster's hash tag of a key: what is between its first `{` and the next `}`, if not empty. */
 function hashTag(key: string): string {

@@ -1,4 +1,4 @@
-import { senderOfQueue } from './senders.ts'
+import { senderOfQueue } from '@dispatch/contracts'
 
 /**
  * Where the service's keys live in Redis (docs/operations.md, "Redis Cluster"). A Redis Cluster

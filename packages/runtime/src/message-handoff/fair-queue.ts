@@ -1,6 +1,6 @@
 import { join } from 'node:path'
-import { luaScripts } from './lua-scripts.ts'
-import type { MessagePriority } from './messages.ts'
+import type { MessagePriority } from '@dispatch/contracts'
+import { luaScripts } from '../lua-scripts.ts'
 
 const scripts = luaScripts(join(import.meta.dirname, 'lua/fair-queue'), ['fairEnqueue', 'fairAdmit'])
 

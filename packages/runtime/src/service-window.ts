@@ -8,9 +8,6 @@ import { luaScripts } from './lua-scripts.ts'
  * kept in Postgres (`conversation_windows`), from which a worker rebuilds the Redis copy when it is
  * missing (a Redis that lost its data), and marks it complete (`serviceWindowsLoadedKey`).
  */
-export const SERVICE_WINDOW_POLICIES = ['off', 'enforce'] as const
-export type ServiceWindowPolicy = (typeof SERVICE_WINDOW_POLICIES)[number]
-
 export const SERVICE_WINDOW_MS = 24 * 60 * 60 * 1000
 
 /** The time (ms) of the recipient's last message to this business number, while the window is open. */

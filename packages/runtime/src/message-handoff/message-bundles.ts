@@ -1,5 +1,5 @@
+import { MessageJob } from '@dispatch/contracts'
 import Type, { type Static } from 'typebox'
-import { MessageJob } from './messages.ts'
 
 /**
  * Several messages of one sender delivered by one job (docs/messaging.md, "Bundles"): the admitter

@@ -1,6 +1,6 @@
+import { APP_ENVS } from '@dispatch/contracts'
 import Type, { type Static, type TObject } from 'typebox'
 import Value from 'typebox/value'
-import { APP_ENVS } from './api-keys.ts'
 import { LOG_FORMATS } from './logging.ts'
 
 export class ConfigError extends Error {
