@@ -10,20 +10,6 @@ import { expect, it } from 'vitest'
  * that call them, never the other way round) but `app.ts`, the root that registers the routes.
  */
 
-/**
- * Circles still present while the issue-42 moves land, each as its files (sorted, from the repo's
- * root). This list must stay empty: it only exists so the moves can merge one by one; the merge that
- * removes the last circle empties it, and a new circle fails the test.
- */
-const KNOWN_CYCLES: string[][] = [
-  ['apps/worker/src/email/order-templates.ts', 'apps/worker/src/email/templates.ts'],
-  ['apps/worker/src/metrics/collectors.ts', 'apps/worker/src/metrics/registry.ts'],
-  ['packages/contracts/src/messages.ts', 'packages/contracts/src/redaction.ts'],
-]
-
-/** Imports from `apps/api/src/routes/` by a module outside it, as `importer -> imported`. Must stay empty too. */
-const KNOWN_UPWARD: string[] = []
-
 const root = join(dirname(fileURLToPath(import.meta.url)), '../../..')
 const SKIPPED = new Set(['node_modules', 'dist', '.turbo'])
 
@@ -112,7 +98,7 @@ it('finds the sources it checks', () => {
 
 it('no modules import each other, directly or round a loop', () => {
   const cycles = cyclesOf(graph).map((files) => files.join(' <-> '))
-  expect(cycles).toEqual(KNOWN_CYCLES.map((files) => [...files].sort().join(' <-> ')))
+  expect(cycles).toEqual([])
 })
 
 it('no module of the API outside routes/ imports from routes/', () => {
@@ -123,5 +109,5 @@ it('no module of the API outside routes/ imports from routes/', () => {
         file.startsWith('apps/api/src/') && !file.startsWith(routes) && file !== 'apps/api/src/app.ts',
     )
     .flatMap(([file, targets]) => targets.filter((t) => t.startsWith(routes)).map((t) => `${file} -> ${t}`))
-  expect(upward.sort()).toEqual([...KNOWN_UPWARD].sort())
+  expect(upward).toEqual([])
 })
