@@ -4,7 +4,7 @@
  * `INCR` per request. The API and the bare server each run in a process of their own, autocannon
  * in a third; same connections and duration, alternating rounds, medians compared.
  *
- *   pnpm --filter @dispatch/api bench:accept    (BENCH_CONNECTIONS, BENCH_DURATION_S, BENCH_ROUNDS)
+ *   pnpm --filter @dispatch/bench bench:accept    (BENCH_CONNECTIONS, BENCH_DURATION_S, BENCH_ROUNDS)
  */
 import { QueueNames } from '@dispatch/contracts'
 import { MESSAGE_JOB_OPTIONS } from '@dispatch/runtime/message-handoff'

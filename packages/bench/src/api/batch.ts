@@ -3,7 +3,7 @@
  * (BENCH_BATCH_SIZE items per request, default 100) versus the single send-text path, on the same
  * API process (its own, with autocannon in another), alternating rounds, medians compared.
  *
- *   pnpm --filter @dispatch/api bench:batch
+ *   pnpm --filter @dispatch/bench bench:batch
  *   (BENCH_CONNECTIONS for send-text, BENCH_BATCH_CONNECTIONS for batches, BENCH_DURATION_S, BENCH_ROUNDS)
  */
 

@@ -6,7 +6,7 @@
  * the path before issue 41). CPU per request, pairs alternating (`pairedCpuPerSend`), for
  * `send-text` and a batch of BENCH_BATCH_SIZE (100) texts, each to fresh recipients. Aim ≤ 1.02.
  *
- *   pnpm --filter @dispatch/api bench:consent-owner   (BENCH_PAIRS, BENCH_SENDS, BENCH_BATCHES,
+ *   pnpm --filter @dispatch/bench bench:consent-owner   (BENCH_PAIRS, BENCH_SENDS, BENCH_BATCHES,
  *   BENCH_BATCH_SIZE)
  */
 

@@ -16,7 +16,7 @@
  * steadier figure on a shared machine. Aim ≥ 0.95×. Last, what each side asks of Redis per
  * message, counted, and the redis-server's CPU (a server of the benchmark's own).
  *
- *   pnpm --filter @dispatch/api bench:consent   (BENCH_SUPPRESSED, BENCH_CONNECTIONS,
+ *   pnpm --filter @dispatch/bench bench:consent   (BENCH_SUPPRESSED, BENCH_CONNECTIONS,
  *   BENCH_BATCH_CONNECTIONS, BENCH_DURATION_S, BENCH_ROUNDS, BENCH_BATCH_SIZE, BENCH_BATCH_MARKETING,
  *   BENCH_PAIRS, BENCH_SENDS, BENCH_BATCHES, REDIS_SERVER: the binary)
  */

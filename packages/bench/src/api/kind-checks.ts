@@ -6,7 +6,7 @@
  * against CPU per call of the checks alone on a text body, and on an interactive list (the most a
  * body asks of them). Aim: the checks ≤ 5 % of a send.
  *
- *   pnpm --filter @dispatch/api bench:kind-checks   (BENCH_PAIRS, BENCH_BATCH)
+ *   pnpm --filter @dispatch/bench bench:kind-checks   (BENCH_PAIRS, BENCH_BATCH)
  */
 
 import { buildApp, createDeps, createLogger, parseApiConfig } from '@dispatch/api'

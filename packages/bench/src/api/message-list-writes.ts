@@ -6,7 +6,7 @@
  * compared (BENCH_INDEXES: other indexes than the list's). Each database first holds BENCH_PRELOAD messages (default 1,000,000), so the indexes
  * have a size.
  *
- *   pnpm --filter @dispatch/api bench:message-list-writes
+ *   pnpm --filter @dispatch/bench bench:message-list-writes
  *   BENCH_PRELOAD=1000000 BENCH_ROUND_MESSAGES=5000 BENCH_ROUNDS=3 (all optional)
  */
 import { randomUUID } from 'node:crypto'

@@ -4,7 +4,7 @@
  * filters with date ranges, and a few other shapes) p95 through HTTP against the same query
  * function (`listMessages`) called straight through the driver.
  *
- *   pnpm --filter @dispatch/api bench:message-list
+ *   pnpm --filter @dispatch/bench bench:message-list
  *   BENCH_MESSAGES=1000000 BENCH_SAMPLES=300 BENCH_KEEP_DB=1 (all optional)
  *
  * Runs in a database of its own, dropped at the end. BENCH_KEEP_DB=1 keeps it (to look at plans);

@@ -13,7 +13,7 @@
  * (`order=DESC`, `orderField=createdAt`, the page and its bounded count), `take=100`. Then the plan
  * of each statement (page and count: the indexes read, the time) from `EXPLAIN ANALYZE`.
  *
- *   pnpm --filter @dispatch/api bench:message-search
+ *   pnpm --filter @dispatch/bench bench:message-search
  *   MESSAGE_SEARCH_ROWS=1000000 BENCH_SAMPLES=200 BENCH_KEEP_DB=1 (all optional)
  *
  * Runs in a database of its own, dropped at the end. BENCH_KEEP_DB=1 keeps it (to look at plans);

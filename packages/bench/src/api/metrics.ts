@@ -11,7 +11,7 @@
  * flight), BENCH_PAIRS (12) pairs of BENCH_BATCH (2,000) sends each, the order alternating; the
  * process's CPU per request of each batch, medians and the median of the paired differences.
  *
- *   pnpm --filter @dispatch/api bench:metrics    (BENCH_CONNECTIONS, BENCH_DURATION_S, BENCH_ROUNDS,
+ *   pnpm --filter @dispatch/bench bench:api-metrics    (BENCH_CONNECTIONS, BENCH_DURATION_S, BENCH_ROUNDS,
  *   BENCH_SCRAPE_MS, BENCH_PAIRS, BENCH_BATCH)
  */
 import { setTimeout as sleep } from 'node:timers/promises'

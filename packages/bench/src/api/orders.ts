@@ -4,7 +4,7 @@
  * against the same query functions called straight through the driver, and order creation
  * throughput with 10 concurrent clients against the same creation function called directly.
  *
- *   pnpm --filter @dispatch/api bench:orders
+ *   pnpm --filter @dispatch/bench bench:orders
  *   BENCH_ORDERS=100000 BENCH_SAMPLES=300 BENCH_DURATION_S=10 BENCH_KEEP_DB=1 (all optional)
  *
  * Runs in a database of its own, dropped at the end. BENCH_KEEP_DB=1 keeps it (to look at

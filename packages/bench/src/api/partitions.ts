@@ -13,7 +13,7 @@
  *    Throughput over CONCURRENCY clients (default 8) in alternating rounds, its median, and the p95
  *    of single queries.
  *
- *   pnpm --filter @dispatch/api bench:partitions
+ *   pnpm --filter @dispatch/bench bench:partitions
  *   DROP_BENCH_ROWS=1000000 PARTITION_BENCH_ROWS=500000 BENCH_ROUNDS=6 (all optional)
  */
 import { randomUUID } from 'node:crypto'

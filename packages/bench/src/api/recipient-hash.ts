@@ -9,7 +9,7 @@
  * batches of 100, the order alternating: the steadier figure on a shared machine); then the HMAC
  * alone. Aim ≤ 1.05.
  *
- *   pnpm --filter @dispatch/api bench:recipient-hash   (BENCH_PAIRS, BENCH_SENDS, BENCH_BATCHES,
+ *   pnpm --filter @dispatch/bench bench:recipient-hash   (BENCH_PAIRS, BENCH_SENDS, BENCH_BATCHES,
  *   BENCH_CONTROL)
  */
 

@@ -12,7 +12,7 @@
  * and, as an indication only (timed, so as noisy as the machine), the CPU per message of the
  * redis-server and of this process.
  *
- *   pnpm --filter @dispatch/api bench:redis    (BENCH_MESSAGES, BENCH_BATCH_SIZE, REDIS_SERVER: the binary)
+ *   pnpm --filter @dispatch/bench bench:redis    (BENCH_MESSAGES, BENCH_BATCH_SIZE, REDIS_SERVER: the binary)
  */
 import { randomUUID } from 'node:crypto'
 import { buildApp, createDeps, createLogger, parseApiConfig } from '@dispatch/api'

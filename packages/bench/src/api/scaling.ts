@@ -18,7 +18,7 @@
  * Redis INFO), so each figure says what bounds it. Ctrl-C stops every process and drops the
  * database.
  *
- *   pnpm --filter @dispatch/api bench:scaling   (BENCH_PARTS=accept,delivery BENCH_REDIS=single,cluster
+ *   pnpm --filter @dispatch/bench bench:scaling   (BENCH_PARTS=accept,delivery BENCH_REDIS=single,cluster
  *   BENCH_ROUNDS BENCH_DURATION_S BENCH_CONNECTIONS BENCH_MESSAGES BENCH_SENDERS BENCH_APIS=1,2
  *   BENCH_WORKERS=1,2,4: K processes, or KxC for K processes at MESSAGES_CONCURRENCY C)
  */

@@ -10,7 +10,7 @@
  * - Then both pairs in one process (`inject`, 50 in flight), CPU per send, BENCH_PAIRS pairs of
  *   BENCH_BATCH sends, the order alternating: the figure a shared machine does not blur.
  *
- *   pnpm --filter @dispatch/api bench:template-checks   (BENCH_CONNECTIONS, BENCH_DURATION_S,
+ *   pnpm --filter @dispatch/bench bench:template-checks   (BENCH_CONNECTIONS, BENCH_DURATION_S,
  *   BENCH_ROUNDS, BENCH_TEMPLATES, BENCH_PAIRS, BENCH_BATCH)
  */
 

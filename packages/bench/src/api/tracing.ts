@@ -6,7 +6,7 @@
  * each (inject, 50 in flight), the order alternating; the process's CPU per send of each batch,
  * medians compared, and the spans the collector received.
  *
- *   pnpm --filter @dispatch/api bench:tracing    (BENCH_PAIRS, BENCH_BATCH)
+ *   pnpm --filter @dispatch/bench bench:tracing    (BENCH_PAIRS, BENCH_BATCH)
  */
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'

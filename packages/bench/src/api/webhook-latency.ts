@@ -13,7 +13,7 @@
  * service's defaults are 20 and 1,000/s; docs/webhooks.md, "Delivery, retries and disabling", says
  * why the rate must stay well above an endpoint's steady load).
  *
- *   pnpm --filter @dispatch/api bench:webhooks   (BENCH_RATE, BENCH_DURATION_S, BENCH_WARMUP_S)
+ *   pnpm --filter @dispatch/bench bench:webhook-latency   (BENCH_RATE, BENCH_DURATION_S, BENCH_WARMUP_S)
  */
 import { randomBytes } from 'node:crypto'
 import { Agent, createServer, request } from 'node:http'

@@ -13,7 +13,7 @@
  * sent-log append per message (each one pipelined write per job), and the delivery worker without
  * the revoked-key check (messages/revoked-keys.ts), beside the same worker with it.
  *
- *   pnpm --filter @dispatch/worker bench    (BENCH_JOBS, BENCH_CONCURRENCY, BENCH_ROUNDS, BENCH_BREAKDOWN, BENCH_BUNDLE)
+ *   pnpm --filter @dispatch/bench bench:delivery    (BENCH_JOBS, BENCH_CONCURRENCY, BENCH_ROUNDS, BENCH_BREAKDOWN, BENCH_BUNDLE)
  *   BENCH_ONLY=revocation: only the delivery worker with and without the revoked-key check, paired.
  */
 import { randomUUID } from 'node:crypto'

@@ -1,3 +1,15 @@
+/**
+ * The cost of metrics on delivery (issue 14): the real worker (`startWorker`, `messages` role,
+ * sandbox platform, every outcome recorded in Postgres) draining BENCH_JOBS (20,000) messages stored
+ * as the API stores them, with metrics on (METRICS_PORT set, scraped every BENCH_SCRAPE_MS, 1,000)
+ * versus off (no METRICS_PORT: nothing counted). 20,000 makes a run of a few seconds: since
+ * bundles, 5,000 took about one, and its first admission and the end's poll weighed as much as the
+ * metrics. Each run is a fresh worker process (`metrics-worker.ts`); messages per second from the
+ * first stored to the last recorded `sent`, and the worker's CPU per message. A warm-up run of
+ * each, then BENCH_ROUNDS (3) alternating rounds, medians compared. Aim ≥ 0.95×.
+ *
+ *   pnpm --filter @dispatch/bench bench:worker-metrics    (BENCH_JOBS, BENCH_ROUNDS, BENCH_SCRAPE_MS)
+ */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createDb } from '@dispatch/db'
 import { Redis } from 'ioredis'

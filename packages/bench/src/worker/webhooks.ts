@@ -15,7 +15,7 @@
  * processor does nothing, and with one that sends the bare signed POST: what the queue alone costs;
  * and runs the bare loop through undici, the worker's own HTTP client, beside node:http's.
  *
- *   pnpm --filter @dispatch/worker bench:webhooks
+ *   pnpm --filter @dispatch/bench bench:webhooks
  *   (BENCH_JOBS, BENCH_CONCURRENCY, BENCH_ROUNDS, BENCH_ENDPOINTS, BENCH_BUNDLE, BENCH_BREAKDOWN)
  */
 import { createHmac, createSecretKey, type KeyObject, randomBytes } from 'node:crypto'
