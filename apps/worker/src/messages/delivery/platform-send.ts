@@ -41,13 +41,6 @@ async function sendWithFallback(delivery: MessageDelivery, cleared: Cleared): Pr
 }
 
 /** Step 4: the platform call; a failure answers what happens next (failed-send.ts). */
-export async function sendToPlatform(
-  delivery: MessageDelivery,
-  cleared: Cleared,
-): Promise<Sent | Disposition> {
-  try {
-    return await sendWithFallback(delivery, cleared)
-  } catch (caught) {
-    return failedSend(delivery, asPlatformError(caught))
-  }
+export function sendToPlatform(delivery: MessageDelivery, cleared: Cleared): Promise<Sent | Disposition> {
+  return sendWithFallback(delivery, cleared).catch((caught) => failedSend(delivery, asPlatformError(caught)))
 }

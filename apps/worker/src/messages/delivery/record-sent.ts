@@ -1,3 +1,4 @@
+import type { DeliveryOutcome } from '@dispatch/db'
 import type { LoggedEntry } from '../delivery-recorder.ts'
 import { logSent } from '../sent-log.ts'
 import type { Sent } from './platform-send.ts'
@@ -12,45 +13,72 @@ export class UnrecordedSendError extends Error {
   }
 }
 
+const countSent = ({ data, lane, deps }: MessageDelivery) =>
+  deps.metrics?.sent(lane.senderId, data.sendAt ?? data.acceptedAt)
+
 /**
- * Step 5: the sent outcome recorded. Through the sender's sent log when there is one (its row
- * written after the job completes), else written now, the job waiting for it.
+ * Through the sender's sent log: appended now, its row written after the job completes. A message's
+ * own job appends on the connection BullMQ completes it on, not awaited: Redis runs it before the
+ * completion, so a completed job's outcome is in the log (or Postgres) at no extra round trip. A
+ * bundle's go through `append`, whose entries the bundle waits for (bundle.ts).
  */
-export async function recordSent(
+function recordThroughSentLog(
+  delivery: MessageDelivery,
+  sentLog: NonNullable<MessageDelivery['deps']['sentLog']>,
+  sent: DeliveryOutcome,
+): { recorded: Promise<void>; logged: Promise<LoggedEntry> } {
+  const { deps, log } = delivery
+  const logged = sentLog.append ? sentLog.append(sent) : logSent(sentLog.redis, sentLog.stream, sent)
+  // Counted once the outcome is in the log: a process killed before that counts nothing it loses.
+  logged.then(
+    () => countSent(delivery),
+    (error) =>
+      log.error(
+        { err: error, platformMessageId: sent.platformMessageId },
+        'sent outcome not logged in Redis',
+      ),
+  )
+  const recorded = deps.recorder.recordLogged(sent, logged)
+  recorded.catch(() => {})
+  return { recorded, logged }
+}
+
+/** Without a sent log: the row written now, the job waiting for it; a failure keeps the id on the job. */
+async function recordNow(delivery: MessageDelivery, outcome: DeliveryOutcome, sent: Sent): Promise<void> {
+  const { platformMessageId, fallbackUsed } = sent
+  try {
+    await delivery.deps.recorder.record(outcome)
+  } catch (error) {
+    delivery.log.error(
+      { err: error, platformMessageId },
+      'message sent but its record failed; retrying the record',
+    )
+    throw new UnrecordedSendError(error, { platformMessageId, fallbackUsed })
+  }
+  countSent(delivery)
+}
+
+const sentDisposition = (
   delivery: MessageDelivery,
   { platformMessageId, fallbackUsed }: Sent,
-): Promise<Disposition> {
-  const { data, deps, log, lane } = delivery
-  const sent = delivery.outcome('sent', { platformMessageId, fallbackUsed })
-  const countSent = () => deps.metrics?.sent(lane.senderId, data.sendAt ?? data.acceptedAt)
-  let recorded: Promise<void> | undefined
-  let logged: Promise<LoggedEntry> | undefined
-  if (deps.sentLog) {
-    // A message's own job appends on the connection BullMQ completes it on, not awaited: Redis runs
-    // it before the completion, so a completed job's outcome is in the log (or Postgres) at no extra
-    // round trip. A bundle's go through `append`, whose entries the bundle waits for (bundle.ts).
-    const { append } = deps.sentLog
-    logged = append ? append(sent) : logSent(deps.sentLog.redis, deps.sentLog.stream, sent)
-    // Counted once the outcome is in the log: a process killed before that counts nothing it loses.
-    logged.then(countSent, (error) =>
-      log.error({ err: error, platformMessageId }, 'sent outcome not logged in Redis'),
-    )
-    recorded = deps.recorder.recordLogged(sent, logged)
-    recorded.catch(() => {})
-  } else {
-    try {
-      await deps.recorder.record(sent)
-    } catch (error) {
-      log.error({ err: error, platformMessageId }, 'message sent but its record failed; retrying the record')
-      throw new UnrecordedSendError(error, { platformMessageId, fallbackUsed })
-    }
-    countSent()
-  }
-  log.debug({ platformMessageId, attempts: delivery.attempts, fallbackUsed }, 'message sent')
+  written: { recorded?: Promise<void>; logged?: Promise<LoggedEntry> } = {},
+): Disposition => {
+  delivery.log.debug({ platformMessageId, attempts: delivery.attempts, fallbackUsed }, 'message sent')
   return {
     kind: 'done',
     result: fallbackUsed ? { platformMessageId, fallbackUsed: true } : { platformMessageId },
-    ...(recorded ? { recorded } : {}),
-    ...(logged ? { logged } : {}),
+    ...written,
   }
+}
+
+/**
+ * Step 5: the sent outcome recorded, through the sender's sent log when there is one, else written
+ * now. Not async on the hot path (the sent log's): the pipeline answers without waiting on a write.
+ */
+export function recordSent(delivery: MessageDelivery, sent: Sent): Disposition | Promise<Disposition> {
+  const { platformMessageId, fallbackUsed } = sent
+  const outcome = delivery.outcome('sent', { platformMessageId, fallbackUsed })
+  const { sentLog } = delivery.deps
+  if (sentLog) return sentDisposition(delivery, sent, recordThroughSentLog(delivery, sentLog, outcome))
+  return recordNow(delivery, outcome, sent).then(() => sentDisposition(delivery, sent))
 }
