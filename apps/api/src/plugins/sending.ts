@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
+import type { Prefetched } from '../sending/checks/send-checks.ts'
 import { watchSendRules } from '../sending/checks/watch-send-rules.ts'
 import { createSending, type Sending } from '../sending/sending.ts'
 
@@ -7,6 +8,14 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Sending (apps/api/src/sending): what routes hand `submit`, `judge` and the send rules. */
     sending: Sending
+  }
+  interface FastifyRequest {
+    /**
+     * A single send's checks' reads, started by its route's first preHandler (`prefetchChecks`) and
+     * handed to `submit` by its handler. A request decoration (one shape for every request), as
+     * the idempotency and rate-limit plugins keep their per-request state, not a map beside it.
+     */
+    prefetchedChecks: Prefetched | undefined
   }
 }
 
@@ -21,6 +30,7 @@ export const sending = fp(
     const unwatch = await watchSendRules(built.rules, redisSubscriber, config.QUEUE_PREFIX, app.log)
     await built.rules.start(config.TEMPLATE_CACHE_REFRESH_MS)
     app.decorate('sending', built)
+    app.decorateRequest('prefetchedChecks', undefined)
     app.addHook('onClose', async () => {
       built.rules.stop()
       unwatch()

@@ -3,7 +3,6 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import { errorResponses } from '../../../http/error-responses.ts'
 import { scheduledFields } from '../../../sending/accept.ts'
-import type { Prefetched } from '../../../sending/checks/send-checks.ts'
 import { prefetchChecks, type SendItem } from '../../../sending/judge.ts'
 import { submit } from '../../../sending/submit.ts'
 
@@ -72,15 +71,12 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
   const { sending } = app
   // One bucket per key across the three sends and batches, in Redis, so it holds across instances.
   const perKeyLimit = (request: FastifyRequest) => app.spendMessageRate(request, 1)
-  /** Each request's checks' reads, from its first preHandler to its handler. */
-  const prefetched = new WeakMap<FastifyRequest, Prefetched>()
 
   for (const send of SENDS) {
     // The recipient's suppression entry (and window, under `enforce`) is read while the claim and
     // the rate limit run: one round trip for all, not one after the other.
     const prefetch = async (request: FastifyRequest) => {
-      const early = prefetchChecks(sending, request.apiKey, send.type, request.body)
-      if (early) prefetched.set(request, early)
+      request.prefetchedChecks = prefetchChecks(sending, request.apiKey, send.type, request.body)
     }
     app.post(
       send.path,
@@ -130,7 +126,7 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
           request.apiKey,
           [{ type: send.type, body: request.body as SendItem['body'], field: 'body' }],
           {
-            prefetched: prefetched.get(request),
+            prefetched: request.prefetchedChecks,
             rate: { giveBack: (count) => app.returnMessageRate(request, count) },
             log: request.log,
           },
