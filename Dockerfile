@@ -14,6 +14,7 @@ COPY apps/api/package.json apps/api/
 COPY apps/worker/package.json apps/worker/
 COPY packages/contracts/package.json packages/contracts/
 COPY packages/db/package.json packages/db/
+COPY packages/runtime/package.json packages/runtime/
 COPY packages/testing/package.json packages/testing/
 RUN pnpm install --frozen-lockfile --prod
 
