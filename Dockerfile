@@ -15,6 +15,7 @@ COPY apps/worker/package.json apps/worker/
 COPY packages/contracts/package.json packages/contracts/
 COPY packages/db/package.json packages/db/
 COPY packages/runtime/package.json packages/runtime/
+COPY packages/templates/package.json packages/templates/
 COPY packages/testing/package.json packages/testing/
 RUN pnpm install --frozen-lockfile --prod
 
