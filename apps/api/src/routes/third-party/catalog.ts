@@ -13,7 +13,6 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { callerOf } from '../../http/caller.ts'
 import { splitCommaLists } from '../../http/comma-lists.ts'
 import { errorResponses } from '../../http/error-responses.ts'
-import { security } from './tenancy.ts'
 
 const errors = errorResponses('VALIDATION_ERROR')
 
@@ -30,7 +29,7 @@ export const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'listChannels',
         tags: ['catalog'],
         summary: 'List channels (a bare array)',
-        security,
+        security: [{ apiKey: [] }],
         querystring: ChannelListQuery,
         response: { 200: ChannelList, ...errors },
       },
@@ -47,7 +46,7 @@ export const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'listProjects',
         tags: ['catalog'],
         summary: "List the tenant's projects (an array holding one envelope with `datas`)",
-        security,
+        security: [{ apiKey: [] }],
         querystring: ProjectListQuery,
         response: { 200: ProjectList, ...errors },
       },
@@ -68,7 +67,7 @@ export const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'listProducts',
         tags: ['catalog'],
         summary: "List the tenant's products (an array holding one envelope with `datas`)",
-        security,
+        security: [{ apiKey: [] }],
         querystring: ProductListQuery,
         response: { 200: ProductList, ...errors },
       },

@@ -3,7 +3,6 @@ import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { callerOf } from '../../http/caller.ts'
 import { errorResponses } from '../../http/error-responses.ts'
-import { security } from './tenancy.ts'
 
 export const kitRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db } = app.deps
@@ -15,7 +14,7 @@ export const kitRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'listKits',
         tags: ['orders'],
         summary: "List the tenant's kit records (one envelope with `data`)",
-        security,
+        security: [{ apiKey: [] }],
         querystring: KitListQuery,
         response: {
           200: KitList,

@@ -1,2 +1,0 @@
-/** The OpenAPI security of a key route. */
-export const security = [{ apiKey: [] }]
