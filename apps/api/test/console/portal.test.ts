@@ -121,10 +121,21 @@ describe.skipIf(browserBinary.missing)('the portal, in a browser', () => {
     expect(await page.getByRole('main').textContent()).not.toContain(OTHER_PHONE)
     await checkPage(page, 'portal-messages')
     // Another key's message by its address: the API answers not found, and the page says so.
+    const asked: string[] = []
+    const count = (request: { url(): string }) => {
+      if (request.url().includes(otherMessage)) asked.push(request.url())
+    }
+    page.on('request', count)
     await go(`/messages/${otherMessage}`)
     await heading('Message').waitFor()
     await poll(() => page.getByRole('alert').textContent()).toContain('NOT_FOUND')
     expect(await page.getByRole('main').textContent()).not.toContain(OTHER_PHONE)
+    // …and stops asking: a live message's page refreshes every 3 s, a not-found one does not.
+    const afterAnswer = asked.length
+    await page.waitForTimeout(4_000)
+    page.off('request', count)
+    expect(afterAnswer).toBeGreaterThan(0)
+    expect(asked.length).toBe(afterAnswer)
   })
 
   it('shows its message’s timeline, with the webhook attempt', async () => {

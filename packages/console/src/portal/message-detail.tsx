@@ -12,7 +12,7 @@ export function MessageDetail({ id }: { id: string }) {
     queryKey: ['messages', 'timeline', id],
     queryFn: () =>
       api.GET('/api/third-party/messages/{messageId}/timeline', { params: { path: { messageId: id } } }),
-    refetchInterval: (query) => refreshWhileLive(query.state.data?.message.status),
+    refetchInterval: (query) => refreshWhileLive(query.state),
   })
   return (
     <Page title="Message">

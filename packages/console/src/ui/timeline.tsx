@@ -1,3 +1,4 @@
+import { DispatchError } from '@dispatch/client'
 import { formatTime } from './format.ts'
 
 export interface TimelineEntry {
@@ -26,4 +27,15 @@ export function Timeline({ entries }: { entries: TimelineEntry[] }) {
 
 /** Statuses after which nothing more happens to a message (its page stops refreshing). */
 const SETTLED = new Set(['read', 'failed', 'expired', 'canceled'])
-export const refreshWhileLive = (status: string | undefined) => (status && SETTLED.has(status) ? false : 3000)
+
+/**
+ * A message page's refresh interval: every 3 s while anything can still happen to the message;
+ * never once it has settled, nor once the API answered 4xx (not found stays not found: asking again
+ * every 3 s for as long as the page is open would only repeat it). A 5xx or a lost connection keeps
+ * asking: the API may be back.
+ */
+export const refreshWhileLive = (state: { data?: { message: { status: string } }; error: unknown }) => {
+  if (state.error instanceof DispatchError && state.error.statusCode < 500) return false
+  const status = state.data?.message.status
+  return status && SETTLED.has(status) ? false : 3000
+}

@@ -12,7 +12,7 @@ export function MessageDetail({ id }: { id: string }) {
   const timeline = useQuery({
     queryKey: ['messages', 'timeline', id],
     queryFn: () => api.GET('/api/admin/messages/{id}/timeline', { params: { path: { id } } }),
-    refetchInterval: (query) => refreshWhileLive(query.state.data?.message.status),
+    refetchInterval: (query) => refreshWhileLive(query.state),
   })
   const retry = useMutation({
     mutationFn: () => api.POST('/api/admin/messages/{id}/retry', { params: { path: { id } } }),
