@@ -2218,6 +2218,7 @@ export interface operations {
                             url: string;
                             /** Format: uuid */
                             apiKeyId: string;
+                            clientName?: string;
                             failures: number;
                             lastError: string | null;
                             lastStatusCode: number | null;
@@ -4438,6 +4439,7 @@ export interface operations {
                             updatedAt: string;
                             /** Format: uuid */
                             apiKeyId: string;
+                            clientName?: string;
                             retryCount: number;
                             retriedAt: string | null;
                         }[];
@@ -4552,6 +4554,7 @@ export interface operations {
                         updatedAt: string;
                         /** Format: uuid */
                         apiKeyId: string;
+                        clientName?: string;
                         retryCount: number;
                         retriedAt: string | null;
                     };
@@ -4854,6 +4857,7 @@ export interface operations {
                             updatedAt: string;
                             /** Format: uuid */
                             apiKeyId: string;
+                            clientName?: string;
                             retryCount: number;
                             retriedAt: string | null;
                         };

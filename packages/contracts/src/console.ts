@@ -66,6 +66,8 @@ export const FailingWebhookEndpoint = Type.Object({
   endpointId: Type.String({ format: 'uuid' }),
   url: Type.String(),
   apiKeyId: Type.String({ format: 'uuid' }),
+  /** The key's client name. */
+  clientName: Type.Optional(Type.String()),
   /** Failed attempts in the last hour. */
   failures: Type.Integer({ minimum: 1 }),
   lastError: Type.Union([Type.String(), Type.Null()]),

@@ -180,7 +180,15 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
         .textContent(),
     ).toMatch(/\b1 message\b/)
     await checkPage(page, 'console-messages')
-    await page.getByRole('link', { name: failedId.slice(0, 8) }).click()
+    // The whole id (ids taken in one second share their first eight characters), the client's
+    // name beside its key, and a button that copies the id.
+    const row = page.getByRole('row').filter({ hasText: FAILING_PHONE })
+    expect(await row.getByRole('cell').first().textContent()).toContain(failedId)
+    expect(await row.getByRole('link', { name: 'Shop sending' }).isVisible()).toBe(true)
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: baseUrl })
+    await row.getByRole('button', { name: `Copy message id ${failedId}` }).click()
+    await poll(() => page.evaluate(() => navigator.clipboard.readText())).toBe(failedId)
+    await page.getByRole('link', { name: failedId }).click()
     await heading('Message').waitFor()
     const timeline = page.getByRole('list', { name: 'Timeline' })
     await poll(() => timeline.textContent()).toMatch(/attempt failed.*131026/i)

@@ -1,5 +1,6 @@
 import type { ComponentChildren } from 'preact'
 import { formatTime } from './format.ts'
+import { CopyButton, Id } from './id.tsx'
 import { StatusBadge } from './status.tsx'
 
 interface Facts {
@@ -22,7 +23,7 @@ export function MessageFacts({ message, children }: { message: Facts; children?:
     <dl class="facts">
       <dt>Id</dt>
       <dd>
-        <code>{message.messageId}</code>
+        <Id value={message.messageId} /> <CopyButton value={message.messageId} label="message id" />
       </dd>
       <dt>Status</dt>
       <dd>

@@ -1,5 +1,6 @@
 import { Link } from '../router.tsx'
 import { formatTime } from './format.ts'
+import { CopyButton, Id } from './id.tsx'
 import { StatusBadge } from './status.tsx'
 import { type Column, Table } from './table.tsx'
 
@@ -14,17 +15,26 @@ export interface MessageRow {
   lastError?: { code: string; message: string } | null
   createdAt: string
   apiKeyId?: string
+  /** The key's client name (the admin list carries it). */
+  clientName?: string
 }
 
+/** Who sent it: the client's name, its key's id under it. */
 const keyColumn: Column<MessageRow> = {
   header: 'Key',
-  cell: (row) => <Link href={`/keys/${row.apiKeyId}`}>{row.apiKeyId?.slice(0, 8)}</Link>,
+  cell: (row) => <Link href={`/keys/${row.apiKeyId}`}>{row.clientName ?? 'Key'}</Link>,
+  detail: (row) => (row.apiKeyId ? <Id value={row.apiKeyId} /> : null),
 }
 
 /** Messages as a table; each row links to the message's page. */
 export function MessagesTable({ rows, showKey = false }: { rows: MessageRow[]; showKey?: boolean }) {
   const columns: Column<MessageRow>[] = [
-    { header: 'Message', cell: (row) => row.messageId.slice(0, 8), detail: (row) => row.clientReference },
+    {
+      header: 'Message',
+      cell: (row) => <Id value={row.messageId} />,
+      aside: (row) => <CopyButton value={row.messageId} label={`message id ${row.messageId}`} />,
+      detail: (row) => row.clientReference,
+    },
     { header: 'To', cell: (row) => row.phone ?? row.userId ?? '—' },
     { header: 'Type', cell: (row) => row.type },
     { header: 'Status', cell: (row) => <StatusBadge status={row.status} /> },

@@ -6,6 +6,8 @@ export interface Column<Row> {
   cell: (row: Row) => ComponentChildren
   /** A muted line under the cell (a message's client reference, a queue's kind). */
   detail?: (row: Row) => ComponentChildren
+  /** Beside the cell, outside its link (a copy button: a button cannot sit inside a link). */
+  aside?: (row: Row) => ComponentChildren
   /** The cells' class: `wrap` for long text such as URLs and errors. */
   class?: string
 }
@@ -47,6 +49,7 @@ export function Table<Row>({ rows, columns, rowKey, empty, caption, rowLink }: T
               return (
                 <td key={column.header} class={column.class}>
                   {href ? <Link href={href}>{column.cell(row)}</Link> : column.cell(row)}
+                  {column.aside ? <> {column.aside(row)}</> : null}
                   {detail ? <div class="muted">{detail}</div> : null}
                 </td>
               )

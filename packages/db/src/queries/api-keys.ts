@@ -13,7 +13,7 @@ import {
   QueueNames,
   retentionHours,
 } from '@dispatch/contracts'
-import { and, asc, count, desc, eq, ilike, or, type SQL, sql } from 'drizzle-orm'
+import { and, asc, count, desc, eq, ilike, inArray, or, type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { apiKeyAuditLog } from '../schema/api-key-audit-log.ts'
 import { type ApiKeyRow, apiKeys } from '../schema/api-keys.ts'
@@ -273,4 +273,15 @@ export async function updateApiKeyLimits(
 export async function listRevokedApiKeyIds(db: Db): Promise<string[]> {
   const rows = await db.select({ id: apiKeys.id }).from(apiKeys).where(eq(apiKeys.status, 'revoked'))
   return rows.map((r) => r.id)
+}
+
+/** The client names of these keys, by id (a page of messages shows who sent each). */
+export async function apiKeyClientNames(db: Db, ids: readonly string[]): Promise<Map<string, string>> {
+  const unique = [...new Set(ids)]
+  if (unique.length === 0) return new Map()
+  const rows = await db
+    .select({ id: apiKeys.id, clientName: apiKeys.clientName })
+    .from(apiKeys)
+    .where(inArray(apiKeys.id, unique))
+  return new Map(rows.map((r) => [r.id, r.clientName]))
 }

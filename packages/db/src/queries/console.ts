@@ -52,25 +52,28 @@ export async function failingWebhookEndpoints(db: Db, since: Date, limit = 20) {
     endpoint_id: string
     url: string
     api_key_id: string
+    client_name: string | null
     failures: string
     last_error: string | null
     last_status_code: number | null
     last_attempt_at: Date
   }>(
-    sql`select a.endpoint_id, e.url, e.api_key_id, count(*)::text as failures,
+    sql`select a.endpoint_id, e.url, e.api_key_id, k.client_name, count(*)::text as failures,
             (array_agg(a.error order by a.created_at desc))[1] as last_error,
             (array_agg(a.status_code order by a.created_at desc))[1] as last_status_code,
             max(a.created_at) as last_attempt_at
        from webhook_attempts a join webhook_endpoints e on e.id = a.endpoint_id
+       left join api_keys k on k.id = e.api_key_id
       where a.created_at >= ${since.toISOString()}::timestamptz
         and (a.status_code is null or a.status_code not between 200 and 299)
-      group by a.endpoint_id, e.url, e.api_key_id
+      group by a.endpoint_id, e.url, e.api_key_id, k.client_name
       order by count(*) desc limit ${Math.trunc(limit)}`,
   )
   return rows.map((row) => ({
     endpointId: row.endpoint_id,
     url: row.url,
     apiKeyId: row.api_key_id,
+    clientName: row.client_name ?? undefined,
     failures: Number(row.failures),
     lastError: row.last_error,
     lastStatusCode: row.last_status_code,

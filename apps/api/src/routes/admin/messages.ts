@@ -10,6 +10,7 @@ import {
   RetryMessagesResult,
 } from '@dispatch/contracts'
 import {
+  apiKeyClientNames,
   isUuid,
   listAdminMessages,
   type MessageRow,
@@ -82,10 +83,14 @@ export const adminMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const { query } = request
       const window = acceptedWindowOf(query.startDate, query.endDate)
       const { rows, itemCount, itemCountExact } = await listAdminMessages(lists, query, window)
+      const names = await apiKeyClientNames(
+        lists,
+        rows.map((row) => row.apiKeyId),
+      )
       return {
         ...pageMeta(query.page, query.take, itemCount),
         itemCountExact,
-        data: rows.map(toAdminMessageView),
+        data: rows.map((row) => ({ ...toAdminMessageView(row), clientName: names.get(row.apiKeyId) })),
       }
     },
   )

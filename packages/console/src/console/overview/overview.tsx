@@ -2,6 +2,7 @@ import { useQuery } from '@tanstack/preact-query'
 import { api } from '../../api.ts'
 import { Link } from '../../router.tsx'
 import { formatTime } from '../../ui/format.ts'
+import { Id } from '../../ui/id.tsx'
 import { Page, Section } from '../../ui/page.tsx'
 import { Loaded, StatusBadge } from '../../ui/status.tsx'
 import { Table } from '../../ui/table.tsx'
@@ -93,8 +94,9 @@ export function Overview() {
                       {
                         header: 'Key',
                         cell: (endpoint) => (
-                          <Link href={`/keys/${endpoint.apiKeyId}`}>{endpoint.apiKeyId.slice(0, 8)}</Link>
+                          <Link href={`/keys/${endpoint.apiKeyId}`}>{endpoint.clientName ?? 'Key'}</Link>
                         ),
+                        detail: (endpoint) => <Id value={endpoint.apiKeyId} />,
                       },
                       { header: 'Failures (1 h)', cell: (endpoint) => endpoint.failures },
                       { header: 'Last error', cell: (endpoint) => endpoint.lastError ?? '—', class: 'wrap' },
