@@ -15,7 +15,8 @@ export type Submitted = { accepted: AcceptedMessage } | { error: AppError }
  * The key's message rate and daily quota (plugins/message-rate-limit.ts), as the caller holds
  * them: `spend` counts the sends judged valid before they are stored (and throws its 429);
  * `giveBack` returns those the outstanding bound then refused. A caller that spent before judging
- * (a single send's route, so its 429 comes before a validation error) gives no `spend`.
+ * (a single send's route, so its 429 comes before a validation error) gives no `spend`, and gets
+ * back what the checks refuse too.
  */
 export interface MessageRate {
   spend?(count: number): Promise<void>
@@ -54,6 +55,11 @@ export async function submit(
   const { batchId } = options
   const judged: Judged[] = await judge(sending, key, sends, { now, batchId, prefetched: options.prefetched })
   const valid = judged.flatMap((answer, i) => ('accepted' in answer ? [i] : []))
+  // A caller that spent before judging gets back what the checks refused: a refused send spends
+  // no quota (the per-second window keeps it: it measures the key's pace of asking). Not awaited:
+  // the refusal answers at once, and a later read on the same connection comes after it.
+  if (options.rate && !options.rate.spend && valid.length < sends.length)
+    void options.rate.giveBack(sends.length - valid.length).catch(() => {})
   if (valid.length === 0) return judged
   await options.rate?.spend?.(valid.length)
 

@@ -160,7 +160,7 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     const history = page.getByRole('region', { name: 'Decision history' })
     await poll(() => history.textContent()).toContain('pending → approved')
     await poll(() => page.getByLabel('Daily quota').inputValue()).toBe('500')
-    await poll(() => page.locator('.facts').textContent()).toContain('0 sent, 500 left')
+    await poll(() => page.locator('.facts').textContent()).toContain('0 accepted, 500 left')
     await checkPage(page, 'console-key')
     await go('/keys')
     await heading('Keys').waitFor()

@@ -172,7 +172,7 @@ describe.skipIf(browserBinary.missing)('the portal, in a browser', () => {
   it('shows its limits and usage today', async () => {
     await nav('Limits and usage')
     await heading('Limits and usage').waitFor()
-    await poll(() => page.getByRole('region', { name: 'Today' }).textContent()).toMatch(/Sent today\s*1/)
+    await poll(() => page.getByRole('region', { name: 'Today' }).textContent()).toMatch(/Accepted today\s*1/)
     await checkPage(page, 'portal-usage')
   })
 

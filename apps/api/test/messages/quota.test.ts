@@ -135,6 +135,32 @@ describe('daily quota', () => {
     expectQuotaExceeded(await send(app, 'send-text', other.key), 2)
   })
 
+  it('a send the checks refuse spends no quota: usage counts what was stored', async () => {
+    const key = await limitedKey({ dailyQuota: 3 })
+    expect((await send(app, 'send-text', key.key)).statusCode).toBe(202)
+    // Refused after the rate was counted (the checks run after the limiter, so a 429 comes first).
+    const past = new Date(Date.now() - 60_000).toISOString()
+    const refused = await send(app, 'send-text', key.key, { ...validSends['send-text'], sendAt: past })
+    expectError(refused, 400, 'VALIDATION_ERROR', /sendAt/)
+    expect((await me(key.key)).usage).toMatchObject({ today: 1, remainingToday: 2 })
+    // A batch's refused items never counted either.
+    const mixed = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/messages/batch',
+      headers: { 'x-api-key': key.key },
+      payload: {
+        messages: [
+          { type: 'text', ...validSends['send-text'] },
+          { type: 'text', ...validSends['send-text'], sendAt: past },
+        ],
+      },
+    })
+    expect(mixed.statusCode, mixed.body).toBe(202)
+    expect((await me(key.key)).usage).toMatchObject({ today: 2, remainingToday: 1 })
+    expect((await send(second, 'send-text', key.key)).statusCode).toBe(202)
+    expectQuotaExceeded(await send(app, 'send-text', key.key), 3)
+  })
+
   it('counts per UTC day: an instance whose clock is in the next day starts again from zero', async () => {
     const key = await limitedKey({ dailyQuota: 1 })
     expect((await send(app, 'send-text', key.key)).statusCode).toBe(202)

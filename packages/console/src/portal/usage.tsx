@@ -30,7 +30,7 @@ export function Usage() {
             </dl>
             <Section title="Today">
               <dl class="facts">
-                <dt>Sent today</dt>
+                <dt>Accepted today</dt>
                 <dd>{key.usage.today}</dd>
                 <dt>Left today</dt>
                 <dd>{key.usage.remainingToday ?? 'no quota'}</dd>

@@ -70,7 +70,7 @@ export function KeyDetail({ id }: { id: string }) {
                 <dd>{data.scopes.join(', ')}</dd>
                 <dt>Usage today</dt>
                 <dd>
-                  {data.usage.today} sent
+                  {data.usage.today} accepted
                   {data.usage.remainingToday === null ? '' : `, ${data.usage.remainingToday} left`} (resets{' '}
                   {formatTime(data.usage.resetsAt)})
                 </dd>
