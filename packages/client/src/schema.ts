@@ -1802,6 +1802,10 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         kind: "admin";
+                        service: {
+                            environment: string;
+                            platform: string;
+                        };
                         actor: string;
                         csrfToken: string;
                         /** Format: date-time */
@@ -1861,6 +1865,10 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         kind: "admin";
+                        service: {
+                            environment: string;
+                            platform: string;
+                        };
                         actor: string;
                         csrfToken: string;
                         /** Format: date-time */
@@ -7355,6 +7363,10 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         kind: "portal";
+                        service: {
+                            environment: string;
+                            platform: string;
+                        };
                         actor: string;
                         csrfToken: string;
                         /** Format: date-time */
@@ -7428,6 +7440,10 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         kind: "portal";
+                        service: {
+                            environment: string;
+                            platform: string;
+                        };
                         actor: string;
                         csrfToken: string;
                         /** Format: date-time */

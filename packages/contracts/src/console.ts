@@ -21,7 +21,15 @@ export const PortalSignInBody = Type.Object(
 )
 export type PortalSignInBody = Static<typeof PortalSignInBody>
 
+/**
+ * Where the service runs, for the console's banner: `environment` is APP_ENV (`production`,
+ * `development`, `test`…), `platform` the messaging platform (`sandbox` reaches no one).
+ */
+export const ServiceFacts = Type.Object({ environment: Type.String(), platform: Type.String() })
+export type ServiceFacts = Static<typeof ServiceFacts>
+
 const sessionFields = {
+  service: ServiceFacts,
   /** The admin's name, or the key's id. */
   actor: Type.String(),
   /** Sent back as `x-csrf-token` with every change made with this session. Keep it in memory. */

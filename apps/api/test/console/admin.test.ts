@@ -112,6 +112,9 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await page.getByLabel('Admin token').press('Enter')
     await heading('Overview').waitFor()
     expect(await page.getByText('Signed in as').textContent()).toContain('ana')
+    // Not production, on the sandbox: every page says so above its content.
+    const notice = page.getByRole('note', { name: 'About this service' })
+    expect(await notice.textContent()).toMatch(/development service.*sandbox platform.*reach no one/)
     // The session survives a reload: the page reads it back (and its CSRF token) from the API.
     await page.reload()
     await heading('Overview').waitFor()

@@ -80,7 +80,13 @@ export function ConsoleApp() {
     signedOut('You have signed out.')
   }
   return (
-    <Shell product="Dispatch console" nav={NAV} who={state.session.actor} onSignOut={signOut}>
+    <Shell
+      product="Dispatch console"
+      nav={NAV}
+      who={state.session.actor}
+      service={state.session.service}
+      onSignOut={signOut}
+    >
       <Route />
     </Shell>
   )

@@ -67,7 +67,13 @@ export function PortalApp() {
     signedOut('You have signed out.')
   }
   return (
-    <Shell product="Dispatch portal" nav={NAV} who={state.session.clientName} onSignOut={signOut}>
+    <Shell
+      product="Dispatch portal"
+      nav={NAV}
+      who={state.session.clientName}
+      service={state.session.service}
+      onSignOut={signOut}
+    >
       <Route />
     </Shell>
   )

@@ -11,8 +11,9 @@ import type { StoredSession } from '../../console/sessions.ts'
 import { AppError, unavailable } from '../../errors.ts'
 import { errorResponses } from '../../http/error-responses.ts'
 
-const adminView = (session: StoredSession): AdminSession => ({
+const adminView = (session: StoredSession, service: AdminSession['service']): AdminSession => ({
   kind: 'admin',
+  service,
   actor: session.actor,
   csrfToken: session.csrfToken,
   expiresAt: session.expiresAt,
@@ -25,6 +26,7 @@ const adminView = (session: StoredSession): AdminSession => ({
  */
 export const adminSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const tags = ['console']
+  const service = { environment: app.deps.config.APP_ENV, platform: app.deps.config.platform }
   app.post(
     '/',
     {
@@ -49,7 +51,7 @@ export const adminSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const { id, session } = await app.consoleSessions.create('admin', actor)
       app.setSessionCookie(reply, 'admin', id)
       request.log.info({ actor }, 'console session started')
-      return reply.code(201).send(adminView(session))
+      return reply.code(201).send(adminView(session, service))
     },
   )
 
@@ -65,7 +67,7 @@ export const adminSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: AdminSession, ...errorResponses('ADMIN_AUTH_REQUIRED', 'SERVICE_UNAVAILABLE') },
       },
     },
-    async (request) => adminView(await liveSession(app, request, 'admin')),
+    async (request) => adminView(await liveSession(app, request, 'admin'), service),
   )
 
   app.delete(

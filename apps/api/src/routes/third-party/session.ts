@@ -13,11 +13,13 @@ import { NO_SCOPE } from '../authenticate.ts'
  */
 export const portalSessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const tags = ['console']
+  const service = { environment: app.deps.config.APP_ENV, platform: app.deps.config.platform }
   const view = (
     session: StoredSession,
     key: { id: string; clientName: string; scopes: string[]; tenantId: string | null },
   ): PortalSession => ({
     kind: 'portal',
+    service,
     actor: session.actor,
     csrfToken: session.csrfToken,
     expiresAt: session.expiresAt,
