@@ -194,7 +194,10 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await page.getByRole('link', { name: failedId }).click()
     await heading('Message').waitFor()
     const timeline = page.getByRole('list', { name: 'Timeline' })
-    await poll(() => timeline.textContent()).toMatch(/attempt failed.*131026/i)
+    // The code with what it means.
+    await poll(() => timeline.textContent()).toMatch(
+      /attempt failed.*131026.*Undeliverable: not a WhatsApp user/i,
+    )
     await checkPage(page, 'console-message-failed')
     await page.getByRole('button', { name: 'Retry message' }).click()
     // The page refreshes itself: no reload.

@@ -146,6 +146,28 @@ describe.skipIf(browserBinary.missing)('the portal, in a browser', () => {
     await checkPage(page, 'portal-message')
   })
 
+  it('cancels a scheduled message from its page', async () => {
+    const sendAt = new Date(Date.now() + 3_600_000).toISOString()
+    const res = await send(app, 'send-text', own.key, { phone: OWN_PHONE, text: 'See you tomorrow', sendAt })
+    expect(res.statusCode, res.body).toBe(202)
+    const { messageId } = res.json<MessageView>()
+    await go(`/messages/${messageId}`)
+    await heading('Message').waitFor()
+    await page.locator('.facts .badge-scheduled').waitFor()
+    await checkPage(page, 'portal-message-scheduled')
+    await page.getByRole('button', { name: 'Cancel message' }).click()
+    await poll(() => page.getByRole('status').filter({ hasText: 'Canceled' }).count()).toBe(1)
+    await page.locator('.facts .badge-canceled').waitFor()
+    // Nothing left to cancel: the button is gone, and the API agrees.
+    expect(await page.getByRole('button', { name: 'Cancel message' }).count()).toBe(0)
+    const read = await app.inject({
+      method: 'GET',
+      url: `/api/third-party/messages/${messageId}`,
+      headers: { 'x-api-key': own.key },
+    })
+    expect(read.json<MessageView>().status).toBe('canceled')
+  })
+
   it('retries the refused webhook delivery, which now arrives', async () => {
     await nav('Webhooks')
     await heading('Webhook endpoints').waitFor()
@@ -172,7 +194,8 @@ describe.skipIf(browserBinary.missing)('the portal, in a browser', () => {
   it('shows its limits and usage today', async () => {
     await nav('Limits and usage')
     await heading('Limits and usage').waitFor()
-    await poll(() => page.getByRole('region', { name: 'Today' }).textContent()).toMatch(/Accepted today\s*1/)
+    // The sent one and the canceled one: both were accepted.
+    await poll(() => page.getByRole('region', { name: 'Today' }).textContent()).toMatch(/Accepted today\s*2/)
     await checkPage(page, 'portal-usage')
   })
 

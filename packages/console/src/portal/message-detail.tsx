@@ -1,18 +1,30 @@
-import { useQuery } from '@tanstack/preact-query'
+import { useMutation, useQuery, useQueryClient } from '@tanstack/preact-query'
 import { api } from '../api.ts'
 import { Link } from '../router.tsx'
 import { MessageFacts } from '../ui/message-facts.tsx'
 import { Page, Section } from '../ui/page.tsx'
-import { Loaded } from '../ui/status.tsx'
+import { Loaded, Outcome } from '../ui/status.tsx'
 import { refreshWhileLive, Timeline } from '../ui/timeline.tsx'
 
-/** One of the key's messages and its life, refreshed while anything can still happen to it. */
+/** Statuses a message can still be canceled in: no worker has taken it yet. */
+const CANCELABLE = new Set(['queued', 'scheduled'])
+
+/**
+ * One of the key's messages and its life, refreshed while anything can still happen to it; a
+ * message no worker has taken yet (scheduled, or queued) can be canceled from here.
+ */
 export function MessageDetail({ id }: { id: string }) {
+  const client = useQueryClient()
   const timeline = useQuery({
     queryKey: ['messages', 'timeline', id],
     queryFn: () =>
       api.GET('/api/third-party/messages/{messageId}/timeline', { params: { path: { messageId: id } } }),
     refetchInterval: (query) => refreshWhileLive(query.state),
+  })
+  const cancel = useMutation({
+    mutationFn: () =>
+      api.POST('/api/third-party/messages/{messageId}/cancel', { params: { path: { messageId: id } } }),
+    onSettled: () => client.invalidateQueries({ queryKey: ['messages'] }),
   })
   return (
     <Page title="Message">
@@ -23,6 +35,19 @@ export function MessageDetail({ id }: { id: string }) {
         {({ message, entries }) => (
           <>
             <MessageFacts message={message} />
+            {CANCELABLE.has(message.status) ? (
+              <div class="row">
+                <button
+                  type="button"
+                  class="danger"
+                  onClick={() => cancel.mutate()}
+                  disabled={cancel.isPending}
+                >
+                  Cancel message
+                </button>
+              </div>
+            ) : null}
+            <Outcome mutation={cancel} done="Canceled: it will not be sent." />
             <Section title="Timeline">
               <Timeline entries={entries} />
             </Section>

@@ -1,4 +1,5 @@
 import { DispatchError } from '@dispatch/client'
+import { errorMeaning } from '@dispatch/contracts'
 import { formatTime } from './format.ts'
 
 export interface TimelineEntry {
@@ -18,10 +19,21 @@ export function Timeline({ entries }: { entries: TimelineEntry[] }) {
           <time dateTime={entry.at}>{formatTime(entry.at)}</time>
           <span class="tl-kind">{entry.kind.replace(/_/g, ' ')}</span>
           <span class="tl-summary">{entry.summary}</span>
-          {entry.errorCode ? <code class="tl-code">{entry.errorCode}</code> : null}
+          {entry.errorCode ? <ErrorCode code={entry.errorCode} /> : null}
         </li>
       ))}
     </ol>
+  )
+}
+
+/** An error code with what it means and what to do, when Dispatch knows the code. */
+function ErrorCode({ code }: { code: string }) {
+  const meaning = errorMeaning(code)
+  return (
+    <>
+      <code class="tl-code">{code}</code>
+      {meaning ? <span class="tl-meaning">{meaning}</span> : null}
+    </>
   )
 }
 
