@@ -129,7 +129,7 @@ export interface paths {
         };
         /**
          * The overview: messages per minute, backlog, senders needing attention, failing endpoints, top errors
-         * @description Messages per minute by status over the last 24 hours (minutes without a message left out), each sender’s queue, the senders that are held or whose quality or account Meta flags, the webhook endpoints that failed in the last hour and the last hour’s most frequent error codes with what each means. Computed at most every 5 seconds per API instance.
+         * @description Messages by status over the last hour (by minute), 24 hours (by quarter hour, the default) or 7 days (by hour), `range`; buckets without a message left out. Each sender’s queue, the senders that are held or whose quality or account Meta flags, the webhook endpoints that failed in the last hour and the last hour’s most frequent error codes with what each means. Computed at most every 5 seconds per API instance.
          */
         get: operations["getAdminOverview"];
         put?: never;
@@ -2131,7 +2131,9 @@ export interface operations {
     };
     getAdminOverview: {
         parameters: {
-            query?: never;
+            query?: {
+                range?: "1h" | "24h" | "7d";
+            };
             header?: {
                 /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
                 "x-request-id"?: components["parameters"]["RequestId"];
@@ -2151,6 +2153,8 @@ export interface operations {
                     "application/json": {
                         /** Format: date-time */
                         generatedAt: string;
+                        range: "1h" | "24h" | "7d";
+                        bucketSeconds: number;
                         messagesPerMinute: {
                             /** Format: date-time */
                             minute: string;
@@ -2239,6 +2243,16 @@ export interface operations {
                             meaning: string | null;
                         }[];
                     };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The error body every failure answers with */

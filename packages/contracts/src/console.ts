@@ -91,9 +91,28 @@ export const ErrorCodeCount = Type.Object({
 })
 
 /** `GET /api/admin/overview`: what an admin looks at first. */
+/** The overview chart's spans, and the bucket each is counted in. */
+export const OVERVIEW_RANGES = { '1h': 60, '24h': 900, '7d': 3600 } as const
+export type OverviewRange = keyof typeof OVERVIEW_RANGES
+
+export const AdminOverviewQuery = Type.Object(
+  {
+    /** How far back the chart reaches: `1h` (by minute), `24h` (by quarter hour), `7d` (by hour). */
+    range: Type.Optional(Type.Union([Type.Literal('1h'), Type.Literal('24h'), Type.Literal('7d')])),
+  },
+  { additionalProperties: false },
+)
+export type AdminOverviewQuery = Static<typeof AdminOverviewQuery>
+
 export const AdminOverview = Type.Object({
   generatedAt: Type.String({ format: 'date-time' }),
-  /** The last 24 hours, oldest first, minutes without a message left out. */
+  /** The span the chart covers (`24h` unless asked), and the size of its buckets in seconds. */
+  range: Type.Union([Type.Literal('1h'), Type.Literal('24h'), Type.Literal('7d')]),
+  bucketSeconds: Type.Integer({ minimum: 60 }),
+  /**
+   * The range's buckets, oldest first, each named by its start (`minute`), buckets without a
+   * message left out. By minute for `1h`; by the range's bucket otherwise.
+   */
   messagesPerMinute: Type.Array(MinuteCounts),
   /** Each sender's queue, with its counts and switches. */
   backlog: Type.Array(QueueView),

@@ -125,7 +125,19 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await page.locator('.chart canvas').waitFor()
     const errors = page.getByRole('region', { name: 'Top errors (1 h)' })
     await poll(() => errors.textContent()).toContain('131026')
+    // The last hour by minute first; the legend names its series (no "--" until hovered).
+    await page.getByRole('heading', { name: 'Messages per minute (hour)' }).waitFor()
+    expect(await page.locator('.u-legend').textContent()).not.toContain('--')
     await checkPage(page, 'console-overview')
+    // A week, by hour: the same messages, counted in the week's buckets.
+    const picker = page.getByRole('group', { name: 'Time range' })
+    await picker.getByRole('button', { name: '7d' }).click()
+    await page.getByRole('heading', { name: 'Messages per hour (7 days)' }).waitFor()
+    expect(await picker.getByRole('button', { name: '7d' }).getAttribute('aria-pressed')).toBe('true')
+    await poll(() => page.getByText(/^In the last 7 days:/).textContent()).toMatch(/3 failed/)
+    await checkPage(page, 'console-overview-week')
+    await picker.getByRole('button', { name: '1h' }).click()
+    await page.getByRole('heading', { name: 'Messages per minute (hour)' }).waitFor()
   })
 
   it('approves a pending key request with a tenant, and the approval e-mail arrives', async () => {

@@ -208,11 +208,46 @@ describe('the overview', () => {
     expect(overview.failingWebhookEndpoints[0]).toMatchObject({
       url: 'http://127.0.0.1:9/hooks',
       apiKeyId: key.id,
+      clientName: expect.any(String),
       failures: expect.any(Number),
       lastStatusCode: null,
     })
     expect(overview.backlog.map((queue) => queue.senderId)).toContain('default')
     expect(overview.sendersNeedingAttention).toEqual([])
+    // The chart's span: by minute over the hour, by quarter hour over a day, by hour over a week;
+    // each bucket named by its start, and the same messages counted whatever the span.
+    const ranged = async (range: string) => {
+      const res = await app.inject({
+        method: 'GET',
+        url: `/api/admin/overview?range=${range}`,
+        headers: { cookie: admin.cookie },
+      })
+      expect(res.statusCode, res.body).toBe(200)
+      return res.json<AdminOverview>()
+    }
+    const sums = (body: AdminOverview) =>
+      body.messagesPerMinute.reduce((sum, bucket) => sum + (bucket.counts.queued ?? 0), 0)
+    for (const [range, bucketSeconds] of [
+      ['1h', 60],
+      ['24h', 900],
+      ['7d', 3600],
+    ] as const) {
+      const body = await ranged(range)
+      expect(body).toMatchObject({ range, bucketSeconds })
+      for (const bucket of body.messagesPerMinute)
+        expect(Date.parse(bucket.minute) % (bucketSeconds * 1000), bucket.minute).toBe(0)
+      expect(sums(body)).toBe(total('queued'))
+    }
+    expect(overview).toMatchObject({ range: '24h', bucketSeconds: 900 })
+    expectError(
+      await app.inject({
+        method: 'GET',
+        url: '/api/admin/overview?range=2d',
+        headers: { cookie: admin.cookie },
+      }),
+      400,
+      'VALIDATION_ERROR',
+    )
     // A key's credentials open no overview.
     expectError(
       await app.inject({ method: 'GET', url: '/api/admin/overview', headers: { 'x-api-key': key.key } }),

@@ -19,10 +19,17 @@ export interface MinuteRow {
  * accepted since `acceptedSince` (a day and the longest validity before now), through
  * `messages_accepted_at_idx`, so the query reads one day of traffic, not the table.
  */
-export async function messagesPerMinute(db: Db, since: Date, acceptedSince: Date): Promise<MinuteRow[]> {
+export async function messagesPerMinute(
+  db: Db,
+  since: Date,
+  acceptedSince: Date,
+  bucketSeconds = 60,
+): Promise<MinuteRow[]> {
+  const bucket = `${Math.trunc(bucketSeconds)} seconds`
   const rows = await db.execute<{ minute: Date; status: string; count: string }>(
-    // One pass over the day's rows: each yields a (minute, status) per time it holds.
-    sql`select date_trunc('minute', t.at) as minute, t.status, count(*)::text as count
+    // One pass over the range's rows: each yields a (bucket, status) per time it holds; buckets
+    // start at whole multiples of their size since the epoch (a minute, a quarter hour, an hour).
+    sql`select date_bin(${bucket}::interval, t.at, timestamptz 'epoch') as minute, t.status, count(*)::text as count
        from messages m
        cross join lateral (values
          ('queued', m.accepted_at), ('sent', m.sent_at), ('delivered', m.delivered_at),

@@ -1,4 +1,11 @@
-import { type AdminOverview, AdminOverview as AdminOverviewSchema, errorMeaning } from '@dispatch/contracts'
+import {
+  type AdminOverview,
+  AdminOverviewQuery,
+  AdminOverview as AdminOverviewSchema,
+  errorMeaning,
+  OVERVIEW_RANGES,
+  type OverviewRange,
+} from '@dispatch/contracts'
 import {
   failingWebhookEndpoints,
   listAllSenders,
@@ -13,6 +20,7 @@ import { errorResponses } from '../../http/error-responses.ts'
 import { toSenderView } from './senders.ts'
 
 const HOUR_MS = 3_600_000
+const RANGE_HOURS: Record<OverviewRange, number> = { '1h': 1, '24h': 24, '7d': 168 }
 /** One overview per instance per this long: an open console polling it costs one set of queries. */
 const OVERVIEW_CACHE_MS = 5_000
 const HEALTHY_ACCOUNT = new Set(['CONNECTED', 'ACTIVE', 'APPROVED', 'VERIFIED', 'REINSTATED', 'UNBANNED'])
@@ -45,16 +53,21 @@ function byMinute(rows: MinuteRow[]): AdminOverview['messagesPerMinute'] {
 export const adminOverviewRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, clock, config } = app.deps
   const switchboard = app.queueSwitchboard
-  let cached: { at: number; overview: Promise<AdminOverview> } | undefined
+  const cached = new Map<OverviewRange, { at: number; overview: Promise<AdminOverview> }>()
 
-  const compute = async (): Promise<AdminOverview> => {
+  const compute = async (range: OverviewRange): Promise<AdminOverview> => {
     const now = clock()
-    const dayAgo = new Date(now.getTime() - 24 * HOUR_MS)
+    const bucketSeconds = OVERVIEW_RANGES[range]
+    const spanMs = RANGE_HOURS[range] * HOUR_MS
+    // From the start of the bucket the range's first moment falls in: the first bucket is whole.
+    const since = new Date(
+      Math.floor((now.getTime() - spanMs) / (bucketSeconds * 1000)) * bucketSeconds * 1000,
+    )
     const hourAgo = new Date(now.getTime() - HOUR_MS)
-    // A message reaching a status in the last day was accepted at most its validity before that.
-    const acceptedSince = new Date(dayAgo.getTime() - config.MESSAGE_VALIDITY_SECONDS * 1000)
+    // A message reaching a status in the range was accepted at most its validity before it.
+    const acceptedSince = new Date(since.getTime() - config.MESSAGE_VALIDITY_SECONDS * 1000)
     const [minutes, queues, senders, endpoints, errors] = await Promise.all([
-      messagesPerMinute(db, dayAgo, acceptedSince),
+      messagesPerMinute(db, since, acceptedSince, bucketSeconds),
       switchboard.list(),
       listAllSenders(db),
       failingWebhookEndpoints(db, hourAgo),
@@ -62,6 +75,8 @@ export const adminOverviewRoutes: FastifyPluginAsyncTypebox = async (app) => {
     ])
     return {
       generatedAt: now.toISOString(),
+      range,
+      bucketSeconds,
       messagesPerMinute: byMinute(minutes),
       backlog: queues.filter((queue) => queue.kind === 'sender'),
       sendersNeedingAttention: senders
@@ -85,29 +100,34 @@ export const adminOverviewRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary:
           'The overview: messages per minute, backlog, senders needing attention, failing endpoints, top errors',
         description:
-          'Messages per minute by status over the last 24 hours (minutes without a message left out), each ' +
+          'Messages by status over the last hour (by minute), 24 hours (by quarter hour, the default) or 7 days ' +
+          '(by hour), `range`; buckets without a message left out. Each ' +
           'sender’s queue, the senders that are held or whose quality or account Meta flags, the webhook ' +
           'endpoints that failed in the last hour and the last hour’s most frequent error codes with what each ' +
           'means. Computed at most every 5 seconds per API instance.',
         security: [{ adminToken: [] }],
+        querystring: AdminOverviewQuery,
         response: {
           200: AdminOverviewSchema,
-          ...errorResponses('SERVICE_UNAVAILABLE'),
+          ...errorResponses('VALIDATION_ERROR', 'SERVICE_UNAVAILABLE'),
         },
       },
     },
     async (request) => {
       const now = Date.now()
-      if (!cached || now - cached.at > OVERVIEW_CACHE_MS) {
-        const overview = compute()
-        cached = { at: now, overview }
+      const range = request.query.range ?? '24h'
+      let entry = cached.get(range)
+      if (!entry || now - entry.at > OVERVIEW_CACHE_MS) {
+        const overview = compute(range)
+        entry = { at: now, overview }
+        cached.set(range, entry)
         // A failure is not kept: the next request tries again.
         overview.catch(() => {
-          if (cached?.overview === overview) cached = undefined
+          if (cached.get(range)?.overview === overview) cached.delete(range)
         })
       }
       try {
-        return await cached.overview
+        return await entry.overview
       } catch (error) {
         request.log.error({ err: error }, 'overview not computed')
         throw unavailable('compute the overview')

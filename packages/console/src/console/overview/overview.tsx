@@ -1,4 +1,6 @@
-import { useQuery } from '@tanstack/preact-query'
+import type { OverviewRange } from '@dispatch/contracts'
+import { keepPreviousData, useQuery } from '@tanstack/preact-query'
+import { useState } from 'preact/hooks'
 import { api } from '../../api.ts'
 import { Link } from '../../router.tsx'
 import { formatTime } from '../../ui/format.ts'
@@ -9,39 +11,75 @@ import { Table } from '../../ui/table.tsx'
 import { useSenderOptions } from '../senders/sender-options.tsx'
 import { MinuteChart } from './chart.tsx'
 
+const RANGES: OverviewRange[] = ['1h', '24h', '7d']
+const RANGE_LABELS: Record<OverviewRange, string> = { '1h': 'hour', '24h': '24 hours', '7d': '7 days' }
+const RANGE_SECONDS: Record<OverviewRange, number> = { '1h': 3600, '24h': 86_400, '7d': 604_800 }
+const BUCKET_LABELS: Record<number, string> = { 60: 'minute', 900: 'quarter hour', 3600: 'hour' }
+
+/** The chart's span: three buttons, the chosen one pressed. */
+function RangePicker(props: { range: OverviewRange; onChange: (range: OverviewRange) => void }) {
+  return (
+    // biome-ignore lint/a11y/useSemanticElements: a group of toggle buttons, not a form's fieldset
+    <div class="range-picker" role="group" aria-label="Time range">
+      {RANGES.map((range) => (
+        <button
+          key={range}
+          type="button"
+          class="secondary"
+          aria-pressed={props.range === range}
+          onClick={() => props.onChange(range)}
+        >
+          {range}
+        </button>
+      ))}
+    </div>
+  )
+}
+
 /** "Is anything on fire?": the first screen, refreshed every five seconds. */
 export function Overview() {
   const senders = useSenderOptions()
   const nameOf = (senderId: string) =>
     senders.find((sender) => sender.id === senderId)?.displayName ?? senderId
+  const [range, setRange] = useState<OverviewRange>('1h')
   const overview = useQuery({
-    queryKey: ['overview'],
-    queryFn: () => api.GET('/api/admin/overview'),
+    queryKey: ['overview', range],
+    queryFn: () => api.GET('/api/admin/overview', { params: { query: { range } } }),
     refetchInterval: 5000,
+    placeholderData: keepPreviousData,
   })
   return (
     <Page title="Overview">
       <Loaded query={overview}>
         {(data) => {
-          const lastHour = data.messagesPerMinute.filter((m) => Date.parse(m.minute) > Date.now() - 3_600_000)
           const totals: Record<string, number> = {}
-          for (const minute of lastHour)
-            for (const [status, count] of Object.entries(minute.counts))
+          for (const bucket of data.messagesPerMinute)
+            for (const [status, count] of Object.entries(bucket.counts))
               totals[status] = (totals[status] ?? 0) + count
+          const span = RANGE_LABELS[data.range]
           return (
             <>
               <p class="muted">
                 As of <time dateTime={data.generatedAt}>{formatTime(data.generatedAt)}</time>; refreshes every
                 few seconds.
               </p>
-              <Section title="Messages per minute (24 h)">
+              <Section title={`Messages per ${BUCKET_LABELS[data.bucketSeconds] ?? 'bucket'} (${span})`}>
+                <RangePicker range={range} onChange={setRange} />
                 {data.messagesPerMinute.length === 0 ? (
-                  <p class="muted">No message in the last 24 hours.</p>
+                  <p class="muted">
+                    No message in the last {span}. Messages appear here as keys send them: approve a key
+                    request, or send a test from the portal.
+                  </p>
                 ) : (
                   <>
-                    <MinuteChart minutes={data.messagesPerMinute} />
+                    <MinuteChart
+                      minutes={data.messagesPerMinute}
+                      bucketSeconds={data.bucketSeconds}
+                      until={data.generatedAt}
+                      spanSeconds={RANGE_SECONDS[data.range]}
+                    />
                     <p>
-                      Last hour:{' '}
+                      In the last {span}:{' '}
                       {Object.entries(totals)
                         .map(([status, count]) => `${count} ${status}`)
                         .join(', ') || 'nothing'}
