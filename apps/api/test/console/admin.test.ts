@@ -205,6 +205,10 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await poll(() => page.evaluate(() => navigator.clipboard.readText())).toBe(failedId)
     await page.getByRole('link', { name: failedId }).click()
     await heading('Message').waitFor()
+    // Times read in the viewer's zone, one format everywhere; the UTC instant on hover.
+    const accepted = page.locator('.facts time').first()
+    expect(await accepted.getAttribute('title')).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/)
+    expect(Date.parse((await accepted.getAttribute('datetime')) ?? '')).not.toBeNaN()
     const timeline = page.getByRole('list', { name: 'Timeline' })
     // The code with what it means.
     await poll(() => timeline.textContent()).toMatch(

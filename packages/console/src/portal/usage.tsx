@@ -1,8 +1,8 @@
 import { useQuery } from '@tanstack/preact-query'
 import { api } from '../api.ts'
-import { formatTime } from '../ui/format.ts'
 import { Page, Section } from '../ui/page.tsx'
 import { Loaded, StatusBadge } from '../ui/status.tsx'
+import { Time } from '../ui/time.tsx'
 
 /** The key's limits and what it has used today. */
 export function Usage() {
@@ -35,7 +35,9 @@ export function Usage() {
                 <dt>Left today</dt>
                 <dd>{key.usage.remainingToday ?? 'no quota'}</dd>
                 <dt>Resets</dt>
-                <dd>{formatTime(key.usage.resetsAt)}</dd>
+                <dd>
+                  <Time at={key.usage.resetsAt} />
+                </dd>
               </dl>
             </Section>
             <Section title="Limits">

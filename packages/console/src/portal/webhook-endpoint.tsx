@@ -2,11 +2,12 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tansta
 import { useState } from 'preact/hooks'
 import { api } from '../api.ts'
 import { Link } from '../router.tsx'
-import { count, formatTime, instant } from '../ui/format.ts'
+import { count, instant } from '../ui/format.ts'
 import { Page, Section } from '../ui/page.tsx'
 import { Pager } from '../ui/pager.tsx'
 import { Loaded, Outcome } from '../ui/status.tsx'
 import { Table } from '../ui/table.tsx'
+import { Time } from '../ui/time.tsx'
 
 /** One endpoint: its attempts (each failed one retried on demand), a replay of a window, a new secret. */
 export function WebhookEndpoint({ id }: { id: string }) {
@@ -66,7 +67,9 @@ export function WebhookEndpoint({ id }: { id: string }) {
               {data.enabled ? 'enabled' : `disabled${data.disabledReason ? `: ${data.disabledReason}` : ''}`}
             </dd>
             <dt>Previous secret valid until</dt>
-            <dd>{formatTime(data.previousSecretExpiresAt)}</dd>
+            <dd>
+              <Time at={data.previousSecretExpiresAt} />
+            </dd>
           </dl>
         )}
       </Loaded>
@@ -82,7 +85,7 @@ export function WebhookEndpoint({ id }: { id: string }) {
                   rows={result.data}
                   rowKey={(attempt) => attempt.id}
                   columns={[
-                    { header: 'When', cell: (attempt) => formatTime(attempt.createdAt) },
+                    { header: 'When', cell: (attempt) => <Time at={attempt.createdAt} /> },
                     {
                       header: 'Event',
                       cell: (attempt) => attempt.eventType,
@@ -99,7 +102,7 @@ export function WebhookEndpoint({ id }: { id: string }) {
                         </>
                       ),
                     },
-                    { header: 'Next retry', cell: (attempt) => formatTime(attempt.nextRetryAt) },
+                    { header: 'Next retry', cell: (attempt) => <Time at={attempt.nextRetryAt} /> },
                     {
                       header: 'Action',
                       cell: (attempt) =>

@@ -1,9 +1,9 @@
 import { useQuery } from '@tanstack/preact-query'
 import { api, paging } from '../api.ts'
-import { formatTime } from '../ui/format.ts'
 import { Page } from '../ui/page.tsx'
 import { Loaded } from '../ui/status.tsx'
 import { Table } from '../ui/table.tsx'
+import { Time } from '../ui/time.tsx'
 
 /** The key's webhook endpoints; each links to its attempts. */
 export function WebhookEndpoints() {
@@ -35,7 +35,7 @@ export function WebhookEndpoints() {
                     ? 'enabled'
                     : `disabled${endpoint.disabledReason ? `: ${endpoint.disabledReason}` : ''}`,
               },
-              { header: 'Failing since', cell: (endpoint) => formatTime(endpoint.failingSince) },
+              { header: 'Failing since', cell: (endpoint) => <Time at={endpoint.failingSince} /> },
             ]}
           />
         )}

@@ -1,7 +1,7 @@
 import type { ComponentChildren } from 'preact'
-import { formatTime } from './format.ts'
 import { CopyButton, Id } from './id.tsx'
 import { StatusBadge } from './status.tsx'
+import { Time } from './time.tsx'
 
 interface Facts {
   messageId: string
@@ -37,7 +37,9 @@ export function MessageFacts({ message, children }: { message: Facts; children?:
       <dt>Client reference</dt>
       <dd>{message.clientReference ?? '—'}</dd>
       <dt>Accepted</dt>
-      <dd>{formatTime(message.createdAt)}</dd>
+      <dd>
+        <Time at={message.createdAt} />
+      </dd>
       {message.lastError ? (
         <>
           <dt>Last error</dt>

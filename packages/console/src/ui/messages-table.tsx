@@ -1,8 +1,8 @@
 import { Link } from '../router.tsx'
-import { formatTime } from './format.ts'
 import { CopyButton, Id } from './id.tsx'
 import { StatusBadge } from './status.tsx'
 import { type Column, Table } from './table.tsx'
+import { Time } from './time.tsx'
 
 export interface MessageRow {
   messageId: string
@@ -44,7 +44,7 @@ export function MessagesTable({ rows, showKey = false }: { rows: MessageRow[]; s
       cell: (row) => (row.lastError ? <code title={row.lastError.message}>{row.lastError.code}</code> : '—'),
     },
     ...(showKey ? [keyColumn] : []),
-    { header: 'Accepted', cell: (row) => formatTime(row.createdAt) },
+    { header: 'Accepted', cell: (row) => <Time at={row.createdAt} /> },
   ]
   return (
     <Table

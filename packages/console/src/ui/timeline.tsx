@@ -1,6 +1,6 @@
 import { DispatchError } from '@dispatch/client'
 import { errorMeaning } from '@dispatch/contracts'
-import { formatTime } from './format.ts'
+import { Time } from './time.tsx'
 
 export interface TimelineEntry {
   at: string
@@ -16,7 +16,7 @@ export function Timeline({ entries }: { entries: TimelineEntry[] }) {
     <ol class="timeline" aria-label="Timeline">
       {entries.map((entry, index) => (
         <li key={`${entry.at}-${index}`} class={`tl tl-${entry.kind}`}>
-          <time dateTime={entry.at}>{formatTime(entry.at)}</time>
+          <Time at={entry.at} />
           <span class="tl-kind">{entry.kind.replace(/_/g, ' ')}</span>
           <span class="tl-summary">{entry.summary}</span>
           {entry.errorCode ? <ErrorCode code={entry.errorCode} /> : null}

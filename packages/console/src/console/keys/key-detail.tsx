@@ -1,10 +1,11 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/preact-query'
 import { api } from '../../api.ts'
 import { Link } from '../../router.tsx'
-import { formatTime, integer, text } from '../../ui/format.ts'
+import { integer, text } from '../../ui/format.ts'
 import { Page, Section } from '../../ui/page.tsx'
 import { Loaded, Outcome, StatusBadge } from '../../ui/status.tsx'
 import { Table } from '../../ui/table.tsx'
+import { Time } from '../../ui/time.tsx'
 import { useSenderOptions } from '../senders/sender-options.tsx'
 
 /** A field cleared in the form resets the limit to the service default (null). */
@@ -72,7 +73,7 @@ export function KeyDetail({ id }: { id: string }) {
                 <dd>
                   {data.usage.today} accepted
                   {data.usage.remainingToday === null ? '' : `, ${data.usage.remainingToday} left`} (resets{' '}
-                  {formatTime(data.usage.resetsAt)})
+                  <Time at={data.usage.resetsAt} />)
                 </dd>
                 <dt>Messages</dt>
                 <dd>
@@ -153,7 +154,7 @@ export function KeyDetail({ id }: { id: string }) {
                   rows={data.history}
                   rowKey={(entry, index) => `${entry.createdAt}-${index}`}
                   columns={[
-                    { header: 'When', cell: (entry) => formatTime(entry.createdAt) },
+                    { header: 'When', cell: (entry) => <Time at={entry.createdAt} /> },
                     { header: 'Who', cell: (entry) => entry.actor },
                     {
                       header: 'Change',

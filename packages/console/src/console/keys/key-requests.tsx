@@ -1,8 +1,9 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/preact-query'
 import { api, paging } from '../../api.ts'
-import { formatTime, integer, text } from '../../ui/format.ts'
+import { integer, text } from '../../ui/format.ts'
 import { Page } from '../../ui/page.tsx'
 import { Loaded, Outcome } from '../../ui/status.tsx'
+import { Time } from '../../ui/time.tsx'
 import { useSenderOptions } from '../senders/sender-options.tsx'
 
 interface PendingKey {
@@ -53,7 +54,7 @@ function KeyRequest({ request }: { request: PendingKey }) {
         {request.clientName} <span class="muted">({request.email})</span>
       </h2>
       <p>
-        Requested {formatTime(request.createdAt)}; tenant asked for:{' '}
+        Requested <Time at={request.createdAt} />; tenant asked for:{' '}
         <strong>{request.requestedTenantId ?? 'none'}</strong>; scopes: {request.scopes.join(', ')}
       </p>
       <form

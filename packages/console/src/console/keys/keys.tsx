@@ -2,11 +2,12 @@ import type { ApiKeyStatus } from '@dispatch/contracts'
 import { keepPreviousData, useQuery } from '@tanstack/preact-query'
 import { useState } from 'preact/hooks'
 import { api, paging } from '../../api.ts'
-import { count, formatTime, text } from '../../ui/format.ts'
+import { count, text } from '../../ui/format.ts'
 import { Page } from '../../ui/page.tsx'
 import { Pager } from '../../ui/pager.tsx'
 import { Loaded, StatusBadge } from '../../ui/status.tsx'
 import { Table } from '../../ui/table.tsx'
+import { Time } from '../../ui/time.tsx'
 
 interface KeySearch {
   q?: string | undefined
@@ -73,7 +74,7 @@ export function Keys() {
                 { header: 'Prefix', cell: (key) => <code>{key.keyPrefix}</code> },
                 { header: 'Status', cell: (key) => <StatusBadge status={key.status} /> },
                 { header: 'Tenant', cell: (key) => key.tenantId ?? '—' },
-                { header: 'Created', cell: (key) => formatTime(key.createdAt) },
+                { header: 'Created', cell: (key) => <Time at={key.createdAt} /> },
               ]}
             />
             <Pager {...result} onPage={setPage} />

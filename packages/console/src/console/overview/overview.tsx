@@ -3,11 +3,11 @@ import { keepPreviousData, useQuery } from '@tanstack/preact-query'
 import { useState } from 'preact/hooks'
 import { api } from '../../api.ts'
 import { Link } from '../../router.tsx'
-import { formatTime } from '../../ui/format.ts'
 import { Id } from '../../ui/id.tsx'
 import { Page, Section } from '../../ui/page.tsx'
 import { Loaded, StatusBadge } from '../../ui/status.tsx'
 import { Table } from '../../ui/table.tsx'
+import { Time } from '../../ui/time.tsx'
 import { useSenderOptions } from '../senders/sender-options.tsx'
 import { MinuteChart } from './chart.tsx'
 
@@ -60,8 +60,7 @@ export function Overview() {
           return (
             <>
               <p class="muted">
-                As of <time dateTime={data.generatedAt}>{formatTime(data.generatedAt)}</time>; refreshes every
-                few seconds.
+                As of <Time at={data.generatedAt} />; refreshes every few seconds.
               </p>
               <Section title={`Messages per ${BUCKET_LABELS[data.bucketSeconds] ?? 'bucket'} (${span})`}>
                 <RangePicker range={range} onChange={setRange} />
@@ -138,7 +137,7 @@ export function Overview() {
                       },
                       { header: 'Failures (1 h)', cell: (endpoint) => endpoint.failures },
                       { header: 'Last error', cell: (endpoint) => endpoint.lastError ?? '—', class: 'wrap' },
-                      { header: 'Last attempt', cell: (endpoint) => formatTime(endpoint.lastAttemptAt) },
+                      { header: 'Last attempt', cell: (endpoint) => <Time at={endpoint.lastAttemptAt} /> },
                     ]}
                   />
                 </Section>

@@ -1,9 +1,10 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/preact-query'
 import { api } from '../../api.ts'
-import { formatTime, text } from '../../ui/format.ts'
+import { text } from '../../ui/format.ts'
 import { Page } from '../../ui/page.tsx'
 import { Loaded, Outcome } from '../../ui/status.tsx'
 import { Table } from '../../ui/table.tsx'
+import { Time } from '../../ui/time.tsx'
 import { useSenderOptions } from '../senders/sender-options.tsx'
 
 interface QueueRow {
@@ -103,7 +104,7 @@ export function Queues() {
                 cell: (queue) =>
                   queue.paused ? (
                     <span>
-                      <strong>paused</strong> by {queue.switchedBy ?? '?'} {formatTime(queue.switchedAt)}
+                      <strong>paused</strong> by {queue.switchedBy ?? '?'} <Time at={queue.switchedAt} />
                       {queue.reason ? `: ${queue.reason}` : ''}
                     </span>
                   ) : queue.held ? (

@@ -1,10 +1,11 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/preact-query'
 import { api, paging } from '../../api.ts'
 import { Link } from '../../router.tsx'
-import { formatTime, integer, text } from '../../ui/format.ts'
+import { integer, text } from '../../ui/format.ts'
 import { Page, Section } from '../../ui/page.tsx'
 import { Loaded, Outcome, StatusBadge } from '../../ui/status.tsx'
 import { Table } from '../../ui/table.tsx'
+import { Time } from '../../ui/time.tsx'
 
 type SenderChange = {
   state?: 'active' | 'paused'
@@ -164,7 +165,7 @@ export function SenderDetail({ id }: { id: string }) {
                 { header: 'Recipient', cell: (entry) => entry.recipient },
                 { header: 'Scope', cell: (entry) => entry.scope },
                 { header: 'Source', cell: (entry) => entry.source },
-                { header: 'Since', cell: (entry) => formatTime(entry.createdAt) },
+                { header: 'Since', cell: (entry) => <Time at={entry.createdAt} /> },
               ]}
             />
           )}
