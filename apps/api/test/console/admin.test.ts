@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   ADMIN,
   activeKey,
+  asAdmin,
   buildTestApp,
   createWorld,
   requestKey,
@@ -285,6 +286,55 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await page.getByLabel('New access token').fill('EAAG-acme-chile-token-2')
     await page.getByRole('button', { name: 'Rotate token' }).click()
     await poll(() => page.locator('.facts').textContent()).toContain('…en-2')
+    // Its settings in the page, not by curl: saved, and read back by the API as set.
+    const settings = page.getByRole('form', { name: 'Settings' })
+    await settings.getByLabel('WhatsApp Business Account id').fill('102290129340398')
+    await settings.getByLabel('24-hour window').selectOption('enforce')
+    await settings.getByLabel('At most').fill('2')
+    await settings.getByLabel('messages in hours').fill('24')
+    await settings.getByLabel('Opt out').fill('PARAR, SAIR')
+    await settings.getByLabel('Opt back in').fill('VOLTAR')
+    await settings.getByLabel('After an opt-out').fill('Você não receberá mais mensagens.')
+    await settings.getByRole('button', { name: 'Save settings' }).click()
+    await poll(() => page.getByText('Settings saved.').count()).toBe(1)
+    const senderId = page.url().split('/').pop() ?? ''
+    const read = await app.inject({
+      method: 'GET',
+      url: `/api/admin/senders/${senderId}`,
+      headers: asAdmin(),
+    })
+    expect(read.json()).toMatchObject({
+      wabaId: '102290129340398',
+      serviceWindowPolicy: 'enforce',
+      marketingCap: { count: 2, hours: 24 },
+      // Keywords are kept folded, as replies are matched.
+      consentKeywords: { optOut: ['parar', 'sair'], optIn: ['voltar'] },
+      consentConfirmation: { optOut: 'Você não receberá mais mensagens.' },
+      inboundContentRetention: 'retain',
+    })
+    // Emptied, a setting is cleared: no cap.
+    await settings.getByLabel('At most').fill('')
+    await settings.getByLabel('messages in hours').fill('')
+    await settings.getByRole('button', { name: 'Save settings' }).click()
+    await poll(async () => {
+      const again = await app.inject({
+        method: 'GET',
+        url: `/api/admin/senders/${senderId}`,
+        headers: asAdmin(),
+      })
+      return again.json().marketingCap
+    }).toBeNull()
+    // …and the rest as they were: the form shows what the sender holds, and saves it back.
+    const after = await app.inject({
+      method: 'GET',
+      url: `/api/admin/senders/${senderId}`,
+      headers: asAdmin(),
+    })
+    expect(after.json()).toMatchObject({ serviceWindowPolicy: 'enforce', wabaId: '102290129340398' })
+    await page.reload()
+    expect(await page.getByRole('form', { name: 'Settings' }).getByLabel('24-hour window').inputValue()).toBe(
+      'enforce',
+    )
     await checkPage(page, 'console-sender')
     await go('/senders')
     await page.getByRole('link', { name: 'Acme Chile' }).waitFor()

@@ -1,3 +1,4 @@
+import type { UpdateSenderBody } from '@dispatch/contracts'
 import { useMutation, useQuery, useQueryClient } from '@tanstack/preact-query'
 import { api, paging } from '../../api.ts'
 import { Link } from '../../router.tsx'
@@ -6,12 +7,9 @@ import { Page, Section } from '../../ui/page.tsx'
 import { Loaded, Outcome, StatusBadge } from '../../ui/status.tsx'
 import { Table } from '../../ui/table.tsx'
 import { Time } from '../../ui/time.tsx'
+import { SenderSettingsForm } from './sender-settings.tsx'
 
-type SenderChange = {
-  state?: 'active' | 'paused'
-  ratePerSecond?: number
-  accessToken?: string
-}
+type SenderChange = UpdateSenderBody
 
 /** One sender: its state and health, its rate, its token, its templates and its suppression list. */
 export function SenderDetail({ id }: { id: string }) {
@@ -33,6 +31,11 @@ export function SenderDetail({ id }: { id: string }) {
       api.GET('/api/admin/suppressions', { params: { query: { ...paging(1, 50), senderId: id } } }),
   })
   const change = useMutation({
+    mutationFn: (body: SenderChange) =>
+      api.PATCH('/api/admin/senders/{id}', { params: { path: { id } }, body }),
+    onSuccess: () => client.invalidateQueries({ queryKey: ['senders'] }),
+  })
+  const settings = useMutation({
     mutationFn: (body: SenderChange) =>
       api.PATCH('/api/admin/senders/{id}', { params: { path: { id } }, body }),
     onSuccess: () => client.invalidateQueries({ queryKey: ['senders'] }),
@@ -120,6 +123,15 @@ export function SenderDetail({ id }: { id: string }) {
                 <button type="submit">Rotate token</button>
               </form>
               <Outcome mutation={change} done="Saved." />
+            </Section>
+            <Section title="Settings">
+              <SenderSettingsForm
+                key={data.updatedAt}
+                sender={data}
+                pending={settings.isPending}
+                onSave={(body) => settings.mutate(body)}
+              />
+              <Outcome mutation={settings} done="Settings saved." />
             </Section>
           </>
         )}
