@@ -1,4 +1,11 @@
-import { CreateErasureBody, ErasureView, recipientOf, recipientProblem, Scopes } from '@dispatch/contracts'
+import {
+  CreateErasureBody,
+  ErasureView,
+  PathId,
+  recipientOf,
+  recipientProblem,
+  Scopes,
+} from '@dispatch/contracts'
 import { createErasure, type ErasureRow, findErasure, owned } from '@dispatch/db'
 import { recipientHasher } from '@dispatch/runtime'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
@@ -25,7 +32,7 @@ export interface ErasureRouteOptions {
   audience: 'key' | 'admin'
 }
 
-const IdParams = Type.Object({ id: Type.String({ format: 'uuid' }) })
+const IdParams = Type.Object({ id: PathId() })
 
 /**
  * `POST/GET …/erasures`: erases one recipient (a phone or a BSUID, with the identities it is paired

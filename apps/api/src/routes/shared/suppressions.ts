@@ -2,7 +2,9 @@ import {
   CreateSuppressionBody,
   DEFAULT_SENDER_ID,
   DeleteSuppressionBody,
+  isDispatchId,
   isUserId,
+  PathId,
   pageMeta,
   recipientProblem,
   Scopes,
@@ -23,7 +25,6 @@ import { AppError } from '../../errors.ts'
 import { callerOf } from '../../http/caller.ts'
 import { errorResponses } from '../../http/error-responses.ts'
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const E164 = /^\+[1-9][0-9]{7,14}$/
 
 /**
@@ -35,7 +36,7 @@ export interface SuppressionRouteOptions {
 }
 
 const closed = { additionalProperties: false } as const
-const IdParams = Type.Object({ id: Type.String({ format: 'uuid' }) })
+const IdParams = Type.Object({ id: PathId() })
 const EntryParams = Type.Object({
   idOrRecipient: Type.String({
     minLength: 1,
@@ -188,8 +189,8 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
       async (request) => {
         const asked = request.params.idOrRecipient
         const mine = owned(db, callerOf(request)).suppressions
-        if (UUID.test(asked)) {
-          const row = await mine.find(asked)
+        if (isDispatchId(asked)) {
+          const row = await mine.find(asked.toLowerCase())
           if (!row) throw new AppError('NOT_FOUND', 'No such entry in this suppression list')
           return toSuppressionView(row)
         }
