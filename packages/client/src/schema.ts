@@ -2405,6 +2405,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The key id */
                 id: string;
             };
             cookie?: never;
@@ -2540,6 +2541,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The key id */
                 id: string;
             };
             cookie?: never;
@@ -2712,6 +2714,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The key id */
                 id: string;
             };
             cookie?: never;
@@ -2871,6 +2874,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The key id */
                 id: string;
             };
             cookie?: never;
@@ -3030,6 +3034,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The key id */
                 id: string;
             };
             cookie?: never;
@@ -4497,6 +4502,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The message id */
                 id: string;
             };
             cookie?: never;
@@ -4798,6 +4804,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The message id */
                 id: string;
             };
             cookie?: never;
@@ -5525,6 +5532,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description An id as Dispatch returned it (a UUID) */
                 id: string;
             };
             cookie?: never;
@@ -5619,6 +5627,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description An id as Dispatch returned it (a UUID) */
                 id: string;
             };
             cookie?: never;
@@ -5887,6 +5896,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description An id as Dispatch returned it (a UUID) */
                 id: string;
             };
             cookie?: never;
@@ -6152,6 +6162,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description An id as Dispatch returned it (a UUID) */
                 id: string;
             };
             cookie?: never;
@@ -6259,6 +6270,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description An id as Dispatch returned it (a UUID) */
                 id: string;
             };
             cookie?: never;
@@ -6622,6 +6634,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description An id as Dispatch returned it (a UUID) */
                 id: string;
             };
             cookie?: never;
@@ -6729,6 +6742,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description An id as Dispatch returned it (a UUID) */
                 id: string;
             };
             cookie?: never;
@@ -7083,6 +7097,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description An id as Dispatch returned it (a UUID) */
                 id: string;
             };
             cookie?: never;
@@ -7190,6 +7205,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description An id as Dispatch returned it (a UUID) */
                 id: string;
             };
             cookie?: never;
@@ -10262,6 +10278,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The message id */
                 messageId: string;
             };
             cookie?: never;
@@ -10390,6 +10407,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The message id */
                 messageId: string;
             };
             cookie?: never;
@@ -10828,6 +10846,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The message id */
                 messageId: string;
             };
             cookie?: never;
@@ -11855,6 +11874,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The order id */
                 orderId: string;
             };
             cookie?: never;
@@ -12458,6 +12478,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The endpoint id */
                 id: string;
             };
             cookie?: never;
@@ -12560,6 +12581,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The endpoint id */
                 id: string;
             };
             cookie?: never;
@@ -12666,6 +12688,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The endpoint id */
                 id: string;
             };
             cookie?: never;
@@ -12796,6 +12819,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The endpoint id */
                 id: string;
             };
             cookie?: never;
@@ -12925,6 +12949,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The endpoint id */
                 id: string;
             };
             cookie?: never;
@@ -13034,6 +13059,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The endpoint id */
                 id: string;
                 eventId: string;
             };
@@ -13157,6 +13183,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The endpoint id */
                 id: string;
             };
             cookie?: never;
@@ -14023,6 +14050,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description An id as Dispatch returned it (a UUID) */
                 id: string;
             };
             cookie?: never;
@@ -14289,6 +14317,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description An id as Dispatch returned it (a UUID) */
                 id: string;
             };
             cookie?: never;
