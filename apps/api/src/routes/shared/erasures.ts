@@ -44,7 +44,6 @@ export const erasureRoutes: FastifyPluginAsyncTypebox<ErasureRouteOptions> = asy
   const { db, config, clock } = app.deps
   const admin = options.audience === 'admin'
   const access = { scope: Scopes.manageData }
-  const security = admin ? [{ adminToken: [] }] : [{ apiKey: [] }]
   const tags = admin ? ['admin'] : ['data']
   const hash = recipientHasher(config)
 
@@ -67,7 +66,6 @@ export const erasureRoutes: FastifyPluginAsyncTypebox<ErasureRouteOptions> = asy
           ' (by hash). The erasure names the ' +
           'recipient by hash only. ' +
           (admin ? 'For admins.' : 'Requires `manage:data`.'),
-        security,
         body: CreateErasureBody,
         response: { 202: ErasureView, ...errorResponses('VALIDATION_ERROR') },
       },
@@ -103,7 +101,6 @@ export const erasureRoutes: FastifyPluginAsyncTypebox<ErasureRouteOptions> = asy
         description: admin
           ? 'Any erasure, an admin’s or a key’s.'
           : 'Requires `manage:data`. Your key’s own erasures only.',
-        security,
         params: IdParams,
         response: { 200: ErasureView, ...errorResponses('VALIDATION_ERROR', 'NOT_FOUND') },
       },

@@ -56,7 +56,6 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
   const { db, config, clock } = app.deps
   const admin = options.audience === 'admin'
   const access = { scope: Scopes.manageSuppressions }
-  const security = admin ? [{ adminToken: [] }] : [{ apiKey: [] }]
   const tags = admin ? ['admin'] : ['consent']
   const who = admin ? 'admins' : 'keys'
   /** The sender a request works on: the key's own; for an admin, the one named (default: `default`). */
@@ -79,7 +78,6 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
           : 'Requires `manage:suppressions`. The entries your tenant (your key, without one) added on the ' +
             'sender your key sends through. The recipients’ own opt-outs are not listed: ask about one ' +
             'with `GET /suppressions/{recipient}`.',
-        security,
         querystring: admin
           ? Type.Object({ ...SuppressionListQuery.properties, ...AdminFilter.properties }, closed)
           : SuppressionListQuery,
@@ -110,7 +108,6 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
           (admin
             ? ': an admin’s entry blocks every key on the sender.'
             : ': your entry blocks your tenant’s keys only (your key alone, without a tenant).'),
-        security,
         body: admin
           ? Type.Object({ ...CreateSuppressionBody.properties, ...AdminFilter.properties }, closed)
           : CreateSuppressionBody,
@@ -150,7 +147,6 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
           operationId: 'adminGetSuppression',
           tags,
           summary: 'One suppression list entry',
-          security,
           params: IdParams,
           response: {
             200: SuppressionView,
@@ -178,7 +174,6 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
             'With a recipient (a phone in E.164, `%2B` for `+`, or a userId): whether sends to them are ' +
             'blocked for your key, for which scope, and by which entries (the recipient’s own opt-outs, ' +
             'and your tenant’s; ids and reasons only on yours).',
-          security,
           params: EntryParams,
           response: {
             200: Type.Union([SuppressionView, SuppressionStatus]),
@@ -220,7 +215,6 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
             ? 'of every key the entry blocked.'
             : 'of your tenant’s keys. Only your tenant’s entries: a recipient’s own opt-out is lifted by them ' +
               '(an opt-in keyword) or an admin.'),
-        security,
         params: IdParams,
         body: DeleteSuppressionBody,
         response: { 200: SuppressionView, ...errorResponses('VALIDATION_ERROR', 'NOT_FOUND') },
