@@ -222,3 +222,39 @@ describe('every id in a path, by one rule (issue 46)', () => {
     expect(compared).toBeGreaterThan(3)
   }, 60_000)
 })
+
+describe('an id in a query string, by the same rule', () => {
+  it('refuses a urn:uuid:, braced or hyphenless id filter with 400 VALIDATION_ERROR naming it, never 5xx', async () => {
+    let calls = 0
+    const problems: string[] = []
+    for (const e of endpointsOf(app.swagger() as never)) {
+      if (e.method !== 'GET' || e.audience === 'public') continue
+      for (const p of (e.operation.parameters ?? []) as (Parameter & {
+        schema?: Record<string, unknown>
+      })[]) {
+        const schema = p.schema as { format?: string; items?: { format?: string } } | undefined
+        if (p.in !== 'query' || (schema?.format !== 'uuid' && schema?.items?.format !== 'uuid')) continue
+        const id = randomUUID()
+        for (const value of [`urn:uuid:${id}`, `{${id}}`, id.replace(/-/g, '')]) {
+          const res = await inject(
+            app,
+            'GET',
+            `${e.path}?${p.name}=${encodeURIComponent(value)}`,
+            credentialOf(e),
+          )
+          calls++
+          const body = res.json()
+          if (
+            res.statusCode !== 400 ||
+            body.errorCode !== 'VALIDATION_ERROR' ||
+            !body.message.includes(p.name)
+          ) {
+            problems.push(`${e.name}?${p.name}=${value}: ${res.statusCode} ${res.body}`)
+          }
+        }
+      }
+    }
+    expect(problems, problems.join('\n')).toEqual([])
+    expect(calls).toBeGreaterThan(20)
+  })
+})
