@@ -6,6 +6,7 @@ import Fastify, { type FastifyInstance, LogController } from 'fastify'
 import { sessionAuth } from './console/session-auth.ts'
 import type { ApiDeps } from './deps.ts'
 import { AppError } from './errors.ts'
+import { installPathIds } from './http/path-ids.ts'
 import { adminAuth } from './plugins/admin-auth.ts'
 import { apiKeyAuth } from './plugins/api-key-auth.ts'
 import { authFailureLimit } from './plugins/auth-failure-limit.ts'
@@ -59,6 +60,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   app.decorate('deps', deps)
   refuseConnect(app.server)
   installValidation(app)
+  installPathIds(app)
   installErrorHandler(app)
   installTextGuard(app)
   // JSON only: anything else is 415, rather than a string that fails validation.

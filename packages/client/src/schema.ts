@@ -2428,6 +2428,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The key id */
                 id: string;
             };
             cookie?: never;
@@ -2563,6 +2564,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The key id */
                 id: string;
             };
             cookie?: never;
@@ -2735,6 +2737,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The key id */
                 id: string;
             };
             cookie?: never;
@@ -2894,6 +2897,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The key id */
                 id: string;
             };
             cookie?: never;
@@ -3053,6 +3057,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The key id */
                 id: string;
             };
             cookie?: never;
@@ -4521,6 +4526,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The message id */
                 id: string;
             };
             cookie?: never;
@@ -4823,6 +4829,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The message id */
                 id: string;
             };
             cookie?: never;
@@ -5551,6 +5558,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description An id as Dispatch returned it (a UUID) */
                 id: string;
             };
             cookie?: never;
@@ -5645,6 +5653,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description An id as Dispatch returned it (a UUID) */
                 id: string;
             };
             cookie?: never;
@@ -5913,6 +5922,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description An id as Dispatch returned it (a UUID) */
                 id: string;
             };
             cookie?: never;
@@ -6178,6 +6188,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description An id as Dispatch returned it (a UUID) */
                 id: string;
             };
             cookie?: never;
@@ -6285,6 +6296,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description An id as Dispatch returned it (a UUID) */
                 id: string;
             };
             cookie?: never;
@@ -6648,6 +6660,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description An id as Dispatch returned it (a UUID) */
                 id: string;
             };
             cookie?: never;
@@ -6755,6 +6768,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description An id as Dispatch returned it (a UUID) */
                 id: string;
             };
             cookie?: never;
@@ -7109,6 +7123,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description An id as Dispatch returned it (a UUID) */
                 id: string;
             };
             cookie?: never;
@@ -7216,6 +7231,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description An id as Dispatch returned it (a UUID) */
                 id: string;
             };
             cookie?: never;
@@ -10296,6 +10312,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The message id */
                 messageId: string;
             };
             cookie?: never;
@@ -10424,6 +10441,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The message id */
                 messageId: string;
             };
             cookie?: never;
@@ -10862,6 +10880,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The message id */
                 messageId: string;
             };
             cookie?: never;
@@ -11889,6 +11908,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The order id */
                 orderId: string;
             };
             cookie?: never;
@@ -12492,6 +12512,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The endpoint id */
                 id: string;
             };
             cookie?: never;
@@ -12594,6 +12615,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The endpoint id */
                 id: string;
             };
             cookie?: never;
@@ -12700,6 +12722,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The endpoint id */
                 id: string;
             };
             cookie?: never;
@@ -12830,6 +12853,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The endpoint id */
                 id: string;
             };
             cookie?: never;
@@ -12959,6 +12983,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The endpoint id */
                 id: string;
             };
             cookie?: never;
@@ -13068,6 +13093,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The endpoint id */
                 id: string;
                 eventId: string;
             };
@@ -13191,6 +13217,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description The endpoint id */
                 id: string;
             };
             cookie?: never;
@@ -14057,6 +14084,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description An id as Dispatch returned it (a UUID) */
                 id: string;
             };
             cookie?: never;
@@ -14323,6 +14351,7 @@ export interface operations {
                 "x-request-id"?: components["parameters"]["RequestId"];
             };
             path: {
+                /** @description An id as Dispatch returned it (a UUID) */
                 id: string;
             };
             cookie?: never;

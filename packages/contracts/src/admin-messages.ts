@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox'
+import { PathId } from './ids.ts'
 import { MessageList, MessageListQuery } from './message-list.ts'
 import { MessageView } from './messages.ts'
 import { PageMeta } from './paging.ts'
@@ -77,7 +78,7 @@ export const AdminMessageList = Type.Object(
 )
 export type AdminMessageList = Static<typeof AdminMessageList>
 
-export const AdminMessageIdParams = Type.Object({ id: Type.String({ maxLength: 64 }) })
+export const AdminMessageIdParams = Type.Object({ id: PathId('The message id') })
 
 /**
  * `POST /api/admin/messages/retry`: the list's filters (the status is always `failed`), and how

@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox'
+import { PathId } from './ids.ts'
 import { DataEnvelope, listQueryProperties } from './paging.ts'
 import { QuietHours } from './quiet-hours.ts'
 import { ContentRetention } from './redaction.ts'
@@ -166,7 +167,7 @@ export type ApiKeyListQuery = Static<typeof ApiKeyListQuery>
 export const ApiKeyList = DataEnvelope(ApiKeyAdminView)
 export type ApiKeyList = Static<typeof ApiKeyList>
 
-export const ApiKeyIdParams = Type.Object({ id: Type.String() })
+export const ApiKeyIdParams = Type.Object({ id: PathId('The key id') })
 
 /** Approval binds the key to `tenantId` when the admin names one; without it, to no tenant. */
 export const ApproveApiKeyBody = Type.Object(

@@ -13,6 +13,7 @@ import {
   REPORT_TYPES,
   TIMELINES,
 } from './catalog-enums.ts'
+import { PathId } from './ids.ts'
 
 const Name = Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' })
 const Text = (maxLength = 200) => Type.Optional(PlainText({ maxLength }))
@@ -103,4 +104,4 @@ export type CreateProductBody = Static<typeof CreateProductBody>
 export const UpdateProductBody = partial(Type.Omit(CreateProductBody, ['tenantId']))
 export type UpdateProductBody = Static<typeof UpdateProductBody>
 
-export const CatalogIdParams = Type.Object({ id: Type.String() })
+export const CatalogIdParams = Type.Object({ id: PathId() })

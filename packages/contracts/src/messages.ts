@@ -1,5 +1,6 @@
 import Type, { type Static, type TSchema } from 'typebox'
 import { ErrorBody } from './errors.ts'
+import { PathId } from './ids.ts'
 import { CANCEL_REASONS } from './key-revocations.ts'
 import {
   AudioObject,
@@ -294,7 +295,9 @@ export const MessageView = Type.Object({
 })
 export type MessageView = Static<typeof MessageView>
 
-export const MessageIdParams = Type.Object({ messageId: Type.String({ maxLength: 64 }) })
+export const MessageIdParams = Type.Object({ messageId: PathId('The message id') })
+/** A reply to mark read: its Dispatch id (the `messageId` of `message.received`) or its wamid. */
+export const ReplyIdParams = Type.Object({ messageId: Type.String({ maxLength: 64 }) })
 
 const jobMessage = <T extends MessageType>(type: T) =>
   Type.Object(

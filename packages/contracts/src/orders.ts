@@ -17,6 +17,7 @@ import {
   PRODUCT_TYPES,
   REPORT_STATUSES,
 } from './catalog-enums.ts'
+import { PathId } from './ids.ts'
 import { DataEnvelope, listQueryProperties } from './paging.ts'
 
 const Str = NullableString()
@@ -171,7 +172,7 @@ export const OrderList = DataEnvelope(Order)
 export const KitList = DataEnvelope(Kit)
 /** A single order comes back in an array, as the spec shows it. */
 export const SingleOrder = Type.Array(Order, { minItems: 1, maxItems: 1 })
-export const OrderIdParams = Type.Object({ orderId: Type.String() })
+export const OrderIdParams = Type.Object({ orderId: PathId('The order id') })
 
 export const KitSerial = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' })
 const OptionalText = (maxLength: number) => Type.Optional(Text({ maxLength }))

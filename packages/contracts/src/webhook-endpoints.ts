@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox'
+import { PathId } from './ids.ts'
 import { DataEnvelope, listQueryProperties } from './paging.ts'
 
 /** The events an endpoint can subscribe to. Names are part of the wire format: never renamed. */
@@ -48,7 +49,7 @@ export const UpdateWebhookEndpointBody = Type.Object(
 )
 export type UpdateWebhookEndpointBody = Static<typeof UpdateWebhookEndpointBody>
 
-export const WebhookEndpointIdParams = Type.Object({ id: Type.String() })
+export const WebhookEndpointIdParams = Type.Object({ id: PathId('The endpoint id') })
 
 /** An endpoint as its key reads it: never a secret, only when the previous one stops signing. */
 export const WebhookEndpointView = Type.Object(

@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox'
+import { PathId } from './ids.ts'
 import { DataEnvelope, listQueryProperties } from './paging.ts'
 
 /**
@@ -126,7 +127,7 @@ export type WebhookAttemptListQuery = Static<typeof WebhookAttemptListQuery>
 export const WebhookAttemptList = DataEnvelope(WebhookAttemptView)
 export type WebhookAttemptList = Static<typeof WebhookAttemptList>
 
-export const WebhookEventParams = Type.Object({ id: Type.String(), eventId: Type.String() })
+export const WebhookEventParams = Type.Object({ id: PathId('The endpoint id'), eventId: Type.String() })
 
 /** Every event since a time (up to an optional end) is sent again, after the receiver's own outage. */
 export const WebhookReplayBody = Type.Object(

@@ -54,7 +54,7 @@ type Security = Array<Record<string, string[]>>
 /** Where a header credential works, its browser session does too (console/session-auth.ts). */
 const SESSION_OF: Record<string, string> = { adminToken: 'consoleSession', apiKey: 'portalSession' }
 
-/** Adds the session cookie as an alternative to each operation's header credential. */
+/** Adds the session cookie as an alternative to each operation's header credential, with its scopes. */
 function addSessionAlternatives<T extends { paths?: object }>(document: T): T {
   for (const operations of Object.values(document.paths ?? {}) as Record<string, unknown>[]) {
     for (const operation of Object.values(operations) as Array<{ security?: Security }>) {
@@ -62,7 +62,9 @@ function addSessionAlternatives<T extends { paths?: object }>(document: T): T {
       if (!Array.isArray(security)) continue
       for (const requirement of [...security]) {
         for (const [scheme, session] of Object.entries(SESSION_OF)) {
-          if (scheme in requirement && !security.some((r) => session in r)) security.push({ [session]: [] })
+          // The session acts with its key's scopes: it needs the ones the key would.
+          const scopes = requirement[scheme]
+          if (scopes && !security.some((r) => session in r)) security.push({ [session]: [...scopes] })
         }
       }
     }

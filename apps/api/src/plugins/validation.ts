@@ -1,3 +1,4 @@
+import { UUID_PATTERN } from '@dispatch/contracts'
 import { Ajv, type ErrorObject } from 'ajv'
 import addFormats from 'ajv-formats'
 import type { FastifyInstance, FastifySchemaCompiler } from 'fastify'
@@ -19,6 +20,9 @@ export function makeAjv(coerceTypes: boolean | 'array') {
     discriminator: true,
   })
   addFormats.default(ajv)
+  // ajv-formats' `uuid` also takes `urn:uuid:…`, which Postgres refuses (a 500): ours is the one
+  // form Dispatch gives out (@dispatch/contracts ids.ts).
+  ajv.addFormat('uuid', new RegExp(UUID_PATTERN))
   return ajv
 }
 

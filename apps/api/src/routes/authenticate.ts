@@ -1,3 +1,4 @@
+import { SEND_SCOPE } from '@dispatch/contracts'
 import type { FastifyInstance, onRequestHookHandler, RouteOptions } from 'fastify'
 import { errorResponses } from '../http/error-responses.ts'
 
@@ -9,6 +10,12 @@ declare module 'fastify' {
      * items, a message's type, an upload's kind). Admin prefixes need none.
      */
     scope?: string
+    /**
+     * With `scope: 'in-route'`, the scopes the handler may ask for, one per request (a media
+     * upload's kind decides among the media send scopes). Unset, a message's type decides: any send
+     * scope (`SEND_SCOPE`).
+     */
+    scopesInRoute?: readonly string[]
     /**
      * The prefix authenticates nothing here: the route is open (a sign-in, a key request) or checks
      * its credential itself (a session read or ended, the metrics token).
@@ -38,6 +45,56 @@ const AUTHENTICATION_ERRORS = {
   'api-key': errorResponses('API_KEY_MISSING', 'API_KEY_INVALID', 'API_KEY_NOT_ACTIVE', 'INSUFFICIENT_SCOPE'),
 } as const
 
+/**
+ * The OpenAPI extension listing the scopes an `in-route` operation may ask for: which one depends on
+ * the request (a message's type), so no fixed `security` scope can say it.
+ */
+export const SCOPES_BY_REQUEST = 'x-scopes-by-request'
+
+/** What a key's route declares it needs, as the OpenAPI document says it. */
+export interface DocumentedScope {
+  /** The scopes of the operation's `security` requirement: the key needs all of them. */
+  scopes: string[]
+  /** For an `in-route` operation, the scopes it may ask for, one per request. */
+  byRequest?: readonly string[]
+}
+
+/** The documentation of a route's scope declaration: the one source of its OpenAPI scopes. */
+export function documentedScope(config: {
+  scope?: string
+  scopesInRoute?: readonly string[]
+}): DocumentedScope {
+  const { scope, scopesInRoute } = config
+  if (scope === undefined || scope === NO_SCOPE) return { scopes: [] }
+  if (scope === SCOPE_IN_ROUTE) {
+    return { scopes: [], byRequest: scopesInRoute ?? [...new Set(Object.values(SEND_SCOPE))] }
+  }
+  return { scopes: [scope] }
+}
+
+const DEFAULT_SCHEME = { admin: 'adminToken', 'api-key': 'apiKey' } as const
+
+/**
+ * Writes the route's OpenAPI `security` from the same declaration its check is built from: the
+ * schemes the route names (by default the prefix's: `adminToken`, `apiKey`), each with the scope
+ * the check asks for (`[{ apiKey: ['read:orders'] }]`), and for an `in-route` scope the scopes it
+ * may ask for (`x-scopes-by-request`). Any scope a route wrote by hand is replaced: the document
+ * cannot name another scope than the one enforced.
+ */
+function declareSecurity(route: RouteOptions, authentication: keyof typeof AUTHENTICATION_ERRORS): void {
+  if (!route.schema) return
+  const schema = route.schema as Record<string, unknown>
+  const own = Array.isArray(schema.security)
+    ? (schema.security as Record<string, unknown>[]).flatMap((requirement) => Object.keys(requirement))
+    : []
+  const schemes = own.length > 0 ? [...new Set(own)] : [DEFAULT_SCHEME[authentication]]
+  const { scopes, byRequest } =
+    authentication === 'admin' ? { scopes: [], byRequest: undefined } : documentedScope(route.config ?? {})
+  schema.security = schemes.map((scheme) => ({ [scheme]: [...scopes] }))
+  if (byRequest) schema[SCOPES_BY_REQUEST] = [...byRequest]
+  else delete schema[SCOPES_BY_REQUEST]
+}
+
 /** Adds the authentication's error answers to a route's own (which win: a route may say more). */
 function declareErrors(route: RouteOptions, authentication: keyof typeof AUTHENTICATION_ERRORS): void {
   if (!route.schema) return
@@ -56,8 +113,10 @@ const onRequestOf = (route: RouteOptions): onRequestHookHandler[] => {
 /**
  * Declares, once for a prefix (its entry plugin), how every route under it is authenticated: the
  * check is put first among each route's own `onRequest` hooks as the route is added, so no route
- * can forget it, and its error answers (401, 403) are added to the route's responses. Under `api-key`, a route that declares no scope (and is not `public`) fails the
- * app's start, naming the route: the next route cannot slip through with any key.
+ * can forget it, and its error answers (401, 403) and its OpenAPI `security` are added to the
+ * route's schema: under `api-key`, `[{ apiKey: [scope] }]` with the scope the check asks for
+ * (`documentedScope`). Under `api-key`, a route that declares no scope (and is not `public`) fails
+ * the app's start, naming the route: the next route cannot slip through with any key.
  */
 export function authenticate(app: FastifyInstance, authentication: Authentication): void {
   app.addHook('onRoute', (route) => {
@@ -66,6 +125,7 @@ export function authenticate(app: FastifyInstance, authentication: Authenticatio
     if (authentication === 'admin') {
       route.onRequest = [app.requireAdmin as onRequestHookHandler, ...onRequestOf(route)]
       declareErrors(route, authentication)
+      declareSecurity(route, authentication)
       return
     }
     const scope = route.config?.scope
@@ -78,6 +138,7 @@ export function authenticate(app: FastifyInstance, authentication: Authenticatio
     const check = app.requireApiKey(scope === NO_SCOPE || scope === SCOPE_IN_ROUTE ? undefined : scope)
     route.onRequest = [check, ...onRequestOf(route)]
     declareErrors(route, authentication)
+    declareSecurity(route, authentication)
   })
 }
 

@@ -78,7 +78,6 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           '`usage.today` counts the messages sent since midnight UTC against the key (a batch counts ' +
           'its messages), with or without a `dailyQuota`; it reads 0 while Redis is unreachable.',
-        security: [{ apiKey: [] }],
         response: { 200: ApiKeySelf },
       },
     },

@@ -1,4 +1,11 @@
-import { CreateErasureBody, ErasureView, recipientOf, recipientProblem, Scopes } from '@dispatch/contracts'
+import {
+  CreateErasureBody,
+  ErasureView,
+  PathId,
+  recipientOf,
+  recipientProblem,
+  Scopes,
+} from '@dispatch/contracts'
 import { createErasure, type ErasureRow, findErasure, owned } from '@dispatch/db'
 import { recipientHasher } from '@dispatch/runtime'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
@@ -25,7 +32,7 @@ export interface ErasureRouteOptions {
   audience: 'key' | 'admin'
 }
 
-const IdParams = Type.Object({ id: Type.String({ format: 'uuid' }) })
+const IdParams = Type.Object({ id: PathId() })
 
 /**
  * `POST/GET …/erasures`: erases one recipient (a phone or a BSUID, with the identities it is paired
@@ -37,7 +44,6 @@ export const erasureRoutes: FastifyPluginAsyncTypebox<ErasureRouteOptions> = asy
   const { db, config, clock } = app.deps
   const admin = options.audience === 'admin'
   const access = { scope: Scopes.manageData }
-  const security = admin ? [{ adminToken: [] }] : [{ apiKey: [] }]
   const tags = admin ? ['admin'] : ['data']
   const hash = recipientHasher(config)
 
@@ -60,7 +66,6 @@ export const erasureRoutes: FastifyPluginAsyncTypebox<ErasureRouteOptions> = asy
           ' (by hash). The erasure names the ' +
           'recipient by hash only. ' +
           (admin ? 'For admins.' : 'Requires `manage:data`.'),
-        security,
         body: CreateErasureBody,
         response: { 202: ErasureView, ...errorResponses('VALIDATION_ERROR') },
       },
@@ -96,7 +101,6 @@ export const erasureRoutes: FastifyPluginAsyncTypebox<ErasureRouteOptions> = asy
         description: admin
           ? 'Any erasure, an admin’s or a key’s.'
           : 'Requires `manage:data`. Your key’s own erasures only.',
-        security,
         params: IdParams,
         response: { 200: ErasureView, ...errorResponses('VALIDATION_ERROR', 'NOT_FOUND') },
       },

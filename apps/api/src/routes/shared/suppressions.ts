@@ -2,7 +2,9 @@ import {
   CreateSuppressionBody,
   DEFAULT_SENDER_ID,
   DeleteSuppressionBody,
+  isDispatchId,
   isUserId,
+  PathId,
   pageMeta,
   recipientProblem,
   Scopes,
@@ -23,7 +25,6 @@ import { AppError } from '../../errors.ts'
 import { callerOf } from '../../http/caller.ts'
 import { errorResponses } from '../../http/error-responses.ts'
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const E164 = /^\+[1-9][0-9]{7,14}$/
 
 /**
@@ -35,7 +36,7 @@ export interface SuppressionRouteOptions {
 }
 
 const closed = { additionalProperties: false } as const
-const IdParams = Type.Object({ id: Type.String({ format: 'uuid' }) })
+const IdParams = Type.Object({ id: PathId() })
 const EntryParams = Type.Object({
   idOrRecipient: Type.String({
     minLength: 1,
@@ -55,7 +56,6 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
   const { db, config, clock } = app.deps
   const admin = options.audience === 'admin'
   const access = { scope: Scopes.manageSuppressions }
-  const security = admin ? [{ adminToken: [] }] : [{ apiKey: [] }]
   const tags = admin ? ['admin'] : ['consent']
   const who = admin ? 'admins' : 'keys'
   /** The sender a request works on: the key's own; for an admin, the one named (default: `default`). */
@@ -78,7 +78,6 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
           : 'Requires `manage:suppressions`. The entries your tenant (your key, without one) added on the ' +
             'sender your key sends through. The recipients’ own opt-outs are not listed: ask about one ' +
             'with `GET /suppressions/{recipient}`.',
-        security,
         querystring: admin
           ? Type.Object({ ...SuppressionListQuery.properties, ...AdminFilter.properties }, closed)
           : SuppressionListQuery,
@@ -109,7 +108,6 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
           (admin
             ? ': an admin’s entry blocks every key on the sender.'
             : ': your entry blocks your tenant’s keys only (your key alone, without a tenant).'),
-        security,
         body: admin
           ? Type.Object({ ...CreateSuppressionBody.properties, ...AdminFilter.properties }, closed)
           : CreateSuppressionBody,
@@ -149,7 +147,6 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
           operationId: 'adminGetSuppression',
           tags,
           summary: 'One suppression list entry',
-          security,
           params: IdParams,
           response: {
             200: SuppressionView,
@@ -177,7 +174,6 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
             'With a recipient (a phone in E.164, `%2B` for `+`, or a userId): whether sends to them are ' +
             'blocked for your key, for which scope, and by which entries (the recipient’s own opt-outs, ' +
             'and your tenant’s; ids and reasons only on yours).',
-          security,
           params: EntryParams,
           response: {
             200: Type.Union([SuppressionView, SuppressionStatus]),
@@ -188,8 +184,8 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
       async (request) => {
         const asked = request.params.idOrRecipient
         const mine = owned(db, callerOf(request)).suppressions
-        if (UUID.test(asked)) {
-          const row = await mine.find(asked)
+        if (isDispatchId(asked)) {
+          const row = await mine.find(asked.toLowerCase())
           if (!row) throw new AppError('NOT_FOUND', 'No such entry in this suppression list')
           return toSuppressionView(row)
         }
@@ -219,7 +215,6 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
             ? 'of every key the entry blocked.'
             : 'of your tenant’s keys. Only your tenant’s entries: a recipient’s own opt-out is lifted by them ' +
               '(an opt-in keyword) or an admin.'),
-        security,
         params: IdParams,
         body: DeleteSuppressionBody,
         response: { 200: SuppressionView, ...errorResponses('VALIDATION_ERROR', 'NOT_FOUND') },

@@ -61,7 +61,6 @@ export const recipientExportRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'Requires `manage:data`. One JSON object per line, each with its `kind`: `message`, ' +
           '`inbound_message`, `event` (webhook events about them), `suppression` (the entries that block your ' +
           'sends to them: their own opt-outs of your sender, and your tenant’s; never another tenant’s). Streamed as it is read; the phone in E.164 (`%2B` for the `+`).',
-        security: [{ apiKey: [] }],
         params: ExportParams,
         response: {
           200: {

@@ -14,7 +14,6 @@ export const kitRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'listKits',
         tags: ['orders'],
         summary: "List the tenant's kit records (one envelope with `data`)",
-        security: [{ apiKey: [] }],
         querystring: KitListQuery,
         response: {
           200: KitList,

@@ -100,7 +100,7 @@ export const mediaRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/media',
     {
-      config: { scope: SCOPE_IN_ROUTE },
+      config: { scope: SCOPE_IN_ROUTE, scopesInRoute: MEDIA_SCOPE_LIST },
       onRequest: requireAnyMediaScope,
       schema: {
         operationId: 'uploadMedia',
@@ -113,7 +113,6 @@ export const mediaRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'animated). Requires a media scope to start, and the scope of the kind the file turns out ' +
           'to be (`send:image`, `send:video`, `send:audio`, `send:document`, `send:sticker`). The ' +
           "answer's `mediaId` is what that kind's send takes.",
-        security: [{ apiKey: [] }],
         [MULTIPART_BODY]: MediaUploadForm,
         response: {
           201: MediaUploaded,
@@ -186,7 +185,6 @@ export const mediaRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'that is a type WhatsApp carries, else `application/octet-stream`. Meta keeps inbound media 7 days. ' +
           "Another key's media, an unknown id, and (with the sandbox, which keeps no inbound media) " +
           'any id: 404.',
-        security: [{ apiKey: [] }],
         params: MediaContentParams,
         response: {
           200: {

@@ -29,7 +29,6 @@ export const orderRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'listOrders',
         tags: ['orders'],
         summary: "List the tenant's orders (one envelope with `data`)",
-        security: [{ apiKey: [] }],
         querystring: OrderListQuery,
         response: { 200: OrderList, ...readErrors },
       },
@@ -54,7 +53,6 @@ export const orderRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'getOrder',
         tags: ['orders'],
         summary: 'One order (an array holding it)',
-        security: [{ apiKey: [] }],
         params: OrderIdParams,
         response: { 200: SingleOrder, ...readErrors },
       },
@@ -75,7 +73,6 @@ export const orderRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'createOrder',
         tags: ['orders'],
         summary: 'Register an order (with kit serials)',
-        security: [{ apiKey: [] }],
         headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String()) }),
         body: CreateOrderBody,
         response: {

@@ -20,7 +20,6 @@ export const templateRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'Requires the `send:template` scope. Lists the templates of the sender your key sends through ' +
           '(as last synced from its WhatsApp Business Account and kept current by Meta’s webhooks); empty ' +
           'until an admin has synced it.',
-        security: [{ apiKey: [] }],
         querystring: TemplateListQuery,
         response: {
           200: TemplateList,

@@ -59,7 +59,6 @@ const toView = ({ attempt: a, eventType }: { attempt: WebhookAttemptRow; eventTy
   }) satisfies WebhookAttemptView
 
 const tags = ['webhooks']
-const security = [{ apiKey: [] }]
 const keyErrors = oneErrors
 const description =
   'Requires the `manage:webhooks` scope. A key sees only its own endpoints and events; ' +
@@ -115,7 +114,6 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         summary: 'Every delivery attempt to an endpoint, newest first',
         description: `${description} Filter by \`eventId\` or by \`success\`.`,
-        security,
         params: WebhookEndpointIdParams,
         querystring: WebhookAttemptListQuery,
         response: { 200: WebhookAttemptList, ...keyErrors, ...errorResponses('VALIDATION_ERROR') },
@@ -137,7 +135,6 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         summary: 'Send one event to this endpoint again, now (same webhook-id, new attempts)',
         description,
-        security,
         params: WebhookEventParams,
         response: {
           202: WebhookRetryAnswer,
@@ -182,7 +179,6 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
           `${description} A replay reaches back at most ${config.WEBHOOK_REPLAY_WINDOW_HOURS} hours ` +
           `(\`WEBHOOK_REPLAY_WINDOW_HOURS\`), and a key runs at most ${config.WEBHOOK_REPLAYS_PER_KEY_MAX} at once ` +
           '(`429 RATE_LIMITED` past it). Each replayed event keeps its webhook-id.',
-        security,
         params: WebhookEndpointIdParams,
         body: WebhookReplayBody,
         response: {

@@ -48,7 +48,6 @@ export const checkId = (id: string) => {
 }
 
 const tags = ['webhooks']
-const security = [{ apiKey: [] }]
 export const oneErrors = errorResponses('NOT_FOUND')
 const description =
   'Requires the `manage:webhooks` scope. A key sees and changes only its own endpoints; ' +
@@ -78,7 +77,6 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           `${description} A key has at most ${config.WEBHOOK_ENDPOINTS_PER_KEY_MAX} endpoints ` +
           '(`WEBHOOK_ENDPOINTS_PER_KEY_MAX`); one more is `409 LIMIT_EXCEEDED`.',
-        security,
         body: CreateWebhookEndpointBody,
         response: {
           201: WebhookEndpointWithSecret,
@@ -115,7 +113,6 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         summary: "The key's webhook endpoints",
         description,
-        security,
         querystring: WebhookEndpointListQuery,
         response: { 200: WebhookEndpointList, ...errorResponses('VALIDATION_ERROR') },
       },
@@ -135,7 +132,6 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         summary: 'One webhook endpoint (never its secret)',
         description,
-        security,
         params: WebhookEndpointIdParams,
         response: { 200: WebhookEndpointView, ...oneErrors },
       },
@@ -157,7 +153,6 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         summary: "Change an endpoint's url, events or enabled",
         description,
-        security,
         params: WebhookEndpointIdParams,
         body: UpdateWebhookEndpointBody,
         response: { 200: WebhookEndpointView, ...oneErrors, ...errorResponses('VALIDATION_ERROR') },
@@ -182,7 +177,6 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         summary: 'Delete a webhook endpoint',
         description,
-        security,
         params: WebhookEndpointIdParams,
         response: { 204: { type: 'null', description: 'Deleted' }, ...oneErrors },
       },
@@ -204,7 +198,6 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         summary: 'A new signing secret, shown once; the old one keeps signing for 24 hours',
         description,
-        security,
         params: WebhookEndpointIdParams,
         response: { 200: WebhookEndpointWithSecret, ...oneErrors },
       },

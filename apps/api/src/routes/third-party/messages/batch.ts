@@ -38,7 +38,6 @@ export const batchMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> 
           'scope of its type. Items are judged one by one: the answer has one result per item, in order, ' +
           'a `messageId` or the error body (`TEMPLATE_NOT_FOUND`, `OUTSIDE_SERVICE_WINDOW`… with their own code). ' +
           'A batch with no valid item is 400.',
-        security: [{ apiKey: [] }],
         body: BatchBody,
         response: {
           202: BatchAccepted,

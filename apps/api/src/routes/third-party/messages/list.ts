@@ -27,7 +27,6 @@ export const messageListRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
         summary: 'List your messages (one envelope with `data`)',
         description:
           'Requires the `read:messages` scope. A key sees only the messages it sent, once the worker has recorded them.',
-        security: [{ apiKey: [] }],
         querystring: MessageListQuery,
         response: {
           200: MessageList,

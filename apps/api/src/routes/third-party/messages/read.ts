@@ -1,4 +1,4 @@
-import { MarkedRead, MarkReadBody, MessageIdParams, Scopes } from '@dispatch/contracts'
+import { MarkedRead, MarkReadBody, ReplyIdParams, Scopes } from '@dispatch/contracts'
 import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError } from '../../../errors.ts'
@@ -32,8 +32,7 @@ export const markReadRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> = as
           'Requires the `read:messages` scope. `messageId` is a reply routed to this key (its `messageId` in ' +
           '`message.received`, or its wamid); any other is 404. Sent to the platform at once, ahead of the ' +
           "sender's queued messages. `typing: true` also shows the typing indicator.",
-        security: [{ apiKey: [] }],
-        params: MessageIdParams,
+        params: ReplyIdParams,
         body: MarkReadBody,
         response: {
           200: MarkedRead,

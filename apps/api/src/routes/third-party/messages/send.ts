@@ -94,7 +94,6 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
             `Requires the \`${SEND_SCOPE[send.type]}\` scope. The recipient is exactly one of \`phone\` (E.164) and ` +
             '`userId` (a BSUID, for a user known by username); `replyTo` quotes a message. 202 means the message ' +
             'is stored in the queue: `queued`, or `scheduled` with a `sendAt`.',
-          security: [{ apiKey: [] }],
           body: SEND_BODIES[send.type],
           response: {
             202: MessageAccepted,

@@ -16,7 +16,6 @@ export const messageStatusRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions>
         tags: ['messages'],
         summary: 'A message and its delivery status',
         description: 'Requires the `read:messages` scope. A key sees only the messages it sent.',
-        security: [{ apiKey: [] }],
         params: MessageIdParams,
         response: {
           200: MessageView,

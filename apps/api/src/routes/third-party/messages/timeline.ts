@@ -23,7 +23,6 @@ export const messageTimelineRoutes: FastifyPluginAsyncTypebox<MessageRouteOption
           'Requires the `read:messages` scope; a key sees only its own messages. Oldest first: accepted, ' +
           'scheduled, each delivery attempt that met an error, sent, delivered, read (or failed, expired, ' +
           'canceled), and each webhook event with its delivery attempts to the key’s endpoints.',
-        security: [{ apiKey: [] }],
         params: MessageIdParams,
         response: {
           200: MessageTimeline,

@@ -38,7 +38,6 @@ export const validateMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOption
           'answer (`{valid: false, error}`); for a batch, one result per item. Validation, scopes, ' +
           'priority, the sender’s templates and the 24-hour window are all checked; nothing is queued ' +
           'and no rate or quota is spent.',
-        security: [{ apiKey: [] }],
         body: ValidateBody,
         response: {
           200: ValidateAnswerSchema,
