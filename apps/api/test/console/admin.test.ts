@@ -203,7 +203,7 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     expect(await row.getByRole('link', { name: 'Shop sending' }).isVisible()).toBe(true)
     await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: baseUrl })
     await row.getByRole('button', { name: `Copy message id ${failedId}` }).click()
-    await poll(() => page.evaluate(() => navigator.clipboard.readText())).toBe(failedId)
+    await poll(() => page.evaluate('navigator.clipboard.readText()')).toBe(failedId)
     await page.getByRole('link', { name: failedId }).click()
     await heading('Message').waitFor()
     // Times read in the viewer's zone, one format everywhere; the UTC instant on hover.
