@@ -19,9 +19,11 @@
  * shared Postgres also work for others) and Redis (INFO cpu), all from accept start to the last
  * row recorded; Redis `used_memory` before, at peak (sampled every SOAK_SAMPLE_MS) and after the
  * drain; Postgres bytes per message (`pg_database_size` delta / N); the API's and worker's resident
- * memory at the end; accept and drain times. Then the aims, recorded for `pnpm bench:table`: pass 3
- * CPU per message ≤ 1.1× pass 1 for each process, Redis after each drain ≤ 1.05× before it,
- * resident memory at the end of pass 3 ≤ 1.05× pass 1's. Progress every SOAK_PROGRESS_MS.
+ * memory (and V8 heap in use, from their /metrics) at the end of the pass, after the drain wait;
+ * accept and drain times. Then the aims, recorded for `pnpm bench:table`: pass 3 CPU per message
+ * ≤ 1.1× pass 1 for each process, Redis after each drain ≤ 1.05× before it, resident memory at the
+ * end of pass 3 ≤ 1.05× pass 1's; and what Redis holds at the end, by kind of key. Progress (accepted
+ * and sent counts, Redis memory) every SOAK_PROGRESS_MS.
  *
  *   SOAK_MESSAGES=1000000 pnpm --filter @dispatch/bench bench:soak   (the full run; pnpm bench runs
  *   100,000) — SOAK_MESSAGES (1,000,000) SOAK_RECIPIENTS (100,000) SOAK_CONCURRENCY (4)
@@ -92,6 +94,13 @@ const load = () =>
     .map((n) => n.toFixed(1))
     .join(' ')}`
 
+/** V8's heap in use of a service, from its /metrics (prom-client's default metrics); NaN without. */
+const heapUsed = async (url: string) => {
+  const res = await fetch(url).catch(() => undefined)
+  if (res?.status !== 200) return Number.NaN
+  return counterSum(await res.text(), 'nodejs_heap_size_used_bytes')
+}
+
 /** Sums a counter's samples (every label set) in a Prometheus text exposition. */
 const counterSum = (text: string, name: string) => {
   let sum = 0
@@ -125,6 +134,8 @@ interface Pass {
   redisKeysAfter: number
   databaseDelta: number
   rss: { api: number; worker: number }
+  /** V8's heap in use (prom-client's `nodejs_heap_size_used_bytes`), read with the resident memory. */
+  heap: { api: number; worker: number }
 }
 
 const world = await createBenchWorld('soak')
@@ -287,14 +298,18 @@ try {
       await sleep(Math.min(sampleMs, 200))
     }
     const after = await snapshot()
-    const rss = {
-      api: (await residentBytes(api.pid)) ?? Number.NaN,
-      worker: (await residentBytes(worker.pid)) ?? Number.NaN,
-    }
     sentBase = target
     // The documented short window after the drain (the sent log's entries deleted once their rows
     // are committed, BullMQ's last bookkeeping), then what stays.
     await sleep(drainWaitMs)
+    const rss = {
+      api: (await residentBytes(api.pid)) ?? Number.NaN,
+      worker: (await residentBytes(worker.pid)) ?? Number.NaN,
+    }
+    const heap = {
+      api: await heapUsed(`${api.url}/metrics`),
+      worker: await heapUsed(`http://127.0.0.1:${metricsPort}/metrics`),
+    }
     const redisAfter = await usedMemory()
     const redisKeysAfter = await redis.dbsize()
     const databaseDelta = (await databaseSize()) - dbBefore
@@ -319,6 +334,7 @@ try {
       redisKeysAfter,
       databaseDelta,
       rss,
+      heap,
     }
     results.push(pass)
     printPass(pass)
@@ -404,7 +420,8 @@ function printPass(pass: Pass) {
       ` after the drain ${mb(pass.redisAfter)} (${int((pass.redisAfter - pass.redisBefore) / messages)} B per message kept;` +
       ` keys ${int(pass.redisKeysBefore)} → ${int(pass.redisKeysAfter)})\n` +
       `  Postgres: +${mb(pass.databaseDelta)} (${int(pass.databaseDelta / messages)} B per message);` +
-      ` resident memory at the end: API ${mb(pass.rss.api)}, worker ${mb(pass.rss.worker)}`,
+      ` resident memory after the drain: API ${mb(pass.rss.api)} (V8 heap in use ${mb(pass.heap.api)}),` +
+      ` worker ${mb(pass.rss.worker)} (heap ${mb(pass.heap.worker)})`,
   )
 }
 
@@ -423,7 +440,9 @@ function printTable(rows: Pass[]) {
       'after',
       'PG B/msg',
       'RSS API',
+      'heap API',
       'RSS worker',
+      'heap worker',
       'accept',
       'drain',
     ],
@@ -439,7 +458,9 @@ function printTable(rows: Pass[]) {
       mb(r.redisAfter),
       int(r.databaseDelta / messages),
       mb(r.rss.api),
+      mb(r.heap.api),
       mb(r.rss.worker),
+      mb(r.heap.worker),
       secs(r.acceptMs),
       secs(r.drainMs),
     ]),
