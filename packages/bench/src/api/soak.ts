@@ -365,7 +365,7 @@ try {
   }
   for (const pass of results.slice(1)) {
     printComparison({
-      name: `Redis used_memory after the drain vs before, ${pass.name}`,
+      name: `Redis used_memory after the drain vs before, ${pass.name} (${int(messages)} a pass)`,
       figure: pass.redisAfter / 2 ** 20,
       baseline: pass.redisBefore / 2 ** 20,
       unit: 'MB',
@@ -375,7 +375,7 @@ try {
   }
   for (const which of ['api', 'worker'] as const) {
     printComparison({
-      name: `${which === 'api' ? 'API' : 'worker'} resident memory at the end of pass ${passes} vs pass 1`,
+      name: `${which === 'api' ? 'API' : 'worker'} resident memory at the end of pass ${passes} vs pass 1 (${int(messages)} a pass)`,
       figure: last.rss[which] / 2 ** 20,
       baseline: first.rss[which] / 2 ** 20,
       unit: 'MB',
@@ -384,19 +384,19 @@ try {
     })
   }
   printFigure({
-    name: `Postgres bytes per message (database size growth / messages), pass ${passes}`,
+    name: `Postgres bytes per message (database size growth / messages), pass ${passes} (${int(messages)} a pass)`,
     figure: last.databaseDelta / messages,
     unit: 'B',
     better: 'lower',
   })
   printFigure({
-    name: `Redis bytes kept per message after the drain, pass ${passes}`,
+    name: `Redis bytes kept per message after the drain, pass ${passes} (${int(messages)} a pass)`,
     figure: (last.redisAfter - last.redisBefore) / messages,
     unit: 'B',
     better: 'lower',
   })
   printFigure({
-    name: `Redis bytes per in-flight message at the peak, pass ${passes}`,
+    name: `Redis bytes per in-flight message at the peak, pass ${passes} (${int(messages)} a pass)`,
     figure: last.inFlightAtPeak > 0 ? (last.redisPeak - last.redisBefore) / last.inFlightAtPeak : 0,
     unit: 'B',
     better: 'lower',
