@@ -1,10 +1,13 @@
 /**
  * CPU counters a benchmark reads to say what bounds a figure, from /proc (Linux only; USER_HZ is
- * 100): a process's, this process's exited children's, the whole machine's, and the Postgres
- * backends serving a database.
+ * 100): a process's (and its resident memory), this process's exited children's, the whole
+ * machine's, the Postgres backends serving a database and the Postgres server's own processes.
  */
 import { readFile } from 'node:fs/promises'
 import type { Sql } from '@dispatch/db'
+
+const statFields = async (path: string) =>
+  (await readFile(path, 'utf8')).split(') ')[1]?.split(' ').map(Number) ?? []
 
 /** A process's CPU time from /proc (USER_HZ is 100 on Linux), or undefined where there is none. */
 export async function processCpuSeconds(pid: number | undefined): Promise<number | undefined> {
@@ -16,8 +19,38 @@ export async function processCpuSeconds(pid: number | undefined): Promise<number
   }
 }
 
-const statFields = async (path: string) =>
-  (await readFile(path, 'utf8')).split(') ')[1]?.split(' ').map(Number) ?? []
+/** A process's resident memory (VmRSS in /proc/<pid>/status), in bytes, or undefined where there is none. */
+export async function residentBytes(pid: number | undefined): Promise<number | undefined> {
+  try {
+    const kb = /^VmRSS:\s+(\d+) kB/m.exec(await readFile(`/proc/${pid}/status`, 'utf8'))?.[1]
+    return kb === undefined ? undefined : Number(kb) * 1024
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The Postgres server's own processes (the postmaster, checkpointer, background writer, WAL writer,
+ * autovacuum): CPU seconds so far of each, by pid. They serve every database on the server, so on a
+ * shared one their figure holds others' work too.
+ */
+export async function serverProcessesCpu(sql: Sql): Promise<Map<number, number>> {
+  const rows = await sql<{ pid: number }[]>`
+    select pid from pg_stat_activity where backend_type <> 'client backend'`
+  const cpu = new Map<number, number>()
+  for (const { pid } of rows) {
+    const seconds = await processCpuSeconds(pid)
+    if (seconds !== undefined) cpu.set(pid, seconds)
+  }
+  // The postmaster: every server process's parent.
+  const first = rows[0]?.pid
+  if (first !== undefined) {
+    const parent = (await statFields(`/proc/${first}/stat`).catch(() => []))[1]
+    const seconds = parent ? await processCpuSeconds(parent) : undefined
+    if (parent && seconds !== undefined) cpu.set(parent, seconds)
+  }
+  return cpu
+}
 
 /**
  * CPU seconds of this process's children that have exited and been waited for (cutime + cstime):

@@ -10,6 +10,8 @@ export interface ServiceProcess {
   name: string
   /** The API's base URL; empty for a worker. */
   url: string
+  /** Its process id, for what /proc tells of it (resident memory, `residentBytes`). */
+  pid: number | undefined
   /** CPU time so far (user + system), in seconds. */
   cpuSeconds(): Promise<number>
   /** SIGTERM, as an orchestrator stops it; SIGKILL if it has not exited 20 s later. */
@@ -36,6 +38,7 @@ async function started(
   const wrapped: ServiceProcess = {
     name: service.name,
     url,
+    pid: service.child.pid,
     cpuSeconds: async () => (await processCpuSeconds(service.child.pid)) ?? Number.NaN,
     async stop() {
       running.delete(wrapped)

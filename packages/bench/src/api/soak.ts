@@ -1,0 +1,523 @@
+/**
+ * Flat at volume (issue 46): does the service cost the same per message after millions of messages
+ * as on the first? The service's real entry points (`node apps/api/src/server.ts`, `node
+ * apps/worker/src/main.ts`, every worker role, the sandbox platform), one of each kept up for the
+ * whole run, on a database of the benchmark's own and a redis-server of its own on a free port (no
+ * persistence), so Redis's memory and CPU are the run's alone.
+ *
+ * - Preload: SOAK_MESSAGES messages sent through the service and drained: the history (rows in
+ *   Postgres, whatever Redis keeps of a sent message) the passes run on top of. Sending them is the
+ *   only load that leaves exactly the rows and keys the service leaves; measured and printed as
+ *   pass 0, not judged.
+ * - Three passes, each: SOAK_MESSAGES texts accepted through `POST /messages/batch` (100 a request,
+ *   SOAK_CONCURRENCY requests in flight, over SOAK_RECIPIENTS recipients), the worker delivering
+ *   meanwhile, then waiting until every one is recorded `sent` in Postgres, then SOAK_DRAIN_WAIT_MS
+ *   more before Redis's memory "after the drain" is read.
+ *
+ * Per pass it prints: CPU per message of the API, the worker, Postgres (the backends serving the
+ * database, and the server's own processes: postmaster, checkpointer, WAL writer…, which on a
+ * shared Postgres also work for others) and Redis (INFO cpu), all from accept start to the last
+ * row recorded; Redis `used_memory` before, at peak (sampled every SOAK_SAMPLE_MS) and after the
+ * drain; Postgres bytes per message (`pg_database_size` delta / N); the API's and worker's resident
+ * memory (and V8 heap in use, from their /metrics) at the end of the pass, after the drain wait;
+ * accept and drain times. Then the aims, recorded for `pnpm bench:table`: pass 3 CPU per message
+ * ≤ 1.1× pass 1 for each process, Redis after each drain ≤ 1.05× before it, resident memory at the
+ * end of pass 3 ≤ 1.05× pass 1's; and what Redis holds at the end, by kind of key. Progress (accepted
+ * and sent counts, Redis memory) every SOAK_PROGRESS_MS.
+ *
+ *   SOAK_MESSAGES=1000000 pnpm --filter @dispatch/bench bench:soak   (the full run; pnpm bench runs
+ *   100,000) — SOAK_MESSAGES (1,000,000) SOAK_RECIPIENTS (100,000) SOAK_CONCURRENCY (4)
+ *   SOAK_DRAIN_WAIT_MS (5,000) SOAK_SAMPLE_MS (500) SOAK_PROGRESS_MS (10,000) SOAK_PASSES (3)
+ */
+import { randomBytes } from 'node:crypto'
+import { loadavg } from 'node:os'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { createDb } from '@dispatch/db'
+import { Redis } from 'ioredis'
+import {
+  backendsCpuDelta,
+  databaseBackendsCpu,
+  machineBusySeconds,
+  residentBytes,
+  serverProcessesCpu,
+} from '../harness/cpu.ts'
+import {
+  type ServiceProcess,
+  startApiProcess,
+  startWorkerProcess,
+  stopAllServices,
+} from '../harness/processes.ts'
+import { freePort, redisCpuSeconds, startRedisServer } from '../harness/redis-server.ts'
+import { printComparison, printFigure } from '../harness/report.ts'
+import { createBenchWorld } from '../harness/world.ts'
+
+const intEnv = (name: string, fallback: number) => {
+  const value = Number(process.env[name] ?? fallback)
+  if (!Number.isInteger(value) || value < 0)
+    throw new Error(`${name} must be a whole number, got ${process.env[name]}`)
+  return value
+}
+const messages = intEnv('SOAK_MESSAGES', 1_000_000)
+const recipients = Math.max(1, intEnv('SOAK_RECIPIENTS', 100_000))
+const concurrency = Math.max(1, intEnv('SOAK_CONCURRENCY', 4))
+const drainWaitMs = intEnv('SOAK_DRAIN_WAIT_MS', 5_000)
+const sampleMs = Math.max(50, intEnv('SOAK_SAMPLE_MS', 500))
+const progressMs = intEnv('SOAK_PROGRESS_MS', 10_000)
+const passes = Math.max(2, intEnv('SOAK_PASSES', 3))
+const batchSize = 100
+/** A pass whose sent count does not move for this long has failed (a worker that cannot reach Redis logs why). */
+const stuckMs = 120_000
+
+// Everything started is stopped, in reverse, on the way out: normally, on an error, or on Ctrl-C.
+const cleanups: Array<() => Promise<unknown>> = []
+let cleaning: Promise<void> | undefined
+const cleanUp = () => {
+  cleaning ??= (async () => {
+    // The service's processes first, while Redis and Postgres are still there for their shutdown.
+    await stopAllServices().catch((error) => console.error(error))
+    for (const step of cleanups.reverse()) await step().catch((error) => console.error(error))
+  })()
+  return cleaning
+}
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    console.error(`\n${signal}: stopping the benchmark's processes, Redis and database`)
+    void cleanUp().then(() => process.exit(130))
+  })
+}
+
+const int = (n: number) => Math.round(n).toLocaleString('en-US')
+const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MB`
+const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`
+const load = () =>
+  `load average ${loadavg()
+    .map((n) => n.toFixed(1))
+    .join(' ')}`
+
+/** V8's heap in use of a service, from its /metrics (prom-client's default metrics); NaN without. */
+const heapUsed = async (url: string) => {
+  const res = await fetch(url).catch(() => undefined)
+  if (res?.status !== 200) return Number.NaN
+  return counterSum(await res.text(), 'nodejs_heap_size_used_bytes')
+}
+
+/** Sums a counter's samples (every label set) in a Prometheus text exposition. */
+const counterSum = (text: string, name: string) => {
+  let sum = 0
+  for (const match of text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? ([\\d.e+]+)$`, 'gm')))
+    sum += Number(match[1])
+  return sum
+}
+
+interface Snapshot {
+  at: number
+  api: number
+  worker: number
+  backends: Map<number, number>
+  server: Map<number, number>
+  redis: number
+  machine: number
+}
+
+interface Pass {
+  name: string
+  acceptMs: number
+  drainMs: number
+  cpu: { api: number; worker: number; backends: number; server: number; redis: number; machine: number }
+  seconds: number
+  redisBefore: number
+  redisPeak: number
+  /** Messages accepted and not yet recorded sent when the peak was sampled. */
+  inFlightAtPeak: number
+  redisAfter: number
+  redisKeysBefore: number
+  redisKeysAfter: number
+  databaseDelta: number
+  rss: { api: number; worker: number }
+  /** V8's heap in use (prom-client's `nodejs_heap_size_used_bytes`), read with the resident memory. */
+  heap: { api: number; worker: number }
+}
+
+const world = await createBenchWorld('soak')
+cleanups.push(() => world.drop())
+const { sql, close: closeDb } = createDb(world.databaseUrl, { max: 1 })
+cleanups.push(closeDb)
+
+try {
+  const began = performance.now()
+  const redisServer = await startRedisServer()
+  cleanups.push(() => redisServer.stop())
+  const redis = new Redis(redisServer.url, { maxRetriesPerRequest: 1 })
+  cleanups.push(async () => redis.disconnect())
+  const adminToken = randomBytes(24).toString('hex')
+  const env = { DATABASE_URL: world.databaseUrl, QUEUE_PREFIX: world.queuePrefix, REDIS_URL: redisServer.url }
+  const api = await startApiProcess('api', {
+    ...env,
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+    ADMIN_TOKENS: `bench=${adminToken}`,
+    // The key's limits stay in the path, set never to refuse: a pass stores N messages in seconds.
+    MESSAGE_RATE_PER_SECOND: '1000000000',
+    MESSAGE_OUTSTANDING_MAX: '1000000000',
+  })
+  const metricsPort = await freePort()
+  const worker = await startWorkerProcess('worker', {
+    ...env,
+    PLATFORM: 'sandbox',
+    // The default sender's rate (80/s) would be the figure: raised so the service is.
+    PLATFORM_RATE_PER_SECOND: '1000000',
+    METRICS_PORT: String(metricsPort),
+  })
+  const key = await approvedKey(api, adminToken)
+
+  const sentSoFar = async () => {
+    const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`)
+    if (res.status !== 200) throw new Error(`worker /metrics answered ${res.status}`)
+    return counterSum(await res.text(), 'dispatch_messages_sent_total')
+  }
+  const usedMemory = async () => Number(/^used_memory:(\d+)/m.exec(await redis.info('memory'))?.[1] ?? 0)
+  const databaseSize = async () => {
+    const [row] = await sql<{ bytes: string }[]>`select pg_database_size(current_database())::text as bytes`
+    return Number(row?.bytes ?? 0)
+  }
+  /** Rows recorded sent for the key, accepted since `since`: a range of its status index. */
+  const sentRows = async (since: Date) => {
+    const [row] = await sql<{ n: number }[]>`
+      select count(*)::int as n from messages
+      where api_key_id = ${key.id}::uuid and status = 'sent' and accepted_at >= ${since.toISOString()}::timestamptz`
+    return row?.n ?? 0
+  }
+  const snapshot = async (): Promise<Snapshot> => {
+    const [apiCpu, workerCpu, backends, server, redisCpu, machine] = await Promise.all([
+      api.cpuSeconds(),
+      worker.cpuSeconds(),
+      databaseBackendsCpu(sql),
+      serverProcessesCpu(sql),
+      redisCpuSeconds(redis),
+      machineBusySeconds(),
+    ])
+    return {
+      at: performance.now(),
+      api: apiCpu,
+      worker: workerCpu,
+      backends,
+      server,
+      redis: redisCpu,
+      machine,
+    }
+  }
+
+  console.log(
+    `soak: ${int(messages)} messages of history, then ${passes} passes of ${int(messages)} texts each` +
+      ` (batches of ${batchSize}, ${concurrency} in flight, over ${int(recipients)} recipients); one API, one worker` +
+      ` (every role, sandbox); ${redisServer.version} of its own at ${redisServer.url}; database ${world.databaseUrl.replace(/^.*\//, '')};` +
+      ` drain wait ${secs(drainWaitMs)}; ${load()}`,
+  )
+
+  let sentBase = 0
+  let phoneSeq = 0
+  const results: Pass[] = []
+  for (let p = 0; p <= passes; p++) {
+    const name = p === 0 ? 'preload' : `pass ${p}`
+    const since = new Date(Date.now() - 1000)
+    const redisBefore = await usedMemory()
+    const redisKeysBefore = await redis.dbsize()
+    const dbBefore = await databaseSize()
+    const before = await snapshot()
+    const target = sentBase + messages
+
+    // Accepting, while the worker delivers: SOAK_CONCURRENCY batch requests in flight.
+    let accepted = 0
+    let next = 0
+    let acceptedAt: number | undefined
+    const accepting = Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next < messages) {
+          const size = Math.min(batchSize, messages - next)
+          next += size
+          const items = Array.from({ length: size }, () => {
+            const n = phoneSeq++
+            return {
+              type: 'text',
+              phone: `+5511${900_000_000 + (n % recipients)}`,
+              text: `Soak ${name}: your code is ${String(n % 1_000_000).padStart(6, '0')}`,
+            }
+          })
+          const res = await fetch(`${api.url}/api/third-party/messages/batch`, {
+            method: 'POST',
+            headers: { 'x-api-key': key.key, 'content-type': 'application/json' },
+            body: JSON.stringify({ messages: items }),
+          })
+          const text = await res.text()
+          if (res.status !== 202) throw new Error(`batch answered ${res.status}: ${text}`)
+          const body = JSON.parse(text) as { accepted: number; rejected: number }
+          if (body.accepted !== size) throw new Error(`batch accepted ${body.accepted} of ${size}: ${text}`)
+          accepted += size
+        }
+      }),
+    ).then(() => {
+      acceptedAt = performance.now()
+    })
+    let acceptError: unknown
+    accepting.catch((error) => {
+      acceptError = error
+    })
+
+    // Sampling until the worker has counted every message sent, then until Postgres has every row.
+    let peak = redisBefore
+    let inFlightAtPeak = 0
+    let sent = 0
+    let lastProgress = before.at
+    let moved = { sent: -1, at: before.at }
+    for (;;) {
+      if (acceptError) throw acceptError
+      const [memory, counted] = await Promise.all([usedMemory(), sentSoFar()])
+      sent = counted - sentBase
+      if (memory > peak) {
+        peak = memory
+        inFlightAtPeak = accepted - sent
+      }
+      const now = performance.now()
+      if (sent !== moved.sent) moved = { sent, at: now }
+      else if (now - moved.at > stuckMs)
+        throw new Error(`${name}: ${int(sent)}/${int(messages)} sent, none more for ${secs(stuckMs)}`)
+      if (now - lastProgress >= progressMs) {
+        lastProgress = now
+        console.log(
+          `  … ${name}, ${secs(now - before.at)}: accepted ${int(accepted)}/${int(messages)}, sent ${int(sent)}/${int(messages)},` +
+            ` Redis used_memory ${mb(memory)}; ${load()}`,
+        )
+      }
+      if (acceptedAt !== undefined && counted >= target) break
+      await sleep(sampleMs)
+    }
+    for (;;) {
+      const rows = await sentRows(since)
+      if (rows >= messages) break
+      if (performance.now() - moved.at > stuckMs)
+        throw new Error(`${name}: ${int(rows)}/${int(messages)} rows recorded sent`)
+      await sleep(Math.min(sampleMs, 200))
+    }
+    const after = await snapshot()
+    sentBase = target
+    // The documented short window after the drain (the sent log's entries deleted once their rows
+    // are committed, BullMQ's last bookkeeping), then what stays.
+    await sleep(drainWaitMs)
+    const rss = {
+      api: (await residentBytes(api.pid)) ?? Number.NaN,
+      worker: (await residentBytes(worker.pid)) ?? Number.NaN,
+    }
+    const heap = {
+      api: await heapUsed(`${api.url}/metrics`),
+      worker: await heapUsed(`http://127.0.0.1:${metricsPort}/metrics`),
+    }
+    const redisAfter = await usedMemory()
+    const redisKeysAfter = await redis.dbsize()
+    const databaseDelta = (await databaseSize()) - dbBefore
+    const pass: Pass = {
+      name,
+      acceptMs: (acceptedAt ?? after.at) - before.at,
+      drainMs: after.at - (acceptedAt ?? after.at),
+      seconds: (after.at - before.at) / 1000,
+      cpu: {
+        api: after.api - before.api,
+        worker: after.worker - before.worker,
+        backends: backendsCpuDelta(before.backends, after.backends),
+        server: backendsCpuDelta(before.server, after.server),
+        redis: after.redis - before.redis,
+        machine: after.machine - before.machine,
+      },
+      redisBefore,
+      redisPeak: peak,
+      inFlightAtPeak,
+      redisAfter,
+      redisKeysBefore,
+      redisKeysAfter,
+      databaseDelta,
+      rss,
+      heap,
+    }
+    results.push(pass)
+    printPass(pass)
+  }
+
+  console.log(`\nsoak, per pass (µs of CPU per message; ${int(messages)} messages a pass):`)
+  printTable(results)
+
+  const first = results[1] as Pass
+  const last = results[passes] as Pass
+  const perMessage = (cpuSeconds: number) => (cpuSeconds * 1e6) / messages
+  console.log(`\nsoak: the aims (pass ${passes} against pass 1, each drain against the Redis before it)`)
+  const processes: Array<[string, (x: Pass) => number]> = [
+    ['API', (x) => x.cpu.api],
+    ['worker', (x) => x.cpu.worker],
+    ['Postgres (backends + server)', (x) => x.cpu.backends + x.cpu.server],
+    ['Redis', (x) => x.cpu.redis],
+  ]
+  for (const [label, pick] of processes) {
+    printComparison({
+      name: `${label} CPU per message, pass ${passes} vs pass 1 (${int(messages)} a pass, ${int(messages)} of history first)`,
+      figure: perMessage(pick(last)),
+      baseline: perMessage(pick(first)),
+      unit: 'µs',
+      better: 'lower',
+      aim: '≤ 1.1',
+    })
+  }
+  for (const pass of results.slice(1)) {
+    printComparison({
+      name: `Redis used_memory after the drain vs before, ${pass.name} (${int(messages)} a pass)`,
+      figure: pass.redisAfter / 2 ** 20,
+      baseline: pass.redisBefore / 2 ** 20,
+      unit: 'MB',
+      better: 'lower',
+      aim: '≤ 1.05',
+    })
+  }
+  for (const which of ['api', 'worker'] as const) {
+    printComparison({
+      name: `${which === 'api' ? 'API' : 'worker'} resident memory at the end of pass ${passes} vs pass 1 (${int(messages)} a pass)`,
+      figure: last.rss[which] / 2 ** 20,
+      baseline: first.rss[which] / 2 ** 20,
+      unit: 'MB',
+      better: 'lower',
+      aim: '≤ 1.05',
+    })
+  }
+  printFigure({
+    name: `Postgres bytes per message (database size growth / messages), pass ${passes} (${int(messages)} a pass)`,
+    figure: last.databaseDelta / messages,
+    unit: 'B',
+    better: 'lower',
+  })
+  printFigure({
+    name: `Redis bytes kept per message after the drain, pass ${passes} (${int(messages)} a pass)`,
+    figure: (last.redisAfter - last.redisBefore) / messages,
+    unit: 'B',
+    better: 'lower',
+  })
+  printFigure({
+    name: `Redis bytes per in-flight message at the peak, pass ${passes} (${int(messages)} a pass)`,
+    figure: last.inFlightAtPeak > 0 ? (last.redisPeak - last.redisBefore) / last.inFlightAtPeak : 0,
+    unit: 'B',
+    better: 'lower',
+  })
+  await describeRedisAtRest(redis)
+  console.log(`soak: done in ${((performance.now() - began) / 1000).toFixed(0)} s`)
+} finally {
+  await cleanUp()
+}
+
+function printPass(pass: Pass) {
+  const us = (cpuSeconds: number) => int((cpuSeconds * 1e6) / messages)
+  const pct = (cpuSeconds: number) => Math.round((cpuSeconds / pass.seconds) * 100)
+  console.log(
+    `${pass.name}: accepted in ${secs(pass.acceptMs)} (${int((messages / pass.acceptMs) * 1000)} msg/s), all sent` +
+      ` ${secs(pass.drainMs)} later (${int(messages / pass.seconds)} msg/s over the pass)\n` +
+      `  CPU µs per message: API ${us(pass.cpu.api)}, worker ${us(pass.cpu.worker)}, Postgres backends` +
+      ` ${us(pass.cpu.backends)} + server ${us(pass.cpu.server)}, Redis ${us(pass.cpu.redis)}; machine busy` +
+      ` ${pct(pass.cpu.machine)} % of a core\n` +
+      `  Redis used_memory: before ${mb(pass.redisBefore)}, peak ${mb(pass.redisPeak)} (${int(pass.inFlightAtPeak)} in flight),` +
+      ` after the drain ${mb(pass.redisAfter)} (${int((pass.redisAfter - pass.redisBefore) / messages)} B per message kept;` +
+      ` keys ${int(pass.redisKeysBefore)} → ${int(pass.redisKeysAfter)})\n` +
+      `  Postgres: +${mb(pass.databaseDelta)} (${int(pass.databaseDelta / messages)} B per message);` +
+      ` resident memory after the drain: API ${mb(pass.rss.api)} (V8 heap in use ${mb(pass.heap.api)}),` +
+      ` worker ${mb(pass.rss.worker)} (heap ${mb(pass.heap.worker)})`,
+  )
+}
+
+function printTable(rows: Pass[]) {
+  const us = (cpuSeconds: number) => ((cpuSeconds * 1e6) / messages).toFixed(1)
+  const table = [
+    [
+      'pass',
+      'API',
+      'worker',
+      'PG back',
+      'PG server',
+      'Redis',
+      'Redis before',
+      'peak',
+      'after',
+      'PG B/msg',
+      'RSS API',
+      'heap API',
+      'RSS worker',
+      'heap worker',
+      'accept',
+      'drain',
+    ],
+    ...rows.map((r) => [
+      r.name,
+      us(r.cpu.api),
+      us(r.cpu.worker),
+      us(r.cpu.backends),
+      us(r.cpu.server),
+      us(r.cpu.redis),
+      mb(r.redisBefore),
+      mb(r.redisPeak),
+      mb(r.redisAfter),
+      int(r.databaseDelta / messages),
+      mb(r.rss.api),
+      mb(r.heap.api),
+      mb(r.rss.worker),
+      mb(r.heap.worker),
+      secs(r.acceptMs),
+      secs(r.drainMs),
+    ]),
+  ]
+  const widths = table[0]?.map((_, i) => Math.max(...table.map((r) => r[i]?.length ?? 0))) ?? []
+  for (const row of table)
+    console.log(
+      `  ${row.map((c, i) => (i ? c.padStart(widths[i] ?? 0) : c.padEnd(widths[i] ?? 0))).join('  ')}`,
+    )
+}
+
+/**
+ * What Redis holds at the end, by kind of key (ids and numbers folded): how many, and their memory
+ * from `MEMORY USAGE` of up to 100 of each, scaled up. Says which keys a drain leaves behind.
+ */
+async function describeRedisAtRest(redis: Redis) {
+  const kinds = new Map<string, { count: number; sampled: number; bytes: number }>()
+  for await (const keys of redis.scanStream({ count: 1000 }) as AsyncIterable<string[]>) {
+    for (const key of keys) {
+      const kind = key
+        .replace(/^bench_soak_[0-9a-f]+/, '<prefix>')
+        .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi, '<id>')
+        .replace(/\d+/g, '<n>')
+      const entry = kinds.get(kind) ?? { count: 0, sampled: 0, bytes: 0 }
+      entry.count++
+      if (entry.sampled < 100) {
+        entry.sampled++
+        entry.bytes += Number((await redis.memory('USAGE', key)) ?? 0)
+      }
+      kinds.set(kind, entry)
+    }
+  }
+  const sorted = [...kinds].map(([kind, k]) => ({
+    kind,
+    count: k.count,
+    bytes: (k.bytes / k.sampled) * k.count,
+  }))
+  sorted.sort((a, b) => b.bytes - a.bytes)
+  console.log('Redis at rest, by kind of key (MEMORY USAGE of up to 100 of each, scaled):')
+  for (const k of sorted.slice(0, 12)) console.log(`  ${k.kind}: ${int(k.count)} keys, about ${mb(k.bytes)}`)
+}
+
+/** An approved key with the send scope, requested and approved through the API. */
+async function approvedKey(api: ServiceProcess, adminToken: string): Promise<{ id: string; key: string }> {
+  const requested = await fetch(`${api.url}/api/api-keys/request`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ clientName: 'Soak', email: 'bench@dispatch.test', scopes: ['send:free-text'] }),
+  })
+  if (requested.status !== 201 && requested.status !== 200)
+    throw new Error(`key request answered ${requested.status}: ${await requested.text()}`)
+  const { id, key } = (await requested.json()) as { id: string; key: string }
+  const approved = await fetch(`${api.url}/api/admin/api-keys/${id}/approve`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${adminToken}` },
+  })
+  if (approved.status !== 200)
+    throw new Error(`approve answered ${approved.status}: ${await approved.text()}`)
+  return { id, key }
+}
