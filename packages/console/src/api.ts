@@ -39,10 +39,26 @@ export const queryClient = new QueryClient({
   },
 })
 
+/**
+ * A key without the scope a page needs: what it cannot do, and what to ask for. A key's scopes are
+ * fixed at its approval, so the way to more is a new key that names them, approved by an admin.
+ */
+const missingScope = (error: DispatchError) => {
+  const scope = /"([^"]+)" scope/.exec(error.message)?.[1]
+  const named = scope ? `the "${scope}" scope` : 'the scope this needs'
+  return (
+    `This key was approved without ${named}, so it cannot do this. A key's scopes are set when an ` +
+    `admin approves it: request a key that includes ${scope ?? 'it'} (POST /api/api-keys/request) and ask ` +
+    'your Dispatch admin to approve it.'
+  )
+}
+
 /** One line a person reads, for any failure. */
 export const describeError = (error: unknown) =>
   error instanceof DispatchError
-    ? `${error.message} (${error.errorCode})`
+    ? error.errorCode === 'INSUFFICIENT_SCOPE'
+      ? missingScope(error)
+      : `${error.message} (${error.errorCode})`
     : error instanceof Error
       ? error.message
       : String(error)

@@ -43,6 +43,7 @@ let baseUrl: string
 let page: Page
 let complaints: string[]
 let own: { id: string; key: string }
+let otherKey: string
 let ownMessage: string
 let otherMessage: string
 
@@ -74,6 +75,7 @@ describe.skipIf(browserBinary.missing)('the portal, in a browser', () => {
     baseUrl = await app.listen({ host: '127.0.0.1', port: 0 })
     own = await activeKey(app, { scopes: [...SEND_SCOPES, 'manage:webhooks'], clientName: 'Bistro Centro' })
     const other = await activeKey(app, { scopes: SEND_SCOPES, clientName: 'Someone else' })
+    otherKey = other.key
     const endpoint = await app.inject({
       method: 'POST',
       url: '/api/third-party/webhook-endpoints',
@@ -209,6 +211,24 @@ describe.skipIf(browserBinary.missing)('the portal, in a browser', () => {
     await page.getByRole('link', { name: /follow message/ }).click()
     await heading('Message').waitFor()
     await poll(() => page.locator('.facts .badge').textContent(), 15_000).toBe('sent')
+  })
+
+  it('explains a missing scope in words, and what to ask an admin for', async () => {
+    // Another browser, another key: this one was approved without manage:webhooks.
+    const { page: second } = await openPage(browser)
+    await second.goto(`${baseUrl}/portal`)
+    await second.getByLabel('API key').fill(otherKey)
+    await second.getByLabel('API key').press('Enter')
+    await second.getByRole('heading', { level: 1, name: 'Messages' }).waitFor()
+    await second.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Webhooks' }).click()
+    const note = second.getByRole('alert')
+    await poll(() => note.textContent()).toContain('approved without the "manage:webhooks" scope')
+    expect(await note.textContent()).toMatch(
+      /request a key that includes manage:webhooks.*admin to approve it/,
+    )
+    expect(await note.textContent()).not.toContain('INSUFFICIENT_SCOPE')
+    await checkPage(second, 'portal-webhooks-no-scope')
+    await second.context().close()
   })
 
   it('signs out: the session ends', async () => {
