@@ -39,6 +39,16 @@ describe('the indexes of the tables a message writes', () => {
     for (const entry of HOT_TABLE_INDEXES) expect(entry.serves.length, entry.index).toBeGreaterThan(10)
   })
 
+  it('find an index a migration would add unargued', async () => {
+    await database.sql`create index messages_unargued_idx on messages (type)`
+    try {
+      const found = await migratedIndexes()
+      expect(found.filter((name) => !listed.includes(name))).toEqual(['messages.messages_unargued_idx'])
+    } finally {
+      await database.sql`drop index messages_unargued_idx`
+    }
+  })
+
   it('are each a row of the table in docs/operations.md, and no other index is', async () => {
     const doc = await readFile(DOC, 'utf8')
     const start = doc.indexOf(HEADING)
