@@ -1,5 +1,6 @@
 export * from './api-key-secret.ts'
 export * from './client.ts'
+export * from './hot-indexes.ts'
 export * from './owned/index.ts'
 export * from './partition-catalog.ts'
 export * from './partitions.ts'

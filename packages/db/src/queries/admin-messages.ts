@@ -10,7 +10,7 @@ import { adminAuditLog } from '../schema/admin-audit-log.ts'
 import { type MessageRow, messages } from '../schema/messages.ts'
 import { whereAll } from './list-helpers.ts'
 import { messageWithId } from './message-ids.ts'
-import { listMatchingMessages, messageFilters } from './message-list.ts'
+import { listMatchingMessages, messageFilters, narrowedByKeyAlone } from './message-list.ts'
 
 type AdminFilters = Omit<RetryMessagesBody, 'limit'>
 type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
@@ -37,7 +37,9 @@ function adminFilters(query: AdminFilters & { deleted?: 'true' | 'false' }, wind
  * usual shapes; a filter on a key reads that key's indexes as its own list does.
  */
 export function listAdminMessages(db: Db, query: AdminMessageListQuery, window: AcceptedWindow = {}) {
-  return listMatchingMessages(db, adminFilters(query, window), query)
+  return listMatchingMessages(db, adminFilters(query, window), query, {
+    byKey: Boolean(query.apiKeyId) && narrowedByKeyAlone(query),
+  })
 }
 
 /** What a retry needs besides the messages: who, when, and until when the message may go out. */

@@ -1,6 +1,7 @@
 import {
   type AcceptedWindow,
   MESSAGE_COUNT_LIMIT,
+  MESSAGE_STATUSES,
   type MessageListQuery,
   type MessageStatus,
 } from '@dispatch/contracts'
@@ -55,14 +56,37 @@ export function messageFilters(
  * reads, and why; docs/messaging.md (Listing messages) what the list answers.
  */
 export function listMessages(db: Db, apiKeyId: string, query: MessageListQuery, window: AcceptedWindow = {}) {
-  return listMatchingMessages(db, [eq(messages.apiKeyId, apiKeyId), ...messageFilters(query, window)], query)
+  return listMatchingMessages(
+    db,
+    [eq(messages.apiKeyId, apiKeyId), ...messageFilters(query, window)],
+    query,
+    {
+      byKey: narrowedByKeyAlone(query),
+    },
+  )
 }
 
-/** The paging and ordering of a message list over `filters`, with `status` applied here. */
+/**
+ * Whether a key's list is narrowed by nothing with an index of its own (a phone, a BSUID, a
+ * reference, a batch, `q`): then its page is read off the key's status index, status by status
+ * (`byKey` below).
+ */
+export const narrowedByKeyAlone = (
+  query: Pick<MessageListQuery, 'phone' | 'userId' | 'clientReference' | 'batchId' | 'q'>,
+) => !query.phone && !query.userId && !query.clientReference && !query.batchId && !query.q
+
+/**
+ * The paging and ordering of a message list over `filters`, with `status` applied here. `byKey`: the
+ * filters hold one key and nothing narrower (`narrowedByKeyAlone`). Its page in acceptance order,
+ * with no status asked for, is then read as one of every status (`pageOfStatuses`) off
+ * `messages_api_key_status_accepted_at_idx`: no (key, accepted_at) index is kept for it (migration
+ * 0029: it cost every insert and status change an entry, docs/operations.md).
+ */
 export async function listMatchingMessages(
   db: Db,
   filters: SQL[],
   query: Pick<MessageListQuery, 'status' | 'order' | 'orderField' | 'page' | 'take'>,
+  options: { byKey?: boolean } = {},
 ) {
   const statuses = [...new Set(query.status ?? [])] as MessageStatus[]
   const offset = offsetOf(query)
@@ -81,8 +105,9 @@ export async function listMatchingMessages(
   const counting = few ? undefined : count()
   counting?.catch(() => {}) // awaited below; this only keeps an early failure from going unhandled
 
-  const rows = await (statuses.length > 1
-    ? pageOfStatuses(db, filters, statuses, query, offset)
+  const everyStatus = statuses.length === 0 && options.byKey === true && query.orderField !== 'updatedAt'
+  const rows = await (statuses.length > 1 || everyStatus
+    ? pageOfStatuses(db, filters, everyStatus ? [...MESSAGE_STATUSES] : statuses, query, offset)
     : db
         .select()
         .from(messages)
@@ -104,9 +129,10 @@ const sortOf = (query: Paging, source: { acceptedAt: Column; updatedAt: Column; 
   ordering(query.order, query.orderField === 'updatedAt' ? source.updatedAt : source.acceptedAt, source.id)
 
 /**
- * Several statuses: Postgres 15 cannot read `status = any(…)` off the (key, status, accepted_at)
- * index in time order, so each status is read on its own (newest first, as far as the page's end)
- * and the results merged. The cost is one short index range per status, whatever their sizes.
+ * Several statuses (or, for a key's list with none asked, every one): Postgres 15 cannot read
+ * `status = any(…)` off the (key, status, accepted_at) index in time order, so each status is read
+ * on its own (newest first, as far as the page's end) and the results merged. The cost is one short
+ * index range per status, whatever their sizes.
  */
 async function pageOfStatuses(
   db: Db,

@@ -98,7 +98,11 @@ export const messages = pgTable('messages', messageColumns, (t) => [
   index('messages_platform_message_id_idx')
     .on(t.platformMessageId)
     .where(sql`${t.platformMessageId} is not null`),
-  index('messages_api_key_accepted_at_idx').on(t.apiKeyId, t.acceptedAt),
+  // No (api_key_id, accepted_at) index since 0029: a key's list in acceptance order is read off the
+  // (api_key_id, status, accepted_at) index below, one short range per status merged
+  // (queries/message-list.ts); the index cost every insert and status change an entry of ~50 bytes.
+  // Every index here must be argued for in docs/operations.md (Postgres: indexes and writes per
+  // message) and listed in ../hot-indexes.ts, or a test fails.
   // A reply goes to the key that last sent to its number: the newest sent message per phone.
   index('messages_phone_sent_at_idx').on(t.phone, t.sentAt),
   // …and on the BSUID, for a user known by username (most messages have none: partial).
@@ -110,7 +114,8 @@ export const messages = pgTable('messages', messageColumns, (t) => [
   // and from ~250 to ~750 bytes of WAL each (an entry in each of the table's 8 indexes). Kept
   // because without them, at 10 M messages for a key, `status=failed` over a week takes ~0.2 s (up
   // to 1.6 s), `orderField=updatedAt` 6.5 s, a `clientReference` 3.6 s; with them 1–13 ms.
-  // `status` (in time order, and its count): one short range per status.
+  // `status` (in time order, and its count): one short range per status; and since 0029 the key's
+  // whole list in acceptance order (each status's range, merged) and its count (the key's prefix).
   index('messages_api_key_status_accepted_at_idx').on(t.apiKeyId, t.status, t.acceptedAt),
   // `orderField=updatedAt`: otherwise a sort of every matching row. Given the index above, it adds
   // one entry per write at the right edge of the key's range (a page in memory), no further HOT loss.

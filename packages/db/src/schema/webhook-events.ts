@@ -43,7 +43,8 @@ export const webhookEvents = pgTable(
     primaryKey({ columns: [t.id, t.createdAt] }),
     index('webhook_events_api_key_id_created_at_idx').on(t.apiKeyId, t.createdAt),
     index('webhook_events_message_id_sequence_idx').on(t.messageId, t.sequence),
-    index('webhook_events_created_at_idx').on(t.createdAt),
+    // No (created_at) index since 0029: no query reads events by time alone (by id, a key's or a
+    // message's only), and retention drops whole partitions.
   ],
 )
 

@@ -1,0 +1,392 @@
+/**
+ * Which index each query of the tables written per message reads (issue 46). Fills a database of
+ * its own with realistic rows (INDEX_PLANS_ROWS messages, default 300,000, over four keys of 200/50/
+ * 30/20 thousandths… see `generateMessages`, and as many webhook events, attempts, outbox rows, and a
+ * tenth as many replies), then runs each query the service makes through its own function, catches
+ * the statements it sends (`onStatement`), and prints the plan's indexes and time from
+ * `EXPLAIN (ANALYZE)` (reads; writes are explained without running them again). Lists are planned
+ * as the API plans them (`genericPlans`, a prepared statement's generic plan).
+ *
+ * Fails (exit 1) when a query listed in packages/db/src/hot-indexes.ts as served by an index does
+ * not read it, or reads no index at all: every index kept must still be the one its query reads.
+ *
+ *   pnpm --filter @dispatch/bench bench:index-plans
+ *   INDEX_PLANS_ROWS=100000 BENCH_KEEP_DB=1 (optional)
+ */
+import { randomUUID } from 'node:crypto'
+import type { AdminMessageListQuery, MessageListQuery } from '@dispatch/contracts'
+import {
+  applyPlatformStatus,
+  createDb,
+  failingWebhookEndpoints,
+  findInboundMedia,
+  findMessageById,
+  findWebhookEvents,
+  HOT_TABLE_INDEXES,
+  listAdminMessages,
+  listInboundMessages,
+  listMessages,
+  listWebhookAttempts,
+  messageHistory,
+  messagesPerMinute,
+  pendingOutboxAgeSeconds,
+  purgeRelayedOutbox,
+  recordDeliveryOutcomes,
+  recordInboundMessage,
+  redactExpiredMessages,
+  redactExpiredReplies,
+  relayOutbox,
+  retryFailedMessages,
+  topErrorCodes,
+  webhookEventsBetween,
+} from '@dispatch/db'
+import postgres from 'postgres'
+import { createBenchKey, generateMessages } from '../api/message-list-generate.ts'
+import { createBenchWorld } from '../harness/world.ts'
+
+const total = Number(process.env.INDEX_PLANS_ROWS ?? 300_000)
+const world = await createBenchWorld('index_plans')
+const sql = postgres(world.databaseUrl, { max: 2, onnotice: () => {} })
+let failed = false
+
+try {
+  const keys: string[] = []
+  for (let k = 0; k < 4; k++) keys.push((await createBenchKey(sql, `plans-${k}`)).id)
+  const shares = [0.6, 0.2, 0.12, 0.08]
+  const started = performance.now()
+  for (const [i, id] of keys.entries())
+    await generateMessages(sql, id, Math.round(total * (shares[i] as number)), `k${i}`, () => {})
+  const [key0] = keys as [string]
+  await generateOthers(sql, key0, total)
+  await sql`analyze`
+  console.log(
+    `${total} messages and their events generated in ${((performance.now() - started) / 1000).toFixed(0)} s`,
+  )
+
+  // Values that exist, read once.
+  const [sample] = await sql<
+    { id: string; platform: string; phone: string; reference: string; batch: string; accepted: Date }[]
+  >`select id, platform_message_id as platform, phone, client_reference as reference, accepted_at as accepted,
+      (select batch_id from messages where api_key_id = ${key0} and batch_id is not null limit 1) as batch
+    from messages where api_key_id = ${key0} and status = 'delivered' and client_reference is not null
+    order by accepted_at desc limit 1`
+  if (!sample) throw new Error('no sample message')
+  const [event] = await sql<{ id: string; message_id: string }[]>`
+    select id, message_id from webhook_events where message_id is not null order by created_at desc limit 1`
+  const [endpoint] = await sql<{ id: string }[]>`select id from webhook_endpoints limit 1`
+  const [media] = await sql<{ id: string }[]>`
+    select content->'media'->>'id' as id from inbound_messages where content ? 'media' and api_key_id is not null limit 1`
+  const now = new Date()
+  const hourAgo = new Date(now.getTime() - 3_600_000)
+  const dayAgo = new Date(now.getTime() - 86_400_000)
+
+  const listQuery = (extra: Partial<MessageListQuery>): MessageListQuery => ({
+    page: 1,
+    take: 50,
+    order: 'DESC',
+    orderField: 'createdAt',
+    ...extra,
+  })
+  const adminQuery = (extra: Partial<AdminMessageListQuery>) =>
+    ({ page: 1, take: 50, order: 'DESC', orderField: 'createdAt', ...extra }) as AdminMessageListQuery
+
+  /** Each case: the function run, and whether the service plans it generically (the lists' pool). */
+  const cases: Record<string, { run: (db: PlanDb) => Promise<unknown>; generic?: boolean }> = {
+    findMessageById: { run: (db) => findMessageById(db, sample.id) },
+    applyPlatformStatus: {
+      run: (db) =>
+        applyPlatformStatus(db, {
+          platformMessageId: sample.platform,
+          messageId: sample.id,
+          status: 'read',
+          at: now,
+        }),
+    },
+    recordDeliveryOutcomes: {
+      run: (db) =>
+        recordDeliveryOutcomes(db.$client, [
+          {
+            id: sample.id,
+            apiKeyId: key0,
+            type: 'text',
+            phone: sample.phone,
+            userId: null,
+            payload: { text: 'x' },
+            clientReference: null,
+            senderPhoneNumberId: '106540352242922',
+            senderId: 'default',
+            batchId: null,
+            acceptedAt: sample.accepted,
+            sendAt: null,
+            expiresAt: null,
+            status: 'sent',
+            attempts: 1,
+            platformMessageId: sample.platform,
+            lastErrorCode: null,
+            lastErrorMessage: null,
+            at: now,
+          },
+        ]),
+    },
+    'routeReply (phone)': {
+      run: (db) =>
+        recordInboundMessage(db, {
+          platformMessageId: `wamid.plans-${randomUUID()}`,
+          phoneNumberId: '106540352242922',
+          phone: sample.phone,
+          userId: null,
+          username: null,
+          type: 'text',
+          content: { text: 'hi' },
+          contextId: null,
+          receivedAt: now,
+        } as never),
+    },
+    'list: key, newest': { run: (db) => listMessages(db, key0, listQuery({})), generic: true },
+    'list: key, status=failed': {
+      run: (db) => listMessages(db, key0, listQuery({ status: ['failed'] })),
+      generic: true,
+    },
+    'list: key, status=delivered,read': {
+      run: (db) => listMessages(db, key0, listQuery({ status: ['delivered', 'read'] })),
+      generic: true,
+    },
+    'list: key, orderField=updatedAt': {
+      run: (db) => listMessages(db, key0, listQuery({ orderField: 'updatedAt' })),
+      generic: true,
+    },
+    'list: key, clientReference': {
+      run: (db) => listMessages(db, key0, listQuery({ clientReference: sample.reference })),
+      generic: true,
+    },
+    'list: key, batchId': {
+      run: (db) => listMessages(db, key0, listQuery({ batchId: sample.batch })),
+      generic: true,
+    },
+    'list: key, phone': {
+      run: (db) => listMessages(db, key0, listQuery({ phone: sample.phone })),
+      generic: true,
+    },
+    'admin list: newest': { run: (db) => listAdminMessages(db, adminQuery({})), generic: true },
+    'admin list: status=failed': {
+      run: (db) => listAdminMessages(db, adminQuery({ status: ['failed'] })),
+      generic: true,
+    },
+    'admin list: apiKeyId': {
+      run: (db) => listAdminMessages(db, adminQuery({ apiKeyId: keys[1] as string })),
+      generic: true,
+    },
+    'admin search: clientReference': {
+      run: (db) => listAdminMessages(db, adminQuery({ clientReference: sample.reference })),
+      generic: true,
+    },
+    'admin search: q': {
+      run: (db) => listAdminMessages(db, adminQuery({ q: sample.reference })),
+      generic: true,
+    },
+    // The pick only: no message is released, so none moves.
+    retryFailedMessages: {
+      run: (db) =>
+        retryFailedMessages(
+          db,
+          { limit: 100 },
+          {},
+          { actor: 'bench', now, expiresAt: now },
+          { release: async () => new Set(), requeue: async () => {} },
+        ),
+    },
+    'console: messagesPerMinute': { run: (db) => messagesPerMinute(db, hourAgo, hourAgo) },
+    redactExpiredMessages: { run: (db) => redactExpiredMessages(db, now, 500) },
+    messageHistory: { run: (db) => messageHistory(db, event?.message_id ?? sample.id) },
+    'console: topErrorCodes': { run: (db) => topErrorCodes(db, hourAgo) },
+    findWebhookEvents: { run: (db) => findWebhookEvents(db, [event?.id ?? 'none']) },
+    webhookEventsBetween: {
+      run: (db) =>
+        webhookEventsBetween(db, {
+          apiKeyId: key0,
+          types: ['message.delivered'],
+          since: dayAgo,
+          until: now,
+          limit: 100,
+        }),
+    },
+    listWebhookAttempts: {
+      run: (db) =>
+        listWebhookAttempts(db, endpoint?.id ?? randomUUID(), { page: 1, take: 50, order: 'DESC' }),
+    },
+    'console: failingWebhookEndpoints': { run: (db) => failingWebhookEndpoints(db, hourAgo) },
+    relayOutbox: { run: (db) => relayOutbox(db, 100, async () => {}) },
+    pendingOutboxAgeSeconds: { run: (db) => pendingOutboxAgeSeconds(db) },
+    purgeRelayedOutbox: { run: (db) => purgeRelayedOutbox(db, dayAgo, 1000) },
+    findInboundMedia: { run: (db) => findInboundMedia(db, media?.id ?? 'none', key0) },
+    'admin inbound: unrouted': {
+      run: (db) =>
+        listInboundMessages(db, {
+          page: 1,
+          take: 50,
+          order: 'DESC',
+          orderField: 'receivedAt',
+          routed: false,
+        }),
+    },
+    'admin inbound: apiKeyId': {
+      run: (db) =>
+        listInboundMessages(db, {
+          page: 1,
+          take: 50,
+          order: 'DESC',
+          orderField: 'receivedAt',
+          apiKeyId: key0,
+        }),
+    },
+    redactExpiredReplies: { run: (db) => redactExpiredReplies(db, now, 500) },
+  }
+
+  const parents = await indexParents(sql)
+  const seen = new Map<string, Set<string>>()
+  console.log('\n| query | indexes read | plan time (ms) |\n| --- | --- | --- |')
+  for (const [name, { run, generic }] of Object.entries(cases)) {
+    const statements: { query: string; parameters: unknown[] }[] = []
+    const client = createDb(world.databaseUrl, {
+      max: 1,
+      genericPlans: generic,
+      onStatement: (query, parameters) => statements.push({ query, parameters }),
+    })
+    try {
+      await run(client.db)
+      const used = new Set<string>()
+      let ms = 0
+      for (const { query, parameters } of statements) {
+        if (!/^\s*(select|update|insert|delete|with)/i.test(query)) continue
+        const plan = await explain(client.sql, query, parameters, generic === true)
+        for (const index of plan.indexes) used.add(parents.get(index) ?? index)
+        ms += plan.ms
+      }
+      seen.set(name, used)
+      console.log(`| ${name} | ${[...used].sort().join(', ') || '(none)'} | ${ms.toFixed(2)} |`)
+    } finally {
+      await client.close()
+    }
+  }
+
+  console.log('\nEvery kept index, and whether its query reads it:')
+  for (const entry of HOT_TABLE_INDEXES) {
+    if (!entry.planCase) {
+      console.log(`  ${entry.index}: ${entry.kind ?? 'index'}, not planned here (${entry.serves})`)
+      continue
+    }
+    const used = seen.get(entry.planCase)
+    const ok = used?.has(entry.index) ?? false
+    if (!ok) failed = true
+    console.log(`  ${ok ? 'ok ' : 'NO '} ${entry.index} ← ${entry.planCase}`)
+  }
+} finally {
+  await sql.end({ timeout: 5 })
+  await world.drop()
+}
+if (failed) {
+  console.error('\nA kept index is not read by the query it is kept for.')
+  process.exit(1)
+}
+
+type PlanDb = ReturnType<typeof createDb>['db']
+
+/** Each partition's index, by its parent's (partitioned) index name. */
+async function indexParents(sql: postgres.Sql) {
+  const rows = await sql<{ child: string; parent: string }[]>`
+    with recursive up as (
+      select c.oid as child, c.oid as top from pg_class c where c.relkind in ('i', 'I')
+      union all
+      select up.child, i.inhparent from up join pg_inherits i on i.inhrelid = up.top)
+    select c.relname as child, t.relname as parent from up
+    join pg_class c on c.oid = up.child join pg_class t on t.oid = up.top
+    where not exists (select 1 from pg_inherits i where i.inhrelid = up.top)`
+  return new Map(rows.map((r) => [r.child, r.parent]))
+}
+
+/**
+ * The indexes a statement reads and its time: reads run (`EXPLAIN ANALYZE`), writes only planned.
+ * Generic: as a prepared statement's generic plan, the API's lists' way.
+ */
+async function explain(sql: postgres.Sql, query: string, parameters: unknown[], generic: boolean) {
+  const reads = /^\s*(select|with)/i.test(query) && !/for update/i.test(query)
+  const options = reads ? '(analyze, format json)' : '(format json)'
+  const rows = await sql.begin(async (tx) => {
+    if (generic) await tx`set local plan_cache_mode = force_generic_plan`
+    const name = `plan_${randomUUID().replaceAll('-', '')}`
+    await tx.unsafe(`prepare ${name} as ${query}`)
+    const args = parameters.map((p) =>
+      p === null
+        ? 'null'
+        : `'${String(typeof p === 'object' ? JSON.stringify(p) : p).replaceAll("'", "''")}'`,
+    )
+    const result = await tx.unsafe(
+      `explain ${options} execute ${name}${args.length ? `(${args.join(', ')})` : ''}`,
+    )
+    await tx.unsafe(`deallocate ${name}`)
+    return result
+  })
+  const plan = (rows[0] as unknown as { 'QUERY PLAN': [{ Plan: PlanNode; 'Execution Time'?: number }] })[
+    'QUERY PLAN'
+  ][0]
+  const indexes = new Set<string>()
+  const walk = (node: PlanNode) => {
+    if (node['Index Name']) indexes.add(node['Index Name'])
+    for (const arbiter of node['Conflict Arbiter Indexes'] ?? []) indexes.add(arbiter)
+    for (const child of node.Plans ?? []) walk(child)
+  }
+  walk(plan.Plan)
+  return { indexes, ms: plan['Execution Time'] ?? 0 }
+}
+
+interface PlanNode {
+  'Index Name'?: string
+  'Conflict Arbiter Indexes'?: string[]
+  Plans?: PlanNode[]
+}
+
+/**
+ * Set-based, as a restore writes them (triggers off): an event per message of key 0 in its last
+ * SPAN, an attempt per event (5 % failing) to five endpoints, an outbox row per event (all but 50
+ * dispatched), an attempt row per failed message, a reply per ten messages (5 % with media, a tenth
+ * unrouted, a tenth due for redaction).
+ */
+async function generateOthers(sql: postgres.Sql, key: string, count: number) {
+  await sql.begin(async (tx) => {
+    await tx`set local session_replication_role = replica`
+    await tx`
+      insert into webhook_endpoints (api_key_id, url, secret, events)
+      select ${key}, 'https://example.test/hook-' || i, 'whsec_' || md5(i::text), '{message.delivered,message.read}'
+      from generate_series(1, 5) i`
+    await tx`
+      insert into webhook_events (id, api_key_id, type, message_id, sequence, payload, created_at)
+      select 'msg_' || lpad(to_hex((extract(epoch from m.accepted_at + interval '3 seconds') * 1000)::bigint), 12, '0')
+          || '7' || substr(md5(m.id::text), 1, 19),
+        ${key}, 'message.delivered', m.id, 1, '{"type":"message.delivered"}'::jsonb, m.accepted_at + interval '3 seconds'
+      from messages m where m.api_key_id = ${key} and m.status in ('delivered', 'read')
+      limit ${count}`
+    await tx`
+      insert into webhook_attempts (endpoint_id, event_id, attempt, status_code, duration_ms, created_at)
+      select e.id, v.id, 1, case when row_number() over () % 20 = 0 then 500 else 200 end, 40, v.created_at
+      from webhook_events v cross join lateral (select id from webhook_endpoints order by random() limit 1) e`
+    await tx`
+      insert into outbox (topic, payload, created_at, dispatched_at)
+      select 'webhook', jsonb_build_object('eventId', id), created_at,
+        case when row_number() over (order by created_at desc) > 50 then created_at end
+      from webhook_events order by created_at`
+    await tx`
+      insert into message_attempts (message_id, attempt, outcome, error_code, error_message, created_at)
+      select id, a, 'failed', '131026', 'Message undeliverable', failed_at
+      from messages cross join generate_series(1, 3) a where status = 'failed'`
+    await tx`
+      insert into inbound_messages (id, platform_message_id, phone_number_id, phone, type, content, api_key_id,
+        received_at, redact_after)
+      select gen_random_uuid(), 'wamid.in.' || i, '106540352242922', '+5511' || (10000000 + i % 1000000)::text,
+        case when i % 20 = 0 then 'image' else 'text' end,
+        case when i % 20 = 0 then jsonb_build_object('media', jsonb_build_object('id', 'media-' || i))
+          else '{"text":"ok"}'::jsonb end,
+        case when i % 10 = 0 then null else ${key}::uuid end,
+        now() - (i * interval '1 second'), case when i % 10 = 1 then now() + interval '1 day' end
+      from generate_series(1, ${Math.max(1000, Math.round(count / 10))}) i`
+  })
+}
