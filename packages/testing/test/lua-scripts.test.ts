@@ -192,7 +192,7 @@ const RUNS: Record<string, Run> = {
     ],
     args: (k, now) => [now, 10, 10, k('fair:'), 60_000, 100],
     // Work left: m2, taken above, waits in moving until its outcome is recorded.
-    answers: [1, 1, 0, 'm1', JOB],
+    answers: [1, 1, 0, 0, 'm1', JOB],
   },
   writeOptOut: { keys: (k) => [k('optout')], args: () => ['', 'all'], answers: 'all' },
   checkMarketingConsent: {
