@@ -243,7 +243,7 @@ it('a job run again, or handed out again, after the claim is gone finds the reco
   const data: MessageJob = {
     messageId: sent,
     apiKeyId: world.apiKeyId,
-    acceptedAt: (row?.accepted_at as Date).toISOString(),
+    acceptedAt: new Date(row?.accepted_at as Date).toISOString(),
     message: text('sent once'),
   }
   // A stalled bundle retaken (its second start) and a bundle of an admission handed out again.
@@ -277,7 +277,7 @@ it('a canceled message run again after its claim is gone stays canceled and is n
   const data: MessageJob = {
     messageId: id,
     apiKeyId: world.apiKeyId,
-    acceptedAt: (row?.accepted_at as Date).toISOString(),
+    acceptedAt: new Date(row?.accepted_at as Date).toISOString(),
     message: text('canceled'),
   }
   await (await bundleRun([data], { attemptsStarted: 2 })).done
