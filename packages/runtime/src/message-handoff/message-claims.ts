@@ -1,3 +1,7 @@
+import { join } from 'node:path'
+import type { Cluster, Redis } from 'ioredis'
+import { defineLuaCommand, luaScripts } from '../lua-scripts.ts'
+
 /**
  * Who a message belongs to while it is in flight: the first worker to take it, or its sender's
  * cancel. One Redis key per message, set once (`NX`) by whichever comes first, so a cancel and a
@@ -34,26 +38,28 @@ export const MESSAGE_CLAIM_KEEP_MS = 60_000
 /** The outcomes after which no job of the message sends it: its record answers from then on. */
 export const FINAL_OUTCOMES: ReadonlySet<string> = new Set(['sent', 'failed', 'expired', 'canceled'])
 
-type ClaimsClient = {
-  pexpire(key: string, ms: number, lt: 'LT'): Promise<number>
-  del(...keys: string[]): Promise<number>
-}
+/** Releases a batch of claims in one command, off a Cluster (lua/claims/releaseClaims.lua). */
+export const RELEASE_CLAIMS_SCRIPT = luaScripts(join(import.meta.dirname, 'lua/claims'), [
+  'releaseClaims',
+]).releaseClaims
 
 /**
  * Shortens the claims of messages whose final outcome is committed in Postgres to `keepMs` (only
- * ever shortens: `LT`), or deletes them (`keepMs` 0). One command per key (on a Cluster the claims
- * sit on many slots), sent together on an auto-pipelined connection.
+ * ever shortens: `LT`), or deletes them (`keepMs` 0). Off a Cluster one script call for the batch;
+ * on a Cluster (the claims sit on many slots) one command per key, sent together by its
+ * auto-pipeline.
  */
 export async function releaseMessageClaims(
-  redis: ClaimsClient,
+  redis: Redis | Cluster,
   prefix: string,
   messageIds: Iterable<string>,
   keepMs: number,
 ): Promise<void> {
-  const releases: Array<Promise<number>> = []
-  for (const id of messageIds) {
-    const key = messageClaimKey(prefix, id)
-    releases.push(keepMs > 0 ? redis.pexpire(key, keepMs, 'LT') : redis.del(key))
+  const keys = [...messageIds].map((id) => messageClaimKey(prefix, id))
+  if (keys.length === 0) return
+  if (!redis.isCluster) {
+    await defineLuaCommand(redis, RELEASE_CLAIMS_SCRIPT)(keys.length, ...keys, keepMs)
+    return
   }
-  await Promise.all(releases)
+  await Promise.all(keys.map((key) => (keepMs > 0 ? redis.pexpire(key, keepMs, 'LT') : redis.del(key))))
 }
