@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import type { Cluster, Redis } from 'ioredis'
-import { defineLuaCommand, luaScripts } from '../lua-scripts.ts'
+import { evalLuaScript, luaScripts } from '../lua-scripts.ts'
 
 /**
  * Who a message belongs to while it is in flight: the first worker to take it, or its sender's
@@ -58,7 +58,9 @@ export async function releaseMessageClaims(
   const keys = [...messageIds].map((id) => messageClaimKey(prefix, id))
   if (keys.length === 0) return
   if (!redis.isCluster) {
-    await defineLuaCommand(redis, RELEASE_CLAIMS_SCRIPT)(keys.length, ...keys, keepMs)
+    // EVAL, its text each time (once a batch): a defined command (EVALSHA) queued on an
+    // auto-pipelined connection makes ioredis load it inside the pipeline, which loses replies.
+    await evalLuaScript(redis, RELEASE_CLAIMS_SCRIPT, keys.length, ...keys, keepMs)
     return
   }
   await Promise.all(keys.map((key) => (keepMs > 0 ? redis.pexpire(key, keepMs, 'LT') : redis.del(key))))
