@@ -22,6 +22,7 @@ import {
   type MessageBundleJob,
   messageClaimKey,
   messageClaimTtlMs,
+  releaseMessageClaims,
 } from '@dispatch/runtime/message-handoff'
 import type { RedisClient } from '@dispatch/runtime/redis'
 import { type Job, Queue } from 'bullmq'
@@ -182,6 +183,13 @@ export class RedisEraser {
       if (found.length === 0) continue
       await record(found.map((f) => f.outcome))
       await this.#redis.xdel(stream, ...found.map((f) => f.id))
+      // Recorded here, not by a worker's recorder: their claims go as the recorder's would.
+      await releaseMessageClaims(
+        this.#redis,
+        this.#prefix,
+        found.map((f) => f.outcome.id),
+        this.#context.config.MESSAGE_CLAIM_KEEP_MS,
+      )
       written += found.length
     }
     return written
