@@ -196,7 +196,8 @@ export class RedisEraser {
   }
 
   /**
-   * The finished jobs of erased messages, which BullMQ keeps a while (a day once sent, a week once
+   * The finished jobs of erased messages, which BullMQ keeps a while (a week once failed; a sent one
+   * is removed as it completes, but one queued before that changed may stay a day; a week once
    * failed) with the message as it was accepted. Only messages recent enough to be kept are looked
    * up. Answers how many were removed, and how many a worker still held.
    */
