@@ -108,12 +108,12 @@ const sentCount = async (ids: string[]) =>
     (await world.sql`select count(*) from messages where id = any(${ids}) and status = 'sent'`)[0]?.count,
   )
 
-it('after a drain, Redis holds what it held before the load: no claim outlives its record by more than MESSAGE_CLAIM_KEEP_MS', async () => {
-  const worker = await world.startWorker({
-    MESSAGES_BUNDLE_SIZE: '20',
-    MESSAGE_CLAIM_KEEP_MS: String(KEEP_MS),
-    MESSAGES_CONCURRENCY: '50',
-  })
+/**
+ * Drains each load through a worker of `env`, and answers what the run's prefix holds before and
+ * after each: back to its size before the load within MESSAGE_CLAIM_KEEP_MS, no claim left.
+ */
+async function drainsBack(env: Record<string, string>, loads: number[]) {
+  const worker = await world.startWorker({ MESSAGE_CLAIM_KEEP_MS: String(KEEP_MS), ...env })
   try {
     // Warm: the sender's queue and lists exist, as on a service that has sent before.
     const warm = await acceptMany(40, 'warm')
@@ -126,10 +126,8 @@ it('after a drain, Redis holds what it held before the load: no claim outlives i
       timeoutMs: 10_000,
     })
     const before = await footprint()
-
-    // Two loads, the second twice the first: what stays after each is the same.
     const after: Array<Awaited<ReturnType<typeof footprint>>> = []
-    for (const count of [1500, 3000]) {
+    for (const count of loads) {
       const ids = await acceptMany(count, `load ${count}`)
       let claimsSeen = 0
       await waitFor(
@@ -156,10 +154,24 @@ it('after a drain, Redis holds what it held before the load: no claim outlives i
       after.push(settled)
       for (const id of ids.slice(0, 50)) expect(world.fake.sendsOf(id)).toBe(1)
     }
-    expect(after[1]?.keys).toBe(before.keys)
+    return { before, after }
   } finally {
     await worker.close()
   }
+}
+
+it('after a drain, Redis holds what it held before the load: no claim outlives its record by more than MESSAGE_CLAIM_KEEP_MS', async () => {
+  // Two loads, the second twice the first: what stays after each is the same.
+  const { before, after } = await drainsBack(
+    { MESSAGES_BUNDLE_SIZE: '20', MESSAGES_CONCURRENCY: '50' },
+    [1500, 3000],
+  )
+  expect(after[1]?.keys).toBe(before.keys)
+}, 240_000)
+
+it('with a job per message (MESSAGES_BUNDLE_SIZE=1), each job goes as it completes: Redis is back to its size too', async () => {
+  const { before, after } = await drainsBack({ MESSAGES_BUNDLE_SIZE: '1', MESSAGES_CONCURRENCY: '50' }, [600])
+  expect(after[0]?.keys).toBe(before.keys)
 }, 240_000)
 
 /** A run of a bundle as BullMQ hands it out, with the deps a lane gives it (bundles.test.ts). */
