@@ -8,7 +8,7 @@ import {
   parseEnv,
   throwConfigProblems,
 } from '@dispatch/runtime/env'
-import { MESSAGE_BUNDLE_MAX } from '@dispatch/runtime/message-handoff'
+import { MESSAGE_BUNDLE_MAX, MESSAGE_CLAIM_KEEP_MS } from '@dispatch/runtime/message-handoff'
 import { serviceEnv, serviceKeyChecks, serviceSettings } from '@dispatch/runtime/service-env'
 import { tracingEnv } from '@dispatch/runtime/tracing'
 import Type, { type Static } from 'typebox'
@@ -43,6 +43,11 @@ const WorkerEnv = Type.Object({
   /** How long a job's lock lasts, and how often stalled jobs (of a killed worker) are looked for. */
   MESSAGES_LOCK_MS: Type.Integer({ minimum: 100, default: 30_000 }),
   MESSAGES_STALLED_INTERVAL_MS: Type.Integer({ minimum: 100, default: 30_000 }),
+  /**
+   * How long a message's claim stays in Redis once its final outcome is committed in Postgres
+   * (docs/messaging.md, "Cancel"); the record answers for it afterwards. 0: deleted at once.
+   */
+  MESSAGE_CLAIM_KEEP_MS: Type.Integer({ minimum: 0, maximum: 3_600_000, default: MESSAGE_CLAIM_KEEP_MS }),
   /**
    * The senders this process delivers for: `*` (all, the default) or sender ids, comma-separated
    * (`default` is the environment's). A pool per group of senders is how ops isolate big numbers.

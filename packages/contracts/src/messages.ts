@@ -355,6 +355,12 @@ export const MessageJob = Type.Object(
      * still held in that bundle's name, which this job takes over.
      */
     claimedBy: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    /**
+     * Handed out again by admission (its first hand-out was never confirmed: an admitter died): its
+     * first job may have delivered it, and released its claim since, so the worker reads its record
+     * before sending (message-claims.ts).
+     */
+    readmitted: Type.Optional(Type.Literal(true)),
     /** A free-form message's template for a closed window (see `FallbackTemplate`). */
     fallbackTemplate: Type.Optional(FallbackTemplate),
     /**

@@ -67,6 +67,7 @@ const BUILDS_KEYS: Record<string, { base: string; names: string[]; why: string }
 /** Scripts of any number of keys (no count in the file name), and why. */
 const ANY_NUMBER_OF_KEYS: Record<string, string> = {
   checkMarketingConsent: 'one pair of keys per marketing message of a turn, gathered into one call',
+  releaseClaims: 'the claims of a batch of recorded outcomes, released in one call',
 }
 
 /** Commands that take no key, and those whose second argument is a key too. */
@@ -192,13 +193,22 @@ const RUNS: Record<string, Run> = {
     ],
     args: (k, now) => [now, 10, 10, k('fair:'), 60_000, 100],
     // Work left: m2, taken above, waits in moving until its outcome is recorded.
-    answers: [1, 1, 0, 'm1', JOB],
+    answers: [1, 1, 0, 0, 'm1', JOB],
   },
   writeOptOut: { keys: (k) => [k('optout')], args: () => ['', 'all'], answers: 'all' },
   checkMarketingConsent: {
     keys: (k) => [k('optout'), k('cap')],
     args: () => [3, 60_000, 'tenant:acme'],
     answers: ['all'],
+  },
+  releaseClaims: {
+    keys: (k) => [k('claim:m1'), k('claim:m2')],
+    args: () => [60_000],
+    before: async (redis, k) => {
+      await redis.set(k('claim:m1'), 'worker', 'PX', 86_400_000)
+    },
+    // m2 has no claim left to release.
+    answers: 1,
   },
   recordServiceWindow: { keys: (k) => [k('window')], args: (_, now) => [now, now + 1000, now], answers: 1 },
   releaseLock: {

@@ -249,7 +249,9 @@ export class MessageStore {
       return { job: (finished && (await queue.getJob(messageId))) || job, state }
     }
     const bundleId = await this.#redis.hget(keys.bundled, messageId)
-    if (!bundleId) return undefined
+    // A message's own job is removed as it completes (MESSAGE_JOB_OPTIONS): a sent one waits in
+    // the sent log until its row lands, as a finished bundle's messages do.
+    if (!bundleId) return this.#fromSentLog(keys.sentLog, messageId)
     return (await this.#fromBundle(queue, bundleId, messageId)) ?? this.#fromSentLog(keys.sentLog, messageId)
   }
 

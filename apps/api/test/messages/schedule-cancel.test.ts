@@ -1,4 +1,5 @@
 import type { MessageView } from '@dispatch/contracts'
+import { messageClaimKey } from '@dispatch/runtime/message-handoff'
 import { type FakeWhatsApp, graphError, startFakeWhatsApp, waitFor } from '@dispatch/testing'
 import type { RunningWorker } from '@dispatch/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -27,6 +28,9 @@ const workerEnv = () => ({
   WHATSAPP_ACCESS_TOKEN: 'EAAG-schedule-tests',
   WHATSAPP_PHONE_NUMBER_ID: '106540352242922',
   MESSAGES_BACKOFF_MS: '50',
+  // A claim is deleted as soon as its message's outcome is recorded: every cancel below that comes
+  // after that meets the record alone (message-claims.ts), the race included.
+  MESSAGE_CLAIM_KEEP_MS: '0',
 })
 beforeAll(async () => {
   world = await createWorld()
@@ -159,6 +163,20 @@ describe('cancel', () => {
     expectError(await cancel(theirs.json().messageId, textOnly.key), 404, 'NOT_FOUND')
     const readOnly = await activeKey(app, { scopes: ['read:messages'] })
     expectError(await cancel(accepted.messageId, readOnly.key), 403, 'INSUFFICIENT_SCOPE')
+  })
+
+  it('a sent message whose claim is gone from Redis is still 409: the record answers, and no claim is left behind', async () => {
+    await ensureWorker()
+    const accepted = await sendText()
+    await untilStatus(accepted.messageId, 'sent')
+    const claim = messageClaimKey(world.queuePrefix, accepted.messageId)
+    await waitFor(async () => (await app.deps.redis.exists(claim)) === 0 || undefined, {
+      what: 'the claim gone',
+    })
+    expectError(await cancel(accepted.messageId), 409, 'INVALID_STATE_TRANSITION', /sent/)
+    expect(await app.deps.redis.exists(claim)).toBe(0)
+    expect((await view(accepted.messageId)).status).toBe('sent')
+    expect(fake.sendsOf(accepted.messageId)).toBe(1)
   })
 
   it('cancel racing delivery, 200 rounds or more: every message ends either canceled and never sent, or sent once and the cancel refused', async () => {

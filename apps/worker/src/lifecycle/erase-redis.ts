@@ -10,6 +10,7 @@ import {
 import {
   type DeliveryOutcome,
   erasedEventDeliveries,
+  findRecordedDelivery,
   loggedEntries,
   parseOutcome,
   type RecipientIdentities,
@@ -21,6 +22,7 @@ import {
   type MessageBundleJob,
   messageClaimKey,
   messageClaimTtlMs,
+  releaseMessageClaims,
 } from '@dispatch/runtime/message-handoff'
 import type { RedisClient } from '@dispatch/runtime/redis'
 import { type Job, Queue } from 'bullmq'
@@ -29,6 +31,8 @@ import type { WorkerContext } from '../runtime.ts'
 /** What a message canceled by an erasure says, on its record and its `message.canceled` event. */
 export const ERASED_CODE = 'RECIPIENT_ERASED'
 const ERASED_MESSAGE = "Not sent: its recipient's data was erased before it went"
+/** A record in one of these, found after the claim was taken for a cancel: not ended by a worker. */
+const CANCELABLE: ReadonlySet<string> = new Set(['scheduled', 'queued', 'sending', 'canceled'])
 
 /** The erasure's view of Redis: its connection, the layout, and each sender's queue opened once. */
 export class RedisEraser {
@@ -121,6 +125,13 @@ export class RedisEraser {
           inFlight++
           continue
         }
+        // Left in `moving` by an admitter that died, it may have been delivered since and its claim
+        // released (message-claims.ts): then its record says how it ended, and the cancel gives way.
+        if (set === 'OK' && (await this.#endedByWorker(job.messageId))) {
+          await this.#redis.del(key)
+          await this.#redis.multi().hdel(keys.moving, job.messageId).zrem(keys.movingAt, job.messageId).exec()
+          continue
+        }
         outcomes.push(outcomeOf(job, sender))
         removable.push(entry)
       }
@@ -141,6 +152,12 @@ export class RedisEraser {
       inFlight += await stripBundles(bundles)
     }
     return { canceled, inFlight }
+  }
+
+  /** The message's record says a worker ended it (sent or beyond, failed, expired). */
+  async #endedByWorker(messageId: string): Promise<boolean> {
+    const recorded = await findRecordedDelivery(this.#context.db, messageId)
+    return recorded !== undefined && !CANCELABLE.has(recorded.status)
   }
 
   /**
@@ -166,13 +183,21 @@ export class RedisEraser {
       if (found.length === 0) continue
       await record(found.map((f) => f.outcome))
       await this.#redis.xdel(stream, ...found.map((f) => f.id))
+      // Recorded here, not by a worker's recorder: their claims go as the recorder's would.
+      await releaseMessageClaims(
+        this.#redis,
+        this.#prefix,
+        found.map((f) => f.outcome.id),
+        this.#context.config.MESSAGE_CLAIM_KEEP_MS,
+      )
       written += found.length
     }
     return written
   }
 
   /**
-   * The finished jobs of erased messages, which BullMQ keeps a while (a day once sent, a week once
+   * The finished jobs of erased messages, which BullMQ keeps a while (a week once failed; a sent one
+   * is removed as it completes, but one queued before that changed may stay a day; a week once
    * failed) with the message as it was accepted. Only messages recent enough to be kept are looked
    * up. Answers how many were removed, and how many a worker still held.
    */

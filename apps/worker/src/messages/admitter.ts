@@ -25,7 +25,7 @@ const STALE_MOVE_MS = 10_000
 /** The most one tick moves for one sender. */
 const MOST_PER_TICK = 1000
 
-type AdmitAnswer = [number, number, number, ...string[]]
+type AdmitAnswer = [number, number, number, number, ...string[]]
 
 interface QueueEntry {
   name: string
@@ -157,7 +157,7 @@ export class Admitter {
       1,
       Math.ceil((lane.settings.ratePerSecond * config.SENDER_QUEUE_WINDOW_MS) / 1000),
     )
-    const [workLeft, mode, jumpCount, ...pairs] = (await this.#admitScript(
+    const [workLeft, mode, jumpCount, staleCount, ...pairs] = (await this.#admitScript(
       keys.jobs,
       keys.moving,
       keys.movingAt,
@@ -179,6 +179,8 @@ export class Admitter {
     for (let i = 0; i < pairs.length; i += 2) {
       const id = pairs[i] as string
       const data = JSON.parse(pairs[i + 1] as string) as MessageJob
+      // Handed out again (never confirmed): its first job may have sent it and released its claim.
+      if (i / 2 < staleCount) data.readmitted = true
       const jump = mode === ADMIT_MODE.jump && i / 2 < jumpCount
       ids.push(id)
       jobs.push({

@@ -67,8 +67,10 @@ export async function deliverOne(
   const claim = await claimMessage(delivery)
   if (claim.kind !== 'claimed') return claim
   // Only a run that may follow another looks: a new job's first run with a claim it just took has
-  // nothing recorded yet (the hot path).
-  const prior = run.rerun || claim.heldBefore ? await findPriorSend(delivery) : undefined
+  // nothing recorded yet (the hot path). A message handed out again by admission (`readmitted`) may
+  // have been delivered by its first job, whose claim is gone once the record has it.
+  const mayFollow = run.rerun || claim.heldBefore || data.readmitted === true
+  const prior = mayFollow ? await findPriorSend(delivery) : undefined
   if (prior) return prior
   const cleared = await gate(delivery, reads)
   if (cleared.kind !== 'send') return cleared

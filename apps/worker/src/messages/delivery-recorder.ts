@@ -1,4 +1,5 @@
 import { type DeliveryOutcome, recordDeliveryOutcomes, type Sql } from '@dispatch/db'
+import { FINAL_OUTCOMES, releaseMessageClaims } from '@dispatch/runtime/message-handoff'
 import type { RedisClient } from '@dispatch/runtime/redis'
 
 /** Where an outcome already waits in Redis (a sender's sent log, sent-log.ts). */
@@ -24,20 +25,35 @@ const MOST_PENDING = 20_000
  * `recordLogged` takes an outcome already stored durably in Redis (a sender's sent log): the job
  * does not wait for it, and its log entry is deleted once the row is committed; one that is never
  * written (Postgres down, the process killed) stays in the log, and the sweep writes it.
+ * With `claims`, a committed final outcome (`FINAL_OUTCOMES`) shortens its message's claim to
+ * `keepMs` (message-claims.ts): from then on the record answers for the message, and Redis keeps
+ * nothing of it past that window. Never before the commit: a claim outlives an unwritten record.
  */
 export class DeliveryRecorder {
   readonly #sql: Sql
   readonly #redis: RedisClient | undefined
   readonly #maxBatch: number
   readonly #maxInFlight: number
+  readonly #claims: { prefix: string; keepMs: number } | undefined
   #pending: Pending[] = []
   #inFlight = 0
   #scheduled = false
   #idle: Array<() => void> = []
+  readonly #releasing = new Set<Promise<void>>()
 
-  constructor(sql: Sql, options: { maxBatch?: number; maxInFlight?: number; redis?: RedisClient } = {}) {
+  constructor(
+    sql: Sql,
+    options: {
+      maxBatch?: number
+      maxInFlight?: number
+      redis?: RedisClient
+      /** Where the messages' claims are, and how long one stays once its outcome is committed. */
+      claims?: { prefix: string; keepMs: number }
+    } = {},
+  ) {
     this.#sql = sql
     this.#redis = options.redis
+    this.#claims = options.claims
     this.#maxBatch = options.maxBatch ?? 500
     this.#maxInFlight = options.maxInFlight ?? 4
   }
@@ -59,9 +75,11 @@ export class DeliveryRecorder {
   }
 
   /** Resolves once everything handed in so far has been written or has failed (on shutdown). */
-  drain(): Promise<void> {
-    if (this.#pending.length === 0 && this.#inFlight === 0) return Promise.resolve()
-    return new Promise((resolve) => this.#idle.push(resolve))
+  async drain(): Promise<void> {
+    if (this.#pending.length > 0 || this.#inFlight > 0) {
+      await new Promise<void>((resolve) => this.#idle.push(resolve))
+    }
+    await Promise.all(this.#releasing)
   }
 
   #schedule() {
@@ -117,8 +135,12 @@ export class DeliveryRecorder {
     }
   }
 
-  /** Deletes the log entries of committed rows; one left behind is only written again (same row). */
+  /**
+   * Deletes the log entries of committed rows; one left behind is only written again (same row).
+   * Releases the claims of the final ones; one left (Redis away) keeps its own, longer, expiry.
+   */
   async #forget(written: Pending[]) {
+    const released = this.#releaseClaims(written)
     const byStream = new Map<string, string[]>()
     const entries = await Promise.allSettled(written.flatMap((p) => (p.logged ? [p.logged] : [])))
     for (const entry of entries) {
@@ -128,8 +150,32 @@ export class DeliveryRecorder {
       if (ids) ids.push(logged.id)
       else byStream.set(logged.stream, [logged.id])
     }
-    if (!this.#redis || byStream.size === 0) return
+    if (!this.#redis || byStream.size === 0) return released
     const redis = this.#redis
-    await Promise.all([...byStream].map(([stream, ids]) => redis.xdel(stream, ...ids).catch(() => 0)))
+    await Promise.all([
+      released,
+      ...[...byStream].map(([stream, ids]) => redis.xdel(stream, ...ids).catch(() => 0)),
+    ])
+  }
+
+  /**
+   * Releases the claims of messages whose final outcome Postgres already holds (a job run again
+   * that found it there, and took the claim again on its way).
+   */
+  releaseClaims(messageIds: string[]): Promise<void> {
+    if (!this.#redis || !this.#claims || messageIds.length === 0) return Promise.resolve()
+    const { prefix, keepMs } = this.#claims
+    const releasing = releaseMessageClaims(this.#redis, prefix, messageIds, keepMs).catch(() => {})
+    // `drain` waits for it too: a process closing its connections lets it reach Redis first.
+    this.#releasing.add(releasing)
+    releasing.finally(() => this.#releasing.delete(releasing))
+    return releasing
+  }
+
+  #releaseClaims(written: Pending[]): Promise<void> {
+    if (!this.#redis || !this.#claims) return Promise.resolve()
+    const final = new Set<string>()
+    for (const { outcome } of written) if (FINAL_OUTCOMES.has(outcome.status)) final.add(outcome.id)
+    return this.releaseClaims([...final])
   }
 }

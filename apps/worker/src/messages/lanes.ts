@@ -304,7 +304,11 @@ export class SenderLanes {
       claims: context.redis('messages-claims', { blocking: false, pipelined: true }),
     }
     // One recorder for every sender: outcomes of all of them share each batched write.
-    this.#recorder = new DeliveryRecorder(context.sql, { redis: this.#connections.claims })
+    // A final outcome once committed shortens its message's claim: Redis holds what is in flight.
+    this.#recorder = new DeliveryRecorder(context.sql, {
+      redis: this.#connections.claims,
+      claims: { prefix: context.config.QUEUE_PREFIX, keepMs: context.config.MESSAGE_CLAIM_KEEP_MS },
+    })
     // On the claims' connection, which holds no BullMQ queue or worker: BullMQ defines its 60-odd
     // scripts on its connections, and ioredis copies each onto every pipeline made there.
     this.#appendSent = batchedLogSent(this.#connections.claims)

@@ -15,6 +15,7 @@
  *
  *   pnpm --filter @dispatch/bench bench:delivery    (BENCH_JOBS, BENCH_CONCURRENCY, BENCH_ROUNDS, BENCH_BREAKDOWN, BENCH_BUNDLE)
  *   BENCH_ONLY=revocation: only the delivery worker with and without the revoked-key check, paired.
+ *   BENCH_ONLY=claims: only the delivery worker with and without the claims' release, paired.
  */
 import { randomUUID } from 'node:crypto'
 import { type MessageJob, QueueNames } from '@dispatch/contracts'
@@ -27,6 +28,7 @@ import {
 } from '@dispatch/runtime'
 import {
   fairKeys,
+  MESSAGE_CLAIM_KEEP_MS,
   MESSAGE_JOB_OPTIONS,
   type MessageBundleJob,
   type MessageBundleResult,
@@ -237,14 +239,18 @@ const lane = (serviceWindowPolicy: 'off' | 'enforce') => ({
  * log on the connection the worker completes jobs on, the opt-out announcements followed (the
  * opt-out read skipped for recipients nobody opted out since accept), and the revoked keys.
  */
-function laneDeps(claims: Redis, workerConnection: Redis, recordSql: Sql = sql) {
+function laneDeps(claims: Redis, workerConnection: Redis, recordSql: Sql = sql, releaseClaims = true) {
   return {
     db,
     claims,
     logger,
     prefix: world.queuePrefix,
     hash: recipientHasher({}),
-    recorder: new DeliveryRecorder(recordSql, { redis: claims }),
+    // As a lane's: a committed outcome releases its message's claim (message-claims.ts).
+    recorder: new DeliveryRecorder(recordSql, {
+      redis: claims,
+      ...(releaseClaims ? { claims: { prefix: world.queuePrefix, keepMs: MESSAGE_CLAIM_KEEP_MS } } : {}),
+    }),
     sentLog: { stream: fairKeys(world.queuePrefix, 'default').sentLog, redis: workerConnection },
     optOuts,
     // As a worker holds them: every revoked key's id in memory, none of them this key.
@@ -368,6 +374,7 @@ const bundledFloorRun = async (perMessage: boolean) => {
 function startBundledDeliveryWorker(
   serviceWindowPolicy: 'off' | 'enforce' = 'off',
   revocationCheck = true,
+  releaseClaims = true,
 ): Worker<MessageBundleJob, MessageBundleResult> {
   const claims = connection({ pipelined: true })
   const workerConnection = connection()
@@ -376,7 +383,7 @@ function startBundledDeliveryWorker(
     connection: connection(),
     prefix: world.queuePrefix,
   })
-  const lanes = laneDeps(claims, workerConnection)
+  const lanes = laneDeps(claims, workerConnection, sql, releaseClaims)
   const appendSent = batchedLogSent(claims)
   const deps = {
     ...lanes,
@@ -406,6 +413,9 @@ const deliveryRun = () =>
 /** The same, without the revoked-key check at delivery (BENCH_BREAKDOWN): what the check costs. */
 const uncheckedRun = () =>
   timeDrain(QueueNames.messages, new Span(), () => startBundledDeliveryWorker('off', false), bundleSize)
+/** The same, its claims kept their day as before issue 46 (BENCH_ONLY=claims): what the release costs. */
+const unreleasedRun = () =>
+  timeDrain(QueueNames.messages, new Span(), () => startBundledDeliveryWorker('off', true, false), bundleSize)
 const enforcedRun = () =>
   timeDrain(QueueNames.messages, new Span(), () => startBundledDeliveryWorker('enforce'), bundleSize)
 
@@ -447,6 +457,17 @@ try {
         unchecked.push(await uncheckedRun())
       } else {
         unchecked.push(await uncheckedRun())
+        checked.push(await deliveryRun())
+      }
+      continue
+    }
+    if (process.env.BENCH_ONLY === 'claims') {
+      // The claim's release with and without, back to back, alternating which goes first.
+      if (round % 2) {
+        checked.push(await deliveryRun())
+        unchecked.push(await unreleasedRun())
+      } else {
+        unchecked.push(await unreleasedRun())
         checked.push(await deliveryRun())
       }
       continue
@@ -515,6 +536,25 @@ try {
   if (process.env.BENCH_ONLY === 'revocation') {
     const pairs = checked.map((c, i) => c.perSecond / (unchecked[i]?.perSecond ?? c.perSecond))
     printRevocationCheck('delivery throughput, the revoked-key check vs none')
+    console.log(
+      `  paired ratios per round: ${pairs.map((p) => p.toFixed(3)).join(', ')} (median ${median(pairs).toFixed(3)})`,
+    )
+    process.exit(0)
+  }
+  if (process.env.BENCH_ONLY === 'claims') {
+    const pairs = checked.map((c, i) => c.perSecond / (unchecked[i]?.perSecond ?? c.perSecond))
+    printComparison({
+      name: 'delivery throughput, claims released once recorded vs kept a day',
+      figure: median(checked.map((r) => r.perSecond)),
+      baseline: median(unchecked.map((r) => r.perSecond)),
+      unit: 'msg/s',
+      better: 'higher',
+      aim: '≥ 0.95',
+    })
+    console.log(
+      `  CPU per message (this process), released vs kept: ${us(median(checked.map((r) => r.processCpu)))}` +
+        ` vs ${us(median(unchecked.map((r) => r.processCpu)))}`,
+    )
     console.log(
       `  paired ratios per round: ${pairs.map((p) => p.toFixed(3)).join(', ')} (median ${median(pairs).toFixed(3)})`,
     )

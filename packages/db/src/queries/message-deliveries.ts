@@ -44,18 +44,34 @@ export interface DeliveryOutcome {
 
 /** The platform id already recorded for a message, if any: a job run again must not resend it. */
 export async function findPlatformMessageId(db: Db, id: string): Promise<string | null> {
+  return (await findRecordedDelivery(db, id))?.platformMessageId ?? null
+}
+
+/**
+ * What the record says of a message's delivery, if it has one: its status and the platform id. A
+ * job that may follow another reads it before sending (its claim may be gone: message-claims.ts).
+ */
+export async function findRecordedDelivery(
+  db: Db,
+  id: string,
+): Promise<{ status: string; platformMessageId: string | null } | undefined> {
   const [row] = await onPartitionOf(
     db,
     id,
-    (day) => db.select({ platformMessageId: day.platformMessageId }).from(day).where(eq(day.id, id)).limit(1),
+    (day) =>
+      db
+        .select({ status: day.status, platformMessageId: day.platformMessageId })
+        .from(day)
+        .where(eq(day.id, id))
+        .limit(1),
     () =>
       db
-        .select({ platformMessageId: messages.platformMessageId })
+        .select({ status: messages.status, platformMessageId: messages.platformMessageId })
         .from(messages)
         .where(messageWithId(id))
         .limit(1),
   )
-  return row?.platformMessageId ?? null
+  return row
 }
 
 /**

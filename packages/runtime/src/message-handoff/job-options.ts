@@ -1,12 +1,14 @@
 /**
  * How every `messages` job is added (the job id is the message id). The backoff is the worker's own
  * `platform` strategy: exponential with jitter from its config, or the platform's `Retry-After`.
- * Retention is bounded; finished jobs stay long enough to answer a status query before the worker's
- * record lands, and failed ones for a week of inspection.
+ * A completed job is removed as it completes, as a bundle is: its outcome is in Postgres already,
+ * or (sent) in its sender's sent log until its row lands, where the status lookup reads it; Redis
+ * keeps nothing of a delivered message (docs/messaging.md, "What Redis keeps of a message"). Failed
+ * ones stay a week for inspection, bounded.
  */
 export const MESSAGE_JOB_OPTIONS = {
   attempts: 8,
   backoff: { type: 'platform' },
-  removeOnComplete: { age: 24 * 3600, count: 100_000 },
+  removeOnComplete: true,
   removeOnFail: { age: 7 * 24 * 3600, count: 100_000 },
 } as const

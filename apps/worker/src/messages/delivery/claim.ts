@@ -1,6 +1,7 @@
 import type { MessageJob } from '@dispatch/contracts'
 import { messageClaimKey, messageClaimTtlMs } from '@dispatch/runtime/message-handoff'
 import type { RedisClient } from '@dispatch/runtime/redis'
+import { findPriorSend } from './prior-send.ts'
 import type { Disposition, MessageDelivery } from './types.ts'
 
 /**
@@ -26,6 +27,12 @@ export async function claimMessage(delivery: MessageDelivery): Promise<Claimed |
   const { data, run, deps, log } = delivery
   const holder = await takeClaim(deps.claims, deps.prefix, data, run.claimAs)
   if (holder === 'cancel') {
+    // A job that may follow another (run again, handed out again) may meet a cancel's claim set
+    // after an earlier job sent the message and its claim was released: the record says so first.
+    if (run.rerun || data.readmitted === true) {
+      const prior = await findPriorSend(delivery)
+      if (prior) return prior
+    }
     await deps.recorder.record(delivery.outcome('canceled', { attempts: run.attemptsMade }))
     deps.metrics?.canceled(delivery.lane.senderId)
     log.info('message canceled before it was sent')

@@ -1,4 +1,5 @@
-import { findLoggedSent, findPlatformMessageId } from '@dispatch/db'
+import { findLoggedSent, findRecordedDelivery } from '@dispatch/db'
+import { FINAL_OUTCOMES } from '@dispatch/runtime/message-handoff'
 import type { Disposition, MessageDelivery } from './types.ts'
 
 const alreadySent = (platformMessageId: string): Disposition => ({
@@ -6,12 +7,31 @@ const alreadySent = (platformMessageId: string): Disposition => ({
   result: { platformMessageId },
 })
 
-/** Recorded in Postgres by an earlier run. */
+/**
+ * Recorded in Postgres by an earlier run: sent (its platform id), or ended without a send
+ * (`canceled`, `expired`, `failed`). Once its final outcome is recorded a message's claim is
+ * released (message-claims.ts), so a job that follows finds the record, not the claim.
+ */
 async function recordedSend({ data, deps, log }: MessageDelivery): Promise<Disposition | undefined> {
-  const recorded = await findPlatformMessageId(deps.db, data.messageId)
+  const recorded = await findRecordedDelivery(deps.db, data.messageId)
   if (!recorded) return undefined
-  log.info({ platformMessageId: recorded }, 'message already sent; not sending again')
-  return alreadySent(recorded)
+  // Ended: the claim this run took again on its way goes as the first run's went.
+  if (recorded.platformMessageId || FINAL_OUTCOMES.has(recorded.status)) {
+    void deps.recorder.releaseClaims([data.messageId])
+  }
+  if (recorded.platformMessageId) {
+    log.info({ platformMessageId: recorded.platformMessageId }, 'message already sent; not sending again')
+    return alreadySent(recorded.platformMessageId)
+  }
+  if (recorded.status === 'canceled' || recorded.status === 'expired') {
+    log.info({ status: recorded.status }, 'message already ended; not sending it')
+    return { kind: 'done', result: { outcome: recorded.status } }
+  }
+  if (recorded.status === 'failed') {
+    log.info('message already failed; not sending it again')
+    return { kind: 'failed', reason: 'The message already failed; an admin retry sends it again' }
+  }
+  return undefined
 }
 
 /** Sent by an earlier run killed after logging it, its row not yet written: written now. */

@@ -19,6 +19,9 @@ import type { MessageRouteOptions } from './send.ts'
 /** The scope that sends a message's type cancels it; there is no wildcard (scopes.ts). */
 const mayCancel = (scopes: string[], type: MessageType) => scopes.includes(SEND_SCOPE[type])
 
+/** A record in one of these, found after the claim was taken: not ended by a worker. */
+const CANCELABLE: ReadonlySet<string> = new Set(['scheduled', 'queued', 'sending', 'canceled'])
+
 const tooLate = (status: string) =>
   new AppError(
     'INVALID_STATE_TRANSITION',
@@ -70,16 +73,36 @@ export const cancelMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions>
       const messageId = 'row' in found ? found.row.id : found.job.data.messageId
       const expiresAt = 'row' in found ? found.row.expiresAt?.toISOString() : found.job.data.expiresAt
 
+      const key = messageClaimKey(config.QUEUE_PREFIX, messageId)
       let holder: string | null
+      let won = false
       try {
-        const key = messageClaimKey(config.QUEUE_PREFIX, messageId)
         const set = await redis.set(key, 'cancel', 'PX', messageClaimTtlMs(expiresAt, Date.now()), 'NX')
-        holder = set === 'OK' ? 'cancel' : await redis.get(key)
+        won = set === 'OK'
+        holder = won ? 'cancel' : await redis.get(key)
       } catch (error) {
         request.log.error({ err: error, messageId }, 'message cancel could not reach Redis')
         throw unavailable('cancel messages')
       }
       if (holder !== 'cancel') throw tooLate('sending')
+      // A claim is released once the message's outcome is in Postgres (message-claims.ts): one set
+      // now may come after a worker's that sent it and was released since our first read of the
+      // record. The record, written before the release, says so: the cancel lost, and leaves the
+      // message as the worker ended it.
+      if (won) {
+        const ended = await owned(db, callerOf(request))
+          .messages.find(messageId)
+          .catch(async (error) => {
+            // Not known to be ours: given back, and the caller asks again.
+            request.log.error({ err: error, messageId }, 'message cancel could not read its record')
+            await redis.del(key).catch(() => {})
+            throw unavailable('cancel messages')
+          })
+        if (ended && !CANCELABLE.has(ended.status)) {
+          await redis.del(key).catch(() => {})
+          throw tooLate(ended.status)
+        }
+      }
 
       const now = clock()
       // The record, when there is one (a scheduled message); the worker writes it otherwise. Either

@@ -24,7 +24,8 @@
 -- The rings, per-key lists and sets, `pace`, `plain`, `jump` and `bundled` are named from ARGV[4]
 -- (fairBase): which keys a tick visits is read from the rings inside the call, and all share the
 -- sender's `{…}` hash tag (as its queue's keys do), so one slot.
--- Returns {work left (0/1), mode, jumpCount, id1, json1, id2, json2, …}.
+-- Returns {work left (0/1), mode, jumpCount, staleCount, id1, json1, id2, json2, …}: the first
+-- staleCount pairs are handed out again (step 2), the rest taken now.
 
 local now = tonumber(ARGV[1])
 local base = ARGV[4]
@@ -41,12 +42,13 @@ for _, id in ipairs(due) do
     end
   end
 end
-local out = {0, 0, 0}
+local out = {0, 0, 0, 0}
 local stale = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now - tonumber(ARGV[5]), 'LIMIT', 0, 1000)
 for _, id in ipairs(stale) do
   local json = redis.call('HGET', KEYS[2], id)
   if json then
     redis.call('ZADD', KEYS[3], now, id)
+    out[4] = out[4] + 1
     out[#out + 1] = id
     out[#out + 1] = json
   else
