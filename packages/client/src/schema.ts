@@ -2200,6 +2200,21 @@ export interface operations {
                                 optIn?: string;
                             } | null;
                             templatesSyncedAt: string | null;
+                            businessId: string | null;
+                            /** @enum {unknown} */
+                            messagingLimitPolicy: "hold" | "refuse" | "off";
+                            messagingLimitOverride: number | null;
+                            messagingLimit: {
+                                limit: number | null;
+                                tier: string | null;
+                                /** @enum {unknown} */
+                                source: "admin" | "synced" | "none";
+                                portfolio: string;
+                                reach: number | null;
+                                roomAt: string | null;
+                                /** @enum {unknown} */
+                                policy: "hold" | "refuse" | "off";
+                            };
                             health: {
                                 accountStatus: string | null;
                                 accountStatusReason: string | null;
@@ -3399,6 +3414,21 @@ export interface operations {
                                 optIn?: string;
                             } | null;
                             templatesSyncedAt: string | null;
+                            businessId: string | null;
+                            /** @enum {unknown} */
+                            messagingLimitPolicy: "hold" | "refuse" | "off";
+                            messagingLimitOverride: number | null;
+                            messagingLimit: {
+                                limit: number | null;
+                                tier: string | null;
+                                /** @enum {unknown} */
+                                source: "admin" | "synced" | "none";
+                                portfolio: string;
+                                reach: number | null;
+                                roomAt: string | null;
+                                /** @enum {unknown} */
+                                policy: "hold" | "refuse" | "off";
+                            };
                             health: {
                                 accountStatus: string | null;
                                 accountStatusReason: string | null;
@@ -3501,6 +3531,14 @@ export interface operations {
                         optOut?: string;
                         optIn?: string;
                     } | null;
+                    /** @description The business portfolio (Meta business id) the number belongs to: its numbers share one messaging limit */
+                    businessId?: string;
+                    /**
+                     * @description `hold` (default): a template to a recipient outside their window that would pass the portfolio’s messaging limit waits (`scheduled`, reason `messaging_limit`) until the moving 24 hours free room. `refuse`: such a send is refused at accept (422 MESSAGING_LIMIT_REACHED). `off`: nothing is counted.
+                     * @enum {unknown}
+                     */
+                    messagingLimitPolicy?: "hold" | "refuse" | "off";
+                    messagingLimitOverride?: number | null;
                 };
             };
         };
@@ -3542,6 +3580,21 @@ export interface operations {
                             optIn?: string;
                         } | null;
                         templatesSyncedAt: string | null;
+                        businessId: string | null;
+                        /** @enum {unknown} */
+                        messagingLimitPolicy: "hold" | "refuse" | "off";
+                        messagingLimitOverride: number | null;
+                        messagingLimit: {
+                            limit: number | null;
+                            tier: string | null;
+                            /** @enum {unknown} */
+                            source: "admin" | "synced" | "none";
+                            portfolio: string;
+                            reach: number | null;
+                            roomAt: string | null;
+                            /** @enum {unknown} */
+                            policy: "hold" | "refuse" | "off";
+                        };
                         health: {
                             accountStatus: string | null;
                             accountStatusReason: string | null;
@@ -3702,6 +3755,21 @@ export interface operations {
                             optIn?: string;
                         } | null;
                         templatesSyncedAt: string | null;
+                        businessId: string | null;
+                        /** @enum {unknown} */
+                        messagingLimitPolicy: "hold" | "refuse" | "off";
+                        messagingLimitOverride: number | null;
+                        messagingLimit: {
+                            limit: number | null;
+                            tier: string | null;
+                            /** @enum {unknown} */
+                            source: "admin" | "synced" | "none";
+                            portfolio: string;
+                            reach: number | null;
+                            roomAt: string | null;
+                            /** @enum {unknown} */
+                            policy: "hold" | "refuse" | "off";
+                        };
                         health: {
                             accountStatus: string | null;
                             accountStatusReason: string | null;
@@ -3931,6 +3999,13 @@ export interface operations {
                         optOut?: string;
                         optIn?: string;
                     } | null;
+                    businessId?: string | null;
+                    /**
+                     * @description `hold` (default): a template to a recipient outside their window that would pass the portfolio’s messaging limit waits (`scheduled`, reason `messaging_limit`) until the moving 24 hours free room. `refuse`: such a send is refused at accept (422 MESSAGING_LIMIT_REACHED). `off`: nothing is counted.
+                     * @enum {unknown}
+                     */
+                    messagingLimitPolicy?: "hold" | "refuse" | "off";
+                    messagingLimitOverride?: number | null;
                 };
             };
         };
@@ -3972,6 +4047,21 @@ export interface operations {
                             optIn?: string;
                         } | null;
                         templatesSyncedAt: string | null;
+                        businessId: string | null;
+                        /** @enum {unknown} */
+                        messagingLimitPolicy: "hold" | "refuse" | "off";
+                        messagingLimitOverride: number | null;
+                        messagingLimit: {
+                            limit: number | null;
+                            tier: string | null;
+                            /** @enum {unknown} */
+                            source: "admin" | "synced" | "none";
+                            portfolio: string;
+                            reach: number | null;
+                            roomAt: string | null;
+                            /** @enum {unknown} */
+                            policy: "hold" | "refuse" | "off";
+                        };
                         health: {
                             accountStatus: string | null;
                             accountStatusReason: string | null;
@@ -4414,7 +4504,7 @@ export interface operations {
                             } | null;
                             batchId: string | null;
                             sendAt: string | null;
-                            scheduledReason: ("send_at" | "quiet_hours") | null;
+                            scheduledReason: ("send_at" | "quiet_hours" | "messaging_limit") | null;
                             expiresAt: string | null;
                             senderId: string | null;
                             senderPhoneNumberId: string | null;
@@ -4528,7 +4618,7 @@ export interface operations {
                         } | null;
                         batchId: string | null;
                         sendAt: string | null;
-                        scheduledReason: ("send_at" | "quiet_hours") | null;
+                        scheduledReason: ("send_at" | "quiet_hours" | "messaging_limit") | null;
                         expiresAt: string | null;
                         senderId: string | null;
                         senderPhoneNumberId: string | null;
@@ -4830,7 +4920,7 @@ export interface operations {
                             } | null;
                             batchId: string | null;
                             sendAt: string | null;
-                            scheduledReason: ("send_at" | "quiet_hours") | null;
+                            scheduledReason: ("send_at" | "quiet_hours" | "messaging_limit") | null;
                             expiresAt: string | null;
                             senderId: string | null;
                             senderPhoneNumberId: string | null;
@@ -7688,7 +7778,7 @@ export interface operations {
                         /** Format: date-time */
                         sendAt?: string;
                         /** @enum {unknown} */
-                        scheduledReason?: "send_at" | "quiet_hours";
+                        scheduledReason?: "send_at" | "quiet_hours" | "messaging_limit";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -7885,7 +7975,7 @@ export interface operations {
                         /** Format: date-time */
                         sendAt?: string;
                         /** @enum {unknown} */
-                        scheduledReason?: "send_at" | "quiet_hours";
+                        scheduledReason?: "send_at" | "quiet_hours" | "messaging_limit";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -8086,7 +8176,7 @@ export interface operations {
                         /** Format: date-time */
                         sendAt?: string;
                         /** @enum {unknown} */
-                        scheduledReason?: "send_at" | "quiet_hours";
+                        scheduledReason?: "send_at" | "quiet_hours" | "messaging_limit";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -8288,7 +8378,7 @@ export interface operations {
                         /** Format: date-time */
                         sendAt?: string;
                         /** @enum {unknown} */
-                        scheduledReason?: "send_at" | "quiet_hours";
+                        scheduledReason?: "send_at" | "quiet_hours" | "messaging_limit";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -8489,7 +8579,7 @@ export interface operations {
                         /** Format: date-time */
                         sendAt?: string;
                         /** @enum {unknown} */
-                        scheduledReason?: "send_at" | "quiet_hours";
+                        scheduledReason?: "send_at" | "quiet_hours" | "messaging_limit";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -8689,7 +8779,7 @@ export interface operations {
                         /** Format: date-time */
                         sendAt?: string;
                         /** @enum {unknown} */
-                        scheduledReason?: "send_at" | "quiet_hours";
+                        scheduledReason?: "send_at" | "quiet_hours" | "messaging_limit";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -8889,7 +8979,7 @@ export interface operations {
                         /** Format: date-time */
                         sendAt?: string;
                         /** @enum {unknown} */
-                        scheduledReason?: "send_at" | "quiet_hours";
+                        scheduledReason?: "send_at" | "quiet_hours" | "messaging_limit";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -9090,7 +9180,7 @@ export interface operations {
                         /** Format: date-time */
                         sendAt?: string;
                         /** @enum {unknown} */
-                        scheduledReason?: "send_at" | "quiet_hours";
+                        scheduledReason?: "send_at" | "quiet_hours" | "messaging_limit";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -9331,7 +9421,7 @@ export interface operations {
                         /** Format: date-time */
                         sendAt?: string;
                         /** @enum {unknown} */
-                        scheduledReason?: "send_at" | "quiet_hours";
+                        scheduledReason?: "send_at" | "quiet_hours" | "messaging_limit";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -9658,7 +9748,7 @@ export interface operations {
                         /** Format: date-time */
                         sendAt?: string;
                         /** @enum {unknown} */
-                        scheduledReason?: "send_at" | "quiet_hours";
+                        scheduledReason?: "send_at" | "quiet_hours" | "messaging_limit";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -9859,7 +9949,7 @@ export interface operations {
                         /** Format: date-time */
                         sendAt?: string;
                         /** @enum {unknown} */
-                        scheduledReason?: "send_at" | "quiet_hours";
+                        scheduledReason?: "send_at" | "quiet_hours" | "messaging_limit";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -10005,7 +10095,7 @@ export interface operations {
                             /** Format: date-time */
                             sendAt?: string;
                             /** @enum {unknown} */
-                            scheduledReason?: "send_at" | "quiet_hours";
+                            scheduledReason?: "send_at" | "quiet_hours" | "messaging_limit";
                         } | {
                             index: number;
                             /** @description The error body every failure answers with */
@@ -10293,7 +10383,7 @@ export interface operations {
                         } | null;
                         batchId: string | null;
                         sendAt: string | null;
-                        scheduledReason: ("send_at" | "quiet_hours") | null;
+                        scheduledReason: ("send_at" | "quiet_hours" | "messaging_limit") | null;
                         expiresAt: string | null;
                         senderId: string | null;
                         senderPhoneNumberId: string | null;
@@ -10421,7 +10511,7 @@ export interface operations {
                         } | null;
                         batchId: string | null;
                         sendAt: string | null;
-                        scheduledReason: ("send_at" | "quiet_hours") | null;
+                        scheduledReason: ("send_at" | "quiet_hours" | "messaging_limit") | null;
                         expiresAt: string | null;
                         senderId: string | null;
                         senderPhoneNumberId: string | null;
@@ -10607,7 +10697,7 @@ export interface operations {
                             } | null;
                             batchId: string | null;
                             sendAt: string | null;
-                            scheduledReason: ("send_at" | "quiet_hours") | null;
+                            scheduledReason: ("send_at" | "quiet_hours" | "messaging_limit") | null;
                             expiresAt: string | null;
                             senderId: string | null;
                             senderPhoneNumberId: string | null;
@@ -10860,7 +10950,7 @@ export interface operations {
                             } | null;
                             batchId: string | null;
                             sendAt: string | null;
-                            scheduledReason: ("send_at" | "quiet_hours") | null;
+                            scheduledReason: ("send_at" | "quiet_hours" | "messaging_limit") | null;
                             expiresAt: string | null;
                             senderId: string | null;
                             senderPhoneNumberId: string | null;

@@ -201,6 +201,12 @@ const RUNS: Record<string, Run> = {
     answers: ['all'],
   },
   recordServiceWindow: { keys: (k) => [k('window')], args: (_, now) => [now, now + 1000, now], answers: 1 },
+  // A portfolio with a limit of 1: the first recipient counted, reaching it once more fine.
+  reachPortfolio: {
+    keys: (k) => [k('reach')],
+    args: (_, now) => ['hmac:a', now, 60_000, 1],
+    answers: [1, 1],
+  },
   releaseLock: {
     keys: (k) => [k('lock')],
     args: () => ['token'],

@@ -21,6 +21,7 @@ import { type RedisClient, turnBatched, turnBatchedGet } from '@dispatch/runtime
 import { AppError } from '../../errors.ts'
 import type { Log } from '../log.ts'
 import { checkTemplate } from './check-template.ts'
+import { checkMessagingLimit } from './messaging-limit.ts'
 import type { SenderRules } from './send-rules.ts'
 import { templateKey } from './send-rules.ts'
 import type { SendRulesCache } from './send-rules-cache.ts'
@@ -228,10 +229,22 @@ export class SendChecks {
     })
     // Read beside the windows, not before them: one round trip for both.
     const number = this.#numberOf(senderId, rules)
-    const consent =
+    const consentChecked =
       number === undefined
         ? Promise.resolve()
         : this.#checkConsent(number, owner, rules, sends, errors, prefetched)
+    // The portfolio's reach under `refuse`, in the same turn (no reads at all for another policy).
+    const limitDeps = {
+      redis: this.#redis,
+      read: this.#read,
+      prefix: this.#prefix,
+      hash: this.#hash,
+      log: this.#log,
+    }
+    const consent =
+      rules?.messagingLimit.policy === 'refuse'
+        ? Promise.all([consentChecked, checkMessagingLimit(limitDeps, rules, sends, errors, now)])
+        : consentChecked
     if (!rules) {
       await consent
       return errors
