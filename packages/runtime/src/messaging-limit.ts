@@ -90,18 +90,13 @@ export function messagingLimitOf(sender: MessagingLimitSettings): MessagingLimit
 /** The portfolio's reach: a sorted set of recipient hashes by when last reached outside their window. */
 export const portfolioReachKey = (prefix: string, portfolio: string) => `${prefix}:reach:{${portfolio}}`
 
-/** lua/messaging-limit/reachPortfolio-1.lua: counts a recipient, or says when room frees. */
+/**
+ * lua/messaging-limit/reachPortfolio-1.lua: counts recipients (in order), or says when room frees.
+ * Its answer per recipient: 0 reached (counted), else when room frees (ms).
+ */
 export const REACH_PORTFOLIO_SCRIPT = luaScripts(join(import.meta.dirname, 'lua/messaging-limit'), [
   'reachPortfolio',
 ]).reachPortfolio
-
-/** The script's answer: reached (counted), or refused until `roomAt` (ms). */
-export type ReachAnswer = { reached: true; reach: number } | { reached: false; roomAt: number }
-
-export function readReachAnswer(answer: unknown): ReachAnswer {
-  const [ok, value] = answer as [number, number]
-  return ok === 1 ? { reached: true, reach: Number(value) } : { reached: false, roomAt: Number(value) }
-}
 
 /** What can read a portfolio's reach now (a client or a pipeline). */
 export interface ReachReader {

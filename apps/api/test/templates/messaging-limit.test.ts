@@ -148,6 +148,32 @@ describe('the messaging limit under hold', () => {
     })
   }, 40_000)
 
+  it('lets exactly the limit through when a batch arrives at once (one bundle, one count)', async () => {
+    const { sender, key } = await limitedSender({ messagingLimitOverride: 2, messagingLimitPolicy: 'hold' })
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/messages/batch',
+      headers: { 'x-api-key': key.key },
+      payload: {
+        messages: Array.from({ length: 5 }, () => ({
+          type: 'template',
+          ...validSends['send-template'],
+          phone: newPhone(),
+        })),
+      },
+    })
+    expect(res.statusCode, res.body).toBe(202)
+    const ids: string[] = res.json().results.map((r: { messageId: string }) => r.messageId)
+    const ends = await Promise.all(
+      ids.map((id) => untilMessageStatus(app, key.key, id, ['sent', 'scheduled'])),
+    )
+    expect(ends.filter((v) => v.status === 'sent')).toHaveLength(2)
+    expect(
+      ends.filter((v) => v.status === 'scheduled' && v.scheduledReason === 'messaging_limit'),
+    ).toHaveLength(3)
+    expect((await senderView(sender.id)).messagingLimit.reach).toBe(2)
+  }, 40_000)
+
   it('is shared by the numbers of one portfolio', async () => {
     const businessId = newBusiness()
     const a = await limitedSender({ messagingLimitOverride: 1, businessId })

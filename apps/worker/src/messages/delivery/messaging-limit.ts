@@ -1,12 +1,7 @@
 import { recipientOf } from '@dispatch/contracts'
-import {
-  MESSAGING_LIMIT_WINDOW_MS,
-  portfolioReachKey,
-  REACH_PORTFOLIO_SCRIPT,
-  readReachAnswer,
-} from '@dispatch/runtime'
-import { type LuaCall, scriptCall } from '@dispatch/runtime/lua-scripts'
-import type { RedisClient } from '@dispatch/runtime/redis'
+import { MESSAGING_LIMIT_WINDOW_MS, portfolioReachKey, REACH_PORTFOLIO_SCRIPT } from '@dispatch/runtime'
+import { scriptCall } from '@dispatch/runtime/lua-scripts'
+import { type RedisClient, turnBatched } from '@dispatch/runtime/redis'
 import type { Cleared } from './gates.ts'
 import type { Disposition, MessageDelivery } from './types.ts'
 
@@ -20,14 +15,43 @@ export function countsAgainstLimit({ data, lane }: MessageDelivery): boolean {
   return lane.settings.messagingLimit?.tracked === true && data.message.type === 'template'
 }
 
-const calls = new WeakMap<RedisClient, LuaCall>()
-const reachOn = (redis: RedisClient) => {
-  let call = calls.get(redis)
-  if (!call) {
-    call = scriptCall(redis, REACH_PORTFOLIO_SCRIPT)
-    calls.set(redis, call)
+/** One recipient to count: the portfolio's key, its limit, the recipient's hash. */
+type ReachCall = { key: string; limit: number; member: string }
+
+/**
+ * Each connection's counting, gathered per turn of the event loop: the recipients of every
+ * delivery of a turn (a bundle's messages and other jobs') to one portfolio under one limit go in
+ * one script call. Answers 0 (reached) or when room frees (ms) per recipient.
+ */
+const counters = new WeakMap<RedisClient, (call: ReachCall) => Promise<number>>()
+function counterOf(redis: RedisClient) {
+  let count = counters.get(redis)
+  if (!count) {
+    const script = scriptCall(redis, REACH_PORTFOLIO_SCRIPT)
+    count = turnBatched(async (calls: ReachCall[]) => {
+      const answers = new Map<ReachCall, number>()
+      const now = Date.now()
+      const groups = Map.groupBy(calls, (call) => `${call.limit} ${call.key}`)
+      await Promise.all(
+        [...groups.values()].map(async (group) => {
+          const first = group[0] as ReachCall
+          const replies = (await script(
+            first.key,
+            now,
+            MESSAGING_LIMIT_WINDOW_MS,
+            first.limit,
+            ...group.map((call) => call.member),
+          )) as number[]
+          group.forEach((call, i) => {
+            answers.set(call, Number(replies[i] ?? 0))
+          })
+        }),
+      )
+      return calls.map((call) => answers.get(call) ?? 0)
+    })
+    counters.set(redis, count)
   }
-  return call
+  return count
 }
 
 /**
@@ -48,24 +72,19 @@ export async function messagingLimitGate(
   const limit = lane.settings.messagingLimit
   if (!limit?.tracked || limit.limit === null) return cleared
   if (cleared.message.type !== 'template' || window === 'open') return cleared
-  const now = Date.now()
-  let answer: ReturnType<typeof readReachAnswer>
+  let roomAt: number
   try {
-    answer = readReachAnswer(
-      await reachOn(deps.claims)(
-        portfolioReachKey(deps.prefix, limit.portfolio),
-        deps.hash(recipientOf(data.message.body)),
-        now,
-        MESSAGING_LIMIT_WINDOW_MS,
-        limit.limit,
-      ),
-    )
+    roomAt = await counterOf(deps.claims)({
+      key: portfolioReachKey(deps.prefix, limit.portfolio),
+      limit: limit.limit,
+      member: deps.hash(recipientOf(data.message.body)),
+    })
   } catch (error) {
     log.warn({ err: error, portfolio: limit.portfolio }, 'messaging limit not counted; sending')
     return cleared
   }
-  if (answer.reached) return cleared
-  const sendAt = new Date(answer.roomAt).toISOString()
+  if (roomAt === 0) return cleared
+  const sendAt = new Date(roomAt).toISOString()
   log.info(
     { portfolio: limit.portfolio, limit: limit.limit, sendAt },
     'held: its portfolio reached its messaging limit; scheduled until room frees',
@@ -74,7 +93,7 @@ export async function messagingLimitGate(
     kind: 'again',
     spent: false,
     error: new Error(`messaging limit of ${limit.limit} reached; held until ${sendAt}`),
-    delayMs: Math.max(0, answer.roomAt - now),
+    delayMs: Math.max(0, roomAt - Date.now()),
     held: { sendAt, scheduledReason: 'messaging_limit' },
   }
 }
