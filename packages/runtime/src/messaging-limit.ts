@@ -94,9 +94,10 @@ export const portfolioReachKey = (prefix: string, portfolio: string) => `${prefi
  * lua/messaging-limit/reachPortfolio-1.lua: counts recipients (in order), or says when room frees.
  * Its answer per recipient: 0 reached (counted), else when room frees (ms).
  */
-export const REACH_PORTFOLIO_SCRIPT = luaScripts(join(import.meta.dirname, 'lua/messaging-limit'), [
-  'reachPortfolio',
-]).reachPortfolio
+const scripts = luaScripts(join(import.meta.dirname, 'lua/messaging-limit'), ['reachPortfolio', 'peekReach'])
+export const REACH_PORTFOLIO_SCRIPT = scripts.reachPortfolio
+/** lua/messaging-limit/peekReach-1.lua: the reach, the oldest counted, and whether each recipient is. */
+export const PEEK_REACH_SCRIPT = scripts.peekReach
 
 /** What can read a portfolio's reach now (a client or a pipeline). */
 export interface ReachReader {

@@ -207,6 +207,12 @@ const RUNS: Record<string, Run> = {
     args: (_, now) => [now, 60_000, 1, 'hmac:a', 'hmac:a', 'hmac:b'],
     answers: [0, 0, expect.any(Number)],
   },
+  // Read after reachPortfolio above: one recipient counted (a), one not (b).
+  peekReach: {
+    keys: (k) => [k('reach')],
+    args: (_, now) => [now - 60_000, 'hmac:a', 'hmac:b'],
+    answers: [1, expect.any(Number), 1, 0],
+  },
   releaseLock: {
     keys: (k) => [k('lock')],
     args: () => ['token'],

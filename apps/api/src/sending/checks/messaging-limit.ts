@@ -1,13 +1,15 @@
 import { recipientField, recipientOf } from '@dispatch/contracts'
 import {
   MESSAGING_LIMIT_WINDOW_MS,
+  PEEK_REACH_SCRIPT,
   portfolioReachKey,
   type RecipientHasher,
   serviceWindowKey,
   serviceWindowState,
   serviceWindowsLoadedKey,
 } from '@dispatch/runtime'
-import type { RedisClient } from '@dispatch/runtime/redis'
+import { scriptCall } from '@dispatch/runtime/lua-scripts'
+import { type RedisClient, turnBatched } from '@dispatch/runtime/redis'
 import { AppError } from '../../errors.ts'
 import type { Log } from '../log.ts'
 import type { SenderRules } from './send-rules.ts'
@@ -36,14 +38,57 @@ const limitReached = (send: Send, limit: number, roomAt: number | null) =>
       (roomAt ? `; room frees at ${new Date(roomAt).toISOString()}` : ''),
   )
 
+/** One read of the reach: a portfolio's key and the recipients of one request. */
+type Peek = { key: string; cutoff: number; members: string[] }
+type Peeked = { reach: number; oldest: number; counted: boolean[] }
+
+/**
+ * Each connection's reads of the reach, gathered per turn of the event loop: the requests of a turn
+ * to one portfolio read it in one script call (peekReach-1.lua), as the marketing cap's counts are.
+ */
+const peekers = new WeakMap<RedisClient, (peek: Peek) => Promise<Peeked>>()
+function peekerOf(redis: RedisClient) {
+  let peek = peekers.get(redis)
+  if (!peek) {
+    const script = scriptCall(redis, PEEK_REACH_SCRIPT)
+    peek = turnBatched(async (peeks: Peek[]) => {
+      const answers = new Map<Peek, Peeked>()
+      const groups = Map.groupBy(peeks, (p) => `${p.cutoff} ${p.key}`)
+      await Promise.all(
+        [...groups.values()].map(async (group) => {
+          const first = group[0] as Peek
+          const replies = (await script(
+            first.key,
+            first.cutoff,
+            ...group.flatMap((p) => p.members),
+          )) as number[]
+          const [reach = 0, oldest = 0] = replies
+          let at = 2
+          for (const p of group) {
+            answers.set(p, {
+              reach,
+              oldest,
+              counted: p.members.map((_, i) => replies[at + i] === 1),
+            })
+            at += p.members.length
+          }
+        }),
+      )
+      return peeks.map((p) => answers.get(p) as Peeked)
+    })
+    peekers.set(redis, peek)
+  }
+  return peek
+}
+
 /**
  * Under `messagingLimitPolicy: refuse`, a template to a recipient outside their window (closed or
  * unknown) whom the portfolio has not reached in the last 24 h is refused once the reach is at the
  * limit (422 MESSAGING_LIMIT_REACHED). Only reads: the count itself is taken at delivery, so a send
- * that fails elsewhere, or is canceled, takes no room. The windows go in the turn's MGET; the reach
- * (a ZSCORE per recipient, a ZCOUNT and the oldest member) in one pipeline sent in the same turn, so
- * the request waits no round trip more. In a batch, the new recipients take what room is left in
- * order. Unreadable: let through (delivery counts and holds).
+ * that fails elsewhere, or is canceled, takes no room. The windows go in the turn's MGET, the reach
+ * in one script call per portfolio for every request of the turn (peekReach-1.lua), both sent in
+ * the same turn: the request waits no round trip more. In a batch, the new recipients take what
+ * room is left in order. Unreadable: let through (delivery counts and holds).
  */
 export async function checkMessagingLimit(
   deps: LimitCheckDeps,
@@ -56,37 +101,32 @@ export async function checkMessagingLimit(
   if (!(rules && limit?.tracked && limit.policy === 'refuse' && limit.limit !== null)) return
   const counted = sends.flatMap((send, i) => (send.type === 'template' && !errors[i] ? [i] : []))
   if (counted.length === 0) return
-  const key = portfolioReachKey(deps.prefix, limit.portfolio)
-  const cutoff = now - MESSAGING_LIMIT_WINDOW_MS
   const recipients = counted.map((i) => recipientOf((sends[i] as Send).body))
-  const pipeline = deps.redis.pipeline()
-  for (const recipient of recipients) pipeline.zscore(key, deps.hash(recipient))
-  pipeline.zcount(key, `(${cutoff}`, '+inf')
-  pipeline.zrangebyscore(key, `(${cutoff}`, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  // Whole seconds: the requests of a turn share one cutoff, so one call.
+  const cutoff = Math.floor(now / 1000) * 1000 - MESSAGING_LIMIT_WINDOW_MS
   let windows: Array<string | null>
   let marker: string | null
-  let replies: Array<[Error | null, unknown]>
+  let peeked: Peeked
   try {
-    ;[windows, marker, replies] = await Promise.all([
+    ;[windows, marker, peeked] = await Promise.all([
       Promise.all(recipients.map((r) => deps.read(serviceWindowKey(deps.prefix, rules.phoneNumberId, r)))),
       deps.read(serviceWindowsLoadedKey(deps.prefix)),
-      pipeline.exec().then((answers) => {
-        if (!answers || answers.some(([error]) => error)) throw new Error('reach not read')
-        return answers
+      peekerOf(deps.redis)({
+        key: portfolioReachKey(deps.prefix, limit.portfolio),
+        cutoff,
+        members: recipients.map((r) => deps.hash(r)),
       }),
     ])
   } catch (error) {
     deps.log.warn({ err: error }, 'messaging limit not checked; delivery counts and holds')
     return
   }
-  let reach = Number(replies[recipients.length]?.[1] ?? 0)
-  const oldest = replies[recipients.length + 1]?.[1] as string[] | undefined
-  const roomAt = oldest?.[1] === undefined ? null : Number(oldest[1]) + MESSAGING_LIMIT_WINDOW_MS
+  let reach = peeked.reach
+  const roomAt = peeked.oldest ? peeked.oldest + MESSAGING_LIMIT_WINDOW_MS : null
   const seen = new Set<string>()
   counted.forEach((i, n) => {
     if (serviceWindowState(windows[n] ?? null, marker, now) === 'open') return
-    const score = replies[n]?.[1]
-    if (score !== null && score !== undefined && Number(score) > cutoff) return
+    if (peeked.counted[n]) return
     const recipient = recipients[n] as string
     if (seen.has(recipient)) return
     if (reach < (limit.limit as number)) {
