@@ -90,37 +90,90 @@ function peekerOf(redis: RedisClient) {
  * the same turn: the request waits no round trip more. In a batch, the new recipients take what
  * room is left in order. Unreadable: let through (delivery counts and holds).
  */
+/** What the limit reads of a request's recipients: their windows, the marker, the reach. */
+type LimitReads = { windows: Array<string | null>; marker: string | null; peeked: Peeked }
+
+/** A single send's reads, started early (`SendChecks.prefetch`): undefined when they failed. */
+export type PrefetchedLimit = { recipient: string; reads: Promise<LimitReads | undefined> }
+
+/** Under a finite limit and `refuse`: the sender's limit; else undefined (nothing to read). */
+function refusing(rules: SenderRules | undefined) {
+  const limit = rules?.messagingLimit
+  return rules && limit?.tracked && limit.policy === 'refuse' && limit.limit !== null
+    ? { rules, limit, max: limit.limit }
+    : undefined
+}
+
+function readLimit(
+  deps: LimitCheckDeps,
+  rules: SenderRules,
+  portfolio: string,
+  recipients: string[],
+  now: number,
+): Promise<LimitReads> {
+  // Whole seconds: the requests of a turn share one cutoff, so one call.
+  const cutoff = Math.floor(now / 1000) * 1000 - MESSAGING_LIMIT_WINDOW_MS
+  return Promise.all([
+    Promise.all(recipients.map((r) => deps.read(serviceWindowKey(deps.prefix, rules.phoneNumberId, r)))),
+    deps.read(serviceWindowsLoadedKey(deps.prefix)),
+    peekerOf(deps.redis)({
+      key: portfolioReachKey(deps.prefix, portfolio),
+      cutoff,
+      members: recipients.map((r) => deps.hash(r)),
+    }),
+  ]).then(([windows, marker, peeked]) => ({ windows, marker, peeked }))
+}
+
+/**
+ * A single template send's limit reads, started before the request's other steps (as its
+ * suppression entry is), so their round trip overlaps those instead of following them.
+ */
+export function prefetchLimit(
+  deps: LimitCheckDeps,
+  rules: SenderRules | undefined,
+  type: string,
+  recipient: string,
+  now: number,
+): PrefetchedLimit | undefined {
+  const on = refusing(rules)
+  if (!on || type !== 'template') return undefined
+  const reads = readLimit(deps, on.rules, on.limit.portfolio, [recipient], now).catch(() => undefined)
+  return { recipient, reads }
+}
+
+/**
+ * Under `messagingLimitPolicy: refuse`, a template to a recipient outside their window (closed or
+ * unknown) whom the portfolio has not reached in the last 24 h is refused once the reach is at the
+ * limit (422 MESSAGING_LIMIT_REACHED). Only reads: the count itself is taken at delivery, so a send
+ * that fails elsewhere, or is canceled, takes no room. The windows go in the turn's MGET, the reach
+ * in one script call per portfolio for every request of the turn (peekReach-1.lua), a single send's
+ * started early with its other reads: the request waits no round trip more. In a batch, the new
+ * recipients take what room is left in order. Unreadable: let through (delivery counts and holds).
+ */
 export async function checkMessagingLimit(
   deps: LimitCheckDeps,
   rules: SenderRules | undefined,
   sends: Send[],
   errors: Array<AppError | undefined>,
   now: number,
+  prefetched?: PrefetchedLimit,
 ): Promise<void> {
-  const limit = rules?.messagingLimit
-  if (!(rules && limit?.tracked && limit.policy === 'refuse' && limit.limit !== null)) return
+  const on = refusing(rules)
+  if (!on) return
+  const { limit, max } = on
   const counted = sends.flatMap((send, i) => (send.type === 'template' && !errors[i] ? [i] : []))
   if (counted.length === 0) return
   const recipients = counted.map((i) => recipientOf((sends[i] as Send).body))
-  // Whole seconds: the requests of a turn share one cutoff, so one call.
-  const cutoff = Math.floor(now / 1000) * 1000 - MESSAGING_LIMIT_WINDOW_MS
-  let windows: Array<string | null>
-  let marker: string | null
-  let peeked: Peeked
+  const early = recipients.length === 1 && prefetched?.recipient === recipients[0] ? prefetched : undefined
+  let read: LimitReads | undefined
   try {
-    ;[windows, marker, peeked] = await Promise.all([
-      Promise.all(recipients.map((r) => deps.read(serviceWindowKey(deps.prefix, rules.phoneNumberId, r)))),
-      deps.read(serviceWindowsLoadedKey(deps.prefix)),
-      peekerOf(deps.redis)({
-        key: portfolioReachKey(deps.prefix, limit.portfolio),
-        cutoff,
-        members: recipients.map((r) => deps.hash(r)),
-      }),
-    ])
+    read = early ? await early.reads : await readLimit(deps, on.rules, limit.portfolio, recipients, now)
+    if (!read) throw new Error('the prefetched limit reads failed')
   } catch (error) {
     deps.log.warn({ err: error }, 'messaging limit not checked; delivery counts and holds')
     return
   }
+  const { windows, marker, peeked } = read
   let reach = peeked.reach
   const roomAt = peeked.oldest ? peeked.oldest + MESSAGING_LIMIT_WINDOW_MS : null
   const seen = new Set<string>()
@@ -129,11 +182,11 @@ export async function checkMessagingLimit(
     if (peeked.counted[n]) return
     const recipient = recipients[n] as string
     if (seen.has(recipient)) return
-    if (reach < (limit.limit as number)) {
+    if (reach < max) {
       seen.add(recipient)
       reach += 1
       return
     }
-    errors[i] = limitReached(sends[i] as Send, limit.limit as number, roomAt)
+    errors[i] = limitReached(sends[i] as Send, max, roomAt)
   })
 }

@@ -21,7 +21,12 @@ import { type RedisClient, turnBatched, turnBatchedGet } from '@dispatch/runtime
 import { AppError } from '../../errors.ts'
 import type { Log } from '../log.ts'
 import { checkTemplate } from './check-template.ts'
-import { checkMessagingLimit } from './messaging-limit.ts'
+import {
+  checkMessagingLimit,
+  type LimitCheckDeps,
+  type PrefetchedLimit,
+  prefetchLimit,
+} from './messaging-limit.ts'
 import type { SenderRules } from './send-rules.ts'
 import { templateKey } from './send-rules.ts'
 import type { SendRulesCache } from './send-rules-cache.ts'
@@ -57,6 +62,8 @@ export interface Prefetched {
    * counted under a cap).
    */
   consent?: { number: string; owner: SuppressionOwner; read: Promise<string | null | undefined> }
+  /** A template's window and its portfolio's reach, under `messagingLimitPolicy: refuse`. */
+  limit?: PrefetchedLimit
 }
 
 /**
@@ -147,7 +154,11 @@ export class SendChecks {
     // The suppression entries and windows every request of a turn reads, in one MGET (on a
     // Cluster, one GET each: they sit on many slots).
     this.#read = turnBatchedGet(redis)
+    this.#limitDeps = { redis, read: this.#read, prefix, hash, log }
   }
+
+  /** What the messaging limit's reads use (messaging-limit.ts). */
+  readonly #limitDeps: LimitCheckDeps
 
   /**
    * Starts a single send's reads before the request's other steps (the idempotency claim, the rate
@@ -184,7 +195,9 @@ export class SendChecks {
         read: this.#readEntries(number, this.#hash(recipient), owner).catch(() => undefined),
       }
     }
-    return prefetched.window || prefetched.consent ? prefetched : undefined
+    const limit = prefetchLimit(this.#limitDeps, rules, type, recipient, Date.now())
+    if (limit) prefetched.limit = limit
+    return prefetched.window || prefetched.consent || prefetched.limit ? prefetched : undefined
   }
 
   /**
@@ -234,16 +247,12 @@ export class SendChecks {
         ? Promise.resolve()
         : this.#checkConsent(number, owner, rules, sends, errors, prefetched)
     // The portfolio's reach under `refuse`, in the same turn (no reads at all for another policy).
-    const limitDeps = {
-      redis: this.#redis,
-      read: this.#read,
-      prefix: this.#prefix,
-      hash: this.#hash,
-      log: this.#log,
-    }
     const consent =
       rules?.messagingLimit.policy === 'refuse'
-        ? Promise.all([consentChecked, checkMessagingLimit(limitDeps, rules, sends, errors, now)])
+        ? Promise.all([
+            consentChecked,
+            checkMessagingLimit(this.#limitDeps, rules, sends, errors, now, prefetched?.limit),
+          ])
         : consentChecked
     if (!rules) {
       await consent
