@@ -6,7 +6,6 @@ import {
   type RecipientHasher,
   serviceWindowKey,
   serviceWindowState,
-  serviceWindowsLoadedKey,
 } from '@dispatch/runtime'
 import { scriptCall } from '@dispatch/runtime/lua-scripts'
 import { type RedisClient, turnBatched } from '@dispatch/runtime/redis'
@@ -25,6 +24,8 @@ export interface LimitCheckDeps {
   redis: RedisClient
   /** The turn's batched GET (one MGET for every request of a turn). */
   read: (key: string) => Promise<string | null>
+  /** The windows' completeness marker, read at most once a second (send-checks.ts). */
+  marker: (now: number) => Promise<string | null>
   prefix: string
   hash: RecipientHasher
   log: Log
@@ -115,7 +116,7 @@ function readLimit(
   const cutoff = Math.floor(now / 1000) * 1000 - MESSAGING_LIMIT_WINDOW_MS
   return Promise.all([
     Promise.all(recipients.map((r) => deps.read(serviceWindowKey(deps.prefix, rules.phoneNumberId, r)))),
-    deps.read(serviceWindowsLoadedKey(deps.prefix)),
+    deps.marker(now),
     peekerOf(deps.redis)({
       key: portfolioReachKey(deps.prefix, portfolio),
       cutoff,

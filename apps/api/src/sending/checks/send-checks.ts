@@ -154,7 +154,17 @@ export class SendChecks {
     // The suppression entries and windows every request of a turn reads, in one MGET (on a
     // Cluster, one GET each: they sit on many slots).
     this.#read = turnBatchedGet(redis)
-    this.#limitDeps = { redis, read: this.#read, prefix, hash, log }
+    this.#limitDeps = { redis, read: this.#read, prefix, hash, log, marker: (now) => this.#marker(now) }
+  }
+
+  /** The windows' completeness marker as last read, read again once its read is a second old. */
+  #marker(now: number): Promise<string | null> {
+    if (now < this.#loadedUntil) return Promise.resolve(this.#loaded)
+    return this.#read(serviceWindowsLoadedKey(this.#prefix)).then((value) => {
+      this.#loaded = value
+      this.#loadedUntil = now + MARKER_TTL_MS
+      return value
+    })
   }
 
   /** What the messaging limit's reads use (messaging-limit.ts). */
