@@ -116,6 +116,15 @@ describe('the messaging limit under hold', () => {
       policy: 'hold',
       reach: 3,
     })
+    // The key sees its own sender's limit, the reach and when room frees.
+    const mine = await app.inject({
+      method: 'GET',
+      url: '/api/third-party/messaging-limit',
+      headers: { 'x-api-key': key.key },
+    })
+    expect(mine.statusCode, mine.body).toBe(200)
+    expect(mine.json()).toMatchObject({ limit: 3, reach: 3, policy: 'hold' })
+    expect(Math.abs(Date.parse(mine.json().roomAt) - leavesAt)).toBeLessThan(1000)
     const sent = await untilMessageStatus(app, key.key, third, 'sent', 20_000)
     expect(Date.now()).toBeGreaterThanOrEqual(leavesAt - 50)
     expect(sentTo(three)).toHaveLength(1)
