@@ -1321,6 +1321,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/third-party/messaging-limit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your sender's messaging limit: the limit, the users reached in the last 24 hours, when room frees
+         * @description Requires the `send:template` scope. WhatsApp caps the unique users a business portfolio may reach outside a customer-service window in a moving 24 hours; this is the portfolio of the sender your key sends through. `reach` and `roomAt` are null while nothing is counted (no finite limit, or policy `off`).
+         */
+        get: operations["getMessagingLimit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/third-party/suppressions": {
         parameters: {
             query?: never;
@@ -2212,6 +2232,21 @@ export interface operations {
                                 optIn?: string;
                             } | null;
                             templatesSyncedAt: string | null;
+                            businessId: string | null;
+                            /** @enum {unknown} */
+                            messagingLimitPolicy: "hold" | "refuse" | "off";
+                            messagingLimitOverride: number | null;
+                            messagingLimit: {
+                                limit: number | null;
+                                tier: string | null;
+                                /** @enum {unknown} */
+                                source: "admin" | "synced" | "none";
+                                portfolio: string;
+                                reach: number | null;
+                                roomAt: string | null;
+                                /** @enum {unknown} */
+                                policy: "hold" | "refuse" | "off";
+                            };
                             health: {
                                 accountStatus: string | null;
                                 accountStatusReason: string | null;
@@ -3427,6 +3462,21 @@ export interface operations {
                                 optIn?: string;
                             } | null;
                             templatesSyncedAt: string | null;
+                            businessId: string | null;
+                            /** @enum {unknown} */
+                            messagingLimitPolicy: "hold" | "refuse" | "off";
+                            messagingLimitOverride: number | null;
+                            messagingLimit: {
+                                limit: number | null;
+                                tier: string | null;
+                                /** @enum {unknown} */
+                                source: "admin" | "synced" | "none";
+                                portfolio: string;
+                                reach: number | null;
+                                roomAt: string | null;
+                                /** @enum {unknown} */
+                                policy: "hold" | "refuse" | "off";
+                            };
                             health: {
                                 accountStatus: string | null;
                                 accountStatusReason: string | null;
@@ -3529,6 +3579,14 @@ export interface operations {
                         optOut?: string;
                         optIn?: string;
                     } | null;
+                    /** @description The business portfolio (Meta business id) the number belongs to: its numbers share one messaging limit */
+                    businessId?: string;
+                    /**
+                     * @description `hold` (default): a template to a recipient outside their window that would pass the portfolio’s messaging limit waits (`scheduled`, reason `messaging_limit`) until the moving 24 hours free room. `refuse`: such a send is refused at accept (422 MESSAGING_LIMIT_REACHED). `off`: nothing is counted.
+                     * @enum {unknown}
+                     */
+                    messagingLimitPolicy?: "hold" | "refuse" | "off";
+                    messagingLimitOverride?: number | null;
                 };
             };
         };
@@ -3570,6 +3628,21 @@ export interface operations {
                             optIn?: string;
                         } | null;
                         templatesSyncedAt: string | null;
+                        businessId: string | null;
+                        /** @enum {unknown} */
+                        messagingLimitPolicy: "hold" | "refuse" | "off";
+                        messagingLimitOverride: number | null;
+                        messagingLimit: {
+                            limit: number | null;
+                            tier: string | null;
+                            /** @enum {unknown} */
+                            source: "admin" | "synced" | "none";
+                            portfolio: string;
+                            reach: number | null;
+                            roomAt: string | null;
+                            /** @enum {unknown} */
+                            policy: "hold" | "refuse" | "off";
+                        };
                         health: {
                             accountStatus: string | null;
                             accountStatusReason: string | null;
@@ -3730,6 +3803,21 @@ export interface operations {
                             optIn?: string;
                         } | null;
                         templatesSyncedAt: string | null;
+                        businessId: string | null;
+                        /** @enum {unknown} */
+                        messagingLimitPolicy: "hold" | "refuse" | "off";
+                        messagingLimitOverride: number | null;
+                        messagingLimit: {
+                            limit: number | null;
+                            tier: string | null;
+                            /** @enum {unknown} */
+                            source: "admin" | "synced" | "none";
+                            portfolio: string;
+                            reach: number | null;
+                            roomAt: string | null;
+                            /** @enum {unknown} */
+                            policy: "hold" | "refuse" | "off";
+                        };
                         health: {
                             accountStatus: string | null;
                             accountStatusReason: string | null;
@@ -3959,6 +4047,13 @@ export interface operations {
                         optOut?: string;
                         optIn?: string;
                     } | null;
+                    businessId?: string | null;
+                    /**
+                     * @description `hold` (default): a template to a recipient outside their window that would pass the portfolio’s messaging limit waits (`scheduled`, reason `messaging_limit`) until the moving 24 hours free room. `refuse`: such a send is refused at accept (422 MESSAGING_LIMIT_REACHED). `off`: nothing is counted.
+                     * @enum {unknown}
+                     */
+                    messagingLimitPolicy?: "hold" | "refuse" | "off";
+                    messagingLimitOverride?: number | null;
                 };
             };
         };
@@ -4000,6 +4095,21 @@ export interface operations {
                             optIn?: string;
                         } | null;
                         templatesSyncedAt: string | null;
+                        businessId: string | null;
+                        /** @enum {unknown} */
+                        messagingLimitPolicy: "hold" | "refuse" | "off";
+                        messagingLimitOverride: number | null;
+                        messagingLimit: {
+                            limit: number | null;
+                            tier: string | null;
+                            /** @enum {unknown} */
+                            source: "admin" | "synced" | "none";
+                            portfolio: string;
+                            reach: number | null;
+                            roomAt: string | null;
+                            /** @enum {unknown} */
+                            policy: "hold" | "refuse" | "off";
+                        };
                         health: {
                             accountStatus: string | null;
                             accountStatusReason: string | null;
@@ -4442,7 +4552,7 @@ export interface operations {
                             } | null;
                             batchId: string | null;
                             sendAt: string | null;
-                            scheduledReason: ("send_at" | "quiet_hours") | null;
+                            scheduledReason: ("send_at" | "quiet_hours" | "messaging_limit") | null;
                             expiresAt: string | null;
                             senderId: string | null;
                             senderPhoneNumberId: string | null;
@@ -4558,7 +4668,7 @@ export interface operations {
                         } | null;
                         batchId: string | null;
                         sendAt: string | null;
-                        scheduledReason: ("send_at" | "quiet_hours") | null;
+                        scheduledReason: ("send_at" | "quiet_hours" | "messaging_limit") | null;
                         expiresAt: string | null;
                         senderId: string | null;
                         senderPhoneNumberId: string | null;
@@ -4862,7 +4972,7 @@ export interface operations {
                             } | null;
                             batchId: string | null;
                             sendAt: string | null;
-                            scheduledReason: ("send_at" | "quiet_hours") | null;
+                            scheduledReason: ("send_at" | "quiet_hours" | "messaging_limit") | null;
                             expiresAt: string | null;
                             senderId: string | null;
                             senderPhoneNumberId: string | null;
@@ -7738,7 +7848,7 @@ export interface operations {
                         /** Format: date-time */
                         sendAt?: string;
                         /** @enum {unknown} */
-                        scheduledReason?: "send_at" | "quiet_hours";
+                        scheduledReason?: "send_at" | "quiet_hours" | "messaging_limit";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -7935,7 +8045,7 @@ export interface operations {
                         /** Format: date-time */
                         sendAt?: string;
                         /** @enum {unknown} */
-                        scheduledReason?: "send_at" | "quiet_hours";
+                        scheduledReason?: "send_at" | "quiet_hours" | "messaging_limit";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -8136,7 +8246,7 @@ export interface operations {
                         /** Format: date-time */
                         sendAt?: string;
                         /** @enum {unknown} */
-                        scheduledReason?: "send_at" | "quiet_hours";
+                        scheduledReason?: "send_at" | "quiet_hours" | "messaging_limit";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -8338,7 +8448,7 @@ export interface operations {
                         /** Format: date-time */
                         sendAt?: string;
                         /** @enum {unknown} */
-                        scheduledReason?: "send_at" | "quiet_hours";
+                        scheduledReason?: "send_at" | "quiet_hours" | "messaging_limit";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -8539,7 +8649,7 @@ export interface operations {
                         /** Format: date-time */
                         sendAt?: string;
                         /** @enum {unknown} */
-                        scheduledReason?: "send_at" | "quiet_hours";
+                        scheduledReason?: "send_at" | "quiet_hours" | "messaging_limit";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -8739,7 +8849,7 @@ export interface operations {
                         /** Format: date-time */
                         sendAt?: string;
                         /** @enum {unknown} */
-                        scheduledReason?: "send_at" | "quiet_hours";
+                        scheduledReason?: "send_at" | "quiet_hours" | "messaging_limit";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -8939,7 +9049,7 @@ export interface operations {
                         /** Format: date-time */
                         sendAt?: string;
                         /** @enum {unknown} */
-                        scheduledReason?: "send_at" | "quiet_hours";
+                        scheduledReason?: "send_at" | "quiet_hours" | "messaging_limit";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -9140,7 +9250,7 @@ export interface operations {
                         /** Format: date-time */
                         sendAt?: string;
                         /** @enum {unknown} */
-                        scheduledReason?: "send_at" | "quiet_hours";
+                        scheduledReason?: "send_at" | "quiet_hours" | "messaging_limit";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -9381,7 +9491,7 @@ export interface operations {
                         /** Format: date-time */
                         sendAt?: string;
                         /** @enum {unknown} */
-                        scheduledReason?: "send_at" | "quiet_hours";
+                        scheduledReason?: "send_at" | "quiet_hours" | "messaging_limit";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -9708,7 +9818,7 @@ export interface operations {
                         /** Format: date-time */
                         sendAt?: string;
                         /** @enum {unknown} */
-                        scheduledReason?: "send_at" | "quiet_hours";
+                        scheduledReason?: "send_at" | "quiet_hours" | "messaging_limit";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -9909,7 +10019,7 @@ export interface operations {
                         /** Format: date-time */
                         sendAt?: string;
                         /** @enum {unknown} */
-                        scheduledReason?: "send_at" | "quiet_hours";
+                        scheduledReason?: "send_at" | "quiet_hours" | "messaging_limit";
                         /** Format: date-time */
                         createdAt: string;
                     };
@@ -10055,7 +10165,7 @@ export interface operations {
                             /** Format: date-time */
                             sendAt?: string;
                             /** @enum {unknown} */
-                            scheduledReason?: "send_at" | "quiet_hours";
+                            scheduledReason?: "send_at" | "quiet_hours" | "messaging_limit";
                         } | {
                             index: number;
                             /** @description The error body every failure answers with */
@@ -10344,7 +10454,7 @@ export interface operations {
                         } | null;
                         batchId: string | null;
                         sendAt: string | null;
-                        scheduledReason: ("send_at" | "quiet_hours") | null;
+                        scheduledReason: ("send_at" | "quiet_hours" | "messaging_limit") | null;
                         expiresAt: string | null;
                         senderId: string | null;
                         senderPhoneNumberId: string | null;
@@ -10473,7 +10583,7 @@ export interface operations {
                         } | null;
                         batchId: string | null;
                         sendAt: string | null;
-                        scheduledReason: ("send_at" | "quiet_hours") | null;
+                        scheduledReason: ("send_at" | "quiet_hours" | "messaging_limit") | null;
                         expiresAt: string | null;
                         senderId: string | null;
                         senderPhoneNumberId: string | null;
@@ -10659,7 +10769,7 @@ export interface operations {
                             } | null;
                             batchId: string | null;
                             sendAt: string | null;
-                            scheduledReason: ("send_at" | "quiet_hours") | null;
+                            scheduledReason: ("send_at" | "quiet_hours" | "messaging_limit") | null;
                             expiresAt: string | null;
                             senderId: string | null;
                             senderPhoneNumberId: string | null;
@@ -10913,7 +11023,7 @@ export interface operations {
                             } | null;
                             batchId: string | null;
                             sendAt: string | null;
-                            scheduledReason: ("send_at" | "quiet_hours") | null;
+                            scheduledReason: ("send_at" | "quiet_hours" | "messaging_limit") | null;
                             expiresAt: string | null;
                             senderId: string | null;
                             senderPhoneNumberId: string | null;
@@ -13694,6 +13804,82 @@ export interface operations {
                 };
             };
             /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getMessagingLimit: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        limit: number | null;
+                        tier: string | null;
+                        /** @enum {unknown} */
+                        source: "admin" | "synced" | "none";
+                        portfolio: string;
+                        reach: number | null;
+                        roomAt: string | null;
+                        /** @enum {unknown} */
+                        policy: "hold" | "refuse" | "off";
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
             503: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];

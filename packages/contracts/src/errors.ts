@@ -48,6 +48,11 @@ export const ErrorCodes = {
   TEMPLATE_PARAMETERS_MISMATCH: 422,
   /** A free-form message to a recipient whose 24-hour customer-service window is known closed. */
   OUTSIDE_SERVICE_WINDOW: 422,
+  /**
+   * A template to a recipient outside their window while the sender's business portfolio has
+   * reached its messaging limit, under `messagingLimitPolicy: refuse` (the message says when room frees).
+   */
+  MESSAGING_LIMIT_REACHED: 422,
   RECIPIENT_OPTED_OUT: 422,
   FREQUENCY_CAP_EXCEEDED: 422,
   RATE_LIMITED: 429,

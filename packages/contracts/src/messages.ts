@@ -338,8 +338,13 @@ export const MessageJob = Type.Object(
     batchId: Type.Optional(MessageId),
     /** Set for a scheduled message: the job is delayed until then. */
     sendAt: Type.Optional(DateTime),
-    /** Set when `sendAt` is the end of the recipient's quiet hours rather than the caller's time. */
-    scheduledReason: Type.Optional(Type.Literal('quiet_hours')),
+    /**
+     * Set when `sendAt` is not the caller's time: the end of the recipient's quiet hours, or when the
+     * portfolio's messaging limit frees room (set by a worker that held it).
+     */
+    scheduledReason: Type.Optional(
+      Type.Union([Type.Literal('quiet_hours'), Type.Literal('messaging_limit')]),
+    ),
     /** Not handed to the platform by then, it expires (absent on jobs queued before expiry existed). */
     expiresAt: Type.Optional(DateTime),
     /** The sender it goes out through (absent on jobs queued before senders existed: `default`). */

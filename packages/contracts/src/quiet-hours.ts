@@ -34,8 +34,8 @@ export const QuietHours = Type.Object(
 )
 export type QuietHours = Static<typeof QuietHours>
 
-/** Why a message waits: its `sendAt`, or the recipient's quiet hours. */
-export const SCHEDULED_REASONS = ['send_at', 'quiet_hours'] as const
+/** Why a message waits: its `sendAt`, the recipient's quiet hours, or the portfolio's messaging limit. */
+export const SCHEDULED_REASONS = ['send_at', 'quiet_hours', 'messaging_limit'] as const
 export type ScheduledReason = (typeof SCHEDULED_REASONS)[number]
 
 /** Whether the runtime's time-zone data knows this zone (`Intl`, ICU's copy of the IANA database). */

@@ -61,6 +61,52 @@ const WindowPolicy = Type.Enum(SERVICE_WINDOW_POLICIES, {
 })
 
 /**
+ * What a sender does with a template send that would take its business portfolio past WhatsApp's
+ * messaging limit (unique users reached outside their window in a moving 24 h): `hold` it
+ * (`scheduled`, `scheduledReason: messaging_limit`) until the window frees room, `refuse` it at the
+ * door (422 MESSAGING_LIMIT_REACHED), or `off` (nothing counted, Meta decides).
+ */
+export const MESSAGING_LIMIT_POLICIES = ['hold', 'refuse', 'off'] as const
+export type MessagingLimitPolicy = (typeof MESSAGING_LIMIT_POLICIES)[number]
+
+const LimitPolicy = Type.Enum(MESSAGING_LIMIT_POLICIES, {
+  description:
+    '`hold` (default): a template to a recipient outside their window that would pass the portfolio’s ' +
+    'messaging limit waits (`scheduled`, reason `messaging_limit`) until the moving 24 hours free room. ' +
+    '`refuse`: such a send is refused at accept (422 MESSAGING_LIMIT_REACHED). `off`: nothing is counted.',
+})
+/** The business portfolio (Meta's business id) whose messaging limit the number shares. */
+const BusinessId = Type.String({
+  pattern: '^[0-9]{1,32}$',
+  description:
+    'The business portfolio (Meta business id) the number belongs to: its numbers share one messaging limit',
+})
+const LimitOverride = Type.Integer({
+  minimum: 1,
+  maximum: 100_000_000,
+  description:
+    'The portfolio’s messaging limit as the admin sets it, over the synced tier; null: the synced one',
+})
+
+/** The messaging limit as the sender sees it: the limit, where it comes from, the reach now. */
+export const MessagingLimitView = Type.Object({
+  /** Unique users the portfolio may reach outside their window in 24 h; null: unlimited. */
+  limit: Type.Union([Type.Integer(), Type.Null()]),
+  /** The tier Meta last reported (`TIER_250` … `TIER_UNLIMITED`); null: never reported. */
+  tier: Type.Union([Type.String(), Type.Null()]),
+  /** `admin` (the override), `synced` (the tier), `none` (no limit known: unlimited). */
+  source: Type.Enum(['admin', 'synced', 'none']),
+  /** The portfolio's key for the count: `business:<id>`, `waba:<id>` or `sender:<id>`. */
+  portfolio: Type.String(),
+  /** Users reached outside their window in the last 24 h; null: not counted (no finite limit, or `off`). */
+  reach: Type.Union([Type.Integer(), Type.Null()]),
+  /** When the oldest counted user leaves the 24 hours (room frees); null: nobody counted. */
+  roomAt: Type.Union([DateTime, Type.Null()]),
+  policy: Type.Enum(MESSAGING_LIMIT_POLICIES),
+})
+export type MessagingLimitView = Static<typeof MessagingLimitView>
+
+/**
  * The number's and its account's health as Meta last reported it (webhooks `account_update`,
  * `business_capability_update`, `phone_number_quality_update`); null until reported.
  */
@@ -124,6 +170,12 @@ export const SenderView = Type.Object({
   consentConfirmation: Type.Union([ConsentConfirmation, Type.Null()]),
   /** When its template catalog was last synced; null: never (template sends are not checked). */
   templatesSyncedAt: Type.Union([DateTime, Type.Null()]),
+  /** The business portfolio it shares a messaging limit with; null: a portfolio of its own (its WABA). */
+  businessId: Type.Union([Type.String(), Type.Null()]),
+  messagingLimitPolicy: Type.Enum(MESSAGING_LIMIT_POLICIES),
+  /** The admin's messaging limit over the synced tier; null: the synced one. */
+  messagingLimitOverride: Type.Union([Type.Integer(), Type.Null()]),
+  messagingLimit: MessagingLimitView,
   health: SenderHealth,
   createdAt: DateTime,
   updatedAt: DateTime,
@@ -143,6 +195,9 @@ export const CreateSenderBody = Type.Object(
     inboundContentRetention: Type.Optional(ContentRetention),
     consentKeywords: Type.Optional(Type.Union([ConsentKeywords, Type.Null()])),
     consentConfirmation: Type.Optional(Type.Union([ConsentConfirmation, Type.Null()])),
+    businessId: Type.Optional(BusinessId),
+    messagingLimitPolicy: Type.Optional(LimitPolicy),
+    messagingLimitOverride: Type.Optional(Type.Union([LimitOverride, Type.Null()])),
   },
   { additionalProperties: false },
 )
@@ -162,6 +217,9 @@ export const UpdateSenderBody = Type.Object(
     inboundContentRetention: Type.Optional(ContentRetention),
     consentKeywords: Type.Optional(Type.Union([ConsentKeywords, Type.Null()])),
     consentConfirmation: Type.Optional(Type.Union([ConsentConfirmation, Type.Null()])),
+    businessId: Type.Optional(Type.Union([BusinessId, Type.Null()])),
+    messagingLimitPolicy: Type.Optional(LimitPolicy),
+    messagingLimitOverride: Type.Optional(Type.Union([LimitOverride, Type.Null()])),
   },
   { additionalProperties: false, minProperties: 1 },
 )

@@ -211,6 +211,18 @@ const RUNS: Record<string, Run> = {
     answers: 1,
   },
   recordServiceWindow: { keys: (k) => [k('window')], args: (_, now) => [now, now + 1000, now], answers: 1 },
+  // A portfolio with a limit of 1: the first recipient counted, reached once more, the next one held.
+  reachPortfolio: {
+    keys: (k) => [k('reach')],
+    args: (_, now) => [now, 60_000, 1, 'hmac:a', 'hmac:a', 'hmac:b'],
+    answers: [0, 0, expect.any(Number)],
+  },
+  // Read after reachPortfolio above: one recipient counted (a), one not (b).
+  peekReach: {
+    keys: (k) => [k('reach')],
+    args: (_, now) => [now - 60_000, 'hmac:a', 'hmac:b'],
+    answers: [1, expect.any(Number), 1, 0],
+  },
   releaseLock: {
     keys: (k) => [k('lock')],
     args: () => ['token'],

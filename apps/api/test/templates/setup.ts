@@ -15,7 +15,7 @@ let numbers = 0
 export async function syncedSender(
   app: FastifyInstance,
   fake: FakeWhatsApp,
-  options: { templates?: FakeTemplate[]; sync?: boolean } = {},
+  options: { templates?: FakeTemplate[]; sync?: boolean; body?: object } = {},
 ): Promise<SenderView & { token: string }> {
   const wabaId = `4${String(Date.now()).slice(-10)}${numbers}`
   const phoneNumberId = `5${String(Date.now()).slice(-10)}${numbers++}`
@@ -26,7 +26,7 @@ export async function syncedSender(
     method: 'POST',
     url: '/api/admin/senders',
     headers: asAdmin(),
-    payload: { phoneNumberId, displayName: 'Checked sender', accessToken: token, wabaId },
+    payload: { phoneNumberId, displayName: 'Checked sender', accessToken: token, wabaId, ...options.body },
   })
   expect(created.statusCode, created.body).toBe(201)
   const sender = created.json<SenderView>()

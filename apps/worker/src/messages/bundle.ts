@@ -129,7 +129,7 @@ function ownJob(
   const priorAttempts = (message.priorAttempts ?? 0) + spent
   return {
     name: message.message.type,
-    data: { ...message, priorAttempts, claimedBy: bundleId },
+    data: { ...message, ...again.held, priorAttempts, claimedBy: bundleId },
     opts: {
       ...MESSAGE_JOB_OPTIONS,
       jobId: message.messageId,

@@ -129,6 +129,8 @@ export async function deliverMessage(
       return { outcome: 'elsewhere' }
     case 'again':
       if (disposition.spent || !token) throw disposition.error
+      // Held (the messaging limit): the job says so, and the message shows `scheduled` until then.
+      if (disposition.held) await job.updateData({ ...job.data, ...disposition.held })
       await job.moveToDelayed(Date.now() + (disposition.delayMs ?? 0), token)
       throw new DelayedError()
   }

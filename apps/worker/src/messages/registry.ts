@@ -7,7 +7,7 @@ import {
   senderSwitchName,
 } from '@dispatch/contracts'
 import { listAllSenders, listQueueControls, type SenderRow, upsertDefaultSender } from '@dispatch/db'
-import { createSecretBox, lastFour } from '@dispatch/runtime'
+import { createSecretBox, lastFour, type MessagingLimit, messagingLimitOf } from '@dispatch/runtime'
 import { defaultPhoneNumberId } from '@dispatch/runtime/env'
 import type { WorkerContext } from '../runtime.ts'
 import { servesSender } from '../shared/served-senders.ts'
@@ -21,6 +21,8 @@ export interface SenderSettings {
   state: SenderState
   /** Under `enforce`, a free-form message is checked against the recipient's window before it goes. */
   serviceWindowPolicy: ServiceWindowPolicy
+  /** Its portfolio's messaging limit: a template past it outside the window is held (delivery/messaging-limit.ts). */
+  messagingLimit: MessagingLimit
   /** Opened from its sealed form (admins' senders) or the environment (`default`). */
   accessToken: string | undefined
   /**
@@ -45,6 +47,16 @@ export function defaultSender(
     ratePerSecond: row?.ratePerSecond ?? config.PLATFORM_RATE_PER_SECOND,
     state: row?.state ?? 'active',
     serviceWindowPolicy: row?.serviceWindowPolicy ?? 'off',
+    messagingLimit: messagingLimitOf(
+      row ?? {
+        id: DEFAULT_SENDER_ID,
+        wabaId: null,
+        businessId: null,
+        messagingLimitTier: null,
+        messagingLimitOverride: null,
+        messagingLimitPolicy: 'off',
+      },
+    ),
     accessToken: config.WHATSAPP_ACCESS_TOKEN,
     holds,
   }
@@ -63,6 +75,7 @@ export function adminSender(
     ratePerSecond: row.ratePerSecond,
     state: row.state,
     serviceWindowPolicy: row.serviceWindowPolicy,
+    messagingLimit: messagingLimitOf(row),
     accessToken,
     holds,
   }

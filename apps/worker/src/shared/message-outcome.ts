@@ -45,7 +45,9 @@ export function deliveryOutcome(
     senderId: lane.senderId,
     batchId: batchId ?? null,
     acceptedAt: new Date(acceptedAt),
-    sendAt: sendAt ? new Date(sendAt) : null,
+    // A hold for the messaging limit is not the caller's time: the record keeps none (its view would
+    // call it `send_at`); the job and its log said `scheduled`, `messaging_limit` while it waited.
+    sendAt: sendAt && scheduledReason !== 'messaging_limit' ? new Date(sendAt) : null,
     heldForQuietHours: scheduledReason === 'quiet_hours',
     expiresAt: expiresAt ? new Date(expiresAt) : null,
     status,

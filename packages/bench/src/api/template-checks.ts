@@ -6,18 +6,27 @@
  *   (nothing checked), in the same API process; autocannon, alternating rounds, medians. Aim ≥ 0.95×.
  * - `send-text` from a sender under `serviceWindowPolicy: enforce` (each send reads the recipient's
  *   window in Redis) versus one with the policy `off`, the same way.
- * - The same two pairs side by side: both sides loaded at once, half the connections each.
+ * - `send-template` from a sender under `messagingLimitPolicy: refuse` with a finite limit (each
+ *   send reads its recipient's window and the portfolio's reach, 10,000 recipients counted) versus
+ *   the synced sender without a limit (issue 43).
+ * - The same pairs side by side: both sides loaded at once, half the connections each.
  * - Then both pairs in one process (`inject`, 50 in flight), CPU per send, BENCH_PAIRS pairs of
  *   BENCH_BATCH sends, the order alternating: the figure a shared machine does not blur.
  *
  *   pnpm --filter @dispatch/bench bench:template-checks   (BENCH_CONNECTIONS, BENCH_DURATION_S,
- *   BENCH_ROUNDS, BENCH_TEMPLATES, BENCH_PAIRS, BENCH_BATCH)
+ *   BENCH_ROUNDS, BENCH_TEMPLATES, BENCH_PAIRS, BENCH_BATCH; BENCH_ONLY=limit: the limit's pair alone)
  */
 
 import { buildApp, createDeps, createLogger, parseApiConfig } from '@dispatch/api'
 import { templateVariables } from '@dispatch/contracts'
 import { createDb, hashApiKey, replaceSenderTemplates, type SyncedTemplate } from '@dispatch/db'
-import { SERVICE_WINDOW_MS, serviceWindowKey, serviceWindowsLoadedKey } from '@dispatch/runtime'
+import {
+  MESSAGING_LIMIT_WINDOW_MS,
+  portfolioReachKey,
+  SERVICE_WINDOW_MS,
+  serviceWindowKey,
+  serviceWindowsLoadedKey,
+} from '@dispatch/runtime'
 import { Redis } from 'ioredis'
 import { assertClean, autocannon, medianRun, type Run, settle } from '../harness/load.ts'
 import { printComparison } from '../harness/report.ts'
@@ -78,6 +87,7 @@ async function setUp() {
     unchecked: { id: 'bench-unsynced', phoneNumberId: '900000000000002', policy: 'off' },
     enforce: { id: 'bench-enforce', phoneNumberId: '900000000000003', policy: 'enforce' },
     off: { id: 'bench-off', phoneNumberId: '900000000000004', policy: 'off' },
+    limited: { id: 'bench-limited', phoneNumberId: '900000000000005', policy: 'off' },
   } as const
   const keys = {} as Record<keyof typeof senders, string>
   for (const [name, s] of Object.entries(senders) as Array<
@@ -93,6 +103,18 @@ async function setUp() {
   // The unchecked sender has the same templates, never synced: nothing is checked for it.
   await replaceSenderTemplates(db, senders.unchecked.id, catalog(), new Date())
   await sql`update senders set templates_synced_at = null where id = ${senders.unchecked.id}`
+  // The limited sender: the same catalog, synced, under refuse with a limit no send reaches; its
+  // portfolio has reached 10,000 recipients in the last 24 hours (read, never written, at accept).
+  await replaceSenderTemplates(db, senders.limited.id, catalog(), new Date())
+  await sql`update senders set messaging_limit_policy = 'refuse', messaging_limit_override = 1000000000,
+    business_id = '920000000000001' where id = ${senders.limited.id}`
+  const reach = redis.pipeline()
+  const now = Date.now()
+  for (let i = 0; i < 10_000; i++) {
+    reach.zadd(portfolioReachKey(world.queuePrefix, 'business:920000000000001'), now - i * 1000, `hmac:r${i}`)
+  }
+  reach.pexpire(portfolioReachKey(world.queuePrefix, 'business:920000000000001'), MESSAGING_LIMIT_WINDOW_MS)
+  await reach.exec()
   // The recipient's window is open on both text senders (the enforced one reads it per send).
   for (const s of [senders.enforce, senders.off]) {
     await redis.set(
@@ -143,7 +165,15 @@ try {
       off: keys.off,
       what: 'window policy enforce (window read in Redis) vs off',
     },
-  ] as const
+    {
+      name: 'send-template (limit)',
+      path: 'send-template',
+      body: templateBody,
+      on: keys.limited,
+      off: keys.checked,
+      what: 'messaging limit under refuse (window and reach read in Redis) vs no limit',
+    },
+  ].filter((pair) => process.env.BENCH_ONLY !== 'limit' || pair.on === keys.limited)
   console.log(
     `checks at the door: ${connections} connections, ${rounds} rounds of ${duration} s per side, the API and` +
       ` autocannon in processes of their own; then ${pairs} pairs of ${batch} sends in one process`,

@@ -21,6 +21,7 @@ import { randomUUID } from 'node:crypto'
 import { type MessageJob, QueueNames } from '@dispatch/contracts'
 import { createDb, type DeliveryOutcome, type Sql } from '@dispatch/db'
 import {
+  type MessagingLimit,
   recipientHasher,
   SERVICE_WINDOW_MS,
   serviceWindowKey,
@@ -115,10 +116,30 @@ const textMessage = (): MessageJob => ({
   message: { type: 'text', body: { phone: '+5511987654321', text: 'Your code is 123456' } },
 })
 
+let recipients = 0
+/**
+ * A template to a recipient never reached before, whose window is closed (none recorded, the
+ * copy of the windows complete): under a finite messaging limit, each is counted in the reach.
+ */
+const templateMessage = (): MessageJob => ({
+  messageId: randomUUID(),
+  apiKeyId: key.id,
+  acceptedAt: new Date().toISOString(),
+  message: {
+    type: 'template',
+    body: {
+      phone: `+5521${String(recipients++).padStart(9, '0')}`,
+      templateId: 'order_shipped',
+      language: 'pt_BR',
+      variables: { '1': 'Ana' },
+    },
+  },
+})
+
 /** Fills a queue with `jobs` text messages, as the API adds them (`per` > 1: that many to a job). */
-async function fill(queue: Queue, per = 1) {
+async function fill(queue: Queue, per = 1, make: () => MessageJob = textMessage) {
   for (let start = 0; start < jobs; start += 1000) {
-    const batch = Array.from({ length: Math.min(1000, jobs - start) }, textMessage)
+    const batch = Array.from({ length: Math.min(1000, jobs - start) }, make)
     if (per === 1) {
       await queue.addBulk(
         batch.map((data) => ({
@@ -153,9 +174,15 @@ interface Drained {
  * Starts `start()` on a full queue and times it until every job has completed and (the delivery
  * worker's) every outcome is in Postgres.
  */
-async function timeDrain(queueName: string, jobSpan: Span, start: () => Worker, per = 1): Promise<Drained> {
+async function timeDrain(
+  queueName: string,
+  jobSpan: Span,
+  start: () => Worker,
+  per = 1,
+  make?: () => MessageJob,
+): Promise<Drained> {
   const queue = new Queue(queueName, { connection: connection(), prefix: world.queuePrefix })
-  await fill(queue, per)
+  await fill(queue, per, make)
   const jobCount = Math.ceil(jobs / per)
   const pgBefore = await databaseBackendsCpu(sql)
   const cpuBefore = process.cpuUsage()
@@ -222,11 +249,20 @@ const timedSql = new Proxy(sql, {
 }) as Sql
 
 const sandbox = createSandboxPlatform({ latencyMs: 0, failureRate: 0, phoneNumberId: '100000000000001' })
-/** One sender's lane, without rate limit: its platform calls timed. */
-const lane = (serviceWindowPolicy: 'off' | 'enforce') => ({
+/** A portfolio's limit so high nothing is held: every template outside its window counted. */
+const BENCH_LIMIT: MessagingLimit = {
+  limit: 1_000_000_000,
+  source: 'admin',
+  portfolio: 'bench',
+  policy: 'hold',
+  tracked: true,
+}
+
+/** One sender's lane, without rate limit: its platform calls timed; `limited`: under a messaging limit. */
+const lane = (serviceWindowPolicy: 'off' | 'enforce', limited = false) => ({
   senderId: 'default',
   platform: { ...sandbox, deliver: (delivery: Delivery) => spans.platform.time(sandbox.deliver(delivery)) },
-  settings: { serviceWindowPolicy },
+  settings: { serviceWindowPolicy, ...(limited ? { messagingLimit: BENCH_LIMIT } : {}) },
   rateLimit: async () => ({ pauseMs: 0, newPause: false }),
   limitedUntil: 0,
   holdForLimit: async () => false,
@@ -375,6 +411,7 @@ function startBundledDeliveryWorker(
   serviceWindowPolicy: 'off' | 'enforce' = 'off',
   revocationCheck = true,
   releaseClaims = true,
+  limited = false,
 ): Worker<MessageBundleJob, MessageBundleResult> {
   const claims = connection({ pipelined: true })
   const workerConnection = connection()
@@ -400,7 +437,7 @@ function startBundledDeliveryWorker(
   recording = deps.recorder
   return new Worker<MessageBundleJob, MessageBundleResult>(
     QueueNames.messages,
-    (job) => deliverBundle(job, lane(serviceWindowPolicy), deps),
+    (job) => deliverBundle(job, lane(serviceWindowPolicy, limited), deps),
     { connection: workerConnection, prefix: world.queuePrefix, concurrency },
   )
 }
@@ -418,6 +455,18 @@ const unreleasedRun = () =>
   timeDrain(QueueNames.messages, new Span(), () => startBundledDeliveryWorker('off', true, false), bundleSize)
 const enforcedRun = () =>
   timeDrain(QueueNames.messages, new Span(), () => startBundledDeliveryWorker('enforce'), bundleSize)
+/**
+ * Templates to new recipients outside their window, with the portfolio's messaging limit counted
+ * (each: its window read beside the claim, then reachPortfolio-1.lua) and without (policy `off`).
+ */
+const templateRun = (limited: boolean) =>
+  timeDrain(
+    QueueNames.messages,
+    new Span(),
+    () => startBundledDeliveryWorker('off', true, true, limited),
+    bundleSize,
+    templateMessage,
+  )
 
 /** A thousand revoked keys, held as a worker process holds them (messages/revoked-keys.ts). */
 const revokedKeys = new Set(Array.from({ length: 1000 }, () => randomUUID()))
@@ -449,6 +498,8 @@ try {
   const single: Drained[] = []
   const unchecked: Drained[] = []
   const checked: Drained[] = []
+  const limitCounted: Drained[] = []
+  const limitOff: Drained[] = []
   for (let round = 1; round <= rounds; round++) {
     if (process.env.BENCH_ONLY === 'revocation') {
       // The revoked-key check alone, with and without, back to back, alternating which goes first.
@@ -471,6 +522,17 @@ try {
         checked.push(await deliveryRun())
       }
       continue
+    }
+    if (process.env.BENCH_ONLY === 'limit' || !process.env.BENCH_ONLY) {
+      // The messaging limit counted or not (`off`), alternating which goes first.
+      if (round % 2) {
+        limitCounted.push(await templateRun(true))
+        limitOff.push(await templateRun(false))
+      } else {
+        limitOff.push(await templateRun(false))
+        limitCounted.push(await templateRun(true))
+      }
+      if (process.env.BENCH_ONLY === 'limit') continue
     }
     if (process.env.BENCH_ONLY === 'delivery' || process.env.BENCH_ONLY === 'enforce') {
       // For a profile of the delivery worker alone.
@@ -517,7 +579,7 @@ try {
   const [recorded] = await db.execute<{ count: string }>(
     `select count(*) from messages where status = 'sent'`,
   )
-  const sides = breakdown ? 8 : 4
+  const sides = breakdown ? 10 : 6
   /** The revoked-key check against none, throughput and this process's CPU per message. */
   const printRevocationCheck = (name: string) => {
     printComparison({
@@ -532,6 +594,26 @@ try {
       `  CPU per message (this process), the revoked-key check vs none: ${us(median(checked.map((r) => r.processCpu)))}` +
         ` vs ${us(median(unchecked.map((r) => r.processCpu)))}`,
     )
+  }
+  /** The messaging limit counted against not, throughput and this process's CPU per message. */
+  const printLimit = () => {
+    printComparison({
+      name: 'delivery throughput, templates outside the window: the messaging limit counted vs off',
+      figure: median(limitCounted.map((r) => r.perSecond)),
+      baseline: median(limitOff.map((r) => r.perSecond)),
+      unit: 'msg/s',
+      better: 'higher',
+      aim: '≥ 0.98',
+    })
+    const pairs = limitCounted.map((c, i) => c.perSecond / (limitOff[i]?.perSecond ?? c.perSecond))
+    console.log(
+      `  CPU per message (this process), counted vs off: ${us(median(limitCounted.map((r) => r.processCpu)))}` +
+        ` vs ${us(median(limitOff.map((r) => r.processCpu)))}; paired ratios per round: ${pairs.map((p) => p.toFixed(3)).join(', ')}`,
+    )
+  }
+  if (process.env.BENCH_ONLY === 'limit') {
+    printLimit()
+    process.exit(0)
   }
   if (process.env.BENCH_ONLY === 'revocation') {
     const pairs = checked.map((c, i) => c.perSecond / (unchecked[i]?.perSecond ?? c.perSecond))
@@ -599,6 +681,7 @@ try {
     unit: 'msg/s',
     better: 'higher',
   })
+  printLimit()
   printComparison({
     name: 'delivery throughput, the window checked (enforce) vs not (off)',
     figure: median(enforced.map((r) => r.perSecond)),

@@ -2,6 +2,7 @@ import {
   type ConsentConfirmation,
   type ConsentKeywords,
   DEFAULT_SENDER_ID,
+  type MessagingLimitPolicy,
   type SenderListQuery,
   type SenderState,
   type ServiceWindowPolicy,
@@ -32,6 +33,10 @@ export interface NewSender {
   consentKeywords?: ConsentKeywords | null | undefined
   consentConfirmation?: ConsentConfirmation | null | undefined
   /** Replies' content retention as stored: null retain, 0 discard, N hours (`retentionHours`). */
+  /** Its business portfolio (shares a messaging limit), its policy past the limit, and the admin's limit. */
+  businessId?: string | undefined
+  messagingLimitPolicy?: MessagingLimitPolicy | undefined
+  messagingLimitOverride?: number | null | undefined
   inboundContentRetentionHours?: number | null | undefined
   now: Date
 }
@@ -96,6 +101,10 @@ export interface SenderChanges {
   consentKeywords?: ConsentKeywords | null | undefined
   consentConfirmation?: ConsentConfirmation | null | undefined
   /** Replies' content retention as stored: null retain, 0 discard, N hours (`retentionHours`). */
+  /** Its business portfolio (shares a messaging limit), its policy past the limit, and the admin's limit. */
+  businessId?: string | null | undefined
+  messagingLimitPolicy?: MessagingLimitPolicy | undefined
+  messagingLimitOverride?: number | null | undefined
   inboundContentRetentionHours?: number | null | undefined
   /** The admin's note kept with a `paused` state. */
   pausedBy?: string | undefined

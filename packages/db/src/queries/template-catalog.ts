@@ -1,6 +1,7 @@
 import type {
   ConsentConfirmation,
   ConsentKeywords,
+  MessagingLimitPolicy,
   ServiceWindowPolicy,
   TemplateVariables,
 } from '@dispatch/contracts'
@@ -20,6 +21,12 @@ export interface SenderSendRules {
   consentConfirmation: ConsentConfirmation | null
   /** Null: never synced, so template sends are not checked. */
   templatesSyncedAt: Date | null
+  /** What decides its messaging limit (@dispatch/runtime, messaging-limit.ts). */
+  wabaId: string | null
+  businessId: string | null
+  messagingLimitTier: string | null
+  messagingLimitOverride: number | null
+  messagingLimitPolicy: MessagingLimitPolicy
   templates: Array<{
     name: string
     language: string
@@ -41,6 +48,11 @@ export async function loadSenderSendRules(db: Db, senderId: string): Promise<Sen
       consentKeywords: senders.consentKeywords,
       consentConfirmation: senders.consentConfirmation,
       templatesSyncedAt: senders.templatesSyncedAt,
+      wabaId: senders.wabaId,
+      businessId: senders.businessId,
+      messagingLimitTier: senders.messagingLimitTier,
+      messagingLimitOverride: senders.messagingLimitOverride,
+      messagingLimitPolicy: senders.messagingLimitPolicy,
     })
     .from(senders)
     .where(eq(senders.id, senderId))
@@ -65,7 +77,7 @@ export async function loadSenderSendRules(db: Db, senderId: string): Promise<Sen
  */
 export async function sendRulesVersions(db: Db, senderId?: string): Promise<Map<string, string>> {
   const rows = await db.execute<{ id: string; version: string }>(sql`
-    select s.id, concat_ws('/', s.updated_at, s.templates_synced_at, max(t.updated_at), count(t.id)) as version
+    select s.id, concat_ws('/', s.updated_at, s.health_updated_at, s.templates_synced_at, max(t.updated_at), count(t.id)) as version
     from senders s left join message_templates t on t.sender_id = s.id
     ${senderId === undefined ? sql`` : sql`where s.id = ${senderId}`}
     group by s.id`)

@@ -3,6 +3,7 @@ import {
   APP_ENVS,
   MESSAGE_STATUSES,
   MESSAGE_TYPES,
+  MESSAGING_LIMIT_POLICIES,
   SENDER_STATES,
   SERVICE_WINDOW_POLICIES,
 } from '@dispatch/contracts'
@@ -14,3 +15,4 @@ export const messageType = pgEnum('message_type', MESSAGE_TYPES)
 export const messageStatus = pgEnum('message_status', MESSAGE_STATUSES)
 export const senderState = pgEnum('sender_state', SENDER_STATES)
 export const serviceWindowPolicy = pgEnum('service_window_policy', SERVICE_WINDOW_POLICIES)
+export const messagingLimitPolicy = pgEnum('messaging_limit_policy', MESSAGING_LIMIT_POLICIES)

@@ -6,7 +6,7 @@ import {
 } from '@dispatch/contracts'
 import { sql } from 'drizzle-orm'
 import { check, index, integer, jsonb, pgTable, text, timestamp } from 'drizzle-orm/pg-core'
-import { senderState, serviceWindowPolicy } from './enums.ts'
+import { messagingLimitPolicy, senderState, serviceWindowPolicy } from './enums.ts'
 
 /**
  * WhatsApp business numbers messages go out through. The row `default` mirrors the environment's
@@ -48,6 +48,15 @@ export const senders = pgTable(
     accountStatus: text(),
     accountStatusReason: text(),
     messagingLimitTier: text(),
+    /**
+     * The business portfolio (Meta business id) the number belongs to, set by an admin: its numbers
+     * share one messaging limit. Null: a portfolio of its own, keyed by its WABA (or the sender).
+     */
+    businessId: text(),
+    /** Under a finite messaging limit: `hold` a template past it, `refuse` it at accept, or `off`. */
+    messagingLimitPolicy: messagingLimitPolicy().notNull().default('hold'),
+    /** The admin's messaging limit over the synced tier; null: the synced tier (or none). */
+    messagingLimitOverride: integer(),
     qualityRating: text(),
     healthUpdatedAt: timestamp({ withTimezone: true }),
     createdAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
@@ -57,6 +66,7 @@ export const senders = pgTable(
     index('senders_display_phone_number_idx').on(t.displayPhoneNumber),
     // Meta's template and account webhooks name the account (`entry[].id`), not the number.
     index('senders_waba_id_idx').on(t.wabaId),
+    check('senders_messaging_limit_override_check', sql`${t.messagingLimitOverride} > 0`),
     check(
       'senders_inbound_content_retention_hours_check',
       sql`${t.inboundContentRetentionHours} between 0 and ${sql.raw(String(CONTENT_RETENTION_MAX_HOURS))}`,

@@ -82,7 +82,7 @@ export const adminOverviewRoutes: FastifyPluginAsyncTypebox = async (app) => {
       sendersNeedingAttention: senders
         .filter(needsAttention)
         .sort((a, b) => a.id.localeCompare(b.id))
-        .map(toSenderView),
+        .map((row) => toSenderView(row)),
       failingWebhookEndpoints: endpoints.map((endpoint) => ({
         ...endpoint,
         lastAttemptAt: endpoint.lastAttemptAt.toISOString(),

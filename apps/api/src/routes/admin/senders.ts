@@ -26,7 +26,14 @@ import {
   type SenderRow,
   updateSender,
 } from '@dispatch/db'
-import { bullQueueKey, createSecretBox, type KeyLayout, lastFour } from '@dispatch/runtime'
+import {
+  bullQueueKey,
+  createSecretBox,
+  type KeyLayout,
+  lastFour,
+  messagingLimitOf,
+  readReach,
+} from '@dispatch/runtime'
 import { fairKeys } from '@dispatch/runtime/message-handoff'
 import type { RedisClient } from '@dispatch/runtime/redis'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
@@ -34,8 +41,42 @@ import { AppError } from '../../errors.ts'
 import { errorResponses } from '../../http/error-responses.ts'
 import { publishSenderChange } from '../../sender-changes.ts'
 
+/** A portfolio's reach as read from Redis: null when it is not counted (or could not be read). */
+export type ReachNow = { reach: number; roomAt: number | null } | null
+
+/** The sender's messaging limit as it is shown: the limit, where it comes from, the reach now. */
+export function messagingLimitView(row: SenderRow, now: ReachNow): SenderView['messagingLimit'] {
+  const limit = messagingLimitOf(row)
+  return {
+    limit: limit.limit,
+    tier: row.messagingLimitTier,
+    source: limit.source,
+    portfolio: limit.portfolio,
+    reach: limit.tracked && now ? now.reach : null,
+    roomAt: limit.tracked && now?.roomAt ? new Date(now.roomAt).toISOString() : null,
+    policy: limit.policy,
+  }
+}
+
+/** Each sender's reach, read from Redis (one round trip); a sender not counted is not read. */
+export async function readSenderReach(
+  redis: RedisClient,
+  prefix: string,
+  rows: SenderRow[],
+  now: number,
+): Promise<ReachNow[]> {
+  return Promise.all(
+    rows.map((row) => {
+      const limit = messagingLimitOf(row)
+      if (!limit.tracked) return null
+      // Unreadable: shown as not known, the view itself still answers.
+      return readReach(redis, prefix, limit.portfolio, now).catch(() => null)
+    }),
+  )
+}
+
 /** What admins see: never the token, only its last four characters. */
-export const toSenderView = (row: SenderRow): SenderView => ({
+export const toSenderView = (row: SenderRow, reach: ReachNow = null): SenderView => ({
   id: row.id,
   phoneNumberId: row.phoneNumberId,
   displayName: row.displayName,
@@ -52,6 +93,10 @@ export const toSenderView = (row: SenderRow): SenderView => ({
   consentConfirmation: row.consentConfirmation ?? null,
   inboundContentRetention: contentRetentionOf(row.inboundContentRetentionHours),
   templatesSyncedAt: row.templatesSyncedAt?.toISOString() ?? null,
+  businessId: row.businessId,
+  messagingLimitPolicy: row.messagingLimitPolicy,
+  messagingLimitOverride: row.messagingLimitOverride,
+  messagingLimit: messagingLimitView(row, reach),
   health: {
     accountStatus: row.accountStatus,
     accountStatusReason: row.accountStatusReason,
@@ -87,6 +132,9 @@ const DEFAULT_SENDER_FIELDS = new Set([
   'consentKeywords',
   'consentConfirmation',
   'inboundContentRetention',
+  'businessId',
+  'messagingLimitPolicy',
+  'messagingLimitOverride',
 ])
 
 /** Replies' content retention as stored (hours: null retain, 0 discard), when the body sets it. */
@@ -134,6 +182,10 @@ export const adminSenderRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, clock, config, redis } = app.deps
   // Built at boot: a production API without SECRETS_KEY (or with a malformed one) does not start.
   const box = createSecretBox(config)
+  const viewOf = async (row: SenderRow) => {
+    const [reach] = await readSenderReach(redis, config.QUEUE_PREFIX, [row], clock().getTime())
+    return toSenderView(row, reach)
+  }
 
   app.post(
     '/',
@@ -167,7 +219,7 @@ export const adminSenderRoutes: FastifyPluginAsyncTypebox = async (app) => {
       request.log.info({ senderId: row.id, actor: request.adminName }, 'sender created')
       await publishSenderChange(app.deps, request.log, row.id)
       await app.sending.rules.reload(row.id)
-      return reply.code(201).send(toSenderView(row))
+      return reply.code(201).send(await viewOf(row))
     },
   )
 
@@ -185,7 +237,11 @@ export const adminSenderRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { rows, itemCount } = await listSenders(db, request.query)
-      return { ...pageMeta(request.query.page, request.query.take, itemCount), data: rows.map(toSenderView) }
+      const reach = await readSenderReach(redis, config.QUEUE_PREFIX, rows, clock().getTime())
+      return {
+        ...pageMeta(request.query.page, request.query.take, itemCount),
+        data: rows.map((row, i) => toSenderView(row, reach[i])),
+      }
     },
   )
 
@@ -205,7 +261,7 @@ export const adminSenderRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const id = checkId(request.params.id)
       const row = await findSender(db, id)
       if (!row) throw notFound(id)
-      return toSenderView(row)
+      return viewOf(row)
     },
   )
 
@@ -255,7 +311,7 @@ export const adminSenderRoutes: FastifyPluginAsyncTypebox = async (app) => {
       await publishSenderChange(app.deps, request.log, id)
       // Its window policy and account are checked by sends here at once; elsewhere on the announcement.
       await app.sending.rules.reload(id)
-      return toSenderView(row)
+      return viewOf(row)
     },
   )
 

@@ -7,6 +7,7 @@ import { recipientExportRoutes } from './export.ts'
 import { kitRoutes } from './kits.ts'
 import { mediaRoutes } from './media.ts'
 import { messageRoutes } from './messages/index.ts'
+import { messagingLimitRoutes } from './messaging-limit.ts'
 import { orderRoutes } from './orders.ts'
 import { portalSessionRoutes } from './session.ts'
 import { templateRoutes } from './templates.ts'
@@ -29,6 +30,7 @@ export async function thirdPartyRoutes(app: FastifyInstance) {
   await app.register(webhookDeliveryRoutes)
   await app.register(mediaRoutes)
   await app.register(templateRoutes)
+  await app.register(messagingLimitRoutes)
   await app.register(suppressionRoutes, { audience: 'key' })
   await app.register(erasureRoutes, { audience: 'key' })
   await app.register(recipientExportRoutes)

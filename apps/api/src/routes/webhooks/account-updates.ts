@@ -2,6 +2,7 @@ import type { WhatsAppWebhook } from '@dispatch/contracts'
 import { type HealthChange, recordSenderHealth } from '@dispatch/db'
 import type { FastifyBaseLogger } from 'fastify'
 import type { ApiDeps } from '../../deps.ts'
+import { publishSenderChange } from '../../sender-changes.ts'
 import type { SkippedStatus } from './whatsapp-statuses.ts'
 
 /** An account-level report: what it changes on every sender of that account. */
@@ -50,14 +51,32 @@ function accountChange(value: Record<string, unknown>): { change: HealthChange; 
   return { change: { accountStatus: status, accountStatusReason: reason }, alert: FAILING.has(status) }
 }
 
-/** `business_capability_update`: the messaging limit, as a tier name or a number of users. */
-function capabilityChange(value: Record<string, unknown>): HealthChange | undefined {
-  const tier = word(value.max_daily_conversations_per_business) ?? word(value.messaging_limit_tier)
-  if (tier) return { messagingLimitTier: tier.toUpperCase() }
-  const perPhone = value.max_daily_conversation_per_phone
-  if (typeof perPhone === 'number' && Number.isInteger(perPhone) && perPhone > 0) {
-    return { messagingLimitTier: `TIER_${perPhone}` }
+/** A number of users as a tier: Meta's own names for its tiers, `TIER_<n>` for another, -1 unlimited. */
+function tierOfCount(count: unknown): string | undefined {
+  if (count === -1) return 'TIER_UNLIMITED'
+  if (typeof count !== 'number' || !Number.isInteger(count) || count <= 0) return undefined
+  const named: Record<number, string> = {
+    250: 'TIER_250',
+    2000: 'TIER_2K',
+    10000: 'TIER_10K',
+    100000: 'TIER_100K',
   }
+  return named[count] ?? `TIER_${count}`
+}
+
+/**
+ * `business_capability_update`: the portfolio's messaging limit, as a tier name (`TIER_250`,
+ * `TIER_2K`, `TIER_10K`, `TIER_100K`, `TIER_UNLIMITED`) or a number of users (-1: unlimited), in
+ * `max_daily_conversations_per_business`, else the older per-phone field.
+ */
+function capabilityChange(value: Record<string, unknown>): HealthChange | undefined {
+  const tier =
+    word(value.max_daily_conversations_per_business) ??
+    tierOfCount(value.max_daily_conversations_per_business) ??
+    word(value.messaging_limit_tier)
+  if (tier) return { messagingLimitTier: tier.toUpperCase() }
+  const perPhone = tierOfCount(value.max_daily_conversation_per_phone)
+  if (perPhone) return { messagingLimitTier: perPhone }
   return undefined
 }
 
@@ -96,7 +115,7 @@ export function readAccountUpdates(body: WhatsAppWebhook) {
 
 /** Stores each report on the account's senders, with their `sender.updated` events and alerts. */
 export async function applyAccountUpdates(
-  deps: Pick<ApiDeps, 'db' | 'config'>,
+  deps: Pick<ApiDeps, 'db' | 'config' | 'redis'>,
   log: FastifyBaseLogger,
   updates: AccountUpdate[],
   now: Date,
@@ -107,6 +126,10 @@ export async function applyAccountUpdates(
       at: now,
       alertTo: update.alert ? deps.config.ADMIN_ALERT_EMAIL : undefined,
     })
+    // A new messaging limit is enforced at once: the API's send rules and the workers reload these.
+    if (update.change.messagingLimitTier !== undefined) {
+      for (const senderId of changed) await publishSenderChange(deps, log, senderId)
+    }
     const line = { source: update.source, ...update.change, senders: changed.length }
     if (update.alert) log.error(line, 'sender account reported failing by the platform')
     else log.info(line, 'sender account updated by the platform')

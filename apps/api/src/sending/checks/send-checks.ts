@@ -21,6 +21,12 @@ import { type RedisClient, turnBatched, turnBatchedGet } from '@dispatch/runtime
 import { AppError } from '../../errors.ts'
 import type { Log } from '../log.ts'
 import { checkTemplate } from './check-template.ts'
+import {
+  checkMessagingLimit,
+  type LimitCheckDeps,
+  type PrefetchedLimit,
+  prefetchLimit,
+} from './messaging-limit.ts'
 import type { SenderRules } from './send-rules.ts'
 import { templateKey } from './send-rules.ts'
 import type { SendRulesCache } from './send-rules-cache.ts'
@@ -56,6 +62,8 @@ export interface Prefetched {
    * counted under a cap).
    */
   consent?: { number: string; owner: SuppressionOwner; read: Promise<string | null | undefined> }
+  /** A template's window and its portfolio's reach, under `messagingLimitPolicy: refuse`. */
+  limit?: PrefetchedLimit
 }
 
 /**
@@ -146,7 +154,21 @@ export class SendChecks {
     // The suppression entries and windows every request of a turn reads, in one MGET (on a
     // Cluster, one GET each: they sit on many slots).
     this.#read = turnBatchedGet(redis)
+    this.#limitDeps = { redis, read: this.#read, prefix, hash, log, marker: (now) => this.#marker(now) }
   }
+
+  /** The windows' completeness marker as last read, read again once its read is a second old. */
+  #marker(now: number): Promise<string | null> {
+    if (now < this.#loadedUntil) return Promise.resolve(this.#loaded)
+    return this.#read(serviceWindowsLoadedKey(this.#prefix)).then((value) => {
+      this.#loaded = value
+      this.#loadedUntil = now + MARKER_TTL_MS
+      return value
+    })
+  }
+
+  /** What the messaging limit's reads use (messaging-limit.ts). */
+  readonly #limitDeps: LimitCheckDeps
 
   /**
    * Starts a single send's reads before the request's other steps (the idempotency claim, the rate
@@ -183,7 +205,9 @@ export class SendChecks {
         read: this.#readEntries(number, this.#hash(recipient), owner).catch(() => undefined),
       }
     }
-    return prefetched.window || prefetched.consent ? prefetched : undefined
+    const limit = prefetchLimit(this.#limitDeps, rules, type, recipient, Date.now())
+    if (limit) prefetched.limit = limit
+    return prefetched.window || prefetched.consent || prefetched.limit ? prefetched : undefined
   }
 
   /**
@@ -228,10 +252,18 @@ export class SendChecks {
     })
     // Read beside the windows, not before them: one round trip for both.
     const number = this.#numberOf(senderId, rules)
-    const consent =
+    const consentChecked =
       number === undefined
         ? Promise.resolve()
         : this.#checkConsent(number, owner, rules, sends, errors, prefetched)
+    // The portfolio's reach under `refuse`, in the same turn (no reads at all for another policy).
+    const consent =
+      rules?.messagingLimit.policy === 'refuse'
+        ? Promise.all([
+            consentChecked,
+            checkMessagingLimit(this.#limitDeps, rules, sends, errors, now, prefetched?.limit),
+          ])
+        : consentChecked
     if (!rules) {
       await consent
       return errors

@@ -6,6 +6,7 @@ import {
   type TemplateVariables,
 } from '@dispatch/contracts'
 import type { SenderSendRules } from '@dispatch/db'
+import { type MessagingLimit, messagingLimitOf } from '@dispatch/runtime'
 
 /** A template as a send is checked against it. */
 export interface KnownTemplate {
@@ -25,6 +26,8 @@ export interface SenderRules {
   keywords: KeywordLists
   /** The texts sent back when a keyword opts a user out or in; null: none. */
   consentConfirmation: ConsentConfirmation | null
+  /** Its portfolio's messaging limit: under `refuse`, a template past it is refused at the door. */
+  messagingLimit: MessagingLimit
   /** False until its catalog was synced once: template sends then go unchecked. */
   synced: boolean
   /** By `name` NUL `language`. */
@@ -55,6 +58,7 @@ export function toSenderRules(loaded: SenderSendRules): SenderRules {
     marketingCap: loaded.marketingCap,
     keywords: loaded.consentKeywords ?? DEFAULT_KEYWORDS,
     consentConfirmation: loaded.consentConfirmation,
+    messagingLimit: messagingLimitOf({ id: loaded.senderId, ...loaded }),
     synced: loaded.templatesSyncedAt !== null,
     templates,
     languages,

@@ -4,6 +4,7 @@ import { expiredFields, keyRevokedFields } from '../../shared/message-outcome.ts
 import { optedOutFields } from '../consent/check.ts'
 import { type RecipientReads, readRecipient } from '../recipient-reads.ts'
 import { fallbackMessage, isFreeForm, WINDOW_CLOSED_CODE } from '../service-window.ts'
+import { countsAgainstLimit, messagingLimitGate } from './messaging-limit.ts'
 import type { Disposition, MessageDelivery } from './types.ts'
 
 /** Cleared to go to the platform: the message, or its fallback template when the window is closed. */
@@ -22,7 +23,8 @@ const windowClosedFields = {
  * Started beside the claim, not after it, so no round trip more on the job's way (a read that turns
  * out unneeded, the message canceled or expired, is dropped).
  */
-export function readGateInputs({ data, lane, deps }: MessageDelivery): RecipientReads {
+export function readGateInputs(delivery: MessageDelivery): RecipientReads {
+  const { data, lane, deps } = delivery
   const { phoneNumberId } = lane.platform
   const recipient = recipientOf(data.message.body)
   const recipientHash = deps.hash(recipient)
@@ -38,7 +40,9 @@ export function readGateInputs({ data, lane, deps }: MessageDelivery): Recipient
     },
     {
       optOut: deps.optOuts?.mustRead(phoneNumberId, recipientHash, Date.parse(data.acceptedAt)) ?? true,
-      window: lane.settings.serviceWindowPolicy === 'enforce' && isFreeForm(data.message),
+      window:
+        (lane.settings.serviceWindowPolicy === 'enforce' && isFreeForm(data.message)) ||
+        countsAgainstLimit(delivery),
     },
   )
 }
@@ -111,11 +115,17 @@ async function recordStop(delivery: MessageDelivery, stop: Stop): Promise<Dispos
 
 /**
  * Step 3: the gates before the platform, in order: the message's validity, its key, the recipient's
- * opt-outs, the 24-hour window. A message stopped at one is recorded and never sent.
+ * opt-outs, the 24-hour window, the portfolio's messaging limit. A message stopped at one is
+ * recorded and never sent; one held by the limit waits, `scheduled`.
  */
 export async function gate(delivery: MessageDelivery, reads: RecipientReads): Promise<Cleared | Disposition> {
   const stop = expired(delivery) ?? keyRevoked(delivery) ?? optedOut(delivery, await reads.optOut)
   if (stop) return recordStop(delivery, stop)
-  const cleared = serviceWindow(delivery, await reads.window)
-  return cleared.kind === 'send' ? cleared : recordStop(delivery, cleared)
+  const window = await reads.window
+  // Under `enforce` a free-form message's; a template's is read for the limit only.
+  const enforced =
+    delivery.lane.settings.serviceWindowPolicy === 'enforce' && isFreeForm(delivery.data.message)
+  const cleared = serviceWindow(delivery, enforced ? window : undefined)
+  if (cleared.kind !== 'send') return recordStop(delivery, cleared)
+  return messagingLimitGate(delivery, cleared, window)
 }

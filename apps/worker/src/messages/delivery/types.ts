@@ -1,6 +1,6 @@
 import type { MessageJob, ServiceWindowPolicy } from '@dispatch/contracts'
 import type { Db, DeliveryOutcome } from '@dispatch/db'
-import type { RecipientHasher } from '@dispatch/runtime'
+import type { MessagingLimit, RecipientHasher } from '@dispatch/runtime'
 import type { RedisClient } from '@dispatch/runtime/redis'
 import type { Logger } from 'pino'
 import type { DeliveryMetrics } from '../../metrics/registry.ts'
@@ -22,7 +22,8 @@ export type DeliveryResult =
 export interface DeliveryLane {
   senderId: string
   platform: MessagingPlatform
-  settings: { serviceWindowPolicy: ServiceWindowPolicy }
+  /** `messagingLimit`: its portfolio's (absent: none, nothing counted). */
+  settings: { serviceWindowPolicy: ServiceWindowPolicy; messagingLimit?: MessagingLimit | undefined }
   /** Pauses this sender for the platform's rate limit (lanes.ts). */
   rateLimit(ms: number): Promise<{ pauseMs: number; newPause: boolean }>
   /** Until when this process knows the sender to be rate limited (ms; 0 or past: not). */
@@ -86,8 +87,17 @@ export type Disposition =
   | { kind: 'done'; result: Delivered; recorded?: Promise<void>; logged?: Promise<LoggedEntry> }
   /** Failed for good (recorded `failed`). */
   | { kind: 'failed'; reason: string }
-  /** To be tried again after `delayMs`; `spent`: an attempt was made (and recorded `sending`). */
-  | { kind: 'again'; error: Error; spent: boolean; delayMs?: number }
+  /**
+   * To be tried again after `delayMs`; `spent`: an attempt was made (and recorded `sending`).
+   * `held`: not tried, but held (`scheduled` until `sendAt`, for `scheduledReason`): the job says so.
+   */
+  | {
+      kind: 'again'
+      error: Error
+      spent: boolean
+      delayMs?: number
+      held?: { sendAt: string; scheduledReason: 'messaging_limit' }
+    }
   /** Not sent: the sender is paused (a platform rate limit, a refused token); back in the queue. */
   | { kind: 'held' }
   /** Another job holds its claim (a bundle made again after an admitter died): that one sends it. */

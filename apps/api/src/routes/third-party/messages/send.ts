@@ -110,6 +110,7 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
               'OUTSIDE_SERVICE_WINDOW',
               'RECIPIENT_OPTED_OUT',
               'FREQUENCY_CAP_EXCEEDED',
+              'MESSAGING_LIMIT_REACHED',
               'RATE_LIMITED',
               'QUOTA_EXCEEDED',
               'OUTSTANDING_LIMIT_REACHED',

@@ -1,0 +1,193 @@
+import { recipientField, recipientOf } from '@dispatch/contracts'
+import {
+  MESSAGING_LIMIT_WINDOW_MS,
+  PEEK_REACH_SCRIPT,
+  portfolioReachKey,
+  type RecipientHasher,
+  serviceWindowKey,
+  serviceWindowState,
+} from '@dispatch/runtime'
+import { scriptCall } from '@dispatch/runtime/lua-scripts'
+import { type RedisClient, turnBatched } from '@dispatch/runtime/redis'
+import { AppError } from '../../errors.ts'
+import type { Log } from '../log.ts'
+import type { SenderRules } from './send-rules.ts'
+
+/** One send as this check reads it (send-checks.ts' `SendToCheck`). */
+interface Send {
+  type: string
+  body: { phone?: string | undefined; userId?: string | undefined }
+  field: string
+}
+
+export interface LimitCheckDeps {
+  redis: RedisClient
+  /** The turn's batched GET (one MGET for every request of a turn). */
+  read: (key: string) => Promise<string | null>
+  /** The windows' completeness marker, read at most once a second (send-checks.ts). */
+  marker: (now: number) => Promise<string | null>
+  prefix: string
+  hash: RecipientHasher
+  log: Log
+}
+
+const limitReached = (send: Send, limit: number, roomAt: number | null) =>
+  new AppError(
+    'MESSAGING_LIMIT_REACHED',
+    `${recipientField(send.body, send.field)}: ${recipientOf(send.body)} is outside their 24-hour window and this ` +
+      `sender's business portfolio has reached its messaging limit (${limit} users in a moving 24 hours)` +
+      (roomAt ? `; room frees at ${new Date(roomAt).toISOString()}` : ''),
+  )
+
+/** One read of the reach: a portfolio's key and the recipients of one request. */
+type Peek = { key: string; cutoff: number; members: string[] }
+type Peeked = { reach: number; oldest: number; counted: boolean[] }
+
+/**
+ * Each connection's reads of the reach, gathered per turn of the event loop: the requests of a turn
+ * to one portfolio read it in one script call (peekReach-1.lua), as the marketing cap's counts are.
+ */
+const peekers = new WeakMap<RedisClient, (peek: Peek) => Promise<Peeked>>()
+function peekerOf(redis: RedisClient) {
+  let peek = peekers.get(redis)
+  if (!peek) {
+    const script = scriptCall(redis, PEEK_REACH_SCRIPT)
+    peek = turnBatched(async (peeks: Peek[]) => {
+      const answers = new Map<Peek, Peeked>()
+      const groups = Map.groupBy(peeks, (p) => `${p.cutoff} ${p.key}`)
+      await Promise.all(
+        [...groups.values()].map(async (group) => {
+          const first = group[0] as Peek
+          const replies = (await script(
+            first.key,
+            first.cutoff,
+            ...group.flatMap((p) => p.members),
+          )) as number[]
+          const [reach = 0, oldest = 0] = replies
+          let at = 2
+          for (const p of group) {
+            answers.set(p, {
+              reach,
+              oldest,
+              counted: p.members.map((_, i) => replies[at + i] === 1),
+            })
+            at += p.members.length
+          }
+        }),
+      )
+      return peeks.map((p) => answers.get(p) as Peeked)
+    })
+    peekers.set(redis, peek)
+  }
+  return peek
+}
+
+/**
+ * Under `messagingLimitPolicy: refuse`, a template to a recipient outside their window (closed or
+ * unknown) whom the portfolio has not reached in the last 24 h is refused once the reach is at the
+ * limit (422 MESSAGING_LIMIT_REACHED). Only reads: the count itself is taken at delivery, so a send
+ * that fails elsewhere, or is canceled, takes no room. The windows go in the turn's MGET, the reach
+ * in one script call per portfolio for every request of the turn (peekReach-1.lua), both sent in
+ * the same turn: the request waits no round trip more. In a batch, the new recipients take what
+ * room is left in order. Unreadable: let through (delivery counts and holds).
+ */
+/** What the limit reads of a request's recipients: their windows, the marker, the reach. */
+type LimitReads = { windows: Array<string | null>; marker: string | null; peeked: Peeked }
+
+/** A single send's reads, started early (`SendChecks.prefetch`): undefined when they failed. */
+export type PrefetchedLimit = { recipient: string; reads: Promise<LimitReads | undefined> }
+
+/** Under a finite limit and `refuse`: the sender's limit; else undefined (nothing to read). */
+function refusing(rules: SenderRules | undefined) {
+  const limit = rules?.messagingLimit
+  return rules && limit?.tracked && limit.policy === 'refuse' && limit.limit !== null
+    ? { rules, limit, max: limit.limit }
+    : undefined
+}
+
+function readLimit(
+  deps: LimitCheckDeps,
+  rules: SenderRules,
+  portfolio: string,
+  recipients: string[],
+  now: number,
+): Promise<LimitReads> {
+  // Whole seconds: the requests of a turn share one cutoff, so one call.
+  const cutoff = Math.floor(now / 1000) * 1000 - MESSAGING_LIMIT_WINDOW_MS
+  return Promise.all([
+    Promise.all(recipients.map((r) => deps.read(serviceWindowKey(deps.prefix, rules.phoneNumberId, r)))),
+    deps.marker(now),
+    peekerOf(deps.redis)({
+      key: portfolioReachKey(deps.prefix, portfolio),
+      cutoff,
+      members: recipients.map((r) => deps.hash(r)),
+    }),
+  ]).then(([windows, marker, peeked]) => ({ windows, marker, peeked }))
+}
+
+/**
+ * A single template send's limit reads, started before the request's other steps (as its
+ * suppression entry is), so their round trip overlaps those instead of following them.
+ */
+export function prefetchLimit(
+  deps: LimitCheckDeps,
+  rules: SenderRules | undefined,
+  type: string,
+  recipient: string,
+  now: number,
+): PrefetchedLimit | undefined {
+  const on = refusing(rules)
+  if (!on || type !== 'template') return undefined
+  const reads = readLimit(deps, on.rules, on.limit.portfolio, [recipient], now).catch(() => undefined)
+  return { recipient, reads }
+}
+
+/**
+ * Under `messagingLimitPolicy: refuse`, a template to a recipient outside their window (closed or
+ * unknown) whom the portfolio has not reached in the last 24 h is refused once the reach is at the
+ * limit (422 MESSAGING_LIMIT_REACHED). Only reads: the count itself is taken at delivery, so a send
+ * that fails elsewhere, or is canceled, takes no room. The windows go in the turn's MGET, the reach
+ * in one script call per portfolio for every request of the turn (peekReach-1.lua), a single send's
+ * started early with its other reads: the request waits no round trip more. In a batch, the new
+ * recipients take what room is left in order. Unreadable: let through (delivery counts and holds).
+ */
+export async function checkMessagingLimit(
+  deps: LimitCheckDeps,
+  rules: SenderRules | undefined,
+  sends: Send[],
+  errors: Array<AppError | undefined>,
+  now: number,
+  prefetched?: PrefetchedLimit,
+): Promise<void> {
+  const on = refusing(rules)
+  if (!on) return
+  const { limit, max } = on
+  const counted = sends.flatMap((send, i) => (send.type === 'template' && !errors[i] ? [i] : []))
+  if (counted.length === 0) return
+  const recipients = counted.map((i) => recipientOf((sends[i] as Send).body))
+  const early = recipients.length === 1 && prefetched?.recipient === recipients[0] ? prefetched : undefined
+  let read: LimitReads | undefined
+  try {
+    read = early ? await early.reads : await readLimit(deps, on.rules, limit.portfolio, recipients, now)
+    if (!read) throw new Error('the prefetched limit reads failed')
+  } catch (error) {
+    deps.log.warn({ err: error }, 'messaging limit not checked; delivery counts and holds')
+    return
+  }
+  const { windows, marker, peeked } = read
+  let reach = peeked.reach
+  const roomAt = peeked.oldest ? peeked.oldest + MESSAGING_LIMIT_WINDOW_MS : null
+  const seen = new Set<string>()
+  counted.forEach((i, n) => {
+    if (serviceWindowState(windows[n] ?? null, marker, now) === 'open') return
+    if (peeked.counted[n]) return
+    const recipient = recipients[n] as string
+    if (seen.has(recipient)) return
+    if (reach < max) {
+      seen.add(recipient)
+      reach += 1
+      return
+    }
+    errors[i] = limitReached(sends[i] as Send, max, roomAt)
+  })
+}
