@@ -26,7 +26,8 @@ import { randomBytes } from 'node:crypto'
 import { loadavg } from 'node:os'
 import { SENDER_MAX_RATE } from '@dispatch/contracts'
 import { createDb } from '@dispatch/db'
-import { type ServiceProcess, startApiProcess, stopAllServices } from '../harness/processes.ts'
+import { exitCleanups } from '../harness/cleanups.ts'
+import { type ServiceProcess, startApiProcess } from '../harness/processes.ts'
 import { clusterMissing, type RedisTarget, redisCluster, singleRedis } from '../harness/redis-targets.ts'
 import { printComparison } from '../harness/report.ts'
 import { median } from '../harness/stats.ts'
@@ -71,22 +72,7 @@ const workerEnv: Record<string, string> = {
 }
 
 // Everything started is stopped, in reverse, on the way out: normally, on an error, or on Ctrl-C.
-const cleanups: Array<() => Promise<unknown>> = []
-let cleaning: Promise<void> | undefined
-const cleanUp = () => {
-  cleaning ??= (async () => {
-    // The service's processes first, while Redis and Postgres are still there for their shutdown.
-    await stopAllServices().catch((error) => console.error(error))
-    for (const step of cleanups.reverse()) await step().catch((error) => console.error(error))
-  })()
-  return cleaning
-}
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    console.error(`\n${signal}: stopping the benchmark's processes, Redis and database`)
-    void cleanUp().then(() => process.exit(130))
-  })
-}
+const { cleanups, cleanUp } = exitCleanups()
 
 const world = await createBenchWorld('scaling')
 cleanups.push(() => world.drop())

@@ -36,6 +36,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { createDb } from '@dispatch/db'
 import { MESSAGE_CLAIM_KEEP_MS } from '@dispatch/runtime/message-handoff'
 import { Redis } from 'ioredis'
+import { exitCleanups } from '../harness/cleanups.ts'
 import {
   backendsCpuDelta,
   databaseBackendsCpu,
@@ -43,12 +44,7 @@ import {
   residentBytes,
   serverProcessesCpu,
 } from '../harness/cpu.ts'
-import {
-  type ServiceProcess,
-  startApiProcess,
-  startWorkerProcess,
-  stopAllServices,
-} from '../harness/processes.ts'
+import { type ServiceProcess, startApiProcess, startWorkerProcess } from '../harness/processes.ts'
 import { freePort, redisCpuSeconds, startRedisServer } from '../harness/redis-server.ts'
 import { printComparison, printFigure } from '../harness/report.ts'
 import { createBenchWorld } from '../harness/world.ts'
@@ -75,22 +71,7 @@ const batchSize = 100
 const stuckMs = 120_000
 
 // Everything started is stopped, in reverse, on the way out: normally, on an error, or on Ctrl-C.
-const cleanups: Array<() => Promise<unknown>> = []
-let cleaning: Promise<void> | undefined
-const cleanUp = () => {
-  cleaning ??= (async () => {
-    // The service's processes first, while Redis and Postgres are still there for their shutdown.
-    await stopAllServices().catch((error) => console.error(error))
-    for (const step of cleanups.reverse()) await step().catch((error) => console.error(error))
-  })()
-  return cleaning
-}
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    console.error(`\n${signal}: stopping the benchmark's processes, Redis and database`)
-    void cleanUp().then(() => process.exit(130))
-  })
-}
+const { cleanups, cleanUp } = exitCleanups()
 
 const int = (n: number) => Math.round(n).toLocaleString('en-US')
 const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MB`
