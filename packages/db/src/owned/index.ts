@@ -7,6 +7,7 @@ import { ownedKits } from './kits.ts'
 import { ownedMedia } from './media.ts'
 import { ownedMessages } from './messages.ts'
 import { ownedOrders } from './orders.ts'
+import { ownedSender } from './sender.ts'
 import { ownedSuppressions } from './suppressions.ts'
 import { ownedTemplates } from './templates.ts'
 import { tenantOf } from './tenant.ts'
@@ -32,6 +33,7 @@ export function owned(db: Db, caller: Caller) {
     catalog: ownedCatalog(db, caller),
     templates: ownedTemplates(db, caller),
     media: ownedMedia(db, caller),
+    sender: ownedSender(db, caller),
   }
 }
 export type Owned = ReturnType<typeof owned>

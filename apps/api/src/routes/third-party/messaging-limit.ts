@@ -1,5 +1,5 @@
 import { MessagingLimitView, Scopes } from '@dispatch/contracts'
-import { findSender } from '@dispatch/db'
+import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { callerOf } from '../../http/caller.ts'
 import { errorResponses } from '../../http/error-responses.ts'
@@ -26,8 +26,9 @@ export const messagingLimitRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const { senderId } = callerOf(request)
-      const row = await findSender(db, senderId)
+      const caller = callerOf(request)
+      const { senderId } = caller
+      const row = await owned(db, caller).sender.find()
       if (!row) {
         // The environment's sender before a worker wrote its row: nothing known, nothing counted.
         return {

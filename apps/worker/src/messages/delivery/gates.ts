@@ -1,14 +1,11 @@
-import { type OutboundMessage, recipientOf, type SuppressionScope } from '@dispatch/contracts'
+import { recipientOf, type SuppressionScope } from '@dispatch/contracts'
 import { suppressionOwner } from '@dispatch/runtime'
 import { expiredFields, keyRevokedFields } from '../../shared/message-outcome.ts'
 import { optedOutFields } from '../consent/check.ts'
 import { type RecipientReads, readRecipient } from '../recipient-reads.ts'
 import { fallbackMessage, isFreeForm, WINDOW_CLOSED_CODE } from '../service-window.ts'
 import { countsAgainstLimit, messagingLimitGate } from './messaging-limit.ts'
-import type { Disposition, MessageDelivery } from './types.ts'
-
-/** Cleared to go to the platform: the message, or its fallback template when the window is closed. */
-export type Cleared = { kind: 'send'; message: OutboundMessage; fallbackUsed: boolean }
+import type { Cleared, Disposition, MessageDelivery } from './types.ts'
 
 /** The fields of a free-form message whose window Dispatch found closed, with no fallback to send. */
 const windowClosedFields = {

@@ -2,8 +2,7 @@ import { recipientOf } from '@dispatch/contracts'
 import { MESSAGING_LIMIT_WINDOW_MS, portfolioReachKey, REACH_PORTFOLIO_SCRIPT } from '@dispatch/runtime'
 import { scriptCall } from '@dispatch/runtime/lua-scripts'
 import { type RedisClient, turnBatched } from '@dispatch/runtime/redis'
-import type { Cleared } from './gates.ts'
-import type { Disposition, MessageDelivery } from './types.ts'
+import type { Cleared, Disposition, MessageDelivery } from './types.ts'
 
 /**
  * Whether this message may count against its portfolio's messaging limit: a template through a

@@ -4,8 +4,7 @@ import { traced } from '../../tracing.ts'
 import { withPlatformReferences } from '../references.ts'
 import { fallbackMessage, WINDOW_CLOSED_CODE } from '../service-window.ts'
 import { failedSend } from './failed-send.ts'
-import type { Cleared } from './gates.ts'
-import type { Disposition, MessageDelivery } from './types.ts'
+import type { Cleared, Disposition, MessageDelivery } from './types.ts'
 
 /** Handed to the platform, which answered with its id. */
 export type Sent = { kind: 'sent'; platformMessageId: string; fallbackUsed: boolean }

@@ -1,4 +1,4 @@
-import type { MessageJob, ServiceWindowPolicy } from '@dispatch/contracts'
+import type { MessageJob, OutboundMessage, ServiceWindowPolicy } from '@dispatch/contracts'
 import type { Db, DeliveryOutcome } from '@dispatch/db'
 import type { MessagingLimit, RecipientHasher } from '@dispatch/runtime'
 import type { RedisClient } from '@dispatch/runtime/redis'
@@ -118,3 +118,6 @@ export interface MessageDelivery {
    */
   outcome(status: DeliveryOutcome['status'], fields: Partial<DeliveryOutcome>): DeliveryOutcome
 }
+
+/** Cleared to go to the platform: the message, or its fallback template when the window is closed. */
+export type Cleared = { kind: 'send'; message: OutboundMessage; fallbackUsed: boolean }
