@@ -239,20 +239,27 @@ export class MessageStore {
       }
     }
     const queue = this.queue(senderId)
-    const job: Job<MessageJob> | undefined = await queue.getJob(messageId)
-    // A message's own job, unless it left the message to a bundle (a bundle made again after an
-    // admitter died): then the bundle is where it is.
-    if (job && (job.returnvalue as { outcome?: string } | null)?.outcome !== 'elsewhere') {
-      const state = await job.getState()
-      // Finished between the two reads: read it again, so its result and attempts match its state.
-      const finished = state === 'completed' || state === 'failed'
-      return { job: (finished && (await queue.getJob(messageId))) || job, state }
-    }
+    const own = await this.#ownJob(queue, messageId)
+    if (own) return own
     const bundleId = await this.#redis.hget(keys.bundled, messageId)
+    const inBundle = bundleId ? await this.#fromBundle(queue, bundleId, messageId) : undefined
     // A message's own job is removed as it completes (MESSAGE_JOB_OPTIONS): a sent one waits in
     // the sent log until its row lands, as a finished bundle's messages do.
-    if (!bundleId) return this.#fromSentLog(keys.sentLog, messageId)
-    return (await this.#fromBundle(queue, bundleId, messageId)) ?? this.#fromSentLog(keys.sentLog, messageId)
+    const found = inBundle ?? (await this.#fromSentLog(keys.sentLog, messageId))
+    if (found) return found
+    // Handed on by its bundle between the reads (a retry, a hold): its own job was added before
+    // the bundle ended and left the index, so it is there now.
+    return this.#ownJob(queue, messageId)
+  }
+
+  /** A message's own job, unless it left the message to a bundle (a bundle made again after an admitter died). */
+  async #ownJob(queue: Queue<MessageJob>, messageId: string): Promise<QueuedMessage | undefined> {
+    const job: Job<MessageJob> | undefined = await queue.getJob(messageId)
+    if (!job || (job.returnvalue as { outcome?: string } | null)?.outcome === 'elsewhere') return undefined
+    const state = await job.getState()
+    // Finished between the two reads: read it again, so its result and attempts match its state.
+    const finished = state === 'completed' || state === 'failed'
+    return { job: (finished && (await queue.getJob(messageId))) || job, state }
   }
 
   /**
