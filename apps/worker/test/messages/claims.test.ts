@@ -166,12 +166,15 @@ it('after a drain, Redis holds what it held before the load: no claim outlives i
     { MESSAGES_BUNDLE_SIZE: '20', MESSAGES_CONCURRENCY: '50' },
     [1500, 3000],
   )
-  expect(after[1]?.keys).toBe(before.keys)
+  // Nothing left behind: at most the keys it had (a transient one of before, a lock, may be gone).
+  expect(after[1]?.keys).toBeLessThanOrEqual(before.keys)
+  expect(after[1]?.claims).toBe(0)
 }, 240_000)
 
 it('with a job per message (MESSAGES_BUNDLE_SIZE=1), each job goes as it completes: Redis is back to its size too', async () => {
   const { before, after } = await drainsBack({ MESSAGES_BUNDLE_SIZE: '1', MESSAGES_CONCURRENCY: '50' }, [600])
-  expect(after[0]?.keys).toBe(before.keys)
+  expect(after[0]?.keys).toBeLessThanOrEqual(before.keys)
+  expect(after[0]?.claims).toBe(0)
 }, 240_000)
 
 /** A run of a bundle as BullMQ hands it out, with the deps a lane gives it (bundles.test.ts). */
