@@ -91,14 +91,20 @@ export const ErrorCodeCount = Type.Object({
 })
 
 /** `GET /api/admin/overview`: what an admin looks at first. */
-/** The overview chart's spans, and the bucket each is counted in. */
-export const OVERVIEW_RANGES = { '1h': 60, '24h': 900, '7d': 3600 } as const
+/** The overview chart's spans: how far back each reaches, and the bucket it is counted in. */
+export const OVERVIEW_RANGES = {
+  '1h': { spanSeconds: 3600, bucketSeconds: 60 },
+  '24h': { spanSeconds: 86_400, bucketSeconds: 900 },
+  '7d': { spanSeconds: 604_800, bucketSeconds: 3600 },
+} as const
 export type OverviewRange = keyof typeof OVERVIEW_RANGES
+
+const OverviewRangeName = Type.Union([Type.Literal('1h'), Type.Literal('24h'), Type.Literal('7d')])
 
 export const AdminOverviewQuery = Type.Object(
   {
     /** How far back the chart reaches: `1h` (by minute), `24h` (by quarter hour), `7d` (by hour). */
-    range: Type.Optional(Type.Union([Type.Literal('1h'), Type.Literal('24h'), Type.Literal('7d')])),
+    range: Type.Optional(OverviewRangeName),
   },
   { additionalProperties: false },
 )
@@ -107,7 +113,7 @@ export type AdminOverviewQuery = Static<typeof AdminOverviewQuery>
 export const AdminOverview = Type.Object({
   generatedAt: Type.String({ format: 'date-time' }),
   /** The span the chart covers (`24h` unless asked), and the size of its buckets in seconds. */
-  range: Type.Union([Type.Literal('1h'), Type.Literal('24h'), Type.Literal('7d')]),
+  range: OverviewRangeName,
   bucketSeconds: Type.Integer({ minimum: 60 }),
   /**
    * The range's buckets, oldest first, each named by its start (`minute`), buckets without a

@@ -20,7 +20,6 @@ import { errorResponses } from '../../http/error-responses.ts'
 import { toSenderView } from './senders.ts'
 
 const HOUR_MS = 3_600_000
-const RANGE_HOURS: Record<OverviewRange, number> = { '1h': 1, '24h': 24, '7d': 168 }
 /** One overview per instance per this long: an open console polling it costs one set of queries. */
 const OVERVIEW_CACHE_MS = 5_000
 const HEALTHY_ACCOUNT = new Set(['CONNECTED', 'ACTIVE', 'APPROVED', 'VERIFIED', 'REINSTATED', 'UNBANNED'])
@@ -57,8 +56,8 @@ export const adminOverviewRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   const compute = async (range: OverviewRange): Promise<AdminOverview> => {
     const now = clock()
-    const bucketSeconds = OVERVIEW_RANGES[range]
-    const spanMs = RANGE_HOURS[range] * HOUR_MS
+    const { bucketSeconds, spanSeconds } = OVERVIEW_RANGES[range]
+    const spanMs = spanSeconds * 1000
     // From the start of the bucket the range's first moment falls in: the first bucket is whole.
     const since = new Date(
       Math.floor((now.getTime() - spanMs) / (bucketSeconds * 1000)) * bucketSeconds * 1000,

@@ -1,4 +1,4 @@
-import type { OverviewRange } from '@dispatch/contracts'
+import { OVERVIEW_RANGES, type OverviewRange } from '@dispatch/contracts'
 import { keepPreviousData, useQuery } from '@tanstack/preact-query'
 import { useState } from 'preact/hooks'
 import { api } from '../../api.ts'
@@ -11,9 +11,8 @@ import { Time } from '../../ui/time.tsx'
 import { useSenderOptions } from '../senders/sender-options.tsx'
 import { MinuteChart } from './chart.tsx'
 
-const RANGES: OverviewRange[] = ['1h', '24h', '7d']
+const RANGES = Object.keys(OVERVIEW_RANGES) as OverviewRange[]
 const RANGE_LABELS: Record<OverviewRange, string> = { '1h': 'hour', '24h': '24 hours', '7d': '7 days' }
-const RANGE_SECONDS: Record<OverviewRange, number> = { '1h': 3600, '24h': 86_400, '7d': 604_800 }
 const BUCKET_LABELS: Record<number, string> = { 60: 'minute', 900: 'quarter hour', 3600: 'hour' }
 
 /** The chart's span: three buttons, the chosen one pressed. */
@@ -75,7 +74,7 @@ export function Overview() {
                       minutes={data.messagesPerMinute}
                       bucketSeconds={data.bucketSeconds}
                       until={data.generatedAt}
-                      spanSeconds={RANGE_SECONDS[data.range]}
+                      spanSeconds={OVERVIEW_RANGES[data.range].spanSeconds}
                     />
                     <p>
                       In the last {span}:{' '}
