@@ -273,11 +273,13 @@ export class SendChecks {
       return errors
     }
     // The marker changes only when Redis loses its data (then a worker rebuilds it): read once a
-    // second, not per send, so a send under `enforce` costs one read, pipelined with the request's others.
-    const readMarker = now >= this.#loadedUntil
+    // second, not per send (`#marker`), so a send under `enforce` costs one read, pipelined with the
+    // request's others.
+    let loaded: string | null
     let answers: Array<string | null>
     try {
-      answers = await Promise.all([
+      ;[loaded, ...answers] = await Promise.all([
+        this.#marker(now),
         ...windows.map((i) => {
           const recipient = recipientOf((sends[i] as SendToCheck).body)
           if (prefetched?.window && prefetched.recipient === recipient) {
@@ -288,7 +290,6 @@ export class SendChecks {
           }
           return this.#read(serviceWindowKey(this.#prefix, rules.phoneNumberId, recipient))
         }),
-        ...(readMarker ? [this.#read(serviceWindowsLoadedKey(this.#prefix))] : []),
       ])
     } catch (error) {
       // Unknown, as without the policy: the platform decides (and storing the message needs Redis anyway).
@@ -297,11 +298,6 @@ export class SendChecks {
       return errors
     }
     await consent
-    if (readMarker) {
-      this.#loaded = answers.pop() ?? null
-      this.#loadedUntil = now + MARKER_TTL_MS
-    }
-    const loaded = this.#loaded
     const lastInbound = answers
     windows.forEach((i, n) => {
       const send = sends[i] as SendToCheck
