@@ -227,6 +227,15 @@ describe('metrics after real traffic', () => {
       what: 'a webhook per message',
       timeoutMs: 15_000,
     })
+    // A delivery is counted once its answer is read: the receiver may hold the last one a moment before.
+    const successes = async () =>
+      sampleValue(parseExposition(await workerText()), 'dispatch_webhook_deliveries_total', {
+        outcome: 'success',
+      })
+    await waitFor(async () => ((await successes()) >= receiver.received.length ? true : undefined), {
+      what: 'every delivery counted',
+      timeoutMs: 5_000,
+    }).catch(() => undefined)
     const metrics = parseExposition(await workerText())
     expect(sampleValue(metrics, 'dispatch_emails_total', { outcome: 'sent' })).toBeGreaterThanOrEqual(1)
     expect(sampleValue(metrics, 'dispatch_webhook_deliveries_total', { outcome: 'success' })).toBe(
