@@ -24,6 +24,8 @@ export const Scopes = {
   manageSuppressions: 'manage:suppressions',
   /** Erasures and exports of a recipient's data, the key's own (issue 25). */
   manageData: 'manage:data',
+  /** Campaigns: create, upload, start, pause, cancel, read their recipients (issue 43). */
+  manageCampaigns: 'manage:campaigns',
 } as const
 
 /**

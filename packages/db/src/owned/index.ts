@@ -1,5 +1,6 @@
 import type { Db } from '../client.ts'
 import { type Caller, ownerOf } from './caller.ts'
+import { ownedCampaigns } from './campaigns.ts'
 import { ownedCatalog } from './catalog.ts'
 import { ownedErasures } from './erasures.ts'
 import { ownedExport } from './export.ts'
@@ -34,6 +35,7 @@ export function owned(db: Db, caller: Caller) {
     templates: ownedTemplates(db, caller),
     media: ownedMedia(db, caller),
     sender: ownedSender(db, caller),
+    campaigns: ownedCampaigns(db, caller),
   }
 }
 export type Owned = ReturnType<typeof owned>

@@ -1,6 +1,7 @@
 import {
   API_KEY_STATUSES,
   APP_ENVS,
+  CAMPAIGN_STATUSES,
   MESSAGE_STATUSES,
   MESSAGE_TYPES,
   MESSAGING_LIMIT_POLICIES,
@@ -16,3 +17,10 @@ export const messageStatus = pgEnum('message_status', MESSAGE_STATUSES)
 export const senderState = pgEnum('sender_state', SENDER_STATES)
 export const serviceWindowPolicy = pgEnum('service_window_policy', SERVICE_WINDOW_POLICIES)
 export const messagingLimitPolicy = pgEnum('messaging_limit_policy', MESSAGING_LIMIT_POLICIES)
+export const campaignStatus = pgEnum('campaign_status', CAMPAIGN_STATUSES)
+export const campaignRecipientRowState = pgEnum('campaign_recipient_state', [
+  'pending',
+  'fed',
+  'skipped',
+  'canceled',
+])

@@ -1,0 +1,51 @@
+import type { CampaignRecipientState, CampaignStatus } from '@dispatch/contracts'
+import type { Db } from '../client.ts'
+import {
+  campaignCounts,
+  campaignRecipientChunks,
+  campaignRecipientsPage,
+  createCampaign,
+  findCampaign,
+  listCampaigns,
+  type NewCampaign,
+  transitionCampaign,
+} from '../queries/campaigns.ts'
+import type { CampaignRow, campaigns } from '../schema/campaigns.ts'
+import type { Caller } from './caller.ts'
+
+/**
+ * A key's campaigns: created in its name (its tenant and sender recorded), read and changed only by
+ * it. Another key's campaign id is not found, as an unknown one.
+ */
+export function ownedCampaigns(db: Db, caller: Caller) {
+  const own = (id: string) => findCampaign(db, id, caller.apiKeyId)
+  return {
+    create: (entry: Omit<NewCampaign, 'apiKeyId' | 'tenantId' | 'senderId'>, at: Date) =>
+      createCampaign(
+        db,
+        { ...entry, apiKeyId: caller.apiKeyId, tenantId: caller.tenantId, senderId: caller.senderId },
+        at,
+      ),
+    find: own,
+    list: (status?: CampaignStatus) =>
+      listCampaigns(db, { apiKeyId: caller.apiKeyId, ...(status ? { status } : {}) }),
+    transition: (
+      id: string,
+      from: readonly CampaignStatus[],
+      to: CampaignStatus,
+      at: Date,
+      set?: Partial<typeof campaigns.$inferInsert>,
+        ? O extends set?: infer S 
+          ? S
+          : never
+        : never,
+    ) => transitionCampaign(db, id, from, to, at, apiKeyId: caller.apiKeyId, ...(set ? set : ) ),
+    counts: (campaign: CampaignRow) => campaignCounts(db, campaign),
+    recipients: (
+      campaign: CampaignRow,
+      options: state?: CampaignRecipientState | undefined; after?: number | undefined; take: number ,
+    ) => campaignRecipientsPage(db, campaign, options),
+    recipientChunks: (campaign: CampaignRow, state?: CampaignRecipientState) =>
+      campaignRecipientChunks(db, campaign, state),
+  }
+}

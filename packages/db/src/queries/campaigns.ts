@@ -1,0 +1,490 @@
+import type {
+  CampaignCounts,
+  CampaignRecipient,
+  CampaignRecipientState,
+  CampaignStatus,
+  MessageStatus,
+  QuietHours,
+} from '@dispatch/contracts'
+import { messageIdAt } from '@dispatch/runtime'
+import { and, desc, eq, gt, inArray, lte, or, sql } from 'drizzle-orm'
+import type { Db } from '../client.ts'
+import {
+  type CampaignRecipientRow,
+  type CampaignRow,
+  type CampaignTemplateColumn,
+  campaignRecipients,
+  campaigns,
+} from '../schema/campaigns.ts'
+import { messages } from '../schema/messages.ts'
+import type { Executor } from './executor.ts'
+import { messagesWithIds } from './message-ids.ts'
+
+export interface NewCampaign {
+  apiKeyId: string
+  tenantId: string | null
+  senderId: string
+  name: string
+  template: CampaignTemplateColumn
+  startAt: Date | null
+  validitySeconds: number | null
+  quietHours: QuietHours | null
+}
+
+export async function createCampaign(db: Db, entry: NewCampaign, at: Date): Promise<CampaignRow> {
+  const [row] = await db
+    .insert(campaigns)
+    .values({ ...entry, createdAt: at, updatedAt: at })
+    .returning()
+  return row as CampaignRow
+}
+
+/** One campaign by id; within a key's own when `apiKeyId` is given (another key's is not found). */
+export async function findCampaign(
+  db: Executor,
+  id: string,
+  apiKeyId?: string,
+): Promise<CampaignRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(campaigns)
+    .where(and(eq(campaigns.id, id), apiKeyId === undefined ? undefined : eq(campaigns.apiKeyId, apiKeyId)))
+  return row
+}
+
+/** The newest campaigns first: a key's, or every key's (an admin's). */
+export async function listCampaigns(
+  db: Db,
+  filter: { apiKeyId?: string; status?: CampaignStatus; limit?: number },
+): Promise<CampaignRow[]> {
+  return db
+    .select()
+    .from(campaigns)
+    .where(
+      and(
+        filter.apiKeyId === undefined ? undefined : eq(campaigns.apiKeyId, filter.apiKeyId),
+        filter.status === undefined ? undefined : eq(campaigns.status, filter.status),
+      ),
+    )
+    .orderBy(desc(campaigns.createdAt))
+    .limit(filter.limit ?? 100)
+}
+
+/**
+ * Moves a campaign from one of `from` to `to` (with the columns `set` gives), in one conditional
+ * update: two callers racing (a pause and the feeder's completion) cannot both win. Answers the
+ * row after, or undefined when it was in no state of `from` (or not the key's).
+ */
+export async function transitionCampaign(
+  db: Executor,
+  id: string,
+  from: readonly CampaignStatus[],
+  to: CampaignStatus,
+  at: Date,
+  options: { apiKeyId?: string | undefined; set?: Partial<typeof campaigns.$inferInsert> } = {},
+): Promise<CampaignRow | undefined> {
+  const [row] = await db
+    .update(campaigns)
+    .set({ ...options.set, status: to, updatedAt: at })
+    .where(
+      and(
+        eq(campaigns.id, id),
+        inArray(campaigns.status, [...from]),
+        options.apiKeyId === undefined ? undefined : eq(campaigns.apiKeyId, options.apiKeyId),
+      ),
+    )
+    .returning()
+  return row
+}
+
+/** The messages of a campaign: its key's, with its id as `batch_id`, accepted since it started. */
+const messagesOf = (campaign: CampaignRow) =>
+  and(
+    eq(messages.apiKeyId, campaign.apiKeyId),
+    eq(messages.batchId, campaign.id),
+    // Its messages are accepted once it runs: the bound keeps the read to the periods since.
+    sql`${messages.acceptedAt} >= ${new Date((campaign.startedAt ?? campaign.createdAt).getTime() - 60_000)}`,
+  )
+
+const emptyCounts = (): CampaignCounts => ({
+  pending: 0,
+  held: 0,
+  sent: 0,
+  delivered: 0,
+  read: 0,
+  failed: 0,
+  skipped: 0,
+  canceled: 0,
+})
+
+/** A recipient's state from its message's status: `queued`, `sending` are still pending. */
+export const recipientStateOf = (status: MessageStatus): CampaignRecipientState => {
+  switch (status) {
+    case 'scheduled':
+      return 'held'
+    case 'queued':
+    case 'sending':
+      return 'pending'
+    case 'expired':
+      return 'failed'
+    default:
+      return status
+  }
+}
+
+/**
+ * Where each recipient stands, counted: the rows' own states (not fed, skipped, canceled) and, for
+ * the rows fed, their messages' statuses. A fed row whose message is not in Postgres yet (queued
+ * in Redis) is `pending`; so the counts always add up to the audience's rows.
+ */
+export async function campaignCounts(
+  db: Db,
+  campaign: CampaignRow,
+): Promise<{ counts: CampaignCounts; failedByCode: Record<string, number> }> {
+  const counts = emptyCounts()
+  const failedByCode: Record<string, number> = {}
+  const rows = await db
+    .select({ state: campaignRecipients.state, n: sql<number>`count(*)::int` })
+    .from(campaignRecipients)
+    .where(eq(campaignRecipients.campaignId, campaign.id))
+    .groupBy(campaignRecipients.state)
+  let fed = 0
+  for (const { state, n } of rows) {
+    if (state === 'fed') fed = n
+    else counts[state] += n
+  }
+  if (fed === 0) return { counts, failedByCode }
+  const statuses = await db
+    .select({ status: messages.status, code: messages.lastErrorCode, n: sql<number>`count(*)::int` })
+    .from(messages)
+    .where(messagesOf(campaign))
+    .groupBy(messages.status, messages.lastErrorCode)
+  let recorded = 0
+  for (const { status, code, n } of statuses) {
+    const state = recipientStateOf(status)
+    counts[state] += n
+    recorded += n
+    if (state === 'failed') {
+      const key = code ?? (status === 'expired' ? 'EXPIRED' : 'UNKNOWN')
+      failedByCode[key] = (failedByCode[key] ?? 0) + n
+    }
+  }
+  // Fed, not recorded yet: waiting in Redis (or past a record that went astray: still pending).
+  counts.pending += Math.max(0, fed - recorded)
+  return { counts, failedByCode }
+}
+
+/** How many of a campaign's fed messages have not reached an end (sent or later, failed, expired, canceled). */
+export const unfinished = (counts: CampaignCounts) => counts.pending + counts.held
+
+interface RecipientsPageOptions {
+  state?: CampaignRecipientState | undefined
+  after?: number | undefined
+  take: number
+}
+
+type RowWithStatus = CampaignRecipientRow & { status: MessageStatus | null; lastErrorCode: string | null }
+
+const toRecipient = (row: RowWithStatus): CampaignRecipient => ({
+  line: row.line,
+  phone: row.phone,
+  userId: row.userId,
+  state: row.state === 'fed' ? (row.status ? recipientStateOf(row.status) : 'pending') : row.state,
+  reason: row.state === 'fed' ? null : row.reason,
+  detail: row.detail,
+  messageId: row.messageId,
+  errorCode:
+    row.errorCode ?? (row.status === 'failed' || row.status === 'expired' ? row.lastErrorCode : null),
+})
+
+/** The statuses of these messages, read by id (each in its own partition). */
+async function statusesOf(db: Db, ids: string[]) {
+  const found = new Map<string, { status: MessageStatus; lastErrorCode: string | null }>()
+  for (let at = 0; at < ids.length; at += 500) {
+    const chunk = ids.slice(at, at + 500)
+    const rows = await db
+      .select({ id: messages.id, status: messages.status, lastErrorCode: messages.lastErrorCode })
+      .from(messages)
+      .where(messagesWithIds(chunk))
+    for (const row of rows) found.set(row.id, row)
+  }
+  return found
+}
+
+/** Rows of a campaign in line order after `after`, with their messages' statuses. */
+async function rowsAfter(
+  db: Db,
+  campaign: CampaignRow,
+  after: number,
+  take: number,
+  only?: CampaignRecipientRow['state'][],
+) {
+  const rows = await db
+    .select()
+    .from(campaignRecipients)
+    .where(
+      and(
+        eq(campaignRecipients.campaignId, campaign.id),
+        gt(campaignRecipients.line, after),
+        only ? inArray(campaignRecipients.state, only) : undefined,
+      ),
+    )
+    .orderBy(campaignRecipients.line)
+    .limit(take)
+  const ids = rows.flatMap((r) => (r.messageId && r.state === 'fed' ? [r.messageId] : []))
+  const statuses = ids.length > 0 ? await statusesOf(db, ids) : new Map()
+  return rows.map(
+    (r): RowWithStatus => ({
+      ...r,
+      status: r.messageId ? (statuses.get(r.messageId)?.status ?? null) : null,
+      lastErrorCode: r.messageId ? (statuses.get(r.messageId)?.lastErrorCode ?? null) : null,
+    }),
+  )
+}
+
+/**
+ * A page of a campaign's recipients in line order, after line `after`, optionally of one state.
+ * A state a row holds itself (skipped, canceled) is read off the rows; a message's state reads the
+ * fed rows in line order and keeps those whose message is in it, page after page, until `take`
+ * are found or the audience ends.
+ */
+export async function campaignRecipientsPage(
+  db: Db,
+  campaign: CampaignRow,
+  options: RecipientsPageOptions,
+): Promise<{ data: CampaignRecipient[]; next: number | null }> {
+  const { state, take } = options
+  let after = options.after ?? 0
+  const own = state === 'skipped' || state === 'canceled' ? [state] : undefined
+  const rowStates: CampaignRecipientRow['state'][] | undefined =
+    own ?? (state === undefined ? undefined : state === 'pending' ? ['pending', 'fed'] : ['fed'])
+  const data: CampaignRecipient[] = []
+  const chunk = state === undefined || own ? take : Math.max(take, 1000)
+  for (;;) {
+    const rows = await rowsAfter(db, campaign, after, chunk, rowStates)
+    for (const row of rows) {
+      const recipient = toRecipient(row)
+      after = row.line
+      if (state === undefined || recipient.state === state) data.push(recipient)
+      if (data.length === take) break
+    }
+    if (data.length === take) {
+      const more = await db
+        .select({ line: campaignRecipients.line })
+        .from(campaignRecipients)
+        .where(and(eq(campaignRecipients.campaignId, campaign.id), gt(campaignRecipients.line, after)))
+        .limit(1)
+      return { data, next: more.length > 0 ? after : null }
+    }
+    if (rows.length < chunk) return { data, next: null }
+  }
+}
+
+/**
+ * Every row of a campaign in line order with its state, a chunk at a time (for the export): never
+ * the whole audience in memory.
+ */
+export async function* campaignRecipientChunks(
+  db: Db,
+  campaign: CampaignRow,
+  state?: CampaignRecipientState,
+  chunk = 5000,
+): AsyncGenerator<CampaignRecipient[]> {
+  let after = 0
+  for (;;) {
+    const rows = await rowsAfter(db, campaign, after, chunk)
+    if (rows.length === 0) return
+    after = (rows[rows.length - 1] as RowWithStatus).line
+    const recipients = rows.map(toRecipient)
+    yield state === undefined ? recipients : recipients.filter((r) => r.state === state)
+    if (rows.length < chunk) return
+  }
+}
+
+/** The campaigns the feeder has work for: running, or scheduled and due. */
+export async function campaignsToFeed(db: Db, now: Date): Promise<CampaignRow[]> {
+  return db
+    .select()
+    .from(campaigns)
+    .where(
+      or(
+        eq(campaigns.status, 'running'),
+        and(eq(campaigns.status, 'scheduled'), lte(campaigns.startAt, now)),
+      ),
+    )
+}
+
+/** A row as the feeder sends it. */
+export interface FedRow {
+  line: number
+  phone: string | null
+  userId: string | null
+  variables: Record<string, string> | null
+  messageId: string
+}
+
+/**
+ * The next `size` rows of a running campaign after its cursor, given their message ids (all of one
+ * time, `at`) and marked `fed`, the cursor moved past them, in one transaction: the ids are in
+ * Postgres before anything is stored in Redis. None when the campaign is not running (paused or
+ * canceled meanwhile: its row is locked here, so a pause waits for this to commit).
+ */
+export async function assignWindow(db: Db, campaignId: string, size: number, at: Date): Promise<FedRow[]> {
+  return db.transaction(async (tx) => {
+    const [campaign] = await tx
+      .select()
+      .from(campaigns)
+      .where(and(eq(campaigns.id, campaignId), eq(campaigns.status, 'running')))
+      .for('update')
+    if (!campaign || campaign.fedThrough !== campaign.confirmedThrough) return []
+    const rows = await tx
+      .select({
+        line: campaignRecipients.line,
+        phone: campaignRecipients.phone,
+        userId: campaignRecipients.userId,
+        variables: campaignRecipients.variables,
+      })
+      .from(campaignRecipients)
+      .where(
+        and(
+          eq(campaignRecipients.campaignId, campaignId),
+          gt(campaignRecipients.line, campaign.fedThrough),
+          eq(campaignRecipients.state, 'pending'),
+        ),
+      )
+      .orderBy(campaignRecipients.line)
+      .limit(size)
+    if (rows.length === 0) return []
+    const ms = at.getTime()
+    const fed = rows.map((r) => ({ ...r, messageId: messageIdAt(ms) }))
+    await tx.execute(sql`
+      update campaign_recipients r set state = 'fed', message_id = v.id::uuid
+      from unnest(${sql.param(fed.map((r) => r.line))}::int[], ${sql.param(fed.map((r) => r.messageId))}::text[]) as v(line, id)
+      where r.campaign_id = ${campaignId} and r.line = v.line`)
+    const last = (fed[fed.length - 1] as FedRow).line
+    await tx.update(campaigns).set({ fedThrough: last, updatedAt: at }).where(eq(campaigns.id, campaignId))
+    return fed
+  })
+}
+
+/**
+ * The rows fed but not confirmed stored (a feeder stopped between the two): stored again under
+ * the same ids by whoever feeds the campaign next.
+ */
+export async function unconfirmedRows(db: Db, campaign: CampaignRow): Promise<FedRow[]> {
+  if (campaign.fedThrough === campaign.confirmedThrough) return []
+  const rows = await db
+    .select({
+      line: campaignRecipients.line,
+      phone: campaignRecipients.phone,
+      userId: campaignRecipients.userId,
+      variables: campaignRecipients.variables,
+      messageId: campaignRecipients.messageId,
+    })
+    .from(campaignRecipients)
+    .where(
+      and(
+        eq(campaignRecipients.campaignId, campaign.id),
+        gt(campaignRecipients.line, campaign.confirmedThrough),
+        lte(campaignRecipients.line, campaign.fedThrough),
+        eq(campaignRecipients.state, 'fed'),
+      ),
+    )
+    .orderBy(campaignRecipients.line)
+  return rows.flatMap((r) => (r.messageId ? [{ ...r, messageId: r.messageId }] : []))
+}
+
+/** A fed row its send refused: skipped, with why; its message id is dropped (nothing was stored). */
+export interface RefusedRow {
+  line: number
+  reason: string
+  errorCode: string
+  detail: string
+}
+
+/** Records what a window's store came to: the refused rows skipped, the cursor confirmed. */
+export async function confirmWindow(
+  db: Db,
+  campaignId: string,
+  through: number,
+  refused: RefusedRow[],
+  at: Date,
+): Promise<void> {
+  await db.transaction(async (tx) => {
+    if (refused.length > 0) {
+      await tx.execute(sql`
+        update campaign_recipients r
+        set state = 'skipped', message_id = null, reason = v.reason, error_code = v.code, detail = v.detail
+        from unnest(${sql.param(refused.map((r) => r.line))}::int[], ${sql.param(refused.map((r) => r.reason))}::text[],
+          ${sql.param(refused.map((r) => r.errorCode))}::text[], ${sql.param(refused.map((r) => r.detail))}::text[])
+          as v(line, reason, code, detail)
+        where r.campaign_id = ${campaignId} and r.line = v.line`)
+    }
+    await tx
+      .update(campaigns)
+      .set({ confirmedThrough: sql`greatest(${campaigns.confirmedThrough}, ${through})`, updatedAt: at })
+      .where(eq(campaigns.id, campaignId))
+  })
+}
+
+/** Whether a campaign has rows not fed yet. */
+export async function hasPendingRows(db: Db, campaign: CampaignRow): Promise<boolean> {
+  const rows = await db
+    .select({ line: campaignRecipients.line })
+    .from(campaignRecipients)
+    .where(
+      and(
+        eq(campaignRecipients.campaignId, campaign.id),
+        gt(campaignRecipients.line, campaign.fedThrough),
+        eq(campaignRecipients.state, 'pending'),
+      ),
+    )
+    .limit(1)
+  return rows.length > 0
+}
+
+/** Cancels the rows not fed yet (the campaign's cancel): answers how many. */
+export async function cancelPendingRows(db: Executor, campaignId: string): Promise<number> {
+  const rows = await db
+    .update(campaignRecipients)
+    .set({ state: 'canceled' })
+    .where(and(eq(campaignRecipients.campaignId, campaignId), eq(campaignRecipients.state, 'pending')))
+    .returning({ line: campaignRecipients.line })
+  return rows.length
+}
+
+/** The ids of a campaign's fed messages not yet recorded at an end (for its cancel): line order, a chunk at a time. */
+export async function* fedMessageIds(db: Db, campaignId: string, chunk = 1000): AsyncGenerator<string[]> {
+  let after = 0
+  for (;;) {
+    const rows = await db
+      .select({ line: campaignRecipients.line, id: campaignRecipients.messageId })
+      .from(campaignRecipients)
+      .where(
+        and(
+          eq(campaignRecipients.campaignId, campaignId),
+          gt(campaignRecipients.line, after),
+          eq(campaignRecipients.state, 'fed'),
+        ),
+      )
+      .orderBy(campaignRecipients.line)
+      .limit(chunk)
+    if (rows.length === 0) return
+    after = (rows[rows.length - 1] as { line: number }).line
+    yield rows.flatMap((r) => (r.id ? [r.id] : []))
+    if (rows.length < chunk) return
+  }
+}
+
+/** Emits a campaign event (`campaign.started`…) to the key's subscribed endpoints, through the outbox. */
+export async function emitCampaignEvent(
+  db: Executor,
+  campaign: CampaignRow,
+  type: 'campaign.started' | 'campaign.progress' | 'campaign.completed',
+  data: Record<string, unknown>,
+  at: Date,
+): Promise<void> {
+  await db.execute(
+    sql`select dispatch_emit_webhook_event(${campaign.apiKeyId}::uuid, ${type}, null, ${JSON.stringify({ campaignId: campaign.id, name: campaign.name, ...data })}::jsonb, ${at})`,
+  )
+}

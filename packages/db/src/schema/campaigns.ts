@@ -1,0 +1,88 @@
+import type { CampaignAudience, QuietHours } from '@dispatch/contracts'
+import { index, integer, jsonb, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core'
+import { apiKeys } from './api-keys.ts'
+import { campaignRecipientRowState, campaignStatus } from './enums.ts'
+
+/** The template a campaign sends, as created (`CreateCampaignBody.template`). */
+export interface CampaignTemplateColumn {
+  templateId: string
+  language: string
+  headerVariables?: { type: string; value: string | null; originalMediaId: string }[]
+  buttonVariables?: { buttonIndex: number; text: string; type: string }[]
+}
+
+/**
+ * A key's campaign (docs/campaigns.md): one template to an uploaded audience. Its recipients are in
+ * `campaign_recipients`; their messages are ordinary messages whose `batch_id` is the campaign's id,
+ * so the campaign's counts read the messages' own (api_key_id, batch_id) index and cost the hot
+ * path nothing.
+ */
+export const campaigns = pgTable(
+  'campaigns',
+  {
+    id: uuid().primaryKey().defaultRandom(),
+    apiKeyId: uuid()
+      .notNull()
+      .references(() => apiKeys.id),
+    /** The key's tenant when it was created (null: none bound). */
+    tenantId: text(),
+    senderId: text().notNull(),
+    name: text().notNull(),
+    template: jsonb().$type<CampaignTemplateColumn>().notNull(),
+    status: campaignStatus().notNull().default('draft'),
+    startAt: timestamp({ withTimezone: true }),
+    validitySeconds: integer(),
+    quietHours: jsonb().$type<QuietHours>(),
+    /** What the upload came to (rows, taken, skipped by reason); null until one is in. */
+    audience: jsonb().$type<CampaignAudience>(),
+    /**
+     * The feeder's cursor: rows up to `fed_through` have message ids assigned; those up to
+     * `confirmed_through` are stored in Redis too. A feeder that finds them apart stores the rows
+     * between again under the same ids (the worker sends a message id once).
+     */
+    fedThrough: integer().notNull().default(0),
+    confirmedThrough: integer().notNull().default(0),
+    /** The last `campaign.progress` event, so one goes out at most every few seconds. */
+    progressAt: timestamp({ withTimezone: true }),
+    createdAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
+    startedAt: timestamp({ withTimezone: true }),
+    completedAt: timestamp({ withTimezone: true }),
+    canceledAt: timestamp({ withTimezone: true }),
+    updatedAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    index('campaigns_api_key_id_created_at_idx').on(t.apiKeyId, t.createdAt),
+    index('campaigns_status_idx').on(t.status),
+  ],
+)
+export type CampaignRow = typeof campaigns.$inferSelect
+
+/**
+ * One row of a campaign's audience, by its line in the upload. `state` is the row's own: `pending`
+ * (not fed yet), `fed` (its message, `message_id`, says the rest), `skipped` (refused at upload or
+ * when fed: `reason`, `detail`, the line as uploaded in `raw`), `canceled` (the campaign was
+ * canceled before it was fed).
+ */
+export const campaignRecipients = pgTable(
+  'campaign_recipients',
+  {
+    campaignId: uuid()
+      .notNull()
+      .references(() => campaigns.id, { onDelete: 'cascade' }),
+    line: integer().notNull(),
+    phone: text(),
+    userId: text(),
+    /** The template's body variables from this row; null for a skipped row. */
+    variables: jsonb().$type<Record<string, string>>(),
+    state: campaignRecipientRowState().notNull(),
+    reason: text(),
+    detail: text(),
+    /** A skipped line as uploaded (cut to 2,000 characters), for the skipped rows' report. */
+    raw: text(),
+    messageId: uuid(),
+    /** A row refused when fed: the send's error code. */
+    errorCode: text(),
+  },
+  (t) => [primaryKey({ columns: [t.campaignId, t.line] })],
+)
+export type CampaignRecipientRow = typeof campaignRecipients.$inferSelect
