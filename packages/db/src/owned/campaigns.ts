@@ -35,11 +35,7 @@ export function ownedCampaigns(db: Db, caller: Caller) {
       to: CampaignStatus,
       at: Date,
       set?: Partial<typeof campaigns.$inferInsert>,
-        ? O extends set?: infer S 
-          ? S
-          : never
-        : never,
-    ) => transitionCampaign(db, id, from, to, at, apiKeyId: caller.apiKeyId, ...(set ? set : ) ),
+    ) => transitionCampaign(db, id, from, to, at, { apiKeyId: caller.apiKeyId, ...(set ? { set } : {}) }),
     counts: (campaign: CampaignRow) => campaignCounts(db, campaign),
     recipients: (
       campaign: CampaignRow,
