@@ -39,7 +39,7 @@ export function ownedCampaigns(db: Db, caller: Caller) {
     counts: (campaign: CampaignRow) => campaignCounts(db, campaign),
     recipients: (
       campaign: CampaignRow,
-      options: state?: CampaignRecipientState | undefined; after?: number | undefined; take: number ,
+      options: { state?: CampaignRecipientState | undefined; after?: number | undefined; take: number },
     ) => campaignRecipientsPage(db, campaign, options),
     recipientChunks: (campaign: CampaignRow, state?: CampaignRecipientState) =>
       campaignRecipientChunks(db, campaign, state),
