@@ -12,6 +12,8 @@ export const QueueNames = {
   erasures: 'erasures',
   /** A revoked key's queued and scheduled messages canceled: relayed from the outbox, run by a `lifecycle` worker. */
   keyRevocations: 'key-revocations',
+  /** A canceled campaign's sweep: its messages still in Redis canceled (docs/campaigns.md). */
+  campaignCancels: 'campaign-cancels',
 } as const
 export type QueueName = (typeof QueueNames)[keyof typeof QueueNames]
 

@@ -1,10 +1,12 @@
-import type {
-  CampaignCounts,
-  CampaignRecipient,
-  CampaignRecipientState,
-  CampaignStatus,
-  MessageStatus,
-  QuietHours,
+import {
+  type CampaignCancelPayload,
+  type CampaignCounts,
+  type CampaignRecipient,
+  type CampaignRecipientState,
+  type CampaignStatus,
+  type MessageStatus,
+  QueueNames,
+  type QuietHours,
 } from '@dispatch/contracts'
 import { messageIdAt } from '@dispatch/runtime'
 import { and, desc, eq, gt, inArray, lte, or, sql } from 'drizzle-orm'
@@ -17,6 +19,7 @@ import {
   campaigns,
 } from '../schema/campaigns.ts'
 import { messages } from '../schema/messages.ts'
+import { OUTBOX_NOTIFY_CHANNEL, outbox } from '../schema/outbox.ts'
 import type { Executor } from './executor.ts'
 import { messagesWithIds } from './message-ids.ts'
 
@@ -487,4 +490,41 @@ export async function emitCampaignEvent(
   await db.execute(
     sql`select dispatch_emit_webhook_event(${campaign.apiKeyId}::uuid, ${type}, null, ${JSON.stringify({ campaignId: campaign.id, name: campaign.name, ...data })}::jsonb, ${at})`,
   )
+}
+
+/** The states a campaign can be canceled from. */
+export const CANCELABLE_CAMPAIGN: readonly CampaignStatus[] = [
+  'draft',
+  'ready',
+  'scheduled',
+  'running',
+  'paused',
+]
+
+/**
+ * Cancels a campaign in one transaction: its status, its rows not fed yet (`canceled`), and the
+ * outbox row whose job cancels its messages still in Redis (queue `campaign-cancels`). So a cancel
+ * answered always sweeps, and the feeder (which locks the campaign's row to feed) never feeds after
+ * it. Undefined when the campaign is in no cancelable state (or not the key's).
+ */
+export async function cancelCampaign(
+  db: Db,
+  id: string,
+  at: Date,
+  apiKeyId?: string,
+): Promise<CampaignRow | undefined> {
+  return db.transaction(async (tx) => {
+    const row = await transitionCampaign(tx, id, CANCELABLE_CAMPAIGN, 'canceled', at, {
+      apiKeyId,
+      set: { canceledAt: at },
+    })
+    if (!row) return undefined
+    await cancelPendingRows(tx, id)
+    if (row.fedThrough > 0) {
+      const payload: CampaignCancelPayload = { campaignId: id }
+      await tx.insert(outbox).values({ topic: QueueNames.campaignCancels, payload, createdAt: at })
+      await tx.execute(sql`select pg_notify(${OUTBOX_NOTIFY_CHANNEL}, '')`)
+    }
+    return row
+  })
 }
