@@ -118,6 +118,14 @@ const ApiEnv = Type.Object({
   /** Whether webhook endpoints may point at loopback, private or link-local addresses. Unset: true
    * in development (a receiver on your machine), false in production (no SSRF into the network). */
   WEBHOOK_ALLOW_PRIVATE_TARGETS: Type.Optional(Type.Boolean()),
+  /** Whether this instance feeds running campaigns (docs/campaigns.md); one instance feeds each at a time. */
+  CAMPAIGN_FEED: Type.Boolean({ default: true }),
+  /** A campaign's recipients waiting for admission in Redis, at most (fed a window at a time). */
+  CAMPAIGN_WINDOW: Type.Integer({ minimum: 10, maximum: 10_000, default: 1000 }),
+  /** How often the feeder looks for campaigns to feed. */
+  CAMPAIGN_FEED_INTERVAL_MS: Type.Integer({ minimum: 10, default: 500 }),
+  /** At most one `campaign.progress` event per campaign this often; the completion is checked as often. */
+  CAMPAIGN_PROGRESS_SECONDS: Type.Integer({ minimum: 1, default: 5 }),
 })
 type ApiEnv = Static<typeof ApiEnv>
 

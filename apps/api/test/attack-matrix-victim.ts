@@ -20,6 +20,7 @@ export const ACME = {
   optOutReason: 'acme-secret-reason asked by phone on 12 May',
   erasedReason: 'acme-secret-reason-2 complaint 5531',
   hookDescription: 'acme-secret-hook CRM relay',
+  campaignName: 'acme-secret-campaign December promotion',
 }
 
 export const inject = (
@@ -123,7 +124,13 @@ export async function createEverything(
     201,
     'upload',
   )
+  const campaign = await post(
+    'campaigns',
+    { name: ACME.campaignName, template: { templateId: 'order_shipped', language: 'pt_BR' } },
+    201,
+  )
   return {
+    campaign,
     endpoint,
     text,
     scheduled,
@@ -171,6 +178,8 @@ export function acmeRecord(acme: Created, eventId: string, keyId: string) {
     "acme's kit serial": acme.kitSerials[0],
     "acme's media id": acme.media.mediaId,
     "acme's event id": eventId,
+    "acme's campaign id": acme.campaign.id,
+    "acme's campaign name": ACME.campaignName,
   }
   for (const [name, phone] of Object.entries(ACME).filter(([k]) => k.endsWith('Phone'))) {
     secrets[`acme's phone (${name})`] = phone
@@ -190,6 +199,7 @@ export function acmeRecord(acme: Created, eventId: string, keyId: string) {
     'webhook-endpoints': [acme.endpoint.id],
     suppressions: [acme.optOut.id],
     erasures: [acme.erasure.id],
+    campaignId: [acme.campaign.id],
     // Admin routes: any value reaches the credential check first.
     'api-keys': [keyId],
     senders: ['default'],
@@ -208,12 +218,13 @@ export async function acmeView(app: FastifyInstance, key: string, secrets: Recor
     const res = await inject(app, 'GET', url, { 'x-api-key': key })
     return res.statusCode === 200 ? res.json() : `${res.statusCode}`
   }
-  const [endpoint, optOut, erasedOptOut, scheduled, order] = await Promise.all([
+  const [endpoint, optOut, erasedOptOut, scheduled, order, campaign] = await Promise.all([
     read(`/api/third-party/webhook-endpoints/${secrets["acme's endpoint id"]}`),
     read(`/api/third-party/suppressions/${secrets["acme's suppression id"]}`),
     read(`/api/third-party/suppressions/${secrets["acme's second suppression id"]}`),
     read(`/api/third-party/messages/${secrets["acme's scheduled message id"]}`),
     read(`/api/third-party/orders/${secrets["acme's order id"]}`),
+    read(`/api/third-party/campaigns/${secrets["acme's campaign id"]}`),
   ])
   const pick = (v: unknown, keys: string[]) =>
     typeof v === 'object' && v
@@ -225,5 +236,6 @@ export async function acmeView(app: FastifyInstance, key: string, secrets: Recor
     'its opt-out of the phone evil erased': pick(erasedOptOut, ['recipient', 'reason', 'scope']),
     'its scheduled message': pick(scheduled, ['status', 'phone']),
     'its order': JSON.stringify(order),
+    'its campaign': pick(campaign, ['name', 'status', 'canceledAt', 'audience']),
   }
 }

@@ -231,6 +231,11 @@ function evilBody(e: Endpoint): object | undefined {
       ],
     },
     'POST /api/third-party/webhook-endpoints': { url: `${receiver.url}/evil-hook`, events: ['message.sent'] },
+    // A campaign of its own, with acme's campaign's name: the answer is evil's campaign.
+    'POST /api/third-party/campaigns': {
+      name: 'evil campaign',
+      template: { templateId: 'order_shipped', language: 'pt_BR' },
+    },
     'PATCH /api/third-party/webhook-endpoints/{id}': { enabled: false, url: `${receiver.url}/evil-hook` },
     'POST /api/third-party/webhook-endpoints/{id}/replay': { since: hourAgo() },
     // An opt-out of its own for a phone acme opted out: the answer is evil's entry, never acme's.

@@ -1465,6 +1465,170 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/third-party/campaigns": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your campaigns, newest first (the last 100)
+         * @description Requires `manage:campaigns`. Each with its recipients counted by state.
+         */
+        get: operations["listCampaigns"];
+        put?: never;
+        /**
+         * Create a campaign: a name and a template; its audience comes next
+         * @description Requires `manage:campaigns`, and `send:template` for its messages. The template is checked against your sender's catalog as a send is (422 `TEMPLATE_NOT_FOUND`, `TEMPLATE_NOT_APPROVED`, `TEMPLATE_PARAMETERS_MISMATCH` for its header or button variables). The campaign starts in `draft`; upload its audience with `PUT /campaigns/{campaignId}/audience`, then `POST …/start`.
+         */
+        post: operations["createCampaign"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/third-party/campaigns/{campaignId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A campaign, with its recipients counted by state and its failures by error code
+         * @description Requires `manage:campaigns`. The counts add up to the audience’s rows.
+         */
+        get: operations["getCampaign"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/third-party/campaigns/{campaignId}/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a campaign whose audience is in
+         * @description Requires `manage:campaigns`. From `ready`: `running` now, or `scheduled` until its `startAt`. Its recipients then go out at `low` priority, a window at a time, within your sender's rate, your key's limits and every consent rule.
+         */
+        post: operations["startCampaign"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/third-party/campaigns/{campaignId}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause a campaign
+         * @description Requires `manage:campaigns`. From `running` or `scheduled`: no more of its recipients are fed; those already fed go on.
+         */
+        post: operations["pauseCampaign"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/third-party/campaigns/{campaignId}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a paused campaign
+         * @description Requires `manage:campaigns`. From `paused`: `running` again (or `scheduled`, while its `startAt` is ahead).
+         */
+        post: operations["resumeCampaign"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/third-party/campaigns/{campaignId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a campaign
+         * @description Requires `manage:campaigns`. Its recipients not fed yet end `canceled`, and its messages still waiting are canceled (`cancelReason: "campaign_canceled"`); those a worker already holds go out. Nothing is sent twice.
+         */
+        post: operations["cancelCampaign"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/third-party/campaigns/{campaignId}/recipients": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A campaign's recipients in line order, with their state
+         * @description Requires `manage:campaigns`. Pages by line: pass the answer’s `next` as `after`. `state` filters.
+         */
+        get: operations["listCampaignRecipients"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/third-party/campaigns/{campaignId}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every row of a campaign with its outcome, streamed (CSV or NDJSON)
+         * @description Requires `manage:campaigns`. In line order: line, phone, userId, state, reason, detail, messageId, errorCode. Read a chunk at a time as the socket takes it.
+         */
+        get: operations["exportCampaignRecipients"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/webhooks/whatsapp": {
         parameters: {
             query?: never;
@@ -4569,7 +4733,7 @@ export interface operations {
                              */
                             redacted?: true;
                             /** @enum {unknown} */
-                            cancelReason?: "key_revoked";
+                            cancelReason?: "key_revoked" | "campaign_canceled";
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -4685,7 +4849,7 @@ export interface operations {
                          */
                         redacted?: true;
                         /** @enum {unknown} */
-                        cancelReason?: "key_revoked";
+                        cancelReason?: "key_revoked" | "campaign_canceled";
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -4989,7 +5153,7 @@ export interface operations {
                              */
                             redacted?: true;
                             /** @enum {unknown} */
-                            cancelReason?: "key_revoked";
+                            cancelReason?: "key_revoked" | "campaign_canceled";
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -10471,7 +10635,7 @@ export interface operations {
                          */
                         redacted?: true;
                         /** @enum {unknown} */
-                        cancelReason?: "key_revoked";
+                        cancelReason?: "key_revoked" | "campaign_canceled";
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -10600,7 +10764,7 @@ export interface operations {
                          */
                         redacted?: true;
                         /** @enum {unknown} */
-                        cancelReason?: "key_revoked";
+                        cancelReason?: "key_revoked" | "campaign_canceled";
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -10786,7 +10950,7 @@ export interface operations {
                              */
                             redacted?: true;
                             /** @enum {unknown} */
-                            cancelReason?: "key_revoked";
+                            cancelReason?: "key_revoked" | "campaign_canceled";
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -11040,7 +11204,7 @@ export interface operations {
                              */
                             redacted?: true;
                             /** @enum {unknown} */
-                            cancelReason?: "key_revoked";
+                            cancelReason?: "key_revoked" | "campaign_canceled";
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -12417,7 +12581,7 @@ export interface operations {
                             /** Format: uuid */
                             id: string;
                             url: string;
-                            events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in")[];
+                            events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed")[];
                             description: string | null;
                             enabled: boolean;
                             disabledReason: ("gone" | "failing") | null;
@@ -12499,7 +12663,7 @@ export interface operations {
             content: {
                 "application/json": {
                     url: string;
-                    events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in")[];
+                    events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed")[];
                     description?: string;
                 };
             };
@@ -12516,7 +12680,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -12640,7 +12804,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -12841,7 +13005,7 @@ export interface operations {
             content: {
                 "application/json": {
                     url?: string;
-                    events?: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in")[];
+                    events?: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed")[];
                     enabled?: boolean;
                 };
             };
@@ -12858,7 +13022,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -12981,7 +13145,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -14706,6 +14870,1437 @@ export interface operations {
                 };
             };
             /** @description No such resource, or an id too long to be one (NOT_FOUND) */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listCampaigns: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** Format: uuid */
+                            id: string;
+                            name: string;
+                            /** Format: uuid */
+                            apiKeyId: string;
+                            senderId: string;
+                            /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
+                            template: {
+                                templateId: string;
+                                /** @description e.g. pt_BR, en */
+                                language: string;
+                                headerVariables?: {
+                                    type: string;
+                                    value: string | null;
+                                    originalMediaId: string;
+                                }[];
+                                buttonVariables?: {
+                                    buttonIndex: number;
+                                    text: string;
+                                    type: string;
+                                }[];
+                            };
+                            /** @enum {unknown} */
+                            status: "draft" | "ready" | "scheduled" | "running" | "paused" | "completed" | "canceled";
+                            startAt: string | null;
+                            validitySeconds: number | null;
+                            quietHours: {
+                                /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                                start: string;
+                                /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                                end: string;
+                                /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                                timeZone?: string;
+                            } | null;
+                            audience: {
+                                rows: number;
+                                taken: number;
+                                skipped: number;
+                                skippedByReason: {
+                                    [key: string]: number;
+                                };
+                                /** @enum {unknown} */
+                                format: "csv" | "ndjson";
+                                /** Format: date-time */
+                                uploadedAt: string;
+                            } | null;
+                            counts: {
+                                pending: number;
+                                held: number;
+                                sent: number;
+                                delivered: number;
+                                read: number;
+                                failed: number;
+                                skipped: number;
+                                canceled: number;
+                            };
+                            failedByCode: {
+                                [key: string]: number;
+                            };
+                            /** Format: date-time */
+                            createdAt: string;
+                            startedAt: string | null;
+                            completedAt: string | null;
+                            canceledAt: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createCampaign: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
+                    template: {
+                        templateId: string;
+                        /** @description e.g. pt_BR, en */
+                        language: string;
+                        headerVariables?: {
+                            type: string;
+                            value: string | null;
+                            originalMediaId: string;
+                        }[];
+                        buttonVariables?: {
+                            buttonIndex: number;
+                            text: string;
+                            type: string;
+                        }[];
+                    };
+                    /**
+                     * Format: date-time
+                     * @description Start then (at most 35 days ahead); absent: when started
+                     */
+                    startAt?: string;
+                    /** @description Never send it later than this many seconds after it is due: 60 to 86400 (default 14400) */
+                    validitySeconds?: number;
+                    /** @description Hold messages that would reach the recipient in this stretch of their local time until it ends. The zone: the send's `timeZone`, else the phone number's country, else `timeZone` here, else UTC */
+                    quietHours?: {
+                        /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                        start: string;
+                        /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                        end: string;
+                        /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                        timeZone?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        name: string;
+                        /** Format: uuid */
+                        apiKeyId: string;
+                        senderId: string;
+                        /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
+                        template: {
+                            templateId: string;
+                            /** @description e.g. pt_BR, en */
+                            language: string;
+                            headerVariables?: {
+                                type: string;
+                                value: string | null;
+                                originalMediaId: string;
+                            }[];
+                            buttonVariables?: {
+                                buttonIndex: number;
+                                text: string;
+                                type: string;
+                            }[];
+                        };
+                        /** @enum {unknown} */
+                        status: "draft" | "ready" | "scheduled" | "running" | "paused" | "completed" | "canceled";
+                        startAt: string | null;
+                        validitySeconds: number | null;
+                        quietHours: {
+                            /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                            start: string;
+                            /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                            end: string;
+                            /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                            timeZone?: string;
+                        } | null;
+                        audience: {
+                            rows: number;
+                            taken: number;
+                            skipped: number;
+                            skippedByReason: {
+                                [key: string]: number;
+                            };
+                            /** @enum {unknown} */
+                            format: "csv" | "ndjson";
+                            /** Format: date-time */
+                            uploadedAt: string;
+                        } | null;
+                        counts: {
+                            pending: number;
+                            held: number;
+                            sent: number;
+                            delivered: number;
+                            read: number;
+                            failed: number;
+                            skipped: number;
+                            canceled: number;
+                        };
+                        failedByCode: {
+                            [key: string]: number;
+                        };
+                        /** Format: date-time */
+                        createdAt: string;
+                        startedAt: string | null;
+                        completedAt: string | null;
+                        canceledAt: string | null;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            422: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getCampaign: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description A campaign id, as created */
+                campaignId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        name: string;
+                        /** Format: uuid */
+                        apiKeyId: string;
+                        senderId: string;
+                        /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
+                        template: {
+                            templateId: string;
+                            /** @description e.g. pt_BR, en */
+                            language: string;
+                            headerVariables?: {
+                                type: string;
+                                value: string | null;
+                                originalMediaId: string;
+                            }[];
+                            buttonVariables?: {
+                                buttonIndex: number;
+                                text: string;
+                                type: string;
+                            }[];
+                        };
+                        /** @enum {unknown} */
+                        status: "draft" | "ready" | "scheduled" | "running" | "paused" | "completed" | "canceled";
+                        startAt: string | null;
+                        validitySeconds: number | null;
+                        quietHours: {
+                            /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                            start: string;
+                            /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                            end: string;
+                            /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                            timeZone?: string;
+                        } | null;
+                        audience: {
+                            rows: number;
+                            taken: number;
+                            skipped: number;
+                            skippedByReason: {
+                                [key: string]: number;
+                            };
+                            /** @enum {unknown} */
+                            format: "csv" | "ndjson";
+                            /** Format: date-time */
+                            uploadedAt: string;
+                        } | null;
+                        counts: {
+                            pending: number;
+                            held: number;
+                            sent: number;
+                            delivered: number;
+                            read: number;
+                            failed: number;
+                            skipped: number;
+                            canceled: number;
+                        };
+                        failedByCode: {
+                            [key: string]: number;
+                        };
+                        /** Format: date-time */
+                        createdAt: string;
+                        startedAt: string | null;
+                        completedAt: string | null;
+                        canceledAt: string | null;
+                    };
+                };
+            };
+            /** @description A malformed parameter (VALIDATION_ERROR) */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    startCampaign: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description A campaign id, as created */
+                campaignId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        name: string;
+                        /** Format: uuid */
+                        apiKeyId: string;
+                        senderId: string;
+                        /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
+                        template: {
+                            templateId: string;
+                            /** @description e.g. pt_BR, en */
+                            language: string;
+                            headerVariables?: {
+                                type: string;
+                                value: string | null;
+                                originalMediaId: string;
+                            }[];
+                            buttonVariables?: {
+                                buttonIndex: number;
+                                text: string;
+                                type: string;
+                            }[];
+                        };
+                        /** @enum {unknown} */
+                        status: "draft" | "ready" | "scheduled" | "running" | "paused" | "completed" | "canceled";
+                        startAt: string | null;
+                        validitySeconds: number | null;
+                        quietHours: {
+                            /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                            start: string;
+                            /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                            end: string;
+                            /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                            timeZone?: string;
+                        } | null;
+                        audience: {
+                            rows: number;
+                            taken: number;
+                            skipped: number;
+                            skippedByReason: {
+                                [key: string]: number;
+                            };
+                            /** @enum {unknown} */
+                            format: "csv" | "ndjson";
+                            /** Format: date-time */
+                            uploadedAt: string;
+                        } | null;
+                        counts: {
+                            pending: number;
+                            held: number;
+                            sent: number;
+                            delivered: number;
+                            read: number;
+                            failed: number;
+                            skipped: number;
+                            canceled: number;
+                        };
+                        failedByCode: {
+                            [key: string]: number;
+                        };
+                        /** Format: date-time */
+                        createdAt: string;
+                        startedAt: string | null;
+                        completedAt: string | null;
+                        canceledAt: string | null;
+                    };
+                };
+            };
+            /** @description A malformed parameter, or a malformed body (VALIDATION_ERROR) */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            409: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    pauseCampaign: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description A campaign id, as created */
+                campaignId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        name: string;
+                        /** Format: uuid */
+                        apiKeyId: string;
+                        senderId: string;
+                        /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
+                        template: {
+                            templateId: string;
+                            /** @description e.g. pt_BR, en */
+                            language: string;
+                            headerVariables?: {
+                                type: string;
+                                value: string | null;
+                                originalMediaId: string;
+                            }[];
+                            buttonVariables?: {
+                                buttonIndex: number;
+                                text: string;
+                                type: string;
+                            }[];
+                        };
+                        /** @enum {unknown} */
+                        status: "draft" | "ready" | "scheduled" | "running" | "paused" | "completed" | "canceled";
+                        startAt: string | null;
+                        validitySeconds: number | null;
+                        quietHours: {
+                            /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                            start: string;
+                            /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                            end: string;
+                            /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                            timeZone?: string;
+                        } | null;
+                        audience: {
+                            rows: number;
+                            taken: number;
+                            skipped: number;
+                            skippedByReason: {
+                                [key: string]: number;
+                            };
+                            /** @enum {unknown} */
+                            format: "csv" | "ndjson";
+                            /** Format: date-time */
+                            uploadedAt: string;
+                        } | null;
+                        counts: {
+                            pending: number;
+                            held: number;
+                            sent: number;
+                            delivered: number;
+                            read: number;
+                            failed: number;
+                            skipped: number;
+                            canceled: number;
+                        };
+                        failedByCode: {
+                            [key: string]: number;
+                        };
+                        /** Format: date-time */
+                        createdAt: string;
+                        startedAt: string | null;
+                        completedAt: string | null;
+                        canceledAt: string | null;
+                    };
+                };
+            };
+            /** @description A malformed parameter, or a malformed body (VALIDATION_ERROR) */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            409: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    resumeCampaign: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description A campaign id, as created */
+                campaignId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        name: string;
+                        /** Format: uuid */
+                        apiKeyId: string;
+                        senderId: string;
+                        /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
+                        template: {
+                            templateId: string;
+                            /** @description e.g. pt_BR, en */
+                            language: string;
+                            headerVariables?: {
+                                type: string;
+                                value: string | null;
+                                originalMediaId: string;
+                            }[];
+                            buttonVariables?: {
+                                buttonIndex: number;
+                                text: string;
+                                type: string;
+                            }[];
+                        };
+                        /** @enum {unknown} */
+                        status: "draft" | "ready" | "scheduled" | "running" | "paused" | "completed" | "canceled";
+                        startAt: string | null;
+                        validitySeconds: number | null;
+                        quietHours: {
+                            /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                            start: string;
+                            /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                            end: string;
+                            /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                            timeZone?: string;
+                        } | null;
+                        audience: {
+                            rows: number;
+                            taken: number;
+                            skipped: number;
+                            skippedByReason: {
+                                [key: string]: number;
+                            };
+                            /** @enum {unknown} */
+                            format: "csv" | "ndjson";
+                            /** Format: date-time */
+                            uploadedAt: string;
+                        } | null;
+                        counts: {
+                            pending: number;
+                            held: number;
+                            sent: number;
+                            delivered: number;
+                            read: number;
+                            failed: number;
+                            skipped: number;
+                            canceled: number;
+                        };
+                        failedByCode: {
+                            [key: string]: number;
+                        };
+                        /** Format: date-time */
+                        createdAt: string;
+                        startedAt: string | null;
+                        completedAt: string | null;
+                        canceledAt: string | null;
+                    };
+                };
+            };
+            /** @description A malformed parameter, or a malformed body (VALIDATION_ERROR) */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            409: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    cancelCampaign: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description A campaign id, as created */
+                campaignId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        name: string;
+                        /** Format: uuid */
+                        apiKeyId: string;
+                        senderId: string;
+                        /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
+                        template: {
+                            templateId: string;
+                            /** @description e.g. pt_BR, en */
+                            language: string;
+                            headerVariables?: {
+                                type: string;
+                                value: string | null;
+                                originalMediaId: string;
+                            }[];
+                            buttonVariables?: {
+                                buttonIndex: number;
+                                text: string;
+                                type: string;
+                            }[];
+                        };
+                        /** @enum {unknown} */
+                        status: "draft" | "ready" | "scheduled" | "running" | "paused" | "completed" | "canceled";
+                        startAt: string | null;
+                        validitySeconds: number | null;
+                        quietHours: {
+                            /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                            start: string;
+                            /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                            end: string;
+                            /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                            timeZone?: string;
+                        } | null;
+                        audience: {
+                            rows: number;
+                            taken: number;
+                            skipped: number;
+                            skippedByReason: {
+                                [key: string]: number;
+                            };
+                            /** @enum {unknown} */
+                            format: "csv" | "ndjson";
+                            /** Format: date-time */
+                            uploadedAt: string;
+                        } | null;
+                        counts: {
+                            pending: number;
+                            held: number;
+                            sent: number;
+                            delivered: number;
+                            read: number;
+                            failed: number;
+                            skipped: number;
+                            canceled: number;
+                        };
+                        failedByCode: {
+                            [key: string]: number;
+                        };
+                        /** Format: date-time */
+                        createdAt: string;
+                        startedAt: string | null;
+                        completedAt: string | null;
+                        canceledAt: string | null;
+                    };
+                };
+            };
+            /** @description A malformed parameter, or a malformed body (VALIDATION_ERROR) */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            409: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listCampaignRecipients: {
+        parameters: {
+            query?: {
+                state?: "pending" | "held" | "sent" | "delivered" | "read" | "failed" | "skipped" | "canceled";
+                after?: number;
+                take?: number;
+            };
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description A campaign id, as created */
+                campaignId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            line: number;
+                            phone: string | null;
+                            userId: string | null;
+                            /** @enum {unknown} */
+                            state: "pending" | "held" | "sent" | "delivered" | "read" | "failed" | "skipped" | "canceled";
+                            reason: string | null;
+                            detail: string | null;
+                            messageId: string | null;
+                            errorCode: string | null;
+                        }[];
+                        next: number | null;
+                    };
+                };
+            };
+            /** @description A malformed parameter (VALIDATION_ERROR) */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    exportCampaignRecipients: {
+        parameters: {
+            query?: {
+                format?: "csv" | "ndjson";
+                state?: "pending" | "held" | "sent" | "delivered" | "read" | "failed" | "skipped" | "canceled";
+            };
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description A campaign id, as created */
+                campaignId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rows, as CSV (with a header) or NDJSON */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                    "application/x-ndjson": string;
+                };
+            };
+            /** @description A malformed parameter (VALIDATION_ERROR) */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
             404: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];

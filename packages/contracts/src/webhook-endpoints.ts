@@ -17,6 +17,9 @@ export const WEBHOOK_EVENT_TYPES = [
   'sender.updated',
   'recipient.opted_out',
   'recipient.opted_in',
+  'campaign.started',
+  'campaign.progress',
+  'campaign.completed',
 ] as const
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number]
 export type WebhookEndpointEvents = WebhookEventType[]

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
+import { startCampaignFeeder } from '../campaigns/feeder.ts'
 import type { Prefetched } from '../sending/checks/send-checks.ts'
 import { watchSendRules } from '../sending/checks/watch-send-rules.ts'
 import { createSending, type Sending } from '../sending/sending.ts'
@@ -21,7 +22,8 @@ declare module 'fastify' {
 
 /**
  * Builds sending once for the app, its send rules loaded before the first request, kept current
- * (`watchSendRules`) and compared every TEMPLATE_CACHE_REFRESH_MS.
+ * (`watchSendRules`) and compared every TEMPLATE_CACHE_REFRESH_MS; and, unless CAMPAIGN_FEED is
+ * off, the campaign feeder (campaigns/feeder.ts).
  */
 export const sending = fp(
   async (app: FastifyInstance) => {
@@ -31,7 +33,16 @@ export const sending = fp(
     await built.rules.start(config.TEMPLATE_CACHE_REFRESH_MS)
     app.decorate('sending', built)
     app.decorateRequest('prefetchedChecks', undefined)
+    // Campaigns are sends too: fed through `submit` by whichever instance holds each one's lease.
+    const feeder = config.CAMPAIGN_FEED
+      ? startCampaignFeeder(built, app.deps.redis, {
+          window: config.CAMPAIGN_WINDOW,
+          intervalMs: config.CAMPAIGN_FEED_INTERVAL_MS,
+          progressSeconds: config.CAMPAIGN_PROGRESS_SECONDS,
+        })
+      : undefined
     app.addHook('onClose', async () => {
+      await feeder?.stop()
       built.rules.stop()
       unwatch()
     })

@@ -82,6 +82,8 @@ export function acceptMessage(
     now: Date
     batchId?: string
     field?: string
+    /** The message's id when the caller gave it one (a campaign's row, assigned before storing); else a new one. */
+    messageId?: string
   },
   config: Pick<
     ApiConfig,
@@ -141,7 +143,7 @@ export function acceptMessage(
   // Its shape is MessageJob's by construction from a validated body: accept.test.ts holds every kind
   // and option to the contract (a check here cost 4 µs a request), and the worker checks each job.
   const job = {
-    messageId: messageIdAt(now.getTime()),
+    messageId: input.messageId ?? messageIdAt(now.getTime()),
     apiKeyId: input.apiKey.id,
     acceptedAt: now.toISOString(),
     ...(input.apiKey.tenantId ? { tenantId: input.apiKey.tenantId } : {}),

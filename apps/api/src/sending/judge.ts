@@ -50,9 +50,17 @@ export async function judge(
   sending: Pick<Sending, 'config' | 'checks' | 'quietHours'>,
   key: SendingKey,
   items: SendItem[],
-  options: { now: Date; batchId?: string | undefined; prefetched?: Prefetched | undefined },
+  options: {
+    now: Date
+    batchId?: string | undefined
+    prefetched?: Prefetched | undefined
+    /** Each item's message id, given by the caller (a campaign's rows); else new ones. */
+    messageIds?: string[] | undefined
+    /** Wait for room under the messaging limit whatever the sender's policy (a campaign's sends). */
+    holdAtLimit?: boolean | undefined
+  },
 ): Promise<Judged[]> {
-  const judged: Judged[] = items.map((item) => {
+  const judged: Judged[] = items.map((item, i) => {
     try {
       return {
         accepted: acceptMessage(
@@ -61,6 +69,7 @@ export async function judge(
             apiKey: key,
             now: options.now,
             ...(options.batchId ? { batchId: options.batchId } : {}),
+            ...(options.messageIds ? { messageId: options.messageIds[i] as string } : {}),
           },
           sending.config,
           sending.quietHours,
@@ -81,6 +90,7 @@ export async function judge(
     options.now.getTime(),
     options.prefetched,
     suppressionOwner({ apiKeyId: key.id, tenantId: key.tenantId }),
+    options.holdAtLimit === true,
   )
   refused.forEach((error, n) => {
     const i = open[n] as number

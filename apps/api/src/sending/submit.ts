@@ -33,6 +33,18 @@ export interface SubmitOptions {
   rate?: MessageRate
   /** The caller's logger (a request's); sending's own by default. */
   log?: Log
+  /**
+   * Each send's message id, given by the caller (a campaign assigns its rows' ids in Postgres
+   * before storing them, so a second store after a crash is the same messages).
+   */
+  messageIds?: string[]
+  /**
+   * The messages may have been stored before under the same ids (a campaign's window stored again):
+   * the worker reads each one's record before sending, so none goes twice.
+   */
+  again?: boolean
+  /** Wait for room under the portfolio's messaging limit whatever the sender's policy (a campaign's). */
+  holdAtLimit?: boolean
 }
 
 /**
@@ -53,7 +65,13 @@ export async function submit(
   const now = options.now ?? sending.clock()
   const log = options.log ?? sending.log
   const { batchId } = options
-  const judged: Judged[] = await judge(sending, key, sends, { now, batchId, prefetched: options.prefetched })
+  const judged: Judged[] = await judge(sending, key, sends, {
+    now,
+    batchId,
+    prefetched: options.prefetched,
+    messageIds: options.messageIds,
+    holdAtLimit: options.holdAtLimit,
+  })
   const valid = judged.flatMap((answer, i) => ('accepted' in answer ? [i] : []))
   // A caller that spent before judging gets back what the checks refused: a refused send spends
   // no quota (the per-second window keeps it: it measures the key's pace of asking). Not awaited:
@@ -64,6 +82,7 @@ export async function submit(
   await options.rate?.spend?.(valid.length)
 
   const accepted = valid.map((i) => (judged[i] as { accepted: AcceptedMessage }).accepted)
+  if (options.again) for (const { job } of accepted) job.readmitted = true
   const [only] = accepted
   let outcomes: StoreOutcome[]
   try {

@@ -4,10 +4,12 @@ import {
   campaignCounts,
   campaignRecipientChunks,
   campaignRecipientsPage,
+  cancelCampaign,
   createCampaign,
   findCampaign,
   listCampaigns,
   type NewCampaign,
+  startCampaign,
   transitionCampaign,
 } from '../queries/campaigns.ts'
 import type { CampaignRow, campaigns } from '../schema/campaigns.ts'
@@ -36,6 +38,10 @@ export function ownedCampaigns(db: Db, caller: Caller) {
       at: Date,
       set?: Partial<typeof campaigns.$inferInsert>,
     ) => transitionCampaign(db, id, from, to, at, { apiKeyId: caller.apiKeyId, ...(set ? { set } : {}) }),
+    /** Starts (or resumes) the key's campaign from one of `from`; see `startCampaign`. */
+    start: (id: string, from: readonly CampaignStatus[], at: Date) =>
+      startCampaign(db, id, from, at, caller.apiKeyId),
+    cancel: (id: string, at: Date) => cancelCampaign(db, id, at, caller.apiKeyId),
     counts: (campaign: CampaignRow) => campaignCounts(db, campaign),
     recipients: (
       campaign: CampaignRow,

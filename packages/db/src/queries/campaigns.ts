@@ -106,7 +106,7 @@ const messagesOf = (campaign: CampaignRow) =>
     eq(messages.apiKeyId, campaign.apiKeyId),
     eq(messages.batchId, campaign.id),
     // Its messages are accepted once it runs: the bound keeps the read to the periods since.
-    sql`${messages.acceptedAt} >= ${new Date((campaign.startedAt ?? campaign.createdAt).getTime() - 60_000)}`,
+    sql`${messages.acceptedAt} >= ${new Date((campaign.startedAt ?? campaign.createdAt).getTime() - 60_000).toISOString()}::timestamptz`,
   )
 
 const emptyCounts = (): CampaignCounts => ({
@@ -488,7 +488,7 @@ export async function emitCampaignEvent(
   at: Date,
 ): Promise<void> {
   await db.execute(
-    sql`select dispatch_emit_webhook_event(${campaign.apiKeyId}::uuid, ${type}, null, ${JSON.stringify({ campaignId: campaign.id, name: campaign.name, ...data })}::jsonb, ${at})`,
+    sql`select dispatch_emit_webhook_event(${campaign.apiKeyId}::uuid, ${type}, null, ${JSON.stringify({ campaignId: campaign.id, name: campaign.name, ...data })}::jsonb, ${at.toISOString()}::timestamptz)`,
   )
 }
 
@@ -524,6 +524,38 @@ export async function cancelCampaign(
       const payload: CampaignCancelPayload = { campaignId: id }
       await tx.insert(outbox).values({ topic: QueueNames.campaignCancels, payload, createdAt: at })
       await tx.execute(sql`select pg_notify(${OUTBOX_NOTIFY_CHANNEL}, '')`)
+    }
+    return row
+  })
+}
+
+/**
+ * Starts a campaign `from` one of these states: `scheduled` while its `startAt` is ahead of `now`,
+ * else `running` from now, with its `campaign.started` event in the same transaction (an event
+ * exactly when the start committed). Undefined when it was in none of them.
+ */
+export async function startCampaign(
+  db: Db,
+  id: string,
+  from: readonly CampaignStatus[],
+  now: Date,
+  apiKeyId?: string,
+): Promise<CampaignRow | undefined> {
+  return db.transaction(async (tx) => {
+    const [current] = await tx
+      .select()
+      .from(campaigns)
+      .where(and(eq(campaigns.id, id), apiKeyId === undefined ? undefined : eq(campaigns.apiKeyId, apiKeyId)))
+      .for('update')
+    if (!current || !from.includes(current.status)) return undefined
+    if (current.startAt && current.startAt.getTime() > now.getTime()) {
+      return transitionCampaign(tx, id, from, 'scheduled', now)
+    }
+    const row = await transitionCampaign(tx, id, from, 'running', now, {
+      set: { startedAt: current.startedAt ?? now },
+    })
+    if (row && !current.startedAt) {
+      await emitCampaignEvent(tx, row, 'campaign.started', { audience: row.audience?.taken ?? 0 }, now)
     }
     return row
   })

@@ -231,6 +231,8 @@ export class SendChecks {
     now = Date.now(),
     prefetched?: Prefetched,
     owner: SuppressionOwner = '',
+    /** The sends wait for room under the messaging limit whatever the sender's policy (a campaign's). */
+    holdAtLimit = false,
   ): Promise<Array<AppError | undefined>> {
     const rules = this.#rules.get(senderId)
     const errors: Array<AppError | undefined> = sends.map(() => undefined)
@@ -258,7 +260,7 @@ export class SendChecks {
         : this.#checkConsent(number, owner, rules, sends, errors, prefetched)
     // The portfolio's reach under `refuse`, in the same turn (no reads at all for another policy).
     const consent =
-      rules?.messagingLimit.policy === 'refuse'
+      rules?.messagingLimit.policy === 'refuse' && !holdAtLimit
         ? Promise.all([
             consentChecked,
             checkMessagingLimit(this.#limitDeps, rules, sends, errors, now, prefetched?.limit),

@@ -1,0 +1,258 @@
+import { randomUUID } from 'node:crypto'
+import { type ErrorCode, Scopes } from '@dispatch/contracts'
+import {
+  assignWindow,
+  type CampaignRow,
+  campaignCounts,
+  campaignsToFeed,
+  cancelCampaign,
+  confirmWindow,
+  emitCampaignEvent,
+  type FedRow,
+  findApiKeyById,
+  findCampaign,
+  hasPendingRows,
+  type RefusedRow,
+  startCampaign,
+  transitionCampaign,
+  unconfirmedRows,
+  unfinished,
+} from '@dispatch/db'
+import { acceptedAtOfMessageId } from '@dispatch/runtime'
+import { fairKeys } from '@dispatch/runtime/message-handoff'
+import type { RedisClient } from '@dispatch/runtime/redis'
+import { AppError } from '../errors.ts'
+import type { SendItem } from '../sending/judge.ts'
+import type { Sending } from '../sending/sending.ts'
+import { type Submitted, submit } from '../sending/submit.ts'
+
+/** What the feeder is told; the rest it takes from `sending` (config, db, Redis through the store). */
+export interface FeederOptions {
+  /** Recipients a campaign keeps waiting in its key's `low` list at most (CAMPAIGN_WINDOW). */
+  window: number
+  /** How often the feeder looks for work (CAMPAIGN_FEED_INTERVAL_MS). */
+  intervalMs: number
+  /** At most one `campaign.progress` event this often per campaign (CAMPAIGN_PROGRESS_SECONDS). */
+  progressSeconds: number
+  /** How long a feeder's claim on a campaign lasts unless renewed. */
+  leaseMs?: number
+}
+
+/** Refusals that say "not now", not "never": the rows are stored again on a later turn, same ids. */
+const RETRY_LATER: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'OUTSTANDING_LIMIT_REACHED',
+  'RATE_LIMITED',
+  'QUOTA_EXCEEDED',
+  'SERVICE_UNAVAILABLE',
+])
+
+/** Why a row whose send was refused is skipped, by the refusal's code. */
+const SKIP_REASON: Partial<Record<ErrorCode, string>> = {
+  RECIPIENT_OPTED_OUT: 'opted_out',
+  VALIDATION_ERROR: 'invalid_recipient',
+  TEMPLATE_PARAMETERS_MISMATCH: 'invalid_variables',
+}
+
+/**
+ * Feeds running campaigns into their senders' fair queues (docs/campaigns.md). Every API instance
+ * runs one; a campaign is fed by one instance at a time, the one holding its lease in Redis. Each
+ * turn, per campaign:
+ * 1. rows fed but not confirmed stored (a feeder stopped between the two) are stored again under
+ *    the ids they were given, marked `readmitted` so the worker reads each record before sending;
+ * 2. when fewer than `window / 2` of the key's `low` messages wait for admission, the next
+ *    `window` rows get message ids in Postgres (`assignWindow`, which locks the campaign's row and
+ *    feeds only a `running` one), then are submitted as template sends at `low` priority through
+ *    `submit`, judged as any send is, held (never refused) at the messaging limit; a refused row is
+ *    skipped with its code; then the window is confirmed;
+ * 3. at most every `progressSeconds`, the counts: a `campaign.progress` event, and `completed` with
+ *    its event once every row is fed and every message has ended.
+ * So Redis holds at most about a window of a campaign's messages waiting, plus those held.
+ */
+export function startCampaignFeeder(sending: Sending, redis: RedisClient, options: FeederOptions) {
+  const { db, log } = sending
+  const prefix = sending.config.QUEUE_PREFIX
+  const owner = randomUUID()
+  const leaseMs = options.leaseMs ?? Math.max(10_000, options.intervalMs * 10)
+  const lastProgress = new Map<string, number>()
+  let stopped = false
+  let running: Promise<void> | undefined
+  let timer: NodeJS.Timeout | undefined
+
+  /** Takes or keeps this instance's lease on a campaign; false when another instance holds it. */
+  async function lease(campaignId: string): Promise<boolean> {
+    const key = `${prefix}:campaign-lease:${campaignId}`
+    const before = await redis.set(key, owner, 'PX', leaseMs, 'NX', 'GET')
+    if (before === null) return true
+    if (before !== owner) return false
+    await redis.pexpire(key, leaseMs)
+    return true
+  }
+
+  function sendsOf(campaign: CampaignRow, rows: FedRow[]): SendItem[] {
+    const { template } = campaign
+    return rows.map((row) => ({
+      type: 'template' as const,
+      field: `line ${row.line}`,
+      body: {
+        ...(row.phone ? { phone: row.phone } : {}),
+        ...(row.userId ? { userId: row.userId } : {}),
+        templateId: template.templateId,
+        language: template.language,
+        ...(row.variables && Object.keys(row.variables).length > 0 ? { variables: row.variables } : {}),
+        ...(template.headerVariables ? { headerVariables: template.headerVariables } : {}),
+        ...(template.buttonVariables ? { buttonVariables: template.buttonVariables } : {}),
+        priority: 'low' as const,
+        ...(campaign.validitySeconds ? { validitySeconds: campaign.validitySeconds } : {}),
+        ...(campaign.quietHours ? { quietHours: campaign.quietHours } : {}),
+      } as SendItem['body'],
+    }))
+  }
+
+  /**
+   * Stores rows (all given their ids at one time) and confirms them: answers false when they must be
+   * stored again later (the key's bound, Redis away), leaving them unconfirmed.
+   */
+  async function store(campaign: CampaignRow, rows: FedRow[], again: boolean): Promise<boolean> {
+    const key = await findApiKeyById(db, campaign.apiKeyId)
+    if (key?.status !== 'approved' || !key.scopes.includes(Scopes.sendTemplate)) {
+      // A revoked key's campaign ends with it; a key not (yet, or no longer) approved waits.
+      if (key?.status === 'revoked') await cancelForKey(campaign)
+      return false
+    }
+    const ids = rows.map((r) => r.messageId)
+    // The ids carry the time they were given: the messages are accepted then, as first stored.
+    const at = new Date(acceptedAtOfMessageId(ids[0] as string) ?? sending.clock().getTime())
+    let answers: Submitted[]
+    try {
+      answers = await submit(sending, key, sendsOf(campaign, rows), {
+        now: at,
+        batchId: campaign.id,
+        messageIds: ids,
+        again,
+        holdAtLimit: true,
+      })
+    } catch (error) {
+      if (error instanceof AppError && RETRY_LATER.has(error.errorCode as ErrorCode)) return false
+      throw error
+    }
+    const refused: RefusedRow[] = []
+    answers.forEach((answer, i) => {
+      if (!('error' in answer)) return
+      const { errorCode, message } = answer.error
+      if (RETRY_LATER.has(errorCode as ErrorCode)) return
+      refused.push({
+        line: (rows[i] as FedRow).line,
+        reason: SKIP_REASON[errorCode as ErrorCode] ?? 'refused',
+        errorCode,
+        detail: message,
+      })
+    })
+    const later = answers.some((a) => 'error' in a && RETRY_LATER.has(a.error.errorCode as ErrorCode))
+    if (later) {
+      // Those stored stay stored; the window is stored again (same ids) once there is room.
+      return false
+    }
+    await confirmWindow(db, campaign.id, (rows[rows.length - 1] as FedRow).line, refused, sending.clock())
+    return true
+  }
+
+  async function cancelForKey(campaign: CampaignRow) {
+    log.warn({ campaignId: campaign.id }, 'campaign key revoked: the campaign is canceled')
+    await cancelCampaign(db, campaign.id, sending.clock())
+  }
+
+  /** How many of the key's `low` messages wait for admission on the campaign's sender. */
+  const waiting = (campaign: CampaignRow) =>
+    redis.llen(fairKeys(prefix, campaign.senderId).list('low', campaign.apiKeyId))
+
+  async function progress(campaign: CampaignRow, now: Date) {
+    const last = lastProgress.get(campaign.id) ?? campaign.progressAt?.getTime() ?? 0
+    if (now.getTime() - last < options.progressSeconds * 1000) return
+    lastProgress.set(campaign.id, now.getTime())
+    const { counts, failedByCode } = await campaignCounts(db, campaign)
+    const done =
+      campaign.fedThrough === campaign.confirmedThrough &&
+      unfinished(counts) === 0 &&
+      !(await hasPendingRows(db, campaign))
+    if (done) {
+      await db.transaction(async (tx) => {
+        const row = await transitionCampaign(tx, campaign.id, ['running'], 'completed', now, {
+          set: { completedAt: now, progressAt: now },
+        })
+        if (row) await emitCampaignEvent(tx, row, 'campaign.completed', { counts, failedByCode }, now)
+      })
+      lastProgress.delete(campaign.id)
+      log.info({ campaignId: campaign.id, counts }, 'campaign completed')
+      return
+    }
+    await db.transaction(async (tx) => {
+      const row = await transitionCampaign(tx, campaign.id, ['running'], 'running', now, {
+        set: { progressAt: now },
+      })
+      if (row) await emitCampaignEvent(tx, row, 'campaign.progress', { counts, failedByCode }, now)
+    })
+  }
+
+  async function feed(found: CampaignRow, now: Date) {
+    if (!(await lease(found.id))) return
+    let campaign = found
+    if (campaign.status === 'scheduled') {
+      const started = await startCampaign(db, campaign.id, ['scheduled'], now)
+      if (started?.status !== 'running') return
+      campaign = started
+      log.info({ campaignId: campaign.id }, 'campaign started at its startAt')
+    }
+    const unconfirmed = await unconfirmedRows(db, campaign)
+    if (unconfirmed.length > 0) {
+      // Stored again under their ids, grouped by the time each id carries.
+      if (!(await store(campaign, unconfirmed, true))) return
+      campaign = (await findCampaign(db, campaign.id)) ?? campaign
+    }
+    if ((await waiting(campaign)) < options.window / 2) {
+      const rows = await assignWindow(db, campaign.id, options.window, now)
+      if (rows.length > 0) {
+        await store(campaign, rows, false)
+        campaign = (await findCampaign(db, campaign.id)) ?? campaign
+      }
+    }
+    if (campaign.status === 'running') await progress(campaign, now)
+  }
+
+  async function turn() {
+    const now = sending.clock()
+    const campaigns = await campaignsToFeed(db, now)
+    for (const campaign of campaigns) {
+      if (stopped) return
+      try {
+        await feed(campaign, now)
+      } catch (error) {
+        log.error({ err: error, campaignId: campaign.id }, 'campaign feed failed; trying again next turn')
+      }
+    }
+  }
+
+  const schedule = () => {
+    if (stopped) return
+    timer = setTimeout(() => {
+      running = turn()
+        .catch((error) => {
+          // A turn cut short by the app's close (its connections ended) is not a failure.
+          if (!stopped) log.error({ err: error }, 'campaign feeder turn failed')
+        })
+        .finally(schedule)
+    }, options.intervalMs)
+    timer.unref()
+  }
+  schedule()
+
+  return {
+    /** One turn now (tests). */
+    turn,
+    async stop() {
+      stopped = true
+      if (timer) clearTimeout(timer)
+      await running
+    },
+  }
+}
+export type CampaignFeeder = ReturnType<typeof startCampaignFeeder>

@@ -1,0 +1,27 @@
+import type { Campaign, CampaignCounts } from '@dispatch/contracts'
+import type { CampaignRow } from '@dispatch/db'
+
+const iso = (at: Date | null) => (at ? at.toISOString() : null)
+
+/** A campaign as the API answers it, with its recipients counted by state. */
+export const toCampaignView = (
+  row: CampaignRow,
+  counted: { counts: CampaignCounts; failedByCode: Record<string, number> },
+): Campaign => ({
+  id: row.id,
+  name: row.name,
+  apiKeyId: row.apiKeyId,
+  senderId: row.senderId,
+  template: row.template,
+  status: row.status,
+  startAt: iso(row.startAt),
+  validitySeconds: row.validitySeconds,
+  quietHours: row.quietHours,
+  audience: row.audience,
+  counts: counted.counts,
+  failedByCode: counted.failedByCode,
+  createdAt: row.createdAt.toISOString(),
+  startedAt: iso(row.startedAt),
+  completedAt: iso(row.completedAt),
+  canceledAt: iso(row.canceledAt),
+})

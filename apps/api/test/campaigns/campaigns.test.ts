@@ -1,0 +1,413 @@
+import { randomBytes } from 'node:crypto'
+import type { Campaign, CampaignRecipient } from '@dispatch/contracts'
+import { assignWindow } from '@dispatch/db'
+import { serviceWindowsLoadedKey } from '@dispatch/runtime'
+import { type FakeWhatsApp, startFakeWhatsApp, startWebhookReceiver, waitFor } from '@dispatch/testing'
+import type { RunningWorker } from '@dispatch/worker'
+import { Redis } from 'ioredis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  activeKey,
+  buildTestApp,
+  createWorld,
+  expectError,
+  startTestWorker,
+  type TestApp,
+  type TestWorld,
+} from '../helpers.ts'
+import { keyOf, syncedSender } from '../templates/setup.ts'
+
+const SECRETS_KEY = randomBytes(32).toString('base64')
+const SCOPES = [
+  'send:template',
+  'manage:campaigns',
+  'manage:webhooks',
+  'manage:suppressions',
+  'read:messages',
+]
+const TEMPLATE = {
+  templateId: 'order_shipped',
+  language: 'pt_BR',
+  headerVariables: [{ type: 'image', value: null, originalMediaId: 'media-123' }],
+  buttonVariables: [{ buttonIndex: 0, text: 'track/BR-1042', type: 'URL' }],
+}
+
+let world: TestWorld
+let app: TestApp
+let fake: FakeWhatsApp
+let worker: RunningWorker
+let redis: Redis
+let receiver: Awaited<ReturnType<typeof startWebhookReceiver>>
+let senderId: string
+let key: { id: string; key: string }
+
+let phones = 0
+const newPhone = () =>
+  `+55219${String(Date.now()).slice(-6)}${String(phones++).padStart(3, '0')}`.slice(0, 15)
+const sentTo = (phone: string) => fake.requests.filter((r) => r.body.to === phone.slice(1))
+const headers = (apiKey = key.key) => ({ 'x-api-key': apiKey })
+
+async function create(apiKey = key.key, body: object = {}) {
+  const res = await app.inject({
+    method: 'POST',
+    url: '/api/third-party/campaigns',
+    headers: headers(apiKey),
+    payload: { name: 'December promotion', template: TEMPLATE, ...body },
+  })
+  expect(res.statusCode, res.body).toBe(201)
+  return res.json<Campaign>()
+}
+
+/**
+ * The campaign's audience, written as an upload leaves it: every row with its line (a CSV's header
+ * is line 1), those taken `pending` with their variables, the campaign `ready`.
+ */
+async function loadAudience(
+  campaignId: string,
+  phonesOf: string[],
+  skipped: { line: number; reason: string }[] = [],
+) {
+  const rows = phonesOf.map((phone, i) => ({ line: i + 2, phone }))
+  await world.sql`
+    insert into campaign_recipients ${world.sql(
+      rows.map((r) => ({
+        campaign_id: campaignId,
+        line: r.line,
+        phone: r.phone,
+        variables: { '1': `Cliente ${r.line}`, '2': `BR-${r.line}` },
+        state: 'pending',
+      })),
+    )}`
+  for (const s of skipped) {
+    await world.sql`insert into campaign_recipients (campaign_id, line, state, reason, detail, raw)
+      values (${campaignId}, ${s.line}, 'skipped', ${s.reason}, 'phone is not E.164', 'not-a-phone,Ana,BR-1')`
+  }
+  const audience = {
+    rows: rows.length + skipped.length,
+    taken: rows.length,
+    skipped: skipped.length,
+    skippedByReason: Object.fromEntries(skipped.map((s) => [s.reason, 1])),
+    format: 'csv',
+    uploadedAt: new Date().toISOString(),
+  }
+  await world.sql`update campaigns set status = 'ready', audience = ${world.sql.json(audience)} where id = ${campaignId}`
+}
+
+const get = async (id: string, apiKey = key.key) => {
+  const res = await app.inject({
+    method: 'GET',
+    url: `/api/third-party/campaigns/${id}`,
+    headers: headers(apiKey),
+  })
+  expect(res.statusCode, res.body).toBe(200)
+  return res.json<Campaign>()
+}
+const control = (id: string, action: string, apiKey = key.key) =>
+  app.inject({ method: 'POST', url: `/api/third-party/campaigns/${id}/${action}`, headers: headers(apiKey) })
+
+const untilStatus = (id: string, status: Campaign['status']) =>
+  waitFor(
+    async () => {
+      const campaign = await get(id)
+      return campaign.status === status ? campaign : undefined
+    },
+    { what: `campaign ${status}`, timeoutMs: 30_000 },
+  )
+
+const total = (counts: Campaign['counts']) => Object.values(counts).reduce((a, b) => a + b, 0)
+
+beforeAll(async () => {
+  world = await createWorld()
+  fake = await startFakeWhatsApp()
+  receiver = await startWebhookReceiver()
+  const env = { SECRETS_KEY, WHATSAPP_API_URL: fake.url }
+  app = await buildTestApp(world, {
+    ...env,
+    CAMPAIGN_WINDOW: '20',
+    CAMPAIGN_FEED_INTERVAL_MS: '50',
+    CAMPAIGN_PROGRESS_SECONDS: '1',
+  })
+  redis = new Redis(world.redisUrl)
+  worker = await startTestWorker(world, {
+    ...env,
+    WHATSAPP_ACCESS_TOKEN: 'default-token',
+    WHATSAPP_PHONE_NUMBER_ID: '106540352242923',
+    ADMISSION_INTERVAL_MS: '20',
+    TEMPLATE_SYNC_INTERVAL_MS: '0',
+  })
+  await waitFor(
+    async () => (await redis.exists(serviceWindowsLoadedKey(world.queuePrefix))) === 1 || undefined,
+    {
+      what: 'the windows marked complete',
+    },
+  )
+  const sender = await syncedSender(app, fake)
+  senderId = sender.id
+  key = await keyOf(app, senderId, SCOPES)
+  const endpoint = await app.inject({
+    method: 'POST',
+    url: '/api/third-party/webhook-endpoints',
+    headers: headers(),
+    payload: { url: receiver.url, events: ['campaign.started', 'campaign.progress', 'campaign.completed'] },
+  })
+  expect(endpoint.statusCode, endpoint.body).toBe(201)
+})
+
+afterAll(async () => {
+  redis?.disconnect()
+  await worker?.close()
+  await app?.close()
+  await receiver?.close()
+  await fake?.close()
+  await world?.close()
+})
+
+describe('a campaign, from creation to completion', () => {
+  it('sends each taken row once, counts every row, and tells the endpoint', async () => {
+    const campaign = await create()
+    expect(campaign).toMatchObject({ status: 'draft', senderId, audience: null })
+    expect(total(campaign.counts)).toBe(0)
+    const audience = Array.from({ length: 45 }, newPhone)
+    await loadAudience(campaign.id, audience, [{ line: 47, reason: 'invalid_recipient' }])
+
+    const started = await control(campaign.id, 'start')
+    expect(started.statusCode, started.body).toBe(200)
+    expect(started.json<Campaign>().status).toBe('running')
+
+    const done = await untilStatus(campaign.id, 'completed')
+    expect(done.counts).toMatchObject({ sent: 45, skipped: 1, pending: 0, held: 0, canceled: 0 })
+    expect(total(done.counts)).toBe(46)
+    expect(done.completedAt).not.toBeNull()
+    for (const phone of audience) expect(sentTo(phone), phone).toHaveLength(1)
+    const first = sentTo(audience[0] as string)[0]?.body as { template: { name: string } }
+    expect(first.template.name).toBe('order_shipped')
+
+    const events = await waitFor(
+      () => {
+        const mine = receiver.received.filter((r) => r.json.data?.campaignId === campaign.id)
+        return mine.some((r) => r.json.type === 'campaign.completed') ? mine : undefined
+      },
+      { what: 'the campaign events' },
+    )
+    const types = events.map((r) => r.json.type)
+    expect(types[0]).toBe('campaign.started')
+    expect(types.filter((t) => t === 'campaign.started')).toHaveLength(1)
+    expect(types.filter((t) => t === 'campaign.completed')).toHaveLength(1)
+    const completed = events.find((r) => r.json.type === 'campaign.completed')
+    expect(completed?.json.data.counts).toMatchObject({ sent: 45, skipped: 1 })
+
+    // The messages are ordinary messages of the key, at low priority, the campaign's id as batch.
+    const page = await app.inject({
+      method: 'GET',
+      url: `/api/third-party/campaigns/${campaign.id}/recipients?take=10`,
+      headers: headers(),
+    })
+    expect(page.statusCode, page.body).toBe(200)
+    const { data, next } = page.json<{ data: CampaignRecipient[]; next: number | null }>()
+    expect(data.map((r) => r.line)).toEqual([2, 3, 4, 5, 6, 7, 8, 9, 10, 11])
+    expect(data.every((r) => r.state === 'sent' && r.messageId)).toBe(true)
+    expect(next).toBe(11)
+    const message = await app.inject({
+      method: 'GET',
+      url: `/api/third-party/messages/${data[0]?.messageId}`,
+      headers: headers(),
+    })
+    expect(message.statusCode, message.body).toBe(200)
+    expect(message.json()).toMatchObject({ status: 'sent', phone: audience[0] })
+
+    const skipped = await app.inject({
+      method: 'GET',
+      url: `/api/third-party/campaigns/${campaign.id}/recipients?state=skipped`,
+      headers: headers(),
+    })
+    expect(skipped.json().data).toEqual([
+      expect.objectContaining({ line: 47, state: 'skipped', reason: 'invalid_recipient', messageId: null }),
+    ])
+
+    const csv = await app.inject({
+      method: 'GET',
+      url: `/api/third-party/campaigns/${campaign.id}/export?format=csv`,
+      headers: headers(),
+    })
+    expect(csv.statusCode).toBe(200)
+    expect(csv.headers['content-type']).toMatch(/text\/csv/)
+    const lines = csv.body.trim().split('\n')
+    expect(lines[0]).toBe('line,phone,userId,state,reason,detail,messageId,errorCode')
+    expect(lines).toHaveLength(47)
+    expect(lines[1]).toMatch(new RegExp(`^2,\\${audience[0]},,sent,`))
+    const ndjson = await app.inject({
+      method: 'GET',
+      url: `/api/third-party/campaigns/${campaign.id}/export?format=ndjson&state=sent`,
+      headers: headers(),
+    })
+    const rows = ndjson.body
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+    expect(rows).toHaveLength(45)
+  })
+
+  it('refuses a row its send would refuse: an opted-out recipient is skipped with the reason, the rest go', async () => {
+    const campaign = await create()
+    const [out, ...rest] = Array.from({ length: 5 }, newPhone)
+    const optOut = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/suppressions',
+      headers: headers(),
+      payload: { phone: out, reason: 'asked by phone' },
+    })
+    expect(optOut.statusCode, optOut.body).toBe(201)
+    await loadAudience(campaign.id, [out as string, ...rest])
+    expect((await control(campaign.id, 'start')).statusCode).toBe(200)
+    const done = await untilStatus(campaign.id, 'completed')
+    expect(done.counts).toMatchObject({ sent: 4, skipped: 1 })
+    expect(sentTo(out as string)).toHaveLength(0)
+    const skipped = await app.inject({
+      method: 'GET',
+      url: `/api/third-party/campaigns/${campaign.id}/recipients?state=skipped`,
+      headers: headers(),
+    })
+    expect(skipped.json().data[0]).toMatchObject({
+      line: 2,
+      reason: 'opted_out',
+      errorCode: 'RECIPIENT_OPTED_OUT',
+    })
+  })
+})
+
+describe('controls', () => {
+  it('pause stops the feeding, resume finishes it; nothing goes twice', async () => {
+    const campaign = await create()
+    const audience = Array.from({ length: 200 }, newPhone)
+    await loadAudience(campaign.id, audience)
+    expect((await control(campaign.id, 'start')).statusCode).toBe(200)
+    await waitFor(async () => ((await get(campaign.id)).counts.sent >= 20 ? true : undefined), {
+      what: 'some sent',
+    })
+    const paused = await control(campaign.id, 'pause')
+    expect(paused.statusCode, paused.body).toBe(200)
+    expect(paused.json().status).toBe('paused')
+    // What was fed drains; then nothing more goes out while paused.
+    const settled = await waitFor(
+      async () => {
+        const { counts } = await get(campaign.id)
+        const before = counts.sent
+        await new Promise((r) => setTimeout(r, 400))
+        const after = (await get(campaign.id)).counts.sent
+        return before === after ? after : undefined
+      },
+      { what: 'the fed messages drained' },
+    )
+    expect(settled).toBeLessThan(200)
+    expect((await control(campaign.id, 'pause')).statusCode).toBe(409)
+    const resumed = await control(campaign.id, 'resume')
+    expect(resumed.statusCode, resumed.body).toBe(200)
+    const done = await untilStatus(campaign.id, 'completed')
+    expect(done.counts.sent).toBe(200)
+    for (const phone of audience) expect(sentTo(phone), phone).toHaveLength(1)
+  })
+
+  it('cancel ends the rows not fed as canceled, and the counts still add up', async () => {
+    const campaign = await create()
+    const audience = Array.from({ length: 300 }, newPhone)
+    await loadAudience(campaign.id, audience)
+    expect((await control(campaign.id, 'start')).statusCode).toBe(200)
+    await waitFor(async () => ((await get(campaign.id)).counts.sent >= 10 ? true : undefined), {
+      what: 'some sent',
+    })
+    const canceled = await control(campaign.id, 'cancel')
+    expect(canceled.statusCode, canceled.body).toBe(200)
+    expect(canceled.json<Campaign>()).toMatchObject({ status: 'canceled' })
+    const after = await waitFor(
+      async () => {
+        const campaignNow = await get(campaign.id)
+        return campaignNow.counts.pending === 0 && campaignNow.counts.held === 0 ? campaignNow : undefined
+      },
+      { what: 'nothing of the campaign pending', timeoutMs: 20_000 },
+    )
+    expect(total(after.counts)).toBe(300)
+    expect(after.counts.canceled).toBeGreaterThan(0)
+    const sent = audience.filter((p) => sentTo(p).length > 0)
+    expect(sent.length).toBe(after.counts.sent)
+    for (const phone of sent) expect(sentTo(phone)).toHaveLength(1)
+    expect((await control(campaign.id, 'cancel')).statusCode).toBe(409)
+    expect((await control(campaign.id, 'start')).statusCode).toBe(409)
+  })
+
+  it('a window given ids but never stored (its feeder died) is stored again under the same ids, each sent once', async () => {
+    const campaign = await create()
+    const audience = Array.from({ length: 30 }, newPhone)
+    await loadAudience(campaign.id, audience)
+    // Running, but fed by "another feeder" that assigned the first window and died before storing it.
+    await world.sql`update campaigns set status = 'running', started_at = now() where id = ${campaign.id}`
+    const { db } = app.deps
+    const orphaned = await assignWindow(db, campaign.id, 10, new Date())
+    expect(orphaned).toHaveLength(10)
+    const done = await untilStatus(campaign.id, 'completed')
+    expect(done.counts.sent).toBe(30)
+    for (const phone of audience) expect(sentTo(phone), phone).toHaveLength(1)
+    const page = await app.inject({
+      method: 'GET',
+      url: `/api/third-party/campaigns/${campaign.id}/recipients?take=10`,
+      headers: headers(),
+    })
+    expect(page.json().data.map((r: CampaignRecipient) => r.messageId)).toEqual(
+      orphaned.map((r) => r.messageId),
+    )
+  })
+})
+
+describe('boundaries', () => {
+  it("another key's campaign is not found, for every route; a key without the scope is refused", async () => {
+    const campaign = await create()
+    const other = await keyOf(app, senderId, SCOPES)
+    for (const [method, path] of [
+      ['GET', ''],
+      ['GET', '/recipients'],
+      ['GET', '/export'],
+      ['POST', '/start'],
+      ['POST', '/pause'],
+      ['POST', '/resume'],
+      ['POST', '/cancel'],
+    ] as const) {
+      const res = await app.inject({
+        method,
+        url: `/api/third-party/campaigns/${campaign.id}${path}`,
+        headers: headers(other.key),
+      })
+      expectError(res, 404, 'NOT_FOUND')
+    }
+    const list = await app.inject({
+      method: 'GET',
+      url: '/api/third-party/campaigns',
+      headers: headers(other.key),
+    })
+    expect(list.json().data).toEqual([])
+    const unscoped = await activeKey(app, { scopes: ['send:template'] })
+    expectError(
+      await app.inject({ method: 'GET', url: '/api/third-party/campaigns', headers: headers(unscoped.key) }),
+      403,
+      'INSUFFICIENT_SCOPE',
+    )
+    expect((await get(campaign.id)).status).toBe('draft')
+  })
+
+  it('checks the template as a send would: unknown, and header variables that do not fit', async () => {
+    const unknown = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/campaigns',
+      headers: headers(),
+      payload: { name: 'x', template: { templateId: 'no_such_template', language: 'pt_BR' } },
+    })
+    expectError(unknown, 422, 'TEMPLATE_NOT_FOUND')
+    const noHeader = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/campaigns',
+      headers: headers(),
+      payload: { name: 'x', template: { templateId: 'order_shipped', language: 'pt_BR' } },
+    })
+    expectError(noHeader, 422, 'TEMPLATE_PARAMETERS_MISMATCH', /headerVariables/)
+    const draft = await create()
+    expectError(await control(draft.id, 'start'), 409, 'INVALID_STATE_TRANSITION', /audience/)
+  })
+})
