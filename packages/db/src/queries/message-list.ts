@@ -53,7 +53,7 @@ export function messageFilters(
  * One page of the key's messages, newest first by default, and how many match: exactly up to
  * MESSAGE_COUNT_LIMIT (or the end of the page, if further), beyond that a lower bound, so no list
  * ever counts millions of rows. packages/db/src/schema/messages.ts says which index each filter
- * reads, and why; docs/messaging.md (Listing messages) what the list answers.
+ * reads, and why; docs/statuses.md (Listing messages) what the list answers.
  */
 export function listMessages(db: Db, apiKeyId: string, query: MessageListQuery, window: AcceptedWindow = {}) {
   return listMatchingMessages(
