@@ -75,7 +75,7 @@ const WorkerEnv = Type.Object({
   /**
    * How much of a sender's rate waits in its queue, admitted ahead: enough to keep its workers busy
    * between top-ups. A newly arrived key's first message waits up to about twice this (the rate
-   * limit runs in one-second windows; measured in docs/benchmarks.md).
+   * limit runs in one-second windows; measured in docs/benchmarks-paths.md).
    */
   SENDER_QUEUE_WINDOW_MS: Type.Integer({ minimum: 50, maximum: 60_000, default: 500 }),
   ...serviceEnv,

@@ -100,7 +100,7 @@ export async function listMatchingMessages(
       .then(([row]) => row?.value ?? 0)
   // The page and its count run at once, except for statuses few messages end in: there the page is
   // usually short, which ends the list and gives the count without counting; counting only after it
-  // saves a second pass over every partition's index (see docs/benchmarks.md, Partitioned messages).
+  // saves a second pass over every partition's index (see docs/benchmarks-paths.md, Partitioned messages).
   const few = statuses.length > 0 && statuses.every((status) => FEW_END_IN.has(status))
   const counting = few ? undefined : count()
   counting?.catch(() => {}) // awaited below; this only keeps an early failure from going unhandled
