@@ -80,7 +80,7 @@ export const narrowedByKeyAlone = (
  * filters hold one key and nothing narrower (`narrowedByKeyAlone`). Its page in acceptance order,
  * with no status asked for, is then read as one of every status (`pageOfStatuses`) off
  * `messages_api_key_status_accepted_at_idx`: no (key, accepted_at) index is kept for it (migration
- * 0029: it cost every insert and status change an entry, docs/operations.md).
+ * 0029: it cost every insert and status change an entry, docs/redis-and-postgres.md).
  */
 export async function listMatchingMessages(
   db: Db,

@@ -101,7 +101,7 @@ export const messages = pgTable('messages', messageColumns, (t) => [
   // No (api_key_id, accepted_at) index since 0029: a key's list in acceptance order is read off the
   // (api_key_id, status, accepted_at) index below, one short range per status merged
   // (queries/message-list.ts); the index cost every insert and status change an entry of ~50 bytes.
-  // Every index here must be argued for in docs/operations.md (Postgres: indexes and writes per
+  // Every index here must be argued for in docs/redis-and-postgres.md (Postgres: indexes and writes per
   // message) and listed in ../hot-indexes.ts, or a test fails.
   // A reply goes to the key that last sent to its number: the newest sent message per phone.
   index('messages_phone_sent_at_idx').on(t.phone, t.sentAt),
