@@ -70,7 +70,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     closing = true
   })
   // Hooks on every request take a callback, not a promise: a promise and its microtask per hook per
-  // request are measurable on the accept path (docs/benchmarks.md, accept).
+  // request are measurable on the accept path (docs/benchmarks-paths.md, accept).
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
     // No answer of ours is for a browser to guess the type of (an inbound media above all).
@@ -89,7 +89,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   // Before any route, so every request is a span (its children: hooks, the handler).
   if (deps.tracing) {
     // A span per request and its handler; not per hook (five more spans per send, for nothing an
-    // operator reads), and none for probes and scrapes (measured in docs/benchmarks.md).
+    // operator reads), and none for probes and scrapes (measured in docs/benchmarks-features.md, "The cost of tracing").
     const instrumentation = new FastifyOtelInstrumentation({
       instrumentHooks: false,
       ignorePaths: ({ url }) => url === '/healthz' || url === '/readyz' || url === '/metrics',

@@ -39,7 +39,7 @@ export interface ApiDeps {
   /**
    * Message lists' own connections, whose statements are planned once (`genericPlans`): a list
    * that names no period would otherwise be planned over every day partition of messages on each
-   * call (docs/benchmarks.md, Partitioned messages). A fifth of DATABASE_POOL_MAX, at least one.
+   * call (docs/benchmarks-paths.md, Partitioned messages). A fifth of DATABASE_POOL_MAX, at least one.
    */
   lists: Db
   /** Commands (rate limits, publishing). Fails fast when Redis is down: no offline queue. */

@@ -9,7 +9,7 @@ import { afterAll, expect } from 'vitest'
 /**
  * The contract check: every request a test makes through `buildTestApp` and every answer it gets
  * are validated against the app's own OpenAPI document (`/docs/json`) by openapi-backend, and each
- * test file fails at its end if any broke the document. See "The contract check" in docs/messaging.md.
+ * test file fails at its end if any broke the document. See "The contract check" in docs/client.md.
  *
  * An answer must be documented for its operation (status, media type, body schema, headers). A
  * request that breaks the document may be refused (the negative tests send plenty), but if the
@@ -340,7 +340,7 @@ if (process.env.VITEST) {
     const found = takeViolations()
     if (found.length > 0) {
       const error = new Error(
-        `The API broke its OpenAPI document ${found.length} time(s) in this file (see "The contract check" in docs/messaging.md):\n${formatViolations(found)}`,
+        `The API broke its OpenAPI document ${found.length} time(s) in this file (see "The contract check" in docs/client.md):\n${formatViolations(found)}`,
       )
       // Where the check threw says nothing: the list above names each request and its test.
       error.stack = error.message

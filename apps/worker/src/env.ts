@@ -35,7 +35,7 @@ const WorkerEnv = Type.Object({
   SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, default: 30_000 }),
   MESSAGES_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1000, default: 20 }),
   /**
-   * The most messages of one sender the admitter puts in one job (docs/messaging.md, "Bundles"):
+   * The most messages of one sender the admitter puts in one job (docs/delivery.md, "Bundles"):
    * BullMQ's fetch and completion paid once for them. 1: a job per message.
    */
   MESSAGES_BUNDLE_SIZE: Type.Integer({ minimum: 1, maximum: MESSAGE_BUNDLE_MAX, default: 20 }),
@@ -45,7 +45,7 @@ const WorkerEnv = Type.Object({
   MESSAGES_STALLED_INTERVAL_MS: Type.Integer({ minimum: 100, default: 30_000 }),
   /**
    * How long a message's claim stays in Redis once its final outcome is committed in Postgres
-   * (docs/messaging.md, "Cancel"); the record answers for it afterwards. 0: deleted at once.
+   * (docs/durability.md, "How long a claim stays"); the record answers for it afterwards. 0: deleted at once.
    */
   MESSAGE_CLAIM_KEEP_MS: Type.Integer({ minimum: 0, maximum: 3_600_000, default: MESSAGE_CLAIM_KEEP_MS }),
   /**
@@ -75,7 +75,7 @@ const WorkerEnv = Type.Object({
   /**
    * How much of a sender's rate waits in its queue, admitted ahead: enough to keep its workers busy
    * between top-ups. A newly arrived key's first message waits up to about twice this (the rate
-   * limit runs in one-second windows; measured in docs/benchmarks.md).
+   * limit runs in one-second windows; measured in docs/benchmarks-paths.md).
    */
   SENDER_QUEUE_WINDOW_MS: Type.Integer({ minimum: 50, maximum: 60_000, default: 500 }),
   ...serviceEnv,

@@ -329,7 +329,7 @@ export interface paths {
         };
         /**
          * List every key's messages (one envelope with `data`)
-         * @description The key list’s paging, order and filters (docs/messaging.md, Listing messages), across every key, plus `apiKeyId`, `senderId` and `errorCode` (the last error code, exact).
+         * @description The key list’s paging, order and filters (docs/statuses.md, Listing messages), across every key, plus `apiKeyId`, `senderId` and `errorCode` (the last error code, exact).
          */
         get: operations["listAllMessages"];
         put?: never;

@@ -7,7 +7,7 @@ export type MediaKind = (typeof MEDIA_KINDS)[number]
 
 /**
  * What `POST /api/third-party/media` takes, as the Cloud API takes media, each told apart by its
- * bytes (docs/messaging.md, "Uploading media", says how).
+ * bytes (docs/media.md says how).
  */
 export const MEDIA_MIME_TYPES = [
   'image/jpeg',

@@ -44,7 +44,7 @@ export const MESSAGE_COUNT_LIMIT = 10_000
 
 /**
  * The paging envelope with `data`, plus `itemCountExact`: `false` when more messages matched than
- * were counted, `itemCount` then being a lower bound (see docs/messaging.md, Listing messages).
+ * were counted, `itemCount` then being a lower bound (see docs/statuses.md, Listing messages).
  */
 export const MessageList = Type.Object(
   {

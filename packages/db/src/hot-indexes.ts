@@ -2,7 +2,7 @@
  * Every index of the tables written for each message (issue 46), each with the query it is kept
  * for. An index there is written at every insert, and on `messages` at every status change too
  * (status changes are not HOT updates, see schema/messages.ts): what a table holds per message, and
- * the WAL a message costs, grow with each one. docs/operations.md (Postgres: indexes and writes per
+ * the WAL a message costs, grow with each one. docs/redis-and-postgres.md (Postgres: indexes and writes per
  * message) has the same table with what each costs; hot-indexes.test.ts fails when a migrated
  * database has an index on these tables that is not listed here (or in the docs), so a new index
  * must be argued for. `pnpm --filter @dispatch/bench bench:index-plans` checks that each query

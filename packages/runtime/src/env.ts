@@ -104,7 +104,7 @@ export const commonEnv = {
     pattern: '^rediss?://[^,]+(,rediss?://[^,]+)*$',
     default: 'redis://127.0.0.1:6379',
   }),
-  /** Redis Cluster: connect with ioredis `Cluster` and give each queue a hash tag (docs/operations.md). */
+  /** Redis Cluster: connect with ioredis `Cluster` and give each queue a hash tag (docs/redis-and-postgres.md). */
   REDIS_CLUSTER: Type.Boolean({ default: false }),
   /**
    * Prefix of every Redis key and channel: the API and the workers must agree on it. It may hold

@@ -1,7 +1,7 @@
 import { senderOfQueue } from '@dispatch/contracts'
 
 /**
- * Where the service's keys live in Redis (docs/operations.md, "Redis Cluster"). A Redis Cluster
+ * Where the service's keys live in Redis (docs/redis-and-postgres.md, "Redis Cluster"). A Redis Cluster
  * hashes a key by its first `{…}` (its hash tag), or by the whole key without one, and refuses a
  * script or transaction whose keys hash to different slots. So each group of keys used together
  * shares a tag:

@@ -4,10 +4,10 @@ import { createTestDatabase } from '@dispatch/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 // Issue 46: every index on a table written per message is argued for (the query it serves, what it
-// costs) in packages/db/src/hot-indexes.ts and docs/operations.md. An index added by a migration and
+// costs) in packages/db/src/hot-indexes.ts and docs/redis-and-postgres.md. An index added by a migration and
 // not listed there fails here: it costs every message an entry, so it must be listed with its query.
 
-const DOC = new URL('../../../../docs/operations.md', import.meta.url)
+const DOC = new URL('../../../../docs/redis-and-postgres.md', import.meta.url)
 const HEADING = '## Postgres: indexes and writes per message'
 
 let database: Awaited<ReturnType<typeof createTestDatabase>>
@@ -49,10 +49,10 @@ describe('the indexes of the tables a message writes', () => {
     }
   })
 
-  it('are each a row of the table in docs/operations.md, and no other index is', async () => {
+  it('are each a row of the table in docs/redis-and-postgres.md, and no other index is', async () => {
     const doc = await readFile(DOC, 'utf8')
     const start = doc.indexOf(HEADING)
-    expect(start, `docs/operations.md has "${HEADING}"`).toBeGreaterThanOrEqual(0)
+    expect(start, `docs/redis-and-postgres.md has "${HEADING}"`).toBeGreaterThanOrEqual(0)
     const next = doc.indexOf('\n## ', start + HEADING.length)
     const section = doc.slice(start, next < 0 ? undefined : next)
     const rows = [...section.matchAll(/^\| `([a-z_]+)` \|/gm)].map((m) => m[1] as string)

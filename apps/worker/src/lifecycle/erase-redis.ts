@@ -161,7 +161,7 @@ export class RedisEraser {
   }
 
   /**
-   * Sent outcomes to the recipient still in a sender's sent log (docs/messaging.md, "Delivering"):
+   * Sent outcomes to the recipient still in a sender's sent log (docs/delivery.md, "Recording outcomes"):
    * not yet in Postgres, so no row yet for the erasure to clear, and the recorder or a sweep would
    * write one, with the recipient, after it. Each is written now and leaves the log, before the rows
    * are erased. A recorder that read one before it left may still write it, within milliseconds:

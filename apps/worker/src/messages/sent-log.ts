@@ -4,7 +4,7 @@ import type { Logger } from 'pino'
 import type { DeliveryRecorder, LoggedEntry } from './delivery-recorder.ts'
 
 /**
- * A sender's sent log (docs/messaging.md, "Delivering"): a Redis stream of `sent` outcomes not yet
+ * A sender's sent log (docs/delivery.md, "Recording outcomes"): a Redis stream of `sent` outcomes not yet
  * in Postgres. A job appends its outcome (one XADD, as durable as the accepted message) and
  * completes without waiting for Postgres; its process's recorder writes it with the next batch and
  * deletes the entry. An entry still there after SENT_LOG_AGE_MS (its process died, or Postgres was

@@ -1,27 +1,18 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import type { MessageJob } from '@dispatch/contracts'
-import { createDb } from '@dispatch/db'
-import { recipientHasher } from '@dispatch/runtime'
 import {
   fairKeys,
   MESSAGE_BUNDLE_JOB_NAME,
   MESSAGE_JOB_OPTIONS,
-  type MessageBundleJob,
-  type MessageBundleResult,
   messageBundleJobId,
   messageClaimKey,
 } from '@dispatch/runtime/message-handoff'
 import { graphError, testRedisUrl, waitFor } from '@dispatch/testing'
-import type { Job } from 'bullmq'
 import { Redis } from 'ioredis'
-import pino from 'pino'
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest'
-import { deliverBundle } from '../../src/messages/bundle.ts'
-import { DeliveryRecorder } from '../../src/messages/delivery-recorder.ts'
-import { createWhatsAppCloudPlatform } from '../../src/platforms/whatsapp-cloud.ts'
-import { Permits } from '../../src/shared/permits.ts'
-import { ACCESS_TOKEN, createDeliveryWorld, type DeliveryWorld, PHONE_NUMBER_ID, text } from './world.ts'
+import { runBundle } from './bundle-run.ts'
+import { createDeliveryWorld, type DeliveryWorld, PHONE_NUMBER_ID, text } from './world.ts'
 
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url))
 const BUNDLES = { MESSAGES_BUNDLE_SIZE: '10' }
@@ -220,8 +211,6 @@ it('a worker killed with SIGKILL mid-bundles: every message is delivered, none t
 }, 90_000)
 
 it('a bundle run again skips what it handed on, and sends a message whose own job (an earlier admission) left it to the bundle', async () => {
-  const redis2 = new Redis(testRedisUrl(), { enableAutoPipelining: true })
-  const { db, close } = createDb(world.workerEnv().DATABASE_URL)
   const bundleId = messageBundleJobId('run-again')
   const [sent, handedOn, admittedAlone] = [job('run again a'), job('run again b'), job('run again c')] as [
     MessageJob,
@@ -233,53 +222,10 @@ it('a bundle run again skips what it handed on, and sends a message whose own jo
   const later = { ...MESSAGE_JOB_OPTIONS, delay: 3600_000 }
   await world.queue.add('text', { ...handedOn, claimedBy: bundleId }, { ...later, jobId: handedOn.messageId })
   await world.queue.add('text', admittedAlone, { ...later, jobId: admittedAlone.messageId })
-  const keys = fairKeys(world.queuePrefix, 'default')
-  const deps = {
-    db,
-    claims: redis2,
-    logger: pino({ level: 'silent' }),
-    prefix: world.queuePrefix,
-    hash: recipientHasher({}),
-    recorder: new DeliveryRecorder(world.sql, { redis: redis2 }),
-    sentLog: { stream: keys.sentLog, redis: redis2 },
-    queue: async () => world.queue,
-    permits: new Permits(4),
-    index: { redis: redis2, key: keys.bundled },
-    backoffMs: 20,
-  }
-  const lane = {
-    senderId: 'default',
-    platform: createWhatsAppCloudPlatform({
-      apiUrl: world.fake.url,
-      accessToken: ACCESS_TOKEN,
-      phoneNumberId: PHONE_NUMBER_ID,
-      timeoutMs: 5000,
-    }),
-    settings: { serviceWindowPolicy: 'off' as const },
-    rateLimit: async () => ({ pauseMs: 0, newPause: false }),
-    limitedUntil: 0,
-    holdForLimit: async () => false,
-    spendPace: async () => {},
-    tokenRefused: async () => {},
-  }
   // Its second run (its first died before it ended), as BullMQ hands it out again.
-  const run = {
-    id: bundleId,
-    data: { messages: [sent, handedOn, admittedAlone] },
-    attemptsMade: 0,
-    attemptsStarted: 2,
-    progress: 0,
-    updateProgress: async () => {},
-  } as unknown as Job<MessageBundleJob, MessageBundleResult>
-  try {
-    await deliverBundle(run, lane, deps)
-    await deps.recorder.drain()
-    expect(world.fake.sendsOf(sent.messageId)).toBe(1)
-    expect(world.fake.sendsOf(admittedAlone.messageId)).toBe(1)
-    // Its own job sends it when due.
-    expect(world.fake.sendsOf(handedOn.messageId)).toBe(0)
-  } finally {
-    redis2.disconnect()
-    await close()
-  }
+  await runBundle(world, [sent, handedOn, admittedAlone], { attemptsStarted: 2, id: bundleId })
+  expect(world.fake.sendsOf(sent.messageId)).toBe(1)
+  expect(world.fake.sendsOf(admittedAlone.messageId)).toBe(1)
+  // Its own job sends it when due.
+  expect(world.fake.sendsOf(handedOn.messageId)).toBe(0)
 })

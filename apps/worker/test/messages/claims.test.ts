@@ -1,26 +1,16 @@
 import { DEFAULT_SENDER_ID, type MessageJob } from '@dispatch/contracts'
-import { createDb } from '@dispatch/db'
-import { recipientHasher } from '@dispatch/runtime'
 import { evalLuaScript } from '@dispatch/runtime/lua-scripts'
 import {
   FAIR_ENQUEUE_SCRIPT,
   fairActiveKey,
   fairKeys,
-  type MessageBundleJob,
-  type MessageBundleResult,
-  messageBundleJobId,
   messageClaimKey,
 } from '@dispatch/runtime/message-handoff'
 import { testRedisUrl, waitFor } from '@dispatch/testing'
-import type { Job } from 'bullmq'
 import { Redis } from 'ioredis'
-import pino from 'pino'
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { deliverBundle } from '../../src/messages/bundle.ts'
-import { DeliveryRecorder } from '../../src/messages/delivery-recorder.ts'
-import { createWhatsAppCloudPlatform } from '../../src/platforms/whatsapp-cloud.ts'
-import { Permits } from '../../src/shared/permits.ts'
-import { ACCESS_TOKEN, createDeliveryWorld, type DeliveryWorld, PHONE_NUMBER_ID, text } from './world.ts'
+import { runBundle } from './bundle-run.ts'
+import { createDeliveryWorld, type DeliveryWorld, text } from './world.ts'
 
 /** A short window, so the test sees the claims go (the default is a minute). */
 const KEEP_MS = 300
@@ -177,67 +167,6 @@ it('with a job per message (MESSAGES_BUNDLE_SIZE=1), each job goes as it complet
   expect(after[0]?.claims).toBe(0)
 }, 240_000)
 
-/** A run of a bundle as BullMQ hands it out, with the deps a lane gives it (bundles.test.ts). */
-async function bundleRun(
-  messages: MessageJob[],
-  run: { attemptsStarted: number },
-): Promise<{ done: Promise<void> }> {
-  const redis2 = new Redis(testRedisUrl(), { enableAutoPipelining: true })
-  const { db, close } = createDb(world.workerEnv().DATABASE_URL)
-  const keys = fairKeys(world.queuePrefix, 'default')
-  const recorder = new DeliveryRecorder(world.sql, {
-    redis: redis2,
-    claims: { prefix: world.queuePrefix, keepMs: KEEP_MS },
-  })
-  const deps = {
-    db,
-    claims: redis2,
-    logger: pino({ level: 'silent' }),
-    prefix: world.queuePrefix,
-    hash: recipientHasher({}),
-    recorder,
-    sentLog: { stream: keys.sentLog, redis: redis2 },
-    queue: async () => world.queue,
-    permits: new Permits(4),
-    index: { redis: redis2, key: keys.bundled },
-    backoffMs: 20,
-  }
-  const lane = {
-    senderId: 'default',
-    platform: createWhatsAppCloudPlatform({
-      apiUrl: world.fake.url,
-      accessToken: ACCESS_TOKEN,
-      phoneNumberId: PHONE_NUMBER_ID,
-      timeoutMs: 5000,
-    }),
-    settings: { serviceWindowPolicy: 'off' as const },
-    rateLimit: async () => ({ pauseMs: 0, newPause: false }),
-    limitedUntil: 0,
-    holdForLimit: async () => false,
-    spendPace: async () => {},
-    tokenRefused: async () => {},
-  }
-  const job = {
-    id: messageBundleJobId(crypto.randomUUID()),
-    data: { messages },
-    attemptsMade: 0,
-    attemptsStarted: run.attemptsStarted,
-    progress: 0,
-    updateProgress: async () => {},
-  } as unknown as Job<MessageBundleJob, MessageBundleResult>
-  return {
-    done: (async () => {
-      try {
-        await deliverBundle(job, lane, deps)
-        await recorder.drain()
-      } finally {
-        redis2.disconnect()
-        await close()
-      }
-    })(),
-  }
-}
-
 const claimGone = (id: string) =>
   waitFor(
     async () => ((await redis.exists(messageClaimKey(world.queuePrefix, id))) === 0 ? true : undefined),
@@ -262,17 +191,17 @@ it('a job run again, or handed out again, after the claim is gone finds the reco
     message: text('sent once'),
   }
   // A stalled bundle retaken (its second start) and a bundle of an admission handed out again.
-  await (await bundleRun([data], { attemptsStarted: 2 })).done
+  await runBundle(world, [data], { attemptsStarted: 2, claimKeepMs: KEEP_MS })
   // The claim it took again goes as the first one did.
   await claimGone(sent)
-  await (await bundleRun([{ ...data, readmitted: true }], { attemptsStarted: 1 })).done
+  await runBundle(world, [{ ...data, readmitted: true }], { attemptsStarted: 1, claimKeepMs: KEEP_MS })
   await claimGone(sent)
   expect(world.fake.sendsOf(sent)).toBe(1)
   expect((await world.message(sent))?.status).toBe('sent')
   // And a cancel's claim set after the release (a cancel that read the record before it was
   // written): the rerun finds the send, and the record stays `sent`.
   await redis.set(messageClaimKey(world.queuePrefix, sent), 'cancel', 'PX', 60_000)
-  await (await bundleRun([data], { attemptsStarted: 2 })).done
+  await runBundle(world, [data], { attemptsStarted: 2, claimKeepMs: KEEP_MS })
   expect(world.fake.sendsOf(sent)).toBe(1)
   expect((await world.message(sent))?.status).toBe('sent')
   await redis.del(messageClaimKey(world.queuePrefix, sent))
@@ -295,9 +224,9 @@ it('a canceled message run again after its claim is gone stays canceled and is n
     acceptedAt: new Date(row?.accepted_at as Date).toISOString(),
     message: text('canceled'),
   }
-  await (await bundleRun([data], { attemptsStarted: 2 })).done
+  await runBundle(world, [data], { attemptsStarted: 2, claimKeepMs: KEEP_MS })
   await claimGone(id)
-  await (await bundleRun([{ ...data, readmitted: true }], { attemptsStarted: 1 })).done
+  await runBundle(world, [{ ...data, readmitted: true }], { attemptsStarted: 1, claimKeepMs: KEEP_MS })
   await claimGone(id)
   expect(world.fake.sendsOf(id)).toBe(0)
   expect((await world.message(id))?.status).toBe('canceled')

@@ -53,7 +53,7 @@ export function messageFilters(
  * One page of the key's messages, newest first by default, and how many match: exactly up to
  * MESSAGE_COUNT_LIMIT (or the end of the page, if further), beyond that a lower bound, so no list
  * ever counts millions of rows. packages/db/src/schema/messages.ts says which index each filter
- * reads, and why; docs/messaging.md (Listing messages) what the list answers.
+ * reads, and why; docs/statuses.md (Listing messages) what the list answers.
  */
 export function listMessages(db: Db, apiKeyId: string, query: MessageListQuery, window: AcceptedWindow = {}) {
   return listMatchingMessages(
@@ -80,7 +80,7 @@ export const narrowedByKeyAlone = (
  * filters hold one key and nothing narrower (`narrowedByKeyAlone`). Its page in acceptance order,
  * with no status asked for, is then read as one of every status (`pageOfStatuses`) off
  * `messages_api_key_status_accepted_at_idx`: no (key, accepted_at) index is kept for it (migration
- * 0029: it cost every insert and status change an entry, docs/operations.md).
+ * 0029: it cost every insert and status change an entry, docs/redis-and-postgres.md).
  */
 export async function listMatchingMessages(
   db: Db,
@@ -100,7 +100,7 @@ export async function listMatchingMessages(
       .then(([row]) => row?.value ?? 0)
   // The page and its count run at once, except for statuses few messages end in: there the page is
   // usually short, which ends the list and gives the count without counting; counting only after it
-  // saves a second pass over every partition's index (see docs/benchmarks.md, Partitioned messages).
+  // saves a second pass over every partition's index (see docs/benchmarks-paths.md, Partitioned messages).
   const few = statuses.length > 0 && statuses.every((status) => FEW_END_IN.has(status))
   const counting = few ? undefined : count()
   counting?.catch(() => {}) // awaited below; this only keeps an early failure from going unhandled

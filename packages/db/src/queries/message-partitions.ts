@@ -9,7 +9,7 @@ import { pgError } from './executor.ts'
  * Reading one period of messages as a table of its own. On Postgres 15 a statement on the partitioned
  * `messages` plans or locks every partition even when its condition names one period, which can cost
  * more than the statement itself; on the period's partition it costs what it did on one table
- * (docs/benchmarks.md, Partitioned messages). So the hot statements that know their period (a
+ * (docs/benchmarks-paths.md, Partitioned messages). So the hot statements that know their period (a
  * message's UUIDv7 id carries its acceptance time) go to that partition, and to `messages` when it
  * has none (a time kept in the legacy or default partition, or one dropped).
  *

@@ -33,7 +33,7 @@ export const inboundMessages = pgTable(
     username: text(),
     /** The platform's message type: text, image, document, audio, button, interactive, location… */
     type: text().notNull(),
-    /** What the reply carries, normalized (see docs/messaging.md). */
+    /** What the reply carries, normalized (see docs/message-kinds.md, "Receiving"). */
     content: jsonb().notNull(),
     /** The key it was routed to; null when none had sent to this number in the window. */
     apiKeyId: uuid().references(() => apiKeys.id, { onDelete: 'set null' }),

@@ -101,14 +101,14 @@ export const messages = pgTable('messages', messageColumns, (t) => [
   // No (api_key_id, accepted_at) index since 0029: a key's list in acceptance order is read off the
   // (api_key_id, status, accepted_at) index below, one short range per status merged
   // (queries/message-list.ts); the index cost every insert and status change an entry of ~50 bytes.
-  // Every index here must be argued for in docs/operations.md (Postgres: indexes and writes per
+  // Every index here must be argued for in docs/redis-and-postgres.md (Postgres: indexes and writes per
   // message) and listed in ../hot-indexes.ts, or a test fails.
   // A reply goes to the key that last sent to its number: the newest sent message per phone.
   index('messages_phone_sent_at_idx').on(t.phone, t.sentAt),
   // …and on the BSUID, for a user known by username (most messages have none: partial).
   index('messages_user_id_sent_at_idx').on(t.userId, t.sentAt).where(sql`${t.userId} is not null`),
   index('messages_api_key_batch_idx').on(t.apiKeyId, t.batchId).where(sql`${t.batchId} is not null`),
-  // The message list (issue 12; measured in docs/benchmarks.md). Each index here is written on
+  // The message list (issue 12; measured in docs/benchmarks-paths.md). Each index here is written on
   // every insert and on every update that is not HOT, and one on `status` or `updated_at` makes
   // every status change non-HOT: the webhook's delivered/read updates go from 65–82 % HOT to none,
   // and from ~250 to ~750 bytes of WAL each (an entry in each of the table's 8 indexes). Kept
@@ -124,7 +124,7 @@ export const messages = pgTable('messages', messageColumns, (t) => [
   // an admin's search by it across every key (issue 24, migration 0019). The reference leads, so
   // one index serves both: with the key it is two equalities, without it one. Until 0019 it was
   // (api_key_id, client_reference), which across keys could only be read whole: at 10 M messages
-  // an admin's search took 0.64–0.74 s (p95 of the query), now 8–11 ms (docs/benchmarks.md,
+  // an admin's search took 0.64–0.74 s (p95 of the query), now 8–11 ms (docs/benchmarks-paths.md,
   // Message search at 10 M). Swapping the columns rather than adding an index costs nothing more
   // on writes: one entry per message with a reference, at insert and at each non-HOT update
   // (status changes, since 0009), none for messages without one (partial). Never updated itself,

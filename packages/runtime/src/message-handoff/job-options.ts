@@ -3,7 +3,7 @@
  * `platform` strategy: exponential with jitter from its config, or the platform's `Retry-After`.
  * A completed job is removed as it completes, as a bundle is: its outcome is in Postgres already,
  * or (sent) in its sender's sent log until its row lands, where the status lookup reads it; Redis
- * keeps nothing of a delivered message (docs/messaging.md, "What Redis keeps of a message"). Failed
+ * keeps nothing of a delivered message (docs/durability.md, "What Redis keeps of a message"). Failed
  * ones stay a week for inspection, bounded.
  */
 export const MESSAGE_JOB_OPTIONS = {

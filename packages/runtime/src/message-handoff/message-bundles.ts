@@ -2,7 +2,7 @@ import { MessageJob } from '@dispatch/contracts'
 import Type, { type Static } from 'typebox'
 
 /**
- * Several messages of one sender delivered by one job (docs/messaging.md, "Bundles"): the admitter
+ * Several messages of one sender delivered by one job (docs/delivery.md, "Bundles"): the admitter
  * makes them when `MESSAGES_BUNDLE_SIZE` is above 1, so BullMQ's fetch and completion are paid once
  * for many messages. Each message keeps its own claim (message-claims.ts), held in the bundle's name:
  * the claim's value is the bundle's job id. A message that must be tried again later leaves the

@@ -8,7 +8,7 @@ import { evalLuaScript, luaScripts } from '../lua-scripts.ts'
  * worker racing for the same message end with exactly one winner: `worker` (the message goes out;
  * the cancel is refused) or `cancel` (no platform call is ever made).
  *
- * Redis holds only what is in flight (docs/messaging.md, "Cancel"): once a message's final outcome
+ * Redis holds only what is in flight (docs/durability.md, "How long a claim stays"): once a message's final outcome
  * (`sent`, `failed`, `expired`, `canceled`) is committed in Postgres, the recorder shortens its claim
  * to `MESSAGE_CLAIM_KEEP_MS` (`releaseMessageClaims`), and from then on the record answers for it:
  * a cancel that finds the claim gone reads the record again and is refused, and a job that may

@@ -72,7 +72,7 @@ export const adminMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         summary: "List every key's messages (one envelope with `data`)",
         description:
-          'The key list’s paging, order and filters (docs/messaging.md, Listing messages), across every key, ' +
+          'The key list’s paging, order and filters (docs/statuses.md, Listing messages), across every key, ' +
           'plus `apiKeyId`, `senderId` and `errorCode` (the last error code, exact).',
         security,
         querystring: AdminMessageListQuery,

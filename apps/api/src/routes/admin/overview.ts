@@ -17,7 +17,7 @@ import {
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { unavailable } from '../../errors.ts'
 import { errorResponses } from '../../http/error-responses.ts'
-import { toSenderView } from './senders.ts'
+import { toSenderView } from '../../senders/views.ts'
 
 const HOUR_MS = 3_600_000
 /** One overview per instance per this long: an open console polling it costs one set of queries. */

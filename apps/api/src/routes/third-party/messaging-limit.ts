@@ -3,7 +3,7 @@ import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { callerOf } from '../../http/caller.ts'
 import { errorResponses } from '../../http/error-responses.ts'
-import { messagingLimitView, readSenderReach } from '../admin/senders.ts'
+import { messagingLimitView, readSenderReach } from '../../senders/views.ts'
 
 /** The messaging limit of the key's own sender's business portfolio, and its reach now. */
 export const messagingLimitRoutes: FastifyPluginAsyncTypebox = async (app) => {
