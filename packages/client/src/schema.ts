@@ -4569,7 +4569,7 @@ export interface operations {
                              */
                             redacted?: true;
                             /** @enum {unknown} */
-                            cancelReason?: "key_revoked";
+                            cancelReason?: "key_revoked" | "campaign_canceled";
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -4685,7 +4685,7 @@ export interface operations {
                          */
                         redacted?: true;
                         /** @enum {unknown} */
-                        cancelReason?: "key_revoked";
+                        cancelReason?: "key_revoked" | "campaign_canceled";
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -4989,7 +4989,7 @@ export interface operations {
                              */
                             redacted?: true;
                             /** @enum {unknown} */
-                            cancelReason?: "key_revoked";
+                            cancelReason?: "key_revoked" | "campaign_canceled";
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -10471,7 +10471,7 @@ export interface operations {
                          */
                         redacted?: true;
                         /** @enum {unknown} */
-                        cancelReason?: "key_revoked";
+                        cancelReason?: "key_revoked" | "campaign_canceled";
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -10600,7 +10600,7 @@ export interface operations {
                          */
                         redacted?: true;
                         /** @enum {unknown} */
-                        cancelReason?: "key_revoked";
+                        cancelReason?: "key_revoked" | "campaign_canceled";
                         /** Format: date-time */
                         createdAt: string;
                         /** Format: date-time */
@@ -10786,7 +10786,7 @@ export interface operations {
                              */
                             redacted?: true;
                             /** @enum {unknown} */
-                            cancelReason?: "key_revoked";
+                            cancelReason?: "key_revoked" | "campaign_canceled";
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -11040,7 +11040,7 @@ export interface operations {
                              */
                             redacted?: true;
                             /** @enum {unknown} */
-                            cancelReason?: "key_revoked";
+                            cancelReason?: "key_revoked" | "campaign_canceled";
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
