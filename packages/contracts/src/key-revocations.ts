@@ -11,11 +11,11 @@ export type CancelReason = (typeof CANCEL_REASONS)[number]
 export const KEY_REVOKED_CODE = 'KEY_REVOKED'
 export const KEY_REVOKED_MESSAGE = 'Not sent: its API key was revoked before it went'
 
-/** The record's last error code that says why the service canceled a message. */
 /** The last error code a message canceled with its campaign is recorded with. */
 export const CAMPAIGN_CANCELED_CODE = 'CAMPAIGN_CANCELED'
 export const CAMPAIGN_CANCELED_MESSAGE = 'Not sent: its campaign was canceled before it went'
 
+/** The record's last error code that says why the service canceled a message. */
 export const CANCEL_REASON_OF_CODE: Record<string, CancelReason> = {
   [KEY_REVOKED_CODE]: 'key_revoked',
   [CAMPAIGN_CANCELED_CODE]: 'campaign_canceled',
@@ -50,3 +50,9 @@ export const CampaignCancelJob = Type.Object(
 )
 export type CampaignCancelJob = Static<typeof CampaignCancelJob>
 export type CampaignCancelPayload = Omit<CampaignCancelJob, 'outboxId'>
+
+/**
+ * Redis pub/sub channel (under the queue prefix) on which a canceled campaign's id is announced (by
+ * its sweep), so every messages worker cancels its messages it takes from then on.
+ */
+export const CAMPAIGN_CANCELS_CHANNEL = 'campaigns:canceled'

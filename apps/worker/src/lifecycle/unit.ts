@@ -2,6 +2,7 @@ import { type ErasureReport, QueueNames } from '@dispatch/contracts'
 import { queuePrefix } from '@dispatch/runtime'
 import { type Job, Worker } from 'bullmq'
 import type { WorkerUnitStarter } from '../runtime.ts'
+import { type CampaignCancelReport, runCampaignCancel } from './campaign-cancel.ts'
 import { RedisEraser } from './erase-redis.ts'
 import { failErasure, runErasure } from './erasure.ts'
 import { startPartitionMaintenance } from './partitions.ts'
@@ -15,10 +16,10 @@ import { serviceWindowRebuild } from './window-rebuild.ts'
 export { sweepContentRedaction } from './redaction.ts'
 
 /**
- * The `lifecycle` role: data-lifecycle jobs, a recipient's erasure (queue `erasures`) and a revoked
- * key's sweep of its messages (queue `key-revocations`). One at
- * a time per process: an erasure is a background sweep, never in a hurry, and kept off the
- * messages' connections and pool.
+ * The `lifecycle` role: data-lifecycle jobs, a recipient's erasure (queue `erasures`), a revoked
+ * key's sweep of its messages (queue `key-revocations`) and a canceled campaign's (queue
+ * `campaign-cancels`). One at a time per process: an erasure is a background sweep, never in a
+ * hurry, and kept off the messages' connections and pool.
  */
 export const startLifecycleUnit: WorkerUnitStarter = async (context) => {
   const { config, logger } = context
@@ -58,11 +59,26 @@ export const startLifecycleUnit: WorkerUnitStarter = async (context) => {
   revocations.on('failed', (job, error) =>
     logger.error({ err: error, jobId: job?.id }, 'revoked key sweep failed'),
   )
-  logger.info('lifecycle worker started (erasures, key revocations)')
+  // A canceled campaign's sweep (lifecycle/campaign-cancel.ts): the same, on a queue of its own.
+  const campaignCancels = new Worker<unknown, CampaignCancelReport>(
+    QueueNames.campaignCancels,
+    (job: Job) => runCampaignCancel(context, eraser, announcer, job),
+    {
+      connection: context.redis('lifecycle-campaign-cancels', { blocking: true }),
+      prefix: queuePrefix(config, QueueNames.campaignCancels),
+      concurrency: 1,
+    },
+  )
+  campaignCancels.on('error', (error) => logger.warn({ err: error }, 'campaign cancel worker error'))
+  campaignCancels.on('failed', (job, error) =>
+    logger.error({ err: error, jobId: job?.id }, 'canceled campaign sweep failed'),
+  )
+  logger.info('lifecycle worker started (erasures, key revocations, campaign cancels)')
   return {
     close: async () => {
       await worker.close()
       await revocations.close()
+      await campaignCancels.close()
       await eraser.close()
     },
   }

@@ -21,6 +21,7 @@ import { createWhatsAppCloudPlatform } from '../platforms/whatsapp-cloud.ts'
 import type { WorkerContext } from '../runtime.ts'
 import { Permits, withPermit } from '../shared/permits.ts'
 import { deliverBundle } from './bundle.ts'
+import { CanceledCampaigns } from './canceled-campaigns.ts'
 import { OptOutWatch } from './consent/watch.ts'
 import { deliverMessage, platformBackoff } from './deliver.ts'
 import type { DeliveryLane, DeliveryResult } from './delivery/types.ts'
@@ -90,6 +91,7 @@ export class SenderLane implements DeliveryLane {
     optOuts: OptOutWatch,
     appendSent: ReturnType<typeof batchedLogSent>,
     revokedKeys: RevokedKeys,
+    canceledCampaigns: CanceledCampaigns,
   ) {
     const { config, logger } = context
     this.#context = context
@@ -120,6 +122,7 @@ export class SenderLane implements DeliveryLane {
       metrics: context.metrics,
       optOuts,
       revokedKeys,
+      canceledCampaigns,
     }
     // The platform calls in flight for this sender in this process, bundled or not.
     const permits = new Permits(config.MESSAGES_CONCURRENCY)
@@ -292,6 +295,8 @@ export class SenderLanes {
   readonly #optOuts: OptOutWatch
   /** The revoked keys, whose messages delivery cancels instead of sending. */
   readonly #revokedKeys: RevokedKeys
+  /** The canceled campaigns, whose messages delivery cancels instead of sending. */
+  readonly #canceledCampaigns: CanceledCampaigns
   /** The sent outcomes of every lane's bundles of a turn, in one write (sent-log.ts). */
   readonly #appendSent: ReturnType<typeof batchedLogSent>
 
@@ -319,17 +324,28 @@ export class SenderLanes {
       logger,
     )
     this.#optOuts.start()
+    // Both follow their announcements on one subscribed connection (each reads its own channel).
+    const announcements = context.redis('cancel-announcements', { blocking: true })
     this.#revokedKeys = new RevokedKeys({
       db: context.db,
-      subscriber: context.redis('revoked-keys', { blocking: true }),
+      subscriber: announcements,
+      prefix: config.QUEUE_PREFIX,
+      logger,
+    })
+    this.#canceledCampaigns = new CanceledCampaigns({
+      db: context.db,
+      subscriber: announcements,
       prefix: config.QUEUE_PREFIX,
       logger,
     })
   }
 
-  /** Reads the revoked keys before the first delivery, and follows their announcements. */
-  followRevocations(): Promise<void> {
-    return this.#revokedKeys.start()
+  /**
+   * Reads the revoked keys and the canceled campaigns before the first delivery, and follows their
+   * announcements.
+   */
+  async followRevocations(): Promise<void> {
+    await Promise.all([this.#revokedKeys.start(), this.#canceledCampaigns.start()])
   }
 
   /**
@@ -373,6 +389,7 @@ export class SenderLanes {
           this.#optOuts,
           this.#appendSent,
           this.#revokedKeys,
+          this.#canceledCampaigns,
         )
         this.#lanes.set(sender.id, lane)
         logger.info(
@@ -401,6 +418,7 @@ export class SenderLanes {
     this.#lanes.clear()
     this.#optOuts.close()
     this.#revokedKeys.close()
+    this.#canceledCampaigns.close()
     await this.#recorder.drain()
   }
 }

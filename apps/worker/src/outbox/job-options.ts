@@ -35,7 +35,10 @@ export const ERASURE_JOB_OPTIONS = {
   removeOnFail: true,
 }
 
-/** How the relay adds a revoked key's sweep: retried with backoff (a database or Redis blip), each step safe to run again. */
+/**
+ * How the relay adds a revoked key's or a canceled campaign's sweep: retried with backoff (a
+ * database or Redis blip), each step safe to run again.
+ */
 export const REVOCATION_JOB_OPTIONS = {
   attempts: 10,
   backoff: { type: 'exponential' as const, delay: 2000 },

@@ -1,4 +1,5 @@
 import {
+  CampaignCancelJob,
   ConsentConfirmationJob,
   EmailJob,
   ErasureJob,
@@ -38,6 +39,8 @@ export interface OutboxRelayOptions {
   /** Where a revoked key's sweep of its queued and scheduled messages waits for a lifecycle worker. */
   revocationQueue: ReopeningQueue<KeyRevocationJob>
   revocationJobOptions: object
+  /** Where a canceled campaign's sweep of its queued and scheduled messages waits for a lifecycle worker. */
+  campaignCancelQueue: ReopeningQueue<CampaignCancelJob>
   logger: Logger
   pollMs: number
   batchSize: number
@@ -45,7 +48,7 @@ export interface OutboxRelayOptions {
 
 /**
  * Moves committed outbox rows into their queues (e-mails, webhook events, consent confirmations,
- * erasures, revoked keys' sweeps). Woken by NOTIFY and, as a fallback, by a timer;
+ * erasures, the sweeps of revoked keys and canceled campaigns). Woken by NOTIFY and, as a fallback, by a timer;
  * when Redis is down a batch rolls back and is retried on the next tick, so nothing is lost.
  * Each job's id is the outbox row's own random job id, so a row relayed twice (a crash between
  * the enqueue and the commit) is still one job.
@@ -115,6 +118,7 @@ export class OutboxRelay {
     const confirmations = []
     const erasures = []
     const revocations = []
+    const campaignCancels = []
     const eventIds: string[] = []
     for (const row of rows) {
       if (row.topic === 'webhook') {
@@ -145,6 +149,14 @@ export class OutboxRelay {
         } else logger.error({ outboxId: row.id, topic: row.topic }, 'outbox row has no valid job; skipped')
         continue
       }
+      if (row.topic === QueueNames.campaignCancels) {
+        // Added as a revocation's sweep is: retried with backoff, each step safe to run again.
+        if (Value.Check(CampaignCancelJob, data)) {
+          const opts = { ...this.#options.revocationJobOptions, jobId: `outbox-${row.jobId}` }
+          campaignCancels.push({ name: 'campaign-cancel', data, opts })
+        } else logger.error({ outboxId: row.id, topic: row.topic }, 'outbox row has no valid job; skipped')
+        continue
+      }
       if (row.topic !== QueueNames.email || !Value.Check(EmailJob, data)) {
         logger.error({ outboxId: row.id, topic: row.topic }, 'outbox row has no valid job; skipped')
         continue
@@ -160,6 +172,9 @@ export class OutboxRelay {
       confirmations.length > 0 ? (await confirmationQueue.get()).addBulk(confirmations) : undefined,
       erasures.length > 0 ? (await erasureQueue.get()).addBulk(erasures) : undefined,
       revocations.length > 0 ? (await revocationQueue.get()).addBulk(revocations) : undefined,
+      campaignCancels.length > 0
+        ? (await this.#options.campaignCancelQueue.get()).addBulk(campaignCancels)
+        : undefined,
     ])
   }
 

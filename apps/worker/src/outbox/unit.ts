@@ -1,4 +1,5 @@
 import {
+  type CampaignCancelJob,
   type ConsentConfirmationJob,
   type EmailJob,
   type ErasureJob,
@@ -19,8 +20,8 @@ import {
 import { OutboxRelay } from './relay.ts'
 
 /**
- * The `outbox` role: relays committed side effects (e-mails, webhook events, consent confirmations)
- * into their queues.
+ * The `outbox` role: relays committed side effects (e-mails, webhook events, consent confirmations,
+ * erasures, the sweeps of revoked keys and canceled campaigns) into their queues.
  */
 export const startOutboxUnit: WorkerUnitStarter = async ({ config, db, sql, logger, redis, metrics }) => {
   const producer = redis('outbox-queues', { blocking: false })
@@ -48,6 +49,7 @@ export const startOutboxUnit: WorkerUnitStarter = async ({ config, db, sql, logg
   )
   const erasureQueue = queueOf<ErasureJob>(QueueNames.erasures, 'erasure')
   const revocationQueue = queueOf<KeyRevocationJob>(QueueNames.keyRevocations, 'key revocation')
+  const campaignCancelQueue = queueOf<CampaignCancelJob>(QueueNames.campaignCancels, 'campaign cancel')
   const relay = new OutboxRelay({
     db,
     sql,
@@ -58,6 +60,7 @@ export const startOutboxUnit: WorkerUnitStarter = async ({ config, db, sql, logg
     erasureJobOptions: ERASURE_JOB_OPTIONS,
     revocationQueue,
     revocationJobOptions: REVOCATION_JOB_OPTIONS,
+    campaignCancelQueue,
     logger,
     pollMs: config.OUTBOX_POLL_MS,
     batchSize: config.OUTBOX_BATCH_SIZE,
@@ -74,6 +77,7 @@ export const startOutboxUnit: WorkerUnitStarter = async ({ config, db, sql, logg
       await confirmationQueue.close()
       await erasureQueue.close()
       await revocationQueue.close()
+      await campaignCancelQueue.close()
     },
   }
 }

@@ -1,4 +1,6 @@
 import {
+  CAMPAIGN_CANCELED_CODE,
+  CAMPAIGN_CANCELED_MESSAGE,
   KEY_REVOKED_CODE,
   KEY_REVOKED_MESSAGE,
   type MessageJob,
@@ -11,7 +13,7 @@ import type { MessagingPlatform } from '../platforms/types.ts'
 /**
  * A message's outcome as the recorder takes it: what the job says of the message, through the
  * sender's number, with `attempts` in all (the earlier ones of an admin's retry included). Written
- * by delivery (messages/) and by a revoked key's sweep (lifecycle/).
+ * by delivery (messages/) and by the sweeps of a revoked key and a canceled campaign (lifecycle/).
  */
 export function deliveryOutcome(
   data: MessageJob,
@@ -67,3 +69,9 @@ export const expiredFields = (expiresAt: string | undefined) => ({
 
 /** The fields of a message canceled because its key was revoked (the view's `cancelReason: key_revoked`). */
 export const keyRevokedFields = { lastErrorCode: KEY_REVOKED_CODE, lastErrorMessage: KEY_REVOKED_MESSAGE }
+
+/** The fields of a message canceled with its campaign (the view's `cancelReason: campaign_canceled`). */
+export const campaignCanceledFields = {
+  lastErrorCode: CAMPAIGN_CANCELED_CODE,
+  lastErrorMessage: CAMPAIGN_CANCELED_MESSAGE,
+}

@@ -96,10 +96,21 @@ export async function createDeliveryWorld() {
     },
     /**
      * Stores a message for the default sender's admission, as the API does: the admitter moves it
-     * into the queue at the sender's pace.
+     * into the queue at the sender's pace. `fields` add to the job (its key, `batchId`); with a
+     * `sendAt` it waits scheduled until then.
      */
-    async accept(message: OutboundMessage, messageId: string = randomUUID()) {
-      const job: MessageJob = { messageId, apiKeyId: key.id, acceptedAt: new Date().toISOString(), message }
+    async accept(
+      message: OutboundMessage,
+      messageId: string = randomUUID(),
+      fields: Partial<MessageJob> = {},
+    ) {
+      const job: MessageJob = {
+        messageId,
+        apiKeyId: key.id,
+        acceptedAt: new Date().toISOString(),
+        message,
+        ...fields,
+      }
       const keys = fairKeys(queuePrefix, DEFAULT_SENDER_ID)
       const redis = new Redis(testRedisUrl())
       await evalLuaScript(
@@ -113,16 +124,26 @@ export async function createDeliveryWorld() {
         messageId,
         JSON.stringify(job),
         'normal',
-        key.id,
-        0,
+        job.apiKeyId,
+        job.sendAt ? Date.parse(job.sendAt) : 0,
       )
       await redis.sadd(fairActiveKey(queuePrefix), DEFAULT_SENDER_ID)
       redis.disconnect()
       return messageId
     },
     /** Enqueues a message straight into the default sender's queue, as an admitter does. */
-    async enqueue(message: OutboundMessage, messageId: string = randomUUID()) {
-      const job: MessageJob = { messageId, apiKeyId: key.id, acceptedAt: new Date().toISOString(), message }
+    async enqueue(
+      message: OutboundMessage,
+      messageId: string = randomUUID(),
+      fields: Partial<MessageJob> = {},
+    ) {
+      const job: MessageJob = {
+        messageId,
+        apiKeyId: key.id,
+        acceptedAt: new Date().toISOString(),
+        message,
+        ...fields,
+      }
       await queue.add(message.type, job, { ...MESSAGE_JOB_OPTIONS, jobId: messageId })
       return messageId
     },

@@ -560,3 +560,21 @@ export async function startCampaign(
     return row
   })
 }
+
+/**
+ * The canceled campaigns that fed messages, with their keys: what a messages worker holds in memory
+ * to cancel, at delivery, a message of one it still meets (held for the messaging limit, waiting for
+ * a retry, stored by a feeder after the sweep). A cancel is an operator's act: they stay few.
+ */
+export async function listCanceledCampaigns(db: Db): Promise<Array<{ id: string; apiKeyId: string }>> {
+  return db
+    .select({ id: campaigns.id, apiKeyId: campaigns.apiKeyId })
+    .from(campaigns)
+    .where(
+      and(
+        eq(campaigns.status, 'canceled'),
+        gt(campaigns.fedThrough, 0),
+        gt(campaigns.canceledAt, sql`now() - interval '3 days'`),
+      ),
+    )
+}

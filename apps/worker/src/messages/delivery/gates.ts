@@ -1,6 +1,6 @@
 import { recipientOf, type SuppressionScope } from '@dispatch/contracts'
 import { suppressionOwner } from '@dispatch/runtime'
-import { expiredFields, keyRevokedFields } from '../../shared/message-outcome.ts'
+import { campaignCanceledFields, expiredFields, keyRevokedFields } from '../../shared/message-outcome.ts'
 import { optedOutFields } from '../consent/check.ts'
 import { type RecipientReads, readRecipient } from '../recipient-reads.ts'
 import { fallbackMessage, isFreeForm, WINDOW_CLOSED_CODE } from '../service-window.ts'
@@ -72,6 +72,16 @@ function keyRevoked({ data, deps }: MessageDelivery): Stop | undefined {
 }
 
 /**
+ * Its campaign canceled since it was fed (held for the messaging limit, mid-retry, stored after the
+ * cancel's sweep passed: canceled-campaigns.ts says why the sweep alone is not enough): never sent.
+ */
+function campaignCanceled({ data, deps }: MessageDelivery): Stop | undefined {
+  if (!deps.canceledCampaigns?.has(data.batchId, data.apiKeyId)) return undefined
+  const why = 'its campaign was canceled before it was sent; canceled'
+  return { kind: 'stop', status: 'canceled', fields: campaignCanceledFields, why }
+}
+
+/**
  * Opted out since it was accepted (a STOP, an entry added; of marketing: "Stop promotions", Meta's
  * user_preferences, a 131050), of everything or of what this message is: never sent.
  */
@@ -111,12 +121,16 @@ async function recordStop(delivery: MessageDelivery, stop: Stop): Promise<Dispos
 }
 
 /**
- * Step 3: the gates before the platform, in order: the message's validity, its key, the recipient's
- * opt-outs, the 24-hour window, the portfolio's messaging limit. A message stopped at one is
- * recorded and never sent; one held by the limit waits, `scheduled`.
+ * Step 3: the gates before the platform, in order: the message's validity, its key, its campaign,
+ * the recipient's opt-outs, the 24-hour window, the portfolio's messaging limit. A message stopped
+ * at one is recorded and never sent; one held by the limit waits, `scheduled`.
  */
 export async function gate(delivery: MessageDelivery, reads: RecipientReads): Promise<Cleared | Disposition> {
-  const stop = expired(delivery) ?? keyRevoked(delivery) ?? optedOut(delivery, await reads.optOut)
+  const stop =
+    expired(delivery) ??
+    keyRevoked(delivery) ??
+    campaignCanceled(delivery) ??
+    optedOut(delivery, await reads.optOut)
   if (stop) return recordStop(delivery, stop)
   const window = await reads.window
   // Under `enforce` a free-form message's; a template's is read for the limit only.

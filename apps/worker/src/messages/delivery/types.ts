@@ -5,6 +5,7 @@ import type { RedisClient } from '@dispatch/runtime/redis'
 import type { Logger } from 'pino'
 import type { DeliveryMetrics } from '../../metrics/registry.ts'
 import type { MessagingPlatform, PlatformError } from '../../platforms/types.ts'
+import type { CanceledCampaigns } from '../canceled-campaigns.ts'
 import type { OptOutWatch } from '../consent/watch.ts'
 import type { DeliveryRecorder, LoggedEntry } from '../delivery-recorder.ts'
 import type { RevokedKeys } from '../revoked-keys.ts'
@@ -63,6 +64,8 @@ export interface DeliveryDeps {
   optOuts?: Pick<OptOutWatch, 'mustRead'> | undefined
   /** The revoked keys this process knows of (revoked-keys.ts): their messages are never sent. */
   revokedKeys?: Pick<RevokedKeys, 'has'> | undefined
+  /** The canceled campaigns this process knows of (canceled-campaigns.ts): their messages are never sent. */
+  canceledCampaigns?: Pick<CanceledCampaigns, 'has'> | undefined
 }
 
 /** How one job runs one message: the single job's own run, or one message of a bundle. */
