@@ -6,6 +6,8 @@ let csrfToken: string | undefined
 export const setCsrfToken = (token: string | undefined) => {
   csrfToken = token
 }
+/** The header a change made outside the typed client carries (an upload the client has no method for). */
+export const csrfHeader = (): Record<string, string> => (csrfToken ? { 'x-csrf-token': csrfToken } : {})
 
 /** The typed client, with the browser's session cookie instead of a header credential. */
 export const api = createDispatchClient({

@@ -3,6 +3,9 @@ import { match, useLocation } from '../router.tsx'
 import { useSession } from '../session.ts'
 import { Shell } from '../ui/shell.tsx'
 import { SignIn } from '../ui/sign-in.tsx'
+import { CampaignPage } from './campaigns/campaign.tsx'
+import { CampaignNew } from './campaigns/campaign-new.tsx'
+import { Campaigns } from './campaigns/campaigns.tsx'
 import { MessageDetail } from './message-detail.tsx'
 import { Messages } from './messages.tsx'
 import { SendTest } from './send-test.tsx'
@@ -12,6 +15,7 @@ import { WebhookEndpoints } from './webhook-endpoints.tsx'
 
 const NAV = [
   { href: '/', label: 'Messages' },
+  { href: '/campaigns', label: 'Campaigns' },
   { href: '/webhooks', label: 'Webhooks' },
   { href: '/usage', label: 'Limits and usage' },
   { href: '/send', label: 'Send a test' },
@@ -20,11 +24,15 @@ const NAV = [
 function Route() {
   const { path } = useLocation()
   if (path === '/' || path === '/messages') return <Messages />
+  if (path === '/campaigns') return <Campaigns />
+  if (path === '/campaigns/new') return <CampaignNew />
   if (path === '/webhooks') return <WebhookEndpoints />
   if (path === '/usage') return <Usage />
   if (path === '/send') return <SendTest />
   let params = match('/messages/:id', path)
   if (params?.id) return <MessageDetail id={params.id} />
+  params = match('/campaigns/:id', path)
+  if (params?.id) return <CampaignPage id={params.id} />
   params = match('/webhooks/:id', path)
   if (params?.id) return <WebhookEndpoint id={params.id} />
   return (

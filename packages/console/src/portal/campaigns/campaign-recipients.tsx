@@ -1,0 +1,109 @@
+import { CAMPAIGN_RECIPIENT_STATES, type CampaignRecipientState, errorMeaning } from '@dispatch/contracts'
+import { keepPreviousData, useQuery } from '@tanstack/preact-query'
+import { useState } from 'preact/hooks'
+import { api } from '../../api.ts'
+import { Link } from '../../router.tsx'
+import { Id } from '../../ui/id.tsx'
+import { Loaded, StatusBadge } from '../../ui/status.tsx'
+import { Table } from '../../ui/table.tsx'
+
+const TAKE = 25
+
+/**
+ * The campaign's recipients in line order, filtered by state, a page at a time: the API pages by
+ * line (`after` the previous page's last), so going back is the page's own memory of where each
+ * page began.
+ */
+export function CampaignRecipients({ id, live }: { id: string; live: boolean }) {
+  const [state, setState] = useState<CampaignRecipientState | undefined>()
+  /** Where each page so far began: the last is the page shown. */
+  const [starts, setStarts] = useState<number[]>([0])
+  const after = starts.at(-1) ?? 0
+  const recipients = useQuery({
+    queryKey: ['campaigns', 'recipients', id, state, after],
+    queryFn: () =>
+      api.GET('/api/third-party/campaigns/{campaignId}/recipients', {
+        params: { path: { campaignId: id }, query: { take: TAKE, after, ...(state ? { state } : {}) } },
+      }),
+    placeholderData: keepPreviousData,
+    refetchInterval: live ? 5000 : false,
+  })
+  return (
+    <>
+      <div class="row">
+        <label>
+          State
+          <select
+            value={state ?? ''}
+            onChange={(event) => {
+              const value = event.currentTarget.value
+              setState(value === '' ? undefined : (value as CampaignRecipientState))
+              setStarts([0])
+            }}
+          >
+            <option value="">Every state</option>
+            {CAMPAIGN_RECIPIENT_STATES.map((s) => (
+              <option key={s} value={s}>
+                {s}
+              </option>
+            ))}
+          </select>
+        </label>
+      </div>
+      <Loaded query={recipients}>
+        {({ data, next }) => (
+          <>
+            <Table
+              caption="Recipients"
+              empty={state ? `No recipient is ${state}.` : 'No recipient yet.'}
+              rows={data}
+              rowKey={(r) => String(r.line)}
+              columns={[
+                { header: 'Line', cell: (r) => r.line },
+                { header: 'Recipient', cell: (r) => r.phone ?? r.userId ?? '—' },
+                { header: 'State', cell: (r) => <StatusBadge status={r.state} /> },
+                {
+                  header: 'Why',
+                  class: 'wrap',
+                  cell: (r) =>
+                    r.errorCode ? <code>{r.errorCode}</code> : r.reason ? r.reason.replace(/_/g, ' ') : '—',
+                  detail: (r) => (r.errorCode ? errorMeaning(r.errorCode) : r.detail),
+                },
+                {
+                  header: 'Message',
+                  cell: (r) =>
+                    r.messageId ? (
+                      <Link href={`/messages/${r.messageId}`} aria-label={`Message of line ${r.line}`}>
+                        <Id value={r.messageId} />
+                      </Link>
+                    ) : (
+                      '—'
+                    ),
+                },
+              ]}
+            />
+            {starts.length > 1 || next !== null ? (
+              <nav class="pager" aria-label="Recipient pages">
+                <button
+                  type="button"
+                  disabled={starts.length <= 1}
+                  onClick={() => setStarts(starts.slice(0, -1))}
+                >
+                  Previous page
+                </button>
+                <span>Page {starts.length}</span>
+                <button
+                  type="button"
+                  disabled={next === null}
+                  onClick={() => next !== null && setStarts([...starts, next])}
+                >
+                  Next page
+                </button>
+              </nav>
+            ) : null}
+          </>
+        )}
+      </Loaded>
+    </>
+  )
+}

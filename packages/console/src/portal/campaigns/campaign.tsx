@@ -1,0 +1,180 @@
+import { DispatchError } from '@dispatch/client'
+import { CAMPAIGN_RECIPIENT_STATES, type Campaign, errorMeaning } from '@dispatch/contracts'
+import { useQuery } from '@tanstack/preact-query'
+import { useEffect, useState } from 'preact/hooks'
+import { api } from '../../api.ts'
+import { Link } from '../../router.tsx'
+import { CopyButton, Id } from '../../ui/id.tsx'
+import { Page, Section } from '../../ui/page.tsx'
+import { Loaded, StatusBadge } from '../../ui/status.tsx'
+import { Table } from '../../ui/table.tsx'
+import { Time } from '../../ui/time.tsx'
+import { CampaignAudience } from './campaign-audience.tsx'
+import { CampaignControls } from './campaign-controls.tsx'
+import { CampaignRecipients } from './campaign-recipients.tsx'
+import { MessagingLimit } from './messaging-limit.tsx'
+import { ProgressBar } from './progress.tsx'
+import { addSample, ProgressChart, type Sample, samplesFor } from './progress-chart.tsx'
+
+/** Statuses in which counts still move: the page reads them every 3 s. */
+const LIVE = new Set<Campaign['status']>(['scheduled', 'running', 'paused'])
+
+function Facts({ campaign }: { campaign: Campaign }) {
+  const { template } = campaign
+  return (
+    <dl class="facts">
+      <dt>Id</dt>
+      <dd>
+        <Id value={campaign.id} /> <CopyButton value={campaign.id} label="campaign id" />
+      </dd>
+      <dt>Status</dt>
+      <dd>
+        <StatusBadge status={campaign.status} />
+      </dd>
+      <dt>Template</dt>
+      <dd>
+        {template.templateId} ({template.language})
+      </dd>
+      <dt>Progress</dt>
+      <dd>
+        <ProgressBar campaign={campaign} />
+      </dd>
+      <dt>Created</dt>
+      <dd>
+        <Time at={campaign.createdAt} />
+      </dd>
+      {campaign.startAt ? (
+        <>
+          <dt>Starts at</dt>
+          <dd>
+            <Time at={campaign.startAt} />
+          </dd>
+        </>
+      ) : null}
+      <dt>Started</dt>
+      <dd>
+        <Time at={campaign.startedAt} />
+      </dd>
+      <dt>{campaign.canceledAt ? 'Canceled' : 'Completed'}</dt>
+      <dd>
+        <Time at={campaign.canceledAt ?? campaign.completedAt} />
+      </dd>
+    </dl>
+  )
+}
+
+function Counts({ campaign }: { campaign: Campaign }) {
+  return (
+    <Table
+      caption="Recipients by state"
+      rows={[...CAMPAIGN_RECIPIENT_STATES]}
+      rowKey={(state) => state}
+      columns={[
+        { header: 'State', cell: (state) => <StatusBadge status={state} /> },
+        { header: 'Recipients', cell: (state) => campaign.counts[state] },
+      ]}
+    />
+  )
+}
+
+function Failures({ failedByCode }: { failedByCode: Campaign['failedByCode'] }) {
+  const rows = Object.entries(failedByCode).sort(([, a], [, b]) => b - a)
+  return (
+    <Table
+      caption="Failures by error code"
+      empty="No failure."
+      rows={rows}
+      rowKey={([code]) => code}
+      columns={[
+        { header: 'Error code', cell: ([code]) => <code>{code}</code> },
+        { header: 'Recipients', cell: ([, n]) => n },
+        { header: 'What it means', class: 'wrap', cell: ([code]) => errorMeaning(code) ?? '—' },
+      ]}
+    />
+  )
+}
+
+/** Every row with its outcome, streamed by the API as a download (the session's cookie goes along). */
+function Exports({ id }: { id: string }) {
+  const base = `/api/third-party/campaigns/${id}/export`
+  return (
+    <div class="row">
+      <a class="button secondary" href={`${base}?format=csv`} download>
+        Export CSV
+      </a>
+      <a class="button secondary" href={`${base}?format=ndjson`} download>
+        Export NDJSON
+      </a>
+    </div>
+  )
+}
+
+/**
+ * One campaign: while a draft or ready, its audience (upload, preview, start); then its counts by
+ * state, a chart of them over the time the page watches, its failures by code, its recipients and
+ * its exports; pause, resume and cancel; the sender's messaging limit beside it.
+ */
+export function CampaignPage({ id }: { id: string }) {
+  const campaign = useQuery({
+    queryKey: ['campaigns', 'detail', id],
+    queryFn: () =>
+      api.GET('/api/third-party/campaigns/{campaignId}', { params: { path: { campaignId: id } } }),
+    refetchInterval: (query) =>
+      query.state.error instanceof DispatchError && query.state.error.statusCode < 500
+        ? false
+        : query.state.data && !LIVE.has(query.state.data.status)
+          ? false
+          : 3000,
+  })
+  const [samples, setSamples] = useState<Sample[]>(() => samplesFor(id))
+  useEffect(() => {
+    const data = campaign.data
+    if (data && data.status !== 'draft' && data.status !== 'ready') {
+      setSamples(addSample(data, campaign.dataUpdatedAt))
+    }
+  }, [campaign.dataUpdatedAt])
+  return (
+    <Page title={campaign.data ? `Campaign ${campaign.data.name}` : 'Campaign'}>
+      <p>
+        <Link href="/campaigns">All campaigns</Link>
+      </p>
+      <Loaded query={campaign}>
+        {(data) => (
+          <>
+            <div class="grid">
+              <div>
+                <Facts campaign={data} />
+                <CampaignControls campaign={data} />
+              </div>
+              <MessagingLimit />
+            </div>
+            {data.status === 'draft' || data.status === 'ready' ? <CampaignAudience campaign={data} /> : null}
+            {data.status !== 'draft' && data.status !== 'ready' ? (
+              <>
+                <div class="grid">
+                  <Section title="Recipients by state">
+                    <Counts campaign={data} />
+                  </Section>
+                  <Section title="Progress">
+                    <ProgressChart samples={samples} />
+                  </Section>
+                </div>
+                <Section title="Failures by error code">
+                  <Failures failedByCode={data.failedByCode} />
+                </Section>
+              </>
+            ) : null}
+            {data.audience ? (
+              <>
+                <Section title="Recipients">
+                  <CampaignRecipients id={id} live={LIVE.has(data.status)} />
+                  <Exports id={id} />
+                </Section>
+              </>
+            ) : null}
+          </>
+        )}
+      </Loaded>
+    </Page>
+  )
+}
