@@ -12,21 +12,20 @@ const TAKE = 25
 /**
  * The campaign's recipients in line order, filtered by state, a page at a time: the API pages by
  * line (`after` the previous page's last), so going back is the page's own memory of where each
- * page began.
+ * page began. `version` changes when the campaign's counts do: the page shown is read again then.
  */
-export function CampaignRecipients({ id, live }: { id: string; live: boolean }) {
+export function CampaignRecipients({ id, version }: { id: string; version: string }) {
   const [state, setState] = useState<CampaignRecipientState | undefined>()
   /** Where each page so far began: the last is the page shown. */
   const [starts, setStarts] = useState<number[]>([0])
   const after = starts.at(-1) ?? 0
   const recipients = useQuery({
-    queryKey: ['campaigns', 'recipients', id, state, after],
+    queryKey: ['campaigns', 'recipients', id, state, after, version],
     queryFn: () =>
       api.GET('/api/third-party/campaigns/{campaignId}/recipients', {
         params: { path: { campaignId: id }, query: { take: TAKE, after, ...(state ? { state } : {}) } },
       }),
     placeholderData: keepPreviousData,
-    refetchInterval: live ? 5000 : false,
   })
   return (
     <>
@@ -73,7 +72,7 @@ export function CampaignRecipients({ id, live }: { id: string; live: boolean }) 
                   header: 'Message',
                   cell: (r) =>
                     r.messageId ? (
-                      <Link href={`/messages/${r.messageId}`} aria-label={`Message of line ${r.line}`}>
+                      <Link href={`/messages/${r.messageId}`}>
                         <Id value={r.messageId} />
                       </Link>
                     ) : (

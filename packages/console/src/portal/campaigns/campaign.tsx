@@ -167,7 +167,7 @@ export function CampaignPage({ id }: { id: string }) {
             {data.audience ? (
               <>
                 <Section title="Recipients">
-                  <CampaignRecipients id={id} live={LIVE.has(data.status)} />
+                  <CampaignRecipients id={id} version={`${data.status} ${JSON.stringify(data.counts)}`} />
                   <Exports id={id} />
                 </Section>
               </>
