@@ -357,6 +357,58 @@ describe('controls', () => {
   })
 })
 
+describe('the messaging limit', () => {
+  it("holds what would pass the portfolio's limit, even under a sender's `refuse`, and feeds no more", async () => {
+    const sender = await syncedSender(app, fake, {
+      body: {
+        businessId: `8${String(Date.now()).slice(-9)}`,
+        messagingLimitOverride: 3,
+        messagingLimitPolicy: 'refuse',
+      },
+    })
+    const limited = await keyOf(app, sender.id, SCOPES)
+    const campaign = await create(limited.key)
+    // 30 rows, fed 20 at a time (CAMPAIGN_WINDOW): the first window reaches the limit.
+    const audience = Array.from({ length: 30 }, newPhone)
+    await loadAudience(campaign.id, audience)
+    expect((await control(campaign.id, 'start', limited.key)).statusCode).toBe(200)
+    await waitFor(async () => ((await get(campaign.id, limited.key)).counts.sent === 3 ? true : undefined), {
+      what: 'three sent',
+      timeoutMs: 20_000,
+    })
+    const page = async () => {
+      const res = await app.inject({
+        method: 'GET',
+        url: `/api/third-party/campaigns/${campaign.id}/recipients?take=30`,
+        headers: headers(limited.key),
+      })
+      return res.json<{ data: CampaignRecipient[] }>().data
+    }
+    // The rest of the first window is held by the worker (scheduled until room frees), never refused.
+    const fed = (await page()).filter((r) => r.messageId !== null)
+    expect(fed).toHaveLength(20)
+    const heldOne = fed.find((r) => r.state !== 'sent') as CampaignRecipient
+    const message = await waitFor(
+      async () => {
+        const res = await app.inject({
+          method: 'GET',
+          url: `/api/third-party/messages/${heldOne.messageId}`,
+          headers: headers(limited.key),
+        })
+        return res.json().status === 'scheduled' ? res.json() : undefined
+      },
+      { what: 'a held message' },
+    )
+    expect(message).toMatchObject({ scheduledReason: 'messaging_limit' })
+    // At the limit, nothing more is fed: the second window waits for room.
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    expect((await page()).filter((r) => r.messageId !== null)).toHaveLength(20)
+    const now = await get(campaign.id, limited.key)
+    expect(now).toMatchObject({ status: 'running', counts: { sent: 3, skipped: 0 } })
+    expect(audience.filter((p) => sentTo(p).length > 0)).toHaveLength(3)
+  })
+})
+
 describe('boundaries', () => {
   it("another key's campaign is not found, for every route; a key without the scope is refused", async () => {
     const campaign = await create()
