@@ -8,6 +8,7 @@ import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
+  asAdmin,
   buildTestApp,
   createWorld,
   expectError,
@@ -442,6 +443,33 @@ describe('boundaries', () => {
       'INSUFFICIENT_SCOPE',
     )
     expect((await get(campaign.id)).status).toBe('draft')
+  })
+
+  it("an admin reads every key's campaigns and pauses, resumes and cancels them, audited; a key's credential is refused", async () => {
+    const campaign = await create()
+    await loadAudience(campaign.id, Array.from({ length: 3 }, newPhone))
+    const admin = (method: 'GET' | 'POST', path: string) =>
+      app.inject({ method, url: `/api/admin/campaigns${path}`, headers: asAdmin() })
+    const listed = await admin('GET', `?apiKeyId=${key.id}&status=ready`)
+    expect(listed.statusCode, listed.body).toBe(200)
+    expect(listed.json().data.map((c: Campaign) => c.id)).toContain(campaign.id)
+    expect((await admin('GET', `/${campaign.id}`)).json()).toMatchObject({
+      id: campaign.id,
+      apiKeyId: key.id,
+    })
+    expectError(await admin('POST', `/${campaign.id}/pause`), 409, 'INVALID_STATE_TRANSITION')
+    expect((await admin('POST', `/${campaign.id}/cancel`)).json()).toMatchObject({ status: 'canceled' })
+    expect((await get(campaign.id)).counts.canceled).toBe(3)
+    const audited =
+      await world.sql`select actor, action from admin_audit_log where target_id = ${campaign.id}`
+    expect(audited).toEqual([{ actor: 'ana', action: 'campaign.cancel' }])
+    const csv = await admin('GET', `/${campaign.id}/export`)
+    expect(csv.body.trim().split('\n')).toHaveLength(4)
+    expectError(
+      await app.inject({ method: 'GET', url: '/api/admin/campaigns', headers: headers() }),
+      401,
+      'ADMIN_AUTH_REQUIRED',
+    )
   })
 
   it('checks the template as a send would: unknown, and header variables that do not fit', async () => {
