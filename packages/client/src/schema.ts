@@ -457,6 +457,134 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/campaigns": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every key's campaigns, newest first (the last 100) */
+        get: operations["adminListCampaigns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/campaigns/{campaignId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A campaign of any key, with its recipients counted by state */
+        get: operations["adminGetCampaign"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/campaigns/{campaignId}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause a key's campaign
+         * @description Audited. The same rules as the key’s own route.
+         */
+        post: operations["adminPauseCampaign"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/campaigns/{campaignId}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a key's paused campaign
+         * @description Audited. The same rules as the key’s own route.
+         */
+        post: operations["adminResumeCampaign"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/campaigns/{campaignId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a key's campaign
+         * @description Audited. The same rules as the key’s own route.
+         */
+        post: operations["adminCancelCampaign"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/campaigns/{campaignId}/recipients": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A campaign's recipients in line order, with their state */
+        get: operations["adminListCampaignRecipients"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/campaigns/{campaignId}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every row of a campaign with its outcome, streamed (CSV or NDJSON) */
+        get: operations["adminExportCampaignRecipients"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/admin/suppressions": {
         parameters: {
             query?: never;
@@ -5571,6 +5699,1024 @@ export interface operations {
                 };
             };
             /** @description The error body every failure answers with */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    adminListCampaigns: {
+        parameters: {
+            query?: {
+                apiKeyId?: string;
+                status?: "draft" | "ready" | "scheduled" | "running" | "paused" | "completed" | "canceled";
+            };
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** Format: uuid */
+                            id: string;
+                            name: string;
+                            /** Format: uuid */
+                            apiKeyId: string;
+                            senderId: string;
+                            /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
+                            template: {
+                                templateId: string;
+                                /** @description e.g. pt_BR, en */
+                                language: string;
+                                headerVariables?: {
+                                    type: string;
+                                    value: string | null;
+                                    originalMediaId: string;
+                                }[];
+                                buttonVariables?: {
+                                    buttonIndex: number;
+                                    text: string;
+                                    type: string;
+                                }[];
+                            };
+                            /** @enum {unknown} */
+                            status: "draft" | "ready" | "scheduled" | "running" | "paused" | "completed" | "canceled";
+                            startAt: string | null;
+                            validitySeconds: number | null;
+                            quietHours: {
+                                /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                                start: string;
+                                /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                                end: string;
+                                /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                                timeZone?: string;
+                            } | null;
+                            audience: {
+                                rows: number;
+                                taken: number;
+                                skipped: number;
+                                skippedByReason: {
+                                    [key: string]: number;
+                                };
+                                /** @enum {unknown} */
+                                format: "csv" | "ndjson";
+                                /** Format: date-time */
+                                uploadedAt: string;
+                            } | null;
+                            counts: {
+                                pending: number;
+                                held: number;
+                                sent: number;
+                                delivered: number;
+                                read: number;
+                                failed: number;
+                                skipped: number;
+                                canceled: number;
+                            };
+                            failedByCode: {
+                                [key: string]: number;
+                            };
+                            /** Format: date-time */
+                            createdAt: string;
+                            startedAt: string | null;
+                            completedAt: string | null;
+                            canceledAt: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description A malformed parameter (VALIDATION_ERROR) */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    adminGetCampaign: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description A campaign id, as created */
+                campaignId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        name: string;
+                        /** Format: uuid */
+                        apiKeyId: string;
+                        senderId: string;
+                        /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
+                        template: {
+                            templateId: string;
+                            /** @description e.g. pt_BR, en */
+                            language: string;
+                            headerVariables?: {
+                                type: string;
+                                value: string | null;
+                                originalMediaId: string;
+                            }[];
+                            buttonVariables?: {
+                                buttonIndex: number;
+                                text: string;
+                                type: string;
+                            }[];
+                        };
+                        /** @enum {unknown} */
+                        status: "draft" | "ready" | "scheduled" | "running" | "paused" | "completed" | "canceled";
+                        startAt: string | null;
+                        validitySeconds: number | null;
+                        quietHours: {
+                            /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                            start: string;
+                            /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                            end: string;
+                            /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                            timeZone?: string;
+                        } | null;
+                        audience: {
+                            rows: number;
+                            taken: number;
+                            skipped: number;
+                            skippedByReason: {
+                                [key: string]: number;
+                            };
+                            /** @enum {unknown} */
+                            format: "csv" | "ndjson";
+                            /** Format: date-time */
+                            uploadedAt: string;
+                        } | null;
+                        counts: {
+                            pending: number;
+                            held: number;
+                            sent: number;
+                            delivered: number;
+                            read: number;
+                            failed: number;
+                            skipped: number;
+                            canceled: number;
+                        };
+                        failedByCode: {
+                            [key: string]: number;
+                        };
+                        /** Format: date-time */
+                        createdAt: string;
+                        startedAt: string | null;
+                        completedAt: string | null;
+                        canceledAt: string | null;
+                    };
+                };
+            };
+            /** @description A malformed parameter (VALIDATION_ERROR) */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    adminPauseCampaign: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description A campaign id, as created */
+                campaignId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        name: string;
+                        /** Format: uuid */
+                        apiKeyId: string;
+                        senderId: string;
+                        /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
+                        template: {
+                            templateId: string;
+                            /** @description e.g. pt_BR, en */
+                            language: string;
+                            headerVariables?: {
+                                type: string;
+                                value: string | null;
+                                originalMediaId: string;
+                            }[];
+                            buttonVariables?: {
+                                buttonIndex: number;
+                                text: string;
+                                type: string;
+                            }[];
+                        };
+                        /** @enum {unknown} */
+                        status: "draft" | "ready" | "scheduled" | "running" | "paused" | "completed" | "canceled";
+                        startAt: string | null;
+                        validitySeconds: number | null;
+                        quietHours: {
+                            /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                            start: string;
+                            /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                            end: string;
+                            /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                            timeZone?: string;
+                        } | null;
+                        audience: {
+                            rows: number;
+                            taken: number;
+                            skipped: number;
+                            skippedByReason: {
+                                [key: string]: number;
+                            };
+                            /** @enum {unknown} */
+                            format: "csv" | "ndjson";
+                            /** Format: date-time */
+                            uploadedAt: string;
+                        } | null;
+                        counts: {
+                            pending: number;
+                            held: number;
+                            sent: number;
+                            delivered: number;
+                            read: number;
+                            failed: number;
+                            skipped: number;
+                            canceled: number;
+                        };
+                        failedByCode: {
+                            [key: string]: number;
+                        };
+                        /** Format: date-time */
+                        createdAt: string;
+                        startedAt: string | null;
+                        completedAt: string | null;
+                        canceledAt: string | null;
+                    };
+                };
+            };
+            /** @description A malformed parameter, or a malformed body (VALIDATION_ERROR) */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A change made with a session cookie lacks its CSRF token (CSRF_TOKEN_INVALID) */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            409: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    adminResumeCampaign: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description A campaign id, as created */
+                campaignId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        name: string;
+                        /** Format: uuid */
+                        apiKeyId: string;
+                        senderId: string;
+                        /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
+                        template: {
+                            templateId: string;
+                            /** @description e.g. pt_BR, en */
+                            language: string;
+                            headerVariables?: {
+                                type: string;
+                                value: string | null;
+                                originalMediaId: string;
+                            }[];
+                            buttonVariables?: {
+                                buttonIndex: number;
+                                text: string;
+                                type: string;
+                            }[];
+                        };
+                        /** @enum {unknown} */
+                        status: "draft" | "ready" | "scheduled" | "running" | "paused" | "completed" | "canceled";
+                        startAt: string | null;
+                        validitySeconds: number | null;
+                        quietHours: {
+                            /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                            start: string;
+                            /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                            end: string;
+                            /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                            timeZone?: string;
+                        } | null;
+                        audience: {
+                            rows: number;
+                            taken: number;
+                            skipped: number;
+                            skippedByReason: {
+                                [key: string]: number;
+                            };
+                            /** @enum {unknown} */
+                            format: "csv" | "ndjson";
+                            /** Format: date-time */
+                            uploadedAt: string;
+                        } | null;
+                        counts: {
+                            pending: number;
+                            held: number;
+                            sent: number;
+                            delivered: number;
+                            read: number;
+                            failed: number;
+                            skipped: number;
+                            canceled: number;
+                        };
+                        failedByCode: {
+                            [key: string]: number;
+                        };
+                        /** Format: date-time */
+                        createdAt: string;
+                        startedAt: string | null;
+                        completedAt: string | null;
+                        canceledAt: string | null;
+                    };
+                };
+            };
+            /** @description A malformed parameter, or a malformed body (VALIDATION_ERROR) */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A change made with a session cookie lacks its CSRF token (CSRF_TOKEN_INVALID) */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            409: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    adminCancelCampaign: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description A campaign id, as created */
+                campaignId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        name: string;
+                        /** Format: uuid */
+                        apiKeyId: string;
+                        senderId: string;
+                        /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
+                        template: {
+                            templateId: string;
+                            /** @description e.g. pt_BR, en */
+                            language: string;
+                            headerVariables?: {
+                                type: string;
+                                value: string | null;
+                                originalMediaId: string;
+                            }[];
+                            buttonVariables?: {
+                                buttonIndex: number;
+                                text: string;
+                                type: string;
+                            }[];
+                        };
+                        /** @enum {unknown} */
+                        status: "draft" | "ready" | "scheduled" | "running" | "paused" | "completed" | "canceled";
+                        startAt: string | null;
+                        validitySeconds: number | null;
+                        quietHours: {
+                            /** @description When quiet hours start, `HH:MM` in the recipient's local time ("21:00") */
+                            start: string;
+                            /** @description When they end, `HH:MM` ("08:00"); before `start` when they span midnight */
+                            end: string;
+                            /** @description The zone for recipients whose own is unknown (a username with no phone, a number whose country is not known); default UTC */
+                            timeZone?: string;
+                        } | null;
+                        audience: {
+                            rows: number;
+                            taken: number;
+                            skipped: number;
+                            skippedByReason: {
+                                [key: string]: number;
+                            };
+                            /** @enum {unknown} */
+                            format: "csv" | "ndjson";
+                            /** Format: date-time */
+                            uploadedAt: string;
+                        } | null;
+                        counts: {
+                            pending: number;
+                            held: number;
+                            sent: number;
+                            delivered: number;
+                            read: number;
+                            failed: number;
+                            skipped: number;
+                            canceled: number;
+                        };
+                        failedByCode: {
+                            [key: string]: number;
+                        };
+                        /** Format: date-time */
+                        createdAt: string;
+                        startedAt: string | null;
+                        completedAt: string | null;
+                        canceledAt: string | null;
+                    };
+                };
+            };
+            /** @description A malformed parameter, or a malformed body (VALIDATION_ERROR) */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A change made with a session cookie lacks its CSRF token (CSRF_TOKEN_INVALID) */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            409: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    adminListCampaignRecipients: {
+        parameters: {
+            query?: {
+                state?: "pending" | "held" | "sent" | "delivered" | "read" | "failed" | "skipped" | "canceled";
+                after?: number;
+                take?: number;
+            };
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description A campaign id, as created */
+                campaignId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            line: number;
+                            phone: string | null;
+                            userId: string | null;
+                            /** @enum {unknown} */
+                            state: "pending" | "held" | "sent" | "delivered" | "read" | "failed" | "skipped" | "canceled";
+                            reason: string | null;
+                            detail: string | null;
+                            messageId: string | null;
+                            errorCode: string | null;
+                        }[];
+                        next: number | null;
+                    };
+                };
+            };
+            /** @description A malformed parameter (VALIDATION_ERROR) */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    adminExportCampaignRecipients: {
+        parameters: {
+            query?: {
+                format?: "csv" | "ndjson";
+                state?: "pending" | "held" | "sent" | "delivered" | "read" | "failed" | "skipped" | "canceled";
+            };
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description A campaign id, as created */
+                campaignId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rows, as CSV (with a header) or NDJSON */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                    "application/x-ndjson": string;
+                };
+            };
+            /** @description A malformed parameter (VALIDATION_ERROR) */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];

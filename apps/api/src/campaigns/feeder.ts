@@ -11,6 +11,7 @@ import {
   type FedRow,
   findApiKeyById,
   findCampaign,
+  findSender,
   hasPendingRows,
   type RefusedRow,
   startCampaign,
@@ -22,6 +23,7 @@ import { acceptedAtOfMessageId } from '@dispatch/runtime'
 import { fairKeys } from '@dispatch/runtime/message-handoff'
 import type { RedisClient } from '@dispatch/runtime/redis'
 import { AppError } from '../errors.ts'
+import { messagingLimitView, readSenderReach } from '../senders/views.ts'
 import type { SendItem } from '../sending/judge.ts'
 import type { Sending } from '../sending/sending.ts'
 import { type Submitted, submit } from '../sending/submit.ts'
@@ -59,7 +61,8 @@ const SKIP_REASON: Partial<Record<ErrorCode, string>> = {
  * turn, per campaign:
  * 1. rows fed but not confirmed stored (a feeder stopped between the two) are stored again under
  *    the ids they were given, marked `readmitted` so the worker reads each record before sending;
- * 2. when fewer than `window / 2` of the key's `low` messages wait for admission, the next
+ * 2. when fewer than `window / 2` of the key's `low` messages wait for admission and the sender's
+ *    portfolio is not at its messaging limit, the next
  *    `window` rows get message ids in Postgres (`assignWindow`, which locks the campaign's row and
  *    feeds only a `running` one), then are submitted as template sends at `low` priority through
  *    `submit`, judged as any send is, held (never refused) at the messaging limit; a refused row is
@@ -161,6 +164,18 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
     await cancelCampaign(db, campaign.id, sending.clock())
   }
 
+  /**
+   * Whether the sender's portfolio is at its messaging limit now: then nothing more is fed (each
+   * message fed would only be held in Redis until room frees); those fed wait as they are.
+   */
+  async function atLimit(campaign: CampaignRow, now: Date): Promise<boolean> {
+    const sender = await findSender(db, campaign.senderId)
+    if (!sender) return false
+    const [reach] = await readSenderReach(redis, prefix, [sender], now.getTime())
+    const view = messagingLimitView(sender, reach ?? null)
+    return view.limit !== null && view.reach !== null && view.reach >= view.limit
+  }
+
   /** How many of the key's `low` messages wait for admission on the campaign's sender. */
   const waiting = (campaign: CampaignRow) =>
     redis.llen(fairKeys(prefix, campaign.senderId).list('low', campaign.apiKeyId))
@@ -208,7 +223,7 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
       if (!(await store(campaign, unconfirmed, true))) return
       campaign = (await findCampaign(db, campaign.id)) ?? campaign
     }
-    if ((await waiting(campaign)) < options.window / 2) {
+    if ((await waiting(campaign)) < options.window / 2 && !(await atLimit(campaign, now))) {
       const rows = await assignWindow(db, campaign.id, options.window, now)
       if (rows.length > 0) {
         await store(campaign, rows, false)

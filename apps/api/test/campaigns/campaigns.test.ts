@@ -8,6 +8,7 @@ import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
+  asAdmin,
   buildTestApp,
   createWorld,
   expectError,
@@ -357,6 +358,58 @@ describe('controls', () => {
   })
 })
 
+describe('the messaging limit', () => {
+  it("holds what would pass the portfolio's limit, even under a sender's `refuse`, and feeds no more", async () => {
+    const sender = await syncedSender(app, fake, {
+      body: {
+        businessId: `8${String(Date.now()).slice(-9)}`,
+        messagingLimitOverride: 3,
+        messagingLimitPolicy: 'refuse',
+      },
+    })
+    const limited = await keyOf(app, sender.id, SCOPES)
+    const campaign = await create(limited.key)
+    // 30 rows, fed 20 at a time (CAMPAIGN_WINDOW): the first window reaches the limit.
+    const audience = Array.from({ length: 30 }, newPhone)
+    await loadAudience(campaign.id, audience)
+    expect((await control(campaign.id, 'start', limited.key)).statusCode).toBe(200)
+    await waitFor(async () => ((await get(campaign.id, limited.key)).counts.sent === 3 ? true : undefined), {
+      what: 'three sent',
+      timeoutMs: 20_000,
+    })
+    const page = async () => {
+      const res = await app.inject({
+        method: 'GET',
+        url: `/api/third-party/campaigns/${campaign.id}/recipients?take=30`,
+        headers: headers(limited.key),
+      })
+      return res.json<{ data: CampaignRecipient[] }>().data
+    }
+    // The rest of the first window is held by the worker (scheduled until room frees), never refused.
+    const fed = (await page()).filter((r) => r.messageId !== null)
+    expect(fed).toHaveLength(20)
+    const heldOne = fed.find((r) => r.state !== 'sent') as CampaignRecipient
+    const message = await waitFor(
+      async () => {
+        const res = await app.inject({
+          method: 'GET',
+          url: `/api/third-party/messages/${heldOne.messageId}`,
+          headers: headers(limited.key),
+        })
+        return res.json().status === 'scheduled' ? res.json() : undefined
+      },
+      { what: 'a held message' },
+    )
+    expect(message).toMatchObject({ scheduledReason: 'messaging_limit' })
+    // At the limit, nothing more is fed: the second window waits for room.
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    expect((await page()).filter((r) => r.messageId !== null)).toHaveLength(20)
+    const now = await get(campaign.id, limited.key)
+    expect(now).toMatchObject({ status: 'running', counts: { sent: 3, skipped: 0 } })
+    expect(audience.filter((p) => sentTo(p).length > 0)).toHaveLength(3)
+  })
+})
+
 describe('boundaries', () => {
   it("another key's campaign is not found, for every route; a key without the scope is refused", async () => {
     const campaign = await create()
@@ -390,6 +443,33 @@ describe('boundaries', () => {
       'INSUFFICIENT_SCOPE',
     )
     expect((await get(campaign.id)).status).toBe('draft')
+  })
+
+  it("an admin reads every key's campaigns and pauses, resumes and cancels them, audited; a key's credential is refused", async () => {
+    const campaign = await create()
+    await loadAudience(campaign.id, Array.from({ length: 3 }, newPhone))
+    const admin = (method: 'GET' | 'POST', path: string) =>
+      app.inject({ method, url: `/api/admin/campaigns${path}`, headers: asAdmin() })
+    const listed = await admin('GET', `?apiKeyId=${key.id}&status=ready`)
+    expect(listed.statusCode, listed.body).toBe(200)
+    expect(listed.json().data.map((c: Campaign) => c.id)).toContain(campaign.id)
+    expect((await admin('GET', `/${campaign.id}`)).json()).toMatchObject({
+      id: campaign.id,
+      apiKeyId: key.id,
+    })
+    expectError(await admin('POST', `/${campaign.id}/pause`), 409, 'INVALID_STATE_TRANSITION')
+    expect((await admin('POST', `/${campaign.id}/cancel`)).json()).toMatchObject({ status: 'canceled' })
+    expect((await get(campaign.id)).counts.canceled).toBe(3)
+    const audited =
+      await world.sql`select actor, action from admin_audit_log where target_id = ${campaign.id}`
+    expect(audited).toEqual([{ actor: 'ana', action: 'campaign.cancel' }])
+    const csv = await admin('GET', `/${campaign.id}/export`)
+    expect(csv.body.trim().split('\n')).toHaveLength(4)
+    expectError(
+      await app.inject({ method: 'GET', url: '/api/admin/campaigns', headers: headers() }),
+      401,
+      'ADMIN_AUTH_REQUIRED',
+    )
   })
 
   it('checks the template as a send would: unknown, and header variables that do not fit', async () => {

@@ -3,6 +3,7 @@ import { authenticate } from '../authenticate.ts'
 import { erasureRoutes } from '../shared/erasures.ts'
 import { suppressionRoutes } from '../shared/suppressions.ts'
 import { adminApiKeyRoutes } from './api-keys.ts'
+import { adminCampaignRoutes } from './campaigns.ts'
 import { adminCatalogRoutes } from './catalog.ts'
 import { adminInboundMessageRoutes } from './inbound-messages.ts'
 import { adminMessageRoutes } from './messages.ts'
@@ -30,6 +31,7 @@ export async function adminRoutes(app: FastifyInstance) {
   await app.register(adminMessageRoutes, { prefix: '/messages' })
   await app.register(adminTimelineRoutes, { prefix: '/messages' })
   await app.register(adminQueueRoutes, { prefix: '/queues' })
+  await app.register(adminCampaignRoutes, { prefix: '/campaigns' })
   // Shared with /api/third-party, where a key manages its own sender's (third-party/).
   await app.register(suppressionRoutes, { audience: 'admin' })
   await app.register(erasureRoutes, { audience: 'admin' })

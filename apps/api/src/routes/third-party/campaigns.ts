@@ -1,4 +1,3 @@
-import { Readable } from 'node:stream'
 import {
   Campaign,
   CampaignExportQuery,
@@ -11,8 +10,7 @@ import {
 } from '@dispatch/contracts'
 import { type CampaignRow, owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import Type from 'typebox'
-import { recipientLines } from '../../campaigns/export.ts'
+import { EXPORT_RESPONSE, sendExport } from '../../campaigns/export.ts'
 import { checkCampaignTemplate, notInState } from '../../campaigns/template.ts'
 import { toCampaignView } from '../../campaigns/view.ts'
 import { AppError } from '../../errors.ts'
@@ -262,13 +260,7 @@ export const campaignRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: CampaignParams,
         querystring: CampaignExportQuery,
         response: {
-          200: {
-            description: 'The rows, as CSV (with a header) or NDJSON',
-            content: {
-              'text/csv': { schema: Type.String() },
-              'application/x-ndjson': { schema: Type.String() },
-            },
-          },
+          200: EXPORT_RESPONSE,
           ...errorResponses('NOT_FOUND'),
         },
       },
@@ -276,17 +268,7 @@ export const campaignRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const { row, campaigns } = await own(request)
       const { format, state } = request.query
-      const stream = Readable.from(recipientLines(campaigns.recipientChunks(row, state), format), {
-        objectMode: false,
-        highWaterMark: 64 * 1024,
-      })
-      stream.on('error', (error) =>
-        request.log.error({ err: error, campaignId: row.id }, 'campaign export cut short'),
-      )
-      return reply
-        .type(format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson')
-        .header('content-disposition', `attachment; filename="campaign-${row.id}.${format}"`)
-        .send(stream as never)
+      return sendExport(reply, request.log, row.id, campaigns.recipientChunks(row, state), format)
     },
   )
 }
