@@ -68,8 +68,48 @@ function AudienceSummary({ campaign }: { campaign: Campaign }) {
   )
 }
 
-/** The first rows with the template's body filled from each, as the recipients will read it. */
-function Preview({ rows, body }: { rows: PreviewRow[]; body: string | null | undefined }) {
+/** What the upload made of the previewed lines: taken, or skipped and why (by line). */
+function useLineOutcomes(campaignId: string, rows: PreviewRow[], uploaded: string | undefined) {
+  const last = rows.at(-1)?.line ?? 0
+  return useQuery({
+    queryKey: ['campaigns', 'recipients', campaignId, 'preview', uploaded, last],
+    enabled: uploaded !== undefined && last > 0,
+    queryFn: async () => {
+      const { data } = await api.GET('/api/third-party/campaigns/{campaignId}/recipients', {
+        params: { path: { campaignId }, query: { take: last } },
+      })
+      return new Map(data.map((r) => [r.line, r]))
+    },
+  })
+}
+
+type Outcomes = ReturnType<typeof useLineOutcomes>['data']
+
+function LineOutcome({ line, outcomes }: { line: number; outcomes: NonNullable<Outcomes> }) {
+  const row = outcomes.get(line)
+  if (!row) return <>—</>
+  if (row.state !== 'skipped') return <>taken</>
+  return (
+    <span class="error">
+      skipped: {row.reason?.replace(/_/g, ' ')}
+      {row.detail ? <span class="muted"> ({row.detail})</span> : null}
+    </span>
+  )
+}
+
+/**
+ * The first rows with the template's body filled from each, as the recipients will read it; once
+ * the file is uploaded, what the upload made of each line.
+ */
+function Preview({
+  rows,
+  body,
+  outcomes,
+}: {
+  rows: PreviewRow[]
+  body: string | null | undefined
+  outcomes: Outcomes
+}) {
   if (rows.length === 0) return <p class="muted">The file has no row to preview.</p>
   return (
     <table>
@@ -79,6 +119,7 @@ function Preview({ rows, body }: { rows: PreviewRow[]; body: string | null | und
           <th scope="col">Line</th>
           <th scope="col">Recipient</th>
           <th scope="col">Message</th>
+          {outcomes ? <th scope="col">Upload</th> : null}
         </tr>
       </thead>
       <tbody>
@@ -107,6 +148,11 @@ function Preview({ rows, body }: { rows: PreviewRow[]; body: string | null | und
                 <code>{JSON.stringify(row.variables)}</code>
               )}
             </td>
+            {outcomes ? (
+              <td>
+                <LineOutcome line={row.line} outcomes={outcomes} />
+              </td>
+            ) : null}
           </tr>
         ))}
       </tbody>
@@ -133,6 +179,12 @@ export function CampaignAudience({ campaign }: { campaign: Campaign }) {
       ),
     onSettled: () => client.invalidateQueries({ queryKey: ['campaigns'] }),
   })
+  // The lines' outcomes belong to this file only once it is the one uploaded.
+  const outcomes = useLineOutcomes(
+    campaign.id,
+    chosen?.rows ?? [],
+    upload.isSuccess ? campaign.audience?.uploadedAt : undefined,
+  )
   const choose = async (file: File | undefined) => {
     setChosen(undefined)
     setReadError(undefined)
@@ -182,7 +234,11 @@ export function CampaignAudience({ campaign }: { campaign: Campaign }) {
       {chosen ? (
         <>
           <h3>Preview: the first rows of {chosen.file.name}</h3>
-          <Preview rows={chosen.rows} body={body.data} />
+          <Preview
+            rows={chosen.rows}
+            body={body.data}
+            outcomes={upload.isSuccess ? outcomes.data : undefined}
+          />
         </>
       ) : null}
       <AudienceSummary campaign={campaign} />

@@ -13,6 +13,8 @@ export interface Sample {
   waiting: number
 }
 
+const clock = new Intl.DateTimeFormat(undefined, { timeStyle: 'medium' })
+
 /** An hour of readings every 3 s: older ones fall off the left. */
 const MAX_SAMPLES = 1200
 /** Each campaign's readings, kept while the page is open (leaving and coming back keeps them). */
@@ -65,7 +67,11 @@ export function ProgressChart({ samples }: { samples: Sample[] }) {
           width: Math.max(320, box.current.clientWidth),
           height: 220,
           series: [{}, ...SERIES.map(({ label, stroke }) => ({ label, stroke, width: 2 }))],
-          axes: [{}, { label: 'recipients' }],
+          // Seconds, not uPlot's milliseconds, for a span of a few seconds.
+          axes: [
+            { values: (_, ticks) => ticks.map((at) => clock.format(new Date(at * 1000))) },
+            { label: 'recipients' },
+          ],
           legend: { live: false },
           scales: { x: { time: true } },
         },
