@@ -4,15 +4,23 @@ import { type FakeWhatsApp, startFakeWhatsApp } from '@dispatch/testing'
 import type { RunningWorker } from '@dispatch/worker'
 import type { Browser, Page, Route } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, createWorld, startTestWorker, type TestApp, type TestWorld } from '../helpers.ts'
+import {
+  ADMIN,
+  buildTestApp,
+  createWorld,
+  startTestWorker,
+  type TestApp,
+  type TestWorld,
+} from '../helpers.ts'
 import { keyOf, syncedSender } from '../templates/setup.ts'
 import { browserBinary, checkPage, launchBrowser, openPage, poll } from './browser.ts'
 
 /**
  * A key holder's campaigns in real Chromium: creates one from its approved template, chooses a CSV
  * (its first rows previewed with the template's body), uploads it, starts it and follows it to
- * completed; another, scheduled, is paused, resumed and canceled from its page. Every page checked
- * with axe-core and walked with the keyboard.
+ * completed; another, scheduled, is paused, resumed and canceled from its page. Then an admin, in
+ * the console, finds both among every key's campaigns and pauses, resumes and cancels a third. Every
+ * page checked with axe-core and walked with the keyboard.
  */
 
 if (browserBinary.missing)
@@ -86,6 +94,27 @@ async function answerUpload(route: Route) {
   expect(request.headers()['x-csrf-token']).toBeTruthy()
   const audience = await loadAudience(campaignId, request.postDataBuffer()?.toString('utf8') ?? '')
   await route.fulfill({ json: { campaignId, status: 'ready', audience } })
+}
+
+/** A campaign of `apiKey` starting in an hour, its two rows in, left `ready`. */
+async function readyNextWeek(apiKey: string, name: string) {
+  const created = await app.inject({
+    method: 'POST',
+    url: '/api/third-party/campaigns',
+    headers: { 'x-api-key': apiKey },
+    payload: {
+      name,
+      template: { templateId: 'appointment_reminder', language: 'en_US' },
+      startAt: new Date(Date.now() + 3_600_000).toISOString(),
+    },
+  })
+  expect(created.statusCode, created.body).toBe(201)
+  const campaign = created.json<Campaign>()
+  await loadAudience(
+    campaign.id,
+    ['phone,first_name,date', `${newPhone()},Ana,Monday`, `${newPhone()},Bia,Tuesday`].join('\n'),
+  )
+  return campaign
 }
 
 describe.skipIf(browserBinary.missing)('the portal’s campaigns, in a browser', () => {
@@ -194,9 +223,11 @@ describe.skipIf(browserBinary.missing)('the portal’s campaigns, in a browser',
     expect(await counts.getByRole('row', { name: /^skipped/ }).textContent()).toBe('skipped1')
     expect(await page.locator('.facts').first().textContent()).toContain('25 of 25 (100 %)')
     // The chart, drawn from the readings the page took.
-    const chart = page.getByRole('img', { name: /^Progress since this page opened: 25 sent, 0 failed/ })
+    const chart = page.getByRole('img', { name: /^Progress: 25 sent, 0 failed/ })
     await chart.locator('canvas').waitFor()
-    expect(await page.getByText(/\d+ readings since this page opened/).count()).toBe(1)
+    expect(
+      await page.getByText(/From its start; read every 3 seconds while it runs\. \d+ points\./).count(),
+    ).toBe(1)
     await page.getByRole('region', { name: 'Failures by error code' }).getByText('No failure.').waitFor()
     // Every taken row went out once.
     for (const phone of audience)
@@ -246,25 +277,7 @@ describe.skipIf(browserBinary.missing)('the portal’s campaigns, in a browser',
   })
 
   it('pauses, resumes and cancels a scheduled campaign, asking before it cancels', async () => {
-    const created = await app.inject({
-      method: 'POST',
-      url: '/api/third-party/campaigns',
-      headers: { 'x-api-key': key.key },
-      payload: {
-        name: 'Next week',
-        template: {
-          templateId: 'appointment_reminder',
-          language: 'en_US',
-        },
-        startAt: new Date(Date.now() + 3_600_000).toISOString(),
-      },
-    })
-    expect(created.statusCode, created.body).toBe(201)
-    const campaign = created.json<Campaign>()
-    await loadAudience(
-      campaign.id,
-      ['phone,first_name,date', `${newPhone()},Ana,Monday`, `${newPhone()},Bia,Tuesday`].join('\n'),
-    )
+    const campaign = await readyNextWeek(key.key, 'Next week')
     await page.goto(`${baseUrl}/portal/campaigns/${campaign.id}`)
     await heading('Campaign Next week').waitFor()
     await page.getByRole('button', { name: 'Start at its start time' }).click()
@@ -300,5 +313,51 @@ describe.skipIf(browserBinary.missing)('the portal’s campaigns, in a browser',
     const limit = page.getByRole('region', { name: 'Messaging limit' })
     await poll(() => limit.textContent()).toMatch(/Limit.*Reached.*Room frees/s)
     expect(complaints).toEqual([])
+  })
+  it('shows an admin every key’s campaigns in the console, and lets it pause, resume and cancel one', async () => {
+    const campaign = await readyNextWeek(key.key, 'Board meeting')
+    const started = await app.inject({
+      method: 'POST',
+      url: `/api/third-party/campaigns/${campaign.id}/start`,
+      headers: { 'x-api-key': key.key },
+    })
+    expect(started.json<Campaign>().status).toBe('scheduled')
+    const { page: admin } = await openPage(browser)
+    await admin.goto(`${baseUrl}/console`)
+    await admin.getByLabel('Admin name').fill('ana')
+    await admin.getByLabel('Admin token').fill(ADMIN.ana)
+    await admin.getByLabel('Admin token').press('Enter')
+    await admin.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Campaigns' }).click()
+    await admin.getByRole('heading', { level: 1, name: 'Campaigns' }).waitFor()
+    const table = admin.getByRole('table', { name: 'Campaigns' })
+    await poll(() => table.getByRole('row').count()).toBe(4) // a header and three campaigns
+    expect(await table.textContent()).toContain(key.id)
+    await admin.getByLabel('Status').selectOption('completed')
+    await poll(() => table.getByRole('row').count()).toBe(2)
+    expect(await table.textContent()).toContain('December promotion')
+    await checkPage(admin, 'console-campaigns')
+    await admin.getByLabel('Status').selectOption('scheduled')
+    await table.getByRole('link', { name: 'Board meeting' }).click()
+    await admin.getByRole('heading', { level: 1, name: 'Campaign Board meeting' }).waitFor()
+    const state = admin.locator('.facts .badge')
+    // The key's own steps are not the admin's: no upload, no start, no messaging limit here.
+    expect(await admin.getByRole('region', { name: 'Audience' }).count()).toBe(0)
+    expect(await admin.getByRole('region', { name: 'Messaging limit' }).count()).toBe(0)
+    expect(await admin.getByRole('link', { name: 'Export CSV' }).getAttribute('href')).toBe(
+      `/api/admin/campaigns/${campaign.id}/export?format=csv`,
+    )
+    await admin.getByRole('button', { name: 'Pause' }).click()
+    await poll(() => state.textContent()).toBe('paused')
+    await checkPage(admin, 'console-campaign')
+    await admin.getByRole('button', { name: 'Resume' }).click()
+    await poll(() => state.textContent()).toBe('scheduled')
+    await admin.getByRole('button', { name: 'Cancel campaign' }).click()
+    await admin.getByRole('button', { name: 'Yes, cancel the campaign' }).click()
+    await poll(() => state.textContent()).toBe('canceled')
+    // Each change audited under the admin's name.
+    const audit = await world.sql<{ action: string }[]>`
+      select action from admin_audit_log where target_id = ${campaign.id} and actor = 'ana' order by id`
+    expect(audit.map((row) => row.action)).toEqual(['campaign.pause', 'campaign.resume', 'campaign.cancel'])
+    await admin.context().close()
   })
 })

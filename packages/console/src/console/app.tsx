@@ -1,8 +1,11 @@
 import { api } from '../api.ts'
+import { CampaignPage } from '../portal/campaigns/campaign.tsx'
+import { adminCampaigns } from '../portal/campaigns/campaign-source.ts'
 import { match, useLocation } from '../router.tsx'
 import { useSession } from '../session.ts'
 import { Shell } from '../ui/shell.tsx'
 import { SignIn } from '../ui/sign-in.tsx'
+import { Campaigns } from './campaigns/campaigns.tsx'
 import { KeyDetail } from './keys/key-detail.tsx'
 import { KeyRequests } from './keys/key-requests.tsx'
 import { Keys } from './keys/keys.tsx'
@@ -20,6 +23,7 @@ const NAV = [
   { href: '/keys', label: 'Keys' },
   { href: '/senders', label: 'Senders' },
   { href: '/messages', label: 'Messages' },
+  { href: '/campaigns', label: 'Campaigns' },
   { href: '/queues', label: 'Queues' },
   { href: '/sessions', label: 'Sessions' },
 ]
@@ -31,12 +35,15 @@ function Route() {
   if (path === '/keys') return <Keys />
   if (path === '/senders') return <Senders />
   if (path === '/messages') return <Messages />
+  if (path === '/campaigns') return <Campaigns />
   if (path === '/queues') return <Queues />
   if (path === '/sessions') return <Sessions />
   let params = match('/keys/:id', path)
   if (params?.id) return <KeyDetail id={params.id} />
   params = match('/senders/:id', path)
   if (params?.id) return <SenderDetail id={params.id} />
+  params = match('/campaigns/:id', path)
+  if (params?.id) return <CampaignPage id={params.id} source={adminCampaigns} />
   params = match('/messages/:id', path)
   if (params?.id) return <MessageDetail id={params.id} />
   return (

@@ -5,6 +5,7 @@ import { Shell } from '../ui/shell.tsx'
 import { SignIn } from '../ui/sign-in.tsx'
 import { CampaignPage } from './campaigns/campaign.tsx'
 import { CampaignNew } from './campaigns/campaign-new.tsx'
+import { keyCampaigns } from './campaigns/campaign-source.ts'
 import { Campaigns } from './campaigns/campaigns.tsx'
 import { MessageDetail } from './message-detail.tsx'
 import { Messages } from './messages.tsx'
@@ -32,7 +33,7 @@ function Route() {
   let params = match('/messages/:id', path)
   if (params?.id) return <MessageDetail id={params.id} />
   params = match('/campaigns/:id', path)
-  if (params?.id) return <CampaignPage id={params.id} />
+  if (params?.id) return <CampaignPage id={params.id} source={keyCampaigns} />
   params = match('/webhooks/:id', path)
   if (params?.id) return <WebhookEndpoint id={params.id} />
   return (

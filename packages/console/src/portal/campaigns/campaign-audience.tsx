@@ -13,6 +13,7 @@ import {
   renderBody,
 } from './audience-preview.ts'
 import { useCampaignAction } from './campaign-controls.tsx'
+import { keyCampaigns } from './campaign-source.ts'
 import { uploadAudience } from './upload.ts'
 
 interface Chosen {
@@ -171,7 +172,7 @@ export function CampaignAudience({ campaign }: { campaign: Campaign }) {
   const [readError, setReadError] = useState<unknown>()
   const [sent, setSent] = useState(0)
   const body = useTemplateBody(campaign.template)
-  const start = useCampaignAction(campaign.id)
+  const start = useCampaignAction(keyCampaigns, campaign.id)
   const upload = useMutation({
     mutationFn: (file: Chosen) =>
       uploadAudience(campaign.id, file.file, file.format, (loaded, total) =>

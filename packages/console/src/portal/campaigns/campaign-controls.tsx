@@ -1,12 +1,10 @@
 import type { Campaign } from '@dispatch/contracts'
 import { useMutation, useQueryClient } from '@tanstack/preact-query'
 import { useEffect, useRef, useState } from 'preact/hooks'
-import { api } from '../../api.ts'
 import { Outcome } from '../../ui/status.tsx'
+import type { CampaignAction, CampaignSource } from './campaign-source.ts'
 
-type Action = 'start' | 'pause' | 'resume' | 'cancel'
-
-const DONE: Record<Action, string> = {
+const DONE: Record<CampaignAction, string> = {
   start: 'Started.',
   pause: 'Paused: no more recipients are fed; those already fed go on.',
   resume: 'Resumed.',
@@ -14,16 +12,10 @@ const DONE: Record<Action, string> = {
 }
 
 /** Start, pause, resume or cancel; the answer is the campaign as it now is. */
-export function useCampaignAction(id: string) {
+export function useCampaignAction(source: CampaignSource, id: string) {
   const client = useQueryClient()
   return useMutation({
-    mutationFn: (action: Action) => {
-      const init = { params: { path: { campaignId: id } } }
-      if (action === 'start') return api.POST('/api/third-party/campaigns/{campaignId}/start', init)
-      if (action === 'pause') return api.POST('/api/third-party/campaigns/{campaignId}/pause', init)
-      if (action === 'resume') return api.POST('/api/third-party/campaigns/{campaignId}/resume', init)
-      return api.POST('/api/third-party/campaigns/{campaignId}/cancel', init)
-    },
+    mutationFn: (action: CampaignAction) => source.act(id, action),
     onSuccess: (campaign) => {
       client.setQueryData(['campaigns', 'detail', id], campaign)
       void client.invalidateQueries({ queryKey: ['campaigns'] })
@@ -32,8 +24,8 @@ export function useCampaignAction(id: string) {
 }
 
 /** What a campaign's state allows: pause while it runs, resume while paused, cancel until it ends. */
-export function CampaignControls({ campaign }: { campaign: Campaign }) {
-  const act = useCampaignAction(campaign.id)
+export function CampaignControls({ campaign, source }: { campaign: Campaign; source: CampaignSource }) {
+  const act = useCampaignAction(source, campaign.id)
   const [confirming, setConfirming] = useState(false)
   const keep = useRef<HTMLButtonElement>(null)
   useEffect(() => {

@@ -1,11 +1,11 @@
 import { CAMPAIGN_RECIPIENT_STATES, type CampaignRecipientState, errorMeaning } from '@dispatch/contracts'
 import { keepPreviousData, useQuery } from '@tanstack/preact-query'
 import { useState } from 'preact/hooks'
-import { api } from '../../api.ts'
 import { Link } from '../../router.tsx'
 import { Id } from '../../ui/id.tsx'
 import { Loaded, StatusBadge } from '../../ui/status.tsx'
 import { Table } from '../../ui/table.tsx'
+import type { CampaignSource } from './campaign-source.ts'
 
 const TAKE = 25
 
@@ -14,17 +14,22 @@ const TAKE = 25
  * line (`after` the previous page's last), so going back is the page's own memory of where each
  * page began. `version` changes when the campaign's counts do: the page shown is read again then.
  */
-export function CampaignRecipients({ id, version }: { id: string; version: string }) {
+export function CampaignRecipients({
+  id,
+  version,
+  source,
+}: {
+  id: string
+  version: string
+  source: CampaignSource
+}) {
   const [state, setState] = useState<CampaignRecipientState | undefined>()
   /** Where each page so far began: the last is the page shown. */
   const [starts, setStarts] = useState<number[]>([0])
   const after = starts.at(-1) ?? 0
   const recipients = useQuery({
     queryKey: ['campaigns', 'recipients', id, state, after, version],
-    queryFn: () =>
-      api.GET('/api/third-party/campaigns/{campaignId}/recipients', {
-        params: { path: { campaignId: id }, query: { take: TAKE, after, ...(state ? { state } : {}) } },
-      }),
+    queryFn: () => source.recipients(id, { take: TAKE, after, ...(state ? { state } : {}) }),
     placeholderData: keepPreviousData,
   })
   return (

@@ -2,7 +2,6 @@ import { DispatchError } from '@dispatch/client'
 import { CAMPAIGN_RECIPIENT_STATES, type Campaign, errorMeaning } from '@dispatch/contracts'
 import { useQuery } from '@tanstack/preact-query'
 import { useEffect, useState } from 'preact/hooks'
-import { api } from '../../api.ts'
 import { Link } from '../../router.tsx'
 import { CopyButton, Id } from '../../ui/id.tsx'
 import { Page, Section } from '../../ui/page.tsx'
@@ -12,6 +11,7 @@ import { Time } from '../../ui/time.tsx'
 import { CampaignAudience } from './campaign-audience.tsx'
 import { CampaignControls } from './campaign-controls.tsx'
 import { CampaignRecipients } from './campaign-recipients.tsx'
+import type { CampaignSource } from './campaign-source.ts'
 import { MessagingLimit } from './messaging-limit.tsx'
 import { ProgressBar } from './progress.tsx'
 import { addSample, ProgressChart, type Sample, samplesFor } from './progress-chart.tsx'
@@ -19,7 +19,7 @@ import { addSample, ProgressChart, type Sample, samplesFor } from './progress-ch
 /** Statuses in which counts still move: the page reads them every 3 s. */
 const LIVE = new Set<Campaign['status']>(['scheduled', 'running', 'paused'])
 
-function Facts({ campaign }: { campaign: Campaign }) {
+function Facts({ campaign, own }: { campaign: Campaign; own: boolean }) {
   const { template } = campaign
   return (
     <dl class="facts">
@@ -27,6 +27,20 @@ function Facts({ campaign }: { campaign: Campaign }) {
       <dd>
         <Id value={campaign.id} /> <CopyButton value={campaign.id} label="campaign id" />
       </dd>
+      {own ? null : (
+        <>
+          <dt>Key</dt>
+          <dd>
+            <Link href={`/keys/${campaign.apiKeyId}`}>
+              <Id value={campaign.apiKeyId} />
+            </Link>
+          </dd>
+          <dt>Sender</dt>
+          <dd>
+            <Link href={`/senders/${campaign.senderId}`}>{campaign.senderId}</Link>
+          </dd>
+        </>
+      )}
       <dt>Status</dt>
       <dd>
         <StatusBadge status={campaign.status} />
@@ -95,8 +109,8 @@ function Failures({ failedByCode }: { failedByCode: Campaign['failedByCode'] }) 
 }
 
 /** Every row with its outcome, streamed by the API as a download (the session's cookie goes along). */
-function Exports({ id }: { id: string }) {
-  const base = `/api/third-party/campaigns/${id}/export`
+function Exports({ id, source }: { id: string; source: CampaignSource }) {
+  const base = `${source.base}/${id}/export`
   return (
     <div class="row">
       <a class="button secondary" href={`${base}?format=csv`} download>
@@ -111,14 +125,15 @@ function Exports({ id }: { id: string }) {
 
 /**
  * One campaign: while a draft or ready, its audience (upload, preview, start); then its counts by
- * state, a chart of them over the time the page watches, its failures by code, its recipients and
- * its exports; pause, resume and cancel; the sender's messaging limit beside it.
+ * state, a chart of them from its start and as the page reads them, its failures by code, its recipients and
+ * its exports; pause, resume and cancel; in the portal, the sender's messaging limit beside it.
+ * The console shows any key's campaign (read, paused, resumed, canceled; the key alone uploads and
+ * starts).
  */
-export function CampaignPage({ id }: { id: string }) {
+export function CampaignPage({ id, source }: { id: string; source: CampaignSource }) {
   const campaign = useQuery({
     queryKey: ['campaigns', 'detail', id],
-    queryFn: () =>
-      api.GET('/api/third-party/campaigns/{campaignId}', { params: { path: { campaignId: id } } }),
+    queryFn: () => source.get(id),
     refetchInterval: (query) =>
       query.state.error instanceof DispatchError && query.state.error.statusCode < 500
         ? false
@@ -143,12 +158,14 @@ export function CampaignPage({ id }: { id: string }) {
           <>
             <div class="grid">
               <div>
-                <Facts campaign={data} />
-                <CampaignControls campaign={data} />
+                <Facts campaign={data} own={source.own} />
+                <CampaignControls campaign={data} source={source} />
               </div>
-              <MessagingLimit />
+              {source.own ? <MessagingLimit /> : null}
             </div>
-            {data.status === 'draft' || data.status === 'ready' ? <CampaignAudience campaign={data} /> : null}
+            {source.own && (data.status === 'draft' || data.status === 'ready') ? (
+              <CampaignAudience campaign={data} />
+            ) : null}
             {data.status !== 'draft' && data.status !== 'ready' ? (
               <>
                 <div class="grid">
@@ -167,8 +184,12 @@ export function CampaignPage({ id }: { id: string }) {
             {data.audience ? (
               <>
                 <Section title="Recipients">
-                  <CampaignRecipients id={id} version={`${data.status} ${JSON.stringify(data.counts)}`} />
-                  <Exports id={id} />
+                  <CampaignRecipients
+                    id={id}
+                    source={source}
+                    version={`${data.status} ${JSON.stringify(data.counts)}`}
+                  />
+                  <Exports id={id} source={source} />
                 </Section>
               </>
             ) : null}

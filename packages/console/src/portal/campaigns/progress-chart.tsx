@@ -13,8 +13,6 @@ export interface Sample {
   waiting: number
 }
 
-const clock = new Intl.DateTimeFormat(undefined, { timeStyle: 'medium' })
-
 /** An hour of readings every 3 s: older ones fall off the left. */
 const MAX_SAMPLES = 1200
 /** Each campaign's readings, kept while the page is open (leaving and coming back keeps them). */
@@ -23,8 +21,15 @@ const samplesOf = new Map<string, Sample[]>()
 /** The readings of a campaign so far (a copy). */
 export const samplesFor = (id: string): Sample[] => [...(samplesOf.get(id) ?? [])]
 
-/** Adds the campaign's counts as read at `atMs`; answers every reading so far (a copy). */
-export function addSample(campaign: Pick<Campaign, 'id' | 'counts'>, atMs: number): Sample[] {
+/**
+ * Adds the campaign's counts as read at `atMs`; answers every reading so far (a copy). The first
+ * reading of a started campaign comes after one the page knows without reading: at its start,
+ * every recipient its upload took was waiting and none had gone.
+ */
+export function addSample(
+  campaign: Pick<Campaign, 'id' | 'counts' | 'startedAt' | 'audience'>,
+  atMs: number,
+): Sample[] {
   const { counts } = campaign
   const sample: Sample = {
     at: atMs / 1000,
@@ -34,6 +39,11 @@ export function addSample(campaign: Pick<Campaign, 'id' | 'counts'>, atMs: numbe
     waiting: counts.pending + counts.held,
   }
   const samples = samplesOf.get(campaign.id) ?? []
+  const startedAt = campaign.startedAt ? Date.parse(campaign.startedAt) : Number.NaN
+  if (samples.length === 0 && startedAt < atMs) {
+    const taken = campaign.audience?.taken ?? 0
+    samples.push({ at: startedAt / 1000, sent: 0, delivered: 0, failed: 0, waiting: taken })
+  }
   samples.push(sample)
   if (samples.length > MAX_SAMPLES) samples.splice(0, samples.length - MAX_SAMPLES)
   samplesOf.set(campaign.id, samples)
@@ -51,7 +61,7 @@ const columns = (samples: Sample[]) =>
   [samples.map((s) => s.at), ...SERIES.map(({ key }) => samples.map((s) => s[key]))] as uPlot.AlignedData
 
 /**
- * The campaign's counts over the time the page has watched it, drawn by uPlot (the overview's
+ * The campaign's counts from its start, then as the page reads them, drawn by uPlot (the overview's
  * chart library, loaded on first use). The counts table beside it tells the same in words.
  */
 export function ProgressChart({ samples }: { samples: Sample[] }) {
@@ -67,13 +77,10 @@ export function ProgressChart({ samples }: { samples: Sample[] }) {
           width: Math.max(320, box.current.clientWidth),
           height: 220,
           series: [{}, ...SERIES.map(({ label, stroke }) => ({ label, stroke, width: 2 }))],
-          // Seconds, not uPlot's milliseconds, for a span of a few seconds.
-          axes: [
-            { values: (_, ticks) => ticks.map((at) => clock.format(new Date(at * 1000))) },
-            { label: 'recipients' },
-          ],
+          axes: [{}, { label: 'recipients' }],
           legend: { live: false },
-          scales: { x: { time: true } },
+          // A minute at least, filled from the left: seconds on the axis, not milliseconds.
+          scales: { x: { time: true, range: (_, min, max) => [min, Math.max(max, min + 60)] } },
         },
         columns(samples),
         box.current,
@@ -93,14 +100,13 @@ export function ProgressChart({ samples }: { samples: Sample[] }) {
         role="img"
         aria-label={
           last
-            ? `Progress since this page opened: ${last.sent} sent, ${last.failed} failed, ${last.waiting} waiting`
+            ? `Progress: ${last.sent} sent, ${last.failed} failed, ${last.waiting} waiting`
             : 'Progress: no reading yet'
         }
       />
       <p class="muted">
-        {samples.length < 2
-          ? 'The chart fills in as the page reads the counts (every 3 seconds while it runs).'
-          : `${samples.length} readings since this page opened.`}
+        From its start; read every 3 seconds while it runs.
+        {samples.length > 0 ? ` ${samples.length} points.` : ''}
       </p>
     </>
   )
