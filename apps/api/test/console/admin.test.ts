@@ -282,10 +282,10 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await page.getByLabel('Access token').fill('EAAG-acme-chile-token-1')
     await page.getByRole('button', { name: 'Add sender' }).click()
     await heading('Sender').waitFor()
-    await poll(() => page.locator('.facts').textContent()).toContain('…en-1')
+    await poll(() => page.locator('.facts').first().textContent()).toContain('…en-1')
     await page.getByLabel('New access token').fill('EAAG-acme-chile-token-2')
     await page.getByRole('button', { name: 'Rotate token' }).click()
-    await poll(() => page.locator('.facts').textContent()).toContain('…en-2')
+    await poll(() => page.locator('.facts').first().textContent()).toContain('…en-2')
     // Its settings in the page, not by curl: saved, and read back by the API as set.
     const settings = page.getByRole('form', { name: 'Settings' })
     await settings.getByLabel('WhatsApp Business Account id').fill('102290129340398')

@@ -358,6 +358,11 @@ describe.skipIf(browserBinary.missing)('the portal’s campaigns, in a browser',
     const audit = await world.sql<{ action: string }[]>`
       select action from admin_audit_log where target_id = ${campaign.id} and actor = 'ana' order by id`
     expect(audit.map((row) => row.action)).toEqual(['campaign.pause', 'campaign.resume', 'campaign.cancel'])
+    // The campaign's sender, and its portfolio's messaging limit.
+    await admin.getByRole('link', { name: campaign.senderId }).click()
+    const limit = admin.getByRole('region', { name: 'Messaging limit' })
+    await poll(() => limit.textContent()).toMatch(/Portfolio.*Limit.*Reached.*Room frees/s)
+    await checkPage(admin, 'console-sender-messaging-limit')
     await admin.context().close()
   })
 })

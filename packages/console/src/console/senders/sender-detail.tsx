@@ -1,6 +1,7 @@
 import type { UpdateSenderBody } from '@dispatch/contracts'
 import { useMutation, useQuery, useQueryClient } from '@tanstack/preact-query'
 import { api, paging } from '../../api.ts'
+import { MessagingLimitFacts } from '../../portal/campaigns/messaging-limit.tsx'
 import { Link } from '../../router.tsx'
 import { integer, text } from '../../ui/format.ts'
 import { Page, Section } from '../../ui/page.tsx'
@@ -80,6 +81,9 @@ export function SenderDetail({ id }: { id: string }) {
               <dt>Token</dt>
               <dd>{data.accessTokenLast4 ? `…${data.accessTokenLast4}` : '—'}</dd>
             </dl>
+            <Section title="Messaging limit">
+              <MessagingLimitFacts view={data.messagingLimit} portfolio />
+            </Section>
             <Section title="Change">
               <div class="row">
                 {data.state === 'active' ? (
