@@ -16,8 +16,16 @@ import { MessagingLimit } from './messaging-limit.tsx'
 import { ProgressBar } from './progress.tsx'
 import { addSample, ProgressChart, type Sample, samplesFor } from './progress-chart.tsx'
 
-/** Statuses in which counts still move: the page reads them every 3 s. */
-const LIVE = new Set<Campaign['status']>(['scheduled', 'running', 'paused'])
+/**
+ * How often the page reads the campaign, by status: every 3 s while its counts move (a paused
+ * campaign's fed messages still do), every 15 s while it waits for its start; not once it has ended
+ * (nor a draft or a ready one, which change only by this page's own hand).
+ */
+const REFRESH_MS: Partial<Record<Campaign['status'], number>> = {
+  running: 3000,
+  paused: 3000,
+  scheduled: 15_000,
+}
 
 function Facts({ campaign, own }: { campaign: Campaign; own: boolean }) {
   const { template } = campaign
@@ -137,8 +145,8 @@ export function CampaignPage({ id, source }: { id: string; source: CampaignSourc
     refetchInterval: (query) =>
       query.state.error instanceof DispatchError && query.state.error.statusCode < 500
         ? false
-        : query.state.data && !LIVE.has(query.state.data.status)
-          ? false
+        : query.state.data
+          ? (REFRESH_MS[query.state.data.status] ?? false)
           : 3000,
   })
   const [samples, setSamples] = useState<Sample[]>(() => samplesFor(id))
