@@ -7245,6 +7245,7 @@ export interface operations {
                             suppressions: number;
                             conversationWindows: number;
                             recipientIdentities: number;
+                            campaignRecipients: number;
                             consentConfirmations: number;
                             redisJobs: number;
                             idempotencyAnswers: number;
@@ -7377,6 +7378,7 @@ export interface operations {
                             suppressions: number;
                             conversationWindows: number;
                             recipientIdentities: number;
+                            campaignRecipients: number;
                             consentConfirmations: number;
                             redisJobs: number;
                             idempotencyAnswers: number;
@@ -15751,6 +15753,7 @@ export interface operations {
                             suppressions: number;
                             conversationWindows: number;
                             recipientIdentities: number;
+                            campaignRecipients: number;
                             consentConfirmations: number;
                             redisJobs: number;
                             idempotencyAnswers: number;
@@ -15882,6 +15885,7 @@ export interface operations {
                             suppressions: number;
                             conversationWindows: number;
                             recipientIdentities: number;
+                            campaignRecipients: number;
                             consentConfirmations: number;
                             redisJobs: number;
                             idempotencyAnswers: number;

@@ -24,6 +24,7 @@ const SCOPES = [
   'manage:campaigns',
   'manage:webhooks',
   'manage:suppressions',
+  'manage:data',
   'read:messages',
 ]
 const TEMPLATE = {
@@ -470,6 +471,46 @@ describe('boundaries', () => {
       401,
       'ADMIN_AUTH_REQUIRED',
     )
+  })
+
+  it("a key's erasure removes the recipient from its campaigns' rows, and from no other key's", async () => {
+    const phone = newPhone()
+    const mine = await create()
+    await loadAudience(mine.id, [phone, newPhone()])
+    const other = await keyOf(app, senderId, SCOPES)
+    const theirs = await create(other.key)
+    await loadAudience(theirs.id, [phone])
+    const erasure = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/erasures',
+      headers: headers(),
+      payload: { phone },
+    })
+    expect(erasure.statusCode, erasure.body).toBe(202)
+    const report = await waitFor(
+      async () => {
+        const res = await app.inject({
+          method: 'GET',
+          url: `/api/third-party/erasures/${erasure.json().id}`,
+          headers: headers(),
+        })
+        return res.json().status === 'completed' ? res.json() : undefined
+      },
+      { what: 'the erasure completed' },
+    )
+    expect(report.report.campaignRecipients).toBe(1)
+    const rows = async (id: string, apiKey: string) =>
+      (
+        await app.inject({
+          method: 'GET',
+          url: `/api/third-party/campaigns/${id}/export?format=csv`,
+          headers: headers(apiKey),
+        })
+      ).body
+    const mineNow = await rows(mine.id, key.key)
+    expect(mineNow).not.toContain(phone)
+    expect(mineNow.trim().split('\n')).toHaveLength(3)
+    expect(await rows(theirs.id, other.key)).toContain(phone)
   })
 
   it('checks the template as a send would: unknown, and header variables that do not fit', async () => {
