@@ -5794,6 +5794,12 @@ export interface operations {
                             failedByCode: {
                                 [key: string]: number;
                             };
+                            pricing: {
+                                billable: number;
+                                byCategory: {
+                                    [key: string]: number;
+                                };
+                            };
                             /** Format: date-time */
                             createdAt: string;
                             startedAt: string | null;
@@ -5929,6 +5935,12 @@ export interface operations {
                         };
                         failedByCode: {
                             [key: string]: number;
+                        };
+                        pricing: {
+                            billable: number;
+                            byCategory: {
+                                [key: string]: number;
+                            };
                         };
                         /** Format: date-time */
                         createdAt: string;
@@ -6074,6 +6086,12 @@ export interface operations {
                         };
                         failedByCode: {
                             [key: string]: number;
+                        };
+                        pricing: {
+                            billable: number;
+                            byCategory: {
+                                [key: string]: number;
+                            };
                         };
                         /** Format: date-time */
                         createdAt: string;
@@ -6260,6 +6278,12 @@ export interface operations {
                         failedByCode: {
                             [key: string]: number;
                         };
+                        pricing: {
+                            billable: number;
+                            byCategory: {
+                                [key: string]: number;
+                            };
+                        };
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -6444,6 +6468,12 @@ export interface operations {
                         };
                         failedByCode: {
                             [key: string]: number;
+                        };
+                        pricing: {
+                            billable: number;
+                            byCategory: {
+                                [key: string]: number;
+                            };
                         };
                         /** Format: date-time */
                         createdAt: string;
@@ -16133,6 +16163,12 @@ export interface operations {
                             failedByCode: {
                                 [key: string]: number;
                             };
+                            pricing: {
+                                billable: number;
+                                byCategory: {
+                                    [key: string]: number;
+                                };
+                            };
                             /** Format: date-time */
                             createdAt: string;
                             startedAt: string | null;
@@ -16302,6 +16338,12 @@ export interface operations {
                         };
                         failedByCode: {
                             [key: string]: number;
+                        };
+                        pricing: {
+                            billable: number;
+                            byCategory: {
+                                [key: string]: number;
+                            };
                         };
                         /** Format: date-time */
                         createdAt: string;
@@ -16477,6 +16519,12 @@ export interface operations {
                         failedByCode: {
                             [key: string]: number;
                         };
+                        pricing: {
+                            billable: number;
+                            byCategory: {
+                                [key: string]: number;
+                            };
+                        };
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -16630,6 +16678,12 @@ export interface operations {
                         };
                         failedByCode: {
                             [key: string]: number;
+                        };
+                        pricing: {
+                            billable: number;
+                            byCategory: {
+                                [key: string]: number;
+                            };
                         };
                         /** Format: date-time */
                         createdAt: string;
@@ -16815,6 +16869,12 @@ export interface operations {
                         failedByCode: {
                             [key: string]: number;
                         };
+                        pricing: {
+                            billable: number;
+                            byCategory: {
+                                [key: string]: number;
+                            };
+                        };
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -16999,6 +17059,12 @@ export interface operations {
                         failedByCode: {
                             [key: string]: number;
                         };
+                        pricing: {
+                            billable: number;
+                            byCategory: {
+                                [key: string]: number;
+                            };
+                        };
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -17182,6 +17248,12 @@ export interface operations {
                         };
                         failedByCode: {
                             [key: string]: number;
+                        };
+                        pricing: {
+                            billable: number;
+                            byCategory: {
+                                [key: string]: number;
+                            };
                         };
                         /** Format: date-time */
                         createdAt: string;

@@ -2,7 +2,13 @@ import { randomBytes } from 'node:crypto'
 import type { Campaign, CampaignRecipient } from '@dispatch/contracts'
 import { assignWindow } from '@dispatch/db'
 import { serviceWindowsLoadedKey } from '@dispatch/runtime'
-import { type FakeWhatsApp, startFakeWhatsApp, startWebhookReceiver, waitFor } from '@dispatch/testing'
+import {
+  type FakeWhatsApp,
+  startFakeWhatsApp,
+  startWebhookReceiver,
+  statusWebhook,
+  waitFor,
+} from '@dispatch/testing'
 import type { RunningWorker } from '@dispatch/worker'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -12,6 +18,7 @@ import {
   buildTestApp,
   createWorld,
   expectError,
+  postPlatformWebhook,
   startTestWorker,
   type TestApp,
   type TestWorld,
@@ -19,6 +26,7 @@ import {
 import { keyOf, syncedSender } from '../templates/setup.ts'
 
 const SECRETS_KEY = randomBytes(32).toString('base64')
+const APP_SECRET = 'app-secret-0123456789'
 const SCOPES = [
   'send:template',
   'manage:campaigns',
@@ -125,6 +133,7 @@ beforeAll(async () => {
   const env = { SECRETS_KEY, WHATSAPP_API_URL: fake.url }
   app = await buildTestApp(world, {
     ...env,
+    WHATSAPP_APP_SECRET: APP_SECRET,
     CAMPAIGN_WINDOW: '20',
     CAMPAIGN_FEED_INTERVAL_MS: '50',
     CAMPAIGN_PROGRESS_SECONDS: '1',
@@ -494,7 +503,8 @@ describe('boundaries', () => {
           url: `/api/third-party/erasures/${erasure.json().id}`,
           headers: headers(),
         })
-        return res.json().status === 'completed' ? res.json() : undefined
+        const body = res.json<{ status: string; report: { campaignRecipients: number } }>()
+        return body.status === 'completed' ? body : undefined
       },
       { what: 'the erasure completed' },
     )

@@ -135,17 +135,23 @@ export const recipientStateOf = (status: MessageStatus): CampaignRecipientState 
   }
 }
 
+/** A campaign's recipients counted by state, its failures by code, and what the platform bills. */
+export interface CampaignTally {
+  counts: CampaignCounts
+  failedByCode: Record<string, number>
+  /** Messages the platform's statuses called billable, in all and by pricing category. */
+  pricing: { billable: number; byCategory: Record<string, number> }
+}
+
 /**
  * Where each recipient stands, counted: the rows' own states (not fed, skipped, canceled) and, for
  * the rows fed, their messages' statuses. A fed row whose message is not in Postgres yet (queued
  * in Redis) is `pending`; so the counts always add up to the audience's rows.
  */
-export async function campaignCounts(
-  db: Db,
-  campaign: CampaignRow,
-): Promise<{ counts: CampaignCounts; failedByCode: Record<string, number> }> {
+export async function campaignCounts(db: Db, campaign: CampaignRow): Promise<CampaignTally> {
   const counts = emptyCounts()
   const failedByCode: Record<string, number> = {}
+  const pricing: CampaignTally['pricing'] = { billable: 0, byCategory: {} }
   const rows = await db
     .select({ state: campaignRecipients.state, n: sql<number>`count(*)::int` })
     .from(campaignRecipients)
@@ -156,14 +162,25 @@ export async function campaignCounts(
     if (state === 'fed') fed = n
     else counts[state] += n
   }
-  if (fed === 0) return { counts, failedByCode }
+  if (fed === 0) return { counts, failedByCode, pricing }
   const statuses = await db
-    .select({ status: messages.status, code: messages.lastErrorCode, n: sql<number>`count(*)::int` })
+    .select({
+      status: messages.status,
+      code: messages.lastErrorCode,
+      billable: messages.pricingBillable,
+      category: messages.pricingCategory,
+      n: sql<number>`count(*)::int`,
+    })
     .from(messages)
     .where(messagesOf(campaign))
-    .groupBy(messages.status, messages.lastErrorCode)
+    .groupBy(messages.status, messages.lastErrorCode, messages.pricingBillable, messages.pricingCategory)
   let recorded = 0
-  for (const { status, code, n } of statuses) {
+  for (const { status, code, billable, category, n } of statuses) {
+    if (billable) {
+      pricing.billable += n
+      const name = category ?? 'unknown'
+      pricing.byCategory[name] = (pricing.byCategory[name] ?? 0) + n
+    }
     const state = recipientStateOf(status)
     counts[state] += n
     recorded += n
@@ -174,7 +191,7 @@ export async function campaignCounts(
   }
   // Fed, not recorded yet: waiting in Redis (or past a record that went astray: still pending).
   counts.pending += Math.max(0, fed - recorded)
-  return { counts, failedByCode }
+  return { counts, failedByCode, pricing }
 }
 
 /** How many of a campaign's fed messages have not reached an end (sent or later, failed, expired, canceled). */
