@@ -368,6 +368,46 @@ describe('controls', () => {
   })
 })
 
+describe('fairness', () => {
+  it("a key's own transactional send, and another key's, go before its campaign's waiting messages", async () => {
+    // A slow sender (5 a second): the campaign's 60 recipients take ~12 s.
+    const slow = await syncedSender(app, fake, { body: { ratePerSecond: 5 } })
+    const a = await keyOf(app, slow.id, SCOPES)
+    const b = await keyOf(app, slow.id, SCOPES)
+    const campaign = await create(a.key)
+    await loadAudience(campaign.id, Array.from({ length: 60 }, newPhone))
+    expect((await control(campaign.id, 'start', a.key)).statusCode).toBe(200)
+    await waitFor(async () => ((await get(campaign.id, a.key)).counts.sent >= 5 ? true : undefined), {
+      what: 'the campaign under way',
+    })
+    const sendNow = async (apiKey: string) => {
+      const phone = newPhone()
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/third-party/messages/send-template',
+        headers: headers(apiKey),
+        payload: { phone, ...TEMPLATE, variables: { '1': 'Ana', '2': 'BR-1' } },
+      })
+      expect(res.statusCode, res.body).toBe(202)
+      return phone
+    }
+    const before = fake.requests.length
+    const own = await sendNow(a.key)
+    const other = await sendNow(b.key)
+    await waitFor(() => (sentTo(own).length > 0 && sentTo(other).length > 0 ? true : undefined), {
+      what: 'both transactional sends out',
+    })
+    // Only what was already admitted to the sender's queue (a second's worth at its rate) went
+    // between: not the window of the campaign's messages waiting in the key's turn (20).
+    const between = (phone: string) =>
+      fake.requests.slice(before).findIndex((r) => r.body.to === phone.slice(1))
+    expect(between(own)).toBeLessThan(10)
+    expect(between(other)).toBeLessThan(10)
+    const left = await get(campaign.id, a.key)
+    expect(left.counts.pending).toBeGreaterThan(30)
+  })
+})
+
 describe('the messaging limit', () => {
   it("holds what would pass the portfolio's limit, even under a sender's `refuse`, and feeds no more", async () => {
     const sender = await syncedSender(app, fake, {
