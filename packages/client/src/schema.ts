@@ -5800,6 +5800,10 @@ export interface operations {
                                     [key: string]: number;
                                 };
                             };
+                            engagement: {
+                                replied: number;
+                                optedOut: number;
+                            };
                             /** Format: date-time */
                             createdAt: string;
                             startedAt: string | null;
@@ -5941,6 +5945,10 @@ export interface operations {
                             byCategory: {
                                 [key: string]: number;
                             };
+                        };
+                        engagement: {
+                            replied: number;
+                            optedOut: number;
                         };
                         /** Format: date-time */
                         createdAt: string;
@@ -6092,6 +6100,10 @@ export interface operations {
                             byCategory: {
                                 [key: string]: number;
                             };
+                        };
+                        engagement: {
+                            replied: number;
+                            optedOut: number;
                         };
                         /** Format: date-time */
                         createdAt: string;
@@ -6284,6 +6296,10 @@ export interface operations {
                                 [key: string]: number;
                             };
                         };
+                        engagement: {
+                            replied: number;
+                            optedOut: number;
+                        };
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -6474,6 +6490,10 @@ export interface operations {
                             byCategory: {
                                 [key: string]: number;
                             };
+                        };
+                        engagement: {
+                            replied: number;
+                            optedOut: number;
                         };
                         /** Format: date-time */
                         createdAt: string;
@@ -16169,6 +16189,10 @@ export interface operations {
                                     [key: string]: number;
                                 };
                             };
+                            engagement: {
+                                replied: number;
+                                optedOut: number;
+                            };
                             /** Format: date-time */
                             createdAt: string;
                             startedAt: string | null;
@@ -16344,6 +16368,10 @@ export interface operations {
                             byCategory: {
                                 [key: string]: number;
                             };
+                        };
+                        engagement: {
+                            replied: number;
+                            optedOut: number;
                         };
                         /** Format: date-time */
                         createdAt: string;
@@ -16525,6 +16553,10 @@ export interface operations {
                                 [key: string]: number;
                             };
                         };
+                        engagement: {
+                            replied: number;
+                            optedOut: number;
+                        };
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -16684,6 +16716,10 @@ export interface operations {
                             byCategory: {
                                 [key: string]: number;
                             };
+                        };
+                        engagement: {
+                            replied: number;
+                            optedOut: number;
                         };
                         /** Format: date-time */
                         createdAt: string;
@@ -16875,6 +16911,10 @@ export interface operations {
                                 [key: string]: number;
                             };
                         };
+                        engagement: {
+                            replied: number;
+                            optedOut: number;
+                        };
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -17065,6 +17105,10 @@ export interface operations {
                                 [key: string]: number;
                             };
                         };
+                        engagement: {
+                            replied: number;
+                            optedOut: number;
+                        };
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -17254,6 +17298,10 @@ export interface operations {
                             byCategory: {
                                 [key: string]: number;
                             };
+                        };
+                        engagement: {
+                            replied: number;
+                            optedOut: number;
                         };
                         /** Format: date-time */
                         createdAt: string;

@@ -149,6 +149,14 @@ export const Campaign = Type.Object(
       },
       { additionalProperties: false },
     ),
+    /**
+     * Beside the states: recipients it reached who wrote back since it started, and who opted out
+     * of the sender since (each counted once).
+     */
+    engagement: Type.Object(
+      { replied: Type.Integer({ minimum: 0 }), optedOut: Type.Integer({ minimum: 0 }) },
+      { additionalProperties: false },
+    ),
     createdAt: Type.String({ format: 'date-time' }),
     startedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
     completedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),

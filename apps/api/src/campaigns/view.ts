@@ -18,6 +18,7 @@ export const toCampaignView = (row: CampaignRow, counted: CampaignTally): Campai
   counts: counted.counts,
   failedByCode: counted.failedByCode,
   pricing: counted.pricing,
+  engagement: counted.engagement,
   createdAt: row.createdAt.toISOString(),
   startedAt: iso(row.startedAt),
   completedAt: iso(row.completedAt),

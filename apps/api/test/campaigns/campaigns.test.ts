@@ -4,6 +4,7 @@ import { assignWindow } from '@dispatch/db'
 import { serviceWindowsLoadedKey } from '@dispatch/runtime'
 import {
   type FakeWhatsApp,
+  messageWebhook,
   startFakeWhatsApp,
   startWebhookReceiver,
   statusWebhook,
@@ -23,7 +24,7 @@ import {
   type TestApp,
   type TestWorld,
 } from '../helpers.ts'
-import { keyOf, syncedSender } from '../templates/setup.ts'
+import { keyOf, replyFrom, syncedSender } from '../templates/setup.ts'
 
 const SECRETS_KEY = randomBytes(32).toString('base64')
 const APP_SECRET = 'app-secret-0123456789'
@@ -49,6 +50,7 @@ let worker: RunningWorker
 let redis: Redis
 let receiver: Awaited<ReturnType<typeof startWebhookReceiver>>
 let senderId: string
+let senderNumber: string
 let key: { id: string; key: string }
 
 let phones = 0
@@ -154,6 +156,7 @@ beforeAll(async () => {
   )
   const sender = await syncedSender(app, fake)
   senderId = sender.id
+  senderNumber = sender.phoneNumberId
   key = await keyOf(app, senderId, SCOPES)
   const endpoint = await app.inject({
     method: 'POST',

@@ -141,6 +141,8 @@ export interface CampaignTally {
   failedByCode: Record<string, number>
   /** Messages the platform's statuses called billable, in all and by pricing category. */
   pricing: { billable: number; byCategory: Record<string, number> }
+  /** Recipients fed who wrote back since it started, and who opted out of its sender since. */
+  engagement: { replied: number; optedOut: number }
 }
 
 /**
@@ -152,6 +154,7 @@ export async function campaignCounts(db: Db, campaign: CampaignRow): Promise<Cam
   const counts = emptyCounts()
   const failedByCode: Record<string, number> = {}
   const pricing: CampaignTally['pricing'] = { billable: 0, byCategory: {} }
+  const engagement: CampaignTally['engagement'] = { replied: 0, optedOut: 0 }
   const rows = await db
     .select({ state: campaignRecipients.state, n: sql<number>`count(*)::int` })
     .from(campaignRecipients)
@@ -162,7 +165,7 @@ export async function campaignCounts(db: Db, campaign: CampaignRow): Promise<Cam
     if (state === 'fed') fed = n
     else counts[state] += n
   }
-  if (fed === 0) return { counts, failedByCode, pricing }
+  if (fed === 0) return { counts, failedByCode, pricing, engagement }
   const statuses = await db
     .select({
       status: messages.status,
@@ -191,7 +194,26 @@ export async function campaignCounts(db: Db, campaign: CampaignRow): Promise<Cam
   }
   // Fed, not recorded yet: waiting in Redis (or past a record that went astray: still pending).
   counts.pending += Math.max(0, fed - recorded)
-  return { counts, failedByCode, pricing }
+  Object.assign(engagement, await engagementOf(db, campaign))
+  return { counts, failedByCode, pricing, engagement }
+}
+
+/**
+ * The recipients fed who replied (an inbound message routed to the campaign's key since it started)
+ * and who opted out of its sender since (their own opt-out: a keyword, a preference, a block), each
+ * counted once. Read from the few replies and opt-outs since the start, matched to the rows by phone.
+ */
+async function engagementOf(db: Db, campaign: CampaignRow): Promise<CampaignTally['engagement']> {
+  const since = (campaign.startedAt ?? campaign.createdAt).toISOString()
+  const [row] = await db.execute<{ replied: number; opted_out: number }>(sql`
+    select
+      (select count(distinct i.phone)::int from inbound_messages i
+        join campaign_recipients r on r.campaign_id = ${campaign.id} and r.state = 'fed' and r.phone = i.phone
+        where i.api_key_id = ${campaign.apiKeyId} and i.received_at >= ${since}::timestamptz) as replied,
+      (select count(distinct s.recipient)::int from suppressions s
+        join campaign_recipients r on r.campaign_id = ${campaign.id} and r.state = 'fed' and r.phone = s.recipient
+        where s.sender_id = ${campaign.senderId} and s.owner = '' and s.created_at >= ${since}::timestamptz) as opted_out`)
+  return { replied: row?.replied ?? 0, optedOut: row?.opted_out ?? 0 }
 }
 
 /** How many of a campaign's fed messages have not reached an end (sent or later, failed, expired, canceled). */
