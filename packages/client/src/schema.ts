@@ -5794,6 +5794,16 @@ export interface operations {
                             failedByCode: {
                                 [key: string]: number;
                             };
+                            pricing: {
+                                billable: number;
+                                byCategory: {
+                                    [key: string]: number;
+                                };
+                            };
+                            engagement: {
+                                replied: number;
+                                optedOut: number;
+                            };
                             /** Format: date-time */
                             createdAt: string;
                             startedAt: string | null;
@@ -5929,6 +5939,16 @@ export interface operations {
                         };
                         failedByCode: {
                             [key: string]: number;
+                        };
+                        pricing: {
+                            billable: number;
+                            byCategory: {
+                                [key: string]: number;
+                            };
+                        };
+                        engagement: {
+                            replied: number;
+                            optedOut: number;
                         };
                         /** Format: date-time */
                         createdAt: string;
@@ -6074,6 +6094,16 @@ export interface operations {
                         };
                         failedByCode: {
                             [key: string]: number;
+                        };
+                        pricing: {
+                            billable: number;
+                            byCategory: {
+                                [key: string]: number;
+                            };
+                        };
+                        engagement: {
+                            replied: number;
+                            optedOut: number;
                         };
                         /** Format: date-time */
                         createdAt: string;
@@ -6260,6 +6290,16 @@ export interface operations {
                         failedByCode: {
                             [key: string]: number;
                         };
+                        pricing: {
+                            billable: number;
+                            byCategory: {
+                                [key: string]: number;
+                            };
+                        };
+                        engagement: {
+                            replied: number;
+                            optedOut: number;
+                        };
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -6444,6 +6484,16 @@ export interface operations {
                         };
                         failedByCode: {
                             [key: string]: number;
+                        };
+                        pricing: {
+                            billable: number;
+                            byCategory: {
+                                [key: string]: number;
+                            };
+                        };
+                        engagement: {
+                            replied: number;
+                            optedOut: number;
                         };
                         /** Format: date-time */
                         createdAt: string;
@@ -7245,6 +7295,7 @@ export interface operations {
                             suppressions: number;
                             conversationWindows: number;
                             recipientIdentities: number;
+                            campaignRecipients: number;
                             consentConfirmations: number;
                             redisJobs: number;
                             idempotencyAnswers: number;
@@ -7377,6 +7428,7 @@ export interface operations {
                             suppressions: number;
                             conversationWindows: number;
                             recipientIdentities: number;
+                            campaignRecipients: number;
                             consentConfirmations: number;
                             redisJobs: number;
                             idempotencyAnswers: number;
@@ -15751,6 +15803,7 @@ export interface operations {
                             suppressions: number;
                             conversationWindows: number;
                             recipientIdentities: number;
+                            campaignRecipients: number;
                             consentConfirmations: number;
                             redisJobs: number;
                             idempotencyAnswers: number;
@@ -15882,6 +15935,7 @@ export interface operations {
                             suppressions: number;
                             conversationWindows: number;
                             recipientIdentities: number;
+                            campaignRecipients: number;
                             consentConfirmations: number;
                             redisJobs: number;
                             idempotencyAnswers: number;
@@ -16129,6 +16183,16 @@ export interface operations {
                             failedByCode: {
                                 [key: string]: number;
                             };
+                            pricing: {
+                                billable: number;
+                                byCategory: {
+                                    [key: string]: number;
+                                };
+                            };
+                            engagement: {
+                                replied: number;
+                                optedOut: number;
+                            };
                             /** Format: date-time */
                             createdAt: string;
                             startedAt: string | null;
@@ -16298,6 +16362,16 @@ export interface operations {
                         };
                         failedByCode: {
                             [key: string]: number;
+                        };
+                        pricing: {
+                            billable: number;
+                            byCategory: {
+                                [key: string]: number;
+                            };
+                        };
+                        engagement: {
+                            replied: number;
+                            optedOut: number;
                         };
                         /** Format: date-time */
                         createdAt: string;
@@ -16473,6 +16547,16 @@ export interface operations {
                         failedByCode: {
                             [key: string]: number;
                         };
+                        pricing: {
+                            billable: number;
+                            byCategory: {
+                                [key: string]: number;
+                            };
+                        };
+                        engagement: {
+                            replied: number;
+                            optedOut: number;
+                        };
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -16626,6 +16710,16 @@ export interface operations {
                         };
                         failedByCode: {
                             [key: string]: number;
+                        };
+                        pricing: {
+                            billable: number;
+                            byCategory: {
+                                [key: string]: number;
+                            };
+                        };
+                        engagement: {
+                            replied: number;
+                            optedOut: number;
                         };
                         /** Format: date-time */
                         createdAt: string;
@@ -16811,6 +16905,16 @@ export interface operations {
                         failedByCode: {
                             [key: string]: number;
                         };
+                        pricing: {
+                            billable: number;
+                            byCategory: {
+                                [key: string]: number;
+                            };
+                        };
+                        engagement: {
+                            replied: number;
+                            optedOut: number;
+                        };
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -16995,6 +17099,16 @@ export interface operations {
                         failedByCode: {
                             [key: string]: number;
                         };
+                        pricing: {
+                            billable: number;
+                            byCategory: {
+                                [key: string]: number;
+                            };
+                        };
+                        engagement: {
+                            replied: number;
+                            optedOut: number;
+                        };
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -17178,6 +17292,16 @@ export interface operations {
                         };
                         failedByCode: {
                             [key: string]: number;
+                        };
+                        pricing: {
+                            billable: number;
+                            byCategory: {
+                                [key: string]: number;
+                            };
+                        };
+                        engagement: {
+                            replied: number;
+                            optedOut: number;
                         };
                         /** Format: date-time */
                         createdAt: string;

@@ -138,6 +138,25 @@ export const Campaign = Type.Object(
     counts: CampaignCounts,
     /** Failed recipients by the platform's (or Dispatch's) error code. */
     failedByCode: Type.Record(Type.String(), Type.Integer({ minimum: 0 })),
+    /**
+     * What the platform bills for it, as its status webhooks said (`pricing` on each message):
+     * billable messages in all and by pricing category (`marketing`, `utility`…).
+     */
+    pricing: Type.Object(
+      {
+        billable: Type.Integer({ minimum: 0 }),
+        byCategory: Type.Record(Type.String(), Type.Integer({ minimum: 0 })),
+      },
+      { additionalProperties: false },
+    ),
+    /**
+     * Beside the states: recipients it reached who wrote back since it started, and who opted out
+     * of the sender since (each counted once).
+     */
+    engagement: Type.Object(
+      { replied: Type.Integer({ minimum: 0 }), optedOut: Type.Integer({ minimum: 0 }) },
+      { additionalProperties: false },
+    ),
     createdAt: Type.String({ format: 'date-time' }),
     startedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
     completedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),

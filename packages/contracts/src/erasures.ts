@@ -40,6 +40,8 @@ export const ErasureReport = Type.Object(
     /** `all` only: the business numbers' records of the recipient (shared by every key). */
     conversationWindows: Type.Integer(),
     recipientIdentities: Type.Integer(),
+    /** Rows of campaigns' audiences that named them, their recipient, variables and uploaded line removed. */
+    campaignRecipients: Type.Integer(),
     /** `all` only: opt-out confirmations sent to them (outbox rows, and their jobs). */
     consentConfirmations: Type.Integer(),
     /** Jobs removed from Redis: finished message and webhook jobs, still holding what they carried. */
@@ -65,6 +67,7 @@ export const emptyErasureReport = (): ErasureReport => ({
   suppressions: 0,
   conversationWindows: 0,
   recipientIdentities: 0,
+  campaignRecipients: 0,
   consentConfirmations: 0,
   redisJobs: 0,
   idempotencyAnswers: 0,

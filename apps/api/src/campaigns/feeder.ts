@@ -184,7 +184,7 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
     const last = lastProgress.get(campaign.id) ?? campaign.progressAt?.getTime() ?? 0
     if (now.getTime() - last < options.progressSeconds * 1000) return
     lastProgress.set(campaign.id, now.getTime())
-    const { counts, failedByCode } = await campaignCounts(db, campaign)
+    const { counts, failedByCode, pricing, engagement } = await campaignCounts(db, campaign)
     const done =
       campaign.fedThrough === campaign.confirmedThrough &&
       unfinished(counts) === 0 &&
@@ -194,7 +194,14 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
         const row = await transitionCampaign(tx, campaign.id, ['running'], 'completed', now, {
           set: { completedAt: now, progressAt: now },
         })
-        if (row) await emitCampaignEvent(tx, row, 'campaign.completed', { counts, failedByCode }, now)
+        if (row)
+          await emitCampaignEvent(
+            tx,
+            row,
+            'campaign.completed',
+            { counts, failedByCode, pricing, engagement },
+            now,
+          )
       })
       lastProgress.delete(campaign.id)
       log.info({ campaignId: campaign.id, counts }, 'campaign completed')
@@ -204,7 +211,14 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
       const row = await transitionCampaign(tx, campaign.id, ['running'], 'running', now, {
         set: { progressAt: now },
       })
-      if (row) await emitCampaignEvent(tx, row, 'campaign.progress', { counts, failedByCode }, now)
+      if (row)
+        await emitCampaignEvent(
+          tx,
+          row,
+          'campaign.progress',
+          { counts, failedByCode, pricing, engagement },
+          now,
+        )
     })
   }
 

@@ -1,13 +1,10 @@
-import type { Campaign, CampaignCounts } from '@dispatch/contracts'
-import type { CampaignRow } from '@dispatch/db'
+import type { Campaign } from '@dispatch/contracts'
+import type { CampaignRow, CampaignTally } from '@dispatch/db'
 
 const iso = (at: Date | null) => (at ? at.toISOString() : null)
 
 /** A campaign as the API answers it, with its recipients counted by state. */
-export const toCampaignView = (
-  row: CampaignRow,
-  counted: { counts: CampaignCounts; failedByCode: Record<string, number> },
-): Campaign => ({
+export const toCampaignView = (row: CampaignRow, counted: CampaignTally): Campaign => ({
   id: row.id,
   name: row.name,
   apiKeyId: row.apiKeyId,
@@ -20,6 +17,8 @@ export const toCampaignView = (
   audience: row.audience,
   counts: counted.counts,
   failedByCode: counted.failedByCode,
+  pricing: counted.pricing,
+  engagement: counted.engagement,
   createdAt: row.createdAt.toISOString(),
   startedAt: iso(row.startedAt),
   completedAt: iso(row.completedAt),

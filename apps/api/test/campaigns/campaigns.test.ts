@@ -2,7 +2,14 @@ import { randomBytes } from 'node:crypto'
 import type { Campaign, CampaignRecipient } from '@dispatch/contracts'
 import { assignWindow } from '@dispatch/db'
 import { serviceWindowsLoadedKey } from '@dispatch/runtime'
-import { type FakeWhatsApp, startFakeWhatsApp, startWebhookReceiver, waitFor } from '@dispatch/testing'
+import {
+  type FakeWhatsApp,
+  messageWebhook,
+  startFakeWhatsApp,
+  startWebhookReceiver,
+  statusWebhook,
+  waitFor,
+} from '@dispatch/testing'
 import type { RunningWorker } from '@dispatch/worker'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -12,18 +19,21 @@ import {
   buildTestApp,
   createWorld,
   expectError,
+  postPlatformWebhook,
   startTestWorker,
   type TestApp,
   type TestWorld,
 } from '../helpers.ts'
-import { keyOf, syncedSender } from '../templates/setup.ts'
+import { keyOf, replyFrom, syncedSender } from '../templates/setup.ts'
 
 const SECRETS_KEY = randomBytes(32).toString('base64')
+const APP_SECRET = 'app-secret-0123456789'
 const SCOPES = [
   'send:template',
   'manage:campaigns',
   'manage:webhooks',
   'manage:suppressions',
+  'manage:data',
   'read:messages',
 ]
 const TEMPLATE = {
@@ -40,6 +50,7 @@ let worker: RunningWorker
 let redis: Redis
 let receiver: Awaited<ReturnType<typeof startWebhookReceiver>>
 let senderId: string
+let senderNumber: string
 let key: { id: string; key: string }
 
 let phones = 0
@@ -124,6 +135,7 @@ beforeAll(async () => {
   const env = { SECRETS_KEY, WHATSAPP_API_URL: fake.url }
   app = await buildTestApp(world, {
     ...env,
+    WHATSAPP_APP_SECRET: APP_SECRET,
     CAMPAIGN_WINDOW: '20',
     CAMPAIGN_FEED_INTERVAL_MS: '50',
     CAMPAIGN_PROGRESS_SECONDS: '1',
@@ -144,6 +156,7 @@ beforeAll(async () => {
   )
   const sender = await syncedSender(app, fake)
   senderId = sender.id
+  senderNumber = sender.phoneNumberId
   key = await keyOf(app, senderId, SCOPES)
   const endpoint = await app.inject({
     method: 'POST',
@@ -358,6 +371,46 @@ describe('controls', () => {
   })
 })
 
+describe('fairness', () => {
+  it("a key's own transactional send, and another key's, go before its campaign's waiting messages", async () => {
+    // A slow sender (5 a second): the campaign's 60 recipients take ~12 s.
+    const slow = await syncedSender(app, fake, { body: { ratePerSecond: 5 } })
+    const a = await keyOf(app, slow.id, SCOPES)
+    const b = await keyOf(app, slow.id, SCOPES)
+    const campaign = await create(a.key)
+    await loadAudience(campaign.id, Array.from({ length: 60 }, newPhone))
+    expect((await control(campaign.id, 'start', a.key)).statusCode).toBe(200)
+    await waitFor(async () => ((await get(campaign.id, a.key)).counts.sent >= 5 ? true : undefined), {
+      what: 'the campaign under way',
+    })
+    const sendNow = async (apiKey: string) => {
+      const phone = newPhone()
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/third-party/messages/send-template',
+        headers: headers(apiKey),
+        payload: { phone, ...TEMPLATE, variables: { '1': 'Ana', '2': 'BR-1' } },
+      })
+      expect(res.statusCode, res.body).toBe(202)
+      return phone
+    }
+    const before = fake.requests.length
+    const own = await sendNow(a.key)
+    const other = await sendNow(b.key)
+    await waitFor(() => (sentTo(own).length > 0 && sentTo(other).length > 0 ? true : undefined), {
+      what: 'both transactional sends out',
+    })
+    // Only what was already admitted to the sender's queue (a second's worth at its rate) went
+    // between: not the window of the campaign's messages waiting in the key's turn (20).
+    const between = (phone: string) =>
+      fake.requests.slice(before).findIndex((r) => r.body.to === phone.slice(1))
+    expect(between(own)).toBeLessThan(10)
+    expect(between(other)).toBeLessThan(10)
+    const left = await get(campaign.id, a.key)
+    expect(left.counts.pending).toBeGreaterThan(30)
+  })
+})
+
 describe('the messaging limit', () => {
   it("holds what would pass the portfolio's limit, even under a sender's `refuse`, and feeds no more", async () => {
     const sender = await syncedSender(app, fake, {
@@ -470,6 +523,47 @@ describe('boundaries', () => {
       401,
       'ADMIN_AUTH_REQUIRED',
     )
+  })
+
+  it("a key's erasure removes the recipient from its campaigns' rows, and from no other key's", async () => {
+    const phone = newPhone()
+    const mine = await create()
+    await loadAudience(mine.id, [phone, newPhone()])
+    const other = await keyOf(app, senderId, SCOPES)
+    const theirs = await create(other.key)
+    await loadAudience(theirs.id, [phone])
+    const erasure = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/erasures',
+      headers: headers(),
+      payload: { phone },
+    })
+    expect(erasure.statusCode, erasure.body).toBe(202)
+    const report = await waitFor(
+      async () => {
+        const res = await app.inject({
+          method: 'GET',
+          url: `/api/third-party/erasures/${erasure.json().id}`,
+          headers: headers(),
+        })
+        const body = res.json<{ status: string; report: { campaignRecipients: number } }>()
+        return body.status === 'completed' ? body : undefined
+      },
+      { what: 'the erasure completed' },
+    )
+    expect(report.report.campaignRecipients).toBe(1)
+    const rows = async (id: string, apiKey: string) =>
+      (
+        await app.inject({
+          method: 'GET',
+          url: `/api/third-party/campaigns/${id}/export?format=csv`,
+          headers: headers(apiKey),
+        })
+      ).body
+    const mineNow = await rows(mine.id, key.key)
+    expect(mineNow).not.toContain(phone)
+    expect(mineNow.trim().split('\n')).toHaveLength(3)
+    expect(await rows(theirs.id, other.key)).toContain(phone)
   })
 
   it('checks the template as a send would: unknown, and header variables that do not fit', async () => {

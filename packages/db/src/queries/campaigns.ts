@@ -135,17 +135,26 @@ export const recipientStateOf = (status: MessageStatus): CampaignRecipientState 
   }
 }
 
+/** A campaign's recipients counted by state, its failures by code, and what the platform bills. */
+export interface CampaignTally {
+  counts: CampaignCounts
+  failedByCode: Record<string, number>
+  /** Messages the platform's statuses called billable, in all and by pricing category. */
+  pricing: { billable: number; byCategory: Record<string, number> }
+  /** Recipients fed who wrote back since it started, and who opted out of its sender since. */
+  engagement: { replied: number; optedOut: number }
+}
+
 /**
  * Where each recipient stands, counted: the rows' own states (not fed, skipped, canceled) and, for
  * the rows fed, their messages' statuses. A fed row whose message is not in Postgres yet (queued
  * in Redis) is `pending`; so the counts always add up to the audience's rows.
  */
-export async function campaignCounts(
-  db: Db,
-  campaign: CampaignRow,
-): Promise<{ counts: CampaignCounts; failedByCode: Record<string, number> }> {
+export async function campaignCounts(db: Db, campaign: CampaignRow): Promise<CampaignTally> {
   const counts = emptyCounts()
   const failedByCode: Record<string, number> = {}
+  const pricing: CampaignTally['pricing'] = { billable: 0, byCategory: {} }
+  const engagement: CampaignTally['engagement'] = { replied: 0, optedOut: 0 }
   const rows = await db
     .select({ state: campaignRecipients.state, n: sql<number>`count(*)::int` })
     .from(campaignRecipients)
@@ -156,14 +165,25 @@ export async function campaignCounts(
     if (state === 'fed') fed = n
     else counts[state] += n
   }
-  if (fed === 0) return { counts, failedByCode }
+  if (fed === 0) return { counts, failedByCode, pricing, engagement }
   const statuses = await db
-    .select({ status: messages.status, code: messages.lastErrorCode, n: sql<number>`count(*)::int` })
+    .select({
+      status: messages.status,
+      code: messages.lastErrorCode,
+      billable: messages.pricingBillable,
+      category: messages.pricingCategory,
+      n: sql<number>`count(*)::int`,
+    })
     .from(messages)
     .where(messagesOf(campaign))
-    .groupBy(messages.status, messages.lastErrorCode)
+    .groupBy(messages.status, messages.lastErrorCode, messages.pricingBillable, messages.pricingCategory)
   let recorded = 0
-  for (const { status, code, n } of statuses) {
+  for (const { status, code, billable, category, n } of statuses) {
+    if (billable) {
+      pricing.billable += n
+      const name = category ?? 'unknown'
+      pricing.byCategory[name] = (pricing.byCategory[name] ?? 0) + n
+    }
     const state = recipientStateOf(status)
     counts[state] += n
     recorded += n
@@ -174,7 +194,26 @@ export async function campaignCounts(
   }
   // Fed, not recorded yet: waiting in Redis (or past a record that went astray: still pending).
   counts.pending += Math.max(0, fed - recorded)
-  return { counts, failedByCode }
+  Object.assign(engagement, await engagementOf(db, campaign))
+  return { counts, failedByCode, pricing, engagement }
+}
+
+/**
+ * The recipients fed who replied (an inbound message routed to the campaign's key since it started)
+ * and who opted out of its sender since (their own opt-out: a keyword, a preference, a block), each
+ * counted once. Read from the few replies and opt-outs since the start, matched to the rows by phone.
+ */
+async function engagementOf(db: Db, campaign: CampaignRow): Promise<CampaignTally['engagement']> {
+  const since = (campaign.startedAt ?? campaign.createdAt).toISOString()
+  const [row] = await db.execute<{ replied: number; opted_out: number }>(sql`
+    select
+      (select count(distinct i.phone)::int from inbound_messages i
+        join campaign_recipients r on r.campaign_id = ${campaign.id} and r.state = 'fed' and r.phone = i.phone
+        where i.api_key_id = ${campaign.apiKeyId} and i.received_at >= ${since}::timestamptz) as replied,
+      (select count(distinct s.recipient)::int from suppressions s
+        join campaign_recipients r on r.campaign_id = ${campaign.id} and r.state = 'fed' and r.phone = s.recipient
+        where s.sender_id = ${campaign.senderId} and s.owner = '' and s.created_at >= ${since}::timestamptz) as opted_out`)
+  return { replied: row?.replied ?? 0, optedOut: row?.opted_out ?? 0 }
 }
 
 /** How many of a campaign's fed messages have not reached an end (sent or later, failed, expired, canceled). */

@@ -3,6 +3,7 @@ import type { RecipientHasher } from '@dispatch/runtime'
 import { and, eq, inArray, isNull, or, type SQL, sql } from 'drizzle-orm'
 import type { AnyPgColumn } from 'drizzle-orm/pg-core'
 import type { Db } from '../client.ts'
+import { campaignRecipients, campaigns } from '../schema/campaigns.ts'
 import { conversationWindows, inboundMessages, recipientIdentities } from '../schema/inbound-messages.ts'
 import { messageAttempts } from '../schema/message-attempts.ts'
 import { messages } from '../schema/messages.ts'
@@ -84,6 +85,7 @@ export interface ErasedRows {
     suppressions: number
     conversationWindows: number
     recipientIdentities: number
+    campaignRecipients: number
     consentConfirmations: number
   }
   /** The messages erased, with where their jobs may still be in Redis (their sender's queue, for a while). */
@@ -217,6 +219,24 @@ export async function eraseRecipientRows(db: Db, input: EraseRows): Promise<Eras
         .returning({ id: webhookAttempts.id })
     : []
 
+  // Campaigns' audiences: the rows naming them lose the recipient, the variables and the uploaded
+  // line; the row (its line, its state, its message id) stays, so the campaign's counts still add up.
+  const campaignRows = await db
+    .update(campaignRecipients)
+    .set({ phone: null, userId: null, variables: null, raw: null, detail: null })
+    .where(
+      and(
+        namedBy(ids, campaignRecipients.phone, campaignRecipients.userId),
+        apiKeyId
+          ? inArray(
+              campaignRecipients.campaignId,
+              db.select({ id: campaigns.id }).from(campaigns).where(eq(campaigns.apiKeyId, apiKeyId)),
+            )
+          : undefined,
+      ),
+    )
+    .returning({ line: campaignRecipients.line })
+
   const suppressed = await hashSuppressions(db, input)
   const shared = apiKeyId === null ? await eraseSharedRecords(db, ids) : undefined
 
@@ -230,6 +250,7 @@ export async function eraseRecipientRows(db: Db, input: EraseRows): Promise<Eras
       suppressions: suppressed,
       conversationWindows: shared?.windows ?? 0,
       recipientIdentities: shared?.identities ?? 0,
+      campaignRecipients: campaignRows.length,
       consentConfirmations: shared?.confirmationJobIds.length ?? 0,
     },
     messages: erased,
