@@ -221,6 +221,9 @@ describe.skipIf(browserBinary.missing)('the portal’s campaigns, in a browser',
     await poll(() => counts.getByRole('row', { name: /^sent/ }).textContent(), 30_000).toBe('sent25')
     await poll(() => badge().textContent(), 30_000).toBe('completed')
     expect(await counts.getByRole('row', { name: /^skipped/ }).textContent()).toBe('skipped1')
+    expect(await page.getByRole('region', { name: 'Recipients by state' }).textContent()).toMatch(
+      /Replied\s*0.*Opted out since\s*0.*Billable messages\s*\d+/s,
+    )
     expect(await page.locator('.facts').first().textContent()).toContain('25 of 25 (100 %)')
     // The chart, drawn from the readings the page took.
     const chart = page.getByRole('img', { name: /^Progress: 25 sent, 0 failed/ })

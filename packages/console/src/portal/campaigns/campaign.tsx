@@ -99,6 +99,27 @@ function Counts({ campaign }: { campaign: Campaign }) {
   )
 }
 
+/** Beside the states: who wrote back or opted out since it started, and what the platform bills. */
+function Engagement({ campaign }: { campaign: Campaign }) {
+  const { engagement, pricing } = campaign
+  const categories = Object.entries(pricing.byCategory).filter(([, n]) => n > 0)
+  return (
+    <dl class="facts">
+      <dt>Replied</dt>
+      <dd>{engagement.replied}</dd>
+      <dt>Opted out since</dt>
+      <dd>{engagement.optedOut}</dd>
+      <dt>Billable messages</dt>
+      <dd>
+        {pricing.billable}
+        {categories.length > 0 ? (
+          <span class="muted"> ({categories.map(([category, n]) => `${category} ${n}`).join(', ')})</span>
+        ) : null}
+      </dd>
+    </dl>
+  )
+}
+
 function Failures({ failedByCode }: { failedByCode: Campaign['failedByCode'] }) {
   const rows = Object.entries(failedByCode).sort(([, a], [, b]) => b - a)
   return (
@@ -179,6 +200,7 @@ export function CampaignPage({ id, source }: { id: string; source: CampaignSourc
                 <div class="grid">
                   <Section title="Recipients by state">
                     <Counts campaign={data} />
+                    <Engagement campaign={data} />
                   </Section>
                   <Section title="Progress">
                     <ProgressChart samples={samples} />
