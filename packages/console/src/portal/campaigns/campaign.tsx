@@ -212,16 +212,14 @@ export function CampaignPage({ id, source }: { id: string; source: CampaignSourc
               </>
             ) : null}
             {data.audience ? (
-              <>
-                <Section title="Recipients">
-                  <CampaignRecipients
-                    id={id}
-                    source={source}
-                    version={`${data.status} ${JSON.stringify(data.counts)}`}
-                  />
-                  <Exports id={id} source={source} />
-                </Section>
-              </>
+              <Section title="Recipients">
+                <CampaignRecipients
+                  id={id}
+                  source={source}
+                  version={`${data.status} ${JSON.stringify(data.counts)}`}
+                />
+                <Exports id={id} source={source} />
+              </Section>
             ) : null}
           </>
         )}
