@@ -5,9 +5,9 @@ import { PlatformError } from '../platforms/types.ts'
 import { deliveryOutcome } from '../shared/message-outcome.ts'
 import { claimMessage } from './delivery/claim.ts'
 import { type GateInputs, gate, readGateInputs } from './delivery/gates.ts'
-import { giveBackReach } from './delivery/messaging-limit.ts'
 import { sendToPlatform } from './delivery/platform-send.ts'
 import { findPriorSend } from './delivery/prior-send.ts'
+import { giveBackReach } from './delivery/reach-beside-claim.ts'
 import { recordSent, UnrecordedSendError } from './delivery/record-sent.ts'
 import type {
   Cleared,

@@ -4,12 +4,8 @@ import { expiredFields, keyRevokedFields } from '../../shared/message-outcome.ts
 import { optedOutFields } from '../consent/check.ts'
 import { type RecipientReads, readRecipient } from '../recipient-reads.ts'
 import { fallbackMessage, isFreeForm, WINDOW_CLOSED_CODE } from '../service-window.ts'
-import {
-  countBesideClaim,
-  countsAgainstLimit,
-  messagingLimitGate,
-  type ReachCount,
-} from './messaging-limit.ts'
+import { messagingLimitGate } from './messaging-limit.ts'
+import { countBesideClaim, countsAgainstLimit, type ReachCount } from './reach-beside-claim.ts'
 import type { Cleared, Disposition, MessageDelivery } from './types.ts'
 
 /** The fields of a free-form message whose window Dispatch found closed, with no fallback to send. */
