@@ -342,6 +342,41 @@ describe.skipIf(missing !== undefined)(
         ).toBeGreaterThanOrEqual(0)
       })
 
+      it("counts the messaging limit after the gates (the window's and the reach's keys sit on other slots)", async () => {
+        const key = await activeKey(app, { scopes: SEND_SCOPES })
+        const setLimit = (payload: object) =>
+          app.inject({ method: 'PATCH', url: '/api/admin/senders/default', headers: asAdmin(), payload })
+        expect((await setLimit({ messagingLimitOverride: 1, messagingLimitPolicy: 'hold' })).statusCode).toBe(
+          200,
+        )
+        try {
+          let n = 0
+          const template = async () => {
+            const phone = `+5531966${String(Date.now()).slice(-5)}${n++}`
+            const res = await send(second, 'send-template', key.key, {
+              ...validSends['send-template'],
+              phone,
+            })
+            expect(res.statusCode, res.body).toBe(202)
+            return untilMessageStatus(app, key.key, res.json().messageId, ['sent', 'scheduled'])
+          }
+          // The worker reloads the sender when the change is announced: until then nothing is counted.
+          await waitFor(async () => (await template()).status === 'scheduled' || undefined, {
+            what: 'a template held past the limit of 1',
+            timeoutMs: 20_000,
+          })
+          expect(await template()).toMatchObject({ status: 'scheduled', scheduledReason: 'messaging_limit' })
+          const view = await app.inject({
+            method: 'GET',
+            url: '/api/admin/senders/default',
+            headers: asAdmin(),
+          })
+          expect(view.json().messagingLimit).toMatchObject({ limit: 1, reach: 1 })
+        } finally {
+          await setLimit({ messagingLimitOverride: null, messagingLimitPolicy: 'off' })
+        }
+      })
+
       it('a queue built on a fail-fast client before the cluster is ready works once it is', async () => {
         // BullMQ takes a `connect`ed cluster client for ready and sends INFO at once: a client that
         // refused it would leave the queue broken for good (a worker that never delivered).

@@ -90,12 +90,25 @@ export function messagingLimitOf(sender: MessagingLimitSettings): MessagingLimit
 /** The portfolio's reach: a sorted set of recipient hashes by when last reached outside their window. */
 export const portfolioReachKey = (prefix: string, portfolio: string) => `${prefix}:reach:{${portfolio}}`
 
+const scripts = luaScripts(join(import.meta.dirname, 'lua/messaging-limit'), [
+  'reachPortfolio',
+  'reachBesideClaim',
+  'giveBackReach',
+  'peekReach',
+])
 /**
  * lua/messaging-limit/reachPortfolio-1.lua: counts recipients (in order), or says when room frees.
  * Its answer per recipient: 0 reached (counted), else when room frees (ms).
  */
-const scripts = luaScripts(join(import.meta.dirname, 'lua/messaging-limit'), ['reachPortfolio', 'peekReach'])
 export const REACH_PORTFOLIO_SCRIPT = scripts.reachPortfolio
+/**
+ * lua/messaging-limit/reachBesideClaim.lua (one server): reads each recipient's window and counts
+ * those outside it, in order. Per recipient: -lastInbound (open, not counted), 0 reached before,
+ * 1 added, else when room frees (ms).
+ */
+export const REACH_BESIDE_CLAIM_SCRIPT = scripts.reachBesideClaim
+/** lua/messaging-limit/giveBackReach-1.lua: removes recipients added at a time, if still at it. */
+export const GIVE_BACK_REACH_SCRIPT = scripts.giveBackReach
 /** lua/messaging-limit/peekReach-1.lua: the reach, the oldest counted, and whether each recipient is. */
 export const PEEK_REACH_SCRIPT = scripts.peekReach
 

@@ -68,6 +68,8 @@ const BUILDS_KEYS: Record<string, { base: string; names: string[]; why: string }
 const ANY_NUMBER_OF_KEYS: Record<string, string> = {
   checkMarketingConsent: 'one pair of keys per marketing message of a turn, gathered into one call',
   releaseClaims: 'the claims of a batch of recorded outcomes, released in one call',
+  reachBesideClaim:
+    "a window key per delivery of a turn to one portfolio, then the portfolio's reach (one server only)",
 }
 
 /** Commands that take no key, and those whose second argument is a key too. */
@@ -223,6 +225,15 @@ const RUNS: Record<string, Run> = {
     args: (_, now) => [now - 60_000, 'hmac:a', 'hmac:b'],
     answers: [1, expect.any(Number), 1, 0],
   },
+  // A limit of 2 now: the recipient of the window recorded above is inside it (-its last message),
+  // one without a window is added (1).
+  reachBesideClaim: {
+    keys: (k) => [k('window'), k('window:c'), k('reach')],
+    args: (_, now) => [now, 60_000, 2, 86_400_000, 'hmac:w', 'hmac:c'],
+    answers: [expect.any(Number), 1],
+  },
+  // The one added above, given back (counted at `now`, not reached since).
+  giveBackReach: { keys: (k) => [k('reach')], args: (_, now) => [now, 'hmac:c'], answers: 1 },
   releaseLock: {
     keys: (k) => [k('lock')],
     args: () => ['token'],

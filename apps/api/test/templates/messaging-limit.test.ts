@@ -35,13 +35,16 @@ let portfolios = 0
 const newBusiness = () => `9${String(Date.now()).slice(-9)}${portfolios++}`
 
 /** A synced sender of its own portfolio (or `businessId`'s), with a limit and a policy, and a key bound to it. */
-async function limitedSender(body: {
-  messagingLimitOverride?: number
-  messagingLimitPolicy?: 'hold' | 'refuse' | 'off'
-  businessId?: string
-}) {
+async function limitedSender(
+  body: {
+    messagingLimitOverride?: number
+    messagingLimitPolicy?: 'hold' | 'refuse' | 'off'
+    businessId?: string
+  },
+  scopes = SEND_SCOPES,
+) {
   const sender = await syncedSender(app, fake, { body: { businessId: newBusiness(), ...body } })
-  const key = await keyOf(app, sender.id, SEND_SCOPES)
+  const key = await keyOf(app, sender.id, scopes)
   return { sender, key }
 }
 
@@ -66,7 +69,11 @@ beforeAll(async () => {
   world = await createWorld()
   fake = await startFakeWhatsApp()
   const env = { SECRETS_KEY, WHATSAPP_API_URL: fake.url }
-  app = await buildTestApp(world, { ...env, WHATSAPP_APP_SECRET: APP_SECRET })
+  app = await buildTestApp(world, {
+    ...env,
+    WHATSAPP_APP_SECRET: APP_SECRET,
+    SCHEDULE_MIN_AHEAD_SECONDS: '1',
+  })
   redis = new Redis(world.redisUrl)
   worker = await startTestWorker(world, {
     ...env,
@@ -194,6 +201,36 @@ describe('the messaging limit under hold', () => {
     })
     const view = (await senderView(b.sender.id)).messagingLimit
     expect(view).toMatchObject({ portfolio: `business:${businessId}`, reach: 1, policy: 'hold' })
+  }, 40_000)
+
+  it('gives back a recipient counted beside the claim when a later gate stops the message', async () => {
+    const { sender, key } = await limitedSender({ messagingLimitOverride: 1, messagingLimitPolicy: 'hold' }, [
+      ...SEND_SCOPES,
+      'manage:suppressions',
+    ])
+    const phone = newPhone()
+    const due = await send(app, 'send-template', key.key, {
+      ...validSends['send-template'],
+      phone,
+      sendAt: new Date(Date.now() + 2000).toISOString(),
+    })
+    expect(due.statusCode, due.body).toBe(202)
+    // Opted out once accepted (an entry added, no reply: the window stays closed): the worker
+    // counts the recipient beside its claim, then the opt-out gate stops the message.
+    const optOut = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/suppressions',
+      headers: { 'x-api-key': key.key },
+      payload: { phone, reason: 'Asked by phone call' },
+    })
+    expect(optOut.statusCode, optOut.body).toBe(201)
+    const stopped = await untilMessageStatus(app, key.key, due.json().messageId, ['canceled', 'sent'])
+    expect(stopped.status).toBe('canceled')
+    expect(sentTo(phone)).toHaveLength(0)
+    // Not counted: the limit's one place is still free for the next recipient.
+    expect((await senderView(sender.id)).messagingLimit.reach).toBe(0)
+    await untilMessageStatus(app, key.key, await accepted(key.key, newPhone()), 'sent')
+    expect((await senderView(sender.id)).messagingLimit).toMatchObject({ limit: 1, reach: 1 })
   }, 40_000)
 
   it('counts nothing under off', async () => {

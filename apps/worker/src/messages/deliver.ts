@@ -4,11 +4,13 @@ import { Compile } from 'typebox/compile'
 import { PlatformError } from '../platforms/types.ts'
 import { deliveryOutcome } from '../shared/message-outcome.ts'
 import { claimMessage } from './delivery/claim.ts'
-import { gate, readGateInputs } from './delivery/gates.ts'
+import { type GateInputs, gate, readGateInputs } from './delivery/gates.ts'
 import { sendToPlatform } from './delivery/platform-send.ts'
 import { findPriorSend } from './delivery/prior-send.ts'
+import { giveBackReach } from './delivery/reach-beside-claim.ts'
 import { recordSent, UnrecordedSendError } from './delivery/record-sent.ts'
 import type {
+  Cleared,
   DeliveryDeps,
   DeliveryLane,
   DeliveryResult,
@@ -62,21 +64,31 @@ export async function deliverOne(
   deps: DeliveryDeps,
 ): Promise<Disposition> {
   const delivery = openDelivery(data, run, lane, deps)
-  // Read beside the claim, in the same turn: the gates cost no round trip more.
+  // Read (and counted against the messaging limit) beside the claim, in the same turn: the gates
+  // cost no round trip more.
   const reads = readGateInputs(delivery)
+  const cleared = await clearToSend(delivery, reads)
+  if (cleared.kind !== 'send') {
+    // Not sent by this run: a recipient counted beside the claim is given back.
+    await giveBackReach(delivery, reads.reach)
+    return cleared
+  }
+  const sent = await sendToPlatform(delivery, cleared)
+  if (sent.kind !== 'sent') return sent
+  return recordSent(delivery, sent)
+}
+
+/** The claim, a send an earlier run made, the gates: what may go to the platform, or why not. */
+async function clearToSend(delivery: MessageDelivery, reads: GateInputs): Promise<Cleared | Disposition> {
   const claim = await claimMessage(delivery)
   if (claim.kind !== 'claimed') return claim
   // Only a run that may follow another looks: a new job's first run with a claim it just took has
   // nothing recorded yet (the hot path). A message handed out again by admission (`readmitted`) may
   // have been delivered by its first job, whose claim is gone once the record has it.
-  const mayFollow = run.rerun || claim.heldBefore || data.readmitted === true
+  const mayFollow = delivery.run.rerun || claim.heldBefore || delivery.data.readmitted === true
   const prior = mayFollow ? await findPriorSend(delivery) : undefined
   if (prior) return prior
-  const cleared = await gate(delivery, reads)
-  if (cleared.kind !== 'send') return cleared
-  const sent = await sendToPlatform(delivery, cleared)
-  if (sent.kind !== 'sent') return sent
-  return recordSent(delivery, sent)
+  return gate(delivery, reads)
 }
 
 /**

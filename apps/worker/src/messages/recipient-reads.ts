@@ -67,6 +67,22 @@ const knownOpen = new Map<string, number>()
 const MOST_KNOWN_OPEN = 100_000
 const OPEN: Promise<'open'> = Promise.resolve('open')
 
+/** Whether this process read the window `key` open and it still is (no read needed). */
+export function knownOpenWindow(key: string, now: number): boolean {
+  const until = knownOpen.get(key)
+  if (until === undefined) return false
+  if (until > now) return true
+  knownOpen.delete(key)
+  return false
+}
+
+/** Keeps a window read open (its last inbound message at `last`, ms) until it ends. */
+export function rememberOpenWindow(key: string, last: number, now: number): void {
+  if (last + SERVICE_WINDOW_MS <= now) return
+  if (knownOpen.size >= MOST_KNOWN_OPEN) knownOpen.clear()
+  knownOpen.set(key, last + SERVICE_WINDOW_MS)
+}
+
 function windowOf(
   read: (key: string) => Promise<string | null>,
   prefix: string,
@@ -75,16 +91,9 @@ function windowOf(
 ): Promise<'open' | 'closed' | 'unknown'> {
   const now = Date.now()
   const key = serviceWindowKey(prefix, phoneNumberId, recipient)
-  const until = knownOpen.get(key)
-  if (until !== undefined) {
-    if (until > now) return OPEN
-    knownOpen.delete(key)
-  }
+  if (knownOpenWindow(key, now)) return OPEN
   const lastInbound = read(key).then((last) => {
-    if (last !== null && Number(last) + SERVICE_WINDOW_MS > now) {
-      if (knownOpen.size >= MOST_KNOWN_OPEN) knownOpen.clear()
-      knownOpen.set(key, Number(last) + SERVICE_WINDOW_MS)
-    }
+    if (last !== null) rememberOpenWindow(key, Number(last), now)
     return last
   })
   const known = knownWindowsMarker(prefix, now)

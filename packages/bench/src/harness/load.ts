@@ -11,6 +11,8 @@ export interface Run {
   p99: number
   non2xx: number
   errors: number
+  /** Answers by HTTP status (autocannon's `statusCodeStats`), to say what a failed run failed with. */
+  statusCodes?: Record<string, number>
 }
 
 export interface Load {
@@ -77,6 +79,11 @@ export function autocannon(load: Load): Promise<Run> {
         p99: result.latency.p99,
         non2xx: result.non2xx,
         errors: result.errors,
+        statusCodes: Object.fromEntries(
+          Object.entries((result.statusCodeStats ?? {}) as Record<string, { count: number }>).map(
+            ([code, { count }]) => [code, count],
+          ),
+        ),
       })
     })
   })
@@ -85,7 +92,10 @@ export function autocannon(load: Load): Promise<Run> {
 /** Refuses a run with failed answers: a figure that counts errors is no figure. */
 export function assertClean(name: string, run: Run) {
   if (run.non2xx > 0 || run.errors > 0) {
-    throw new Error(`${name}: ${run.non2xx} non-2xx answers and ${run.errors} errors during the run`)
+    const codes = JSON.stringify(run.statusCodes ?? {})
+    throw new Error(
+      `${name}: ${run.non2xx} non-2xx answers (${codes}) and ${run.errors} errors during the run`,
+    )
   }
 }
 

@@ -11,6 +11,7 @@ import { scriptCall } from '@dispatch/runtime/lua-scripts'
 import { type RedisClient, turnBatched } from '@dispatch/runtime/redis'
 import { AppError } from '../../errors.ts'
 import type { Log } from '../log.ts'
+import type { KnownReaches } from './known-reach.ts'
 import type { SenderRules } from './send-rules.ts'
 
 /** One send as this check reads it (send-checks.ts' `SendToCheck`). */
@@ -29,6 +30,8 @@ export interface LimitCheckDeps {
   prefix: string
   hash: RecipientHasher
   log: Log
+  /** Each portfolio's reach as last read, for a second (known-reach.ts). */
+  reaches: KnownReaches
 }
 
 const limitReached = (send: Send, limit: number, roomAt: number | null) =>
@@ -82,15 +85,6 @@ function peekerOf(redis: RedisClient) {
   return peek
 }
 
-/**
- * Under `messagingLimitPolicy: refuse`, a template to a recipient outside their window (closed or
- * unknown) whom the portfolio has not reached in the last 24 h is refused once the reach is at the
- * limit (422 MESSAGING_LIMIT_REACHED). Only reads: the count itself is taken at delivery, so a send
- * that fails elsewhere, or is canceled, takes no room. The windows go in the turn's MGET, the reach
- * in one script call per portfolio for every request of the turn (peekReach-1.lua), both sent in
- * the same turn: the request waits no round trip more. In a batch, the new recipients take what
- * room is left in order. Unreadable: let through (delivery counts and holds).
- */
 /** What the limit reads of a request's recipients: their windows, the marker, the reach. */
 type LimitReads = { windows: Array<string | null>; marker: string | null; peeked: Peeked }
 
@@ -138,6 +132,8 @@ export function prefetchLimit(
 ): PrefetchedLimit | undefined {
   const on = refusing(rules)
   if (!on || type !== 'template') return undefined
+  // Room known (the reach read less than a second ago, far from the limit): nothing to read.
+  if (deps.reaches.fits(on.limit.portfolio, on.max, 1, now)) return undefined
   const reads = readLimit(deps, on.rules, on.limit.portfolio, [recipient], now).catch(() => undefined)
   return { recipient, reads }
 }
@@ -150,20 +146,40 @@ export function prefetchLimit(
  * in one script call per portfolio for every request of the turn (peekReach-1.lua), a single send's
  * started early with its other reads: the request waits no round trip more. In a batch, the new
  * recipients take what room is left in order. Unreadable: let through (delivery counts and holds).
+ * Far from the limit nothing is read: the reach read less than a second ago, with every recipient
+ * let through since taken as new, leaves room for the request's (`KnownReaches`).
  */
-export async function checkMessagingLimit(
+export function checkMessagingLimit(
   deps: LimitCheckDeps,
   rules: SenderRules | undefined,
   sends: Send[],
   errors: Array<AppError | undefined>,
   now: number,
   prefetched?: PrefetchedLimit,
-): Promise<void> {
+): Promise<void> | undefined {
   const on = refusing(rules)
-  if (!on) return
-  const { limit, max } = on
+  if (!on) return undefined
+  let templates = 0
+  for (const [i, send] of sends.entries()) if (send.type === 'template' && !errors[i]) templates++
+  if (templates === 0) return undefined
+  // Room for all of them, each taken as new, by the reach read less than a second ago: no read,
+  // and no promise (the request's other checks are not waited for one more turn).
+  if (deps.reaches.take(on.limit.portfolio, on.max, templates, now)) return undefined
   const counted = sends.flatMap((send, i) => (send.type === 'template' && !errors[i] ? [i] : []))
-  if (counted.length === 0) return
+  return judgeByReads(deps, on, sends, counted, errors, now, prefetched)
+}
+
+/** The limit judged on fresh reads of the request's windows and the portfolio's reach. */
+async function judgeByReads(
+  deps: LimitCheckDeps,
+  on: NonNullable<ReturnType<typeof refusing>>,
+  sends: Send[],
+  counted: number[],
+  errors: Array<AppError | undefined>,
+  now: number,
+  prefetched: PrefetchedLimit | undefined,
+): Promise<void> {
+  const { limit, max } = on
   const recipients = counted.map((i) => recipientOf((sends[i] as Send).body))
   const early = recipients.length === 1 && prefetched?.recipient === recipients[0] ? prefetched : undefined
   let read: LimitReads | undefined
@@ -190,4 +206,5 @@ export async function checkMessagingLimit(
     }
     errors[i] = limitReached(sends[i] as Send, max, roomAt)
   })
+  deps.reaches.remember(limit.portfolio, peeked.reach, seen.size, now)
 }

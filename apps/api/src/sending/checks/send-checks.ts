@@ -21,6 +21,7 @@ import { type RedisClient, turnBatched, turnBatchedGet } from '@dispatch/runtime
 import { AppError } from '../../errors.ts'
 import type { Log } from '../log.ts'
 import { checkTemplate } from './check-template.ts'
+import { KnownReaches } from './known-reach.ts'
 import {
   checkMessagingLimit,
   type LimitCheckDeps,
@@ -154,7 +155,15 @@ export class SendChecks {
     // The suppression entries and windows every request of a turn reads, in one MGET (on a
     // Cluster, one GET each: they sit on many slots).
     this.#read = turnBatchedGet(redis)
-    this.#limitDeps = { redis, read: this.#read, prefix, hash, log, marker: (now) => this.#marker(now) }
+    this.#limitDeps = {
+      redis,
+      read: this.#read,
+      prefix,
+      hash,
+      log,
+      marker: (now) => this.#marker(now),
+      reaches: new KnownReaches(),
+    }
   }
 
   /** The windows' completeness marker as last read, read again once its read is a second old. */
@@ -258,14 +267,13 @@ export class SendChecks {
       number === undefined
         ? Promise.resolve()
         : this.#checkConsent(number, owner, rules, sends, errors, prefetched)
-    // The portfolio's reach under `refuse`, in the same turn (no reads at all for another policy).
-    const consent =
+    // The portfolio's reach under `refuse`, in the same turn (no reads at all for another policy,
+    // nor while the reach read less than a second ago leaves room).
+    const limitChecked =
       rules?.messagingLimit.policy === 'refuse' && !holdAtLimit
-        ? Promise.all([
-            consentChecked,
-            checkMessagingLimit(this.#limitDeps, rules, sends, errors, now, prefetched?.limit),
-          ])
-        : consentChecked
+        ? checkMessagingLimit(this.#limitDeps, rules, sends, errors, now, prefetched?.limit)
+        : undefined
+    const consent = limitChecked ? Promise.all([consentChecked, limitChecked]) : consentChecked
     if (!rules) {
       await consent
       return errors

@@ -4,7 +4,8 @@ import { campaignCanceledFields, expiredFields, keyRevokedFields } from '../../s
 import { optedOutFields } from '../consent/check.ts'
 import { type RecipientReads, readRecipient } from '../recipient-reads.ts'
 import { fallbackMessage, isFreeForm, WINDOW_CLOSED_CODE } from '../service-window.ts'
-import { countsAgainstLimit, messagingLimitGate } from './messaging-limit.ts'
+import { messagingLimitGate } from './messaging-limit.ts'
+import { countBesideClaim, countsAgainstLimit, type ReachCount } from './reach-beside-claim.ts'
 import type { Cleared, Disposition, MessageDelivery } from './types.ts'
 
 /** The fields of a free-form message whose window Dispatch found closed, with no fallback to send. */
@@ -14,18 +15,29 @@ const windowClosedFields = {
     'Not sent: the 24-hour customer-service window with this recipient was closed when it was due (checked by Dispatch); send a template, or give the message a fallbackTemplate',
 }
 
+/** What the gates read beside the claim: the recipient's reads, and the limit's count on one server. */
+export type GateInputs = RecipientReads & { reach: Promise<ReachCount> | undefined }
+
 /**
  * What the gates read of the recipient in Redis: an opt-out made after the message was accepted
- * (when this process may not have heard of it) and, under `enforce`, the recipient's window.
- * Started beside the claim, not after it, so no round trip more on the job's way (a read that turns
- * out unneeded, the message canceled or expired, is dropped).
+ * (when this process may not have heard of it), under `enforce` the recipient's window, and a
+ * template's count against its portfolio's messaging limit (on one server, by a script that reads
+ * the window itself; on a Cluster the window, the count following the gates). Started beside the
+ * claim, not after it, so no round trip more on the job's way (a read that turns out unneeded, the
+ * message canceled or expired, is dropped; a recipient counted for a message then not sent is
+ * given back, deliver.ts). A message the gates stop before any read (expired, its key revoked) is
+ * not counted.
  */
-export function readGateInputs(delivery: MessageDelivery): RecipientReads {
+export function readGateInputs(delivery: MessageDelivery): GateInputs {
   const { data, lane, deps } = delivery
   const { phoneNumberId } = lane.platform
   const recipient = recipientOf(data.message.body)
   const recipientHash = deps.hash(recipient)
-  return readRecipient(
+  const reach =
+    expired(delivery) || keyRevoked(delivery)
+      ? undefined
+      : countBesideClaim(delivery, recipient, recipientHash)
+  const reads = readRecipient(
     deps.claims,
     deps.prefix,
     {
@@ -39,9 +51,10 @@ export function readGateInputs(delivery: MessageDelivery): RecipientReads {
       optOut: deps.optOuts?.mustRead(phoneNumberId, recipientHash, Date.parse(data.acceptedAt)) ?? true,
       window:
         (lane.settings.serviceWindowPolicy === 'enforce' && isFreeForm(data.message)) ||
-        countsAgainstLimit(delivery),
+        (reach === undefined && countsAgainstLimit(delivery)),
     },
   )
+  return { ...reads, reach }
 }
 
 /** Why a gate stopped a message: what is recorded (no attempt spent), and the log line. */
@@ -125,7 +138,7 @@ async function recordStop(delivery: MessageDelivery, stop: Stop): Promise<Dispos
  * the recipient's opt-outs, the 24-hour window, the portfolio's messaging limit. A message stopped
  * at one is recorded and never sent; one held by the limit waits, `scheduled`.
  */
-export async function gate(delivery: MessageDelivery, reads: RecipientReads): Promise<Cleared | Disposition> {
+export async function gate(delivery: MessageDelivery, reads: GateInputs): Promise<Cleared | Disposition> {
   const stop =
     expired(delivery) ??
     keyRevoked(delivery) ??
@@ -138,5 +151,5 @@ export async function gate(delivery: MessageDelivery, reads: RecipientReads): Pr
     delivery.lane.settings.serviceWindowPolicy === 'enforce' && isFreeForm(delivery.data.message)
   const cleared = serviceWindow(delivery, enforced ? window : undefined)
   if (cleared.kind !== 'send') return recordStop(delivery, cleared)
-  return messagingLimitGate(delivery, cleared, window)
+  return messagingLimitGate(delivery, cleared, window, reads.reach)
 }

@@ -1,0 +1,139 @@
+import { recipientOf } from '@dispatch/contracts'
+import {
+  GIVE_BACK_REACH_SCRIPT,
+  MESSAGING_LIMIT_WINDOW_MS,
+  portfolioReachKey,
+  REACH_BESIDE_CLAIM_SCRIPT,
+  SERVICE_WINDOW_MS,
+  serviceWindowKey,
+} from '@dispatch/runtime'
+import { type LuaCall, scriptCall } from '@dispatch/runtime/lua-scripts'
+import { type RedisClient, turnBatched } from '@dispatch/runtime/redis'
+import { knownOpenWindow, rememberOpenWindow } from '../recipient-reads.ts'
+import type { MessageDelivery } from './types.ts'
+
+/**
+ * Whether this message may count against its portfolio's messaging limit: a template through a
+ * sender with a finite limit under `hold` or `refuse`. On one Redis server it is counted beside the
+ * claim (`countBesideClaim`); on a Cluster its recipient's window is read beside the claim
+ * (gates.ts) and it is counted after the gates, as a free-form message's fallback template is
+ * (sent when its window is closed under `enforce`).
+ */
+export function countsAgainstLimit({ data, lane }: MessageDelivery): boolean {
+  return lane.settings.messagingLimit?.tracked === true && data.message.type === 'template'
+}
+
+/**
+ * What the count beside the claim answered: the window open (not counted); reached (`added`: new
+ * in the reach at `at`, given back if the message is then not sent); held until `roomAt`; or not
+ * read (Redis failed: sent uncounted, as without a limit).
+ */
+export type ReachCount =
+  | { kind: 'open' }
+  | { kind: 'reached'; added: boolean; at: number }
+  | { kind: 'held'; roomAt: number }
+  | { kind: 'unread'; error: unknown }
+
+const OPEN: Promise<ReachCount> = Promise.resolve({ kind: 'open' })
+
+/** One recipient to count beside its claim: the portfolio's key, its limit, the window, the hash. */
+type BesideCall = { key: string; limit: number; window: string; member: string }
+
+/**
+ * Each connection's counts beside the claims, gathered per turn of the event loop: the recipients of
+ * every delivery of a turn (a bundle's messages and other jobs') to one portfolio under one limit
+ * in one call of reachBesideClaim.lua, which reads their windows itself. Sent in the turn the
+ * claims are (the claims' connection pipelines them): no round trip more.
+ */
+type Beside = { count: (call: BesideCall) => Promise<ReachCount>; giveBack: LuaCall }
+const besides = new WeakMap<RedisClient, Beside>()
+function besideOf(redis: RedisClient): Beside {
+  let beside = besides.get(redis)
+  if (!beside) {
+    const script = scriptCall(redis, REACH_BESIDE_CLAIM_SCRIPT)
+    // Defined with the count, not at its first use: a script defined on an auto-pipelined client
+    // is missing from a pipeline the turn has already started.
+    const giveBack = scriptCall(redis, GIVE_BACK_REACH_SCRIPT)
+    const count = turnBatched(async (calls: BesideCall[]) => {
+      const answers = new Map<BesideCall, ReachCount>()
+      const now = Date.now()
+      const groups = Map.groupBy(calls, (call) => `${call.limit} ${call.key}`)
+      await Promise.all(
+        [...groups.values()].map(async (group) => {
+          const first = group[0] as BesideCall
+          const replies = (await script(
+            group.length + 1,
+            ...group.map((call) => call.window),
+            first.key,
+            now,
+            MESSAGING_LIMIT_WINDOW_MS,
+            first.limit,
+            SERVICE_WINDOW_MS,
+            ...group.map((call) => call.member),
+          )) as number[]
+          group.forEach((call, i) => {
+            const answer = Number(replies[i] ?? 0)
+            if (answer < 0) {
+              rememberOpenWindow(call.window, -answer, now)
+              answers.set(call, { kind: 'open' })
+            } else if (answer <= 1) answers.set(call, { kind: 'reached', added: answer === 1, at: now })
+            else answers.set(call, { kind: 'held', roomAt: answer })
+          })
+        }),
+      )
+      return calls.map((call) => answers.get(call) as ReachCount)
+    })
+    beside = { count, giveBack }
+    besides.set(redis, beside)
+  }
+  return beside
+}
+
+/**
+ * The messaging limit's count, started beside the claim on one Redis server: undefined when the
+ * message does not count, or on a Cluster (the window keys sit on other slots than the reach;
+ * `messagingLimitGate` counts there once the gates have passed). A window this process knows open
+ * needs no call. Never rejects.
+ */
+export function countBesideClaim(
+  delivery: MessageDelivery,
+  recipient: string,
+  recipientHash: string,
+): Promise<ReachCount> | undefined {
+  const { lane, deps } = delivery
+  const limit = lane.settings.messagingLimit
+  if (deps.claims.isCluster || !countsAgainstLimit(delivery) || !limit || limit.limit === null)
+    return undefined
+  const window = serviceWindowKey(deps.prefix, lane.platform.phoneNumberId, recipient)
+  if (knownOpenWindow(window, Date.now())) return OPEN
+  return besideOf(deps.claims)
+    .count({
+      key: portfolioReachKey(deps.prefix, limit.portfolio),
+      limit: limit.limit,
+      window,
+      member: recipientHash,
+    })
+    .catch((error: unknown) => ({ kind: 'unread', error }))
+}
+
+/**
+ * A message counted beside its claim that this run does not send (its claim held elsewhere or by a
+ * cancel, sent by an earlier run, stopped at a gate): its recipient, if the count added them, is
+ * given back (giveBackReach-1.lua, only while their time is still the count's: a delivery that
+ * reached them since keeps them). Failing, they stay counted: the reach errs high, never low.
+ */
+export async function giveBackReach(delivery: MessageDelivery, count: Promise<ReachCount> | undefined) {
+  const counted = await count
+  if (counted?.kind !== 'reached' || !counted.added) return
+  const { data, lane, deps, log } = delivery
+  const portfolio = lane.settings.messagingLimit?.portfolio as string
+  try {
+    await besideOf(deps.claims).giveBack(
+      portfolioReachKey(deps.prefix, portfolio),
+      counted.at,
+      deps.hash(recipientOf(data.message.body)),
+    )
+  } catch (error) {
+    log.warn({ err: error, portfolio }, 'messaging limit: a recipient not sent to stays counted')
+  }
+}
