@@ -304,6 +304,7 @@ describe('PUT /api/third-party/campaigns/:id/audience', () => {
       JSON.stringify({ phone: a, variables: { first_name: 'Ana', date: 'Tue', extra: 'x' } }), // 4
       JSON.stringify({ phone: a, userId: 'US.1', variables: {} }), // 5
       JSON.stringify({ phone: a, variables: { first_name: 'Ana', date: 'Tue' }, color: 'red' }), // 6
+      JSON.stringify({ phone: a, variables: { first_name: 'A\u0000', date: 'Tue' } }), // 7: Postgres stores no NUL
     ]
     const res = await upload(id, lines.join('\n'), 'application/x-ndjson')
     expect(res.statusCode, res.body).toBe(200)
@@ -315,6 +316,7 @@ describe('PUT /api/third-party/campaigns/:id/audience', () => {
       [4, 'invalid_variables', 'variables.extra is not in the template'],
       [5, 'invalid_recipient', 'phone and userId are both given: give one'],
       [6, 'malformed_line', 'unknown property "color"'],
+      [7, 'invalid_variables', 'variables.first_name holds a NUL character or an unpaired surrogate'],
     ])
   })
 

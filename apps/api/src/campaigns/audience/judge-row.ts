@@ -1,4 +1,4 @@
-import { CAMPAIGN_AUDIENCE_RESERVED_COLUMNS, isUserId, Phone } from '@dispatch/contracts'
+import { CAMPAIGN_AUDIENCE_RESERVED_COLUMNS, isStorableText, isUserId, Phone } from '@dispatch/contracts'
 import type { AudienceRow } from '@dispatch/db'
 import type { CsvColumns } from './columns.ts'
 import { VARIABLE_MAX_CHARS, VARIABLE_NAME } from './columns.ts'
@@ -38,7 +38,9 @@ const valueProblem = (field: string, value: unknown) =>
       ? `${field} is empty`
       : value.length > VARIABLE_MAX_CHARS
         ? `${field} is longer than ${VARIABLE_MAX_CHARS} characters`
-        : undefined
+        : isStorableText(value)
+          ? undefined
+          : `${field} holds a NUL character or an unpaired surrogate`
 
 /** A CSV record judged as a send of it would be (what needs Postgres is judged after: duplicates, consent). */
 export function judgeCsvRecord(record: CsvRecord, columns: CsvColumns): AudienceRow {
