@@ -1,3 +1,4 @@
+import { owned } from '@dispatch/db'
 import type { WebhookReceiver } from '@dispatch/testing'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { png, upload } from './media/images.ts'
@@ -123,6 +124,7 @@ export async function createEverything(
     201,
     'upload',
   )
+  const campaign = await createCampaign(app, key)
   return {
     endpoint,
     text,
@@ -137,7 +139,39 @@ export async function createEverything(
     kitSerials,
     order,
     media,
+    campaign,
   }
+}
+
+/**
+ * A draft campaign of the key's, with an audience of one (until `POST /campaigns` lands on this
+ * branch, through the owned layer as that route would).
+ */
+async function createCampaign(app: FastifyInstance, key: string) {
+  const me = await ok(inject(app, 'GET', '/api/api-keys/me', { 'x-api-key': key }), 200, 'me')
+  const row = await owned(app.deps.db, {
+    apiKeyId: me.id,
+    tenantId: me.tenantId,
+    senderId: me.senderId ?? 'default',
+  }).campaigns.create(
+    {
+      name: 'December',
+      template: { templateId: 'december_sale', language: 'en' },
+      startAt: null,
+      validitySeconds: null,
+      quietHours: null,
+    },
+    new Date(),
+  )
+  const audience = await app.inject({
+    method: 'PUT',
+    url: `/api/third-party/campaigns/${row.id}/audience`,
+    headers: { 'x-api-key': key, 'content-type': 'text/csv' },
+    payload: `phone,name\n${ACME.textPhone},Ana\n+1,bad\n`,
+  })
+  if (audience.statusCode !== 200)
+    throw new Error(`campaign audience: ${audience.statusCode} ${audience.body}`)
+  return row
 }
 export type Created = Awaited<ReturnType<typeof createEverything>>
 
@@ -171,6 +205,7 @@ export function acmeRecord(acme: Created, eventId: string, keyId: string) {
     "acme's kit serial": acme.kitSerials[0],
     "acme's media id": acme.media.mediaId,
     "acme's event id": eventId,
+    "acme's campaign id": acme.campaign.id,
   }
   for (const [name, phone] of Object.entries(ACME).filter(([k]) => k.endsWith('Phone'))) {
     secrets[`acme's phone (${name})`] = phone
@@ -190,6 +225,7 @@ export function acmeRecord(acme: Created, eventId: string, keyId: string) {
     'webhook-endpoints': [acme.endpoint.id],
     suppressions: [acme.optOut.id],
     erasures: [acme.erasure.id],
+    campaignId: [acme.campaign.id],
     // Admin routes: any value reaches the credential check first.
     'api-keys': [keyId],
     senders: ['default'],

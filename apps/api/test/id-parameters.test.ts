@@ -216,7 +216,10 @@ describe('every id in a path, by one rule (issue 46)', () => {
       if (lower.statusCode === 200) {
         compared++
         // A timeline or a view read twice is the same record; `requestId`-like fields are not in them.
-        expect(shouted.json(), e.name).toEqual(lower.json())
+        // A report (a campaign's skipped lines, CSV) is the same text.
+        if (String(lower.headers['content-type']).startsWith('application/json')) {
+          expect(shouted.json(), e.name).toEqual(lower.json())
+        } else expect(shouted.body, e.name).toBe(lower.body)
       }
     }
     expect(compared).toBeGreaterThan(3)

@@ -430,3 +430,56 @@ describe('PUT /api/third-party/campaigns/:id/audience', () => {
     expect(await world.sql`select audience from campaigns where id = ${id}`).toEqual(before)
   })
 })
+
+describe('/api/admin/campaigns/:id/audience and /skipped', () => {
+  it("uploads to any key's campaign, judged with that key's tenant's entries, and audits it", async () => {
+    const id = await draftCampaign(key)
+    const [ok, tenants] = [phone(), phone()]
+    await addSuppression(app.deps.db, {
+      phoneNumberId: sender.phoneNumberId,
+      senderId: sender.id,
+      recipient: tenants,
+      scope: 'all',
+      source: 'api',
+      reason: null,
+      createdBy: `key:${key.id}`,
+      apiKeyId: key.id,
+      tenantId: 'acme',
+    })
+    const res = await app.inject({
+      method: 'PUT',
+      url: `/api/admin/campaigns/${id}/audience`,
+      headers: { ...asAdmin(), 'content-type': 'text/csv' },
+      payload: `phone,first_name,date\n${ok},A,B\n${tenants},C,D\n`,
+    })
+    expect(res.statusCode, res.body).toBe(200)
+    expect(res.json<CampaignAudienceUploaded>().audience).toMatchObject({
+      taken: 1,
+      skippedByReason: { suppressed: 1 },
+    })
+    const report = await app.inject({
+      method: 'GET',
+      url: `/api/admin/campaigns/${id}/skipped`,
+      headers: asAdmin(),
+    })
+    expect(report.statusCode, report.body).toBe(200)
+    expect(report.body).toContain('3,suppressed,')
+    const audit =
+      await world.sql`select actor, action from admin_audit_log where target_id = ${id} order by id`
+    expect(audit).toEqual([
+      { actor: 'ana', action: 'campaign.audience.upload' },
+      { actor: 'ana', action: 'campaign.skipped.read' },
+    ])
+    const unknown = '00000000-0000-4000-8000-000000000000'
+    expectError(
+      await app.inject({
+        method: 'PUT',
+        url: `/api/admin/campaigns/${unknown}/audience`,
+        headers: { ...asAdmin(), 'content-type': 'text/csv' },
+        payload: 'phone\n',
+      }),
+      404,
+      'NOT_FOUND',
+    )
+  })
+})

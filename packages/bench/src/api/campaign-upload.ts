@@ -38,12 +38,12 @@ async function writeAudience(path: string, count: number) {
   for (let i = 0; i < count; i++) {
     chunk += `+5511${String(900_000_000 + i)},Name${i},2026-12-${String((i % 28) + 1).padStart(2, '0')}\n`
     if (chunk.length > 1 << 16) {
-      if (!out.write(chunk)) await new Promise((resolve) => out.once('drain', resolve))
+      if (!out.write(chunk)) await new Promise<void>((resolve) => out.once('drain', () => resolve()))
       chunk = ''
     }
   }
   out.end(chunk)
-  await new Promise((resolve) => out.once('finish', resolve))
+  await new Promise<void>((resolve) => out.once('finish', () => resolve()))
 }
 
 const server = await forkChild<{ url: string; key: string; campaignIds: string[] }>(
@@ -115,7 +115,7 @@ async function writeTableRows(csv: string, path: string, campaignId: string) {
     }
   })
   out.end(chunk)
-  await new Promise((resolve) => out.once('finish', resolve))
+  await new Promise<void>((resolve) => out.once('finish', () => resolve()))
 }
 
 async function copyTable(path: string): Promise<number> {

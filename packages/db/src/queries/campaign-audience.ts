@@ -1,5 +1,5 @@
-import { once } from 'node:events'
 import type { Writable } from 'node:stream'
+import { finished } from 'node:stream/promises'
 import {
   CAMPAIGN_AUDIENCE_RAW_CHARS,
   type CampaignAudience,
@@ -52,9 +52,6 @@ export type ReplacedAudience =
   | { outcome: 'not_found' }
   | { outcome: 'wrong_state'; status: CampaignStatus }
 
-/** Writes batched to COPY: a socket write per ~256 KiB, not per row. */
-const COPY_CHUNK_CHARS = 256 * 1024
-
 const COPY_SPECIAL = /[\\\n\r\t]/
 const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' }
 /** A value in COPY's text format. */
@@ -68,8 +65,14 @@ const copyText = (value: string | null) =>
 const cut = (raw: string) =>
   raw.length <= CAMPAIGN_AUDIENCE_RAW_CHARS ? raw : raw.slice(0, CAMPAIGN_AUDIENCE_RAW_CHARS).toWellFormed()
 
-async function write(stream: Writable, chunk: string) {
-  if (!stream.write(chunk)) await once(stream, 'drain')
+/**
+ * Writes to COPY and waits until the bytes are on the socket (one batch in flight at most). A COPY
+ * Postgres refused is destroyed by the driver with Postgres' error, which is thrown here.
+ */
+function write(stream: Writable, chunk: Buffer): Promise<void> {
+  return new Promise((resolve, reject) => {
+    stream.write(chunk, (error) => (error ? reject(stream.errored ?? error) : resolve()))
+  })
 }
 
 /**
@@ -120,10 +123,11 @@ export async function replaceCampaignAudience(
     // Its errors are the upload's, thrown below; destroying it (below) must not throw them again.
     copy.on('error', () => {})
     try {
-      let chunk = ''
       for await (const batch of rows) {
-        for (const row of batch) {
-          count++
+        // A batch's lines written at once, as one Buffer: nothing of them outlives the write (held
+        // across it, V8 moves such strings to the old space, which then grows until the upload ends).
+        const lines: string[] = new Array(batch.length)
+        batch.forEach((row, i) => {
           let { reason, detail } = row
           const recipient = row.phone ?? row.userId
           if (reason === null && hashed.size > 0 && recipient !== null) {
@@ -134,19 +138,22 @@ export async function replaceCampaignAudience(
             }
           }
           if (reason !== null) skippedByReason[reason] = (skippedByReason[reason] ?? 0) + 1
-          chunk +=
+          lines[i] =
             `${campaignId}\t${row.line}\t${row.phone ?? '\\N'}\t${row.userId ?? '\\N'}\t` +
             `${reason === null && row.variables ? copyText(JSON.stringify(row.variables)) : '\\N'}\t` +
             `${reason === null ? 'pending' : 'skipped'}\t${reason ?? '\\N'}\t${copyText(detail)}\t${copyText(cut(row.raw))}\n`
-        }
-        if (chunk.length >= COPY_CHUNK_CHARS) {
-          await write(copy, chunk)
-          chunk = ''
-        }
+        })
+        count += batch.length
+        if (lines.length > 0) await write(copy, Buffer.from(lines.join('')))
       }
-      if (chunk) await write(copy, chunk)
+      const copied = finished(copy)
+      copied.catch(() => {})
       copy.end()
-      await once(copy, 'finish')
+      // A COPY Postgres refuses after its last bytes were sent is never told to the stream (the
+      // driver waits for a completion that will not come): the next statement, queued behind it
+      // once the stream has handed over (the turn after end()), fails instead and ends the wait.
+      await new Promise((resolve) => setImmediate(resolve))
+      await Promise.race([copied, sql`select 1`])
     } catch (error) {
       copy.destroy(error as Error)
       throw error

@@ -30,7 +30,8 @@ const EXPECTED = [
 
 describe('CsvRecords', () => {
   it('reads RFC 4180 records however the text is cut into chunks', () => {
-    for (const size of [1, 2, 3, 5, 7, 16, SAMPLE.length]) expect(read(SAMPLE, size), `chunks of ${size}`).toEqual(EXPECTED)
+    for (const size of [1, 2, 3, 5, 7, 16, SAMPLE.length])
+      expect(read(SAMPLE, size), `chunks of ${size}`).toEqual(EXPECTED)
   })
 
   it('keeps each record as uploaded, without its line ending', () => {
