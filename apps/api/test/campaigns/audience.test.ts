@@ -405,21 +405,26 @@ describe('PUT /api/third-party/campaigns/:id/audience', () => {
     const before = await world.sql`select audience from campaigns where id = ${id}`
     await app.listen({ port: 0, host: '127.0.0.1' })
     const { port } = app.server.address() as AddressInfo
+    const req = httpRequest({
+      host: '127.0.0.1',
+      port,
+      method: 'PUT',
+      path: `/api/third-party/campaigns/${id}/audience`,
+      headers: { 'x-api-key': key.key, 'content-type': 'text/csv', 'content-length': '10000000' },
+    })
     const closed = new Promise<void>((resolve) => {
-      const req = httpRequest({
-        host: '127.0.0.1',
-        port,
-        method: 'PUT',
-        path: `/api/third-party/campaigns/${id}/audience`,
-        headers: { 'x-api-key': key.key, 'content-type': 'text/csv', 'content-length': '10000000' },
-      })
       req.on('error', () => resolve())
       req.on('close', () => resolve())
-      req.write('phone,first_name,date\n')
-      let rows = ''
-      for (let i = 0; i < 5000; i++) rows += `+5511${String(900000000 + i)},Ana,Tuesday\n`
-      req.write(rows, () => setTimeout(() => req.destroy(), 300))
     })
+    let rows = 'phone,first_name,date\n'
+    for (let i = 0; i < 5000; i++) rows += `+5511${String(900000000 + i)},Ana,Tuesday\n`
+    req.write(rows)
+    // Under way: its transaction holds the campaign's row, its rows are being copied in.
+    await waitFor(async () => {
+      const [free] = await world.sql`select id from campaigns where id = ${id} for update skip locked`
+      return free ? undefined : true
+    })
+    req.destroy()
     await closed
     // The upload's transaction holds the campaign's row until it is rolled back.
     await waitFor(async () => {
