@@ -40,6 +40,34 @@ function write(stream: Writable, chunk: Buffer): Promise<void> {
   })
 }
 
+/** A batch's rows as COPY text, one Buffer; rows a hashed entry blocks skipped, counted in `skipped`. */
+function encodeBatch(
+  batch: AudienceRow[],
+  campaignId: string,
+  consent: AudienceConsent,
+  hashed: Map<string, boolean>,
+  skipped: Record<string, number>,
+): Buffer {
+  const lines: string[] = new Array(batch.length)
+  batch.forEach((row, i) => {
+    let { reason, detail } = row
+    const recipient = row.phone ?? row.userId
+    if (reason === null && hashed.size > 0 && recipient !== null) {
+      const own = hashed.get(consent.hash(recipient))
+      if (own !== undefined) {
+        reason = own ? 'opted_out' : 'suppressed'
+        detail = optOutDetail(row.phone === null ? 'userId' : 'phone', own)
+      }
+    }
+    if (reason !== null) skipped[reason] = (skipped[reason] ?? 0) + 1
+    lines[i] =
+      `${campaignId}\t${row.line}\t${row.phone ?? '\\N'}\t${row.userId ?? '\\N'}\t` +
+      `${reason === null && row.variables ? copyText(JSON.stringify(row.variables)) : '\\N'}\t` +
+      `${reason === null ? 'pending' : 'skipped'}\t${reason ?? '\\N'}\t${copyText(detail)}\t${copyText(cut(row.raw))}\n`
+  })
+  return Buffer.from(lines.join(''))
+}
+
 /**
  * Writes the rows into `campaign_recipients` by COPY as they are read, a batch at a time (the next
  * read only once the last is on the socket): taken rows `pending` with their variables, skipped
@@ -63,26 +91,13 @@ export async function copyAudience(
   copy.on('error', () => {})
   try {
     for await (const batch of rows) {
-      // A batch's lines written at once, as one Buffer; the next batch is read once it is sent.
-      const lines: string[] = new Array(batch.length)
-      batch.forEach((row, i) => {
-        let { reason, detail } = row
-        const recipient = row.phone ?? row.userId
-        if (reason === null && hashed.size > 0 && recipient !== null) {
-          const own = hashed.get(consent.hash(recipient))
-          if (own !== undefined) {
-            reason = own ? 'opted_out' : 'suppressed'
-            detail = optOutDetail(row.phone === null ? 'userId' : 'phone', own)
-          }
-        }
-        if (reason !== null) skippedByReason[reason] = (skippedByReason[reason] ?? 0) + 1
-        lines[i] =
-          `${campaignId}\t${row.line}\t${row.phone ?? '\\N'}\t${row.userId ?? '\\N'}\t` +
-          `${reason === null && row.variables ? copyText(JSON.stringify(row.variables)) : '\\N'}\t` +
-          `${reason === null ? 'pending' : 'skipped'}\t${reason ?? '\\N'}\t${copyText(detail)}\t${copyText(cut(row.raw))}\n`
-      })
+      const payload = encodeBatch(batch, campaignId, consent, hashed, skippedByReason)
       count += batch.length
-      if (lines.length > 0) await write(copy, Buffer.from(lines.join('')))
+      // Nothing of the batch is held while Postgres takes it: the API's timers allocate meanwhile,
+      // and the young-generation collections they cause would move rows still held to the old
+      // space, which then grows with garbage until the upload ends.
+      batch.length = 0
+      if (payload.length > 0) await write(copy, payload)
     }
     const copied = finished(copy)
     copied.catch(() => {})
