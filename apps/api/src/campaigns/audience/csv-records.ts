@@ -1,4 +1,5 @@
 import { CAMPAIGN_AUDIENCE_MAX_LINE_CHARS, CAMPAIGN_AUDIENCE_RAW_CHARS } from '@dispatch/contracts'
+import { detached } from './detached.ts'
 
 /** A CSV record as read: its fields, or why it could not be read (`fields` null). */
 export interface CsvRecord {
@@ -79,7 +80,7 @@ export class CsvRecords {
       this.#skipping = nl === -1
       text = nl === -1 ? '' : text.slice(nl + 1)
     }
-    this.#text = text
+    this.#text = detached(text)
     if (final && text.length > 0) return [...records, ...this.push('', true)]
     return records
   }

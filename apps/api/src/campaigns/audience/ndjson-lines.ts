@@ -1,4 +1,5 @@
 import { CAMPAIGN_AUDIENCE_MAX_LINE_CHARS, CAMPAIGN_AUDIENCE_RAW_CHARS } from '@dispatch/contracts'
+import { detached } from './detached.ts'
 
 /** An NDJSON line as read: its text, or why it was given up (too long). */
 export interface NdjsonLine {
@@ -48,7 +49,7 @@ export class NdjsonLines {
       this.#skipping = true
       text = ''
     }
-    this.#text = text
+    this.#text = detached(text)
     return lines
   }
 }
