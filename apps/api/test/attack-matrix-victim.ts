@@ -124,11 +124,7 @@ export async function createEverything(
     201,
     'upload',
   )
-  const campaign = await post(
-    'campaigns',
-    { name: ACME.campaignName, template: { templateId: 'order_shipped', language: 'pt_BR' } },
-    201,
-  )
+  const campaign = await createCampaign(app, key)
   return {
     campaign,
     endpoint,
@@ -145,6 +141,33 @@ export async function createEverything(
     order,
     media,
   }
+}
+
+/** A campaign of the key's, with its audience in (one row taken, one skipped). */
+async function createCampaign(app: FastifyInstance, key: string) {
+  const row = await ok(
+    inject(
+      app,
+      'POST',
+      '/api/third-party/campaigns',
+      { 'x-api-key': key },
+      {
+        name: ACME.campaignName,
+        template: { templateId: 'order_shipped', language: 'pt_BR' },
+      },
+    ),
+    201,
+    'campaign',
+  )
+  const audience = await app.inject({
+    method: 'PUT',
+    url: `/api/third-party/campaigns/${row.id}/audience`,
+    headers: { 'x-api-key': key, 'content-type': 'text/csv' },
+    payload: `phone,1,2\n${ACME.textPhone},Ana,BR-1\n+1,bad,x\n`,
+  })
+  if (audience.statusCode !== 200)
+    throw new Error(`campaign audience: ${audience.statusCode} ${audience.body}`)
+  return row as { id: string }
 }
 export type Created = Awaited<ReturnType<typeof createEverything>>
 

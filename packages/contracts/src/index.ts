@@ -1,5 +1,6 @@
 export * from './admin-messages.ts'
 export * from './api-keys.ts'
+export * from './campaign-audience.ts'
 export * from './campaigns.ts'
 export * from './catalog.ts'
 export * from './catalog-admin.ts'

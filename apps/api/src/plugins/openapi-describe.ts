@@ -48,6 +48,7 @@ function impliedErrors(route: RouteOptions, schema: Schema): Implied {
   const schemes = ((schema.security ?? []) as Record<string, unknown>[]).flatMap((s) => Object.keys(s))
   const methods = [route.method].flat()
   const multipart = 'x-multipart-body' in schema
+  const streamed = schema['x-streamed-body'] as Record<string, unknown> | undefined
   if (schema.params || schema.querystring || schema.headers)
     add(400, 'A malformed parameter', 'VALIDATION_ERROR')
   if (methods.some((method) => BODY_METHODS.has(method))) {
@@ -55,7 +56,11 @@ function impliedErrors(route: RouteOptions, schema: Schema): Implied {
     add(413, 'The body is over the size limit', 'PAYLOAD_TOO_LARGE')
     add(
       415,
-      multipart ? 'The body is not multipart/form-data' : 'The body is not JSON',
+      multipart
+        ? 'The body is not multipart/form-data'
+        : streamed
+          ? `The body is not ${Object.keys(streamed).join(' or ')}`
+          : 'The body is not JSON',
       'UNSUPPORTED_MEDIA_TYPE',
     )
   }

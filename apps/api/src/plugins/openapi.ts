@@ -16,6 +16,12 @@ export const OPTIONAL_BODY = 'x-optional-body'
  */
 export const MULTIPART_BODY = 'x-multipart-body'
 
+/**
+ * A route schema that sets this to `{ mediaType: schema }` takes a body of one of those media types,
+ * streamed to its handler unparsed (a campaign's audience): documented only, validated by the handler.
+ */
+export const STREAMED_BODY = 'x-streamed-body'
+
 type Operation = Record<string, unknown> & { requestBody?: { required?: boolean; content?: object } }
 
 /** Applies the markers above to the operations that carry them, and drops the markers. */
@@ -31,6 +37,11 @@ function applyBodyMarkers<T extends { paths?: object }>(document: T): T {
         const schema = JSON.parse(JSON.stringify(operation[MULTIPART_BODY]))
         operation.requestBody = { required: true, content: { 'multipart/form-data': { schema } } }
         delete operation[MULTIPART_BODY]
+      }
+      if (STREAMED_BODY in operation) {
+        const content = JSON.parse(JSON.stringify(operation[STREAMED_BODY]))
+        operation.requestBody = { required: true, content }
+        delete operation[STREAMED_BODY]
       }
     }
   }

@@ -1,5 +1,6 @@
 import type { Db } from '../client.ts'
 import { type Caller, ownerOf } from './caller.ts'
+import { ownedCampaignAudience } from './campaign-audience.ts'
 import { ownedCampaigns } from './campaigns.ts'
 import { ownedCatalog } from './catalog.ts'
 import { ownedErasures } from './erasures.ts'
@@ -36,6 +37,7 @@ export function owned(db: Db, caller: Caller) {
     media: ownedMedia(db, caller),
     sender: ownedSender(db, caller),
     campaigns: ownedCampaigns(db, caller),
+    campaignAudience: ownedCampaignAudience(db, caller),
   }
 }
 export type Owned = ReturnType<typeof owned>

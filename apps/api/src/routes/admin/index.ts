@@ -3,6 +3,7 @@ import { authenticate } from '../authenticate.ts'
 import { erasureRoutes } from '../shared/erasures.ts'
 import { suppressionRoutes } from '../shared/suppressions.ts'
 import { adminApiKeyRoutes } from './api-keys.ts'
+import { adminCampaignAudienceRoutes } from './campaign-audience.ts'
 import { adminCampaignRoutes } from './campaigns.ts'
 import { adminCatalogRoutes } from './catalog.ts'
 import { adminInboundMessageRoutes } from './inbound-messages.ts'
@@ -36,4 +37,5 @@ export async function adminRoutes(app: FastifyInstance) {
   await app.register(suppressionRoutes, { audience: 'admin' })
   await app.register(erasureRoutes, { audience: 'admin' })
   await app.register(adminCatalogRoutes)
+  await app.register(adminCampaignAudienceRoutes)
 }

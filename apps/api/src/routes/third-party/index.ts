@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { authenticate } from '../authenticate.ts'
 import { erasureRoutes } from '../shared/erasures.ts'
 import { suppressionRoutes } from '../shared/suppressions.ts'
+import { campaignAudienceRoutes } from './campaign-audience.ts'
 import { campaignRoutes } from './campaigns.ts'
 import { catalogRoutes } from './catalog.ts'
 import { recipientExportRoutes } from './export.ts'
@@ -36,6 +37,7 @@ export async function thirdPartyRoutes(app: FastifyInstance) {
   await app.register(erasureRoutes, { audience: 'key' })
   await app.register(recipientExportRoutes)
   await app.register(campaignRoutes)
+  await app.register(campaignAudienceRoutes)
 }
 
 /** `/third-party/messages`: the message routes again, without `/api`, authenticated as above. */

@@ -1,0 +1,187 @@
+/**
+ * A campaign's audience upload (issue 43) against Postgres' own COPY of the same file. A CSV of
+ * BENCH_UPLOAD_ROWS rows (default 1,000,000: phone, first_name, date, every row valid and distinct:
+ * the most work per row) is uploaded to `PUT /api/third-party/campaigns/:id/audience` of the API in
+ * a child process, and `COPY … FROM STDIN (FORMAT csv, HEADER)` of the same file into a bare table
+ * (three text columns, no index), rounds alternating; the medians compared as rows per second.
+ * Aim ≥ 0.5. Beside them, the floor of the table itself: COPY of the rows exactly as the upload
+ * writes them (campaign_recipients' columns, its key, its foreign key, jsonb variables) from a
+ * file, which is what the API's own work (HTTP, parsing, judging, the SQL passes after) adds to.
+ * And the API's memory: its peak RSS during the upload over its RSS before
+ * (/proc/<pid>/status VmHWM after clearing it, Linux), aim ≤ 100 MB.
+ *
+ *   pnpm --filter @dispatch/bench bench:campaign-upload   (BENCH_UPLOAD_ROWS, BENCH_ROUNDS)
+ */
+import { createReadStream, createWriteStream } from 'node:fs'
+import { readFile, rm, writeFile } from 'node:fs/promises'
+import { request } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { pipeline } from 'node:stream/promises'
+import postgres from 'postgres'
+import { forkChild } from '../harness/child.ts'
+import { printComparison, printFigure } from '../harness/report.ts'
+import { median } from '../harness/stats.ts'
+import { createBenchWorld } from '../harness/world.ts'
+
+const rows = Number(process.env.BENCH_UPLOAD_ROWS ?? 1_000_000)
+const rounds = Number(process.env.BENCH_ROUNDS ?? 2)
+
+const world = await createBenchWorld('campaign_upload')
+const file = join(tmpdir(), `${world.queuePrefix}.csv`)
+
+/** The audience: distinct valid phones, two variables, ~40 bytes a row. */
+async function writeAudience(path: string, count: number) {
+  const out = createWriteStream(path)
+  out.write('phone,first_name,date\n')
+  let chunk = ''
+  for (let i = 0; i < count; i++) {
+    chunk += `+5511${String(900_000_000 + i)},Name${i},2026-12-${String((i % 28) + 1).padStart(2, '0')}\n`
+    if (chunk.length > 1 << 16) {
+      if (!out.write(chunk)) await new Promise<void>((resolve) => out.once('drain', () => resolve()))
+      chunk = ''
+    }
+  }
+  out.end(chunk)
+  await new Promise<void>((resolve) => out.once('finish', () => resolve()))
+}
+
+const server = await forkChild<{ url: string; key: string; campaignIds: string[] }>(
+  new URL('./campaign-upload-server.ts', import.meta.url),
+  {
+    what: 'API',
+    env: {
+      DATABASE_URL: world.databaseUrl,
+      REDIS_URL: world.redisUrl,
+      QUEUE_PREFIX: world.queuePrefix,
+      BENCH_CAMPAIGNS: String(2 * rounds + 1),
+    },
+  },
+)
+const { url, key, campaignIds } = server.ready
+const pid = server.process.pid as number
+
+const memory = async () => {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8')
+  const kb = (name: string) => Number(status.match(new RegExp(`${name}:\\s+(\\d+) kB`))?.[1] ?? 0)
+  return { rss: kb('VmRSS') * 1024, peak: kb('VmHWM') * 1024 }
+}
+
+function upload(path: string, campaignId: string): Promise<number> {
+  const started = performance.now()
+  return new Promise((resolve, reject) => {
+    const req = request(
+      `${url}/api/third-party/campaigns/${campaignId}/audience`,
+      { method: 'PUT', headers: { 'x-api-key': key, 'content-type': 'text/csv' } },
+      (res) => {
+        let body = ''
+        res.on('data', (c) => {
+          body += c
+        })
+        res.on('end', () =>
+          res.statusCode === 200
+            ? resolve(performance.now() - started)
+            : reject(new Error(`upload answered ${res.statusCode}: ${body}`)),
+        )
+      },
+    )
+    req.on('error', reject)
+    pipeline(createReadStream(path), req).catch(reject)
+  })
+}
+
+const sql = postgres(world.databaseUrl, { max: 1, onnotice: () => {} })
+async function copyBare(path: string): Promise<number> {
+  await sql`drop table if exists bare_audience`
+  await sql`create table bare_audience (phone text, first_name text, date text)`
+  await sql`checkpoint`
+  const started = performance.now()
+  const copy = await sql`copy bare_audience from stdin with (format csv, header true)`.writable()
+  await pipeline(createReadStream(path), copy)
+  return performance.now() - started
+}
+
+/** The rows as the upload writes them (queries/campaign-audience.ts), for `campaignId`. */
+async function writeTableRows(csv: string, path: string, campaignId: string) {
+  const lines = (await readFile(csv, 'utf8')).split('\n').slice(1, -1)
+  const out = createWriteStream(path)
+  let chunk = ''
+  lines.forEach((raw, i) => {
+    const [phone, first_name, date] = raw.split(',')
+    chunk += `${campaignId}\t${i + 2}\t${phone}\t\\N\t${JSON.stringify({ first_name, date })}\tpending\t\\N\t\\N\t${raw}\n`
+    if (chunk.length > 1 << 16) {
+      out.write(chunk)
+      chunk = ''
+    }
+  })
+  out.end(chunk)
+  await new Promise<void>((resolve) => out.once('finish', () => resolve()))
+}
+
+async function copyTable(path: string): Promise<number> {
+  await sql`checkpoint`
+  const started = performance.now()
+  const copy = await sql`
+    copy campaign_recipients (campaign_id, line, phone, user_id, variables, state, reason, detail, raw)
+    from stdin`.writable()
+  await pipeline(createReadStream(path), copy)
+  return performance.now() - started
+}
+
+try {
+  // Warm-up: the API's code paths and pools, then its peak memory counted from here.
+  const warm = join(tmpdir(), `${world.queuePrefix}-warm.csv`)
+  await writeAudience(warm, 20_000)
+  await upload(warm, campaignIds[rounds] as string)
+  await rm(warm)
+  await writeAudience(file, rows)
+
+  const api: number[] = []
+  const bare: number[] = []
+  const table: number[] = []
+  let growth = 0
+  for (let round = 0; round < rounds; round++) {
+    bare.push(await copyBare(file))
+    await sql`checkpoint`
+    await writeFile(`/proc/${pid}/clear_refs`, '5').catch(() => {})
+    const before = await memory()
+    api.push(await upload(file, campaignIds[round] as string))
+    const after = await memory()
+    growth = Math.max(growth, after.peak - before.rss)
+    const tableFile = `${file}.tsv`
+    await writeTableRows(file, tableFile, campaignIds[rounds + 1 + round] as string)
+    table.push(await copyTable(tableFile))
+    await rm(tableFile)
+    console.log(
+      `round ${round + 1}: bare COPY ${(bare[round] as number).toFixed(0)} ms, API ${(api[round] as number).toFixed(0)} ms, ` +
+        `COPY into campaign_recipients ${(table[round] as number).toFixed(0)} ms, API RSS ${(before.rss / 2 ** 20).toFixed(0)} MB → peak ${(after.peak / 2 ** 20).toFixed(0)} MB`,
+    )
+  }
+  printComparison({
+    name: `api/campaign-upload: ${rows.toLocaleString('en')}-row CSV`,
+    figure: rows / (median(api) / 1000),
+    baseline: rows / (median(bare) / 1000),
+    unit: 'rows/s',
+    better: 'higher',
+    aim: '≥ 0.5',
+  })
+  printComparison({
+    name: `api/campaign-upload: ${rows.toLocaleString('en')}-row CSV against the table's floor`,
+    figure: rows / (median(api) / 1000),
+    baseline: rows / (median(table) / 1000),
+    unit: 'rows/s',
+    better: 'higher',
+  })
+  printFigure({
+    name: 'api/campaign-upload: API memory growth',
+    figure: growth / 2 ** 20,
+    unit: 'MB',
+    better: 'lower',
+    aim: '≤ 100',
+  })
+} finally {
+  await sql.end({ timeout: 5 })
+  await server.stop()
+  await rm(file, { force: true })
+  await world.drop()
+}

@@ -1,0 +1,115 @@
+import type { Writable } from 'node:stream'
+import { finished } from 'node:stream/promises'
+import { CAMPAIGN_AUDIENCE_RAW_CHARS, type CampaignSkipReason } from '@dispatch/contracts'
+import type { TransactionSql } from 'postgres'
+import { type AudienceConsent, optOutDetail } from './campaign-audience-judge.ts'
+
+/** One row of an upload as read: taken so far (`reason` null), or skipped as read. */
+export interface AudienceRow {
+  line: number
+  phone: string | null
+  userId: string | null
+  /** The template's body variables; null for a row skipped as read. */
+  variables: Record<string, string> | null
+  reason: CampaignSkipReason | null
+  detail: string | null
+  /** The line as uploaded. */
+  raw: string
+}
+
+const COPY_SPECIAL = /[\\\n\r\t]/
+const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' }
+/** A value in COPY's text format. */
+const copyText = (value: string | null) =>
+  value === null
+    ? '\\N'
+    : COPY_SPECIAL.test(value)
+      ? value.replace(/[\\\n\r\t]/g, (c) => COPY_ESCAPES[c] as string)
+      : value
+
+const cut = (raw: string) =>
+  raw.length <= CAMPAIGN_AUDIENCE_RAW_CHARS ? raw : raw.slice(0, CAMPAIGN_AUDIENCE_RAW_CHARS).toWellFormed()
+
+/**
+ * Writes to COPY and waits until the bytes are on the socket (one batch in flight at most). A COPY
+ * Postgres refused is destroyed by the driver with Postgres' error, which is thrown here.
+ */
+function write(stream: Writable, chunk: Buffer): Promise<void> {
+  return new Promise((resolve, reject) => {
+    stream.write(chunk, (error) => (error ? reject(stream.errored ?? error) : resolve()))
+  })
+}
+
+/** A batch's rows as COPY text, one Buffer; rows a hashed entry blocks skipped, counted in `skipped`. */
+function encodeBatch(
+  batch: AudienceRow[],
+  campaignId: string,
+  consent: AudienceConsent,
+  hashed: Map<string, boolean>,
+  skipped: Record<string, number>,
+): Buffer {
+  const lines: string[] = new Array(batch.length)
+  batch.forEach((row, i) => {
+    let { reason, detail } = row
+    const recipient = row.phone ?? row.userId
+    if (reason === null && hashed.size > 0 && recipient !== null) {
+      const own = hashed.get(consent.hash(recipient))
+      if (own !== undefined) {
+        reason = own ? 'opted_out' : 'suppressed'
+        detail = optOutDetail(row.phone === null ? 'userId' : 'phone', own)
+      }
+    }
+    if (reason !== null) skipped[reason] = (skipped[reason] ?? 0) + 1
+    lines[i] =
+      `${campaignId}\t${row.line}\t${row.phone ?? '\\N'}\t${row.userId ?? '\\N'}\t` +
+      `${reason === null && row.variables ? copyText(JSON.stringify(row.variables)) : '\\N'}\t` +
+      `${reason === null ? 'pending' : 'skipped'}\t${reason ?? '\\N'}\t${copyText(detail)}\t${copyText(cut(row.raw))}\n`
+  })
+  return Buffer.from(lines.join(''))
+}
+
+/**
+ * Writes the rows into `campaign_recipients` by COPY as they are read, a batch at a time (the next
+ * read only once the last is on the socket): taken rows `pending` with their variables, skipped
+ * ones with their reason; every one with its raw line (cut), which a row the SQL checks skip
+ * later needs. A row whose recipient matches an entry kept hashed is skipped here. Answers how
+ * many rows, and how many were skipped by each reason.
+ */
+export async function copyAudience(
+  sql: TransactionSql,
+  campaignId: string,
+  rows: AsyncIterable<AudienceRow[]>,
+  consent: AudienceConsent,
+  hashed: Map<string, boolean>,
+): Promise<{ count: number; skippedByReason: Record<string, number> }> {
+  const skippedByReason: Record<string, number> = {}
+  let count = 0
+  const copy = await sql`
+    copy campaign_recipients (campaign_id, line, phone, user_id, variables, state, reason, detail, raw)
+    from stdin`.writable()
+  // Its errors are the upload's, thrown below; destroying it (below) must not throw them again.
+  copy.on('error', () => {})
+  try {
+    for await (const batch of rows) {
+      const payload = encodeBatch(batch, campaignId, consent, hashed, skippedByReason)
+      count += batch.length
+      // Nothing of the batch is held while Postgres takes it: the API's timers allocate meanwhile,
+      // and the young-generation collections they cause would move rows still held to the old
+      // space, which then grows with garbage until the upload ends.
+      batch.length = 0
+      if (payload.length > 0) await write(copy, payload)
+    }
+    const copied = finished(copy)
+    copied.catch(() => {})
+    copy.end()
+    // A COPY Postgres refuses after its last bytes were sent is never told to the stream (the
+    // driver waits for a completion that will not come): the next statement, queued behind it
+    // once the stream has handed over (the turn after end()), fails instead and ends the wait.
+    await new Promise((resolve) => setImmediate(resolve))
+    await Promise.race([copied, sql`select 1`])
+  } catch (error) {
+    copy.destroy(error as Error)
+    throw error
+  }
+  return { count, skippedByReason }
+}

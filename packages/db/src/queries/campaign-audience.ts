@@ -1,0 +1,90 @@
+import type { CampaignAudience, CampaignStatus } from '@dispatch/contracts'
+import { and, eq, gt } from 'drizzle-orm'
+import type { Db } from '../client.ts'
+import { campaignRecipients } from '../schema/campaigns.ts'
+import { type AudienceRow, copyAudience } from './campaign-audience-copy.ts'
+import {
+  type AudienceConsent,
+  hashedEntries,
+  skipBlocked,
+  skipDuplicates,
+} from './campaign-audience-judge.ts'
+
+export type { AudienceRow } from './campaign-audience-copy.ts'
+export type { AudienceConsent } from './campaign-audience-judge.ts'
+
+export interface AudienceTarget {
+  campaignId: string
+  /** The key the campaign must be of (a key's upload); none: an admin's. */
+  apiKeyId?: string | undefined
+  /** The statuses an upload may replace the audience in. */
+  from: readonly CampaignStatus[]
+}
+
+export type ReplacedAudience =
+  | { outcome: 'replaced'; audience: CampaignAudience }
+  | { outcome: 'not_found' }
+  | { outcome: 'wrong_state'; status: CampaignStatus }
+
+/**
+ * Replaces a campaign's audience with the rows of an upload, in one transaction: the campaign is
+ * locked (a start waits for the upload), its previous rows deleted, the new ones written by COPY
+ * as they are read, then judged together in SQL (a recipient on an earlier line, the suppression
+ * list), and the campaign set `ready` with what the upload came to. An upload cut off halfway (the
+ * rows' iterator throws) leaves the campaign as it was, previous audience included.
+ *
+ * Every row is kept with its raw line (a row the SQL checks skip needs it for the report); a row
+ * once fed does not need it any more.
+ */
+export async function replaceCampaignAudience(
+  db: Db,
+  target: AudienceTarget,
+  rows: AsyncIterable<AudienceRow[]>,
+  options: { format: CampaignAudience['format']; consent: AudienceConsent; at: Date },
+): Promise<ReplacedAudience> {
+  const { campaignId } = target
+  const { consent, at } = options
+  return db.$client.begin(async (sql) => {
+    const [found] = await sql<{ status: CampaignStatus }[]>`
+      select status from campaigns
+      where id = ${campaignId} ${target.apiKeyId === undefined ? sql`` : sql`and api_key_id = ${target.apiKeyId}`}
+      for update`
+    if (!found) return { outcome: 'not_found' } as const
+    if (!target.from.includes(found.status)) return { outcome: 'wrong_state', status: found.status } as const
+    await sql`delete from campaign_recipients where campaign_id = ${campaignId}`
+
+    // Entries kept hashed (their recipient erased) are matched as rows are read; they are few.
+    const hashed = await hashedEntries(sql, consent)
+    const { count, skippedByReason } = await copyAudience(sql, campaignId, rows, consent, hashed)
+    const add = (reason: string, n: number) => {
+      if (n > 0) skippedByReason[reason] = (skippedByReason[reason] ?? 0) + n
+    }
+    add('duplicate', await skipDuplicates(sql, campaignId))
+    for (const { reason, n } of await skipBlocked(sql, campaignId, consent)) add(reason, n)
+
+    const skipped = Object.values(skippedByReason).reduce((sum, n) => sum + n, 0)
+    const audience: CampaignAudience = {
+      rows: count,
+      taken: count - skipped,
+      skipped,
+      skippedByReason,
+      format: options.format,
+      uploadedAt: at.toISOString(),
+    }
+    await sql`
+      update campaigns set audience = ${JSON.stringify(audience)}::jsonb, status = 'ready', updated_at = ${at.toISOString()}::timestamptz
+      where id = ${campaignId}`
+    return { outcome: 'replaced', audience } as const
+  })
+}
+
+/** A campaign's skipped rows in line order after `after`, `take` at most (the skipped lines' report). */
+export async function skippedAudienceRows(db: Db, campaignId: string, after: number, take: number) {
+  const r = campaignRecipients
+  return db
+    .select({ line: r.line, reason: r.reason, detail: r.detail, raw: r.raw })
+    .from(r)
+    .where(and(eq(r.campaignId, campaignId), gt(r.line, after), eq(r.state, 'skipped')))
+    .orderBy(r.line)
+    .limit(take)
+}
