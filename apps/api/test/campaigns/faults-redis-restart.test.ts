@@ -1,0 +1,55 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import { type PrivateRedis, privateServerMissing, startPrivateRedis } from '@dispatch/testing'
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest'
+import { createWorld, type TestWorld } from '../helpers.ts'
+import {
+  AUDIENCE,
+  appLogs,
+  expectCampaignWhole,
+  type FaultRig,
+  startRig,
+  unexpectedErrors,
+} from './faults.ts'
+
+/** Redis down this long between its crash and its restart. */
+const DOWN_MS = 3000
+
+const missing = privateServerMissing('redis')
+if (missing) console.warn(`Redis restart test skipped: ${missing}`)
+
+describe.skipIf(missing !== undefined)('Redis restarted mid-campaign', () => {
+  let redis: PrivateRedis
+  let world: TestWorld
+  let rig: FaultRig
+  beforeAll(async () => {
+    redis = await startPrivateRedis()
+    // The run's Postgres, a Redis of this file's own (AOF fsynced on every write, as in production).
+    world = { ...(await createWorld()), redisUrl: redis.url }
+    rig = await startRig(world)
+  })
+  afterAll(async () => {
+    await rig?.close()
+    await world?.close()
+    await redis?.stop()
+  })
+
+  it('Redis SIGKILLed and started again mid-campaign: every row sent exactly once, the campaign completes', async () => {
+    onTestFailed(() => console.log(rig.report()))
+    await rig.startWorker('worker')
+    const campaign = await rig.startCampaign()
+
+    await campaign.untilSent(AUDIENCE / 3)
+    await redis.kill()
+    const sentAtCrash = campaign.sends().length
+    await sleep(DOWN_MS)
+    await redis.start()
+
+    const twice = await expectCampaignWhole(rig, campaign)
+    expect(twice).toEqual([])
+    // The feeder's turns failed while Redis was away (logged, tried again); no answer was a 500.
+    expect(unexpectedErrors(appLogs(rig), [/campaign feed/])).toEqual([])
+    console.log(
+      `campaign, Redis restarted: ${AUDIENCE} recipients, ${sentAtCrash} sent before the crash, none twice`,
+    )
+  }, 120_000)
+})
