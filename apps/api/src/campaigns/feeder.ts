@@ -85,7 +85,11 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
   async function lease(campaignId: string): Promise<boolean> {
     const key = `${prefix}:campaign-lease:${campaignId}`
     const before = await redis.set(key, owner, 'PX', leaseMs, 'NX', 'GET')
-    if (before === null) return true
+    if (before === null) {
+      // Which instance feeds a campaign, for whoever follows one (and the fault tests).
+      log.info({ campaignId, feeder: owner }, 'campaign lease taken')
+      return true
+    }
     if (before !== owner) return false
     await redis.pexpire(key, leaseMs)
     return true

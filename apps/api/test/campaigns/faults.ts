@@ -73,11 +73,15 @@ const FEEDING = {
 
 /**
  * The rig on `world`: the fake platform, the test's own app (feeding campaigns itself unless
- * `feeder: 'processes'`, when only the API processes a test starts feed), a sender and a key.
+ * `feeder: 'processes'`, when only the API processes a test starts feed), a sender sending
+ * `ratePerSecond` and a key.
  */
 export async function startRig(
   world: TestWorld,
-  { feeder = 'in-process' }: { feeder?: 'in-process' | 'processes' } = {},
+  {
+    feeder = 'in-process',
+    ratePerSecond = 1000,
+  }: { feeder?: 'in-process' | 'processes'; ratePerSecond?: number } = {},
 ): Promise<FaultRig> {
   const secretsKey = randomBytes(32).toString('base64')
   const fake = await startFakeWhatsApp()
@@ -86,7 +90,7 @@ export async function startRig(
     WHATSAPP_API_URL: fake.url,
     ...(feeder === 'in-process' ? FEEDING : { CAMPAIGN_FEED: 'false' }),
   })
-  const sender = await syncedSender(app, fake, { body: { ratePerSecond: 1000 } })
+  const sender = await syncedSender(app, fake, { body: { ratePerSecond } })
   const key = await keyOf(app, sender.id, SCOPES)
   const services: Service[] = []
   const shared = {
