@@ -148,6 +148,13 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   }
   await start()
   let destroyed = false
+  // pg_ctl leaves the server running on its own: a test process that dies takes it along.
+  const orphan = () => {
+    try {
+      execFileSync('pg_ctl', ['-D', data, '-m', 'immediate', 'stop'], { ...user, stdio: 'ignore' })
+    } catch {}
+  }
+  process.once('exit', orphan)
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     start,
@@ -155,6 +162,7 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     async destroy() {
       if (destroyed) return
       destroyed = true
+      process.off('exit', orphan)
       await stop().catch(() => {})
       rmSync(dir, { recursive: true, force: true })
     },

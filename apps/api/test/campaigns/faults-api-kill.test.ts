@@ -42,4 +42,4 @@ it('the API feeding a campaign SIGKILLed, another instance takes its lease over:
   console.log(
     `campaign, feeding API SIGKILLed: ${AUDIENCE} recipients, ${sentAtKill} sent and rows through line ${cursor?.fed_through} fed (${cursor?.confirmed_through} confirmed) at the kill, none twice`,
   )
-}, 120_000)
+}, 180_000)

@@ -51,5 +51,5 @@ describe.skipIf(missing !== undefined)('Redis restarted mid-campaign', () => {
     console.log(
       `campaign, Redis restarted: ${AUDIENCE} recipients, ${sentAtCrash} sent before the crash, none twice`,
     )
-  }, 120_000)
+  }, 180_000)
 })

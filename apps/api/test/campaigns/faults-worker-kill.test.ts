@@ -63,4 +63,4 @@ it('a worker SIGKILLed mid-campaign, another started: every row sent, none twice
   console.log(
     `campaign, worker SIGKILLed: ${AUDIENCE} recipients, ${sentAtKill.size} sent before the kill, ${twice.length} sent twice (in flight at the kill, at most ${CONCURRENCY})`,
   )
-}, 120_000)
+}, 180_000)

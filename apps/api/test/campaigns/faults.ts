@@ -46,7 +46,7 @@ export interface FaultRig {
   services: Service[]
   /** An API process, feeding campaigns as the rig's app does. */
   startApi(name: string, env?: Record<string, string>): Promise<Service>
-  /** A worker process (every role) sending through the fake. */
+  /** A worker process (the `messages` role) sending through the fake. */
   startWorker(name: string, env?: Record<string, string>): Promise<Service>
   /** A campaign of `size` new recipients, its audience loaded, started. */
   startCampaign(size?: number): Promise<RunningCampaign>
@@ -120,6 +120,8 @@ export async function startRig(
   async function startWorker(name: string, env: Record<string, string> = {}) {
     const worker = startService(name, ENTRY_POINTS.worker, {
       ...shared,
+      // Delivery only (with its loops: the service windows, partitions): what a campaign needs.
+      WORKER_QUEUES: 'messages',
       WHATSAPP_API_URL: fake.url,
       // The Cloud API adapter (not the sandbox); each sender's messages go with its own token.
       WHATSAPP_ACCESS_TOKEN: 'default-token',
