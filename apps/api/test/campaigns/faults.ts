@@ -30,7 +30,7 @@ export const AUDIENCE = 2000
 export const WINDOW = 200
 /** A process's start on a machine whose two cores are shared with other test files. */
 const STARTUP_MS = 60_000
-const SCOPES = ['send:template', 'manage:campaigns', 'read:messages']
+const SCOPES = ['send:template', 'manage:campaigns', 'manage:suppressions', 'read:messages']
 const TEMPLATE = {
   templateId: 'order_shipped',
   language: 'pt_BR',
@@ -48,8 +48,8 @@ export interface FaultRig {
   startApi(name: string, env?: Record<string, string>): Promise<Service>
   /** A worker process (the `messages` role) sending through the fake. */
   startWorker(name: string, env?: Record<string, string>): Promise<Service>
-  /** A campaign of `size` new recipients, its audience loaded, started. */
-  startCampaign(size?: number): Promise<RunningCampaign>
+  /** A campaign of `size` new recipients, its audience loaded, `beforeStart` run, started. */
+  startCampaign(size?: number, beforeStart?: (phones: string[]) => Promise<void>): Promise<RunningCampaign>
   /** What each process said when a test failed. */
   report(): string
   close(): Promise<void>
@@ -148,7 +148,10 @@ export async function startRig(
     return worker
   }
 
-  async function startCampaign(size = AUDIENCE): Promise<RunningCampaign> {
+  async function startCampaign(
+    size = AUDIENCE,
+    beforeStart?: (phones: string[]) => Promise<void>,
+  ): Promise<RunningCampaign> {
     const headers = { 'x-api-key': key.key }
     const created = await app.inject({
       method: 'POST',
@@ -160,6 +163,7 @@ export async function startRig(
     const { id } = created.json<Campaign>()
     const audience = Array.from({ length: size }, () => `+55219${tag}${String(phones++).padStart(5, '0')}`)
     await loadAudience(world, id, audience)
+    await beforeStart?.(audience)
     const started = await app.inject({
       method: 'POST',
       url: `/api/third-party/campaigns/${id}/start`,
