@@ -18,12 +18,13 @@ import { ADMIN, buildTestApp, type TestApp, type TestWorld } from '../helpers.ts
 import { keyOf, syncedSender } from '../templates/setup.ts'
 
 /**
- * Issue 43's reliability tests (faults-*.test.ts): a campaign of a few thousand recipients, fed 200
- * at a time by API processes, sent by worker processes, as ops run them; a fault midway; then
- * every row must be in one state, the counts must add up, the campaign must complete, and each
- * message must reach the platform once (or, where a worker was killed, twice at most for the sends
- * it had in flight). The test's own app (no feeder) creates the sender, key and campaign and reads
- * its counts.
+ * Issue 43's reliability tests (faults-*.test.ts): a campaign of 2,000 recipients fed 200 at a time
+ * (by the test's own app, or by API processes where an API is killed), sent by worker processes
+ * run as ops run them (`node apps/worker/src/main.ts`) through the fake platform; a fault midway;
+ * then every row must be in one state, the counts must add up, the campaign must complete, and
+ * each message must reach the platform once (or, where a worker was killed, twice at most for the
+ * sends it had in flight). The test's app also creates the sender, key and campaign and reads its
+ * counts.
  */
 
 export const AUDIENCE = 2000
