@@ -1,14 +1,21 @@
 import { type Service, waitFor } from '@dispatch/testing'
 import { afterAll, beforeAll, expect, it, onTestFailed } from 'vitest'
 import { createWorld, type TestWorld } from '../helpers.ts'
-import { AUDIENCE, expectCampaignWhole, type FaultRig, startRig, unexpectedErrors } from './faults.ts'
+import {
+  AUDIENCE,
+  expectCampaignWhole,
+  type FaultRig,
+  SLOW_SENDER,
+  startRig,
+  unexpectedErrors,
+} from './faults.ts'
 
 let world: TestWorld
 let rig: FaultRig
 beforeAll(async () => {
   world = await createWorld()
   // A slower sender: the feeder keeps only about a window ahead, so the kill leaves rows not fed.
-  rig = await startRig(world, { feeder: 'processes', ratePerSecond: 150 })
+  rig = await startRig(world, { feeder: 'processes', ratePerSecond: SLOW_SENDER })
 })
 afterAll(async () => {
   await rig?.close()

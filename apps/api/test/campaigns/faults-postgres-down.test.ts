@@ -15,6 +15,7 @@ import {
   appLogs,
   expectCampaignWhole,
   type FaultRig,
+  SLOW_SENDER,
   startRig,
   unexpectedErrors,
 } from './faults.ts'
@@ -46,8 +47,7 @@ describe.skipIf(missing !== undefined)('Postgres down for 10 s mid-campaign', ()
       sql,
       close: () => sql.end({ timeout: 5 }),
     }
-    // A slower sender: the feeder keeps only about a window ahead, so rows are left to feed.
-    rig = await startRig(world, { ratePerSecond: 150 })
+    rig = await startRig(world, { ratePerSecond: SLOW_SENDER })
   })
   afterAll(async () => {
     await rig?.close()

@@ -7,6 +7,7 @@ import {
   appLogs,
   expectCampaignWhole,
   type FaultRig,
+  SLOW_SENDER,
   startRig,
   unexpectedErrors,
 } from './faults.ts'
@@ -25,8 +26,7 @@ describe.skipIf(missing !== undefined)('Redis restarted mid-campaign', () => {
     redis = await startPrivateRedis()
     // The run's Postgres, a Redis of this file's own (AOF fsynced on every write, as in production).
     world = { ...(await createWorld()), redisUrl: redis.url }
-    // A slower sender: the feeder keeps only about a window ahead, so rows are left to feed.
-    rig = await startRig(world, { ratePerSecond: 150 })
+    rig = await startRig(world, { ratePerSecond: SLOW_SENDER })
   })
   afterAll(async () => {
     await rig?.close()

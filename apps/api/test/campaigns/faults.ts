@@ -29,6 +29,11 @@ import { keyOf, syncedSender } from '../templates/setup.ts'
 
 export const AUDIENCE = 2000
 export const WINDOW = 200
+/**
+ * A sender slow enough that the feeder keeps only about a window (and a second of admission) ahead
+ * of the sends: a fault midway leaves rows to feed.
+ */
+export const SLOW_SENDER = 300
 /** A process's start on a machine whose two cores are shared with other test files. */
 const STARTUP_MS = 60_000
 const SCOPES = ['send:template', 'manage:campaigns', 'manage:suppressions', 'read:messages']
