@@ -14,6 +14,7 @@ import {
   findSender,
   hasPendingRows,
   type RefusedRow,
+  recordedMessageIds,
   startCampaign,
   transitionCampaign,
   unconfirmedRows,
@@ -85,7 +86,11 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
   async function lease(campaignId: string): Promise<boolean> {
     const key = `${prefix}:campaign-lease:${campaignId}`
     const before = await redis.set(key, owner, 'PX', leaseMs, 'NX', 'GET')
-    if (before === null) return true
+    if (before === null) {
+      // Which instance feeds a campaign, for whoever follows one (and the fault tests).
+      log.info({ campaignId, feeder: owner }, 'campaign lease taken')
+      return true
+    }
     if (before !== owner) return false
     await redis.pexpire(key, leaseMs)
     return true
@@ -155,8 +160,31 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
       // Those stored stay stored; the window is stored again (same ids) once there is room.
       return false
     }
-    await confirmWindow(db, campaign.id, (rows[rows.length - 1] as FedRow).line, refused, sending.clock())
+    const skipped = again ? await notStoredBefore(campaign, rows, refused) : refused
+    await confirmWindow(db, campaign.id, (rows[rows.length - 1] as FedRow).line, skipped, sending.clock())
     return true
+  }
+
+  /**
+   * Of the rows a window's second store refused (a recipient opted out since the first), those
+   * whose message the first store left nowhere: the others keep their message, which ends as any
+   * does (sent, or stopped at the worker's gate) and counts for its row, so the row is counted
+   * once. Redis is read first: a message leaves it only once its record is in Postgres.
+   */
+  async function notStoredBefore(campaign: CampaignRow, rows: FedRow[], refused: RefusedRow[]) {
+    if (refused.length === 0) return refused
+    const idOf = new Map(rows.map((row) => [row.line, row.messageId]))
+    const inRedis = new Set<string>()
+    for (const { line } of refused) {
+      const id = idOf.get(line) as string
+      if (await sending.messages.find(campaign.senderId, id)) inRedis.add(id)
+    }
+    const rest = refused.map((r) => idOf.get(r.line) as string).filter((id) => !inRedis.has(id))
+    const recorded = rest.length > 0 ? await recordedMessageIds(db, rest) : new Set<string>()
+    return refused.filter(({ line }) => {
+      const id = idOf.get(line) as string
+      return !inRedis.has(id) && !recorded.has(id)
+    })
   }
 
   async function cancelForKey(campaign: CampaignRow) {

@@ -444,6 +444,11 @@ export interface RefusedRow {
   detail: string
 }
 
+/** Which of these messages Postgres holds (any status): read by id, each in its own partition. */
+export async function recordedMessageIds(db: Db, ids: string[]): Promise<Set<string>> {
+  return new Set((await statusesOf(db, ids)).keys())
+}
+
 /** Records what a window's store came to: the refused rows skipped, the cursor confirmed. */
 export async function confirmWindow(
   db: Db,
