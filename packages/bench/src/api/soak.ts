@@ -127,13 +127,23 @@ interface Snapshot {
   server: Map<number, number>
   redis: number
   machine: number
+  /** This process's own CPU so far (the load: requests, sampling). */
+  bench: number
 }
 
 interface Pass {
   name: string
   acceptMs: number
   drainMs: number
-  cpu: { api: number; worker: number; backends: number; server: number; redis: number; machine: number }
+  cpu: {
+    api: number
+    worker: number
+    backends: number
+    server: number
+    redis: number
+    machine: number
+    bench: number
+  }
   gc: { api: number; worker: number }
   blocks: { read: number; hit: number }
   updates: { all: number; hot: number }
@@ -258,6 +268,7 @@ try {
       server,
       redis: redisCpu,
       machine,
+      bench: ownCpuSeconds(),
     }
   }
 
@@ -381,6 +392,7 @@ try {
         server: backendsCpuDelta(before.server, after.server),
         redis: after.redis - before.redis,
         machine: after.machine - before.machine,
+        bench: after.bench - before.bench,
       },
       gc: { api: after.gc.api - before.gc.api, worker: after.gc.worker - before.gc.worker },
       blocks: { read: after.blocks.read - before.blocks.read, hit: after.blocks.hit - before.blocks.hit },
@@ -484,7 +496,7 @@ function printPass(pass: Pass) {
       ` ${secs(pass.drainMs)} later (${int(messages / pass.seconds)} msg/s over the pass)\n` +
       `  CPU µs per message: API ${us(pass.cpu.api)}, worker ${us(pass.cpu.worker)}, Postgres backends` +
       ` ${us(pass.cpu.backends)} + server ${us(pass.cpu.server)}, Redis ${us(pass.cpu.redis)}; machine busy` +
-      ` ${pct(pass.cpu.machine)} % of a core\n` +
+      ` ${pct(pass.cpu.machine)} % of a core, ${pct(othersCpu(pass))} % by processes outside the run\n` +
       `  Redis used_memory: before ${mb(pass.redisBefore)}, peak ${mb(pass.redisPeak)} (${int(pass.inFlightAtPeak)} in flight),` +
       ` after the drain ${mb(pass.redisAfter)} (${int((pass.redisAfter - pass.redisBefore) / messages)} B per message kept;` +
       ` keys ${int(pass.redisKeysBefore)} → ${int(pass.redisKeysAfter)})\n` +
@@ -496,6 +508,21 @@ function printPass(pass: Pass) {
       ` ${(pass.blocks.read / messages).toFixed(2)}, found in its buffers ${(pass.blocks.hit / messages).toFixed(1)};` +
       ` updates of messages ${int(pass.updates.all)} (HOT ${int(pass.updates.hot)})`,
   )
+}
+
+function ownCpuSeconds() {
+  const { user, system } = process.cpuUsage()
+  return (user + system) / 1e6
+}
+
+/**
+ * The machine's busy CPU that none of the run's processes used (the load, the services, their
+ * Postgres backends and Redis): neighbours on a shared machine. Every process's CPU per message
+ * rises with it (caches, fewer requests gathered per turn): read the passes' ratios beside it.
+ */
+function othersCpu(pass: Pass) {
+  const { api, worker, backends, server, redis, machine, bench } = pass.cpu
+  return Math.max(0, machine - api - worker - backends - server - redis - bench)
 }
 
 function collectedText(memory: CollectedMemory) {
@@ -524,6 +551,7 @@ function printTable(rows: Pass[]) {
       'kept worker',
       'GC API',
       'PG blk read',
+      'others %',
       'accept',
       'drain',
     ],
@@ -546,6 +574,7 @@ function printTable(rows: Pass[]) {
       mb(r.collected.worker.rss),
       secs(r.gc.api * 1000),
       (r.blocks.read / messages).toFixed(2),
+      String(Math.round((othersCpu(r) / r.seconds) * 100)),
       secs(r.acceptMs),
       secs(r.drainMs),
     ]),
