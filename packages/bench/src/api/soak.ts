@@ -33,8 +33,11 @@
  *   SOAK_MESSAGES=1000000 pnpm --filter @dispatch/bench bench:soak   (the full run; pnpm bench runs
  *   100,000) — SOAK_MESSAGES (1,000,000) SOAK_RECIPIENTS (100,000) SOAK_CONCURRENCY (4)
  *   SOAK_DRAIN_WAIT_MS (65,000) SOAK_SAMPLE_MS (500) SOAK_PROGRESS_MS (10,000) SOAK_PASSES (3)
+ *   SOAK_CPU_PROFILE_DIR (unset): V8's CPU profile of the API and the worker over each pass, written
+ *   there as `<api|worker>-<pass>.cpuprofile` (the profiler's cost is in that run's CPU figures).
  */
 import { randomBytes } from 'node:crypto'
+import { mkdir, writeFile } from 'node:fs/promises'
 import { loadavg } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createDb } from '@dispatch/db'
@@ -53,6 +56,7 @@ import {
   inspectorOptions,
   memoryAfterCollection,
   openInspector,
+  startCpuProfile,
 } from '../harness/inspector.ts'
 import { type ServiceProcess, startApiProcess, startWorkerProcess } from '../harness/processes.ts'
 import { freePort, redisCpuSeconds, startRedisServer } from '../harness/redis-server.ts'
@@ -76,6 +80,7 @@ const drainWaitMs = intEnv('SOAK_DRAIN_WAIT_MS', MESSAGE_CLAIM_KEEP_MS + 5_000)
 const sampleMs = Math.max(50, intEnv('SOAK_SAMPLE_MS', 500))
 const progressMs = intEnv('SOAK_PROGRESS_MS', 10_000)
 const passes = Math.max(2, intEnv('SOAK_PASSES', 3))
+const profileDir = process.env.SOAK_CPU_PROFILE_DIR
 const batchSize = 100
 /** A pass whose sent count does not move for this long has failed (a worker that cannot reach Redis logs why). */
 const stuckMs = 120_000
@@ -288,6 +293,12 @@ try {
     const redisBefore = await usedMemory()
     const redisKeysBefore = await redis.dbsize()
     const dbBefore = await databaseSize()
+    const profiling = profileDir
+      ? {
+          api: await startCpuProfile(inspectorPorts.api),
+          worker: await startCpuProfile(inspectorPorts.worker),
+        }
+      : undefined
     const before = await snapshot()
     const target = sentBase + messages
 
@@ -364,6 +375,13 @@ try {
       await sleep(Math.min(sampleMs, 200))
     }
     const after = await snapshot()
+    if (profileDir && profiling) {
+      await mkdir(profileDir, { recursive: true })
+      for (const which of ['api', 'worker'] as const) {
+        const file = `${profileDir}/${which}-${name.replace(' ', '')}.cpuprofile`
+        await writeFile(file, JSON.stringify(await profiling[which]()))
+      }
+    }
     sentBase = target
     // The documented short window after the drain (the sent log's entries deleted once their rows
     // are committed, BullMQ's last bookkeeping), then what stays.

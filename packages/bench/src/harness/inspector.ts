@@ -34,8 +34,8 @@ export interface CollectedMemory {
   arrayBuffers: number
 }
 
-/** Two full collections in process `pid` (inspector open on `port`), then what it holds. */
-export async function memoryAfterCollection(pid: number, port: number): Promise<CollectedMemory> {
+/** A session on a process's inspector (opened with `openInspector`): calls of the DevTools protocol. */
+export async function connectInspector(port: number) {
   const [target] = (await (await fetch(`http://127.0.0.1:${port}/json/list`)).json()) as Array<{
     webSocketDebuggerUrl: string
   }>
@@ -48,21 +48,31 @@ export async function memoryAfterCollection(pid: number, port: number): Promise<
   const waiting = new Map<number, (reply: { result?: unknown; error?: unknown }) => void>()
   socket.addEventListener('message', (event) => {
     const reply = JSON.parse(String(event.data)) as { id?: number; result?: unknown; error?: unknown }
-    if (reply.id !== undefined) waiting.get(reply.id)?.(reply)
+    if (reply.id === undefined) return
+    waiting.get(reply.id)?.(reply)
+    waiting.delete(reply.id)
   })
   let next = 0
-  const call = (method: string, params: object = {}) =>
-    new Promise<unknown>((resolve, reject) => {
-      const id = ++next
-      waiting.set(id, (reply) =>
-        reply.error ? reject(new Error(JSON.stringify(reply.error))) : resolve(reply.result),
-      )
-      socket.send(JSON.stringify({ id, method, params }))
-    })
+  return {
+    call: (method: string, params: object = {}) =>
+      new Promise<unknown>((resolve, reject) => {
+        const id = ++next
+        waiting.set(id, (reply) =>
+          reply.error ? reject(new Error(JSON.stringify(reply.error))) : resolve(reply.result),
+        )
+        socket.send(JSON.stringify({ id, method, params }))
+      }),
+    close: () => socket.close(),
+  }
+}
+
+/** Two full collections in process `pid` (inspector open on `port`), then what it holds. */
+export async function memoryAfterCollection(pid: number, port: number): Promise<CollectedMemory> {
+  const session = await connectInspector(port)
   try {
-    await call('HeapProfiler.collectGarbage')
-    await call('HeapProfiler.collectGarbage')
-    const evaluated = (await call('Runtime.evaluate', {
+    await session.call('HeapProfiler.collectGarbage')
+    await session.call('HeapProfiler.collectGarbage')
+    const evaluated = (await session.call('Runtime.evaluate', {
       expression: 'JSON.stringify(process.memoryUsage())',
       returnByValue: true,
     })) as { result: { value: string } }
@@ -70,6 +80,24 @@ export async function memoryAfterCollection(pid: number, port: number): Promise<
     const kb = /^VmRSS:\s+(\d+) kB/m.exec(await readFile(`/proc/${pid}/status`, 'utf8'))?.[1]
     return { ...usage, rss: Number(kb) * 1024 }
   } finally {
-    socket.close()
+    session.close()
+  }
+}
+
+/**
+ * Starts V8's CPU profiler in the process (inspector open on `port`); the answer stops it and
+ * gives the profile (a `.cpuprofile`, for Chrome's DevTools or speedscope).
+ */
+export async function startCpuProfile(port: number): Promise<() => Promise<unknown>> {
+  const session = await connectInspector(port)
+  await session.call('Profiler.enable')
+  await session.call('Profiler.start')
+  return async () => {
+    try {
+      const { profile } = (await session.call('Profiler.stop')) as { profile: unknown }
+      return profile
+    } finally {
+      session.close()
+    }
   }
 }
