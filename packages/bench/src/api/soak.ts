@@ -128,6 +128,8 @@ interface Snapshot {
   blocks: { read: number; hit: number }
   /** Updates of `messages`' partitions so far, and those of them that were HOT. */
   updates: { all: number; hot: number }
+  /** The server's WAL so far (`pg_stat_wal`): bytes and full-page images; every database's. */
+  wal: { bytes: number; fpi: number }
   backends: Map<number, number>
   server: Map<number, number>
   redis: number
@@ -152,6 +154,7 @@ interface Pass {
   gc: { api: number; worker: number }
   blocks: { read: number; hit: number }
   updates: { all: number; hot: number }
+  wal: { bytes: number; fpi: number }
   seconds: number
   redisBefore: number
   redisPeak: number
@@ -238,6 +241,11 @@ try {
       from pg_stat_user_tables where relid in (select inhrelid from pg_inherits where inhparent = 'messages'::regclass)`
     return { all: Number(row?.all ?? 0), hot: Number(row?.hot ?? 0) }
   }
+  const walSoFar = async () => {
+    const [row] = await sql<{ bytes: string; fpi: string }[]>`
+      select wal_bytes::text as bytes, wal_fpi::text as fpi from pg_stat_wal`
+    return { bytes: Number(row?.bytes ?? 0), fpi: Number(row?.fpi ?? 0) }
+  }
   const snapshot = async (): Promise<Snapshot> => {
     const [
       apiCpu,
@@ -262,6 +270,7 @@ try {
       blocks(),
       updates(),
     ])
+    const wal = await walSoFar()
     return {
       at: performance.now(),
       api: apiCpu,
@@ -269,6 +278,7 @@ try {
       gc: { api: apiGc, worker: workerGc },
       blocks: blocksSoFar,
       updates: updatesSoFar,
+      wal,
       backends,
       server,
       redis: redisCpu,
@@ -415,6 +425,7 @@ try {
       gc: { api: after.gc.api - before.gc.api, worker: after.gc.worker - before.gc.worker },
       blocks: { read: after.blocks.read - before.blocks.read, hit: after.blocks.hit - before.blocks.hit },
       updates: { all: after.updates.all - before.updates.all, hot: after.updates.hot - before.updates.hot },
+      wal: { bytes: after.wal.bytes - before.wal.bytes, fpi: after.wal.fpi - before.wal.fpi },
       redisBefore,
       redisPeak: peak,
       inFlightAtPeak,
@@ -524,7 +535,9 @@ function printPass(pass: Pass) {
       `  after a full collection: API ${collectedText(pass.collected.api)}, worker ${collectedText(pass.collected.worker)}\n` +
       `  GC: API ${secs(pass.gc.api * 1000)}, worker ${secs(pass.gc.worker * 1000)}; Postgres blocks per message: read` +
       ` ${(pass.blocks.read / messages).toFixed(2)}, found in its buffers ${(pass.blocks.hit / messages).toFixed(1)};` +
-      ` updates of messages ${int(pass.updates.all)} (HOT ${int(pass.updates.hot)})`,
+      ` updates of messages ${int(pass.updates.all)} (HOT ${int(pass.updates.hot)});` +
+      ` the server's WAL ${int(pass.wal.bytes / messages)} B per message, full-page images` +
+      ` ${(pass.wal.fpi / messages).toFixed(2)} (every database's: on a shared server, others' too)`,
   )
 }
 
@@ -570,6 +583,8 @@ function printTable(rows: Pass[]) {
       'GC API',
       'PG blk read',
       'others %',
+      'WAL B',
+      'FPI',
       'accept',
       'drain',
     ],
@@ -593,6 +608,8 @@ function printTable(rows: Pass[]) {
       secs(r.gc.api * 1000),
       (r.blocks.read / messages).toFixed(2),
       String(Math.round((othersCpu(r) / r.seconds) * 100)),
+      int(r.wal.bytes / messages),
+      (r.wal.fpi / messages).toFixed(2),
       secs(r.acceptMs),
       secs(r.drainMs),
     ]),
