@@ -32,6 +32,18 @@ export const PARTITIONED_TABLES = [
 
 export type PartitionPolicy = (typeof PARTITIONED_TABLES)[number]['policy']
 
+/**
+ * The storage parameters each new partition of a table is made with (Postgres keeps none on a
+ * partitioned table, so every partition carries its own; migration 0032 set them on those before).
+ * `messages` leaves a tenth of each page free: the update that stores a message's pricing touches no
+ * indexed column, and with room on its page it is HOT (no entry in any of the 11 indexes); packed
+ * full, every update moved the row to another page. Status changes stay non-HOT (`status` and
+ * `updated_at` are indexed, schema/messages.ts) but keep their new version on the same page.
+ */
+export const PARTITION_STORAGE: Partial<Record<PartitionedTable, string>> = {
+  messages: 'fillfactor = 90',
+}
+
 export type PartitionedTable = (typeof PARTITIONED_TABLES)[number]['table']
 
 /** One partition as Postgres declares it: its range (null bounds for MINVALUE, or the default). */

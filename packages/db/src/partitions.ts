@@ -1,6 +1,7 @@
 import type { Sql } from './client.ts'
 import {
   listPartitions,
+  PARTITION_STORAGE,
   PARTITIONED_TABLES,
   type Partition,
   type PartitionedTable,
@@ -271,6 +272,7 @@ async function createRange(
   const from = new Date(fromMs).toISOString()
   const to = new Date(toMs).toISOString()
   const fallback = quote(`${table}_default`)
+  const storage = PARTITION_STORAGE[table] ? ` with (${PARTITION_STORAGE[table]})` : ''
   return underLock(sql, lockTimeoutMs, async (tx) => {
     if (await exists(tx, rangeName(table, fromMs))) return null
     const range = `for values from ('${from}') to ('${to}')`
@@ -283,10 +285,12 @@ async function createRange(
         ])
       ).length > 0
     if (!waiting) {
-      await tx.unsafe(`create table ${name} partition of ${quote(table)} ${range}`)
+      await tx.unsafe(`create table ${name} partition of ${quote(table)} ${range}${storage}`)
       return 0
     }
-    await tx.unsafe(`create table ${name} (like ${quote(table)} including defaults including storage)`)
+    await tx.unsafe(
+      `create table ${name} (like ${quote(table)} including defaults including storage)${storage}`,
+    )
     const moved = await tx.unsafe(
       `with gone as (delete from ${fallback} where ${column} >= $1 and ${column} < $2 returning *)
        insert into ${name} select * from gone`,

@@ -254,6 +254,16 @@ describe('messages stored by day', () => {
     const created = rounds.flatMap((r) => r?.created ?? []).filter((name) => name.startsWith('messages_p'))
     expect(created.sort()).toEqual([0, 1, 2, 3].map((d) => `messages_p${stamp(base + (60 + d) * DAY)}`))
   })
+
+  it('every day leaves a tenth of its pages free, however it was made, so a pricing update is HOT', async () => {
+    // The migration's days, the worker's days ahead, and the days made above (by a write, by two
+    // maintainers at once): Postgres keeps no fillfactor on the parent, each day carries its own.
+    const days = await world.sql<{ name: string; options: string[] | null }[]>`
+      select c.relname as name, c.reloptions as options
+      from pg_partition_tree('messages') t join pg_class c on c.oid = t.relid where t.isleaf`
+    expect(days.length).toBeGreaterThan(4)
+    for (const day of days) expect(day.options, day.name).toContain('fillfactor=90')
+  })
 })
 
 describe('message lists', () => {

@@ -19,18 +19,25 @@
  * database, and the server's own processes: postmaster, checkpointer, WAL writer…, which on a
  * shared Postgres also work for others) and Redis (INFO cpu), all from accept start to the last
  * row recorded; Redis `used_memory` before, at peak (sampled every SOAK_SAMPLE_MS) and after the
- * drain; Postgres bytes per message (`pg_database_size` delta / N); the API's and worker's resident
- * memory (and V8 heap in use, from their /metrics) at the end of the pass, after the drain wait;
- * accept and drain times. Then the aims, recorded for `pnpm bench:table`: pass 3 CPU per message
- * ≤ 1.1× pass 1 for each process, Redis after each drain ≤ 1.05× before it, resident memory at the
- * end of pass 3 ≤ 1.05× pass 1's; and what Redis holds at the end, by kind of key. Progress (accepted
- * and sent counts, Redis memory) every SOAK_PROGRESS_MS.
+ * drain; Postgres bytes per message (`pg_database_size` delta / N), blocks per message read from
+ * outside its buffers and found in them (`pg_stat_database`), and the updates of `messages` (and how
+ * many were HOT); the API's and worker's resident memory (and V8 heap in use, from their /metrics)
+ * at the end of the pass, after the drain wait, as found and after a full collection (through each
+ * one's inspector, harness/inspector.ts), and their time in GC; accept and drain times. Then the
+ * aims, recorded for `pnpm bench:table`: pass 3 CPU per message ≤ 1.1× pass 1 for each process,
+ * Redis after each drain ≤ 1.05× before it, resident memory after a full collection at the end of
+ * pass 3 ≤ 1.05× pass 1's (as found, it holds whatever garbage V8 has not collected yet: printed,
+ * not judged); and what Redis holds at the end, by kind of key. Progress (accepted and sent counts,
+ * Redis memory) every SOAK_PROGRESS_MS.
  *
  *   SOAK_MESSAGES=1000000 pnpm --filter @dispatch/bench bench:soak   (the full run; pnpm bench runs
  *   100,000) — SOAK_MESSAGES (1,000,000) SOAK_RECIPIENTS (100,000) SOAK_CONCURRENCY (4)
  *   SOAK_DRAIN_WAIT_MS (65,000) SOAK_SAMPLE_MS (500) SOAK_PROGRESS_MS (10,000) SOAK_PASSES (3)
+ *   SOAK_CPU_PROFILE_DIR (unset): V8's CPU profile of the API and the worker over each pass, written
+ *   there as `<api|worker>-<pass>.cpuprofile` (the profiler's cost is in that run's CPU figures).
  */
 import { randomBytes } from 'node:crypto'
+import { mkdir, writeFile } from 'node:fs/promises'
 import { loadavg } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createDb } from '@dispatch/db'
@@ -44,6 +51,13 @@ import {
   residentBytes,
   serverProcessesCpu,
 } from '../harness/cpu.ts'
+import {
+  type CollectedMemory,
+  inspectorOptions,
+  memoryAfterCollection,
+  openInspector,
+  startCpuProfile,
+} from '../harness/inspector.ts'
 import { type ServiceProcess, startApiProcess, startWorkerProcess } from '../harness/processes.ts'
 import { freePort, redisCpuSeconds, startRedisServer } from '../harness/redis-server.ts'
 import { printComparison, printFigure } from '../harness/report.ts'
@@ -66,6 +80,7 @@ const drainWaitMs = intEnv('SOAK_DRAIN_WAIT_MS', MESSAGE_CLAIM_KEEP_MS + 5_000)
 const sampleMs = Math.max(50, intEnv('SOAK_SAMPLE_MS', 500))
 const progressMs = intEnv('SOAK_PROGRESS_MS', 10_000)
 const passes = Math.max(2, intEnv('SOAK_PASSES', 3))
+const profileDir = process.env.SOAK_CPU_PROFILE_DIR
 const batchSize = 100
 /** A pass whose sent count does not move for this long has failed (a worker that cannot reach Redis logs why). */
 const stuckMs = 120_000
@@ -88,6 +103,13 @@ const heapUsed = async (url: string) => {
   return counterSum(await res.text(), 'nodejs_heap_size_used_bytes')
 }
 
+/** V8's time in garbage collection so far, every kind, of a service (its /metrics); NaN without. */
+const gcSeconds = async (url: string) => {
+  const res = await fetch(url).catch(() => undefined)
+  if (res?.status !== 200) return Number.NaN
+  return counterSum(await res.text(), 'nodejs_gc_duration_seconds_sum')
+}
+
 /** Sums a counter's samples (every label set) in a Prometheus text exposition. */
 const counterSum = (text: string, name: string) => {
   let sum = 0
@@ -100,17 +122,39 @@ interface Snapshot {
   at: number
   api: number
   worker: number
+  /** V8's time in garbage collection so far (prom-client's `nodejs_gc_duration_seconds_sum`). */
+  gc: { api: number; worker: number }
+  /** The database's blocks read (not in Postgres' buffers) and found there, so far. */
+  blocks: { read: number; hit: number }
+  /** Updates of `messages`' partitions so far, and those of them that were HOT. */
+  updates: { all: number; hot: number }
+  /** The server's WAL so far (`pg_stat_wal`): bytes and full-page images; every database's. */
+  wal: { bytes: number; fpi: number }
   backends: Map<number, number>
   server: Map<number, number>
   redis: number
   machine: number
+  /** This process's own CPU so far (the load: requests, sampling). */
+  bench: number
 }
 
 interface Pass {
   name: string
   acceptMs: number
   drainMs: number
-  cpu: { api: number; worker: number; backends: number; server: number; redis: number; machine: number }
+  cpu: {
+    api: number
+    worker: number
+    backends: number
+    server: number
+    redis: number
+    machine: number
+    bench: number
+  }
+  gc: { api: number; worker: number }
+  blocks: { read: number; hit: number }
+  updates: { all: number; hot: number }
+  wal: { bytes: number; fpi: number }
   seconds: number
   redisBefore: number
   redisPeak: number
@@ -123,6 +167,8 @@ interface Pass {
   rss: { api: number; worker: number }
   /** V8's heap in use (prom-client's `nodejs_heap_size_used_bytes`), read with the resident memory. */
   heap: { api: number; worker: number }
+  /** What each keeps once V8 has collected (two full collections, through the inspector), read after. */
+  collected: { api: CollectedMemory; worker: CollectedMemory }
 }
 
 const world = await createBenchWorld('soak')
@@ -138,8 +184,12 @@ try {
   cleanups.push(async () => redis.disconnect())
   const adminToken = randomBytes(24).toString('hex')
   const env = { DATABASE_URL: world.databaseUrl, QUEUE_PREFIX: world.queuePrefix, REDIS_URL: redisServer.url }
+  // Each with its inspector's port set, opened before the preload: resident memory is also read
+  // after a full collection (harness/inspector.ts), the only reading that says what a process keeps.
+  const inspectorPorts = { api: await freePort(), worker: await freePort() }
   const api = await startApiProcess('api', {
     ...env,
+    NODE_OPTIONS: inspectorOptions(inspectorPorts.api),
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
     ADMIN_TOKENS: `bench=${adminToken}`,
     // The key's limits stay in the path, set never to refuse: a pass stores N messages in seconds.
@@ -149,12 +199,19 @@ try {
   const metricsPort = await freePort()
   const worker = await startWorkerProcess('worker', {
     ...env,
+    NODE_OPTIONS: inspectorOptions(inspectorPorts.worker),
     PLATFORM: 'sandbox',
     // The default sender's rate (80/s) would be the figure: raised so the service is.
     PLATFORM_RATE_PER_SECOND: '1000000',
     METRICS_PORT: String(metricsPort),
   })
   const key = await approvedKey(api, adminToken)
+  if (api.pid === undefined || worker.pid === undefined) throw new Error('a service has no process id')
+  const pids = { api: api.pid, worker: worker.pid }
+  await openInspector(pids.api, inspectorPorts.api)
+  await openInspector(pids.worker, inspectorPorts.worker)
+  const apiMetricsUrl = `${api.url}/metrics`
+  const workerMetricsUrl = `http://127.0.0.1:${metricsPort}/metrics`
 
   const sentSoFar = async () => {
     const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`)
@@ -173,23 +230,60 @@ try {
       where api_key_id = ${key.id}::uuid and status = 'sent' and accepted_at >= ${since.toISOString()}::timestamptz`
     return row?.n ?? 0
   }
+  const blocks = async () => {
+    const [row] = await sql<{ read: string; hit: string }[]>`
+      select blks_read::text as read, blks_hit::text as hit from pg_stat_database where datname = current_database()`
+    return { read: Number(row?.read ?? 0), hit: Number(row?.hit ?? 0) }
+  }
+  const updates = async () => {
+    const [row] = await sql<{ all: string; hot: string }[]>`
+      select coalesce(sum(n_tup_upd), 0)::text as all, coalesce(sum(n_tup_hot_upd), 0)::text as hot
+      from pg_stat_user_tables where relid in (select inhrelid from pg_inherits where inhparent = 'messages'::regclass)`
+    return { all: Number(row?.all ?? 0), hot: Number(row?.hot ?? 0) }
+  }
+  const walSoFar = async () => {
+    const [row] = await sql<{ bytes: string; fpi: string }[]>`
+      select wal_bytes::text as bytes, wal_fpi::text as fpi from pg_stat_wal`
+    return { bytes: Number(row?.bytes ?? 0), fpi: Number(row?.fpi ?? 0) }
+  }
   const snapshot = async (): Promise<Snapshot> => {
-    const [apiCpu, workerCpu, backends, server, redisCpu, machine] = await Promise.all([
+    const [
+      apiCpu,
+      workerCpu,
+      backends,
+      server,
+      redisCpu,
+      machine,
+      apiGc,
+      workerGc,
+      blocksSoFar,
+      updatesSoFar,
+    ] = await Promise.all([
       api.cpuSeconds(),
       worker.cpuSeconds(),
       databaseBackendsCpu(sql),
       serverProcessesCpu(sql),
       redisCpuSeconds(redis),
       machineBusySeconds(),
+      gcSeconds(apiMetricsUrl),
+      gcSeconds(workerMetricsUrl),
+      blocks(),
+      updates(),
     ])
+    const wal = await walSoFar()
     return {
       at: performance.now(),
       api: apiCpu,
       worker: workerCpu,
+      gc: { api: apiGc, worker: workerGc },
+      blocks: blocksSoFar,
+      updates: updatesSoFar,
+      wal,
       backends,
       server,
       redis: redisCpu,
       machine,
+      bench: ownCpuSeconds(),
     }
   }
 
@@ -209,6 +303,12 @@ try {
     const redisBefore = await usedMemory()
     const redisKeysBefore = await redis.dbsize()
     const dbBefore = await databaseSize()
+    const profiling = profileDir
+      ? {
+          api: await startCpuProfile(inspectorPorts.api),
+          worker: await startCpuProfile(inspectorPorts.worker),
+        }
+      : undefined
     const before = await snapshot()
     const target = sentBase + messages
 
@@ -285,6 +385,13 @@ try {
       await sleep(Math.min(sampleMs, 200))
     }
     const after = await snapshot()
+    if (profileDir && profiling) {
+      await mkdir(profileDir, { recursive: true })
+      for (const which of ['api', 'worker'] as const) {
+        const file = `${profileDir}/${which}-${name.replace(' ', '')}.cpuprofile`
+        await writeFile(file, JSON.stringify(await profiling[which]()))
+      }
+    }
     sentBase = target
     // The documented short window after the drain (the sent log's entries deleted once their rows
     // are committed, BullMQ's last bookkeeping), then what stays.
@@ -293,9 +400,10 @@ try {
       api: (await residentBytes(api.pid)) ?? Number.NaN,
       worker: (await residentBytes(worker.pid)) ?? Number.NaN,
     }
-    const heap = {
-      api: await heapUsed(`${api.url}/metrics`),
-      worker: await heapUsed(`http://127.0.0.1:${metricsPort}/metrics`),
+    const heap = { api: await heapUsed(apiMetricsUrl), worker: await heapUsed(workerMetricsUrl) }
+    const collected = {
+      api: await memoryAfterCollection(pids.api, inspectorPorts.api),
+      worker: await memoryAfterCollection(pids.worker, inspectorPorts.worker),
     }
     const redisAfter = await usedMemory()
     const redisKeysAfter = await redis.dbsize()
@@ -312,7 +420,12 @@ try {
         server: backendsCpuDelta(before.server, after.server),
         redis: after.redis - before.redis,
         machine: after.machine - before.machine,
+        bench: after.bench - before.bench,
       },
+      gc: { api: after.gc.api - before.gc.api, worker: after.gc.worker - before.gc.worker },
+      blocks: { read: after.blocks.read - before.blocks.read, hit: after.blocks.hit - before.blocks.hit },
+      updates: { all: after.updates.all - before.updates.all, hot: after.updates.hot - before.updates.hot },
+      wal: { bytes: after.wal.bytes - before.wal.bytes, fpi: after.wal.fpi - before.wal.fpi },
       redisBefore,
       redisPeak: peak,
       inFlightAtPeak,
@@ -322,6 +435,7 @@ try {
       databaseDelta,
       rss,
       heap,
+      collected,
     }
     results.push(pass)
     printPass(pass)
@@ -361,13 +475,22 @@ try {
     })
   }
   for (const which of ['api', 'worker'] as const) {
+    const label = which === 'api' ? 'API' : 'worker'
+    // Judged on what the process keeps once V8 has collected: as found, resident memory holds the
+    // garbage of the pass's load until V8 next collects, which an idle process may not do for minutes.
     printComparison({
-      name: `${which === 'api' ? 'API' : 'worker'} resident memory at the end of pass ${passes} vs pass 1 (${int(messages)} a pass)`,
-      figure: last.rss[which] / 2 ** 20,
-      baseline: first.rss[which] / 2 ** 20,
+      name: `${label} resident memory after a full collection, end of pass ${passes} vs pass 1 (${int(messages)} a pass)`,
+      figure: last.collected[which].rss / 2 ** 20,
+      baseline: first.collected[which].rss / 2 ** 20,
       unit: 'MB',
       better: 'lower',
       aim: '≤ 1.05',
+    })
+    printFigure({
+      name: `${label} resident memory as found after the drain, pass ${passes} / pass 1 (uncollected garbage included; ${int(messages)} a pass)`,
+      figure: last.rss[which] / first.rss[which],
+      unit: '×',
+      better: 'lower',
     })
   }
   printFigure({
@@ -402,14 +525,39 @@ function printPass(pass: Pass) {
       ` ${secs(pass.drainMs)} later (${int(messages / pass.seconds)} msg/s over the pass)\n` +
       `  CPU µs per message: API ${us(pass.cpu.api)}, worker ${us(pass.cpu.worker)}, Postgres backends` +
       ` ${us(pass.cpu.backends)} + server ${us(pass.cpu.server)}, Redis ${us(pass.cpu.redis)}; machine busy` +
-      ` ${pct(pass.cpu.machine)} % of a core\n` +
+      ` ${pct(pass.cpu.machine)} % of a core, ${pct(othersCpu(pass))} % by processes outside the run\n` +
       `  Redis used_memory: before ${mb(pass.redisBefore)}, peak ${mb(pass.redisPeak)} (${int(pass.inFlightAtPeak)} in flight),` +
       ` after the drain ${mb(pass.redisAfter)} (${int((pass.redisAfter - pass.redisBefore) / messages)} B per message kept;` +
       ` keys ${int(pass.redisKeysBefore)} → ${int(pass.redisKeysAfter)})\n` +
       `  Postgres: +${mb(pass.databaseDelta)} (${int(pass.databaseDelta / messages)} B per message);` +
       ` resident memory after the drain: API ${mb(pass.rss.api)} (V8 heap in use ${mb(pass.heap.api)}),` +
-      ` worker ${mb(pass.rss.worker)} (heap ${mb(pass.heap.worker)})`,
+      ` worker ${mb(pass.rss.worker)} (heap ${mb(pass.heap.worker)})\n` +
+      `  after a full collection: API ${collectedText(pass.collected.api)}, worker ${collectedText(pass.collected.worker)}\n` +
+      `  GC: API ${secs(pass.gc.api * 1000)}, worker ${secs(pass.gc.worker * 1000)}; Postgres blocks per message: read` +
+      ` ${(pass.blocks.read / messages).toFixed(2)}, found in its buffers ${(pass.blocks.hit / messages).toFixed(1)};` +
+      ` updates of messages ${int(pass.updates.all)} (HOT ${int(pass.updates.hot)});` +
+      ` the server's WAL ${int(pass.wal.bytes / messages)} B per message, full-page images` +
+      ` ${(pass.wal.fpi / messages).toFixed(2)} (every database's: on a shared server, others' too)`,
   )
+}
+
+function ownCpuSeconds() {
+  const { user, system } = process.cpuUsage()
+  return (user + system) / 1e6
+}
+
+/**
+ * The machine's busy CPU that none of the run's processes used (the load, the services, their
+ * Postgres backends and Redis): neighbours on a shared machine. Every process's CPU per message
+ * rises with it (caches, fewer requests gathered per turn): read the passes' ratios beside it.
+ */
+function othersCpu(pass: Pass) {
+  const { api, worker, backends, server, redis, machine, bench } = pass.cpu
+  return Math.max(0, machine - api - worker - backends - server - redis - bench)
+}
+
+function collectedText(memory: CollectedMemory) {
+  return `${mb(memory.rss)} (heap ${mb(memory.heapUsed)} of ${mb(memory.heapTotal)}, external ${mb(memory.external)})`
 }
 
 function printTable(rows: Pass[]) {
@@ -430,6 +578,13 @@ function printTable(rows: Pass[]) {
       'heap API',
       'RSS worker',
       'heap worker',
+      'kept API',
+      'kept worker',
+      'GC API',
+      'PG blk read',
+      'others %',
+      'WAL B',
+      'FPI',
       'accept',
       'drain',
     ],
@@ -448,6 +603,13 @@ function printTable(rows: Pass[]) {
       mb(r.heap.api),
       mb(r.rss.worker),
       mb(r.heap.worker),
+      mb(r.collected.api.rss),
+      mb(r.collected.worker.rss),
+      secs(r.gc.api * 1000),
+      (r.blocks.read / messages).toFixed(2),
+      String(Math.round((othersCpu(r) / r.seconds) * 100)),
+      int(r.wal.bytes / messages),
+      (r.wal.fpi / messages).toFixed(2),
       secs(r.acceptMs),
       secs(r.drainMs),
     ]),

@@ -8,15 +8,20 @@
  * A message, as it is written in production:
  * 1. the worker's record (`recordDeliveryOutcomes`, batches of 500: the row inserted `sent`, with
  *    its platform id, the phone, a client reference on every other one, a batch on one in ten);
- * 2. the platform's statuses (`applyPlatformStatus`, 4 at a time): `delivered` for every message,
- *    `read` for 55 % of them. With the primary key alone a status cannot find its message by
- *    platform id, so `pk` applies the same change by (id, accepted_at) instead.
+ * 2. the platform's statuses, 4 at a time, as the status webhook applies them: the `sent` echo's
+ *    pricing for every message (`recordMessagePricing`: the status itself changes nothing, the row
+ *    is `sent` already), then `delivered` for every message and `read` for 55 % of them
+ *    (`applyPlatformStatus`). With the primary key alone a status cannot find its message by
+ *    platform id, so `pk` applies the same changes by (id, accepted_at) instead.
  * 3. with WAL_WEBHOOKS=1 (default), `before` and `after` again with a webhook endpoint on the key:
  *    the triggers write an event and an outbox row per status, and the relay marks them dispatched
  *    (`relayOutbox`): webhook_events and outbox writes included (not for `pk`: the trigger's
  *    sequence lookup needs its index).
  *
- * Autovacuum is off on the tables measured, so each variant keeps its dead entries alike.
+ * Autovacuum is off on the tables measured, so each variant keeps its dead entries alike. Per
+ * variant also the updates of `messages`' partitions and how many were HOT (`n_tup_hot_upd`: no
+ * index entry written): `0030` is the latest indexes with partitions packed full, `after` with the
+ * latest migration (0032: room left on each page, fillfactor 90).
  *
  * WAL: the records between pg_current_wal_flush_lsn() before and after each step that touch the
  * variant's database (pg_walinspect), divided by the messages written; the server's whole
@@ -25,15 +30,18 @@
  * `messages` partitions at the end, divided by N.
  *
  *   pnpm --filter @dispatch/bench bench:wal
- *   WAL_MESSAGES=20000 WAL_ROUNDS=4 WAL_WEBHOOKS=0 (the defaults but the last; all optional).
+ *   WAL_MESSAGES=20000 WAL_ROUNDS=4 WAL_WEBHOOKS=0 (the defaults but the last; all optional);
+ *   WAL_FILLFACTOR=80 sets that fillfactor on `after`'s and `pk`'s partitions instead of the migrations'.
  * About 15 minutes on the 2-core development VM at the defaults.
  */
 import { randomBytes } from 'node:crypto'
+import type { MessagePricing } from '@dispatch/contracts'
 import {
   applyPlatformStatus,
   createDb,
   type DeliveryOutcome,
   recordDeliveryOutcomes,
+  recordMessagePricing,
   relayOutbox,
 } from '@dispatch/db'
 import { ensureDatabase, migrateDatabase } from '@dispatch/db/migrate'
@@ -46,7 +54,13 @@ import { printComparison } from '../harness/report.ts'
 const N = Number(process.env.WAL_MESSAGES ?? 20_000)
 const ROUNDS = Math.max(1, Number(process.env.WAL_ROUNDS ?? 4))
 const WEBHOOKS = process.env.WAL_WEBHOOKS !== '0'
+const FILLFACTOR = process.env.WAL_FILLFACTOR ? Number(process.env.WAL_FILLFACTOR) : undefined
+if (FILLFACTOR !== undefined && !(Number.isInteger(FILLFACTOR) && FILLFACTOR >= 10 && FILLFACTOR <= 100))
+  throw new Error(`WAL_FILLFACTOR must be a whole number from 10 to 100, got ${process.env.WAL_FILLFACTOR}`)
 const BEFORE = '0028_tenant_owned_suppressions'
+/** The indexes of 0029, the partitions' pages packed full (before 0032 left room on them). */
+const PACKED = '0030_messaging_limit'
+const PRICING: MessagePricing = { billable: true, pricingModel: 'PMP', category: 'utility', type: 'regular' }
 const PER_ROUND = Math.ceil(N / ROUNDS)
 const STATUS_CONCURRENCY = 4
 
@@ -62,6 +76,8 @@ interface Variant {
   written: number
   wal: { record: number; statuses: number; relay: number }
   serverWal: number
+  /** Updates of `messages`' partitions, and those of them that were HOT (written no index entry). */
+  updates: { all: number; hot: number }
 }
 
 const { databaseUrl } = benchEnv()
@@ -94,6 +110,10 @@ async function createVariant(
       union all select 'outbox'`
     for (const { name: leaf } of leaves)
       await admin.unsafe(`alter table ${leaf} set (autovacuum_enabled = false)`)
+    if (FILLFACTOR !== undefined && !options.until) {
+      for (const { name: leaf } of leaves.filter((l) => l.name.startsWith('messages')))
+        await admin.unsafe(`alter table ${leaf} set (fillfactor = ${FILLFACTOR})`)
+    }
     const [db0] = await admin<
       { oid: string }[]
     >`select oid::text from pg_database where datname = current_database()`
@@ -115,6 +135,7 @@ async function createVariant(
       written: 0,
       wal: { record: 0, statuses: 0, relay: 0 },
       serverWal: 0,
+      updates: { all: 0, hot: 0 },
     })
   } finally {
     await admin.end({ timeout: 5 })
@@ -201,11 +222,13 @@ async function roundOn(v: Variant) {
 
   from = await lsn(v)
   const updates = rows.flatMap((row, i) => [
+    { row, status: 'priced' as const },
     { row, status: 'delivered' as const },
     ...((first + i) % 100 < 55 ? [{ row, status: 'read' as const }] : []),
   ])
-  // Each message's delivered before its read, as the platform sends them.
-  updates.sort((a, b) => (a.status === b.status ? 0 : a.status === 'delivered' ? -1 : 1))
+  // Each message's sent (its pricing) before its delivered, before its read, as the platform sends them.
+  const order = { priced: 0, delivered: 1, read: 2 }
+  updates.sort((a, b) => order[a.status] - order[b.status])
   let next = 0
   const worker = async () => {
     for (let u = updates[next++]; u; u = updates[next++]) await applyStatus(v, u.row, u.status)
@@ -239,8 +262,21 @@ async function refusedAgain<T>(write: () => Promise<T>): Promise<T> {
   }
 }
 
-async function applyStatus(v: Variant, row: DeliveryOutcome, status: 'delivered' | 'read') {
-  await refusedAgain(() => applyStatusOnce(v, row, status))
+async function applyStatus(v: Variant, row: DeliveryOutcome, status: 'priced' | 'delivered' | 'read') {
+  await refusedAgain(() => (status === 'priced' ? recordPricing(v, row) : applyStatusOnce(v, row, status)))
+}
+
+/** The `sent` status's pricing, as the webhook records it (the status moves nothing: the row is sent). */
+async function recordPricing(v: Variant, row: DeliveryOutcome) {
+  if (v.byPlatformId) {
+    await recordMessagePricing(v.db.db, row.platformMessageId as string, PRICING, row.id)
+    return
+  }
+  await v.db.sql`
+    update messages set pricing_billable = true, pricing_model = 'PMP', pricing_category = 'utility',
+      pricing_type = 'regular'
+    where id = ${row.id}::uuid and accepted_at = ${row.acceptedAt.toISOString()}::timestamptz
+      and pricing_model is null and pricing_category is null and pricing_billable is null`
 }
 
 async function applyStatusOnce(v: Variant, row: DeliveryOutcome, status: 'delivered' | 'read') {
@@ -264,6 +300,14 @@ async function applyStatusOnce(v: Variant, row: DeliveryOutcome, status: 'delive
       and status < ${status}::message_status`
 }
 
+/** The updates of `messages`' partitions so far, and the HOT ones (after the rounds: their backends have reported). */
+async function updatesOf(v: Variant) {
+  const [row] = await v.db.sql<{ all: string; hot: string }[]>`
+    select coalesce(sum(n_tup_upd), 0)::text as all, coalesce(sum(n_tup_hot_upd), 0)::text as hot
+    from pg_stat_user_tables where relid in (select relid from pg_partition_tree('messages') where isleaf)`
+  return { all: Number(row?.all), hot: Number(row?.hot) }
+}
+
 async function sizes(v: Variant) {
   const [row] = await v.db.sql<{ heap: string; indexes: string; total: string; count: string }[]>`
     select sum(pg_relation_size(relid))::text as heap, sum(pg_indexes_size(relid))::text as indexes,
@@ -283,6 +327,7 @@ try {
   await keeper`select pg_create_physical_replication_slot(${SLOT}, true, true)`
   const started = performance.now()
   await createVariant('before', { until: BEFORE })
+  await createVariant('0030', { until: PACKED })
   await createVariant('after', {})
   await createVariant('pk', { pkOnly: true })
   if (WEBHOOKS) {
@@ -303,20 +348,23 @@ try {
     server: v.serverWal / v.written,
   })
   const rows: { v: Variant; wal: ReturnType<typeof per>; size: Awaited<ReturnType<typeof sizes>> }[] = []
+  // The last round's backends report their counts as they exit.
+  await new Promise((resolve) => setTimeout(resolve, 2000))
   for (const v of variants) {
     v.db = createDb(v.url, { max: 1 })
+    v.updates = await updatesOf(v)
     rows.push({ v, wal: per(v), size: await sizes(v) })
     await v.db.close()
   }
   const f = (n: number) => n.toFixed(0)
   console.log(`\n${N} messages a variant (${ROUNDS} rounds), statuses: delivered 100 %, read 55 %`)
   console.log(
-    '\n| variant | messages indexes | WAL/msg: record | statuses | relay | total | (server) | heap B/msg | index B/msg | table+indexes B/msg |',
+    '\n| variant | messages indexes | WAL/msg: record | statuses | relay | total | (server) | heap B/msg | index B/msg | table+indexes B/msg | updates | HOT |',
   )
-  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |')
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |')
   for (const { v, wal, size } of rows)
     console.log(
-      `| ${v.name} | ${size.count} | ${f(wal.record)} | ${f(wal.statuses)} | ${f(wal.relay)} | ${f(wal.total)} | ${f(wal.server)} | ${f(size.heap)} | ${f(size.indexes)} | ${f(size.total)} |`,
+      `| ${v.name} | ${size.count} | ${f(wal.record)} | ${f(wal.statuses)} | ${f(wal.relay)} | ${f(wal.total)} | ${f(wal.server)} | ${f(size.heap)} | ${f(size.indexes)} | ${f(size.total)} | ${v.updates.all} | ${v.updates.hot} (${((v.updates.hot / Math.max(1, v.updates.all)) * 100).toFixed(0)} %) |`,
     )
   const get = (name: string) => rows.find((r) => r.v.name === name)
   const before = get('before')

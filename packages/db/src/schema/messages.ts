@@ -91,7 +91,9 @@ export const messageColumns = {
  * dropped past `MESSAGE_RETENTION_DAYS` by the workers: packages/db/src/partitions.ts). So the
  * primary key holds `accepted_at`, and no index can be unique across periods: a platform id is
  * unique by construction (the platform's), not by constraint. A message's UUIDv7 id carries its
- * acceptance time, so a lookup by id reads one partition (queries/message-partitions.ts).
+ * acceptance time, so a lookup by id reads one partition (queries/message-partitions.ts). Each
+ * partition leaves a tenth of its pages free (fillfactor 90, `PARTITION_STORAGE`, migration 0032):
+ * the pricing update that follows a message's insert touches no indexed column and is HOT then.
  */
 export const messages = pgTable('messages', messageColumns, (t) => [
   primaryKey({ columns: [t.id, t.acceptedAt] }),
