@@ -38,6 +38,15 @@ export interface FeederOptions {
   leaseMs?: number
 }
 
+/**
+ * How soon the next turn comes while a campaign is being fed: a sender that drains half a window
+ * faster than CAMPAIGN_FEED_INTERVAL_MS (2,000 messages a second at the defaults) would otherwise
+ * wait for the feeder with its list empty, the interval rather than the sender setting the pace
+ * (docs/benchmarks-features.md, campaign sending). An idle feeder, or one whose campaigns' lists
+ * are full (a sender at its rate), still looks only every interval.
+ */
+const QUICK_TURN_MS = 25
+
 /** Refusals that say "not now", not "never": the rows are stored again on a later turn, same ids. */
 const RETRY_LATER: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'OUTSTANDING_LIMIT_REACHED',
@@ -193,30 +202,36 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
     })
   }
 
-  async function feed(found: CampaignRow, now: Date) {
-    if (!(await lease(found.id))) return
+  /** Feeds one campaign its turn; answers whether a window was stored. */
+  async function feed(found: CampaignRow, now: Date): Promise<boolean> {
+    if (!(await lease(found.id))) return false
     let campaign = found
+    let fed = false
     if (campaign.status === 'scheduled') {
       const started = await startCampaign(db, campaign.id, ['scheduled'], now)
-      if (started?.status !== 'running') return
+      if (started?.status !== 'running') return false
       campaign = started
       log.info({ campaignId: campaign.id }, 'campaign started at its startAt')
     }
     const unconfirmed = await unconfirmedRows(db, campaign)
     if (unconfirmed.length > 0) {
       // Stored again under their ids, grouped by the time each id carries.
-      if (!(await store(campaign, unconfirmed, true))) return
+      if (!(await store(campaign, unconfirmed, true))) return false
       campaign = (await findCampaign(db, campaign.id)) ?? campaign
     }
     if ((await waiting(campaign)) < options.window / 2) {
       const rows = await assignWindow(db, campaign.id, options.window, now)
       if (rows.length > 0) {
-        await store(campaign, rows, false)
+        fed = await store(campaign, rows, false)
         campaign = (await findCampaign(db, campaign.id)) ?? campaign
       }
     }
     if (campaign.status === 'running') await progress(campaign, now)
+    return fed
   }
+
+  /** Until when turns come every QUICK_TURN_MS: for `intervalMs` after a turn that fed a window. */
+  let quickUntil = 0
 
   async function turn() {
     const now = sending.clock()
@@ -224,7 +239,7 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
     for (const campaign of campaigns) {
       if (stopped) return
       try {
-        await feed(campaign, now)
+        if (await feed(campaign, now)) quickUntil = Date.now() + options.intervalMs
       } catch (error) {
         log.error({ err: error, campaignId: campaign.id }, 'campaign feed failed; trying again next turn')
       }
@@ -233,6 +248,7 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
 
   const schedule = () => {
     if (stopped) return
+    const delay = Date.now() < quickUntil ? Math.min(QUICK_TURN_MS, options.intervalMs) : options.intervalMs
     timer = setTimeout(() => {
       running = turn()
         .catch((error) => {
@@ -240,7 +256,7 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
           if (!stopped) log.error({ err: error }, 'campaign feeder turn failed')
         })
         .finally(schedule)
-    }, options.intervalMs)
+    }, delay)
     timer.unref()
   }
   schedule()
