@@ -331,42 +331,43 @@ export interface FedRow {
  * time, `at`) and marked `fed`, the cursor moved past them, in one transaction: the ids are in
  * Postgres before anything is stored in Redis. None when the campaign is not running (paused or
  * canceled meanwhile: its row is locked here, so a pause waits for this to commit).
+ *
+ * Three statements: the lock, then one statement that takes the rows, marks them with their ids
+ * and moves the cursor (the rows never travel to the feeder and back as parameters), after the lock
+ * so it reads what committed before it; `state = 'pending'` again in its update, so a row another
+ * feeder marked meanwhile (a lease that ran out) is never given a second id. A window cost six
+ * round trips and its rows twice over the wire before (docs/benchmarks-features.md, campaign sending).
  */
 export async function assignWindow(db: Db, campaignId: string, size: number, at: Date): Promise<FedRow[]> {
   return db.transaction(async (tx) => {
     const [campaign] = await tx
-      .select()
+      .select({ fedThrough: campaigns.fedThrough, confirmedThrough: campaigns.confirmedThrough })
       .from(campaigns)
       .where(and(eq(campaigns.id, campaignId), eq(campaigns.status, 'running')))
       .for('update')
     if (!campaign || campaign.fedThrough !== campaign.confirmedThrough) return []
-    const rows = await tx
-      .select({
-        line: campaignRecipients.line,
-        phone: campaignRecipients.phone,
-        userId: campaignRecipients.userId,
-        variables: campaignRecipients.variables,
-      })
-      .from(campaignRecipients)
-      .where(
-        and(
-          eq(campaignRecipients.campaignId, campaignId),
-          gt(campaignRecipients.line, campaign.fedThrough),
-          eq(campaignRecipients.state, 'pending'),
-        ),
-      )
-      .orderBy(campaignRecipients.line)
-      .limit(size)
-    if (rows.length === 0) return []
     const ms = at.getTime()
-    const fed = rows.map((r) => ({ ...r, messageId: messageIdAt(ms) }))
-    await tx.execute(sql`
-      update campaign_recipients r set state = 'fed', message_id = v.id::uuid
-      from unnest(${sql.param(fed.map((r) => r.line))}::int[], ${sql.param(fed.map((r) => r.messageId))}::text[]) as v(line, id)
-      where r.campaign_id = ${campaignId} and r.line = v.line`)
-    const last = (fed[fed.length - 1] as FedRow).line
-    await tx.update(campaigns).set({ fedThrough: last, updatedAt: at }).where(eq(campaigns.id, campaignId))
-    return fed
+    const ids = Array.from({ length: size }, () => messageIdAt(ms))
+    const rows = await tx.execute<Pick<FedRow, keyof FedRow>>(sql`
+      with next as (
+        select line, row_number() over (order by line) as n
+        from campaign_recipients
+        where campaign_id = ${campaignId} and line > ${campaign.fedThrough} and state = 'pending'
+        order by line
+        limit ${size}
+      ),
+      fed as (
+        update campaign_recipients r set state = 'fed', message_id = u.id
+        from next join unnest(${sql.param(ids)}::uuid[]) with ordinality as u(id, n) using (n)
+        where r.campaign_id = ${campaignId} and r.line = next.line and r.state = 'pending'
+        returning r.line, r.phone, r.user_id, r.variables, r.message_id
+      ),
+      moved as (
+        update campaigns set fed_through = (select max(line) from fed), updated_at = ${at.toISOString()}::timestamptz
+        where id = ${campaignId} and exists (select 1 from fed)
+      )
+      select line, phone, user_id as "userId", variables, message_id::text as "messageId" from fed order by line`)
+    return [...rows]
   })
 }
 
