@@ -12,7 +12,7 @@
  * - batch: the same messages (the same recipients, template, variables, `low` priority) posted as
  *   batches of 1,000 (BENCH_BATCH_CONCURRENCY, 2, in flight); timed from the first request to the
  *   last message recorded `sent`.
- * Messages per second of each, medians of BENCH_ROUNDS (2) compared. Aim ≥ 0.9×. Progress every
+ * Messages per second of each, medians of BENCH_ROUNDS (3) compared. Aim ≥ 0.9×. Progress every
  * BENCH_PROGRESS_MS (10,000).
  *
  *   pnpm --filter @dispatch/bench bench:campaign   (pnpm bench runs 100,000 a side)
@@ -37,7 +37,7 @@ import {
 } from './campaign-services.ts'
 
 const messages = Math.max(1, intEnv('BENCH_CAMPAIGN_MESSAGES', 100_000))
-const rounds = Math.max(1, intEnv('BENCH_ROUNDS', 2))
+const rounds = Math.max(1, intEnv('BENCH_ROUNDS', 3))
 const concurrency = Math.max(1, intEnv('BENCH_BATCH_CONCURRENCY', 2))
 const progressMs = intEnv('BENCH_PROGRESS_MS', 10_000)
 const batchSize = 1000
