@@ -6,7 +6,8 @@
  * the sender (the default one, both keys unbound) at BENCH_FAIR_SENDER_RATE (500) msg/s, so the
  * campaign runs at the sender's rate as a broadcast does, not at whatever the machine can do.
  *
- * A's campaign of BENCH_FAIR_AUDIENCE (1,000,000) recipients is written as an upload leaves it and
+ * After a warm-up (`warmUp`: BENCH_WARM_UP, 10,000, by campaign and by batch, then ANALYZE), A's
+ * campaign of BENCH_FAIR_AUDIENCE (1,000,000) recipients is written as an upload leaves it and
  * started; then BENCH_FAIR_ROUNDS (2) rounds, the order alternating, of two phases:
  * - with: A's campaign running (resumed, and sending for 3 s before B starts);
  * - without: A's campaign paused, and what it had stored already sent.
@@ -16,7 +17,8 @@
  * A's throughput in each phase is printed beside it: the campaign did run at the sender's rate.
  *
  *   pnpm --filter @dispatch/bench bench:campaign-fairness   (pnpm bench runs it as is: about 4 minutes)
- *   (BENCH_FAIR_AUDIENCE, BENCH_FAIR_SENDER_RATE, BENCH_FAIR_B_RATE, BENCH_FAIR_SECONDS, BENCH_FAIR_ROUNDS)
+ *   (BENCH_FAIR_AUDIENCE, BENCH_FAIR_SENDER_RATE, BENCH_FAIR_B_RATE, BENCH_FAIR_SECONDS, BENCH_FAIR_ROUNDS,
+ *   BENCH_WARM_UP)
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { printComparison } from '../harness/report.ts'
@@ -31,6 +33,7 @@ import {
   secs,
   sentRows,
   startServices,
+  warmUp,
 } from './campaign-services.ts'
 
 const audience = Math.max(1, intEnv('BENCH_FAIR_AUDIENCE', 1_000_000))
@@ -68,6 +71,7 @@ try {
   const began = performance.now()
   const a = await services.approvedKey('Campaign A', ['send:template', 'manage:campaigns'])
   const b = await services.approvedKey('Transactional B', ['send:free-text'])
+  await warmUp(services, a, intEnv('BENCH_WARM_UP', 10_000))
   const loading = performance.now()
   const campaignId = await readyCampaign(services, a.key, audience)
   console.log(

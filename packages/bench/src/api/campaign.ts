@@ -5,7 +5,8 @@
  * CAMPAIGN_WINDOW and CAMPAIGN_FEED_INTERVAL_MS unless set), one worker (every role, sandbox,
  * the platform's rate out of the way), a redis-server of the run's own.
  *
- * Each round, the order alternating:
+ * First a warm-up (`warmUp`: BENCH_WARM_UP, 20,000, each way, then ANALYZE), then each round, the
+ * order alternating:
  * - campaign: a campaign of BENCH_CAMPAIGN_MESSAGES recipients (a template with two variables per
  *   row), its audience written as an upload leaves it, then `POST …/start`; timed from the start
  *   to the last message recorded `sent` in Postgres.
@@ -17,7 +18,7 @@
  *
  *   pnpm --filter @dispatch/bench bench:campaign   (pnpm bench runs 100,000 a side)
  *   BENCH_CAMPAIGN_MESSAGES=1000000 pnpm --filter @dispatch/bench bench:campaign
- *   (BENCH_CAMPAIGN_MESSAGES, BENCH_ROUNDS, BENCH_BATCH_CONCURRENCY, BENCH_PROGRESS_MS; CAMPAIGN_WINDOW
+ *   (BENCH_CAMPAIGN_MESSAGES, BENCH_ROUNDS, BENCH_BATCH_CONCURRENCY, BENCH_PROGRESS_MS, BENCH_WARM_UP; CAMPAIGN_WINDOW
  *   and CAMPAIGN_FEED_INTERVAL_MS pass through to the API)
  */
 import { printComparison } from '../harness/report.ts'
@@ -34,6 +35,7 @@ import {
   startServices,
   TEMPLATE,
   untilSent,
+  warmUp,
 } from './campaign-services.ts'
 
 const messages = Math.max(1, intEnv('BENCH_CAMPAIGN_MESSAGES', 100_000))
@@ -41,6 +43,7 @@ const rounds = Math.max(1, intEnv('BENCH_ROUNDS', 3))
 const concurrency = Math.max(1, intEnv('BENCH_BATCH_CONCURRENCY', 2))
 const progressMs = intEnv('BENCH_PROGRESS_MS', 10_000)
 const batchSize = 1000
+const warmUpSize = intEnv('BENCH_WARM_UP', 20_000)
 
 const feederEnv: Record<string, string> = {}
 for (const name of ['CAMPAIGN_WINDOW', 'CAMPAIGN_FEED_INTERVAL_MS']) {
@@ -64,6 +67,7 @@ try {
       ` ${feederEnv.CAMPAIGN_WINDOW ?? 'default'}, CAMPAIGN_FEED_INTERVAL_MS ${feederEnv.CAMPAIGN_FEED_INTERVAL_MS ?? 'default'}),` +
       ` one worker (every role, sandbox); ${load()}`,
   )
+  await warmUp(services, key, Math.min(messages, warmUpSize))
   let sentBase = await services.sentSoFar()
 
   const campaign = async (): Promise<Measured> => {
