@@ -340,14 +340,18 @@ export interface FedRow {
  */
 export async function assignWindow(db: Db, campaignId: string, size: number, at: Date): Promise<FedRow[]> {
   return db.transaction(async (tx) => {
-    // The window is read in line order off the primary key whatever the statistics say: an
-    // audience just uploaded has none until autovacuum analyzes it, and Postgres then plans a
-    // bitmap scan of every row the campaign has left, sorted, for each window (90 ms with 100,000
-    // rows left, a second with a million; the ordered scan reads one window, under 1 ms). For this
-    // transaction only (`set_config(…, true)`), set with the lock in one round trip.
+    // The window is read in line order off the primary key and its rows updated as the key's
+    // range from its first line to its last (the pending rows between are exactly the window),
+    // whatever the statistics say: an audience just uploaded is not in them until autovacuum
+    // analyzes it. Postgres then planned a bitmap scan of every row the campaign had left, sorted,
+    // for each window (90 ms with 100,000 rows left, a second with a million), or, with statistics
+    // of other campaigns only, a join that read the new campaign's million rows once per row of
+    // the window (a window ran for minutes). With bitmap and sequential scans off for this
+    // transaction (`set_config(…, true)`, set with the lock in one round trip), a window reads
+    // and updates its own rows: 20 ms a 1,000 with a million left, on a loaded machine.
     const [campaign] = await tx.execute<{ fedThrough: number; confirmedThrough: number }>(sql`
       select fed_through as "fedThrough", confirmed_through as "confirmedThrough",
-        set_config('enable_bitmapscan', 'off', true)
+        set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true)
       from campaigns where id = ${campaignId} and status = 'running'
       for update`)
     if (!campaign || campaign.fedThrough !== campaign.confirmedThrough) return []
@@ -355,16 +359,17 @@ export async function assignWindow(db: Db, campaignId: string, size: number, at:
     const prefix = messageIdAt(at.getTime()).slice(0, 15)
     const rows = await tx.execute<Pick<FedRow, keyof FedRow>>(sql`
       with next as (
-        select line from campaign_recipients
-        where campaign_id = ${campaignId} and line > ${campaign.fedThrough} and state = 'pending'
-        order by line
-        limit ${size}
+        select min(line) as first, max(line) as last from (
+          select line from campaign_recipients
+          where campaign_id = ${campaignId} and line > ${campaign.fedThrough} and state = 'pending'
+          order by line
+          limit ${size}) as w
       ),
       fed as (
         update campaign_recipients r
         set state = 'fed', message_id = (${prefix} || substr(gen_random_uuid()::text, 16))::uuid
-        from next
-        where r.campaign_id = ${campaignId} and r.line = next.line and r.state = 'pending'
+        where r.campaign_id = ${campaignId} and r.state = 'pending'
+          and r.line >= (select first from next) and r.line <= (select last from next)
         returning r.line, r.phone, r.user_id, r.variables, r.message_id
       ),
       moved as (
