@@ -84,8 +84,10 @@ const SKIP_REASON: Partial<Record<ErrorCode, string>> = {
  *    feeds only a `running` one), then are submitted as template sends at `low` priority through
  *    `submit`, judged as any send is, held (never refused) at the messaging limit; a refused row is
  *    skipped with its code; then the window is confirmed;
- * 3. at most every `progressSeconds`, the counts: a `campaign.progress` event, and `completed` with
- *    its event once every row is fed and every message has ended.
+ * 3. at most every `progressSeconds` (and no sooner than COUNTING_SHARE times the last count's
+ *    duration), the counts: a `campaign.progress` event, and `completed` with its event once every
+ *    row is fed and every message has ended.
+ * A turn that stored a window is followed by turns every QUICK_TURN_MS for an interval.
  * So Redis holds at most about a window of a campaign's messages waiting, plus those held.
  */
 export function startCampaignFeeder(sending: Sending, redis: RedisClient, options: FeederOptions) {
