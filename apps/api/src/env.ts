@@ -122,9 +122,12 @@ const ApiEnv = Type.Object({
   CAMPAIGN_FEED: Type.Boolean({ default: true }),
   /** A campaign's recipients waiting for admission in Redis, at most (fed a window at a time). */
   CAMPAIGN_WINDOW: Type.Integer({ minimum: 10, maximum: 10_000, default: 1000 }),
-  /** How often the feeder looks for campaigns to feed. */
+  /** How often the feeder looks for campaigns to feed (every 25 ms for this long after a turn that fed one). */
   CAMPAIGN_FEED_INTERVAL_MS: Type.Integer({ minimum: 10, default: 500 }),
-  /** At most one `campaign.progress` event per campaign this often; the completion is checked as often. */
+  /**
+   * At most one `campaign.progress` event per campaign this often, and no sooner than 20× its last
+   * count's duration (a million recipients: about every 20 s); the completion is checked as often.
+   */
   CAMPAIGN_PROGRESS_SECONDS: Type.Integer({ minimum: 1, default: 5 }),
 })
 type ApiEnv = Static<typeof ApiEnv>

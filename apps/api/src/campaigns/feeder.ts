@@ -41,6 +41,26 @@ export interface FeederOptions {
   leaseMs?: number
 }
 
+/**
+ * How soon the next turn comes while a campaign is being fed: a sender that drains half a window
+ * faster than CAMPAIGN_FEED_INTERVAL_MS (2,000 messages a second at the defaults) would otherwise
+ * wait for the feeder with its list empty, the interval rather than the sender setting the pace
+ * (docs/benchmarks-features.md, campaign sending). An idle feeder, or one whose campaigns' lists
+ * are full (a sender at its rate), still looks only every interval.
+ */
+const QUICK_TURN_MS = 25
+
+/**
+ * The counts (every row of the campaign and every message of it, grouped) are taken at most every
+ * CAMPAIGN_PROGRESS_SECONDS, and no sooner than this many times their last count's duration: a
+ * million-recipient campaign's count takes Postgres about a second, which every 5 s was a fifth of
+ * a core taken from the sends it counts (campaign fairness, docs/benchmarks-features.md).
+ */
+const COUNTING_SHARE = 20
+
+/** Rows submitted at a time when a window is stored (campaign fairness, docs/benchmarks-features.md). */
+const STORE_SLICE = 200
+
 /** Refusals that say "not now", not "never": the rows are stored again on a later turn, same ids. */
 const RETRY_LATER: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'OUTSTANDING_LIMIT_REACHED',
@@ -68,8 +88,10 @@ const SKIP_REASON: Partial<Record<ErrorCode, string>> = {
  *    feeds only a `running` one), then are submitted as template sends at `low` priority through
  *    `submit`, judged as any send is, held (never refused) at the messaging limit; a refused row is
  *    skipped with its code; then the window is confirmed;
- * 3. at most every `progressSeconds`, the counts: a `campaign.progress` event, and `completed` with
- *    its event once every row is fed and every message has ended.
+ * 3. at most every `progressSeconds` (and no sooner than COUNTING_SHARE times the last count's
+ *    duration), the counts: a `campaign.progress` event, and `completed` with its event once every
+ *    row is fed and every message has ended.
+ * A turn that stored a window is followed by turns every QUICK_TURN_MS for an interval.
  * So Redis holds at most about a window of a campaign's messages waiting, plus those held.
  */
 export function startCampaignFeeder(sending: Sending, redis: RedisClient, options: FeederOptions) {
@@ -78,6 +100,8 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
   const owner = randomUUID()
   const leaseMs = options.leaseMs ?? Math.max(10_000, options.intervalMs * 10)
   const lastProgress = new Map<string, number>()
+  /** How long each campaign's last count took (ms). */
+  const countingMs = new Map<string, number>()
   let stopped = false
   let running: Promise<void> | undefined
   let timer: NodeJS.Timeout | undefined
@@ -130,15 +154,21 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
     const ids = rows.map((r) => r.messageId)
     // The ids carry the time they were given: the messages are accepted then, as first stored.
     const at = new Date(acceptedAtOfMessageId(ids[0] as string) ?? sending.clock().getTime())
-    let answers: Submitted[]
+    const answers: Submitted[] = []
     try {
-      answers = await submit(sending, key, sendsOf(campaign, rows), {
-        now: at,
-        batchId: campaign.id,
-        messageIds: ids,
-        again,
-        holdAtLimit: true,
-      })
+      // A slice at a time: judging a whole window is one stretch of the event loop that the
+      // API's own requests (another key's sends) would wait behind.
+      for (let from = 0; from < rows.length; from += STORE_SLICE) {
+        const slice = rows.slice(from, from + STORE_SLICE)
+        const stored = await submit(sending, key, sendsOf(campaign, slice), {
+          now: at,
+          batchId: campaign.id,
+          messageIds: ids.slice(from, from + STORE_SLICE),
+          again,
+          holdAtLimit: true,
+        })
+        answers.push(...stored)
+      }
     } catch (error) {
       if (error instanceof AppError && RETRY_LATER.has(error.errorCode as ErrorCode)) return false
       throw error
@@ -210,9 +240,15 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
 
   async function progress(campaign: CampaignRow, now: Date) {
     const last = lastProgress.get(campaign.id) ?? campaign.progressAt?.getTime() ?? 0
-    if (now.getTime() - last < options.progressSeconds * 1000) return
+    const gapMs = Math.max(
+      options.progressSeconds * 1000,
+      (countingMs.get(campaign.id) ?? 0) * COUNTING_SHARE,
+    )
+    if (now.getTime() - last < gapMs) return
     lastProgress.set(campaign.id, now.getTime())
+    const counting = performance.now()
     const { counts, failedByCode, pricing, engagement } = await campaignCounts(db, campaign)
+    countingMs.set(campaign.id, performance.now() - counting)
     const done =
       campaign.fedThrough === campaign.confirmedThrough &&
       unfinished(counts) === 0 &&
@@ -232,6 +268,7 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
           )
       })
       lastProgress.delete(campaign.id)
+      countingMs.delete(campaign.id)
       log.info({ campaignId: campaign.id, counts }, 'campaign completed')
       return
     }
@@ -250,30 +287,36 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
     })
   }
 
-  async function feed(found: CampaignRow, now: Date) {
-    if (!(await lease(found.id))) return
+  /** Feeds one campaign its turn; answers whether a window was stored. */
+  async function feed(found: CampaignRow, now: Date): Promise<boolean> {
+    if (!(await lease(found.id))) return false
     let campaign = found
+    let fed = false
     if (campaign.status === 'scheduled') {
       const started = await startCampaign(db, campaign.id, ['scheduled'], now)
-      if (started?.status !== 'running') return
+      if (started?.status !== 'running') return false
       campaign = started
       log.info({ campaignId: campaign.id }, 'campaign started at its startAt')
     }
     const unconfirmed = await unconfirmedRows(db, campaign)
     if (unconfirmed.length > 0) {
       // Stored again under their ids, grouped by the time each id carries.
-      if (!(await store(campaign, unconfirmed, true))) return
+      if (!(await store(campaign, unconfirmed, true))) return false
       campaign = (await findCampaign(db, campaign.id)) ?? campaign
     }
     if ((await waiting(campaign)) < options.window / 2 && !(await atLimit(campaign, now))) {
       const rows = await assignWindow(db, campaign.id, options.window, now)
       if (rows.length > 0) {
-        await store(campaign, rows, false)
+        fed = await store(campaign, rows, false)
         campaign = (await findCampaign(db, campaign.id)) ?? campaign
       }
     }
     if (campaign.status === 'running') await progress(campaign, now)
+    return fed
   }
+
+  /** Until when turns come every QUICK_TURN_MS: for `intervalMs` after a turn that fed a window. */
+  let quickUntil = 0
 
   async function turn() {
     const now = sending.clock()
@@ -281,7 +324,7 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
     for (const campaign of campaigns) {
       if (stopped) return
       try {
-        await feed(campaign, now)
+        if (await feed(campaign, now)) quickUntil = Date.now() + options.intervalMs
       } catch (error) {
         log.error({ err: error, campaignId: campaign.id }, 'campaign feed failed; trying again next turn')
       }
@@ -290,6 +333,7 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
 
   const schedule = () => {
     if (stopped) return
+    const delay = Date.now() < quickUntil ? Math.min(QUICK_TURN_MS, options.intervalMs) : options.intervalMs
     timer = setTimeout(() => {
       running = turn()
         .catch((error) => {
@@ -297,7 +341,7 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
           if (!stopped) log.error({ err: error }, 'campaign feeder turn failed')
         })
         .finally(schedule)
-    }, options.intervalMs)
+    }, delay)
     timer.unref()
   }
   schedule()
