@@ -583,5 +583,14 @@ describe('boundaries', () => {
     expectError(noHeader, 422, 'TEMPLATE_PARAMETERS_MISMATCH', /headerVariables/)
     const draft = await create()
     expectError(await control(draft.id, 'start'), 409, 'INVALID_STATE_TRANSITION', /audience/)
+    // An audience of skipped rows only: nothing to start.
+    const upload = await app.inject({
+      method: 'PUT',
+      url: `/api/third-party/campaigns/${draft.id}/audience`,
+      headers: { ...headers(), 'content-type': 'text/csv' },
+      payload: 'phone,1,2\nnot-a-phone,Ana,BR-1\n',
+    })
+    expect(upload.statusCode, upload.body).toBe(200)
+    expectError(await control(draft.id, 'start'), 409, 'INVALID_STATE_TRANSITION', /took no row/)
   })
 })

@@ -193,7 +193,13 @@ export const campaignRoutes: FastifyPluginAsyncTypebox = async (app) => {
     'Start a campaign whose audience is in',
     'From `ready`: `running` now, or `scheduled` until its `startAt`. Its recipients then go out at `low` priority, ' +
       "a window at a time, within your sender's rate, your key's limits and every consent rule.",
-    (campaigns, row, now) => campaigns.start(row.id, ['ready'], now),
+    async (campaigns, row, now) => {
+      // An upload that took no row leaves nothing to send: starting it would only complete it.
+      if (row.status === 'ready' && row.audience?.taken === 0) {
+        throw notInState('its audience took no row: upload one with recipients first', 'ready')
+      }
+      return campaigns.start(row.id, ['ready'], now)
+    },
     'only a campaign whose audience is in (`ready`) can be started',
   )
   control(
