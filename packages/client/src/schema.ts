@@ -6715,6 +6715,9 @@ export interface operations {
                             detail: string | null;
                             messageId: string | null;
                             errorCode: string | null;
+                            variables: {
+                                [key: string]: string;
+                            } | null;
                         }[];
                         next: number | null;
                     };
@@ -17754,6 +17757,9 @@ export interface operations {
                             detail: string | null;
                             messageId: string | null;
                             errorCode: string | null;
+                            variables: {
+                                [key: string]: string;
+                            } | null;
                         }[];
                         next: number | null;
                     };

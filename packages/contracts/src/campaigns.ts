@@ -184,6 +184,8 @@ export const CampaignRecipient = Type.Object(
     detail: Type.Union([Type.String(), Type.Null()]),
     messageId: Type.Union([Type.String({ format: 'uuid' }), Type.Null()]),
     errorCode: Type.Union([Type.String(), Type.Null()]),
+    /** The template's body variables this row gives (null for a skipped row, or one erased). */
+    variables: Type.Union([Type.Record(Type.String(), Type.String()), Type.Null()]),
   },
   { additionalProperties: false },
 )

@@ -220,6 +220,7 @@ describe('a campaign, from creation to completion', () => {
     const { data, next } = page.json<{ data: CampaignRecipient[]; next: number | null }>()
     expect(data.map((r) => r.line)).toEqual([2, 3, 4, 5, 6, 7, 8, 9, 10, 11])
     expect(data.every((r) => r.state === 'sent' && r.messageId)).toBe(true)
+    expect(data[0]?.variables).toEqual({ '1': 'Cliente 2', '2': 'BR-2' })
     expect(next).toBe(11)
     const message = await app.inject({
       method: 'GET',

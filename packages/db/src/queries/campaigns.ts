@@ -237,6 +237,7 @@ const toRecipient = (row: RowWithStatus): CampaignRecipient => ({
   messageId: row.messageId,
   errorCode:
     row.errorCode ?? (row.status === 'failed' || row.status === 'expired' ? row.lastErrorCode : null),
+  variables: row.variables,
 })
 
 /** The statuses of these messages, read by id (each in its own partition). */
