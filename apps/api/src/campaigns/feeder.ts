@@ -24,6 +24,7 @@ import { acceptedAtOfMessageId } from '@dispatch/runtime'
 import { fairKeys } from '@dispatch/runtime/message-handoff'
 import type { RedisClient } from '@dispatch/runtime/redis'
 import { AppError } from '../errors.ts'
+import { isOutage } from '../outages.ts'
 import { messagingLimitView, readSenderReach } from '../senders/views.ts'
 import type { SendItem } from '../sending/judge.ts'
 import type { Sending } from '../sending/sending.ts'
@@ -318,6 +319,19 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
   /** Until when turns come every QUICK_TURN_MS: for `intervalMs` after a turn that fed a window. */
   let quickUntil = 0
 
+  /** Postgres or Redis unreachable since this turn: said once, and again once feeding goes on. */
+  let away = false
+  function failed(error: unknown, campaignId?: string) {
+    if (stopped) return // cut short by the app's close (its connections ended): not a failure
+    if (!isOutage(error)) {
+      log.error({ err: error, campaignId }, 'campaign feed failed; trying again next turn')
+      return
+    }
+    if (away) return
+    away = true
+    log.warn({ err: error, campaignId }, 'campaign feeding waits: Postgres or Redis unreachable')
+  }
+
   async function turn() {
     const now = sending.clock()
     const campaigns = await campaignsToFeed(db, now)
@@ -326,8 +340,15 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
       try {
         if (await feed(campaign, now)) quickUntil = Date.now() + options.intervalMs
       } catch (error) {
-        log.error({ err: error, campaignId: campaign.id }, 'campaign feed failed; trying again next turn')
+        failed(error, campaign.id)
+        // Unreachable for one is unreachable for all: the next turn tries again. A bug in one
+        // campaign's feeding leaves the others fed.
+        if (isOutage(error)) return
       }
+    }
+    if (away) {
+      away = false
+      log.info('campaign feeding goes on: Postgres and Redis reachable again')
     }
   }
 
@@ -336,10 +357,7 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
     const delay = Date.now() < quickUntil ? Math.min(QUICK_TURN_MS, options.intervalMs) : options.intervalMs
     timer = setTimeout(() => {
       running = turn()
-        .catch((error) => {
-          // A turn cut short by the app's close (its connections ended) is not a failure.
-          if (!stopped) log.error({ err: error }, 'campaign feeder turn failed')
-        })
+        .catch((error) => failed(error))
         .finally(schedule)
     }, delay)
     timer.unref()
