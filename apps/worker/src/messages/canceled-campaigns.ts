@@ -1,9 +1,7 @@
-import { CAMPAIGN_CANCELS_CHANNEL } from '@dispatch/contracts'
+import { CAMPAIGN_CANCELS_CHANNEL, isDispatchId } from '@dispatch/contracts'
 import { type Db, findCampaign, listCanceledCampaigns } from '@dispatch/db'
 import type { RedisClient } from '@dispatch/runtime/redis'
 import type { Logger } from 'pino'
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /** How often the whole set is read again: the backstop for an announcement this process missed. */
 export const CANCELED_CAMPAIGNS_REFRESH_MS = 30_000
@@ -85,7 +83,7 @@ export class CanceledCampaigns {
   readonly #onReady = () => void this.refresh()
 
   readonly #onMessage = (channel: string, id: string) => {
-    if (channel !== this.#channel || this.#keys.has(id) || !UUID.test(id)) return
+    if (channel !== this.#channel || this.#keys.has(id) || !isDispatchId(id)) return
     // The announcement is a hint: the campaign's own row says whether it is canceled.
     findCampaign(this.#db, id).then(
       (campaign) => {

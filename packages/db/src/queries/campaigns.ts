@@ -512,29 +512,6 @@ export async function cancelPendingRows(db: Executor, campaignId: string): Promi
   return rows.length
 }
 
-/** The ids of a campaign's fed messages not yet recorded at an end (for its cancel): line order, a chunk at a time. */
-export async function* fedMessageIds(db: Db, campaignId: string, chunk = 1000): AsyncGenerator<string[]> {
-  let after = 0
-  for (;;) {
-    const rows = await db
-      .select({ line: campaignRecipients.line, id: campaignRecipients.messageId })
-      .from(campaignRecipients)
-      .where(
-        and(
-          eq(campaignRecipients.campaignId, campaignId),
-          gt(campaignRecipients.line, after),
-          eq(campaignRecipients.state, 'fed'),
-        ),
-      )
-      .orderBy(campaignRecipients.line)
-      .limit(chunk)
-    if (rows.length === 0) return
-    after = (rows[rows.length - 1] as { line: number }).line
-    yield rows.flatMap((r) => (r.id ? [r.id] : []))
-    if (rows.length < chunk) return
-  }
-}
-
 /** Emits a campaign event (`campaign.started`…) to the key's subscribed endpoints, through the outbox. */
 export async function emitCampaignEvent(
   db: Executor,

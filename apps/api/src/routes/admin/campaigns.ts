@@ -47,7 +47,7 @@ const AdminCampaignListQuery = Type.Object(
 export const adminCampaignRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, clock } = app.deps
   const find = async (id: string) => {
-    const row = await findCampaign(db, id.toLowerCase())
+    const row = await findCampaign(db, id)
     if (!row) throw notFound()
     return row
   }

@@ -34,7 +34,7 @@ export const campaignRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   const own = async (request: { params: { campaignId: string } } & Parameters<typeof callerOf>[0]) => {
     const campaigns = owned(db, callerOf(request)).campaigns
-    const row = await campaigns.find(request.params.campaignId.toLowerCase())
+    const row = await campaigns.find(request.params.campaignId)
     if (!row) throw notFound()
     return { row, campaigns }
   }
