@@ -11,7 +11,6 @@ import {
   type FedRow,
   findApiKeyById,
   findCampaign,
-  findSender,
   hasPendingRows,
   type RefusedRow,
   recordedMessageIds,
@@ -20,12 +19,11 @@ import {
   unconfirmedRows,
   unfinished,
 } from '@dispatch/db'
-import { acceptedAtOfMessageId } from '@dispatch/runtime'
+import { acceptedAtOfMessageId, readReach } from '@dispatch/runtime'
 import { fairKeys } from '@dispatch/runtime/message-handoff'
 import type { RedisClient } from '@dispatch/runtime/redis'
 import { AppError } from '../errors.ts'
 import { isOutage } from '../outages.ts'
-import { messagingLimitView, readSenderReach } from '../senders/views.ts'
 import type { SendItem } from '../sending/judge.ts'
 import type { Sending } from '../sending/sending.ts'
 import { type Submitted, submit } from '../sending/submit.ts'
@@ -225,14 +223,15 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
 
   /**
    * Whether the sender's portfolio is at its messaging limit now: then nothing more is fed (each
-   * message fed would only be held in Redis until room frees); those fed wait as they are.
+   * message fed would only be held in Redis until room frees); those fed wait as they are. The
+   * limit is the send rules' (in memory, kept current as the send checks' is); the reach is read
+   * from Redis, and an unreadable one feeds, as an untracked limit does.
    */
   async function atLimit(campaign: CampaignRow, now: Date): Promise<boolean> {
-    const sender = await findSender(db, campaign.senderId)
-    if (!sender) return false
-    const [reach] = await readSenderReach(redis, prefix, [sender], now.getTime())
-    const view = messagingLimitView(sender, reach ?? null)
-    return view.limit !== null && view.reach !== null && view.reach >= view.limit
+    const limit = sending.rules.get(campaign.senderId)?.messagingLimit
+    if (!limit?.tracked || limit.limit === null) return false
+    const reached = await readReach(redis, prefix, limit.portfolio, now.getTime()).catch(() => null)
+    return reached !== null && reached.reach >= limit.limit
   }
 
   /** How many of the key's `low` messages wait for admission on the campaign's sender. */
