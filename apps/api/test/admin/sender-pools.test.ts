@@ -333,6 +333,34 @@ describe('changing and deleting a pool', () => {
   })
 })
 
+describe('two admins at once', () => {
+  it('never leave a bound key with an own sender outside its pool, whoever wins', async () => {
+    const biz = business()
+    const a = await sender({ businessId: biz })
+    const b = await sender({ businessId: biz })
+    for (let round = 0; round < 8; round++) {
+      const pool = await createPool([{ senderId: a.id }, { senderId: b.id }])
+      const key = await activeKey(app)
+      // One binds the key to b while the other takes b out of the pool.
+      const [bind, shrink] = await Promise.all([
+        call('PATCH', `/api/admin/api-keys/${key.id}`, { senderPoolId: pool.id, senderId: b.id }),
+        call(
+          'PATCH',
+          `/api/admin/sender-pools/${pool.id}`,
+          { members: [{ senderId: a.id }] },
+          asAdmin(ADMIN.ops),
+        ),
+      ])
+      expect([bind.statusCode, shrink.statusCode].sort(), `${bind.body} ${shrink.body}`).toEqual(
+        bind.statusCode === 200 ? [200, 409] : [200, 422],
+      )
+      const [row] = await world.sql`select sender_id, sender_pool_id from api_keys where id = ${key.id}`
+      const members = await world.sql`select sender_id from sender_pool_members where pool_id = ${pool.id}`
+      if (row?.sender_pool_id) expect(members.map((m) => m.sender_id)).toContain(row.sender_id)
+    }
+  })
+})
+
 describe('listing pools', () => {
   it('pages them with their members, and finds them by name', async () => {
     const a = await sender({ businessId: business() })
