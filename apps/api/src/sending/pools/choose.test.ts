@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { type ChoiceMember, chooseSender, spreadByWeight } from './choose.ts'
+import { type ChoiceMember, chooseSender, memberHash, spreadByWeight } from './choose.ts'
 
 const member = (senderId: string, weight = 1, excluded: ChoiceMember['excluded'] = null): ChoiceMember => ({
   senderId,
@@ -50,6 +50,11 @@ describe('a new recipient', () => {
     expect(moved / recipients.length).toBeCloseTo(1 / 3, 1)
     // Healthy again, it takes back the very recipients it had.
     for (const r of recipients.slice(0, 500)) expect(spreadByWeight(pool, r)).toBe(before.get(r))
+  })
+
+  it('draws the same with a member hash kept in memory as without', () => {
+    const kept = pool.map((m) => ({ ...m, hash: memberHash(m.senderId) }))
+    for (const r of recipients.slice(0, 1000)) expect(spreadByWeight(kept, r)).toBe(spreadByWeight(pool, r))
   })
 })
 

@@ -6,6 +6,8 @@ export interface ChoiceMember {
   senderId: string
   weight: number
   excluded: PoolExclusionReason | null
+  /** `memberHash(senderId)`, kept with the pool in memory so a choice does not hash every id again. */
+  hash?: number | undefined
 }
 
 /** The number that last spoke with the recipient, and whether their 24-hour window with it is open. */
@@ -72,12 +74,12 @@ export function chooseSender(input: ChoiceInput): Choice {
 export function spreadByWeight(members: readonly ChoiceMember[], recipient: string): string | undefined {
   let best: string | undefined
   let bestScore = Number.NEGATIVE_INFINITY
-  const seed = fnv1a(recipient, FNV_OFFSET)
+  const seed = mix(fnv1a(recipient, FNV_OFFSET))
   for (const member of members) {
     if (member.excluded !== null || member.weight <= 0) continue
     // A uniform draw in (0, 1) from the pair, then -w / ln(u): the largest wins with probability
     // proportional to w (weighted rendezvous hashing, Schindelhauer & Schomaker).
-    const u = (mix(fnv1a(member.senderId, seed)) + 0.5) / 4_294_967_296
+    const u = (mix(seed ^ (member.hash ?? memberHash(member.senderId))) + 0.5) / 4_294_967_296
     const score = -member.weight / Math.log(u)
     if (score > bestScore) {
       bestScore = score
@@ -87,7 +89,12 @@ export function spreadByWeight(members: readonly ChoiceMember[], recipient: stri
   return best
 }
 
+/** A member's half of the rendezvous draw: computed once per member when its pool is loaded. */
+export const memberHash = (senderId: string): number => mix(fnv1a(senderId, FNV_SENDER_OFFSET))
+
 const FNV_OFFSET = 0x811c9dc5
+/** Another start for the members' ids, so a sender id equal to a recipient draws unlike it. */
+const FNV_SENDER_OFFSET = 0x9e3779b9
 
 /** FNV-1a over the string's UTF-16 code units, from `hash`. */
 function fnv1a(text: string, hash: number): number {
