@@ -481,7 +481,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A campaign of any key, with its recipients counted by state */
+        /**
+         * A campaign, with its recipients counted by state and its failures by error code
+         * @description The counts add up to the audience’s rows.
+         */
         get: operations["adminGetCampaign"];
         put?: never;
         post?: never;
@@ -501,8 +504,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Pause a key's campaign
-         * @description Audited. The same rules as the key’s own route.
+         * Pause a campaign
+         * @description From `running` or `scheduled`: no more of its recipients are fed; those already fed go on. Audited.
          */
         post: operations["adminPauseCampaign"];
         delete?: never;
@@ -521,8 +524,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Resume a key's paused campaign
-         * @description Audited. The same rules as the key’s own route.
+         * Resume a paused campaign
+         * @description From `paused`: `running` again (or `scheduled`, while its `startAt` is ahead). Audited.
          */
         post: operations["adminResumeCampaign"];
         delete?: never;
@@ -541,8 +544,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Cancel a key's campaign
-         * @description Audited. The same rules as the key’s own route.
+         * Cancel a campaign
+         * @description Its recipients not fed yet end `canceled`, and its messages still waiting are canceled (`cancelReason: "campaign_canceled"`); those a worker already holds go out. Nothing is sent twice. Audited.
          */
         post: operations["adminCancelCampaign"];
         delete?: never;
@@ -558,7 +561,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A campaign's recipients in line order, with their state */
+        /**
+         * A campaign's recipients in line order, with their state
+         * @description Pages by line: pass the answer’s `next` as `after`. `state` filters.
+         */
         get: operations["adminListCampaignRecipients"];
         put?: never;
         post?: never;
@@ -575,7 +581,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every row of a campaign with its outcome, streamed (CSV or NDJSON) */
+        /**
+         * Every row of a campaign with its outcome, streamed (CSV or NDJSON)
+         * @description In line order: line, phone, userId, state, reason, detail, messageId, errorCode. Read a chunk at a time as the socket takes it.
+         */
         get: operations["adminExportCampaignRecipients"];
         put?: never;
         post?: never;
@@ -1688,7 +1697,7 @@ export interface paths {
         put?: never;
         /**
          * Start a campaign whose audience is in
-         * @description Requires `manage:campaigns`. From `ready`: `running` now, or `scheduled` until its `startAt`. Its recipients then go out at `low` priority, a window at a time, within your sender's rate, your key's limits and every consent rule.
+         * @description Requires `manage:campaigns`. From `ready`: `running` now, or `scheduled` until its `startAt`. Its recipients then go out at `low` priority, a window at a time, within the sender's rate, the key's limits and every consent rule.
          */
         post: operations["startCampaign"];
         delete?: never;
