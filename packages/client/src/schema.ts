@@ -1192,7 +1192,7 @@ export interface paths {
         };
         /**
          * A message and its whole life on one timeline
-         * @description Requires the `read:messages` scope; a key sees only its own messages. Oldest first: accepted, scheduled, each delivery attempt that met an error, sent, delivered, read (or failed, expired, canceled), and each webhook event with its delivery attempts to the key’s endpoints.
+         * @description Requires the `read:messages` scope; a key sees only its own messages. Oldest first: accepted, scheduled, each delivery attempt that met an error, sent, delivered, read (or failed, expired, canceled), and each webhook event with its delivery attempts to the key’s endpoints. `request` is the send as stored: only what names it once its content was removed (`redacted`).
          */
         get: operations["getMessageTimeline"];
         put?: never;
@@ -5380,6 +5380,10 @@ export interface operations {
                             clientName?: string;
                             retryCount: number;
                             retriedAt: string | null;
+                        };
+                        /** @description The send as stored (recipient and content). When the message is `redacted`, only what names it is left. */
+                        request: {
+                            [key: string]: unknown;
                         };
                         entries: {
                             /** Format: date-time */
@@ -12731,6 +12735,10 @@ export interface operations {
                             createdAt: string;
                             /** Format: date-time */
                             updatedAt: string;
+                        };
+                        /** @description The send as stored (recipient and content). When the message is `redacted`, only what names it is left. */
+                        request: {
+                            [key: string]: unknown;
                         };
                         entries: {
                             /** Format: date-time */

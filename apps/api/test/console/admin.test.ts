@@ -215,6 +215,7 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await poll(() => timeline.textContent()).toMatch(
       /attempt failed.*131026.*Undeliverable: not a WhatsApp user/i,
     )
+    expect(await page.getByRole('region', { name: 'Request' }).textContent()).toContain('Your order shipped')
     await checkPage(page, 'console-message-failed')
     await page.getByRole('button', { name: 'Retry message' }).click()
     // The page refreshes itself: no reload.

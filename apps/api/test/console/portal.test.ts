@@ -145,6 +145,9 @@ describe.skipIf(browserBinary.missing)('the portal, in a browser', () => {
     await heading('Message').waitFor()
     const timeline = page.getByRole('list', { name: 'Timeline' })
     await poll(() => timeline.textContent()).toMatch(/sent.*webhook attempt/is)
+    // The send as it was asked for.
+    const request = page.getByRole('region', { name: 'Request' })
+    expect(await request.textContent()).toContain('"text": "Your table is ready"')
     await checkPage(page, 'portal-message')
   })
 
