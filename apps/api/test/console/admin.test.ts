@@ -296,6 +296,9 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await settings.getByLabel('Opt out').fill('PARAR, SAIR')
     await settings.getByLabel('Opt back in').fill('VOLTAR')
     await settings.getByLabel('After an opt-out').fill('Você não receberá mais mensagens.')
+    await settings.getByLabel('Business portfolio id').fill('5550001')
+    await settings.getByLabel('Past the limit').selectOption('refuse')
+    await settings.getByLabel('Limit set by an admin').fill('2000')
     await settings.getByRole('button', { name: 'Save settings' }).click()
     await poll(() => page.getByText('Settings saved.').count()).toBe(1)
     const senderId = page.url().split('/').pop() ?? ''
@@ -312,10 +315,15 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
       consentKeywords: { optOut: ['parar', 'sair'], optIn: ['voltar'] },
       consentConfirmation: { optOut: 'Você não receberá mais mensagens.' },
       inboundContentRetention: 'retain',
+      businessId: '5550001',
+      messagingLimitPolicy: 'refuse',
+      messagingLimitOverride: 2000,
+      messagingLimit: { limit: 2000, source: 'admin', portfolio: 'business:5550001' },
     })
     // Emptied, a setting is cleared: no cap.
     await settings.getByLabel('At most').fill('')
     await settings.getByLabel('messages in hours').fill('')
+    await settings.getByLabel('Limit set by an admin').fill('')
     await settings.getByRole('button', { name: 'Save settings' }).click()
     await poll(async () => {
       const again = await app.inject({
@@ -331,7 +339,12 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
       url: `/api/admin/senders/${senderId}`,
       headers: asAdmin(),
     })
-    expect(after.json()).toMatchObject({ serviceWindowPolicy: 'enforce', wabaId: '102290129340398' })
+    expect(after.json()).toMatchObject({
+      serviceWindowPolicy: 'enforce',
+      wabaId: '102290129340398',
+      messagingLimitPolicy: 'refuse',
+      messagingLimitOverride: null,
+    })
     await page.reload()
     expect(await page.getByRole('form', { name: 'Settings' }).getByLabel('24-hour window').inputValue()).toBe(
       'enforce',
