@@ -177,6 +177,26 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await poll(() => history.textContent()).toContain('pending → approved')
     await poll(() => page.getByLabel('Daily quota').inputValue()).toBe('500')
     await poll(() => page.locator('.facts').textContent()).toContain('0 accepted, 500 left')
+    // Quiet hours in the page: saved with the limits, read back by the API as set, cleared when emptied.
+    const limitsForm = page.getByRole('form', { name: 'Limits' })
+    await limitsForm.getByLabel('From').fill('21:00')
+    await limitsForm.getByLabel('Until').fill('08:00')
+    await limitsForm.getByLabel("Zone when the recipient's is unknown").fill('America/Sao_Paulo')
+    await limitsForm.getByRole('button', { name: 'Save limits' }).click()
+    await poll(() => page.getByText('Limits saved.').count()).toBe(1)
+    const keyId = page.url().split('/').pop() ?? ''
+    const quietHours = async () =>
+      (await app.inject({ method: 'GET', url: `/api/admin/api-keys/${keyId}`, headers: asAdmin() })).json()
+        .quietHours
+    expect(await quietHours()).toEqual({ start: '21:00', end: '08:00', timeZone: 'America/Sao_Paulo' })
+    // Half a pair is refused by the API, in words, and changes nothing.
+    await limitsForm.getByLabel('Until').fill('')
+    await limitsForm.getByRole('button', { name: 'Save limits' }).click()
+    await poll(() => limitsForm.locator('..').getByRole('alert').textContent()).toMatch(/quietHours/)
+    expect((await quietHours()).start).toBe('21:00')
+    await limitsForm.getByLabel('From').fill('')
+    await limitsForm.getByRole('button', { name: 'Save limits' }).click()
+    await poll(quietHours).toBeNull()
     await checkPage(page, 'console-key')
     await go('/keys')
     await heading('Keys').waitFor()
