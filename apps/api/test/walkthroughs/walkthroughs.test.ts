@@ -14,7 +14,15 @@ import {
   testRedisUrl,
 } from '@dispatch/testing'
 import { describe, expect, it } from 'vitest'
-import { type Placeholder, readWalkthroughs, type Step, WALKTHROUGH_PAGES, type Walkthrough } from './docs.ts'
+import {
+  NOT_WALKTHROUGHS,
+  type Placeholder,
+  pagesWithPromises,
+  readWalkthroughs,
+  type Step,
+  WALKTHROUGH_PAGES,
+  type Walkthrough,
+} from './docs.ts'
 import { broken, type Promised, parsePromise, valueAt } from './promise.ts'
 import { type Ran, Shell } from './shell.ts'
 
@@ -302,6 +310,13 @@ describe('the walkthroughs in the docs (issue 45)', () => {
     }
     const promises = walkthroughs.flatMap((w) => w.steps.filter((s) => s.promised))
     expect(promises.length).toBeGreaterThan(30)
+  })
+
+  it('leave no page with promises unchecked: a page that promises answers is a walkthrough, or says why not', () => {
+    const unlisted = pagesWithPromises(root).filter(
+      (page) => !(WALKTHROUGH_PAGES as readonly string[]).includes(page) && !(page in NOT_WALKTHROUGHS),
+    )
+    expect(unlisted, 'add them to WALKTHROUGH_PAGES, or to NOT_WALKTHROUGHS with the reason').toEqual([])
   })
 
   it('each works after the others, in the docs order', { timeout: 480_000 }, async () => {
