@@ -36,6 +36,23 @@ done`),
     expect(walkthrough.steps[2]?.promised).toMatchObject({ status: 403, contains: 'API_KEY_NOT_ACTIVE' })
   })
 
+  it("takes a promise in a step's comment above a command as that command's", () => {
+    const { steps } = readWalkthrough(
+      'docs/x.md',
+      page(`curl -s $API/a   # → 200
+
+# 3. Start it (now). → 200 {"status": "running",
+#    "counts": {}}
+curl -s -X POST $API/start
+curl -s $API/b`),
+    )
+    expect(steps.map((s) => s.promised?.text)).toEqual([
+      '200',
+      '200 {"status": "running", "counts": {}}',
+      undefined,
+    ])
+  })
+
   it('reads placeholder lines: the field they take, or the key the page needs', () => {
     const { steps } = readWalkthrough(
       'docs/x.md',
@@ -65,7 +82,7 @@ API=http://x; SECRET='a=b'`),
       /docs\/x\.md:4: .*placeholder line/,
     )
     expect(() => readWalkthrough('docs/x.md', page('# → 200'))).toThrow(
-      /docs\/x\.md:4: a promise .* before any command/,
+      /docs\/x\.md:4: a promise \(→\) with no command under it/,
     )
     expect(() => readWalkthrough('docs/x.md', page("curl -d '{"))).toThrow(/never ends/)
   })

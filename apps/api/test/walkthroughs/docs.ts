@@ -21,6 +21,7 @@ export const WALKTHROUGH_PAGES = [
   'docs/webhooks.md',
   'docs/message-kinds.md',
   'docs/orders.md',
+  'docs/campaigns.md',
 ] as const
 
 /**
@@ -28,7 +29,6 @@ export const WALKTHROUGH_PAGES = [
  * why. A page with promises is in one list or the other (the test checks).
  */
 export const NOT_WALKTHROUGHS: Record<string, string> = {
-  'docs/campaigns.md': 'its promises sit in the step comments above each command',
   'docs/campaigns-audience.md': "one call, on a december.csv of the reader's own",
   'docs/data-lifecycle.md': "single calls, shown beside the prose, on ids of the reader's own",
   'docs/media.md': "one upload of a photo.png of the reader's own",
@@ -165,6 +165,10 @@ export function readWalkthrough(page: string, markdown: string): Walkthrough {
     let pending: { text: string; line: number }[] = []
     let last: Step | undefined
     let promise: { step: Step; text: string } | undefined
+    /** A promise written in a step's comment above its command (`# 3. Start it. → 200 {…}`). */
+    let ahead: { text: string; line: number } | undefined
+    /** Whether the lines since the last command are only its promise (no blank line, no prose). */
+    let underCommand = false
     const closePromise = () => {
       if (!promise) return
       try {
@@ -179,18 +183,29 @@ export function readWalkthrough(page: string, markdown: string): Walkthrough {
         const trimmed = text.trim()
         if (!trimmed) {
           closePromise()
+          underCommand = false
           continue
         }
         if (trimmed.startsWith('#')) {
           const arrow = /^#\s*→\s?(.*)$/.exec(trimmed)
-          if (arrow) {
+          const inProse = /\s→\s(.*)$/.exec(trimmed)
+          if (arrow && underCommand) {
             closePromise()
-            if (!last) fail(line, 'a promise (# →) before any command')
-            else if (last.promised) fail(line, 'a second promise for one command')
+            if (!last || last.promised) fail(line, 'a second promise for one command')
             else promise = { step: last, text: arrow[1] ?? '' }
           } else if (promise && /^#\s{2,}\S/.test(trimmed)) {
             promise.text += ` ${trimmed.replace(/^#\s+/, '')}`
-          } else closePromise()
+          } else if (ahead && /^#\s{2,}\S/.test(trimmed)) {
+            ahead.text += ` ${trimmed.replace(/^#\s+/, '')}`
+          } else if (arrow || inProse) {
+            closePromise()
+            underCommand = false
+            if (ahead) fail(line, 'two promises before one command')
+            ahead = { text: (arrow?.[1] ?? inProse?.[1] ?? '').trim(), line }
+          } else {
+            closePromise()
+            underCommand = false
+          }
           continue
         }
       }
@@ -210,11 +225,17 @@ export function readWalkthrough(page: string, markdown: string): Walkthrough {
       const assignments = readAssignments(command)
       if (assignments) step.assignments = assignments
       const trailing = trailingPromise(command.split('\n').at(-1) ?? '')
+      if (trailing !== undefined && ahead)
+        fail(step.line, 'a promise above the command and another beside it')
       if (trailing !== undefined) promise = { step, text: trailing }
+      else if (ahead) promise = { step, text: ahead.text }
+      ahead = undefined
       steps.push(step)
       last = step
+      underCommand = true
     }
     closePromise()
+    if (ahead) fail(ahead.line, 'a promise (→) with no command under it')
     if (pending.length) fail(pending[0]?.line ?? 0, 'a command that never ends (an open quote or `\\`?)')
   }
   return { page, steps }

@@ -172,7 +172,11 @@ async function keyWith(running: Running, page: string, scopes: string[]): Promis
 
 /** The value a placeholder stands for: from the page's last answer, or a key the page asks for. */
 async function fill(placeholder: Placeholder, last: Ran | undefined, running: Running, page: string) {
-  if (placeholder.keyWithScopes) return keyWith(running, page, placeholder.keyWithScopes)
+  if (placeholder.keyWithScopes) {
+    // The key stands where the word with the ellipsis does (`KEY='x-api-key: mdk_dev_…'` too).
+    const key = await keyWith(running, page, placeholder.keyWithScopes)
+    return placeholder.written.replace(/\S*…\S*/, key)
+  }
   if (!last) {
     throw new Error(
       `${placeholder.name}=${placeholder.written} has no answer before it to be taken from; a key the page needs says so: "# a key with <scopes>"`,
