@@ -40,7 +40,7 @@ const root = fileURLToPath(new URL('../../../../', import.meta.url))
 const APP_SECRET = 'demo-app-secret-123'
 const PHONE_NUMBER_ID = '106540352242922'
 /** How long a read (a curl that only GETs) is asked again until it answers what is promised. */
-const READ_PATIENCE_MS = 15_000
+const READ_PATIENCE_MS = 30_000
 /** Starting four processes on a busy CI machine (2 cores, the rest of the suite beside it) is slow. */
 const STARTUP_MS = 120_000
 
