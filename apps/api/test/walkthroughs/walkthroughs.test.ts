@@ -102,6 +102,10 @@ async function startAll(): Promise<Running> {
     const api = startService('api', ENTRY_POINTS.api, serviceEnv)
     const worker = startService('worker', ENTRY_POINTS.worker, serviceEnv)
     services.push(fake, receiver, api, worker)
+    // A run cut short (its timeout) leaves no process behind when the test process ends.
+    process.once('exit', () => {
+      for (const service of services) service.child.kill('SIGKILL')
+    })
     await Promise.all([
       fake.logged('Fake WhatsApp Cloud API on', STARTUP_MS),
       receiver.logged('Webhook receiver on', STARTUP_MS),
