@@ -5884,6 +5884,12 @@ export interface operations {
                                 replied: number;
                                 optedOut: number;
                             };
+                            waitingFor: {
+                                /** @enum {unknown} */
+                                reason: "daily_quota";
+                                /** Format: date-time */
+                                until: string;
+                            } | null;
                             /** Format: date-time */
                             createdAt: string;
                             startedAt: string | null;
@@ -6030,6 +6036,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -6185,6 +6197,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -6380,6 +6398,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -6575,6 +6599,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -16508,6 +16538,12 @@ export interface operations {
                                 replied: number;
                                 optedOut: number;
                             };
+                            waitingFor: {
+                                /** @enum {unknown} */
+                                reason: "daily_quota";
+                                /** Format: date-time */
+                                until: string;
+                            } | null;
                             /** Format: date-time */
                             createdAt: string;
                             startedAt: string | null;
@@ -16688,6 +16724,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -16872,6 +16914,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -17036,6 +17084,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -17230,6 +17284,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -17424,6 +17484,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -17618,6 +17684,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
