@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import type { ApiKeySelf, Campaign, MessageView } from '@dispatch/contracts'
+import type { ApiKeySelf, Campaign, CampaignRecipient, MessageView } from '@dispatch/contracts'
 import { nextUtcMidnight } from '@dispatch/contracts'
 import { MESSAGING_LIMIT_WINDOW_MS, portfolioReachKey, serviceWindowsLoadedKey } from '@dispatch/runtime'
 import { type FakeWhatsApp, startFakeWhatsApp, waitFor } from '@dispatch/testing'
@@ -189,6 +189,16 @@ describe('a message held at delivery for the messaging limit', () => {
       expect(Math.abs(Date.parse(message.sendAt as string) - leavesAt)).toBeLessThan(1000)
     }
     expect(audience.filter((p) => sentTo(p).length > 0)).toHaveLength(2)
+    // Its rows say why they wait.
+    const rows = await app.inject({
+      method: 'GET',
+      url: `/api/third-party/campaigns/${campaign.id}/recipients?state=held&take=50`,
+      headers: headers(key.key),
+    })
+    expect(rows.statusCode, rows.body).toBe(200)
+    const heldRows = rows.json<{ data: CampaignRecipient[] }>().data
+    expect(heldRows).toHaveLength(18)
+    expect(heldRows.every((r) => r.state === 'held' && r.reason === 'messaging_limit')).toBe(true)
 
     // Room frees: one held message goes, the others are held again (in Redis alone) for the next.
     // The feeder may see the moment's room too and feed the second window, held as it is counted.
