@@ -26,7 +26,7 @@ import { keyOf, syncedSender } from '../templates/setup.ts'
  */
 
 const SECRETS_KEY = randomBytes(32).toString('base64')
-const SCOPES = ['send:template', 'manage:campaigns', 'read:messages']
+const SCOPES = ['send:template', 'manage:campaigns', 'read:messages', 'manage:suppressions']
 const TEMPLATE = {
   templateId: 'order_shipped',
   language: 'pt_BR',
@@ -283,4 +283,25 @@ describe("a campaign spends its key's daily quota", () => {
     const tomorrow = await app.inject({ method: 'GET', url: '/api/api-keys/me', headers: headers(key.key) })
     expect(tomorrow.json<ApiKeySelf>().usage).toMatchObject({ today: 3, remainingToday: 2 })
   }, 60_000)
+
+  it('spends nothing for a row its send refuses, as a refused send spends none', async () => {
+    const sender = await syncedSender(app, fake, { body: { businessId: newBusiness() } })
+    const key = await keyOf(app, sender.id, SCOPES)
+    const [out, ...rest] = Array.from({ length: 4 }, newPhone)
+    const optOut = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/suppressions',
+      headers: headers(key.key),
+      payload: { phone: out, reason: 'asked by phone' },
+    })
+    expect(optOut.statusCode, optOut.body).toBe(201)
+    const campaign = await create(key.key)
+    await loadAudience(campaign.id, [out as string, ...rest])
+    await start(campaign.id, key.key)
+    const done = await until(campaign.id, key.key, (c) => c.status === 'completed', 'the campaign completed')
+    expect(done.counts).toMatchObject({ sent: 3, skipped: 1 })
+    const me = await app.inject({ method: 'GET', url: '/api/api-keys/me', headers: headers(key.key) })
+    // No quota on this key: its messages are counted all the same (the day it runs on).
+    expect(me.json<ApiKeySelf>().usage).toMatchObject({ today: 3, remainingToday: null })
+  })
 })
