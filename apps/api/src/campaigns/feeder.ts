@@ -85,9 +85,10 @@ const SKIP_REASON: Partial<Record<ErrorCode, string>> = {
  * 2. when fewer than `window / 2` of the key's `low` messages wait for admission and the sender's
  *    portfolio is not at its messaging limit, the next `window` rows (or what is left of the key's
  *    daily quota, spent here: none once it is spent, until midnight UTC) get message ids in
- *    Postgres (`assignWindow`, which locks the campaign's row and feeds only a `running` one), then are submitted as template sends at `low` priority through
- *    `submit`, judged as any send is, held (never refused) at the messaging limit; a refused row is
- *    skipped with its code; then the window is confirmed;
+ *    Postgres (`assignWindow`, which locks the campaign's row and feeds only a `running` one), then
+ *    are submitted as template sends at `low` priority through `submit`, judged as any send is,
+ *    held (never refused) at the messaging limit; a refused row is skipped with its code (and
+ *    given back to the quota); then the window is confirmed;
  * 3. at most every `progressSeconds` (and no sooner than COUNTING_SHARE times the last count's
  *    duration), the counts: a `campaign.progress` event, and `completed` with its event once every
  *    row is fed and every message has ended.
@@ -209,6 +210,8 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
    * (`waitingFor: daily_quota` until midnight UTC) while it gets none, and no more once it does.
    */
   async function spendQuota(campaign: CampaignRow, now: Date): Promise<number> {
+    // Every row fed (its messages still going): nothing to spend, nothing to wait for.
+    if (!(await hasPendingRows(db, campaign))) return 0
     const key = await findApiKeyById(db, campaign.apiKeyId)
     if (!key) return 0
     const granted = await spendDailyQuota(redis, prefix, key, options.window, now)
