@@ -5917,6 +5917,12 @@ export interface operations {
                                 replied: number;
                                 optedOut: number;
                             };
+                            waitingFor: {
+                                /** @enum {unknown} */
+                                reason: "daily_quota";
+                                /** Format: date-time */
+                                until: string;
+                            } | null;
                             /** Format: date-time */
                             createdAt: string;
                             startedAt: string | null;
@@ -6063,6 +6069,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -6218,6 +6230,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -6413,6 +6431,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -6608,6 +6632,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -16641,6 +16671,12 @@ export interface operations {
                                 replied: number;
                                 optedOut: number;
                             };
+                            waitingFor: {
+                                /** @enum {unknown} */
+                                reason: "daily_quota";
+                                /** Format: date-time */
+                                until: string;
+                            } | null;
                             /** Format: date-time */
                             createdAt: string;
                             startedAt: string | null;
@@ -16821,6 +16857,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -17005,6 +17047,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -17169,6 +17217,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -17363,6 +17417,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -17557,6 +17617,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -17751,6 +17817,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
