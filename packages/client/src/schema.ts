@@ -521,7 +521,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A campaign of any key, with its recipients counted by state */
+        /**
+         * A campaign, with its recipients counted by state and its failures by error code
+         * @description The counts add up to the audience’s rows.
+         */
         get: operations["adminGetCampaign"];
         put?: never;
         post?: never;
@@ -541,8 +544,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Pause a key's campaign
-         * @description Audited. The same rules as the key’s own route.
+         * Pause a campaign
+         * @description From `running` or `scheduled`: no more of its recipients are fed; those already fed go on. Audited.
          */
         post: operations["adminPauseCampaign"];
         delete?: never;
@@ -561,8 +564,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Resume a key's paused campaign
-         * @description Audited. The same rules as the key’s own route.
+         * Resume a paused campaign
+         * @description From `paused`: `running` again (or `scheduled`, while its `startAt` is ahead). Audited.
          */
         post: operations["adminResumeCampaign"];
         delete?: never;
@@ -581,8 +584,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Cancel a key's campaign
-         * @description Audited. The same rules as the key’s own route.
+         * Cancel a campaign
+         * @description Its recipients not fed yet end `canceled`, and its messages still waiting are canceled (`cancelReason: "campaign_canceled"`); those a worker already holds go out. Nothing is sent twice. Audited.
          */
         post: operations["adminCancelCampaign"];
         delete?: never;
@@ -598,7 +601,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A campaign's recipients in line order, with their state */
+        /**
+         * A campaign's recipients in line order, with their state
+         * @description Pages by line: pass the answer’s `next` as `after`. `state` filters.
+         */
         get: operations["adminListCampaignRecipients"];
         put?: never;
         post?: never;
@@ -615,7 +621,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every row of a campaign with its outcome, streamed (CSV or NDJSON) */
+        /**
+         * Every row of a campaign with its outcome, streamed (CSV or NDJSON)
+         * @description In line order: line, phone, userId, state, reason, detail, messageId, errorCode. Read a chunk at a time as the socket takes it.
+         */
         get: operations["adminExportCampaignRecipients"];
         put?: never;
         post?: never;
@@ -1223,7 +1232,7 @@ export interface paths {
         };
         /**
          * A message and its whole life on one timeline
-         * @description Requires the `read:messages` scope; a key sees only its own messages. Oldest first: accepted, scheduled, each delivery attempt that met an error, sent, delivered, read (or failed, expired, canceled), and each webhook event with its delivery attempts to the key’s endpoints.
+         * @description Requires the `read:messages` scope; a key sees only its own messages. Oldest first: accepted, scheduled, each delivery attempt that met an error, sent, delivered, read (or failed, expired, canceled), and each webhook event with its delivery attempts to the key’s endpoints. `request` is the send as stored: only what names it once its content was removed (`redacted`).
          */
         get: operations["getMessageTimeline"];
         put?: never;
@@ -1421,6 +1430,26 @@ export interface paths {
          * @description Requires the `manage:webhooks` scope. A key sees only its own endpoints and events; another key's are a 404. Filter by `eventId` or by `success`.
          */
         get: operations["listWebhookAttempts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/third-party/webhook-endpoints/{id}/events/{eventId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One event as its deliveries to this endpoint send it: the exact body signed
+         * @description Requires the `manage:webhooks` scope. A key sees only its own endpoints and events; another key's are a 404.
+         */
+        get: operations["getWebhookEvent"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1728,7 +1757,7 @@ export interface paths {
         put?: never;
         /**
          * Start a campaign whose audience is in
-         * @description Requires `manage:campaigns`. From `ready`: `running` now, or `scheduled` until its `startAt`. Its recipients then go out at `low` priority, a window at a time, within your sender's rate, your key's limits and every consent rule.
+         * @description Requires `manage:campaigns`. From `ready`: `running` now, or `scheduled` until its `startAt`. Its recipients then go out at `low` priority, a window at a time, within the sender's rate, the key's limits and every consent rule.
          */
         post: operations["startCampaign"];
         delete?: never;
@@ -6109,6 +6138,10 @@ export interface operations {
                             retryCount: number;
                             retriedAt: string | null;
                         };
+                        /** @description The send as stored (recipient and content). When the message is `redacted`, only what names it is left. */
+                        request: {
+                            [key: string]: unknown;
+                        };
                         entries: {
                             /** Format: date-time */
                             at: string;
@@ -6621,6 +6654,12 @@ export interface operations {
                                 replied: number;
                                 optedOut: number;
                             };
+                            waitingFor: {
+                                /** @enum {unknown} */
+                                reason: "daily_quota";
+                                /** Format: date-time */
+                                until: string;
+                            } | null;
                             /** Format: date-time */
                             createdAt: string;
                             startedAt: string | null;
@@ -6767,6 +6806,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -6922,6 +6967,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -7117,6 +7168,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -7312,6 +7369,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -13460,6 +13523,10 @@ export interface operations {
                             /** Format: date-time */
                             updatedAt: string;
                         };
+                        /** @description The send as stored (recipient and content). When the message is `redacted`, only what names it is left. */
+                        request: {
+                            [key: string]: unknown;
+                        };
                         entries: {
                             /** Format: date-time */
                             at: string;
@@ -15609,6 +15676,102 @@ export interface operations {
             };
         };
     };
+    getWebhookEvent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description The endpoint id */
+                id: string;
+                eventId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        type: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        body: string;
+                    };
+                };
+            };
+            /** @description A malformed parameter (VALIDATION_ERROR) */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     retryWebhookEvent: {
         parameters: {
             query?: never;
@@ -17245,6 +17408,12 @@ export interface operations {
                                 replied: number;
                                 optedOut: number;
                             };
+                            waitingFor: {
+                                /** @enum {unknown} */
+                                reason: "daily_quota";
+                                /** Format: date-time */
+                                until: string;
+                            } | null;
                             /** Format: date-time */
                             createdAt: string;
                             startedAt: string | null;
@@ -17425,6 +17594,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -17609,6 +17784,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -17773,6 +17954,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -17967,6 +18154,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -18161,6 +18354,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -18355,6 +18554,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
