@@ -23,7 +23,7 @@ export const smsEnv = {
   /** …or a Messaging Service (`MG…`) that picks it; takes precedence over SMS_FROM. */
   SMS_MESSAGING_SERVICE_SID: Type.Optional(Type.String({ pattern: '^MG[A-Za-z0-9]+$' })),
   /**
-   * The public URL of `POST /webhooks/sms/status` as the provider calls it (scheme, host, path):
+   * The public URL of `POST /api/webhooks/sms/status` as the provider calls it (scheme, host, path):
    * sent as each SMS's `StatusCallback` and the URL signatures are checked against. Unset: no
    * delivery reports are asked for.
    */
