@@ -153,6 +153,7 @@ export function acceptMessage(
     ...(input.batchId === undefined ? {} : { batchId: input.batchId }),
     ...(traceContext === undefined ? {} : { traceContext }),
     ...(fallbackTemplate === undefined ? {} : { fallbackTemplate }),
+    ...(input.body.fallback === undefined ? {} : { fallback: input.body.fallback }),
     ...(scheduled ? { sendAt: new Date(due).toISOString() } : {}),
     ...(heldUntil === undefined ? {} : { scheduledReason: 'quiet_hours' as const }),
     // The key's `discard` or the send's own: the worker records it without its content.

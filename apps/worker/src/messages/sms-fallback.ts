@@ -1,3 +1,4 @@
+import type { MessageJob } from '@dispatch/contracts'
 import {
   beginFallbackCall,
   decideFallback,
@@ -121,4 +122,35 @@ export async function sendSmsFallback(
     at: clock(),
   })
   return 'sent'
+}
+
+/** WhatsApp's "message undeliverable" (not on WhatsApp, or unreachable): the send-time trigger. */
+export const UNDELIVERABLE_CODE = '131026'
+
+/**
+ * The send-time trigger: a message WhatsApp refused with 131026, its `failed` record committed, and
+ * a `fallback.sms` on its job goes out as an SMS. A message sent to a BSUID alone has no number to
+ * text. Its steps failing (Postgres away) leave the message `failed`, logged: never an SMS twice.
+ */
+export async function fallBackAfterUndeliverable(
+  deps: SmsFallbackDeps,
+  data: MessageJob,
+): Promise<SmsFallbackOutcome | undefined> {
+  const text = data.fallback?.sms.text
+  const to = data.message.body.phone
+  if (text === undefined || to === undefined) return undefined
+  try {
+    return await sendSmsFallback(deps, {
+      messageId: data.messageId,
+      acceptedAt: new Date(data.acceptedAt),
+      to,
+      text,
+      reason: 'whatsapp_undeliverable',
+      reasonCode: UNDELIVERABLE_CODE,
+      fromStatuses: ['failed'],
+    })
+  } catch (error) {
+    deps.log.error({ err: error, messageId: data.messageId }, 'sms fallback steps failed')
+    return undefined
+  }
 }

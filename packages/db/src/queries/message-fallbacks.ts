@@ -211,12 +211,29 @@ export async function applySmsStatus(
 
 /** A message's fallback, for its view; undefined when it has none. */
 export async function findFallback(sql: Sql, messageId: string): Promise<MessageFallbackRow | undefined> {
-  const [row] = await sql<MessageFallbackRow[]>`
-    select message_id as "messageId", accepted_at as "acceptedAt", api_key_id as "apiKeyId", channel, reason,
-      reason_code as "reasonCode", state, decided_at as "decidedAt", calling_at as "callingAt",
-      settled_at as "settledAt", provider, provider_message_id as "providerMessageId",
-      provider_status as "providerStatus", provider_status_at as "providerStatusAt",
-      error_code as "errorCode", error_message as "errorMessage", updated_at as "updatedAt"
-    from message_fallbacks where message_id = ${messageId}`
-  return row
+  const [row] = await sql<Record<string, unknown>[]>`
+    select * from message_fallbacks where message_id = ${messageId}`
+  if (!row) return undefined
+  // Times as Dates whichever way the client parses them (drizzle's keeps them strings).
+  const date = (value: unknown) => (value === null || value === undefined ? null : new Date(value as string))
+  const text = (value: unknown) => (value === null || value === undefined ? null : String(value))
+  return {
+    messageId: String(row.message_id),
+    acceptedAt: date(row.accepted_at) as Date,
+    apiKeyId: String(row.api_key_id),
+    channel: String(row.channel),
+    reason: String(row.reason),
+    reasonCode: text(row.reason_code),
+    state: row.state as FallbackState,
+    decidedAt: date(row.decided_at) as Date,
+    callingAt: date(row.calling_at),
+    settledAt: date(row.settled_at),
+    provider: text(row.provider),
+    providerMessageId: text(row.provider_message_id),
+    providerStatus: text(row.provider_status),
+    providerStatusAt: date(row.provider_status_at),
+    errorCode: text(row.error_code),
+    errorMessage: text(row.error_message),
+    updatedAt: date(row.updated_at) as Date,
+  }
 }
