@@ -4929,6 +4929,22 @@ export interface operations {
                             senderId: string | null;
                             senderPhoneNumberId: string | null;
                             fallbackUsed: boolean;
+                            /** @enum {unknown} */
+                            channel?: "whatsapp" | "sms";
+                            fallback?: {
+                                /** @enum {string} */
+                                channel: "sms";
+                                reason: string;
+                                reasonCode: string | null;
+                                /** Format: date-time */
+                                at: string;
+                                state: string;
+                                status: string | null;
+                                error: {
+                                    code: string;
+                                    message: string;
+                                } | null;
+                            };
                             pricing: {
                                 billable: boolean | null;
                                 pricingModel: string | null;
@@ -5045,6 +5061,22 @@ export interface operations {
                         senderId: string | null;
                         senderPhoneNumberId: string | null;
                         fallbackUsed: boolean;
+                        /** @enum {unknown} */
+                        channel?: "whatsapp" | "sms";
+                        fallback?: {
+                            /** @enum {string} */
+                            channel: "sms";
+                            reason: string;
+                            reasonCode: string | null;
+                            /** Format: date-time */
+                            at: string;
+                            state: string;
+                            status: string | null;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                        };
                         pricing: {
                             billable: boolean | null;
                             pricingModel: string | null;
@@ -5349,6 +5381,22 @@ export interface operations {
                             senderId: string | null;
                             senderPhoneNumberId: string | null;
                             fallbackUsed: boolean;
+                            /** @enum {unknown} */
+                            channel?: "whatsapp" | "sms";
+                            fallback?: {
+                                /** @enum {string} */
+                                channel: "sms";
+                                reason: string;
+                                reasonCode: string | null;
+                                /** Format: date-time */
+                                at: string;
+                                state: string;
+                                status: string | null;
+                                error: {
+                                    code: string;
+                                    message: string;
+                                } | null;
+                            };
                             pricing: {
                                 billable: boolean | null;
                                 pricingModel: string | null;
@@ -9482,6 +9530,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -9693,6 +9748,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /**
                      * @description The template's category, for the marketing opt-out and frequency cap when the sender's synced catalog does not know the template (the catalog's category wins when it does). Not sent to the platform.
                      * @enum {unknown}
@@ -9880,6 +9942,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -10082,6 +10151,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -10283,6 +10359,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -10483,6 +10566,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -10683,6 +10773,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -10884,6 +10981,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -11125,6 +11229,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -11452,6 +11563,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -11653,6 +11771,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -12136,6 +12261,22 @@ export interface operations {
                         senderId: string | null;
                         senderPhoneNumberId: string | null;
                         fallbackUsed: boolean;
+                        /** @enum {unknown} */
+                        channel?: "whatsapp" | "sms";
+                        fallback?: {
+                            /** @enum {string} */
+                            channel: "sms";
+                            reason: string;
+                            reasonCode: string | null;
+                            /** Format: date-time */
+                            at: string;
+                            state: string;
+                            status: string | null;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                        };
                         pricing: {
                             billable: boolean | null;
                             pricingModel: string | null;
@@ -12265,6 +12406,22 @@ export interface operations {
                         senderId: string | null;
                         senderPhoneNumberId: string | null;
                         fallbackUsed: boolean;
+                        /** @enum {unknown} */
+                        channel?: "whatsapp" | "sms";
+                        fallback?: {
+                            /** @enum {string} */
+                            channel: "sms";
+                            reason: string;
+                            reasonCode: string | null;
+                            /** Format: date-time */
+                            at: string;
+                            state: string;
+                            status: string | null;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                        };
                         pricing: {
                             billable: boolean | null;
                             pricingModel: string | null;
@@ -12451,6 +12608,22 @@ export interface operations {
                             senderId: string | null;
                             senderPhoneNumberId: string | null;
                             fallbackUsed: boolean;
+                            /** @enum {unknown} */
+                            channel?: "whatsapp" | "sms";
+                            fallback?: {
+                                /** @enum {string} */
+                                channel: "sms";
+                                reason: string;
+                                reasonCode: string | null;
+                                /** Format: date-time */
+                                at: string;
+                                state: string;
+                                status: string | null;
+                                error: {
+                                    code: string;
+                                    message: string;
+                                } | null;
+                            };
                             pricing: {
                                 billable: boolean | null;
                                 pricingModel: string | null;
@@ -12705,6 +12878,22 @@ export interface operations {
                             senderId: string | null;
                             senderPhoneNumberId: string | null;
                             fallbackUsed: boolean;
+                            /** @enum {unknown} */
+                            channel?: "whatsapp" | "sms";
+                            fallback?: {
+                                /** @enum {string} */
+                                channel: "sms";
+                                reason: string;
+                                reasonCode: string | null;
+                                /** Format: date-time */
+                                at: string;
+                                state: string;
+                                status: string | null;
+                                error: {
+                                    code: string;
+                                    message: string;
+                                } | null;
+                            };
                             pricing: {
                                 billable: boolean | null;
                                 pricingModel: string | null;
@@ -14094,7 +14283,7 @@ export interface operations {
                             /** Format: uuid */
                             id: string;
                             url: string;
-                            events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed")[];
+                            events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent")[];
                             description: string | null;
                             enabled: boolean;
                             disabledReason: ("gone" | "failing") | null;
@@ -14176,7 +14365,7 @@ export interface operations {
             content: {
                 "application/json": {
                     url: string;
-                    events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed")[];
+                    events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent")[];
                     description?: string;
                 };
             };
@@ -14193,7 +14382,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -14317,7 +14506,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -14518,7 +14707,7 @@ export interface operations {
             content: {
                 "application/json": {
                     url?: string;
-                    events?: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed")[];
+                    events?: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent")[];
                     enabled?: boolean;
                 };
             };
@@ -14535,7 +14724,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -14658,7 +14847,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
