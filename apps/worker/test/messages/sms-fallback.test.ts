@@ -10,6 +10,7 @@ import {
 } from '@dispatch/testing'
 import pino from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { AbandonedSmsCallSweeper } from '../../src/messages/sms-call-sweep.ts'
 import { type SmsFallbackRequest, sendSmsFallback } from '../../src/messages/sms-fallback.ts'
 import { createTwilioSmsProvider } from '../../src/platforms/sms/twilio.ts'
 import { insertSenderKey } from './world.ts'
@@ -180,5 +181,25 @@ describe('the SMS fallback', () => {
       state: 'failed',
       errorCode: 'SMS_NOT_CONFIGURED',
     })
+  })
+
+  it('the sweep records `unknown` only a call older than the provider timeout and a margin', async () => {
+    const request = await undeliverable()
+    await decideFallback(client.sql, { ...request, at: new Date() })
+    await beginFallbackCall(client.sql, { ...request, at: new Date() })
+    const sweeper = new AbandonedSmsCallSweeper(
+      client.sql,
+      { smsTimeoutMs: 10_000 },
+      pino({ level: 'silent' }),
+    )
+    expect(await sweeper.sweep()).not.toContain(request.messageId)
+    expect((await findFallback(client.sql, request.messageId))?.state).toBe('calling')
+    expect(await sweeper.sweep(new Date(Date.now() + 71_000))).toContain(request.messageId)
+    expect(await findFallback(client.sql, request.messageId)).toMatchObject({
+      state: 'unknown',
+      errorCode: 'CALL_INTERRUPTED',
+    })
+    expect(await sendSmsFallback(deps(), request)).toBe('elsewhere')
+    expect(fake.sentTo(request.to)).toHaveLength(0)
   })
 })
