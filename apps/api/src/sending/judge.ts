@@ -104,6 +104,12 @@ export async function judge(
   return judged
 }
 
+/** The scopes a batch item (or its dry run) may ask for: its type's, and the fallback's when it has one. */
+export const SEND_ITEM_SCOPES: readonly string[] = [
+  ...new Set(Object.values(SEND_SCOPE)),
+  Scopes.sendSmsFallback,
+]
+
 /**
  * A send carrying `fallback` (an SMS, docs/failover.md) needs `send:sms-fallback` beside its type's
  * scope: `403 INSUFFICIENT_SCOPE` naming the field otherwise.

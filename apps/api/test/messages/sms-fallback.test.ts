@@ -88,6 +88,27 @@ describe('a send with fallback.sms', () => {
     const plain = await activeKey(app, { scopes: ['send:free-text', 'read:messages'] })
     const res = await send(app, 'send-text', plain.key, { phone: newPhone(), text: 'hi', fallback })
     expectError(res, 403, 'INSUFFICIENT_SCOPE', /send:sms-fallback.*body\.fallback/)
+    // In a batch, the item alone is refused; the others go.
+    const batch = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/messages/batch',
+      headers: { 'x-api-key': plain.key },
+      payload: {
+        messages: [
+          { type: 'text', phone: newPhone(), text: 'hi' },
+          { type: 'text', phone: newPhone(), text: 'hi', fallback },
+        ],
+      },
+    })
+    expect(batch.statusCode, batch.body).toBe(202)
+    const [ok, refused] = batch.json<{ results: Array<{ messageId?: string }> }>().results
+    expect(ok).toMatchObject({ index: 0, status: 'queued' })
+    // Sent before the next test scripts WhatsApp's answer.
+    await untilMessageStatus(app, plain.key, ok?.messageId as string, 'sent')
+    expect(refused).toMatchObject({
+      index: 1,
+      error: { statusCode: 403, errorCode: 'INSUFFICIENT_SCOPE', message: expect.stringMatching(/fallback/) },
+    })
   })
 
   it('goes out as one SMS when WhatsApp answers 131026, and its view says so', async () => {
