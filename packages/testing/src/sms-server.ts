@@ -72,7 +72,13 @@ const MESSAGES_PATH = /^\/2010-04-01\/Accounts\/([^/]+)\/Messages\.json$/
  * credentials 20003, missing `To` 21604, missing `From` 21603, or scripted).
  */
 export async function startFakeSms(
-  options: { accountSid?: string; authToken?: string; port?: number } = {},
+  options: {
+    accountSid?: string
+    authToken?: string
+    port?: number
+    /** Told of each SMS it took, once answered. */
+    onTaken?: (request: SmsApiRequest) => void
+  } = {},
 ): Promise<FakeSms> {
   const accountSid = options.accountSid ?? `AC${randomBytes(16).toString('hex')}`
   const authToken = options.authToken ?? randomBytes(16).toString('hex')
@@ -113,7 +119,8 @@ export async function startFakeSms(
       }
       if (scripted) return writeAnswer(res, scripted)
       recorded.sid = newSid()
-      return writeAnswer(res, { status: 201, body: messageResource(accountSid, recorded.sid, params) })
+      await writeAnswer(res, { status: 201, body: messageResource(accountSid, recorded.sid, params) })
+      options.onTaken?.(recorded)
     })
   })
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve))
