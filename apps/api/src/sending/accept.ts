@@ -4,6 +4,7 @@ import {
   type FallbackTemplate,
   isTimeZone,
   kindProblem,
+  type MessageFallback,
   type MessageJob,
   type MessagePriority,
   type MessageType,
@@ -45,6 +46,7 @@ type SendBody = {
   validitySeconds?: number
   priority?: MessagePriority
   fallbackTemplate?: FallbackTemplate
+  fallback?: MessageFallback
   quietHours?: QuietHours
   timeZone?: string
 }

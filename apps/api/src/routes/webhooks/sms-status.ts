@@ -67,7 +67,7 @@ export const smsStatusRoutes: FastifyPluginAsyncTypebox = async (app) => {
       })
       // A duplicate, late or unknown report is acknowledged too: the provider retries anything else.
       request.log.info({ applied: moved !== undefined, status: MessageStatus }, 'sms status processed')
-      return reply.code(204).send()
+      return reply.code(204).send(null)
     },
   )
 }
