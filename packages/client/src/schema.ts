@@ -5695,6 +5695,22 @@ export interface operations {
                             senderId: string | null;
                             senderPhoneNumberId: string | null;
                             fallbackUsed: boolean;
+                            /** @enum {unknown} */
+                            channel?: "whatsapp" | "sms";
+                            fallback?: {
+                                /** @enum {string} */
+                                channel: "sms";
+                                reason: string;
+                                reasonCode: string | null;
+                                /** Format: date-time */
+                                at: string;
+                                state: string;
+                                status: string | null;
+                                error: {
+                                    code: string;
+                                    message: string;
+                                } | null;
+                            };
                             pricing: {
                                 billable: boolean | null;
                                 pricingModel: string | null;
@@ -5811,6 +5827,22 @@ export interface operations {
                         senderId: string | null;
                         senderPhoneNumberId: string | null;
                         fallbackUsed: boolean;
+                        /** @enum {unknown} */
+                        channel?: "whatsapp" | "sms";
+                        fallback?: {
+                            /** @enum {string} */
+                            channel: "sms";
+                            reason: string;
+                            reasonCode: string | null;
+                            /** Format: date-time */
+                            at: string;
+                            state: string;
+                            status: string | null;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                        };
                         pricing: {
                             billable: boolean | null;
                             pricingModel: string | null;
@@ -6115,6 +6147,22 @@ export interface operations {
                             senderId: string | null;
                             senderPhoneNumberId: string | null;
                             fallbackUsed: boolean;
+                            /** @enum {unknown} */
+                            channel?: "whatsapp" | "sms";
+                            fallback?: {
+                                /** @enum {string} */
+                                channel: "sms";
+                                reason: string;
+                                reasonCode: string | null;
+                                /** Format: date-time */
+                                at: string;
+                                state: string;
+                                status: string | null;
+                                error: {
+                                    code: string;
+                                    message: string;
+                                } | null;
+                            };
                             pricing: {
                                 billable: boolean | null;
                                 pricingModel: string | null;
@@ -10282,6 +10330,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -10493,6 +10548,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /**
                      * @description The template's category, for the marketing opt-out and frequency cap when the sender's synced catalog does not know the template (the catalog's category wins when it does). Not sent to the platform.
                      * @enum {unknown}
@@ -10680,6 +10742,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -10882,6 +10951,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -11083,6 +11159,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -11283,6 +11366,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -11483,6 +11573,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -11684,6 +11781,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -11925,6 +12029,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -12252,6 +12363,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -12453,6 +12571,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -12936,6 +13061,22 @@ export interface operations {
                         senderId: string | null;
                         senderPhoneNumberId: string | null;
                         fallbackUsed: boolean;
+                        /** @enum {unknown} */
+                        channel?: "whatsapp" | "sms";
+                        fallback?: {
+                            /** @enum {string} */
+                            channel: "sms";
+                            reason: string;
+                            reasonCode: string | null;
+                            /** Format: date-time */
+                            at: string;
+                            state: string;
+                            status: string | null;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                        };
                         pricing: {
                             billable: boolean | null;
                             pricingModel: string | null;
@@ -13065,6 +13206,22 @@ export interface operations {
                         senderId: string | null;
                         senderPhoneNumberId: string | null;
                         fallbackUsed: boolean;
+                        /** @enum {unknown} */
+                        channel?: "whatsapp" | "sms";
+                        fallback?: {
+                            /** @enum {string} */
+                            channel: "sms";
+                            reason: string;
+                            reasonCode: string | null;
+                            /** Format: date-time */
+                            at: string;
+                            state: string;
+                            status: string | null;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                        };
                         pricing: {
                             billable: boolean | null;
                             pricingModel: string | null;
@@ -13251,6 +13408,22 @@ export interface operations {
                             senderId: string | null;
                             senderPhoneNumberId: string | null;
                             fallbackUsed: boolean;
+                            /** @enum {unknown} */
+                            channel?: "whatsapp" | "sms";
+                            fallback?: {
+                                /** @enum {string} */
+                                channel: "sms";
+                                reason: string;
+                                reasonCode: string | null;
+                                /** Format: date-time */
+                                at: string;
+                                state: string;
+                                status: string | null;
+                                error: {
+                                    code: string;
+                                    message: string;
+                                } | null;
+                            };
                             pricing: {
                                 billable: boolean | null;
                                 pricingModel: string | null;
@@ -13505,6 +13678,22 @@ export interface operations {
                             senderId: string | null;
                             senderPhoneNumberId: string | null;
                             fallbackUsed: boolean;
+                            /** @enum {unknown} */
+                            channel?: "whatsapp" | "sms";
+                            fallback?: {
+                                /** @enum {string} */
+                                channel: "sms";
+                                reason: string;
+                                reasonCode: string | null;
+                                /** Format: date-time */
+                                at: string;
+                                state: string;
+                                status: string | null;
+                                error: {
+                                    code: string;
+                                    message: string;
+                                } | null;
+                            };
                             pricing: {
                                 billable: boolean | null;
                                 pricingModel: string | null;
@@ -14898,7 +15087,7 @@ export interface operations {
                             /** Format: uuid */
                             id: string;
                             url: string;
-                            events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed")[];
+                            events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent")[];
                             description: string | null;
                             enabled: boolean;
                             disabledReason: ("gone" | "failing") | null;
@@ -14980,7 +15169,7 @@ export interface operations {
             content: {
                 "application/json": {
                     url: string;
-                    events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed")[];
+                    events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent")[];
                     description?: string;
                 };
             };
@@ -14997,7 +15186,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -15121,7 +15310,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -15322,7 +15511,7 @@ export interface operations {
             content: {
                 "application/json": {
                     url?: string;
-                    events?: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed")[];
+                    events?: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent")[];
                     enabled?: boolean;
                 };
             };
@@ -15339,7 +15528,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -15462,7 +15651,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
