@@ -34,8 +34,8 @@ export interface HotIndex {
   /** What writes an entry: every row, or only the rows of a partial index. */
   entries: string
   kind?: 'primary key' | 'unique'
-  /** The case of bench:index-plans whose plan must read it. */
-  planCase?: string
+  /** The case (or cases) of bench:index-plans whose plan must read it. */
+  planCase?: string | string[]
 }
 
 export const HOT_TABLE_INDEXES: HotIndex[] = [
@@ -51,12 +51,15 @@ export const HOT_TABLE_INDEXES: HotIndex[] = [
   },
   {
     table: 'messages',
-    index: 'messages_platform_message_id_idx',
+    index: 'messages_platform_message_id_hash_idx',
     serves:
-      "a platform status's update, applyPlatformStatus, messages.ts:51; a quoted reply, inbound-messages.ts:73",
+      "a platform status's update, applyPlatformStatus, messages.ts:51, and its pricing, recordMessagePricing, message-pricing.ts:13; a quoted reply, routeReply, inbound-messages.ts:61 (on the id's hash: platformIdIs, message-ids.ts:38)",
     hot: true,
-    entries: 'every sent message (partial: platform id set), at insert and each status change',
-    planCase: 'applyPlatformStatus',
+    // The id's 8-byte hash, not the id (~50-60 bytes): each sent message lands on a random leaf, so
+    // the whole index is the working set (migration 0035). Whole, not partial: a partial index's
+    // expression has no statistics, and a quoted reply then read the phone's index with it.
+    entries: 'every insert and status change (a null hash until sent)',
+    planCase: ['applyPlatformStatus', 'recordMessagePricing', 'routeReply (quoted)'],
   },
   {
     table: 'messages',

@@ -33,6 +33,7 @@ import {
   purgeRelayedOutbox,
   recordDeliveryOutcomes,
   recordInboundMessage,
+  recordMessagePricing,
   redactExpiredMessages,
   redactExpiredReplies,
   relayOutbox,
@@ -102,6 +103,19 @@ try {
           at: now,
         }),
     },
+    recordMessagePricing: {
+      run: (db) =>
+        recordMessagePricing(
+          db,
+          sample.platform,
+          { billable: true, pricingModel: 'PMP', category: 'utility', type: 'regular' },
+          sample.id,
+        ),
+    },
+    // A status whose `biz_opaque_callback_data` was lost: every partition's index probed.
+    'applyPlatformStatus (no id)': {
+      run: (db) => applyPlatformStatus(db, { platformMessageId: sample.platform, status: 'read', at: now }),
+    },
     recordDeliveryOutcomes: {
       run: (db) =>
         recordDeliveryOutcomes(db.$client, [
@@ -139,6 +153,20 @@ try {
           type: 'text',
           content: { text: 'hi' },
           contextId: null,
+          receivedAt: now,
+        } as never),
+    },
+    'routeReply (quoted)': {
+      run: (db) =>
+        recordInboundMessage(db, {
+          platformMessageId: `wamid.plans-${randomUUID()}`,
+          phoneNumberId: '106540352242922',
+          phone: sample.phone,
+          userId: null,
+          username: null,
+          type: 'text',
+          content: { text: 'yes' },
+          contextId: sample.platform,
           receivedAt: now,
         } as never),
     },
@@ -275,10 +303,11 @@ try {
       console.log(`  ${entry.index}: ${entry.kind ?? 'index'}, not planned here (${entry.serves})`)
       continue
     }
-    const used = seen.get(entry.planCase)
-    const ok = used?.has(entry.index) ?? false
-    if (!ok) failed = true
-    console.log(`  ${ok ? 'ok ' : 'NO '} ${entry.index} ← ${entry.planCase}`)
+    for (const planCase of [entry.planCase].flat()) {
+      const ok = seen.get(planCase)?.has(entry.index) ?? false
+      if (!ok) failed = true
+      console.log(`  ${ok ? 'ok ' : 'NO '} ${entry.index} ← ${planCase}`)
+    }
   }
 } finally {
   await sql.end({ timeout: 5 })
