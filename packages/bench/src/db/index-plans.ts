@@ -297,6 +297,27 @@ try {
     }
   }
 
+  // Each kept index's size over its table's rows (every partition's index summed under its parent's).
+  const sizes = await sql<{ index: string; table: string; bytes: string; rows: string }[]>`
+    select i.indexrelid::regclass::text as index, i.indrelid::regclass::text as table,
+      pg_relation_size(i.indexrelid)::text as bytes, c.reltuples::bigint::text as rows
+    from pg_index i join pg_class c on c.oid = i.indrelid
+    join pg_namespace n on n.oid = c.relnamespace where n.nspname = 'public' and c.relkind = 'r'`
+  const perIndex = new Map<string, { bytes: number; rows: number }>()
+  for (const r of sizes) {
+    const name = parents.get(r.index) ?? r.index
+    const sum = perIndex.get(name) ?? { bytes: 0, rows: 0 }
+    perIndex.set(name, { bytes: sum.bytes + Number(r.bytes), rows: sum.rows + Math.max(0, Number(r.rows)) })
+  }
+  console.log('\n| index | bytes | B/row |\n| --- | --- | --- |')
+  for (const entry of HOT_TABLE_INDEXES) {
+    const size = perIndex.get(entry.index)
+    if (size)
+      console.log(
+        `| ${entry.index} | ${size.bytes} | ${size.rows >= 1 ? (size.bytes / size.rows).toFixed(1) : '–'} |`,
+      )
+  }
+
   console.log('\nEvery kept index, and whether its query reads it:')
   for (const entry of HOT_TABLE_INDEXES) {
     if (!entry.planCase) {
