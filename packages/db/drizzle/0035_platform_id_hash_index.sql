@@ -17,7 +17,7 @@
 -- Built in this migration's transaction, which holds each partition's SHARE lock (writes wait)
 -- while its index is built. On a large table build each partition's first, concurrently: the
 -- CREATE INDEX below attaches an index of the same definition found on a partition instead of
--- building one (docs/redis-and-postgres.md, Postgres: indexes and writes per message).
+-- building one (docs/data-lifecycle.md, Upgrading a large database to migration 0035).
 CREATE INDEX "messages_platform_message_id_hash_idx" ON "messages" USING btree (hashtextextended("platform_message_id", 0));--> statement-breakpoint
 -- Dropping the partitioned index drops every partition's; nothing is built.
 DROP INDEX "messages_platform_message_id_idx";
