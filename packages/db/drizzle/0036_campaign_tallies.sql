@@ -1,0 +1,89 @@
+-- Issue 43: a campaign's counts without reading its rows or its messages (0.9 s at a million).
+-- Its rows' states are counted on the campaign as they change (fed, refused when stored, canceled),
+-- and its messages by status in `campaign_tallies`, kept by the triggers below wherever a message of
+-- a campaign is inserted, changes what its counts read, or is deleted. Each backend adds to rows of
+-- its own (`shard` = its pid), so concurrent writers never wait on one another's row.
+-- `feed_token` fences the feeder: raised by each that takes a campaign's lease, checked when a window
+-- is assigned and confirmed.
+CREATE TABLE "campaign_tallies" (
+	"campaign_id" uuid NOT NULL,
+	"shard" integer NOT NULL,
+	"status" "message_status" NOT NULL,
+	"error_code" text NOT NULL,
+	"billable" boolean NOT NULL,
+	"category" text NOT NULL,
+	"n" integer NOT NULL,
+	CONSTRAINT "campaign_tallies_campaign_id_shard_status_error_code_billable_category_pk" PRIMARY KEY("campaign_id","shard","status","error_code","billable","category")
+);
+--> statement-breakpoint
+ALTER TABLE "campaigns" ADD COLUMN "feed_token" integer DEFAULT 0 NOT NULL;--> statement-breakpoint
+ALTER TABLE "campaigns" ADD COLUMN "fed_rows" integer DEFAULT 0 NOT NULL;--> statement-breakpoint
+ALTER TABLE "campaigns" ADD COLUMN "refused_rows" integer DEFAULT 0 NOT NULL;--> statement-breakpoint
+ALTER TABLE "campaigns" ADD COLUMN "canceled_rows" integer DEFAULT 0 NOT NULL;--> statement-breakpoint
+CREATE FUNCTION dispatch_campaign_tally_add(p_campaign uuid, p_status message_status, p_code text,
+  p_billable boolean, p_category text, p_delta integer) RETURNS void LANGUAGE sql AS $$
+  INSERT INTO campaign_tallies AS t (campaign_id, shard, status, error_code, billable, category, n)
+  VALUES (p_campaign, pg_backend_pid(), p_status,
+    CASE WHEN p_status::text IN ('failed', 'expired') THEN coalesce(p_code, '') ELSE '' END,
+    coalesce(p_billable, false),
+    CASE WHEN p_billable THEN coalesce(p_category, 'unknown') ELSE '' END,
+    p_delta)
+  ON CONFLICT (campaign_id, shard, status, error_code, billable, category) DO UPDATE SET n = t.n + excluded.n
+$$;
+--> statement-breakpoint
+CREATE FUNCTION dispatch_campaign_tally() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  -- Only a campaign's messages: its id as batch_id, of its key (a `batch` send's id is no campaign).
+  IF TG_OP = 'DELETE' THEN
+    PERFORM 1 FROM campaigns c WHERE c.id = OLD.batch_id AND c.api_key_id = OLD.api_key_id;
+  ELSE
+    PERFORM 1 FROM campaigns c WHERE c.id = NEW.batch_id AND c.api_key_id = NEW.api_key_id;
+  END IF;
+  IF NOT FOUND THEN RETURN NULL; END IF;
+  IF TG_OP <> 'INSERT' THEN
+    PERFORM dispatch_campaign_tally_add(OLD.batch_id, OLD.status, OLD.last_error_code, OLD.pricing_billable,
+      OLD.pricing_category, -1);
+  END IF;
+  IF TG_OP <> 'DELETE' THEN
+    PERFORM dispatch_campaign_tally_add(NEW.batch_id, NEW.status, NEW.last_error_code, NEW.pricing_billable,
+      NEW.pricing_category, 1);
+  END IF;
+  RETURN NULL;
+END $$;
+--> statement-breakpoint
+-- The conditions are checked before any function is called: a message of no batch costs nothing
+-- more, and an update that changes none of what the counts read (a retry's attempts, a redaction)
+-- neither.
+CREATE TRIGGER campaign_tally_insert AFTER INSERT ON messages FOR EACH ROW
+  WHEN (NEW.batch_id IS NOT NULL) EXECUTE FUNCTION dispatch_campaign_tally();
+--> statement-breakpoint
+CREATE TRIGGER campaign_tally_update AFTER UPDATE ON messages FOR EACH ROW
+  WHEN (NEW.batch_id IS NOT NULL AND (OLD.status IS DISTINCT FROM NEW.status
+    OR OLD.last_error_code IS DISTINCT FROM NEW.last_error_code
+    OR OLD.pricing_billable IS DISTINCT FROM NEW.pricing_billable
+    OR OLD.pricing_category IS DISTINCT FROM NEW.pricing_category))
+  EXECUTE FUNCTION dispatch_campaign_tally();
+--> statement-breakpoint
+CREATE TRIGGER campaign_tally_delete AFTER DELETE ON messages FOR EACH ROW
+  WHEN (OLD.batch_id IS NOT NULL) EXECUTE FUNCTION dispatch_campaign_tally();
+--> statement-breakpoint
+-- The campaigns already there, counted once from their rows and messages.
+UPDATE campaigns c SET
+  fed_rows = r.fed + r.refused, refused_rows = r.refused, canceled_rows = r.canceled
+FROM (
+  SELECT campaign_id,
+    count(*) FILTER (WHERE state = 'fed')::int AS fed,
+    count(*) FILTER (WHERE state = 'skipped' AND error_code IS NOT NULL)::int AS refused,
+    count(*) FILTER (WHERE state = 'canceled')::int AS canceled
+  FROM campaign_recipients GROUP BY campaign_id
+) r
+WHERE r.campaign_id = c.id;
+--> statement-breakpoint
+INSERT INTO campaign_tallies (campaign_id, shard, status, error_code, billable, category, n)
+SELECT m.batch_id, 0, m.status,
+  CASE WHEN m.status::text IN ('failed', 'expired') THEN coalesce(m.last_error_code, '') ELSE '' END,
+  coalesce(m.pricing_billable, false),
+  CASE WHEN m.pricing_billable THEN coalesce(m.pricing_category, 'unknown') ELSE '' END,
+  count(*)::int
+FROM messages m JOIN campaigns c ON c.id = m.batch_id AND c.api_key_id = m.api_key_id
+GROUP BY 1, 2, 3, 4, 5, 6;
