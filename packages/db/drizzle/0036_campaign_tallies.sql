@@ -20,20 +20,11 @@ ALTER TABLE "campaigns" ADD COLUMN "feed_token" integer DEFAULT 0 NOT NULL;--> s
 ALTER TABLE "campaigns" ADD COLUMN "fed_rows" integer DEFAULT 0 NOT NULL;--> statement-breakpoint
 ALTER TABLE "campaigns" ADD COLUMN "refused_rows" integer DEFAULT 0 NOT NULL;--> statement-breakpoint
 ALTER TABLE "campaigns" ADD COLUMN "canceled_rows" integer DEFAULT 0 NOT NULL;--> statement-breakpoint
-CREATE FUNCTION dispatch_campaign_tally_add(p_campaign uuid, p_status message_status, p_code text,
-  p_billable boolean, p_category text, p_delta integer) RETURNS void LANGUAGE sql AS $$
-  INSERT INTO campaign_tallies AS t (campaign_id, shard, status, error_code, billable, category, n)
-  VALUES (p_campaign, pg_backend_pid(), p_status,
-    CASE WHEN p_status::text IN ('failed', 'expired') THEN coalesce(p_code, '') ELSE '' END,
-    coalesce(p_billable, false),
-    CASE WHEN p_billable THEN coalesce(p_category, 'unknown') ELSE '' END,
-    p_delta)
-  ON CONFLICT (campaign_id, shard, status, error_code, billable, category) DO UPDATE SET n = t.n + excluded.n
-$$;
---> statement-breakpoint
 CREATE FUNCTION dispatch_campaign_tally() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   -- Only a campaign's messages: its id as batch_id, of its key (a `batch` send's id is no campaign).
+  -- The statements are plpgsql's own, planned once per backend (a SQL function would be planned at
+  -- every call).
   IF TG_OP = 'DELETE' THEN
     PERFORM 1 FROM campaigns c WHERE c.id = OLD.batch_id AND c.api_key_id = OLD.api_key_id;
   ELSE
@@ -41,12 +32,20 @@ BEGIN
   END IF;
   IF NOT FOUND THEN RETURN NULL; END IF;
   IF TG_OP <> 'INSERT' THEN
-    PERFORM dispatch_campaign_tally_add(OLD.batch_id, OLD.status, OLD.last_error_code, OLD.pricing_billable,
-      OLD.pricing_category, -1);
+    INSERT INTO campaign_tallies AS t (campaign_id, shard, status, error_code, billable, category, n)
+    VALUES (OLD.batch_id, pg_backend_pid(), OLD.status,
+      CASE WHEN OLD.status::text IN ('failed', 'expired') THEN coalesce(OLD.last_error_code, '') ELSE '' END,
+      coalesce(OLD.pricing_billable, false),
+      CASE WHEN OLD.pricing_billable THEN coalesce(OLD.pricing_category, 'unknown') ELSE '' END, -1)
+    ON CONFLICT (campaign_id, shard, status, error_code, billable, category) DO UPDATE SET n = t.n - 1;
   END IF;
   IF TG_OP <> 'DELETE' THEN
-    PERFORM dispatch_campaign_tally_add(NEW.batch_id, NEW.status, NEW.last_error_code, NEW.pricing_billable,
-      NEW.pricing_category, 1);
+    INSERT INTO campaign_tallies AS t (campaign_id, shard, status, error_code, billable, category, n)
+    VALUES (NEW.batch_id, pg_backend_pid(), NEW.status,
+      CASE WHEN NEW.status::text IN ('failed', 'expired') THEN coalesce(NEW.last_error_code, '') ELSE '' END,
+      coalesce(NEW.pricing_billable, false),
+      CASE WHEN NEW.pricing_billable THEN coalesce(NEW.pricing_category, 'unknown') ELSE '' END, 1)
+    ON CONFLICT (campaign_id, shard, status, error_code, billable, category) DO UPDATE SET n = t.n + 1;
   END IF;
   RETURN NULL;
 END $$;
