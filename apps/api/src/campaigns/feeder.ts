@@ -354,6 +354,8 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
       const rows = await assignWindow(db, campaign.id, options.window, now, token)
       if (rows.length > 0) {
         fed = await store(campaign, rows, false, token)
+        // A turn that lost its lease leaves the campaign, its counts too, to the new holder.
+        if (!tokens.has(campaign.id)) return false
         campaign = (await findCampaign(db, campaign.id)) ?? campaign
       }
     }
