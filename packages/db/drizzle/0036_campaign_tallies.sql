@@ -21,31 +21,48 @@ ALTER TABLE "campaigns" ADD COLUMN "fed_rows" integer DEFAULT 0 NOT NULL;--> sta
 ALTER TABLE "campaigns" ADD COLUMN "refused_rows" integer DEFAULT 0 NOT NULL;--> statement-breakpoint
 ALTER TABLE "campaigns" ADD COLUMN "canceled_rows" integer DEFAULT 0 NOT NULL;--> statement-breakpoint
 CREATE FUNCTION dispatch_campaign_tally() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  old_code text;
+  old_category text;
+  new_code text;
+  new_category text;
 BEGIN
+  -- What the counts read of a message: its status, a failed or expired one's code, billable and a
+  -- billable one's category.
+  IF TG_OP <> 'INSERT' THEN
+    old_code := CASE WHEN OLD.status::text IN ('failed', 'expired') THEN coalesce(OLD.last_error_code, '') ELSE '' END;
+    old_category := CASE WHEN OLD.pricing_billable THEN coalesce(OLD.pricing_category, 'unknown') ELSE '' END;
+  END IF;
+  IF TG_OP <> 'DELETE' THEN
+    new_code := CASE WHEN NEW.status::text IN ('failed', 'expired') THEN coalesce(NEW.last_error_code, '') ELSE '' END;
+    new_category := CASE WHEN NEW.pricing_billable THEN coalesce(NEW.pricing_category, 'unknown') ELSE '' END;
+  END IF;
+  IF TG_OP = 'UPDATE' AND OLD.status = NEW.status AND old_code = new_code AND old_category = new_category
+    AND coalesce(OLD.pricing_billable, false) = coalesce(NEW.pricing_billable, false) THEN
+    RETURN NULL;
+  END IF;
   -- Only a campaign's messages: its id as batch_id, of its key (a `batch` send's id is no campaign).
-  -- The statements are plpgsql's own, planned once per backend (a SQL function would be planned at
-  -- every call).
   IF TG_OP = 'DELETE' THEN
     PERFORM 1 FROM campaigns c WHERE c.id = OLD.batch_id AND c.api_key_id = OLD.api_key_id;
   ELSE
     PERFORM 1 FROM campaigns c WHERE c.id = NEW.batch_id AND c.api_key_id = NEW.api_key_id;
   END IF;
   IF NOT FOUND THEN RETURN NULL; END IF;
-  IF TG_OP <> 'INSERT' THEN
+  -- One statement a change, plpgsql's own (planned once per backend; a SQL function would be
+  -- planned at every call).
+  IF TG_OP = 'UPDATE' THEN
     INSERT INTO campaign_tallies AS t (campaign_id, shard, status, error_code, billable, category, n)
-    VALUES (OLD.batch_id, pg_backend_pid(), OLD.status,
-      CASE WHEN OLD.status::text IN ('failed', 'expired') THEN coalesce(OLD.last_error_code, '') ELSE '' END,
-      coalesce(OLD.pricing_billable, false),
-      CASE WHEN OLD.pricing_billable THEN coalesce(OLD.pricing_category, 'unknown') ELSE '' END, -1)
-    ON CONFLICT (campaign_id, shard, status, error_code, billable, category) DO UPDATE SET n = t.n - 1;
-  END IF;
-  IF TG_OP <> 'DELETE' THEN
+    VALUES (OLD.batch_id, pg_backend_pid(), OLD.status, old_code, coalesce(OLD.pricing_billable, false), old_category, -1),
+      (NEW.batch_id, pg_backend_pid(), NEW.status, new_code, coalesce(NEW.pricing_billable, false), new_category, 1)
+    ON CONFLICT (campaign_id, shard, status, error_code, billable, category) DO UPDATE SET n = t.n + excluded.n;
+  ELSIF TG_OP = 'INSERT' THEN
     INSERT INTO campaign_tallies AS t (campaign_id, shard, status, error_code, billable, category, n)
-    VALUES (NEW.batch_id, pg_backend_pid(), NEW.status,
-      CASE WHEN NEW.status::text IN ('failed', 'expired') THEN coalesce(NEW.last_error_code, '') ELSE '' END,
-      coalesce(NEW.pricing_billable, false),
-      CASE WHEN NEW.pricing_billable THEN coalesce(NEW.pricing_category, 'unknown') ELSE '' END, 1)
+    VALUES (NEW.batch_id, pg_backend_pid(), NEW.status, new_code, coalesce(NEW.pricing_billable, false), new_category, 1)
     ON CONFLICT (campaign_id, shard, status, error_code, billable, category) DO UPDATE SET n = t.n + 1;
+  ELSE
+    INSERT INTO campaign_tallies AS t (campaign_id, shard, status, error_code, billable, category, n)
+    VALUES (OLD.batch_id, pg_backend_pid(), OLD.status, old_code, coalesce(OLD.pricing_billable, false), old_category, -1)
+    ON CONFLICT (campaign_id, shard, status, error_code, billable, category) DO UPDATE SET n = t.n - 1;
   END IF;
   RETURN NULL;
 END $$;

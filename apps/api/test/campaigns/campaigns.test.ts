@@ -201,6 +201,15 @@ describe('a campaign, from creation to completion', () => {
     expect(total(done.counts)).toBe(46)
     expect(done.completedAt).not.toBeNull()
     await expectCountsExact(campaign.id)
+    // A recipient who writes back is counted as having replied, once.
+    expect(done.engagement).toEqual({ replied: 0, optedOut: 0 })
+    for (let i = 0; i < 2; i++) {
+      const reply = await replyFrom(app, APP_SECRET, senderNumber, audience[0] as string)
+      expect(reply.statusCode, reply.body).toBe(200)
+    }
+    await waitFor(async () => ((await get(campaign.id)).engagement.replied === 1 ? true : undefined), {
+      what: 'the reply counted',
+    })
     for (const phone of audience) expect(sentTo(phone), phone).toHaveLength(1)
     const first = sentTo(audience[0] as string)[0]?.body as { template: { name: string } }
     expect(first.template.name).toBe('order_shipped')

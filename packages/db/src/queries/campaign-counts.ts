@@ -1,5 +1,5 @@
 import type { CampaignCounts, CampaignRecipientState, MessageStatus } from '@dispatch/contracts'
-import { and, eq, sql } from 'drizzle-orm'
+import { and, eq, type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { type CampaignRow, campaignRecipients } from '../schema/campaigns.ts'
 import { messages } from '../schema/messages.ts'
@@ -167,19 +167,24 @@ export async function recountCampaign(db: Db, campaign: CampaignRow): Promise<Ca
 }
 
 /**
- * The recipients fed who replied (an inbound message routed to the campaign's key since it started)
+ * The recipients who replied (an inbound message routed to the campaign's key since it started)
  * and who opted out of its sender since (their own opt-out: a keyword, a preference, a block), each
- * counted once. Read from the few replies and opt-outs since the start, matched to the rows by phone.
+ * counted once, among those its messages went to. Read from the few replies and opt-outs since the
+ * start, each matched to a message of the campaign by the messages' phone index: never the
+ * campaign's rows (a million rows' read, a quarter of a second, when it joined them by phone).
  */
 async function engagementOf(db: Db, campaign: CampaignRow): Promise<CampaignTally['engagement']> {
   const since = (campaign.startedAt ?? campaign.createdAt).toISOString()
+  const acceptedSince = new Date((campaign.startedAt ?? campaign.createdAt).getTime() - 60_000).toISOString()
+  const ofCampaign = (phone: SQL) => sql`exists (select 1 from messages m where m.phone = ${phone}
+    and m.batch_id = ${campaign.id} and m.api_key_id = ${campaign.apiKeyId} and m.accepted_at >= ${acceptedSince}::timestamptz)`
   const [row] = await db.execute<{ replied: number; opted_out: number }>(sql`
     select
       (select count(distinct i.phone)::int from inbound_messages i
-        join campaign_recipients r on r.campaign_id = ${campaign.id} and r.state = 'fed' and r.phone = i.phone
-        where i.api_key_id = ${campaign.apiKeyId} and i.received_at >= ${since}::timestamptz) as replied,
+        where i.api_key_id = ${campaign.apiKeyId} and i.received_at >= ${since}::timestamptz
+          and ${ofCampaign(sql`i.phone`)}) as replied,
       (select count(distinct s.recipient)::int from suppressions s
-        join campaign_recipients r on r.campaign_id = ${campaign.id} and r.state = 'fed' and r.phone = s.recipient
-        where s.sender_id = ${campaign.senderId} and s.owner = '' and s.created_at >= ${since}::timestamptz) as opted_out`)
+        where s.sender_id = ${campaign.senderId} and s.owner = '' and s.created_at >= ${since}::timestamptz
+          and ${ofCampaign(sql`s.recipient`)}) as opted_out`)
   return { replied: row?.replied ?? 0, optedOut: row?.opted_out ?? 0 }
 }
