@@ -9,14 +9,15 @@
  * - after: `campaignCounts` (the row counters and `campaign_tallies`), `hasPendingRows`;
  * each answer checked equal to the other's.
  * And the cost of the tally's triggers on the writes of the delivery path, in the same run:
- * BENCH_WRITES (20,000) campaign messages recorded `sent` by `recordDeliveryOutcomes` (100 a
- * statement, as the worker does), then half of them `delivered` by `applyPlatformStatus`, with the
- * triggers and without (disabled on every partition), alternating, BENCH_ROUNDS times; and the
- * same for messages of no campaign.
+ * BENCH_WRITES (20,000) campaign messages a round recorded `sent` by `recordDeliveryOutcomes` (100
+ * a statement, as the worker does), then half of them `delivered` by `applyPlatformStatus`, with
+ * the triggers and without (disabled on every partition), switched every 200 messages in
+ * alternating order, BENCH_ROUNDS times, totals compared; and the same for messages of no campaign.
  *
  *   pnpm --filter @dispatch/bench bench:campaign-counts
  */
 import { randomUUID } from 'node:crypto'
+import { isDeepStrictEqual } from 'node:util'
 import {
   applyPlatformStatus,
   type CampaignRow,
@@ -127,7 +128,7 @@ try {
   for (let round = 0; round < rounds; round++) {
     const old = await timed(() => recountCampaign(db, row))
     const now = await timed(() => campaignCounts(db, row))
-    if (JSON.stringify(old.value) !== JSON.stringify(now.value))
+    if (!isDeepStrictEqual(old.value, now.value))
       throw new Error(`counts differ:\n${JSON.stringify(old.value)}\n${JSON.stringify(now.value)}`)
     before.push(old.ms)
     after.push(now.ms)
@@ -165,9 +166,10 @@ try {
       for (const t of ['campaign_tally_insert', 'campaign_tally_update', 'campaign_tally_delete'])
         await sql.unsafe(`alter table ${name} ${on ? 'enable' : 'disable'} trigger ${t}`)
   }
-  const writeRound = async (batchId: string | null) => {
+  /** `size` outcomes recorded `sent` (100 a statement), then half of them `delivered` one by one. */
+  const writeBlock = async (batchId: string | null, size: number) => {
     const at = new Date()
-    const outcomes: DeliveryOutcome[] = Array.from({ length: writes }, (_, i) => ({
+    const outcomes: DeliveryOutcome[] = Array.from({ length: size }, (_, i) => ({
       id: messageIdAt(at.getTime()),
       apiKeyId: key.id,
       type: 'template',
@@ -193,7 +195,7 @@ try {
       await recordDeliveryOutcomes(sql, outcomes.slice(i, i + 100))
     const recorded = performance.now() - started
     const updating = performance.now()
-    for (const o of outcomes.slice(0, writes / 2))
+    for (const o of outcomes.slice(0, size / 2))
       await applyPlatformStatus(db, {
         platformMessageId: o.platformMessageId as string,
         messageId: o.id,
@@ -202,30 +204,35 @@ try {
       })
     return { recorded, updated: performance.now() - updating }
   }
+  // Paired: the triggers switched on and off every block of 200 (in alternating order), so a
+  // machine's load drifting during the run weighs on both sides alike; totals compared.
   const kinds = { campaign: id, plain: null } as const
-  const results: Record<string, { recorded: number[]; updated: number[] }> = {}
+  const totals: Record<string, { recorded: number; updated: number }> = {}
+  const block = 200
   for (let round = 0; round < rounds; round++) {
-    for (const on of round % 2 === 0 ? [true, false] : [false, true]) {
-      await triggers(on)
-      for (const [kind, batchId] of Object.entries(kinds)) {
-        const r = await writeRound(batchId)
-        const name = `${kind} ${on ? 'with' : 'without'}`
-        results[name] ??= { recorded: [], updated: [] }
-        results[name].recorded.push(r.recorded)
-        results[name].updated.push(r.updated)
+    for (let done = 0; done < writes; done += block) {
+      const order = (done / block + round) % 2 === 0 ? [true, false] : [false, true]
+      for (const on of order) {
+        await triggers(on)
+        for (const [kind, batchId] of Object.entries(kinds)) {
+          const r = await writeBlock(batchId, block)
+          const name = `${kind} ${on ? 'with' : 'without'}`
+          totals[name] ??= { recorded: 0, updated: 0 }
+          totals[name].recorded += r.recorded
+          totals[name].updated += r.updated
+        }
       }
     }
   }
   await triggers(true)
   for (const kind of Object.keys(kinds)) {
-    const on = results[`${kind} with`] as { recorded: number[]; updated: number[] }
-    const off = results[`${kind} without`] as { recorded: number[]; updated: number[] }
-    const ratio = (a: number[], b: number[]) => (median(a) / median(b)).toFixed(3)
+    const on = totals[`${kind} with`] as { recorded: number; updated: number }
+    const off = totals[`${kind} without`] as { recorded: number; updated: number }
     console.log(
-      `  ${kind} messages, ${writes.toLocaleString()} recorded sent (100 a statement): with the tally` +
-        ` ${ms(median(on.recorded))}, without ${ms(median(off.recorded))} (${ratio(on.recorded, off.recorded)}x);` +
-        ` ${(writes / 2).toLocaleString()} delivered one by one: with ${ms(median(on.updated))}, without` +
-        ` ${ms(median(off.updated))} (${ratio(on.updated, off.updated)}x)`,
+      `  ${kind} messages, ${(writes * rounds).toLocaleString()} recorded sent (100 a statement): with the tally` +
+        ` ${ms(on.recorded)}, without ${ms(off.recorded)} (${(on.recorded / off.recorded).toFixed(3)}x);` +
+        ` ${((writes * rounds) / 2).toLocaleString()} delivered one by one: with ${ms(on.updated)}, without` +
+        ` ${ms(off.updated)} (${(on.updated / off.updated).toFixed(3)}x)`,
     )
   }
 } finally {
