@@ -20,68 +20,69 @@ ALTER TABLE "campaigns" ADD COLUMN "feed_token" integer DEFAULT 0 NOT NULL;--> s
 ALTER TABLE "campaigns" ADD COLUMN "fed_rows" integer DEFAULT 0 NOT NULL;--> statement-breakpoint
 ALTER TABLE "campaigns" ADD COLUMN "refused_rows" integer DEFAULT 0 NOT NULL;--> statement-breakpoint
 ALTER TABLE "campaigns" ADD COLUMN "canceled_rows" integer DEFAULT 0 NOT NULL;--> statement-breakpoint
-CREATE FUNCTION dispatch_campaign_tally() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-  old_code text;
-  old_category text;
-  new_code text;
-  new_category text;
+CREATE FUNCTION dispatch_campaign_tally_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  -- What the counts read of a message: its status, a failed or expired one's code, billable and a
-  -- billable one's category.
-  IF TG_OP <> 'INSERT' THEN
-    old_code := CASE WHEN OLD.status::text IN ('failed', 'expired') THEN coalesce(OLD.last_error_code, '') ELSE '' END;
-    old_category := CASE WHEN OLD.pricing_billable THEN coalesce(OLD.pricing_category, 'unknown') ELSE '' END;
-  END IF;
-  IF TG_OP <> 'DELETE' THEN
-    new_code := CASE WHEN NEW.status::text IN ('failed', 'expired') THEN coalesce(NEW.last_error_code, '') ELSE '' END;
-    new_category := CASE WHEN NEW.pricing_billable THEN coalesce(NEW.pricing_category, 'unknown') ELSE '' END;
-  END IF;
-  IF TG_OP = 'UPDATE' AND OLD.status = NEW.status AND old_code = new_code AND old_category = new_category
-    AND coalesce(OLD.pricing_billable, false) = coalesce(NEW.pricing_billable, false) THEN
-    RETURN NULL;
-  END IF;
-  -- Only a campaign's messages: its id as batch_id, of its key (a `batch` send's id is no campaign).
-  IF TG_OP = 'DELETE' THEN
-    PERFORM 1 FROM campaigns c WHERE c.id = OLD.batch_id AND c.api_key_id = OLD.api_key_id;
-  ELSE
-    PERFORM 1 FROM campaigns c WHERE c.id = NEW.batch_id AND c.api_key_id = NEW.api_key_id;
-  END IF;
-  IF NOT FOUND THEN RETURN NULL; END IF;
-  -- One statement a change, plpgsql's own (planned once per backend; a SQL function would be
-  -- planned at every call).
-  IF TG_OP = 'UPDATE' THEN
-    INSERT INTO campaign_tallies AS t (campaign_id, shard, status, error_code, billable, category, n)
-    VALUES (OLD.batch_id, pg_backend_pid(), OLD.status, old_code, coalesce(OLD.pricing_billable, false), old_category, -1),
-      (NEW.batch_id, pg_backend_pid(), NEW.status, new_code, coalesce(NEW.pricing_billable, false), new_category, 1)
-    ON CONFLICT (campaign_id, shard, status, error_code, billable, category) DO UPDATE SET n = t.n + excluded.n;
-  ELSIF TG_OP = 'INSERT' THEN
-    INSERT INTO campaign_tallies AS t (campaign_id, shard, status, error_code, billable, category, n)
-    VALUES (NEW.batch_id, pg_backend_pid(), NEW.status, new_code, coalesce(NEW.pricing_billable, false), new_category, 1)
-    ON CONFLICT (campaign_id, shard, status, error_code, billable, category) DO UPDATE SET n = t.n + 1;
-  ELSE
-    INSERT INTO campaign_tallies AS t (campaign_id, shard, status, error_code, billable, category, n)
-    VALUES (OLD.batch_id, pg_backend_pid(), OLD.status, old_code, coalesce(OLD.pricing_billable, false), old_category, -1)
-    ON CONFLICT (campaign_id, shard, status, error_code, billable, category) DO UPDATE SET n = t.n - 1;
-  END IF;
+  -- A statement's inserted messages of campaigns (their id as batch_id, of their key; a `batch`
+  -- send's id is no campaign), grouped: one upsert per group, not one per message.
+  INSERT INTO campaign_tallies AS t (campaign_id, shard, status, error_code, billable, category, n)
+  SELECT m.batch_id, pg_backend_pid(), m.status,
+    CASE WHEN m.status::text IN ('failed', 'expired') THEN coalesce(m.last_error_code, '') ELSE '' END,
+    coalesce(m.pricing_billable, false),
+    CASE WHEN m.pricing_billable THEN coalesce(m.pricing_category, 'unknown') ELSE '' END,
+    count(*)::int
+  FROM new_rows m JOIN campaigns c ON c.id = m.batch_id AND c.api_key_id = m.api_key_id
+  GROUP BY 1, 2, 3, 4, 5, 6
+  ON CONFLICT (campaign_id, shard, status, error_code, billable, category) DO UPDATE SET n = t.n + excluded.n;
   RETURN NULL;
 END $$;
 --> statement-breakpoint
--- The conditions are checked before any function is called: a message of no batch costs nothing
--- more, and an update that changes none of what the counts read (a retry's attempts, a redaction)
--- neither.
-CREATE TRIGGER campaign_tally_insert AFTER INSERT ON messages FOR EACH ROW
-  WHEN (NEW.batch_id IS NOT NULL) EXECUTE FUNCTION dispatch_campaign_tally();
+-- A statement trigger fires only on the table its statement names, and is not cloned to partitions:
+-- the worker writes into a period's partition directly, so each partition gets its own (partitions.ts
+-- calls this for each new one).
+CREATE FUNCTION dispatch_campaign_tally_on(target regclass) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE format('CREATE TRIGGER campaign_tally_inserted AFTER INSERT ON %s REFERENCING NEW TABLE AS new_rows '
+    'FOR EACH STATEMENT EXECUTE FUNCTION dispatch_campaign_tally_inserted()', target);
+END $$;
 --> statement-breakpoint
+SELECT dispatch_campaign_tally_on('messages');
+--> statement-breakpoint
+SELECT dispatch_campaign_tally_on(i.inhrelid::regclass) FROM pg_inherits i WHERE i.inhparent = 'messages'::regclass;
+--> statement-breakpoint
+CREATE FUNCTION dispatch_campaign_tally() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  old_code text := CASE WHEN OLD.status::text IN ('failed', 'expired') THEN coalesce(OLD.last_error_code, '') ELSE '' END;
+  old_category text := CASE WHEN OLD.pricing_billable THEN coalesce(OLD.pricing_category, 'unknown') ELSE '' END;
+  new_code text := CASE WHEN NEW.status::text IN ('failed', 'expired') THEN coalesce(NEW.last_error_code, '') ELSE '' END;
+  new_category text := CASE WHEN NEW.pricing_billable THEN coalesce(NEW.pricing_category, 'unknown') ELSE '' END;
+BEGIN
+  -- An update of a message: what the counts read of it (its status, a failed or expired one's
+  -- code, billable and a billable one's category) moves from its old group to its new one.
+  IF OLD.status = NEW.status AND old_code = new_code AND old_category = new_category
+    AND coalesce(OLD.pricing_billable, false) = coalesce(NEW.pricing_billable, false) THEN
+    RETURN NULL;
+  END IF;
+  PERFORM 1 FROM campaigns c WHERE c.id = NEW.batch_id AND c.api_key_id = NEW.api_key_id;
+  IF NOT FOUND THEN RETURN NULL; END IF;
+  -- One statement, plpgsql's own (planned once per backend; a SQL function is planned every call).
+  INSERT INTO campaign_tallies AS t (campaign_id, shard, status, error_code, billable, category, n)
+  VALUES (OLD.batch_id, pg_backend_pid(), OLD.status, old_code, coalesce(OLD.pricing_billable, false), old_category, -1),
+    (NEW.batch_id, pg_backend_pid(), NEW.status, new_code, coalesce(NEW.pricing_billable, false), new_category, 1)
+  ON CONFLICT (campaign_id, shard, status, error_code, billable, category) DO UPDATE SET n = t.n + excluded.n;
+  RETURN NULL;
+END $$;
+--> statement-breakpoint
+-- A row trigger is cloned to every partition, and its condition is checked before any function is
+-- called: a message of no batch, and an update that changes none of what the counts read (a
+-- retry's attempts, a redaction), cost nothing more. Messages are never deleted (a period's
+-- partition is dropped whole; rows moved out of the default partition are moved, not gone), so
+-- nothing counts deletes.
 CREATE TRIGGER campaign_tally_update AFTER UPDATE ON messages FOR EACH ROW
   WHEN (NEW.batch_id IS NOT NULL AND (OLD.status IS DISTINCT FROM NEW.status
     OR OLD.last_error_code IS DISTINCT FROM NEW.last_error_code
     OR OLD.pricing_billable IS DISTINCT FROM NEW.pricing_billable
     OR OLD.pricing_category IS DISTINCT FROM NEW.pricing_category))
   EXECUTE FUNCTION dispatch_campaign_tally();
---> statement-breakpoint
-CREATE TRIGGER campaign_tally_delete AFTER DELETE ON messages FOR EACH ROW
-  WHEN (OLD.batch_id IS NOT NULL) EXECUTE FUNCTION dispatch_campaign_tally();
 --> statement-breakpoint
 -- The campaigns already there, counted once from their rows and messages.
 UPDATE campaigns c SET

@@ -162,9 +162,11 @@ try {
     select c.oid::regclass::text as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
     where i.inhparent = 'messages'::regclass`
   const triggers = async (on: boolean) => {
+    for (const name of ['messages', ...partitions.map((p) => p.name)])
+      await sql.unsafe(`alter table ${name} ${on ? 'enable' : 'disable'} trigger campaign_tally_inserted`)
+    // The row trigger is the parent's, cloned to each partition: switched on the parent, it recurses.
     for (const { name } of partitions)
-      for (const t of ['campaign_tally_insert', 'campaign_tally_update', 'campaign_tally_delete'])
-        await sql.unsafe(`alter table ${name} ${on ? 'enable' : 'disable'} trigger ${t}`)
+      await sql.unsafe(`alter table ${name} ${on ? 'enable' : 'disable'} trigger campaign_tally_update`)
   }
   /** `size` outcomes recorded `sent` (100 a statement), then half of them `delivered` one by one. */
   const writeBlock = async (batchId: string | null, size: number) => {
