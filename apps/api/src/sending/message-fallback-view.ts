@@ -15,11 +15,12 @@ export const ownFallback = (
   }).messages.fallback(messageId)
 
 /**
- * The view with its channel: `sms` once the fallback's SMS went (the provider took it), else
- * `whatsapp`; and the fallback itself, once decided.
+ * The view with its fallback, once one was decided, and its channel then: `sms` once the
+ * fallback's SMS went (the provider took it), else `whatsapp`. No fallback, neither: the message is
+ * WhatsApp's, as every view without them says (the lists' among them, which read no fallback).
  */
 export function withFallback(view: MessageView, row: MessageFallbackRow | undefined): MessageView {
-  if (!row) return { ...view, channel: 'whatsapp' }
+  if (!row) return view
   const fallback: FallbackView = {
     channel: 'sms',
     reason: row.reason,

@@ -181,7 +181,8 @@ describe('a send with fallback.sms', () => {
     const res = await send(app, 'send-text', key.key, { phone, text: 'hello', fallback })
     const { messageId } = res.json<{ messageId: string }>()
     const view = await untilMessageStatus(app, key.key, messageId, 'sent')
-    expect(view.channel).toBe('whatsapp')
+    // No fallback decided: the view is as every WhatsApp message's, neither field (a list's item alike).
+    expect(view.channel).toBeUndefined()
     expect(view.fallback).toBeUndefined()
     expect(sms.sentTo(phone)).toHaveLength(0)
   })
