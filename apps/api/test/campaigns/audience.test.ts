@@ -79,7 +79,7 @@ const rowsOf = (id: string) =>
       raw: string | null
       variables: Record<string, string> | null
     }[]
-  >`select line, phone, user_id, state::text, reason, detail, raw, variables from campaign_recipients where campaign_id = ${id} order by line`
+  >`select line, phone, user_id, state::text, reason, detail, raw, variables::jsonb as variables from campaign_recipients where campaign_id = ${id} order by line`
 
 let phones = 0
 const phone = () => `+551198${String(Date.now()).slice(-5)}${String(phones++).padStart(2, '0')}`

@@ -5,8 +5,8 @@
  * a child process, and `COPY … FROM STDIN (FORMAT csv, HEADER)` of the same file into a bare table
  * (three text columns, no index), rounds alternating; the medians compared as rows per second.
  * Aim ≥ 0.5. Beside them, the floor of the table itself: COPY of the rows exactly as the upload
- * writes them (campaign_recipients' columns, its key, its foreign key, jsonb variables) from a
- * file, which is what the API's own work (HTTP, parsing, judging, the SQL passes after) adds to.
+ * writes them (campaign_recipients' columns, its key, the variables as JSON text, no raw line for a
+ * row taken) from a file, which is what the API's own work (HTTP, parsing, judging, the SQL passes after) adds to.
  * And the API's memory: its peak RSS during the upload over its RSS before
  * (/proc/<pid>/status VmHWM after clearing it, Linux), aim ≤ 100 MB.
  *
@@ -106,9 +106,9 @@ async function writeTableRows(csv: string, path: string, campaignId: string) {
   const lines = (await readFile(csv, 'utf8')).split('\n').slice(1, -1)
   const out = createWriteStream(path)
   let chunk = ''
-  lines.forEach((raw, i) => {
-    const [phone, first_name, date] = raw.split(',')
-    chunk += `${campaignId}\t${i + 2}\t${phone}\t\\N\t${JSON.stringify({ first_name, date })}\tpending\t\\N\t\\N\t${raw}\n`
+  lines.forEach((line, i) => {
+    const [phone, first_name, date] = line.split(',')
+    chunk += `${campaignId}\t${i + 2}\t${phone}\t\\N\t${JSON.stringify({ first_name, date })}\tpending\t\\N\t\\N\t\\N\n`
     if (chunk.length > 1 << 16) {
       out.write(chunk)
       chunk = ''

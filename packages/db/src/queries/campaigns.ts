@@ -416,7 +416,8 @@ export async function assignWindow(db: Db, campaignId: string, size: number, at:
         update campaigns set fed_through = (select max(line) from fed), updated_at = ${at.toISOString()}::timestamptz
         where id = ${campaignId} and exists (select 1 from fed)
       )
-      select line, phone, user_id as "userId", variables, message_id::text as "messageId" from fed order by line`)
+      select line, phone, user_id as "userId", variables::jsonb as variables, message_id::text as "messageId"
+      from fed order by line`)
     return [...rows]
   })
 }
