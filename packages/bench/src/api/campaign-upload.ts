@@ -7,7 +7,8 @@
  * Aim ≥ 0.5. Beside them, the floor of the table itself: COPY of the rows exactly as the upload
  * writes them (campaign_recipients' columns, its key, the variables as JSON text, no raw line for a
  * row taken) from a file, which is what the API's own work (HTTP, parsing, judging, the SQL passes after) adds to.
- * And the API's memory: its peak RSS during the upload over its RSS before
+ * Each round prints the API process's CPU time during the upload (its own work, whatever the
+ * machine's load). And the API's memory: its peak RSS during the upload over its RSS before
  * (/proc/<pid>/status VmHWM after clearing it, Linux), aim ≤ 100 MB.
  *
  *   pnpm --filter @dispatch/bench bench:campaign-upload   (BENCH_UPLOAD_ROWS, BENCH_ROUNDS)
@@ -145,7 +146,9 @@ try {
     await sql`checkpoint`
     await writeFile(`/proc/${pid}/clear_refs`, '5').catch(() => {})
     const before = await memory()
+    const cpuBefore = await server.cpuSeconds()
     api.push(await upload(file, campaignIds[round] as string))
+    const cpuAfter = await server.cpuSeconds()
     const after = await memory()
     growth = Math.max(growth, after.peak - before.rss)
     const tableFile = `${file}.tsv`
@@ -154,7 +157,8 @@ try {
     await rm(tableFile)
     console.log(
       `round ${round + 1}: bare COPY ${(bare[round] as number).toFixed(0)} ms, API ${(api[round] as number).toFixed(0)} ms, ` +
-        `COPY into campaign_recipients ${(table[round] as number).toFixed(0)} ms, API RSS ${(before.rss / 2 ** 20).toFixed(0)} MB → peak ${(after.peak / 2 ** 20).toFixed(0)} MB`,
+        `COPY into campaign_recipients ${(table[round] as number).toFixed(0)} ms, ` +
+        `API CPU ${cpuAfter === undefined || cpuBefore === undefined ? '?' : ((cpuAfter - cpuBefore) * 1000).toFixed(0)} ms, API RSS ${(before.rss / 2 ** 20).toFixed(0)} MB → peak ${(after.peak / 2 ** 20).toFixed(0)} MB`,
     )
   }
   printComparison({

@@ -14,7 +14,8 @@ export class SeenRecipients {
 
   /** The first line of `phone` (E.164, checked) if it was taken before; else records it at `line`. */
   phone(phone: string, line: number): number | undefined {
-    const key = Number(phone.slice(1))
+    let key = 0
+    for (let i = 1; i < phone.length; i++) key = key * 10 + phone.charCodeAt(i) - 48
     if ((this.#size + 1) * 2 > this.#keys.length) this.#grow()
     const at = this.#slot(this.#keys, key)
     if (this.#keys[at] === key) return this.#lines[at]
