@@ -57,7 +57,7 @@ function judgeTaken(row: AudienceRow, judging: AudienceJudging): [CampaignSkipRe
   const first = phone === null ? judging.seen.userId(recipient, line) : judging.seen.phone(recipient, line)
   if (first !== undefined) return ['duplicate', `${field}: the same recipient as line ${first}`]
   const { hashed, plain } = judging.entries
-  let own = plain?.get(recipient)
+  let own = plain === null || plain.size === 0 ? undefined : plain.get(recipient)
   if (own === undefined && hashed.size > 0) own = hashed.get(judging.consent.hash(recipient))
   return own === undefined ? undefined : [own ? 'opted_out' : 'suppressed', optOutDetail(field, own)]
 }
