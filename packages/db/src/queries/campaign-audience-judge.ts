@@ -47,6 +47,7 @@ export const ENTRIES_READ_WHOLE = 200_000
 export async function blockingEntries(
   sql: TransactionSql,
   consent: AudienceConsent,
+  readWhole = ENTRIES_READ_WHOLE,
 ): Promise<{ hashed: Map<string, boolean>; plain: Map<string, boolean> | null }> {
   const hashed = new Map<string, boolean>()
   const plain = new Map<string, boolean>()
@@ -54,9 +55,9 @@ export async function blockingEntries(
     select recipient, bool_or(owner = '' and source <> 'admin') as own from suppressions
     where ${blocking(sql, consent)}
     group by recipient
-    limit ${ENTRIES_READ_WHOLE + 1}`
+    limit ${readWhole + 1}`
   for (const { recipient, own } of rows) (recipient.startsWith('hmac:') ? hashed : plain).set(recipient, own)
-  if (rows.length <= ENTRIES_READ_WHOLE) return { hashed, plain }
+  if (rows.length <= readWhole) return { hashed, plain }
   const hashedOnly = await sql<{ recipient: string; own: boolean }[]>`
     select recipient, bool_or(owner = '' and source <> 'admin') as own from suppressions
     where ${blocking(sql, consent)} and recipient like 'hmac:%'

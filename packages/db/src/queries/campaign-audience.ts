@@ -37,7 +37,13 @@ export async function replaceCampaignAudience(
   db: Db,
   target: AudienceTarget,
   rows: AsyncIterable<AudienceRow[]>,
-  options: { format: CampaignAudience['format']; consent: AudienceConsent; at: Date },
+  options: {
+    format: CampaignAudience['format']
+    consent: AudienceConsent
+    at: Date
+    /** The most blocking entries read whole (`ENTRIES_READ_WHOLE`; a test's smaller one). */
+    entriesReadWhole?: number
+  },
 ): Promise<ReplacedAudience> {
   const { campaignId } = target
   const { consent, at } = options
@@ -52,7 +58,7 @@ export async function replaceCampaignAudience(
 
     // Duplicates and the suppression list are judged as the rows are read; a list too long to
     // read whole is joined to the rows once they are in.
-    const entries = await blockingEntries(sql, consent)
+    const entries = await blockingEntries(sql, consent, options.entriesReadWhole)
     const judging = { consent, entries, seen: new SeenRecipients() }
     const { count, skippedByReason } = await copyAudience(sql, campaignId, rows, judging)
     if (entries.plain === null) {
