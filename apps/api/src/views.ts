@@ -76,7 +76,15 @@ export const toMessageView = (row: MessageRow): MessageView => ({
   lastError: row.lastErrorCode ? { code: row.lastErrorCode, message: row.lastErrorMessage ?? '' } : null,
   batchId: row.batchId,
   sendAt: row.sendAt?.toISOString() ?? null,
-  scheduledReason: row.heldForQuietHours ? 'quiet_hours' : row.sendAt ? 'send_at' : null,
+  // A hold at delivery (the messaging limit) is the latest reason; else quiet hours, else the caller's.
+  scheduledReason:
+    row.scheduledReason === 'messaging_limit'
+      ? 'messaging_limit'
+      : row.heldForQuietHours
+        ? 'quiet_hours'
+        : row.sendAt
+          ? 'send_at'
+          : null,
   expiresAt: row.expiresAt?.toISOString() ?? null,
   senderId: row.senderId,
   senderPhoneNumberId: row.senderPhoneNumberId,

@@ -33,6 +33,7 @@ const NOT_OUR_IDS: Record<string, string> = {
   'POST /api/third-party/messages/{messageId}/read': "a reply's id, or its wamid (Meta's id)",
   'GET /api/third-party/media/{mediaId}/content': "Meta's media id, or an upload's",
   'POST /api/third-party/webhook-endpoints/{id}/events/{eventId}/retry': "{eventId}: an event's `msg_…` id",
+  'GET /api/third-party/webhook-endpoints/{id}/events/{eventId}': "{eventId}: an event's `msg_…` id",
   'GET /api/third-party/suppressions/{idOrRecipient}': 'an entry id, or a recipient (phone or userId)',
 }
 

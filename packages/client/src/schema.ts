@@ -481,7 +481,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A campaign of any key, with its recipients counted by state */
+        /**
+         * A campaign, with its recipients counted by state and its failures by error code
+         * @description The counts add up to the audience’s rows.
+         */
         get: operations["adminGetCampaign"];
         put?: never;
         post?: never;
@@ -501,8 +504,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Pause a key's campaign
-         * @description Audited. The same rules as the key’s own route.
+         * Pause a campaign
+         * @description From `running` or `scheduled`: no more of its recipients are fed; those already fed go on. Audited.
          */
         post: operations["adminPauseCampaign"];
         delete?: never;
@@ -521,8 +524,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Resume a key's paused campaign
-         * @description Audited. The same rules as the key’s own route.
+         * Resume a paused campaign
+         * @description From `paused`: `running` again (or `scheduled`, while its `startAt` is ahead). Audited.
          */
         post: operations["adminResumeCampaign"];
         delete?: never;
@@ -541,8 +544,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Cancel a key's campaign
-         * @description Audited. The same rules as the key’s own route.
+         * Cancel a campaign
+         * @description Its recipients not fed yet end `canceled`, and its messages still waiting are canceled (`cancelReason: "campaign_canceled"`); those a worker already holds go out. Nothing is sent twice. Audited.
          */
         post: operations["adminCancelCampaign"];
         delete?: never;
@@ -558,7 +561,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A campaign's recipients in line order, with their state */
+        /**
+         * A campaign's recipients in line order, with their state
+         * @description Pages by line: pass the answer’s `next` as `after`. `state` filters.
+         */
         get: operations["adminListCampaignRecipients"];
         put?: never;
         post?: never;
@@ -575,7 +581,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every row of a campaign with its outcome, streamed (CSV or NDJSON) */
+        /**
+         * Every row of a campaign with its outcome, streamed (CSV or NDJSON)
+         * @description In line order: line, phone, userId, state, reason, detail, messageId, errorCode. Read a chunk at a time as the socket takes it.
+         */
         get: operations["adminExportCampaignRecipients"];
         put?: never;
         post?: never;
@@ -1183,7 +1192,7 @@ export interface paths {
         };
         /**
          * A message and its whole life on one timeline
-         * @description Requires the `read:messages` scope; a key sees only its own messages. Oldest first: accepted, scheduled, each delivery attempt that met an error, sent, delivered, read (or failed, expired, canceled), and each webhook event with its delivery attempts to the key’s endpoints.
+         * @description Requires the `read:messages` scope; a key sees only its own messages. Oldest first: accepted, scheduled, each delivery attempt that met an error, sent, delivered, read (or failed, expired, canceled), and each webhook event with its delivery attempts to the key’s endpoints. `request` is the send as stored: only what names it once its content was removed (`redacted`).
          */
         get: operations["getMessageTimeline"];
         put?: never;
@@ -1381,6 +1390,26 @@ export interface paths {
          * @description Requires the `manage:webhooks` scope. A key sees only its own endpoints and events; another key's are a 404. Filter by `eventId` or by `success`.
          */
         get: operations["listWebhookAttempts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/third-party/webhook-endpoints/{id}/events/{eventId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One event as its deliveries to this endpoint send it: the exact body signed
+         * @description Requires the `manage:webhooks` scope. A key sees only its own endpoints and events; another key's are a 404.
+         */
+        get: operations["getWebhookEvent"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1688,7 +1717,7 @@ export interface paths {
         put?: never;
         /**
          * Start a campaign whose audience is in
-         * @description Requires `manage:campaigns`. From `ready`: `running` now, or `scheduled` until its `startAt`. Its recipients then go out at `low` priority, a window at a time, within your sender's rate, your key's limits and every consent rule.
+         * @description Requires `manage:campaigns`. From `ready`: `running` now, or `scheduled` until its `startAt`. Its recipients then go out at `low` priority, a window at a time, within the sender's rate, the key's limits and every consent rule.
          */
         post: operations["startCampaign"];
         delete?: never;
@@ -5372,6 +5401,10 @@ export interface operations {
                             retryCount: number;
                             retriedAt: string | null;
                         };
+                        /** @description The send as stored (recipient and content). When the message is `redacted`, only what names it is left. */
+                        request: {
+                            [key: string]: unknown;
+                        };
                         entries: {
                             /** Format: date-time */
                             at: string;
@@ -5884,6 +5917,12 @@ export interface operations {
                                 replied: number;
                                 optedOut: number;
                             };
+                            waitingFor: {
+                                /** @enum {unknown} */
+                                reason: "daily_quota";
+                                /** Format: date-time */
+                                until: string;
+                            } | null;
                             /** Format: date-time */
                             createdAt: string;
                             startedAt: string | null;
@@ -6030,6 +6069,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -6185,6 +6230,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -6380,6 +6431,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -6575,6 +6632,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -12723,6 +12786,10 @@ export interface operations {
                             /** Format: date-time */
                             updatedAt: string;
                         };
+                        /** @description The send as stored (recipient and content). When the message is `redacted`, only what names it is left. */
+                        request: {
+                            [key: string]: unknown;
+                        };
                         entries: {
                             /** Format: date-time */
                             at: string;
@@ -14872,6 +14939,102 @@ export interface operations {
             };
         };
     };
+    getWebhookEvent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description The endpoint id */
+                id: string;
+                eventId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        type: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        body: string;
+                    };
+                };
+            };
+            /** @description A malformed parameter (VALIDATION_ERROR) */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     retryWebhookEvent: {
         parameters: {
             query?: never;
@@ -16508,6 +16671,12 @@ export interface operations {
                                 replied: number;
                                 optedOut: number;
                             };
+                            waitingFor: {
+                                /** @enum {unknown} */
+                                reason: "daily_quota";
+                                /** Format: date-time */
+                                until: string;
+                            } | null;
                             /** Format: date-time */
                             createdAt: string;
                             startedAt: string | null;
@@ -16688,6 +16857,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -16872,6 +17047,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -17036,6 +17217,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -17230,6 +17417,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -17424,6 +17617,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;
@@ -17618,6 +17817,12 @@ export interface operations {
                             replied: number;
                             optedOut: number;
                         };
+                        waitingFor: {
+                            /** @enum {unknown} */
+                            reason: "daily_quota";
+                            /** Format: date-time */
+                            until: string;
+                        } | null;
                         /** Format: date-time */
                         createdAt: string;
                         startedAt: string | null;

@@ -122,6 +122,10 @@ export const CampaignAudience = Type.Object(
 )
 export type CampaignAudience = Static<typeof CampaignAudience>
 
+/** Why a running campaign's feeder waits (`Campaign.waitingFor`). */
+export const CAMPAIGN_WAIT_REASONS = ['daily_quota'] as const
+export type CampaignWaitReason = (typeof CAMPAIGN_WAIT_REASONS)[number]
+
 export const Campaign = Type.Object(
   {
     id: Type.String({ format: 'uuid' }),
@@ -157,6 +161,17 @@ export const Campaign = Type.Object(
       { replied: Type.Integer({ minimum: 0 }), optedOut: Type.Integer({ minimum: 0 }) },
       { additionalProperties: false },
     ),
+    /**
+     * Why a `running` campaign is fed nothing now, and until when: `daily_quota`, its key's daily
+     * quota is spent (it goes on after midnight UTC, or once the quota is raised). Null while fed.
+     */
+    waitingFor: Type.Union([
+      Type.Object(
+        { reason: Type.Enum(CAMPAIGN_WAIT_REASONS), until: Type.String({ format: 'date-time' }) },
+        { additionalProperties: false },
+      ),
+      Type.Null(),
+    ]),
     createdAt: Type.String({ format: 'date-time' }),
     startedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
     completedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),

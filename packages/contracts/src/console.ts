@@ -162,15 +162,27 @@ export const TimelineEntry = Type.Object({
 })
 export type TimelineEntry = Static<typeof TimelineEntry>
 
+/**
+ * The send's body as stored: the recipient and the content asked for. A message whose content was
+ * removed (`redacted`: its retention, `contentRetention: "discard"`, an erasure) keeps only what
+ * says what it was (its type, its template's name and language), never the content.
+ */
+export const MessageRequest = Type.Record(Type.String(), Type.Unknown(), {
+  description:
+    'The send as stored (recipient and content). When the message is `redacted`, only what names it is left.',
+})
+
 /** A message's whole life, oldest first: `GET …/messages/:id/timeline`. */
 export const MessageTimeline = Type.Object({
   message: MessageView,
+  request: MessageRequest,
   entries: Type.Array(TimelineEntry),
 })
 export type MessageTimeline = Static<typeof MessageTimeline>
 
 export const AdminMessageTimeline = Type.Object({
   message: AdminMessageView,
+  request: MessageRequest,
   entries: Type.Array(TimelineEntry),
 })
 export type AdminMessageTimeline = Static<typeof AdminMessageTimeline>

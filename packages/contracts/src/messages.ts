@@ -272,7 +272,10 @@ export const MessageView = Type.Object({
   lastError: Type.Union([MessageError, Type.Null()]),
   batchId: Type.Union([MessageId, Type.Null()]),
   sendAt: Type.Union([DateTime, Type.Null()]),
-  /** Why it was scheduled: `send_at` (the caller's), `quiet_hours` (held until they ended); null: never. */
+  /**
+   * Why it was scheduled: `send_at` (the caller's), `quiet_hours` (held until they ended),
+   * `messaging_limit` (held at delivery until its portfolio had room); null: never.
+   */
   scheduledReason: Type.Union([Type.Enum(SCHEDULED_REASONS), Type.Null()]),
   expiresAt: Type.Union([DateTime, Type.Null()]),
   /** The sender (business number) it goes out through: `default` is the environment's. */

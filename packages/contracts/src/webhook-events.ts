@@ -129,6 +129,20 @@ export type WebhookAttemptList = Static<typeof WebhookAttemptList>
 
 export const WebhookEventParams = Type.Object({ id: PathId('The endpoint id'), eventId: Type.String() })
 
+/** An event as its deliveries send it (`GET /webhook-endpoints/:id/events/:eventId`). */
+export const WebhookEventView = Type.Object(
+  {
+    /** The `webhook-id` header of each of its deliveries. */
+    id: Type.String(),
+    type: Type.String(),
+    createdAt: Type.String({ format: 'date-time' }),
+    /** The exact body each delivery sends and signs: `{type, timestamp, data}` as JSON. */
+    body: Type.String(),
+  },
+  { additionalProperties: false },
+)
+export type WebhookEventView = Static<typeof WebhookEventView>
+
 /** Every event since a time (up to an optional end) is sent again, after the receiver's own outage. */
 export const WebhookReplayBody = Type.Object(
   {

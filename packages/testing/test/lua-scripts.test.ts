@@ -170,6 +170,12 @@ const RUNS: Record<string, Run> = {
     args: (_, now) => [10, 1000, -1, now + 86_400_000, now, 1],
     answers: [1, 0],
   },
+  // A quota of 5, 3 wanted: all 3 granted (whatever spendMessageRate above counted on the day).
+  spendDailyQuota: {
+    keys: (k) => [k('usage'), k('quota')],
+    args: (_, now) => [5, now + 86_400_000, 3],
+    answers: 3,
+  },
   spendWebhookManualRetry: { keys: (k) => [k('retries')], args: () => [3, 3_600_000], answers: 0 },
   startWebhookReplay: { keys: (k) => [k('replays')], args: (_, now) => [2, now, 600_000, 'tag'], answers: 1 },
   acquireWebhookEndpoint: {

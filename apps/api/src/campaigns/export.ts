@@ -1,20 +1,9 @@
-import { Readable } from 'node:stream'
 import type { CampaignRecipient } from '@dispatch/contracts'
 import type { FastifyBaseLogger, FastifyReply } from 'fastify'
 import Type from 'typebox'
+import { csvField, sendDownload } from '../http/download.ts'
 
 const COLUMNS = ['line', 'phone', 'userId', 'state', 'reason', 'detail', 'messageId', 'errorCode'] as const
-
-/** A CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break; a formula's lead char defused. */
-export function csvField(value: string | number | null): string {
-  if (value === null) return ''
-  let text = String(value)
-  // A cell starting =, @, or + or - before anything but digits, is a formula to a spreadsheet: a
-  // leading quote keeps it text. A phone (`+5511…`) stays as it is.
-  if (typeof value === 'string' && (/^[=@\t\r]/.test(text) || /^[+-](?![0-9]+$)/.test(text)))
-    text = `'${text}`
-  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text
-}
 
 /**
  * A campaign's rows as export text, a chunk of rows to a string (one socket write per chunk): CSV
@@ -33,27 +22,20 @@ export async function* recipientLines(
   }
 }
 
-/**
- * Answers a campaign's export: its rows read a chunk at a time as the socket takes them (past
- * 64 KiB waiting, the next chunk is not read), as a download named after the campaign.
- */
-export function sendExport(
+/** Answers a campaign's export, as a download named after the campaign. */
+export const sendExport = (
   reply: FastifyReply,
   log: FastifyBaseLogger,
   campaignId: string,
   chunks: AsyncIterable<CampaignRecipient[]>,
   format: 'csv' | 'ndjson',
-) {
-  const stream = Readable.from(recipientLines(chunks, format), {
-    objectMode: false,
-    highWaterMark: 64 * 1024,
+) =>
+  sendDownload(reply, log.child({ campaignId }), {
+    text: recipientLines(chunks, format),
+    type: format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson',
+    filename: `campaign-${campaignId}.${format}`,
+    what: 'campaign export',
   })
-  stream.on('error', (error) => log.error({ err: error, campaignId }, 'campaign export cut short'))
-  return reply
-    .type(format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson')
-    .header('content-disposition', `attachment; filename="campaign-${campaignId}.${format}"`)
-    .send(stream as never)
-}
 
 /** The export's answer, as the OpenAPI document describes it. */
 export const EXPORT_RESPONSE = {

@@ -24,6 +24,7 @@ import { fairKeys } from '@dispatch/runtime/message-handoff'
 import type { RedisClient } from '@dispatch/runtime/redis'
 import { AppError } from '../errors.ts'
 import { isOutage } from '../outages.ts'
+import { returnDailyQuota, spendDailyQuota, utcDayOf } from '../sending/daily-quota.ts'
 import type { SendItem } from '../sending/judge.ts'
 import type { Sending } from '../sending/sending.ts'
 import { type Submitted, submit } from '../sending/submit.ts'
@@ -82,11 +83,12 @@ const SKIP_REASON: Partial<Record<ErrorCode, string>> = {
  * 1. rows fed but not confirmed stored (a feeder stopped between the two) are stored again under
  *    the ids they were given, marked `readmitted` so the worker reads each record before sending;
  * 2. when fewer than `window / 2` of the key's `low` messages wait for admission and the sender's
- *    portfolio is not at its messaging limit, the next
- *    `window` rows get message ids in Postgres (`assignWindow`, which locks the campaign's row and
- *    feeds only a `running` one), then are submitted as template sends at `low` priority through
- *    `submit`, judged as any send is, held (never refused) at the messaging limit; a refused row is
- *    skipped with its code; then the window is confirmed;
+ *    portfolio is not at its messaging limit, the next `window` rows (or what is left of the key's
+ *    daily quota, spent here: none once it is spent, until midnight UTC) get message ids in
+ *    Postgres (`assignWindow`, which locks the campaign's row and feeds only a `running` one), then
+ *    are submitted as template sends at `low` priority through `submit`, judged as any send is,
+ *    held (never refused) at the messaging limit; a refused row is skipped with its code (and
+ *    given back to the quota); then the window is confirmed;
  * 3. at most every `progressSeconds` (and no sooner than COUNTING_SHARE times the last count's
  *    duration), the counts: a `campaign.progress` event, and `completed` with its event once every
  *    row is fed and every message has ended.
@@ -191,7 +193,42 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
     }
     const skipped = again ? await notStoredBefore(campaign, rows, refused) : refused
     await confirmWindow(db, campaign.id, (rows[rows.length - 1] as FedRow).line, skipped, sending.clock())
+    // A refused send spends no quota: given back to the day the window spent it on.
+    await returnDailyQuota(redis, prefix, campaign.apiKeyId, skipped.length, at).catch((error) =>
+      log.warn(
+        { err: error, campaignId: campaign.id },
+        'skipped rows still counted today: Redis unreachable',
+      ),
+    )
     return true
+  }
+
+  /**
+   * Takes the next window's size from the key's daily quota (the day's count `GET /me` reads, not
+   * its request rate: docs/campaigns.md), before the rows get their ids: answers how many rows to
+   * feed, fewer than a window when little is left, none when it is spent. The campaign says so
+   * (`waitingFor: daily_quota` until midnight UTC) while it gets none, and no more once it does.
+   */
+  async function spendQuota(campaign: CampaignRow, now: Date): Promise<number> {
+    // Every row fed (its messages still going): nothing to spend, nothing to wait for.
+    if (!(await hasPendingRows(db, campaign))) return 0
+    const key = await findApiKeyById(db, campaign.apiKeyId)
+    if (!key) return 0
+    const granted = await spendDailyQuota(redis, prefix, key, options.window, now)
+    const waitingFor = granted === 0 ? 'daily_quota' : null
+    if (campaign.waitingFor !== waitingFor) {
+      const waitingUntil = waitingFor ? utcDayOf(now).resetsAt : null
+      await transitionCampaign(db, campaign.id, ['running'], 'running', now, {
+        set: { waitingFor, waitingUntil },
+      })
+      log.info(
+        { campaignId: campaign.id, dailyQuota: key.dailyQuota, waitingUntil },
+        waitingFor
+          ? "campaign waits: its key's daily quota is spent"
+          : 'campaign fed again: its key has quota',
+      )
+    }
+    return granted
   }
 
   /**
@@ -305,7 +342,11 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
       campaign = (await findCampaign(db, campaign.id)) ?? campaign
     }
     if ((await waiting(campaign)) < options.window / 2 && !(await atLimit(campaign, now))) {
-      const rows = await assignWindow(db, campaign.id, options.window, now)
+      const granted = await spendQuota(campaign, now)
+      const rows = granted > 0 ? await assignWindow(db, campaign.id, granted, now) : []
+      // The audience's end, or the campaign paused meanwhile: what was not fed is given back.
+      if (rows.length < granted)
+        await returnDailyQuota(redis, prefix, campaign.apiKeyId, granted - rows.length, now)
       if (rows.length > 0) {
         fed = await store(campaign, rows, false)
         campaign = (await findCampaign(db, campaign.id)) ?? campaign

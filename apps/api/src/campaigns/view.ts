@@ -19,6 +19,11 @@ export const toCampaignView = (row: CampaignRow, counted: CampaignTally): Campai
   failedByCode: counted.failedByCode,
   pricing: counted.pricing,
   engagement: counted.engagement,
+  // Said while it is so: a paused campaign, or one past its wait, is not waiting for it.
+  waitingFor:
+    row.status === 'running' && row.waitingFor && row.waitingUntil && row.waitingUntil.getTime() > Date.now()
+      ? { reason: row.waitingFor, until: row.waitingUntil.toISOString() }
+      : null,
   createdAt: row.createdAt.toISOString(),
   startedAt: iso(row.startedAt),
   completedAt: iso(row.completedAt),

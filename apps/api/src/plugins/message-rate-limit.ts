@@ -5,6 +5,7 @@ import { turnBatched } from '@dispatch/runtime/redis'
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError } from '../errors.ts'
+import { KEEP_COUNT_MS, usageCounterKey, usageDayKey } from '../sending/daily-quota.ts'
 import type { KeyUsage } from '../views.ts'
 
 declare module 'fastify' {
@@ -34,8 +35,6 @@ declare module 'fastify' {
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000
-/** Today's count outlives its day by this much, for anyone looking back at yesterday. */
-const KEEP_COUNT_MS = 2 * DAY_MS
 
 /**
  * The daily quota, then the rate, in one round trip, for every request of one key in a turn of the
@@ -87,10 +86,10 @@ export const messageRateLimit = fp(
       }
       return day
     }
-    // The key id as a hash tag keeps both keys of the script on one slot, should Redis be a cluster.
-    const dayKey = (apiKeyId: string, date: string) => `${config.QUEUE_PREFIX}:usage:{${apiKeyId}}:${date}`
+    // Shared with a campaign's feeder, which spends the same day's count (sending/daily-quota.ts).
+    const dayKey = (apiKeyId: string, date: string) => usageDayKey(config.QUEUE_PREFIX, apiKeyId, date)
     const counterKey = (apiKeyId: string, date: string) =>
-      `${config.QUEUE_PREFIX}:quota:{${apiKeyId}}:${date}`
+      usageCounterKey(config.QUEUE_PREFIX, apiKeyId, date)
 
     /** One script call per key (and day, limit and quota) for the requests of a turn. */
     const spendTurn = turnBatched(async (spends: Spend[]) => {

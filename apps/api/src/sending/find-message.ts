@@ -31,7 +31,7 @@ export async function findOwnMessage(
     senderId: apiKey.senderId ?? DEFAULT_SENDER_ID,
   }).messages
   const row = await mine.find(id)
-  if (row) return { row }
+  if (row) return { row: await heldUntil(deps, row) }
   // Looked for on the key's sender: a message queued before the key was bound to another waits
   // on the old one, and is known here once its record is written.
   let found: QueuedMessage | undefined
@@ -59,6 +59,18 @@ export async function findOwnMessage(
   }
   // Held by a job: `worker` (a message's own job) or a bundle's id (message-bundles.ts).
   return { ...found, claim: claim === null ? null : claim === 'cancel' ? 'cancel' : 'worker' }
+}
+
+/**
+ * A message held for the messaging limit: its record keeps the first hold's time, its job the
+ * current one (held again when others took the room): read from the job while it waits. Redis
+ * unreadable, or the job gone: the record's.
+ */
+async function heldUntil(deps: Pick<ApiDeps, 'messages'>, row: MessageRow): Promise<MessageRow> {
+  if (row.status !== 'scheduled' || row.scheduledReason !== 'messaging_limit') return row
+  const found = await deps.messages.find(row.senderId ?? DEFAULT_SENDER_ID, row.id).catch(() => undefined)
+  const sendAt = found?.job.data.scheduledReason === 'messaging_limit' ? found.job.data.sendAt : undefined
+  return sendAt ? { ...row, sendAt: new Date(sendAt) } : row
 }
 
 type JobOutcome = { platformMessageId?: string; outcome?: 'expired' | 'canceled' } | null | undefined

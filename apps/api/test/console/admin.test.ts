@@ -177,6 +177,26 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await poll(() => history.textContent()).toContain('pending → approved')
     await poll(() => page.getByLabel('Daily quota').inputValue()).toBe('500')
     await poll(() => page.locator('.facts').textContent()).toContain('0 accepted, 500 left')
+    // Quiet hours in the page: saved with the limits, read back by the API as set, cleared when emptied.
+    const limitsForm = page.getByRole('form', { name: 'Limits' })
+    await limitsForm.getByLabel('From').fill('21:00')
+    await limitsForm.getByLabel('Until').fill('08:00')
+    await limitsForm.getByLabel("Zone when the recipient's is unknown").fill('America/Sao_Paulo')
+    await limitsForm.getByRole('button', { name: 'Save limits' }).click()
+    await poll(() => page.getByText('Limits saved.').count()).toBe(1)
+    const keyId = page.url().split('/').pop() ?? ''
+    const quietHours = async () =>
+      (await app.inject({ method: 'GET', url: `/api/admin/api-keys/${keyId}`, headers: asAdmin() })).json()
+        .quietHours
+    expect(await quietHours()).toEqual({ start: '21:00', end: '08:00', timeZone: 'America/Sao_Paulo' })
+    // Half a pair is refused by the API, in words, and changes nothing.
+    await limitsForm.getByLabel('Until').fill('')
+    await limitsForm.getByRole('button', { name: 'Save limits' }).click()
+    await poll(() => limitsForm.locator('..').getByRole('alert').textContent()).toMatch(/quietHours/)
+    expect((await quietHours()).start).toBe('21:00')
+    await limitsForm.getByLabel('From').fill('')
+    await limitsForm.getByRole('button', { name: 'Save limits' }).click()
+    await poll(quietHours).toBeNull()
     await checkPage(page, 'console-key')
     await go('/keys')
     await heading('Keys').waitFor()
@@ -215,6 +235,7 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await poll(() => timeline.textContent()).toMatch(
       /attempt failed.*131026.*Undeliverable: not a WhatsApp user/i,
     )
+    expect(await page.getByRole('region', { name: 'Request' }).textContent()).toContain('Your order shipped')
     await checkPage(page, 'console-message-failed')
     await page.getByRole('button', { name: 'Retry message' }).click()
     // The page refreshes itself: no reload.
@@ -295,6 +316,9 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await settings.getByLabel('Opt out').fill('PARAR, SAIR')
     await settings.getByLabel('Opt back in').fill('VOLTAR')
     await settings.getByLabel('After an opt-out').fill('Você não receberá mais mensagens.')
+    await settings.getByLabel('Business portfolio id').fill('5550001')
+    await settings.getByLabel('Past the limit').selectOption('refuse')
+    await settings.getByLabel('Limit set by an admin').fill('2000')
     await settings.getByRole('button', { name: 'Save settings' }).click()
     await poll(() => page.getByText('Settings saved.').count()).toBe(1)
     const senderId = page.url().split('/').pop() ?? ''
@@ -311,10 +335,15 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
       consentKeywords: { optOut: ['parar', 'sair'], optIn: ['voltar'] },
       consentConfirmation: { optOut: 'Você não receberá mais mensagens.' },
       inboundContentRetention: 'retain',
+      businessId: '5550001',
+      messagingLimitPolicy: 'refuse',
+      messagingLimitOverride: 2000,
+      messagingLimit: { limit: 2000, source: 'admin', portfolio: 'business:5550001' },
     })
     // Emptied, a setting is cleared: no cap.
     await settings.getByLabel('At most').fill('')
     await settings.getByLabel('messages in hours').fill('')
+    await settings.getByLabel('Limit set by an admin').fill('')
     await settings.getByRole('button', { name: 'Save settings' }).click()
     await poll(async () => {
       const again = await app.inject({
@@ -330,7 +359,12 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
       url: `/api/admin/senders/${senderId}`,
       headers: asAdmin(),
     })
-    expect(after.json()).toMatchObject({ serviceWindowPolicy: 'enforce', wabaId: '102290129340398' })
+    expect(after.json()).toMatchObject({
+      serviceWindowPolicy: 'enforce',
+      wabaId: '102290129340398',
+      messagingLimitPolicy: 'refuse',
+      messagingLimitOverride: null,
+    })
     await page.reload()
     expect(await page.getByRole('form', { name: 'Settings' }).getByLabel('24-hour window').inputValue()).toBe(
       'enforce',

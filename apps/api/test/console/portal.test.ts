@@ -145,6 +145,9 @@ describe.skipIf(browserBinary.missing)('the portal, in a browser', () => {
     await heading('Message').waitFor()
     const timeline = page.getByRole('list', { name: 'Timeline' })
     await poll(() => timeline.textContent()).toMatch(/sent.*webhook attempt/is)
+    // The send as it was asked for.
+    const request = page.getByRole('region', { name: 'Request' })
+    expect(await request.textContent()).toContain('"text": "Your table is ready"')
     await checkPage(page, 'portal-message')
   })
 
@@ -179,6 +182,17 @@ describe.skipIf(browserBinary.missing)('the portal, in a browser', () => {
     const attempts = page.getByRole('region', { name: 'Attempts' })
     await poll(() => attempts.textContent()).toContain('failed 500')
     await checkPage(page, 'portal-webhook-endpoint')
+    // The refused attempt as the receiver met it: the request it got, what it answered.
+    await attempts.getByRole('button', { name: /^Details of attempt 1 of message\.sent/ }).click()
+    const details = page.getByRole('region', { name: 'Attempt details' })
+    const first = receiver.received[0]
+    await poll(() => details.textContent()).toContain(`webhook-id: ${first?.headers['webhook-id']}`)
+    const detailsText = (await details.textContent()) ?? ''
+    expect(detailsText).toContain('HTTP 500')
+    expect(detailsText).toContain('not now')
+    expect(detailsText).toContain(`"messageId": "${ownMessage}"`)
+    await checkPage(page, 'portal-webhook-attempt')
+    await details.getByRole('button', { name: 'Close details' }).click()
     await attempts.getByRole('button', { name: /^Retry event message\.sent/ }).click()
     await waitFor(() => receiver.received.length >= 2, { what: 'the retried delivery', timeoutMs: 15_000 })
     await poll(() => attempts.textContent(), 15_000).toContain('delivered 204')

@@ -98,6 +98,8 @@ describe('a message’s timeline', () => {
       { what: 'the failed event’s first webhook attempt', timeoutMs: 15_000 },
     )
     expect(failed.message).toMatchObject({ messageId: id, apiKeyId: key.id, status: 'failed' })
+    // The send as it was asked for, beside its life.
+    expect(failed.request).toEqual({ phone: '+5511900001111', text: 'timeline' })
     // The message's own steps in order (its webhook events, written with the record, may share its instant).
     const steps = (entries: { kind: string }[]) =>
       entries.map((e) => e.kind).filter((kind) => !kind.startsWith('webhook_'))
@@ -165,6 +167,7 @@ describe('a message’s timeline', () => {
     })
     expect(res.statusCode, res.body).toBe(200)
     expect(res.json<MessageTimeline>().entries.map((e) => e.kind)).toEqual(['accepted', 'scheduled'])
+    expect(res.json<MessageTimeline>().request).toMatchObject({ phone: '+5511900002222', text: 'later' })
     for (const bad of ['00000000-0000-4000-8000-000000000000', 'not-a-uuid']) {
       expectError(
         await app.inject({

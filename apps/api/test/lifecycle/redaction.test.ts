@@ -117,7 +117,22 @@ describe('discard: the content never reaches Postgres', () => {
     const id = await sendText(key, text)
     // The answer before the worker's record: it says so already.
     expect((await messageView(app, key.key, id)).redacted).toBe(true)
+    // Its timeline's request (from Redis or the record, whichever holds it now) names the message, not its text.
+    const timeline = async () => {
+      const res = await app.inject({
+        method: 'GET',
+        url: `/api/third-party/messages/${id}/timeline`,
+        headers: { 'x-api-key': key.key },
+      })
+      expect(res.statusCode, res.body).toBe(200)
+      return res.json<{ request: unknown; message: { redacted?: boolean } }>()
+    }
+    expect(await timeline()).toMatchObject({
+      request: { phone: '+5511987650001' },
+      message: { redacted: true },
+    })
     const view = await untilMessageStatus(app, key.key, id, 'sent')
+    expect((await timeline()).request).toEqual({ phone: '+5511987650001' })
     expect(sentBody(id)).toContain(text)
     expect(view).toMatchObject({ status: 'sent', phone: '+5511987650001', redacted: true })
     expect(await columnsHolding(text)).toEqual([])

@@ -490,12 +490,18 @@ describe('retry and replay', () => {
       expect(res.json()).toEqual({ eventId, endpointId: endpoint.id })
       await waitFor(() => receiver.deliveriesOf(eventId).length === 2, { what: 'the retried event' })
       expect(receiver.deliveriesOf(eventId)[1]?.body).toBe(first.body)
+      // The event as its deliveries send it: the very body the receiver got and verified.
+      const read = await call('GET', `/${endpoint.id}/events/${eventId}`)
+      expect(read.statusCode, read.body).toBe(200)
+      expect(read.json()).toMatchObject({ id: eventId, type: 'message.sent', body: first.body })
+      expectError(await call('GET', `/${endpoint.id}/events/msg_0000`), 404, 'NOT_FOUND')
 
       const unknown = await call('POST', `/${endpoint.id}/events/msg_0000/retry`)
       expectError(unknown, 404, 'NOT_FOUND')
       const other = await activeKey(app, { scopes: SCOPES })
       const foreign = await call('POST', `/${endpoint.id}/events/${eventId}/retry`, other.key)
       expectError(foreign, 404, 'NOT_FOUND')
+      expectError(await call('GET', `/${endpoint.id}/events/${eventId}`, other.key), 404, 'NOT_FOUND')
     } finally {
       await receiver.close()
     }

@@ -2,6 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/preact-query'
 import { api } from '../api.ts'
 import { Link } from '../router.tsx'
 import { MessageFacts } from '../ui/message-facts.tsx'
+import { MessageRequest } from '../ui/message-request.tsx'
 import { Page, Section } from '../ui/page.tsx'
 import { Loaded, Outcome } from '../ui/status.tsx'
 import { refreshWhileLive, Timeline } from '../ui/timeline.tsx'
@@ -32,7 +33,7 @@ export function MessageDetail({ id }: { id: string }) {
         <Link href="/">All messages</Link>
       </p>
       <Loaded query={timeline}>
-        {({ message, entries }) => (
+        {({ message, request, entries }) => (
           <>
             <MessageFacts message={message} />
             {CANCELABLE.has(message.status) ? (
@@ -48,6 +49,7 @@ export function MessageDetail({ id }: { id: string }) {
               </div>
             ) : null}
             <Outcome mutation={cancel} done="Canceled: it will not be sent." />
+            <MessageRequest request={request} redacted={message.redacted} />
             <Section title="Timeline">
               <Timeline entries={entries} />
             </Section>

@@ -1,3 +1,4 @@
+import type { WebhookAttemptView } from '@dispatch/contracts'
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/preact-query'
 import { useState } from 'preact/hooks'
 import { api } from '../api.ts'
@@ -45,6 +46,7 @@ export function WebhookEndpoint({ id }: { id: string }) {
       }),
     onSuccess: refresh,
   })
+  const [shown, setShown] = useState<WebhookAttemptView | null>(null)
   const rotate = useMutation({
     mutationFn: () =>
       api.POST('/api/third-party/webhook-endpoints/{id}/rotate-secret', { params: { path: { id } } }),
@@ -105,22 +107,36 @@ export function WebhookEndpoint({ id }: { id: string }) {
                     { header: 'Next retry', cell: (attempt) => <Time at={attempt.nextRetryAt} /> },
                     {
                       header: 'Action',
-                      cell: (attempt) =>
-                        attempt.success ? null : (
+                      cell: (attempt) => (
+                        <div class="row tight">
                           <button
                             type="button"
                             class="secondary"
-                            aria-label={`Retry event ${attempt.eventType} ${attempt.eventId}`}
-                            disabled={retry.isPending}
-                            onClick={() => retry.mutate(attempt.eventId)}
+                            aria-label={`Details of attempt ${attempt.attempt} of ${attempt.eventType} ${attempt.eventId}`}
+                            onClick={() => setShown(attempt)}
                           >
-                            Retry
+                            Details
                           </button>
-                        ),
+                          {attempt.success ? null : (
+                            <button
+                              type="button"
+                              class="secondary"
+                              aria-label={`Retry event ${attempt.eventType} ${attempt.eventId}`}
+                              disabled={retry.isPending}
+                              onClick={() => retry.mutate(attempt.eventId)}
+                            >
+                              Retry
+                            </button>
+                          )}
+                        </div>
+                      ),
                     },
                   ]}
                 />
                 <Pager {...result} onPage={setPage} />
+                {shown ? (
+                  <AttemptDetails endpointId={id} attempt={shown} onClose={() => setShown(null)} />
+                ) : null}
               </>
             )
           }
@@ -169,4 +185,58 @@ export function WebhookEndpoint({ id }: { id: string }) {
       </Section>
     </Page>
   )
+}
+
+/**
+ * One attempt as the receiver met it: the request (its webhook-id and the exact body signed) and
+ * what came back (status, the first KiB of the answer, or why none came), with its time.
+ */
+function AttemptDetails(props: { endpointId: string; attempt: WebhookAttemptView; onClose: () => void }) {
+  const { attempt } = props
+  const event = useQuery({
+    queryKey: ['webhooks', 'event', props.endpointId, attempt.eventId],
+    queryFn: () =>
+      api.GET('/api/third-party/webhook-endpoints/{id}/events/{eventId}', {
+        params: { path: { id: props.endpointId, eventId: attempt.eventId } },
+      }),
+  })
+  return (
+    <Section title="Attempt details">
+      <dl class="facts">
+        <dt>When</dt>
+        <dd>
+          <Time at={attempt.createdAt} />
+        </dd>
+        <dt>Attempt</dt>
+        <dd>
+          {attempt.attempt} of event {attempt.eventType}
+        </dd>
+        <dt>Response</dt>
+        <dd>
+          {attempt.statusCode === null ? 'no answer' : `HTTP ${attempt.statusCode}`} in {attempt.durationMs}{' '}
+          ms
+          {attempt.error ? ` (${attempt.error})` : ''}
+        </dd>
+      </dl>
+      <h3>Request</h3>
+      <Loaded query={event}>
+        {(data) => (
+          <pre class="request">{`webhook-id: ${data.id}\ncontent-type: application/json\n\n${pretty(data.body)}`}</pre>
+        )}
+      </Loaded>
+      <h3>Response body (first KiB)</h3>
+      <pre class="request">{attempt.responseExcerpt ?? '(none)'}</pre>
+      <button type="button" class="secondary" onClick={props.onClose}>
+        Close details
+      </button>
+    </Section>
+  )
+}
+
+const pretty = (body: string) => {
+  try {
+    return JSON.stringify(JSON.parse(body), null, 2)
+  } catch {
+    return body
+  }
 }

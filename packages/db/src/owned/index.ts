@@ -43,4 +43,5 @@ export function owned(db: Db, caller: Caller) {
 export type Owned = ReturnType<typeof owned>
 
 export { type Caller, ownerOf } from './caller.ts'
+export { type CampaignStore, campaignStore } from './campaigns.ts'
 export { TenantForbidden } from './tenant.ts'

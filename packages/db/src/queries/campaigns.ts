@@ -225,14 +225,24 @@ interface RecipientsPageOptions {
   take: number
 }
 
-type RowWithStatus = CampaignRecipientRow & { status: MessageStatus | null; lastErrorCode: string | null }
+/** What a fed row's message says of it: its status, its error, and why it is held (`held` only). */
+interface MessageState {
+  status: MessageStatus
+  lastErrorCode: string | null
+  heldFor: 'messaging_limit' | 'quiet_hours' | null
+}
+type RowWithStatus = CampaignRecipientRow & {
+  status: MessageStatus | null
+  lastErrorCode: string | null
+  heldFor: MessageState['heldFor']
+}
 
 const toRecipient = (row: RowWithStatus): CampaignRecipient => ({
   line: row.line,
   phone: row.phone,
   userId: row.userId,
   state: row.state === 'fed' ? (row.status ? recipientStateOf(row.status) : 'pending') : row.state,
-  reason: row.state === 'fed' ? null : row.reason,
+  reason: row.state === 'fed' ? (row.status === 'scheduled' ? row.heldFor : null) : row.reason,
   detail: row.detail,
   messageId: row.messageId,
   errorCode:
@@ -242,14 +252,24 @@ const toRecipient = (row: RowWithStatus): CampaignRecipient => ({
 
 /** The statuses of these messages, read by id (each in its own partition). */
 async function statusesOf(db: Db, ids: string[]) {
-  const found = new Map<string, { status: MessageStatus; lastErrorCode: string | null }>()
+  const found = new Map<string, MessageState>()
   for (let at = 0; at < ids.length; at += 500) {
     const chunk = ids.slice(at, at + 500)
     const rows = await db
-      .select({ id: messages.id, status: messages.status, lastErrorCode: messages.lastErrorCode })
+      .select({
+        id: messages.id,
+        status: messages.status,
+        lastErrorCode: messages.lastErrorCode,
+        scheduledReason: messages.scheduledReason,
+        heldForQuietHours: messages.heldForQuietHours,
+      })
       .from(messages)
       .where(messagesWithIds(chunk))
-    for (const row of rows) found.set(row.id, row)
+    for (const { id, status, lastErrorCode, scheduledReason, heldForQuietHours } of rows) {
+      const heldFor =
+        scheduledReason === 'messaging_limit' ? 'messaging_limit' : heldForQuietHours ? 'quiet_hours' : null
+      found.set(id, { status, lastErrorCode, heldFor })
+    }
   }
   return found
 }
@@ -281,6 +301,7 @@ async function rowsAfter(
       ...r,
       status: r.messageId ? (statuses.get(r.messageId)?.status ?? null) : null,
       lastErrorCode: r.messageId ? (statuses.get(r.messageId)?.lastErrorCode ?? null) : null,
+      heldFor: r.messageId ? (statuses.get(r.messageId)?.heldFor ?? null) : null,
     }),
   )
 }

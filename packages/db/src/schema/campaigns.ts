@@ -1,4 +1,4 @@
-import type { CampaignAudience, QuietHours } from '@dispatch/contracts'
+import type { CampaignAudience, CampaignWaitReason, QuietHours } from '@dispatch/contracts'
 import {
   customType,
   index,
@@ -52,6 +52,12 @@ export const campaigns = pgTable(
      */
     fedThrough: integer().notNull().default(0),
     confirmedThrough: integer().notNull().default(0),
+    /**
+     * Why the feeder feeds it nothing now, while `running`, and until when: `daily_quota` (its
+     * key's daily quota is spent; until midnight UTC). Null while it is fed (0034).
+     */
+    waitingFor: text().$type<CampaignWaitReason>(),
+    waitingUntil: timestamp({ withTimezone: true }),
     /** The last `campaign.progress` event, so one goes out at most every few seconds. */
     progressAt: timestamp({ withTimezone: true }),
     createdAt: timestamp({ withTimezone: true }).notNull().defaultNow(),

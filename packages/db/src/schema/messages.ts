@@ -48,6 +48,12 @@ export const messageColumns = {
   sendAt: timestamp({ withTimezone: true }),
   /** Its `sendAt` is the end of the recipient's quiet hours, not a time the caller asked for. */
   heldForQuietHours: boolean().notNull().default(false),
+  /**
+   * Why the worker last held it `scheduled` at delivery (`messaging_limit`: its portfolio's limit
+   * was reached), written on a hold only, never on the way to the platform (0034); null: never held
+   * there. Quiet hours and the caller's `sendAt` keep their own columns above.
+   */
+  scheduledReason: text(),
   /** Not handed to the platform by then, it is never sent: `expired`. */
   expiresAt: timestamp({ withTimezone: true }),
   sentAt: timestamp({ withTimezone: true }),

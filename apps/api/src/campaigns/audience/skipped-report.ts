@@ -1,3 +1,5 @@
+import { csvField } from '../../http/download.ts'
+
 /** One skipped row as the report reads it. */
 export interface SkippedRow {
   line: number
@@ -8,14 +10,6 @@ export interface SkippedRow {
 
 /** Rows read per query: the report holds one chunk at a time, however many lines were skipped. */
 export const SKIPPED_REPORT_CHUNK = 5000
-
-const NEEDS_QUOTES = /[",\r\n]/
-/** A CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break. */
-export const csvField = (value: string | number | null) => {
-  if (value === null) return ''
-  const text = String(value)
-  return NEEDS_QUOTES.test(text) ? `"${text.replaceAll('"', '""')}"` : text
-}
 
 /**
  * The skipped lines' report as CSV text, a chunk of rows a yield (one socket write each), read in
@@ -31,7 +25,7 @@ export async function* skippedReport(
     const rows = await read(after, take)
     if (rows.length === 0) return
     yield rows
-      .map((r) => `${r.line},${csvField(r.reason)},${csvField(r.detail)},${csvField(r.raw)}\r\n`)
+      .map((r) => `${r.line},${csvField(r.reason)},${csvField(r.detail)},${csvField(r.raw, true)}\r\n`)
       .join('')
     after = (rows[rows.length - 1] as SkippedRow).line
     if (rows.length < take) return

@@ -1,4 +1,3 @@
-import { Readable } from 'node:stream'
 import { CAMPAIGN_AUDIENCE_UPLOAD_STATUSES } from '@dispatch/contracts'
 import { findCampaign, recordAdminAction, replaceCampaignAudience, skippedAudienceRows } from '@dispatch/db'
 import { recipientHasher, suppressionOwner } from '@dispatch/runtime'
@@ -13,6 +12,7 @@ import { skippedReport } from '../../campaigns/audience/skipped-report.ts'
 import { uploadAudience } from '../../campaigns/audience/upload.ts'
 import { acceptAudienceBodies } from '../../campaigns/audience/upload-body.ts'
 import { AppError } from '../../errors.ts'
+import { sendDownload } from '../../http/download.ts'
 
 /**
  * The audience routes of any key's campaign, for admins (`/api/admin/campaigns/:campaignId/…`):
@@ -83,15 +83,12 @@ export const adminCampaignAudienceRoutes: FastifyPluginAsyncTypebox = async (app
         targetType: 'campaign',
         targetId: campaignId,
       })
-      const stream = Readable.from(
-        skippedReport((after, take) => skippedAudienceRows(db, campaign.id, after, take)),
-        { objectMode: false, highWaterMark: 64 * 1024 },
-      )
-      stream.on('error', (error) => request.log.error({ err: error }, 'skipped lines report cut short'))
-      return reply
-        .type('text/csv; charset=utf-8')
-        .header('content-disposition', `attachment; filename="campaign-${campaign.id}-skipped.csv"`)
-        .send(stream as never)
+      return sendDownload(reply, request.log, {
+        text: skippedReport((after, take) => skippedAudienceRows(db, campaign.id, after, take)),
+        type: 'text/csv; charset=utf-8',
+        filename: `campaign-${campaign.id}-skipped.csv`,
+        what: 'skipped lines report',
+      })
     },
   )
 }

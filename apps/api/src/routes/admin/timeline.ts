@@ -31,7 +31,11 @@ export const adminTimelineRoutes: FastifyPluginAsyncTypebox = async (app) => {
       if (!isUuid(request.params.id)) throw notFound()
       const row = await findMessageById(db, request.params.id.toLowerCase())
       if (!row) throw notFound()
-      return { message: toAdminMessageView(row), entries: timelineOf(row, await messageHistory(db, row.id)) }
+      return {
+        message: toAdminMessageView(row),
+        request: row.payload as Record<string, unknown>,
+        entries: timelineOf(row, await messageHistory(db, row.id)),
+      }
     },
   )
 }

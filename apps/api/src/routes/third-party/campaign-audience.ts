@@ -1,4 +1,3 @@
-import { Readable } from 'node:stream'
 import { Scopes } from '@dispatch/contracts'
 import { owned } from '@dispatch/db'
 import { recipientHasher } from '@dispatch/runtime'
@@ -14,6 +13,7 @@ import { uploadAudience } from '../../campaigns/audience/upload.ts'
 import { acceptAudienceBodies } from '../../campaigns/audience/upload-body.ts'
 import { AppError } from '../../errors.ts'
 import { callerOf } from '../../http/caller.ts'
+import { sendDownload } from '../../http/download.ts'
 
 /**
  * `PUT /api/third-party/campaigns/:campaignId/audience` and the skipped lines' report, on the key's
@@ -69,15 +69,12 @@ export const campaignAudienceRoutes: FastifyPluginAsyncTypebox = async (app) => 
       const own = owned(db, callerOf(request))
       const campaign = await own.campaigns.find(campaignId)
       if (!campaign) throw new AppError('NOT_FOUND', `Campaign ${campaignId} not found`)
-      const stream = Readable.from(
-        skippedReport((after, take) => own.campaignAudience.skippedRows(campaign, after, take)),
-        { objectMode: false, highWaterMark: 64 * 1024 },
-      )
-      stream.on('error', (error) => request.log.error({ err: error }, 'skipped lines report cut short'))
-      return reply
-        .type('text/csv; charset=utf-8')
-        .header('content-disposition', `attachment; filename="campaign-${campaign.id}-skipped.csv"`)
-        .send(stream as never)
+      return sendDownload(reply, request.log, {
+        text: skippedReport((after, take) => own.campaignAudience.skippedRows(campaign, after, take)),
+        type: 'text/csv; charset=utf-8',
+        filename: `campaign-${campaign.id}-skipped.csv`,
+        what: 'skipped lines report',
+      })
     },
   )
 }

@@ -9,6 +9,7 @@ import {
   type WebhookAttemptView,
   WebhookEndpointIdParams,
   WebhookEventParams,
+  WebhookEventView,
   type WebhookJob,
   WebhookReplayAnswer,
   WebhookReplayBody,
@@ -123,6 +124,34 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const endpoint = await ownEndpoint(request, request.params.id)
       const { rows, itemCount } = await webhooksOf(request).attempts(endpoint, request.query)
       return { ...pageMeta(request.query.page, request.query.take, itemCount), data: rows.map(toView) }
+    },
+  )
+
+  app.get(
+    '/webhook-endpoints/:id/events/:eventId',
+    {
+      config: access,
+      schema: {
+        operationId: 'getWebhookEvent',
+        tags,
+        summary: 'One event as its deliveries to this endpoint send it: the exact body signed',
+        description,
+        params: WebhookEventParams,
+        response: { 200: WebhookEventView, ...keyErrors },
+      },
+    },
+    async (request) => {
+      await ownEndpoint(request, request.params.id)
+      const event = await webhooksOf(request).event(request.params.eventId)
+      if (!event) {
+        throw new AppError('NOT_FOUND', `No webhook event with id ${JSON.stringify(request.params.eventId)}`)
+      }
+      return {
+        id: event.id,
+        type: event.type,
+        createdAt: event.createdAt.toISOString(),
+        body: webhookEventBody(event.payload),
+      }
     },
   )
 

@@ -3,6 +3,7 @@ import { MESSAGING_LIMIT_WINDOW_MS, portfolioReachKey, REACH_PORTFOLIO_SCRIPT } 
 import { scriptCall } from '@dispatch/runtime/lua-scripts'
 import { type RedisClient, turnBatched } from '@dispatch/runtime/redis'
 import type { ReachCount } from './reach-beside-claim.ts'
+import { recordHeld } from './record-held.ts'
 import type { Cleared, Disposition, MessageDelivery } from './types.ts'
 
 /** One recipient to count: the portfolio's key, its limit, the recipient's hash. */
@@ -44,8 +45,17 @@ function counterOf(redis: RedisClient) {
   return count
 }
 
-/** Held past the limit: the job waits until room frees, `scheduled` (`messaging_limit`) meanwhile. */
-function held(delivery: MessageDelivery, limit: number, portfolio: string, roomAt: number): Disposition {
+/**
+ * Held past the limit: the job waits until room frees, `scheduled` (`messaging_limit`) meanwhile,
+ * in Redis and (its first hold) in Postgres too (record-held.ts).
+ */
+async function held(
+  delivery: MessageDelivery,
+  limit: number,
+  portfolio: string,
+  roomAt: number,
+): Promise<Disposition> {
+  await recordHeld(delivery, new Date(roomAt))
   const sendAt = new Date(roomAt).toISOString()
   delivery.log.info(
     { portfolio, limit, sendAt },

@@ -11,6 +11,15 @@ import { useSenderOptions } from '../senders/sender-options.tsx'
 /** A field cleared in the form resets the limit to the service default (null). */
 const orNull = <T,>(value: T | undefined): T | null => value ?? null
 
+/** The quiet hours the form gives: none when both times are empty (the API judges a half-filled pair). */
+function quietHoursOf(form: FormData) {
+  const start = text(form, 'quietStart')
+  const end = text(form, 'quietEnd')
+  const timeZone = text(form, 'quietZone')
+  if (!start && !end) return null
+  return { start: start ?? '', end: end ?? '', ...(timeZone ? { timeZone } : {}) }
+}
+
 /** One key: who asked, its decisions, its limits (editable), its usage today, and revoking it. */
 export function KeyDetail({ id }: { id: string }) {
   const client = useQueryClient()
@@ -29,6 +38,7 @@ export function KeyDetail({ id }: { id: string }) {
           ratePerSecond: orNull(integer(form, 'ratePerSecond')),
           dailyQuota: orNull(integer(form, 'dailyQuota')),
           transactional: form.get('transactional') === 'on',
+          quietHours: quietHoursOf(form),
         },
       }),
     onSuccess: refresh,
@@ -118,6 +128,27 @@ export function KeyDetail({ id }: { id: string }) {
                       defaultValue={data.dailyQuota?.toString() ?? ''}
                     />
                   </label>
+                  <fieldset>
+                    <legend>Quiet hours (the recipient's local time; empty: none)</legend>
+                    <div class="row tight">
+                      <label>
+                        From
+                        <input name="quietStart" type="time" defaultValue={data.quietHours?.start ?? ''} />
+                      </label>
+                      <label>
+                        Until
+                        <input name="quietEnd" type="time" defaultValue={data.quietHours?.end ?? ''} />
+                      </label>
+                      <label>
+                        Zone when the recipient's is unknown
+                        <input
+                          name="quietZone"
+                          placeholder="UTC"
+                          defaultValue={data.quietHours?.timeZone ?? ''}
+                        />
+                      </label>
+                    </div>
+                  </fieldset>
                   <label class="check">
                     <input name="transactional" type="checkbox" defaultChecked={data.transactional} />
                     Transactional

@@ -2,6 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/preact-query'
 import { api } from '../../api.ts'
 import { Link } from '../../router.tsx'
 import { MessageFacts } from '../../ui/message-facts.tsx'
+import { MessageRequest } from '../../ui/message-request.tsx'
 import { Page, Section } from '../../ui/page.tsx'
 import { Loaded, Outcome } from '../../ui/status.tsx'
 import { refreshWhileLive, Timeline } from '../../ui/timeline.tsx'
@@ -24,7 +25,7 @@ export function MessageDetail({ id }: { id: string }) {
         <Link href="/messages">All messages</Link>
       </p>
       <Loaded query={timeline}>
-        {({ message, entries }) => (
+        {({ message, request, entries }) => (
           <>
             <MessageFacts message={message}>
               <dt>Key</dt>
@@ -57,6 +58,7 @@ export function MessageDetail({ id }: { id: string }) {
               </div>
             ) : null}
             <Outcome mutation={retry} done="Retried: the message is queued again." />
+            <MessageRequest request={request} redacted={message.redacted} />
             <Section title="Timeline">
               <Timeline entries={entries} />
             </Section>

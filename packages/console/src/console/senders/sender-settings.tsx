@@ -10,7 +10,16 @@ export interface SenderSettingsView {
   inboundContentRetention: 'retain' | 'discard' | number
   consentKeywords: { optOut: string[]; optIn: string[] } | null
   consentConfirmation: { optOut?: string; optIn?: string } | null
+  businessId: string | null
+  messagingLimitPolicy: 'hold' | 'refuse' | 'off'
+  messagingLimitOverride: number | null
 }
+
+const LIMIT_POLICIES = {
+  hold: 'hold: a template past the limit waits until the 24 hours free room',
+  refuse: 'refuse: a template past the limit is refused (422)',
+  off: 'off: nothing counted, Meta decides',
+} as const
 
 const words = (value: string | undefined) =>
   (value ?? '')
@@ -30,6 +39,8 @@ export function settingsChange(form: FormData): UpdateSenderBody {
   const optIn = words(text(form, 'optInKeywords'))
   const confirmOut = text(form, 'confirmOptOut')
   const confirmIn = text(form, 'confirmOptIn')
+  const policy = text(form, 'messagingLimitPolicy')
+  const limit = text(form, 'messagingLimitOverride')
   return {
     wabaId: text(form, 'wabaId') ?? null,
     serviceWindowPolicy: text(form, 'serviceWindowPolicy') === 'enforce' ? 'enforce' : 'off',
@@ -43,10 +54,16 @@ export function settingsChange(form: FormData): UpdateSenderBody {
       confirmOut || confirmIn
         ? { ...(confirmOut ? { optOut: confirmOut } : {}), ...(confirmIn ? { optIn: confirmIn } : {}) }
         : null,
+    businessId: text(form, 'businessId') ?? null,
+    messagingLimitPolicy: policy === 'refuse' || policy === 'off' ? policy : 'hold',
+    messagingLimitOverride: limit ? Number(limit) : null,
   }
 }
 
-/** A sender's settings in the page: the account, the window policy, the cap, retention, consent. */
+/**
+ * A sender's settings in the page: the account, the window policy, the cap, retention, consent,
+ * the messaging limit.
+ */
 export function SenderSettingsForm(props: {
   sender: SenderSettingsView
   pending: boolean
@@ -148,6 +165,38 @@ export function SenderSettingsForm(props: {
         <label>
           After an opt-in
           <input name="confirmOptIn" defaultValue={sender.consentConfirmation?.optIn ?? ''} />
+        </label>
+      </fieldset>
+      <fieldset>
+        <legend>Messaging limit (unique users reached outside their window in 24 hours)</legend>
+        <label>
+          Business portfolio id (its numbers share one limit; empty: the number's own)
+          <input
+            name="businessId"
+            inputMode="numeric"
+            pattern="[0-9]{1,32}"
+            defaultValue={sender.businessId ?? ''}
+          />
+        </label>
+        <label>
+          Past the limit
+          <select name="messagingLimitPolicy">
+            {Object.entries(LIMIT_POLICIES).map(([value, label]) => (
+              <option key={value} value={value} selected={sender.messagingLimitPolicy === value}>
+                {label}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Limit set by an admin (empty: the tier Meta reports)
+          <input
+            name="messagingLimitOverride"
+            type="number"
+            min="1"
+            max="100000000"
+            defaultValue={String(sender.messagingLimitOverride ?? '')}
+          />
         </label>
       </fieldset>
       <div class="row">

@@ -53,6 +53,14 @@ function Facts({ campaign, own }: { campaign: Campaign; own: boolean }) {
       <dd>
         <StatusBadge status={campaign.status} />
       </dd>
+      {campaign.waitingFor ? (
+        <>
+          <dt>Waiting</dt>
+          <dd>
+            The key's daily quota is spent; it goes on at <Time at={campaign.waitingFor.until} />
+          </dd>
+        </>
+      ) : null}
       <dt>Template</dt>
       <dd>
         {template.templateId} ({template.language})

@@ -1,4 +1,4 @@
-import { MessageIdParams, MessageTimeline } from '@dispatch/contracts'
+import { MessageIdParams, MessageTimeline, redactPayload } from '@dispatch/contracts'
 import { owned } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { callerOf } from '../../../http/caller.ts'
@@ -22,7 +22,8 @@ export const messageTimelineRoutes: FastifyPluginAsyncTypebox<MessageRouteOption
         description:
           'Requires the `read:messages` scope; a key sees only its own messages. Oldest first: accepted, ' +
           'scheduled, each delivery attempt that met an error, sent, delivered, read (or failed, expired, ' +
-          'canceled), and each webhook event with its delivery attempts to the key’s endpoints.',
+          'canceled), and each webhook event with its delivery attempts to the key’s endpoints. `request` is the send ' +
+          'as stored: only what names it once its content was removed (`redacted`).',
         params: MessageIdParams,
         response: {
           200: MessageTimeline,
@@ -38,12 +39,19 @@ export const messageTimelineRoutes: FastifyPluginAsyncTypebox<MessageRouteOption
         const entries = timelineOf(found.row, history).map((entry) =>
           entry.kind === 'retried' ? { ...entry, summary: 'Retried by an admin' } : entry,
         )
-        return { message: toMessageView(found.row), entries }
+        return {
+          message: toMessageView(found.row),
+          request: found.row.payload as Record<string, unknown>,
+          entries,
+        }
       }
       // Not recorded yet: what Redis knows is how it started.
       const view = viewFromJob(found.job, found.state, found.claim)
       const entries = openingEntries(view.createdAt, view.sendAt, view.scheduledReason === 'quiet_hours')
-      return { message: view, entries }
+      const { type, body } = found.job.data.message
+      // A `discard` send's content lives in its job only: the key reads back what a record keeps.
+      const asked = found.job.data.discardContent ? redactPayload(type, body) : body
+      return { message: view, request: asked, entries }
     },
   )
 }
