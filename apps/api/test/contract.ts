@@ -169,8 +169,11 @@ function requestProblems(
   if (hasBody && documented.length > 0 && contentType && !documentedMedia(contentType, documented)) {
     problems.push(`request content-type ${contentType} is not one of ${documented.join(', ')}`)
   }
-  // A form's parts stream to the handler: only a JSON body is there to compare.
-  const jsonBody = documented.includes('application/json') || documented.length === 0
+  // A multipart form's parts stream to the handler: only a JSON or URL-encoded body is there to compare.
+  const jsonBody =
+    documented.includes('application/json') ||
+    documented.includes('application/x-www-form-urlencoded') ||
+    documented.length === 0
   const result = backend.validator.validateRequest(
     {
       method: request.method,

@@ -56,4 +56,23 @@ describe('worker configuration', () => {
       /METRICS_SHUTDOWN_LINGER_MS/,
     )
   })
+
+  it('sends SMS only through a provider it was given, with its credentials', () => {
+    expect(parseWorkerConfig({}).smsProvider).toBeUndefined()
+    expect(parseWorkerConfig({ SMS_PROVIDER: 'sandbox' }).smsProvider).toBe('sandbox')
+    expect(() => parseWorkerConfig({ SMS_PROVIDER: 'twilio', SMS_ACCOUNT_SID: 'AC1' })).toThrow(
+      /SMS_PROVIDER: twilio needs SMS_AUTH_TOKEN, SMS_FROM or SMS_MESSAGING_SERVICE_SID/,
+    )
+    const twilio = {
+      SMS_PROVIDER: 'twilio',
+      SMS_ACCOUNT_SID: 'AC1',
+      SMS_AUTH_TOKEN: 't',
+      SMS_FROM: '+15005550006',
+    }
+    expect(parseWorkerConfig(twilio)).toMatchObject({
+      smsProvider: 'twilio',
+      SMS_API_URL: 'https://api.twilio.com',
+    })
+    expect(() => parseWorkerConfig({ SMS_PROVIDER: 'nexmo' })).toThrow(/SMS_PROVIDER/)
+  })
 })

@@ -10,6 +10,7 @@ import {
 } from '@dispatch/runtime/env'
 import { MESSAGE_BUNDLE_MAX, MESSAGE_CLAIM_KEEP_MS } from '@dispatch/runtime/message-handoff'
 import { serviceEnv, serviceKeyChecks, serviceSettings } from '@dispatch/runtime/service-env'
+import type { SmsProviderName } from '@dispatch/runtime/sms'
 import { tracingEnv } from '@dispatch/runtime/tracing'
 import Type, { type Static } from 'typebox'
 import { parseRetrySchedule } from './shared/webhook-retry-schedule.ts'
@@ -157,6 +158,8 @@ export type WorkerConfig = Omit<
   /** `*`, or the ids of the senders this process delivers for. */
   workerSenders: '*' | string[]
   platform: PlatformName
+  /** The SMS provider of the channel fallback; none without SMS_PROVIDER. */
+  smsProvider: SmsProviderName | undefined
   /** The waits between webhook tries, in ms: `length + 1` tries in all. */
   webhookRetrySchedule: number[]
   WEBHOOK_ALLOW_PRIVATE_TARGETS: boolean
@@ -186,6 +189,7 @@ function toConfig({
     roles: [...new Set(WORKER_QUEUES.split(','))] as WorkerRole[],
     workerSenders: WORKER_SENDERS === '*' ? '*' : [...new Set(WORKER_SENDERS.split(','))],
     platform: settings.platform,
+    smsProvider: settings.smsProvider,
   }
 }
 

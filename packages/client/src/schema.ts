@@ -4958,6 +4958,22 @@ export interface operations {
                             senderId: string | null;
                             senderPhoneNumberId: string | null;
                             fallbackUsed: boolean;
+                            /** @enum {unknown} */
+                            channel?: "whatsapp" | "sms";
+                            fallback?: {
+                                /** @enum {string} */
+                                channel: "sms";
+                                reason: string;
+                                reasonCode: string | null;
+                                /** Format: date-time */
+                                at: string;
+                                state: string;
+                                status: string | null;
+                                error: {
+                                    code: string;
+                                    message: string;
+                                } | null;
+                            };
                             pricing: {
                                 billable: boolean | null;
                                 pricingModel: string | null;
@@ -5074,6 +5090,22 @@ export interface operations {
                         senderId: string | null;
                         senderPhoneNumberId: string | null;
                         fallbackUsed: boolean;
+                        /** @enum {unknown} */
+                        channel?: "whatsapp" | "sms";
+                        fallback?: {
+                            /** @enum {string} */
+                            channel: "sms";
+                            reason: string;
+                            reasonCode: string | null;
+                            /** Format: date-time */
+                            at: string;
+                            state: string;
+                            status: string | null;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                        };
                         pricing: {
                             billable: boolean | null;
                             pricingModel: string | null;
@@ -5378,6 +5410,22 @@ export interface operations {
                             senderId: string | null;
                             senderPhoneNumberId: string | null;
                             fallbackUsed: boolean;
+                            /** @enum {unknown} */
+                            channel?: "whatsapp" | "sms";
+                            fallback?: {
+                                /** @enum {string} */
+                                channel: "sms";
+                                reason: string;
+                                reasonCode: string | null;
+                                /** Format: date-time */
+                                at: string;
+                                state: string;
+                                status: string | null;
+                                error: {
+                                    code: string;
+                                    message: string;
+                                } | null;
+                            };
                             pricing: {
                                 billable: boolean | null;
                                 pricingModel: string | null;
@@ -9545,6 +9593,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -9756,6 +9811,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /**
                      * @description The template's category, for the marketing opt-out and frequency cap when the sender's synced catalog does not know the template (the catalog's category wins when it does). Not sent to the platform.
                      * @enum {unknown}
@@ -9943,6 +10005,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -10145,6 +10214,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -10346,6 +10422,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -10546,6 +10629,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -10746,6 +10836,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -10947,6 +11044,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -11188,6 +11292,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -11515,6 +11626,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -11716,6 +11834,13 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
+                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    fallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                    };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -12199,6 +12324,22 @@ export interface operations {
                         senderId: string | null;
                         senderPhoneNumberId: string | null;
                         fallbackUsed: boolean;
+                        /** @enum {unknown} */
+                        channel?: "whatsapp" | "sms";
+                        fallback?: {
+                            /** @enum {string} */
+                            channel: "sms";
+                            reason: string;
+                            reasonCode: string | null;
+                            /** Format: date-time */
+                            at: string;
+                            state: string;
+                            status: string | null;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                        };
                         pricing: {
                             billable: boolean | null;
                             pricingModel: string | null;
@@ -12328,6 +12469,22 @@ export interface operations {
                         senderId: string | null;
                         senderPhoneNumberId: string | null;
                         fallbackUsed: boolean;
+                        /** @enum {unknown} */
+                        channel?: "whatsapp" | "sms";
+                        fallback?: {
+                            /** @enum {string} */
+                            channel: "sms";
+                            reason: string;
+                            reasonCode: string | null;
+                            /** Format: date-time */
+                            at: string;
+                            state: string;
+                            status: string | null;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                        };
                         pricing: {
                             billable: boolean | null;
                             pricingModel: string | null;
@@ -12514,6 +12671,22 @@ export interface operations {
                             senderId: string | null;
                             senderPhoneNumberId: string | null;
                             fallbackUsed: boolean;
+                            /** @enum {unknown} */
+                            channel?: "whatsapp" | "sms";
+                            fallback?: {
+                                /** @enum {string} */
+                                channel: "sms";
+                                reason: string;
+                                reasonCode: string | null;
+                                /** Format: date-time */
+                                at: string;
+                                state: string;
+                                status: string | null;
+                                error: {
+                                    code: string;
+                                    message: string;
+                                } | null;
+                            };
                             pricing: {
                                 billable: boolean | null;
                                 pricingModel: string | null;
@@ -12768,6 +12941,22 @@ export interface operations {
                             senderId: string | null;
                             senderPhoneNumberId: string | null;
                             fallbackUsed: boolean;
+                            /** @enum {unknown} */
+                            channel?: "whatsapp" | "sms";
+                            fallback?: {
+                                /** @enum {string} */
+                                channel: "sms";
+                                reason: string;
+                                reasonCode: string | null;
+                                /** Format: date-time */
+                                at: string;
+                                state: string;
+                                status: string | null;
+                                error: {
+                                    code: string;
+                                    message: string;
+                                } | null;
+                            };
                             pricing: {
                                 billable: boolean | null;
                                 pricingModel: string | null;
@@ -14161,7 +14350,7 @@ export interface operations {
                             /** Format: uuid */
                             id: string;
                             url: string;
-                            events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed")[];
+                            events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent")[];
                             description: string | null;
                             enabled: boolean;
                             disabledReason: ("gone" | "failing") | null;
@@ -14243,7 +14432,7 @@ export interface operations {
             content: {
                 "application/json": {
                     url: string;
-                    events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed")[];
+                    events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent")[];
                     description?: string;
                 };
             };
@@ -14260,7 +14449,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -14384,7 +14573,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -14585,7 +14774,7 @@ export interface operations {
             content: {
                 "application/json": {
                     url?: string;
-                    events?: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed")[];
+                    events?: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent")[];
                     enabled?: boolean;
                 };
             };
@@ -14602,7 +14791,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -14725,7 +14914,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;

@@ -69,6 +69,26 @@ export const SendContentRetention = Type.Literal('discard', {
     "queue, and views say `redacted: true`. Absent: the key's setting applies.",
 })
 
+/**
+ * The channel fallback (docs/failover.md): the SMS sent instead when WhatsApp cannot deliver the
+ * message. Needs the `send:sms-fallback` scope.
+ */
+export const MessageFallback = Type.Object(
+  {
+    sms: Type.Object(
+      { text: NonBlank(1600) },
+      { additionalProperties: false, description: 'The SMS: its text (up to 1,600 characters, 10 segments)' },
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). ' +
+      'Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE).',
+  },
+)
+export type MessageFallback = Static<typeof MessageFallback>
+
 /** What every send takes beside the message itself; none of it reaches the platform. */
 export const deliveryOptions = {
   contentRetention: Type.Optional(SendContentRetention),
@@ -78,6 +98,7 @@ export const deliveryOptions = {
   priority: Type.Optional(Priority),
   quietHours: Type.Optional(QuietHours),
   timeZone: Type.Optional(TimeZone),
+  fallback: Type.Optional(MessageFallback),
 }
 export const DELIVERY_OPTION_KEYS = [
   'contentRetention',
@@ -89,6 +110,7 @@ export const DELIVERY_OPTION_KEYS = [
   'timeZone',
   'fallbackTemplate',
   'category',
+  'fallback',
 ] as const
 
 export const HeaderVariable = Type.Object(
@@ -258,6 +280,28 @@ export const MessagePricing = Type.Object({
 })
 export type MessagePricing = Static<typeof MessagePricing>
 
+export const MESSAGE_CHANNELS = ['whatsapp', 'sms'] as const
+
+/** A message's channel fallback as its view shows it. */
+export const FallbackView = Type.Object({
+  channel: Type.Literal('sms'),
+  /** `whatsapp_undeliverable` (131026). */
+  reason: Type.String(),
+  /** The platform's code behind it, when one. */
+  reasonCode: Type.Union([Type.String(), Type.Null()]),
+  /** When it was decided. */
+  at: DateTime,
+  /**
+   * `decided`, `calling` (the provider is being called), `sent`, `failed` (not sent), `unknown`
+   * (the provider may have taken it; never sent again), `withdrawn` (WhatsApp delivered first).
+   */
+  state: Type.String(),
+  /** The SMS's delivery as the provider reports it: `queued`, `sent`, `delivered`, `undelivered`, `failed`. */
+  status: Type.Union([Type.String(), Type.Null()]),
+  error: Type.Union([MessageError, Type.Null()]),
+})
+export type FallbackView = Static<typeof FallbackView>
+
 export const MessageView = Type.Object({
   messageId: MessageId,
   type: Type.Enum(MESSAGE_TYPES),
@@ -284,6 +328,10 @@ export const MessageView = Type.Object({
   senderPhoneNumberId: Type.Union([Type.String(), Type.Null()]),
   /** True when the window was closed at delivery and its `fallbackTemplate` went out instead. */
   fallbackUsed: Type.Boolean(),
+  /** The channel it went out on: `sms` once its channel fallback sent the SMS (docs/failover.md). */
+  channel: Type.Optional(Type.Enum(MESSAGE_CHANNELS)),
+  /** Its channel fallback, once decided: why, when, and how the SMS fared. */
+  fallback: Type.Optional(FallbackView),
   /** The platform's pricing, once a status webhook reported it; null before. */
   pricing: Type.Union([MessagePricing, Type.Null()]),
   /** Its content was removed (the key's or the send's content retention, or an erasure). */
@@ -371,6 +419,8 @@ export const MessageJob = Type.Object(
     readmitted: Type.Optional(Type.Literal(true)),
     /** A free-form message's template for a closed window (see `FallbackTemplate`). */
     fallbackTemplate: Type.Optional(FallbackTemplate),
+    /** Its channel fallback (`MessageFallback`): only this job holds the SMS's text. */
+    fallback: Type.Optional(MessageFallback),
     /**
      * A marketing template, as the accept path judged it (the catalog's category, else the send's
      * own): an opt-out of marketing made since cancels it at delivery. Absent: not marketing.

@@ -26,6 +26,8 @@ export const Scopes = {
   manageData: 'manage:data',
   /** Campaigns: create, upload, start, pause, cancel, read their recipients (issue 43). */
   manageCampaigns: 'manage:campaigns',
+  /** A send's `fallback: { sms }`: the message may go out as an SMS when WhatsApp cannot deliver it (issue 44). */
+  sendSmsFallback: 'send:sms-fallback',
 } as const
 
 /**

@@ -20,6 +20,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'campaign.started',
   'campaign.progress',
   'campaign.completed',
+  'message.fallback_sent',
 ] as const
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number]
 export type WebhookEndpointEvents = WebhookEventType[]

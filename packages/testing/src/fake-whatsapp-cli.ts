@@ -19,6 +19,8 @@
  * changing one's status, and telling the API by webhook:
  *
  *   pnpm fake:template-status order_shipped pt_BR PAUSED "Low quality"
+ *
+ * FAKE_UNDELIVERABLE (phones, comma-separated) plays recipients not on WhatsApp: 131026.
  */
 import { fakeWhatsAppEnv } from './env.ts'
 import { REPLY_USAGE, sendFakeReply } from './fake-reply.ts'
@@ -129,8 +131,15 @@ async function reportTemplate(template: FakeTemplate, event: string, reason: str
   }
 }
 
+/** FAKE_UNDELIVERABLE: recipients (comma-separated, digits or E.164) not on WhatsApp: answered 131026. */
+const undeliverable = new Set(
+  (process.env.FAKE_UNDELIVERABLE ?? '').split(',').map((phone) => phone.trim().replace(/^\+/, '')),
+)
+undeliverable.delete('')
+
 const fake = await startFakeWhatsApp({
   port,
+  undeliverable: (to) => undeliverable.has(to.replace(/^\+/, '')),
   onTemplateStatus: (_waba, template, event, reason) => void reportTemplate(template, event, reason),
   onAccepted: (request) => {
     const to = request.body.to === undefined ? `user ${request.body.recipient}` : `+${request.body.to}`

@@ -136,6 +136,8 @@ export async function startFakeWhatsApp(
     latencyMs?: number
     port?: number
     onAccepted?: (request: CloudApiRequest) => void
+    /** Recipients (`to`, digits) not on WhatsApp: sends to them are refused with 131026, as Meta does. */
+    undeliverable?: (to: string) => boolean
     /** How many bytes of each upload `uploads[].file.bytes` keeps (32 MiB by default). */
     keepUploadBytes?: number
     /** A template's status changed through `POST /_fake/templates/{waba-id}/status` (the CLI's). */
@@ -206,6 +208,9 @@ export async function startFakeWhatsApp(
       const answer: ScriptedAnswer =
         numberAnswer(recorded) ??
         queue.shift() ??
+        (typeof body.to === 'string' && options.undeliverable?.(body.to)
+          ? graphError(131026, 'Message undeliverable')
+          : undefined) ??
         templates.refusal(phoneNumberIdOf(recorded.path), body) ??
         messageRefusal(body) ??
         accept(recorded, fake.latencyMs)

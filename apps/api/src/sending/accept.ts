@@ -4,6 +4,7 @@ import {
   type FallbackTemplate,
   isTimeZone,
   kindProblem,
+  type MessageFallback,
   type MessageJob,
   type MessagePriority,
   type MessageType,
@@ -45,6 +46,7 @@ type SendBody = {
   validitySeconds?: number
   priority?: MessagePriority
   fallbackTemplate?: FallbackTemplate
+  fallback?: MessageFallback
   quietHours?: QuietHours
   timeZone?: string
 }
@@ -153,6 +155,7 @@ export function acceptMessage(
     ...(input.batchId === undefined ? {} : { batchId: input.batchId }),
     ...(traceContext === undefined ? {} : { traceContext }),
     ...(fallbackTemplate === undefined ? {} : { fallbackTemplate }),
+    ...(input.body.fallback === undefined ? {} : { fallback: input.body.fallback }),
     ...(scheduled ? { sendAt: new Date(due).toISOString() } : {}),
     ...(heldUntil === undefined ? {} : { scheduledReason: 'quiet_hours' as const }),
     // The key's `discard` or the send's own: the worker records it without its content.

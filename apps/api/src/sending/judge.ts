@@ -3,6 +3,7 @@ import {
   DEFAULT_SENDER_ID,
   MESSAGE_TYPES,
   type MessageType,
+  Scopes,
   SEND_SCOPE,
 } from '@dispatch/contracts'
 import { suppressionOwner } from '@dispatch/runtime'
@@ -103,6 +104,25 @@ export async function judge(
   return judged
 }
 
+/** The scopes a batch item (or its dry run) may ask for: its type's, and the fallback's when it has one. */
+export const SEND_ITEM_SCOPES: readonly string[] = [
+  ...new Set(Object.values(SEND_SCOPE)),
+  Scopes.sendSmsFallback,
+]
+
+/**
+ * A send carrying `fallback` (an SMS, docs/failover.md) needs `send:sms-fallback` beside its type's
+ * scope: `403 INSUFFICIENT_SCOPE` naming the field otherwise.
+ */
+export function requireFallbackScope(body: unknown, scopes: string[], field: string): void {
+  if ((body as { fallback?: unknown } | null)?.fallback === undefined) return
+  if (scopes.includes(Scopes.sendSmsFallback)) return
+  throw new AppError(
+    'INSUFFICIENT_SCOPE',
+    `The API key lacks the "${Scopes.sendSmsFallback}" scope for ${field}.fallback`,
+  )
+}
+
 /** Each item type's own check, as the single sends have it. */
 const ajv = makeAjv(false)
 const ITEM_CHECKS = Object.fromEntries(
@@ -127,6 +147,7 @@ export function readSendItem(item: unknown, field: string, scopes: string[]): Se
   if (!scopes.includes(scope)) {
     throw new AppError('INSUFFICIENT_SCOPE', `The API key lacks the "${scope}" scope for ${field}`)
   }
+  requireFallbackScope(body, scopes, field)
   return { type, body: body as SendItem['body'], field }
 }
 

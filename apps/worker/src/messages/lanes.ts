@@ -16,6 +16,7 @@ import { ReopeningQueue } from '@dispatch/runtime/queues'
 import type { RedisClient } from '@dispatch/runtime/redis'
 import { type Job, Queue, Worker } from 'bullmq'
 import { createSandboxPlatform } from '../platforms/sandbox.ts'
+import { createSmsProvider } from '../platforms/sms/provider.ts'
 import type { MessagingPlatform, PlatformError } from '../platforms/types.ts'
 import { createWhatsAppCloudPlatform } from '../platforms/whatsapp-cloud.ts'
 import type { WorkerContext } from '../runtime.ts'
@@ -123,6 +124,7 @@ export class SenderLane implements DeliveryLane {
       optOuts,
       revokedKeys,
       canceledCampaigns,
+      sms: createSmsProvider(context.config),
     }
     // The platform calls in flight for this sender in this process, bundled or not.
     const permits = new Permits(config.MESSAGES_CONCURRENCY)

@@ -1,3 +1,4 @@
+import type { Sql } from '@dispatch/db'
 import type { WorkerUnitStarter } from '../runtime.ts'
 import { Admitter } from './admitter.ts'
 import { startConsentConfirmationWorker } from './consent/confirmations.ts'
@@ -5,6 +6,7 @@ import { HeldExpirySweeper } from './held-expiry.ts'
 import { SenderLanes } from './lanes.ts'
 import { SenderRegistry } from './registry.ts'
 import { SentLogSweeper } from './sent-log.ts'
+import { AbandonedSmsCallSweeper } from './sms-call-sweep.ts'
 
 /**
  * The `messages` role: for each sender this process serves (WORKER_SENDERS), a lane (its queue,
@@ -36,6 +38,13 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
     context.logger,
   )
   sentLogs.start()
+  // SMS fallback calls a killed process left `calling` are recorded `unknown` (never called again).
+  const smsCalls = new AbandonedSmsCallSweeper(
+    context.db.$client as Sql,
+    { smsTimeoutMs: context.config.SMS_TIMEOUT_MS },
+    context.logger,
+  )
+  smsCalls.start()
   // Keywords' confirmations, sent from the users' business numbers: this role has the platform's settings.
   const confirmations = startConsentConfirmationWorker(context)
   context.metrics?.watchSenders(() => lanes.lanes())
@@ -57,6 +66,7 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
       await sweeper.stop()
       await admitter.stop()
       await sentLogs.stop()
+      await smsCalls.stop()
       await lanes.close()
     },
   }

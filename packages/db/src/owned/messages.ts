@@ -2,6 +2,7 @@ import type { AcceptedWindow, MessageJob, MessageListQuery } from '@dispatch/con
 import type { Db } from '../client.ts'
 import { messageHistory } from '../queries/console.ts'
 import { findRoutedInboundMessage } from '../queries/inbound-messages.ts'
+import { findFallback } from '../queries/message-fallbacks.ts'
 import { listMessages } from '../queries/message-list.ts'
 import { findMessageById, markMessageCanceled, recordScheduledMessages } from '../queries/messages.ts'
 import type { MessageRow } from '../schema/messages.ts'
@@ -17,6 +18,11 @@ export function ownedMessages(db: Db, caller: Caller) {
     /** Its record, when it has one and it is the key's. */
     async find(id: string) {
       const row = await findMessageById(db, id)
+      return row?.apiKeyId === key ? row : undefined
+    },
+    /** Its channel fallback (docs/failover.md), when it has one and the message is the key's. */
+    async fallback(id: string) {
+      const row = await findFallback(db.$client, id)
       return row?.apiKeyId === key ? row : undefined
     },
     /** A page of its messages (`db`: the pool lists read from). */

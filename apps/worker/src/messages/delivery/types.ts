@@ -4,6 +4,7 @@ import type { MessagingLimit, RecipientHasher } from '@dispatch/runtime'
 import type { RedisClient } from '@dispatch/runtime/redis'
 import type { Logger } from 'pino'
 import type { DeliveryMetrics } from '../../metrics/registry.ts'
+import type { SmsProvider } from '../../platforms/sms/types.ts'
 import type { MessagingPlatform, PlatformError } from '../../platforms/types.ts'
 import type { CanceledCampaigns } from '../canceled-campaigns.ts'
 import type { OptOutWatch } from '../consent/watch.ts'
@@ -66,6 +67,8 @@ export interface DeliveryDeps {
   revokedKeys?: Pick<RevokedKeys, 'has'> | undefined
   /** The canceled campaigns this process knows of (canceled-campaigns.ts): their messages are never sent. */
   canceledCampaigns?: Pick<CanceledCampaigns, 'has'> | undefined
+  /** The SMS provider of the channel fallback (SMS_PROVIDER); none: a decided fallback fails. */
+  sms?: SmsProvider | undefined
 }
 
 /** How one job runs one message: the single job's own run, or one message of a bundle. */

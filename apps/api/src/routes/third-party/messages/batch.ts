@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError, errorBody } from '../../../errors.ts'
 import { errorResponses } from '../../../http/error-responses.ts'
 import { scheduledFields } from '../../../sending/accept.ts'
-import { answerEachItem } from '../../../sending/judge.ts'
+import { answerEachItem, SEND_ITEM_SCOPES } from '../../../sending/judge.ts'
 import { submit } from '../../../sending/submit.ts'
 import { SCOPE_IN_ROUTE } from '../../authenticate.ts'
 import type { MessageRouteOptions } from './send.ts'
@@ -23,7 +23,7 @@ export const batchMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> 
   app.post(
     '/batch',
     {
-      config: { scope: SCOPE_IN_ROUTE },
+      config: { scope: SCOPE_IN_ROUTE, scopesInRoute: SEND_ITEM_SCOPES },
       preHandler: app.idempotency.claim,
       onSend: app.idempotency.remember,
       bodyLimit: config.BATCH_BODY_LIMIT_BYTES,

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import { errorResponses } from '../../../http/error-responses.ts'
 import { scheduledFields } from '../../../sending/accept.ts'
-import { prefetchChecks, type SendItem } from '../../../sending/judge.ts'
+import { prefetchChecks, requireFallbackScope, type SendItem } from '../../../sending/judge.ts'
 import { submit } from '../../../sending/submit.ts'
 
 /** Each send endpoint: its path, its OpenAPI operation and its type (whose body and scope it takes). */
@@ -72,6 +72,10 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
   // One bucket per key across the three sends and batches, in Redis, so it holds across instances.
   const perKeyLimit = (request: FastifyRequest) => app.spendMessageRate(request, 1)
 
+  // A `fallback` needs its own scope, checked before anything is spent.
+  const fallbackScope = async (request: FastifyRequest) =>
+    requireFallbackScope(request.body, request.apiKey.scopes, 'body')
+
   for (const send of SENDS) {
     // The recipient's suppression entry (and window, under `enforce`) is read while the claim and
     // the rate limit run: one round trip for all, not one after the other.
@@ -83,7 +87,7 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
       {
         config: { scope: SEND_SCOPE[send.type] },
         // Claimed first: a replay answers its stored 202 without spending rate or quota again.
-        preHandler: [prefetch, app.idempotency.claim, perKeyLimit],
+        preHandler: [fallbackScope, prefetch, app.idempotency.claim, perKeyLimit],
         onSend: app.idempotency.remember,
         schema: {
           operationId: send.operationId,

@@ -7,7 +7,7 @@ import {
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError, errorBody } from '../../../errors.ts'
 import { errorResponses } from '../../../http/error-responses.ts'
-import { answerEachItem, judge } from '../../../sending/judge.ts'
+import { answerEachItem, judge, SEND_ITEM_SCOPES } from '../../../sending/judge.ts'
 import { SCOPE_IN_ROUTE } from '../../authenticate.ts'
 import type { MessageRouteOptions } from './send.ts'
 
@@ -25,7 +25,7 @@ export const validateMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOption
   app.post(
     '/validate',
     {
-      config: { scope: SCOPE_IN_ROUTE },
+      config: { scope: SCOPE_IN_ROUTE, scopesInRoute: SEND_ITEM_SCOPES },
       bodyLimit: config.BATCH_BODY_LIMIT_BYTES,
       schema: {
         operationId: 'validateMessages',

@@ -1,0 +1,33 @@
+import { DEFAULT_SENDER_ID, type FallbackView, type MessageView } from '@dispatch/contracts'
+import { type MessageFallbackRow, owned } from '@dispatch/db'
+import type { ApiDeps } from '../deps.ts'
+
+/** A key's message's channel fallback (docs/failover.md), through the owned layer. */
+export const ownFallback = (
+  deps: Pick<ApiDeps, 'db'>,
+  apiKey: { id: string; senderId: string | null; tenantId?: string | null },
+  messageId: string,
+) =>
+  owned(deps.db, {
+    apiKeyId: apiKey.id,
+    tenantId: apiKey.tenantId ?? null,
+    senderId: apiKey.senderId ?? DEFAULT_SENDER_ID,
+  }).messages.fallback(messageId)
+
+/**
+ * The view with its channel: `sms` once the fallback's SMS went (the provider took it), else
+ * `whatsapp`; and the fallback itself, once decided.
+ */
+export function withFallback(view: MessageView, row: MessageFallbackRow | undefined): MessageView {
+  if (!row) return { ...view, channel: 'whatsapp' }
+  const fallback: FallbackView = {
+    channel: 'sms',
+    reason: row.reason,
+    reasonCode: row.reasonCode,
+    at: row.decidedAt.toISOString(),
+    state: row.state,
+    status: row.providerStatus,
+    error: row.errorCode ? { code: row.errorCode, message: row.errorMessage ?? '' } : null,
+  }
+  return { ...view, channel: row.state === 'sent' ? 'sms' : 'whatsapp', fallback }
+}

@@ -1,0 +1,156 @@
+import type { MessageJob } from '@dispatch/contracts'
+import {
+  beginFallbackCall,
+  decideFallback,
+  type FallbackReason,
+  recordFallbackFailed,
+  recordFallbackSent,
+  type Sql,
+} from '@dispatch/db'
+import type { Logger } from 'pino'
+import { type SmsProvider, SmsProviderError } from '../platforms/sms/types.ts'
+
+export interface SmsFallbackDeps {
+  sql: Sql
+  /** The configured provider (SMS_PROVIDER); none: a decided fallback ends `failed`. */
+  sms: SmsProvider | undefined
+  clock: () => Date
+  log: Logger
+}
+
+/** A message to fall back to SMS, and the rule that says so. */
+export interface SmsFallbackRequest {
+  messageId: string
+  acceptedAt: Date
+  /** The recipient, E.164. */
+  to: string
+  text: string
+  reason: FallbackReason
+  reasonCode?: string | undefined
+  /** The message statuses this rule falls back from (`failed` for 131026). */
+  fromStatuses: string[]
+}
+
+export type SmsFallbackOutcome =
+  /** The provider took the SMS. */
+  | 'sent'
+  /** It surely did not: recorded `failed`. */
+  | 'failed'
+  /** It may have: recorded `unknown`, never tried again. */
+  | 'unknown'
+  /** WhatsApp delivered between the decision and the call: nothing sent. */
+  | 'withdrawn'
+  /** The message is delivered, read, canceled, or in no status the rule falls back from. */
+  | 'refused'
+  /** Another run holds or settled this fallback: nothing to do here. */
+  | 'elsewhere'
+
+/**
+ * The channel fallback's steps for one message (docs/failover.md, "Channel fallback"): decide,
+ * take the call (`calling`, committed first), call the provider, record its answer. Safe to run
+ * again at any point, by any number of processes at once: a decision already taken is taken
+ * again only while nobody called (a run killed between the decision and `calling` is picked up), and
+ * once `calling` is committed nothing calls again, whatever happens to the run that wrote it.
+ */
+export async function sendSmsFallback(
+  deps: SmsFallbackDeps,
+  request: SmsFallbackRequest,
+): Promise<SmsFallbackOutcome> {
+  const { sql, sms, clock } = deps
+  const { messageId, acceptedAt } = request
+  const log = deps.log.child({ messageId, fallback: request.reason })
+  const decision = await decideFallback(sql, {
+    messageId,
+    acceptedAt,
+    reason: request.reason,
+    reasonCode: request.reasonCode,
+    fromStatuses: request.fromStatuses,
+    at: clock(),
+  })
+  if (decision === 'refused') return 'refused'
+  const call = await beginFallbackCall(sql, { messageId, acceptedAt, at: clock() })
+  if (call === 'withdrawn') {
+    log.info('whatsapp delivered before the sms fallback went; withdrawn')
+    return 'withdrawn'
+  }
+  if (call === 'none') return 'elsewhere'
+  if (!sms) {
+    await recordFallbackFailed(sql, {
+      messageId,
+      provider: null,
+      code: 'SMS_NOT_CONFIGURED',
+      message: 'No SMS provider is configured (SMS_PROVIDER)',
+      outcomeKnown: true,
+      at: clock(),
+    })
+    log.warn('sms fallback decided without an sms provider; failed')
+    return 'failed'
+  }
+  let accepted: Awaited<ReturnType<SmsProvider['send']>>
+  try {
+    accepted = await sms.send({ messageId, to: request.to, text: request.text })
+  } catch (error) {
+    // A failure of ours (not the provider's answer) tells nothing of what the provider got: unknown.
+    const failure =
+      error instanceof SmsProviderError
+        ? error
+        : new SmsProviderError('INTERNAL', 'permanent', (error as Error)?.message ?? String(error), {
+            outcomeKnown: false,
+          })
+    await recordFallbackFailed(sql, {
+      messageId,
+      provider: sms.name,
+      code: failure.code,
+      message: failure.message,
+      outcomeKnown: failure.outcomeKnown,
+      at: clock(),
+    })
+    log.warn(
+      { code: failure.code, kind: failure.kind, outcomeKnown: failure.outcomeKnown },
+      'sms fallback not sent',
+    )
+    return failure.outcomeKnown ? 'failed' : 'unknown'
+  }
+  // Logged before it is recorded: should the write fail, the row stays `calling` (later `unknown`)
+  // and this line keeps the sid for ops.
+  log.info({ sid: accepted.providerMessageId, status: accepted.status }, 'sms fallback sent')
+  await recordFallbackSent(sql, {
+    messageId,
+    provider: sms.name,
+    providerMessageId: accepted.providerMessageId,
+    providerStatus: accepted.status,
+    at: clock(),
+  })
+  return 'sent'
+}
+
+/** WhatsApp's "message undeliverable" (not on WhatsApp, or unreachable): the send-time trigger. */
+export const UNDELIVERABLE_CODE = '131026'
+
+/**
+ * The send-time trigger: a message WhatsApp refused with 131026, its `failed` record committed, and
+ * a `fallback.sms` on its job goes out as an SMS. A message sent to a BSUID alone has no number to
+ * text. Its steps failing (Postgres away) leave the message `failed`, logged: never an SMS twice.
+ */
+export async function fallBackAfterUndeliverable(
+  deps: SmsFallbackDeps,
+  data: MessageJob,
+): Promise<SmsFallbackOutcome | undefined> {
+  const text = data.fallback?.sms.text
+  const to = data.message.body.phone
+  if (text === undefined || to === undefined) return undefined
+  try {
+    return await sendSmsFallback(deps, {
+      messageId: data.messageId,
+      acceptedAt: new Date(data.acceptedAt),
+      to,
+      text,
+      reason: 'whatsapp_undeliverable',
+      reasonCode: UNDELIVERABLE_CODE,
+      fromStatuses: ['failed'],
+    })
+  } catch (error) {
+    deps.log.error({ err: error, messageId: data.messageId }, 'sms fallback steps failed')
+    return undefined
+  }
+}

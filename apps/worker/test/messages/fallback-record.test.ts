@@ -1,0 +1,218 @@
+import {
+  applySmsStatus,
+  beginFallbackCall,
+  createDb,
+  decideFallback,
+  findFallback,
+  markAbandonedCalls,
+  recordFallbackFailed,
+  recordFallbackSent,
+} from '@dispatch/db'
+import { messageIdAt } from '@dispatch/runtime'
+import { createTestDatabase, waitFor } from '@dispatch/testing'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { insertSenderKey } from './world.ts'
+
+/**
+ * The channel fallback's record against Postgres: at most one decision per message, none once it is
+ * delivered, one caller of the provider, and what a killed caller leaves (docs/failover.md).
+ */
+let database: Awaited<ReturnType<typeof createTestDatabase>>
+let client: ReturnType<typeof createDb>
+let apiKeyId: string
+
+beforeAll(async () => {
+  database = await createTestDatabase()
+  client = createDb(database.url, { max: 4 })
+  apiKeyId = (await insertSenderKey(client.db)).id
+})
+afterAll(async () => {
+  await client?.close()
+  await database?.drop()
+})
+
+let offset = 0
+/** A message recorded in `status`, as the worker's recorder leaves it. */
+async function message(status: string) {
+  const acceptedAt = new Date(Date.now() - 60_000 + offset++)
+  const id = messageIdAt(acceptedAt.getTime())
+  await database.sql`
+    insert into messages (id, api_key_id, type, phone, payload, status, accepted_at)
+    values (${id}, ${apiKeyId}, 'text', '+4915112345678', ${database.sql.json({ text: 'hi' })},
+      ${status}, ${acceptedAt.toISOString()})`
+  return { messageId: id, acceptedAt }
+}
+
+const decide = (m: { messageId: string; acceptedAt: Date }, fromStatuses = ['failed']) =>
+  decideFallback(client.sql, {
+    ...m,
+    reason: 'whatsapp_undeliverable',
+    reasonCode: '131026',
+    fromStatuses,
+    at: new Date(),
+  })
+const begin = (m: { messageId: string; acceptedAt: Date }) =>
+  beginFallbackCall(client.sql, { ...m, at: new Date() })
+
+describe('deciding a fallback', () => {
+  it('is taken once per message', async () => {
+    const m = await message('failed')
+    expect(await decide(m)).toBe('decided')
+    expect(await decide(m)).toBe('taken')
+    expect(await findFallback(client.sql, m.messageId)).toMatchObject({
+      state: 'decided',
+      reason: 'whatsapp_undeliverable',
+      reasonCode: '131026',
+      apiKeyId,
+    })
+  })
+
+  it('is refused for a message delivered, read or canceled, whatever the rule allows', async () => {
+    for (const status of ['delivered', 'read', 'canceled']) {
+      const m = await message(status)
+      expect(await decide(m, ['sent', 'failed', status])).toBe('refused')
+      expect(await findFallback(client.sql, m.messageId)).toBeUndefined()
+    }
+  })
+
+  it('waits for a delivered status being written, then refuses', async () => {
+    const m = await message('sent')
+    let decision: Promise<string> | undefined
+    await database.sql.begin(async (tx) => {
+      await tx`update messages set status = 'delivered' where id = ${m.messageId}`
+      decision = decide(m, ['sent'])
+      // The decision waits on the message's row until the status commits.
+      await waitFor(
+        async () =>
+          (
+            await database.sql`select 1 from pg_stat_activity
+              where wait_event_type = 'Lock' and query like '%insert into message_fallbacks%'`
+          ).length > 0,
+        { what: 'the decision to wait on the row lock' },
+      )
+    })
+    expect(await decision).toBe('refused')
+  })
+
+  it('taken first, lets a late delivered through: the record says both', async () => {
+    const m = await message('sent')
+    expect(await decide(m, ['sent'])).toBe('decided')
+    expect(await begin(m)).toBe('calling')
+    expect(
+      await recordFallbackSent(client.sql, {
+        messageId: m.messageId,
+        provider: 'twilio',
+        providerMessageId: `SM${m.messageId.replaceAll('-', '')}`,
+        providerStatus: 'queued',
+        at: new Date(),
+      }),
+    ).toBe(true)
+    await database.sql`update messages set status = 'delivered', delivered_at = now() where id = ${m.messageId}`
+    const [row] = await database.sql`select status, delivered_at from messages where id = ${m.messageId}`
+    expect(row?.status).toBe('delivered')
+    expect(await findFallback(client.sql, m.messageId)).toMatchObject({
+      state: 'sent',
+      providerStatus: 'queued',
+    })
+  })
+})
+
+describe('calling the provider', () => {
+  it('is one caller at most, however many try at once', async () => {
+    const m = await message('failed')
+    await decide(m)
+    const results = await Promise.all([begin(m), begin(m), begin(m)])
+    expect(results.filter((r) => r === 'calling')).toHaveLength(1)
+    expect(results.filter((r) => r === 'none')).toHaveLength(2)
+  })
+
+  it('is withdrawn when WhatsApp delivered between the decision and the call', async () => {
+    const m = await message('sent')
+    await decide(m, ['sent'])
+    await database.sql`update messages set status = 'delivered' where id = ${m.messageId}`
+    expect(await begin(m)).toBe('withdrawn')
+    expect(await begin(m)).toBe('none')
+    expect(await findFallback(client.sql, m.messageId)).toMatchObject({ state: 'withdrawn', callingAt: null })
+  })
+
+  it('killed after `calling`: never called again, recorded unknown by the sweep', async () => {
+    const m = await message('failed')
+    await decide(m)
+    expect(await begin(m)).toBe('calling')
+    // The process dies here. Whoever runs the step again finds nothing to call.
+    expect(await begin(m)).toBe('none')
+    expect(await markAbandonedCalls(client.sql, new Date(Date.now() - 60_000), new Date())).not.toContain(
+      m.messageId,
+    )
+    expect(await markAbandonedCalls(client.sql, new Date(Date.now() + 1000), new Date())).toContain(
+      m.messageId,
+    )
+    expect(await findFallback(client.sql, m.messageId)).toMatchObject({
+      state: 'unknown',
+      errorCode: 'CALL_INTERRUPTED',
+    })
+    // A slow caller answering after the sweep cannot rewrite what was recorded.
+    expect(
+      await recordFallbackSent(client.sql, {
+        messageId: m.messageId,
+        provider: 'twilio',
+        providerMessageId: 'SMlate',
+        providerStatus: 'queued',
+        at: new Date(),
+      }),
+    ).toBe(false)
+  })
+
+  it('records a refusal as failed and a lost answer as unknown', async () => {
+    const refused = await message('failed')
+    const lost = await message('failed')
+    for (const [m, outcomeKnown] of [
+      [refused, true],
+      [lost, false],
+    ] as const) {
+      await decide(m)
+      await begin(m)
+      await recordFallbackFailed(client.sql, {
+        messageId: m.messageId,
+        provider: 'twilio',
+        code: outcomeKnown ? '21211' : 'TIMEOUT',
+        message: 'x',
+        outcomeKnown,
+        at: new Date(),
+      })
+    }
+    expect((await findFallback(client.sql, refused.messageId))?.state).toBe('failed')
+    expect((await findFallback(client.sql, lost.messageId))?.state).toBe('unknown')
+  })
+})
+
+describe('SMS status callbacks', () => {
+  it('move the SMS forward only; a duplicate or a late one changes nothing', async () => {
+    const m = await message('failed')
+    const sid = `SM${m.messageId.replaceAll('-', '')}`
+    await decide(m)
+    await begin(m)
+    await recordFallbackSent(client.sql, {
+      messageId: m.messageId,
+      provider: 'twilio',
+      providerMessageId: sid,
+      providerStatus: 'queued',
+      at: new Date(),
+    })
+    const status = (s: string, errorCode?: string) =>
+      applySmsStatus(client.sql, { providerMessageId: sid, status: s, errorCode, at: new Date() })
+    expect(await status('sent')).toBe(m.messageId)
+    expect(await status('delivered')).toBe(m.messageId)
+    expect(await status('delivered')).toBeUndefined()
+    expect(await status('sent')).toBeUndefined()
+    expect(await status('undelivered', '30003')).toBeUndefined()
+    expect(await findFallback(client.sql, m.messageId)).toMatchObject({
+      state: 'sent',
+      providerStatus: 'delivered',
+      errorCode: null,
+    })
+    expect(
+      await applySmsStatus(client.sql, { providerMessageId: 'SMnone', status: 'sent', at: new Date() }),
+    ).toBe(undefined)
+  })
+})

@@ -1,0 +1,100 @@
+import { type ChildProcess, spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { createDb, findFallback } from '@dispatch/db'
+import { type FakeSms, graphError, startFakeSms, waitFor } from '@dispatch/testing'
+import { afterAll, beforeAll, expect, it } from 'vitest'
+import { createDeliveryWorld, type DeliveryWorld, text } from './world.ts'
+
+/**
+ * A worker process killed with SIGKILL while the SMS provider holds its fallback call: the SMS is
+ * never sent again, by the job retaken nor by anything else (docs/failover.md, "At most once").
+ */
+const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url))
+
+let world: DeliveryWorld
+let sms: FakeSms
+const children: ChildProcess[] = []
+beforeAll(async () => {
+  world = await createDeliveryWorld()
+  sms = await startFakeSms()
+})
+afterAll(async () => {
+  for (const child of children) child.kill('SIGKILL')
+  await sms?.close()
+  await world?.close()
+})
+
+const smsEnv = () => ({
+  SMS_PROVIDER: 'twilio',
+  SMS_API_URL: sms.url,
+  SMS_ACCOUNT_SID: sms.accountSid,
+  SMS_AUTH_TOKEN: sms.authToken,
+  SMS_FROM: '+15005550006',
+  // Short locks, so the killed worker's job is found stalled within a second or two.
+  MESSAGES_LOCK_MS: '1000',
+  MESSAGES_STALLED_INTERVAL_MS: '500',
+})
+
+it('SIGKILL during the SMS call: the retaken job sends nothing, and the SMS went at most once', async () => {
+  const phone = '+4915112999001'
+  // WhatsApp refuses the message; the provider takes the SMS request and answers only after a minute.
+  world.fake.script(graphError(131026, 'Message undeliverable'))
+  sms.script({ status: 201, body: { sid: 'SMlate', status: 'queued' }, delayMs: 60_000 })
+  const messageId = await world.enqueue(
+    { type: 'text', body: { ...text().body, phone } } as ReturnType<typeof text>,
+    undefined,
+    { fallback: { sms: { text: 'Your order has shipped' } } },
+  )
+
+  const child = spawn(process.execPath, [MAIN], {
+    env: { ...process.env, ...world.workerEnv(smsEnv()), LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  })
+  children.push(child)
+  let stderr = ''
+  child.stderr?.on('data', (chunk) => (stderr += chunk))
+  const exited = new Promise((resolve) => child.once('exit', resolve))
+  await waitFor(() => sms.requests.some((r) => r.params.To === phone), {
+    what: 'the SMS call under way',
+    timeoutMs: 45_000,
+  }).catch(async (error) => {
+    throw new Error(
+      `${error.message}; message ${JSON.stringify(await world.message(messageId))}; worker: ${stderr}`,
+    )
+  })
+  child.kill('SIGKILL')
+  await exited
+
+  const client = createDb(dbUrl(), { max: 1 })
+  try {
+    expect(await findFallback(client.sql, messageId)).toMatchObject({ state: 'calling' })
+    // Another worker retakes the stalled job: it finds the message recorded failed and stops.
+    const second = await world.startWorker(smsEnv())
+    await waitFor(() => jobDone(messageId), {
+      what: 'the job retaken and finished',
+      timeoutMs: 30_000,
+    }).catch(async (error) => {
+      const job = await world.queue.getJob(messageId)
+      throw new Error(
+        `${error.message}: ${job ? await job.getState() : 'gone'} ${second.logs.text().slice(-3000)}`,
+      )
+    })
+    await second.close()
+    expect(sms.requests.filter((r) => r.params.To === phone)).toHaveLength(1)
+    expect(await findFallback(client.sql, messageId)).toMatchObject({ state: 'calling' })
+    expect((await world.message(messageId))?.status).toBe('failed')
+  } finally {
+    await client.close()
+  }
+}, 90_000)
+
+/** The world's database URL, as its workers get it. */
+const dbUrl = () => world.workerEnv().DATABASE_URL as string
+
+/** Whether the message's job is finished: completed (and removed), or failed (kept for inspection). */
+async function jobDone(messageId: string): Promise<boolean> {
+  const job = await world.queue.getJob(messageId)
+  if (job === undefined) return true
+  const state = await job.getState()
+  return state === 'completed' || state === 'failed'
+}

@@ -1,0 +1,40 @@
+/**
+ * The tests' fake SMS provider (Twilio's Messages API shape) as a standalone server, to try the
+ * channel fallback without a Twilio account (docs/failover.md, "Trying it against the fakes"):
+ *
+ *   pnpm fake:sms          # listens on 127.0.0.1:4030 (FAKE_SMS_PORT)
+ *
+ * It takes SMS with SMS_ACCOUNT_SID and SMS_AUTH_TOKEN (the service's; demo values by default),
+ * prints each, and reports it `sent`, then `delivered`, to its StatusCallback, signed with the auth
+ * token as Twilio signs (`X-Twilio-Signature`).
+ */
+import { startFakeSms } from './sms-server.ts'
+
+const port = Number(process.env.FAKE_SMS_PORT ?? 4030)
+const accountSid = process.env.SMS_ACCOUNT_SID ?? 'ACfake0000000000000000000000000000'
+const authToken = process.env.SMS_AUTH_TOKEN ?? 'fake-sms-auth-token'
+
+const sms = await startFakeSms({
+  port,
+  accountSid,
+  authToken,
+  onTaken: (request) => {
+    console.log(`SMS to ${request.params.To}: "${request.params.Body}" → ${request.sid}`)
+    if (!request.params.StatusCallback) return
+    const report = async (status: string) => {
+      try {
+        const res = await sms.postStatus(request.sid as string, status)
+        console.log(`  status ${status} → ${res.status}`)
+      } catch (error) {
+        console.log(`  status ${status} failed: ${(error as Error).message}`)
+      }
+    }
+    setTimeout(() => void report('sent'), 500)
+    setTimeout(() => void report('delivered'), 1500)
+  },
+})
+console.log(`Fake SMS provider on ${sms.url}. Run the API and the worker with:
+  SMS_PROVIDER=twilio SMS_API_URL=${sms.url} SMS_ACCOUNT_SID=${accountSid} SMS_AUTH_TOKEN=${authToken} \\
+  SMS_FROM=+15005550006 SMS_STATUS_CALLBACK_URL=http://127.0.0.1:3000/api/webhooks/sms/status`)
+process.once('SIGINT', () => void sms.close().then(() => process.exit(0)))
+process.once('SIGTERM', () => void sms.close().then(() => process.exit(0)))
