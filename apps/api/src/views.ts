@@ -51,6 +51,7 @@ export const usageView = (row: ApiKeyRow, usage: KeyUsage): ApiKeySelf['usage'] 
 export const toApiKeyAdminView = (row: ApiKeyRow): ApiKeyAdminView => ({
   ...keyFields(row),
   senderId: row.senderId,
+  senderPoolId: row.senderPoolId,
   ratePerSecond: row.ratePerSecond,
   dailyQuota: row.dailyQuota,
   transactional: row.transactional,

@@ -226,6 +226,7 @@ export function acmeRecord(acme: Created, eventId: string, keyId: string) {
     // Admin routes: any value reaches the credential check first.
     'api-keys': [keyId],
     senders: ['default'],
+    'sender-pools': ['00000000-0000-4000-8000-000000000044'],
     messages: [acme.text.messageId],
     channels: [acme.channel.id],
     projects: [acme.project.id],

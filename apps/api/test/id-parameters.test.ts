@@ -107,6 +107,7 @@ const BODIES: Record<string, object> = {
   'DELETE /api/admin/suppressions/{id}': { reason: 'an id of the wrong form' },
   'DELETE /api/third-party/suppressions/{id}': { reason: 'an id of the wrong form' },
   'PATCH /api/admin/channels/{id}': { name: 'Renamed' },
+  'PATCH /api/admin/sender-pools/{id}': { name: 'Renamed' },
   'PATCH /api/admin/projects/{id}': { name: 'Renamed' },
   'PATCH /api/admin/products/{id}': { name: 'Renamed' },
   'PATCH /api/third-party/webhook-endpoints/{id}': { enabled: false },

@@ -172,7 +172,7 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Set a key's sender, rate, daily quota, transactional flag, quiet hours or content retention
+         * Set a key's sender, sender pool, rate, daily quota, transactional flag, quiet hours or content retention
          * @description Any status of key. Only the fields given change; null resets one to the service default (`senderId` null or `"default"`: the default sender; `ratePerSecond` null: `MESSAGE_RATE_PER_SECOND`; `dailyQuota` null: no quota; `quietHours` null: none). `contentRetention` is `retain`, `discard` or 1–8760 hours, for messages accepted from then on (hours also redact older ones as they pass the limit). Each change is in the history with its actor and `changes`; one that changes nothing records nothing. Every instance applies it to the next request.
          */
         patch: operations["updateApiKey"];
@@ -318,6 +318,46 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/api/admin/sender-pools": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List sender pools, with their members and health */
+        get: operations["listSenderPools"];
+        put?: never;
+        /** Create a sender pool: senders of one business, in order, each with a weight */
+        post: operations["createSenderPool"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/sender-pools/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One sender pool, with its members and health */
+        get: operations["getSenderPool"];
+        put?: never;
+        post?: never;
+        /** Delete a sender pool no key is bound to */
+        delete: operations["deleteSenderPool"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename a sender pool, or replace its members (the whole ordered list)
+         * @description A member that is the own sender (`senderId`) of a key bound to the pool cannot leave it: 409 `SENDER_POOL_IN_USE`, naming the keys.
+         */
+        patch: operations["updateSenderPool"];
         trace?: never;
     };
     "/api/admin/messages": {
@@ -2789,6 +2829,7 @@ export interface operations {
                             } | null;
                             /** @description `retain` (default): content is kept. `discard`: content is never stored in Postgres (delivery works from the queue). 1–8760: content is redacted that many hours after the message was accepted. */
                             contentRetention: "retain" | "discard" | number;
+                            senderPoolId: string | null;
                             /** @description The tenant the requester asked for; `tenantId` is the one an admin bound. */
                             requestedTenantId: string | null;
                             email: string;
@@ -2904,6 +2945,7 @@ export interface operations {
                         } | null;
                         /** @description `retain` (default): content is kept. `discard`: content is never stored in Postgres (delivery works from the queue). 1–8760: content is redacted that many hours after the message was accepted. */
                         contentRetention: "retain" | "discard" | number;
+                        senderPoolId: string | null;
                         /** @description The tenant the requester asked for; `tenantId` is the one an admin bound. */
                         requestedTenantId: string | null;
                         email: string;
@@ -3009,6 +3051,8 @@ export interface operations {
             content: {
                 "application/json": {
                     senderId?: string | null;
+                    /** @description The sender pool the key is bound to (docs/failover.md); null: none. The key's `senderId` must be a member: binding a pool without naming a sender moves a key whose sender is not one to the pool's first member. */
+                    senderPoolId?: string | null;
                     ratePerSecond?: number | null;
                     dailyQuota?: number | null;
                     transactional?: boolean;
@@ -3059,6 +3103,7 @@ export interface operations {
                         } | null;
                         /** @description `retain` (default): content is kept. `discard`: content is never stored in Postgres (delivery works from the queue). 1–8760: content is redacted that many hours after the message was accepted. */
                         contentRetention: "retain" | "discard" | number;
+                        senderPoolId: string | null;
                         /** @description The tenant the requester asked for; `tenantId` is the one an admin bound. */
                         requestedTenantId: string | null;
                         email: string;
@@ -3219,6 +3264,7 @@ export interface operations {
                         } | null;
                         /** @description `retain` (default): content is kept. `discard`: content is never stored in Postgres (delivery works from the queue). 1–8760: content is redacted that many hours after the message was accepted. */
                         contentRetention: "retain" | "discard" | number;
+                        senderPoolId: string | null;
                         /** @description The tenant the requester asked for; `tenantId` is the one an admin bound. */
                         requestedTenantId: string | null;
                         email: string;
@@ -3379,6 +3425,7 @@ export interface operations {
                         } | null;
                         /** @description `retain` (default): content is kept. `discard`: content is never stored in Postgres (delivery works from the queue). 1–8760: content is redacted that many hours after the message was accepted. */
                         contentRetention: "retain" | "discard" | number;
+                        senderPoolId: string | null;
                         /** @description The tenant the requester asked for; `tenantId` is the one an admin bound. */
                         requestedTenantId: string | null;
                         email: string;
@@ -3539,6 +3586,7 @@ export interface operations {
                         } | null;
                         /** @description `retain` (default): content is kept. `discard`: content is never stored in Postgres (delivery works from the queue). 1–8760: content is redacted that many hours after the message was accepted. */
                         contentRetention: "retain" | "discard" | number;
+                        senderPoolId: string | null;
                         /** @description The tenant the requester asked for; `tenantId` is the one an admin bound. */
                         requestedTenantId: string | null;
                         email: string;
@@ -4849,6 +4897,695 @@ export interface operations {
             };
             /** @description The error body every failure answers with */
             404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listSenderPools: {
+        parameters: {
+            query?: {
+                order?: "ASC" | "DESC";
+                page?: number;
+                take?: number;
+                /** @description A part of the name */
+                q?: string;
+                orderField?: "createdAt" | "name";
+            };
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        page: number;
+                        take: number;
+                        itemCount: number;
+                        pageCount: number;
+                        hasPreviousPage: boolean;
+                        hasNextPage: boolean;
+                        data: {
+                            /** Format: uuid */
+                            id: string;
+                            name: string;
+                            portfolio: string;
+                            members: {
+                                senderId: string;
+                                position: number;
+                                weight: number;
+                                displayName: string;
+                                displayPhoneNumber: string | null;
+                                wabaId: string | null;
+                                portfolio: string;
+                                /** @enum {unknown} */
+                                state: "active" | "paused" | "needs_attention";
+                                health: {
+                                    accountStatus: string | null;
+                                    accountStatusReason: string | null;
+                                    messagingLimitTier: string | null;
+                                    qualityRating: string | null;
+                                    updatedAt: string | null;
+                                };
+                                inRotation: boolean;
+                                outOfRotation: ("paused" | "needs_attention" | "account_banned" | "account_restricted" | "account_disconnected" | "quality_red" | "flagged" | "rate_limited") | null;
+                            }[];
+                            boundKeys: number;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createSenderPool: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    /** @description The members in order (the first is where a key bound to the pool lands when it names none); all of one business portfolio, each sender at most once */
+                    members: {
+                        /** @description `default`, or an admin sender’s id */
+                        senderId: string;
+                        /**
+                         * @description Its share of new recipients among the healthy members (default 1)
+                         * @default 1
+                         */
+                        weight?: number;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        name: string;
+                        portfolio: string;
+                        members: {
+                            senderId: string;
+                            position: number;
+                            weight: number;
+                            displayName: string;
+                            displayPhoneNumber: string | null;
+                            wabaId: string | null;
+                            portfolio: string;
+                            /** @enum {unknown} */
+                            state: "active" | "paused" | "needs_attention";
+                            health: {
+                                accountStatus: string | null;
+                                accountStatusReason: string | null;
+                                messagingLimitTier: string | null;
+                                qualityRating: string | null;
+                                updatedAt: string | null;
+                            };
+                            inRotation: boolean;
+                            outOfRotation: ("paused" | "needs_attention" | "account_banned" | "account_restricted" | "account_disconnected" | "quality_red" | "flagged" | "rate_limited") | null;
+                        }[];
+                        boundKeys: number;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A change made with a session cookie lacks its CSRF token (CSRF_TOKEN_INVALID) */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            422: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getSenderPool: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description A sender pool's id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        name: string;
+                        portfolio: string;
+                        members: {
+                            senderId: string;
+                            position: number;
+                            weight: number;
+                            displayName: string;
+                            displayPhoneNumber: string | null;
+                            wabaId: string | null;
+                            portfolio: string;
+                            /** @enum {unknown} */
+                            state: "active" | "paused" | "needs_attention";
+                            health: {
+                                accountStatus: string | null;
+                                accountStatusReason: string | null;
+                                messagingLimitTier: string | null;
+                                qualityRating: string | null;
+                                updatedAt: string | null;
+                            };
+                            inRotation: boolean;
+                            outOfRotation: ("paused" | "needs_attention" | "account_banned" | "account_restricted" | "account_disconnected" | "quality_red" | "flagged" | "rate_limited") | null;
+                        }[];
+                        boundKeys: number;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteSenderPool: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description A sender pool's id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A change made with a session cookie lacks its CSRF token (CSRF_TOKEN_INVALID) */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            409: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateSenderPool: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description A sender pool's id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    /** @description The members in order (the first is where a key bound to the pool lands when it names none); all of one business portfolio, each sender at most once */
+                    members?: {
+                        /** @description `default`, or an admin sender’s id */
+                        senderId: string;
+                        /**
+                         * @description Its share of new recipients among the healthy members (default 1)
+                         * @default 1
+                         */
+                        weight?: number;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        name: string;
+                        portfolio: string;
+                        members: {
+                            senderId: string;
+                            position: number;
+                            weight: number;
+                            displayName: string;
+                            displayPhoneNumber: string | null;
+                            wabaId: string | null;
+                            portfolio: string;
+                            /** @enum {unknown} */
+                            state: "active" | "paused" | "needs_attention";
+                            health: {
+                                accountStatus: string | null;
+                                accountStatusReason: string | null;
+                                messagingLimitTier: string | null;
+                                qualityRating: string | null;
+                                updatedAt: string | null;
+                            };
+                            inRotation: boolean;
+                            outOfRotation: ("paused" | "needs_attention" | "account_banned" | "account_restricted" | "account_disconnected" | "quality_red" | "flagged" | "rate_limited") | null;
+                        }[];
+                        boundKeys: number;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A change made with a session cookie lacks its CSRF token (CSRF_TOKEN_INVALID) */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            409: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            422: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;

@@ -102,6 +102,14 @@ export type ApiKeySelf = Static<typeof ApiKeySelf>
 export const UpdateApiKeyBody = Type.Object(
   {
     senderId: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Null()])),
+    senderPoolId: Type.Optional(
+      Type.Union([Type.String({ format: 'uuid' }), Type.Null()], {
+        description:
+          "The sender pool the key is bound to (docs/failover.md); null: none. The key's `senderId` must " +
+          'be a member: binding a pool without naming a sender moves a key whose sender is not one to the ' +
+          "pool's first member.",
+      }),
+    ),
     ratePerSecond: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 100_000 }), Type.Null()])),
     dailyQuota: Type.Optional(
       Type.Union([Type.Integer({ minimum: 1, maximum: 1_000_000_000 }), Type.Null()]),
@@ -131,6 +139,8 @@ export const ApiKeyAuditEntry = Type.Object({
 export const ApiKeyAdminView = Type.Object({
   ...KeyFields,
   ...ApiKeyLimits.properties,
+  /** The sender pool it is bound to (admin-only: a key does not see it); null: none. */
+  senderPoolId: Type.Union([Type.String({ format: 'uuid' }), Type.Null()]),
   requestedTenantId: Type.Union([Type.String(), Type.Null()], {
     description: 'The tenant the requester asked for; `tenantId` is the one an admin bound.',
   }),

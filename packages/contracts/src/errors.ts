@@ -32,6 +32,8 @@ export const ErrorCodes = {
   SENDER_EXISTS: 409,
   /** A sender still bound to keys (or still holding messages) cannot be deleted. */
   SENDER_IN_USE: 409,
+  /** A sender pool still bound to keys (or a member still a bound key's own sender) cannot go. */
+  SENDER_POOL_IN_USE: 409,
   /** A bounded collection is full (a key's webhook endpoints): the message names the bound. */
   LIMIT_EXCEEDED: 409,
   PAYLOAD_TOO_LARGE: 413,
@@ -40,6 +42,8 @@ export const ErrorCodes = {
   HEADERS_TOO_LARGE: 431,
   IDEMPOTENCY_KEY_REUSED: 422,
   INVALID_REFERENCE: 422,
+  /** A sender pool's members must all be of one business portfolio (the message names the odd one). */
+  SENDER_POOL_BUSINESS_MISMATCH: 422,
   /** No template of that name and language in the sender's synced catalog. */
   TEMPLATE_NOT_FOUND: 422,
   /** The template exists but is not APPROVED (the message names its status). */

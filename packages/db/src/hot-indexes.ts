@@ -34,8 +34,8 @@ export interface HotIndex {
   /** What writes an entry: every row, or only the rows of a partial index. */
   entries: string
   kind?: 'primary key' | 'unique'
-  /** The case of bench:index-plans whose plan must read it. */
-  planCase?: string
+  /** The case (or cases) of bench:index-plans whose plan must read it. */
+  planCase?: string | string[]
 }
 
 export const HOT_TABLE_INDEXES: HotIndex[] = [
@@ -51,17 +51,20 @@ export const HOT_TABLE_INDEXES: HotIndex[] = [
   },
   {
     table: 'messages',
-    index: 'messages_platform_message_id_idx',
+    index: 'messages_platform_message_id_hash_idx',
     serves:
-      "a platform status's update, applyPlatformStatus, messages.ts:51; a quoted reply, inbound-messages.ts:73",
+      "a platform status's update, applyPlatformStatus, messages.ts:51, and its pricing, recordMessagePricing, message-pricing.ts:13; a quoted reply, routeReply, inbound-messages.ts:61 (on the id's hash: platformIdIs, message-ids.ts:37)",
     hot: true,
-    entries: 'every sent message (partial: platform id set), at insert and each status change',
-    planCase: 'applyPlatformStatus',
+    // The id's 8-byte hash, not the id (~50-60 bytes): each sent message lands on a random leaf, so
+    // the whole index is the working set (migration 0040). Whole, not partial: a partial index's
+    // expression has no statistics, and a quoted reply then read the phone's index with it.
+    entries: 'every insert and status change (a null hash until sent)',
+    planCase: ['applyPlatformStatus', 'recordMessagePricing', 'routeReply (quoted)'],
   },
   {
     table: 'messages',
     index: 'messages_phone_sent_at_idx',
-    serves: "a reply's key, routeReply, inbound-messages.ts:60; search by phone (lists, erasure, export)",
+    serves: "a reply's key, routeReply, inbound-messages.ts:61; search by phone (lists, erasure, export)",
     hot: true,
     entries: 'every insert and status change',
     planCase: 'routeReply (phone)',
@@ -69,7 +72,7 @@ export const HOT_TABLE_INDEXES: HotIndex[] = [
   {
     table: 'messages',
     index: 'messages_user_id_sent_at_idx',
-    serves: "a reply's key by BSUID, routeReply, inbound-messages.ts:60; search by userId",
+    serves: "a reply's key by BSUID, routeReply, inbound-messages.ts:61; search by userId",
     hot: true,
     entries: 'messages to a BSUID only (partial)',
   },
@@ -240,7 +243,7 @@ export const HOT_TABLE_INDEXES: HotIndex[] = [
     table: 'inbound_messages',
     index: 'inbound_messages_id_received_at_pk',
     kind: 'primary key',
-    serves: 'a reply by id, findRoutedInboundMessage, inbound-messages.ts:251',
+    serves: 'a reply by id, findRoutedInboundMessage, inbound-messages.ts:252',
     hot: true,
     entries: 'every reply',
   },
@@ -248,14 +251,14 @@ export const HOT_TABLE_INDEXES: HotIndex[] = [
     table: 'inbound_messages',
     index: 'inbound_messages_platform_message_id_received_at_idx',
     kind: 'unique',
-    serves: 'a redelivered reply stored once (on conflict), recordInboundMessage, inbound-messages.ts:155',
+    serves: 'a redelivered reply stored once (on conflict), recordInboundMessage, inbound-messages.ts:156',
     hot: true,
     entries: 'every reply',
   },
   {
     table: 'inbound_messages',
     index: 'inbound_messages_api_key_id_received_at_idx',
-    serves: "a key's replies, listInboundMessages, inbound-messages.ts:216; erasure; the key's foreign key",
+    serves: "a key's replies, listInboundMessages, inbound-messages.ts:217; erasure; the key's foreign key",
     hot: false,
     entries: 'every reply',
     planCase: 'admin inbound: apiKeyId',
@@ -263,7 +266,7 @@ export const HOT_TABLE_INDEXES: HotIndex[] = [
   {
     table: 'inbound_messages',
     index: 'inbound_messages_unrouted_idx',
-    serves: "the admins' unrouted replies, listInboundMessages, inbound-messages.ts:216",
+    serves: "the admins' unrouted replies, listInboundMessages, inbound-messages.ts:217",
     hot: false,
     entries: 'unrouted replies only (partial)',
     planCase: 'admin inbound: unrouted',
@@ -293,7 +296,7 @@ export const HOT_TABLE_INDEXES: HotIndex[] = [
     index: 'conversation_windows_phone_number_id_phone_pk',
     kind: 'primary key',
     serves:
-      "the window's upsert at each reply, inbound-messages.ts:193; the send's window check, service-windows.ts:15",
+      "the window's upsert at each reply, inbound-messages.ts:194; the send's window check, service-windows.ts:15",
     hot: true,
     entries: 'a new recipient (an update of the time otherwise, HOT)',
   },
@@ -301,7 +304,7 @@ export const HOT_TABLE_INDEXES: HotIndex[] = [
     table: 'recipient_identities',
     index: 'recipient_identities_pkey',
     kind: 'primary key',
-    serves: "a BSUID's phone (upsert), rememberRecipientPair, inbound-messages.ts:98",
+    serves: "a BSUID's phone (upsert), rememberRecipientPair, inbound-messages.ts:99",
     hot: true,
     entries: 'a status or reply naming a new BSUID and phone pair',
   },

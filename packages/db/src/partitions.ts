@@ -256,6 +256,14 @@ const exists = async (sql: Sql, name: string) =>
   false
 
 /**
+ * A new partition's statement triggers, which Postgres does not clone from the parent as it does row
+ * triggers: on `messages`, the campaigns' tally of the rows each insert writes (migration 0041).
+ */
+async function withStatementTriggers(sql: Sql, table: PartitionedTable, name: string): Promise<void> {
+  if (table === 'messages') await sql.unsafe(`select dispatch_campaign_tally_on($1::regclass)`, [name])
+}
+
+/**
  * Creates the partition of `[fromMs, toMs)`. Rows of that range already in the default partition
  * (written while no partition held it) are moved into it in the same transaction: a row is in exactly
  * one place before and after. Answers how many moved, or null when it existed already.
@@ -286,6 +294,7 @@ async function createRange(
       ).length > 0
     if (!waiting) {
       await tx.unsafe(`create table ${name} partition of ${quote(table)} ${range}${storage}`)
+      await withStatementTriggers(tx, table, name)
       return 0
     }
     await tx.unsafe(
@@ -297,6 +306,7 @@ async function createRange(
       [from, to],
     )
     await tx.unsafe(`alter table ${quote(table)} attach partition ${name} ${range}`)
+    await withStatementTriggers(tx, table, name)
     return moved.count
   })
 }

@@ -72,7 +72,25 @@ const isTemplate = (item: unknown): item is GraphTemplate => {
   )
 }
 
-async function getJson(url: URL, options: TemplateFetchOptions): Promise<Record<string, unknown>> {
+/**
+ * The messaging limit of the portfolio a business number is in, as the Graph API reads it on the
+ * number (`GET /{phone-number-id}?fields=whatsapp_business_manager_messaging_limit`): a tier name
+ * (`TIER_250`, `TIER_2K`, `TIER_10K`, `TIER_100K`, `TIER_UNLIMITED`), or undefined when the answer
+ * has none. (`messaging_limit_tier`, the number's own, is deprecated.)
+ */
+export async function fetchMessagingLimitTier(
+  options: Pick<TemplateFetchOptions, 'apiUrl' | 'accessToken' | 'timeoutMs'> & { phoneNumberId: string },
+): Promise<string | undefined> {
+  const url = new URL(`${options.apiUrl.replace(/\/+$/, '')}/${options.phoneNumberId}`)
+  url.searchParams.set('fields', 'whatsapp_business_manager_messaging_limit')
+  const tier = (await getJson(url, options)).whatsapp_business_manager_messaging_limit
+  return typeof tier === 'string' && /^TIER_[A-Z0-9]{1,12}$/i.test(tier) ? tier.toUpperCase() : undefined
+}
+
+async function getJson(
+  url: URL,
+  options: Pick<TemplateFetchOptions, 'accessToken' | 'timeoutMs'>,
+): Promise<Record<string, unknown>> {
   let res: Response
   try {
     res = await fetch(url, {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import {
   DEFAULT_SENDER_ID,
+  SENDER_CHANGES_CHANNEL,
   TEMPLATE_CHANGES_CHANNEL,
   type TemplateSyncResult,
   templateSyncLockKey,
@@ -9,6 +10,7 @@ import {
 import {
   type Db,
   findSender,
+  recordSenderHealth,
   replaceSenderTemplates,
   type SenderRow,
   type SyncedTemplate,
@@ -17,7 +19,7 @@ import { createSecretBox } from '@dispatch/runtime'
 import type { PlatformName } from '@dispatch/runtime/env'
 import { evalLuaScript } from '@dispatch/runtime/lua-scripts'
 import { RELEASE_LOCK_SCRIPT, type RedisClient } from '@dispatch/runtime/redis'
-import { fetchTemplates, type GraphTemplate } from './graph.ts'
+import { fetchMessagingLimitTier, fetchTemplates, type GraphTemplate, TemplateFetchError } from './graph.ts'
 
 export interface TemplateSyncConfig {
   QUEUE_PREFIX: string
@@ -132,8 +134,49 @@ export async function syncSenderTemplates(
     await redis.publish(`${config.QUEUE_PREFIX}:${TEMPLATE_CHANGES_CHANNEL}`, senderId).catch(() => {
       // Best effort: API instances also refresh on a timer.
     })
+    await syncMessagingLimit(deps, sender, accessToken, syncedAt)
     return { senderId, ...changes, syncedAt: syncedAt.toISOString() }
   } finally {
     await evalLuaScript(redis, RELEASE_LOCK_SCRIPT, lockKey, lockToken).catch(() => {})
   }
+}
+
+/**
+ * The portfolio's messaging limit, read with the catalog (`fetchMessagingLimitTier`) and stored as
+ * a `business_capability_update` webhook stores it: on every sender of the account, a
+ * `sender.updated` event for each changed, announced on `senders:changed` so the send rules reload
+ * it at once. An admin's limit (`messagingLimitOverride`) still comes first (messaging-limit.ts).
+ * A read that fails leaves the limit as it was: the catalog is synced all the same.
+ */
+async function syncMessagingLimit(
+  deps: TemplateSyncDeps,
+  sender: SenderRow,
+  accessToken: string,
+  at: Date,
+): Promise<void> {
+  const { db, redis, config } = deps
+  if (!sender.phoneNumberId || !sender.wabaId) return
+  let tier: string | undefined
+  try {
+    tier = await fetchMessagingLimitTier({
+      apiUrl: config.WHATSAPP_API_URL,
+      phoneNumberId: sender.phoneNumberId,
+      accessToken,
+      timeoutMs: deps.timeoutMs ?? 10_000,
+    })
+  } catch (error) {
+    if (error instanceof TemplateFetchError) return
+    throw error
+  }
+  if (!tier) return
+  const changed = await recordSenderHealth(
+    db,
+    { wabaId: sender.wabaId },
+    { messagingLimitTier: tier },
+    { source: 'graph_sync', at },
+  )
+  for (const id of changed)
+    await redis.publish(`${config.QUEUE_PREFIX}:${SENDER_CHANGES_CHANNEL}`, id).catch(() => {
+      // Best effort: the workers and API instances also reload senders on a timer.
+    })
 }

@@ -120,6 +120,14 @@ export interface FakeWhatsApp {
   templates: FakeTemplateCatalogs
   /** `GET /{waba-id}/message_templates` requests received, in order. */
   templateReads: Array<{ url: URL; receivedAt: number }>
+  /**
+   * What `GET /{phone-number-id}?fields=…` answers for a number, beside its `id` (such as
+   * `whatsapp_business_manager_messaging_limit: 'TIER_2K'`, its portfolio's messaging limit). A
+   * number given nothing answers its `id` alone.
+   */
+  phoneNumberFields: Map<string, Record<string, unknown>>
+  /** `GET /{phone-number-id}?fields=…` requests received, in order. */
+  phoneNumberReads: Array<{ url: URL; authorization: string | undefined }>
   /** Latency added to every accepted message. */
   latencyMs: number
   close(): Promise<void>
@@ -166,7 +174,26 @@ export async function startFakeWhatsApp(
     }
     return behaviour.answer
   }
+  const phoneNumberFields = new Map<string, Record<string, unknown>>()
+  const phoneNumberReads: FakeWhatsApp['phoneNumberReads'] = []
   const server = createServer((req, res) => {
+    const numberRead = req.method === 'GET' ? PHONE_NUMBER_FIELDS_PATH.exec(req.url ?? '') : null
+    if (numberRead) {
+      req.resume()
+      const url = new URL(req.url ?? '', `http://${req.headers.host}`)
+      phoneNumberReads.push({ url, authorization: req.headers.authorization })
+      const id = numberRead[1] as string
+      const asked = (url.searchParams.get('fields') ?? '').split(',')
+      const known = phoneNumberFields.get(id) ?? {}
+      const fields = Object.fromEntries(Object.entries(known).filter(([name]) => asked.includes(name)))
+      void writeAnswer(
+        res,
+        req.headers.authorization?.startsWith('Bearer ')
+          ? { status: 200, body: { ...fields, id } }
+          : graphError(190, 'Error validating access token: Session has expired', 401),
+      )
+      return
+    }
     if (media.handle(req, res)) return
     const chunks: Buffer[] = []
     req.on('data', (chunk: Buffer) => chunks.push(chunk))
@@ -263,6 +290,8 @@ export async function startFakeWhatsApp(
     },
     templates,
     templateReads,
+    phoneNumberFields,
+    phoneNumberReads,
     sentFrom: (phoneNumberId) =>
       requests.filter((r) => r.platformMessageId && phoneNumberIdOf(r.path) === phoneNumberId),
     get latencyMs() {
@@ -334,6 +363,9 @@ const TEMPLATE_STATUS_CONTROL = /^\/_fake\/templates\/([0-9]+)\/status$/
 
 /** `GET /v21.0/{waba-id}/message_templates`, an account's template list. */
 const TEMPLATES_PATH = /^(?:\/v[0-9.]+)?\/([0-9]+)\/message_templates(?:\?.*)?$/
+/** `GET /v21.0/{phone-number-id}?fields=…`, a number's fields (a media lookup asks for none). */
+const PHONE_NUMBER_FIELDS_PATH =
+  /^(?:\/v[0-9.]+)?\/([0-9]+)\?(?:.*&)?fields=[^&]*whatsapp_business_manager_messaging_limit/
 
 async function writeAnswer(res: ServerResponse, answer: ScriptedAnswer) {
   if (answer.delayMs) await new Promise((r) => setTimeout(r, answer.delayMs))

@@ -15,6 +15,7 @@ import {
   type RefusedRow,
   recordedMessageIds,
   startCampaign,
+  takeCampaignFeed,
   transitionCampaign,
   unconfirmedRows,
   unfinished,
@@ -107,17 +108,47 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
   let running: Promise<void> | undefined
   let timer: NodeJS.Timeout | undefined
 
-  /** Takes or keeps this instance's lease on a campaign; false when another instance holds it. */
-  async function lease(campaignId: string): Promise<boolean> {
-    const key = `${prefix}:campaign-lease:${campaignId}`
+  /**
+   * The fencing token of each campaign this instance holds the lease of: taken from Postgres
+   * (`takeCampaignFeed`) each time the lease is taken, so a later holder's is always greater, and
+   * Postgres refuses a window assigned or confirmed under an older one (a turn that outlived its
+   * lease: slow Postgres, a paused process).
+   */
+  const tokens = new Map<string, number>()
+  const leaseKey = (campaignId: string) => `${prefix}:campaign-lease:${campaignId}`
+
+  /**
+   * Takes or keeps this instance's lease on a campaign: its fencing token, or undefined when another
+   * instance holds it.
+   */
+  async function lease(campaignId: string): Promise<number | undefined> {
+    const key = leaseKey(campaignId)
     const before = await redis.set(key, owner, 'PX', leaseMs, 'NX', 'GET')
     if (before === null) {
+      tokens.set(campaignId, await takeCampaignFeed(db, campaignId))
       // Which instance feeds a campaign, for whoever follows one (and the fault tests).
       log.info({ campaignId, feeder: owner }, 'campaign lease taken')
-      return true
+    } else if (before !== owner) {
+      tokens.delete(campaignId)
+      return undefined
+    } else {
+      await redis.pexpire(key, leaseMs)
+      if (!tokens.has(campaignId)) tokens.set(campaignId, await takeCampaignFeed(db, campaignId))
     }
-    if (before !== owner) return false
-    await redis.pexpire(key, leaseMs)
+    return tokens.get(campaignId)
+  }
+
+  /**
+   * Whether this instance still holds a campaign's lease, renewed when it does: asked before each
+   * slice of a window is stored, so a turn that outlived its lease stops storing (what it stored
+   * has the ids the next holder stores again: the worker sends an id once).
+   */
+  async function stillHeld(campaignId: string): Promise<boolean> {
+    if ((await redis.get(leaseKey(campaignId))) !== owner) {
+      if (tokens.delete(campaignId)) log.warn({ campaignId, feeder: owner }, 'campaign lease lost mid-turn')
+      return false
+    }
+    await redis.pexpire(leaseKey(campaignId), leaseMs)
     return true
   }
 
@@ -145,7 +176,12 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
    * Stores rows (all given their ids at one time) and confirms them: answers false when they must be
    * stored again later (the key's bound, Redis away), leaving them unconfirmed.
    */
-  async function store(campaign: CampaignRow, rows: FedRow[], again: boolean): Promise<boolean> {
+  async function store(
+    campaign: CampaignRow,
+    rows: FedRow[],
+    again: boolean,
+    token: number,
+  ): Promise<boolean> {
     const key = await findApiKeyById(db, campaign.apiKeyId)
     if (key?.status !== 'approved' || !key.scopes.includes(Scopes.sendTemplate)) {
       // A revoked key's campaign ends with it; a key not (yet, or no longer) approved waits.
@@ -160,6 +196,7 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
       // A slice at a time: judging a whole window is one stretch of the event loop that the
       // API's own requests (another key's sends) would wait behind.
       for (let from = 0; from < rows.length; from += STORE_SLICE) {
+        if (!(await stillHeld(campaign.id))) return false
         const slice = rows.slice(from, from + STORE_SLICE)
         const stored = await submit(sending, key, sendsOf(campaign, slice), {
           now: at,
@@ -192,7 +229,15 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
       return false
     }
     const skipped = again ? await notStoredBefore(campaign, rows, refused) : refused
-    await confirmWindow(db, campaign.id, (rows[rows.length - 1] as FedRow).line, skipped, sending.clock())
+    const through = (rows[rows.length - 1] as FedRow).line
+    if (!(await confirmWindow(db, campaign.id, through, skipped, sending.clock(), token))) {
+      log.warn(
+        { campaignId: campaign.id, feeder: owner },
+        'campaign window not confirmed: its lease was taken',
+      )
+      tokens.delete(campaign.id)
+      return false
+    }
     // A refused send spends no quota: given back to the day the window spent it on.
     await returnDailyQuota(redis, prefix, campaign.apiKeyId, skipped.length, at).catch((error) =>
       log.warn(
@@ -326,7 +371,8 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
 
   /** Feeds one campaign its turn; answers whether a window was stored. */
   async function feed(found: CampaignRow, now: Date): Promise<boolean> {
-    if (!(await lease(found.id))) return false
+    const token = await lease(found.id)
+    if (token === undefined) return false
     let campaign = found
     let fed = false
     if (campaign.status === 'scheduled') {
@@ -338,17 +384,19 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
     const unconfirmed = await unconfirmedRows(db, campaign)
     if (unconfirmed.length > 0) {
       // Stored again under their ids, grouped by the time each id carries.
-      if (!(await store(campaign, unconfirmed, true))) return false
+      if (!(await store(campaign, unconfirmed, true, token))) return false
       campaign = (await findCampaign(db, campaign.id)) ?? campaign
     }
     if ((await waiting(campaign)) < options.window / 2 && !(await atLimit(campaign, now))) {
       const granted = await spendQuota(campaign, now)
-      const rows = granted > 0 ? await assignWindow(db, campaign.id, granted, now) : []
+      const rows = granted > 0 ? await assignWindow(db, campaign.id, granted, now, token) : []
       // The audience's end, or the campaign paused meanwhile: what was not fed is given back.
       if (rows.length < granted)
         await returnDailyQuota(redis, prefix, campaign.apiKeyId, granted - rows.length, now)
       if (rows.length > 0) {
-        fed = await store(campaign, rows, false)
+        fed = await store(campaign, rows, false, token)
+        // A turn that lost its lease leaves the campaign, its counts too, to the new holder.
+        if (!tokens.has(campaign.id)) return false
         campaign = (await findCampaign(db, campaign.id)) ?? campaign
       }
     }

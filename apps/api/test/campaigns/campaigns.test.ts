@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { Campaign, CampaignRecipient } from '@dispatch/contracts'
-import { assignWindow } from '@dispatch/db'
+import { assignWindow, campaignCounts, findCampaign, recountCampaign } from '@dispatch/db'
 import { serviceWindowsLoadedKey } from '@dispatch/runtime'
 import {
   type FakeWhatsApp,
@@ -128,6 +128,14 @@ const untilStatus = (id: string, status: Campaign['status']) =>
 
 const total = (counts: Campaign['counts']) => Object.values(counts).reduce((a, b) => a + b, 0)
 
+/** The counts as kept (row counters, the messages' tally) equal a count of every row and message. */
+async function expectCountsExact(id: string) {
+  const { db } = app.deps
+  const row = await findCampaign(db, id)
+  if (!row) throw new Error(`campaign ${id} not found`)
+  expect(await campaignCounts(db, row)).toEqual(await recountCampaign(db, row))
+}
+
 beforeAll(async () => {
   world = await createWorld()
   fake = await startFakeWhatsApp()
@@ -192,6 +200,16 @@ describe('a campaign, from creation to completion', () => {
     expect(done.counts).toMatchObject({ sent: 45, skipped: 1, pending: 0, held: 0, canceled: 0 })
     expect(total(done.counts)).toBe(46)
     expect(done.completedAt).not.toBeNull()
+    await expectCountsExact(campaign.id)
+    // A recipient who writes back is counted as having replied, once.
+    expect(done.engagement).toEqual({ replied: 0, optedOut: 0 })
+    for (let i = 0; i < 2; i++) {
+      const reply = await replyFrom(app, APP_SECRET, senderNumber, audience[0] as string)
+      expect(reply.statusCode, reply.body).toBe(200)
+    }
+    await waitFor(async () => ((await get(campaign.id)).engagement.replied === 1 ? true : undefined), {
+      what: 'the reply counted',
+    })
     for (const phone of audience) expect(sentTo(phone), phone).toHaveLength(1)
     const first = sentTo(audience[0] as string)[0]?.body as { template: { name: string } }
     expect(first.template.name).toBe('order_shipped')
@@ -276,6 +294,7 @@ describe('a campaign, from creation to completion', () => {
     expect((await control(campaign.id, 'start')).statusCode).toBe(200)
     const done = await untilStatus(campaign.id, 'completed')
     expect(done.counts).toMatchObject({ sent: 4, skipped: 1 })
+    await expectCountsExact(campaign.id)
     expect(sentTo(out as string)).toHaveLength(0)
     const skipped = await app.inject({
       method: 'GET',
@@ -342,6 +361,7 @@ describe('controls', () => {
     )
     expect(total(after.counts)).toBe(300)
     expect(after.counts.canceled).toBeGreaterThan(0)
+    await expectCountsExact(campaign.id)
     const sent = audience.filter((p) => sentTo(p).length > 0)
     expect(sent.length).toBe(after.counts.sent)
     for (const phone of sent) expect(sentTo(phone)).toHaveLength(1)

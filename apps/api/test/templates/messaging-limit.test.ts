@@ -328,6 +328,53 @@ describe('the limit a portfolio has', () => {
     expectError(bad, 400, 'VALIDATION_ERROR')
   })
 
+  it('is read from the Graph API with the catalog, stored as the webhook stores it, and an admin limit still comes first', async () => {
+    const sender = await syncedSender(app, fake, { sync: false })
+    const sync = async () => {
+      const res = await app.inject({
+        method: 'POST',
+        url: `/api/admin/senders/${sender.id}/templates/sync`,
+        headers: asAdmin(),
+      })
+      expect(res.statusCode, res.body).toBe(200)
+      return senderView(sender.id)
+    }
+    // A number whose answer has no limit leaves it unknown (and the catalog synced all the same).
+    expect((await sync()).messagingLimit).toMatchObject({ limit: null, source: 'none' })
+    fake.phoneNumberFields.set(sender.phoneNumberId, { whatsapp_business_manager_messaging_limit: 'TIER_2K' })
+    const synced = await sync()
+    expect(synced.health.messagingLimitTier).toBe('TIER_2K')
+    expect(synced.messagingLimit).toMatchObject({ limit: 2000, tier: 'TIER_2K', source: 'synced' })
+    const read = fake.phoneNumberReads
+      .filter((r) => r.url.pathname.endsWith(`/${sender.phoneNumberId}`))
+      .at(-1)
+    expect(read?.url.searchParams.get('fields')).toBe('whatsapp_business_manager_messaging_limit')
+    expect(read?.authorization).toBe(`Bearer ${sender.token}`)
+    // Meta raises it: the next sync brings it.
+    fake.phoneNumberFields.set(sender.phoneNumberId, {
+      whatsapp_business_manager_messaging_limit: 'TIER_UNLIMITED',
+    })
+    expect((await sync()).messagingLimit).toMatchObject({
+      limit: null,
+      tier: 'TIER_UNLIMITED',
+      source: 'synced',
+    })
+    // An admin's limit comes first; the synced tier is still shown.
+    const set = await app.inject({
+      method: 'PATCH',
+      url: `/api/admin/senders/${sender.id}`,
+      headers: asAdmin(),
+      payload: { messagingLimitOverride: 100 },
+    })
+    expect(set.statusCode, set.body).toBe(200)
+    fake.phoneNumberFields.set(sender.phoneNumberId, {
+      whatsapp_business_manager_messaging_limit: 'TIER_10K',
+    })
+    const overridden = await sync()
+    expect(overridden.health.messagingLimitTier).toBe('TIER_10K')
+    expect(overridden.messagingLimit).toMatchObject({ limit: 100, source: 'admin' })
+  })
+
   it('is enforced at once when the webhook lowers it (the send rules reload)', async () => {
     const { sender, key } = await limitedSender({ messagingLimitPolicy: 'refuse' })
     const first = newPhone()

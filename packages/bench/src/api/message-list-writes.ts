@@ -155,7 +155,8 @@ async function walPerUpdate(target: Target, messages: number) {
       const [row] = await sql.unsafe(
         `explain (analyze, wal, format json) update messages set status = $2::message_status, updated_at = now(),
            delivered_at = coalesce(delivered_at, now()), read_at = case when $2 = 'read' then now() end
-         where platform_message_id = $1 and status < $2::message_status`,
+         where hashtextextended(platform_message_id, 0) = hashtextextended($1, 0) and platform_message_id = $1
+           and status < $2::message_status`,
         [platformMessageId, status],
       )
       const plan = (row?.['QUERY PLAN'] as { Plan: Record<string, number> }[] | undefined)?.[0]?.Plan ?? {}

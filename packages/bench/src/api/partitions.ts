@@ -27,6 +27,7 @@ import {
   maintainPartitions,
   messageColumns,
   messages,
+  platformIdIs,
   recordDeliveryOutcomes,
   upsertOutcomes,
 } from '@dispatch/db'
@@ -256,7 +257,7 @@ try {
         return db
           .update(plain)
           .set({ status: 'delivered', updatedAt: drizzleSql`now()` })
-          .where(and(eq(plain.platformMessageId, pick().wamid), lt(plain.status, 'delivered')))
+          .where(and(platformIdIs(plain, pick().wamid), lt(plain.status, 'delivered')))
           .returning({ id: plain.id, phone: plain.phone, userId: plain.userId })
       },
     },

@@ -35,6 +35,8 @@
  *   SOAK_DRAIN_WAIT_MS (65,000) SOAK_SAMPLE_MS (500) SOAK_PROGRESS_MS (10,000) SOAK_PASSES (3)
  *   SOAK_CPU_PROFILE_DIR (unset): V8's CPU profile of the API and the worker over each pass, written
  *   there as `<api|worker>-<pass>.cpuprofile` (the profiler's cost is in that run's CPU figures).
+ *   SOAK_PLATFORM_INDEX (hash): `text` undoes migration 0040 in the run's database, the platform id
+ *   itself indexed instead of its hash, to compare the two; each pass prints the index's growth.
  */
 import { randomBytes } from 'node:crypto'
 import { mkdir, writeFile } from 'node:fs/promises'
@@ -81,6 +83,12 @@ const sampleMs = Math.max(50, intEnv('SOAK_SAMPLE_MS', 500))
 const progressMs = intEnv('SOAK_PROGRESS_MS', 10_000)
 const passes = Math.max(2, intEnv('SOAK_PASSES', 3))
 const profileDir = process.env.SOAK_CPU_PROFILE_DIR
+/** `text`: 0040 undone, the platform id itself indexed instead of its hash (to compare the two). */
+const platformIndex = process.env.SOAK_PLATFORM_INDEX === 'text' ? 'text' : 'hash'
+const PLATFORM_INDEX = {
+  hash: 'messages_platform_message_id_hash_idx',
+  text: 'messages_platform_message_id_idx',
+}[platformIndex]
 const batchSize = 100
 /** A pass whose sent count does not move for this long has failed (a worker that cannot reach Redis logs why). */
 const stuckMs = 120_000
@@ -155,6 +163,8 @@ interface Pass {
   blocks: { read: number; hit: number }
   updates: { all: number; hot: number }
   wal: { bytes: number; fpi: number }
+  /** Growth of the platform-id index (every partition's) over the pass. */
+  platformIndexDelta: number
   seconds: number
   redisBefore: number
   redisPeak: number
@@ -175,6 +185,12 @@ const world = await createBenchWorld('soak')
 cleanups.push(() => world.drop())
 const { sql, close: closeDb } = createDb(world.databaseUrl, { max: 1 })
 cleanups.push(closeDb)
+if (platformIndex === 'text') {
+  // The lookups name the id too (platformIdIs), so they read this index as they did before 0040.
+  await sql`drop index messages_platform_message_id_hash_idx`
+  await sql`create index messages_platform_message_id_idx on messages (platform_message_id)
+    where platform_message_id is not null`
+}
 
 try {
   const began = performance.now()
@@ -219,6 +235,13 @@ try {
     return counterSum(await res.text(), 'dispatch_messages_sent_total')
   }
   const usedMemory = async () => Number(/^used_memory:(\d+)/m.exec(await redis.info('memory'))?.[1] ?? 0)
+  /** The platform-id index's bytes, every partition's. */
+  const platformIndexSize = async () => {
+    const [row] = await sql<{ bytes: string }[]>`
+      select coalesce(sum(pg_relation_size(relid)), 0)::text as bytes
+      from pg_partition_tree(${PLATFORM_INDEX}::regclass)`
+    return Number(row?.bytes ?? 0)
+  }
   const databaseSize = async () => {
     const [row] = await sql<{ bytes: string }[]>`select pg_database_size(current_database())::text as bytes`
     return Number(row?.bytes ?? 0)
@@ -291,7 +314,7 @@ try {
     `soak: ${int(messages)} messages of history, then ${passes} passes of ${int(messages)} texts each` +
       ` (batches of ${batchSize}, ${concurrency} in flight, over ${int(recipients)} recipients); one API, one worker` +
       ` (every role, sandbox); ${redisServer.version} of its own at ${redisServer.url}; database ${world.databaseUrl.replace(/^.*\//, '')};` +
-      ` drain wait ${secs(drainWaitMs)}; ${load()}`,
+      ` drain wait ${secs(drainWaitMs)}; platform-id index ${PLATFORM_INDEX}; ${load()}`,
   )
 
   let sentBase = 0
@@ -303,6 +326,7 @@ try {
     const redisBefore = await usedMemory()
     const redisKeysBefore = await redis.dbsize()
     const dbBefore = await databaseSize()
+    const platformIndexBefore = await platformIndexSize()
     const profiling = profileDir
       ? {
           api: await startCpuProfile(inspectorPorts.api),
@@ -408,6 +432,7 @@ try {
     const redisAfter = await usedMemory()
     const redisKeysAfter = await redis.dbsize()
     const databaseDelta = (await databaseSize()) - dbBefore
+    const platformIndexDelta = (await platformIndexSize()) - platformIndexBefore
     const pass: Pass = {
       name,
       acceptMs: (acceptedAt ?? after.at) - before.at,
@@ -433,6 +458,7 @@ try {
       redisKeysBefore,
       redisKeysAfter,
       databaseDelta,
+      platformIndexDelta,
       rss,
       heap,
       collected,
@@ -529,7 +555,8 @@ function printPass(pass: Pass) {
       `  Redis used_memory: before ${mb(pass.redisBefore)}, peak ${mb(pass.redisPeak)} (${int(pass.inFlightAtPeak)} in flight),` +
       ` after the drain ${mb(pass.redisAfter)} (${int((pass.redisAfter - pass.redisBefore) / messages)} B per message kept;` +
       ` keys ${int(pass.redisKeysBefore)} → ${int(pass.redisKeysAfter)})\n` +
-      `  Postgres: +${mb(pass.databaseDelta)} (${int(pass.databaseDelta / messages)} B per message);` +
+      `  Postgres: +${mb(pass.databaseDelta)} (${int(pass.databaseDelta / messages)} B per message;` +
+      ` ${PLATFORM_INDEX} +${int(pass.platformIndexDelta / messages)} B);` +
       ` resident memory after the drain: API ${mb(pass.rss.api)} (V8 heap in use ${mb(pass.heap.api)}),` +
       ` worker ${mb(pass.rss.worker)} (heap ${mb(pass.heap.worker)})\n` +
       `  after a full collection: API ${collectedText(pass.collected.api)}, worker ${collectedText(pass.collected.worker)}\n` +

@@ -33,6 +33,7 @@ import {
   purgeRelayedOutbox,
   recordDeliveryOutcomes,
   recordInboundMessage,
+  recordMessagePricing,
   redactExpiredMessages,
   redactExpiredReplies,
   relayOutbox,
@@ -102,6 +103,19 @@ try {
           at: now,
         }),
     },
+    recordMessagePricing: {
+      run: (db) =>
+        recordMessagePricing(
+          db,
+          sample.platform,
+          { billable: true, pricingModel: 'PMP', category: 'utility', type: 'regular' },
+          sample.id,
+        ),
+    },
+    // A status whose `biz_opaque_callback_data` was lost: every partition's index probed.
+    'applyPlatformStatus (no id)': {
+      run: (db) => applyPlatformStatus(db, { platformMessageId: sample.platform, status: 'read', at: now }),
+    },
     recordDeliveryOutcomes: {
       run: (db) =>
         recordDeliveryOutcomes(db.$client, [
@@ -139,6 +153,20 @@ try {
           type: 'text',
           content: { text: 'hi' },
           contextId: null,
+          receivedAt: now,
+        } as never),
+    },
+    'routeReply (quoted)': {
+      run: (db) =>
+        recordInboundMessage(db, {
+          platformMessageId: `wamid.plans-${randomUUID()}`,
+          phoneNumberId: '106540352242922',
+          phone: sample.phone,
+          userId: null,
+          username: null,
+          type: 'text',
+          content: { text: 'yes' },
+          contextId: sample.platform,
           receivedAt: now,
         } as never),
     },
@@ -269,16 +297,38 @@ try {
     }
   }
 
+  // Each kept index's size over its table's rows (every partition's index summed under its parent's).
+  const sizes = await sql<{ index: string; table: string; bytes: string; rows: string }[]>`
+    select i.indexrelid::regclass::text as index, i.indrelid::regclass::text as table,
+      pg_relation_size(i.indexrelid)::text as bytes, c.reltuples::bigint::text as rows
+    from pg_index i join pg_class c on c.oid = i.indrelid
+    join pg_namespace n on n.oid = c.relnamespace where n.nspname = 'public' and c.relkind = 'r'`
+  const perIndex = new Map<string, { bytes: number; rows: number }>()
+  for (const r of sizes) {
+    const name = parents.get(r.index) ?? r.index
+    const sum = perIndex.get(name) ?? { bytes: 0, rows: 0 }
+    perIndex.set(name, { bytes: sum.bytes + Number(r.bytes), rows: sum.rows + Math.max(0, Number(r.rows)) })
+  }
+  console.log('\n| index | bytes | B/row |\n| --- | --- | --- |')
+  for (const entry of HOT_TABLE_INDEXES) {
+    const size = perIndex.get(entry.index)
+    if (size)
+      console.log(
+        `| ${entry.index} | ${size.bytes} | ${size.rows >= 1 ? (size.bytes / size.rows).toFixed(1) : '–'} |`,
+      )
+  }
+
   console.log('\nEvery kept index, and whether its query reads it:')
   for (const entry of HOT_TABLE_INDEXES) {
     if (!entry.planCase) {
       console.log(`  ${entry.index}: ${entry.kind ?? 'index'}, not planned here (${entry.serves})`)
       continue
     }
-    const used = seen.get(entry.planCase)
-    const ok = used?.has(entry.index) ?? false
-    if (!ok) failed = true
-    console.log(`  ${ok ? 'ok ' : 'NO '} ${entry.index} ← ${entry.planCase}`)
+    for (const planCase of [entry.planCase].flat()) {
+      const ok = seen.get(planCase)?.has(entry.index) ?? false
+      if (!ok) failed = true
+      console.log(`  ${ok ? 'ok ' : 'NO '} ${entry.index} ← ${planCase}`)
+    }
   }
 } finally {
   await sql.end({ timeout: 5 })

@@ -18,6 +18,9 @@
  *    (`relayOutbox`): webhook_events and outbox writes included (not for `pk`: the trigger's
  *    sequence lookup needs its index).
  *
+ * `0034` is the latest migration with 0040 undone: the platform id itself indexed (~55 random
+ * characters, as the platform's are) instead of its 8-byte hash.
+ *
  * Autovacuum is off on the tables measured, so each variant keeps its dead entries alike. Per
  * variant also the updates of `messages`' partitions and how many were HOT (`n_tup_hot_upd`: no
  * index entry written): `0030` is the latest indexes with partitions packed full, `after` with the
@@ -86,7 +89,7 @@ const variants: Variant[] = []
 
 async function createVariant(
   name: string,
-  options: { until?: string; pkOnly?: boolean; webhooks?: boolean },
+  options: { until?: string; pkOnly?: boolean; webhooks?: boolean; textPlatformIndex?: boolean },
 ) {
   const url = new URL(databaseUrl)
   url.pathname = `/bench_wal_${name.replace(/\W/g, '_')}_${run}`
@@ -99,6 +102,13 @@ async function createVariant(
         select indexname as name from pg_indexes where schemaname = 'public' and tablename = 'messages'
           and indexname not in (select conname from pg_constraint where conrelid = 'messages'::regclass and contype = 'p')`
       for (const { name: index } of indexes) await admin.unsafe(`drop index "${index}"`)
+    }
+    if (options.textPlatformIndex) {
+      // 0040's one change undone: the platform id itself indexed, not its hash. The service's
+      // lookups name the id too (platformIdIs), so they read this index instead.
+      await admin`drop index messages_platform_message_id_hash_idx`
+      await admin`create index messages_platform_message_id_idx on messages (platform_message_id)
+        where platform_message_id is not null`
     }
     await admin`create extension if not exists pg_walinspect`
     // No autovacuum on the tables measured: a vacuum landing in one variant's run and not another's
@@ -192,7 +202,9 @@ function outcome(v: Variant, i: number, at: Date): DeliveryOutcome {
     expiresAt: null,
     status: 'sent',
     attempts: 1,
-    platformMessageId: `wamid.${run}.${v.name}.${i}`,
+    // As random as the platform's (`wamid.HBgL…`, ~55 characters): each lands on a random leaf of
+    // the platform-id index, as in production.
+    platformMessageId: `wamid.${randomBytes(36).toString('base64url')}`,
     lastErrorCode: null,
     lastErrorMessage: null,
     at,
@@ -328,6 +340,7 @@ try {
   const started = performance.now()
   await createVariant('before', { until: BEFORE })
   await createVariant('0030', { until: PACKED })
+  await createVariant('0034', { textPlatformIndex: true })
   await createVariant('after', {})
   await createVariant('pk', { pkOnly: true })
   if (WEBHOOKS) {
@@ -387,6 +400,23 @@ try {
         name: `messages table+indexes per message (${name} vs primary key only)`,
         figure: row.size.total,
         baseline: pk.size.total,
+        unit: 'bytes',
+        better: 'lower',
+      })
+    }
+    const text = get('0034')
+    if (text) {
+      printComparison({
+        name: 'WAL per message, record + statuses (after vs 0034, the platform id itself indexed)',
+        figure: after.wal.record + after.wal.statuses,
+        baseline: text.wal.record + text.wal.statuses,
+        unit: 'bytes',
+        better: 'lower',
+      })
+      printComparison({
+        name: 'messages indexes per message (after vs 0034)',
+        figure: after.size.indexes,
+        baseline: text.size.indexes,
         unit: 'bytes',
         better: 'lower',
       })

@@ -14,6 +14,7 @@ import { Messages } from './messages/messages.tsx'
 import { Overview } from './overview/overview.tsx'
 import { Queues } from './queues/queues.tsx'
 import { SenderDetail } from './senders/sender-detail.tsx'
+import { SenderPools } from './senders/sender-pools.tsx'
 import { Senders } from './senders/senders.tsx'
 import { Sessions } from './sessions/sessions.tsx'
 
@@ -22,6 +23,7 @@ const NAV = [
   { href: '/key-requests', label: 'Key requests' },
   { href: '/keys', label: 'Keys' },
   { href: '/senders', label: 'Senders' },
+  { href: '/sender-pools', label: 'Sender pools' },
   { href: '/messages', label: 'Messages' },
   { href: '/campaigns', label: 'Campaigns' },
   { href: '/queues', label: 'Queues' },
@@ -34,6 +36,7 @@ function Route() {
   if (path === '/key-requests') return <KeyRequests />
   if (path === '/keys') return <Keys />
   if (path === '/senders') return <Senders />
+  if (path === '/sender-pools') return <SenderPools />
   if (path === '/messages') return <Messages />
   if (path === '/campaigns') return <Campaigns />
   if (path === '/queues') return <Queues />

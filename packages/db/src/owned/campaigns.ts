@@ -1,7 +1,7 @@
 import type { CampaignRecipientState, CampaignStatus } from '@dispatch/contracts'
 import type { Db } from '../client.ts'
+import { campaignCounts } from '../queries/campaign-counts.ts'
 import {
-  campaignCounts,
   campaignRecipientChunks,
   campaignRecipientsPage,
   cancelCampaign,

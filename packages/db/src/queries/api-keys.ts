@@ -19,6 +19,7 @@ import { apiKeyAuditLog } from '../schema/api-key-audit-log.ts'
 import { type ApiKeyRow, apiKeys } from '../schema/api-keys.ts'
 import { OUTBOX_NOTIFY_CHANNEL, outbox } from '../schema/outbox.ts'
 import { senders } from '../schema/senders.ts'
+import { lockPoolMembers } from './sender-pools.ts'
 
 export interface NewApiKey {
   keyHash: string
@@ -189,7 +190,7 @@ export interface UpdateApiKeyLimitsInput {
   id: string
   actor: string
   /** Only the fields to set; null resets one to the service's default. */
-  limits: Partial<ApiKeyLimits>
+  limits: Partial<ApiKeyLimits> & { senderPoolId?: string | null | undefined }
   now: Date
 }
 
@@ -198,8 +199,17 @@ export type UpdateApiKeyLimitsResult =
   | { outcome: 'unchanged'; key: ApiKeyRow }
   | { outcome: 'not_found' }
   | { outcome: 'unknown_sender'; senderId: string }
+  | { outcome: 'unknown_pool'; senderPoolId: string }
+  | { outcome: 'sender_not_in_pool'; senderId: string; senderPoolId: string }
 
-const LIMIT_FIELDS = ['senderId', 'ratePerSecond', 'dailyQuota', 'transactional', 'quietHours'] as const
+const LIMIT_FIELDS = [
+  'senderId',
+  'senderPoolId',
+  'ratePerSecond',
+  'dailyQuota',
+  'transactional',
+  'quietHours',
+] as const
 
 /** Equal as stored: jsonb keeps an object's keys in its own order. */
 const sameValue = (a: unknown, b: unknown) =>
@@ -222,13 +232,14 @@ export async function updateApiKeyLimits(
   db: Db,
   input: UpdateApiKeyLimitsInput,
 ): Promise<UpdateApiKeyLimitsResult> {
-  const wanted: Partial<ApiKeyLimits> = { ...input.limits }
+  const wanted: UpdateApiKeyLimitsInput['limits'] = { ...input.limits }
   if (wanted.senderId === DEFAULT_SENDER_ID) wanted.senderId = null
   return db.transaction(async (tx) => {
     const [current] = await tx.select().from(apiKeys).where(eq(apiKeys.id, input.id)).for('update')
     if (!current) return { outcome: 'not_found' }
     const changes: Record<string, { from: unknown; to: unknown }> = {}
-    const set: Partial<ApiKeyLimits & { contentRetentionHours: number | null }> = {}
+    const set: Partial<ApiKeyLimits & { contentRetentionHours: number | null; senderPoolId: string | null }> =
+      {}
     for (const field of LIMIT_FIELDS) {
       const to = wanted[field]
       if (to === undefined || sameValue(to, current[field])) continue
@@ -249,6 +260,23 @@ export async function updateApiKeyLimits(
         .where(eq(senders.id, wanted.senderId))
         .for('key share')
       if (!sender) return { outcome: 'unknown_sender', senderId: wanted.senderId }
+    }
+    // Bound to a pool, the key's own sender is one of its members (docs/failover.md): binding a pool
+    // without naming a sender moves a key whose sender is not a member to the pool's first one.
+    const poolId = set.senderPoolId !== undefined ? set.senderPoolId : current.senderPoolId
+    if (poolId && (changes.senderPoolId || changes.senderId)) {
+      const members = await lockPoolMembers(tx, poolId)
+      if (!members) return { outcome: 'unknown_pool', senderPoolId: poolId }
+      const own = (set.senderId !== undefined ? set.senderId : current.senderId) ?? DEFAULT_SENDER_ID
+      const first = members[0]
+      if (!members.includes(own)) {
+        if (wanted.senderId !== undefined || !first) {
+          return { outcome: 'sender_not_in_pool', senderId: own, senderPoolId: poolId }
+        }
+        // A member: locked against deletion with the pool's members (their rows reference it).
+        set.senderId = first === DEFAULT_SENDER_ID ? null : first
+        changes.senderId = { from: current.senderId, to: set.senderId }
+      }
     }
     const [key] = await tx
       .update(apiKeys)

@@ -1,6 +1,5 @@
 import {
   type CampaignCancelPayload,
-  type CampaignCounts,
   type CampaignRecipient,
   type CampaignRecipientState,
   type CampaignStatus,
@@ -20,6 +19,7 @@ import {
 } from '../schema/campaigns.ts'
 import { messages } from '../schema/messages.ts'
 import { OUTBOX_NOTIFY_CHANNEL, outbox } from '../schema/outbox.ts'
+import { recipientStateOf } from './campaign-counts.ts'
 import type { Executor } from './executor.ts'
 import { messagesWithIds } from './message-ids.ts'
 
@@ -99,125 +99,6 @@ export async function transitionCampaign(
     .returning()
   return row
 }
-
-/** The messages of a campaign: its key's, with its id as `batch_id`, accepted since it started. */
-const messagesOf = (campaign: CampaignRow) =>
-  and(
-    eq(messages.apiKeyId, campaign.apiKeyId),
-    eq(messages.batchId, campaign.id),
-    // Its messages are accepted once it runs: the bound keeps the read to the periods since.
-    sql`${messages.acceptedAt} >= ${new Date((campaign.startedAt ?? campaign.createdAt).getTime() - 60_000).toISOString()}::timestamptz`,
-  )
-
-const emptyCounts = (): CampaignCounts => ({
-  pending: 0,
-  held: 0,
-  sent: 0,
-  delivered: 0,
-  read: 0,
-  failed: 0,
-  skipped: 0,
-  canceled: 0,
-})
-
-/** A recipient's state from its message's status: `queued`, `sending` are still pending. */
-export const recipientStateOf = (status: MessageStatus): CampaignRecipientState => {
-  switch (status) {
-    case 'scheduled':
-      return 'held'
-    case 'queued':
-    case 'sending':
-      return 'pending'
-    case 'expired':
-      return 'failed'
-    default:
-      return status
-  }
-}
-
-/** A campaign's recipients counted by state, its failures by code, and what the platform bills. */
-export interface CampaignTally {
-  counts: CampaignCounts
-  failedByCode: Record<string, number>
-  /** Messages the platform's statuses called billable, in all and by pricing category. */
-  pricing: { billable: number; byCategory: Record<string, number> }
-  /** Recipients fed who wrote back since it started, and who opted out of its sender since. */
-  engagement: { replied: number; optedOut: number }
-}
-
-/**
- * Where each recipient stands, counted: the rows' own states (not fed, skipped, canceled) and, for
- * the rows fed, their messages' statuses. A fed row whose message is not in Postgres yet (queued
- * in Redis) is `pending`; so the counts always add up to the audience's rows.
- */
-export async function campaignCounts(db: Db, campaign: CampaignRow): Promise<CampaignTally> {
-  const counts = emptyCounts()
-  const failedByCode: Record<string, number> = {}
-  const pricing: CampaignTally['pricing'] = { billable: 0, byCategory: {} }
-  const engagement: CampaignTally['engagement'] = { replied: 0, optedOut: 0 }
-  const rows = await db
-    .select({ state: campaignRecipients.state, n: sql<number>`count(*)::int` })
-    .from(campaignRecipients)
-    .where(eq(campaignRecipients.campaignId, campaign.id))
-    .groupBy(campaignRecipients.state)
-  let fed = 0
-  for (const { state, n } of rows) {
-    if (state === 'fed') fed = n
-    else counts[state] += n
-  }
-  if (fed === 0) return { counts, failedByCode, pricing, engagement }
-  const statuses = await db
-    .select({
-      status: messages.status,
-      code: messages.lastErrorCode,
-      billable: messages.pricingBillable,
-      category: messages.pricingCategory,
-      n: sql<number>`count(*)::int`,
-    })
-    .from(messages)
-    .where(messagesOf(campaign))
-    .groupBy(messages.status, messages.lastErrorCode, messages.pricingBillable, messages.pricingCategory)
-  let recorded = 0
-  for (const { status, code, billable, category, n } of statuses) {
-    if (billable) {
-      pricing.billable += n
-      const name = category ?? 'unknown'
-      pricing.byCategory[name] = (pricing.byCategory[name] ?? 0) + n
-    }
-    const state = recipientStateOf(status)
-    counts[state] += n
-    recorded += n
-    if (state === 'failed') {
-      const key = code ?? (status === 'expired' ? 'EXPIRED' : 'UNKNOWN')
-      failedByCode[key] = (failedByCode[key] ?? 0) + n
-    }
-  }
-  // Fed, not recorded yet: waiting in Redis (or past a record that went astray: still pending).
-  counts.pending += Math.max(0, fed - recorded)
-  Object.assign(engagement, await engagementOf(db, campaign))
-  return { counts, failedByCode, pricing, engagement }
-}
-
-/**
- * The recipients fed who replied (an inbound message routed to the campaign's key since it started)
- * and who opted out of its sender since (their own opt-out: a keyword, a preference, a block), each
- * counted once. Read from the few replies and opt-outs since the start, matched to the rows by phone.
- */
-async function engagementOf(db: Db, campaign: CampaignRow): Promise<CampaignTally['engagement']> {
-  const since = (campaign.startedAt ?? campaign.createdAt).toISOString()
-  const [row] = await db.execute<{ replied: number; opted_out: number }>(sql`
-    select
-      (select count(distinct i.phone)::int from inbound_messages i
-        join campaign_recipients r on r.campaign_id = ${campaign.id} and r.state = 'fed' and r.phone = i.phone
-        where i.api_key_id = ${campaign.apiKeyId} and i.received_at >= ${since}::timestamptz) as replied,
-      (select count(distinct s.recipient)::int from suppressions s
-        join campaign_recipients r on r.campaign_id = ${campaign.id} and r.state = 'fed' and r.phone = s.recipient
-        where s.sender_id = ${campaign.senderId} and s.owner = '' and s.created_at >= ${since}::timestamptz) as opted_out`)
-  return { replied: row?.replied ?? 0, optedOut: row?.opted_out ?? 0 }
-}
-
-/** How many of a campaign's fed messages have not reached an end (sent or later, failed, expired, canceled). */
-export const unfinished = (counts: CampaignCounts) => counts.pending + counts.held
 
 interface RecipientsPageOptions {
   state?: CampaignRecipientState | undefined
@@ -398,8 +279,15 @@ export interface FedRow {
  * round trips a window, docs/benchmarks-features.md). It reads what committed before the lock, and
  * updates only rows still `pending`, so a row another feeder marked meanwhile (a lease that ran
  * out) is never given a second id. Each id is `messageIdAt(at)`'s: its time prefix, the rest random.
+ * With a feeder's `token`, none either once another feeder took the campaign (`takeCampaignFeed`).
  */
-export async function assignWindow(db: Db, campaignId: string, size: number, at: Date): Promise<FedRow[]> {
+export async function assignWindow(
+  db: Db,
+  campaignId: string,
+  size: number,
+  at: Date,
+  token?: number,
+): Promise<FedRow[]> {
   return db.transaction(async (tx) => {
     // The window is read in line order off the primary key and its rows updated as the key's
     // range from its first line to its last (the pending rows between are exactly the window),
@@ -414,6 +302,7 @@ export async function assignWindow(db: Db, campaignId: string, size: number, at:
       select fed_through as "fedThrough", confirmed_through as "confirmedThrough",
         set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true)
       from campaigns where id = ${campaignId} and status = 'running'
+        ${token === undefined ? sql`` : sql`and feed_token = ${token}`}
       for update`)
     if (!campaign || campaign.fedThrough !== campaign.confirmedThrough) return []
     // "tttttttt-tttt-7": the time and version of every id of the window (message-ids.ts).
@@ -434,7 +323,8 @@ export async function assignWindow(db: Db, campaignId: string, size: number, at:
         returning r.line, r.phone, r.user_id, r.variables, r.message_id
       ),
       moved as (
-        update campaigns set fed_through = (select max(line) from fed), updated_at = ${at.toISOString()}::timestamptz
+        update campaigns set fed_through = (select max(line) from fed),
+          fed_rows = fed_rows + (select count(*) from fed), updated_at = ${at.toISOString()}::timestamptz
         where id = ${campaignId} and exists (select 1 from fed)
       )
       select line, phone, user_id as "userId", variables::jsonb as variables, message_id::text as "messageId"
@@ -483,32 +373,67 @@ export async function recordedMessageIds(db: Db, ids: string[]): Promise<Set<str
   return new Set((await statusesOf(db, ids)).keys())
 }
 
-/** Records what a window's store came to: the refused rows skipped, the cursor confirmed. */
+/**
+ * Records what a window's store came to: the refused rows skipped, the cursor confirmed. Only rows
+ * still `fed` are skipped and counted (`refused_rows`), so a window confirmed twice (by a feeder
+ * whose lease ran out, and by the next) counts each row once. With a feeder's `token`, nothing is
+ * recorded (false) once another feeder took the campaign.
+ */
 export async function confirmWindow(
   db: Db,
   campaignId: string,
   through: number,
   refused: RefusedRow[],
   at: Date,
-): Promise<void> {
-  await db.transaction(async (tx) => {
+  token?: number,
+): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    if (token !== undefined) {
+      const [held] = await tx.execute(sql`
+        select 1 from campaigns where id = ${campaignId} and feed_token = ${token} for update`)
+      if (!held) return false
+    }
+    let skipped = 0
     if (refused.length > 0) {
-      await tx.execute(sql`
+      const rows = await tx.execute(sql`
         update campaign_recipients r
         set state = 'skipped', message_id = null, reason = v.reason, error_code = v.code, detail = v.detail
         from unnest(${sql.param(refused.map((r) => r.line))}::int[], ${sql.param(refused.map((r) => r.reason))}::text[],
           ${sql.param(refused.map((r) => r.errorCode))}::text[], ${sql.param(refused.map((r) => r.detail))}::text[])
           as v(line, reason, code, detail)
-        where r.campaign_id = ${campaignId} and r.line = v.line`)
+        where r.campaign_id = ${campaignId} and r.line = v.line and r.state = 'fed'
+        returning r.line`)
+      skipped = [...rows].length
     }
     await tx
       .update(campaigns)
-      .set({ confirmedThrough: sql`greatest(${campaigns.confirmedThrough}, ${through})`, updatedAt: at })
+      .set({
+        confirmedThrough: sql`greatest(${campaigns.confirmedThrough}, ${through})`,
+        refusedRows: sql`${campaigns.refusedRows} + ${skipped}`,
+        updatedAt: at,
+      })
       .where(eq(campaigns.id, campaignId))
+    return true
   })
 }
 
-/** Whether a campaign has rows not fed yet. */
+/**
+ * A feeder takes a campaign (it took its lease): the campaign's fencing token raised, and answered.
+ * Windows are then assigned and confirmed only under it (`assignWindow`, `confirmWindow`).
+ */
+export async function takeCampaignFeed(db: Db, campaignId: string): Promise<number> {
+  const [row] = await db
+    .update(campaigns)
+    .set({ feedToken: sql`${campaigns.feedToken} + 1` })
+    .where(eq(campaigns.id, campaignId))
+    .returning({ token: campaigns.feedToken })
+  return row?.token ?? 0
+}
+
+/**
+ * Whether a campaign has rows not fed yet: the first `pending` row past its cursor, read off the
+ * primary key in line order and stopping at the first (LIMIT 1), never a count of its rows.
+ */
 export async function hasPendingRows(db: Db, campaign: CampaignRow): Promise<boolean> {
   const rows = await db
     .select({ line: campaignRecipients.line })
@@ -520,17 +445,23 @@ export async function hasPendingRows(db: Db, campaign: CampaignRow): Promise<boo
         eq(campaignRecipients.state, 'pending'),
       ),
     )
+    .orderBy(campaignRecipients.line)
     .limit(1)
   return rows.length > 0
 }
 
-/** Cancels the rows not fed yet (the campaign's cancel): answers how many. */
+/** Cancels the rows not fed yet (the campaign's cancel), counted on the campaign: answers how many. */
 export async function cancelPendingRows(db: Executor, campaignId: string): Promise<number> {
   const rows = await db
     .update(campaignRecipients)
     .set({ state: 'canceled' })
     .where(and(eq(campaignRecipients.campaignId, campaignId), eq(campaignRecipients.state, 'pending')))
     .returning({ line: campaignRecipients.line })
+  if (rows.length > 0)
+    await db
+      .update(campaigns)
+      .set({ canceledRows: sql`${campaigns.canceledRows} + ${rows.length}` })
+      .where(eq(campaigns.id, campaignId))
   return rows.length
 }
 

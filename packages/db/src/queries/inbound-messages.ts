@@ -9,6 +9,7 @@ import { messages } from '../schema/messages.ts'
 import { senders } from '../schema/senders.ts'
 import type { Executor } from './executor.ts'
 import { likePattern, offsetOf, ordering, whereAll } from './list-helpers.ts'
+import { platformIdIs } from './message-ids.ts'
 import { isUuid } from './orders.ts'
 import { inboundMessagesWithIds } from './partitioned-ids.ts'
 
@@ -70,7 +71,7 @@ async function routeReply(tx: Executor, item: InboundMessage, who: ReplyIdentity
       .select({ id: messages.id, apiKeyId: messages.apiKeyId })
       .from(messages)
       .innerJoin(apiKeys, and(eq(apiKeys.id, messages.apiKeyId), ne(apiKeys.status, 'revoked')))
-      .where(and(eq(messages.platformMessageId, item.contextId), ours))
+      .where(and(platformIdIs(messages, item.contextId), ours))
       .limit(1)
     if (quoted) return { apiKeyId: quoted.apiKeyId, inReplyTo: quoted.id }
   }

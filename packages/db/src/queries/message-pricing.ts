@@ -1,8 +1,8 @@
 import type { MessagePricing } from '@dispatch/contracts'
-import { and, eq, isNull, type SQL } from 'drizzle-orm'
+import { and, isNull, type SQL } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { messages } from '../schema/messages.ts'
-import { messageWithPlatformId } from './message-ids.ts'
+import { messageWithPlatformId, platformIdIs } from './message-ids.ts'
 import { type MessagesTable, onPartitionOf } from './message-partitions.ts'
 
 /**
@@ -31,7 +31,7 @@ export async function recordMessagePricing(
   const [row] = await onPartitionOf(
     db,
     messageId,
-    (day) => record(day, eq(day.platformMessageId, platformMessageId)),
+    (day) => record(day, platformIdIs(day, platformMessageId)),
     () => record(messages, messageWithPlatformId(platformMessageId, messageId)),
   )
   return row

@@ -11,7 +11,7 @@ import type { Db } from '../client.ts'
 import { writingToPeriods } from '../partitions.ts'
 import { type MessageRow, messages } from '../schema/messages.ts'
 import { rememberRecipientPair } from './inbound-messages.ts'
-import { messageWithId, messageWithPlatformId } from './message-ids.ts'
+import { messageWithId, messageWithPlatformId, platformIdIs } from './message-ids.ts'
 import { type MessagesTable, onPartitionOf } from './message-partitions.ts'
 
 export async function findMessageById(db: Db, id: string): Promise<MessageRow | undefined> {
@@ -77,7 +77,7 @@ export async function applyPlatformStatus(db: Db, update: PlatformStatusUpdate):
   const rows = await onPartitionOf(
     db,
     update.messageId,
-    (day) => apply(day, eq(day.platformMessageId, update.platformMessageId)),
+    (day) => apply(day, platformIdIs(day, update.platformMessageId)),
     () => apply(messages, messageWithPlatformId(update.platformMessageId, update.messageId)),
   )
   const [moved] = rows

@@ -2,6 +2,7 @@ import { CONTENT_RETENTION_MAX_HOURS, type QuietHours } from '@dispatch/contract
 import { sql } from 'drizzle-orm'
 import { boolean, check, index, integer, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core'
 import { apiKeyStatus, appEnv } from './enums.ts'
+import { senderPools } from './sender-pools.ts'
 import { senders } from './senders.ts'
 
 /** API keys. The key itself is never stored: only its SHA-256 and a short prefix admins can read. */
@@ -25,6 +26,11 @@ export const apiKeys = pgTable(
     decidedAt: timestamp({ withTimezone: true }),
     /** The sender its messages go out through; null: the default sender. */
     senderId: text().references(() => senders.id),
+    /**
+     * The sender pool it may send through (docs/failover.md); null: none. When set, `senderId` (the
+     * key's home sender) is one of the pool's members.
+     */
+    senderPoolId: uuid().references(() => senderPools.id),
     /** Messages per second; null: MESSAGE_RATE_PER_SECOND. */
     ratePerSecond: integer(),
     /** Messages per UTC day; null: no quota. */
@@ -44,6 +50,8 @@ export const apiKeys = pgTable(
   (t) => [
     index('api_keys_status_created_at_idx').on(t.status, t.createdAt),
     index('api_keys_created_at_idx').on(t.createdAt),
+    // A pool's deletion and its members' updates look for the keys bound to it.
+    index('api_keys_sender_pool_id_idx').on(t.senderPoolId).where(sql`${t.senderPoolId} is not null`),
     check(
       'api_keys_content_retention_hours_check',
       sql`${t.contentRetentionHours} between 0 and ${sql.raw(String(CONTENT_RETENTION_MAX_HOURS))}`,

@@ -1,5 +1,6 @@
 import type { CampaignAudience, CampaignWaitReason, QuietHours } from '@dispatch/contracts'
 import {
+  boolean,
   customType,
   index,
   integer,
@@ -11,7 +12,7 @@ import {
   uuid,
 } from 'drizzle-orm/pg-core'
 import { apiKeys } from './api-keys.ts'
-import { campaignRecipientRowState, campaignStatus } from './enums.ts'
+import { campaignRecipientRowState, campaignStatus, messageStatus } from './enums.ts'
 
 /** The template a campaign sends, as created (`CreateCampaignBody.template`). */
 export interface CampaignTemplateColumn {
@@ -58,6 +59,21 @@ export const campaigns = pgTable(
      */
     waitingFor: text().$type<CampaignWaitReason>(),
     waitingUntil: timestamp({ withTimezone: true }),
+    /**
+     * The fencing token of the feeder holding the campaign's lease (Redis), raised by each feeder
+     * that takes it: a window is assigned and confirmed only under the current one, so a feeder
+     * whose turn outlived its lease changes nothing once another took it (migration 0041).
+     */
+    feedToken: integer().notNull().default(0),
+    /**
+     * Its rows counted as they change state (migration 0041), so its counts never read the rows:
+     * rows ever fed (`pending` → `fed`, by `assignWindow`), of those refused when stored (`fed` →
+     * `skipped`, by `confirmWindow`), and rows canceled before being fed (`cancelPendingRows`). Rows
+     * not fed yet are the audience's `taken` less the fed and the canceled.
+     */
+    fedRows: integer().notNull().default(0),
+    refusedRows: integer().notNull().default(0),
+    canceledRows: integer().notNull().default(0),
     /** The last `campaign.progress` event, so one goes out at most every few seconds. */
     progressAt: timestamp({ withTimezone: true }),
     createdAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
@@ -117,3 +133,27 @@ export const campaignRecipients = pgTable(
   (t) => [primaryKey({ columns: [t.campaignId, t.line] })],
 )
 export type CampaignRecipientRow = typeof campaignRecipients.$inferSelect
+
+/**
+ * A campaign's messages counted by what its counts read of them (status; the error code of a failed
+ * or expired one; billable and the pricing category of a billable one), kept by triggers on
+ * `messages` wherever a campaign message is written (migration 0041), so the counts are a sum of a
+ * few rows, never a read of its million messages. Each writing backend adds to rows of its own
+ * (`shard`, its pid): concurrent writers never wait on each other's row, and a row's `n` may go
+ * negative (a message recorded by one backend, moved on by another); the sum is the count.
+ */
+export const campaignTallies = pgTable(
+  'campaign_tallies',
+  {
+    campaignId: uuid().notNull(),
+    shard: integer().notNull(),
+    status: messageStatus().notNull(),
+    /** A failed or expired message's `last_error_code`; '' otherwise, or when it has none. */
+    errorCode: text().notNull(),
+    billable: boolean().notNull(),
+    /** A billable message's pricing category ('unknown' when none); '' when not billable. */
+    category: text().notNull(),
+    n: integer().notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.campaignId, t.shard, t.status, t.errorCode, t.billable, t.category] })],
+)

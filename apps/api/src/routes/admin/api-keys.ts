@@ -96,7 +96,7 @@ export const adminApiKeyRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'updateApiKey',
         tags: ['admin'],
         summary:
-          "Set a key's sender, rate, daily quota, transactional flag, quiet hours or content retention",
+          "Set a key's sender, sender pool, rate, daily quota, transactional flag, quiet hours or content retention",
         description:
           'Any status of key. Only the fields given change; null resets one to the service default ' +
           '(`senderId` null or `"default"`: the default sender; `ratePerSecond` null: ' +
@@ -116,15 +116,29 @@ export const adminApiKeyRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const quiet = request.body.quietHours
       const problem = quiet ? quietHoursProblem(quiet, 'body.quietHours') : undefined
       if (problem) throw new AppError('VALIDATION_ERROR', problem)
+      const { senderPoolId } = request.body
       const result = await updateApiKeyLimits(db, {
         id,
         actor: request.adminName,
-        limits: request.body,
+        limits: senderPoolId ? { ...request.body, senderPoolId: senderPoolId.toLowerCase() } : request.body,
         now: clock(),
       })
       if (result.outcome === 'not_found') throw notFound(id)
       if (result.outcome === 'unknown_sender') {
         throw new AppError('INVALID_REFERENCE', `No sender with id ${JSON.stringify(result.senderId)}`)
+      }
+      if (result.outcome === 'unknown_pool') {
+        throw new AppError(
+          'INVALID_REFERENCE',
+          `No sender pool with id ${JSON.stringify(result.senderPoolId)}`,
+        )
+      }
+      if (result.outcome === 'sender_not_in_pool') {
+        throw new AppError(
+          'INVALID_REFERENCE',
+          `Sender ${JSON.stringify(result.senderId)} is not a member of sender pool ${JSON.stringify(result.senderPoolId)}: ` +
+            "a key bound to a pool sends as one of the pool's members",
+        )
       }
       if (result.outcome === 'updated') {
         request.log.info(

@@ -10,6 +10,7 @@ import { adminInboundMessageRoutes } from './inbound-messages.ts'
 import { adminMessageRoutes } from './messages.ts'
 import { adminOverviewRoutes } from './overview.ts'
 import { adminQueueRoutes } from './queues.ts'
+import { adminSenderPoolRoutes } from './sender-pools.ts'
 import { adminSenderTemplateRoutes } from './sender-templates.ts'
 import { adminSenderRoutes } from './senders.ts'
 import { adminSessionRevokeRoutes, adminSessionRoutes } from './session.ts'
@@ -29,6 +30,7 @@ export async function adminRoutes(app: FastifyInstance) {
   await app.register(adminInboundMessageRoutes, { prefix: '/inbound-messages' })
   await app.register(adminSenderRoutes, { prefix: '/senders' })
   await app.register(adminSenderTemplateRoutes, { prefix: '/senders' })
+  await app.register(adminSenderPoolRoutes, { prefix: '/sender-pools' })
   await app.register(adminMessageRoutes, { prefix: '/messages' })
   await app.register(adminTimelineRoutes, { prefix: '/messages' })
   await app.register(adminQueueRoutes, { prefix: '/queues' })

@@ -1,0 +1,94 @@
+/**
+ * What choosing a pool's number costs a send (issue 44), before the choice is wired into the send
+ * path: the CPU of `chooseSender` for one recipient (a new one, the spread over every member: its
+ * dearest case), set against the CPU an accepted `send-text` costs this process in the same run.
+ * The ratio is (accept + choice) / accept: the CPU the choice itself would add to a pooled key's
+ * send. It leaves out the sticky lookup in Redis, which is not built (docs/failover.md). Aim ≤ 1.03.
+ *
+ *   pnpm --filter @dispatch/bench bench:pool-choice   (BENCH_SENDS, BENCH_ROUNDS)
+ */
+
+import { buildApp, createDeps, createLogger, parseApiConfig } from '@dispatch/api'
+import { type ChoiceMember, chooseSender, memberHash } from '@dispatch/api/sending/pools'
+import { Redis } from 'ioredis'
+import { NUMBER, numberedBodies } from '../harness/load.ts'
+import { printComparison } from '../harness/report.ts'
+import { median } from '../harness/stats.ts'
+import { clearFairAdmission, createBenchWorld } from '../harness/world.ts'
+import { approvedKey, cpuPerInjectedSend } from './inject.ts'
+
+const sends = Number(process.env.BENCH_SENDS ?? 2000)
+const rounds = Number(process.env.BENCH_ROUNDS ?? 5)
+
+const world = await createBenchWorld('pool_choice')
+const redis = new Redis(world.redisUrl)
+const config = parseApiConfig({
+  DATABASE_URL: world.databaseUrl,
+  REDIS_URL: world.redisUrl,
+  QUEUE_PREFIX: world.queuePrefix,
+  LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+  MESSAGE_RATE_PER_SECOND: '1000000000',
+})
+const app = await buildApp(createDeps(config, { logger: createLogger(config) }))
+await app.ready()
+
+/** µs of CPU per call of `chooseSender` for new recipients over `size` members, one of them out of rotation. */
+function choiceCpu(size: number, calls = 300_000): number {
+  // As a pool is kept in memory: each member's hash computed once, when the pool is loaded.
+  const members: ChoiceMember[] = Array.from({ length: size }, (_, i) => {
+    const senderId = crypto.randomUUID()
+    return {
+      senderId,
+      weight: 1 + (i % 3),
+      excluded: i === 1 ? 'quality_red' : null,
+      hash: memberHash(senderId),
+    }
+  })
+  const home = members[0]?.senderId as string
+  let sink = 0
+  const before = process.cpuUsage()
+  for (let n = 0; n < calls; n++) {
+    const choice = chooseSender({ members, recipient: `+5531${100_000_000 + n}`, home })
+    sink += choice.senderId?.length ?? 0
+  }
+  const used = process.cpuUsage(before)
+  if (sink === 0) throw new Error('no choice made')
+  return (used.user + used.system) / calls
+}
+
+try {
+  const key = await approvedKey(app)
+  const body = numberedBodies(JSON.stringify({ phone: `+5531${NUMBER}`, text: 'Your code is 123456' }))
+  await cpuPerInjectedSend({ app, key }, body, Math.min(sends, 500)) // warm-up, unmeasured
+  const accept: number[] = []
+  const choice3: number[] = []
+  const choice50: number[] = []
+  for (let round = 0; round < rounds; round++) {
+    await clearFairAdmission(redis, world.queuePrefix)
+    accept.push(await cpuPerInjectedSend({ app, key }, body, sends))
+    choice3.push(choiceCpu(3))
+    choice50.push(choiceCpu(50, 50_000))
+  }
+  const perSend = median(accept)
+  console.log(
+    `accepted send-text: ${perSend.toFixed(1)} µs CPU; the choice over 3 members ${median(choice3).toFixed(3)} µs, over 50 ${median(choice50).toFixed(3)} µs`,
+  )
+  for (const [size, cpu] of [
+    [3, median(choice3)],
+    [50, median(choice50)],
+  ] as const) {
+    printComparison({
+      name: `send-text CPU with the pool choice over ${size} members added (new recipients; no sticky read), vs without`,
+      figure: perSend + cpu,
+      baseline: perSend,
+      unit: 'µs',
+      better: 'lower',
+      aim: '≤ 1.03',
+    })
+  }
+} finally {
+  await clearFairAdmission(redis, world.queuePrefix)
+  redis.disconnect()
+  await app.close()
+  await world.drop()
+}

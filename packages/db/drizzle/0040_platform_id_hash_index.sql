@@ -1,0 +1,23 @@
+-- Issue 46: a message found by the platform's id (a status webhook, its pricing, a quoted reply)
+-- through an index on the id's hash instead of the id. The id (a wamid, ~50-60 bytes of random
+-- text) made `messages_platform_message_id_idx` ~100 bytes a row: each sent message lands on a
+-- random leaf, so the whole of the current partition's index is the working set the buffers must
+-- hold, and it grew with the history (docs/redis-and-postgres.md, Sizing). An 8-byte key makes the
+-- same random index ~30 bytes a row. `hashtextextended` (bigint) over `hashtext` (int4): an entry
+-- takes the same 16 bytes either way (aligned to 8), and a 64-bit hash all but never collides. Each
+-- query compares the id itself too (`platformIdIs`, queries/message-ids.ts), so a collision costs a
+-- row read, never a wrong message.
+--
+-- The index is whole, not partial (`where platform_message_id is not null`, as the old one was):
+-- Postgres keeps no statistics on a partial index's expression, guessed 0.5 % of a partition's rows
+-- for one hash, and read a quoted reply's phone index with it. Messages without a platform id yet
+-- (scheduled, queued, failed unsent) all share the null key, which B-tree deduplication stores
+-- as 6 bytes each.
+--
+-- Built in this migration's transaction, which holds each partition's SHARE lock (writes wait)
+-- while its index is built. On a large table build each partition's first, concurrently: the
+-- CREATE INDEX below attaches an index of the same definition found on a partition instead of
+-- building one (docs/data-lifecycle.md, Upgrading a large database to migration 0040).
+CREATE INDEX "messages_platform_message_id_hash_idx" ON "messages" USING btree (hashtextextended("platform_message_id", 0));--> statement-breakpoint
+-- Dropping the partitioned index drops every partition's; nothing is built.
+DROP INDEX "messages_platform_message_id_idx";
