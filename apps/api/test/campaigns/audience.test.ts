@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto'
 import { request as httpRequest } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { Readable } from 'node:stream'
 import type { CampaignAudienceUploaded } from '@dispatch/contracts'
-import { addSuppression, owned } from '@dispatch/db'
-import { recipientHasher } from '@dispatch/runtime'
+import { addSuppression, owned, replaceCampaignAudience } from '@dispatch/db'
+import { recipientHasher, suppressionOwner } from '@dispatch/runtime'
 import { type FakeWhatsApp, startFakeWhatsApp, waitFor } from '@dispatch/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { readAudience } from '../../src/campaigns/audience/read-audience.ts'
 import {
   activeKey,
   asAdmin,
@@ -79,7 +81,7 @@ const rowsOf = (id: string) =>
       raw: string | null
       variables: Record<string, string> | null
     }[]
-  >`select line, phone, user_id, state::text, reason, detail, raw, variables from campaign_recipients where campaign_id = ${id} order by line`
+  >`select line, phone, user_id, state::text, reason, detail, raw, variables::jsonb as variables from campaign_recipients where campaign_id = ${id} order by line`
 
 let phones = 0
 const phone = () => `+551198${String(Date.now()).slice(-5)}${String(phones++).padStart(2, '0')}`
@@ -272,6 +274,63 @@ describe('PUT /api/third-party/campaigns/:id/audience', () => {
     expect(lines[0]).toBe('line,reason,detail,raw')
     expect(lines.slice(1).map((l) => Number(l.split(',')[0]))).toEqual([3, 4, 5, 7, 8, 9, 10, 11, 13])
     expect(lines).toContain(`13,malformed_line,text follows a closing quote,"${ok},""Ana""x,Tuesday"`)
+  })
+
+  it('judges alike with a suppression list too long to read whole, joined after the COPY', async () => {
+    const [ok, blocked] = [phone(), phone()]
+    await addSuppression(app.deps.db, {
+      phoneNumberId: sender.phoneNumberId,
+      senderId: sender.id,
+      recipient: blocked,
+      scope: 'all',
+      source: 'keyword',
+      reason: null,
+      createdBy: 'platform',
+    })
+    const csv = `phone,first_name,date\n${ok},Ana,Tuesday\n${blocked},Bo,Friday\n${ok},Cy,Monday\n`
+    const replace = async (entriesReadWhole: number) => {
+      const id = await draftCampaign(key)
+      const replaced = await replaceCampaignAudience(
+        app.deps.db,
+        { campaignId: id, from: ['draft', 'ready'] },
+        readAudience(Readable.from([Buffer.from(csv)]), 'csv', null),
+        {
+          format: 'csv',
+          consent: {
+            from: { phoneNumberId: sender.phoneNumberId },
+            owner: suppressionOwner({ apiKeyId: key.id, tenantId: key.tenantId }),
+            marketing: false,
+            hash: recipientHasher({}),
+          },
+          at: new Date(),
+          entriesReadWhole,
+        },
+      )
+      return { replaced, rows: await rowsOf(id) }
+    }
+    const read = await replace(10)
+    const joined = await replace(0)
+    for (const { replaced } of [read, joined]) {
+      expect(replaced).toMatchObject({
+        outcome: 'replaced',
+        audience: { rows: 3, taken: 1, skipped: 2, skippedByReason: { opted_out: 1, duplicate: 1 } },
+      })
+    }
+    const judged = (rows: typeof read.rows) =>
+      rows.map((r) => [r.line, r.state, r.reason, r.detail, r.variables])
+    expect(judged(joined.rows)).toEqual(judged(read.rows))
+    expect(judged(read.rows)).toEqual([
+      [2, 'pending', null, null, { first_name: 'Ana', date: 'Tuesday' }],
+      [3, 'skipped', 'opted_out', "phone: the recipient opted out of this sender's messages", null],
+      [4, 'skipped', 'duplicate', 'phone: the same recipient as line 2', null],
+    ])
+    // A skipped row keeps its line either way; a taken one only when the join could still skip it.
+    expect(read.rows.map((r) => r.raw)).toEqual([null, `${blocked},Bo,Friday`, `${ok},Cy,Monday`])
+    expect(joined.rows.map((r) => r.raw)).toEqual([
+      `${ok},Ana,Tuesday`,
+      `${blocked},Bo,Friday`,
+      `${ok},Cy,Monday`,
+    ])
   })
 
   it("skips a recipient's marketing opt-out for a marketing template only", async () => {

@@ -86,7 +86,7 @@ async function loadAudience(
         campaign_id: campaignId,
         line: r.line,
         phone: r.phone,
-        variables: { '1': `Cliente ${r.line}`, '2': `BR-${r.line}` },
+        variables: JSON.stringify({ '1': `Cliente ${r.line}`, '2': `BR-${r.line}` }),
         state: 'pending',
       })),
     )}`

@@ -226,7 +226,7 @@ async function loadAudience(world: TestWorld, campaignId: string, phones: string
     campaign_id: campaignId,
     line: i + 2,
     phone,
-    variables: { '1': `Cliente ${i + 2}`, '2': `BR-${i + 2}` },
+    variables: JSON.stringify({ '1': `Cliente ${i + 2}`, '2': `BR-${i + 2}` }),
     state: 'pending',
   }))
   await world.sql`insert into campaign_recipients ${world.sql(rows)}`

@@ -124,7 +124,7 @@ it('a feeder whose turn outlived its lease confirms nothing once another took th
         campaign_id: id,
         line: i + 2,
         phone,
-        variables: { '1': `Cliente ${i}`, '2': `BR-${i}` },
+        variables: JSON.stringify({ '1': `Cliente ${i}`, '2': `BR-${i}` }),
         state: 'pending',
       })),
     )}`

@@ -69,7 +69,7 @@ async function loadAudience(campaignId: string, audience: string[]) {
         campaign_id: campaignId,
         line: i + 2,
         phone,
-        variables: { '1': `Cliente ${i + 2}`, '2': `BR-${i + 2}` },
+        variables: JSON.stringify({ '1': `Cliente ${i + 2}`, '2': `BR-${i + 2}` }),
         state: 'pending',
       })),
     )}`

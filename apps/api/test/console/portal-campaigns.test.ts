@@ -64,7 +64,7 @@ async function loadAudience(campaignId: string, csv: string) {
         campaign_id: campaignId,
         line: r.line,
         phone: r.phone,
-        variables: r.variables,
+        variables: JSON.stringify(r.variables),
         state: 'pending',
       })),
     )}`

@@ -167,7 +167,7 @@ export async function readyCampaign(services: Services, key: string, size: numbe
   await sql`
     insert into campaign_recipients (campaign_id, line, phone, variables, state)
     select ${id}::uuid, g + 2, '+5511' || (900000000 + ${from}::int + g)::text,
-      jsonb_build_object('1', 'Cliente ' || (${from}::int + g), '2', 'BR-' || (${from}::int + g)), 'pending'
+      jsonb_build_object('1', 'Cliente ' || (${from}::int + g), '2', 'BR-' || (${from}::int + g))::text, 'pending'
     from generate_series(0, ${size - 1}::int) as g`
   const audience = {
     rows: size,

@@ -5,9 +5,10 @@
  * a child process, and `COPY … FROM STDIN (FORMAT csv, HEADER)` of the same file into a bare table
  * (three text columns, no index), rounds alternating; the medians compared as rows per second.
  * Aim ≥ 0.5. Beside them, the floor of the table itself: COPY of the rows exactly as the upload
- * writes them (campaign_recipients' columns, its key, its foreign key, jsonb variables) from a
- * file, which is what the API's own work (HTTP, parsing, judging, the SQL passes after) adds to.
- * And the API's memory: its peak RSS during the upload over its RSS before
+ * writes them (campaign_recipients' columns, its key, the variables as JSON text, no raw line for a
+ * row taken) from a file, which is what the API's own work (HTTP, parsing, judging, the SQL passes after) adds to.
+ * Each round prints the API process's CPU time during the upload (its own work, whatever the
+ * machine's load). And the API's memory: its peak RSS during the upload over its RSS before
  * (/proc/<pid>/status VmHWM after clearing it, Linux), aim ≤ 100 MB.
  *
  *   pnpm --filter @dispatch/bench bench:campaign-upload   (BENCH_UPLOAD_ROWS, BENCH_ROUNDS)
@@ -106,9 +107,9 @@ async function writeTableRows(csv: string, path: string, campaignId: string) {
   const lines = (await readFile(csv, 'utf8')).split('\n').slice(1, -1)
   const out = createWriteStream(path)
   let chunk = ''
-  lines.forEach((raw, i) => {
-    const [phone, first_name, date] = raw.split(',')
-    chunk += `${campaignId}\t${i + 2}\t${phone}\t\\N\t${JSON.stringify({ first_name, date })}\tpending\t\\N\t\\N\t${raw}\n`
+  lines.forEach((line, i) => {
+    const [phone, first_name, date] = line.split(',')
+    chunk += `${campaignId}\t${i + 2}\t${phone}\t\\N\t${JSON.stringify({ first_name, date })}\tpending\t\\N\t\\N\t\\N\n`
     if (chunk.length > 1 << 16) {
       out.write(chunk)
       chunk = ''
@@ -145,7 +146,9 @@ try {
     await sql`checkpoint`
     await writeFile(`/proc/${pid}/clear_refs`, '5').catch(() => {})
     const before = await memory()
+    const cpuBefore = await server.cpuSeconds()
     api.push(await upload(file, campaignIds[round] as string))
+    const cpuAfter = await server.cpuSeconds()
     const after = await memory()
     growth = Math.max(growth, after.peak - before.rss)
     const tableFile = `${file}.tsv`
@@ -154,7 +157,8 @@ try {
     await rm(tableFile)
     console.log(
       `round ${round + 1}: bare COPY ${(bare[round] as number).toFixed(0)} ms, API ${(api[round] as number).toFixed(0)} ms, ` +
-        `COPY into campaign_recipients ${(table[round] as number).toFixed(0)} ms, API RSS ${(before.rss / 2 ** 20).toFixed(0)} MB → peak ${(after.peak / 2 ** 20).toFixed(0)} MB`,
+        `COPY into campaign_recipients ${(table[round] as number).toFixed(0)} ms, ` +
+        `API CPU ${cpuAfter === undefined || cpuBefore === undefined ? '?' : ((cpuAfter - cpuBefore) * 1000).toFixed(0)} ms, API RSS ${(before.rss / 2 ** 20).toFixed(0)} MB → peak ${(after.peak / 2 ** 20).toFixed(0)} MB`,
     )
   }
   printComparison({

@@ -68,7 +68,7 @@ try {
     const hi = Math.min(total, lo + 249_999)
     await sql`
       insert into campaign_recipients (campaign_id, line, phone, variables, state, reason, message_id)
-      select ${id}, i, '+5511' || (10000000 + i)::text, '{"1":"Ana","2":"BR-1"}'::jsonb,
+      select ${id}, i, '+5511' || (10000000 + i)::text, '{"1":"Ana","2":"BR-1"}',
         (case when i % 100 = 0 then 'skipped' when i <= ${fed} then 'fed' else 'pending' end)::campaign_recipient_state,
         case when i % 100 = 0 then 'duplicate' end,
         case when i % 100 <> 0 and i <= ${fed} then md5(${id}::text || i)::uuid end

@@ -3,6 +3,7 @@ import { finished } from 'node:stream/promises'
 import { CAMPAIGN_AUDIENCE_RAW_CHARS, type CampaignSkipReason } from '@dispatch/contracts'
 import type { TransactionSql } from 'postgres'
 import { type AudienceConsent, optOutDetail } from './campaign-audience-judge.ts'
+import type { SeenRecipients } from './campaign-audience-seen.ts'
 
 /** One row of an upload as read: taken so far (`reason` null), or skipped as read. */
 export interface AudienceRow {
@@ -40,47 +41,71 @@ function write(stream: Writable, chunk: Buffer): Promise<void> {
   })
 }
 
-/** A batch's rows as COPY text, one Buffer; rows a hashed entry blocks skipped, counted in `skipped`. */
+/** How an upload's rows are judged as they are read, beside what the API judged of each alone. */
+export interface AudienceJudging {
+  consent: AudienceConsent
+  /** The blocking entries: those kept hashed, and the others (null: too many, joined in SQL after). */
+  entries: { hashed: Map<string, boolean>; plain: Map<string, boolean> | null }
+  seen: SeenRecipients
+}
+
+/** Why a row the API took is skipped after all: a recipient taken on an earlier line, or blocked. */
+function judgeTaken(row: AudienceRow, judging: AudienceJudging): [CampaignSkipReason, string] | undefined {
+  const { phone, userId, line } = row
+  const recipient = (phone ?? userId) as string
+  const field = phone === null ? 'userId' : 'phone'
+  const first = phone === null ? judging.seen.userId(recipient, line) : judging.seen.phone(recipient, line)
+  if (first !== undefined) return ['duplicate', `${field}: the same recipient as line ${first}`]
+  const { hashed, plain } = judging.entries
+  let own = plain === null || plain.size === 0 ? undefined : plain.get(recipient)
+  if (own === undefined && hashed.size > 0) own = hashed.get(judging.consent.hash(recipient))
+  return own === undefined ? undefined : [own ? 'opted_out' : 'suppressed', optOutDetail(field, own)]
+}
+
+/**
+ * A batch's rows as COPY text, one Buffer, each judged against the rows before it and the
+ * suppression list; the skipped counted in `skipped`. A taken row is written without its raw line
+ * (its recipient and variables say it all) unless the list is joined in SQL after, which may
+ * still skip it.
+ */
 function encodeBatch(
   batch: AudienceRow[],
   campaignId: string,
-  consent: AudienceConsent,
-  hashed: Map<string, boolean>,
+  judging: AudienceJudging,
   skipped: Record<string, number>,
 ): Buffer {
-  const lines: string[] = new Array(batch.length)
-  batch.forEach((row, i) => {
+  const keepRaw = judging.entries.plain === null
+  let text = ''
+  for (const row of batch) {
     let { reason, detail } = row
-    const recipient = row.phone ?? row.userId
-    if (reason === null && hashed.size > 0 && recipient !== null) {
-      const own = hashed.get(consent.hash(recipient))
-      if (own !== undefined) {
-        reason = own ? 'opted_out' : 'suppressed'
-        detail = optOutDetail(row.phone === null ? 'userId' : 'phone', own)
-      }
+    if (reason === null && (row.phone !== null || row.userId !== null)) {
+      const judged = judgeTaken(row, judging)
+      if (judged) [reason, detail] = judged
     }
     if (reason !== null) skipped[reason] = (skipped[reason] ?? 0) + 1
-    lines[i] =
-      `${campaignId}\t${row.line}\t${row.phone ?? '\\N'}\t${row.userId ?? '\\N'}\t` +
-      `${reason === null && row.variables ? copyText(JSON.stringify(row.variables)) : '\\N'}\t` +
-      `${reason === null ? 'pending' : 'skipped'}\t${reason ?? '\\N'}\t${copyText(detail)}\t${copyText(cut(row.raw))}\n`
-  })
-  return Buffer.from(lines.join(''))
+    text +=
+      reason === null
+        ? `${campaignId}\t${row.line}\t${row.phone ?? '\\N'}\t${row.userId ?? '\\N'}\t` +
+          `${row.variables ? copyText(JSON.stringify(row.variables)) : '\\N'}\tpending\t\\N\t\\N\t` +
+          `${keepRaw ? copyText(cut(row.raw)) : '\\N'}\n`
+        : `${campaignId}\t${row.line}\t${row.phone ?? '\\N'}\t${row.userId ?? '\\N'}\t\\N\tskipped\t` +
+          `${reason}\t${copyText(detail)}\t${copyText(cut(row.raw))}\n`
+  }
+  return Buffer.from(text)
 }
 
 /**
  * Writes the rows into `campaign_recipients` by COPY as they are read, a batch at a time (the next
- * read only once the last is on the socket): taken rows `pending` with their variables, skipped
- * ones with their reason; every one with its raw line (cut), which a row the SQL checks skip
- * later needs. A row whose recipient matches an entry kept hashed is skipped here. Answers how
- * many rows, and how many were skipped by each reason.
+ * read only once the last is on the socket): taken rows `pending` with their variables (JSON
+ * text), skipped ones with their reason and their raw line (cut). A row of a recipient taken on an
+ * earlier line, or that a blocking entry names, is skipped here. Answers how many rows, and how
+ * many were skipped by each reason.
  */
 export async function copyAudience(
   sql: TransactionSql,
   campaignId: string,
   rows: AsyncIterable<AudienceRow[]>,
-  consent: AudienceConsent,
-  hashed: Map<string, boolean>,
+  judging: AudienceJudging,
 ): Promise<{ count: number; skippedByReason: Record<string, number> }> {
   const skippedByReason: Record<string, number> = {}
   let count = 0
@@ -91,7 +116,7 @@ export async function copyAudience(
   copy.on('error', () => {})
   try {
     for await (const batch of rows) {
-      const payload = encodeBatch(batch, campaignId, consent, hashed, skippedByReason)
+      const payload = encodeBatch(batch, campaignId, judging, skippedByReason)
       count += batch.length
       // Nothing of the batch is held while Postgres takes it: the API's timers allocate meanwhile,
       // and the young-generation collections they cause would move rows still held to the old

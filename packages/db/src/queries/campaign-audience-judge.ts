@@ -33,34 +33,36 @@ const blocking = (sql: TransactionSql, consent: AudienceConsent) => {
   return sql`${ofNumber} and owner in ('', ${consent.owner}) and (scope = 'all' or ${consent.marketing})`
 }
 
+/** The most blocking entries an upload reads into memory to judge its rows as they are read. */
+export const ENTRIES_READ_WHOLE = 200_000
+
 /**
- * The blocking entries kept hashed (their recipient erased), by hash, each with whether it is the
- * recipient's own: matched as rows are read (their hash is worked out in the process, with the
- * key Postgres never sees). They are few: one per erased recipient who had opted out.
+ * The entries that block the campaign's sends, by recipient, each with whether it is the
+ * recipient's own opt-out: those kept hashed (their recipient erased: matched by the hash, worked
+ * out in the process with the key Postgres never sees) and, when they are at most
+ * `ENTRIES_READ_WHOLE` (a number's list is usually far shorter), the others too, so that every row
+ * is judged as it is read. More than that: `plain` is null, and the rows are joined to the list
+ * in SQL once they are all in (`skipBlocked`).
  */
-export async function hashedEntries(
+export async function blockingEntries(
   sql: TransactionSql,
   consent: AudienceConsent,
-): Promise<Map<string, boolean>> {
+  readWhole = ENTRIES_READ_WHOLE,
+): Promise<{ hashed: Map<string, boolean>; plain: Map<string, boolean> | null }> {
+  const hashed = new Map<string, boolean>()
+  const plain = new Map<string, boolean>()
   const rows = await sql<{ recipient: string; own: boolean }[]>`
+    select recipient, bool_or(owner = '' and source <> 'admin') as own from suppressions
+    where ${blocking(sql, consent)}
+    group by recipient
+    limit ${readWhole + 1}`
+  for (const { recipient, own } of rows) (recipient.startsWith('hmac:') ? hashed : plain).set(recipient, own)
+  if (rows.length <= readWhole) return { hashed, plain }
+  const hashedOnly = await sql<{ recipient: string; own: boolean }[]>`
     select recipient, bool_or(owner = '' and source <> 'admin') as own from suppressions
     where ${blocking(sql, consent)} and recipient like 'hmac:%'
     group by recipient`
-  return new Map(rows.map(({ recipient, own }) => [recipient, own]))
-}
-
-/** Skips every later row of a recipient taken earlier (the first line is kept): answers how many. */
-export async function skipDuplicates(sql: TransactionSql, campaignId: string): Promise<number> {
-  const skipped = await sql`
-    update campaign_recipients r set state = 'skipped', reason = 'duplicate', variables = null,
-      detail = case when r.phone is not null then 'phone' else 'userId' end || ': the same recipient as line ' || d.first
-    from (
-      select line, first_value(line) over w as first, row_number() over w as n
-      from campaign_recipients where campaign_id = ${campaignId} and state = 'pending'
-      window w as (partition by coalesce(phone, user_id) order by line)
-    ) d
-    where r.campaign_id = ${campaignId} and r.line = d.line and d.n > 1`
-  return skipped.count
+  return { hashed: new Map(hashedOnly.map(({ recipient, own }) => [recipient, own])), plain: null }
 }
 
 /**

@@ -3,12 +3,8 @@ import { and, eq, gt } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { campaignRecipients } from '../schema/campaigns.ts'
 import { type AudienceRow, copyAudience } from './campaign-audience-copy.ts'
-import {
-  type AudienceConsent,
-  hashedEntries,
-  skipBlocked,
-  skipDuplicates,
-} from './campaign-audience-judge.ts'
+import { type AudienceConsent, blockingEntries, skipBlocked } from './campaign-audience-judge.ts'
+import { SeenRecipients } from './campaign-audience-seen.ts'
 
 export type { AudienceRow } from './campaign-audience-copy.ts'
 export type { AudienceConsent } from './campaign-audience-judge.ts'
@@ -29,18 +25,25 @@ export type ReplacedAudience =
 /**
  * Replaces a campaign's audience with the rows of an upload, in one transaction: the campaign is
  * locked (a start waits for the upload), its previous rows deleted, the new ones written by COPY
- * as they are read, then judged together in SQL (a recipient on an earlier line, the suppression
- * list), and the campaign set `ready` with what the upload came to. An upload cut off halfway (the
- * rows' iterator throws) leaves the campaign as it was, previous audience included.
+ * as they are read and judged against the rows before them (a recipient on an earlier line) and
+ * the suppression list, and the campaign set `ready` with what the upload came to. An upload cut
+ * off halfway (the rows' iterator throws) leaves the campaign as it was, previous audience included.
  *
- * Every row is kept with its raw line (a row the SQL checks skip needs it for the report); a row
- * once fed does not need it any more.
+ * A skipped row is kept with its raw line (for the report); a taken one without it, unless the
+ * number's list is too long to read whole and is joined in SQL after the COPY (which may still
+ * skip it).
  */
 export async function replaceCampaignAudience(
   db: Db,
   target: AudienceTarget,
   rows: AsyncIterable<AudienceRow[]>,
-  options: { format: CampaignAudience['format']; consent: AudienceConsent; at: Date },
+  options: {
+    format: CampaignAudience['format']
+    consent: AudienceConsent
+    at: Date
+    /** The most blocking entries read whole (`ENTRIES_READ_WHOLE`; a test's smaller one). */
+    entriesReadWhole?: number
+  },
 ): Promise<ReplacedAudience> {
   const { campaignId } = target
   const { consent, at } = options
@@ -53,14 +56,15 @@ export async function replaceCampaignAudience(
     if (!target.from.includes(found.status)) return { outcome: 'wrong_state', status: found.status } as const
     await sql`delete from campaign_recipients where campaign_id = ${campaignId}`
 
-    // Entries kept hashed (their recipient erased) are matched as rows are read; they are few.
-    const hashed = await hashedEntries(sql, consent)
-    const { count, skippedByReason } = await copyAudience(sql, campaignId, rows, consent, hashed)
-    const add = (reason: string, n: number) => {
-      if (n > 0) skippedByReason[reason] = (skippedByReason[reason] ?? 0) + n
+    // Duplicates and the suppression list are judged as the rows are read; a list too long to
+    // read whole is joined to the rows once they are in.
+    const entries = await blockingEntries(sql, consent, options.entriesReadWhole)
+    const judging = { consent, entries, seen: new SeenRecipients() }
+    const { count, skippedByReason } = await copyAudience(sql, campaignId, rows, judging)
+    if (entries.plain === null) {
+      for (const { reason, n } of await skipBlocked(sql, campaignId, consent))
+        if (n > 0) skippedByReason[reason] = (skippedByReason[reason] ?? 0) + n
     }
-    add('duplicate', await skipDuplicates(sql, campaignId))
-    for (const { reason, n } of await skipBlocked(sql, campaignId, consent)) add(reason, n)
 
     const skipped = Object.values(skippedByReason).reduce((sum, n) => sum + n, 0)
     const audience: CampaignAudience = {

@@ -327,7 +327,8 @@ export async function assignWindow(
           fed_rows = fed_rows + (select count(*) from fed), updated_at = ${at.toISOString()}::timestamptz
         where id = ${campaignId} and exists (select 1 from fed)
       )
-      select line, phone, user_id as "userId", variables, message_id::text as "messageId" from fed order by line`)
+      select line, phone, user_id as "userId", variables::jsonb as variables, message_id::text as "messageId"
+      from fed order by line`)
     return [...rows]
   })
 }
