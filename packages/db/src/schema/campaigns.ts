@@ -90,7 +90,7 @@ export const campaigns = pgTable(
 export type CampaignRow = typeof campaigns.$inferSelect
 
 /**
- * A row's variables as JSON text (0037): an upload writes a million of them by COPY, and Postgres
+ * A row's variables as JSON text (0042): an upload writes a million of them by COPY, and Postgres
  * parsing each into jsonb cost a quarter of the COPY; nothing queries inside them, they are
  * parsed when read.
  */
