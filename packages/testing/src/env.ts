@@ -20,6 +20,18 @@ export const fakeWhatsAppEnv = () => ({
   phoneNumberId: process.env.WHATSAPP_PHONE_NUMBER_ID ?? '106540352242922',
   /** The WhatsApp Business Account that number belongs to, with the demo templates. */
   wabaId: process.env.FAKE_WABA_ID ?? DEMO_WABA_ID,
+  /** FAKE_UNDELIVERABLE: recipients (comma-separated, digits or E.164) not on WhatsApp, as digits. */
+  undeliverable: (process.env.FAKE_UNDELIVERABLE ?? '')
+    .split(',')
+    .map((phone) => phone.trim().replace(/^\+/, ''))
+    .filter((phone) => phone !== ''),
+})
+
+/** `pnpm fake:sms`: its port, and the account it takes SMS for (the service's; demo values by default). */
+export const fakeSmsEnv = () => ({
+  port: Number(process.env.FAKE_SMS_PORT ?? 4030),
+  accountSid: process.env.SMS_ACCOUNT_SID ?? 'ACfake0000000000000000000000000000',
+  authToken: process.env.SMS_AUTH_TOKEN ?? 'fake-sms-auth-token',
 })
 
 /** `pnpm webhook:receiver`: its port, and the endpoint's signing secret (unset: nothing checked). */

@@ -8,11 +8,10 @@
  * prints each, and reports it `sent`, then `delivered`, to its StatusCallback, signed with the auth
  * token as Twilio signs (`X-Twilio-Signature`).
  */
+import { fakeSmsEnv } from './env.ts'
 import { startFakeSms } from './sms-server.ts'
 
-const port = Number(process.env.FAKE_SMS_PORT ?? 4030)
-const accountSid = process.env.SMS_ACCOUNT_SID ?? 'ACfake0000000000000000000000000000'
-const authToken = process.env.SMS_AUTH_TOKEN ?? 'fake-sms-auth-token'
+const { port, accountSid, authToken } = fakeSmsEnv()
 
 const sms = await startFakeSms({
   port,

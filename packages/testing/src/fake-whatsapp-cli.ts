@@ -131,11 +131,8 @@ async function reportTemplate(template: FakeTemplate, event: string, reason: str
   }
 }
 
-/** FAKE_UNDELIVERABLE: recipients (comma-separated, digits or E.164) not on WhatsApp: answered 131026. */
-const undeliverable = new Set(
-  (process.env.FAKE_UNDELIVERABLE ?? '').split(',').map((phone) => phone.trim().replace(/^\+/, '')),
-)
-undeliverable.delete('')
+/** Recipients not on WhatsApp (FAKE_UNDELIVERABLE): answered 131026. */
+const undeliverable = new Set(fakeWhatsAppEnv().undeliverable)
 
 const fake = await startFakeWhatsApp({
   port,
