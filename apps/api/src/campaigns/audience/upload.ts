@@ -4,15 +4,15 @@ import {
   DEFAULT_SENDER_ID,
 } from '@dispatch/contracts'
 import type { AudienceConsent, AudienceRow, CampaignRow, ReplacedAudience } from '@dispatch/db'
-import type { RecipientHasher } from '@dispatch/runtime'
+import { type RecipientHasher, recipientHasher } from '@dispatch/runtime'
 import { defaultPhoneNumberId } from '@dispatch/runtime/env'
-import type { FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { ApiConfig } from '../../env.ts'
 import { AppError } from '../../errors.ts'
 import type { SendRulesCache } from '../../sending/checks/send-rules-cache.ts'
 import { AUDIENCE_LIMITS, readAudience, tooManyBytes } from './read-audience.ts'
 import { audienceTemplate } from './template-variables.ts'
-import { UploadBody } from './upload-body.ts'
+import { acceptAudienceBodies, UploadBody } from './upload-body.ts'
 
 /** Replaces a campaign's audience with judged rows (the key's owned layer, or an admin's query). */
 export type ReplaceAudience = (
@@ -25,6 +25,16 @@ export interface AudienceUploadDeps {
   rules: SendRulesCache
   hash: RecipientHasher
   clock: () => Date
+}
+
+/**
+ * What an audience route plugin (the key's, the admin's) needs: its body parsers (CSV, NDJSON
+ * only, on this plugin alone), and the upload's deps from the app.
+ */
+export function audienceRoutesOf(app: FastifyInstance): AudienceUploadDeps {
+  acceptAudienceBodies(app)
+  const { config, clock } = app.deps
+  return { config, clock, rules: app.sending.rules, hash: app.deps.recipientHash ?? recipientHasher(config) }
 }
 
 /** An answer given before the body is read: the connection closes rather than read the rest. */

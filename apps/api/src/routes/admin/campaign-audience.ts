@@ -1,6 +1,6 @@
 import { CAMPAIGN_AUDIENCE_UPLOAD_STATUSES } from '@dispatch/contracts'
 import { findCampaign, recordAdminAction, replaceCampaignAudience, skippedAudienceRows } from '@dispatch/db'
-import { recipientHasher, suppressionOwner } from '@dispatch/runtime'
+import { suppressionOwner } from '@dispatch/runtime'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import {
   AUDIENCE_UPLOAD_DESCRIPTION,
@@ -9,8 +9,7 @@ import {
   skippedReportSchema,
 } from '../../campaigns/audience/route-schemas.ts'
 import { skippedReport } from '../../campaigns/audience/skipped-report.ts'
-import { uploadAudience } from '../../campaigns/audience/upload.ts'
-import { acceptAudienceBodies } from '../../campaigns/audience/upload-body.ts'
+import { audienceRoutesOf, uploadAudience } from '../../campaigns/audience/upload.ts'
 import { AppError } from '../../errors.ts'
 import { sendDownload } from '../../http/download.ts'
 
@@ -19,14 +18,8 @@ import { sendDownload } from '../../http/download.ts'
  * judged as its key's upload would be (its tenant's suppression entries block), and audited.
  */
 export const adminCampaignAudienceRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const { db, config, clock } = app.deps
-  const deps = {
-    config,
-    clock,
-    rules: app.sending.rules,
-    hash: app.deps.recipientHash ?? recipientHasher(config),
-  }
-  acceptAudienceBodies(app)
+  const { db } = app.deps
+  const deps = audienceRoutesOf(app)
 
   app.put(
     '/campaigns/:campaignId/audience',

@@ -1,6 +1,5 @@
 import { Scopes } from '@dispatch/contracts'
 import { owned } from '@dispatch/db'
-import { recipientHasher } from '@dispatch/runtime'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import {
   AUDIENCE_UPLOAD_DESCRIPTION,
@@ -9,8 +8,7 @@ import {
   skippedReportSchema,
 } from '../../campaigns/audience/route-schemas.ts'
 import { skippedReport } from '../../campaigns/audience/skipped-report.ts'
-import { uploadAudience } from '../../campaigns/audience/upload.ts'
-import { acceptAudienceBodies } from '../../campaigns/audience/upload-body.ts'
+import { audienceRoutesOf, uploadAudience } from '../../campaigns/audience/upload.ts'
 import { AppError } from '../../errors.ts'
 import { callerOf } from '../../http/caller.ts'
 import { sendDownload } from '../../http/download.ts'
@@ -21,14 +19,8 @@ import { sendDownload } from '../../http/download.ts'
  * holds a chunk at a time (apps/api/src/campaigns/audience/). Its scope parses CSV and NDJSON only.
  */
 export const campaignAudienceRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const { db, config, clock } = app.deps
-  const deps = {
-    config,
-    clock,
-    rules: app.sending.rules,
-    hash: app.deps.recipientHash ?? recipientHasher(config),
-  }
-  acceptAudienceBodies(app)
+  const { db } = app.deps
+  const deps = audienceRoutesOf(app)
 
   app.put(
     '/campaigns/:campaignId/audience',
