@@ -39,8 +39,10 @@ import { type Ran, Shell } from './shell.ts'
 const root = fileURLToPath(new URL('../../../../', import.meta.url))
 const APP_SECRET = 'demo-app-secret-123'
 const PHONE_NUMBER_ID = '106540352242922'
-/** How long a read (a curl that only GETs) is asked again until it answers what is promised. */
-const READ_PATIENCE_MS = 30_000
+/** How long a read (a curl that only GETs) is asked again until it answers what is promised: a
+ * media reply goes through the fake Cloud API, the worker and the webhook receiver, which on a busy
+ * 2-core CI machine once took more than 30 s. */
+const READ_PATIENCE_MS = 60_000
 /** Starting four processes on a busy CI machine (2 cores, the rest of the suite beside it) is slow. */
 const STARTUP_MS = 120_000
 
