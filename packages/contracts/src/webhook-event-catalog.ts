@@ -17,14 +17,15 @@ type Schema = TSchema & {
   type?: string
   format?: string
   properties?: Record<string, Schema>
+  required?: string[]
   items?: Schema
   minimum?: number
 }
 
 /**
  * A value of `schema` made from its examples: a field's first example, else an object of its
- * properties' (optional ones included, so the example shows every field), the first branch of a
- * union that is not null, an enum's first value.
+ * properties' (an optional one when it has an example), the first branch of a union that is not
+ * null, an enum's first value.
  */
 export function exampleOf(schema: TSchema): unknown {
   const s = schema as Schema
@@ -36,10 +37,16 @@ export function exampleOf(schema: TSchema): unknown {
     return branch ? exampleOf(branch) : null
   }
   switch (s.type) {
-    case 'object':
+    case 'object': {
+      // An optional field shows when it has an example of its own; a flag only some events carry
+      // (`redacted`, `fallbackUsed`) stays out, as it is absent from most real ones.
+      const required = new Set(s.required ?? [])
       return Object.fromEntries(
-        Object.entries(s.properties ?? {}).map(([key, value]) => [key, exampleOf(value)]),
+        Object.entries(s.properties ?? {})
+          .filter(([key, value]) => required.has(key) || (value.examples?.length ?? 0) > 0)
+          .map(([key, value]) => [key, exampleOf(value)]),
       )
+    }
     case 'array':
       return s.items ? [exampleOf(s.items)] : []
     case 'string':
