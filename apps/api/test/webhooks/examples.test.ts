@@ -6,6 +6,7 @@ import {
   WebhookEventTypeList,
   type WebhookEventTypeView,
 } from '@dispatch/contracts'
+import { messageIdAt } from '@dispatch/runtime'
 import {
   type FakeWhatsApp,
   startFakeWhatsApp,
@@ -235,6 +236,42 @@ describe('an example event sent to an endpoint', () => {
       expect(victim.received.map((r) => r.json.type)).toEqual(['message.read'])
     } finally {
       await victim.close()
+    }
+  })
+
+  it("the relay delivers it only to an enabled endpoint of the event's own key, whatever its outbox row names", async () => {
+    const other = await startWebhookReceiver()
+    try {
+      const foreign = await register(other, ['message.sent'], attacker.key)
+      const disabled = await register(other, ['message.sent'])
+      expect(
+        (await call('PATCH', `/webhook-endpoints/${disabled.id}`, key.key, { enabled: false })).statusCode,
+      ).toBe(200)
+      const own = await register(receiver, ['message.sent'])
+      // Rows as a forged or stale outbox would hold them: the key's example, for another key's
+      // endpoint, for its own disabled one, and (the control) for its own enabled one.
+      const rowFor = async (endpointId: string) => {
+        const id = `msg_${messageIdAt(Date.now()).replaceAll('-', '')}`
+        const payload = {
+          type: 'message.sent',
+          timestamp: new Date().toISOString(),
+          example: true,
+          data: { n: id },
+        }
+        await world.sql`insert into webhook_events (id, api_key_id, type, payload)
+          values (${id}, ${key.id}, 'message.sent', ${world.sql.json(payload)})`
+        await world.sql`insert into outbox (topic, payload) values ('webhook', ${world.sql.json({ eventId: id, endpointId })})`
+        return id
+      }
+      const refused = [await rowFor(foreign.id), await rowFor(disabled.id)]
+      const control = await rowFor(own.id)
+      await world.sql`select pg_notify('dispatch_outbox', '')`
+      await waitFor(() => receiver.deliveriesOf(control).length >= 1, { what: 'the control example' })
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      expect(other.received).toEqual([])
+      for (const id of refused) expect(receiver.deliveriesOf(id)).toEqual([])
+    } finally {
+      await other.close()
     }
   })
 
