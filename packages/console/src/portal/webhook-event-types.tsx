@@ -4,10 +4,13 @@ import { Link } from '../router.tsx'
 import { Page } from '../ui/page.tsx'
 import { Loaded } from '../ui/status.tsx'
 
-/** The event catalog, read once per session: it is the service's, the same for every key. */
+/**
+ * The event catalog, read once per session: it is the service's, the same for every key (kept out
+ * of the `['webhooks']` queries an endpoint's changes refresh).
+ */
 export const useEventTypes = () =>
   useQuery({
-    queryKey: ['webhooks', 'event-types'],
+    queryKey: ['webhook-event-types'],
     queryFn: () => api.GET('/api/third-party/webhook-event-types'),
     staleTime: Number.POSITIVE_INFINITY,
   })
