@@ -238,6 +238,8 @@ function evilBody(e: Endpoint): object | undefined {
     },
     'PATCH /api/third-party/webhook-endpoints/{id}': { enabled: false, url: `${receiver.url}/evil-hook` },
     'POST /api/third-party/webhook-endpoints/{id}/replay': { since: hourAgo() },
+    // An example to acme's endpoint: it must not reach acme's receiver.
+    'POST /api/third-party/webhook-endpoints/{id}/send-example': { eventType: 'message.sent' },
     // An opt-out of its own for a phone acme opted out: the answer is evil's entry, never acme's.
     'POST /api/third-party/suppressions': { phone: ACME.optOutPhone, reason: 'evil adds its own' },
     'DELETE /api/third-party/suppressions/{id}': { reason: 'evil lifts it' },

@@ -111,6 +111,7 @@ const BODIES: Record<string, object> = {
   'PATCH /api/admin/projects/{id}': { name: 'Renamed' },
   'PATCH /api/admin/products/{id}': { name: 'Renamed' },
   'PATCH /api/third-party/webhook-endpoints/{id}': { enabled: false },
+  'POST /api/third-party/webhook-endpoints/{id}/send-example': { eventType: 'message.sent' },
   'POST /api/third-party/webhook-endpoints/{id}/replay': {
     since: new Date(Date.now() - 3_600_000).toISOString(),
   },

@@ -1498,6 +1498,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/third-party/webhook-event-types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every event type an endpoint can subscribe to: what it means, its schema, an example
+         * @description Requires the `manage:webhooks` scope. The catalog is the same for every key: each type with its description, the JSON Schema of its `data`, and an example body (marked `"example": true`, as the examples `POST /webhook-endpoints/:id/send-example` sends are).
+         */
+        get: operations["listWebhookEventTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/third-party/webhook-endpoints/{id}/send-example": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send an example event of a type to this endpoint, signed and delivered as real ones
+         * @description Requires the `manage:webhooks` scope; only to the key's own endpoints (another key's is a 404). The example goes through the outbox as every event does, to this endpoint only (whatever types it subscribes to), signed with its secret, retried on failure; its attempts are listed with the endpoint's others. Its body carries `"example": true` and the catalog's example data. It counts against the endpoint's 100 manual sends an hour (`WEBHOOK_MANUAL_RETRIES_PER_HOUR`, shared with retries): past it `429 RATE_LIMITED`.
+         */
+        post: operations["sendExampleWebhookEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/third-party/media": {
         parameters: {
             query?: never;
@@ -16207,6 +16247,215 @@ export interface operations {
                 };
             };
             /** @description The error body every failure answers with */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listWebhookEventTypes: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @enum {unknown} */
+                            type: "message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent";
+                            description: string;
+                            schema: unknown;
+                            example: unknown;
+                        }[];
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many invalid API keys from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    sendExampleWebhookEvent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description The endpoint id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description The type of event to send an example of
+                     * @enum {unknown}
+                     */
+                    eventType: "message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        eventId: string;
+                        /** Format: uuid */
+                        endpointId: string;
+                        /** @enum {unknown} */
+                        eventType: "message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent";
+                    };
+                };
+            };
+            /** @description The error body every failure answers with */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            409: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The service is shutting down, or a dependency is unreachable (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];

@@ -27,7 +27,13 @@ export function ensureConsoleBuilt(log: (line: string) => void = console.log): '
   }
   log('building the console (packages/console/dist is missing or older than its sources)')
   const vite = path.join(PACKAGE, 'node_modules/vite/bin/vite.js')
-  execFileSync(process.execPath, [vite, 'build', '--logLevel', 'warn'], { cwd: PACKAGE, stdio: 'inherit' })
+  // A production build whoever asks: under vitest (NODE_ENV=test) Vite would compile JSX for
+  // development, with every element's source file and line in the bundle.
+  execFileSync(process.execPath, [vite, 'build', '--logLevel', 'warn'], {
+    cwd: PACKAGE,
+    stdio: 'inherit',
+    env: { ...process.env, NODE_ENV: 'production' },
+  })
   return 'built'
 }
 

@@ -36,6 +36,14 @@ describe('the built console', () => {
     expect(total).toBeLessThanOrEqual(BUDGET_BYTES)
   })
 
+  it('is a production build: no source paths or JSX debugging in what a browser loads', () => {
+    for (const url of eagerScripts(html())) {
+      const script = readFileSync(assetFile(url), 'utf8')
+      expect(script).not.toContain('/packages/console/src/')
+      expect(script).not.toMatch(/lineNumber:\d+,columnNumber/)
+    }
+  })
+
   it('keeps the chart library out of the first load (the overview loads it when it draws)', () => {
     for (const url of eagerScripts(html())) {
       expect(readFileSync(assetFile(url), 'utf8')).not.toContain('uPlot')

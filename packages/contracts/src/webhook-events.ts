@@ -75,18 +75,23 @@ const DATA_KEY_ORDER = ['messageId', 'clientReference', 'status', 'sequence', 't
 
 /**
  * The body of an event as receivers get it, from the stored payload: `{type, timestamp, data}`
- * with `data`'s best-known keys first. The same payload always gives the same bytes.
+ * (`{type, timestamp, example: true, data}` for an example) with `data`'s best-known keys first.
+ * The same payload always gives the same bytes.
  */
 export function webhookEventBody(payload: unknown): string {
-  const { type, timestamp, data } = payload as {
+  const { type, timestamp, example, data } = payload as {
     type: string
     timestamp: string
+    example?: unknown
     data: Record<string, unknown>
   }
   const ordered: Record<string, unknown> = {}
   for (const key of DATA_KEY_ORDER) if (key in data) ordered[key] = data[key]
   for (const key of Object.keys(data).sort()) if (!(key in ordered)) ordered[key] = data[key]
-  return JSON.stringify({ type, timestamp, data: ordered })
+  // An example sent from the portal says so (`POST /webhook-endpoints/:id/send-example`); no real event does.
+  return JSON.stringify(
+    example === true ? { type, timestamp, example: true, data: ordered } : { type, timestamp, data: ordered },
+  )
 }
 
 /** One try at delivering one event to one endpoint (`GET /webhook-endpoints/:id/attempts`). */

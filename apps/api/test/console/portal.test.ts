@@ -25,7 +25,7 @@ import { browserBinary, checkPage, launchBrowser, openPage, poll } from './brows
 /**
  * A key holder's portal in real Chromium: signs in with its key (which the browser does not keep),
  * sees its own message and its timeline and not another key's, retries a failed webhook delivery,
- * reads its limits and usage, sends a test message and follows it; every page checked with axe-core
+ * reads its limits and usage, sends a test message and follows its timeline; every page checked with axe-core
  * and walked with the keyboard.
  */
 
@@ -221,8 +221,12 @@ describe.skipIf(browserBinary.missing)('the portal, in a browser', () => {
     await checkPage(page, 'portal-send')
     await page.getByLabel('Phone (international format)').fill('+5511977778888')
     await page.getByLabel('Text').fill('Hello from the portal')
-    await page.getByRole('button', { name: 'Send' }).click()
-    await page.getByRole('link', { name: /follow message/ }).click()
+    await page.getByRole('button', { name: 'Send', exact: true }).click()
+    // The answer is the message's timeline, followed live on the page.
+    const answer = page.getByRole('region', { name: 'Your test message' })
+    await poll(() => answer.locator('.facts .badge').textContent(), 15_000).toBe('sent')
+    expect(await answer.getByRole('list', { name: 'Timeline' }).textContent()).toMatch(/accepted.*sent/is)
+    await answer.getByRole('link', { name: "Open the message's page" }).click()
     await heading('Message').waitFor()
     await poll(() => page.locator('.facts .badge').textContent(), 15_000).toBe('sent')
   })

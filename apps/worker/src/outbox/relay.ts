@@ -12,7 +12,9 @@ import {
   type OutboxRow,
   relayOutbox,
   type Sql,
+  type WebhookTarget,
   webhookDeliveriesFor,
+  webhookDeliveriesTo,
 } from '@dispatch/db'
 import type { ReopeningQueue } from '@dispatch/runtime/queues'
 import type { Logger } from 'pino'
@@ -120,9 +122,15 @@ export class OutboxRelay {
     const revocations = []
     const campaignCancels = []
     const eventIds: string[] = []
+    const targeted: WebhookTarget[] = []
     for (const row of rows) {
       if (row.topic === 'webhook') {
-        const { eventId } = row.payload as { eventId?: unknown }
+        const { eventId, endpointId } = row.payload as { eventId?: unknown; endpointId?: unknown }
+        // An example names the one endpoint it is for; every other event goes to each subscriber.
+        if (typeof eventId === 'string' && typeof endpointId === 'string') {
+          targeted.push({ eventId, endpointId })
+          continue
+        }
         if (typeof eventId === 'string') {
           eventIds.push(eventId)
           continue
@@ -164,7 +172,10 @@ export class OutboxRelay {
       emails.push({ name: data.template, data, opts: { jobId: `outbox-${row.jobId}` } })
     }
     // An event whose key has no endpoint subscribed to its type (any more) makes no job.
-    const deliveries = await webhookDeliveriesFor(db, eventIds)
+    const deliveries = [
+      ...(await webhookDeliveriesFor(db, eventIds)),
+      ...(await webhookDeliveriesTo(db, targeted)),
+    ]
     const webhooks = webhookJobsFor(deliveries, this.#options.webhookBundleSize)
     await Promise.all([
       emails.length > 0 ? (await emailQueue.get()).addBulk(emails) : undefined,

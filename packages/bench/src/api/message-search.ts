@@ -13,6 +13,12 @@
  * (`order=DESC`, `orderField=createdAt`, the page and its bounded count), `take=100`. Then the plan
  * of each statement (page and count: the indexes read, the time) from `EXPLAIN ANALYZE`.
  *
+ * Then what the console's other pages ask (issue 45: every page ≤ 1 s at 10 M messages): each list
+ * opened without a search (the admin's Messages, the portal's), filtered by status or error code
+ * over the last 7 days, by key; and the overview's chart for each range (1 h, 24 h, 7 d), through
+ * its query function (`messagesPerMinute`: the route keeps its answer 5 s, so HTTP would time its
+ * cache), with its plan.
+ *
  *   pnpm --filter @dispatch/bench bench:message-search
  *   MESSAGE_SEARCH_ROWS=1000000 BENCH_SAMPLES=200 BENCH_KEEP_DB=1 (all optional)
  *
@@ -22,8 +28,14 @@
  */
 
 import { buildApp, createDeps, createLogger, parseApiConfig } from '@dispatch/api'
-import { type AdminMessageListQuery, type MessageListQuery, Scopes } from '@dispatch/contracts'
-import { createDb, generateApiKey, listAdminMessages, listMessages } from '@dispatch/db'
+import {
+  type AdminMessageListQuery,
+  type MessageListQuery,
+  OVERVIEW_RANGES,
+  type OverviewRange,
+  Scopes,
+} from '@dispatch/contracts'
+import { createDb, generateApiKey, listAdminMessages, listMessages, messagesPerMinute } from '@dispatch/db'
 import postgres from 'postgres'
 import { millions, secondsSince } from '../harness/format.ts'
 import { keepAliveGet } from '../harness/http.ts'
@@ -36,6 +48,8 @@ const total = Number(process.env.MESSAGE_SEARCH_ROWS ?? 10_000_000)
 const keyCount = Math.max(2, Number(process.env.MESSAGE_SEARCH_KEYS ?? 1_000))
 const samples = Number(process.env.BENCH_SAMPLES ?? 300)
 const AIM_MS = 300
+/** A console page's aim (issue 45): each of its reads answers within a second. */
+const PAGE_AIM_MS = 1000
 const BATCH = 500_000
 const PARALLEL = 2
 /** Distinct phones: about five messages each, spread over the 90 days and over several keys. */
@@ -178,48 +192,122 @@ const n = samples + 30
 interface Shape {
   name: string
   scope: 'admin' | 'key'
-  param: 'phone' | 'clientReference' | 'q'
+  /** The query string's filters for one of `values`. */
+  params: (value: string) => Record<string, string>
   values: string[]
+  aim: number
 }
+const search =
+  (param: 'phone' | 'clientReference' | 'q') =>
+  (value: string): Record<string, string> => ({ [param]: value })
+const sevenDaysAgo = new Date(Date.now() - 7 * 86_400_000).toISOString()
+/** A page opened with these filters: one "value", the filters fixed. */
+const page = (name: string, scope: Shape['scope'], filters: Record<string, string>): Shape => ({
+  name,
+  scope,
+  params: () => filters,
+  values: ['-'],
+  aim: PAGE_AIM_MS,
+})
 const shapes: Shape[] = [
-  { name: 'admin, phone', scope: 'admin', param: 'phone', values: draw(n, () => true).map(phoneOf) },
-  { name: 'admin, phone (none)', scope: 'admin', param: 'phone', values: ['+5521999999999'] },
+  {
+    name: 'admin, phone',
+    scope: 'admin',
+    params: search('phone'),
+    values: draw(n, () => true).map(phoneOf),
+    aim: AIM_MS,
+  },
+  {
+    name: 'admin, phone (none)',
+    scope: 'admin',
+    params: search('phone'),
+    values: ['+5521999999999'],
+    aim: AIM_MS,
+  },
   {
     name: 'admin, clientReference',
     scope: 'admin',
-    param: 'clientReference',
+    params: search('clientReference'),
     values: draw(n, withReference).map(referenceOf),
+    aim: AIM_MS,
   },
-  { name: 'admin, clientReference (none)', scope: 'admin', param: 'clientReference', values: absent(n) },
+  {
+    name: 'admin, clientReference (none)',
+    scope: 'admin',
+    params: search('clientReference'),
+    values: absent(n),
+    aim: AIM_MS,
+  },
   {
     name: 'admin, q=<reference>',
     scope: 'admin',
-    param: 'q',
+    params: search('q'),
     values: draw(n, withReference).map(referenceOf),
+    aim: AIM_MS,
   },
-  { name: 'key, phone', scope: 'key', param: 'phone', values: draw(n, ofBusyKey).map(phoneOf) },
-  { name: 'key, phone (none)', scope: 'key', param: 'phone', values: ['+5521999999999'] },
+  {
+    name: 'key, phone',
+    scope: 'key',
+    params: search('phone'),
+    values: draw(n, ofBusyKey).map(phoneOf),
+    aim: AIM_MS,
+  },
+  {
+    name: 'key, phone (none)',
+    scope: 'key',
+    params: search('phone'),
+    values: ['+5521999999999'],
+    aim: AIM_MS,
+  },
   {
     name: 'key, clientReference',
     scope: 'key',
-    param: 'clientReference',
+    params: search('clientReference'),
     values: draw(n, (i) => ofBusyKey(i) && withReference(i)).map(referenceOf),
+    aim: AIM_MS,
   },
-  { name: 'key, clientReference (none)', scope: 'key', param: 'clientReference', values: absent(n) },
+  {
+    name: 'key, clientReference (none)',
+    scope: 'key',
+    params: search('clientReference'),
+    values: absent(n),
+    aim: AIM_MS,
+  },
   {
     name: 'key, q=<reference>',
     scope: 'key',
-    param: 'q',
+    params: search('q'),
     values: draw(n, (i) => ofBusyKey(i) && withReference(i)).map(referenceOf),
+    aim: AIM_MS,
   },
+  // The console's pages as they open, and their filters over the overview's longest range.
+  page('admin, newest (the Messages page)', 'admin', {}),
+  page('admin, status=failed, last 7 d', 'admin', { status: 'failed', startDate: sevenDaysAgo }),
+  page('admin, errorCode=131026', 'admin', { errorCode: '131026' }),
+  page('admin, one key (the busy one)', 'admin', { apiKeyId: '' }),
+  page('key, newest (the portal)', 'key', {}),
+  page('key, status=failed, last 7 d', 'key', { status: 'failed', startDate: sevenDaysAgo }),
 ]
 
 /** What the route's query function gets after validation: the list's defaults, the one filter. */
-const queryOf = (shape: Shape, value: string) =>
-  ({ order: 'DESC', page: 1, take: 100, orderField: 'createdAt', [shape.param]: value }) as MessageListQuery &
-    AdminMessageListQuery
+const paramsOf = (shape: Shape, value: string) => {
+  const params = shape.params(value)
+  // The busy key's id is known once the database is: filled in here.
+  return 'apiKeyId' in params ? { ...params, apiKeyId: busyKeyId } : params
+}
+const queryOf = (shape: Shape, value: string) => {
+  const { status, ...rest } = paramsOf(shape, value)
+  return {
+    order: 'DESC',
+    page: 1,
+    take: 100,
+    orderField: 'createdAt',
+    ...rest,
+    ...(status ? { status: [status] } : {}),
+  } as MessageListQuery & AdminMessageListQuery
+}
 const urlOf = (shape: Shape, value: string) =>
-  `${address}/api/${shape.scope === 'admin' ? 'admin' : 'third-party'}/messages?take=100&${shape.param}=${encodeURIComponent(value)}`
+  `${address}/api/${shape.scope === 'admin' ? 'admin' : 'third-party'}/messages?${new URLSearchParams({ take: '100', ...paramsOf(shape, value) })}`
 const headersOf = (shape: Shape): Record<string, string> =>
   shape.scope === 'admin' ? { authorization: `Bearer ${adminToken}` } : { 'x-api-key': key }
 const runQuery = (db: typeof direct.db, shape: Shape, value: string) =>
@@ -309,6 +397,56 @@ async function explain(shape: Shape) {
   return lines
 }
 
+/**
+ * The overview's chart for each range, as the route computes it (its first bucket whole; the messages
+ * read accepted at most a validity before), through its query function; then its plan.
+ */
+async function measureOverview(rows: string[]) {
+  const overviewSamples = Math.max(10, Math.floor(samples / 10))
+  console.log(`the overview's chart, ${overviewSamples} samples a range (its query function):`)
+  for (const range of Object.keys(OVERVIEW_RANGES) as OverviewRange[]) {
+    const { bucketSeconds, spanSeconds } = OVERVIEW_RANGES[range]
+    const window = () => {
+      const now = Date.now()
+      const since = new Date(
+        Math.floor((now - spanSeconds * 1000) / (bucketSeconds * 1000)) * bucketSeconds * 1000,
+      )
+      return { since, acceptedSince: new Date(since.getTime() - config.MESSAGE_VALIDITY_SECONDS * 1000) }
+    }
+    const times: number[] = []
+    let buckets = 0
+    for (let j = 0; j < overviewSamples + 3; j++) {
+      const { since, acceptedSince } = window()
+      const started = performance.now()
+      const found = await messagesPerMinute(direct.db, since, acceptedSince, bucketSeconds)
+      if (j >= 3) times.push(performance.now() - started)
+      buckets = found.length
+    }
+    caught.length = 0
+    const { since, acceptedSince } = window()
+    await messagesPerMinute(plans.db, since, acceptedSince, bucketSeconds)
+    const plan = await Promise.all(
+      caught.map(({ text, params }) =>
+        unsafe(`explain (analyze, buffers, format json) ${text}`, params as never),
+      ),
+    )
+    const p = { p50: median(times), p95: p95(times) }
+    const met = p.p95 <= PAGE_AIM_MS ? 'yes' : 'NO'
+    console.log(
+      `  overview, ${range}: p50 ${ms(p.p50)} ms, p95 ${ms(p.p95)} ms, ${buckets} (bucket, status) rows (aim p95 ≤ ${PAGE_AIM_MS} ms: ${met})`,
+    )
+    for (const [row] of plan) {
+      const [tree] = (row as unknown as { 'QUERY PLAN': [{ Plan: PlanNode; 'Execution Time': number }] })[
+        'QUERY PLAN'
+      ]
+      console.log(`    ${nodesOf(tree.Plan).join(' → ')} (${tree['Execution Time'].toFixed(1)} ms)`)
+    }
+    rows.push(
+      `| overview, ${range} (query) | – | – | ${ms(p.p50)} | ${ms(p.p95)} | – | ≤ ${PAGE_AIM_MS}: ${met} |`,
+    )
+  }
+}
+
 const ms = (v: number) => v.toLocaleString('en-US', { maximumFractionDigits: 1, minimumFractionDigits: 1 })
 const rows: string[] = []
 try {
@@ -319,7 +457,7 @@ try {
     const sample = await httpSearch(shape, shape.values[0] as string)
     const result = await measure(shape)
     const ratio = result.http.p95 / result.sql.p95
-    const met = result.http.p95 <= AIM_MS ? 'yes' : 'NO'
+    const met = result.http.p95 <= shape.aim ? 'yes' : 'NO'
     const count = `${sample.itemCount.toLocaleString('en-US')}${sample.itemCountExact ? '' : '+'}`
     printComparison({
       name: `  ${shape.name} p95 vs the raw query [e.g. ${sample.data.length} of ${count}; ${result.found}/${n} found some]`,
@@ -327,16 +465,19 @@ try {
       baseline: result.sql.p95,
       unit: 'ms',
       better: 'lower',
-      aim: `p95 ≤ ${AIM_MS} ms`,
+      aim: `p95 ≤ ${shape.aim} ms`,
     })
-    console.log(`    p50 ${ms(result.http.p50)} vs ${ms(result.sql.p50)} ms (aim p95 ≤ ${AIM_MS} ms: ${met})`)
+    console.log(
+      `    p50 ${ms(result.http.p50)} vs ${ms(result.sql.p50)} ms (aim p95 ≤ ${shape.aim} ms: ${met})`,
+    )
     for (const line of await explain(shape)) console.log(`    ${line}`)
     rows.push(
-      `| ${shape.name} | ${ms(result.http.p50)} | ${ms(result.http.p95)} | ${ms(result.sql.p50)} | ${ms(result.sql.p95)} | ${ratio.toFixed(2)} | ${met} |`,
+      `| ${shape.name} | ${ms(result.http.p50)} | ${ms(result.http.p95)} | ${ms(result.sql.p50)} | ${ms(result.sql.p95)} | ${ratio.toFixed(2)} | ≤ ${shape.aim}: ${met} |`,
     )
   }
+  await measureOverview(rows)
   console.log(
-    '\n| Search | HTTP p50 ms | HTTP p95 ms | raw query p50 ms | raw query p95 ms | p95 ratio | p95 ≤ 300 ms |',
+    '\n| Search | HTTP p50 ms | HTTP p95 ms | raw query p50 ms | raw query p95 ms | p95 ratio | p95 within its aim (ms) |',
   )
   console.log('|---|---|---|---|---|---|---|')
   for (const row of rows) console.log(row)

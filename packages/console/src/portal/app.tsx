@@ -9,10 +9,11 @@ import { keyCampaigns } from './campaigns/campaign-source.ts'
 import { Campaigns } from './campaigns/campaigns.tsx'
 import { MessageDetail } from './message-detail.tsx'
 import { Messages } from './messages.tsx'
-import { SendTest } from './send-test.tsx'
+import { SendTest } from './send-test/send-test.tsx'
 import { Usage } from './usage.tsx'
 import { WebhookEndpoint } from './webhook-endpoint.tsx'
 import { WebhookEndpoints } from './webhook-endpoints.tsx'
+import { WebhookEventTypes } from './webhook-event-types.tsx'
 
 const NAV = [
   { href: '/', label: 'Messages' },
@@ -22,14 +23,15 @@ const NAV = [
   { href: '/send', label: 'Send a test' },
 ]
 
-function Route() {
+function Route({ scopes }: { scopes: readonly string[] }) {
   const { path } = useLocation()
   if (path === '/' || path === '/messages') return <Messages />
   if (path === '/campaigns') return <Campaigns />
   if (path === '/campaigns/new') return <CampaignNew />
   if (path === '/webhooks') return <WebhookEndpoints />
+  if (path === '/webhooks/event-types') return <WebhookEventTypes />
   if (path === '/usage') return <Usage />
-  if (path === '/send') return <SendTest />
+  if (path === '/send') return <SendTest scopes={scopes} />
   let params = match('/messages/:id', path)
   if (params?.id) return <MessageDetail id={params.id} />
   params = match('/campaigns/:id', path)
@@ -83,7 +85,7 @@ export function PortalApp() {
       service={state.session.service}
       onSignOut={signOut}
     >
-      <Route />
+      <Route scopes={state.session.scopes} />
     </Shell>
   )
 }

@@ -9,6 +9,7 @@ import { Pager } from '../ui/pager.tsx'
 import { Loaded, Outcome } from '../ui/status.tsx'
 import { Table } from '../ui/table.tsx'
 import { Time } from '../ui/time.tsx'
+import { prettyJson, useEventTypes } from './webhook-event-types.tsx'
 
 /** One endpoint: its attempts (each failed one retried on demand), a replay of a window, a new secret. */
 export function WebhookEndpoint({ id }: { id: string }) {
@@ -75,6 +76,7 @@ export function WebhookEndpoint({ id }: { id: string }) {
           </dl>
         )}
       </Loaded>
+      <SendExample endpointId={id} onSent={refresh} />
       <Section title="Attempts">
         <Outcome mutation={retry} done="Retry queued." />
         <Loaded query={attempts}>
@@ -184,6 +186,70 @@ export function WebhookEndpoint({ id }: { id: string }) {
         ) : null}
       </Section>
     </Page>
+  )
+}
+
+/**
+ * An example of any event type, to this endpoint: signed and delivered as real events are, so its
+ * attempt appears under Attempts with the request and the answer.
+ */
+function SendExample(props: { endpointId: string; onSent: () => void }) {
+  const types = useEventTypes()
+  const [chosen, setChosen] = useState('message.delivered')
+  const send = useMutation({
+    mutationFn: (eventType: string) =>
+      api.POST('/api/third-party/webhook-endpoints/{id}/send-example', {
+        params: { path: { id: props.endpointId } },
+        body: { eventType: eventType as 'message.sent' },
+      }),
+    onSuccess: props.onSent,
+  })
+  return (
+    <Section title="Send an example event">
+      <Loaded query={types}>
+        {({ data }) => {
+          const example = data.find((entry) => entry.type === chosen) ?? data[0]
+          return (
+            <>
+              <form
+                class="row"
+                aria-label="Send an example event"
+                onSubmit={(event) => {
+                  event.preventDefault()
+                  if (example) send.mutate(example.type)
+                }}
+              >
+                <label>
+                  Event type
+                  <select value={example?.type} onChange={(event) => setChosen(event.currentTarget.value)}>
+                    {data.map((entry) => (
+                      <option key={entry.type} value={entry.type}>
+                        {entry.type}
+                      </option>
+                    ))}
+                  </select>
+                </label>
+                <button type="submit" disabled={send.isPending}>
+                  Send example
+                </button>
+              </form>
+              <p class="muted">
+                {example?.description} Sent to this endpoint whatever types it subscribes to, signed and
+                retried as real events are; its body says <code>"example": true</code>.{' '}
+                <Link href="/webhooks/event-types">Every event type</Link>
+              </p>
+              <Outcome
+                mutation={send}
+                done={
+                  send.data ? `Example ${send.data.eventId} queued: its attempt appears under Attempts.` : ''
+                }
+              />
+              {example ? <pre class="request example">{prettyJson(example.example)}</pre> : null}
+            </>
+          )
+        }}
+      </Loaded>
+    </Section>
   )
 }
 

@@ -1,5 +1,6 @@
 import { useQuery } from '@tanstack/preact-query'
 import { api, paging } from '../api.ts'
+import { Link } from '../router.tsx'
 import { Page } from '../ui/page.tsx'
 import { Loaded } from '../ui/status.tsx'
 import { Table } from '../ui/table.tsx'
@@ -13,6 +14,10 @@ export function WebhookEndpoints() {
   })
   return (
     <Page title="Webhook endpoints">
+      <p>
+        <Link href="/webhooks/event-types">Event catalog</Link>: every event type, what it means and an
+        example of its body.
+      </p>
       <Loaded query={endpoints}>
         {(result) => (
           <Table

@@ -10,7 +10,12 @@ import {
   updateWebhookEndpoint,
   type WebhookEndpointChanges,
 } from '../queries/webhook-endpoints.ts'
-import { findWebhookEvent, listWebhookAttempts, webhookEventsBetween } from '../queries/webhook-events.ts'
+import {
+  findWebhookEvent,
+  insertExampleWebhookEvent,
+  listWebhookAttempts,
+  webhookEventsBetween,
+} from '../queries/webhook-events.ts'
 import type { WebhookEndpointRow } from '../schema/webhook-endpoints.ts'
 import type { Caller } from './caller.ts'
 
@@ -38,6 +43,11 @@ export function ownedWebhooks(db: Db, caller: Caller) {
         ? listWebhookAttempts(db, endpoint.id, query)
         : Promise.resolve({ rows: [], itemCount: 0 }),
     event: (eventId: string) => findWebhookEvent(db, key, eventId),
+    /** An example event to one of the key's endpoints (another key's is refused, as if absent). */
+    sendExample: (endpoint: WebhookEndpointRow, type: string, payload: unknown, at: Date) =>
+      endpoint.apiKeyId === key
+        ? insertExampleWebhookEvent(db, { apiKeyId: key, endpointId: endpoint.id, type, payload, at })
+        : Promise.resolve(undefined),
     eventsBetween: (input: Omit<Parameters<typeof webhookEventsBetween>[1], 'apiKeyId'>) =>
       webhookEventsBetween(db, { ...input, apiKeyId: key }),
   }

@@ -1,4 +1,5 @@
 import type { WebhookAttemptListQuery } from '@dispatch/contracts'
+import { messageIdAt } from '@dispatch/runtime'
 import { and, asc, count, eq, gte, isNotNull, isNull, lt, or, sql } from 'drizzle-orm'
 import type { PendingQuery, Row } from 'postgres'
 import type { Db } from '../client.ts'
@@ -59,6 +60,67 @@ export async function webhookDeliveriesFor(db: Db, eventIds: string[]): Promise<
       where v.id = any(${ids}::text[]) ${within}
       order by v.created_at`,
   )
+}
+
+/** An event bound for one endpoint only (an example sent from the portal), as its outbox row names it. */
+export interface WebhookTarget {
+  eventId: string
+  endpointId: string
+}
+
+/**
+ * The deliveries of events bound for one endpoint each: made whatever the endpoint subscribes to
+ * (its owner asked for it), if the endpoint is still enabled and its key's, and the key not revoked.
+ */
+export async function webhookDeliveriesTo(db: Db, targets: WebhookTarget[]): Promise<WebhookDelivery[]> {
+  if (targets.length === 0) return []
+  const endpoints = new Map(targets.map((t) => [t.eventId, t.endpointId]))
+  const found = await byEventIds(
+    db,
+    [...endpoints.keys()],
+    (ids, within) => db.$client<(WebhookDelivery & { keyId: string })[]>`
+      select v.id as "eventId", v.type as "eventType", v.payload, v.api_key_id as "keyId"
+      from webhook_events v join api_keys k on k.id = v.api_key_id and k.status <> 'revoked'
+      where v.id = any(${ids}::text[]) ${within}
+      order by v.created_at`,
+  )
+  if (found.length === 0) return []
+  const enabled = await db.$client<{ id: string; keyId: string }[]>`
+    select id, api_key_id as "keyId" from webhook_endpoints
+    where id = any(${arrayLiteral([...new Set(endpoints.values())])}::uuid[]) and enabled`
+  const owners = new Map(enabled.map((e) => [e.id, e.keyId]))
+  return found.flatMap(({ keyId, ...event }) => {
+    const endpointId = endpoints.get(event.eventId)
+    return endpointId && owners.get(endpointId) === keyId ? [{ ...event, endpointId }] : []
+  })
+}
+
+/**
+ * Writes an example of an event for one of the key's endpoints, with its outbox row naming that
+ * endpoint, in one transaction: the relay delivers it as any event (signed, retried, its attempts
+ * recorded), to that endpoint only. Its id carries its time, as the database's own events' do.
+ */
+export async function insertExampleWebhookEvent(
+  db: Db,
+  input: { apiKeyId: string; endpointId: string; type: string; payload: unknown; at: Date },
+): Promise<string> {
+  const id = `msg_${messageIdAt(input.at.getTime()).replaceAll('-', '')}`
+  await writingToPeriods(db.$client, () =>
+    db.transaction(async (tx) => {
+      await tx.insert(webhookEvents).values({
+        id,
+        apiKeyId: input.apiKeyId,
+        type: input.type,
+        payload: input.payload,
+        createdAt: input.at,
+      })
+      await tx
+        .insert(outbox)
+        .values({ topic: 'webhook', payload: { eventId: id, endpointId: input.endpointId } })
+      await tx.execute(sql`select pg_notify(${OUTBOX_NOTIFY_CHANNEL}, '')`)
+    }),
+  )
+  return id
 }
 
 /**
@@ -259,6 +321,8 @@ export async function webhookEventsBetween(
       whereAll([
         eq(webhookEvents.apiKeyId, input.apiKeyId),
         sql`${webhookEvents.type} = any(${sql.param(input.types)}::text[])`,
+        // An example went to the endpoint it was sent to, and is not replayed.
+        sql`${webhookEvents.payload}->>'example' is null`,
         gte(webhookEvents.createdAt, input.since),
         lt(webhookEvents.createdAt, input.until),
         cursor

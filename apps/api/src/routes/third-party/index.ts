@@ -15,6 +15,7 @@ import { portalSessionRoutes } from './session.ts'
 import { templateRoutes } from './templates.ts'
 import { webhookDeliveryRoutes } from './webhook-deliveries.ts'
 import { webhookEndpointRoutes } from './webhook-endpoints.ts'
+import { webhookExampleRoutes } from './webhook-examples.ts'
 
 /**
  * `/api/third-party`: every route takes an API key (`x-api-key`) or the portal's session in its
@@ -30,6 +31,7 @@ export async function thirdPartyRoutes(app: FastifyInstance) {
   await app.register(kitRoutes)
   await app.register(webhookEndpointRoutes)
   await app.register(webhookDeliveryRoutes)
+  await app.register(webhookExampleRoutes)
   await app.register(mediaRoutes)
   await app.register(templateRoutes)
   await app.register(messagingLimitRoutes)

@@ -66,7 +66,7 @@ const description =
   "another key's are a 404."
 
 /** A disabled endpoint gets nothing: retrying or replaying to it would only be dropped. */
-function requireEnabled(endpoint: WebhookEndpointRow) {
+export function requireEnabled(endpoint: WebhookEndpointRow) {
   if (!endpoint.enabled) {
     throw new AppError(
       'INVALID_STATE_TRANSITION',
@@ -75,28 +75,39 @@ function requireEnabled(endpoint: WebhookEndpointRow) {
   }
 }
 
-/** What a sender does about its deliveries: see every attempt, send one event again, replay a window. */
-export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const { db, clock, webhookQueue, redis, config } = app.deps
-  const access = { scope: Scopes.manageWebhooks }
-  const spendManualRetry = scriptCall(redis, scripts.spendWebhookManualRetry)
-  const startReplay = scriptCall(redis, scripts.startWebhookReplay)
-  // Hash tags keep each script's one key on a slot of its own owner, should Redis be a cluster.
-  const retriesKey = (endpointId: string) => `${config.QUEUE_PREFIX}:webhook-retries:{${endpointId}}`
-  const replaysKey = (apiKeyId: string) => `${config.QUEUE_PREFIX}:webhook-replays:{${apiKeyId}}`
-
-  /** Counts a manual retry against its endpoint's hour; `429 RATE_LIMITED` past the bound. */
-  const countManualRetry = async (endpointId: string) => {
+/**
+ * Counts a manual send (a retry, an example) against its endpoint's hour; `429 RATE_LIMITED` past
+ * `WEBHOOK_MANUAL_RETRIES_PER_HOUR`. The hash tag keeps the script's one key on a slot of its own
+ * endpoint, should Redis be a cluster.
+ */
+export function countManualRetry(
+  redis: Parameters<typeof scriptCall>[0],
+  config: { QUEUE_PREFIX: string; WEBHOOK_MANUAL_RETRIES_PER_HOUR: number },
+) {
+  const spend = scriptCall(redis, scripts.spendWebhookManualRetry)
+  return async (endpointId: string) => {
     const max = config.WEBHOOK_MANUAL_RETRIES_PER_HOUR
-    const left = Number(await spendManualRetry(retriesKey(endpointId), max, HOUR_MS))
+    const key = `${config.QUEUE_PREFIX}:webhook-retries:{${endpointId}}`
+    const left = Number(await spend(key, max, HOUR_MS))
     if (left > 0) {
       throw new AppError(
         'RATE_LIMITED',
-        `This endpoint has had ${max} manual retries this hour, its bound; replay a window instead, or retry later`,
+        `This endpoint has had ${max} manual retries this hour (examples sent included), its bound; replay a window instead, or retry later`,
         { 'retry-after': String(Math.max(1, Math.ceil(left / 1000))) },
       )
     }
   }
+}
+
+/** What a sender does about its deliveries: see every attempt, send one event again, replay a window. */
+export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { db, clock, webhookQueue, redis, config } = app.deps
+  const access = { scope: Scopes.manageWebhooks }
+  const startReplay = scriptCall(redis, scripts.startWebhookReplay)
+  // A hash tag keeps the script's one key on a slot of its own owner, should Redis be a cluster.
+  const replaysKey = (apiKeyId: string) => `${config.QUEUE_PREFIX}:webhook-replays:{${apiKeyId}}`
+
+  const spendManualRetry = countManualRetry(redis, config)
 
   const webhooksOf = (request: FastifyRequest) => owned(db, callerOf(request)).webhooks
   const ownEndpoint = async (request: FastifyRequest, rawId: string) => {
@@ -179,7 +190,7 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
         throw new AppError('NOT_FOUND', `No webhook event with id ${JSON.stringify(request.params.eventId)}`)
       }
       requireEnabled(endpoint)
-      await countManualRetry(endpoint.id)
+      await spendManualRetry(endpoint.id)
       const data: WebhookJob = {
         eventId: event.id,
         endpointId: endpoint.id,

@@ -105,29 +105,4 @@ export async function readPreview(file: Blob & { name: string }, max = 5) {
   return { format, rows: previewRows(text, format, file.size > PREVIEW_BYTES, max) }
 }
 
-/** The template's body text, from its components as the Cloud API gives them. */
-export function bodyText(components: unknown[]): string | null {
-  for (const component of components) {
-    const c = component as { type?: unknown; text?: unknown }
-    if (String(c.type).toUpperCase() === 'BODY' && typeof c.text === 'string') return c.text
-  }
-  return null
-}
-
-/** A piece of the rendered body: text as written, or a variable with its value (null when missing). */
-export type BodyPart = { text: string } | { variable: string; value: string | null }
-
-/** The body with `{{1}}` or `{{name}}` filled from the row; a missing one stays named. */
-export function renderBody(body: string, variables: Record<string, string>): BodyPart[] {
-  const parts: BodyPart[] = []
-  let last = 0
-  for (const match of body.matchAll(/\{\{\s*([A-Za-z0-9_]+)\s*\}\}/g)) {
-    if (match.index > last) parts.push({ text: body.slice(last, match.index) })
-    const name = match[1] ?? ''
-    const value = variables[name]
-    parts.push({ variable: name, value: value === undefined || value === '' ? null : value })
-    last = match.index + match[0].length
-  }
-  if (last < body.length) parts.push({ text: body.slice(last) })
-  return parts
-}
+export { type BodyPart, bodyText, renderBody } from '../../ui/template-text.ts'

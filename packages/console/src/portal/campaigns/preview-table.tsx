@@ -1,6 +1,7 @@
 import { useQuery } from '@tanstack/preact-query'
 import { api } from '../../api.ts'
-import { type PreviewRow, renderBody } from './audience-preview.ts'
+import { FilledText } from '../../ui/filled-text.tsx'
+import type { PreviewRow } from './audience-preview.ts'
 
 /** What the upload made of the previewed lines: taken, or skipped and why (by line). */
 export function useLineOutcomes(campaignId: string, rows: PreviewRow[], uploaded: string | undefined) {
@@ -65,19 +66,7 @@ export function Preview({
               {row.problem ? (
                 <span class="error">Cannot be read: {row.problem}</span>
               ) : body ? (
-                renderBody(body, row.variables).map((part, index) =>
-                  'text' in part ? (
-                    part.text
-                  ) : part.value === null ? (
-                    <mark
-                      key={index}
-                      class="missing"
-                      title="No value in this row"
-                    >{`{{${part.variable}}}`}</mark>
-                  ) : (
-                    <strong key={index}>{part.value}</strong>
-                  ),
-                )
+                <FilledText text={body} variables={row.variables} />
               ) : (
                 <code>{JSON.stringify(row.variables)}</code>
               )}
