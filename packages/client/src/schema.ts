@@ -10330,12 +10330,14 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
-                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    /** @description Sent as an SMS, at most once, when WhatsApp cannot deliver the message: it answers 131026, the message expired (`validitySeconds`) before it went, or (with `afterSeconds`) no `delivered` came in time. Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
                     fallback?: {
                         /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
                         sms: {
                             text: string;
                         };
+                        /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                        afterSeconds?: number;
                     };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
@@ -10548,12 +10550,14 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
-                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    /** @description Sent as an SMS, at most once, when WhatsApp cannot deliver the message: it answers 131026, the message expired (`validitySeconds`) before it went, or (with `afterSeconds`) no `delivered` came in time. Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
                     fallback?: {
                         /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
                         sms: {
                             text: string;
                         };
+                        /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                        afterSeconds?: number;
                     };
                     /**
                      * @description The template's category, for the marketing opt-out and frequency cap when the sender's synced catalog does not know the template (the catalog's category wins when it does). Not sent to the platform.
@@ -10742,12 +10746,14 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
-                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    /** @description Sent as an SMS, at most once, when WhatsApp cannot deliver the message: it answers 131026, the message expired (`validitySeconds`) before it went, or (with `afterSeconds`) no `delivered` came in time. Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
                     fallback?: {
                         /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
                         sms: {
                             text: string;
                         };
+                        /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                        afterSeconds?: number;
                     };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
@@ -10951,12 +10957,14 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
-                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    /** @description Sent as an SMS, at most once, when WhatsApp cannot deliver the message: it answers 131026, the message expired (`validitySeconds`) before it went, or (with `afterSeconds`) no `delivered` came in time. Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
                     fallback?: {
                         /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
                         sms: {
                             text: string;
                         };
+                        /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                        afterSeconds?: number;
                     };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
@@ -11159,12 +11167,14 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
-                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    /** @description Sent as an SMS, at most once, when WhatsApp cannot deliver the message: it answers 131026, the message expired (`validitySeconds`) before it went, or (with `afterSeconds`) no `delivered` came in time. Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
                     fallback?: {
                         /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
                         sms: {
                             text: string;
                         };
+                        /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                        afterSeconds?: number;
                     };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
@@ -11366,12 +11376,14 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
-                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    /** @description Sent as an SMS, at most once, when WhatsApp cannot deliver the message: it answers 131026, the message expired (`validitySeconds`) before it went, or (with `afterSeconds`) no `delivered` came in time. Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
                     fallback?: {
                         /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
                         sms: {
                             text: string;
                         };
+                        /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                        afterSeconds?: number;
                     };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
@@ -11573,12 +11585,14 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
-                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    /** @description Sent as an SMS, at most once, when WhatsApp cannot deliver the message: it answers 131026, the message expired (`validitySeconds`) before it went, or (with `afterSeconds`) no `delivered` came in time. Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
                     fallback?: {
                         /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
                         sms: {
                             text: string;
                         };
+                        /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                        afterSeconds?: number;
                     };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
@@ -11781,12 +11795,14 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
-                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    /** @description Sent as an SMS, at most once, when WhatsApp cannot deliver the message: it answers 131026, the message expired (`validitySeconds`) before it went, or (with `afterSeconds`) no `delivered` came in time. Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
                     fallback?: {
                         /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
                         sms: {
                             text: string;
                         };
+                        /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                        afterSeconds?: number;
                     };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
@@ -12029,12 +12045,14 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
-                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    /** @description Sent as an SMS, at most once, when WhatsApp cannot deliver the message: it answers 131026, the message expired (`validitySeconds`) before it went, or (with `afterSeconds`) no `delivered` came in time. Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
                     fallback?: {
                         /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
                         sms: {
                             text: string;
                         };
+                        /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                        afterSeconds?: number;
                     };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
@@ -12363,12 +12381,14 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
-                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    /** @description Sent as an SMS, at most once, when WhatsApp cannot deliver the message: it answers 131026, the message expired (`validitySeconds`) before it went, or (with `afterSeconds`) no `delivered` came in time. Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
                     fallback?: {
                         /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
                         sms: {
                             text: string;
                         };
+                        /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                        afterSeconds?: number;
                     };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
@@ -12571,12 +12591,14 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
-                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    /** @description Sent as an SMS, at most once, when WhatsApp cannot deliver the message: it answers 131026, the message expired (`validitySeconds`) before it went, or (with `afterSeconds`) no `delivered` came in time. Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
                     fallback?: {
                         /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
                         sms: {
                             text: string;
                         };
+                        /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                        afterSeconds?: number;
                     };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
