@@ -2672,6 +2672,14 @@ export interface operations {
                                 optOut?: string;
                                 optIn?: string;
                             } | null;
+                            defaultFallback: {
+                                /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                                sms: {
+                                    text: string;
+                                };
+                                /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                                afterSeconds?: number;
+                            } | null;
                             templatesSyncedAt: string | null;
                             businessId: string | null;
                             /** @enum {unknown} */
@@ -3910,6 +3918,14 @@ export interface operations {
                                 optOut?: string;
                                 optIn?: string;
                             } | null;
+                            defaultFallback: {
+                                /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                                sms: {
+                                    text: string;
+                                };
+                                /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                                afterSeconds?: number;
+                            } | null;
                             templatesSyncedAt: string | null;
                             businessId: string | null;
                             /** @enum {unknown} */
@@ -4028,6 +4044,14 @@ export interface operations {
                         optOut?: string;
                         optIn?: string;
                     } | null;
+                    defaultFallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                        /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                        afterSeconds?: number;
+                    } | null;
                     /** @description The business portfolio (Meta business id) the number belongs to: its numbers share one messaging limit */
                     businessId?: string;
                     /**
@@ -4075,6 +4099,14 @@ export interface operations {
                         consentConfirmation: {
                             optOut?: string;
                             optIn?: string;
+                        } | null;
+                        defaultFallback: {
+                            /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                            sms: {
+                                text: string;
+                            };
+                            /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                            afterSeconds?: number;
                         } | null;
                         templatesSyncedAt: string | null;
                         businessId: string | null;
@@ -4250,6 +4282,14 @@ export interface operations {
                         consentConfirmation: {
                             optOut?: string;
                             optIn?: string;
+                        } | null;
+                        defaultFallback: {
+                            /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                            sms: {
+                                text: string;
+                            };
+                            /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                            afterSeconds?: number;
                         } | null;
                         templatesSyncedAt: string | null;
                         businessId: string | null;
@@ -4496,6 +4536,14 @@ export interface operations {
                         optOut?: string;
                         optIn?: string;
                     } | null;
+                    defaultFallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                        /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                        afterSeconds?: number;
+                    } | null;
                     businessId?: string | null;
                     /**
                      * @description `hold` (default): a template to a recipient outside their window that would pass the portfolio’s messaging limit waits (`scheduled`, reason `messaging_limit`) until the moving 24 hours free room. `refuse`: such a send is refused at accept (422 MESSAGING_LIMIT_REACHED). `off`: nothing is counted.
@@ -4542,6 +4590,14 @@ export interface operations {
                         consentConfirmation: {
                             optOut?: string;
                             optIn?: string;
+                        } | null;
+                        defaultFallback: {
+                            /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                            sms: {
+                                text: string;
+                            };
+                            /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                            afterSeconds?: number;
                         } | null;
                         templatesSyncedAt: string | null;
                         businessId: string | null;

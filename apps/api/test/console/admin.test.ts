@@ -319,6 +319,8 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await settings.getByLabel('Business portfolio id').fill('5550001')
     await settings.getByLabel('Past the limit').selectOption('refuse')
     await settings.getByLabel('Limit set by an admin').fill('2000')
+    await settings.getByLabel('SMS text').fill('Your code: see the app')
+    await settings.getByLabel('Also when not delivered within seconds').fill('120')
     await settings.getByRole('button', { name: 'Save settings' }).click()
     await poll(() => page.getByText('Settings saved.').count()).toBe(1)
     const senderId = page.url().split('/').pop() ?? ''
@@ -339,6 +341,7 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
       messagingLimitPolicy: 'refuse',
       messagingLimitOverride: 2000,
       messagingLimit: { limit: 2000, source: 'admin', portfolio: 'business:5550001' },
+      defaultFallback: { sms: { text: 'Your code: see the app' }, afterSeconds: 120 },
     })
     // Emptied, a setting is cleared: no cap.
     await settings.getByLabel('At most').fill('')
@@ -364,6 +367,7 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
       wabaId: '102290129340398',
       messagingLimitPolicy: 'refuse',
       messagingLimitOverride: null,
+      defaultFallback: { sms: { text: 'Your code: see the app' }, afterSeconds: 120 },
     })
     await page.reload()
     expect(await page.getByRole('form', { name: 'Settings' }).getByLabel('24-hour window').inputValue()).toBe(
