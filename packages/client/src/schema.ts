@@ -5703,6 +5703,10 @@ export interface operations {
                 senderId?: string;
                 /** @description Its last error code, exact (`131026`, `MESSAGE_EXPIRED`, …) */
                 errorCode?: string;
+                /** @description `sms`: its channel fallback sent the SMS (the provider took it); `whatsapp`: every other */
+                channel?: "whatsapp" | "sms";
+                /** @description Its channel fallback's state (`sent`, `failed`, `unknown`, …), or `none` (no fallback decided); a list */
+                fallback?: ("none" | "decided" | "calling" | "sent" | "failed" | "unknown" | "withdrawn")[];
             };
             header?: {
                 /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
@@ -6250,7 +6254,7 @@ export interface operations {
                             /** Format: date-time */
                             at: string;
                             /** @enum {unknown} */
-                            kind: "accepted" | "scheduled" | "attempt_failed" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled" | "retried" | "webhook_event" | "webhook_attempt";
+                            kind: "accepted" | "scheduled" | "attempt_failed" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled" | "retried" | "webhook_event" | "webhook_attempt" | "fallback_decided" | "fallback_sent" | "fallback_not_sent" | "fallback_delivery";
                             summary: string;
                             errorCode?: string;
                             attempt?: number;
@@ -13438,6 +13442,10 @@ export interface operations {
                 startDate?: string;
                 /** @description End of the acceptance time, inclusive: a date (YYYY-MM-DD, the whole UTC day) or a date-time with its offset (RFC 3339) */
                 endDate?: string;
+                /** @description `sms`: its channel fallback sent the SMS (the provider took it); `whatsapp`: every other */
+                channel?: "whatsapp" | "sms";
+                /** @description Its channel fallback's state (`sent`, `failed`, `unknown`, …), or `none` (no fallback decided); a list */
+                fallback?: ("none" | "decided" | "calling" | "sent" | "failed" | "unknown" | "withdrawn")[];
             };
             header?: {
                 /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
@@ -13798,7 +13806,7 @@ export interface operations {
                             /** Format: date-time */
                             at: string;
                             /** @enum {unknown} */
-                            kind: "accepted" | "scheduled" | "attempt_failed" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled" | "retried" | "webhook_event" | "webhook_attempt";
+                            kind: "accepted" | "scheduled" | "attempt_failed" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled" | "retried" | "webhook_event" | "webhook_attempt" | "fallback_decided" | "fallback_sent" | "fallback_not_sent" | "fallback_delivery";
                             summary: string;
                             errorCode?: string;
                             attempt?: number;

@@ -19,7 +19,10 @@ export const ownFallback = (
  * fallback's SMS went (the provider took it), else `whatsapp`. No fallback, neither: the message is
  * WhatsApp's, as every view without them says (the lists' among them, which read no fallback).
  */
-export function withFallback(view: MessageView, row: MessageFallbackRow | undefined): MessageView {
+export function withFallback<View extends MessageView>(
+  view: View,
+  row: MessageFallbackRow | undefined,
+): View {
   if (!row) return view
   const fallback: FallbackView = {
     channel: 'sms',

@@ -244,3 +244,90 @@ describe("a sender's default fallback", () => {
     }
   })
 })
+
+describe('where a fallback shows', () => {
+  let texted: string
+  let plain: string
+  beforeAll(async () => {
+    const phone = newPhone()
+    texted = (await sentText(phone, { fallback: { sms: SMS, afterSeconds: 300 } })).messageId
+    await fire(texted)
+    const [taken] = sms.sentTo(phone)
+    // The provider's report, posted twice: one entry, one status.
+    for (const status of ['delivered', 'delivered']) {
+      const signed = sms.statusCallback(taken?.sid as string, status)
+      const report = await app.inject({
+        method: 'POST',
+        url: '/api/webhooks/sms/status',
+        headers: signed.headers,
+        payload: signed.body,
+      })
+      expect(report.statusCode, report.body).toBe(204)
+    }
+    plain = (await sentText(newPhone(), {})).messageId
+  })
+
+  const listIds = async (url: string, headers: Record<string, string>) => {
+    const res = await app.inject({ method: 'GET', url, headers })
+    expect(res.statusCode, res.body).toBe(200)
+    return res.json<{ data: Array<{ messageId: string; channel?: string; fallback?: { state: string } }> }>()
+      .data
+  }
+
+  it("filters the key's list by channel and by the fallback's state, and shows both on each item", async () => {
+    const headers = { 'x-api-key': key.key }
+    const sms = await listIds('/api/third-party/messages?channel=sms&take=100', headers)
+    expect(sms.map((m) => m.messageId)).toContain(texted)
+    expect(sms.every((m) => m.channel === 'sms' && m.fallback?.state === 'sent')).toBe(true)
+    const whatsapp = await listIds('/api/third-party/messages?channel=whatsapp&take=100', headers)
+    expect(whatsapp.map((m) => m.messageId)).toContain(plain)
+    expect(whatsapp.map((m) => m.messageId)).not.toContain(texted)
+    const none = await listIds('/api/third-party/messages?fallback=none&take=100', headers)
+    expect(none.map((m) => m.messageId)).toContain(plain)
+    expect(none.every((m) => m.fallback === undefined)).toBe(true)
+    const settled = await listIds('/api/third-party/messages?fallback=sent,withdrawn&take=100', headers)
+    expect(settled.map((m) => m.messageId)).toContain(texted)
+    expect(settled.map((m) => m.messageId)).not.toContain(plain)
+    const refused = await app.inject({ method: 'GET', url: '/api/third-party/messages?channel=fax', headers })
+    expectError(refused, 400, 'VALIDATION_ERROR', /channel/)
+    // Another key's list holds none of them, whatever it filters on.
+    const other = await activeKey(app, { scopes: ['read:messages'] })
+    expect(
+      await listIds('/api/third-party/messages?channel=sms&take=100', { 'x-api-key': other.key }),
+    ).toEqual([])
+  })
+
+  it("filters the admins' list alike", async () => {
+    const sms = await listIds('/api/admin/messages?channel=sms&take=100', asAdmin())
+    expect(sms.map((m) => m.messageId)).toContain(texted)
+    expect(sms.map((m) => m.messageId)).not.toContain(plain)
+    expect(sms.find((m) => m.messageId === texted)).toMatchObject({
+      channel: 'sms',
+      fallback: { state: 'sent' },
+    })
+  })
+
+  it("puts the fallback's steps on the message's timeline, the key's and the admins'", async () => {
+    for (const [url, headers] of [
+      [`/api/third-party/messages/${texted}/timeline`, { 'x-api-key': key.key }],
+      [`/api/admin/messages/${texted}/timeline`, asAdmin()],
+    ] as const) {
+      const res = await app.inject({ method: 'GET', url, headers })
+      expect(res.statusCode, res.body).toBe(200)
+      const { message, entries } = res.json<{
+        message: { channel?: string; fallback?: { state: string; status: string } }
+        entries: Array<{ kind: string; summary: string }>
+      }>()
+      expect(message).toMatchObject({ channel: 'sms', fallback: { state: 'sent', status: 'delivered' } })
+      const kinds = entries.map((e) => e.kind)
+      expect(kinds.filter((k) => k.startsWith('fallback_'))).toEqual([
+        'fallback_decided',
+        'fallback_sent',
+        'fallback_delivery',
+      ])
+      expect(kinds.indexOf('sent')).toBeLessThan(kinds.indexOf('fallback_decided'))
+      expect(entries.find((e) => e.kind === 'fallback_decided')?.summary).toMatch(/no delivery in time/)
+      expect(entries.find((e) => e.kind === 'fallback_delivery')?.summary).toMatch(/SMS delivered/)
+    }
+  })
+})

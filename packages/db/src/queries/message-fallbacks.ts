@@ -213,7 +213,21 @@ export async function applySmsStatus(
 export async function findFallback(sql: Sql, messageId: string): Promise<MessageFallbackRow | undefined> {
   const [row] = await sql<Record<string, unknown>[]>`
     select * from message_fallbacks where message_id = ${messageId}`
-  if (!row) return undefined
+  return row ? toFallbackRow(row) : undefined
+}
+
+/** The fallbacks of a page of messages (a list's), by message id; those without one are absent. */
+export async function findFallbacks(
+  sql: Sql,
+  messageIds: string[],
+): Promise<Map<string, MessageFallbackRow>> {
+  if (messageIds.length === 0) return new Map()
+  const rows = await sql<Record<string, unknown>[]>`
+    select * from message_fallbacks where message_id = any(${messageIds}::uuid[])`
+  return new Map(rows.map((row) => [String(row.message_id), toFallbackRow(row)]))
+}
+
+function toFallbackRow(row: Record<string, unknown>): MessageFallbackRow {
   // Times as Dates whichever way the client parses them (drizzle's keeps them strings).
   const date = (value: unknown) => (value === null || value === undefined ? null : new Date(value as string))
   const text = (value: unknown) => (value === null || value === undefined ? null : String(value))
