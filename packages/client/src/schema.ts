@@ -5770,6 +5770,10 @@ export interface operations {
                                     code: string;
                                     message: string;
                                 } | null;
+                                price?: {
+                                    amount: string;
+                                    currency: string;
+                                };
                             };
                             pricing: {
                                 billable: boolean | null;
@@ -5902,6 +5906,10 @@ export interface operations {
                                 code: string;
                                 message: string;
                             } | null;
+                            price?: {
+                                amount: string;
+                                currency: string;
+                            };
                         };
                         pricing: {
                             billable: boolean | null;
@@ -6222,6 +6230,10 @@ export interface operations {
                                     code: string;
                                     message: string;
                                 } | null;
+                                price?: {
+                                    amount: string;
+                                    currency: string;
+                                };
                             };
                             pricing: {
                                 billable: boolean | null;
@@ -6757,6 +6769,12 @@ export interface operations {
                                 byCategory: {
                                     [key: string]: number;
                                 };
+                                sms?: {
+                                    sent: number;
+                                    priceByCurrency: {
+                                        [key: string]: string;
+                                    };
+                                };
                             };
                             engagement: {
                                 replied: number;
@@ -6908,6 +6926,12 @@ export interface operations {
                             billable: number;
                             byCategory: {
                                 [key: string]: number;
+                            };
+                            sms?: {
+                                sent: number;
+                                priceByCurrency: {
+                                    [key: string]: string;
+                                };
                             };
                         };
                         engagement: {
@@ -7069,6 +7093,12 @@ export interface operations {
                             billable: number;
                             byCategory: {
                                 [key: string]: number;
+                            };
+                            sms?: {
+                                sent: number;
+                                priceByCurrency: {
+                                    [key: string]: string;
+                                };
                             };
                         };
                         engagement: {
@@ -7271,6 +7301,12 @@ export interface operations {
                             byCategory: {
                                 [key: string]: number;
                             };
+                            sms?: {
+                                sent: number;
+                                priceByCurrency: {
+                                    [key: string]: string;
+                                };
+                            };
                         };
                         engagement: {
                             replied: number;
@@ -7471,6 +7507,12 @@ export interface operations {
                             billable: number;
                             byCategory: {
                                 [key: string]: number;
+                            };
+                            sms?: {
+                                sent: number;
+                                priceByCurrency: {
+                                    [key: string]: string;
+                                };
                             };
                         };
                         engagement: {
@@ -13158,6 +13200,10 @@ export interface operations {
                                 code: string;
                                 message: string;
                             } | null;
+                            price?: {
+                                amount: string;
+                                currency: string;
+                            };
                         };
                         pricing: {
                             billable: boolean | null;
@@ -13303,6 +13349,10 @@ export interface operations {
                                 code: string;
                                 message: string;
                             } | null;
+                            price?: {
+                                amount: string;
+                                currency: string;
+                            };
                         };
                         pricing: {
                             billable: boolean | null;
@@ -13509,6 +13559,10 @@ export interface operations {
                                     code: string;
                                     message: string;
                                 } | null;
+                                price?: {
+                                    amount: string;
+                                    currency: string;
+                                };
                             };
                             pricing: {
                                 billable: boolean | null;
@@ -13779,6 +13833,10 @@ export interface operations {
                                     code: string;
                                     message: string;
                                 } | null;
+                                price?: {
+                                    amount: string;
+                                    currency: string;
+                                };
                             };
                             pricing: {
                                 billable: boolean | null;
@@ -17678,6 +17736,12 @@ export interface operations {
                                 byCategory: {
                                     [key: string]: number;
                                 };
+                                sms?: {
+                                    sent: number;
+                                    priceByCurrency: {
+                                        [key: string]: string;
+                                    };
+                                };
                             };
                             engagement: {
                                 replied: number;
@@ -17863,6 +17927,12 @@ export interface operations {
                             billable: number;
                             byCategory: {
                                 [key: string]: number;
+                            };
+                            sms?: {
+                                sent: number;
+                                priceByCurrency: {
+                                    [key: string]: string;
+                                };
                             };
                         };
                         engagement: {
@@ -18054,6 +18124,12 @@ export interface operations {
                             byCategory: {
                                 [key: string]: number;
                             };
+                            sms?: {
+                                sent: number;
+                                priceByCurrency: {
+                                    [key: string]: string;
+                                };
+                            };
                         };
                         engagement: {
                             replied: number;
@@ -18223,6 +18299,12 @@ export interface operations {
                             billable: number;
                             byCategory: {
                                 [key: string]: number;
+                            };
+                            sms?: {
+                                sent: number;
+                                priceByCurrency: {
+                                    [key: string]: string;
+                                };
                             };
                         };
                         engagement: {
@@ -18424,6 +18506,12 @@ export interface operations {
                             byCategory: {
                                 [key: string]: number;
                             };
+                            sms?: {
+                                sent: number;
+                                priceByCurrency: {
+                                    [key: string]: string;
+                                };
+                            };
                         };
                         engagement: {
                             replied: number;
@@ -18624,6 +18712,12 @@ export interface operations {
                             byCategory: {
                                 [key: string]: number;
                             };
+                            sms?: {
+                                sent: number;
+                                priceByCurrency: {
+                                    [key: string]: string;
+                                };
+                            };
                         };
                         engagement: {
                             replied: number;
@@ -18823,6 +18917,12 @@ export interface operations {
                             billable: number;
                             byCategory: {
                                 [key: string]: number;
+                            };
+                            sms?: {
+                                sent: number;
+                                priceByCurrency: {
+                                    [key: string]: string;
+                                };
                             };
                         };
                         engagement: {

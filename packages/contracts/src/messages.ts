@@ -317,6 +317,13 @@ export const FallbackView = Type.Object({
   /** The SMS's delivery as the provider reports it: `queued`, `sent`, `delivered`, `undelivered`, `failed`. */
   status: Type.Union([Type.String(), Type.Null()]),
   error: Type.Union([MessageError, Type.Null()]),
+  /** What the provider charged for the SMS, once a report said: a decimal amount and its currency. */
+  price: Type.Optional(
+    Type.Object(
+      { amount: Type.String({ pattern: '^[0-9]+(\\.[0-9]+)?$' }), currency: Type.String() },
+      { additionalProperties: false },
+    ),
+  ),
 })
 export type FallbackView = Static<typeof FallbackView>
 

@@ -10,6 +10,9 @@ export const SmsStatusCallback = Type.Object(
     MessageSid: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9]+$' }),
     MessageStatus: Type.String({ minLength: 1, maxLength: 32 }),
     ErrorCode: Type.Optional(Type.String({ maxLength: 16 })),
+    /** What the SMS cost, when the provider says (Twilio's sign: negative, a charge). */
+    Price: Type.Optional(Type.String({ maxLength: 32 })),
+    PriceUnit: Type.Optional(Type.String({ maxLength: 8 })),
   },
   { additionalProperties: Type.String({ maxLength: 2000 }) },
 )

@@ -32,6 +32,9 @@ export function withFallback<View extends MessageView>(
     state: row.state,
     status: row.providerStatus,
     error: row.errorCode ? { code: row.errorCode, message: row.errorMessage ?? '' } : null,
+    ...(row.price !== null && row.priceUnit !== null
+      ? { price: { amount: row.price, currency: row.priceUnit } }
+      : {}),
   }
   return { ...view, channel: row.state === 'sent' ? 'sms' : 'whatsapp', fallback }
 }

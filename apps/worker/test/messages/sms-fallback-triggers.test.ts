@@ -1,5 +1,13 @@
 import { QueueNames, type SmsFallbackTimerJob } from '@dispatch/contracts'
-import { applyPlatformStatus, createDb, decideFallback, findFallback } from '@dispatch/db'
+import {
+  applyPlatformStatus,
+  applySmsStatus,
+  campaignCounts,
+  createDb,
+  decideFallback,
+  findCampaign,
+  findFallback,
+} from '@dispatch/db'
 import { type FakeSms, startFakeSms, testRedisUrl, waitFor } from '@dispatch/testing'
 import { Queue } from 'bullmq'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -188,5 +196,46 @@ describe('no delivered within afterSeconds', () => {
     await waitFor(async () => (await world.message(messageId))?.status === 'sent', { what: 'sent' })
     expect(await timers.getJob(messageId)).toBeUndefined()
     expect(sms.sentTo(phone)).toHaveLength(0)
+  })
+})
+
+describe("an SMS's price", () => {
+  it('is kept as its report says, and summed by currency with its campaign', async () => {
+    const sql = client.sql
+    const [campaign] = await sql<{ id: string }[]>`
+      insert into campaigns (api_key_id, sender_id, name, template, status, fed_rows, audience)
+      values (${world.apiKeyId}, 'default', 'Spring', ${JSON.stringify({ name: 'promo', language: 'en' })}::jsonb,
+        'running', 3, ${JSON.stringify({ taken: 3, skipped: 0 })}::jsonb)
+      returning id`
+    const sids: string[] = []
+    for (const n of [0, 1, 2]) {
+      const phone = newPhone()
+      const messageId = await world.enqueue(to(phone), undefined, {
+        batchId: campaign?.id,
+        expiresAt: new Date(Date.now() - 1000).toISOString(),
+        fallback: { sms: { text: SMS_TEXT } },
+      })
+      await waitFor(async () => (await findFallback(client.sql, messageId))?.state === 'sent', {
+        what: `SMS ${n}`,
+      })
+      sids.push((await findFallback(client.sql, messageId))?.providerMessageId as string)
+    }
+    // Twilio's sign: a charge is negative. The third is not priced yet.
+    await applySmsStatus(sql, {
+      providerMessageId: sids[0] as string,
+      status: 'delivered',
+      price: { amount: '0.00750', currency: 'USD' },
+      at: new Date(),
+    })
+    await applySmsStatus(sql, {
+      providerMessageId: sids[1] as string,
+      status: 'delivered',
+      price: { amount: '0.01250', currency: 'USD' },
+      at: new Date(),
+    })
+    const row = await findCampaign(client.db, campaign?.id as string)
+    const counted = await campaignCounts(client.db, row as NonNullable<typeof row>)
+    expect(counted.pricing.sms).toEqual({ sent: 3, priceByCurrency: { USD: '0.02000' } })
+    expect(counted.pricing).toMatchObject({ billable: 0, byCategory: {} })
   })
 })

@@ -61,8 +61,8 @@ export async function decideFallback(
     d.acceptedAt,
     (table) => sql`
       insert into message_fallbacks as f
-        (message_id, accepted_at, api_key_id, reason, reason_code, state, decided_at, updated_at)
-      select m.id, m.accepted_at, m.api_key_id, ${d.reason}, ${d.reasonCode ?? null}, 'decided',
+        (message_id, accepted_at, api_key_id, batch_id, reason, reason_code, state, decided_at, updated_at)
+      select m.id, m.accepted_at, m.api_key_id, m.batch_id, ${d.reason}, ${d.reasonCode ?? null}, 'decided',
         ${at}::timestamptz, ${at}::timestamptz
       from ${sql(table)} m
       where m.id = ${d.messageId} and m.accepted_at = ${d.acceptedAt.toISOString()}::timestamptz
@@ -193,7 +193,14 @@ const rankSql = (sql: Sql) =>
  */
 export async function applySmsStatus(
   sql: Sql,
-  update: { providerMessageId: string; status: string; errorCode?: string | undefined; at: Date },
+  update: {
+    providerMessageId: string
+    status: string
+    errorCode?: string | undefined
+    /** What the provider charged, when the report says (a positive amount), and its currency. */
+    price?: { amount: string; currency: string } | undefined
+    at: Date
+  },
 ): Promise<string | undefined> {
   const rank = SMS_STATUS_RANK[update.status]
   if (rank === undefined) return undefined
@@ -203,6 +210,8 @@ export async function applySmsStatus(
     update message_fallbacks f set provider_status = ${update.status},
       provider_status_at = ${at}::timestamptz,
       error_code = case when ${failing} then coalesce(${update.errorCode ?? null}, f.error_code) else f.error_code end,
+      price = coalesce(${update.price?.amount ?? null}::numeric, f.price),
+      price_unit = case when ${update.price?.amount ?? null}::numeric is null then f.price_unit else ${update.price?.currency ?? null} end,
       updated_at = greatest(f.updated_at, ${at}::timestamptz)
     where f.provider_message_id = ${update.providerMessageId} and ${rankSql(sql)} < ${rank}
     returning f.message_id`
@@ -235,6 +244,7 @@ function toFallbackRow(row: Record<string, unknown>): MessageFallbackRow {
     messageId: String(row.message_id),
     acceptedAt: date(row.accepted_at) as Date,
     apiKeyId: String(row.api_key_id),
+    batchId: text(row.batch_id),
     channel: String(row.channel),
     reason: String(row.reason),
     reasonCode: text(row.reason_code),
@@ -248,6 +258,8 @@ function toFallbackRow(row: Record<string, unknown>): MessageFallbackRow {
     providerStatusAt: date(row.provider_status_at),
     errorCode: text(row.error_code),
     errorMessage: text(row.error_message),
+    price: text(row.price),
+    priceUnit: text(row.price_unit),
     updatedAt: date(row.updated_at) as Date,
   }
 }
