@@ -253,6 +253,27 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
         .filter({ hasText: /^(about )?\d+ messages?$/ })
         .textContent(),
     ).toMatch(/\b2 messages/)
+    // Searched by channel, none of them went by SMS; and a bulk retry (which takes no channel) is off.
+    const search = page.getByRole('search', { name: 'Search messages' })
+    await search.getByLabel('Channel').selectOption('sms')
+    await search.getByRole('button', { name: 'Search' }).click()
+    await poll(() => page.getByText('No message matches.').isVisible()).toBe(true)
+    expect(await page.getByRole('button', { name: 'Retry every failed message matching' }).isDisabled()).toBe(
+      true,
+    )
+    await search.getByLabel('Channel').selectOption('whatsapp')
+    await search.getByRole('button', { name: 'Search' }).click()
+    await poll(() =>
+      page
+        .getByRole('status')
+        .filter({ hasText: /^(about )?\d+ messages?$/ })
+        .textContent(),
+    ).toMatch(/\b2 messages/)
+    await search.getByLabel('Channel').selectOption('')
+    await search.getByRole('button', { name: 'Search' }).click()
+    await poll(() =>
+      page.getByRole('button', { name: 'Retry every failed message matching' }).isEnabled(),
+    ).toBe(true)
     page.once('dialog', (dialog) => void dialog.accept())
     await page.getByRole('button', { name: 'Retry every failed message matching' }).click()
     await poll(() => page.getByText('2 messages retried.').isVisible()).toBe(true)
