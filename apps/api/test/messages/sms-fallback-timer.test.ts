@@ -11,7 +11,7 @@ import {
   waitFor,
 } from '@dispatch/testing'
 import type { RunningWorker } from '@dispatch/worker'
-import { Queue } from 'bullmq'
+import { Queue, QueueEvents } from 'bullmq'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
@@ -43,6 +43,7 @@ let sms: FakeSms
 let worker: RunningWorker
 let receiver: WebhookReceiver
 let timers: Queue<SmsFallbackTimerJob>
+let timerEvents: QueueEvents
 let key: { id: string; key: string }
 
 beforeAll(async () => {
@@ -81,9 +82,15 @@ beforeAll(async () => {
     connection: { url: world.redisUrl },
     prefix: world.queuePrefix,
   })
+  timerEvents = new QueueEvents(QueueNames.smsFallbackTimers, {
+    connection: { url: world.redisUrl },
+    prefix: world.queuePrefix,
+  })
+  await timerEvents.waitUntilReady()
 })
 afterAll(async () => {
   await worker?.close()
+  await timerEvents?.close()
   await timers?.close()
   await app?.close()
   await receiver?.close()
@@ -112,10 +119,10 @@ async function sentText(phone: string, extra: Record<string, unknown>, apiKey = 
 }
 
 /** Runs the message's timer now, and waits for its run to end. */
-async function fire(messageId: string) {
+async function fire(messageId: string): Promise<string> {
   const job = await waitFor(async () => (await timers.getJob(messageId)) ?? false, { what: 'the timer' })
   await job.promote()
-  await waitFor(async () => ['completed', 'failed'].includes(await job.getState()), { what: 'its run' })
+  return job.waitUntilFinished(timerEvents, 10_000)
 }
 
 /** WhatsApp's status webhook for the message, signed as Meta signs it. */
@@ -178,7 +185,7 @@ describe('fallback.afterSeconds', () => {
     const phone = newPhone()
     const sent = await sentText(phone, { fallback: { sms: SMS, afterSeconds: 300 } })
     await whatsappStatus(sent, 'delivered')
-    await fire(sent.messageId)
+    expect(await fire(sent.messageId)).toBe('refused')
     const view = await messageView(app, key.key, sent.messageId)
     expect(view.status).toBe('delivered')
     expect(view.fallback).toBeUndefined()
@@ -193,11 +200,15 @@ describe('fallback.afterSeconds', () => {
         return { phone, ...(await sentText(phone, { fallback: { sms: SMS, afterSeconds: 300 } })) }
       }),
     )
-    await Promise.all(runs.map((run) => Promise.all([whatsappStatus(run, 'delivered'), fire(run.messageId)])))
-    for (const run of runs) {
+    const fired = await Promise.all(
+      runs.map(
+        async (run) => (await Promise.all([whatsappStatus(run, 'delivered'), fire(run.messageId)]))[1],
+      ),
+    )
+    for (const [i, run] of runs.entries()) {
       const view = await messageView(app, key.key, run.messageId)
       const texts = sms.sentTo(run.phone).length
-      const seen = JSON.stringify({ texts, view, timer: (await timers.getJob(run.messageId))?.returnvalue })
+      const seen = JSON.stringify({ texts, view, timer: fired[i] })
       expect(texts, seen).toBeLessThanOrEqual(1)
       expect(view.status, seen).toBe('delivered')
       if (texts === 1) expect(view, seen).toMatchObject({ channel: 'sms', fallback: { state: 'sent' } })

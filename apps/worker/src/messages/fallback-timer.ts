@@ -16,8 +16,11 @@ const NOT_YET_RECORDED = new Set(['scheduled', 'queued', 'sending'])
 const RECORD_LAG_RETRY_MS = 15_000
 const RECORD_LAG_ATTEMPTS = 8
 
-/** The timers kept a week once run, as a message's failed job is, for inspection. */
-const KEPT = { removeOnComplete: { age: 7 * 86_400 }, removeOnFail: { age: 7 * 86_400 } }
+/**
+ * As a message's own job: gone once run (it holds the SMS's text, which nothing keeps after), kept
+ * a week when it failed, for inspection.
+ */
+const KEPT = { removeOnComplete: true, removeOnFail: { age: 7 * 86_400, count: 100_000 } }
 
 /**
  * Arms the "no `delivered` within `afterSeconds`" timers: one delayed BullMQ job per message, id the

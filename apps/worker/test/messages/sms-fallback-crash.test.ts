@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url'
 import { QueueNames } from '@dispatch/contracts'
 import { createDb, findFallback } from '@dispatch/db'
 import { type FakeSms, graphError, startFakeSms, testRedisUrl, waitFor } from '@dispatch/testing'
-import { Queue } from 'bullmq'
+import { Queue, QueueEvents } from 'bullmq'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { createDeliveryWorld, type DeliveryWorld, text } from './world.ts'
 
@@ -101,6 +101,11 @@ it('SIGKILL during the call of a "no delivered in time" timer: retaken, it sends
     connection: { url: testRedisUrl() },
     prefix: world.queuePrefix,
   })
+  const events = new QueueEvents(QueueNames.smsFallbackTimers, {
+    connection: { url: testRedisUrl() },
+    prefix: world.queuePrefix,
+  })
+  await events.waitUntilReady()
   const child = spawn(process.execPath, [MAIN], {
     env: { ...process.env, ...world.workerEnv(smsEnv()), LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -129,16 +134,12 @@ it('SIGKILL during the call of a "no delivered in time" timer: retaken, it sends
     })
     // Another worker retakes the stalled timer: `calling` is committed, so it calls nothing.
     const second = await world.startWorker(smsEnv())
-    await waitFor(
-      async () =>
-        ['completed', 'failed'].includes(await ((await timers.getJob(messageId))?.getState() ?? '')),
-      { what: 'the timer retaken and finished', timeoutMs: 30_000 },
-    )
-    expect((await timers.getJob(messageId))?.returnvalue).toBe('elsewhere')
+    expect(await timer.waitUntilFinished(events, 30_000)).toBe('elsewhere')
     await second.close()
     expect(sms.requests.filter((r) => r.params.To === phone)).toHaveLength(1)
     expect(await findFallback(client.sql, messageId)).toMatchObject({ state: 'calling' })
   } finally {
+    await events.close()
     await timers.close()
     await client.close()
   }

@@ -8,9 +8,13 @@ import {
   findCampaign,
   findFallback,
 } from '@dispatch/db'
+import { messageIdAt } from '@dispatch/runtime'
 import { type FakeSms, startFakeSms, testRedisUrl, waitFor } from '@dispatch/testing'
-import { Queue } from 'bullmq'
+import { type Job, Queue, QueueEvents } from 'bullmq'
+import pino from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { fireSmsFallbackTimer } from '../../src/messages/fallback-timer.ts'
+import { createTwilioSmsProvider } from '../../src/platforms/sms/twilio.ts'
 import { createDeliveryWorld, type DeliveryWorld, text } from './world.ts'
 
 /**
@@ -21,6 +25,7 @@ import { createDeliveryWorld, type DeliveryWorld, text } from './world.ts'
 let world: DeliveryWorld
 let sms: FakeSms
 let timers: Queue<SmsFallbackTimerJob>
+let timerEvents: QueueEvents
 let worker: Awaited<ReturnType<DeliveryWorld['startWorker']>>
 let client: ReturnType<typeof createDb>
 
@@ -31,6 +36,11 @@ beforeAll(async () => {
     connection: { url: testRedisUrl() },
     prefix: world.queuePrefix,
   })
+  timerEvents = new QueueEvents(QueueNames.smsFallbackTimers, {
+    connection: { url: testRedisUrl() },
+    prefix: world.queuePrefix,
+  })
+  await timerEvents.waitUntilReady()
   worker = await world.startWorker({
     SMS_PROVIDER: 'twilio',
     SMS_API_URL: sms.url,
@@ -42,6 +52,7 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   await worker?.close()
+  await timerEvents?.close()
   await timers?.obliterate({ force: true }).catch(() => {})
   await timers?.close()
   await client?.close()
@@ -58,14 +69,11 @@ const SMS_TEXT = 'Your order has shipped'
 const timerOf = (messageId: string) =>
   waitFor(async () => (await timers.getJob(messageId)) ?? false, { what: 'the fallback timer armed' })
 
-/** Runs the timer now, as if its `afterSeconds` had passed, and waits for its run to end. */
-async function fire(messageId: string) {
+/** Runs the timer now, as if its `afterSeconds` had passed; answers how its run ended. */
+async function fire(messageId: string): Promise<string> {
   const job = await timerOf(messageId)
   await job.promote()
-  await waitFor(async () => ['completed', 'failed'].includes(await job.getState()), {
-    what: 'the timer run',
-  })
-  return timers.getJob(messageId)
+  return job.waitUntilFinished(timerEvents, 10_000)
 }
 
 /** WhatsApp's `delivered` as the webhook route applies it. */
@@ -120,7 +128,7 @@ describe('no delivered within afterSeconds', () => {
     await waitFor(async () => (await world.message(messageId))?.status === 'sent', { what: 'sent' })
     expect(sms.sentTo(phone)).toHaveLength(0)
 
-    expect((await fire(messageId))?.returnvalue).toBe('sent')
+    expect(await fire(messageId)).toBe('sent')
     expect(sms.sentTo(phone)).toHaveLength(1)
     expect(await findFallback(client.sql, messageId)).toMatchObject({
       reason: 'not_delivered_in_time',
@@ -141,7 +149,7 @@ describe('no delivered within afterSeconds', () => {
     })
     await waitFor(async () => (await world.message(messageId))?.status === 'sent', { what: 'sent' })
     await delivered(messageId)
-    expect((await fire(messageId))?.returnvalue).toBe('refused')
+    expect(await fire(messageId)).toBe('refused')
     expect(sms.sentTo(phone)).toHaveLength(0)
     expect(await findFallback(client.sql, messageId)).toBeUndefined()
   })
@@ -185,7 +193,7 @@ describe('no delivered within afterSeconds', () => {
       fromStatuses: ['sent'],
       at: new Date(),
     })
-    expect((await fire(messageId))?.returnvalue).toBe('sent')
+    expect(await fire(messageId)).toBe('sent')
     expect(sms.sentTo(phone)).toHaveLength(1)
     expect((await findFallback(client.sql, messageId))?.state).toBe('sent')
   })
@@ -237,5 +245,44 @@ describe("an SMS's price", () => {
     const counted = await campaignCounts(client.db, row as NonNullable<typeof row>)
     expect(counted.pricing.sms).toEqual({ sent: 3, priceByCurrency: { USD: '0.02000' } })
     expect(counted.pricing).toMatchObject({ billable: 0, byCategory: {} })
+  })
+})
+
+describe('a timer due before its message is recorded sent', () => {
+  it('is tried again later, never sent blind; once recorded, it sends', async () => {
+    const phone = newPhone()
+    const acceptedAt = new Date(Date.now() - 60_000)
+    const messageId = messageIdAt(acceptedAt.getTime())
+    // WhatsApp took it, but its sent record is still on its way (the sent log behind).
+    await client.sql`
+      insert into messages (id, api_key_id, type, phone, payload, status, accepted_at)
+      values (${messageId}, ${world.apiKeyId}, 'text', ${phone}, ${JSON.stringify({ text: 'hi' })}::jsonb,
+        'sending', ${acceptedAt.toISOString()})`
+    const job = {
+      data: {
+        messageId,
+        acceptedAt: acceptedAt.toISOString(),
+        to: phone,
+        text: SMS_TEXT,
+        sentAt: new Date().toISOString(),
+      },
+    } as Job<SmsFallbackTimerJob>
+    const deps = {
+      sql: client.sql,
+      db: client.db,
+      sms: createTwilioSmsProvider({
+        apiUrl: sms.url,
+        accountSid: sms.accountSid,
+        authToken: sms.authToken,
+        from: '+15005550006',
+        timeoutMs: 2000,
+      }),
+      log: pino({ level: 'silent' }),
+    }
+    await expect(fireSmsFallbackTimer(deps, job)).rejects.toThrow(/not yet sent/)
+    expect(sms.sentTo(phone)).toHaveLength(0)
+    await client.sql`update messages set status = 'sent' where id = ${messageId}`
+    expect(await fireSmsFallbackTimer(deps, job)).toBe('sent')
+    expect(sms.sentTo(phone)).toHaveLength(1)
   })
 })
