@@ -136,6 +136,9 @@ describe('messages of a held sender', () => {
 
   it('one expired with a fallback goes out as one SMS instead, while the sender is held', async () => {
     await switchQueue('pause')
+    const queue = new Queue(senderQueueName('default'), { connection: redis, prefix: world.queuePrefix })
+    await waitFor(async () => (await queue.isPaused()) || undefined, { what: 'the sender held in BullMQ' })
+    await queue.close()
     const phone = '+5511987650001'
     const id = await sendText(1, { phone, fallback: { sms: { text: 'Your code is 123456' } } })
     const view = await waitFor(
