@@ -21,6 +21,57 @@ export function openingEntries(
   return entries
 }
 
+const REASONS: Record<string, string> = {
+  whatsapp_undeliverable: 'WhatsApp could not deliver it',
+  expired: 'it expired before it went',
+  not_delivered_in_time: 'WhatsApp reported no delivery in time',
+}
+
+/** Its channel fallback's steps (docs/failover.md): decided, the SMS taken or not, the provider's last report. */
+function fallbackEntries(fallback: NonNullable<MessageHistory['fallback']>): TimelineEntry[] {
+  const why = `${REASONS[fallback.reason] ?? fallback.reason}${fallback.reasonCode ? ` (${fallback.reasonCode})` : ''}`
+  const entries: TimelineEntry[] = [
+    { at: iso(fallback.decidedAt), kind: 'fallback_decided', summary: `SMS fallback decided: ${why}` },
+  ]
+  const settled = fallback.settledAt && iso(fallback.settledAt)
+  const error = fallback.errorCode ? { errorCode: fallback.errorCode } : {}
+  const failure = fallback.errorCode
+    ? `: ${fallback.errorCode}${fallback.errorMessage ? ` ${fallback.errorMessage}` : ''}`
+    : ''
+  if (settled && fallback.state === 'sent') {
+    const sid = fallback.providerMessageId ? ` (${fallback.providerMessageId})` : ''
+    entries.push({
+      at: settled,
+      kind: 'fallback_sent',
+      summary: `SMS sent through ${fallback.provider}${sid}`,
+    })
+  } else if (settled && fallback.state === 'withdrawn') {
+    entries.push({
+      at: settled,
+      kind: 'fallback_not_sent',
+      summary: 'SMS not sent: WhatsApp delivered it first',
+    })
+  } else if (settled && (fallback.state === 'failed' || fallback.state === 'unknown')) {
+    const summary =
+      fallback.state === 'failed'
+        ? `SMS not sent${failure}`
+        : `SMS may have been sent (never sent again)${failure}`
+    entries.push({ at: settled, kind: 'fallback_not_sent', summary, ...error })
+  }
+  // The provider's reports since its first answer (which the `sent` entry stands for).
+  const reported = fallback.providerStatusAt?.getTime() !== fallback.settledAt?.getTime()
+  if (fallback.providerStatus && fallback.providerStatusAt && fallback.state === 'sent' && reported) {
+    const failing = fallback.providerStatus === 'undelivered' || fallback.providerStatus === 'failed'
+    entries.push({
+      at: iso(fallback.providerStatusAt),
+      kind: 'fallback_delivery',
+      summary: `SMS ${fallback.providerStatus}, as the provider reports it${failing ? failure : ''}`,
+      ...(failing ? error : {}),
+    })
+  }
+  return entries
+}
+
 /**
  * A message's whole life, oldest first: accepted, scheduled, each attempt that met an error, sent,
  * delivered, read or its end, each admin retry, and each webhook event with its delivery attempts.
@@ -66,6 +117,7 @@ export function timelineOf(row: MessageRow, history: MessageHistory): TimelineEn
         ...(kind === 'failed' && row.lastErrorCode ? { errorCode: row.lastErrorCode } : {}),
       })
   }
+  if (history.fallback) entries.push(...fallbackEntries(history.fallback))
   for (const event of history.events) {
     entries.push({
       at: iso(event.createdAt),

@@ -2712,6 +2712,14 @@ export interface operations {
                                 optOut?: string;
                                 optIn?: string;
                             } | null;
+                            defaultFallback: {
+                                /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                                sms: {
+                                    text: string;
+                                };
+                                /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                                afterSeconds?: number;
+                            } | null;
                             templatesSyncedAt: string | null;
                             businessId: string | null;
                             /** @enum {unknown} */
@@ -3950,6 +3958,14 @@ export interface operations {
                                 optOut?: string;
                                 optIn?: string;
                             } | null;
+                            defaultFallback: {
+                                /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                                sms: {
+                                    text: string;
+                                };
+                                /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                                afterSeconds?: number;
+                            } | null;
                             templatesSyncedAt: string | null;
                             businessId: string | null;
                             /** @enum {unknown} */
@@ -4068,6 +4084,14 @@ export interface operations {
                         optOut?: string;
                         optIn?: string;
                     } | null;
+                    defaultFallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                        /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                        afterSeconds?: number;
+                    } | null;
                     /** @description The business portfolio (Meta business id) the number belongs to: its numbers share one messaging limit */
                     businessId?: string;
                     /**
@@ -4115,6 +4139,14 @@ export interface operations {
                         consentConfirmation: {
                             optOut?: string;
                             optIn?: string;
+                        } | null;
+                        defaultFallback: {
+                            /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                            sms: {
+                                text: string;
+                            };
+                            /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                            afterSeconds?: number;
                         } | null;
                         templatesSyncedAt: string | null;
                         businessId: string | null;
@@ -4290,6 +4322,14 @@ export interface operations {
                         consentConfirmation: {
                             optOut?: string;
                             optIn?: string;
+                        } | null;
+                        defaultFallback: {
+                            /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                            sms: {
+                                text: string;
+                            };
+                            /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                            afterSeconds?: number;
                         } | null;
                         templatesSyncedAt: string | null;
                         businessId: string | null;
@@ -4536,6 +4576,14 @@ export interface operations {
                         optOut?: string;
                         optIn?: string;
                     } | null;
+                    defaultFallback?: {
+                        /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                        sms: {
+                            text: string;
+                        };
+                        /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                        afterSeconds?: number;
+                    } | null;
                     businessId?: string | null;
                     /**
                      * @description `hold` (default): a template to a recipient outside their window that would pass the portfolio’s messaging limit waits (`scheduled`, reason `messaging_limit`) until the moving 24 hours free room. `refuse`: such a send is refused at accept (422 MESSAGING_LIMIT_REACHED). `off`: nothing is counted.
@@ -4582,6 +4630,14 @@ export interface operations {
                         consentConfirmation: {
                             optOut?: string;
                             optIn?: string;
+                        } | null;
+                        defaultFallback: {
+                            /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
+                            sms: {
+                                text: string;
+                            };
+                            /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                            afterSeconds?: number;
                         } | null;
                         templatesSyncedAt: string | null;
                         businessId: string | null;
@@ -5687,6 +5743,10 @@ export interface operations {
                 senderId?: string;
                 /** @description Its last error code, exact (`131026`, `MESSAGE_EXPIRED`, …) */
                 errorCode?: string;
+                /** @description `sms`: its channel fallback sent the SMS (the provider took it); `whatsapp`: every other */
+                channel?: "whatsapp" | "sms";
+                /** @description Its channel fallback's state (`sent`, `failed`, `unknown`, …), or `none` (no fallback decided); a list */
+                fallback?: ("none" | "decided" | "calling" | "sent" | "failed" | "unknown" | "withdrawn")[];
             };
             header?: {
                 /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
@@ -5750,6 +5810,10 @@ export interface operations {
                                     code: string;
                                     message: string;
                                 } | null;
+                                price?: {
+                                    amount: string;
+                                    currency: string;
+                                };
                             };
                             pricing: {
                                 billable: boolean | null;
@@ -5882,6 +5946,10 @@ export interface operations {
                                 code: string;
                                 message: string;
                             } | null;
+                            price?: {
+                                amount: string;
+                                currency: string;
+                            };
                         };
                         pricing: {
                             billable: boolean | null;
@@ -6202,6 +6270,10 @@ export interface operations {
                                     code: string;
                                     message: string;
                                 } | null;
+                                price?: {
+                                    amount: string;
+                                    currency: string;
+                                };
                             };
                             pricing: {
                                 billable: boolean | null;
@@ -6234,7 +6306,7 @@ export interface operations {
                             /** Format: date-time */
                             at: string;
                             /** @enum {unknown} */
-                            kind: "accepted" | "scheduled" | "attempt_failed" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled" | "retried" | "webhook_event" | "webhook_attempt";
+                            kind: "accepted" | "scheduled" | "attempt_failed" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled" | "retried" | "webhook_event" | "webhook_attempt" | "fallback_decided" | "fallback_sent" | "fallback_not_sent" | "fallback_delivery";
                             summary: string;
                             errorCode?: string;
                             attempt?: number;
@@ -6737,6 +6809,12 @@ export interface operations {
                                 byCategory: {
                                     [key: string]: number;
                                 };
+                                sms?: {
+                                    sent: number;
+                                    priceByCurrency: {
+                                        [key: string]: string;
+                                    };
+                                };
                             };
                             engagement: {
                                 replied: number;
@@ -6888,6 +6966,12 @@ export interface operations {
                             billable: number;
                             byCategory: {
                                 [key: string]: number;
+                            };
+                            sms?: {
+                                sent: number;
+                                priceByCurrency: {
+                                    [key: string]: string;
+                                };
                             };
                         };
                         engagement: {
@@ -7049,6 +7133,12 @@ export interface operations {
                             billable: number;
                             byCategory: {
                                 [key: string]: number;
+                            };
+                            sms?: {
+                                sent: number;
+                                priceByCurrency: {
+                                    [key: string]: string;
+                                };
                             };
                         };
                         engagement: {
@@ -7251,6 +7341,12 @@ export interface operations {
                             byCategory: {
                                 [key: string]: number;
                             };
+                            sms?: {
+                                sent: number;
+                                priceByCurrency: {
+                                    [key: string]: string;
+                                };
+                            };
                         };
                         engagement: {
                             replied: number;
@@ -7451,6 +7547,12 @@ export interface operations {
                             billable: number;
                             byCategory: {
                                 [key: string]: number;
+                            };
+                            sms?: {
+                                sent: number;
+                                priceByCurrency: {
+                                    [key: string]: string;
+                                };
                             };
                         };
                         engagement: {
@@ -10370,12 +10472,14 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
-                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    /** @description Sent as an SMS, at most once, when WhatsApp cannot deliver the message: it answers 131026, the message expired (`validitySeconds`) before it went, or (with `afterSeconds`) no `delivered` came in time. Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
                     fallback?: {
                         /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
                         sms: {
                             text: string;
                         };
+                        /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                        afterSeconds?: number;
                     };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
@@ -10588,12 +10692,14 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
-                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    /** @description Sent as an SMS, at most once, when WhatsApp cannot deliver the message: it answers 131026, the message expired (`validitySeconds`) before it went, or (with `afterSeconds`) no `delivered` came in time. Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
                     fallback?: {
                         /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
                         sms: {
                             text: string;
                         };
+                        /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                        afterSeconds?: number;
                     };
                     /**
                      * @description The template's category, for the marketing opt-out and frequency cap when the sender's synced catalog does not know the template (the catalog's category wins when it does). Not sent to the platform.
@@ -10782,12 +10888,14 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
-                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    /** @description Sent as an SMS, at most once, when WhatsApp cannot deliver the message: it answers 131026, the message expired (`validitySeconds`) before it went, or (with `afterSeconds`) no `delivered` came in time. Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
                     fallback?: {
                         /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
                         sms: {
                             text: string;
                         };
+                        /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                        afterSeconds?: number;
                     };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
@@ -10991,12 +11099,14 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
-                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    /** @description Sent as an SMS, at most once, when WhatsApp cannot deliver the message: it answers 131026, the message expired (`validitySeconds`) before it went, or (with `afterSeconds`) no `delivered` came in time. Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
                     fallback?: {
                         /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
                         sms: {
                             text: string;
                         };
+                        /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                        afterSeconds?: number;
                     };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
@@ -11199,12 +11309,14 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
-                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    /** @description Sent as an SMS, at most once, when WhatsApp cannot deliver the message: it answers 131026, the message expired (`validitySeconds`) before it went, or (with `afterSeconds`) no `delivered` came in time. Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
                     fallback?: {
                         /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
                         sms: {
                             text: string;
                         };
+                        /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                        afterSeconds?: number;
                     };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
@@ -11406,12 +11518,14 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
-                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    /** @description Sent as an SMS, at most once, when WhatsApp cannot deliver the message: it answers 131026, the message expired (`validitySeconds`) before it went, or (with `afterSeconds`) no `delivered` came in time. Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
                     fallback?: {
                         /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
                         sms: {
                             text: string;
                         };
+                        /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                        afterSeconds?: number;
                     };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
@@ -11613,12 +11727,14 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
-                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    /** @description Sent as an SMS, at most once, when WhatsApp cannot deliver the message: it answers 131026, the message expired (`validitySeconds`) before it went, or (with `afterSeconds`) no `delivered` came in time. Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
                     fallback?: {
                         /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
                         sms: {
                             text: string;
                         };
+                        /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                        afterSeconds?: number;
                     };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
@@ -11821,12 +11937,14 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
-                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    /** @description Sent as an SMS, at most once, when WhatsApp cannot deliver the message: it answers 131026, the message expired (`validitySeconds`) before it went, or (with `afterSeconds`) no `delivered` came in time. Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
                     fallback?: {
                         /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
                         sms: {
                             text: string;
                         };
+                        /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                        afterSeconds?: number;
                     };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
@@ -12069,12 +12187,14 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
-                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    /** @description Sent as an SMS, at most once, when WhatsApp cannot deliver the message: it answers 131026, the message expired (`validitySeconds`) before it went, or (with `afterSeconds`) no `delivered` came in time. Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
                     fallback?: {
                         /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
                         sms: {
                             text: string;
                         };
+                        /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                        afterSeconds?: number;
                     };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
@@ -12403,12 +12523,14 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
-                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    /** @description Sent as an SMS, at most once, when WhatsApp cannot deliver the message: it answers 131026, the message expired (`validitySeconds`) before it went, or (with `afterSeconds`) no `delivered` came in time. Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
                     fallback?: {
                         /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
                         sms: {
                             text: string;
                         };
+                        /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                        afterSeconds?: number;
                     };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
@@ -12611,12 +12733,14 @@ export interface operations {
                     };
                     /** @description An IANA time zone (`America/Sao_Paulo`): the recipient's, for quiet hours */
                     timeZone?: string;
-                    /** @description Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
+                    /** @description Sent as an SMS, at most once, when WhatsApp cannot deliver the message: it answers 131026, the message expired (`validitySeconds`) before it went, or (with `afterSeconds`) no `delivered` came in time. Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE). */
                     fallback?: {
                         /** @description The SMS: its text (up to 1,600 characters, 10 segments) */
                         sms: {
                             text: string;
                         };
+                        /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
+                        afterSeconds?: number;
                     };
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
@@ -13116,6 +13240,10 @@ export interface operations {
                                 code: string;
                                 message: string;
                             } | null;
+                            price?: {
+                                amount: string;
+                                currency: string;
+                            };
                         };
                         pricing: {
                             billable: boolean | null;
@@ -13261,6 +13389,10 @@ export interface operations {
                                 code: string;
                                 message: string;
                             } | null;
+                            price?: {
+                                amount: string;
+                                currency: string;
+                            };
                         };
                         pricing: {
                             billable: boolean | null;
@@ -13400,6 +13532,10 @@ export interface operations {
                 startDate?: string;
                 /** @description End of the acceptance time, inclusive: a date (YYYY-MM-DD, the whole UTC day) or a date-time with its offset (RFC 3339) */
                 endDate?: string;
+                /** @description `sms`: its channel fallback sent the SMS (the provider took it); `whatsapp`: every other */
+                channel?: "whatsapp" | "sms";
+                /** @description Its channel fallback's state (`sent`, `failed`, `unknown`, …), or `none` (no fallback decided); a list */
+                fallback?: ("none" | "decided" | "calling" | "sent" | "failed" | "unknown" | "withdrawn")[];
             };
             header?: {
                 /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
@@ -13463,6 +13599,10 @@ export interface operations {
                                     code: string;
                                     message: string;
                                 } | null;
+                                price?: {
+                                    amount: string;
+                                    currency: string;
+                                };
                             };
                             pricing: {
                                 billable: boolean | null;
@@ -13733,6 +13873,10 @@ export interface operations {
                                     code: string;
                                     message: string;
                                 } | null;
+                                price?: {
+                                    amount: string;
+                                    currency: string;
+                                };
                             };
                             pricing: {
                                 billable: boolean | null;
@@ -13760,7 +13904,7 @@ export interface operations {
                             /** Format: date-time */
                             at: string;
                             /** @enum {unknown} */
-                            kind: "accepted" | "scheduled" | "attempt_failed" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled" | "retried" | "webhook_event" | "webhook_attempt";
+                            kind: "accepted" | "scheduled" | "attempt_failed" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled" | "retried" | "webhook_event" | "webhook_attempt" | "fallback_decided" | "fallback_sent" | "fallback_not_sent" | "fallback_delivery";
                             summary: string;
                             errorCode?: string;
                             attempt?: number;
@@ -17841,6 +17985,12 @@ export interface operations {
                                 byCategory: {
                                     [key: string]: number;
                                 };
+                                sms?: {
+                                    sent: number;
+                                    priceByCurrency: {
+                                        [key: string]: string;
+                                    };
+                                };
                             };
                             engagement: {
                                 replied: number;
@@ -18026,6 +18176,12 @@ export interface operations {
                             billable: number;
                             byCategory: {
                                 [key: string]: number;
+                            };
+                            sms?: {
+                                sent: number;
+                                priceByCurrency: {
+                                    [key: string]: string;
+                                };
                             };
                         };
                         engagement: {
@@ -18217,6 +18373,12 @@ export interface operations {
                             byCategory: {
                                 [key: string]: number;
                             };
+                            sms?: {
+                                sent: number;
+                                priceByCurrency: {
+                                    [key: string]: string;
+                                };
+                            };
                         };
                         engagement: {
                             replied: number;
@@ -18386,6 +18548,12 @@ export interface operations {
                             billable: number;
                             byCategory: {
                                 [key: string]: number;
+                            };
+                            sms?: {
+                                sent: number;
+                                priceByCurrency: {
+                                    [key: string]: string;
+                                };
                             };
                         };
                         engagement: {
@@ -18587,6 +18755,12 @@ export interface operations {
                             byCategory: {
                                 [key: string]: number;
                             };
+                            sms?: {
+                                sent: number;
+                                priceByCurrency: {
+                                    [key: string]: string;
+                                };
+                            };
                         };
                         engagement: {
                             replied: number;
@@ -18787,6 +18961,12 @@ export interface operations {
                             byCategory: {
                                 [key: string]: number;
                             };
+                            sms?: {
+                                sent: number;
+                                priceByCurrency: {
+                                    [key: string]: string;
+                                };
+                            };
                         };
                         engagement: {
                             replied: number;
@@ -18986,6 +19166,12 @@ export interface operations {
                             billable: number;
                             byCategory: {
                                 [key: string]: number;
+                            };
+                            sms?: {
+                                sent: number;
+                                priceByCurrency: {
+                                    [key: string]: string;
+                                };
                             };
                         };
                         engagement: {

@@ -51,6 +51,8 @@ export const AdminMessageListQuery = Type.Object(
     itemCount: key.itemCount,
     status: key.status,
     ...adminFilters,
+    channel: key.channel,
+    fallback: key.fallback,
   },
   { additionalProperties: false },
 )

@@ -143,6 +143,11 @@ export const TIMELINE_KINDS = [
   'retried',
   'webhook_event',
   'webhook_attempt',
+  /** The channel fallback (docs/failover.md): decided, the SMS taken or not, its delivery reports. */
+  'fallback_decided',
+  'fallback_sent',
+  'fallback_not_sent',
+  'fallback_delivery',
 ] as const
 export type TimelineKind = (typeof TIMELINE_KINDS)[number]
 

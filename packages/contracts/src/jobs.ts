@@ -14,6 +14,11 @@ export const QueueNames = {
   keyRevocations: 'key-revocations',
   /** A canceled campaign's sweep: its messages still in Redis canceled (docs/campaigns.md). */
   campaignCancels: 'campaign-cancels',
+  /**
+   * A message's "no `delivered` within `fallback.afterSeconds`" timer: a delayed job per message,
+   * added when WhatsApp took it, run by a messages worker (docs/failover.md).
+   */
+  smsFallbackTimers: 'sms-fallback-timers',
 } as const
 export type QueueName = (typeof QueueNames)[keyof typeof QueueNames]
 

@@ -1,6 +1,6 @@
 import Type, { type Static } from 'typebox'
 import { MESSAGE_STATUSES, MESSAGE_TYPES } from './message-types.ts'
-import { ClientReference, MessageView, Phone } from './messages.ts'
+import { ClientReference, MESSAGE_CHANNELS, MessageView, Phone } from './messages.ts'
 import { listQueryProperties, PageMeta } from './paging.ts'
 import { UserId } from './recipients.ts'
 
@@ -19,6 +19,21 @@ const AcceptedBound = (edge: string) =>
   })
 
 /**
+ * The `fallback` filter's values: a channel fallback's states (docs/failover.md), and `none` for a
+ * message with no fallback decided.
+ */
+export const FALLBACK_FILTERS = [
+  'none',
+  'decided',
+  'calling',
+  'sent',
+  'failed',
+  'unknown',
+  'withdrawn',
+] as const
+export type FallbackFilter = (typeof FALLBACK_FILTERS)[number]
+
+/**
  * `GET /messages`: the common list parameters (`take` defaults to 1) and the message filters.
  * `status` and `type` are lists: `status=failed&status=expired` and `status=failed,expired` alike.
  */
@@ -34,6 +49,19 @@ export const MessageListQuery = Type.Object(
     batchId: Type.Optional(Type.String({ format: 'uuid' })),
     startDate: Type.Optional(AcceptedBound('Start')),
     endDate: Type.Optional(AcceptedBound('End')),
+    channel: Type.Optional(
+      Type.Enum(MESSAGE_CHANNELS, {
+        description:
+          '`sms`: its channel fallback sent the SMS (the provider took it); `whatsapp`: every other',
+      }),
+    ),
+    fallback: Type.Optional(
+      Type.Array(Type.Enum(FALLBACK_FILTERS), {
+        maxItems: FALLBACK_FILTERS.length,
+        description:
+          "Its channel fallback's state (`sent`, `failed`, `unknown`, …), or `none` (no fallback decided); a list",
+      }),
+    ),
   },
   { additionalProperties: false },
 )

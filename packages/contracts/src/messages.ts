@@ -69,6 +69,10 @@ export const SendContentRetention = Type.Literal('discard', {
     "queue, and views say `redacted: true`. Absent: the key's setting applies.",
 })
 
+/** The bounds of `fallback.afterSeconds`: long enough for WhatsApp to report, at most a day. */
+export const FALLBACK_AFTER_MIN_SECONDS = 10
+export const FALLBACK_AFTER_MAX_SECONDS = 86_400
+
 /**
  * The channel fallback (docs/failover.md): the SMS sent instead when WhatsApp cannot deliver the
  * message. Needs the `send:sms-fallback` scope.
@@ -79,11 +83,22 @@ export const MessageFallback = Type.Object(
       { text: NonBlank(1600) },
       { additionalProperties: false, description: 'The SMS: its text (up to 1,600 characters, 10 segments)' },
     ),
+    afterSeconds: Type.Optional(
+      Type.Integer({
+        minimum: FALLBACK_AFTER_MIN_SECONDS,
+        maximum: FALLBACK_AFTER_MAX_SECONDS,
+        description:
+          'Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` ' +
+          `(${FALLBACK_AFTER_MIN_SECONDS}–${FALLBACK_AFTER_MAX_SECONDS}). ` +
+          'Absent: never once WhatsApp reported it `sent`.',
+      }),
+    ),
   },
   {
     additionalProperties: false,
     description:
-      'Sent as an SMS, at most once, when WhatsApp answers that it cannot deliver the message (131026). ' +
+      'Sent as an SMS, at most once, when WhatsApp cannot deliver the message: it answers 131026, the ' +
+      'message expired (`validitySeconds`) before it went, or (with `afterSeconds`) no `delivered` came in time. ' +
       'Requires the `send:sms-fallback` scope (else 403 INSUFFICIENT_SCOPE).',
   },
 )
@@ -285,7 +300,10 @@ export const MESSAGE_CHANNELS = ['whatsapp', 'sms'] as const
 /** A message's channel fallback as its view shows it. */
 export const FallbackView = Type.Object({
   channel: Type.Literal('sms'),
-  /** `whatsapp_undeliverable` (131026). */
+  /**
+   * `whatsapp_undeliverable` (131026), `expired` (its validity ended before it went),
+   * `not_delivered_in_time` (no `delivered` within `afterSeconds` of WhatsApp's `sent`).
+   */
   reason: Type.String(),
   /** The platform's code behind it, when one. */
   reasonCode: Type.Union([Type.String(), Type.Null()]),
@@ -299,6 +317,13 @@ export const FallbackView = Type.Object({
   /** The SMS's delivery as the provider reports it: `queued`, `sent`, `delivered`, `undelivered`, `failed`. */
   status: Type.Union([Type.String(), Type.Null()]),
   error: Type.Union([MessageError, Type.Null()]),
+  /** What the provider charged for the SMS, once a report said: a decimal amount and its currency. */
+  price: Type.Optional(
+    Type.Object(
+      { amount: Type.String({ pattern: '^[0-9]+(\\.[0-9]+)?$' }), currency: Type.String() },
+      { additionalProperties: false },
+    ),
+  ),
 })
 export type FallbackView = Static<typeof FallbackView>
 

@@ -1,5 +1,6 @@
 import Type, { type Static } from 'typebox'
 import { ConsentConfirmation, ConsentKeywords } from './consent.ts'
+import { MessageFallback } from './messages.ts'
 import { DataEnvelope, listQueryProperties } from './paging.ts'
 import { ContentRetention } from './redaction.ts'
 
@@ -168,6 +169,11 @@ export const SenderView = Type.Object({
   consentKeywords: Type.Union([ConsentKeywords, Type.Null()]),
   /** The texts sent back to a user a keyword opted out or in; null: none. */
   consentConfirmation: Type.Union([ConsentConfirmation, Type.Null()]),
+  /**
+   * The channel fallback (`fallback`) a send through it carries when it has none of its own and its
+   * key holds `send:sms-fallback` (docs/failover.md); null: none.
+   */
+  defaultFallback: Type.Union([MessageFallback, Type.Null()]),
   /** When its template catalog was last synced; null: never (template sends are not checked). */
   templatesSyncedAt: Type.Union([DateTime, Type.Null()]),
   /** The business portfolio it shares a messaging limit with; null: a portfolio of its own (its WABA). */
@@ -195,6 +201,7 @@ export const CreateSenderBody = Type.Object(
     inboundContentRetention: Type.Optional(ContentRetention),
     consentKeywords: Type.Optional(Type.Union([ConsentKeywords, Type.Null()])),
     consentConfirmation: Type.Optional(Type.Union([ConsentConfirmation, Type.Null()])),
+    defaultFallback: Type.Optional(Type.Union([MessageFallback, Type.Null()])),
     businessId: Type.Optional(BusinessId),
     messagingLimitPolicy: Type.Optional(LimitPolicy),
     messagingLimitOverride: Type.Optional(Type.Union([LimitOverride, Type.Null()])),
@@ -217,6 +224,7 @@ export const UpdateSenderBody = Type.Object(
     inboundContentRetention: Type.Optional(ContentRetention),
     consentKeywords: Type.Optional(Type.Union([ConsentKeywords, Type.Null()])),
     consentConfirmation: Type.Optional(Type.Union([ConsentConfirmation, Type.Null()])),
+    defaultFallback: Type.Optional(Type.Union([MessageFallback, Type.Null()])),
     businessId: Type.Optional(Type.Union([BusinessId, Type.Null()])),
     messagingLimitPolicy: Type.Optional(LimitPolicy),
     messagingLimitOverride: Type.Optional(Type.Union([LimitOverride, Type.Null()])),

@@ -10,7 +10,29 @@ export const SmsStatusCallback = Type.Object(
     MessageSid: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9]+$' }),
     MessageStatus: Type.String({ minLength: 1, maxLength: 32 }),
     ErrorCode: Type.Optional(Type.String({ maxLength: 16 })),
+    /** What the SMS cost, when the provider says (Twilio's sign: negative, a charge). */
+    Price: Type.Optional(Type.String({ maxLength: 32 })),
+    PriceUnit: Type.Optional(Type.String({ maxLength: 8 })),
   },
   { additionalProperties: Type.String({ maxLength: 2000 }) },
 )
 export type SmsStatusCallback = Static<typeof SmsStatusCallback>
+
+/**
+ * A message's "no `delivered` in time" timer (queue `QueueNames.smsFallbackTimers`, delayed by its
+ * `fallback.afterSeconds`): what the SMS needs when it fires. Like the message's own job, it is the
+ * only holder of the SMS's text; its id is the message's, so a timer is added once.
+ */
+export const SmsFallbackTimerJob = Type.Object(
+  {
+    messageId: Type.String({ format: 'uuid' }),
+    acceptedAt: Type.String({ format: 'date-time' }),
+    /** The recipient, E.164. */
+    to: Type.String({ minLength: 2, maxLength: 20 }),
+    text: Type.String({ minLength: 1, maxLength: 1600 }),
+    /** When WhatsApp took the message (its platform id recorded). */
+    sentAt: Type.String({ format: 'date-time' }),
+  },
+  { additionalProperties: false },
+)
+export type SmsFallbackTimerJob = Static<typeof SmsFallbackTimerJob>

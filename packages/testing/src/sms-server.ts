@@ -52,13 +52,13 @@ export interface FakeSms {
   statusCallback(
     sid: string,
     status: string,
-    options?: { url?: string; errorCode?: string; authToken?: string },
+    options?: { url?: string; errorCode?: string; authToken?: string; price?: string; priceUnit?: string },
   ): SignedSmsStatus
   /** Posts that callback to `target` (default: the signed URL itself), as Twilio would. */
   postStatus(
     sid: string,
     status: string,
-    options?: { target?: string; url?: string; errorCode?: string },
+    options?: { target?: string; url?: string; errorCode?: string; price?: string; priceUnit?: string },
   ): Promise<Response>
   close(): Promise<void>
 }
@@ -145,6 +145,7 @@ export async function startFakeSms(
       SmsStatus: status,
       To: request.params.To ?? '',
       ...(status === 'undelivered' || status === 'failed' ? { ErrorCode: extra.errorCode ?? '30003' } : {}),
+      ...(extra.price ? { Price: extra.price, PriceUnit: extra.priceUnit ?? 'USD' } : {}),
     }
     return {
       url,

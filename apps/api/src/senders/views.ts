@@ -53,6 +53,7 @@ export const toSenderView = (row: SenderRow, reach: ReachNow = null): SenderView
   marketingCap: row.marketingCap ?? null,
   consentKeywords: row.consentKeywords ?? null,
   consentConfirmation: row.consentConfirmation ?? null,
+  defaultFallback: row.defaultFallback ?? null,
   inboundContentRetention: contentRetentionOf(row.inboundContentRetentionHours),
   templatesSyncedAt: row.templatesSyncedAt?.toISOString() ?? null,
   businessId: row.businessId,

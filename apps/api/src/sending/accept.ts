@@ -63,6 +63,8 @@ export interface SendingKey {
   quietHours: QuietHours | null
   /** Hours its messages' content is kept; 0: `discard` (never stored), null: `retain`. */
   contentRetentionHours: number | null
+  /** Its scopes: `send:sms-fallback` lets its sends carry its sender's default fallback. */
+  scopes?: readonly string[] | undefined
 }
 
 const invalid = (field: string, why: string) => new AppError('VALIDATION_ERROR', `${field} ${why}`)

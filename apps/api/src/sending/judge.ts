@@ -93,13 +93,20 @@ export async function judge(
     suppressionOwner({ apiKeyId: key.id, tenantId: key.tenantId }),
     options.holdAtLimit === true,
   )
+  // The sender's default fallback, on the sends that carry none, for a key that may ask for one.
+  const defaultFallback = key.scopes?.includes(Scopes.sendSmsFallback)
+    ? sending.checks.defaultFallback(senderId)
+    : null
   refused.forEach((error, n) => {
     const i = open[n] as number
-    if (error) judged[i] = { error }
-    // Carried on the job: an opt-out of marketing made before delivery cancels it then.
-    else if (sending.checks.isMarketing(senderId, items[i] as SendToCheck)) {
-      ;(judged[i] as { accepted: AcceptedMessage }).accepted.job.marketing = true
+    if (error) {
+      judged[i] = { error }
+      return
     }
+    const { job } = (judged[i] as { accepted: AcceptedMessage }).accepted
+    if (defaultFallback && !job.fallback) job.fallback = defaultFallback
+    // Carried on the job: an opt-out of marketing made before delivery cancels it then.
+    if (sending.checks.isMarketing(senderId, items[i] as SendToCheck)) job.marketing = true
   })
   return judged
 }

@@ -19,7 +19,10 @@ export const ownFallback = (
  * fallback's SMS went (the provider took it), else `whatsapp`. No fallback, neither: the message is
  * WhatsApp's, as every view without them says (the lists' among them, which read no fallback).
  */
-export function withFallback(view: MessageView, row: MessageFallbackRow | undefined): MessageView {
+export function withFallback<View extends MessageView>(
+  view: View,
+  row: MessageFallbackRow | undefined,
+): View {
   if (!row) return view
   const fallback: FallbackView = {
     channel: 'sms',
@@ -29,6 +32,9 @@ export function withFallback(view: MessageView, row: MessageFallbackRow | undefi
     state: row.state,
     status: row.providerStatus,
     error: row.errorCode ? { code: row.errorCode, message: row.errorMessage ?? '' } : null,
+    ...(row.price !== null && row.priceUnit !== null
+      ? { price: { amount: row.price, currency: row.priceUnit } }
+      : {}),
   }
   return { ...view, channel: row.state === 'sent' ? 'sms' : 'whatsapp', fallback }
 }

@@ -253,6 +253,27 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
         .filter({ hasText: /^(about )?\d+ messages?$/ })
         .textContent(),
     ).toMatch(/\b2 messages/)
+    // Searched by channel, none of them went by SMS; and a bulk retry (which takes no channel) is off.
+    const search = page.getByRole('search', { name: 'Search messages' })
+    await search.getByLabel('Channel').selectOption('sms')
+    await search.getByRole('button', { name: 'Search' }).click()
+    await poll(() => page.getByText('No message matches.').isVisible()).toBe(true)
+    expect(await page.getByRole('button', { name: 'Retry every failed message matching' }).isDisabled()).toBe(
+      true,
+    )
+    await search.getByLabel('Channel').selectOption('whatsapp')
+    await search.getByRole('button', { name: 'Search' }).click()
+    await poll(() =>
+      page
+        .getByRole('status')
+        .filter({ hasText: /^(about )?\d+ messages?$/ })
+        .textContent(),
+    ).toMatch(/\b2 messages/)
+    await search.getByLabel('Channel').selectOption('')
+    await search.getByRole('button', { name: 'Search' }).click()
+    await poll(() =>
+      page.getByRole('button', { name: 'Retry every failed message matching' }).isEnabled(),
+    ).toBe(true)
     page.once('dialog', (dialog) => void dialog.accept())
     await page.getByRole('button', { name: 'Retry every failed message matching' }).click()
     await poll(() => page.getByText('2 messages retried.').isVisible()).toBe(true)
@@ -319,6 +340,8 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await settings.getByLabel('Business portfolio id').fill('5550001')
     await settings.getByLabel('Past the limit').selectOption('refuse')
     await settings.getByLabel('Limit set by an admin').fill('2000')
+    await settings.getByLabel('SMS text').fill('Your code: see the app')
+    await settings.getByLabel('Also when not delivered within seconds').fill('120')
     await settings.getByRole('button', { name: 'Save settings' }).click()
     await poll(() => page.getByText('Settings saved.').count()).toBe(1)
     const senderId = page.url().split('/').pop() ?? ''
@@ -339,6 +362,7 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
       messagingLimitPolicy: 'refuse',
       messagingLimitOverride: 2000,
       messagingLimit: { limit: 2000, source: 'admin', portfolio: 'business:5550001' },
+      defaultFallback: { sms: { text: 'Your code: see the app' }, afterSeconds: 120 },
     })
     // Emptied, a setting is cleared: no cap.
     await settings.getByLabel('At most').fill('')
@@ -364,6 +388,7 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
       wabaId: '102290129340398',
       messagingLimitPolicy: 'refuse',
       messagingLimitOverride: null,
+      defaultFallback: { sms: { text: 'Your code: see the app' }, afterSeconds: 120 },
     })
     await page.reload()
     expect(await page.getByRole('form', { name: 'Settings' }).getByLabel('24-hour window').inputValue()).toBe(

@@ -1,6 +1,8 @@
 import { senderQueueName } from '@dispatch/contracts'
 import {
+  type FakeSms,
   type FakeWhatsApp,
+  startFakeSms,
   startFakeWhatsApp,
   startWebhookReceiver,
   type WebhookReceiver,
@@ -38,12 +40,14 @@ let receiver: WebhookReceiver
 let worker: RunningWorker
 let key: { id: string; key: string }
 let redis: Redis
+let sms: FakeSms
 
 beforeAll(async () => {
   world = await createWorld()
   fake = await startFakeWhatsApp()
   fake.number(NUMBER, { token: TOKEN })
   receiver = await startWebhookReceiver()
+  sms = await startFakeSms()
   app = await buildTestApp(world, { MESSAGE_RATE_PER_SECOND: '10000', MESSAGE_VALIDITY_MIN_SECONDS: '1' })
   worker = await startTestWorker(world, {
     WHATSAPP_API_URL: fake.url,
@@ -52,8 +56,13 @@ beforeAll(async () => {
     ADMISSION_INTERVAL_MS: '20',
     SENDER_REFRESH_MS: '200',
     EXPIRY_SWEEP_MS: '200',
+    SMS_PROVIDER: 'twilio',
+    SMS_API_URL: sms.url,
+    SMS_ACCOUNT_SID: sms.accountSid,
+    SMS_AUTH_TOKEN: sms.authToken,
+    SMS_FROM: '+15005550006',
   })
-  key = await activeKey(app, { scopes: [...SEND_SCOPES, 'manage:webhooks'] })
+  key = await activeKey(app, { scopes: [...SEND_SCOPES, 'manage:webhooks', 'send:sms-fallback'] })
   const endpoint = await app.inject({
     method: 'POST',
     url: '/api/third-party/webhook-endpoints',
@@ -69,12 +78,18 @@ afterAll(async () => {
   await worker?.close()
   await app?.close()
   await receiver?.close()
+  await sms?.close()
   await fake?.close()
   await world?.close()
 })
 
-const sendText = async (validitySeconds: number) => {
-  const res = await send(app, 'send-text', key.key, { phone: '+5511987654321', text: 'hi', validitySeconds })
+const sendText = async (validitySeconds: number, extra: Record<string, unknown> = {}) => {
+  const res = await send(app, 'send-text', key.key, {
+    phone: '+5511987654321',
+    text: 'hi',
+    validitySeconds,
+    ...extra,
+  })
   expect(res.statusCode, res.body).toBe(202)
   return res.json<{ messageId: string }>().messageId
 }
@@ -117,5 +132,29 @@ describe('messages of a held sender', () => {
     expect(fake.sendsOf(longLived)).toBe(1)
     expect(fake.sendsOf(shortLived)).toBe(0)
     expect((await messageView(app, key.key, shortLived)).status).toBe('expired')
+  })
+
+  it('one expired with a fallback goes out as one SMS instead, while the sender is held', async () => {
+    await switchQueue('pause')
+    const queue = new Queue(senderQueueName('default'), { connection: redis, prefix: world.queuePrefix })
+    await waitFor(async () => (await queue.isPaused()) || undefined, { what: 'the sender held in BullMQ' })
+    await queue.close()
+    const phone = '+5511987650001'
+    const id = await sendText(1, { phone, fallback: { sms: { text: 'Your code is 123456' } } })
+    const view = await waitFor(
+      async () => {
+        const v = await messageView(app, key.key, id)
+        return v.fallback?.state === 'sent' && v
+      },
+      { what: 'the SMS sent', timeoutMs: 15_000 },
+    )
+    expect(view).toMatchObject({
+      status: 'expired',
+      channel: 'sms',
+      fallback: { reason: 'expired', reasonCode: null, state: 'sent' },
+    })
+    expect(sms.sentTo(phone)).toHaveLength(1)
+    await switchQueue('resume')
+    expect(fake.sendsOf(id)).toBe(0)
   })
 })

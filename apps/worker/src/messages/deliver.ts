@@ -4,6 +4,7 @@ import { Compile } from 'typebox/compile'
 import { PlatformError } from '../platforms/types.ts'
 import { deliveryOutcome } from '../shared/message-outcome.ts'
 import { claimMessage } from './delivery/claim.ts'
+import { armFallbackTimer } from './delivery/fallback-triggers.ts'
 import { type GateInputs, gate, readGateInputs } from './delivery/gates.ts'
 import { sendToPlatform } from './delivery/platform-send.ts'
 import { findPriorSend } from './delivery/prior-send.ts'
@@ -71,10 +72,15 @@ export async function deliverOne(
   if (cleared.kind !== 'send') {
     // Not sent by this run: a recipient counted beside the claim is given back.
     await giveBackReach(delivery, reads.reach)
+    // Sent by an earlier run (killed before its timer was armed): armed now, once (fallback-timer.ts).
+    if (cleared.kind === 'done' && 'platformMessageId' in cleared.result && data.fallback?.afterSeconds) {
+      await armFallbackTimer(delivery)
+    }
     return cleared
   }
   const sent = await sendToPlatform(delivery, cleared)
   if (sent.kind !== 'sent') return sent
+  if (data.fallback?.afterSeconds) await armFallbackTimer(delivery)
   return recordSent(delivery, sent)
 }
 

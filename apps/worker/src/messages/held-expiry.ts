@@ -1,13 +1,16 @@
 import { join } from 'node:path'
 import type { MessageJob } from '@dispatch/contracts'
+import type { Sql } from '@dispatch/db'
 import { evalLuaScript, luaScripts } from '@dispatch/runtime/lua-scripts'
 import { fairKeys } from '@dispatch/runtime/message-handoff'
 import type { RedisClient } from '@dispatch/runtime/redis'
+import type { SmsProvider } from '../platforms/sms/types.ts'
 import type { WorkerContext } from '../runtime.ts'
 import { deliveryOutcome, expiredFields } from '../shared/message-outcome.ts'
 import { takeClaim } from './delivery/claim.ts'
 import type { DeliveryRecorder } from './delivery-recorder.ts'
 import type { SenderLane } from './lanes.ts'
+import { EXPIRED_RULE, fallBackFromJob } from './sms-fallback.ts'
 
 /**
  * Takes one message still waiting in its sender's fair-admission lists into `moving`, as the admit
@@ -34,6 +37,7 @@ export class HeldExpirySweeper {
   readonly #redis: RedisClient
   readonly #claims: RedisClient
   readonly #recorder: DeliveryRecorder
+  readonly #sms: SmsProvider | undefined
   readonly #lanes: () => Iterable<SenderLane>
   #timer: NodeJS.Timeout | undefined
   #running: Promise<void> | undefined
@@ -41,13 +45,20 @@ export class HeldExpirySweeper {
 
   constructor(
     context: WorkerContext,
-    parts: { redis: RedisClient; claims: RedisClient; recorder: DeliveryRecorder },
+    parts: {
+      redis: RedisClient
+      claims: RedisClient
+      recorder: DeliveryRecorder
+      /** The channel fallback's provider: an expired message with a `fallback` is texted instead. */
+      sms?: SmsProvider | undefined
+    },
     lanes: () => Iterable<SenderLane>,
   ) {
     this.#context = context
     this.#redis = parts.redis
     this.#claims = parts.claims
     this.#recorder = parts.recorder
+    this.#sms = parts.sms
     this.#lanes = lanes
   }
 
@@ -127,6 +138,11 @@ export class HeldExpirySweeper {
       deliveryOutcome(data, lane, 'expired', { attempts, ...expiredFields(data.expiresAt) }),
     )
     metrics?.expired(lane.senderId)
+    if (data.fallback) {
+      const { db, logger } = this.#context
+      const deps = { sql: db.$client as Sql, sms: this.#sms, clock: () => new Date(), log: logger }
+      await fallBackFromJob(deps, data, EXPIRED_RULE)
+    }
   }
 
   async stop(): Promise<void> {

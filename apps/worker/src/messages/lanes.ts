@@ -1,5 +1,6 @@
 import {
   type MessageJob,
+  QueueNames,
   SENDER_CHANGES_CHANNEL,
   type SenderState,
   senderQueueName,
@@ -17,6 +18,7 @@ import type { RedisClient } from '@dispatch/runtime/redis'
 import { type Job, Queue, Worker } from 'bullmq'
 import { createSandboxPlatform } from '../platforms/sandbox.ts'
 import { createSmsProvider } from '../platforms/sms/provider.ts'
+import type { SmsProvider } from '../platforms/sms/types.ts'
 import type { MessagingPlatform, PlatformError } from '../platforms/types.ts'
 import { createWhatsAppCloudPlatform } from '../platforms/whatsapp-cloud.ts'
 import type { WorkerContext } from '../runtime.ts'
@@ -27,6 +29,7 @@ import { OptOutWatch } from './consent/watch.ts'
 import { deliverMessage, platformBackoff } from './deliver.ts'
 import type { DeliveryLane, DeliveryResult } from './delivery/types.ts'
 import { DeliveryRecorder } from './delivery-recorder.ts'
+import { SmsFallbackTimers } from './fallback-timer.ts'
 import type { SenderSettings } from './registry.ts'
 import { RevokedKeys } from './revoked-keys.ts'
 import { batchedLogSent } from './sent-log.ts'
@@ -93,6 +96,7 @@ export class SenderLane implements DeliveryLane {
     appendSent: ReturnType<typeof batchedLogSent>,
     revokedKeys: RevokedKeys,
     canceledCampaigns: CanceledCampaigns,
+    fallback: LaneFallback,
   ) {
     const { config, logger } = context
     this.#context = context
@@ -124,7 +128,8 @@ export class SenderLane implements DeliveryLane {
       optOuts,
       revokedKeys,
       canceledCampaigns,
-      sms: createSmsProvider(context.config),
+      sms: fallback.sms,
+      fallbackTimers: fallback.timers,
     }
     // The platform calls in flight for this sender in this process, bundled or not.
     const permits = new Permits(config.MESSAGES_CONCURRENCY)
@@ -288,6 +293,12 @@ export class SenderLane implements DeliveryLane {
   }
 }
 
+/** The channel fallback's parts a lane delivers with (docs/failover.md). */
+export interface LaneFallback {
+  sms: SmsProvider | undefined
+  timers: SmsFallbackTimers
+}
+
 /** Every sender's lane in this process, kept in line with the registry. */
 export class SenderLanes {
   readonly #lanes = new Map<string, SenderLane>()
@@ -301,6 +312,8 @@ export class SenderLanes {
   readonly #canceledCampaigns: CanceledCampaigns
   /** The sent outcomes of every lane's bundles of a turn, in one write (sent-log.ts). */
   readonly #appendSent: ReturnType<typeof batchedLogSent>
+  /** The channel fallback's provider and timers, shared by every lane. */
+  readonly fallback: LaneFallback
 
   constructor(context: WorkerContext) {
     this.#context = context
@@ -320,6 +333,13 @@ export class SenderLanes {
     // scripts on its connections, and ioredis copies each onto every pipeline made there.
     this.#appendSent = batchedLogSent(this.#connections.claims)
     const { config, logger } = context
+    this.fallback = {
+      sms: createSmsProvider(config),
+      timers: new SmsFallbackTimers(
+        this.#connections.producer,
+        queuePrefix(config, QueueNames.smsFallbackTimers),
+      ),
+    }
     this.#optOuts = new OptOutWatch(
       context.redis('optout-announcements', { blocking: true }),
       config.QUEUE_PREFIX,
@@ -392,6 +412,7 @@ export class SenderLanes {
           this.#appendSent,
           this.#revokedKeys,
           this.#canceledCampaigns,
+          this.fallback,
         )
         this.#lanes.set(sender.id, lane)
         logger.info(
@@ -421,6 +442,7 @@ export class SenderLanes {
     this.#optOuts.close()
     this.#revokedKeys.close()
     this.#canceledCampaigns.close()
+    await this.fallback.timers.close()
     await this.#recorder.drain()
   }
 }

@@ -127,14 +127,28 @@ export async function sendSmsFallback(
 /** WhatsApp's "message undeliverable" (not on WhatsApp, or unreachable): the send-time trigger. */
 export const UNDELIVERABLE_CODE = '131026'
 
+/** A trigger of the fallback, as a message's job meets it: why, and the statuses it falls back from. */
+export type FallbackRule = Pick<SmsFallbackRequest, 'reason' | 'reasonCode' | 'fromStatuses'>
+
+/** 131026 at send time: the message recorded `failed`. */
+export const UNDELIVERABLE_RULE: FallbackRule = {
+  reason: 'whatsapp_undeliverable',
+  reasonCode: UNDELIVERABLE_CODE,
+  fromStatuses: ['failed'],
+}
+
+/** Its validity ended before it went: the message recorded `expired`, never sent on WhatsApp. */
+export const EXPIRED_RULE: FallbackRule = { reason: 'expired', fromStatuses: ['expired'] }
+
 /**
- * The send-time trigger: a message WhatsApp refused with 131026, its `failed` record committed, and
- * a `fallback.sms` on its job goes out as an SMS. A message sent to a BSUID alone has no number to
- * text. Its steps failing (Postgres away) leave the message `failed`, logged: never an SMS twice.
+ * A trigger met by a message's job, its outcome committed: the `fallback.sms` on the job goes out
+ * as an SMS. A message sent to a BSUID alone has no number to text. Its steps failing (Postgres
+ * away) leave the message as recorded, logged: never an SMS twice.
  */
-export async function fallBackAfterUndeliverable(
+export async function fallBackFromJob(
   deps: SmsFallbackDeps,
   data: MessageJob,
+  rule: FallbackRule,
 ): Promise<SmsFallbackOutcome | undefined> {
   const text = data.fallback?.sms.text
   const to = data.message.body.phone
@@ -145,12 +159,14 @@ export async function fallBackAfterUndeliverable(
       acceptedAt: new Date(data.acceptedAt),
       to,
       text,
-      reason: 'whatsapp_undeliverable',
-      reasonCode: UNDELIVERABLE_CODE,
-      fromStatuses: ['failed'],
+      ...rule,
     })
   } catch (error) {
     deps.log.error({ err: error, messageId: data.messageId }, 'sms fallback steps failed')
     return undefined
   }
 }
+
+/** The send-time trigger (131026), its `failed` record committed. */
+export const fallBackAfterUndeliverable = (deps: SmsFallbackDeps, data: MessageJob) =>
+  fallBackFromJob(deps, data, UNDELIVERABLE_RULE)

@@ -2,6 +2,7 @@ import type { Sql } from '@dispatch/db'
 import type { WorkerUnitStarter } from '../runtime.ts'
 import { Admitter } from './admitter.ts'
 import { startConsentConfirmationWorker } from './consent/confirmations.ts'
+import { startSmsFallbackTimerWorker } from './fallback-timer.ts'
 import { HeldExpirySweeper } from './held-expiry.ts'
 import { SenderLanes } from './lanes.ts'
 import { SenderRegistry } from './registry.ts'
@@ -26,8 +27,10 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
     lanes.lanes(),
   )
   admitter.start()
-  const sweeper = new HeldExpirySweeper(context, { redis: lanes.producer, ...lanes.recording }, () =>
-    lanes.lanes(),
+  const sweeper = new HeldExpirySweeper(
+    context,
+    { redis: lanes.producer, ...lanes.recording, sms: lanes.fallback.sms },
+    () => lanes.lanes(),
   )
   sweeper.start()
   // Sent outcomes a process left in the senders' logs (killed, or Postgres was down) reach Postgres.
@@ -45,6 +48,8 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
     context.logger,
   )
   smsCalls.start()
+  // The "no `delivered` in time" timers of the fallback, as they come due.
+  const smsTimers = startSmsFallbackTimerWorker(context, lanes.fallback.sms)
   // Keywords' confirmations, sent from the users' business numbers: this role has the platform's settings.
   const confirmations = startConsentConfirmationWorker(context)
   context.metrics?.watchSenders(() => lanes.lanes())
@@ -67,6 +72,7 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
       await admitter.stop()
       await sentLogs.stop()
       await smsCalls.stop()
+      await smsTimers.close()
       await lanes.close()
     },
   }

@@ -1,7 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import { QueueNames } from '@dispatch/contracts'
 import { createDb, findFallback } from '@dispatch/db'
-import { type FakeSms, graphError, startFakeSms, waitFor } from '@dispatch/testing'
+import { type FakeSms, graphError, startFakeSms, testRedisUrl, waitFor } from '@dispatch/testing'
+import { Queue, QueueEvents } from 'bullmq'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { createDeliveryWorld, type DeliveryWorld, text } from './world.ts'
 
@@ -87,6 +89,61 @@ it('SIGKILL during the SMS call: the retaken job sends nothing, and the SMS went
     await client.close()
   }
 }, 90_000)
+
+it('SIGKILL during the call of a "no delivered in time" timer: retaken, it sends nothing more', async () => {
+  const phone = '+4915112999002'
+  const messageId = await world.enqueue(
+    { type: 'text', body: { ...text().body, phone } } as ReturnType<typeof text>,
+    undefined,
+    { fallback: { sms: { text: 'Your order has shipped' }, afterSeconds: 600 } },
+  )
+  const timers = new Queue(QueueNames.smsFallbackTimers, {
+    connection: { url: testRedisUrl() },
+    prefix: world.queuePrefix,
+  })
+  const events = new QueueEvents(QueueNames.smsFallbackTimers, {
+    connection: { url: testRedisUrl() },
+    prefix: world.queuePrefix,
+  })
+  await events.waitUntilReady()
+  const child = spawn(process.execPath, [MAIN], {
+    env: { ...process.env, ...world.workerEnv(smsEnv()), LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  })
+  children.push(child)
+  const exited = new Promise((resolve) => child.once('exit', resolve))
+  const client = createDb(dbUrl(), { max: 1 })
+  try {
+    // WhatsApp took it; the timer is armed in Redis, due in ten minutes: run it now.
+    const timer = await waitFor(async () => (await timers.getJob(messageId)) ?? false, {
+      what: 'the timer armed',
+      timeoutMs: 45_000,
+    })
+    await waitFor(async () => (await world.message(messageId))?.status === 'sent', { what: 'sent' })
+    sms.script({ status: 201, body: { sid: 'SMlate2', status: 'queued' }, delayMs: 60_000 })
+    await timer.promote()
+    await waitFor(() => sms.requests.some((r) => r.params.To === phone), {
+      what: 'the SMS call under way',
+      timeoutMs: 30_000,
+    })
+    child.kill('SIGKILL')
+    await exited
+    expect(await findFallback(client.sql, messageId)).toMatchObject({
+      state: 'calling',
+      reason: 'not_delivered_in_time',
+    })
+    // Another worker retakes the stalled timer: `calling` is committed, so it calls nothing.
+    const second = await world.startWorker(smsEnv())
+    expect(await timer.waitUntilFinished(events, 30_000)).toBe('elsewhere')
+    await second.close()
+    expect(sms.requests.filter((r) => r.params.To === phone)).toHaveLength(1)
+    expect(await findFallback(client.sql, messageId)).toMatchObject({ state: 'calling' })
+  } finally {
+    await events.close()
+    await timers.close()
+    await client.close()
+  }
+}, 120_000)
 
 /** The world's database URL, as its workers get it. */
 const dbUrl = () => world.workerEnv().DATABASE_URL as string

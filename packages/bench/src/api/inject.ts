@@ -4,15 +4,18 @@
  */
 import type { FastifyInstance } from 'fastify'
 
-/** Requests a key with every send scope and approves it, through the API itself. */
-export async function approvedKey(app: FastifyInstance): Promise<string> {
+/** Requests a key with every send scope (or `scopes`) and approves it, through the API itself. */
+export async function approvedKey(
+  app: FastifyInstance,
+  scopes = ['send:free-text', 'send:template', 'send:image'],
+): Promise<string> {
   const created = await app.inject({
     method: 'POST',
     url: '/api/api-keys/request',
     payload: {
       clientName: 'Bench',
       email: 'bench@dispatch.test',
-      scopes: ['send:free-text', 'send:template', 'send:image'],
+      scopes,
     },
   })
   const { id, key } = created.json()

@@ -12,6 +12,14 @@ interface Facts {
   clientReference: string | null
   createdAt: string
   lastError: { code: string; message: string } | null
+  /** Its channel fallback, once decided (docs/failover.md). */
+  channel?: 'whatsapp' | 'sms'
+  fallback?: {
+    reason: string
+    state: string
+    status: string | null
+    price?: { amount: string; currency: string }
+  }
 }
 
 /**
@@ -34,6 +42,19 @@ export function MessageFacts({ message, children }: { message: Facts; children?:
       <dt>Type</dt>
       <dd>{message.type}</dd>
       {children}
+      {message.fallback ? (
+        <>
+          <dt>Channel</dt>
+          <dd>
+            {message.channel ?? 'whatsapp'}: SMS fallback {message.fallback.state} ({message.fallback.reason}
+            {message.fallback.status ? `; SMS ${message.fallback.status}` : ''}
+            {message.fallback.price
+              ? `; ${message.fallback.price.amount} ${message.fallback.price.currency}`
+              : ''}
+            )
+          </dd>
+        </>
+      ) : null}
       <dt>Client reference</dt>
       <dd>{message.clientReference ?? '—'}</dd>
       <dt>Accepted</dt>

@@ -14,6 +14,9 @@ export interface MessageRow {
   clientReference?: string | null
   lastError?: { code: string; message: string } | null
   createdAt: string
+  /** `sms` once its channel fallback's SMS went (docs/failover.md); absent: WhatsApp's. */
+  channel?: 'whatsapp' | 'sms'
+  fallback?: { state: string; reason: string }
   apiKeyId?: string
   /** The key's client name (the admin list carries it). */
   clientName?: string
@@ -38,6 +41,12 @@ export function MessagesTable({ rows, showKey = false }: { rows: MessageRow[]; s
     { header: 'To', cell: (row) => row.phone ?? row.userId ?? '—' },
     { header: 'Type', cell: (row) => row.type },
     { header: 'Status', cell: (row) => <StatusBadge status={row.status} /> },
+    {
+      header: 'Channel',
+      cell: (row) => row.channel ?? 'whatsapp',
+      // A fallback decided but not sent says why it stayed on WhatsApp.
+      detail: (row) => (row.fallback && row.fallback.state !== 'sent' ? `SMS ${row.fallback.state}` : null),
+    },
     { header: 'Attempts', cell: (row) => row.attempts },
     {
       header: 'Last error',

@@ -2,7 +2,7 @@ import type { AcceptedWindow, MessageJob, MessageListQuery } from '@dispatch/con
 import type { Db } from '../client.ts'
 import { messageHistory } from '../queries/console.ts'
 import { findRoutedInboundMessage } from '../queries/inbound-messages.ts'
-import { findFallback } from '../queries/message-fallbacks.ts'
+import { findFallback, findFallbacks } from '../queries/message-fallbacks.ts'
 import { listMessages } from '../queries/message-list.ts'
 import { findMessageById, markMessageCanceled, recordScheduledMessages } from '../queries/messages.ts'
 import type { MessageRow } from '../schema/messages.ts'
@@ -25,6 +25,12 @@ export function ownedMessages(db: Db, caller: Caller) {
       const row = await findFallback(db.$client, id)
       return row?.apiKeyId === key ? row : undefined
     },
+    /** The channel fallbacks of a page of its messages, by id (another key's are left out). */
+    async fallbacks(ids: string[]) {
+      const found = await findFallbacks(db.$client, ids)
+      for (const [id, row] of found) if (row.apiKeyId !== key) found.delete(id)
+      return found
+    },
     /** A page of its messages (`db`: the pool lists read from). */
     list: (query: MessageListQuery, window: AcceptedWindow = {}) => listMessages(db, key, query, window),
     /** A reply routed to the key. */
@@ -39,7 +45,9 @@ export function ownedMessages(db: Db, caller: Caller) {
     cancel: (id: string, at: Date) => markMessageCanceled(db, id, at, key),
     /** A record's attempts, retries and webhook events: one `find` answered (the key's own). */
     async history(row: MessageRow) {
-      if (row.apiKeyId !== key) return { attempts: [], retries: [], events: [], deliveries: [] }
+      if (row.apiKeyId !== key) {
+        return { attempts: [], retries: [], events: [], deliveries: [], fallback: undefined }
+      }
       return messageHistory(db, row.id)
     },
   }

@@ -35,7 +35,12 @@ export interface CampaignTally {
   counts: CampaignCounts
   failedByCode: Record<string, number>
   /** Messages the platform's statuses called billable, in all and by pricing category. */
-  pricing: { billable: number; byCategory: Record<string, number> }
+  pricing: {
+    billable: number
+    byCategory: Record<string, number>
+    /** Its fallback SMS the provider took, and their price by currency; absent: none went. */
+    sms?: { sent: number; priceByCurrency: Record<string, string> }
+  }
   /** Recipients fed who wrote back since it started, and who opted out of its sender since. */
   engagement: { replied: number; optedOut: number }
 }
@@ -125,9 +130,34 @@ export async function campaignCounts(db: Db, campaign: CampaignRow): Promise<Cam
     category: g.billable ? g.category : null,
     n: g.n,
   }))
-  const tally = tallyOf(rows, groups)
-  if (rows.fed === 0) return { ...tally, engagement: { replied: 0, optedOut: 0 } }
-  return { ...tally, engagement: await engagementOf(db, campaign) }
+  if (rows.fed === 0) return { ...tallyOf(rows, groups), engagement: { replied: 0, optedOut: 0 } }
+  return withFedParts(db, campaign, tallyOf(rows, groups))
+}
+
+/** What only fed messages have: replies and opt-outs since, and the fallback SMS with their prices. */
+async function withFedParts(
+  db: Db,
+  campaign: CampaignRow,
+  tally: Omit<CampaignTally, 'engagement'>,
+): Promise<CampaignTally> {
+  const [engagement, sms] = await Promise.all([engagementOf(db, campaign), smsOf(db, campaign)])
+  return { ...tally, ...(sms ? { pricing: { ...tally.pricing, sms } } : {}), engagement }
+}
+
+/**
+ * Its messages' fallback SMS the provider took, and their prices summed by currency (an SMS not
+ * priced yet counts, at no price). Fallbacks are few, and found by the campaign's id.
+ */
+async function smsOf(db: Db, campaign: CampaignRow): Promise<CampaignTally['pricing']['sms']> {
+  const rows = await db.execute<{ unit: string | null; sent: number; price: string | null }>(sql`
+    select price_unit as unit, count(*)::int as sent, sum(price)::text as price from message_fallbacks
+    where batch_id = ${campaign.id} and api_key_id = ${campaign.apiKeyId} and state = 'sent'
+    group by price_unit`)
+  const groups = [...rows]
+  if (groups.length === 0) return undefined
+  const priceByCurrency: Record<string, string> = {}
+  for (const { unit, price } of groups) if (unit && price) priceByCurrency[unit] = price
+  return { sent: groups.reduce((n, g) => n + g.sent, 0), priceByCurrency }
 }
 
 /** The messages of a campaign: its key's, with its id as `batch_id`, accepted since it started. */
@@ -163,7 +193,7 @@ export async function recountCampaign(db: Db, campaign: CampaignRow): Promise<Ca
     .from(messages)
     .where(messagesOf(campaign))
     .groupBy(messages.status, messages.lastErrorCode, messages.pricingBillable, messages.pricingCategory)
-  return { ...tallyOf(rows, groups), engagement: await engagementOf(db, campaign) }
+  return withFedParts(db, campaign, tallyOf(rows, groups))
 }
 
 /**

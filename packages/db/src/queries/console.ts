@@ -4,6 +4,7 @@ import { adminAuditLog } from '../schema/admin-audit-log.ts'
 import { messageAttempts } from '../schema/message-attempts.ts'
 import { webhookEndpoints } from '../schema/webhook-endpoints.ts'
 import { webhookAttempts, webhookEvents } from '../schema/webhook-events.ts'
+import { findFallback } from './message-fallbacks.ts'
 import { webhookAttemptsOfEvents, webhookEventsAboutMessages } from './partitioned-ids.ts'
 
 /** How many messages reached each status, per minute, since `since`. */
@@ -113,7 +114,7 @@ export async function failingWebhookEndpoints(db: Db, since: Date, limit = 20) {
 
 /** What a message's timeline is made of, besides the message's own row. */
 export async function messageHistory(db: Db, messageId: string) {
-  const [attempts, retries, events] = await Promise.all([
+  const [attempts, retries, events, fallback] = await Promise.all([
     db
       .select()
       .from(messageAttempts)
@@ -140,6 +141,8 @@ export async function messageHistory(db: Db, messageId: string) {
       // In the partitions from the message's own time on (its id's), not in every one.
       .where(webhookEventsAboutMessages([messageId]))
       .orderBy(asc(webhookEvents.sequence), asc(webhookEvents.createdAt)),
+    // Its channel fallback (docs/failover.md), when one was decided.
+    findFallback(db.$client, messageId),
   ])
   const deliveries =
     events.length === 0
@@ -160,7 +163,7 @@ export async function messageHistory(db: Db, messageId: string) {
           // In the partitions from the earliest event's day on, not in every one.
           .where(webhookAttemptsOfEvents(events.map((event) => event.id)))
           .orderBy(asc(webhookAttempts.createdAt), asc(webhookAttempts.id))
-  return { attempts, retries, events, deliveries }
+  return { attempts, retries, events, deliveries, fallback }
 }
 
 export type MessageHistory = Awaited<ReturnType<typeof messageHistory>>

@@ -61,8 +61,8 @@ export async function decideFallback(
     d.acceptedAt,
     (table) => sql`
       insert into message_fallbacks as f
-        (message_id, accepted_at, api_key_id, reason, reason_code, state, decided_at, updated_at)
-      select m.id, m.accepted_at, m.api_key_id, ${d.reason}, ${d.reasonCode ?? null}, 'decided',
+        (message_id, accepted_at, api_key_id, batch_id, reason, reason_code, state, decided_at, updated_at)
+      select m.id, m.accepted_at, m.api_key_id, m.batch_id, ${d.reason}, ${d.reasonCode ?? null}, 'decided',
         ${at}::timestamptz, ${at}::timestamptz
       from ${sql(table)} m
       where m.id = ${d.messageId} and m.accepted_at = ${d.acceptedAt.toISOString()}::timestamptz
@@ -193,7 +193,14 @@ const rankSql = (sql: Sql) =>
  */
 export async function applySmsStatus(
   sql: Sql,
-  update: { providerMessageId: string; status: string; errorCode?: string | undefined; at: Date },
+  update: {
+    providerMessageId: string
+    status: string
+    errorCode?: string | undefined
+    /** What the provider charged, when the report says (a positive amount), and its currency. */
+    price?: { amount: string; currency: string } | undefined
+    at: Date
+  },
 ): Promise<string | undefined> {
   const rank = SMS_STATUS_RANK[update.status]
   if (rank === undefined) return undefined
@@ -203,6 +210,8 @@ export async function applySmsStatus(
     update message_fallbacks f set provider_status = ${update.status},
       provider_status_at = ${at}::timestamptz,
       error_code = case when ${failing} then coalesce(${update.errorCode ?? null}, f.error_code) else f.error_code end,
+      price = coalesce(${update.price?.amount ?? null}::numeric, f.price),
+      price_unit = case when ${update.price?.amount ?? null}::numeric is null then f.price_unit else ${update.price?.currency ?? null} end,
       updated_at = greatest(f.updated_at, ${at}::timestamptz)
     where f.provider_message_id = ${update.providerMessageId} and ${rankSql(sql)} < ${rank}
     returning f.message_id`
@@ -213,7 +222,21 @@ export async function applySmsStatus(
 export async function findFallback(sql: Sql, messageId: string): Promise<MessageFallbackRow | undefined> {
   const [row] = await sql<Record<string, unknown>[]>`
     select * from message_fallbacks where message_id = ${messageId}`
-  if (!row) return undefined
+  return row ? toFallbackRow(row) : undefined
+}
+
+/** The fallbacks of a page of messages (a list's), by message id; those without one are absent. */
+export async function findFallbacks(
+  sql: Sql,
+  messageIds: string[],
+): Promise<Map<string, MessageFallbackRow>> {
+  if (messageIds.length === 0) return new Map()
+  const rows = await sql<Record<string, unknown>[]>`
+    select * from message_fallbacks where message_id = any(${messageIds}::uuid[])`
+  return new Map(rows.map((row) => [String(row.message_id), toFallbackRow(row)]))
+}
+
+function toFallbackRow(row: Record<string, unknown>): MessageFallbackRow {
   // Times as Dates whichever way the client parses them (drizzle's keeps them strings).
   const date = (value: unknown) => (value === null || value === undefined ? null : new Date(value as string))
   const text = (value: unknown) => (value === null || value === undefined ? null : String(value))
@@ -221,6 +244,7 @@ export async function findFallback(sql: Sql, messageId: string): Promise<Message
     messageId: String(row.message_id),
     acceptedAt: date(row.accepted_at) as Date,
     apiKeyId: String(row.api_key_id),
+    batchId: text(row.batch_id),
     channel: String(row.channel),
     reason: String(row.reason),
     reasonCode: text(row.reason_code),
@@ -234,6 +258,8 @@ export async function findFallback(sql: Sql, messageId: string): Promise<Message
     providerStatusAt: date(row.provider_status_at),
     errorCode: text(row.error_code),
     errorMessage: text(row.error_message),
+    price: text(row.price),
+    priceUnit: text(row.price_unit),
     updatedAt: date(row.updated_at) as Date,
   }
 }

@@ -22,11 +22,12 @@ const timestamp = (value: string) => sql`${value}::timestamptz`
 export function messageFilters(
   query: Pick<
     MessageListQuery,
-    'deleted' | 'type' | 'phone' | 'userId' | 'clientReference' | 'batchId' | 'q'
+    'deleted' | 'type' | 'phone' | 'userId' | 'clientReference' | 'batchId' | 'q' | 'channel' | 'fallback'
   >,
   window: AcceptedWindow,
 ): SQL[] {
   const filters: (SQL | undefined)[] = [
+    ...fallbackFilters(query),
     // Messages are never deleted: `deleted=true` (deleted records only) lists none.
     query.deleted === 'true' ? sql`false` : undefined,
     query.type ? inArray(messages.type, query.type) : undefined,
@@ -47,6 +48,34 @@ export function messageFilters(
       : undefined,
   ]
   return filters.filter((f) => f !== undefined)
+}
+
+/** A message's fallback in these states (a primary-key probe of `message_fallbacks` per row). */
+const hasFallback = (states?: readonly string[]) =>
+  sql`exists (select 1 from message_fallbacks f where f.message_id = ${messages.id}${
+    states ? sql` and f.state = any(${`{${states.join(',')}}`}::text[])` : sql``
+  })`
+
+/**
+ * `channel` (`sms`: its fallback's SMS was taken; `whatsapp`: any other) and `fallback` (its
+ * fallback's states, `none` for none). They narrow nothing by an index of their own: each row the
+ * other filters reach is probed in `message_fallbacks` by its id.
+ */
+function fallbackFilters(query: Pick<MessageListQuery, 'channel' | 'fallback'>): (SQL | undefined)[] {
+  const wanted = query.fallback ? [...new Set(query.fallback)] : []
+  const states = wanted.filter((state) => state !== 'none')
+  const byFallback =
+    wanted.length === 0
+      ? undefined
+      : or(
+          states.length > 0 ? hasFallback(states) : undefined,
+          wanted.includes('none') ? sql`not ${hasFallback()}` : undefined,
+        )
+  return [
+    query.channel === 'sms' ? hasFallback(['sent']) : undefined,
+    query.channel === 'whatsapp' ? sql`not ${hasFallback(['sent'])}` : undefined,
+    byFallback,
+  ]
 }
 
 /**

@@ -2,6 +2,7 @@ import {
   type ConsentConfirmation,
   type ConsentKeywords,
   DEFAULT_SENDER_ID,
+  type MessageFallback,
   type MessagingLimitPolicy,
   type SenderListQuery,
   type SenderState,
@@ -32,6 +33,8 @@ export interface NewSender {
   marketingCap?: { count: number; hours: number } | null | undefined
   consentKeywords?: ConsentKeywords | null | undefined
   consentConfirmation?: ConsentConfirmation | null | undefined
+  /** The fallback its sends carry when they have none (and their key may ask for one). */
+  defaultFallback?: MessageFallback | null | undefined
   /** Replies' content retention as stored: null retain, 0 discard, N hours (`retentionHours`). */
   /** Its business portfolio (shares a messaging limit), its policy past the limit, and the admin's limit. */
   businessId?: string | undefined
@@ -100,6 +103,8 @@ export interface SenderChanges {
   marketingCap?: { count: number; hours: number } | null | undefined
   consentKeywords?: ConsentKeywords | null | undefined
   consentConfirmation?: ConsentConfirmation | null | undefined
+  /** The fallback its sends carry when they have none (and their key may ask for one). */
+  defaultFallback?: MessageFallback | null | undefined
   /** Replies' content retention as stored: null retain, 0 discard, N hours (`retentionHours`). */
   /** Its business portfolio (shares a messaging limit), its policy past the limit, and the admin's limit. */
   businessId?: string | null | undefined

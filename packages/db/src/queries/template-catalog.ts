@@ -1,6 +1,7 @@
 import type {
   ConsentConfirmation,
   ConsentKeywords,
+  MessageFallback,
   MessagingLimitPolicy,
   ServiceWindowPolicy,
   TemplateVariables,
@@ -19,6 +20,8 @@ export interface SenderSendRules {
   /** Its own keywords (null: the defaults), and the texts sent back when a keyword applies. */
   consentKeywords: ConsentKeywords | null
   consentConfirmation: ConsentConfirmation | null
+  /** The fallback a send carries when it has none of its own (its key allowing); null: none. */
+  defaultFallback: MessageFallback | null
   /** Null: never synced, so template sends are not checked. */
   templatesSyncedAt: Date | null
   /** What decides its messaging limit (@dispatch/runtime, messaging-limit.ts). */
@@ -47,6 +50,7 @@ export async function loadSenderSendRules(db: Db, senderId: string): Promise<Sen
       marketingCap: senders.marketingCap,
       consentKeywords: senders.consentKeywords,
       consentConfirmation: senders.consentConfirmation,
+      defaultFallback: senders.defaultFallback,
       templatesSyncedAt: senders.templatesSyncedAt,
       wabaId: senders.wabaId,
       businessId: senders.businessId,

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { check, index, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core'
+import { check, index, numeric, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core'
 
 /** A fallback's life (docs/failover.md, "Channel fallback"): each state is entered once, forward only. */
 export const FALLBACK_STATES = ['decided', 'withdrawn', 'calling', 'sent', 'failed', 'unknown'] as const
@@ -22,6 +22,8 @@ export const messageFallbacks = pgTable(
     /** The message's `accepted_at`: its period in the partitioned `messages`. */
     acceptedAt: timestamp({ withTimezone: true }).notNull(),
     apiKeyId: uuid().notNull(),
+    /** The message's `batch_id` (a campaign's id): its SMS are counted and priced with the campaign. */
+    batchId: uuid(),
     channel: text().notNull().default('sms'),
     /** Why: `whatsapp_undeliverable`, `expired` or `not_delivered_in_time`. */
     reason: text().notNull(),
@@ -40,6 +42,10 @@ export const messageFallbacks = pgTable(
     providerStatusAt: timestamp({ withTimezone: true }),
     errorCode: text(),
     errorMessage: text(),
+    /** What the provider charged for the SMS, as a report said it (a positive amount), in `priceUnit`. */
+    price: numeric({ precision: 12, scale: 5 }),
+    /** Its currency (ISO 4217, `USD`). */
+    priceUnit: text(),
     updatedAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
@@ -49,6 +55,8 @@ export const messageFallbacks = pgTable(
       .where(sql`${t.providerMessageId} is not null`),
     // The sweep of calls a killed process left (`calling` for longer than any call takes).
     index('message_fallbacks_calling_idx').on(t.callingAt).where(sql`${t.state} = 'calling'`),
+    // A campaign's SMS, summed with its pricing.
+    index('message_fallbacks_batch_id_idx').on(t.batchId).where(sql`${t.batchId} is not null`),
     check(
       'message_fallbacks_state_check',
       sql`${t.state} in ('decided', 'withdrawn', 'calling', 'sent', 'failed', 'unknown')`,

@@ -2,6 +2,7 @@ import {
   CONTENT_RETENTION_MAX_HOURS,
   type ConsentConfirmation,
   type ConsentKeywords,
+  type MessageFallback,
   SENDER_DEFAULT_RATE,
 } from '@dispatch/contracts'
 import { sql } from 'drizzle-orm'
@@ -37,6 +38,11 @@ export const senders = pgTable(
     consentKeywords: jsonb().$type<ConsentKeywords>(),
     /** Texts sent back to a user a keyword opted out (or in); null: none. */
     consentConfirmation: jsonb().$type<ConsentConfirmation>(),
+    /**
+     * The channel fallback (`fallback`, docs/failover.md) a send through this number carries when it
+     * has none of its own and its key holds `send:sms-fallback`; null: none.
+     */
+    defaultFallback: jsonb().$type<MessageFallback>(),
     /**
      * How many hours the content of replies to this number is kept (`inboundContentRetention`):
      * null `retain`, 0 `discard` (never stored), N redacted N hours after receipt.

@@ -11,11 +11,13 @@ import {
 } from '@dispatch/contracts'
 import {
   apiKeyClientNames,
+  findFallbacks,
   isUuid,
   listAdminMessages,
   type MessageRow,
   retryFailedMessage,
   retryFailedMessages,
+  type Sql,
 } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
@@ -24,6 +26,7 @@ import { acceptedWindowOf } from '../../http/accepted-window.ts'
 import { splitCommaLists } from '../../http/comma-lists.ts'
 import { errorResponses } from '../../http/error-responses.ts'
 import { retryHooks } from '../../message-retry.ts'
+import { withFallback } from '../../sending/message-fallback-view.ts'
 import { toMessageView } from '../../views.ts'
 
 export const toAdminMessageView = (row: MessageRow): AdminMessageView => ({
@@ -66,7 +69,7 @@ export const adminMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/',
     {
-      preValidation: splitCommaLists('status', 'type'),
+      preValidation: splitCommaLists('status', 'type', 'fallback'),
       schema: {
         operationId: 'listAllMessages',
         tags,
@@ -83,14 +86,23 @@ export const adminMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const { query } = request
       const window = acceptedWindowOf(query.startDate, query.endDate)
       const { rows, itemCount, itemCountExact } = await listAdminMessages(lists, query, window)
-      const names = await apiKeyClientNames(
-        lists,
-        rows.map((row) => row.apiKeyId),
-      )
+      const [names, fallbacks] = await Promise.all([
+        apiKeyClientNames(
+          lists,
+          rows.map((row) => row.apiKeyId),
+        ),
+        findFallbacks(
+          lists.$client as Sql,
+          rows.map((row) => row.id),
+        ),
+      ])
       return {
         ...pageMeta(query.page, query.take, itemCount),
         itemCountExact,
-        data: rows.map((row) => ({ ...toAdminMessageView(row), clientName: names.get(row.apiKeyId) })),
+        data: rows.map((row) => ({
+          ...withFallback(toAdminMessageView(row), fallbacks.get(row.id)),
+          clientName: names.get(row.apiKeyId),
+        })),
       }
     },
   )

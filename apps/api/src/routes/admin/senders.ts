@@ -57,6 +57,7 @@ const DEFAULT_SENDER_FIELDS = new Set([
   'marketingCap',
   'consentKeywords',
   'consentConfirmation',
+  'defaultFallback',
   'inboundContentRetention',
   'businessId',
   'messagingLimitPolicy',

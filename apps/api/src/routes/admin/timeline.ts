@@ -4,6 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError } from '../../errors.ts'
 import { errorResponses } from '../../http/error-responses.ts'
 import { timelineOf } from '../../message-timeline.ts'
+import { withFallback } from '../../sending/message-fallback-view.ts'
 import { toAdminMessageView } from './messages.ts'
 
 const notFound = () => new AppError('NOT_FOUND', 'Message not found')
@@ -31,10 +32,11 @@ export const adminTimelineRoutes: FastifyPluginAsyncTypebox = async (app) => {
       if (!isUuid(request.params.id)) throw notFound()
       const row = await findMessageById(db, request.params.id.toLowerCase())
       if (!row) throw notFound()
+      const history = await messageHistory(db, row.id)
       return {
-        message: toAdminMessageView(row),
+        message: withFallback(toAdminMessageView(row), history.fallback),
         request: row.payload as Record<string, unknown>,
-        entries: timelineOf(row, await messageHistory(db, row.id)),
+        entries: timelineOf(row, history),
       }
     },
   )

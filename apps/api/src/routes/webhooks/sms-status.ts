@@ -59,10 +59,12 @@ export const smsStatusRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { MessageSid, MessageStatus, ErrorCode } = request.body
+      const price = priceOf(request.body.Price, request.body.PriceUnit)
       const moved = await applySmsStatus(db.$client as Sql, {
         providerMessageId: MessageSid,
         status: MessageStatus,
         errorCode: ErrorCode || undefined,
+        ...(price ? { price } : {}),
         at: clock(),
       })
       // A duplicate, late or unknown report is acknowledged too: the provider retries anything else.
@@ -70,4 +72,19 @@ export const smsStatusRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return reply.code(204).send(null)
     },
   )
+}
+
+/**
+ * A report's `Price` and `PriceUnit`, when it carries them (Twilio-shaped providers put the charge,
+ * negative, on the message; some on its reports): the amount charged, positive, and its currency.
+ * Anything unreadable is left out, never refused: the report's status still counts.
+ */
+export function priceOf(
+  price: string | undefined,
+  unit: string | undefined,
+): { amount: string; currency: string } | undefined {
+  if (!price || !unit || !/^-?[0-9]{1,7}(\.[0-9]{1,5})?$/.test(price) || !/^[A-Za-z]{3}$/.test(unit)) {
+    return undefined
+  }
+  return { amount: price.replace(/^-/, ''), currency: unit.toUpperCase() }
 }

@@ -1,6 +1,7 @@
 import {
   DEFAULT_SENDER_ID,
   type FallbackTemplate,
+  type MessageFallback,
   type MessageType,
   recipientField,
   recipientOf,
@@ -316,6 +317,11 @@ export class SendChecks {
       }
     })
     return errors
+  }
+
+  /** The sender's default channel fallback (its settings), for a send that carries none. */
+  defaultFallback(senderId: string): MessageFallback | null {
+    return this.#rules.get(senderId)?.defaultFallback ?? null
   }
 
   /** Whether a send is a marketing template for this sender (see `isMarketing`). */

@@ -2,6 +2,7 @@ import {
   type ConsentConfirmation,
   DEFAULT_KEYWORDS,
   type KeywordLists,
+  type MessageFallback,
   type ServiceWindowPolicy,
   type TemplateVariables,
 } from '@dispatch/contracts'
@@ -26,6 +27,8 @@ export interface SenderRules {
   keywords: KeywordLists
   /** The texts sent back when a keyword opts a user out or in; null: none. */
   consentConfirmation: ConsentConfirmation | null
+  /** The channel fallback a send without one carries, when its key holds `send:sms-fallback`. */
+  defaultFallback: MessageFallback | null
   /** Its portfolio's messaging limit: under `refuse`, a template past it is refused at the door. */
   messagingLimit: MessagingLimit
   /** False until its catalog was synced once: template sends then go unchecked. */
@@ -58,6 +61,7 @@ export function toSenderRules(loaded: SenderSendRules): SenderRules {
     marketingCap: loaded.marketingCap,
     keywords: loaded.consentKeywords ?? DEFAULT_KEYWORDS,
     consentConfirmation: loaded.consentConfirmation,
+    defaultFallback: loaded.defaultFallback,
     messagingLimit: messagingLimitOf({ id: loaded.senderId, ...loaded }),
     synced: loaded.templatesSyncedAt !== null,
     templates,

@@ -4,6 +4,7 @@ import { campaignCanceledFields, expiredFields, keyRevokedFields } from '../../s
 import { optedOutFields } from '../consent/check.ts'
 import { type RecipientReads, readRecipient } from '../recipient-reads.ts'
 import { fallbackMessage, isFreeForm, WINDOW_CLOSED_CODE } from '../service-window.ts'
+import { fallBackAfterExpiry } from './fallback-triggers.ts'
 import { messagingLimitGate } from './messaging-limit.ts'
 import { countBesideClaim, countsAgainstLimit, type ReachCount } from './reach-beside-claim.ts'
 import type { Cleared, Disposition, MessageDelivery } from './types.ts'
@@ -128,6 +129,7 @@ async function recordStop(delivery: MessageDelivery, stop: Stop): Promise<Dispos
   else if (status === 'canceled') deps.metrics?.canceled(lane.senderId)
   else deps.metrics?.failed(lane.senderId, fields.lastErrorCode)
   log.info(stop.logged ?? {}, stop.why)
+  if (status === 'expired') await fallBackAfterExpiry(delivery)
   return status === 'failed'
     ? { kind: 'failed', reason: `${fields.lastErrorCode}: ${fields.lastErrorMessage}` }
     : { kind: 'done', result: { outcome: status } }

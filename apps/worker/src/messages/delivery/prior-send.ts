@@ -1,5 +1,6 @@
 import { findLoggedSent, findRecordedDelivery } from '@dispatch/db'
 import { FINAL_OUTCOMES } from '@dispatch/runtime/message-handoff'
+import { fallBackAfterExpiry } from './fallback-triggers.ts'
 import type { Disposition, MessageDelivery } from './types.ts'
 
 const alreadySent = (platformMessageId: string): Disposition => ({
@@ -12,7 +13,8 @@ const alreadySent = (platformMessageId: string): Disposition => ({
  * (`canceled`, `expired`, `failed`). Once its final outcome is recorded a message's claim is
  * released (message-claims.ts), so a job that follows finds the record, not the claim.
  */
-async function recordedSend({ data, deps, log }: MessageDelivery): Promise<Disposition | undefined> {
+async function recordedSend(delivery: MessageDelivery): Promise<Disposition | undefined> {
+  const { data, deps, log } = delivery
   const recorded = await findRecordedDelivery(deps.db, data.messageId)
   if (!recorded) return undefined
   // Ended: the claim this run took again on its way goes as the first run's went.
@@ -25,6 +27,8 @@ async function recordedSend({ data, deps, log }: MessageDelivery): Promise<Dispo
   }
   if (recorded.status === 'canceled' || recorded.status === 'expired') {
     log.info({ status: recorded.status }, 'message already ended; not sending it')
+    // A run killed between recording `expired` and its fallback: the steps taken again (once).
+    if (recorded.status === 'expired') await fallBackAfterExpiry(delivery)
     return { kind: 'done', result: { outcome: recorded.status } }
   }
   if (recorded.status === 'failed') {

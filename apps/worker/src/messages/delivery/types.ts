@@ -9,6 +9,7 @@ import type { MessagingPlatform, PlatformError } from '../../platforms/types.ts'
 import type { CanceledCampaigns } from '../canceled-campaigns.ts'
 import type { OptOutWatch } from '../consent/watch.ts'
 import type { DeliveryRecorder, LoggedEntry } from '../delivery-recorder.ts'
+import type { SmsFallbackTimers } from '../fallback-timer.ts'
 import type { RevokedKeys } from '../revoked-keys.ts'
 
 /** What a job ends with: the platform's id, or why it was never sent. */
@@ -69,6 +70,8 @@ export interface DeliveryDeps {
   canceledCampaigns?: Pick<CanceledCampaigns, 'has'> | undefined
   /** The SMS provider of the channel fallback (SMS_PROVIDER); none: a decided fallback fails. */
   sms?: SmsProvider | undefined
+  /** The "no `delivered` in time" timers of the fallback (fallback-timer.ts); none: never armed. */
+  fallbackTimers?: Pick<SmsFallbackTimers, 'arm'> | undefined
 }
 
 /** How one job runs one message: the single job's own run, or one message of a bundle. */

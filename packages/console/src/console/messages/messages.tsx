@@ -25,7 +25,8 @@ export function Messages() {
       api.GET('/api/admin/messages', { params: { query: { ...paging(page), ...toQuery(search) } } }),
     placeholderData: keepPreviousData,
   })
-  const { status: _status, ...retryable } = toQuery(search)
+  // A bulk retry takes no channel: searching by one, the button would retry more than is listed.
+  const { status: _status, channel, ...retryable } = toQuery(search)
   const retryAll = useMutation({
     mutationFn: () => api.POST('/api/admin/messages/retry', { body: { ...retryable, limit: RETRY_LIMIT } }),
     onSuccess: () => client.invalidateQueries({ queryKey: ['messages'] }),
@@ -44,7 +45,7 @@ export function Messages() {
         <button
           type="button"
           class="secondary"
-          disabled={retryAll.isPending}
+          disabled={retryAll.isPending || channel !== undefined}
           onClick={() => {
             if (window.confirm(`Retry every failed message matching this search (at most ${RETRY_LIMIT})?`))
               retryAll.mutate()

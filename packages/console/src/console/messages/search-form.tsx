@@ -1,4 +1,4 @@
-import { MESSAGE_STATUSES, MESSAGE_TYPES } from '@dispatch/contracts'
+import { MESSAGE_CHANNELS, MESSAGE_STATUSES, MESSAGE_TYPES } from '@dispatch/contracts'
 import { localInput, type MessageSearch } from './search.ts'
 
 /** The message search's form; `admin` adds the key filter. */
@@ -45,6 +45,17 @@ export function MessageSearchForm(props: {
             {MESSAGE_TYPES.map((type) => (
               <option key={type} value={type} selected={search.type === type}>
                 {type}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Channel
+          <select name="channel">
+            <option value="">Any</option>
+            {MESSAGE_CHANNELS.map((channel) => (
+              <option key={channel} value={channel} selected={search.channel === channel}>
+                {channel}
               </option>
             ))}
           </select>

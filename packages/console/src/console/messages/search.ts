@@ -8,6 +8,7 @@ export const MESSAGE_FILTERS = [
   'batchId',
   'clientReference',
   'errorCode',
+  'channel',
   'startDate',
   'endDate',
 ] as const
@@ -43,9 +44,10 @@ export const toAddress = (search: MessageSearch) => {
 
 /** The search as the API's query: statuses and types as arrays. */
 export function toQuery(search: MessageSearch) {
-  const { status, type, ...rest } = search
+  const { status, type, channel, ...rest } = search
   return {
     ...rest,
+    ...(channel === 'sms' || channel === 'whatsapp' ? { channel: channel as 'sms' | 'whatsapp' } : {}),
     ...(status ? { status: [status as MessageStatus] } : {}),
     ...(type ? { type: [type as MessageType] } : {}),
   }

@@ -1,4 +1,8 @@
-import type { UpdateSenderBody } from '@dispatch/contracts'
+import {
+  FALLBACK_AFTER_MAX_SECONDS,
+  FALLBACK_AFTER_MIN_SECONDS,
+  type UpdateSenderBody,
+} from '@dispatch/contracts'
 import { text } from '../../ui/format.ts'
 
 /** The settings the form edits, as the sender view holds them. */
@@ -13,6 +17,7 @@ export interface SenderSettingsView {
   businessId: string | null
   messagingLimitPolicy: 'hold' | 'refuse' | 'off'
   messagingLimitOverride: number | null
+  defaultFallback: { sms: { text: string }; afterSeconds?: number } | null
 }
 
 const LIMIT_POLICIES = {
@@ -41,6 +46,8 @@ export function settingsChange(form: FormData): UpdateSenderBody {
   const confirmIn = text(form, 'confirmOptIn')
   const policy = text(form, 'messagingLimitPolicy')
   const limit = text(form, 'messagingLimitOverride')
+  const smsText = text(form, 'fallbackSms')
+  const after = text(form, 'fallbackAfterSeconds')
   return {
     wabaId: text(form, 'wabaId') ?? null,
     serviceWindowPolicy: text(form, 'serviceWindowPolicy') === 'enforce' ? 'enforce' : 'off',
@@ -57,6 +64,9 @@ export function settingsChange(form: FormData): UpdateSenderBody {
     businessId: text(form, 'businessId') ?? null,
     messagingLimitPolicy: policy === 'refuse' || policy === 'off' ? policy : 'hold',
     messagingLimitOverride: limit ? Number(limit) : null,
+    defaultFallback: smsText
+      ? { sms: { text: smsText }, ...(after ? { afterSeconds: Number(after) } : {}) }
+      : null,
   }
 }
 
@@ -196,6 +206,28 @@ export function SenderSettingsForm(props: {
             min="1"
             max="100000000"
             defaultValue={String(sender.messagingLimitOverride ?? '')}
+          />
+        </label>
+      </fieldset>
+      <fieldset>
+        <legend>SMS fallback of sends that carry none (keys with send:sms-fallback; empty: none)</legend>
+        <label>
+          SMS text
+          <textarea
+            name="fallbackSms"
+            maxLength={1600}
+            rows={2}
+            defaultValue={sender.defaultFallback?.sms.text ?? ''}
+          />
+        </label>
+        <label>
+          Also when not delivered within seconds of WhatsApp's sent (empty: never)
+          <input
+            name="fallbackAfterSeconds"
+            type="number"
+            min={FALLBACK_AFTER_MIN_SECONDS}
+            max={FALLBACK_AFTER_MAX_SECONDS}
+            defaultValue={String(sender.defaultFallback?.afterSeconds ?? '')}
           />
         </label>
       </fieldset>

@@ -5,6 +5,7 @@ import { acceptedWindowOf } from '../../../http/accepted-window.ts'
 import { callerOf } from '../../../http/caller.ts'
 import { splitCommaLists } from '../../../http/comma-lists.ts'
 import { errorResponses } from '../../../http/error-responses.ts'
+import { withFallback } from '../../../sending/message-fallback-view.ts'
 import { toMessageView } from '../../../views.ts'
 import type { MessageRouteOptions } from './send.ts'
 
@@ -19,7 +20,7 @@ export const messageListRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
     '',
     {
       config: { scope: Scopes.readMessages },
-      preValidation: splitCommaLists('status', 'type'),
+      preValidation: splitCommaLists('status', 'type', 'fallback'),
       schema: {
         operationId: 'listMessages',
         hide: options.hide,
@@ -41,7 +42,12 @@ export const messageListRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
       if (query.tenantId !== undefined) mine.tenant(query.tenantId)
       const window = acceptedWindowOf(query.startDate, query.endDate)
       const { rows, itemCount, itemCountExact } = await mine.messages.list(query, window)
-      return { ...pageMeta(query.page, query.take, itemCount), itemCountExact, data: rows.map(toMessageView) }
+      const fallbacks = await mine.messages.fallbacks(rows.map((row) => row.id))
+      return {
+        ...pageMeta(query.page, query.take, itemCount),
+        itemCountExact,
+        data: rows.map((row) => withFallback(toMessageView(row), fallbacks.get(row.id))),
+      }
     },
   )
 }

@@ -5,6 +5,7 @@ import { callerOf } from '../../../http/caller.ts'
 import { errorResponses } from '../../../http/error-responses.ts'
 import { openingEntries, timelineOf } from '../../../message-timeline.ts'
 import { findOwnMessage, viewFromJob } from '../../../sending/find-message.ts'
+import { withFallback } from '../../../sending/message-fallback-view.ts'
 import { toMessageView } from '../../../views.ts'
 import type { MessageRouteOptions } from './send.ts'
 
@@ -40,7 +41,7 @@ export const messageTimelineRoutes: FastifyPluginAsyncTypebox<MessageRouteOption
           entry.kind === 'retried' ? { ...entry, summary: 'Retried by an admin' } : entry,
         )
         return {
-          message: toMessageView(found.row),
+          message: withFallback(toMessageView(found.row), history.fallback),
           request: found.row.payload as Record<string, unknown>,
           entries,
         }
