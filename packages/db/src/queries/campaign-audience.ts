@@ -2,12 +2,13 @@ import type { CampaignAudience, CampaignStatus } from '@dispatch/contracts'
 import { and, eq, gt } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { campaignRecipients } from '../schema/campaigns.ts'
-import { type AudienceRow, copyAudience } from './campaign-audience-copy.ts'
+import { type AudienceBatch, copyAudience } from './campaign-audience-copy.ts'
 import { type AudienceConsent, blockingEntries, skipBlocked } from './campaign-audience-judge.ts'
 import { SeenRecipients } from './campaign-audience-seen.ts'
 
-export type { AudienceRow } from './campaign-audience-copy.ts'
+export type { AudienceBatch, AudienceRow } from './campaign-audience-copy.ts'
 export type { AudienceConsent } from './campaign-audience-judge.ts'
+export { PlainRows } from './campaign-audience-plain.ts'
 
 export interface AudienceTarget {
   campaignId: string
@@ -36,7 +37,7 @@ export type ReplacedAudience =
 export async function replaceCampaignAudience(
   db: Db,
   target: AudienceTarget,
-  rows: AsyncIterable<AudienceRow[]>,
+  rows: AsyncIterable<AudienceBatch>,
   options: {
     format: CampaignAudience['format']
     consent: AudienceConsent
