@@ -423,6 +423,19 @@ describe('PUT /api/third-party/campaigns/:id/audience', () => {
     expect((await rowsOf(id)).map((r) => [r.line, r.phone])).toEqual([[1, second]])
   })
 
+  it('replaces rows written before a campaign had a table of its own (the default partition)', async () => {
+    const id = await draftCampaign(key)
+    await world.sql`insert into campaign_recipients (campaign_id, line, phone, variables, state)
+      values (${id}, 2, ${phone()}, '{}', 'pending'), (${id}, 9, ${phone()}, '{}', 'pending')`
+    const taken = phone()
+    const res = await upload(id, `phone,first_name,date\n${taken},A,B\n`)
+    expect(res.statusCode, res.body).toBe(200)
+    expect((await rowsOf(id)).map((r) => [r.line, r.phone, r.state])).toEqual([[2, taken, 'pending']])
+    const [own] = await world.sql<{ partition: string }[]>`
+      select tableoid::regclass::text as partition from campaign_recipients where campaign_id = ${id}`
+    expect(own?.partition).toBe(`campaign_recipients_${id.replaceAll('-', '')}`)
+  })
+
   it("answers 404 for another tenant's campaign, upload and report alike", async () => {
     const id = await draftCampaign(key)
     expectError(

@@ -23,12 +23,24 @@ export type ReplacedAudience =
   | { outcome: 'not_found' }
   | { outcome: 'wrong_state'; status: CampaignStatus }
 
+/** A campaign's own table of rows, a partition of campaign_recipients (migration 0043). */
+export const ownRecipientsTable = (campaignId: string) =>
+  `campaign_recipients_${campaignId.replaceAll('-', '')}`
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+
 /**
  * Replaces a campaign's audience with the rows of an upload, in one transaction: the campaign is
- * locked (a start waits for the upload), its previous rows deleted, the new ones written by COPY
- * as they are read and judged against the rows before them (a recipient on an earlier line) and
- * the suppression list, and the campaign set `ready` with what the upload came to. An upload cut
- * off halfway (the rows' iterator throws) leaves the campaign as it was, previous audience included.
+ * locked (a start waits for the upload), the new rows written by COPY as they are read and judged
+ * against the rows before them (a recipient on an earlier line) and the suppression list, and the
+ * campaign set `ready` with what the upload came to. An upload cut off halfway (the rows'
+ * iterator throws) leaves the campaign as it was, previous audience included.
+ *
+ * A campaign's first upload writes into a table of its own, made here with no index: its key is
+ * built once the rows are in (one sorted pass, not an entry per row as it is written) and the
+ * table attached as the campaign's partition of campaign_recipients, as the transaction's last
+ * step. A later upload deletes the rows of that table and writes the new ones into it. Rows of
+ * the campaign in the default partition (written before 0043) are deleted either way.
  *
  * A skipped row is kept with its raw line (for the report); a taken one without it, unless the
  * number's list is too long to read whole and is joined in SQL after the COPY (which may still
@@ -49,22 +61,39 @@ export async function replaceCampaignAudience(
   const { campaignId } = target
   const { consent, at } = options
   return db.$client.begin(async (sql) => {
-    const [found] = await sql<{ status: CampaignStatus }[]>`
-      select status from campaigns
+    const [found] = await sql<{ status: CampaignStatus; id: string }[]>`
+      select status, id::text as id from campaigns
       where id = ${campaignId} ${target.apiKeyId === undefined ? sql`` : sql`and api_key_id = ${target.apiKeyId}`}
       for update`
     if (!found) return { outcome: 'not_found' } as const
     if (!target.from.includes(found.status)) return { outcome: 'wrong_state', status: found.status } as const
+    if (!UUID.test(found.id)) throw new Error(`campaign id ${found.id} is not a uuid`)
+    const table = ownRecipientsTable(found.id)
+    const [{ own } = { own: false }] = await sql<
+      { own: boolean }[]
+    >`select to_regclass(${table}) is not null as own`
     await sql`delete from campaign_recipients where campaign_id = ${campaignId}`
+    if (!own) {
+      await sql`
+        create table ${sql(table)} (like campaign_recipients including defaults,
+          constraint ${sql(`${table}_campaign`)} check (campaign_id = ${sql.unsafe(`'${found.id}'`)}))`
+    }
 
     // Duplicates and the suppression list are judged as the rows are read; a list too long to
     // read whole is joined to the rows once they are in.
     const entries = await blockingEntries(sql, consent, options.entriesReadWhole)
     const judging = { consent, entries, seen: new SeenRecipients() }
-    const { count, skippedByReason } = await copyAudience(sql, campaignId, rows, judging)
+    const into = own ? undefined : { table, created: true }
+    const { count, skippedByReason } = await copyAudience(sql, campaignId, rows, judging, into)
     if (entries.plain === null) {
-      for (const { reason, n } of await skipBlocked(sql, campaignId, consent))
+      for (const { reason, n } of await skipBlocked(sql, campaignId, consent, into?.table))
         if (n > 0) skippedByReason[reason] = (skippedByReason[reason] ?? 0) + n
+    }
+    if (!own) {
+      // The check above lets the attach skip scanning the rows; the default partition is scanned
+      // for rows of the campaign (none: deleted above), under a lock held until the commit.
+      await sql`alter table ${sql(table)} add constraint ${sql(`${table}_pkey`)} primary key (campaign_id, line)`
+      await sql`alter table campaign_recipients attach partition ${sql(table)} for values in (${sql.unsafe(`'${found.id}'`)})`
     }
 
     const skipped = Object.values(skippedByReason).reduce((sum, n) => sum + n, 0)

@@ -78,7 +78,18 @@ export class CsvAudience {
 
   /** The rows `chunk` completes, judged, in line order; `final` at the end of the body. */
   push(chunk: Buffer, final = false): AudienceBatch {
-    let buf = this.#rest ? Buffer.concat([this.#rest, chunk]) : chunk
+    const rest = this.#rest
+    if (rest && this.#started) {
+      // The line begun in the last chunk ends in this one: read it alone, not the chunk copied whole.
+      const nl = chunk.indexOf(NEWLINE)
+      if (nl !== -1) {
+        this.#rest = undefined
+        const out = this.#read(Buffer.concat([rest, chunk.subarray(0, nl + 1)]), false)
+        for (const part of this.#read(chunk.subarray(nl + 1), final)) out.push(part)
+        return out
+      }
+    }
+    let buf = rest ? Buffer.concat([rest, chunk]) : chunk
     this.#rest = undefined
     if (!this.#started) {
       if (buf.length < 3 && !final) {
@@ -88,6 +99,10 @@ export class CsvAudience {
       this.#started = true
       if (buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf) buf = buf.subarray(3)
     }
+    return this.#read(buf, final)
+  }
+
+  #read(buf: Buffer, final: boolean): AudienceBatch {
     const out: AudienceBatch = []
     let end = final ? buf.length : buf.lastIndexOf(NEWLINE) + 1
     // No line ends in more than the longest line: the text reader gives it up.
