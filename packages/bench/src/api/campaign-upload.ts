@@ -8,8 +8,8 @@
  * writes them (COPY's binary format: campaign_recipients' columns, its key, the variables as JSON
  * text, no raw line for a row taken; a table of the campaign's own, its key built after, attached)
  * from a file, which is what the API's own work (HTTP, parsing, judging) adds to.
- * Each round prints the API process's CPU time during the upload (its own work, whatever the
- * machine's load). And the API's memory: its peak RSS during the upload over its RSS before
+ * Each round prints the API process's CPU time during the upload, and Postgres' (its backends' CPU
+ * time, /proc) during each step: their own work, whatever the machine's load. And the API's memory: its peak RSS during the upload over its RSS before
  * (/proc/<pid>/status VmHWM after clearing it, Linux), aim ≤ 100 MB.
  *
  *   pnpm --filter @dispatch/bench bench:campaign-upload   (BENCH_UPLOAD_ROWS, BENCH_ROUNDS)
@@ -103,6 +103,31 @@ async function copyBare(path: string): Promise<number> {
   return performance.now() - started
 }
 
+/**
+ * The CPU time (ms) every backend of the bench's database has used so far (Linux: /proc, Postgres
+ * on this machine; undefined elsewhere): read before and after a step, what Postgres spent on it,
+ * whatever the machine's load. The API's pool and the bench's own connection stay open throughout.
+ */
+async function postgresCpu(): Promise<number | undefined> {
+  const backends = await sql<
+    { pid: number }[]
+  >`select pid from pg_stat_activity where datname = current_database()`
+  let ticks = 0
+  for (const { pid } of backends) {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined)
+    if (stat === undefined) return undefined
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    ticks += Number(fields[11]) + Number(fields[12])
+  }
+  return ticks * 10
+}
+const spent = async <T>(step: () => Promise<T>): Promise<[T, number | undefined]> => {
+  const before = await postgresCpu()
+  const result = await step()
+  const after = await postgresCpu()
+  return [result, before === undefined || after === undefined ? undefined : after - before]
+}
+
 /** The rows as the upload writes them (queries/campaign-audience-copy.ts: COPY's binary format), for `campaignId`. */
 async function writeTableRows(csv: string, path: string, campaignId: string) {
   const lines = (await readFile(csv, 'utf8')).split('\n').slice(1, -1)
@@ -151,7 +176,17 @@ async function writeTableRows(csv: string, path: string, campaignId: string) {
 async function copyTable(path: string, campaignId: string): Promise<number> {
   await sql`checkpoint`
   const table = `campaign_recipients_${campaignId.replaceAll('-', '')}`
+  const [{ partitioned } = { partitioned: false }] = await sql<{ partitioned: boolean }[]>`
+    select relkind = 'p' as partitioned from pg_class where relname = 'campaign_recipients'`
   const started = performance.now()
+  // Before 0043 (a run of an older tree beside this one): the rows straight into the table.
+  if (!partitioned) {
+    const copy = await sql`
+      copy campaign_recipients (campaign_id, line, phone, user_id, variables, state, reason, detail, raw)
+      from stdin (format binary)`.writable()
+    await pipeline(createReadStream(path), copy)
+    return performance.now() - started
+  }
   await sql.begin(async (tx) => {
     await tx.unsafe(`create table ${table} (like campaign_recipients including defaults,
       constraint ${table}_campaign check (campaign_id = '${campaignId}'))`)
@@ -180,25 +215,36 @@ try {
   const api: number[] = []
   const bare: number[] = []
   const table: number[] = []
+  /** Postgres' CPU for the upload and for the floor, over its CPU for the bare COPY, a round each. */
+  const pgRatios: { upload: number; floor: number }[] = []
   let growth = 0
   for (let round = 0; round < rounds; round++) {
-    bare.push(await copyBare(file))
+    const [bareMs, bareCpu] = await spent(() => copyBare(file))
+    bare.push(bareMs)
     await sql`checkpoint`
     await writeFile(`/proc/${pid}/clear_refs`, '5').catch(() => {})
     const before = await memory()
     const cpuBefore = await server.cpuSeconds()
-    api.push(await upload(file, campaignIds[round] as string))
+    const [apiMs, apiPgCpu] = await spent(() => upload(file, campaignIds[round] as string))
+    api.push(apiMs)
     const cpuAfter = await server.cpuSeconds()
     const after = await memory()
     growth = Math.max(growth, after.peak - before.rss)
     const tableFile = `${file}.tsv`
     await writeTableRows(file, tableFile, campaignIds[rounds + 1 + round] as string)
-    table.push(await copyTable(tableFile, campaignIds[rounds + 1 + round] as string))
+    const [tableMs, tableCpu] = await spent(() =>
+      copyTable(tableFile, campaignIds[rounds + 1 + round] as string),
+    )
+    table.push(tableMs)
+    if (bareCpu && apiPgCpu !== undefined && tableCpu !== undefined)
+      pgRatios.push({ upload: apiPgCpu / bareCpu, floor: tableCpu / bareCpu })
     await rm(tableFile)
+    const ms = (n: number | undefined) => (n === undefined ? '?' : n.toFixed(0))
     console.log(
-      `round ${round + 1}: bare COPY ${(bare[round] as number).toFixed(0)} ms, API ${(api[round] as number).toFixed(0)} ms, ` +
-        `COPY into campaign_recipients ${(table[round] as number).toFixed(0)} ms, ` +
-        `API CPU ${cpuAfter === undefined || cpuBefore === undefined ? '?' : ((cpuAfter - cpuBefore) * 1000).toFixed(0)} ms, API RSS ${(before.rss / 2 ** 20).toFixed(0)} MB → peak ${(after.peak / 2 ** 20).toFixed(0)} MB`,
+      `round ${round + 1}: bare COPY ${ms(bareMs)} ms, API ${ms(apiMs)} ms, ` +
+        `COPY into campaign_recipients ${ms(tableMs)} ms, ` +
+        `API CPU ${cpuAfter === undefined || cpuBefore === undefined ? '?' : ((cpuAfter - cpuBefore) * 1000).toFixed(0)} ms, API RSS ${(before.rss / 2 ** 20).toFixed(0)} MB → peak ${(after.peak / 2 ** 20).toFixed(0)} MB; ` +
+        `Postgres CPU: bare COPY ${ms(bareCpu)} ms, upload ${ms(apiPgCpu)} ms, floor ${ms(tableCpu)} ms`,
     )
   }
   printComparison({
@@ -216,6 +262,20 @@ try {
     unit: 'rows/s',
     better: 'higher',
   })
+  if (pgRatios.length > 0) {
+    printFigure({
+      name: "api/campaign-upload: Postgres' CPU for the upload over its CPU for the bare COPY",
+      figure: median(pgRatios.map((r) => r.upload)),
+      unit: '×',
+      better: 'lower',
+    })
+    printFigure({
+      name: "api/campaign-upload: Postgres' CPU for the floor over its CPU for the bare COPY",
+      figure: median(pgRatios.map((r) => r.floor)),
+      unit: '×',
+      better: 'lower',
+    })
+  }
   printFigure({
     name: 'api/campaign-upload: API memory growth',
     figure: growth / 2 ** 20,
