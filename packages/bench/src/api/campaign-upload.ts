@@ -188,7 +188,7 @@ async function copyTable(path: string, campaignId: string): Promise<number> {
     return performance.now() - started
   }
   await sql.begin(async (tx) => {
-    await tx.unsafe(`create table ${table} (like campaign_recipients including defaults,
+    await tx.unsafe(`create table ${table} (like campaign_recipients including defaults including constraints,
       constraint ${table}_campaign check (campaign_id = '${campaignId}'))`)
     const copy = await tx
       .unsafe(`

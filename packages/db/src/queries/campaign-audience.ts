@@ -75,7 +75,7 @@ export async function replaceCampaignAudience(
     await sql`delete from campaign_recipients where campaign_id = ${campaignId}`
     if (!own) {
       await sql`
-        create table ${sql(table)} (like campaign_recipients including defaults,
+        create table ${sql(table)} (like campaign_recipients including defaults including constraints,
           constraint ${sql(`${table}_campaign`)} check (campaign_id = ${sql.unsafe(`'${found.id}'`)}))`
     }
 
