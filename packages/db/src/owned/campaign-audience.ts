@@ -1,8 +1,8 @@
 import { CAMPAIGN_AUDIENCE_UPLOAD_STATUSES } from '@dispatch/contracts'
 import type { Db } from '../client.ts'
 import {
-  type AudienceConsent,
   type AudienceBatch,
+  type AudienceConsent,
   replaceCampaignAudience,
   skippedAudienceRows,
 } from '../queries/campaign-audience.ts'

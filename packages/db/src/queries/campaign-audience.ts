@@ -40,7 +40,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
  * built once the rows are in (one sorted pass, not an entry per row as it is written) and the
  * table attached as the campaign's partition of campaign_recipients, as the transaction's last
  * step. A later upload deletes the rows of that table and writes the new ones into it. Rows of
- * the campaign in the default partition (written before 0043) are deleted either way.
+ * the campaign in the default partition (rows written by hand) are deleted either way.
  *
  * A skipped row is kept with its raw line (for the report); a taken one without it, unless the
  * number's list is too long to read whole and is joined in SQL after the COPY (which may still
