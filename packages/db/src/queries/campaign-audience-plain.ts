@@ -35,7 +35,7 @@ export class PlainRows {
   count = 0
 
   /** The bytes the spans point into (the body's chunk). */
-  readonly source: Buffer
+  source: Buffer
   /** The variables' names, in the order a JSON object of them takes (`Object.keys`). */
   readonly names: readonly string[]
 
@@ -46,6 +46,12 @@ export class PlainRows {
     this.lines = new Int32Array(capacity)
     this.keys = new Float64Array(capacity)
     this.spans = new Int32Array(capacity * this.stride)
+  }
+
+  /** Emptied for the rows of another chunk, its arrays kept (a reader reuses them chunk after chunk). */
+  reset(source: Buffer) {
+    this.source = source
+    this.count = 0
   }
 
   /** Room for one more row; answers where its spans start. */

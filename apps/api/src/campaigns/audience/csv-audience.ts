@@ -67,6 +67,12 @@ export class CsvAudience {
   #fieldEnds = new Int32Array(1)
   /** The rows read so far (the header aside). */
   rows = 0
+  /**
+   * The PlainRows of the chunk being read, reused chunk after chunk: a batch is written to COPY
+   * before the next chunk is read, so its arrays are free again by then.
+   */
+  readonly #pool: PlainRows[] = []
+  #pooled = 0
 
   constructor(expected: string[] | null) {
     this.#expected = expected
@@ -76,8 +82,12 @@ export class CsvAudience {
     return this.#columns !== undefined
   }
 
-  /** The rows `chunk` completes, judged, in line order; `final` at the end of the body. */
+  /**
+   * The rows `chunk` completes, judged, in line order; `final` at the end of the body. The batch
+   * answered holds until the next push (its PlainRows are reused).
+   */
   push(chunk: Buffer, final = false): AudienceBatch {
+    this.#pooled = 0
     const rest = this.#rest
     if (rest && this.#started) {
       // The line begun in the last chunk ends in this one: read it alone, not the chunk copied whole.
@@ -250,7 +260,13 @@ export class CsvAudience {
         continue
       }
       if (!rows) {
-        rows = new PlainRows(buf, plan.names, Math.max(64, (end - pos) >> 5))
+        rows = this.#pool[this.#pooled]
+        if (rows) rows.reset(buf)
+        else {
+          rows = new PlainRows(buf, plan.names, Math.max(64, (end - pos) >> 5))
+          this.#pool.push(rows)
+        }
+        this.#pooled++
         out.push(rows)
       }
       const at = rows.add(this.#line, key)

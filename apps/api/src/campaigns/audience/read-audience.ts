@@ -29,7 +29,8 @@ export const tooManyBytes = (max: number) =>
 /**
  * An upload's rows, judged one by one as they stream in, a chunk's worth at a time: a CSV read from
  * its bytes (`CsvAudience`: a BOM dropped, plain lines kept as bytes), NDJSON decoded as UTF-8 and
- * split into lines; each row judged as a send of it would be. Throws (and so stops the upload) for
+ * split into lines; each row judged as a send of it would be. A batch holds until the next one is
+ * asked for (a CSV's plain rows reuse their arrays). Throws (and so stops the upload) for
  * what is the file's fault, not a row's: a CSV header that does not fit the template (400), more
  * rows or bytes than an audience may hold (413).
  */
