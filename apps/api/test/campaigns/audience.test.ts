@@ -470,12 +470,49 @@ describe('PUT /api/third-party/campaigns/:id/audience', () => {
     )
   })
 
+  it("takes two campaigns' first uploads at once: one finishes while the other is still reading its body", async () => {
+    const slow = await draftCampaign(key)
+    const quick = await draftCampaign(key)
+    if (!app.server.listening) await app.listen({ port: 0, host: '127.0.0.1' })
+    const { port } = app.server.address() as AddressInfo
+    const req = httpRequest({
+      host: '127.0.0.1',
+      port,
+      method: 'PUT',
+      path: `/api/third-party/campaigns/${slow}/audience`,
+      headers: { 'x-api-key': key.key, 'content-type': 'text/csv' },
+    })
+    const answered = new Promise<{ status: number | undefined; body: string }>((resolve, reject) => {
+      req.on('response', (res) => {
+        let body = ''
+        res.on('data', (chunk) => {
+          body += chunk
+        })
+        res.on('end', () => resolve({ status: res.statusCode, body }))
+      })
+      req.on('error', reject)
+    })
+    req.write(`phone,first_name,date\n${phone()},A,B\n`)
+    // Under way: its transaction holds the campaign's row and waits for the rest of the body.
+    await waitFor(async () => {
+      const [free] = await world.sql`select id from campaigns where id = ${slow} for update skip locked`
+      return free ? undefined : true
+    })
+    const res = await upload(quick, `phone,first_name,date\n${phone()},C,D\n`)
+    expect(res.statusCode, res.body).toBe(200)
+    req.end(`${phone()},E,F\n`)
+    const done = await answered
+    expect(done.status, done.body).toBe(200)
+    expect(await rowsOf(slow)).toHaveLength(2)
+    expect(await rowsOf(quick)).toHaveLength(1)
+  })
+
   it('leaves the previous audience as it was when the upload is cut off halfway', async () => {
     const id = await draftCampaign(key)
     const kept = phone()
     await upload(id, `phone,first_name,date\n${kept},A,B\n`)
     const before = await world.sql`select audience from campaigns where id = ${id}`
-    await app.listen({ port: 0, host: '127.0.0.1' })
+    if (!app.server.listening) await app.listen({ port: 0, host: '127.0.0.1' })
     const { port } = app.server.address() as AddressInfo
     const req = httpRequest({
       host: '127.0.0.1',

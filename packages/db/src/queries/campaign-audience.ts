@@ -39,8 +39,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
  * A campaign's first upload writes into a table of its own, made here with no index: its key is
  * built once the rows are in (one sorted pass, not an entry per row as it is written) and the
  * table attached as the campaign's partition of campaign_recipients, as the transaction's last
- * step. A later upload deletes the rows of that table and writes the new ones into it. Rows of
- * the campaign in the default partition (rows written by hand) are deleted either way.
+ * step. A later upload deletes the rows of that table and writes the new ones into it. A first
+ * upload deletes the campaign's rows in the default partition (rows written by hand) just before
+ * it attaches.
  *
  * A skipped row is kept with its raw line (for the report); a taken one without it, unless the
  * number's list is too long to read whole and is joined in SQL after the COPY (which may still
@@ -72,8 +73,8 @@ export async function replaceCampaignAudience(
     const [{ own } = { own: false }] = await sql<
       { own: boolean }[]
     >`select to_regclass(${table}) is not null as own`
-    await sql`delete from campaign_recipients where campaign_id = ${campaignId}`
-    if (!own) {
+    if (own) await sql`delete from campaign_recipients where campaign_id = ${campaignId}`
+    else {
       await sql`
         create table ${sql(table)} (like campaign_recipients including defaults including constraints,
           constraint ${sql(`${table}_campaign`)} check (campaign_id = ${sql.unsafe(`'${found.id}'`)}))`
@@ -90,9 +91,14 @@ export async function replaceCampaignAudience(
         if (n > 0) skippedByReason[reason] = (skippedByReason[reason] ?? 0) + n
     }
     if (!own) {
-      // The check above lets the attach skip scanning the rows; the default partition is scanned
-      // for rows of the campaign (none: deleted above), under a lock held until the commit.
       await sql`alter table ${sql(table)} add constraint ${sql(`${table}_pkey`)} primary key (campaign_id, line)`
+      // The attach locks campaign_recipients, then its default partition, until the commit. The
+      // campaign's rows there (written by hand) are deleted only now, under the first of those
+      // locks: an upload holding the default partition while it waits for campaign_recipients
+      // would deadlock with another one attaching. The check made with the table lets the attach
+      // skip scanning the rows; the default partition is scanned (for none of the campaign's).
+      await sql`lock table campaign_recipients in share update exclusive mode`
+      await sql`delete from campaign_recipients_default where campaign_id = ${campaignId}`
       await sql`alter table campaign_recipients attach partition ${sql(table)} for values in (${sql.unsafe(`'${found.id}'`)})`
     }
 
