@@ -423,6 +423,19 @@ describe('PUT /api/third-party/campaigns/:id/audience', () => {
     expect((await rowsOf(id)).map((r) => [r.line, r.phone])).toEqual([[1, second]])
   })
 
+  it('replaces rows written before a campaign had a table of its own (the default partition)', async () => {
+    const id = await draftCampaign(key)
+    await world.sql`insert into campaign_recipients (campaign_id, line, phone, variables, state)
+      values (${id}, 2, ${phone()}, '{}', 'pending'), (${id}, 9, ${phone()}, '{}', 'pending')`
+    const taken = phone()
+    const res = await upload(id, `phone,first_name,date\n${taken},A,B\n`)
+    expect(res.statusCode, res.body).toBe(200)
+    expect((await rowsOf(id)).map((r) => [r.line, r.phone, r.state])).toEqual([[2, taken, 'pending']])
+    const [own] = await world.sql<{ partition: string }[]>`
+      select tableoid::regclass::text as partition from campaign_recipients where campaign_id = ${id}`
+    expect(own?.partition).toBe(`campaign_recipients_${id.replaceAll('-', '')}`)
+  })
+
   it("answers 404 for another tenant's campaign, upload and report alike", async () => {
     const id = await draftCampaign(key)
     expectError(
@@ -457,12 +470,49 @@ describe('PUT /api/third-party/campaigns/:id/audience', () => {
     )
   })
 
+  it("takes two campaigns' first uploads at once: one finishes while the other is still reading its body", async () => {
+    const slow = await draftCampaign(key)
+    const quick = await draftCampaign(key)
+    if (!app.server.listening) await app.listen({ port: 0, host: '127.0.0.1' })
+    const { port } = app.server.address() as AddressInfo
+    const req = httpRequest({
+      host: '127.0.0.1',
+      port,
+      method: 'PUT',
+      path: `/api/third-party/campaigns/${slow}/audience`,
+      headers: { 'x-api-key': key.key, 'content-type': 'text/csv' },
+    })
+    const answered = new Promise<{ status: number | undefined; body: string }>((resolve, reject) => {
+      req.on('response', (res) => {
+        let body = ''
+        res.on('data', (chunk) => {
+          body += chunk
+        })
+        res.on('end', () => resolve({ status: res.statusCode, body }))
+      })
+      req.on('error', reject)
+    })
+    req.write(`phone,first_name,date\n${phone()},A,B\n`)
+    // Under way: its transaction holds the campaign's row and waits for the rest of the body.
+    await waitFor(async () => {
+      const [free] = await world.sql`select id from campaigns where id = ${slow} for update skip locked`
+      return free ? undefined : true
+    })
+    const res = await upload(quick, `phone,first_name,date\n${phone()},C,D\n`)
+    expect(res.statusCode, res.body).toBe(200)
+    req.end(`${phone()},E,F\n`)
+    const done = await answered
+    expect(done.status, done.body).toBe(200)
+    expect(await rowsOf(slow)).toHaveLength(2)
+    expect(await rowsOf(quick)).toHaveLength(1)
+  })
+
   it('leaves the previous audience as it was when the upload is cut off halfway', async () => {
     const id = await draftCampaign(key)
     const kept = phone()
     await upload(id, `phone,first_name,date\n${kept},A,B\n`)
     const before = await world.sql`select audience from campaigns where id = ${id}`
-    await app.listen({ port: 0, host: '127.0.0.1' })
+    if (!app.server.listening) await app.listen({ port: 0, host: '127.0.0.1' })
     const { port } = app.server.address() as AddressInfo
     const req = httpRequest({
       host: '127.0.0.1',

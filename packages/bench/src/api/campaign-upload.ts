@@ -4,11 +4,12 @@
  * the most work per row) is uploaded to `PUT /api/third-party/campaigns/:id/audience` of the API in
  * a child process, and `COPY … FROM STDIN (FORMAT csv, HEADER)` of the same file into a bare table
  * (three text columns, no index), rounds alternating; the medians compared as rows per second.
- * Aim ≥ 0.5. Beside them, the floor of the table itself: COPY of the rows exactly as the upload
- * writes them (campaign_recipients' columns, its key, the variables as JSON text, no raw line for a
- * row taken) from a file, which is what the API's own work (HTTP, parsing, judging, the SQL passes after) adds to.
- * Each round prints the API process's CPU time during the upload (its own work, whatever the
- * machine's load). And the API's memory: its peak RSS during the upload over its RSS before
+ * Aim ≥ 0.5. Beside them, the floor of the table itself: COPY of the rows exactly as a first upload
+ * writes them (COPY's binary format: campaign_recipients' columns, its key, the variables as JSON
+ * text, no raw line for a row taken; a table of the campaign's own, its key built after, attached)
+ * from a file, which is what the API's own work (HTTP, parsing, judging) adds to.
+ * Each round prints the API process's CPU time during the upload, and Postgres' (its backends' CPU
+ * time, /proc) during each step: their own work, whatever the machine's load. And the API's memory: its peak RSS during the upload over its RSS before
  * (/proc/<pid>/status VmHWM after clearing it, Linux), aim ≤ 100 MB.
  *
  *   pnpm --filter @dispatch/bench bench:campaign-upload   (BENCH_UPLOAD_ROWS, BENCH_ROUNDS)
@@ -102,30 +103,104 @@ async function copyBare(path: string): Promise<number> {
   return performance.now() - started
 }
 
-/** The rows as the upload writes them (queries/campaign-audience.ts), for `campaignId`. */
+/**
+ * The CPU time (ms) every backend of the bench's database has used so far (Linux: /proc, Postgres
+ * on this machine; undefined elsewhere): read before and after a step, what Postgres spent on it,
+ * whatever the machine's load. The API's pool and the bench's own connection stay open throughout.
+ */
+async function postgresCpu(): Promise<number | undefined> {
+  const backends = await sql<
+    { pid: number }[]
+  >`select pid from pg_stat_activity where datname = current_database()`
+  let ticks = 0
+  for (const { pid } of backends) {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined)
+    if (stat === undefined) return undefined
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    ticks += Number(fields[11]) + Number(fields[12])
+  }
+  return ticks * 10
+}
+const spent = async <T>(step: () => Promise<T>): Promise<[T, number | undefined]> => {
+  const before = await postgresCpu()
+  const result = await step()
+  const after = await postgresCpu()
+  return [result, before === undefined || after === undefined ? undefined : after - before]
+}
+
+/** The rows as the upload writes them (queries/campaign-audience-copy.ts: COPY's binary format), for `campaignId`. */
 async function writeTableRows(csv: string, path: string, campaignId: string) {
   const lines = (await readFile(csv, 'utf8')).split('\n').slice(1, -1)
   const out = createWriteStream(path)
-  let chunk = ''
-  lines.forEach((line, i) => {
-    const [phone, first_name, date] = line.split(',')
-    chunk += `${campaignId}\t${i + 2}\t${phone}\t\\N\t${JSON.stringify({ first_name, date })}\tpending\t\\N\t\\N\t\\N\n`
-    if (chunk.length > 1 << 16) {
-      out.write(chunk)
-      chunk = ''
+  const campaign = Buffer.from(campaignId.replaceAll('-', ''), 'hex')
+  const int32 = (n: number) => {
+    const b = Buffer.alloc(4)
+    b.writeInt32BE(n)
+    return b
+  }
+  const text = (value: string | null) =>
+    value === null ? int32(-1) : Buffer.concat([int32(Buffer.byteLength(value)), Buffer.from(value)])
+  out.write(Buffer.concat([Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1'), Buffer.alloc(8)]))
+  let chunk: Buffer[] = []
+  let size = 0
+  for (const [i, line] of lines.entries()) {
+    const [phone, first_name, date] = line.split(',') as [string, string, string]
+    const row = Buffer.concat([
+      Buffer.from([0, 9]),
+      int32(16),
+      campaign,
+      int32(4),
+      int32(i + 2),
+      text(phone),
+      text(null),
+      text(JSON.stringify({ first_name, date })),
+      text('pending'),
+      text(null),
+      text(null),
+      text(null),
+    ])
+    chunk.push(row)
+    size += row.length
+    if (size > 1 << 16) {
+      if (!out.write(Buffer.concat(chunk)))
+        await new Promise<void>((resolve) => out.once('drain', () => resolve()))
+      chunk = []
+      size = 0
     }
-  })
-  out.end(chunk)
+  }
+  out.end(Buffer.concat([...chunk, Buffer.from([0xff, 0xff])]))
   await new Promise<void>((resolve) => out.once('finish', () => resolve()))
 }
 
-async function copyTable(path: string): Promise<number> {
+/** COPY of the rows as a first upload writes them: a table of the campaign's own, its key, attached. */
+async function copyTable(path: string, campaignId: string): Promise<number> {
   await sql`checkpoint`
+  const table = `campaign_recipients_${campaignId.replaceAll('-', '')}`
+  const [{ partitioned } = { partitioned: false }] = await sql<{ partitioned: boolean }[]>`
+    select relkind = 'p' as partitioned from pg_class where relname = 'campaign_recipients'`
   const started = performance.now()
-  const copy = await sql`
-    copy campaign_recipients (campaign_id, line, phone, user_id, variables, state, reason, detail, raw)
-    from stdin`.writable()
-  await pipeline(createReadStream(path), copy)
+  // Before 0044 (a run of an older tree beside this one): the rows straight into the table.
+  if (!partitioned) {
+    const copy = await sql`
+      copy campaign_recipients (campaign_id, line, phone, user_id, variables, state, reason, detail, raw)
+      from stdin (format binary)`.writable()
+    await pipeline(createReadStream(path), copy)
+    return performance.now() - started
+  }
+  await sql.begin(async (tx) => {
+    await tx.unsafe(`create table ${table} (like campaign_recipients including defaults including constraints,
+      constraint ${table}_campaign check (campaign_id = '${campaignId}'))`)
+    const copy = await tx
+      .unsafe(`
+      copy ${table} (campaign_id, line, phone, user_id, variables, state, reason, detail, raw)
+      from stdin (format binary, freeze)`)
+      .writable()
+    await pipeline(createReadStream(path), copy)
+    await tx.unsafe(`alter table ${table} add constraint ${table}_pkey primary key (campaign_id, line)`)
+    await tx.unsafe(
+      `alter table campaign_recipients attach partition ${table} for values in ('${campaignId}')`,
+    )
+  })
   return performance.now() - started
 }
 
@@ -140,25 +215,36 @@ try {
   const api: number[] = []
   const bare: number[] = []
   const table: number[] = []
+  /** Postgres' CPU for the upload and for the floor, over its CPU for the bare COPY, a round each. */
+  const pgRatios: { upload: number; floor: number }[] = []
   let growth = 0
   for (let round = 0; round < rounds; round++) {
-    bare.push(await copyBare(file))
+    const [bareMs, bareCpu] = await spent(() => copyBare(file))
+    bare.push(bareMs)
     await sql`checkpoint`
     await writeFile(`/proc/${pid}/clear_refs`, '5').catch(() => {})
     const before = await memory()
     const cpuBefore = await server.cpuSeconds()
-    api.push(await upload(file, campaignIds[round] as string))
+    const [apiMs, apiPgCpu] = await spent(() => upload(file, campaignIds[round] as string))
+    api.push(apiMs)
     const cpuAfter = await server.cpuSeconds()
     const after = await memory()
     growth = Math.max(growth, after.peak - before.rss)
     const tableFile = `${file}.tsv`
     await writeTableRows(file, tableFile, campaignIds[rounds + 1 + round] as string)
-    table.push(await copyTable(tableFile))
+    const [tableMs, tableCpu] = await spent(() =>
+      copyTable(tableFile, campaignIds[rounds + 1 + round] as string),
+    )
+    table.push(tableMs)
+    if (bareCpu && apiPgCpu !== undefined && tableCpu !== undefined)
+      pgRatios.push({ upload: apiPgCpu / bareCpu, floor: tableCpu / bareCpu })
     await rm(tableFile)
+    const ms = (n: number | undefined) => (n === undefined ? '?' : n.toFixed(0))
     console.log(
-      `round ${round + 1}: bare COPY ${(bare[round] as number).toFixed(0)} ms, API ${(api[round] as number).toFixed(0)} ms, ` +
-        `COPY into campaign_recipients ${(table[round] as number).toFixed(0)} ms, ` +
-        `API CPU ${cpuAfter === undefined || cpuBefore === undefined ? '?' : ((cpuAfter - cpuBefore) * 1000).toFixed(0)} ms, API RSS ${(before.rss / 2 ** 20).toFixed(0)} MB → peak ${(after.peak / 2 ** 20).toFixed(0)} MB`,
+      `round ${round + 1}: bare COPY ${ms(bareMs)} ms, API ${ms(apiMs)} ms, ` +
+        `COPY into campaign_recipients ${ms(tableMs)} ms, ` +
+        `API CPU ${cpuAfter === undefined || cpuBefore === undefined ? '?' : ((cpuAfter - cpuBefore) * 1000).toFixed(0)} ms, API RSS ${(before.rss / 2 ** 20).toFixed(0)} MB → peak ${(after.peak / 2 ** 20).toFixed(0)} MB; ` +
+        `Postgres CPU: bare COPY ${ms(bareCpu)} ms, upload ${ms(apiPgCpu)} ms, floor ${ms(tableCpu)} ms`,
     )
   }
   printComparison({
@@ -176,6 +262,20 @@ try {
     unit: 'rows/s',
     better: 'higher',
   })
+  if (pgRatios.length > 0) {
+    printFigure({
+      name: "api/campaign-upload: Postgres' CPU for the upload over its CPU for the bare COPY",
+      figure: median(pgRatios.map((r) => r.upload)),
+      unit: '×',
+      better: 'lower',
+    })
+    printFigure({
+      name: "api/campaign-upload: Postgres' CPU for the floor over its CPU for the bare COPY",
+      figure: median(pgRatios.map((r) => r.floor)),
+      unit: '×',
+      better: 'lower',
+    })
+  }
   printFigure({
     name: 'api/campaign-upload: API memory growth',
     figure: growth / 2 ** 20,

@@ -1,8 +1,8 @@
 import { CAMPAIGN_AUDIENCE_UPLOAD_STATUSES } from '@dispatch/contracts'
 import type { Db } from '../client.ts'
 import {
+  type AudienceBatch,
   type AudienceConsent,
-  type AudienceRow,
   replaceCampaignAudience,
   skippedAudienceRows,
 } from '../queries/campaign-audience.ts'
@@ -18,7 +18,7 @@ export function ownedCampaignAudience(db: Db, caller: Caller) {
   return {
     replace: (
       campaignId: string,
-      rows: AsyncIterable<AudienceRow[]>,
+      rows: AsyncIterable<AudienceBatch>,
       options: {
         format: 'csv' | 'ndjson'
         consent: Omit<AudienceConsent, 'owner'>

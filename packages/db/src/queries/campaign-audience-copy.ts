@@ -3,33 +3,95 @@ import { finished } from 'node:stream/promises'
 import { CAMPAIGN_AUDIENCE_RAW_CHARS, type CampaignSkipReason } from '@dispatch/contracts'
 import type { TransactionSql } from 'postgres'
 import { type AudienceConsent, optOutDetail } from './campaign-audience-judge.ts'
+import { type AudienceRow, PlainRows } from './campaign-audience-plain.ts'
 import type { SeenRecipients } from './campaign-audience-seen.ts'
 
-/** One row of an upload as read: taken so far (`reason` null), or skipped as read. */
-export interface AudienceRow {
-  line: number
-  phone: string | null
-  userId: string | null
-  /** The template's body variables; null for a row skipped as read. */
-  variables: Record<string, string> | null
-  reason: CampaignSkipReason | null
-  detail: string | null
-  /** The line as uploaded. */
-  raw: string
-}
-
-const COPY_SPECIAL = /[\\\n\r\t]/
-const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' }
-/** A value in COPY's text format. */
-const copyText = (value: string | null) =>
-  value === null
-    ? '\\N'
-    : COPY_SPECIAL.test(value)
-      ? value.replace(/[\\\n\r\t]/g, (c) => COPY_ESCAPES[c] as string)
-      : value
+export type { AudienceRow } from './campaign-audience-plain.ts'
 
 const cut = (raw: string) =>
   raw.length <= CAMPAIGN_AUDIENCE_RAW_CHARS ? raw : raw.slice(0, CAMPAIGN_AUDIENCE_RAW_CHARS).toWellFormed()
+
+/** What an upload's rows come as, a chunk of the body at a time: rows judged one by one, and plain rows as bytes. */
+export type AudienceBatch = Array<AudienceRow | PlainRows>
+
+/** COPY's binary format: its signature, no flags, no header extension. */
+const COPY_HEADER = Buffer.concat([Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1'), Buffer.alloc(8)])
+const COPY_TRAILER = Buffer.from([0xff, 0xff])
+/** Each row's fields: campaign_id, line, phone, user_id, variables, state, reason, detail, raw. */
+const FIELDS = 9
+const PENDING = Buffer.from('pending')
+const SKIPPED = Buffer.from('skipped')
+
+/**
+ * A batch's rows in COPY's binary format, written into one growing buffer: no text to escape, a
+ * uuid as its 16 bytes, a plain row's phone and values copied from the body's bytes.
+ */
+class BinaryRows {
+  buffer = Buffer.allocUnsafe(1 << 16)
+  at = 0
+
+  room(n: number) {
+    if (this.at + n <= this.buffer.length) return
+    const bigger = Buffer.allocUnsafe(Math.max(this.buffer.length * 2, this.at + n))
+    this.buffer.copy(bigger, 0, 0, this.at)
+    this.buffer = bigger
+  }
+  int16(n: number) {
+    this.room(2)
+    this.at = this.buffer.writeInt16BE(n, this.at)
+  }
+  int32(n: number) {
+    this.room(4)
+    this.at = this.buffer.writeInt32BE(n, this.at)
+  }
+  null() {
+    this.int32(-1)
+  }
+  bytes(source: Buffer, from = 0, to = source.length) {
+    this.room(4 + to - from)
+    this.at = this.buffer.writeInt32BE(to - from, this.at)
+    this.at += source.copy(this.buffer, this.at, from, to)
+  }
+  /** Bytes of a value being written (no length of their own). */
+  raw(source: Buffer, from = 0, to = source.length) {
+    this.room(to - from)
+    this.at += source.copy(this.buffer, this.at, from, to)
+  }
+  text(value: string | null) {
+    if (value === null) return this.null()
+    this.room(4 + 3 * value.length)
+    const length = this.buffer.write(value, this.at + 4)
+    this.buffer.writeInt32BE(length, this.at)
+    this.at += 4 + length
+  }
+  /** A row's first fields: how many, its campaign, its line. */
+  start(campaign: Buffer, line: number) {
+    this.room(2 + 20 + 8)
+    this.at = this.buffer.writeInt16BE(FIELDS, this.at)
+    this.at = this.buffer.writeInt32BE(16, this.at)
+    this.at += campaign.copy(this.buffer, this.at)
+    this.at = this.buffer.writeInt32BE(4, this.at)
+    this.at = this.buffer.writeInt32BE(line, this.at)
+  }
+  /**
+   * The bytes written, and the buffer emptied for the next batch: the driver copies a chunk into
+   * its message as it is written, so the same buffer is reused batch after batch.
+   */
+  take(): Buffer {
+    const out = this.buffer.subarray(0, this.at)
+    this.at = 0
+    return out
+  }
+}
+
+/** A JSON object's text around its values: `{"a":"`, `","b":"`, …, `"}` (`{}` for none). */
+const objectParts = (names: readonly string[]) =>
+  names.length === 0
+    ? { parts: [], close: Buffer.from('{}') }
+    : {
+        parts: names.map((name, i) => Buffer.from(`${i === 0 ? '{' : '",'}${JSON.stringify(name)}:"`)),
+        close: Buffer.from('"}'),
+      }
 
 /**
  * Writes to COPY and waits until the bytes are on the socket (one batch in flight at most). A COPY
@@ -49,6 +111,18 @@ export interface AudienceJudging {
   seen: SeenRecipients
 }
 
+/** Why a recipient the API took is skipped after all: blocked by an entry of the list read whole. */
+function blocked(
+  recipient: string,
+  field: string,
+  judging: AudienceJudging,
+): [CampaignSkipReason, string] | undefined {
+  const { hashed, plain } = judging.entries
+  let own = plain === null || plain.size === 0 ? undefined : plain.get(recipient)
+  if (own === undefined && hashed.size > 0) own = hashed.get(judging.consent.hash(recipient))
+  return own === undefined ? undefined : [own ? 'opted_out' : 'suppressed', optOutDetail(field, own)]
+}
+
 /** Why a row the API took is skipped after all: a recipient taken on an earlier line, or blocked. */
 function judgeTaken(row: AudienceRow, judging: AudienceJudging): [CampaignSkipReason, string] | undefined {
   const { phone, userId, line } = row
@@ -56,74 +130,200 @@ function judgeTaken(row: AudienceRow, judging: AudienceJudging): [CampaignSkipRe
   const field = phone === null ? 'userId' : 'phone'
   const first = phone === null ? judging.seen.userId(recipient, line) : judging.seen.phone(recipient, line)
   if (first !== undefined) return ['duplicate', `${field}: the same recipient as line ${first}`]
-  const { hashed, plain } = judging.entries
-  let own = plain === null || plain.size === 0 ? undefined : plain.get(recipient)
-  if (own === undefined && hashed.size > 0) own = hashed.get(judging.consent.hash(recipient))
-  return own === undefined ? undefined : [own ? 'opted_out' : 'suppressed', optOutDetail(field, own)]
+  return blocked(recipient, field, judging)
 }
 
-/**
- * A batch's rows as COPY text, one Buffer, each judged against the rows before it and the
- * suppression list; the skipped counted in `skipped`. A taken row is written without its raw line
- * (its recipient and variables say it all) unless the list is joined in SQL after, which may
- * still skip it.
- */
-function encodeBatch(
-  batch: AudienceRow[],
-  campaignId: string,
-  judging: AudienceJudging,
-  skipped: Record<string, number>,
-): Buffer {
-  const keepRaw = judging.entries.plain === null
-  let text = ''
-  for (const row of batch) {
-    let { reason, detail } = row
-    if (reason === null && (row.phone !== null || row.userId !== null)) {
-      const judged = judgeTaken(row, judging)
-      if (judged) [reason, detail] = judged
-    }
-    if (reason !== null) skipped[reason] = (skipped[reason] ?? 0) + 1
-    text +=
-      reason === null
-        ? `${campaignId}\t${row.line}\t${row.phone ?? '\\N'}\t${row.userId ?? '\\N'}\t` +
-          `${row.variables ? copyText(JSON.stringify(row.variables)) : '\\N'}\tpending\t\\N\t\\N\t` +
-          `${keepRaw ? copyText(cut(row.raw)) : '\\N'}\n`
-        : `${campaignId}\t${row.line}\t${row.phone ?? '\\N'}\t${row.userId ?? '\\N'}\t\\N\tskipped\t` +
-          `${reason}\t${copyText(detail)}\t${copyText(cut(row.raw))}\n`
+/** How a batch is written: into `out`, for `campaign` (its uuid's bytes), the skipped counted by reason. */
+interface Encoding {
+  out: BinaryRows
+  campaign: Buffer
+  judging: AudienceJudging
+  /** A taken row keeps its raw line: the list is joined in SQL after, which may still skip it. */
+  keepRaw: boolean
+  skipped: Record<string, number>
+}
+
+function encodeRow(row: AudienceRow, e: Encoding) {
+  let { reason, detail } = row
+  if (reason === null && (row.phone !== null || row.userId !== null)) {
+    const judged = judgeTaken(row, e.judging)
+    if (judged) [reason, detail] = judged
   }
-  return Buffer.from(text)
+  const { out } = e
+  out.start(e.campaign, row.line)
+  out.text(row.phone)
+  out.text(row.userId)
+  if (reason === null) {
+    out.text(row.variables ? JSON.stringify(row.variables) : null)
+    out.bytes(PENDING)
+    out.null()
+    out.null()
+    out.text(e.keepRaw ? cut(row.raw) : null)
+    return
+  }
+  e.skipped[reason] = (e.skipped[reason] ?? 0) + 1
+  out.null()
+  out.bytes(SKIPPED)
+  out.text(reason)
+  out.text(detail)
+  out.text(cut(row.raw))
+}
+
+/** A plain row's raw line: its bytes as they came, unless longer than a raw line is kept. */
+function rawOf(out: BinaryRows, source: Buffer, from: number, to: number) {
+  if (to - from <= CAMPAIGN_AUDIENCE_RAW_CHARS) out.bytes(source, from, to)
+  else out.text(cut(source.toString('utf8', from, to)))
+}
+
+function encodePlain(rows: PlainRows, e: Encoding) {
+  const { out, judging } = e
+  const { source, lines, keys, stride } = rows
+  const spans = rows.spans
+  const { parts, close } = objectParts(rows.names)
+  const { hashed, plain } = judging.entries
+  const listed = hashed.size > 0 || (plain !== null && plain.size > 0)
+  for (let i = 0, at = 0; i < rows.count; i++, at += stride) {
+    const line = lines[i] as number
+    const lineFrom = spans[at] as number
+    const lineTo = spans[at + 1] as number
+    const phoneFrom = spans[at + 2] as number
+    const phoneTo = spans[at + 3] as number
+    const first = judging.seen.phoneKey(keys[i] as number, line)
+    const judged =
+      first !== undefined
+        ? (['duplicate', `phone: the same recipient as line ${first}`] as const)
+        : listed
+          ? blocked(source.toString('latin1', phoneFrom, phoneTo), 'phone', judging)
+          : undefined
+    out.room(2 + 20 + 8 + 4 + (phoneTo - phoneFrom) + 4)
+    const b = out.buffer
+    let p = out.at
+    b[p++] = 0
+    b[p++] = FIELDS
+    p = put32(b, p, 16)
+    p = put(b, p, e.campaign, 0, 16)
+    p = put32(b, p, 4)
+    p = put32(b, p, line)
+    p = put32(b, p, phoneTo - phoneFrom)
+    p = put(b, p, source, phoneFrom, phoneTo)
+    out.at = put32(b, p, -1)
+    if (judged) {
+      const [reason, detail] = judged
+      e.skipped[reason] = (e.skipped[reason] ?? 0) + 1
+      out.null()
+      out.bytes(SKIPPED)
+      out.text(reason)
+      out.text(detail)
+      rawOf(out, source, lineFrom, lineTo)
+      continue
+    }
+    if (e.keepRaw) {
+      pendingWithVariables(out, rows, at, parts, close)
+      rawOf(out, source, lineFrom, lineTo)
+    } else pendingWithVariables(out, rows, at, parts, close, true)
+  }
+}
+
+/** Copies bytes one by one: for the few bytes of a field, cheaper than a call into Buffer.copy. */
+function put(to: Uint8Array, at: number, from: Uint8Array, start: number, end: number): number {
+  for (let i = start; i < end; i++) to[at++] = from[i] as number
+  return at
+}
+
+const put32 = (to: Uint8Array, at: number, n: number) => {
+  to[at] = n >>> 24
+  to[at + 1] = (n >>> 16) & 255
+  to[at + 2] = (n >>> 8) & 255
+  to[at + 3] = n & 255
+  return at + 4
+}
+
+/** A taken row's last fields: `pending` then reason and detail null. */
+const PENDING_TAIL = Buffer.concat([Buffer.from([0, 0, 0, 7]), PENDING, Buffer.alloc(8, 0xff)])
+/** The same, then its raw line null. */
+const PENDING_TAIL_NO_RAW = Buffer.concat([PENDING_TAIL, Buffer.alloc(4, 0xff)])
+
+/**
+ * A taken plain row's variables, as JSON text (the names' parts around the values' bytes: nothing
+ * in a plain value needs escaping), and its state; its raw line too when `end` (null).
+ */
+function pendingWithVariables(
+  out: BinaryRows,
+  rows: PlainRows,
+  at: number,
+  parts: Buffer[],
+  close: Buffer,
+  end = false,
+) {
+  const { source, spans } = rows
+  let length = close.length
+  for (let v = 0; v < parts.length; v++)
+    length +=
+      (parts[v] as Buffer).length + (spans[at + 5 + 2 * v] as number) - (spans[at + 4 + 2 * v] as number)
+  const tail = end ? PENDING_TAIL_NO_RAW : PENDING_TAIL
+  out.room(4 + length + tail.length)
+  const b = out.buffer
+  let p = put32(b, out.at, length)
+  for (let v = 0; v < parts.length; v++) {
+    const part = parts[v] as Buffer
+    p = put(b, p, part, 0, part.length)
+    p = put(b, p, source, spans[at + 4 + 2 * v] as number, spans[at + 5 + 2 * v] as number)
+  }
+  p = put(b, p, close, 0, close.length)
+  out.at = put(b, p, tail, 0, tail.length)
 }
 
 /**
- * Writes the rows into `campaign_recipients` by COPY as they are read, a batch at a time (the next
- * read only once the last is on the socket): taken rows `pending` with their variables (JSON
- * text), skipped ones with their reason and their raw line (cut). A row of a recipient taken on an
- * earlier line, or that a blocking entry names, is skipped here. Answers how many rows, and how
- * many were skipped by each reason.
+ * Writes the rows into `campaign_recipients` by COPY (binary) as they are read, a batch at a time
+ * (the next read only once the last is on the socket): taken rows `pending` with their variables
+ * (JSON text) and no raw line (unless the list is joined in SQL after, which may still skip them),
+ * skipped ones with their reason and their raw line (cut). A row of a recipient taken on an earlier
+ * line, or that a blocking entry names, is skipped here. Answers how many rows, and how many were
+ * skipped by each reason.
  */
 export async function copyAudience(
   sql: TransactionSql,
   campaignId: string,
-  rows: AsyncIterable<AudienceRow[]>,
+  rows: AsyncIterable<AudienceBatch>,
   judging: AudienceJudging,
+  /** Where the rows go: campaign_recipients, or a table of the campaign's own made in this transaction. */
+  into: { table: string; created: boolean } = { table: 'campaign_recipients', created: false },
 ): Promise<{ count: number; skippedByReason: Record<string, number> }> {
   const skippedByReason: Record<string, number> = {}
   let count = 0
+  // A table made in this transaction takes its rows frozen: nobody else sees it before it commits,
+  // and its pages need no later pass to mark them visible to all.
   const copy = await sql`
-    copy campaign_recipients (campaign_id, line, phone, user_id, variables, state, reason, detail, raw)
-    from stdin`.writable()
+    copy ${sql(into.table)} (campaign_id, line, phone, user_id, variables, state, reason, detail, raw)
+    from stdin (format binary${into.created ? sql`, freeze` : sql``})`.writable()
   // Its errors are the upload's, thrown below; destroying it (below) must not throw them again.
   copy.on('error', () => {})
+  const encoding: Encoding = {
+    out: new BinaryRows(),
+    campaign: Buffer.from(campaignId.replaceAll('-', ''), 'hex'),
+    judging,
+    keepRaw: judging.entries.plain === null,
+    skipped: skippedByReason,
+  }
   try {
+    await write(copy, COPY_HEADER)
     for await (const batch of rows) {
-      const payload = encodeBatch(batch, campaignId, judging, skippedByReason)
-      count += batch.length
+      for (const part of batch) {
+        if (part instanceof PlainRows) {
+          encodePlain(part, encoding)
+          count += part.count
+        } else {
+          encodeRow(part, encoding)
+          count++
+        }
+      }
       // Nothing of the batch is held while Postgres takes it: the API's timers allocate meanwhile,
       // and the young-generation collections they cause would move rows still held to the old
       // space, which then grows with garbage until the upload ends.
       batch.length = 0
-      if (payload.length > 0) await write(copy, payload)
+      if (encoding.out.at > 0) await write(copy, encoding.out.take())
     }
+    await write(copy, COPY_TRAILER)
     const copied = finished(copy)
     copied.catch(() => {})
     copy.end()

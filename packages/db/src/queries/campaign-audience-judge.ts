@@ -74,6 +74,8 @@ export async function skipBlocked(
   sql: TransactionSql,
   campaignId: string,
   consent: AudienceConsent,
+  /** The table the rows are in: campaign_recipients, or the campaign's own before it is attached. */
+  table = 'campaign_recipients',
 ): Promise<Array<{ reason: string; n: number }>> {
   return sql<{ reason: string; n: number }[]>`
     with entries as (
@@ -81,7 +83,7 @@ export async function skipBlocked(
       where ${blocking(sql, consent)}
       group by recipient
     ), skipped as (
-      update campaign_recipients r
+      update ${sql(table)} r
       set state = 'skipped', variables = null,
         reason = case when e.own then 'opted_out' else 'suppressed' end,
         detail = case when r.phone is not null then 'phone' else 'userId' end ||

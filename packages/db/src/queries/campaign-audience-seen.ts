@@ -16,6 +16,11 @@ export class SeenRecipients {
   phone(phone: string, line: number): number | undefined {
     let key = 0
     for (let i = 1; i < phone.length; i++) key = key * 10 + phone.charCodeAt(i) - 48
+    return this.phoneKey(key, line)
+  }
+
+  /** As `phone`, for a phone already turned into its key (its digits as a number). */
+  phoneKey(key: number, line: number): number | undefined {
     if ((this.#size + 1) * 2 > this.#keys.length) this.#grow()
     const at = this.#slot(this.#keys, key)
     if (this.#keys[at] === key) return this.#lines[at]

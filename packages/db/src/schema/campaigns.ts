@@ -106,6 +106,11 @@ const variablesText = customType<{ data: Record<string, string>; driverData: str
  * when fed: `reason`, `detail`, the line as uploaded in `raw`), `canceled` (the campaign was
  * canceled before it was fed).
  */
+/**
+ * An audience's rows. Partitioned by campaign_id (migration 0044, which drizzle does not model):
+ * a campaign's first upload makes a table of its own, fills it, builds its key and attaches it
+ * (queries/campaign-audience.ts); rows of a campaign without its table go to the DEFAULT partition.
+ */
 export const campaignRecipients = pgTable(
   'campaign_recipients',
   {

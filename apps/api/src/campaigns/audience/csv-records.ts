@@ -33,6 +33,19 @@ export class CsvRecords {
   /** Dropping a record too long, up to its next newline. */
   #skipping = false
 
+  /** The last line counted (a reader that reads some lines itself keeps the count going through here). */
+  get line(): number {
+    return this.#line
+  }
+  set line(line: number) {
+    this.#line = line
+  }
+
+  /** Nothing is held back: no record begun and not ended, no line being dropped. */
+  get idle(): boolean {
+    return this.#text === '' && !this.#skipping
+  }
+
   /** The records `chunk` completes; `final` at the end of the body (a last line needs no newline). */
   push(chunk: string, final = false): CsvRecord[] {
     const records: CsvRecord[] = []

@@ -1,12 +1,13 @@
 import { Readable } from 'node:stream'
+import { type AudienceRow, PlainRows } from '@dispatch/db'
 import { describe, expect, it } from 'vitest'
 import { AppError } from '../../errors.ts'
 import { readAudience } from './read-audience.ts'
 
 async function readAll(text: string, limits = { maxRows: 10, maxBytes: 10_000 }) {
-  const rows = []
+  const rows: AudienceRow[] = []
   for await (const batch of readAudience(Readable.from([Buffer.from(text)]), 'csv', ['name'], limits)) {
-    rows.push(...batch)
+    for (const part of batch) rows.push(...(part instanceof PlainRows ? part.toRows() : [part]))
   }
   return rows
 }

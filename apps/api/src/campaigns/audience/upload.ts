@@ -3,7 +3,7 @@ import {
   type CampaignAudienceUploaded,
   DEFAULT_SENDER_ID,
 } from '@dispatch/contracts'
-import type { AudienceConsent, AudienceRow, CampaignRow, ReplacedAudience } from '@dispatch/db'
+import type { AudienceBatch, AudienceConsent, CampaignRow, ReplacedAudience } from '@dispatch/db'
 import { type RecipientHasher, recipientHasher } from '@dispatch/runtime'
 import { defaultPhoneNumberId } from '@dispatch/runtime/env'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
@@ -16,7 +16,7 @@ import { acceptAudienceBodies, UploadBody } from './upload-body.ts'
 
 /** Replaces a campaign's audience with judged rows (the key's owned layer, or an admin's query). */
 export type ReplaceAudience = (
-  rows: AsyncIterable<AudienceRow[]>,
+  rows: AsyncIterable<AudienceBatch>,
   options: { format: 'csv' | 'ndjson'; consent: Omit<AudienceConsent, 'owner'>; at: Date },
 ) => Promise<ReplacedAudience>
 
