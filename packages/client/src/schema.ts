@@ -10337,6 +10337,8 @@ export interface operations {
                             text: string;
                         };
                     };
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    senderId?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -10555,6 +10557,8 @@ export interface operations {
                             text: string;
                         };
                     };
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    senderId?: string;
                     /**
                      * @description The template's category, for the marketing opt-out and frequency cap when the sender's synced catalog does not know the template (the catalog's category wins when it does). Not sent to the platform.
                      * @enum {unknown}
@@ -10749,6 +10753,8 @@ export interface operations {
                             text: string;
                         };
                     };
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    senderId?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -10958,6 +10964,8 @@ export interface operations {
                             text: string;
                         };
                     };
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    senderId?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -11166,6 +11174,8 @@ export interface operations {
                             text: string;
                         };
                     };
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    senderId?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -11373,6 +11383,8 @@ export interface operations {
                             text: string;
                         };
                     };
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    senderId?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -11580,6 +11592,8 @@ export interface operations {
                             text: string;
                         };
                     };
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    senderId?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -11788,6 +11802,8 @@ export interface operations {
                             text: string;
                         };
                     };
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    senderId?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -12036,6 +12052,8 @@ export interface operations {
                             text: string;
                         };
                     };
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    senderId?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -12370,6 +12388,8 @@ export interface operations {
                             text: string;
                         };
                     };
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    senderId?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -12578,6 +12598,8 @@ export interface operations {
                             text: string;
                         };
                     };
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    senderId?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;

@@ -109,3 +109,6 @@ export type SenderPoolListQuery = Static<typeof SenderPoolListQuery>
 
 export const SenderPoolList = DataEnvelope(SenderPoolView)
 export type SenderPoolList = Static<typeof SenderPoolList>
+
+/** Redis pub/sub channel (under the queue prefix): a pool was created, changed or deleted (its id). */
+export const SENDER_POOL_CHANGES_CHANNEL = 'sender-pools:changed'

@@ -20,6 +20,7 @@ import { scriptCall } from '@dispatch/runtime/lua-scripts'
 import { type RedisClient, turnBatched, turnBatchedGet } from '@dispatch/runtime/redis'
 import { AppError } from '../../errors.ts'
 import type { Log } from '../log.ts'
+import type { PrefetchedSticky } from '../pools/on-accept.ts'
 import { checkTemplate } from './check-template.ts'
 import { KnownReaches } from './known-reach.ts'
 import {
@@ -65,6 +66,11 @@ export interface Prefetched {
   consent?: { number: string; owner: SuppressionOwner; read: Promise<string | null | undefined> }
   /** A template's window and its portfolio's reach, under `messagingLimitPolicy: refuse`. */
   limit?: PrefetchedLimit
+  /**
+   * A pooled key's send: its recipient's sticky record (its number is not chosen yet, so nothing
+   * else is read early).
+   */
+  sticky?: PrefetchedSticky
 }
 
 /**

@@ -1,0 +1,247 @@
+import { randomBytes } from 'node:crypto'
+import type { MessageView, SenderPoolView, SenderView } from '@dispatch/contracts'
+import { type FakeWhatsApp, messageWebhook, startFakeWhatsApp, waitFor } from '@dispatch/testing'
+import type { RunningWorker } from '@dispatch/worker'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  activeKey,
+  asAdmin,
+  buildTestApp,
+  createWorld,
+  expectError,
+  postPlatformWebhook,
+  SEND_SCOPES,
+  send,
+  startTestWorker,
+  type TestApp,
+  type TestWorld,
+} from '../helpers.ts'
+
+/**
+ * A key bound to a sender pool, end to end (docs/failover.md, "Sender pools"): its sends go out
+ * through the pool's numbers (sticky per recipient, new recipients spread by weight), a send may
+ * name a member and no other number, and a user's reply to any member reaches the key and sticks
+ * them to that number. Real Postgres and Redis, a worker, the fake Cloud API.
+ */
+const APP_SECRET = 'whatsapp-app-secret-for-pool-tests'
+const DEFAULT_NUMBER = '106540352240001'
+const NUMBERS = { a: '306540352240011', b: '306540352240022', c: '306540352240033' }
+const OUTSIDER_NUMBER = '306540352240044'
+
+let world: TestWorld
+let app: TestApp
+let fake: FakeWhatsApp
+let worker: RunningWorker
+type Key = { id: string; key: string }
+let pooled: Key
+let unpooled: Key
+const members: Record<'a' | 'b' | 'c', SenderView> = {} as never
+let outsider: SenderView
+let pool: SenderPoolView
+
+const admin = (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: object) =>
+  app.inject({ method, url, headers: asAdmin(), ...(payload ? { payload } : {}) })
+
+async function createSender(phoneNumberId: string, businessId: string) {
+  const token = `EAAG${randomBytes(18).toString('base64url')}`
+  fake.number(phoneNumberId, { token })
+  const res = await admin('POST', '/api/admin/senders', {
+    phoneNumberId,
+    displayName: `Number ${phoneNumberId.slice(-2)}`,
+    accessToken: token,
+    businessId,
+    wabaId: `9${businessId}`,
+  })
+  expect(res.statusCode, res.body).toBe(201)
+  return res.json<SenderView>()
+}
+
+beforeAll(async () => {
+  world = await createWorld()
+  fake = await startFakeWhatsApp()
+  app = await buildTestApp(world, { WHATSAPP_APP_SECRET: APP_SECRET, MESSAGE_RATE_PER_SECOND: '10000' })
+  worker = await startTestWorker(world, {
+    WORKER_QUEUES: 'messages',
+    WHATSAPP_API_URL: fake.url,
+    WHATSAPP_ACCESS_TOKEN: 'EAAG-pool-default-token',
+    WHATSAPP_PHONE_NUMBER_ID: DEFAULT_NUMBER,
+    ADMISSION_INTERVAL_MS: '20',
+    MESSAGES_BACKOFF_MS: '20',
+  })
+  members.a = await createSender(NUMBERS.a, '7001')
+  members.b = await createSender(NUMBERS.b, '7001')
+  members.c = await createSender(NUMBERS.c, '7001')
+  outsider = await createSender(OUTSIDER_NUMBER, '7002')
+  const created = await admin('POST', '/api/admin/sender-pools', {
+    name: 'Acme numbers',
+    members: [
+      { senderId: members.a.id, weight: 1 },
+      { senderId: members.b.id, weight: 1 },
+      { senderId: members.c.id, weight: 3 },
+    ],
+  })
+  expect(created.statusCode, created.body).toBe(201)
+  pool = created.json<SenderPoolView>()
+  pooled = await activeKey(app, { scopes: SEND_SCOPES, tenantId: 'acme' })
+  unpooled = await activeKey(app, { scopes: SEND_SCOPES, tenantId: 'globex' })
+  const bound = await admin('PATCH', `/api/admin/api-keys/${pooled.id}`, { senderPoolId: pool.id })
+  expect(bound.statusCode, bound.body).toBe(200)
+  const own = await admin('PATCH', `/api/admin/api-keys/${unpooled.id}`, { senderId: outsider.id })
+  expect(own.statusCode, own.body).toBe(200)
+  // The pool's announcement reaches the API's copy.
+  await waitFor(() => app.sending.pools.get(pool.id), { what: 'the pool loaded by the API' })
+})
+afterAll(async () => {
+  await worker?.close()
+  await app?.close()
+  await fake?.close()
+  await world?.close()
+})
+
+const viewOf = (key: Key, id: string) =>
+  app
+    .inject({ method: 'GET', url: `/api/third-party/messages/${id}`, headers: { 'x-api-key': key.key } })
+    .then((res) => res.json<MessageView>())
+
+/** A text from `key` to `phone`; resolves with its view once the worker sent it. */
+async function sendTo(key: Key, phone: string, extra: Record<string, unknown> = {}) {
+  const res = await send(app, 'send-text', key.key, { phone, text: 'Your order shipped', ...extra })
+  expect(res.statusCode, res.body).toBe(202)
+  const { messageId } = res.json<{ messageId: string }>()
+  return waitFor(
+    async () => {
+      const view = await viewOf(key, messageId)
+      return view.status === 'sent' ? view : undefined
+    },
+    { what: `message ${messageId} sent`, timeoutMs: 15_000 },
+  )
+}
+
+const numberOf = (senderId: string | null) =>
+  Object.entries(members).find(([, m]) => m.id === senderId)?.[1].phoneNumberId
+const sentBy = (number: string, messageId: string) =>
+  fake.sentFrom(number).some((r) => r.messageId === messageId)
+
+describe("a pooled key's sends", () => {
+  it('keep going out through the number that first spoke with a recipient', async () => {
+    const first = await sendTo(pooled, '+5511955500001')
+    expect(Object.values(members).map((m) => m.id)).toContain(first.senderId)
+    const number = numberOf(first.senderId) as string
+    expect(first.senderPhoneNumberId).toBe(number)
+    for (let n = 0; n < 3; n++) {
+      const next = await sendTo(pooled, '+5511955500001')
+      expect(next.senderId).toBe(first.senderId)
+      expect(sentBy(number, next.messageId)).toBe(true)
+    }
+  })
+
+  it('spread new recipients over the members by weight', async () => {
+    const views = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => sendTo(pooled, `+55119666${String(i).padStart(5, '0')}`)),
+    )
+    const counts = { a: 0, b: 0, c: 0 }
+    for (const view of views) {
+      const name = (Object.keys(members) as Array<'a' | 'b' | 'c'>).find(
+        (k) => members[k].id === view.senderId,
+      )
+      expect(name, `sent through ${view.senderId}`).toBeDefined()
+      counts[name as 'a']++
+      expect(sentBy(view.senderPhoneNumberId as string, view.messageId)).toBe(true)
+    }
+    // Weights 1, 1, 3: each takes some, the heavy one the most.
+    expect(counts.a).toBeGreaterThan(0)
+    expect(counts.b).toBeGreaterThan(0)
+    expect(counts.c).toBeGreaterThan(Math.max(counts.a, counts.b))
+  })
+
+  it('go through a member a send names, and it sticks', async () => {
+    // One recipient per member: at least two are not where the spread alone would put them.
+    for (const [n, name] of (['a', 'b', 'c'] as const).entries()) {
+      const phone = `+551195550010${n}`
+      const named = await sendTo(pooled, phone, { senderId: members[name].id.toUpperCase() })
+      expect(named.senderId).toBe(members[name].id)
+      expect(sentBy(NUMBERS[name], named.messageId)).toBe(true)
+      for (let again = 0; again < 2; again++) {
+        expect((await sendTo(pooled, phone)).senderId).toBe(members[name].id)
+      }
+    }
+  })
+})
+
+describe('a sender a key may not use', () => {
+  it("is refused when a pooled key names a number outside its pool (another tenant's)", async () => {
+    const res = await send(app, 'send-text', pooled.key, {
+      phone: '+5511955500003',
+      text: 'hi',
+      senderId: outsider.id,
+    })
+    expectError(res, 422, 'INVALID_REFERENCE')
+    expect(res.json().message).toContain('body.senderId')
+  })
+
+  it("is refused when an unpooled key names another pool's member, or an unknown sender", async () => {
+    for (const senderId of [members.a.id, 'default', 'not-a-sender']) {
+      const res = await send(app, 'send-text', unpooled.key, {
+        phone: '+5511955500004',
+        text: 'hi',
+        senderId,
+      })
+      expectError(res, 422, 'INVALID_REFERENCE')
+    }
+    const own = await sendTo(unpooled, '+5511955500004', { senderId: outsider.id })
+    expect(own.senderId).toBe(outsider.id)
+  })
+
+  it('is refused item by item in a batch', async () => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/messages/batch',
+      headers: { 'x-api-key': pooled.key },
+      payload: {
+        messages: [
+          { type: 'text', phone: '+5511955500005', text: 'one', senderId: members.c.id },
+          { type: 'text', phone: '+5511955500006', text: 'two', senderId: outsider.id },
+        ],
+      },
+    })
+    expect(res.statusCode, res.body).toBe(202)
+    const [ok, refused] = res.json<{ results: Array<Record<string, unknown>> }>().results
+    expect(ok).toMatchObject({ status: 'queued' })
+    expect(refused).toMatchObject({ error: { errorCode: 'INVALID_REFERENCE' } })
+  })
+})
+
+let wamids = 0
+const replyFrom = (phone: string) => ({
+  from: phone.slice(1),
+  id: `wamid.pool-reply-${++wamids}.${Date.now()}`,
+  timestamp: String(Math.floor(Date.now() / 1000)),
+  type: 'text',
+  text: { body: 'Where is it?' },
+})
+
+describe('a reply to any number of the pool', () => {
+  it('reaches the key, and the user sticks to the number they wrote to', async () => {
+    const phone = '+5511955500007'
+    const first = await sendTo(pooled, phone)
+    const other = (['a', 'b', 'c'] as const).find((k) => members[k].id !== first.senderId) as 'a'
+    const reply = replyFrom(phone)
+    const res = await postPlatformWebhook(app, messageWebhook(NUMBERS[other], reply), APP_SECRET)
+    expect(res.statusCode, res.body).toBe(200)
+    const routed =
+      await world.sql`select api_key_id from inbound_messages where platform_message_id = ${reply.id}`
+    expect(routed[0]?.api_key_id).toBe(pooled.id)
+    const next = await sendTo(pooled, phone)
+    expect(next.senderId).toBe(members[other].id)
+    expect(sentBy(NUMBERS[other], next.messageId)).toBe(true)
+  })
+
+  it('of a number no pooled key wrote to the user from stays unrouted', async () => {
+    const reply = replyFrom('+5511955500099')
+    const res = await postPlatformWebhook(app, messageWebhook(NUMBERS.a, reply), APP_SECRET)
+    expect(res.statusCode, res.body).toBe(200)
+    const routed =
+      await world.sql`select api_key_id from inbound_messages where platform_message_id = ${reply.id}`
+    expect(routed[0]?.api_key_id).toBeNull()
+  })
+})
