@@ -108,6 +108,13 @@ async function sendTo(key: Key, phone: string, extra: Record<string, unknown> = 
   const res = await send(app, 'send-text', key.key, { phone, text: 'Your order shipped', ...extra })
   expect(res.statusCode, res.body).toBe(202)
   const { messageId } = res.json<{ messageId: string }>()
+  // Known at once, waiting on the number chosen for it or recorded.
+  const at = await app.inject({
+    method: 'GET',
+    url: `/api/third-party/messages/${messageId}`,
+    headers: { 'x-api-key': key.key },
+  })
+  expect(at.statusCode, at.body).toBe(200)
   return waitFor(
     async () => {
       const view = await viewOf(key, messageId)
