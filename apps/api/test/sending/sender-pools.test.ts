@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { MessageView, SenderPoolView, SenderView } from '@dispatch/contracts'
-import { type FakeWhatsApp, messageWebhook, startFakeWhatsApp, waitFor } from '@dispatch/testing'
+import { type FakeWhatsApp, graphError, messageWebhook, startFakeWhatsApp, waitFor } from '@dispatch/testing'
 import type { RunningWorker } from '@dispatch/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
@@ -59,7 +59,11 @@ async function createSender(phoneNumberId: string, businessId: string) {
 beforeAll(async () => {
   world = await createWorld()
   fake = await startFakeWhatsApp()
-  app = await buildTestApp(world, { WHATSAPP_APP_SECRET: APP_SECRET, MESSAGE_RATE_PER_SECOND: '10000' })
+  app = await buildTestApp(world, {
+    WHATSAPP_APP_SECRET: APP_SECRET,
+    MESSAGE_RATE_PER_SECOND: '10000',
+    POOL_RATE_LIMIT_TOLERANCE_SECONDS: '1',
+  })
   worker = await startTestWorker(world, {
     WORKER_QUEUES: 'messages',
     WHATSAPP_API_URL: fake.url,
@@ -251,4 +255,109 @@ describe('a reply to any number of the pool', () => {
       await world.sql`select api_key_id from inbound_messages where platform_message_id = ${reply.id}`
     expect(routed[0]?.api_key_id).toBeNull()
   })
+})
+
+/** Meta's `phone_number_quality_update` for one of our numbers (FLAGGED / UNFLAGGED is its quality). */
+const qualityUpdate = (phoneNumberId: string, event: string) => ({
+  object: 'whatsapp_business_account',
+  entry: [
+    {
+      id: '102290129340398',
+      time: Math.floor(Date.now() / 1000),
+      changes: [
+        {
+          field: 'phone_number_quality_update',
+          value: { display_phone_number: phoneNumberId, event, metadata: { phone_number_id: phoneNumberId } },
+        },
+      ],
+    },
+  ],
+})
+
+describe('a member out of rotation', () => {
+  it('takes no new recipients and loses those outside their window; back in rotation, it takes new ones again', async () => {
+    // A recipient of member C, before it falls.
+    const stuck = await sendTo(pooled, '+5511955500201', { senderId: members.c.id })
+    expect(stuck.senderId).toBe(members.c.id)
+
+    const flagged = await postPlatformWebhook(app, qualityUpdate(NUMBERS.c, 'FLAGGED'), APP_SECRET)
+    expect(flagged.statusCode, flagged.body).toBe(200)
+    await waitFor(
+      () =>
+        app.sending.pools.get(pool.id)?.members.find((m) => m.senderId === members.c.id)?.excluded ===
+          'flagged' || undefined,
+      { what: 'member C out of rotation in the API' },
+    )
+    const during = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => sendTo(pooled, `+55119777${String(i).padStart(5, '0')}`)),
+    )
+    expect(during.filter((v) => v.senderId === members.c.id)).toEqual([])
+    const moved = await sendTo(pooled, '+5511955500201')
+    expect([members.a.id, members.b.id]).toContain(moved.senderId)
+
+    const unflagged = await postPlatformWebhook(app, qualityUpdate(NUMBERS.c, 'UNFLAGGED'), APP_SECRET)
+    expect(unflagged.statusCode, unflagged.body).toBe(200)
+    await waitFor(
+      () =>
+        app.sending.pools.get(pool.id)?.members.find((m) => m.senderId === members.c.id)?.excluded === null ||
+        undefined,
+      { what: 'member C back in rotation in the API' },
+    )
+    const after = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => sendTo(pooled, `+55119888${String(i).padStart(5, '0')}`)),
+    )
+    expect(after.filter((v) => v.senderId === members.c.id).length).toBeGreaterThan(0)
+    // The recipient who moved keeps their new number.
+    expect((await sendTo(pooled, '+5511955500201')).senderId).toBe(moved.senderId)
+  })
+
+  it('in the RED keeps a recipient whose window with it is open', async () => {
+    const phone = '+5511955500202'
+    await sendTo(pooled, phone, { senderId: members.a.id })
+    // The user writes to member A: their window with it opens.
+    const res = await postPlatformWebhook(app, messageWebhook(NUMBERS.a, replyFrom(phone)), APP_SECRET)
+    expect(res.statusCode, res.body).toBe(200)
+    await world.sql`update senders set quality_rating = 'RED' where id = ${members.a.id}`
+    await app.sending.pools.refresh()
+    try {
+      expect(app.sending.pools.get(pool.id)?.members.find((m) => m.senderId === members.a.id)?.excluded).toBe(
+        'quality_red',
+      )
+      expect((await sendTo(pooled, phone)).senderId).toBe(members.a.id)
+      const fresh = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => sendTo(pooled, `+55119333${String(i).padStart(5, '0')}`)),
+      )
+      expect(fresh.filter((v) => v.senderId === members.a.id)).toEqual([])
+    } finally {
+      await world.sql`update senders set quality_rating = null where id = ${members.a.id}`
+      await app.sending.pools.refresh()
+    }
+  })
+
+  it('limited by the platform (130429) longer than the configured time, takes no new recipients until the limit ends', async () => {
+    fake.number(NUMBERS.b, { answer: graphError(130429, '(#130429) Rate limit hit') })
+    const memberB = () => app.sending.pools.get(pool.id)?.members.find((m) => m.senderId === members.b.id)
+    try {
+      const res = await send(app, 'send-text', pooled.key, {
+        phone: '+5511955500203',
+        text: 'waits on a limited number',
+        senderId: members.b.id,
+      })
+      expect(res.statusCode, res.body).toBe(202)
+      await waitFor(() => (memberB()?.excluded === 'rate_limited' ? true : undefined), {
+        what: 'member B out of rotation after its 130429 streak passed 1 s',
+        timeoutMs: 15_000,
+      })
+      const during = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => sendTo(pooled, `+55119444${String(i).padStart(5, '0')}`)),
+      )
+      expect(during.filter((v) => v.senderId === members.b.id)).toEqual([])
+    } finally {
+      fake.number(NUMBERS.b, { answer: undefined })
+    }
+    await waitFor(() => (memberB()?.excluded === null ? true : undefined), {
+      what: 'member B back in rotation once its pause ended',
+      timeoutMs: 70_000,
+    })
+  }, 90_000)
 })

@@ -9,10 +9,15 @@ export interface MemberHealth {
   qualityRating: string | null
   /** When its platform rate-limit pause (130429) ends, epoch ms; undefined: not paused (or not read). */
   rateLimitedUntil?: number | undefined
+  /** When its current streak of 130429 pauses began, epoch ms; undefined: taken as now. */
+  rateLimitedSince?: number | undefined
 }
 
 export interface HealthRules {
-  /** A 130429 pause longer than this (from now) takes the number out of rotation; shorter ones wait. */
+  /**
+   * A number limited by the platform (130429) for longer than this, counted from its streak's
+   * start to the current pause's end, is out of rotation until the pause ends; shorter ones wait.
+   */
   rateLimitToleranceMs: number
 }
 
@@ -44,7 +49,12 @@ export function exclusionOf(
   const quality = member.qualityRating?.toUpperCase()
   if (quality === 'RED') return 'quality_red'
   if (quality === 'FLAGGED') return 'flagged'
-  if (member.rateLimitedUntil !== undefined && member.rateLimitedUntil - now > rules.rateLimitToleranceMs) {
+  const until = member.rateLimitedUntil
+  if (
+    until !== undefined &&
+    until > now &&
+    until - (member.rateLimitedSince ?? now) > rules.rateLimitToleranceMs
+  ) {
     return 'rate_limited'
   }
   return null

@@ -1,4 +1,8 @@
-import { SENDER_CHANGES_CHANNEL, SENDER_POOL_CHANGES_CHANNEL } from '@dispatch/contracts'
+import {
+  SENDER_CHANGES_CHANNEL,
+  SENDER_POOL_CHANGES_CHANNEL,
+  SENDER_RATE_LIMITS_CHANNEL,
+} from '@dispatch/contracts'
 import { type Db, loadPoolMembers, type PoolMemberHealthRow } from '@dispatch/db'
 import type { RedisClient } from '@dispatch/runtime/redis'
 import type { Log } from '../log.ts'
@@ -37,8 +41,8 @@ export class SenderPoolCache {
   #poolsOfSender = new Map<string, LoadedPool[]>()
   /** Each member number's sender (a number is one sender's). */
   #senderOfNumber = new Map<string, string>()
-  /** The 130429 pauses learned (sender → until, ms). */
-  readonly #limitedUntil = new Map<string, number>()
+  /** The 130429 pauses learned (sender → its streak's start and its pause's end, ms). */
+  readonly #limited = new Map<string, { since: number; until: number; timer: NodeJS.Timeout }>()
   #loading: Promise<void> | undefined
   #again = false
   #timer: NodeJS.Timeout | undefined
@@ -128,7 +132,8 @@ export class SenderPoolCache {
         state: row.state,
         accountStatus: row.accountStatus,
         qualityRating: row.qualityRating,
-        rateLimitedUntil: this.#limitedUntil.get(row.senderId),
+        rateLimitedUntil: this.#limited.get(row.senderId)?.until,
+        rateLimitedSince: this.#limited.get(row.senderId)?.since,
       }
       pool.members.push({
         senderId: row.senderId,
@@ -148,21 +153,37 @@ export class SenderPoolCache {
   }
 
   /**
-   * A member's 130429 pause as learned (until, ms; 0: over): its exclusion is judged again in every
-   * pool it is in, now and when the pause ends.
+   * A member's 130429 pause as a worker announced it (its streak's start, its end; ms): its
+   * exclusion is judged again in every pool it is in, now and when the pause ends.
    */
-  rateLimited(senderId: string, until: number): void {
-    if (until > this.#now()) this.#limitedUntil.set(senderId, until)
-    else this.#limitedUntil.delete(senderId)
+  rateLimited(senderId: string, since: number, until: number): void {
+    const known = this.#limited.get(senderId)
+    if (known) clearTimeout(known.timer)
+    this.#limited.delete(senderId)
+    const left = until - this.#now()
+    if (left > 0) {
+      const timer = setTimeout(() => {
+        if (this.#limited.get(senderId)?.timer !== timer) return
+        this.#limited.delete(senderId)
+        this.#judgeAgain(senderId)
+      }, left + 1)
+      timer.unref()
+      this.#limited.set(senderId, { since, until, timer })
+    }
     this.#judgeAgain(senderId)
   }
 
   #judgeAgain(senderId: string) {
     const now = this.#now()
+    const limited = this.#limited.get(senderId)
     for (const pool of this.poolsOf(senderId)) {
       for (const member of pool.members) {
         if (member.senderId !== senderId) continue
-        member.health = { ...member.health, rateLimitedUntil: this.#limitedUntil.get(senderId) }
+        member.health = {
+          ...member.health,
+          rateLimitedUntil: limited?.until,
+          rateLimitedSince: limited?.since,
+        }
         member.excluded = exclusionOf(member.health, this.#rules, now)
       }
     }
@@ -171,13 +192,15 @@ export class SenderPoolCache {
   stop(): void {
     this.#stopped = true
     clearTimeout(this.#timer)
+    for (const { timer } of this.#limited.values()) clearTimeout(timer)
   }
 }
 
 /**
  * Keeps the pools current: reloaded the moment a sender (`senders:changed`: its health, its
  * state) or a pool (`sender-pools:changed`) is announced changed, and after the subscriber
- * reconnects. Answers the function that stops watching.
+ * reconnects; a member's 130429 pauses as workers announce them (`senders:rate-limited`). Answers
+ * the function that stops watching.
  */
 export async function watchSenderPools(
   pools: SenderPoolCache,
@@ -188,8 +211,15 @@ export async function watchSenderPools(
   const channels = new Set(
     [SENDER_CHANGES_CHANNEL, SENDER_POOL_CHANGES_CHANNEL].map((name) => `${prefix}:${name}`),
   )
-  const onMessage = (channel: string) => {
+  const limits = `${prefix}:${SENDER_RATE_LIMITS_CHANNEL}`
+  const onMessage = (channel: string, message: string) => {
     if (channels.has(channel)) void pools.refresh()
+    else if (channel === limits) {
+      const [senderId, since, until] = message.split(' ')
+      if (senderId && Number.isFinite(Number(since)) && Number.isFinite(Number(until))) {
+        pools.rateLimited(senderId, Number(since), Number(until))
+      }
+    }
   }
   let connectedBefore = false
   const onReady = () => {
@@ -198,7 +228,7 @@ export async function watchSenderPools(
   }
   subscriber.on('message', onMessage)
   subscriber.on('ready', onReady)
-  await subscriber.subscribe(...channels).catch((error: Error) => {
+  await subscriber.subscribe(...channels, limits).catch((error: Error) => {
     log.warn({ err: error }, 'sender pool change channels not subscribed yet; retries on reconnect')
   })
   return () => {
