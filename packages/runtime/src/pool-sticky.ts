@@ -1,22 +1,15 @@
 /**
  * A sender pool's sticky record (docs/failover.md, "How stickiness is kept"): which of the pool's
- * numbers last spoke with each recipient, and when the recipient last wrote to it (their window).
+ * numbers last spoke with a recipient, and when the recipient last wrote to it (their window).
  *
- * One Redis hash per pool and **generation**: field the recipient (E.164 phone or BSUID), value
- * `<senderId> <last inbound ms, 0: none>`. A generation is `POOL_STICKY_TTL_DAYS` long; a record is
- * written into the current one and read from the current one, else the previous one (then copied
- * forward). Each generation's hash expires at the end of the next one, so a recipient nobody wrote
- * to or heard from for one to two generations is forgotten (and spread afresh), with no sweeper
- * and no per-field expiry (Redis 7.0). The pool's id is the keys' hash tag: on a Cluster both
- * generations of a pool sit in one slot.
+ * One small string per pool and recipient, `<senderId> <last inbound ms, 0: none>`, expiring
+ * `POOL_STICKY_TTL_DAYS` after it was last written (a change of number, a reply). A string, not a
+ * field of a pool's hash: a send reads it in the MGET its turn of the event loop already makes
+ * (`turnBatchedGet`), so the lookup costs no command of its own, and Redis expires each record on
+ * its own. Not hash-tagged: a big pool's recipients spread over a Cluster's slots.
  */
-export const stickyGeneration = (nowMs: number, ttlMs: number) => Math.floor(nowMs / ttlMs)
-
-export const poolStickyKey = (prefix: string, poolId: string, generation: number) =>
-  `${prefix}:pool-sticky:{${poolId}}:${generation}`
-
-/** When a generation's hash goes: the end of the generation after it. */
-export const stickyExpiresAt = (generation: number, ttlMs: number) => (generation + 2) * ttlMs
+export const poolStickyKey = (prefix: string, poolId: string, recipient: string) =>
+  `${prefix}:pool-sticky:${poolId}:${recipient}`
 
 /** A recipient's record in a pool. */
 export interface StickyRecord {

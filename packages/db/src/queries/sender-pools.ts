@@ -287,6 +287,7 @@ export interface PoolMemberHealthRow {
   position: number
   weight: number
   phoneNumberId: string
+  wabaId: string | null
   state: SenderRow['state']
   accountStatus: string | null
   qualityRating: string | null
@@ -305,6 +306,7 @@ export async function loadPoolMembers(db: Db): Promise<PoolMemberHealthRow[]> {
       position: senderPoolMembers.position,
       weight: senderPoolMembers.weight,
       phoneNumberId: senders.phoneNumberId,
+      wabaId: senders.wabaId,
       state: senders.state,
       accountStatus: senders.accountStatus,
       qualityRating: senders.qualityRating,
