@@ -415,6 +415,21 @@ export const MessageJob = Type.Object(
      * member while it waits on a fallen one. Absent: it goes through `senderId` only.
      */
     senderPoolId: Type.Optional(Type.String({ format: 'uuid' })),
+    /**
+     * Set when a worker moved it off a pool's number that fell while it waited (docs/failover.md,
+     * "Messages waiting on a fallen number"): from which sender, to which, when and why.
+     */
+    senderChanged: Type.Optional(
+      Type.Object(
+        {
+          from: Type.String({ minLength: 1, maxLength: 64 }),
+          to: Type.String({ minLength: 1, maxLength: 64 }),
+          at: DateTime,
+          reason: Type.String({ minLength: 1, maxLength: 64 }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     /** Its level on that sender (absent: `normal`). */
     priority: Type.Optional(Priority),
     /** The accepting request's trace context (W3C `traceparent`…, as JSON), when tracing is on. */

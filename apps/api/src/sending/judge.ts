@@ -36,9 +36,18 @@ export const prefetchChecks = (
   body: unknown,
 ): Prefetched | undefined => {
   if (key.senderPoolId) {
-    // The number is chosen from the recipient's sticky record: that is read first.
+    // The number is chosen from the recipient's sticky record, read now; the checks' reads are
+    // started for the number the spread gives them (most recipients'), in the same round trip, and
+    // used only if that is the number chosen.
     const sticky = prefetchSticky(sending, key, body, sending.clock().getTime())
-    return sticky ? { recipient: sticky.recipient, sticky } : undefined
+    if (!sticky) return undefined
+    const early = sending.checks.prefetch(
+      sticky.likely,
+      body,
+      type,
+      suppressionOwner({ apiKeyId: key.id, tenantId: key.tenantId }),
+    )
+    return { ...(early ?? { recipient: sticky.recipient }), senderId: sticky.likely, sticky }
   }
   return sending.checks.prefetch(
     key.senderId ?? DEFAULT_SENDER_ID,
@@ -112,7 +121,10 @@ export async function judge(
       senderId,
       group.map((i) => items[i] as SendToCheck),
       options.now.getTime(),
-      options.prefetched,
+      // A pooled send's early reads were made for one number: used only when it is the one chosen.
+      options.prefetched?.senderId === undefined || options.prefetched.senderId === senderId
+        ? options.prefetched
+        : undefined,
       suppressionOwner({ apiKeyId: key.id, tenantId: key.tenantId }),
       options.holdAtLimit === true,
     )

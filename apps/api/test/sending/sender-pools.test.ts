@@ -63,6 +63,7 @@ beforeAll(async () => {
     WHATSAPP_APP_SECRET: APP_SECRET,
     MESSAGE_RATE_PER_SECOND: '10000',
     POOL_RATE_LIMIT_TOLERANCE_SECONDS: '1',
+    SCHEDULE_MIN_AHEAD_SECONDS: '5',
   })
   worker = await startTestWorker(world, {
     WORKER_QUEUES: 'messages',
@@ -360,4 +361,64 @@ describe('a member out of rotation', () => {
       timeoutMs: 70_000,
     })
   }, 90_000)
+})
+
+describe('messages waiting on a number that falls', () => {
+  it('move to a healthy member, recorded on the message and in a message.sender_changed event; a recipient in an open window stays', async () => {
+    const watcher = await activeKey(app, { scopes: [...SEND_SCOPES, 'manage:webhooks'], tenantId: 'acme' })
+    const bound = await admin('PATCH', `/api/admin/api-keys/${watcher.id}`, { senderPoolId: pool.id })
+    expect(bound.statusCode, bound.body).toBe(200)
+    const endpoint = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/webhook-endpoints',
+      headers: { 'x-api-key': watcher.key },
+      payload: { url: 'http://127.0.0.1:9/pool-events', events: ['message.sender_changed'] },
+    })
+    expect(endpoint.statusCode, endpoint.body).toBe(201)
+    const sendAt = new Date(Date.now() + 60_000).toISOString()
+    // Waiting on member A: four recipients, one of whom wrote to A (their window is open).
+    const phones = ['+5511955500301', '+5511955500302', '+5511955500303', '+5511955500304']
+    const ids: string[] = []
+    for (const phone of phones) {
+      const res = await send(app, 'send-text', watcher.key, {
+        phone,
+        text: 'later',
+        sendAt,
+        senderId: members.a.id,
+      })
+      expect(res.statusCode, res.body).toBe(202)
+      ids.push(res.json<{ messageId: string }>().messageId)
+    }
+    const windowed = phones[3] as string
+    const reply = await postPlatformWebhook(app, messageWebhook(NUMBERS.a, replyFrom(windowed)), APP_SECRET)
+    expect(reply.statusCode, reply.body).toBe(200)
+
+    await world.sql`update senders set quality_rating = 'RED' where id = ${members.a.id}`
+    try {
+      const views = await waitFor(
+        async () => {
+          const all = await Promise.all(ids.slice(0, 3).map((id) => viewOf(watcher, id)))
+          return all.every((v) => v.senderId !== members.a.id) ? all : undefined
+        },
+        { what: 'the waiting messages moved off member A', timeoutMs: 15_000 },
+      )
+      for (const view of views) {
+        expect([members.b.id, members.c.id]).toContain(view.senderId)
+        expect(view.senderPhoneNumberId).toBe(numberOf(view.senderId))
+        expect(view.status).toBe('scheduled')
+      }
+      const events = await world.sql`select message_id, payload from webhook_events
+        where type = 'message.sender_changed' and api_key_id = ${watcher.id}`
+      expect(events.map((e) => e.message_id).sort()).toEqual(ids.slice(0, 3).sort())
+      expect(events[0]?.payload.data.senderChanged).toMatchObject({
+        from: members.a.id,
+        reason: 'quality_red',
+      })
+      // The recipient in an open window with A stays on it; the others now stick to their new number.
+      expect((await viewOf(watcher, ids[3] as string)).senderId).toBe(members.a.id)
+    } finally {
+      await world.sql`update senders set quality_rating = null where id = ${members.a.id}`
+      await app.sending.pools.refresh()
+    }
+  })
 })

@@ -4,6 +4,7 @@ import { Admitter } from './admitter.ts'
 import { startConsentConfirmationWorker } from './consent/confirmations.ts'
 import { HeldExpirySweeper } from './held-expiry.ts'
 import { SenderLanes } from './lanes.ts'
+import { PoolMover } from './pool-mover.ts'
 import { SenderRegistry } from './registry.ts'
 import { SentLogSweeper } from './sent-log.ts'
 import { AbandonedSmsCallSweeper } from './sms-call-sweep.ts'
@@ -30,6 +31,9 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
     lanes.lanes(),
   )
   sweeper.start()
+  // Messages waiting on a pool's number that fell move to a healthy member (docs/failover.md).
+  const poolMover = new PoolMover(context, lanes.producer, () => lanes.lanes())
+  poolMover.start()
   // Sent outcomes a process left in the senders' logs (killed, or Postgres was down) reach Postgres.
   const sentLogs = new SentLogSweeper(
     lanes.recording.claims,
@@ -64,6 +68,7 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
       await registry.stop()
       await confirmations.close()
       await sweeper.stop()
+      await poolMover.stop()
       await admitter.stop()
       await sentLogs.stop()
       await smsCalls.stop()

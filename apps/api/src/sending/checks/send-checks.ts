@@ -67,10 +67,11 @@ export interface Prefetched {
   /** A template's window and its portfolio's reach, under `messagingLimitPolicy: refuse`. */
   limit?: PrefetchedLimit
   /**
-   * A pooled key's send: its recipient's sticky record (its number is not chosen yet, so nothing
-   * else is read early).
+   * A pooled key's send: its recipient's sticky record, and the number the reads above were made
+   * for (the spread's: the checks use them only when it is the number chosen).
    */
   sticky?: PrefetchedSticky
+  senderId?: string
 }
 
 /**

@@ -3,8 +3,8 @@ import { SERVICE_WINDOW_MS, type StickyRecord } from '@dispatch/runtime'
 import type { AppError } from '../../errors.ts'
 import { type AcceptedMessage, normalSenderId, type SendingKey, senderNotAllowed } from '../accept.ts'
 import type { Log } from '../log.ts'
-import { chooseSender } from './choose.ts'
-import type { SenderPoolCache } from './pool-cache.ts'
+import { chooseSender, spreadByWeight } from './choose.ts'
+import type { LoadedPool, SenderPoolCache } from './pool-cache.ts'
 import type { StickyStore } from './sticky.ts'
 
 /** What the choice needs of sending: the pools in memory and the sticky records in Redis. */
@@ -18,6 +18,8 @@ export interface PoolSending {
 export interface PrefetchedSticky {
   poolId: string
   recipient: string
+  /** The number the spread gives the recipient (most sends' choice), for the checks' early reads. */
+  likely: string
   /** The record, undefined when there is none, null when the read failed. */
   read: Promise<StickyRecord | undefined | null>
 }
@@ -35,9 +37,11 @@ export function prefetchSticky(
   if (!send || send.senderId !== undefined) return undefined
   const recipient = recipientOf(send)
   if (typeof recipient !== 'string') return undefined
+  const pool = sending.pools.get(poolId) as LoadedPool
   return {
     poolId,
     recipient,
+    likely: spreadByWeight(pool.members, recipient) ?? key.senderId ?? DEFAULT_SENDER_ID,
     read: sending.sticky.read(poolId, recipient, now).catch(() => null),
   }
 }
