@@ -1,7 +1,7 @@
 import type { Db } from '@dispatch/db'
 import { type RecipientHasher, recipientHasher } from '@dispatch/runtime'
 import { defaultPhoneNumberId } from '@dispatch/runtime/env'
-import type { RedisClient } from '@dispatch/runtime/redis'
+import { type RedisClient, turnBatchedGet } from '@dispatch/runtime/redis'
 import type { ApiConfig } from '../env.ts'
 import { SendChecks } from './checks/send-checks.ts'
 import { SendRulesCache } from './checks/send-rules-cache.ts'
@@ -46,6 +46,9 @@ export function createSending(deps: {
 }): Sending {
   const { config, db, redis, logger } = deps
   const rules = new SendRulesCache(db, logger)
+  // Every read a turn of the event loop makes for the sends (windows, suppression entries, sticky
+  // numbers), in one MGET.
+  const read = turnBatchedGet(redis)
   return {
     config,
     db,
@@ -58,12 +61,13 @@ export function createSending(deps: {
       logger,
       defaultPhoneNumberId(config),
       deps.recipientHash ?? recipientHasher(config),
+      read,
     ),
     quietHours: new QuietHoursRule(),
     pools: new SenderPoolCache(db, logger, {
       rateLimitToleranceMs: config.POOL_RATE_LIMIT_TOLERANCE_SECONDS * 1000,
     }),
-    sticky: new StickyStore(redis, config.QUEUE_PREFIX, config.POOL_STICKY_TTL_DAYS * 86_400_000),
+    sticky: new StickyStore(redis, config.QUEUE_PREFIX, config.POOL_STICKY_TTL_DAYS * 86_400_000, read),
     clock: deps.clock,
     log: logger,
   }

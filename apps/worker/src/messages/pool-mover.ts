@@ -3,6 +3,7 @@ import {
   type MessageJob,
   type PoolExclusionReason,
   recipientOf,
+  SENDER_CHANGES_CHANNEL,
   SENDER_RATE_LIMITS_CHANNEL,
 } from '@dispatch/contracts'
 import { loadPoolMembers, type PoolMemberHealthRow, type Sql } from '@dispatch/db'
@@ -52,7 +53,8 @@ export interface SenderChange {
 
 /**
  * Moves messages waiting on a pool's number that left rotation to a healthy member
- * (docs/failover.md, "Messages waiting on a fallen number"). Every POOL_MOVE_INTERVAL_MS, for each
+ * (docs/failover.md, "Messages waiting on a fallen number"). Every POOL_MOVE_INTERVAL_MS, and at
+ * once when a sender's change or a 130429 streak past the tolerance is announced, for each
  * sender this process serves that is out of rotation in a pool (its row's health, or a 130429
  * streak past POOL_RATE_LIMIT_TOLERANCE_SECONDS as workers announce it), each message of that
  * pool still waiting for admission on it moves, unless its recipient's window with the number is
@@ -81,29 +83,53 @@ export class PoolMover {
 
   start(): void {
     const { config, logger } = this.#context
-    const channel = `${config.QUEUE_PREFIX}:${SENDER_RATE_LIMITS_CHANNEL}`
-    const subscriber = this.#context.redis('pool-rate-limits', { blocking: true })
+    const limits = `${config.QUEUE_PREFIX}:${SENDER_RATE_LIMITS_CHANNEL}`
+    const changes = `${config.QUEUE_PREFIX}:${SENDER_CHANGES_CHANNEL}`
+    const subscriber = this.#context.redis('pool-mover', { blocking: true })
     this.#subscriber = subscriber
     subscriber.on('message', (from: string, message: string) => {
-      if (from !== channel) return
+      if (from === changes) {
+        // A sender's health changed: looked at now, not at the next tick.
+        this.#kick()
+        return
+      }
+      if (from !== limits) return
       const [senderId, since, until] = message.split(' ')
       if (senderId && Number.isFinite(Number(since)) && Number.isFinite(Number(until))) {
         this.#limited.set(senderId, { since: Number(since), until: Number(until) })
+        // Judged again once its streak passes the tolerance.
+        const at = Number(since) + config.POOL_RATE_LIMIT_TOLERANCE_SECONDS * 1000 - Date.now()
+        if (Number(until) - Number(since) > config.POOL_RATE_LIMIT_TOLERANCE_SECONDS * 1000) this.#kick()
+        else if (at > 0) setTimeout(() => this.#kick(), at + 1).unref()
       }
     })
-    subscriber.subscribe(channel).catch((error: Error) => {
-      logger.warn({ err: error }, 'rate-limit channel not subscribed yet; retries on reconnect')
+    subscriber.subscribe(limits, changes).catch((error: Error) => {
+      logger.warn({ err: error }, 'pool mover channels not subscribed yet; retries on reconnect')
     })
-    const loop = async () => {
-      if (this.#stopped) return
+    this.#timer = setTimeout(() => this.#loop(), POOL_MOVE_INTERVAL_MS)
+  }
+
+  #again = false
+
+  async #loop(): Promise<void> {
+    if (this.#stopped) return
+    clearTimeout(this.#timer)
+    do {
+      this.#again = false
       this.#running = this.sweep().then(
         () => {},
-        (error) => logger.warn({ err: error }, 'pool move sweep failed; trying again'),
+        (error) => this.#context.logger.warn({ err: error }, 'pool move sweep failed; trying again'),
       )
       await this.#running
-      if (!this.#stopped) this.#timer = setTimeout(loop, POOL_MOVE_INTERVAL_MS)
-    }
-    this.#timer = setTimeout(loop, POOL_MOVE_INTERVAL_MS)
+    } while (this.#again && !this.#stopped)
+    this.#running = undefined
+    if (!this.#stopped) this.#timer = setTimeout(() => this.#loop(), POOL_MOVE_INTERVAL_MS)
+  }
+
+  /** A sweep now (once more after the one running, if any). */
+  #kick(): void {
+    if (this.#running) this.#again = true
+    else void this.#loop()
   }
 
   /** One pass; answers the messages moved. */

@@ -128,6 +128,8 @@ export class SendChecks {
     log: Log,
     defaultNumber: string,
     hash: RecipientHasher,
+    /** The turn's batched reads, shared with the pools' sticky reads (one MGET for both). */
+    read: (key: string) => Promise<string | null> = turnBatchedGet(redis),
   ) {
     this.#hash = hash
     this.#rules = rules
@@ -161,7 +163,7 @@ export class SendChecks {
         })
     // The suppression entries and windows every request of a turn reads, in one MGET (on a
     // Cluster, one GET each: they sit on many slots).
-    this.#read = turnBatchedGet(redis)
+    this.#read = read
     this.#limitDeps = {
       redis,
       read: this.#read,

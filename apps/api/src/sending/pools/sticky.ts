@@ -18,11 +18,17 @@ export class StickyStore {
   readonly #ttlMs: number
   readonly #get: (key: string) => Promise<string | null>
 
-  constructor(redis: RedisClient, prefix: string, ttlMs: number) {
+  constructor(
+    redis: RedisClient,
+    prefix: string,
+    ttlMs: number,
+    /** The turn's batched reads, shared with the send checks' (one MGET for both). */
+    read: (key: string) => Promise<string | null> = turnBatchedGet(redis),
+  ) {
     this.#redis = redis
     this.#prefix = prefix
     this.#ttlMs = ttlMs
-    this.#get = turnBatchedGet(redis)
+    this.#get = read
   }
 
   /** The recipient's record in the pool, or undefined (none, or expired). Rejects when Redis fails. */
