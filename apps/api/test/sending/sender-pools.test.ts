@@ -1,6 +1,13 @@
 import { randomBytes } from 'node:crypto'
 import type { MessageView, SenderPoolView, SenderView } from '@dispatch/contracts'
-import { type FakeWhatsApp, graphError, messageWebhook, startFakeWhatsApp, waitFor } from '@dispatch/testing'
+import {
+  demoTemplates,
+  type FakeWhatsApp,
+  graphError,
+  messageWebhook,
+  startFakeWhatsApp,
+  waitFor,
+} from '@dispatch/testing'
 import type { RunningWorker } from '@dispatch/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
@@ -64,6 +71,8 @@ beforeAll(async () => {
     MESSAGE_RATE_PER_SECOND: '10000',
     POOL_RATE_LIMIT_TOLERANCE_SECONDS: '1',
     SCHEDULE_MIN_AHEAD_SECONDS: '5',
+    // Template syncs read the fake's catalogs.
+    WHATSAPP_API_URL: fake.url,
   })
   worker = await startTestWorker(world, {
     WORKER_QUEUES: 'messages',
@@ -87,6 +96,12 @@ beforeAll(async () => {
   })
   expect(created.statusCode, created.body).toBe(201)
   pool = created.json<SenderPoolView>()
+  // Another business's pool, with its own number: never a sender of the first pool's keys.
+  const other = await admin('POST', '/api/admin/sender-pools', {
+    name: 'Globex numbers',
+    members: [{ senderId: outsider.id }],
+  })
+  expect(other.statusCode, other.body).toBe(201)
   pooled = await activeKey(app, { scopes: SEND_SCOPES, tenantId: 'acme' })
   unpooled = await activeKey(app, { scopes: SEND_SCOPES, tenantId: 'globex' })
   const bound = await admin('PATCH', `/api/admin/api-keys/${pooled.id}`, { senderPoolId: pool.id })
@@ -181,7 +196,7 @@ describe("a pooled key's sends", () => {
 })
 
 describe('a sender a key may not use', () => {
-  it("is refused when a pooled key names a number outside its pool (another tenant's)", async () => {
+  it("is refused when a pooled key names a number outside its pool (another pool's, another tenant's)", async () => {
     const res = await send(app, 'send-text', pooled.key, {
       phone: '+5511955500003',
       text: 'hi',
@@ -420,5 +435,61 @@ describe('messages waiting on a number that falls', () => {
       await world.sql`update senders set quality_rating = null where id = ${members.a.id}`
       await app.sending.pools.refresh()
     }
+  })
+})
+
+describe('a pooled template send', () => {
+  it('is checked against the catalog of the number that sends it (templates are per WABA)', async () => {
+    // One business, two WABAs: only the first's catalog has appointment_reminder.
+    const numbers = { full: '506540352240011', bare: '506540352240022' }
+    const wabas = { full: '95001', bare: '95002' }
+    fake.templates.set(wabas.full, demoTemplates())
+    fake.templates.set(
+      wabas.bare,
+      demoTemplates().filter((t) => t.name !== 'appointment_reminder'),
+    )
+    const made: Record<'full' | 'bare', SenderView> = {} as never
+    for (const name of ['full', 'bare'] as const) {
+      fake.templates.link(numbers[name], wabas[name])
+      const token = `EAAG${randomBytes(18).toString('base64url')}`
+      fake.number(numbers[name], { token })
+      const res = await admin('POST', '/api/admin/senders', {
+        phoneNumberId: numbers[name],
+        displayName: `Catalog ${name}`,
+        accessToken: token,
+        businessId: '7301',
+        wabaId: wabas[name],
+      })
+      expect(res.statusCode, res.body).toBe(201)
+      made[name] = res.json<SenderView>()
+      const synced = await admin('POST', `/api/admin/senders/${made[name].id}/templates/sync`)
+      expect(synced.statusCode, synced.body).toBe(200)
+    }
+    const created = await admin('POST', '/api/admin/sender-pools', {
+      name: 'Two catalogs',
+      members: [{ senderId: made.full.id }, { senderId: made.bare.id }],
+    })
+    expect(created.statusCode, created.body).toBe(201)
+    const key = await activeKey(app, { scopes: SEND_SCOPES })
+    const bound = await admin('PATCH', `/api/admin/api-keys/${key.id}`, {
+      senderPoolId: created.json<SenderPoolView>().id,
+    })
+    expect(bound.statusCode, bound.body).toBe(200)
+    await waitFor(() => app.sending.pools.get(created.json<SenderPoolView>().id), { what: 'the pool' })
+    const template = (senderId: string) =>
+      app.inject({
+        method: 'POST',
+        url: '/api/third-party/messages/send-template',
+        headers: { 'x-api-key': key.key },
+        payload: {
+          phone: '+5511955500401',
+          templateId: 'appointment_reminder',
+          language: 'en_US',
+          variables: { first_name: 'Ana', date: 'Tuesday' },
+          senderId,
+        },
+      })
+    expectError(await template(made.bare.id), 422, 'TEMPLATE_NOT_FOUND')
+    expect((await template(made.full.id)).statusCode).toBe(202)
   })
 })
