@@ -71,21 +71,21 @@ export async function choosePoolSenders(
   const accepted = (i: number) => (judged[i] as { accepted: AcceptedMessage }).accepted
   const bodyOf = (i: number) =>
     (items[i] as { body: unknown }).body as { phone?: string; userId?: string; senderId?: string }
-  const reads = open.map(async (i): Promise<StickyRecord | undefined> => {
+  // Each send's sticky read: the prefetched one (a single send's), else one more in the turn's MGET.
+  const readOf = (i: number): Promise<StickyRecord | null | undefined> | undefined => {
     const body = bodyOf(i)
     if (!pool || body.senderId !== undefined) return undefined
     const recipient = recipientOf(body) as string
-    if (prefetched && prefetched.poolId === poolId && prefetched.recipient === recipient) {
-      return (await prefetched.read) ?? undefined
-    }
-    try {
-      return await sending.sticky.read(poolId, recipient, now)
-    } catch (error) {
+    if (prefetched && prefetched.poolId === poolId && prefetched.recipient === recipient)
+      return prefetched.read
+    return sending.sticky.read(poolId, recipient, now).catch((error) => {
       sending.log.warn({ err: error, senderPoolId: poolId }, 'sticky sender not read; choosing afresh')
       return undefined
-    }
-  })
-  const records = open.length === 1 ? [await reads[0]] : await Promise.all(reads)
+    })
+  }
+  // A lone send awaits its read alone: no Promise.all on the hot path.
+  const records: Array<StickyRecord | null | undefined> =
+    open.length === 1 ? [await readOf(open[0] as number)] : await Promise.all(open.map(readOf))
   open.forEach((i, n) => {
     const message = accepted(i)
     const { job } = message
@@ -99,7 +99,7 @@ export async function choosePoolSenders(
       return
     }
     const recipient = recipientOf(body) as string
-    const record = records[n]
+    const record = records[n] ?? undefined
     const choice = chooseSender({
       members: pool.members,
       recipient,

@@ -32,8 +32,8 @@ export class StickyStore {
   }
 
   /** The recipient's record in the pool, or undefined (none, or expired). Rejects when Redis fails. */
-  async read(poolId: string, recipient: string, _now?: number): Promise<StickyRecord | undefined> {
-    return decodeSticky(await this.#get(poolStickyKey(this.#prefix, poolId, recipient)))
+  read(poolId: string, recipient: string, _now?: number): Promise<StickyRecord | undefined> {
+    return this.#get(poolStickyKey(this.#prefix, poolId, recipient)).then(decodeSticky)
   }
 
   /** Writes records, each expiring `ttlMs` from now (a SET each, in one pipeline on a single server). */
