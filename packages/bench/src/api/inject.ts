@@ -37,6 +37,14 @@ async function approvedKeyWithId(app: FastifyInstance): Promise<{ id: string; ke
  * Waits until the API holds the pool.
  */
 export async function pooledKey(app: FastifyInstance): Promise<string> {
+  return (await pooledKeys(app)).pooled
+}
+
+/**
+ * `pooledKey`'s key, and beside it a key bound to the pool's first number alone (no pool): the two
+ * differ by the pool only, for comparing their sends.
+ */
+export async function pooledKeys(app: FastifyInstance): Promise<{ pooled: string; single: string }> {
   const { db } = app.deps
   const tag = `${Date.now()}`.slice(-9)
   const ids = [0, 1, 2].map(() => randomUUID())
@@ -70,7 +78,15 @@ export async function pooledKey(app: FastifyInstance): Promise<string> {
   // The numbers' send rules too, so each send is checked as a known sender's (its consent read).
   await Promise.all([app.sending.pools.refresh(), app.sending.rules.refresh()])
   if (!app.sending.pools.get(poolId)) throw new Error('the API did not load the pool')
-  return key
+  const single = await approvedKeyWithId(app)
+  const own = await app.inject({
+    method: 'PATCH',
+    url: `/api/admin/api-keys/${single.id}`,
+    headers: { authorization: `Bearer ${app.deps.config.adminTokens[0]?.token}` },
+    payload: { senderId: ids[0] },
+  })
+  if (own.statusCode !== 200) throw new Error(`binding failed: ${own.body}`)
+  return { pooled: key, single: single.key }
 }
 
 /**

@@ -1,5 +1,5 @@
 import { decodeSticky, encodeSticky, poolStickyKey, type StickyRecord } from '@dispatch/runtime'
-import { type RedisClient, turnBatchedGet } from '@dispatch/runtime/redis'
+import { type RedisClient, turnBatched, turnBatchedGet } from '@dispatch/runtime/redis'
 
 /** A record to write: the recipient now sticks to `senderId` (inbound time 0 unless they wrote to it). */
 export interface StickyWrite extends StickyRecord {
@@ -36,21 +36,28 @@ export class StickyStore {
     return this.#get(poolStickyKey(this.#prefix, poolId, recipient)).then(decodeSticky)
   }
 
-  /** Writes records, each expiring `ttlMs` from now (a SET each, in one pipeline on a single server). */
+  /**
+   * Writes records, each expiring `ttlMs` from now: the writes of a turn of the event loop in one
+   * pipeline (a SET each), as the store gathers a turn's messages; on a Cluster a SET each.
+   */
   async write(records: StickyWrite[], _now?: number): Promise<void> {
-    if (records.length === 0) return
+    if (records.length === 1) await this.#write(records[0] as StickyWrite)
+    else if (records.length > 1) await Promise.all(records.map((r) => this.#write(r)))
+  }
+
+  readonly #write = turnBatched(async (records: StickyWrite[]): Promise<void[]> => {
     const set = (r: StickyWrite) =>
       this.#redis.set(poolStickyKey(this.#prefix, r.poolId, r.recipient), encodeSticky(r), 'PX', this.#ttlMs)
-    // On a Cluster the records sit on many slots: a SET each.
     if (this.#redis.isCluster) {
       await Promise.all(records.map(set))
-      return
+    } else {
+      const pipeline = this.#redis.pipeline()
+      for (const r of records) {
+        pipeline.set(poolStickyKey(this.#prefix, r.poolId, r.recipient), encodeSticky(r), 'PX', this.#ttlMs)
+      }
+      const replies = (await pipeline.exec()) ?? []
+      for (const [error] of replies) if (error) throw error
     }
-    const pipeline = this.#redis.pipeline()
-    for (const r of records) {
-      pipeline.set(poolStickyKey(this.#prefix, r.poolId, r.recipient), encodeSticky(r), 'PX', this.#ttlMs)
-    }
-    const replies = (await pipeline.exec()) ?? []
-    for (const [error] of replies) if (error) throw error
-  }
+    return records.map(() => undefined)
+  })
 }
