@@ -45,7 +45,7 @@ export class StickyStore {
     else if (records.length > 1) await Promise.all(records.map((r) => this.#write(r)))
   }
 
-  readonly #write = turnBatched(async (records: StickyWrite[]): Promise<void[]> => {
+  readonly #write = turnBatched(async (records: StickyWrite[]): Promise<undefined[]> => {
     const set = (r: StickyWrite) =>
       this.#redis.set(poolStickyKey(this.#prefix, r.poolId, r.recipient), encodeSticky(r), 'PX', this.#ttlMs)
     if (this.#redis.isCluster) {
