@@ -6,6 +6,7 @@ import {
   exitOnConfigError,
   type PlatformName,
   parseEnv,
+  poolEnv,
   throwConfigProblems,
 } from '@dispatch/runtime/env'
 import { serviceEnv, serviceKeyChecks, serviceSettings } from '@dispatch/runtime/service-env'
@@ -15,6 +16,7 @@ import { parseTrustProxy, type TrustProxy } from './trust-proxy.ts'
 
 const ApiEnv = Type.Object({
   ...commonEnv,
+  ...poolEnv,
   HOST: Type.String({ default: '127.0.0.1' }),
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
   ADMIN_TOKENS: Type.Optional(

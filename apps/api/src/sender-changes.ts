@@ -1,4 +1,4 @@
-import { SENDER_CHANGES_CHANNEL } from '@dispatch/contracts'
+import { SENDER_CHANGES_CHANNEL, SENDER_POOL_CHANGES_CHANNEL } from '@dispatch/contracts'
 import type { FastifyBaseLogger } from 'fastify'
 import type { ApiDeps } from './deps.ts'
 
@@ -18,6 +18,25 @@ export async function publishSenderChange(
     log.warn(
       { err: error, senderId },
       'could not publish sender change; workers catch up at their next sweep',
+    )
+  }
+}
+
+/**
+ * Tells every API instance that a sender pool was created, changed or deleted, so its copy of the
+ * pools (sending/pools/pool-cache.ts) is reloaded at once, not at its next refresh. Best effort.
+ */
+export async function publishSenderPoolChange(
+  deps: Pick<ApiDeps, 'redis' | 'config'>,
+  log: FastifyBaseLogger,
+  poolId: string,
+): Promise<void> {
+  try {
+    await deps.redis.publish(`${deps.config.QUEUE_PREFIX}:${SENDER_POOL_CHANGES_CHANNEL}`, poolId)
+  } catch (error) {
+    log.warn(
+      { err: error, senderPoolId: poolId },
+      'could not publish sender pool change; API instances catch up at their next refresh',
     )
   }
 }

@@ -6,6 +6,7 @@ import {
   exitOnConfigError,
   type PlatformName,
   parseEnv,
+  poolEnv,
   throwConfigProblems,
 } from '@dispatch/runtime/env'
 import { MESSAGE_BUNDLE_MAX, MESSAGE_CLAIM_KEEP_MS } from '@dispatch/runtime/message-handoff'
@@ -21,6 +22,7 @@ export type WorkerRole = (typeof WORKER_ROLES)[number]
 
 const WorkerEnv = Type.Object({
   ...commonEnv,
+  ...poolEnv,
   WORKER_QUEUES: Type.String({
     pattern: `^(${WORKER_ROLES.join('|')})(,(${WORKER_ROLES.join('|')}))*$`,
     default: WORKER_ROLES.join(','),

@@ -10481,6 +10481,8 @@ export interface operations {
                         /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
                         afterSeconds?: number;
                     };
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    senderId?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -10701,6 +10703,8 @@ export interface operations {
                         /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
                         afterSeconds?: number;
                     };
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    senderId?: string;
                     /**
                      * @description The template's category, for the marketing opt-out and frequency cap when the sender's synced catalog does not know the template (the catalog's category wins when it does). Not sent to the platform.
                      * @enum {unknown}
@@ -10897,6 +10901,8 @@ export interface operations {
                         /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
                         afterSeconds?: number;
                     };
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    senderId?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -11108,6 +11114,8 @@ export interface operations {
                         /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
                         afterSeconds?: number;
                     };
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    senderId?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -11318,6 +11326,8 @@ export interface operations {
                         /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
                         afterSeconds?: number;
                     };
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    senderId?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -11527,6 +11537,8 @@ export interface operations {
                         /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
                         afterSeconds?: number;
                     };
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    senderId?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -11736,6 +11748,8 @@ export interface operations {
                         /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
                         afterSeconds?: number;
                     };
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    senderId?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -11946,6 +11960,8 @@ export interface operations {
                         /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
                         afterSeconds?: number;
                     };
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    senderId?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -12196,6 +12212,8 @@ export interface operations {
                         /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
                         afterSeconds?: number;
                     };
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    senderId?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -12532,6 +12550,8 @@ export interface operations {
                         /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
                         afterSeconds?: number;
                     };
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    senderId?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -12742,6 +12762,8 @@ export interface operations {
                         /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
                         afterSeconds?: number;
                     };
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    senderId?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
                         templateId: string;
@@ -15271,7 +15293,7 @@ export interface operations {
                             /** Format: uuid */
                             id: string;
                             url: string;
-                            events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent")[];
+                            events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent" | "message.sender_changed")[];
                             description: string | null;
                             enabled: boolean;
                             disabledReason: ("gone" | "failing") | null;
@@ -15353,7 +15375,7 @@ export interface operations {
             content: {
                 "application/json": {
                     url: string;
-                    events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent")[];
+                    events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent" | "message.sender_changed")[];
                     description?: string;
                 };
             };
@@ -15370,7 +15392,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent" | "message.sender_changed")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -15494,7 +15516,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent" | "message.sender_changed")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -15695,7 +15717,7 @@ export interface operations {
             content: {
                 "application/json": {
                     url?: string;
-                    events?: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent")[];
+                    events?: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent" | "message.sender_changed")[];
                     enabled?: boolean;
                 };
             };
@@ -15712,7 +15734,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent" | "message.sender_changed")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -15835,7 +15857,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent" | "message.sender_changed")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -16425,7 +16447,7 @@ export interface operations {
                     "application/json": {
                         data: {
                             /** @enum {unknown} */
-                            type: "message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent";
+                            type: "message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent" | "message.sender_changed";
                             description: string;
                             schema: unknown;
                             example: unknown;
@@ -16497,7 +16519,7 @@ export interface operations {
                      * @description The type of event to send an example of
                      * @enum {unknown}
                      */
-                    eventType: "message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent";
+                    eventType: "message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent" | "message.sender_changed";
                 };
             };
         };
@@ -16514,7 +16536,7 @@ export interface operations {
                         /** Format: uuid */
                         endpointId: string;
                         /** @enum {unknown} */
-                        eventType: "message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent";
+                        eventType: "message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent" | "message.sender_changed";
                     };
                 };
             };

@@ -114,6 +114,15 @@ export const deliveryOptions = {
   quietHours: Type.Optional(QuietHours),
   timeZone: Type.Optional(TimeZone),
   fallback: Type.Optional(MessageFallback),
+  senderId: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 64,
+      description:
+        "The number to send through: the key's own sender, or a member of the sender pool the key is bound to " +
+        "(docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE.",
+    }),
+  ),
 }
 export const DELIVERY_OPTION_KEYS = [
   'contentRetention',
@@ -126,6 +135,7 @@ export const DELIVERY_OPTION_KEYS = [
   'fallbackTemplate',
   'category',
   'fallback',
+  'senderId',
 ] as const
 
 export const HeaderVariable = Type.Object(
@@ -425,6 +435,26 @@ export const MessageJob = Type.Object(
     expiresAt: Type.Optional(DateTime),
     /** The sender it goes out through (absent on jobs queued before senders existed: `default`). */
     senderId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    /**
+     * The sender pool its number was chosen from (docs/failover.md): a worker may move it to another
+     * member while it waits on a fallen one. Absent: it goes through `senderId` only.
+     */
+    senderPoolId: Type.Optional(Type.String({ format: 'uuid' })),
+    /**
+     * Set when a worker moved it off a pool's number that fell while it waited (docs/failover.md,
+     * "Messages waiting on a fallen number"): from which sender, to which, when and why.
+     */
+    senderChanged: Type.Optional(
+      Type.Object(
+        {
+          from: Type.String({ minLength: 1, maxLength: 64 }),
+          to: Type.String({ minLength: 1, maxLength: 64 }),
+          at: DateTime,
+          reason: Type.String({ minLength: 1, maxLength: 64 }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     /** Its level on that sender (absent: `normal`). */
     priority: Type.Optional(Priority),
     /** The accepting request's trace context (W3C `traceparent`…, as JSON), when tracing is on. */

@@ -109,3 +109,12 @@ export type SenderPoolListQuery = Static<typeof SenderPoolListQuery>
 
 export const SenderPoolList = DataEnvelope(SenderPoolView)
 export type SenderPoolList = Static<typeof SenderPoolList>
+
+/** Redis pub/sub channel (under the queue prefix): a pool was created, changed or deleted (its id). */
+export const SENDER_POOL_CHANGES_CHANNEL = 'sender-pools:changed'
+
+/**
+ * Redis pub/sub channel (under the queue prefix): a worker paused a sender for the platform's rate
+ * limit (130429). Message: `<senderId> <streak start ms> <pause end ms>`.
+ */
+export const SENDER_RATE_LIMITS_CHANNEL = 'senders:rate-limited'

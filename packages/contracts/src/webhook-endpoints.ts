@@ -21,6 +21,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'campaign.progress',
   'campaign.completed',
   'message.fallback_sent',
+  'message.sender_changed',
 ] as const
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number]
 export type WebhookEndpointEvents = WebhookEventType[]

@@ -2,6 +2,7 @@ import Type, { type TSchema } from 'typebox'
 import { CAMPAIGN_RECIPIENT_STATES } from './campaigns.ts'
 import { SUPPRESSION_SCOPES, SUPPRESSION_SOURCES } from './consent.ts'
 import { MESSAGE_TYPES } from './message-types.ts'
+import { POOL_EXCLUSION_REASONS } from './sender-pools.ts'
 
 /**
  * The `data` of each webhook event, as the database writes it (the triggers and functions of
@@ -134,6 +135,22 @@ export const WEBHOOK_EVENT_DATA = {
       }),
       userId,
       redacted,
+    }),
+  ],
+  'message.sender_changed': [
+    "A waiting message of a pooled key moved off a number that left its pool's rotation (docs/failover.md).",
+    Type.Object({
+      messageId,
+      sequence,
+      senderChanged: Type.Object({
+        from: Str('default', 'The number it waited on'),
+        to: Str('second-number', 'The pool member it goes through now'),
+        reason: Type.Enum(POOL_EXCLUSION_REASONS, {
+          examples: ['quality_red'],
+          description: 'Why the number it waited on left the rotation',
+        }),
+        at: Type.String({ format: 'date-time', examples: [at] }),
+      }),
     }),
   ],
   'message.received': [

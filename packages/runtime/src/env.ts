@@ -117,6 +117,24 @@ export const commonEnv = {
   }),
 }
 
+/**
+ * Sender pools (docs/failover.md), as the API (the choice on accept) and the workers (moving
+ * waiting messages off a fallen number) both read them.
+ */
+export const poolEnv = {
+  /**
+   * A pool's number limited by the platform (130429) for longer than this from now leaves the
+   * pool's rotation (its new recipients go to the others; its waiting messages move); a shorter
+   * pause is waited out.
+   */
+  POOL_RATE_LIMIT_TOLERANCE_SECONDS: Type.Integer({ minimum: 1, maximum: 86_400, default: 60 }),
+  /**
+   * How long a recipient's sticky number is remembered without a send to them or a reply from
+   * them: between this and twice this (packages/runtime/src/pool-sticky.ts).
+   */
+  POOL_STICKY_TTL_DAYS: Type.Integer({ minimum: 1, maximum: 365, default: 30 }),
+}
+
 export const PLATFORMS = ['sandbox', 'whatsapp-cloud'] as const
 export type PlatformName = (typeof PLATFORMS)[number]
 

@@ -3,6 +3,7 @@ import fp from 'fastify-plugin'
 import { startCampaignFeeder } from '../campaigns/feeder.ts'
 import type { Prefetched } from '../sending/checks/send-checks.ts'
 import { watchSendRules } from '../sending/checks/watch-send-rules.ts'
+import { watchSenderPools } from '../sending/pools/pool-cache.ts'
 import { createSending, type Sending } from '../sending/sending.ts'
 
 declare module 'fastify' {
@@ -22,7 +23,8 @@ declare module 'fastify' {
 
 /**
  * Builds sending once for the app, its send rules loaded before the first request, kept current
- * (`watchSendRules`) and compared every TEMPLATE_CACHE_REFRESH_MS; and, unless CAMPAIGN_FEED is
+ * (`watchSendRules`) and compared every TEMPLATE_CACHE_REFRESH_MS, the sender pools likewise
+ * (`watchSenderPools`); and, unless CAMPAIGN_FEED is
  * off, the campaign feeder (campaigns/feeder.ts).
  */
 export const sending = fp(
@@ -30,7 +32,11 @@ export const sending = fp(
     const { config, redisSubscriber } = app.deps
     const built = createSending(app.deps)
     const unwatch = await watchSendRules(built.rules, redisSubscriber, config.QUEUE_PREFIX, app.log)
-    await built.rules.start(config.TEMPLATE_CACHE_REFRESH_MS)
+    const unwatchPools = await watchSenderPools(built.pools, redisSubscriber, config.QUEUE_PREFIX, app.log)
+    await Promise.all([
+      built.rules.start(config.TEMPLATE_CACHE_REFRESH_MS),
+      built.pools.start(config.TEMPLATE_CACHE_REFRESH_MS),
+    ])
     app.decorate('sending', built)
     app.decorateRequest('prefetchedChecks', undefined)
     // Campaigns are sends too: fed through `submit` by whichever instance holds each one's lease.
@@ -44,7 +50,9 @@ export const sending = fp(
     app.addHook('onClose', async () => {
       await feeder?.stop()
       built.rules.stop()
+      built.pools.stop()
       unwatch()
+      unwatchPools()
     })
   },
   { name: 'sending' },

@@ -24,9 +24,17 @@ const SRC = fileURLToPath(new URL('..', import.meta.url))
  * a key's) rows. `isUuid` checks an id's shape; `identitiesOf` reads the phone–BSUID pairs of the
  * phone the caller names, no tenant's; `OrderRejected` is the error an order's checks throw;
  * `findLoggedSent` reads a sender's sent log in Redis by message id (the message store's lookup,
- * whose caller then checks the message is the key's).
+ * whose caller then checks the message is the key's); `loadPoolMembers` reads every sender pool's
+ * members and their health, held once for the process (sending/pools/pool-cache.ts), no key's rows.
  */
-const ALLOWED = new Set(['owned', 'isUuid', 'identitiesOf', 'OrderRejected', 'findLoggedSent'])
+const ALLOWED = new Set([
+  'owned',
+  'isUuid',
+  'identitiesOf',
+  'OrderRejected',
+  'findLoggedSent',
+  'loadPoolMembers',
+])
 
 /**
  * Files that serve keys and another audience, named by the route plugin they export (so a move

@@ -16,6 +16,7 @@ import { messageIdAt } from '@dispatch/runtime'
 import type { ApiConfig } from '../env.ts'
 import { AppError } from '../errors.ts'
 import { currentTraceContext } from '../trace-context.ts'
+import type { StickyWrite } from './pools/sticky.ts'
 
 /** The farthest ahead a message may be scheduled. */
 export const SCHEDULE_MAX_AHEAD_MS = 35 * 24 * 3600 * 1000
@@ -25,6 +26,8 @@ export interface AcceptedMessage {
   job: MessageJob
   delayMs: number
   status: 'queued' | 'scheduled'
+  /** A pooled send's new sticky record, written once it is stored (pools/on-accept.ts). */
+  sticky?: StickyWrite
 }
 
 /** When quiet hours let a message go (see ./quiet-hours). */
@@ -49,6 +52,7 @@ type SendBody = {
   fallback?: MessageFallback
   quietHours?: QuietHours
   timeZone?: string
+  senderId?: string
 }
 
 /** What the accept step needs of the calling key. */
@@ -56,6 +60,8 @@ export interface SendingKey {
   id: string
   /** Its sender; null: the default. */
   senderId: string | null
+  /** The sender pool it is bound to (docs/failover.md): its sends' number is chosen from it. */
+  senderPoolId?: string | null
   /** Its tenant (null: none), carried on the job: that tenant's opt-out entries block it at delivery. */
   tenantId?: string | null
   transactional: boolean
@@ -66,6 +72,17 @@ export interface SendingKey {
   /** Its scopes: `send:sms-fallback` lets its sends carry its sender's default fallback. */
   scopes?: readonly string[] | undefined
 }
+
+/** `422 INVALID_REFERENCE`: a send's `senderId` the key may not send through. */
+export const senderNotAllowed = (field: string, senderId: string) =>
+  new AppError(
+    'INVALID_REFERENCE',
+    `${field}.senderId ${JSON.stringify(senderId)} is neither the API key's sender nor a member of its sender pool`,
+  )
+
+/** Sender ids as the admin routes store them: `default`, or a lower-case UUID. */
+export const normalSenderId = (id: string) => (id === DEFAULT_SENDER_ID ? id : id.toLowerCase())
+const sameSender = (given: string, own: string) => normalSenderId(given) === own
 
 const invalid = (field: string, why: string) => new AppError('VALIDATION_ERROR', `${field} ${why}`)
 
@@ -109,6 +126,16 @@ export function acceptMessage(
     fallbackTemplate,
     timeZone,
   } = input.body
+  // A pooled key's `senderId` is judged against its pool (pools/on-accept.ts); any other key's
+  // must be its own sender.
+  const own = input.apiKey.senderId ?? DEFAULT_SENDER_ID
+  if (
+    input.body.senderId !== undefined &&
+    !input.apiKey.senderPoolId &&
+    !sameSender(input.body.senderId, own)
+  ) {
+    throw senderNotAllowed(field, input.body.senderId)
+  }
   if (priority === 'high' && !input.apiKey.transactional) {
     throw new AppError(
       'PRIORITY_NOT_ALLOWED',

@@ -20,6 +20,8 @@ export async function findOwnMessage(
   apiKey: { id: string; senderId: string | null; tenantId?: string | null },
   rawId: string,
   log: FastifyBaseLogger,
+  /** Other senders its messages may wait on: the members of the key's sender pool (`poolSendersOf`). */
+  others: readonly string[] = [],
 ): Promise<FoundMessage> {
   const apiKeyId = apiKey.id
   if (!isUuid(rawId)) throw messageNotFound()
@@ -37,7 +39,13 @@ export async function findOwnMessage(
   let found: QueuedMessage | undefined
   let claim: string | null = null
   try {
-    found = await deps.messages.find(apiKey.senderId ?? DEFAULT_SENDER_ID, id)
+    const own = apiKey.senderId ?? DEFAULT_SENDER_ID
+    found = await deps.messages.find(own, id)
+    // A pooled key's message waits on the number chosen for it.
+    for (const senderId of others) {
+      if (found) break
+      if (senderId !== own) found = await deps.messages.find(senderId, id)
+    }
     if (found) claim = await deps.redis.get(messageClaimKey(deps.config.QUEUE_PREFIX, id))
   } catch (error) {
     log.error({ err: error }, 'message lookup in the queue failed')
@@ -122,3 +130,10 @@ export function viewFromJob(job: QueuedJob, state: string, claim: MessageClaim |
     updatedAt: new Date(updatedAt).toISOString(),
   }
 }
+
+/** The senders a key's messages may wait on besides its own: its sender pool's members (none unpooled). */
+export const poolSendersOf = (
+  pools: { get(poolId: string): { members: ReadonlyArray<{ senderId: string }> } | undefined },
+  apiKey: { senderPoolId?: string | null },
+): string[] =>
+  apiKey.senderPoolId ? (pools.get(apiKey.senderPoolId)?.members.map((m) => m.senderId) ?? []) : []

@@ -11,6 +11,7 @@ import { AppError } from '../errors.ts'
 import { describeValidationError, makeAjv } from '../plugins/validation.ts'
 import { type AcceptedMessage, acceptMessage, type SendingKey } from './accept.ts'
 import type { Prefetched, SendToCheck } from './checks/send-checks.ts'
+import { choosePoolSenders, prefetchSticky } from './pools/on-accept.ts'
 import type { Sending } from './sending.ts'
 
 /** One send of a request: its type, its validated body, and its field (`body`, `body.messages[3]`). */
@@ -29,17 +30,32 @@ export type Judged = { accepted: AcceptedMessage } | { error: AppError }
  * limit's instead of following it: `judge` (through `submit`) takes them as `prefetched`.
  */
 export const prefetchChecks = (
-  sending: Pick<Sending, 'checks'>,
+  sending: Pick<Sending, 'checks' | 'pools' | 'sticky' | 'log' | 'clock'>,
   key: SendingKey,
   type: MessageType,
   body: unknown,
-): Prefetched | undefined =>
-  sending.checks.prefetch(
+): Prefetched | undefined => {
+  if (key.senderPoolId) {
+    // The number is chosen from the recipient's sticky record, read now; the checks' reads are
+    // started for the number the spread gives them (most recipients'), in the same round trip, and
+    // used only if that is the number chosen.
+    const sticky = prefetchSticky(sending, key, body, sending.clock().getTime())
+    if (!sticky) return undefined
+    const early = sending.checks.prefetch(
+      sticky.likely,
+      body,
+      type,
+      suppressionOwner({ apiKeyId: key.id, tenantId: key.tenantId }),
+    )
+    return { ...(early ?? { recipient: sticky.recipient }), senderId: sticky.likely, sticky }
+  }
+  return sending.checks.prefetch(
     key.senderId ?? DEFAULT_SENDER_ID,
     body,
     type,
     suppressionOwner({ apiKeyId: key.id, tenantId: key.tenantId }),
   )
+}
 
 /**
  * Every rule a send must pass before it is stored, in the order a caller meets them: its delivery
@@ -48,7 +64,7 @@ export const prefetchChecks = (
  * item; the send, batch and validate routes all judge through here, so they answer alike.
  */
 export async function judge(
-  sending: Pick<Sending, 'config' | 'checks' | 'quietHours'>,
+  sending: Pick<Sending, 'config' | 'checks' | 'quietHours' | 'pools' | 'sticky' | 'log'>,
   key: SendingKey,
   items: SendItem[],
   options: {
@@ -83,31 +99,53 @@ export async function judge(
   })
   const open = judged.flatMap((j, i) => ('accepted' in j ? [i] : []))
   if (open.length === 0) return judged
-  const senderId = (judged[open[0] as number] as { accepted: AcceptedMessage }).accepted.job
-    .senderId as string
-  const refused = await sending.checks.check(
-    senderId,
-    open.map((i) => items[i] as SendToCheck),
-    options.now.getTime(),
-    options.prefetched,
-    suppressionOwner({ apiKeyId: key.id, tenantId: key.tenantId }),
-    options.holdAtLimit === true,
+  if (key.senderPoolId) {
+    await choosePoolSenders(
+      sending,
+      key,
+      judged,
+      items,
+      open,
+      options.now.getTime(),
+      options.prefetched?.sticky,
+    )
+  }
+  // Each send is checked against the rules of the number it goes through (a pool's sends, against
+  // the number chosen for each): one group for a key's own sender.
+  const bySender = Map.groupBy(
+    open.filter((i) => 'accepted' in (judged[i] as Judged)),
+    (i) => (judged[i] as { accepted: AcceptedMessage }).accepted.job.senderId as string,
   )
-  // The sender's default fallback, on the sends that carry none, for a key that may ask for one.
-  const defaultFallback = key.scopes?.includes(Scopes.sendSmsFallback)
-    ? sending.checks.defaultFallback(senderId)
-    : null
-  refused.forEach((error, n) => {
-    const i = open[n] as number
-    if (error) {
-      judged[i] = { error }
-      return
-    }
-    const { job } = (judged[i] as { accepted: AcceptedMessage }).accepted
-    if (defaultFallback && !job.fallback) job.fallback = defaultFallback
-    // Carried on the job: an opt-out of marketing made before delivery cancels it then.
-    if (sending.checks.isMarketing(senderId, items[i] as SendToCheck)) job.marketing = true
-  })
+  const mayFallBack = key.scopes?.includes(Scopes.sendSmsFallback) === true
+  const checkGroup = async (senderId: string, group: number[]) => {
+    const refused = await sending.checks.check(
+      senderId,
+      group.map((i) => items[i] as SendToCheck),
+      options.now.getTime(),
+      // A pooled send's early reads were made for one number: used only when it is the one chosen.
+      options.prefetched?.senderId === undefined || options.prefetched.senderId === senderId
+        ? options.prefetched
+        : undefined,
+      suppressionOwner({ apiKeyId: key.id, tenantId: key.tenantId }),
+      options.holdAtLimit === true,
+    )
+    // The sender's default fallback, on the sends that carry none, for a key that may ask for one.
+    const defaultFallback = mayFallBack ? sending.checks.defaultFallback(senderId) : null
+    refused.forEach((error, n) => {
+      const i = group[n] as number
+      if (error) {
+        judged[i] = { error }
+        return
+      }
+      const { job } = (judged[i] as { accepted: AcceptedMessage }).accepted
+      if (defaultFallback && !job.fallback) job.fallback = defaultFallback
+      // Carried on the job: an opt-out of marketing made before delivery cancels it then.
+      if (sending.checks.isMarketing(senderId, items[i] as SendToCheck)) job.marketing = true
+    })
+  }
+  const [only] = bySender
+  if (bySender.size === 1 && only) await checkGroup(...only)
+  else await Promise.all([...bySender].map(([senderId, group]) => checkGroup(senderId, group)))
   return judged
 }
 

@@ -107,6 +107,18 @@ export async function submit(
     for (const i of refused) judged[i] = { error: outstandingLimitReached(max, (sends[i] as SendItem).field) }
   }
 
+  // A pooled send's recipient now sticks to the number chosen (pools/on-accept.ts): written once
+  // stored, not awaited (the next send on this connection reads after it).
+  const sticky = valid.flatMap((i) => {
+    const answer = judged[i] as Submitted
+    return 'accepted' in answer && answer.accepted.sticky ? [answer.accepted.sticky] : []
+  })
+  if (sticky.length > 0) {
+    void sending.sticky.write(sticky, now.getTime()).catch((error) => {
+      log.warn({ err: error, senderPoolId: key.senderPoolId }, 'sticky senders not written')
+    })
+  }
+
   const scheduled = valid.flatMap((i) => {
     const answer = judged[i] as Submitted
     return 'accepted' in answer && answer.accepted.status === 'scheduled' ? [answer.accepted.job] : []

@@ -2,6 +2,7 @@ import {
   type MessageJob,
   QueueNames,
   SENDER_CHANGES_CHANNEL,
+  SENDER_RATE_LIMITS_CHANNEL,
   type SenderState,
   senderQueueName,
 } from '@dispatch/contracts'
@@ -82,6 +83,8 @@ export class SenderLane implements DeliveryLane {
   /** When this process last paused the sender for a refused token (ms). */
   #refusedAt = 0
   #limitStreak = 0
+  /** When the current streak of rate-limit pauses began (ms). */
+  #limitedSince = 0
   #appliedPaused: boolean | undefined
   readonly #context: WorkerContext
   readonly #publisher: RedisClient
@@ -256,9 +259,18 @@ export class SenderLane implements DeliveryLane {
       return { pauseMs: Math.max(0, this.#pausedUntil - Date.now()), newPause: false }
     const now = Date.now()
     this.#limitStreak = now - this.#pausedUntil > RATE_LIMIT_QUIET_MS ? 1 : this.#limitStreak + 1
+    if (this.#limitStreak === 1) this.#limitedSince = now
     const pauseMs = Math.min(RATE_LIMIT_MAX_PAUSE_MS, Math.max(ms, ms * 2 ** (this.#limitStreak - 1)))
     this.#pausedUntil = now + pauseMs
     await (await this.queue.get()).rateLimit(pauseMs)
+    // The API's sender pools take a number limited longer than POOL_RATE_LIMIT_TOLERANCE_SECONDS
+    // out of rotation (docs/failover.md): told the streak's start and this pause's end.
+    void this.#publisher
+      .publish(
+        `${this.#context.config.QUEUE_PREFIX}:${SENDER_RATE_LIMITS_CHANNEL}`,
+        `${this.senderId} ${this.#limitedSince} ${this.#pausedUntil}`,
+      )
+      .catch(() => {})
     return { pauseMs, newPause: true }
   }
 

@@ -5,6 +5,7 @@ import { startConsentConfirmationWorker } from './consent/confirmations.ts'
 import { startSmsFallbackTimerWorker } from './fallback-timer.ts'
 import { HeldExpirySweeper } from './held-expiry.ts'
 import { SenderLanes } from './lanes.ts'
+import { PoolMover } from './pool-mover.ts'
 import { SenderRegistry } from './registry.ts'
 import { SentLogSweeper } from './sent-log.ts'
 import { AbandonedSmsCallSweeper } from './sms-call-sweep.ts'
@@ -33,6 +34,9 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
     () => lanes.lanes(),
   )
   sweeper.start()
+  // Messages waiting on a pool's number that fell move to a healthy member (docs/failover.md).
+  const poolMover = new PoolMover(context, lanes.producer, () => lanes.lanes())
+  poolMover.start()
   // Sent outcomes a process left in the senders' logs (killed, or Postgres was down) reach Postgres.
   const sentLogs = new SentLogSweeper(
     lanes.recording.claims,
@@ -69,6 +73,7 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
       await registry.stop()
       await confirmations.close()
       await sweeper.stop()
+      await poolMover.stop()
       await admitter.stop()
       await sentLogs.stop()
       await smsCalls.stop()

@@ -1,7 +1,8 @@
 /**
  * Accept-path benchmark: autocannon against POST /api/third-party/messages/send-text (approved key,
  * valid body) versus two bare Fastify routes: one plain BullMQ `add` per request, and one Redis
- * `INCR` per request. The API and the bare server each run in a process of their own, autocannon
+ * `INCR` per request; and the same send from a key bound to a three-number sender pool, beside the
+ * single-sender one (the sticky lookup and the choice of its number). The API and the bare server each run in a process of their own, autocannon
  * in a third; same connections and duration, alternating rounds, medians compared.
  *
  *   pnpm --filter @dispatch/bench bench:accept    (BENCH_CONNECTIONS, BENCH_DURATION_S, BENCH_ROUNDS)
@@ -28,6 +29,7 @@ const env = {
   REDIS_URL: world.redisUrl,
   QUEUE_PREFIX: world.queuePrefix,
   MESSAGE_OUTSTANDING_MAX: '100000000',
+  BENCH_POOLED_KEY: 'true',
 }
 const [api, bare] = await Promise.all([startServer('app', env), startServer('baseline', env)])
 // What each round stored is removed before the next, so no round runs against a fuller Redis: the
@@ -51,6 +53,13 @@ const targets = [
     url: `${api.url}/api/third-party/messages/send-text`,
     headers: { 'x-api-key': api.key },
   },
+  // The same send from a key bound to a three-number sender pool: the sticky lookup and the
+  // choice of its number on top (docs/failover.md; aim ≤ 3 % against send-text).
+  {
+    name: 'send-text (pool)',
+    url: `${api.url}/api/third-party/messages/send-text`,
+    headers: { 'x-api-key': api.pooled },
+  },
   { name: 'BullMQ add', url: `${bare.url}/add`, headers: {} },
   { name: 'INCR', url: `${bare.url}/incr`, headers: {} },
 ] as const
@@ -66,28 +75,56 @@ try {
   for (const target of targets) await autocannon({ ...target, body, connections, seconds: 2 })
   await drain()
   const runs = new Map<Target, Run[]>(targets.map((t) => [t.name, []]))
+  const cpus = new Map<Target, number[]>(targets.map((t) => [t.name, []]))
+  const cpuOf = (name: Target) => {
+    const sorted = [...(cpus.get(name) ?? [])].sort((a, b) => a - b)
+    return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN
+  }
   for (let round = 1; round <= rounds; round++) {
     // Alternating rounds, each starting one further along: load that drifts moves all alike.
     const order = targets.map((_, i) => targets[(i + round - 1) % targets.length] as (typeof targets)[number])
     const line: string[] = []
     for (const target of order) {
-      const server = target.name === 'send-text' ? api : bare
+      const server = target.name.startsWith('send-text') ? api : bare
       const cpuBefore = await server.cpuSeconds()
       const run = await autocannon({ ...target, body, connections, seconds: duration })
       const cpuAfter = await server.cpuSeconds()
       assertClean(target.name, run)
       runs.get(target.name)?.push(run)
       // The server's CPU per request: what a request costs where the load is CPU-bound.
-      const cpu =
+      const perRequest =
         cpuBefore === undefined || cpuAfter === undefined
-          ? ''
-          : `, ${Math.round(((cpuAfter - cpuBefore) * 1e6) / (run.requestsPerSecond * duration))} µs CPU`
+          ? undefined
+          : ((cpuAfter - cpuBefore) * 1e6) / (run.requestsPerSecond * duration)
+      if (perRequest !== undefined) cpus.get(target.name)?.push(perRequest)
+      const cpu = perRequest === undefined ? '' : `, ${Math.round(perRequest)} µs CPU`
       line.push(`${target.name} ${Math.round(run.requestsPerSecond)} req/s, p99 ${run.p99} ms${cpu}`)
     }
     const queued = await drain()
     console.log(`  round ${round}/${rounds}: ${line.join('; ')} (${queued} messages stored, then removed)`)
   }
-  const [send, add, incr] = targets.map((t) => medianRun(runs.get(t.name) ?? [])) as [Run, Run, Run]
+  const [send, pooled, add, incr] = targets.map((t) => medianRun(runs.get(t.name) ?? [])) as [
+    Run,
+    Run,
+    Run,
+    Run,
+  ]
+  printComparison({
+    name: 'send-text from a pooled key vs from a single-sender key (throughput)',
+    figure: pooled.requestsPerSecond,
+    baseline: send.requestsPerSecond,
+    unit: 'req/s',
+    better: 'higher',
+    aim: '≥ 0.97',
+  })
+  printComparison({
+    name: 'send-text from a pooled key vs from a single-sender key (CPU per request)',
+    figure: cpuOf('send-text (pool)'),
+    baseline: cpuOf('send-text'),
+    unit: 'µs',
+    better: 'lower',
+    aim: '≤ 1.03',
+  })
   printComparison({
     name: 'send-text throughput vs one BullMQ add per request',
     figure: send.requestsPerSecond,

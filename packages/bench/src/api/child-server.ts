@@ -12,6 +12,8 @@ export interface ServerEnv {
   QUEUE_PREFIX: string
   /** `false` starts the API without metrics (metrics.ts); unset, the default (on). */
   METRICS_ENABLED?: string
+  /** `true`: the app also makes a key bound to a three-number sender pool (`pooled`). */
+  BENCH_POOLED_KEY?: string
   /** A key's outstanding bound; the accept bench's one key stores more than the default per round. */
   MESSAGE_OUTSTANDING_MAX?: string
 }
@@ -21,6 +23,8 @@ export interface ChildServer {
   url: string
   /** `app` only: an approved key with every send scope. */
   key: string
+  /** `app` with BENCH_POOLED_KEY only: an approved key bound to a three-number sender pool. */
+  pooled: string
   /** The process's CPU time so far (user + system), in seconds; undefined off Linux. */
   cpuSeconds(): Promise<number | undefined>
   stop(): Promise<void>
@@ -28,10 +32,13 @@ export interface ChildServer {
 
 /** Starts `server.ts` as `role` in a child process and waits until it listens. */
 export async function startServer(role: 'app' | 'baseline', env: ServerEnv): Promise<ChildServer> {
-  const server = await forkChild<{ url: string; key: string }>(new URL('./server.ts', import.meta.url), {
-    what: `${role} server`,
-    args: [role],
-    env: { ...env },
-  })
+  const server = await forkChild<{ url: string; key: string; pooled: string }>(
+    new URL('./server.ts', import.meta.url),
+    {
+      what: `${role} server`,
+      args: [role],
+      env: { ...env },
+    },
+  )
   return { ...server.ready, cpuSeconds: server.cpuSeconds, stop: server.stop }
 }

@@ -2,6 +2,8 @@
  * Sends through an API built in this process (`app.inject`), and the CPU they cost: the benchmarks
  * that compare two builds of the app without a network in between.
  */
+import { randomUUID } from 'node:crypto'
+import { createSenderPool, senders } from '@dispatch/db'
 import type { FastifyInstance } from 'fastify'
 
 /** Requests a key with every send scope (or `scopes`) and approves it, through the API itself. */
@@ -9,6 +11,13 @@ export async function approvedKey(
   app: FastifyInstance,
   scopes = ['send:free-text', 'send:template', 'send:image'],
 ): Promise<string> {
+  return (await approvedKeyWithId(app, scopes)).key
+}
+
+async function approvedKeyWithId(
+  app: FastifyInstance,
+  scopes = ['send:free-text', 'send:template', 'send:image'],
+): Promise<{ id: string; key: string }> {
   const created = await app.inject({
     method: 'POST',
     url: '/api/api-keys/request',
@@ -25,7 +34,65 @@ export async function approvedKey(
     headers: { authorization: `Bearer ${app.deps.config.adminTokens[0]?.token}` },
   })
   if (approved.statusCode !== 200) throw new Error(`approve failed: ${approved.body}`)
-  return key
+  return { id, key }
+}
+
+/**
+ * An approved key bound to a sender pool of three numbers of one business (weights 1, 1, 2), as
+ * an admin would set it up (docs/failover.md): for the pooled variant of the accept benchmark.
+ * Waits until the API holds the pool.
+ */
+export async function pooledKey(app: FastifyInstance): Promise<string> {
+  return (await pooledKeys(app)).pooled
+}
+
+/**
+ * `pooledKey`'s key, and beside it a key bound to the pool's first number alone (no pool): the two
+ * differ by the pool only, for comparing their sends.
+ */
+export async function pooledKeys(app: FastifyInstance): Promise<{ pooled: string; single: string }> {
+  const { db } = app.deps
+  const tag = `${Date.now()}`.slice(-9)
+  const ids = [0, 1, 2].map(() => randomUUID())
+  await db.insert(senders).values(
+    ids.map((id, n) => ({
+      id,
+      phoneNumberId: `9${tag}${n}`,
+      displayName: `Bench pool number ${n}`,
+      businessId: `8${tag}`,
+      wabaId: `7${tag}`,
+    })),
+  )
+  const created = await createSenderPool(db, {
+    name: 'Bench pool',
+    members: ids.map((senderId, n) => ({ senderId, weight: n === 2 ? 2 : 1 })),
+    actor: 'bench',
+    now: new Date(),
+  })
+  if (!('outcome' in created) || created.outcome !== 'written') {
+    throw new Error(`pool not created: ${JSON.stringify(created)}`)
+  }
+  const poolId = created.detail.pool.id
+  const { id, key } = await approvedKeyWithId(app)
+  const bound = await app.inject({
+    method: 'PATCH',
+    url: `/api/admin/api-keys/${id}`,
+    headers: { authorization: `Bearer ${app.deps.config.adminTokens[0]?.token}` },
+    payload: { senderPoolId: poolId },
+  })
+  if (bound.statusCode !== 200) throw new Error(`binding failed: ${bound.body}`)
+  // The numbers' send rules too, so each send is checked as a known sender's (its consent read).
+  await Promise.all([app.sending.pools.refresh(), app.sending.rules.refresh()])
+  if (!app.sending.pools.get(poolId)) throw new Error('the API did not load the pool')
+  const single = await approvedKeyWithId(app)
+  const own = await app.inject({
+    method: 'PATCH',
+    url: `/api/admin/api-keys/${single.id}`,
+    headers: { authorization: `Bearer ${app.deps.config.adminTokens[0]?.token}` },
+    payload: { senderId: ids[0] },
+  })
+  if (own.statusCode !== 200) throw new Error(`binding failed: ${own.body}`)
+  return { pooled: key, single: single.key }
 }
 
 /**

@@ -7,7 +7,8 @@
  *   job the API would build, same options, no batching, a producer connection with BullMQ's
  *   defaults), and `POST /incr`, one Redis `INCR` per request.
  *
- * Tells the parent `{url, key}` once listening; closes on SIGTERM or when the parent goes away.
+ * Tells the parent `{url, key, pooled}` once listening (`pooled`: a key bound to a sender pool,
+ * with BENCH_POOLED_KEY=true); closes on SIGTERM or when the parent goes away.
  */
 import { randomUUID } from 'node:crypto'
 import { buildApp, createDeps, createLogger, parseApiConfig } from '@dispatch/api'
@@ -16,7 +17,7 @@ import { MESSAGE_JOB_OPTIONS } from '@dispatch/runtime/message-handoff'
 import { Queue } from 'bullmq'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
-import { approvedKey } from './inject.ts'
+import { approvedKey, pooledKey } from './inject.ts'
 
 const role = process.argv[2]
 if (role !== 'app' && role !== 'baseline') throw new Error(`unknown role ${role}: app or baseline`)
@@ -39,7 +40,10 @@ const address = (app: FastifyInstance) => {
 async function startApp() {
   const app = await buildApp(createDeps(config, { logger: createLogger(config) }))
   await app.listen({ host: '127.0.0.1', port: 0 })
-  return { app, key: await approvedKey(app), close: () => app.close() }
+  const key = await approvedKey(app)
+  // The accept bench's pooled variant: a key bound to a three-number pool (its sends choose a number).
+  const pooled = process.env.BENCH_POOLED_KEY === 'true' ? await pooledKey(app) : ''
+  return { app, key, pooled, close: () => app.close() }
 }
 
 async function startBaseline() {
@@ -70,6 +74,7 @@ async function startBaseline() {
   return {
     app,
     key: '',
+    pooled: '',
     close: async () => {
       await app.close()
       await queue.close()
@@ -88,4 +93,4 @@ const close = async () => {
 }
 process.on('SIGTERM', close)
 process.on('disconnect', close)
-process.send?.({ url: address(server.app), key: server.key })
+process.send?.({ url: address(server.app), key: server.key, pooled: server.pooled })

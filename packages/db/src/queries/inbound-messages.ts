@@ -12,6 +12,7 @@ import { likePattern, offsetOf, ordering, whereAll } from './list-helpers.ts'
 import { platformIdIs } from './message-ids.ts'
 import { isUuid } from './orders.ts'
 import { inboundMessagesWithIds } from './partitioned-ids.ts'
+import { routePoolReply } from './pool-replies.ts'
 
 /** A user's message to one of our business numbers, as read from the platform's webhook. */
 export interface InboundMessage {
@@ -54,7 +55,10 @@ export const CONVERSATION_WINDOW_MS = 24 * 60 * 60 * 1000
  * a. the message it quotes, when that is ours, to this phone, from this number;
  * b. else the newest message to this phone from this number sent in the 24 h before the reply
  *    (the platform's times are whole seconds, so a send in the reply's own second counts);
- * c. else none.
+ * c. else the key bound to a sender pool this number is in that wrote to this phone from another
+ *    of the pool's numbers in those 24 h (`routePoolReply`: replies reach a pooled key whichever
+ *    of its numbers they come to);
+ * d. else none.
  * Never to a revoked key: its conversations are no longer its own, and its replies go
  * to the next key by these rules, or to none.
  */
@@ -89,7 +93,11 @@ async function routeReply(tx: Executor, item: InboundMessage, who: ReplyIdentity
     )
     .orderBy(desc(messages.sentAt), desc(messages.id))
     .limit(1)
-  return { apiKeyId: recent?.apiKeyId ?? null, inReplyTo: null }
+  // c. else a pool's: the key bound to a pool of this number that wrote from another of its numbers.
+  const pooled = recent
+    ? null
+    : await routePoolReply(tx, { ...item, at, windowMs: CONVERSATION_WINDOW_MS }, who)
+  return { apiKeyId: recent?.apiKeyId ?? pooled, inReplyTo: null }
 }
 
 /**

@@ -279,3 +279,39 @@ export async function lockPoolMembers(tx: Tx, poolId: string): Promise<string[] 
     .for('key share')
   return rows.map((r) => r.senderId)
 }
+
+/** A pool's member as the send path keeps it in memory: its place, weight, number and health. */
+export interface PoolMemberHealthRow {
+  poolId: string
+  senderId: string
+  position: number
+  weight: number
+  phoneNumberId: string
+  wabaId: string | null
+  state: SenderRow['state']
+  accountStatus: string | null
+  qualityRating: string | null
+}
+
+/**
+ * Every pool's members with their senders' health, in order: what each API instance holds to
+ * choose a pool's number without Postgres (apps/api/src/sending/pools/pool-cache.ts). One query;
+ * pools are few (an admin's), their members at most 50 each.
+ */
+export async function loadPoolMembers(db: Db): Promise<PoolMemberHealthRow[]> {
+  return db
+    .select({
+      poolId: senderPoolMembers.poolId,
+      senderId: senderPoolMembers.senderId,
+      position: senderPoolMembers.position,
+      weight: senderPoolMembers.weight,
+      phoneNumberId: senders.phoneNumberId,
+      wabaId: senders.wabaId,
+      state: senders.state,
+      accountStatus: senders.accountStatus,
+      qualityRating: senders.qualityRating,
+    })
+    .from(senderPoolMembers)
+    .innerJoin(senders, eq(senders.id, senderPoolMembers.senderId))
+    .orderBy(asc(senderPoolMembers.poolId), asc(senderPoolMembers.position))
+}

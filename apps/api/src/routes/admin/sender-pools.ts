@@ -18,6 +18,7 @@ import {
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError } from '../../errors.ts'
 import { errorResponses } from '../../http/error-responses.ts'
+import { publishSenderPoolChange } from '../../sender-changes.ts'
 import { toSenderPoolView } from '../../senders/pool-views.ts'
 
 const notFound = (id: string) => new AppError('NOT_FOUND', `No sender pool with id ${JSON.stringify(id)}`)
@@ -79,6 +80,7 @@ export const adminSenderPoolRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const result = await createSenderPool(db, { ...request.body, actor: request.adminName, now: clock() })
       const detail = written(undefined, result)
       request.log.info({ senderPoolId: detail.pool.id, actor: request.adminName }, 'sender pool created')
+      await publishSenderPoolChange(app.deps, request.log, detail.pool.id)
       return reply.code(201).send(view(detail))
     },
   )
@@ -146,6 +148,7 @@ export const adminSenderPoolRoutes: FastifyPluginAsyncTypebox = async (app) => {
       })
       const detail = written(id, result)
       request.log.info({ senderPoolId: id, actor: request.adminName }, 'sender pool changed')
+      await publishSenderPoolChange(app.deps, request.log, id)
       return view(detail)
     },
   )
@@ -178,6 +181,7 @@ export const adminSenderPoolRoutes: FastifyPluginAsyncTypebox = async (app) => {
         )
       }
       request.log.info({ senderPoolId: id, actor: request.adminName }, 'sender pool deleted')
+      await publishSenderPoolChange(app.deps, request.log, id)
       return reply.code(204).send(null)
     },
   )

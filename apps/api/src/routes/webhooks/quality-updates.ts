@@ -97,12 +97,16 @@ export async function applyQualityUpdates(
       ...(QUALITY_EVENTS.has(update.event) ? { qualityRating: update.event } : {}),
       ...(update.currentLimit ? { messagingLimitTier: update.currentLimit } : {}),
     }
-    await recordSenderHealth(
+    const changed = await recordSenderHealth(
       deps.db,
       { displayPhoneNumber: update.displayPhoneNumber, phoneNumberId: update.phoneNumberId },
       health,
       { source: QUALITY_UPDATE_FIELD, at: now },
     )
+    // Announced: every API instance's sender pools take the number out of rotation (or back) at once.
+    if (update.event !== THROUGHPUT_UPGRADE) {
+      for (const senderId of changed) await publishSenderChange(deps, log, senderId)
+    }
     if (update.event !== THROUGHPUT_UPGRADE) {
       log.info({ ...number, currentLimit: update.currentLimit }, 'whatsapp phone number quality update')
       continue

@@ -6,6 +6,7 @@ import { applyConsentKeywords } from '../../consent/keywords.ts'
 import { applyUserPreferences, readUserPreferences } from '../../consent/user-preferences.ts'
 import { AppError } from '../../errors.ts'
 import { errorResponses } from '../../http/error-responses.ts'
+import { stickToRepliedNumbers } from '../../sending/pools/on-reply.ts'
 import { applyAccountUpdates, readAccountUpdates } from './account-updates.ts'
 import { toStorableJson } from './platform-text.ts'
 import { applyQualityUpdates, readQualityUpdates } from './quality-updates.ts'
@@ -159,6 +160,8 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
         else replies.unrouted++
       }
       await openServiceWindows(app.deps, request.log, messages, now)
+      // A user who wrote to a pool's number sticks to it (sending/pools/on-reply.ts).
+      await stickToRepliedNumbers(app.sending, messages, now.getTime())
       // After the replies are stored: a failure here answers 5xx, and Meta's redelivery applies it again.
       const consent = await applyConsentKeywords(app, request.log, messages, now)
       const preferences = readUserPreferences(request.body)

@@ -21,6 +21,7 @@ import { scriptCall } from '@dispatch/runtime/lua-scripts'
 import { type RedisClient, turnBatched, turnBatchedGet } from '@dispatch/runtime/redis'
 import { AppError } from '../../errors.ts'
 import type { Log } from '../log.ts'
+import type { PrefetchedSticky } from '../pools/on-accept.ts'
 import { checkTemplate } from './check-template.ts'
 import { KnownReaches } from './known-reach.ts'
 import {
@@ -66,6 +67,12 @@ export interface Prefetched {
   consent?: { number: string; owner: SuppressionOwner; read: Promise<string | null | undefined> }
   /** A template's window and its portfolio's reach, under `messagingLimitPolicy: refuse`. */
   limit?: PrefetchedLimit
+  /**
+   * A pooled key's send: its recipient's sticky record, and the number the reads above were made
+   * for (the spread's: the checks use them only when it is the number chosen).
+   */
+  sticky?: PrefetchedSticky
+  senderId?: string
 }
 
 /**
@@ -122,6 +129,8 @@ export class SendChecks {
     log: Log,
     defaultNumber: string,
     hash: RecipientHasher,
+    /** The turn's batched reads, shared with the pools' sticky reads (one MGET for both). */
+    read: (key: string) => Promise<string | null> = turnBatchedGet(redis),
   ) {
     this.#hash = hash
     this.#rules = rules
@@ -155,7 +164,7 @@ export class SendChecks {
         })
     // The suppression entries and windows every request of a turn reads, in one MGET (on a
     // Cluster, one GET each: they sit on many slots).
-    this.#read = turnBatchedGet(redis)
+    this.#read = read
     this.#limitDeps = {
       redis,
       read: this.#read,

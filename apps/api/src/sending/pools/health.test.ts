@@ -30,5 +30,10 @@ describe('a member of a pool', () => {
     expect(exclusionOf({ ...healthy, rateLimitedUntil: now + 60_000 }, rules, now)).toBeNull()
     expect(exclusionOf({ ...healthy, rateLimitedUntil: now + 60_001 }, rules, now)).toBe('rate_limited')
     expect(exclusionOf({ ...healthy, rateLimitedUntil: now - 1 }, rules, now)).toBeNull()
+    // A streak of short pauses counts from its start.
+    const streak = { ...healthy, rateLimitedSince: now - 50_000 }
+    expect(exclusionOf({ ...streak, rateLimitedUntil: now + 10_000 }, rules, now)).toBeNull()
+    expect(exclusionOf({ ...streak, rateLimitedUntil: now + 10_001 }, rules, now)).toBe('rate_limited')
+    expect(exclusionOf({ ...streak, rateLimitedUntil: now - 1 }, rules, now)).toBeNull()
   })
 })

@@ -108,6 +108,7 @@ export const sendMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
               'PAYLOAD_TOO_LARGE',
               'UNSUPPORTED_MEDIA_TYPE',
               'IDEMPOTENCY_KEY_REUSED',
+              'INVALID_REFERENCE',
               'TEMPLATE_NOT_FOUND',
               'TEMPLATE_NOT_APPROVED',
               'TEMPLATE_PARAMETERS_MISMATCH',

@@ -1,0 +1,63 @@
+import { decodeSticky, encodeSticky, poolStickyKey, type StickyRecord } from '@dispatch/runtime'
+import { type RedisClient, turnBatched, turnBatchedGet } from '@dispatch/runtime/redis'
+
+/** A record to write: the recipient now sticks to `senderId` (inbound time 0 unless they wrote to it). */
+export interface StickyWrite extends StickyRecord {
+  poolId: string
+  recipient: string
+}
+
+/**
+ * The pools' sticky records in Redis (packages/runtime/src/pool-sticky.ts for the layout): read for
+ * every pooled send, every read of a turn of the event loop in one MGET (a GET each on a Cluster);
+ * written only when a recipient's number changes, or they reply.
+ */
+export class StickyStore {
+  readonly #redis: RedisClient
+  readonly #prefix: string
+  readonly #ttlMs: number
+  readonly #get: (key: string) => Promise<string | null>
+
+  constructor(
+    redis: RedisClient,
+    prefix: string,
+    ttlMs: number,
+    /** The turn's batched reads, shared with the send checks' (one MGET for both). */
+    read: (key: string) => Promise<string | null> = turnBatchedGet(redis),
+  ) {
+    this.#redis = redis
+    this.#prefix = prefix
+    this.#ttlMs = ttlMs
+    this.#get = read
+  }
+
+  /** The recipient's record in the pool, or undefined (none, or expired). Rejects when Redis fails. */
+  read(poolId: string, recipient: string, _now?: number): Promise<StickyRecord | undefined> {
+    return this.#get(poolStickyKey(this.#prefix, poolId, recipient)).then(decodeSticky)
+  }
+
+  /**
+   * Writes records, each expiring `ttlMs` from now: the writes of a turn of the event loop in one
+   * pipeline (a SET each), as the store gathers a turn's messages; on a Cluster a SET each.
+   */
+  async write(records: StickyWrite[], _now?: number): Promise<void> {
+    if (records.length === 1) await this.#write(records[0] as StickyWrite)
+    else if (records.length > 1) await Promise.all(records.map((r) => this.#write(r)))
+  }
+
+  readonly #write = turnBatched(async (records: StickyWrite[]): Promise<undefined[]> => {
+    const set = (r: StickyWrite) =>
+      this.#redis.set(poolStickyKey(this.#prefix, r.poolId, r.recipient), encodeSticky(r), 'PX', this.#ttlMs)
+    if (this.#redis.isCluster) {
+      await Promise.all(records.map(set))
+    } else {
+      const pipeline = this.#redis.pipeline()
+      for (const r of records) {
+        pipeline.set(poolStickyKey(this.#prefix, r.poolId, r.recipient), encodeSticky(r), 'PX', this.#ttlMs)
+      }
+      const replies = (await pipeline.exec()) ?? []
+      for (const [error] of replies) if (error) throw error
+    }
+    return records.map(() => undefined)
+  })
+}

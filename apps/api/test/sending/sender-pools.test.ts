@@ -1,0 +1,495 @@
+import { randomBytes } from 'node:crypto'
+import type { MessageView, SenderPoolView, SenderView } from '@dispatch/contracts'
+import {
+  demoTemplates,
+  type FakeWhatsApp,
+  graphError,
+  messageWebhook,
+  startFakeWhatsApp,
+  waitFor,
+} from '@dispatch/testing'
+import type { RunningWorker } from '@dispatch/worker'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  activeKey,
+  asAdmin,
+  buildTestApp,
+  createWorld,
+  expectError,
+  postPlatformWebhook,
+  SEND_SCOPES,
+  send,
+  startTestWorker,
+  type TestApp,
+  type TestWorld,
+} from '../helpers.ts'
+
+/**
+ * A key bound to a sender pool, end to end (docs/failover.md, "Sender pools"): its sends go out
+ * through the pool's numbers (sticky per recipient, new recipients spread by weight), a send may
+ * name a member and no other number, and a user's reply to any member reaches the key and sticks
+ * them to that number. Real Postgres and Redis, a worker, the fake Cloud API.
+ */
+const APP_SECRET = 'whatsapp-app-secret-for-pool-tests'
+const DEFAULT_NUMBER = '106540352240001'
+const NUMBERS = { a: '306540352240011', b: '306540352240022', c: '306540352240033' }
+const OUTSIDER_NUMBER = '306540352240044'
+
+let world: TestWorld
+let app: TestApp
+let fake: FakeWhatsApp
+let worker: RunningWorker
+type Key = { id: string; key: string }
+let pooled: Key
+let unpooled: Key
+const members: Record<'a' | 'b' | 'c', SenderView> = {} as never
+let outsider: SenderView
+let pool: SenderPoolView
+
+const admin = (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: object) =>
+  app.inject({ method, url, headers: asAdmin(), ...(payload ? { payload } : {}) })
+
+async function createSender(phoneNumberId: string, businessId: string) {
+  const token = `EAAG${randomBytes(18).toString('base64url')}`
+  fake.number(phoneNumberId, { token })
+  const res = await admin('POST', '/api/admin/senders', {
+    phoneNumberId,
+    displayName: `Number ${phoneNumberId.slice(-2)}`,
+    accessToken: token,
+    businessId,
+    wabaId: `9${businessId}`,
+  })
+  expect(res.statusCode, res.body).toBe(201)
+  return res.json<SenderView>()
+}
+
+beforeAll(async () => {
+  world = await createWorld()
+  fake = await startFakeWhatsApp()
+  app = await buildTestApp(world, {
+    WHATSAPP_APP_SECRET: APP_SECRET,
+    MESSAGE_RATE_PER_SECOND: '10000',
+    POOL_RATE_LIMIT_TOLERANCE_SECONDS: '1',
+    SCHEDULE_MIN_AHEAD_SECONDS: '5',
+    // Template syncs read the fake's catalogs.
+    WHATSAPP_API_URL: fake.url,
+  })
+  worker = await startTestWorker(world, {
+    WORKER_QUEUES: 'messages',
+    WHATSAPP_API_URL: fake.url,
+    WHATSAPP_ACCESS_TOKEN: 'EAAG-pool-default-token',
+    WHATSAPP_PHONE_NUMBER_ID: DEFAULT_NUMBER,
+    ADMISSION_INTERVAL_MS: '20',
+    MESSAGES_BACKOFF_MS: '20',
+  })
+  members.a = await createSender(NUMBERS.a, '7001')
+  members.b = await createSender(NUMBERS.b, '7001')
+  members.c = await createSender(NUMBERS.c, '7001')
+  outsider = await createSender(OUTSIDER_NUMBER, '7002')
+  const created = await admin('POST', '/api/admin/sender-pools', {
+    name: 'Acme numbers',
+    members: [
+      { senderId: members.a.id, weight: 1 },
+      { senderId: members.b.id, weight: 1 },
+      { senderId: members.c.id, weight: 3 },
+    ],
+  })
+  expect(created.statusCode, created.body).toBe(201)
+  pool = created.json<SenderPoolView>()
+  // Another business's pool, with its own number: never a sender of the first pool's keys.
+  const other = await admin('POST', '/api/admin/sender-pools', {
+    name: 'Globex numbers',
+    members: [{ senderId: outsider.id }],
+  })
+  expect(other.statusCode, other.body).toBe(201)
+  pooled = await activeKey(app, { scopes: SEND_SCOPES, tenantId: 'acme' })
+  unpooled = await activeKey(app, { scopes: SEND_SCOPES, tenantId: 'globex' })
+  const bound = await admin('PATCH', `/api/admin/api-keys/${pooled.id}`, { senderPoolId: pool.id })
+  expect(bound.statusCode, bound.body).toBe(200)
+  const own = await admin('PATCH', `/api/admin/api-keys/${unpooled.id}`, { senderId: outsider.id })
+  expect(own.statusCode, own.body).toBe(200)
+  // The pool's announcement reaches the API's copy.
+  await waitFor(() => app.sending.pools.get(pool.id), { what: 'the pool loaded by the API' })
+})
+afterAll(async () => {
+  await worker?.close()
+  await app?.close()
+  await fake?.close()
+  await world?.close()
+})
+
+const viewOf = (key: Key, id: string) =>
+  app
+    .inject({ method: 'GET', url: `/api/third-party/messages/${id}`, headers: { 'x-api-key': key.key } })
+    .then((res) => res.json<MessageView>())
+
+/** A text from `key` to `phone`; resolves with its view once the worker sent it. */
+async function sendTo(key: Key, phone: string, extra: Record<string, unknown> = {}) {
+  const res = await send(app, 'send-text', key.key, { phone, text: 'Your order shipped', ...extra })
+  expect(res.statusCode, res.body).toBe(202)
+  const { messageId } = res.json<{ messageId: string }>()
+  // Known at once, waiting on the number chosen for it or recorded.
+  const at = await app.inject({
+    method: 'GET',
+    url: `/api/third-party/messages/${messageId}`,
+    headers: { 'x-api-key': key.key },
+  })
+  expect(at.statusCode, at.body).toBe(200)
+  return waitFor(
+    async () => {
+      const view = await viewOf(key, messageId)
+      return view.status === 'sent' ? view : undefined
+    },
+    { what: `message ${messageId} sent`, timeoutMs: 15_000 },
+  )
+}
+
+const numberOf = (senderId: string | null) =>
+  Object.entries(members).find(([, m]) => m.id === senderId)?.[1].phoneNumberId
+const sentBy = (number: string, messageId: string) =>
+  fake.sentFrom(number).some((r) => r.messageId === messageId)
+
+describe("a pooled key's sends", () => {
+  it('keep going out through the number that first spoke with a recipient', async () => {
+    const first = await sendTo(pooled, '+5511955500001')
+    expect(Object.values(members).map((m) => m.id)).toContain(first.senderId)
+    const number = numberOf(first.senderId) as string
+    expect(first.senderPhoneNumberId).toBe(number)
+    for (let n = 0; n < 3; n++) {
+      const next = await sendTo(pooled, '+5511955500001')
+      expect(next.senderId).toBe(first.senderId)
+      expect(sentBy(number, next.messageId)).toBe(true)
+    }
+  })
+
+  it('spread new recipients over the members by weight', async () => {
+    const views = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => sendTo(pooled, `+55119666${String(i).padStart(5, '0')}`)),
+    )
+    const counts = { a: 0, b: 0, c: 0 }
+    for (const view of views) {
+      const name = (Object.keys(members) as Array<'a' | 'b' | 'c'>).find(
+        (k) => members[k].id === view.senderId,
+      )
+      expect(name, `sent through ${view.senderId}`).toBeDefined()
+      counts[name as 'a']++
+      expect(sentBy(view.senderPhoneNumberId as string, view.messageId)).toBe(true)
+    }
+    // Weights 1, 1, 3: each takes some, the heavy one the most.
+    expect(counts.a).toBeGreaterThan(0)
+    expect(counts.b).toBeGreaterThan(0)
+    expect(counts.c).toBeGreaterThan(Math.max(counts.a, counts.b))
+  })
+
+  it('go through a member a send names, and it sticks', async () => {
+    // One recipient per member: at least two are not where the spread alone would put them.
+    for (const [n, name] of (['a', 'b', 'c'] as const).entries()) {
+      const phone = `+551195550010${n}`
+      const named = await sendTo(pooled, phone, { senderId: members[name].id.toUpperCase() })
+      expect(named.senderId).toBe(members[name].id)
+      expect(sentBy(NUMBERS[name], named.messageId)).toBe(true)
+      for (let again = 0; again < 2; again++) {
+        expect((await sendTo(pooled, phone)).senderId).toBe(members[name].id)
+      }
+    }
+  })
+})
+
+describe('a sender a key may not use', () => {
+  it("is refused when a pooled key names a number outside its pool (another pool's, another tenant's)", async () => {
+    const res = await send(app, 'send-text', pooled.key, {
+      phone: '+5511955500003',
+      text: 'hi',
+      senderId: outsider.id,
+    })
+    expectError(res, 422, 'INVALID_REFERENCE')
+    expect(res.json().message).toContain('body.senderId')
+  })
+
+  it("is refused when an unpooled key names another pool's member, or an unknown sender", async () => {
+    for (const senderId of [members.a.id, 'default', 'not-a-sender']) {
+      const res = await send(app, 'send-text', unpooled.key, {
+        phone: '+5511955500004',
+        text: 'hi',
+        senderId,
+      })
+      expectError(res, 422, 'INVALID_REFERENCE')
+    }
+    const own = await sendTo(unpooled, '+5511955500004', { senderId: outsider.id })
+    expect(own.senderId).toBe(outsider.id)
+  })
+
+  it('is refused item by item in a batch', async () => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/messages/batch',
+      headers: { 'x-api-key': pooled.key },
+      payload: {
+        messages: [
+          { type: 'text', phone: '+5511955500005', text: 'one', senderId: members.c.id },
+          { type: 'text', phone: '+5511955500006', text: 'two', senderId: outsider.id },
+        ],
+      },
+    })
+    expect(res.statusCode, res.body).toBe(202)
+    const [ok, refused] = res.json<{ results: Array<Record<string, unknown>> }>().results
+    expect(ok).toMatchObject({ status: 'queued' })
+    expect(refused).toMatchObject({ error: { errorCode: 'INVALID_REFERENCE' } })
+  })
+})
+
+let wamids = 0
+const replyFrom = (phone: string) => ({
+  from: phone.slice(1),
+  id: `wamid.pool-reply-${++wamids}.${Date.now()}`,
+  timestamp: String(Math.floor(Date.now() / 1000)),
+  type: 'text',
+  text: { body: 'Where is it?' },
+})
+
+describe('a reply to any number of the pool', () => {
+  it('reaches the key, and the user sticks to the number they wrote to', async () => {
+    const phone = '+5511955500007'
+    const first = await sendTo(pooled, phone)
+    const other = (['a', 'b', 'c'] as const).find((k) => members[k].id !== first.senderId) as 'a'
+    const reply = replyFrom(phone)
+    const res = await postPlatformWebhook(app, messageWebhook(NUMBERS[other], reply), APP_SECRET)
+    expect(res.statusCode, res.body).toBe(200)
+    const routed =
+      await world.sql`select api_key_id from inbound_messages where platform_message_id = ${reply.id}`
+    expect(routed[0]?.api_key_id).toBe(pooled.id)
+    const next = await sendTo(pooled, phone)
+    expect(next.senderId).toBe(members[other].id)
+    expect(sentBy(NUMBERS[other], next.messageId)).toBe(true)
+  })
+
+  it('of a number no pooled key wrote to the user from stays unrouted', async () => {
+    const reply = replyFrom('+5511955500099')
+    const res = await postPlatformWebhook(app, messageWebhook(NUMBERS.a, reply), APP_SECRET)
+    expect(res.statusCode, res.body).toBe(200)
+    const routed =
+      await world.sql`select api_key_id from inbound_messages where platform_message_id = ${reply.id}`
+    expect(routed[0]?.api_key_id).toBeNull()
+  })
+})
+
+/** Meta's `phone_number_quality_update` for one of our numbers (FLAGGED / UNFLAGGED is its quality). */
+const qualityUpdate = (phoneNumberId: string, event: string) => ({
+  object: 'whatsapp_business_account',
+  entry: [
+    {
+      id: '102290129340398',
+      time: Math.floor(Date.now() / 1000),
+      changes: [
+        {
+          field: 'phone_number_quality_update',
+          value: { display_phone_number: phoneNumberId, event, metadata: { phone_number_id: phoneNumberId } },
+        },
+      ],
+    },
+  ],
+})
+
+describe('a member out of rotation', () => {
+  it('takes no new recipients and loses those outside their window; back in rotation, it takes new ones again', async () => {
+    // A recipient of member C, before it falls.
+    const stuck = await sendTo(pooled, '+5511955500201', { senderId: members.c.id })
+    expect(stuck.senderId).toBe(members.c.id)
+
+    const flagged = await postPlatformWebhook(app, qualityUpdate(NUMBERS.c, 'FLAGGED'), APP_SECRET)
+    expect(flagged.statusCode, flagged.body).toBe(200)
+    await waitFor(
+      () =>
+        app.sending.pools.get(pool.id)?.members.find((m) => m.senderId === members.c.id)?.excluded ===
+          'flagged' || undefined,
+      { what: 'member C out of rotation in the API' },
+    )
+    const during = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => sendTo(pooled, `+55119777${String(i).padStart(5, '0')}`)),
+    )
+    expect(during.filter((v) => v.senderId === members.c.id)).toEqual([])
+    const moved = await sendTo(pooled, '+5511955500201')
+    expect([members.a.id, members.b.id]).toContain(moved.senderId)
+
+    const unflagged = await postPlatformWebhook(app, qualityUpdate(NUMBERS.c, 'UNFLAGGED'), APP_SECRET)
+    expect(unflagged.statusCode, unflagged.body).toBe(200)
+    await waitFor(
+      () =>
+        app.sending.pools.get(pool.id)?.members.find((m) => m.senderId === members.c.id)?.excluded === null ||
+        undefined,
+      { what: 'member C back in rotation in the API' },
+    )
+    const after = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => sendTo(pooled, `+55119888${String(i).padStart(5, '0')}`)),
+    )
+    expect(after.filter((v) => v.senderId === members.c.id).length).toBeGreaterThan(0)
+    // The recipient who moved keeps their new number.
+    expect((await sendTo(pooled, '+5511955500201')).senderId).toBe(moved.senderId)
+  })
+
+  it('in the RED keeps a recipient whose window with it is open', async () => {
+    const phone = '+5511955500202'
+    await sendTo(pooled, phone, { senderId: members.a.id })
+    // The user writes to member A: their window with it opens.
+    const res = await postPlatformWebhook(app, messageWebhook(NUMBERS.a, replyFrom(phone)), APP_SECRET)
+    expect(res.statusCode, res.body).toBe(200)
+    await world.sql`update senders set quality_rating = 'RED' where id = ${members.a.id}`
+    await app.sending.pools.refresh()
+    try {
+      expect(app.sending.pools.get(pool.id)?.members.find((m) => m.senderId === members.a.id)?.excluded).toBe(
+        'quality_red',
+      )
+      expect((await sendTo(pooled, phone)).senderId).toBe(members.a.id)
+      const fresh = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => sendTo(pooled, `+55119333${String(i).padStart(5, '0')}`)),
+      )
+      expect(fresh.filter((v) => v.senderId === members.a.id)).toEqual([])
+    } finally {
+      await world.sql`update senders set quality_rating = null where id = ${members.a.id}`
+      await app.sending.pools.refresh()
+    }
+  })
+
+  it('limited by the platform (130429) longer than the configured time, takes no new recipients until the limit ends', async () => {
+    fake.number(NUMBERS.b, { answer: graphError(130429, '(#130429) Rate limit hit') })
+    const memberB = () => app.sending.pools.get(pool.id)?.members.find((m) => m.senderId === members.b.id)
+    try {
+      const res = await send(app, 'send-text', pooled.key, {
+        phone: '+5511955500203',
+        text: 'waits on a limited number',
+        senderId: members.b.id,
+      })
+      expect(res.statusCode, res.body).toBe(202)
+      await waitFor(() => (memberB()?.excluded === 'rate_limited' ? true : undefined), {
+        what: 'member B out of rotation after its 130429 streak passed 1 s',
+        timeoutMs: 15_000,
+      })
+      const during = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => sendTo(pooled, `+55119444${String(i).padStart(5, '0')}`)),
+      )
+      expect(during.filter((v) => v.senderId === members.b.id)).toEqual([])
+    } finally {
+      fake.number(NUMBERS.b, { answer: undefined })
+    }
+    await waitFor(() => (memberB()?.excluded === null ? true : undefined), {
+      what: 'member B back in rotation once its pause ended',
+      timeoutMs: 70_000,
+    })
+  }, 90_000)
+})
+
+describe('messages waiting on a number that falls', () => {
+  it('move to a healthy member, recorded on the message and in a message.sender_changed event; a recipient in an open window stays', async () => {
+    const watcher = await activeKey(app, { scopes: [...SEND_SCOPES, 'manage:webhooks'], tenantId: 'acme' })
+    const bound = await admin('PATCH', `/api/admin/api-keys/${watcher.id}`, { senderPoolId: pool.id })
+    expect(bound.statusCode, bound.body).toBe(200)
+    const endpoint = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/webhook-endpoints',
+      headers: { 'x-api-key': watcher.key },
+      payload: { url: 'http://127.0.0.1:9/pool-events', events: ['message.sender_changed'] },
+    })
+    expect(endpoint.statusCode, endpoint.body).toBe(201)
+    const sendAt = new Date(Date.now() + 60_000).toISOString()
+    // Waiting on member A: four recipients, one of whom wrote to A (their window is open).
+    const phones = ['+5511955500301', '+5511955500302', '+5511955500303', '+5511955500304']
+    const ids: string[] = []
+    for (const phone of phones) {
+      const res = await send(app, 'send-text', watcher.key, {
+        phone,
+        text: 'later',
+        sendAt,
+        senderId: members.a.id,
+      })
+      expect(res.statusCode, res.body).toBe(202)
+      ids.push(res.json<{ messageId: string }>().messageId)
+    }
+    const windowed = phones[3] as string
+    const reply = await postPlatformWebhook(app, messageWebhook(NUMBERS.a, replyFrom(windowed)), APP_SECRET)
+    expect(reply.statusCode, reply.body).toBe(200)
+
+    await world.sql`update senders set quality_rating = 'RED' where id = ${members.a.id}`
+    try {
+      const views = await waitFor(
+        async () => {
+          const all = await Promise.all(ids.slice(0, 3).map((id) => viewOf(watcher, id)))
+          return all.every((v) => v.senderId !== members.a.id) ? all : undefined
+        },
+        { what: 'the waiting messages moved off member A', timeoutMs: 15_000 },
+      )
+      for (const view of views) {
+        expect([members.b.id, members.c.id]).toContain(view.senderId)
+        expect(view.senderPhoneNumberId).toBe(numberOf(view.senderId))
+        expect(view.status).toBe('scheduled')
+      }
+      const events = await world.sql`select message_id, payload from webhook_events
+        where type = 'message.sender_changed' and api_key_id = ${watcher.id}`
+      expect(events.map((e) => e.message_id).sort()).toEqual(ids.slice(0, 3).sort())
+      expect(events[0]?.payload.data.senderChanged).toMatchObject({
+        from: members.a.id,
+        reason: 'quality_red',
+      })
+      // The recipient in an open window with A stays on it; the others now stick to their new number.
+      expect((await viewOf(watcher, ids[3] as string)).senderId).toBe(members.a.id)
+    } finally {
+      await world.sql`update senders set quality_rating = null where id = ${members.a.id}`
+      await app.sending.pools.refresh()
+    }
+  })
+})
+
+describe('a pooled template send', () => {
+  it('is checked against the catalog of the number that sends it (templates are per WABA)', async () => {
+    // One business, two WABAs: only the first's catalog has appointment_reminder.
+    const numbers = { full: '506540352240011', bare: '506540352240022' }
+    const wabas = { full: '95001', bare: '95002' }
+    fake.templates.set(wabas.full, demoTemplates())
+    fake.templates.set(
+      wabas.bare,
+      demoTemplates().filter((t) => t.name !== 'appointment_reminder'),
+    )
+    const made: Record<'full' | 'bare', SenderView> = {} as never
+    for (const name of ['full', 'bare'] as const) {
+      fake.templates.link(numbers[name], wabas[name])
+      const token = `EAAG${randomBytes(18).toString('base64url')}`
+      fake.number(numbers[name], { token })
+      const res = await admin('POST', '/api/admin/senders', {
+        phoneNumberId: numbers[name],
+        displayName: `Catalog ${name}`,
+        accessToken: token,
+        businessId: '7301',
+        wabaId: wabas[name],
+      })
+      expect(res.statusCode, res.body).toBe(201)
+      made[name] = res.json<SenderView>()
+      const synced = await admin('POST', `/api/admin/senders/${made[name].id}/templates/sync`)
+      expect(synced.statusCode, synced.body).toBe(200)
+    }
+    const created = await admin('POST', '/api/admin/sender-pools', {
+      name: 'Two catalogs',
+      members: [{ senderId: made.full.id }, { senderId: made.bare.id }],
+    })
+    expect(created.statusCode, created.body).toBe(201)
+    const key = await activeKey(app, { scopes: SEND_SCOPES })
+    const bound = await admin('PATCH', `/api/admin/api-keys/${key.id}`, {
+      senderPoolId: created.json<SenderPoolView>().id,
+    })
+    expect(bound.statusCode, bound.body).toBe(200)
+    await waitFor(() => app.sending.pools.get(created.json<SenderPoolView>().id), { what: 'the pool' })
+    const template = (senderId: string) =>
+      app.inject({
+        method: 'POST',
+        url: '/api/third-party/messages/send-template',
+        headers: { 'x-api-key': key.key },
+        payload: {
+          phone: '+5511955500401',
+          templateId: 'appointment_reminder',
+          language: 'en_US',
+          variables: { first_name: 'Ana', date: 'Tuesday' },
+          senderId,
+        },
+      })
+    expectError(await template(made.bare.id), 422, 'TEMPLATE_NOT_FOUND')
+    expect((await template(made.full.id)).statusCode).toBe(202)
+  })
+})
