@@ -42,27 +42,9 @@ beforeAll(async () => {
   // Three replies a minute apart, after the send, oldest first: routed, from a stranger, to
   // another number.
   const now = Math.floor(Date.now() / 1000)
-  const text = (from: string, id: string, timestamp: number) => ({
-    from: from.slice(1),
-    id,
-    timestamp: String(timestamp),
-    type: 'text',
-    text: { body: 'hi' },
-  })
-  for (const [number, item] of [
-    [SANDBOX_NUMBER, text(ANA, wamids.routed, now)],
-    [SANDBOX_NUMBER, text(STRANGER, wamids.stranger, now + 60)],
-    [OTHER_NUMBER, text(ANA, wamids.other, now + 120)],
-  ] as const) {
-    const body = JSON.stringify(messageWebhook(number, item))
-    const res = await app.inject({
-      method: 'POST',
-      url: '/api/webhooks/whatsapp',
-      headers: { 'content-type': 'application/json', 'x-hub-signature-256': signWebhook(body, APP_SECRET) },
-      payload: body,
-    })
-    expect(res.statusCode, res.body).toBe(200)
-  }
+  await receive(SANDBOX_NUMBER, text(ANA, wamids.routed, now))
+  await receive(SANDBOX_NUMBER, text(STRANGER, wamids.stranger, now + 60))
+  await receive(OTHER_NUMBER, text(ANA, wamids.other, now + 120))
 })
 afterAll(async () => {
   await worker?.close()
@@ -70,6 +52,24 @@ afterAll(async () => {
   await world?.close()
 })
 
+const text = (from: string, id: string, timestamp: number) => ({
+  from: from.slice(1),
+  id,
+  timestamp: String(timestamp),
+  type: 'text',
+  text: { body: 'hi' },
+})
+/** A reply as Meta's webhook brings it to `number`. */
+const receive = async (number: string, item: ReturnType<typeof text>) => {
+  const body = JSON.stringify(messageWebhook(number, item))
+  const res = await app.inject({
+    method: 'POST',
+    url: '/api/webhooks/whatsapp',
+    headers: { 'content-type': 'application/json', 'x-hub-signature-256': signWebhook(body, APP_SECRET) },
+    payload: body,
+  })
+  expect(res.statusCode, res.body).toBe(200)
+}
 const list = async (query: string) => {
   const res = await app.inject({
     method: 'GET',
@@ -156,6 +156,21 @@ describe('GET /api/admin/inbound-messages', () => {
       })
       expectError(res, 400, 'VALIDATION_ERROR', name)
     }
+  })
+
+  it('orders replies Meta stamped in the same second by when they arrived', async () => {
+    // Meta's timestamps have seconds only; a customer tapping twice in one second is common.
+    const second = Math.floor(Date.now() / 1000) + 300
+    const phone = '+5511900000077'
+    const arrived: string[] = []
+    for (let n = 0; n < 6; n++) {
+      const wamid = `wamid.same-second-${n}`
+      await receive(SANDBOX_NUMBER, text(phone, wamid, second))
+      arrived.push(wamid)
+    }
+    const q = `q=${encodeURIComponent(phone)}`
+    expect(await wamidsOf(q)).toEqual(arrived.toReversed())
+    expect(await wamidsOf(`${q}&order=ASC`)).toEqual(arrived)
   })
 })
 

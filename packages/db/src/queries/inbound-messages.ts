@@ -240,12 +240,15 @@ export async function listInboundMessages(db: Db, query: InboundMessageListQuery
     query.deleted === 'true' ? sql`false` : undefined,
   ])
   const column = query.orderField === 'createdAt' ? m.createdAt : m.receivedAt
+  // Meta stamps a reply to the second: two in one second are told apart by when they arrived here
+  // (their ids' random part would order them by chance).
+  const ties = query.orderField === 'createdAt' ? [m.id] : [m.createdAt, m.id]
   const [rows, [total]] = await Promise.all([
     db
       .select()
       .from(m)
       .where(where)
-      .orderBy(...ordering(query.order, column, m.id))
+      .orderBy(...ordering(query.order, column, ...ties))
       .limit(query.take)
       .offset(offsetOf(query)),
     db.select({ value: count() }).from(m).where(where),
