@@ -11,6 +11,7 @@ import {
   type FedRow,
   findApiKeyById,
   findCampaign,
+  foldCampaignTallies,
   hasPendingRows,
   type RefusedRow,
   recordedMessageIds,
@@ -58,6 +59,12 @@ const QUICK_TURN_MS = 25
  * a core taken from the sends it counts (campaign fairness, docs/benchmarks-features.md).
  */
 const COUNTING_SHARE = 20
+
+/**
+ * How often a feeder folds the counts' moves (`foldCampaignTallies`) besides each count: so those
+ * of campaigns no one counts any more (a completed one's `delivered` and `read`) are folded too.
+ */
+const FOLD_EVERY_MS = 5_000
 
 /** Rows submitted at a time when a window is stored (campaign fairness, docs/benchmarks-features.md). */
 const STORE_SLICE = 200
@@ -420,8 +427,14 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
     log.warn({ err: error, campaignId }, 'campaign feeding waits: Postgres or Redis unreachable')
   }
 
+  let foldedAt = 0
+
   async function turn() {
     const now = sending.clock()
+    if (Date.now() - foldedAt >= FOLD_EVERY_MS) {
+      foldedAt = Date.now()
+      await foldCampaignTallies(db)
+    }
     const campaigns = await campaignsToFeed(db, now)
     for (const campaign of campaigns) {
       if (stopped) return
