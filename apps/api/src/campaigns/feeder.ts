@@ -133,11 +133,7 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
    */
   async function lease(campaignId: string): Promise<number | undefined> {
     const key = leaseKey(campaignId)
-    // One round trip: taken if free, renewed if ours (another's only lengthened: it renews it anyway).
-    const [set] =
-      (await redis.multi().set(key, owner, 'PX', leaseMs, 'NX', 'GET').pexpire(key, leaseMs).exec()) ?? []
-    if (set?.[0]) throw set[0]
-    const before = set?.[1] as string | null
+    const before = await redis.set(key, owner, 'PX', leaseMs, 'NX', 'GET')
     if (before === null) {
       tokens.set(campaignId, await takeCampaignFeed(db, campaignId))
       // Which instance feeds a campaign, for whoever follows one (and the fault tests).
@@ -145,8 +141,10 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
     } else if (before !== owner) {
       tokens.delete(campaignId)
       return undefined
-    } else if (!tokens.has(campaignId)) {
-      tokens.set(campaignId, await takeCampaignFeed(db, campaignId))
+    } else {
+      // Renewed only when ours: renewing another's would keep a dead holder's lease alive forever.
+      await redis.pexpire(key, leaseMs)
+      if (!tokens.has(campaignId)) tokens.set(campaignId, await takeCampaignFeed(db, campaignId))
     }
     return tokens.get(campaignId)
   }
@@ -157,14 +155,12 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
    * has the ids the next holder stores again: the worker sends an id once).
    */
   async function stillHeld(campaignId: string): Promise<boolean> {
-    // One round trip a slice: the renewal goes with the read. Should the lease be another's, the
-    // renewal only lengthens the holder's own (it renews it anyway); a lease gone stays gone.
-    const key = leaseKey(campaignId)
-    const [read] = (await redis.multi().get(key).pexpire(key, leaseMs).exec()) ?? []
-    if (read?.[0] || read?.[1] !== owner) {
+    if ((await redis.get(leaseKey(campaignId))) !== owner) {
       if (tokens.delete(campaignId)) log.warn({ campaignId, feeder: owner }, 'campaign lease lost mid-turn')
       return false
     }
+    // Renewed only when ours (another's renewed would outlive its holder).
+    await redis.pexpire(leaseKey(campaignId), leaseMs)
     return true
   }
 
@@ -214,7 +210,7 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
       // A slice at a time: judging a whole window is one stretch of the event loop that the
       // API's own requests (another key's sends) would wait behind.
       // The lease, taken or renewed at the turn's start, is checked and renewed as each slice is
-      // stored (one round trip beside the store, not before it): a lost one stops the next slice.
+      // stored (beside the store, not before it): a lost one stops the next slice.
       for (let from = 0; from < rows.length; from += STORE_SLICE) {
         const slice = rows.slice(from, from + STORE_SLICE)
         const [held, stored] = await Promise.all([
