@@ -27,7 +27,12 @@ import { fairKeys } from '@dispatch/runtime/message-handoff'
 import type { RedisClient } from '@dispatch/runtime/redis'
 import { AppError } from '../errors.ts'
 import { isOutage } from '../outages.ts'
-import { returnDailyQuota, spendDailyQuota, utcDayOf } from '../sending/daily-quota.ts'
+import {
+  defineDailyQuotaScript,
+  returnDailyQuota,
+  spendDailyQuota,
+  utcDayOf,
+} from '../sending/daily-quota.ts'
 import type { SendItem } from '../sending/judge.ts'
 import type { Sending } from '../sending/sending.ts'
 import { type Submitted, submit } from '../sending/submit.ts'
@@ -109,6 +114,7 @@ const SKIP_REASON: Partial<Record<ErrorCode, string>> = {
 export function startCampaignFeeder(sending: Sending, redis: RedisClient, options: FeederOptions) {
   const { db, log } = sending
   const prefix = sending.config.QUEUE_PREFIX
+  defineDailyQuotaScript(redis)
   const owner = randomUUID()
   const leaseMs = options.leaseMs ?? Math.max(10_000, options.intervalMs * 10)
   const lastProgress = new Map<string, number>()
