@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { type ErrorCode, Scopes } from '@dispatch/contracts'
 import {
+  type ApiKeyRow,
   assignWindow,
   type CampaignRow,
   campaignCounts,
@@ -11,6 +12,7 @@ import {
   type FedRow,
   findApiKeyById,
   findCampaign,
+  foldCampaignTallies,
   hasPendingRows,
   type RefusedRow,
   recordedMessageIds,
@@ -25,7 +27,12 @@ import { fairKeys } from '@dispatch/runtime/message-handoff'
 import type { RedisClient } from '@dispatch/runtime/redis'
 import { AppError } from '../errors.ts'
 import { isOutage } from '../outages.ts'
-import { returnDailyQuota, spendDailyQuota, utcDayOf } from '../sending/daily-quota.ts'
+import {
+  defineDailyQuotaScript,
+  returnDailyQuota,
+  spendDailyQuota,
+  utcDayOf,
+} from '../sending/daily-quota.ts'
 import type { SendItem } from '../sending/judge.ts'
 import type { Sending } from '../sending/sending.ts'
 import { type Submitted, submit } from '../sending/submit.ts'
@@ -46,8 +53,9 @@ export interface FeederOptions {
  * How soon the next turn comes while a campaign is being fed: a sender that drains half a window
  * faster than CAMPAIGN_FEED_INTERVAL_MS (2,000 messages a second at the defaults) would otherwise
  * wait for the feeder with its list empty, the interval rather than the sender setting the pace
- * (docs/benchmarks-features.md, campaign sending). An idle feeder, or one whose campaigns' lists
- * are full (a sender at its rate), still looks only every interval.
+ * (docs/benchmarks-features.md, campaign sending). Right after a turn that stored a window the
+ * next comes at once; after one that found the lists full, this much later; an idle feeder, or
+ * one whose campaigns' lists stay full (a sender at its rate), looks only every interval.
  */
 const QUICK_TURN_MS = 25
 
@@ -58,6 +66,12 @@ const QUICK_TURN_MS = 25
  * a core taken from the sends it counts (campaign fairness, docs/benchmarks-features.md).
  */
 const COUNTING_SHARE = 20
+
+/**
+ * How often a feeder folds the counts' moves (`foldCampaignTallies`) besides each count: so those
+ * of campaigns no one counts any more (a completed one's `delivered` and `read`) are folded too.
+ */
+const FOLD_EVERY_MS = 5_000
 
 /** Rows submitted at a time when a window is stored (campaign fairness, docs/benchmarks-features.md). */
 const STORE_SLICE = 200
@@ -93,12 +107,14 @@ const SKIP_REASON: Partial<Record<ErrorCode, string>> = {
  * 3. at most every `progressSeconds` (and no sooner than COUNTING_SHARE times the last count's
  *    duration), the counts: a `campaign.progress` event, and `completed` with its event once every
  *    row is fed and every message has ended.
- * A turn that stored a window is followed by turns every QUICK_TURN_MS for an interval.
+ * A turn that stored a window is followed by another at once, then turns every QUICK_TURN_MS for
+ * an interval; a campaign started or resumed on this instance gets a turn at once (`nudge`).
  * So Redis holds at most about a window of a campaign's messages waiting, plus those held.
  */
 export function startCampaignFeeder(sending: Sending, redis: RedisClient, options: FeederOptions) {
   const { db, log } = sending
   const prefix = sending.config.QUEUE_PREFIX
+  defineDailyQuotaScript(redis)
   const owner = randomUUID()
   const leaseMs = options.leaseMs ?? Math.max(10_000, options.intervalMs * 10)
   const lastProgress = new Map<string, number>()
@@ -132,6 +148,7 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
       tokens.delete(campaignId)
       return undefined
     } else {
+      // Renewed only when ours: renewing another's would keep a dead holder's lease alive forever.
       await redis.pexpire(key, leaseMs)
       if (!tokens.has(campaignId)) tokens.set(campaignId, await takeCampaignFeed(db, campaignId))
     }
@@ -148,6 +165,7 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
       if (tokens.delete(campaignId)) log.warn({ campaignId, feeder: owner }, 'campaign lease lost mid-turn')
       return false
     }
+    // Renewed only when ours (another's renewed would outlive its holder).
     await redis.pexpire(leaseKey(campaignId), leaseMs)
     return true
   }
@@ -181,8 +199,10 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
     rows: FedRow[],
     again: boolean,
     token: number,
+    /** The campaign's key as this turn read it (spending the quota), else read here. */
+    known?: ApiKeyRow,
   ): Promise<boolean> {
-    const key = await findApiKeyById(db, campaign.apiKeyId)
+    const key = known ?? (await findApiKeyById(db, campaign.apiKeyId))
     if (key?.status !== 'approved' || !key.scopes.includes(Scopes.sendTemplate)) {
       // A revoked key's campaign ends with it; a key not (yet, or no longer) approved waits.
       if (key?.status === 'revoked') await cancelForKey(campaign)
@@ -195,17 +215,22 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
     try {
       // A slice at a time: judging a whole window is one stretch of the event loop that the
       // API's own requests (another key's sends) would wait behind.
+      // The lease, taken or renewed at the turn's start, is checked and renewed as each slice is
+      // stored (beside the store, not before it): a lost one stops the next slice.
       for (let from = 0; from < rows.length; from += STORE_SLICE) {
-        if (!(await stillHeld(campaign.id))) return false
         const slice = rows.slice(from, from + STORE_SLICE)
-        const stored = await submit(sending, key, sendsOf(campaign, slice), {
-          now: at,
-          batchId: campaign.id,
-          messageIds: ids.slice(from, from + STORE_SLICE),
-          again,
-          holdAtLimit: true,
-        })
+        const [held, stored] = await Promise.all([
+          stillHeld(campaign.id),
+          submit(sending, key, sendsOf(campaign, slice), {
+            now: at,
+            batchId: campaign.id,
+            messageIds: ids.slice(from, from + STORE_SLICE),
+            again,
+            holdAtLimit: true,
+          }),
+        ])
         answers.push(...stored)
+        if (!held) return false
       }
     } catch (error) {
       if (error instanceof AppError && RETRY_LATER.has(error.errorCode as ErrorCode)) return false
@@ -254,11 +279,13 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
    * feed, fewer than a window when little is left, none when it is spent. The campaign says so
    * (`waitingFor: daily_quota` until midnight UTC) while it gets none, and no more once it does.
    */
-  async function spendQuota(campaign: CampaignRow, now: Date): Promise<number> {
+  async function spendQuota(campaign: CampaignRow, now: Date): Promise<{ granted: number; key?: ApiKeyRow }> {
+    const [pending, key] = await Promise.all([
+      hasPendingRows(db, campaign),
+      findApiKeyById(db, campaign.apiKeyId),
+    ])
     // Every row fed (its messages still going): nothing to spend, nothing to wait for.
-    if (!(await hasPendingRows(db, campaign))) return 0
-    const key = await findApiKeyById(db, campaign.apiKeyId)
-    if (!key) return 0
+    if (!pending || !key) return { granted: 0 }
     const granted = await spendDailyQuota(redis, prefix, key, options.window, now)
     const waitingFor = granted === 0 ? 'daily_quota' : null
     if (campaign.waitingFor !== waitingFor) {
@@ -273,7 +300,7 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
           : 'campaign fed again: its key has quota',
       )
     }
-    return granted
+    return { granted, key }
   }
 
   /**
@@ -371,7 +398,8 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
 
   /** Feeds one campaign its turn; answers whether a window was stored. */
   async function feed(found: CampaignRow, now: Date): Promise<boolean> {
-    const token = await lease(found.id)
+    // The key's list is read beside the lease (read again below after a store of unconfirmed rows).
+    const [token, waitingAtStart] = await Promise.all([lease(found.id), waiting(found)])
     if (token === undefined) return false
     let campaign = found
     let fed = false
@@ -382,19 +410,21 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
       log.info({ campaignId: campaign.id }, 'campaign started at its startAt')
     }
     const unconfirmed = await unconfirmedRows(db, campaign)
+    let waitingNow = waitingAtStart
     if (unconfirmed.length > 0) {
       // Stored again under their ids, grouped by the time each id carries.
       if (!(await store(campaign, unconfirmed, true, token))) return false
       campaign = (await findCampaign(db, campaign.id)) ?? campaign
+      waitingNow = await waiting(campaign)
     }
-    if ((await waiting(campaign)) < options.window / 2 && !(await atLimit(campaign, now))) {
-      const granted = await spendQuota(campaign, now)
+    if (waitingNow < options.window / 2 && !(await atLimit(campaign, now))) {
+      const { granted, key } = await spendQuota(campaign, now)
       const rows = granted > 0 ? await assignWindow(db, campaign.id, granted, now, token) : []
       // The audience's end, or the campaign paused meanwhile: what was not fed is given back.
       if (rows.length < granted)
         await returnDailyQuota(redis, prefix, campaign.apiKeyId, granted - rows.length, now)
       if (rows.length > 0) {
-        fed = await store(campaign, rows, false, token)
+        fed = await store(campaign, rows, false, token, key)
         // A turn that lost its lease leaves the campaign, its counts too, to the new holder.
         if (!tokens.has(campaign.id)) return false
         campaign = (await findCampaign(db, campaign.id)) ?? campaign
@@ -420,33 +450,64 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
     log.warn({ err: error, campaignId }, 'campaign feeding waits: Postgres or Redis unreachable')
   }
 
-  async function turn() {
+  let foldedAt = 0
+
+  /** One turn over every campaign to feed; answers whether it stored a window. */
+  async function turn(): Promise<boolean> {
     const now = sending.clock()
+    if (Date.now() - foldedAt >= FOLD_EVERY_MS) {
+      foldedAt = Date.now()
+      await foldCampaignTallies(db)
+    }
     const campaigns = await campaignsToFeed(db, now)
+    let fed = false
     for (const campaign of campaigns) {
-      if (stopped) return
+      if (stopped) return fed
       try {
-        if (await feed(campaign, now)) quickUntil = Date.now() + options.intervalMs
+        if (await feed(campaign, now)) {
+          fed = true
+          quickUntil = Date.now() + options.intervalMs
+        }
       } catch (error) {
         failed(error, campaign.id)
         // Unreachable for one is unreachable for all: the next turn tries again. A bug in one
         // campaign's feeding leaves the others fed.
-        if (isOutage(error)) return
+        if (isOutage(error)) return fed
       }
     }
     if (away) {
       away = false
       log.info('campaign feeding goes on: Postgres and Redis reachable again')
     }
+    return fed
   }
 
+  /**
+   * Whether the next turn comes at once: after a turn that stored a window (the list it fills may
+   * already be drained: a wait there is the campaign's pace, not the sender's), or when a campaign
+   * was just started or resumed here (`nudge`).
+   */
+  let soon = false
+  let turning = false
   const schedule = () => {
     if (stopped) return
-    const delay = Date.now() < quickUntil ? Math.min(QUICK_TURN_MS, options.intervalMs) : options.intervalMs
+    const delay = soon
+      ? 0
+      : Date.now() < quickUntil
+        ? Math.min(QUICK_TURN_MS, options.intervalMs)
+        : options.intervalMs
     timer = setTimeout(() => {
+      soon = false
+      turning = true
       running = turn()
+        .then((fed) => {
+          if (fed) soon = true
+        })
         .catch((error) => failed(error))
-        .finally(schedule)
+        .finally(() => {
+          turning = false
+          schedule()
+        })
     }, delay)
     timer.unref()
   }
@@ -455,6 +516,13 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
   return {
     /** One turn now (tests). */
     turn,
+    /** A campaign was started or resumed: a turn comes at once, not an interval later. */
+    nudge() {
+      soon = true
+      if (turning || stopped) return
+      if (timer) clearTimeout(timer)
+      schedule()
+    },
     async stop() {
       stopped = true
       if (timer) clearTimeout(timer)

@@ -148,6 +148,9 @@ export function declareCampaignRoutes(app: App, side: CampaignSide, clock: () =>
         if (!changed) throw notInState(refusal, (await store.find(row.id))?.status ?? row.status)
         await side.changed?.(request, control, row, changed)
         request.log.info({ campaignId: row.id, status: changed.status }, `campaign ${control}`)
+        // Fed from this instance's next turn, not an interval later (another instance's lease on
+        // it, if any, still decides who feeds it).
+        if (changed.status === 'running') request.server.campaignFeeder?.nudge()
         return view(store, changed)
       },
     )

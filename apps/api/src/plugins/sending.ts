@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { startCampaignFeeder } from '../campaigns/feeder.ts'
+import { type CampaignFeeder, startCampaignFeeder } from '../campaigns/feeder.ts'
 import type { Prefetched } from '../sending/checks/send-checks.ts'
 import { watchSendRules } from '../sending/checks/watch-send-rules.ts'
 import { watchSenderPools } from '../sending/pools/pool-cache.ts'
@@ -10,6 +10,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Sending (apps/api/src/sending): what routes hand `submit`, `judge` and the send rules. */
     sending: Sending
+    /** This instance's campaign feeder (none with CAMPAIGN_FEED off): a start or resume nudges it. */
+    campaignFeeder: CampaignFeeder | undefined
   }
   interface FastifyRequest {
     /**
@@ -47,6 +49,7 @@ export const sending = fp(
           progressSeconds: config.CAMPAIGN_PROGRESS_SECONDS,
         })
       : undefined
+    app.decorate('campaignFeeder', feeder)
     app.addHook('onClose', async () => {
       await feeder?.stop()
       built.rules.stop()

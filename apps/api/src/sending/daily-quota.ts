@@ -20,6 +20,15 @@ export const usageCounterKey = (prefix: string, apiKeyId: string, date: string) 
 
 const SPEND = luaScripts(join(import.meta.dirname, 'lua'), ['spendDailyQuota']).spendDailyQuota
 
+/**
+ * Defines the spend's script on `redis` now, before any command waits in its auto-pipeline: defined
+ * on the first spend instead, a command already queued in that tick's pipeline (made before the
+ * definition) left the pipeline without it, and ioredis failed the whole pipeline.
+ */
+export function defineDailyQuotaScript(redis: RedisClient): void {
+  scriptCall(redis, SPEND)
+}
+
 /** The UTC day of `at`: its date, and when it ends (when a spent quota is whole again). */
 export const utcDayOf = (at: Date) => ({ date: at.toISOString().slice(0, 10), resetsAt: nextUtcMidnight(at) })
 

@@ -31,7 +31,7 @@ it('the API feeding a campaign SIGKILLed, another instance takes its lease over:
   const feeding = await waitFor(() => apis.find(leased), { what: 'an instance to take the lease' })
   const other = apis.find((api) => api !== feeding) as Service
 
-  await campaign.untilSent(AUDIENCE / 3)
+  await campaign.untilMidway()
   feeding.child.kill('SIGKILL')
   await feeding.exited
   const sentAtKill = campaign.sends().length

@@ -1,20 +1,28 @@
 import { randomBytes } from 'node:crypto'
 import type { Campaign } from '@dispatch/contracts'
+import { migrateDatabase } from '@dispatch/db/migrate'
 import { serviceWindowsLoadedKey } from '@dispatch/runtime'
 import {
   type CloudApiRequest,
   ENTRY_POINTS,
   type FakeWhatsApp,
   type LogLine,
+  type PrivatePostgres,
+  type PrivateRedis,
   type Service,
   serviceReport,
   startFakeWhatsApp,
+  startPrivatePostgres,
+  startPrivateRedis,
   startService,
+  testQueuePrefix,
+  testRedisUrl,
   waitFor,
 } from '@dispatch/testing'
 import { Redis } from 'ioredis'
+import postgres from 'postgres'
 import { expect } from 'vitest'
-import { ADMIN, buildTestApp, type TestApp, type TestWorld } from '../helpers.ts'
+import { ADMIN, buildTestApp, createWorld, type TestApp, type TestWorld } from '../helpers.ts'
 import { keyOf, syncedSender } from '../templates/setup.ts'
 
 /**
@@ -68,6 +76,67 @@ export interface RunningCampaign {
   sends(): CloudApiRequest[]
   /** Until this many of its recipients got a send. */
   untilSent(n: number): Promise<void>
+  /**
+   * Until the campaign is midway, the time for a fault: a third of its recipients sent to, or, on a
+   * machine too loaded for the sends to keep up, half of its rows fed, whichever comes first. So a
+   * fault always leaves rows to feed: the feeder follows the sender's admission (SLOW_SENDER a
+   * second), which takes seconds to move the other half, while this looks every 50 ms. Answers the
+   * recipients sent to and the feeder's cursor then.
+   */
+  untilMidway(): Promise<{ sent: number; fedThrough: number }>
+}
+
+/** A world with servers of a test's own, to stop and start; `close` ends them with the world. */
+export interface PrivateWorld {
+  world: TestWorld
+  /** The private Postgres cluster, when asked for (its `dispatch` database migrated). */
+  pg?: PrivatePostgres
+  /** The private Redis (its AOF fsynced on every write, as in production), when asked for. */
+  redis?: PrivateRedis
+  close(): Promise<void>
+}
+
+/**
+ * The world of a fault test: a private Postgres cluster (its database created and migrated) and/or
+ * a private Redis, each on a free port of its own, the run's shared servers for the rest (the
+ * run's Redis under a prefix of its own).
+ */
+export async function startPrivateWorld(servers: {
+  postgres?: boolean
+  redis?: boolean
+}): Promise<PrivateWorld> {
+  const pg = servers.postgres ? await startPrivatePostgres() : undefined
+  const redis = servers.redis ? await startPrivateRedis() : undefined
+  let world: TestWorld
+  if (pg) {
+    const url = new URL(pg.url)
+    url.pathname = '/dispatch'
+    const admin = postgres(pg.url, { max: 1, onnotice: () => {} })
+    await admin.unsafe('create database dispatch')
+    await admin.end()
+    await migrateDatabase(url.toString())
+    const sql = postgres(url.toString(), { max: 2, onnotice: () => {} })
+    world = {
+      databaseUrl: url.toString(),
+      redisUrl: testRedisUrl(),
+      queuePrefix: testQueuePrefix(),
+      sql,
+      close: () => sql.end({ timeout: 5 }),
+    }
+  } else {
+    world = await createWorld()
+  }
+  if (redis) world = { ...world, redisUrl: redis.url }
+  return {
+    world,
+    pg,
+    redis,
+    async close() {
+      await world.close()
+      await pg?.destroy()
+      await redis?.stop()
+    },
+  }
 }
 
 /** How every API instance feeds: 200 rows a window, a turn every 50 ms. */
@@ -178,16 +247,29 @@ export async function startRig(
     expect(started.statusCode, started.body).toBe(200)
     const to = new Set(audience.map((p) => p.slice(1)))
     const sends = () => fake.requests.filter((r) => to.has(String(r.body.to)))
+    const sentTo = () => new Set(sends().map((r) => r.body.to)).size
     return {
       id,
       phones: audience,
       sends,
       untilSent: (n) =>
-        waitFor(() => new Set(sends().map((r) => r.body.to)).size >= n || undefined, {
+        waitFor(() => sentTo() >= n || undefined, {
           what: `${n} recipients sent to`,
           timeoutMs: 60_000,
           intervalMs: 50,
         }).then(() => {}),
+      untilMidway: () =>
+        waitFor(
+          async () => {
+            const [cursor] = await world.sql<{ fed_through: number }[]>`
+              select fed_through from campaigns where id = ${id}`
+            const fedThrough = cursor?.fed_through ?? 0
+            const sent = sentTo()
+            // Lines start at 2 (the header is line 1): half fed is through line size / 2 + 1.
+            return sent >= size / 3 || fedThrough > size / 2 ? { sent, fedThrough } : undefined
+          },
+          { what: 'the campaign midway', timeoutMs: 60_000, intervalMs: 50 },
+        ),
     }
   }
 

@@ -86,6 +86,7 @@ try {
       progressMs,
     })
     sentBase += messages
+    await timeline('campaign', key.id, since)
     return { perSecond: (messages / (endedAt - startedAt)) * 1000, seconds: (endedAt - startedAt) / 1000 }
   }
 
@@ -104,6 +105,7 @@ try {
     })
     sentBase += messages
     console.log(`    batch: all accepted in ${secs(acceptedIn)}`)
+    await timeline('batch', key.id, since)
     return { perSecond: (messages / (endedAt - startedAt)) * 1000, seconds: (endedAt - startedAt) / 1000 }
   }
 
@@ -137,6 +139,26 @@ try {
   console.log(`campaign sending: done in ${((performance.now() - began) / 1000).toFixed(0)} s`)
 } finally {
   await cleanUp()
+}
+
+/**
+ * Where a side's time went: when its messages were accepted (a campaign's: when the feeder gave
+ * their window ids) and when they were recorded sent, as seconds since the side began, at the
+ * quartiles. A campaign whose last message is accepted just before it is sent was held by its
+ * feeder; one whose acceptance ends early, by the delivery.
+ */
+async function timeline(side: string, apiKeyId: string, since: Date) {
+  const since_ = since.toISOString()
+  const [row] = await services.sql<{ accepted: string; sent: string }[]>`
+    select
+      array_to_string(percentile_disc(array[0.25, 0.5, 0.75, 1]) within group
+        (order by round(extract(epoch from accepted_at - ${since_}::timestamptz)::numeric, 1)), ' / ') as accepted,
+      array_to_string(percentile_disc(array[0.25, 0.5, 0.75, 1]) within group
+        (order by round(extract(epoch from sent_at - ${since_}::timestamptz)::numeric, 1)), ' / ') as sent
+    from messages where api_key_id = ${apiKeyId}::uuid and accepted_at >= ${since_}::timestamptz`
+  console.log(
+    `    ${side}: accepted by ${row?.accepted} s, sent by ${row?.sent} s (quartiles, since its start)`,
+  )
 }
 
 /** The campaign's messages as batches of `batchSize` template items, `concurrency` requests in flight. */

@@ -387,6 +387,17 @@ export async function confirmWindow(
   at: Date,
   token?: number,
 ): Promise<boolean> {
+  if (refused.length === 0) {
+    // Nothing refused (most windows): the cursor alone, under the token, in one statement.
+    const confirmed = await db
+      .update(campaigns)
+      .set({ confirmedThrough: sql`greatest(${campaigns.confirmedThrough}, ${through})`, updatedAt: at })
+      .where(
+        and(eq(campaigns.id, campaignId), token === undefined ? undefined : eq(campaigns.feedToken, token)),
+      )
+      .returning({ id: campaigns.id })
+    return token === undefined || confirmed.length > 0
+  }
   return db.transaction(async (tx) => {
     if (token !== undefined) {
       const [held] = await tx.execute(sql`

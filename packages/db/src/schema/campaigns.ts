@@ -141,17 +141,15 @@ export type CampaignRecipientRow = typeof campaignRecipients.$inferSelect
 
 /**
  * A campaign's messages counted by what its counts read of them (status; the error code of a failed
- * or expired one; billable and the pricing category of a billable one), kept by triggers on
- * `messages` wherever a campaign message is written (migration 0041), so the counts are a sum of a
- * few rows, never a read of its million messages. Each writing backend adds to rows of its own
- * (`shard`, its pid): concurrent writers never wait on each other's row, and a row's `n` may go
- * negative (a message recorded by one backend, moved on by another); the sum is the count.
+ * or expired one; billable and the pricing category of a billable one), so the counts are a sum of a
+ * few rows, never a read of its million messages. Written only by the fold
+ * (`dispatch_campaign_tally_fold()`, migration 0045), which moves `campaign_tally_moves` in: the
+ * counts are this table's rows plus the moves not folded yet.
  */
 export const campaignTallies = pgTable(
   'campaign_tallies',
   {
     campaignId: uuid().notNull(),
-    shard: integer().notNull(),
     status: messageStatus().notNull(),
     /** A failed or expired message's `last_error_code`; '' otherwise, or when it has none. */
     errorCode: text().notNull(),
@@ -160,5 +158,26 @@ export const campaignTallies = pgTable(
     category: text().notNull(),
     n: integer().notNull(),
   },
-  (t) => [primaryKey({ columns: [t.campaignId, t.shard, t.status, t.errorCode, t.billable, t.category] })],
+  (t) => [primaryKey({ columns: [t.campaignId, t.status, t.errorCode, t.billable, t.category] })],
 )
+
+/**
+ * What each write of a campaign's messages changed in its counts, appended by the triggers on
+ * `messages` (migrations 0041, 0045): a statement's inserted messages as one row per group (`n`
+ * of them, no `from_*`), an update that changes what the counts read as one row (from its old
+ * group to its new one). Append-only, no index, no row any writer waits on: the cheapest write a
+ * status update can carry. Folded into `campaign_tallies` and deleted by the fold, so it stays a
+ * few seconds' worth of writes.
+ */
+export const campaignTallyMoves = pgTable('campaign_tally_moves', {
+  campaignId: uuid().notNull(),
+  fromStatus: messageStatus(),
+  fromErrorCode: text(),
+  fromBillable: boolean(),
+  fromCategory: text(),
+  status: messageStatus().notNull(),
+  errorCode: text().notNull(),
+  billable: boolean().notNull(),
+  category: text().notNull(),
+  n: integer().notNull(),
+})
