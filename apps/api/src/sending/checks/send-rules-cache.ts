@@ -1,6 +1,7 @@
 import type { Db } from '@dispatch/db'
 import { loadSenderSendRules, sendRulesVersions } from '@dispatch/db'
 import type { Log } from '../log.ts'
+import { Refresher } from '../refresher.ts'
 import { type SenderRules, toSenderRules } from './send-rules.ts'
 
 /**
@@ -19,8 +20,7 @@ export class SendRulesCache {
   /** Reloads under way, and senders announced again meanwhile (reloaded once more after). */
   readonly #loading = new Map<string, Promise<void>>()
   readonly #again = new Set<string>()
-  #timer: NodeJS.Timeout | undefined
-  #stopped = false
+  readonly #refresher = new Refresher(() => this.refresh())
 
   constructor(db: Db, log: Log) {
     this.#db = db
@@ -42,24 +42,8 @@ export class SendRulesCache {
    * the API's start; the load goes on meanwhile), then keeps them current every `refreshMs`.
    * Never throws.
    */
-  async start(refreshMs: number, bootWaitMs = 5000): Promise<void> {
-    let timer: NodeJS.Timeout | undefined
-    await Promise.race([
-      this.refresh(),
-      new Promise((resolve) => {
-        timer = setTimeout(resolve, bootWaitMs)
-      }),
-    ])
-    clearTimeout(timer)
-    const loop = () => {
-      if (this.#stopped) return
-      this.#timer = setTimeout(async () => {
-        await this.refresh()
-        loop()
-      }, refreshMs)
-      this.#timer.unref()
-    }
-    loop()
+  start(refreshMs: number, bootWaitMs = 5000): Promise<void> {
+    return this.#refresher.start(refreshMs, bootWaitMs)
   }
 
   /** Reloads the senders whose version moved (all of them the first time). */
@@ -113,7 +97,6 @@ export class SendRulesCache {
   }
 
   stop(): void {
-    this.#stopped = true
-    clearTimeout(this.#timer)
+    this.#refresher.stop()
   }
 }

@@ -6,6 +6,7 @@ import {
 import { type Db, loadPoolMembers, type PoolMemberHealthRow } from '@dispatch/db'
 import type { RedisClient } from '@dispatch/runtime/redis'
 import type { Log } from '../log.ts'
+import { Refresher } from '../refresher.ts'
 import { type ChoiceMember, memberHash } from './choose.ts'
 import { exclusionOf, type HealthRules, type MemberHealth } from './health.ts'
 
@@ -45,8 +46,7 @@ export class SenderPoolCache {
   readonly #limited = new Map<string, { since: number; until: number; timer: NodeJS.Timeout }>()
   #loading: Promise<void> | undefined
   #again = false
-  #timer: NodeJS.Timeout | undefined
-  #stopped = false
+  readonly #refresher = new Refresher(() => this.refresh())
 
   constructor(db: Db, log: Log, rules: HealthRules, now: () => number = Date.now) {
     this.#db = db
@@ -75,24 +75,8 @@ export class SenderPoolCache {
   }
 
   /** Loads every pool (waiting at most `bootWaitMs`), then again every `refreshMs`. Never throws. */
-  async start(refreshMs: number, bootWaitMs = 5000): Promise<void> {
-    let timer: NodeJS.Timeout | undefined
-    await Promise.race([
-      this.refresh(),
-      new Promise((resolve) => {
-        timer = setTimeout(resolve, bootWaitMs)
-      }),
-    ])
-    clearTimeout(timer)
-    const loop = () => {
-      if (this.#stopped) return
-      this.#timer = setTimeout(async () => {
-        await this.refresh()
-        loop()
-      }, refreshMs)
-      this.#timer.unref()
-    }
-    loop()
+  start(refreshMs: number, bootWaitMs = 5000): Promise<void> {
+    return this.#refresher.start(refreshMs, bootWaitMs)
   }
 
   /** Reloads every pool now; calls made while a load runs coalesce into one more load after it. */
@@ -190,8 +174,7 @@ export class SenderPoolCache {
   }
 
   stop(): void {
-    this.#stopped = true
-    clearTimeout(this.#timer)
+    this.#refresher.stop()
     for (const { timer } of this.#limited.values()) clearTimeout(timer)
   }
 }
