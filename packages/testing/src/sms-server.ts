@@ -60,8 +60,13 @@ export interface FakeSms {
     status: string,
     options?: { target?: string; url?: string; errorCode?: string; price?: string; priceUnit?: string },
   ): Promise<Response>
+  /** The settings that point the API or a worker at this fake (`SMS_*`), status callbacks to `statusCallbackUrl`. */
+  env(statusCallbackUrl?: string): Record<string, string>
   close(): Promise<void>
 }
+
+/** The sender number the fake's SMS come from. */
+const FAKE_SMS_FROM = '+15005550006'
 
 const MESSAGES_PATH = /^\/2010-04-01\/Accounts\/([^/]+)\/Messages\.json$/
 
@@ -170,6 +175,14 @@ export async function startFakeSms(
       const signed = statusCallback(sid, status, extra)
       return fetch(extra.target ?? signed.url, { method: 'POST', headers: signed.headers, body: signed.body })
     },
+    env: (statusCallbackUrl) => ({
+      SMS_PROVIDER: 'twilio',
+      SMS_API_URL: `http://127.0.0.1:${port}`,
+      SMS_ACCOUNT_SID: accountSid,
+      SMS_AUTH_TOKEN: authToken,
+      SMS_FROM: FAKE_SMS_FROM,
+      ...(statusCallbackUrl ? { SMS_STATUS_CALLBACK_URL: statusCallbackUrl } : {}),
+    }),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections()

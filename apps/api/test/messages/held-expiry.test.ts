@@ -56,11 +56,7 @@ beforeAll(async () => {
     ADMISSION_INTERVAL_MS: '20',
     SENDER_REFRESH_MS: '200',
     EXPIRY_SWEEP_MS: '200',
-    SMS_PROVIDER: 'twilio',
-    SMS_API_URL: sms.url,
-    SMS_ACCOUNT_SID: sms.accountSid,
-    SMS_AUTH_TOKEN: sms.authToken,
-    SMS_FROM: '+15005550006',
+    ...sms.env(),
   })
   key = await activeKey(app, { scopes: [...SEND_SCOPES, 'manage:webhooks', 'send:sms-fallback'] })
   const endpoint = await app.inject({

@@ -41,14 +41,7 @@ beforeAll(async () => {
   world = await createWorld()
   whatsapp = await startFakeWhatsApp()
   sms = await startFakeSms()
-  const smsEnv = {
-    SMS_PROVIDER: 'twilio',
-    SMS_API_URL: sms.url,
-    SMS_ACCOUNT_SID: sms.accountSid,
-    SMS_AUTH_TOKEN: sms.authToken,
-    SMS_FROM: '+15005550006',
-    SMS_STATUS_CALLBACK_URL: PUBLIC_URL,
-  }
+  const smsEnv = sms.env(PUBLIC_URL)
   app = await buildTestApp(world, smsEnv)
   worker = await startTestWorker(world, {
     ...smsEnv,

@@ -27,11 +27,7 @@ afterAll(async () => {
 })
 
 const smsEnv = () => ({
-  SMS_PROVIDER: 'twilio',
-  SMS_API_URL: sms.url,
-  SMS_ACCOUNT_SID: sms.accountSid,
-  SMS_AUTH_TOKEN: sms.authToken,
-  SMS_FROM: '+15005550006',
+  ...sms.env(),
   // Short locks, so the killed worker's job is found stalled within a second or two.
   MESSAGES_LOCK_MS: '1000',
   MESSAGES_STALLED_INTERVAL_MS: '500',

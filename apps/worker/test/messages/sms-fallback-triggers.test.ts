@@ -41,13 +41,7 @@ beforeAll(async () => {
     prefix: world.queuePrefix,
   })
   await timerEvents.waitUntilReady()
-  worker = await world.startWorker({
-    SMS_PROVIDER: 'twilio',
-    SMS_API_URL: sms.url,
-    SMS_ACCOUNT_SID: sms.accountSid,
-    SMS_AUTH_TOKEN: sms.authToken,
-    SMS_FROM: '+15005550006',
-  })
+  worker = await world.startWorker(sms.env())
   client = createDb(world.workerEnv().DATABASE_URL as string, { max: 2 })
 })
 afterAll(async () => {
