@@ -120,6 +120,50 @@ describe('ApiKeyCache', () => {
     await expect(cache.get('g', down)).rejects.toThrow('ECONNREFUSED')
   })
 
+  it('once a lookup has failed, answers an expired entry without waiting for a load that hangs', async () => {
+    let now = 0
+    const cache = new ApiKeyCache({ ttlMs: 1000, maxEntries: 10, staleIfErrorMs: 5000, now: () => now })
+    const hangs = () => new Promise<ApiKeyRow | null>(() => {})
+    let again!: (row: ApiKeyRow | null) => void
+    const answersLater = () =>
+      new Promise<ApiKeyRow | null>((resolve) => {
+        again = resolve
+      })
+    await cache.get('h', async () => row('a'))
+    await cache.get('g', async () => row('b'))
+    now = 2000
+    await expect(
+      cache.get('h', async () => Promise.reject(new Error('connect ECONNREFUSED'))),
+    ).resolves.toMatchObject({ id: 'a' })
+    // Postgres is known down: an expired key answers at once, its load going on behind it.
+    await expect(cache.get('g', hangs)).resolves.toMatchObject({ id: 'b' })
+    await expect(cache.get('h', answersLater)).resolves.toMatchObject({ id: 'a' })
+    // The load that answers brings the entry back, and lookups wait for their loads again.
+    again(row('a'))
+    await Promise.resolve()
+    await Promise.resolve()
+    expect(cache.peek('h')).toMatchObject({ id: 'a' })
+    now = 4000
+    let loaded = false
+    await cache.get('h', async () => {
+      loaded = true
+      return row('a')
+    })
+    expect(loaded).toBe(true)
+    // Never a key evicted by a status change, down or not.
+    now = 6000
+    await expect(
+      cache.get('h', async () => Promise.reject(new Error('connect ECONNREFUSED'))),
+    ).resolves.toMatchObject({ id: 'a' })
+    cache.evictKey('a')
+    const wait = cache.get('h', hangs)
+    const settled = await Promise.race([
+      wait.then(() => 'answered'),
+      new Promise((r) => setTimeout(r, 50, 'waiting')),
+    ])
+    expect(settled).toBe('waiting')
+  })
+
   it('tells how each lookup was answered: hit (a fresh entry or a shared load), miss, stale', async () => {
     let now = 0
     const seen: string[] = []

@@ -46,7 +46,8 @@ export const KEY_CACHE_TOUCH_MS = 1_000
  * (least recently used known keys go first, oldest unknown hashes) and time-limited; a status change anywhere evicts the key
  * at once through `evictKey`, driven by Redis pub/sub. The TTL only bounds staleness when a
  * pub/sub message was missed, and a reconnect of the subscriber clears everything for that reason.
- * When a lookup fails, an expired entry still answers for `staleIfErrorMs` (stale-if-error).
+ * When a lookup fails, an expired entry still answers for `staleIfErrorMs` (stale-if-error); once
+ * one has failed, and until one succeeds, an expired entry answers without waiting for its load.
  */
 export class ApiKeyCache {
   readonly #entries = new Map<string, Entry>()
@@ -66,6 +67,8 @@ export class ApiKeyCache {
   readonly #staleIfErrorMs: number
   readonly #now: () => number
   readonly #onLookup: ((result: KeyCacheLookup) => void) | undefined
+  /** The last lookup failed (Postgres unreachable) and none has succeeded since. */
+  #failing = false
 
   constructor(options: ApiKeyCacheOptions) {
     this.#ttlMs = options.ttlMs
@@ -113,6 +116,8 @@ export class ApiKeyCache {
     if (hit !== undefined) return hit
     const pending = this.#inflight.get(hash)
     if (pending) {
+      const stale = this.#staleWhileFailing(hash)
+      if (stale) return stale
       this.#onLookup?.('hit')
       return pending
     }
@@ -120,11 +125,13 @@ export class ApiKeyCache {
     const loading = (async () => {
       try {
         const key = await load()
+        this.#failing = false
         const evictedAt = Math.max(this.#clearedAt, key ? (this.#evictedAt.get(key.id) ?? 0) : 0)
         if (evictedAt <= startedAt && this.#ttlMs > 0) this.#store(hash, key)
         this.#onLookup?.('miss')
         return key
       } catch (error) {
+        this.#failing = true
         // Still here: not evicted since it was stored, so no status change is known to have made it wrong.
         const stale = this.#entries.get(hash)
         const usable = stale && stale.expiresAt + this.#staleIfErrorMs > this.#now()
@@ -138,7 +145,24 @@ export class ApiKeyCache {
       }
     })()
     this.#inflight.set(hash, loading)
+    // While lookups fail, an expired entry answers at once and the load goes on behind it: a load
+    // that hangs (a connection attempt to an unreachable Postgres waits out its connect timeout)
+    // must not hold a known key's send for seconds. The load, when it ends, is counted as above.
+    const stale = this.#staleWhileFailing(hash, false)
+    if (stale) {
+      loading.catch(() => {})
+      return stale
+    }
     return loading
+  }
+
+  /** The expired entry for `hash` while lookups are failing and it is within `staleIfErrorMs`. */
+  #staleWhileFailing(hash: string, count = true): ApiKeyRow | undefined {
+    if (!this.#failing) return undefined
+    const stale = this.#entries.get(hash)
+    if (!stale || stale.expiresAt + this.#staleIfErrorMs <= this.#now()) return undefined
+    if (count) this.#onLookup?.('stale')
+    return stale.key
   }
 
   #store(hash: string, key: ApiKeyRow | null) {
