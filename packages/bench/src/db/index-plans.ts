@@ -8,13 +8,15 @@
  * as the API plans them (`genericPlans`, a prepared statement's generic plan).
  *
  * Fails (exit 1) when a query listed in packages/db/src/hot-indexes.ts as served by an index does
- * not read it, or reads no index at all: every index kept must still be the one its query reads.
+ * not read it, or reads no index at all: every index kept must still be the one its query reads;
+ * and when a list by a filter with no index on `messages` (channel, fallback: SEQ_SCAN_FREE) reads
+ * its partitions whole.
  *
  *   pnpm --filter @dispatch/bench bench:index-plans
  *   INDEX_PLANS_ROWS=100000 BENCH_KEEP_DB=1 (optional)
  */
 import { randomUUID } from 'node:crypto'
-import type { AdminMessageListQuery, MessageListQuery } from '@dispatch/contracts'
+import { type AdminMessageListQuery, MESSAGE_COUNT_LIMIT, type MessageListQuery } from '@dispatch/contracts'
 import {
   applyPlatformStatus,
   createDb,
@@ -49,6 +51,28 @@ const total = Number(process.env.INDEX_PLANS_ROWS ?? 300_000)
 const world = await createBenchWorld('index_plans')
 const sql = postgres(world.databaseUrl, { max: 2, onnotice: () => {} })
 let failed = false
+/**
+ * Cases whose plan must read no `messages` partition whole (sequential scans past WHOLE_READ rows):
+ * the lists by a filter with no index of its own on `messages`, which must find their rows through
+ * another table's index (`message_fallbacks`).
+ */
+const SEQ_SCAN_FREE = new Set([
+  'list: key, channel=sms',
+  'list: key, channel=whatsapp',
+  'list: key, fallback=failed,unknown',
+  'list: key, fallback=none',
+  'list: key, status=failed, channel=sms',
+  'admin list: channel=sms',
+  'admin list: fallback=failed',
+  'admin list: apiKeyId, channel=sms',
+])
+const wholeScans: string[] = []
+/**
+ * Rows a SEQ_SCAN_FREE list may read by sequential scans: its count's (up to MESSAGE_COUNT_LIMIT
+ * matches, which the planner may read off a period whole), twice over. Key 0 holds 60 % of the rows:
+ * at the default size a list reading it whole reads 180,000.
+ */
+const WHOLE_READ = 2 * MESSAGE_COUNT_LIMIT
 
 try {
   const keys: string[] = []
@@ -195,6 +219,41 @@ try {
       run: (db) => listMessages(db, key0, listQuery({ phone: sample.phone })),
       generic: true,
     },
+    // The channel fallback's filters (message-list.ts, fallbackFilters): an EXISTS on
+    // message_fallbacks per row. A few messages' SMS went (`channel=sms`, `fallback=…`): such a list
+    // must not read every row of the key, or of every key, to find them (SEQ_SCAN_FREE below).
+    'list: key, channel=sms': {
+      run: (db) => listMessages(db, key0, listQuery({ channel: 'sms' })),
+      generic: true,
+    },
+    'list: key, channel=whatsapp': {
+      run: (db) => listMessages(db, key0, listQuery({ channel: 'whatsapp' })),
+      generic: true,
+    },
+    'list: key, fallback=failed,unknown': {
+      run: (db) => listMessages(db, key0, listQuery({ fallback: ['failed', 'unknown'] })),
+      generic: true,
+    },
+    'list: key, fallback=none': {
+      run: (db) => listMessages(db, key0, listQuery({ fallback: ['none'] })),
+      generic: true,
+    },
+    'list: key, status=failed, channel=sms': {
+      run: (db) => listMessages(db, key0, listQuery({ status: ['failed'], channel: 'sms' })),
+      generic: true,
+    },
+    'admin list: channel=sms': {
+      run: (db) => listAdminMessages(db, adminQuery({ channel: 'sms' })),
+      generic: true,
+    },
+    'admin list: fallback=failed': {
+      run: (db) => listAdminMessages(db, adminQuery({ fallback: ['failed'] })),
+      generic: true,
+    },
+    'admin list: apiKeyId, channel=sms': {
+      run: (db) => listAdminMessages(db, adminQuery({ apiKeyId: key0, channel: 'sms' })),
+      generic: true,
+    },
     'admin list: newest': { run: (db) => listAdminMessages(db, adminQuery({})), generic: true },
     'admin list: status=failed': {
       run: (db) => listAdminMessages(db, adminQuery({ status: ['failed'] })),
@@ -283,15 +342,22 @@ try {
     try {
       await run(client.db)
       const used = new Set<string>()
+      let wholeRows = 0
       let ms = 0
       for (const { query, parameters } of statements) {
         if (!/^\s*(select|update|insert|delete|with)/i.test(query)) continue
         const plan = await explain(client.sql, query, parameters, generic === true)
         for (const index of plan.indexes) used.add(parents.get(index) ?? index)
+        for (const [table, rows] of plan.seqScans) if (table.startsWith('messages')) wholeRows += rows
         ms += plan.ms
       }
       seen.set(name, used)
-      console.log(`| ${name} | ${[...used].sort().join(', ') || '(none)'} | ${ms.toFixed(2)} |`)
+      const note = wholeRows > 0 ? ` (${wholeRows} messages rows read by sequential scans)` : ''
+      console.log(`| ${name} | ${[...used].sort().join(', ') || '(none)'}${note} | ${ms.toFixed(2)} |`)
+      if (SEQ_SCAN_FREE.has(name) && wholeRows > WHOLE_READ) {
+        failed = true
+        wholeScans.push(name)
+      }
     } finally {
       await client.close()
     }
@@ -318,6 +384,8 @@ try {
       )
   }
 
+  if (wholeScans.length > 0)
+    console.log(`\nLists that read messages partitions whole (sequential scans): ${wholeScans.join(', ')}`)
   console.log('\nEvery kept index, and whether its query reads it:')
   for (const entry of HOT_TABLE_INDEXES) {
     if (!entry.planCase) {
@@ -380,16 +448,28 @@ async function explain(sql: postgres.Sql, query: string, parameters: unknown[], 
     'QUERY PLAN'
   ][0]
   const indexes = new Set<string>()
+  /** Rows read by sequential scans, by table (an empty period's scan reads none). */
+  const seqScans = new Map<string, number>()
   const walk = (node: PlanNode) => {
     if (node['Index Name']) indexes.add(node['Index Name'])
+    if (node['Node Type'] === 'Seq Scan' && node['Relation Name']) {
+      const rows =
+        ((node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0)) * (node['Actual Loops'] ?? 0)
+      seqScans.set(node['Relation Name'], (seqScans.get(node['Relation Name']) ?? 0) + rows)
+    }
     for (const arbiter of node['Conflict Arbiter Indexes'] ?? []) indexes.add(arbiter)
     for (const child of node.Plans ?? []) walk(child)
   }
   walk(plan.Plan)
-  return { indexes, ms: plan['Execution Time'] ?? 0 }
+  return { indexes, seqScans, ms: plan['Execution Time'] ?? 0 }
 }
 
 interface PlanNode {
+  'Node Type'?: string
+  'Relation Name'?: string
+  'Actual Loops'?: number
+  'Actual Rows'?: number
+  'Rows Removed by Filter'?: number
   'Index Name'?: string
   'Conflict Arbiter Indexes'?: string[]
   Plans?: PlanNode[]
@@ -428,6 +508,18 @@ async function generateOthers(sql: postgres.Sql, key: string, count: number) {
       insert into message_attempts (message_id, attempt, outcome, error_code, error_message, created_at)
       select id, a, 'failed', '131026', 'Message undeliverable', failed_at
       from messages cross join generate_series(1, 3) a where status = 'failed'`
+    // A channel fallback for half of every key's failed messages (131026): 2.5 % of the messages,
+    // the SMS sent for most, refused or unknown for a few.
+    await tx`
+      insert into message_fallbacks (message_id, accepted_at, api_key_id, reason, reason_code, state, decided_at,
+        settled_at, provider, provider_message_id, provider_status)
+      select id, accepted_at, api_key_id, 'whatsapp_undeliverable', '131026',
+        case when n % 20 = 0 then 'failed' when n % 20 = 1 then 'unknown' else 'sent' end,
+        failed_at, failed_at, 'twilio', case when n % 20 > 1 then 'SM' || md5(id::text) end,
+        case when n % 20 > 1 then 'delivered' end
+      from (select id, accepted_at, api_key_id, failed_at, row_number() over () as n
+        from messages where status = 'failed') f
+      where n % 2 = 0`
     await tx`
       insert into inbound_messages (id, platform_message_id, phone_number_id, phone, type, content, api_key_id,
         received_at, redact_after)

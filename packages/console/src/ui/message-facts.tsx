@@ -1,4 +1,5 @@
 import type { ComponentChildren } from 'preact'
+import { channelName, fallbackReason, fallbackState } from './channel.ts'
 import { CopyButton, Id } from './id.tsx'
 import { StatusBadge } from './status.tsx'
 import { Time } from './time.tsx'
@@ -16,10 +17,51 @@ interface Facts {
   channel?: 'whatsapp' | 'sms'
   fallback?: {
     reason: string
+    reasonCode: string | null
+    at: string
     state: string
     status: string | null
+    error: { code: string; message: string } | null
     price?: { amount: string; currency: string }
   }
+}
+
+/** Its SMS fallback: what became of it, why, when it was decided, and how the SMS fared. */
+function FallbackFacts({ fallback }: { fallback: NonNullable<Facts['fallback']> }) {
+  return (
+    <>
+      <dt>SMS fallback</dt>
+      <dd>{fallbackState(fallback.state)}</dd>
+      <dt>Fallback reason</dt>
+      <dd>{fallbackReason(fallback.reason, fallback.reasonCode)}</dd>
+      <dt>Fallback decided</dt>
+      <dd>
+        <Time at={fallback.at} />
+      </dd>
+      {fallback.status ? (
+        <>
+          <dt>SMS delivery</dt>
+          <dd>{fallback.status}</dd>
+        </>
+      ) : null}
+      {fallback.price ? (
+        <>
+          <dt>SMS price</dt>
+          <dd>
+            {fallback.price.amount} {fallback.price.currency}
+          </dd>
+        </>
+      ) : null}
+      {fallback.error ? (
+        <>
+          <dt>SMS error</dt>
+          <dd>
+            <code>{fallback.error.code}</code> {fallback.error.message}
+          </dd>
+        </>
+      ) : null}
+    </>
+  )
 }
 
 /**
@@ -42,19 +84,9 @@ export function MessageFacts({ message, children }: { message: Facts; children?:
       <dt>Type</dt>
       <dd>{message.type}</dd>
       {children}
-      {message.fallback ? (
-        <>
-          <dt>Channel</dt>
-          <dd>
-            {message.channel ?? 'whatsapp'}: SMS fallback {message.fallback.state} ({message.fallback.reason}
-            {message.fallback.status ? `; SMS ${message.fallback.status}` : ''}
-            {message.fallback.price
-              ? `; ${message.fallback.price.amount} ${message.fallback.price.currency}`
-              : ''}
-            )
-          </dd>
-        </>
-      ) : null}
+      <dt>Channel</dt>
+      <dd>{channelName(message.channel)}</dd>
+      {message.fallback ? <FallbackFacts fallback={message.fallback} /> : null}
       <dt>Client reference</dt>
       <dd>{message.clientReference ?? '—'}</dd>
       <dt>Accepted</dt>

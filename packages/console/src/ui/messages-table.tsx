@@ -1,4 +1,5 @@
 import { Link } from '../router.tsx'
+import { channelName, fallbackStateShort } from './channel.ts'
 import { CopyButton, Id } from './id.tsx'
 import { StatusBadge } from './status.tsx'
 import { type Column, Table } from './table.tsx'
@@ -43,9 +44,10 @@ export function MessagesTable({ rows, showKey = false }: { rows: MessageRow[]; s
     { header: 'Status', cell: (row) => <StatusBadge status={row.status} /> },
     {
       header: 'Channel',
-      cell: (row) => row.channel ?? 'whatsapp',
-      // A fallback decided but not sent says why it stayed on WhatsApp.
-      detail: (row) => (row.fallback && row.fallback.state !== 'sent' ? `SMS ${row.fallback.state}` : null),
+      cell: (row) => channelName(row.channel),
+      // A fallback decided but not sent says what became of it.
+      detail: (row) =>
+        row.fallback && row.fallback.state !== 'sent' ? fallbackStateShort(row.fallback.state) : null,
     },
     { header: 'Attempts', cell: (row) => row.attempts },
     {

@@ -10,7 +10,7 @@ import { adminAuditLog } from '../schema/admin-audit-log.ts'
 import { type MessageRow, messages } from '../schema/messages.ts'
 import { whereAll } from './list-helpers.ts'
 import { messageWithId } from './message-ids.ts'
-import { listMatchingMessages, messageFilters, narrowedByKeyAlone } from './message-list.ts'
+import { fallbackSource, listMatchingMessages, messageFilters, narrowedByKeyAlone } from './message-list.ts'
 
 type AdminFilters = Omit<RetryMessagesBody, 'limit'>
 type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
@@ -39,6 +39,7 @@ function adminFilters(query: AdminFilters & { deleted?: 'true' | 'false' }, wind
 export function listAdminMessages(db: Db, query: AdminMessageListQuery, window: AcceptedWindow = {}) {
   return listMatchingMessages(db, adminFilters(query, window), query, {
     byKey: Boolean(query.apiKeyId) && narrowedByKeyAlone(query),
+    fallbacks: fallbackSource(query, query.apiKeyId?.toLowerCase()),
   })
 }
 

@@ -7,6 +7,7 @@ import {
 } from '@dispatch/contracts'
 import { type Column, eq, getTableColumns, gte, inArray, lt, lte, or, type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
+import { messageFallbacks } from '../schema/message-fallbacks.ts'
 import { type MessageRow, messages } from '../schema/messages.ts'
 import { offsetOf, ordering, whereAll } from './list-helpers.ts'
 import { isUuid } from './orders.ts'
@@ -57,11 +58,45 @@ const hasFallback = (states?: readonly string[]) =>
   })`
 
 /**
+ * A list that keeps only messages with a fallback in some states (`channel=sms`, `fallback=` states
+ * without `none`), of one key or of every key: it is read from `message_fallbacks`, newest first off
+ * `message_fallbacks_api_key_accepted_at_idx` (or `message_fallbacks_accepted_at_idx` across keys),
+ * each fallback's message found by its primary key in its own period (`listMatchingMessages`). Few
+ * messages have a fallback: read from `messages` with an EXISTS per row, such a list read every row
+ * of the key (or of every key) to find its page (migration 0046, docs/benchmarks-paths.md).
+ */
+export interface FallbackSource {
+  states: string[]
+  apiKeyId?: string
+}
+
+export function fallbackSource(
+  query: Pick<MessageListQuery, 'channel' | 'fallback'>,
+  apiKeyId?: string,
+): FallbackSource | undefined {
+  const states = fallbackStatesOnly(query)
+  return states && states.length > 0 ? { states, ...(apiKeyId ? { apiKeyId } : {}) } : undefined
+}
+
+/** The fallback states a list keeps only (every other message left out), or none when it keeps more. */
+function fallbackStatesOnly(query: Pick<MessageListQuery, 'channel' | 'fallback'>): string[] | undefined {
+  const wanted = query.fallback ? [...new Set(query.fallback)] : []
+  const states = wanted.includes('none') ? undefined : wanted.length > 0 ? wanted : undefined
+  if (query.channel !== 'sms') return states
+  return states ? states.filter((state) => state === 'sent') : ['sent']
+}
+
+/**
  * `channel` (`sms`: its fallback's SMS was taken; `whatsapp`: any other) and `fallback` (its
- * fallback's states, `none` for none). They narrow nothing by an index of their own: each row the
- * other filters reach is probed in `message_fallbacks` by its id.
+ * fallback's states, `none` for none). Those that keep only messages with a fallback (`channel=sms`,
+ * `fallback=` states without `none`) are read from `message_fallbacks` (`fallbackSource`); the
+ * others (`channel=whatsapp`, `fallback=none`, alone or with states), which keep nearly every
+ * message, probe `message_fallbacks` by its primary key for each row the other filters reach.
  */
 function fallbackFilters(query: Pick<MessageListQuery, 'channel' | 'fallback'>): (SQL | undefined)[] {
+  const only = fallbackStatesOnly(query)
+  // Read from message_fallbacks by listMatchingMessages (`fallbackSource`); none possible: none.
+  if (only) return [only.length > 0 ? undefined : sql`false`]
   const wanted = query.fallback ? [...new Set(query.fallback)] : []
   const states = wanted.filter((state) => state !== 'none')
   const byFallback =
@@ -71,11 +106,7 @@ function fallbackFilters(query: Pick<MessageListQuery, 'channel' | 'fallback'>):
           states.length > 0 ? hasFallback(states) : undefined,
           wanted.includes('none') ? sql`not ${hasFallback()}` : undefined,
         )
-  return [
-    query.channel === 'sms' ? hasFallback(['sent']) : undefined,
-    query.channel === 'whatsapp' ? sql`not ${hasFallback(['sent'])}` : undefined,
-    byFallback,
-  ]
+  return [query.channel === 'whatsapp' ? sql`not ${hasFallback(['sent'])}` : undefined, byFallback]
 }
 
 /**
@@ -91,18 +122,28 @@ export function listMessages(db: Db, apiKeyId: string, query: MessageListQuery, 
     query,
     {
       byKey: narrowedByKeyAlone(query),
+      fallbacks: fallbackSource(query, apiKeyId),
     },
   )
 }
 
 /**
  * Whether a key's list is narrowed by nothing with an index of its own (a phone, a BSUID, a
- * reference, a batch, `q`): then its page is read off the key's status index, status by status
- * (`byKey` below).
+ * reference, a batch, `q`, its fallbacks): then its page is read off the key's status index, status
+ * by status (`byKey` below).
  */
 export const narrowedByKeyAlone = (
-  query: Pick<MessageListQuery, 'phone' | 'userId' | 'clientReference' | 'batchId' | 'q'>,
-) => !query.phone && !query.userId && !query.clientReference && !query.batchId && !query.q
+  query: Pick<
+    MessageListQuery,
+    'phone' | 'userId' | 'clientReference' | 'batchId' | 'q' | 'channel' | 'fallback'
+  >,
+) =>
+  !query.phone &&
+  !query.userId &&
+  !query.clientReference &&
+  !query.batchId &&
+  !query.q &&
+  fallbackStatesOnly(query) === undefined
 
 /**
  * The paging and ordering of a message list over `filters`, with `status` applied here. `byKey`: the
@@ -115,13 +156,14 @@ export async function listMatchingMessages(
   db: Db,
   filters: SQL[],
   query: Pick<MessageListQuery, 'status' | 'order' | 'orderField' | 'page' | 'take'>,
-  options: { byKey?: boolean } = {},
+  options: { byKey?: boolean; fallbacks?: FallbackSource } = {},
 ) {
   const statuses = [...new Set(query.status ?? [])] as MessageStatus[]
   const offset = offsetOf(query)
   const countLimit = Math.max(MESSAGE_COUNT_LIMIT, offset + query.take) + 1
 
   const matching = whereAll([...filters, statuses.length ? inArray(messages.status, statuses) : undefined])
+  if (options.fallbacks) return pageOfFallbacks(db, matching, options.fallbacks, query, offset, countLimit)
   const count = () =>
     db
       .select({ value: sql<number>`count(*)::int` })
@@ -146,6 +188,62 @@ export async function listMatchingMessages(
         .offset(offset))
   const ended = rows.length < query.take && (rows.length > 0 || offset === 0)
   const itemCount = counting ? await counting : ended ? offset + rows.length : await count()
+  return { rows, itemCount, itemCountExact: itemCount < countLimit }
+}
+
+/**
+ * A list read from `message_fallbacks` (`fallbackSource`): its fallbacks in the states asked for,
+ * newest first (by acceptance, the message's own time; by `updatedAt`, sorted after), each with its
+ * message, found by its primary key in its own period (the period pruned at each probe) and kept
+ * when the other filters hold. The message is a LATERAL subquery with LIMIT 1, so that it is probed
+ * once per fallback: as a join, Postgres multiplies the selectivities of `id` and `accepted_at`,
+ * expects one row from the whole join, and hashes every row of the key (146 ms against 0.75 ms at
+ * 300,000 messages, docs/benchmarks-paths.md). Counted the same way, up to `countLimit`.
+ */
+async function pageOfFallbacks(
+  db: Db,
+  matching: SQL | undefined,
+  source: FallbackSource,
+  query: Pick<MessageListQuery, 'order' | 'orderField' | 'take'>,
+  offset: number,
+  countLimit: number,
+) {
+  const fallbacks = whereAll([
+    sql`${messageFallbacks.state} = any(${`{${source.states.join(',')}}`}::text[])`,
+    source.apiKeyId ? eq(messageFallbacks.apiKeyId, source.apiKeyId) : undefined,
+  ])
+  const itsMessage = whereAll([
+    eq(messages.id, messageFallbacks.messageId),
+    eq(messages.acceptedAt, messageFallbacks.acceptedAt),
+    matching,
+  ])
+  const counting = db
+    .select({ value: sql<number>`count(*)::int` })
+    .from(
+      db
+        .select({ one: sql`1` })
+        .from(messageFallbacks)
+        .crossJoinLateral(db.select({ one: sql`1` }).from(messages).where(itsMessage).limit(1).as('m'))
+        .where(fallbacks)
+        .limit(countLimit)
+        .as('matches'),
+    )
+    .then(([row]) => row?.value ?? 0)
+  counting.catch(() => {}) // awaited below; this only keeps an early failure from going unhandled
+  const message = db.select().from(messages).where(itsMessage).limit(1).as('m')
+  const rows = await db
+    .select(pick(message))
+    .from(messageFallbacks)
+    .crossJoinLateral(message)
+    .where(fallbacks)
+    .orderBy(
+      ...(query.orderField === 'updatedAt'
+        ? sortOf(query, message)
+        : ordering(query.order, messageFallbacks.acceptedAt, messageFallbacks.messageId)),
+    )
+    .limit(query.take)
+    .offset(offset)
+  const itemCount = await counting
   return { rows, itemCount, itemCountExact: itemCount < countLimit }
 }
 

@@ -1,4 +1,5 @@
 import { MESSAGE_CHANNELS, MESSAGE_STATUSES, MESSAGE_TYPES } from '@dispatch/contracts'
+import { channelName } from '../../ui/channel.ts'
 import { localInput, type MessageSearch } from './search.ts'
 
 /** The message search's form; `admin` adds the key filter. */
@@ -55,7 +56,7 @@ export function MessageSearchForm(props: {
             <option value="">Any</option>
             {MESSAGE_CHANNELS.map((channel) => (
               <option key={channel} value={channel} selected={search.channel === channel}>
-                {channel}
+                {channelName(channel)}
               </option>
             ))}
           </select>
