@@ -62,7 +62,7 @@ export type AdminMessageListQuery = Static<typeof AdminMessageListQuery>
 export const AdminMessageView = Type.Object({
   ...MessageView.properties,
   apiKeyId: Type.String({ format: 'uuid' }),
-  /** Its key's client name, in lists (so a person can tell keys apart without opening each). */
+  /** Its key's client name, in lists and on the timeline (so a person can tell keys apart without opening each). */
   clientName: Type.Optional(Type.String()),
   /** How many times an admin sent it out again after it failed. */
   retryCount: Type.Integer({ minimum: 0 }),

@@ -1,5 +1,5 @@
 import { AdminMessageIdParams, AdminMessageTimeline } from '@dispatch/contracts'
-import { findMessageById, isUuid, messageHistory } from '@dispatch/db'
+import { apiKeyClientNames, findMessageById, isUuid, messageHistory } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError } from '../../errors.ts'
 import { errorResponses } from '../../http/error-responses.ts'
@@ -32,9 +32,15 @@ export const adminTimelineRoutes: FastifyPluginAsyncTypebox = async (app) => {
       if (!isUuid(request.params.id)) throw notFound()
       const row = await findMessageById(db, request.params.id.toLowerCase())
       if (!row) throw notFound()
-      const history = await messageHistory(db, row.id)
+      const [history, names] = await Promise.all([
+        messageHistory(db, row.id),
+        apiKeyClientNames(db, [row.apiKeyId]),
+      ])
       return {
-        message: withFallback(toAdminMessageView(row), history.fallback),
+        message: {
+          ...withFallback(toAdminMessageView(row), history.fallback),
+          clientName: names.get(row.apiKeyId),
+        },
         request: row.payload as Record<string, unknown>,
         entries: timelineOf(row, history),
       }

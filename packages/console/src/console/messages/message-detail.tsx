@@ -1,6 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/preact-query'
 import { api } from '../../api.ts'
 import { Link } from '../../router.tsx'
+import { Id } from '../../ui/id.tsx'
 import { MessageFacts } from '../../ui/message-facts.tsx'
 import { MessageRequest } from '../../ui/message-request.tsx'
 import { Page, Section } from '../../ui/page.tsx'
@@ -30,7 +31,8 @@ export function MessageDetail({ id }: { id: string }) {
             <MessageFacts message={message}>
               <dt>Key</dt>
               <dd>
-                <Link href={`/keys/${message.apiKeyId}`}>{message.apiKeyId}</Link>
+                <Link href={`/keys/${message.apiKeyId}`}>{message.clientName ?? 'Key'}</Link>{' '}
+                <Id value={message.apiKeyId} />
               </dd>
               <dt>Sender</dt>
               <dd>
@@ -50,7 +52,7 @@ export function MessageDetail({ id }: { id: string }) {
                     : ''}
               </dd>
             </MessageFacts>
-            {message.status === 'failed' ? (
+            {message.status === 'failed' && !smsMayHaveGone(message.fallback?.state) ? (
               <div class="row">
                 <button type="button" onClick={() => retry.mutate()} disabled={retry.isPending}>
                   Retry message
@@ -68,3 +70,10 @@ export function MessageDetail({ id }: { id: string }) {
     </Page>
   )
 }
+
+/**
+ * Whether the message's SMS fallback went, or may have (decided, being called, answer unknown):
+ * then a retry would reach the recipient a second time, on WhatsApp, and the page offers none.
+ */
+const smsMayHaveGone = (state: string | undefined) =>
+  state === 'decided' || state === 'calling' || state === 'sent' || state === 'unknown'
