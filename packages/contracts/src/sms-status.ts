@@ -19,9 +19,11 @@ export const SmsStatusCallback = Type.Object(
 export type SmsStatusCallback = Static<typeof SmsStatusCallback>
 
 /**
- * A message's "no `delivered` in time" timer (queue `QueueNames.smsFallbackTimers`, delayed by its
- * `fallback.afterSeconds`): what the SMS needs when it fires. Like the message's own job, it is the
- * only holder of the SMS's text; its id is the message's, so a timer is added once.
+ * A message's fallback timer (queue `QueueNames.smsFallbackTimers`), armed when WhatsApp took a
+ * message carrying a fallback: delayed by its `fallback.afterSeconds` ("no `delivered` in time"),
+ * or, without one, a hold that only waits for WhatsApp to report it undeliverable (131026) in a
+ * status webhook, which runs it at once. Like the message's own job, it is the only holder of the
+ * SMS's text; its id is the message's, so a timer is added once.
  */
 export const SmsFallbackTimerJob = Type.Object(
   {
@@ -32,6 +34,8 @@ export const SmsFallbackTimerJob = Type.Object(
     text: Type.String({ minLength: 1, maxLength: 1600 }),
     /** When WhatsApp took the message (its platform id recorded). */
     sentAt: Type.String({ format: 'date-time' }),
+    /** A hold (no `afterSeconds`): it sends only for a 131026 reported later, never for a timeout. */
+    undeliverableOnly: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
 )

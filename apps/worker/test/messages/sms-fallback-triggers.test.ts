@@ -192,12 +192,37 @@ describe('no delivered within afterSeconds', () => {
     expect((await findFallback(client.sql, messageId))?.state).toBe('sent')
   })
 
-  it('a message without afterSeconds arms no timer, and gets no SMS after WhatsApp took it', async () => {
+  it('a message without afterSeconds arms a hold only: run, it sends nothing after WhatsApp took it', async () => {
     const phone = newPhone()
     const messageId = await world.enqueue(to(phone), undefined, { fallback: { sms: { text: SMS_TEXT } } })
     await waitFor(async () => (await world.message(messageId))?.status === 'sent', { what: 'sent' })
-    expect(await timers.getJob(messageId)).toBeUndefined()
+    const hold = await timerOf(messageId)
+    expect(hold.data.undeliverableOnly).toBe(true)
+    // Run as its day ends: WhatsApp took it and reported nothing undeliverable, so no SMS.
+    expect(await fire(messageId)).toBe('refused')
     expect(sms.sentTo(phone)).toHaveLength(0)
+    expect(await findFallback(client.sql, messageId)).toBeUndefined()
+  })
+
+  it('a hold run once its message is recorded failed with 131026 sends the SMS once', async () => {
+    const phone = newPhone()
+    const messageId = await world.enqueue(to(phone), undefined, { fallback: { sms: { text: SMS_TEXT } } })
+    await waitFor(async () => (await world.message(messageId))?.status === 'sent', { what: 'sent' })
+    await timerOf(messageId)
+    const row = await world.message(messageId)
+    await applyPlatformStatus(client.db, {
+      platformMessageId: row?.platform_message_id as string,
+      status: 'failed',
+      at: new Date(),
+      error: { code: '131026', message: 'Message undeliverable' },
+    } as Parameters<typeof applyPlatformStatus>[1])
+    expect(await fire(messageId)).toBe('sent')
+    expect(sms.sentTo(phone)).toHaveLength(1)
+    expect(await findFallback(client.sql, messageId)).toMatchObject({
+      reason: 'whatsapp_undeliverable',
+      reasonCode: '131026',
+      state: 'sent',
+    })
   })
 })
 
