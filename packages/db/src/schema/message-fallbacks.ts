@@ -55,6 +55,8 @@ export const messageFallbacks = pgTable(
       .where(sql`${t.providerMessageId} is not null`),
     // The sweep of calls a killed process left (`calling` for longer than any call takes).
     index('message_fallbacks_calling_idx').on(t.callingAt).where(sql`${t.state} = 'calling'`),
+    // Dropped with their message's partition (partitions.ts): those accepted before its end.
+    index('message_fallbacks_accepted_at_idx').on(t.acceptedAt),
     // A campaign's SMS, summed with its pricing.
     index('message_fallbacks_batch_id_idx').on(t.batchId).where(sql`${t.batchId} is not null`),
     check(

@@ -1,0 +1,1 @@
+CREATE INDEX "message_fallbacks_accepted_at_idx" ON "message_fallbacks" USING btree ("accepted_at");
