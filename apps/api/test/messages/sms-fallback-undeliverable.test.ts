@@ -1,4 +1,4 @@
-import { QueueNames, type SmsFallbackTimerJob } from '@dispatch/contracts'
+import { QueueNames, type SmsFallbackTimerJob, smsFallbackHoldKey } from '@dispatch/contracts'
 import {
   type FakeSms,
   type FakeWhatsApp,
@@ -11,7 +11,8 @@ import {
 } from '@dispatch/testing'
 import type { RunningWorker } from '@dispatch/worker'
 import { Queue, QueueEvents } from 'bullmq'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Redis } from 'ioredis'
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import {
   activeKey,
   buildTestApp,
@@ -128,18 +129,28 @@ async function whatsappStatus(sent: { messageId: string; platformMessageId: stri
 
 const eventsOf = (messageId: string, type: string) =>
   receiver.received.filter((r) => r.json.type === type && r.json.data?.messageId === messageId)
+const redisOf = () => {
+  const redis = new Redis(world.redisUrl)
+  onTestFinished(() => redis.disconnect())
+  return redis
+}
 const settle = () => new Promise((resolve) => setTimeout(resolve, 500))
 
 describe('131026 reported in a status webhook after WhatsApp took the message', () => {
   it('sends one SMS for a duplicated failed webhook, and a late delivered changes nothing of it', async () => {
     const phone = newPhone()
     const sent = await sentText(phone, { fallback: { sms: SMS } })
-    // The hold, armed when WhatsApp took it: a day ahead, never a timeout of its own.
-    const hold = await waitFor(async () => (await timers.getJob(sent.messageId)) ?? false, {
-      what: 'the hold',
+    // The hold, armed when WhatsApp took it: kept a day, no timer (never a timeout of its own).
+    const redis = new Redis(world.redisUrl)
+    onTestFinished(() => redis.disconnect())
+    const holdKey = smsFallbackHoldKey(world.queuePrefix, sent.messageId)
+    await waitFor(async () => (await redis.exists(holdKey)) === 1, { what: 'the hold' })
+    expect(await redis.ttl(holdKey)).toBeGreaterThan(86_000)
+    expect(JSON.parse((await redis.get(holdKey)) as string)).toMatchObject({
+      text: SMS.text,
+      undeliverableOnly: true,
     })
-    expect(hold.data.undeliverableOnly).toBe(true)
-    expect(hold.opts.delay).toBeGreaterThan(3_600_000)
+    expect(await timers.getJob(sent.messageId)).toBeUndefined()
     expect(sms.sentTo(phone)).toHaveLength(0)
     // Meta delivers the failed status twice, at once.
     await Promise.all([whatsappStatus(sent, 'failed'), whatsappStatus(sent, 'failed')])
@@ -167,6 +178,7 @@ describe('131026 reported in a status webhook after WhatsApp took the message', 
     expect(eventsOf(sent.messageId, 'message.fallback_sent')).toHaveLength(1)
     expect(eventsOf(sent.messageId, 'message.delivered')).toHaveLength(0)
     expect(await timers.getJob(sent.messageId)).toBeUndefined()
+    expect(await redis.exists(holdKey)).toBe(0)
   })
 
   it('runs an afterSeconds timer at once, for the undeliverable rule', async () => {
@@ -187,6 +199,7 @@ describe('131026 reported in a status webhook after WhatsApp took the message', 
     const phone = newPhone()
     const sent = await sentText(phone, {})
     expect(await timers.getJob(sent.messageId)).toBeUndefined()
+    expect(await redisOf().exists(smsFallbackHoldKey(world.queuePrefix, sent.messageId))).toBe(0)
     await whatsappStatus(sent, 'failed')
     await settle()
     const view = await messageView(app, key.key, sent.messageId)

@@ -1,4 +1,4 @@
-import { type MessageJob, QueueNames, SmsFallbackTimerJob } from '@dispatch/contracts'
+import { type MessageJob, QueueNames, SmsFallbackTimerJob, smsFallbackHoldKey } from '@dispatch/contracts'
 import { findRecordedDelivery, type Sql } from '@dispatch/db'
 import { queuePrefix } from '@dispatch/runtime'
 import type { RedisClient } from '@dispatch/runtime/redis'
@@ -31,6 +31,12 @@ export const UNDELIVERABLE_HOLD_SECONDS = 86_400
  * a week when it failed, for inspection.
  */
 const KEPT = { removeOnComplete: true, removeOnFail: { age: 7 * 86_400, count: 100_000 } }
+/** A timer's job options but its delay (the API's run of a 131026 hold takes the same). */
+const TIMER_JOB_OPTIONS = {
+  attempts: RECORD_LAG_ATTEMPTS,
+  backoff: { type: 'fixed' as const, delay: RECORD_LAG_RETRY_MS },
+  ...KEPT,
+}
 
 /**
  * Arms the "no `delivered` within `afterSeconds`" timers: one delayed BullMQ job per message, id the
@@ -39,15 +45,24 @@ const KEPT = { removeOnComplete: true, removeOnFail: { age: 7 * 86_400, count: 1
  */
 export class SmsFallbackTimers {
   readonly #queue: Queue<SmsFallbackTimerJob>
+  readonly #redis: RedisClient
+  readonly #prefix: string
 
-  constructor(connection: RedisClient, prefix: string) {
+  /**
+   * `holds`: the connection the holds are written on; the lanes give their claims' one, which
+   * auto-pipelines (a round trip of its own per message cost a fallback's delivery a sixth more CPU).
+   */
+  constructor(connection: RedisClient, prefix: string, holds: RedisClient = connection) {
     this.#queue = new Queue<SmsFallbackTimerJob>(QueueNames.smsFallbackTimers, { connection, prefix })
+    this.#redis = holds
+    this.#prefix = prefix
   }
 
   /**
-   * The timer of a message WhatsApp took, when it carries a fallback and has a number to text: due
-   * `afterSeconds` later, or, without one, a hold of UNDELIVERABLE_HOLD_SECONDS that a 131026 status
-   * webhook promotes (`promoteSmsFallbackTimer`).
+   * The timer of a message WhatsApp took, when it carries a fallback and has a number to text: a
+   * delayed job due `afterSeconds` later; without one, its 131026 hold (one Redis string, kept
+   * UNDELIVERABLE_HOLD_SECONDS: a job each would halve such messages' delivery throughput), which a
+   * 131026 status webhook turns into a timer run at once.
    */
   async arm(data: MessageJob, sentAt: Date): Promise<boolean> {
     const afterSeconds = data.fallback?.afterSeconds
@@ -59,18 +74,21 @@ export class SmsFallbackTimers {
       to,
       text: data.fallback.sms.text,
       sentAt: sentAt.toISOString(),
-      ...(afterSeconds === undefined ? { undeliverableOnly: true } : {}),
     }
-    const delay = Math.max(
-      0,
-      sentAt.getTime() + (afterSeconds ?? UNDELIVERABLE_HOLD_SECONDS) * 1000 - Date.now(),
-    )
+    if (afterSeconds === undefined) {
+      await this.#redis.set(
+        smsFallbackHoldKey(this.#prefix, data.messageId),
+        JSON.stringify({ ...job, undeliverableOnly: true }),
+        'EX',
+        UNDELIVERABLE_HOLD_SECONDS,
+      )
+      return true
+    }
+    const delay = Math.max(0, sentAt.getTime() + afterSeconds * 1000 - Date.now())
     await this.#queue.add('not-delivered-in-time', job, {
       jobId: data.messageId,
       delay,
-      attempts: RECORD_LAG_ATTEMPTS,
-      backoff: { type: 'fixed', delay: RECORD_LAG_RETRY_MS },
-      ...KEPT,
+      ...TIMER_JOB_OPTIONS,
     })
     return true
   }
