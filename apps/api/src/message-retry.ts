@@ -1,11 +1,32 @@
 import { DEFAULT_SENDER_ID, MessageJob } from '@dispatch/contracts'
-import { findApiKeyById, findSender, type MessageRow, type RetryHooks } from '@dispatch/db'
+import {
+  type FallbackState,
+  findApiKeyById,
+  findFallbacks,
+  findSender,
+  type MessageRow,
+  type RetryHooks,
+  type Sql,
+} from '@dispatch/db'
 import { messageClaimKey } from '@dispatch/runtime/message-handoff'
 import { Compile } from 'typebox/compile'
 import type { ApiDeps } from './deps.ts'
 import { currentTraceContext } from './trace-context.ts'
 
 const jobIsValid = Compile(MessageJob)
+
+/**
+ * Why a message whose channel fallback (docs/failover.md) went, or may have, is not sent on
+ * WhatsApp again: the recipient got it by SMS. A fallback that surely sent nothing (`failed`) or
+ * was withdrawn does not stand in the way.
+ */
+const FALLBACK_REFUSALS: Partial<Record<FallbackState, string>> = {
+  sent: 'its SMS fallback went: the recipient has it by SMS, and sending it on WhatsApp again would reach them twice',
+  unknown:
+    'its SMS fallback may have gone (the provider never said): sending it on WhatsApp again could reach the recipient twice',
+  calling: 'its SMS fallback is being sent',
+  decided: 'its SMS fallback is being sent',
+}
 
 /**
  * The job a failed message goes out again with: the same id, key, reference, batch and acceptance
@@ -45,6 +66,11 @@ export function retryHooks(
   const skipped = new Map<string, string>()
   const hooks: RetryHooks = {
     release: async (rows) => {
+      // Read while the retry holds the messages' rows: a fallback decided meanwhile waits for it.
+      const fallbacks = await findFallbacks(
+        deps.db.$client as Sql,
+        rows.map((row) => row.id),
+      )
       const senders = new Map<string, boolean>()
       for (const senderId of new Set(rows.map((row) => row.senderId ?? DEFAULT_SENDER_ID))) {
         senders.set(senderId, senderId === DEFAULT_SENDER_ID || Boolean(await findSender(deps.db, senderId)))
@@ -53,6 +79,12 @@ export function retryHooks(
       await Promise.all(
         rows.map(async (row) => {
           const senderId = row.senderId ?? DEFAULT_SENDER_ID
+          const fallback = fallbacks.get(row.id)
+          const refusal = fallback && FALLBACK_REFUSALS[fallback.state]
+          if (refusal) {
+            skipped.set(row.id, refusal)
+            return
+          }
           if (!senders.get(senderId)) {
             skipped.set(row.id, `its sender ${JSON.stringify(senderId)} no longer exists`)
             return

@@ -19,9 +19,11 @@ export const SmsStatusCallback = Type.Object(
 export type SmsStatusCallback = Static<typeof SmsStatusCallback>
 
 /**
- * A message's "no `delivered` in time" timer (queue `QueueNames.smsFallbackTimers`, delayed by its
- * `fallback.afterSeconds`): what the SMS needs when it fires. Like the message's own job, it is the
- * only holder of the SMS's text; its id is the message's, so a timer is added once.
+ * A message's fallback timer (queue `QueueNames.smsFallbackTimers`): delayed by its
+ * `fallback.afterSeconds` ("no `delivered` in time"), armed when WhatsApp took the message; or made
+ * due at once from its 131026 hold (`smsFallbackHoldKey`) by a status webhook reporting 131026.
+ * Like the message's own job, it is the only holder of the SMS's text; its id is the message's, so
+ * a timer is added once.
  */
 export const SmsFallbackTimerJob = Type.Object(
   {
@@ -32,7 +34,18 @@ export const SmsFallbackTimerJob = Type.Object(
     text: Type.String({ minLength: 1, maxLength: 1600 }),
     /** When WhatsApp took the message (its platform id recorded). */
     sentAt: Type.String({ format: 'date-time' }),
+    /** Made from a hold (no `afterSeconds`): it sends only for a 131026, never for a timeout. */
+    undeliverableOnly: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
 )
 export type SmsFallbackTimerJob = Static<typeof SmsFallbackTimerJob>
+
+/**
+ * A message's 131026 hold: what its timer would need (the job's fields but the id), kept as one
+ * Redis string for a day after WhatsApp took a message whose fallback has no `afterSeconds`, beside
+ * the timers' queue (`prefix` its queue prefix). A 131026 status webhook turns it into a timer run
+ * at once; nothing else reads it, and it expires unread otherwise.
+ */
+export const smsFallbackHoldKey = (prefix: string, messageId: string) =>
+  `${prefix}:sms-fallback-timers:hold:${messageId}`

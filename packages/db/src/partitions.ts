@@ -15,6 +15,16 @@ import { forgetPartitions, isMissingTable } from './queries/message-partitions.t
 
 const DAY_MS = 86_400_000
 
+/**
+ * Rows of other (unpartitioned) tables that belong to a partitioned table's rows by its time column,
+ * deleted in the transaction that drops their partition: a channel fallback's record
+ * (`message_fallbacks`, keyed by the message's id with its `accepted_at` beside it) goes with its
+ * message. Each is deleted up to the dropped partition's end (older partitions are gone already).
+ */
+const DROPPED_WITH: Partial<Record<PartitionedTable, Array<{ table: string; column: string }>>> = {
+  messages: [{ table: 'message_fallbacks', column: 'accepted_at' }],
+}
+
 export interface PartitionChanges {
   created: string[]
   dropped: string[]
@@ -81,6 +91,11 @@ export async function maintainPartitions(
       const dropped = await underLock(sql, options.lockTimeoutMs, async (tx) => {
         if (!(await exists(tx, partition.name))) return false
         await tx.unsafe(`drop table ${quote(partition.name)}`)
+        for (const dependent of DROPPED_WITH[table] ?? []) {
+          await tx.unsafe(`delete from ${quote(dependent.table)} where ${quote(dependent.column)} < $1`, [
+            (partition.to as Date).toISOString(),
+          ])
+        }
         return true
       })
       if (dropped) changes.dropped.push(partition.name)

@@ -173,6 +173,46 @@ describe('POST /api/admin/messages/:id/retry', () => {
   })
 })
 
+/** The message's channel fallback in `state`, as the worker's steps leave it (docs/failover.md). */
+async function withFallback(id: string, state: string) {
+  await world.sql`
+    insert into message_fallbacks (message_id, accepted_at, api_key_id, reason, reason_code, state, decided_at,
+      settled_at, provider, provider_message_id, updated_at)
+    select id, accepted_at, api_key_id, 'whatsapp_undeliverable', '131026', ${state}, now(), now(), 'twilio',
+      ${state === 'sent' ? `SM${id.replaceAll('-', '')}` : null}, now()
+    from messages where id = ${id}`
+}
+
+describe('retrying a message whose SMS fallback went', () => {
+  it('is refused: the recipient has it by SMS; one whose SMS surely failed goes again', async () => {
+    const sent = await insertFailed('131026', '2026-03-01T00:00:00Z')
+    await withFallback(sent, 'sent')
+    expectError(await retry(sent), 409, 'INVALID_STATE_TRANSITION', /SMS fallback went.*twice/)
+    const unknown = await insertFailed('131026', '2026-03-02T00:00:00Z')
+    await withFallback(unknown, 'unknown')
+    expectError(await retry(unknown), 409, 'INVALID_STATE_TRANSITION', /SMS fallback may have gone/)
+    const smsFailed = await insertFailed('131026', '2026-03-03T00:00:00Z')
+    await withFallback(smsFailed, 'failed')
+
+    // The filter's retry skips the first two, and takes the third.
+    const bulk = await retryMany(
+      { errorCode: '131026', startDate: '2026-03-01', endDate: '2026-03-04' },
+      asAdmin(ADMIN.ops),
+    )
+    expect(bulk.json<RetryMessagesResult>()).toEqual({ retried: 1, messageIds: [smsFailed] })
+    await until(smsFailed, 'sent')
+    expect(fake.sendsOf(sent)).toBe(0)
+    expect(fake.sendsOf(unknown)).toBe(0)
+    expect((await statusOf(sent)).status).toBe('failed')
+    expect((await statusOf(unknown)).status).toBe('failed')
+    const [{ count }] = (await world.sql`
+      select count(*)::int from admin_audit_log where target_id in (${sent}, ${unknown})`) as unknown as [
+      { count: number },
+    ]
+    expect(count).toBe(0)
+  })
+})
+
 describe('POST /api/admin/messages/retry', () => {
   it('retries the failed messages a filter matches, oldest first, at most `limit` at a time', async () => {
     const bulk = [1, 2, 3, 4, 5].map((day) => `2026-02-0${day}T00:00:00Z`)

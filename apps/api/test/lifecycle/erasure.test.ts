@@ -203,6 +203,46 @@ describe("an admin's erasure", () => {
   })
 })
 
+describe("a message's channel fallback", () => {
+  it('leaves neither the number nor the SMS text: its timer in Redis and the error its record kept', async () => {
+    const fallbackKey = await activeKey(app, {
+      scopes: ['send:free-text', 'read:messages', 'send:sms-fallback'],
+      clientName: 'Fallback',
+    })
+    const phone = newPhone()
+    const smsText = secret('sms-text')
+    // WhatsApp took it: its timer (a hold, docs/failover.md) keeps the number and the SMS text.
+    const res = await sendText(phone, secret('wa-text'), fallbackKey.key, {
+      fallback: { sms: { text: smsText } },
+    })
+    expect(res.statusCode, res.body).toBe(202)
+    const { messageId } = res.json<{ messageId: string }>()
+    await untilMessageStatus(app, fallbackKey.key, messageId, 'sent')
+    await waitFor(async () => (await findInRedis(redis, world.queuePrefix, [smsText])).length > 0, {
+      what: 'the fallback timer',
+    })
+    // Its fallback's record with the provider's error quoting the number, as Twilio's 21211 does.
+    await waitFor(async () => (await world.sql`select 1 from messages where id = ${messageId}`).length > 0, {
+      what: 'the record',
+    })
+    await world.sql`
+      insert into message_fallbacks (message_id, accepted_at, api_key_id, reason, state, decided_at, settled_at,
+        error_code, error_message, updated_at)
+      select id, accepted_at, api_key_id, 'whatsapp_undeliverable', 'failed', now(), now(), '21211',
+        ${`The 'To' number ${phone} is not a valid phone number.`}, now()
+      from messages where id = ${messageId}`
+
+    const { done } = await erase('/api/admin', asAdmin(), { phone })
+    expect(done.status, JSON.stringify(done)).toBe('completed')
+    const needles = [phone, phone.slice(1), smsText]
+    expect(await findInPostgres(world.sql, needles)).toEqual([])
+    expect(await findInRedis(redis, world.queuePrefix, needles)).toEqual([])
+    const [fallback] =
+      await world.sql`select state, error_code, error_message from message_fallbacks where message_id = ${messageId}`
+    expect(fallback).toEqual({ state: 'failed', error_code: '21211', error_message: null })
+  })
+})
+
 describe('an erasure by phone', () => {
   it('reaches the same user known by their BSUID, and forgets the pair', async () => {
     const phone = newPhone()

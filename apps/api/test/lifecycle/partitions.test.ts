@@ -183,12 +183,23 @@ describe('messages stored by day', () => {
     }
   })
 
-  it('a day past retention is dropped whole: its messages are gone, the next day is untouched', async () => {
+  it('a day past retention is dropped whole: its messages and their fallbacks are gone, the next day is untouched', async () => {
     await maintainPartitions(world.sql, { now: new Date(base + 2 * DAY), aheadDays: 1, retentionDays: 30 })
     const old = await sendAt(base + 2 * DAY + 1000, 'kept three days')
     const young = await sendAt(base + 3 * DAY + 1000, 'one day younger')
     await untilMessageStatus(app, key.key, young, 'sent')
     await untilMessageStatus(app, key.key, old, 'sent')
+    // Each with a channel fallback's record (docs/failover.md), as the worker's steps leave one.
+    const fallbackOf = (id: string) => world.sql`select 1 from message_fallbacks where message_id = ${id}`
+    for (const id of [old, young]) {
+      await waitFor(async () => (await world.sql`select 1 from messages where id = ${id}`).length > 0, {
+        what: 'the record',
+      })
+      await world.sql`
+        insert into message_fallbacks (message_id, accepted_at, api_key_id, reason, state, decided_at, updated_at)
+        select id, accepted_at, api_key_id, 'not_delivered_in_time', 'sent', now(), now() from messages where id = ${id}`
+      expect(await fallbackOf(id)).toHaveLength(1)
+    }
     // Three days of retention, seen from the start of base + 5 days: every day ending by base + 2 days
     // goes, base + 2 days' (ending at base + 3 days) too late by a day… until the clock moves on.
     const first = await maintainPartitions(world.sql, {
@@ -205,6 +216,7 @@ describe('messages stored by day', () => {
     )
     expect(first?.dropped).not.toContain(`messages_p${stamp(base + 2 * DAY)}`)
     expect((await messageView(app, key.key, old)).status).toBe('sent')
+    expect(await fallbackOf(old)).toHaveLength(1)
     const second = await maintainPartitions(world.sql, {
       now: new Date(base + 6 * DAY),
       aheadDays: 0,
@@ -215,6 +227,9 @@ describe('messages stored by day', () => {
     // Gone from Postgres and from the list (the queue's finished job, which the lookup also reads, is
     // removed after a day: BullMQ's own retention, well within any MESSAGE_RETENTION_DAYS).
     expect(await world.sql`select 1 from messages where id = ${old}`).toHaveLength(0)
+    // Its fallback's record with it, in the same transaction; the younger day's stays.
+    expect(await fallbackOf(old)).toHaveLength(0)
+    expect(await fallbackOf(young)).toHaveLength(1)
     const list = await app.inject({
       method: 'GET',
       url: '/api/third-party/messages?take=100',

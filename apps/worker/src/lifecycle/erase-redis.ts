@@ -4,6 +4,7 @@ import {
   QueueNames,
   redactPayload,
   senderQueueName,
+  smsFallbackHoldKey,
   webhookEventBody,
   webhookJobId,
 } from '@dispatch/contracts'
@@ -199,23 +200,31 @@ export class RedisEraser {
    * The finished jobs of erased messages, which BullMQ keeps a while (a week once failed; a sent one
    * is removed as it completes, but one queued before that changed may stay a day; a week once
    * failed) with the message as it was accepted. Only messages recent enough to be kept are looked
-   * up. Answers how many were removed, and how many a worker still held.
+   * up. Their channel fallback's timer or 131026 hold (fallback-timer.ts, the same id), which holds
+   * the number and the SMS's text (a day at most, a week once failed), goes too: no SMS follows an
+   * erasure. Answers how many were removed, and how many a worker still held.
    */
   async removeMessageJobs(messages: Array<{ id: string; senderId: string | null; acceptedAt: Date }>) {
     const keptSince = Date.now() - 8 * 24 * 3600 * 1000
     let removed = 0
     let held = 0
     const recent = messages.filter((m) => m.acceptedAt.getTime() >= keptSince)
+    const timers = this.queue(QueueNames.smsFallbackTimers)
+    const timersPrefix = queuePrefix(this.#context.config, QueueNames.smsFallbackTimers)
+    const remove = async (queue: Queue, id: string) => {
+      const job = await queue.getJob(id)
+      if (!job) return
+      await job.remove().then(
+        () => removed++,
+        () => held++,
+      )
+    }
     for (let i = 0; i < recent.length; i += 200) {
       await Promise.all(
         recent.slice(i, i + 200).map(async (m) => {
-          const queue = this.queue(senderQueueName(m.senderId ?? DEFAULT_SENDER_ID))
-          const job = await queue.getJob(m.id)
-          if (!job) return
-          await job.remove().then(
-            () => removed++,
-            () => held++,
-          )
+          await remove(this.queue(senderQueueName(m.senderId ?? DEFAULT_SENDER_ID)), m.id)
+          await remove(timers, m.id)
+          removed += await this.#redis.del(smsFallbackHoldKey(timersPrefix, m.id))
         }),
       )
     }

@@ -73,14 +73,14 @@ export async function deliverOne(
     // Not sent by this run: a recipient counted beside the claim is given back.
     await giveBackReach(delivery, reads.reach)
     // Sent by an earlier run (killed before its timer was armed): armed now, once (fallback-timer.ts).
-    if (cleared.kind === 'done' && 'platformMessageId' in cleared.result && data.fallback?.afterSeconds) {
+    if (cleared.kind === 'done' && 'platformMessageId' in cleared.result && data.fallback) {
       await armFallbackTimer(delivery)
     }
     return cleared
   }
   const sent = await sendToPlatform(delivery, cleared)
   if (sent.kind !== 'sent') return sent
-  if (data.fallback?.afterSeconds) await armFallbackTimer(delivery)
+  if (data.fallback) await armFallbackTimer(delivery)
   return recordSent(delivery, sent)
 }
 

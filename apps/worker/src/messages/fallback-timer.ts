@@ -1,4 +1,4 @@
-import { type MessageJob, QueueNames, SmsFallbackTimerJob } from '@dispatch/contracts'
+import { type MessageJob, QueueNames, SmsFallbackTimerJob, smsFallbackHoldKey } from '@dispatch/contracts'
 import { findRecordedDelivery, type Sql } from '@dispatch/db'
 import { queuePrefix } from '@dispatch/runtime'
 import type { RedisClient } from '@dispatch/runtime/redis'
@@ -6,7 +6,12 @@ import { type Job, Queue, UnrecoverableError, Worker } from 'bullmq'
 import { Compile } from 'typebox/compile'
 import type { SmsProvider } from '../platforms/sms/types.ts'
 import type { WorkerContext } from '../runtime.ts'
-import { type SmsFallbackOutcome, sendSmsFallback } from './sms-fallback.ts'
+import {
+  type SmsFallbackOutcome,
+  sendSmsFallback,
+  UNDELIVERABLE_CODE,
+  UNDELIVERABLE_RULE,
+} from './sms-fallback.ts'
 
 const isTimerJob = Compile(SmsFallbackTimerJob)
 
@@ -15,12 +20,23 @@ const NOT_YET_RECORDED = new Set(['scheduled', 'queued', 'sending'])
 /** Its timer tries again this often, this many times, while the record lags behind WhatsApp. */
 const RECORD_LAG_RETRY_MS = 15_000
 const RECORD_LAG_ATTEMPTS = 8
+/**
+ * How long a message's hold (a fallback without `afterSeconds`) waits for WhatsApp to report it
+ * undeliverable (131026) in a status webhook: Meta reports it within seconds or minutes of the send.
+ */
+export const UNDELIVERABLE_HOLD_SECONDS = 86_400
 
 /**
  * As a message's own job: gone once run (it holds the SMS's text, which nothing keeps after), kept
  * a week when it failed, for inspection.
  */
 const KEPT = { removeOnComplete: true, removeOnFail: { age: 7 * 86_400, count: 100_000 } }
+/** A timer's job options but its delay (the API's run of a 131026 hold takes the same). */
+const TIMER_JOB_OPTIONS = {
+  attempts: RECORD_LAG_ATTEMPTS,
+  backoff: { type: 'fixed' as const, delay: RECORD_LAG_RETRY_MS },
+  ...KEPT,
+}
 
 /**
  * Arms the "no `delivered` within `afterSeconds`" timers: one delayed BullMQ job per message, id the
@@ -29,16 +45,29 @@ const KEPT = { removeOnComplete: true, removeOnFail: { age: 7 * 86_400, count: 1
  */
 export class SmsFallbackTimers {
   readonly #queue: Queue<SmsFallbackTimerJob>
+  readonly #redis: RedisClient
+  readonly #prefix: string
 
-  constructor(connection: RedisClient, prefix: string) {
+  /**
+   * `holds`: the connection the holds are written on; the lanes give their claims' one, which
+   * auto-pipelines (a round trip of its own per message cost a fallback's delivery a sixth more CPU).
+   */
+  constructor(connection: RedisClient, prefix: string, holds: RedisClient = connection) {
     this.#queue = new Queue<SmsFallbackTimerJob>(QueueNames.smsFallbackTimers, { connection, prefix })
+    this.#redis = holds
+    this.#prefix = prefix
   }
 
-  /** The timer of a message WhatsApp took, when its fallback asks for one and it has a number to text. */
+  /**
+   * The timer of a message WhatsApp took, when it carries a fallback and has a number to text: a
+   * delayed job due `afterSeconds` later; without one, its 131026 hold (one Redis string, kept
+   * UNDELIVERABLE_HOLD_SECONDS: a job each would halve such messages' delivery throughput), which a
+   * 131026 status webhook turns into a timer run at once.
+   */
   async arm(data: MessageJob, sentAt: Date): Promise<boolean> {
     const afterSeconds = data.fallback?.afterSeconds
     const to = data.message.body.phone
-    if (afterSeconds === undefined || data.fallback === undefined || to === undefined) return false
+    if (data.fallback === undefined || to === undefined) return false
     const job: SmsFallbackTimerJob = {
       messageId: data.messageId,
       acceptedAt: data.acceptedAt,
@@ -46,13 +75,20 @@ export class SmsFallbackTimers {
       text: data.fallback.sms.text,
       sentAt: sentAt.toISOString(),
     }
+    if (afterSeconds === undefined) {
+      await this.#redis.set(
+        smsFallbackHoldKey(this.#prefix, data.messageId),
+        JSON.stringify({ ...job, undeliverableOnly: true }),
+        'EX',
+        UNDELIVERABLE_HOLD_SECONDS,
+      )
+      return true
+    }
     const delay = Math.max(0, sentAt.getTime() + afterSeconds * 1000 - Date.now())
     await this.#queue.add('not-delivered-in-time', job, {
       jobId: data.messageId,
       delay,
-      attempts: RECORD_LAG_ATTEMPTS,
-      backoff: { type: 'fixed', delay: RECORD_LAG_RETRY_MS },
-      ...KEPT,
+      ...TIMER_JOB_OPTIONS,
     })
     return true
   }
@@ -66,8 +102,10 @@ export class SmsFallbackTimers {
 class RecordLagging extends Error {}
 
 /**
- * A timer that fired: the fallback's steps (sms-fallback.ts) under the rule "no `delivered` in
- * time": decided only while the message is `sent` (or `failed`, a status webhook's), never once
+ * A timer that ran: the fallback's steps (sms-fallback.ts). The message recorded `failed` with
+ * 131026 (a status webhook's, which promoted the timer): the rule "undeliverable", whatever the
+ * timer. Else, a hold sends nothing; an `afterSeconds` timer, the rule "no `delivered` in time":
+ * decided only while the message is `sent` (or `failed`, a status webhook's), never once
  * `delivered` or `read` is committed. A message whose sent record has not reached Postgres yet is
  * tried again later, never sent blind.
  */
@@ -79,19 +117,23 @@ export async function fireSmsFallbackTimer(
     throw new UnrecoverableError('The job payload does not match the sms fallback timer contract')
   }
   const { messageId, acceptedAt, to, text } = job.data
-  const outcome = await sendSmsFallback(
-    { sql: deps.sql, sms: deps.sms, clock: () => new Date(), log: deps.log },
-    {
-      messageId,
-      acceptedAt: new Date(acceptedAt),
-      to,
-      text,
-      reason: 'not_delivered_in_time',
-      fromStatuses: ['sent', 'failed'],
-    },
-  )
+  const steps = { sql: deps.sql, sms: deps.sms, clock: () => new Date(), log: deps.log }
+  const request = { messageId, acceptedAt: new Date(acceptedAt), to, text }
+  let recorded = await findRecordedDelivery(deps.db, messageId)
+  if (recorded?.status === 'failed' && recorded.lastErrorCode === UNDELIVERABLE_CODE) {
+    return sendSmsFallback(steps, { ...request, ...UNDELIVERABLE_RULE })
+  }
+  if (recorded && NOT_YET_RECORDED.has(recorded.status)) {
+    throw new RecordLagging(`The message is recorded ${recorded.status}, not yet sent; trying later`)
+  }
+  if (job.data.undeliverableOnly) return 'refused'
+  const outcome = await sendSmsFallback(steps, {
+    ...request,
+    reason: 'not_delivered_in_time',
+    fromStatuses: ['sent', 'failed'],
+  })
   if (outcome === 'refused') {
-    const recorded = await findRecordedDelivery(deps.db, messageId)
+    recorded = await findRecordedDelivery(deps.db, messageId)
     if (recorded && NOT_YET_RECORDED.has(recorded.status)) {
       throw new RecordLagging(`The message is recorded ${recorded.status}, not yet sent; trying later`)
     }

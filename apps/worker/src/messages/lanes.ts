@@ -350,6 +350,7 @@ export class SenderLanes {
       timers: new SmsFallbackTimers(
         this.#connections.producer,
         queuePrefix(config, QueueNames.smsFallbackTimers),
+        this.#connections.claims,
       ),
     }
     this.#optOuts = new OptOutWatch(

@@ -16,7 +16,34 @@ export interface SmsFallbackDeps {
   sms: SmsProvider | undefined
   clock: () => Date
   log: Logger
+  /** How a refusal the provider surely did not act on is tried again (TRANSIENT_RETRY by default). */
+  retry?: TransientRetry | undefined
 }
+
+/**
+ * A provider's refusal that says it took nothing and may pass (HTTP 429 `20429`, or no connection
+ * at all: `outcomeKnown`, kind `rate-limited` or `retryable`) is tried again within the same
+ * `calling`, so no other process can call meanwhile: at most `attempts` calls in all, waiting
+ * `Retry-After` (at most `maxWaitMs`) or `baseMs` doubling, and none begun later than `withinMs`
+ * after the first (each may then last SMS_TIMEOUT_MS), which keeps the whole `calling` shorter than
+ * the sweep's SMS_TIMEOUT_MS and a minute (sms-call-sweep.ts). A 5xx or a timeout may have sent it:
+ * never tried again.
+ */
+export interface TransientRetry {
+  attempts: number
+  baseMs: number
+  maxWaitMs: number
+  withinMs: number
+}
+export const TRANSIENT_RETRY: TransientRetry = {
+  attempts: 4,
+  baseMs: 1_000,
+  maxWaitMs: 10_000,
+  withinMs: 40_000,
+}
+
+const isTransient = (failure: SmsProviderError) =>
+  failure.outcomeKnown && (failure.kind === 'rate-limited' || failure.kind === 'retryable')
 
 /** A message to fall back to SMS, and the rule that says so. */
 export interface SmsFallbackRequest {
@@ -86,17 +113,34 @@ export async function sendSmsFallback(
     log.warn('sms fallback decided without an sms provider; failed')
     return 'failed'
   }
-  let accepted: Awaited<ReturnType<SmsProvider['send']>>
-  try {
-    accepted = await sms.send({ messageId, to: request.to, text: request.text })
-  } catch (error) {
-    // A failure of ours (not the provider's answer) tells nothing of what the provider got: unknown.
-    const failure =
-      error instanceof SmsProviderError
-        ? error
-        : new SmsProviderError('INTERNAL', 'permanent', (error as Error)?.message ?? String(error), {
-            outcomeKnown: false,
-          })
+  let accepted: Awaited<ReturnType<SmsProvider['send']>> | undefined
+  let failure: SmsProviderError | undefined
+  const retry = deps.retry ?? TRANSIENT_RETRY
+  const firstCallAt = Date.now()
+  for (let attempt = 1; accepted === undefined; attempt++) {
+    try {
+      accepted = await sms.send({ messageId, to: request.to, text: request.text })
+    } catch (error) {
+      // A failure of ours (not the provider's answer) tells nothing of what the provider got: unknown.
+      failure =
+        error instanceof SmsProviderError
+          ? error
+          : new SmsProviderError('INTERNAL', 'permanent', (error as Error)?.message ?? String(error), {
+              outcomeKnown: false,
+            })
+      const wait = Math.min(failure.retryAfterMs ?? retry.baseMs * 2 ** (attempt - 1), retry.maxWaitMs)
+      const again =
+        isTransient(failure) && attempt < retry.attempts && Date.now() + wait - firstCallAt <= retry.withinMs
+      if (!again) break
+      log.warn(
+        { code: failure.code, kind: failure.kind, attempt, waitMs: wait },
+        'sms fallback refused for now; trying again',
+      )
+      await new Promise((resolve) => setTimeout(resolve, wait))
+    }
+  }
+  if (accepted === undefined) {
+    failure ??= new SmsProviderError('INTERNAL', 'permanent', 'No answer', { outcomeKnown: false })
     await recordFallbackFailed(sql, {
       messageId,
       provider: sms.name,

@@ -1,4 +1,4 @@
-import { QueueNames, type SmsFallbackTimerJob } from '@dispatch/contracts'
+import { QueueNames, type SmsFallbackTimerJob, smsFallbackHoldKey } from '@dispatch/contracts'
 import {
   applyPlatformStatus,
   applySmsStatus,
@@ -11,8 +11,9 @@ import {
 import { messageIdAt } from '@dispatch/runtime'
 import { type FakeSms, startFakeSms, testRedisUrl, waitFor } from '@dispatch/testing'
 import { type Job, Queue, QueueEvents } from 'bullmq'
+import { Redis } from 'ioredis'
 import pino from 'pino'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { fireSmsFallbackTimer } from '../../src/messages/fallback-timer.ts'
 import { createTwilioSmsProvider } from '../../src/platforms/sms/twilio.ts'
 import { createDeliveryWorld, type DeliveryWorld, text } from './world.ts'
@@ -192,11 +193,17 @@ describe('no delivered within afterSeconds', () => {
     expect((await findFallback(client.sql, messageId))?.state).toBe('sent')
   })
 
-  it('a message without afterSeconds arms no timer, and gets no SMS after WhatsApp took it', async () => {
+  it('a message without afterSeconds arms no timer, only its 131026 hold: no SMS after WhatsApp took it', async () => {
     const phone = newPhone()
     const messageId = await world.enqueue(to(phone), undefined, { fallback: { sms: { text: SMS_TEXT } } })
     await waitFor(async () => (await world.message(messageId))?.status === 'sent', { what: 'sent' })
+    const redis = new Redis(testRedisUrl())
+    onTestFinished(() => redis.disconnect())
+    const hold = JSON.parse((await redis.get(smsFallbackHoldKey(world.queuePrefix, messageId))) as string)
+    expect(hold).toMatchObject({ messageId, to: phone, text: SMS_TEXT, undeliverableOnly: true })
+    expect(await redis.ttl(smsFallbackHoldKey(world.queuePrefix, messageId))).toBeGreaterThan(86_000)
     expect(await timers.getJob(messageId)).toBeUndefined()
+    await new Promise((resolve) => setTimeout(resolve, 200))
     expect(sms.sentTo(phone)).toHaveLength(0)
   })
 })

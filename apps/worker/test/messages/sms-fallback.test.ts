@@ -139,6 +139,43 @@ describe('the SMS fallback', () => {
     expect(fake.sentTo(request.to)).toHaveLength(0)
   })
 
+  it('tries a 429 again, within the same call, and sends once when the provider takes it', async () => {
+    const request = await undeliverable()
+    const tooMany = twilioError(20429, 'Too Many Requests', 429)
+    fake.script(tooMany, tooMany)
+    const quick = { ...deps(), retry: { attempts: 4, baseMs: 10, maxWaitMs: 30, withinMs: 5_000 } }
+    expect(await sendSmsFallback(quick, request)).toBe('sent')
+    expect(fake.requests.filter((r) => r.params.To === request.to)).toHaveLength(3)
+    expect(fake.sentTo(request.to)).toHaveLength(1)
+    expect(await findFallback(client.sql, request.messageId)).toMatchObject({
+      state: 'sent',
+      errorCode: null,
+    })
+    expect(await sendSmsFallback(quick, request)).toBe('elsewhere')
+    expect(fake.sentTo(request.to)).toHaveLength(1)
+  })
+
+  it('gives up on a 429 after its bounded tries (failed, never sent), and never retries a 5xx', async () => {
+    const limited = await undeliverable()
+    const tooMany = twilioError(20429, 'Too Many Requests', 429)
+    fake.script(tooMany, tooMany, tooMany)
+    const quick = { ...deps(), retry: { attempts: 3, baseMs: 10, maxWaitMs: 30, withinMs: 5_000 } }
+    expect(await sendSmsFallback(quick, limited)).toBe('failed')
+    expect(fake.requests.filter((r) => r.params.To === limited.to)).toHaveLength(3)
+    expect(await findFallback(client.sql, limited.messageId)).toMatchObject({
+      state: 'failed',
+      errorCode: '20429',
+    })
+    expect(await sendSmsFallback(quick, limited)).toBe('elsewhere')
+    expect(fake.sentTo(limited.to)).toHaveLength(0)
+
+    // A 5xx may hide an SMS the provider created: unknown at once, one request only.
+    const broken = await undeliverable()
+    fake.script(twilioError(20500, 'Internal Server Error', 503))
+    expect(await sendSmsFallback(quick, broken)).toBe('unknown')
+    expect(fake.requests.filter((r) => r.params.To === broken.to)).toHaveLength(1)
+  })
+
   it('sends nothing for a message delivered meanwhile, or canceled', async () => {
     const delivered = await undeliverable('delivered')
     const canceled = await undeliverable('canceled')

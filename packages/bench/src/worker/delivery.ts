@@ -16,6 +16,8 @@
  *   pnpm --filter @dispatch/bench bench:delivery    (BENCH_JOBS, BENCH_CONCURRENCY, BENCH_ROUNDS, BENCH_BREAKDOWN, BENCH_BUNDLE)
  *   BENCH_ONLY=revocation: only the delivery worker with and without the revoked-key check, paired.
  *   BENCH_ONLY=claims: only the delivery worker with and without the claims' release, paired.
+ *   BENCH_ONLY=fallback: texts carrying an SMS fallback (no afterSeconds: each arms its 131026
+ *   hold, fallback-timer.ts) against the same texts without one, paired.
  */
 import { randomUUID } from 'node:crypto'
 import { type MessageJob, QueueNames } from '@dispatch/contracts'
@@ -43,6 +45,7 @@ import { OptOutWatch } from '../../../../apps/worker/src/messages/consent/watch.
 import { deliverMessage } from '../../../../apps/worker/src/messages/deliver.ts'
 import type { DeliveryResult } from '../../../../apps/worker/src/messages/delivery/types.ts'
 import { DeliveryRecorder } from '../../../../apps/worker/src/messages/delivery-recorder.ts'
+import { SmsFallbackTimers } from '../../../../apps/worker/src/messages/fallback-timer.ts'
 import { batchedLogSent } from '../../../../apps/worker/src/messages/sent-log.ts'
 import { WorkerMetrics } from '../../../../apps/worker/src/metrics/registry.ts'
 import { createSandboxPlatform } from '../../../../apps/worker/src/platforms/sandbox.ts'
@@ -114,6 +117,12 @@ const textMessage = (): MessageJob => ({
   apiKeyId: key.id,
   acceptedAt: new Date().toISOString(),
   message: { type: 'text', body: { phone: '+5511987654321', text: 'Your code is 123456' } },
+})
+
+/** The same text, carrying an SMS fallback without afterSeconds (its hold armed once sent). */
+const fallbackMessage = (): MessageJob => ({
+  ...textMessage(),
+  fallback: { sms: { text: 'Your code is 123456 (by SMS)' } },
 })
 
 let recipients = 0
@@ -292,6 +301,14 @@ function laneDeps(claims: Redis, workerConnection: Redis, recordSql: Sql = sql, 
     // As a worker holds them: every revoked key's id in memory, none of them this key.
     revokedKeys,
     metrics,
+    // As a lane has them: a message WhatsApp took with a fallback arms its timer (its 131026 hold
+    // skipped while `armHolds` is off: BENCH_ONLY=fallback's third side).
+    fallbackTimers: {
+      arm: (data: MessageJob, sentAt: Date) =>
+        armHolds || data.fallback?.afterSeconds !== undefined
+          ? fallbackTimers.arm(data, sentAt)
+          : Promise.resolve(false),
+    },
   }
 }
 
@@ -468,6 +485,28 @@ const templateRun = (limited: boolean) =>
     templateMessage,
   )
 
+/** Texts with an SMS fallback (BENCH_ONLY=fallback), its hold armed or not, or without one. */
+const fallbackRun = async (withFallback: boolean, holds = true) => {
+  armHolds = holds
+  try {
+    return await timeDrain(
+      QueueNames.messages,
+      new Span(),
+      () => startBundledDeliveryWorker(),
+      bundleSize,
+      withFallback ? fallbackMessage : textMessage,
+    )
+  } finally {
+    armHolds = true
+  }
+}
+const unheld: Drained[] = []
+
+/** The fallback timers' producer, as a lane holds it. */
+const fallbackTimers = new SmsFallbackTimers(connection(), world.queuePrefix, connection({ pipelined: true }))
+/** Off: a fallback without afterSeconds arms no hold (before 131026 was read from status webhooks). */
+let armHolds = true
+
 /** A thousand revoked keys, held as a worker process holds them (messages/revoked-keys.ts). */
 const revokedKeys = new Set(Array.from({ length: 1000 }, () => randomUUID()))
 
@@ -510,6 +549,16 @@ try {
         unchecked.push(await uncheckedRun())
         checked.push(await deliveryRun())
       }
+      continue
+    }
+    if (process.env.BENCH_ONLY === 'fallback') {
+      // A fallback's hold armed per message, the same without the hold, no fallback; rotating.
+      const sides = [
+        async () => checked.push(await fallbackRun(true)),
+        async () => unheld.push(await fallbackRun(true, false)),
+        async () => unchecked.push(await fallbackRun(false)),
+      ]
+      for (let i = 0; i < sides.length; i++) await sides[(i + round) % sides.length]?.()
       continue
     }
     if (process.env.BENCH_ONLY === 'claims') {
@@ -620,6 +669,35 @@ try {
     printRevocationCheck('delivery throughput, the revoked-key check vs none')
     console.log(
       `  paired ratios per round: ${pairs.map((p) => p.toFixed(3)).join(', ')} (median ${median(pairs).toFixed(3)})`,
+    )
+    process.exit(0)
+  }
+  if (process.env.BENCH_ONLY === 'fallback') {
+    const pairs = checked.map((c, i) => c.perSecond / (unchecked[i]?.perSecond ?? c.perSecond))
+    printComparison({
+      name: 'delivery throughput, texts with an SMS fallback (its 131026 hold armed) vs without',
+      figure: median(checked.map((r) => r.perSecond)),
+      baseline: median(unchecked.map((r) => r.perSecond)),
+      unit: 'msg/s',
+      better: 'higher',
+      aim: '≥ 0.95',
+    })
+    console.log(
+      `  CPU per message (this process), with vs without: ${us(median(checked.map((r) => r.processCpu)))}` +
+        ` vs ${us(median(unchecked.map((r) => r.processCpu)))}; paired ratios per round: ${pairs.map((p) => p.toFixed(3)).join(', ')}`,
+    )
+    const holdPairs = checked.map((c, i) => c.perSecond / (unheld[i]?.perSecond ?? c.perSecond))
+    printComparison({
+      name: 'delivery throughput, texts with an SMS fallback: its 131026 hold armed vs not',
+      figure: median(checked.map((r) => r.perSecond)),
+      baseline: median(unheld.map((r) => r.perSecond)),
+      unit: 'msg/s',
+      better: 'higher',
+      aim: '≥ 0.95',
+    })
+    console.log(
+      `  CPU per message (this process), hold vs none: ${us(median(checked.map((r) => r.processCpu)))}` +
+        ` vs ${us(median(unheld.map((r) => r.processCpu)))}; paired ratios per round: ${holdPairs.map((p) => p.toFixed(3)).join(', ')}`,
     )
     process.exit(0)
   }

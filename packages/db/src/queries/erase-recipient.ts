@@ -165,6 +165,14 @@ export async function eraseRecipientRows(db: Db, input: EraseRows): Promise<Eras
         .returning({ id: messageAttempts.id })
     : []
 
+  // Their channel fallbacks' records hold no recipient nor SMS text, but the provider's error text
+  // may quote the number (Twilio's 21211 does): removed as the messages' own is.
+  if (messageIds.length) {
+    await db.$client`
+      update message_fallbacks set error_message = null
+      where message_id = any(${messageIds}::uuid[]) and error_message is not null`
+  }
+
   // Replies: who sent them and what they said.
   const inbound = await db
     .update(inboundMessages)

@@ -54,19 +54,27 @@ export async function findPlatformMessageId(db: Db, id: string): Promise<string 
 export async function findRecordedDelivery(
   db: Db,
   id: string,
-): Promise<{ status: string; platformMessageId: string | null } | undefined> {
+): Promise<{ status: string; platformMessageId: string | null; lastErrorCode: string | null } | undefined> {
   const [row] = await onPartitionOf(
     db,
     id,
     (day) =>
       db
-        .select({ status: day.status, platformMessageId: day.platformMessageId })
+        .select({
+          status: day.status,
+          platformMessageId: day.platformMessageId,
+          lastErrorCode: day.lastErrorCode,
+        })
         .from(day)
         .where(eq(day.id, id))
         .limit(1),
     () =>
       db
-        .select({ status: messages.status, platformMessageId: messages.platformMessageId })
+        .select({
+          status: messages.status,
+          platformMessageId: messages.platformMessageId,
+          lastErrorCode: messages.lastErrorCode,
+        })
         .from(messages)
         .where(messageWithId(id))
         .limit(1),

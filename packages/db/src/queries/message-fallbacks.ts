@@ -67,6 +67,8 @@ export async function decideFallback(
       from ${sql(table)} m
       where m.id = ${d.messageId} and m.accepted_at = ${d.acceptedAt.toISOString()}::timestamptz
         and m.status::text = any(${statuses}::text[])
+        -- WhatsApp delivered it once (a failed reported after its delivered moves it on): no SMS.
+        and m.delivered_at is null
       for no key update of m
       on conflict (message_id) do nothing
       returning f.message_id`,
@@ -91,7 +93,8 @@ export async function beginFallbackCall(
     call.acceptedAt,
     (table) => sql<{ state: FallbackState }[]>`
       with m as (
-        select status::text as status from ${sql(table)}
+        select case when delivered_at is not null then 'delivered' else status::text end as status
+        from ${sql(table)}
         where id = ${call.messageId} and accepted_at = ${call.acceptedAt.toISOString()}::timestamptz
         for no key update
       ), got as (select coalesce((select status from m), '') in ('delivered', 'read') as there)

@@ -49,6 +49,14 @@ export interface PlatformStatusUpdate {
  * its event carries both) and remembers the pair, so a reply naming either finds the conversation.
  */
 export async function applyPlatformStatus(db: Db, update: PlatformStatusUpdate): Promise<boolean> {
+  return (await applyPlatformStatusTo(db, update)) !== undefined
+}
+
+/** As applyPlatformStatus, answering the id of the message it moved (undefined: none moved). */
+export async function applyPlatformStatusTo(
+  db: Db,
+  update: PlatformStatusUpdate,
+): Promise<string | undefined> {
   const { status, recipient } = update
   const at = sql`${update.at.toISOString()}::timestamptz`
   const apply = (t: MessagesTable, found: SQL) =>
@@ -85,7 +93,7 @@ export async function applyPlatformStatus(db: Db, update: PlatformStatusUpdate):
   if (moved?.phone && moved.userId && recipient) {
     await rememberRecipientPair(db, { phone: moved.phone, userId: moved.userId }, update.at)
   }
-  return rows.length > 0
+  return moved?.id
 }
 
 /**

@@ -56,7 +56,8 @@ export const messageFallbacks = pgTable(
     // The sweep of calls a killed process left (`calling` for longer than any call takes).
     index('message_fallbacks_calling_idx').on(t.callingAt).where(sql`${t.state} = 'calling'`),
     // The lists' `channel=sms` and `fallback=<states>`, a key's and across keys, newest first
-    // (message-list.ts, amongFallbacks): a fallback's message found by its id in its period.
+    // (message-list.ts, amongFallbacks): a fallback's message found by its id in its period. The
+    // second also finds those dropped with their message's partition (partitions.ts).
     index('message_fallbacks_api_key_accepted_at_idx').on(t.apiKeyId, t.acceptedAt, t.messageId),
     index('message_fallbacks_accepted_at_idx').on(t.acceptedAt, t.messageId),
     // A campaign's SMS, summed with its pricing.

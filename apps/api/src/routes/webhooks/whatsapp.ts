@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto'
 import { WhatsAppVerifyQuery, WhatsAppWebhook } from '@dispatch/contracts'
-import { applyPlatformStatus, recordInboundMessage, recordMessagePricing } from '@dispatch/db'
+import { applyPlatformStatusTo, recordInboundMessage, recordMessagePricing } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { applyConsentKeywords } from '../../consent/keywords.ts'
 import { applyUserPreferences, readUserPreferences } from '../../consent/user-preferences.ts'
@@ -12,6 +12,11 @@ import { toStorableJson } from './platform-text.ts'
 import { applyQualityUpdates, readQualityUpdates } from './quality-updates.ts'
 import { openServiceWindows } from './service-windows.ts'
 import { applyTemplateUpdates, readTemplateUpdates } from './template-updates.ts'
+import {
+  recordedUndeliverable,
+  UNDELIVERABLE_CODE,
+  UndeliverableFallbacks,
+} from './undeliverable-fallback.ts'
 import { readInboundMessages } from './whatsapp-messages.ts'
 import { signatureHeader, signatureMatches, signatureWellFormed } from './whatsapp-signature.ts'
 import { readStatusUpdates } from './whatsapp-statuses.ts'
@@ -29,6 +34,14 @@ declare module 'fastify' {
  */
 export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { config, db, clock } = app.deps
+  let fallbacks: UndeliverableFallbacks | undefined
+  const undeliverable = () => {
+    fallbacks ??= new UndeliverableFallbacks(app.deps)
+    return fallbacks
+  }
+  app.addHook('onClose', async () => {
+    await fallbacks?.close()
+  })
   const verifyToken = config.WHATSAPP_VERIFY_TOKEN
   const appSecret = config.WHATSAPP_APP_SECRET
 
@@ -139,7 +152,15 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       }
       let applied = 0
       for (const update of updates) {
-        if (await applyPlatformStatus(db, update)) applied++
+        const moved = await applyPlatformStatusTo(db, update)
+        if (moved) applied++
+        // Undeliverable: its fallback (if it carries one) goes now, from a worker, only once the
+        // `failed` is committed. A failure here answers 5xx; Meta's redelivery moves nothing, and
+        // finds the message (by our id) recorded failed with 131026, and its timer, again.
+        if (update.status === 'failed' && update.error?.code === UNDELIVERABLE_CODE) {
+          const failedId = moved ?? (await recordedUndeliverable(db, update.messageId))
+          if (failedId) await undeliverable().promote(failedId)
+        }
         if (!update.pricing) continue
         const priced = await recordMessagePricing(
           db,

@@ -3,12 +3,13 @@ import { EXPIRED_RULE, fallBackFromJob } from '../sms-fallback.ts'
 import type { MessageDelivery } from './types.ts'
 
 /**
- * A message WhatsApp took whose fallback says `afterSeconds`: its "no `delivered` in time" timer
- * armed (fallback-timer.ts) before the job completes, so a process killed before this leaves the
- * job to run again, find its send and arm it then. Nothing for any other message.
+ * A message WhatsApp took that carries a fallback: its timer armed (fallback-timer.ts) before the
+ * job completes, so a process killed before this leaves the job to run again, find its send and
+ * arm it then: "no `delivered` in time" with `afterSeconds`, else a hold that a 131026 reported
+ * later by a status webhook runs. Nothing for any other message.
  */
 export async function armFallbackTimer({ data, deps, log }: MessageDelivery): Promise<void> {
-  if (data.fallback?.afterSeconds === undefined || !deps.fallbackTimers) return
+  if (data.fallback === undefined || !deps.fallbackTimers) return
   try {
     await deps.fallbackTimers.arm(data, new Date())
   } catch (error) {

@@ -1,0 +1,86 @@
+import { QueueNames, SmsFallbackTimerJob, smsFallbackHoldKey } from '@dispatch/contracts'
+import { type Db, findRecordedDelivery } from '@dispatch/db'
+import { queuePrefix } from '@dispatch/runtime'
+import type { RedisClient } from '@dispatch/runtime/redis'
+import { Job, Queue } from 'bullmq'
+import { Compile } from 'typebox/compile'
+import type { ApiDeps } from '../../deps.ts'
+
+const isTimerJob = Compile(SmsFallbackTimerJob)
+
+/** As the worker's timers (fallback-timer.ts): tried again while the record lags, kept a week if failed. */
+const TIMER_JOB_OPTIONS = {
+  attempts: 8,
+  backoff: { type: 'fixed' as const, delay: 15_000 },
+  removeOnComplete: true,
+  removeOnFail: { age: 7 * 86_400, count: 100_000 },
+}
+
+/** WhatsApp's "message undeliverable" (not on WhatsApp, or unreachable). */
+export const UNDELIVERABLE_CODE = '131026'
+
+/**
+ * The channel fallback of a message WhatsApp reports undeliverable (131026) in a status webhook
+ * (docs/failover.md, "Channel fallback"). A message carrying a fallback left, when WhatsApp took it
+ * (the worker writes it before its send is recorded, so before any status can move it), either a
+ * timer in the `sms-fallback-timers` queue (`afterSeconds`) or its 131026 hold, a Redis string.
+ * Once the `failed` is committed, the timer is promoted, or the hold becomes a timer due now (the
+ * hold then deleted): a worker runs it and, finding the message `failed` with 131026, takes the
+ * fallback's steps (decided with the message's row locked, `calling` committed before the provider
+ * is called). The webhook itself never calls the SMS provider. A message without a fallback has
+ * neither: nothing happens.
+ */
+export class UndeliverableFallbacks {
+  readonly #queue: Queue
+  readonly #redis: RedisClient
+  readonly #prefix: string
+
+  constructor(deps: Pick<ApiDeps, 'config' | 'redisQueues' | 'logger'>) {
+    const name = QueueNames.smsFallbackTimers
+    this.#prefix = queuePrefix(deps.config, name)
+    this.#redis = deps.redisQueues
+    this.#queue = new Queue(name, { connection: deps.redisQueues, prefix: this.#prefix })
+    this.#queue.on('error', (error) => deps.logger.warn({ err: error }, 'sms fallback timers queue error'))
+  }
+
+  /** Runs the message's fallback timer now: true when one was waiting (a duplicate status finds none). */
+  async promote(messageId: string): Promise<boolean> {
+    const job = await Job.fromId(this.#queue, messageId)
+    if (job) {
+      if (!(await job.isDelayed())) return false
+      try {
+        await job.promote()
+        return true
+      } catch (error) {
+        // Promoted or run meanwhile (two deliveries of the status at once): it runs once either way.
+        if (await job.isDelayed()) throw error
+        return false
+      }
+    }
+    const holdKey = smsFallbackHoldKey(this.#prefix, messageId)
+    const held = await this.#redis.get(holdKey)
+    if (held === null) return false
+    const data: unknown = JSON.parse(held)
+    if (!isTimerJob.Check(data) || data.messageId !== messageId) return false
+    // Its id is the message's: a second status turning the same hold into a timer adds nothing.
+    await this.#queue.add('undeliverable', data, { jobId: messageId, ...TIMER_JOB_OPTIONS })
+    await this.#redis.del(holdKey)
+    return true
+  }
+
+  close(): Promise<void> {
+    return this.#queue.close()
+  }
+}
+
+/** A duplicate 131026 status (it moved nothing): the message it names, when it is recorded so. */
+export async function recordedUndeliverable(
+  db: Db,
+  messageId: string | undefined,
+): Promise<string | undefined> {
+  if (!messageId) return undefined
+  const recorded = await findRecordedDelivery(db, messageId)
+  return recorded?.status === 'failed' && recorded.lastErrorCode === UNDELIVERABLE_CODE
+    ? messageId
+    : undefined
+}

@@ -1,0 +1,221 @@
+import { QueueNames, type SmsFallbackTimerJob, smsFallbackHoldKey } from '@dispatch/contracts'
+import {
+  type FakeSms,
+  type FakeWhatsApp,
+  startFakeSms,
+  startFakeWhatsApp,
+  startWebhookReceiver,
+  statusWebhook,
+  type WebhookReceiver,
+  waitFor,
+} from '@dispatch/testing'
+import type { RunningWorker } from '@dispatch/worker'
+import { Queue, QueueEvents } from 'bullmq'
+import { Redis } from 'ioredis'
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
+import {
+  activeKey,
+  buildTestApp,
+  createWorld,
+  messageView,
+  postPlatformWebhook,
+  send,
+  startTestWorker,
+  type TestApp,
+  type TestWorld,
+  untilMessageStatus,
+} from '../helpers.ts'
+
+/**
+ * The channel fallback when WhatsApp reports a message undeliverable (131026) in a status webhook
+ * after taking it, end to end (docs/failover.md): the API answers the webhook, a worker sends the
+ * SMS, at most once, from the timer (or hold) armed when WhatsApp took it.
+ */
+const APP_SECRET = 'whatsapp-app-secret-for-fallback-tests'
+const PUBLIC_URL = 'https://dispatch.example.com/api/webhooks/sms/status'
+
+let world: TestWorld
+let app: TestApp
+let whatsapp: FakeWhatsApp
+let sms: FakeSms
+let worker: RunningWorker
+let receiver: WebhookReceiver
+let timers: Queue<SmsFallbackTimerJob>
+let timerEvents: QueueEvents
+let key: { id: string; key: string }
+
+beforeAll(async () => {
+  world = await createWorld()
+  whatsapp = await startFakeWhatsApp()
+  sms = await startFakeSms()
+  const smsEnv = sms.env(PUBLIC_URL)
+  app = await buildTestApp(world, { ...smsEnv, WHATSAPP_APP_SECRET: APP_SECRET })
+  worker = await startTestWorker(world, {
+    ...smsEnv,
+    WHATSAPP_API_URL: whatsapp.url,
+    WHATSAPP_ACCESS_TOKEN: 'default-token',
+    WHATSAPP_PHONE_NUMBER_ID: '106540352242922',
+    ADMISSION_INTERVAL_MS: '20',
+    TEMPLATE_SYNC_INTERVAL_MS: '0',
+  })
+  key = await activeKey(app, {
+    scopes: ['send:free-text', 'read:messages', 'send:sms-fallback', 'manage:webhooks'],
+  })
+  receiver = await startWebhookReceiver()
+  const endpoint = await app.inject({
+    method: 'POST',
+    url: '/api/third-party/webhook-endpoints',
+    headers: { 'x-api-key': key.key },
+    payload: { url: receiver.url, events: ['message.delivered', 'message.fallback_sent'] },
+  })
+  expect(endpoint.statusCode, endpoint.body).toBe(201)
+  timers = new Queue(QueueNames.smsFallbackTimers, {
+    connection: { url: world.redisUrl },
+    prefix: world.queuePrefix,
+  })
+  timerEvents = new QueueEvents(QueueNames.smsFallbackTimers, {
+    connection: { url: world.redisUrl },
+    prefix: world.queuePrefix,
+  })
+  await timerEvents.waitUntilReady()
+})
+afterAll(async () => {
+  await worker?.close()
+  await timerEvents?.close()
+  await timers?.close()
+  await app?.close()
+  await receiver?.close()
+  await sms?.close()
+  await whatsapp?.close()
+  await world?.close()
+})
+
+let phones = 0
+const newPhone = () => `+4915114${String(600_000 + phones++)}`
+const SMS = { text: 'Your order has shipped: track it at example.com/t/1' }
+
+/** Sends a text; answers its id once WhatsApp took it (recorded `sent`). */
+async function sentText(phone: string, extra: Record<string, unknown>, apiKey = key.key) {
+  const res = await send(app, 'send-text', apiKey, { phone, text: 'Your order has shipped', ...extra })
+  expect(res.statusCode, res.body).toBe(202)
+  const { messageId } = res.json<{ messageId: string }>()
+  const view = await untilMessageStatus(app, apiKey, messageId, 'sent')
+  // Recorded in Postgres too (a view may answer from Redis first), so WhatsApp's statuses find it.
+  await waitFor(
+    async () =>
+      (await world.sql`select 1 from messages where id = ${messageId} and status = 'sent'`).length > 0,
+    { what: 'the sent record' },
+  )
+  return { messageId, platformMessageId: view.platformMessageId as string }
+}
+
+/** WhatsApp's status webhook for the message, signed as Meta signs it; `failed` with 131026. */
+async function whatsappStatus(sent: { messageId: string; platformMessageId: string }, status: string) {
+  const res = await postPlatformWebhook(
+    app,
+    statusWebhook({
+      id: sent.platformMessageId,
+      status,
+      timestamp: String(Math.floor(Date.now() / 1000)),
+      biz_opaque_callback_data: sent.messageId,
+      ...(status === 'failed'
+        ? { errors: [{ code: 131026, title: 'Message undeliverable', message: 'Message undeliverable' }] }
+        : {}),
+    }),
+    APP_SECRET,
+  )
+  expect(res.statusCode, res.body).toBe(200)
+}
+
+const eventsOf = (messageId: string, type: string) =>
+  receiver.received.filter((r) => r.json.type === type && r.json.data?.messageId === messageId)
+const redisOf = () => {
+  const redis = new Redis(world.redisUrl)
+  onTestFinished(() => redis.disconnect())
+  return redis
+}
+const settle = () => new Promise((resolve) => setTimeout(resolve, 500))
+
+describe('131026 reported in a status webhook after WhatsApp took the message', () => {
+  it('sends one SMS for a duplicated failed webhook, and a late delivered changes nothing of it', async () => {
+    const phone = newPhone()
+    const sent = await sentText(phone, { fallback: { sms: SMS } })
+    // The hold, armed when WhatsApp took it: kept a day, no timer (never a timeout of its own).
+    const redis = new Redis(world.redisUrl)
+    onTestFinished(() => redis.disconnect())
+    const holdKey = smsFallbackHoldKey(world.queuePrefix, sent.messageId)
+    await waitFor(async () => (await redis.exists(holdKey)) === 1, { what: 'the hold' })
+    expect(await redis.ttl(holdKey)).toBeGreaterThan(86_000)
+    expect(JSON.parse((await redis.get(holdKey)) as string)).toMatchObject({
+      text: SMS.text,
+      undeliverableOnly: true,
+    })
+    expect(await timers.getJob(sent.messageId)).toBeUndefined()
+    expect(sms.sentTo(phone)).toHaveLength(0)
+    // Meta delivers the failed status twice, at once.
+    await Promise.all([whatsappStatus(sent, 'failed'), whatsappStatus(sent, 'failed')])
+    await waitFor(() => sms.sentTo(phone).length > 0, { what: 'the sms' })
+    await waitFor(async () => (await messageView(app, key.key, sent.messageId)).fallback?.state === 'sent', {
+      what: 'the sms recorded',
+    })
+    await whatsappStatus(sent, 'failed')
+    // A delivered that somehow arrives after: failed is final, the SMS is what reached them.
+    await whatsappStatus(sent, 'delivered')
+    await settle()
+    expect(sms.sentTo(phone)).toHaveLength(1)
+    expect(sms.sentTo(phone)[0]?.params.Body).toBe(SMS.text)
+    const view = await messageView(app, key.key, sent.messageId)
+    expect(view).toMatchObject({
+      status: 'failed',
+      lastError: { code: '131026' },
+      channel: 'sms',
+      fallback: { reason: 'whatsapp_undeliverable', reasonCode: '131026', state: 'sent' },
+    })
+    await waitFor(() => eventsOf(sent.messageId, 'message.fallback_sent').length > 0, {
+      what: 'fallback_sent',
+    })
+    await settle()
+    expect(eventsOf(sent.messageId, 'message.fallback_sent')).toHaveLength(1)
+    expect(eventsOf(sent.messageId, 'message.delivered')).toHaveLength(0)
+    expect(await timers.getJob(sent.messageId)).toBeUndefined()
+    expect(await redis.exists(holdKey)).toBe(0)
+  })
+
+  it('runs an afterSeconds timer at once, for the undeliverable rule', async () => {
+    const phone = newPhone()
+    const sent = await sentText(phone, { fallback: { sms: SMS, afterSeconds: 3_600 } })
+    await waitFor(async () => (await timers.getJob(sent.messageId)) ?? false, { what: 'the timer' })
+    await whatsappStatus(sent, 'failed')
+    await waitFor(() => sms.sentTo(phone).length > 0, { what: 'the sms' })
+    await waitFor(async () => (await messageView(app, key.key, sent.messageId)).fallback?.state === 'sent', {
+      what: 'the sms recorded',
+    })
+    const view = await messageView(app, key.key, sent.messageId)
+    expect(view.fallback).toMatchObject({ reason: 'whatsapp_undeliverable', reasonCode: '131026' })
+    expect(sms.sentTo(phone)).toHaveLength(1)
+  })
+
+  it('sends nothing for a message without a fallback', async () => {
+    const phone = newPhone()
+    const sent = await sentText(phone, {})
+    expect(await timers.getJob(sent.messageId)).toBeUndefined()
+    expect(await redisOf().exists(smsFallbackHoldKey(world.queuePrefix, sent.messageId))).toBe(0)
+    await whatsappStatus(sent, 'failed')
+    await settle()
+    const view = await messageView(app, key.key, sent.messageId)
+    expect(view.status).toBe('failed')
+    expect(view.fallback).toBeUndefined()
+    expect(sms.sentTo(phone)).toHaveLength(0)
+  })
+
+  it('a delivered first: a failed that follows sends nothing', async () => {
+    const phone = newPhone()
+    const sent = await sentText(phone, { fallback: { sms: SMS } })
+    await whatsappStatus(sent, 'delivered')
+    await whatsappStatus(sent, 'failed')
+    await settle()
+    expect(sms.sentTo(phone)).toHaveLength(0)
+    const view = await messageView(app, key.key, sent.messageId)
+    expect(view.fallback).toBeUndefined()
+  })
+})
