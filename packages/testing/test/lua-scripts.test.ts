@@ -70,6 +70,7 @@ const ANY_NUMBER_OF_KEYS: Record<string, string> = {
   releaseClaims: 'the claims of a batch of recorded outcomes, released in one call',
   reachBesideClaim:
     "a window key per delivery of a turn to one portfolio, then the portfolio's reach (one server only)",
+  setStickyRecords: "a pool's sticky record per new recipient of a turn, set in one call (one server only)",
 }
 
 /** Commands that take no key, and those whose second argument is a key too. */
@@ -184,6 +185,11 @@ const RUNS: Record<string, Run> = {
     answers: [1, 0, 'ok'],
   },
   slowDownWebhookEndpoint: { keys: (k) => [k('pause')], args: () => [1000], answers: 1000 },
+  setStickyRecords: {
+    keys: (k) => [k('sticky:a'), k('sticky:b')],
+    args: () => [60_000, 'sender-a 0', 'sender-b 0'],
+    answers: 2,
+  },
   fairEnqueue: {
     keys: (k) => [k('fair:jobs'), k('fair:scheduled')],
     args: (k, now) => [k('fair:'), 0, now, 'm1', JOB, 'normal', 'key-1', 0, 'm2', JOB, 'normal', 'key-1', 0],

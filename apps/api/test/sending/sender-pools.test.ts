@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { MessageView, SenderPoolView, SenderView } from '@dispatch/contracts'
+import { fairKeys } from '@dispatch/runtime/message-handoff'
 import {
   demoTemplates,
   type FakeWhatsApp,
@@ -81,6 +82,9 @@ beforeAll(async () => {
     WHATSAPP_PHONE_NUMBER_ID: DEFAULT_NUMBER,
     ADMISSION_INTERVAL_MS: '20',
     MESSAGES_BACKOFF_MS: '20',
+    POOL_RATE_LIMIT_TOLERANCE_SECONDS: '1',
+    // A message's own job each: a job a worker holds (a bundle meeting a 130429) does not move.
+    MESSAGES_BUNDLE_SIZE: '1',
   })
   members.a = await createSender(NUMBERS.a, '7001')
   members.b = await createSender(NUMBERS.b, '7001')
@@ -492,4 +496,85 @@ describe('a pooled template send', () => {
     expectError(await template(made.bare.id), 422, 'TEMPLATE_NOT_FOUND')
     expect((await template(made.full.id)).statusCode).toBe(202)
   })
+})
+
+describe('messages already in a number’s queue when it falls', () => {
+  it('move to a healthy member once it is out of rotation, each sent once, never by the fallen number', async () => {
+    const watcher = await activeKey(app, { scopes: [...SEND_SCOPES, 'manage:webhooks'], tenantId: 'acme' })
+    const bound = await admin('PATCH', `/api/admin/api-keys/${watcher.id}`, { senderPoolId: pool.id })
+    expect(bound.statusCode, bound.body).toBe(200)
+    const endpoint = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/webhook-endpoints',
+      headers: { 'x-api-key': watcher.key },
+      payload: { url: 'http://127.0.0.1:9/queued-moves', events: ['message.sender_changed'] },
+    })
+    expect(endpoint.statusCode, endpoint.body).toBe(201)
+    // Member B answers every send 130429: its first message meets the limit, and every message
+    // admitted into its queue sits there while the number is paused.
+    fake.number(NUMBERS.b, { answer: graphError(130429, '(#130429) Rate limit hit') })
+    const fair = fairKeys(world.queuePrefix, members.b.id)
+    try {
+      const ids = await Promise.all(
+        Array.from({ length: 6 }, async (_, i) => {
+          const res = await send(app, 'send-text', watcher.key, {
+            phone: `+55119333${String(i).padStart(5, '0')}`,
+            text: 'queued on B',
+            senderId: members.b.id,
+          })
+          expect(res.statusCode, res.body).toBe(202)
+          return res.json<{ messageId: string }>().messageId
+        }),
+      )
+      // All admitted into B's queue (none left on its admission lists) before B can fall (its
+      // streak must pass the 1 s tolerance): the list mover has nothing of theirs to move.
+      await waitFor(async () => ((await app.deps.redis.hlen(fair.jobs)) === 0 ? true : undefined), {
+        what: "the messages admitted into B's queue",
+        timeoutMs: 900,
+      })
+      const sent = await waitFor(
+        () => {
+          const from = ids.map(
+            (id) => [NUMBERS.a, NUMBERS.c].find((number) => sentBy(number, id)) ?? undefined,
+          )
+          return from.every((number) => number !== undefined) ? from : undefined
+        },
+        { what: "B's queued messages sent through A or C", timeoutMs: 20_000 },
+      )
+      expect(sent).toHaveLength(6)
+      for (const id of ids) {
+        expect(fake.sendsOf(id)).toBe(1)
+        expect(sentBy(NUMBERS.b, id)).toBe(false)
+      }
+      const events = await waitFor(
+        async () => {
+          const rows = await world.sql`select message_id, payload from webhook_events
+            where type = 'message.sender_changed' and api_key_id = ${watcher.id}`
+          return rows.length >= ids.length ? rows : undefined
+        },
+        { what: 'a message.sender_changed event per message' },
+      )
+      expect(events.map((e) => e.message_id).sort()).toEqual([...ids].sort())
+      for (const event of events) {
+        expect(event.payload.data.senderChanged).toMatchObject({ from: members.b.id, reason: 'rate_limited' })
+      }
+      const views = await Promise.all(
+        ids.map((id) =>
+          waitFor(
+            async () => {
+              const view = await viewOf(watcher, id)
+              return view.status === 'sent' ? view : undefined
+            },
+            { what: `message ${id} recorded sent` },
+          ),
+        ),
+      )
+      for (const view of views) {
+        expect([members.a.id, members.c.id]).toContain(view.senderId)
+        expect(view.senderPhoneNumberId).toBe(numberOf(view.senderId))
+      }
+    } finally {
+      fake.number(NUMBERS.b, { answer: undefined })
+    }
+  }, 60_000)
 })

@@ -19,8 +19,16 @@ import {
   spreadByWeight,
 } from '@dispatch/runtime'
 import { evalLuaScript, luaScripts } from '@dispatch/runtime/lua-scripts'
-import { FAIR_ENQUEUE_SCRIPT, fairActiveKey, fairBase, fairKeys } from '@dispatch/runtime/message-handoff'
+import {
+  FAIR_ENQUEUE_SCRIPT,
+  fairActiveKey,
+  fairBase,
+  fairKeys,
+  MESSAGE_BUNDLE_JOB_NAME,
+  type MessageBundleJob,
+} from '@dispatch/runtime/message-handoff'
 import type { RedisClient } from '@dispatch/runtime/redis'
+import type { Job } from 'bullmq'
 import type { WorkerContext } from '../runtime.ts'
 import type { SenderLane } from './lanes.ts'
 
@@ -33,6 +41,15 @@ const TAKE_WAITING_SCRIPT = luaScripts(join(import.meta.dirname, 'lua'), [
 export const POOL_MOVE_INTERVAL_MS = 1000
 /** Jobs read per HSCAN page. */
 const PAGE = 500
+/** The BullMQ states of a job no worker holds: it may be taken out of the queue and moved. */
+const UNTAKEN = ['waiting', 'paused', 'prioritized', 'delayed']
+
+interface Destination {
+  to: string
+  reason: PoolExclusionReason
+  target: Member
+  stickyKey: string
+}
 
 interface Member extends ChoiceMember {
   hash: number
@@ -134,7 +151,7 @@ export class PoolMover {
 
   /** One pass; answers the messages moved. */
   async sweep(now = Date.now()): Promise<SenderChange[]> {
-    const served = new Set([...this.#lanes()].map((lane) => lane.senderId))
+    const served = new Map([...this.#lanes()].map((lane) => [lane.senderId, lane]))
     if (served.size === 0) return []
     const rows = await loadPoolMembers(this.#context.db)
     const tolerance = { rateLimitToleranceMs: this.#context.config.POOL_RATE_LIMIT_TOLERANCE_SECONDS * 1000 }
@@ -151,13 +168,15 @@ export class PoolMover {
       pools.set(row.poolId, list)
     }
     const moved: SenderChange[] = []
-    for (const senderId of served) {
+    for (const [senderId, lane] of served) {
       const fallen = new Map<string, { members: Member[]; from: Member }>()
       for (const [poolId, members] of pools) {
         const from = members.find((m) => m.senderId === senderId)
         if (from?.excluded) fallen.set(poolId, { members, from })
       }
-      if (fallen.size > 0) moved.push(...(await this.#moveFrom(senderId, fallen, now)))
+      if (fallen.size === 0) continue
+      moved.push(...(await this.#moveFrom(senderId, fallen, now)))
+      moved.push(...(await this.#moveQueued(lane, fallen, now)))
     }
     if (moved.length > 0) {
       await this.#record(moved)
@@ -185,20 +204,8 @@ export class PoolMover {
     } while (cursor !== '0')
     const moved: SenderChange[] = []
     for (const job of waiting) {
-      const { members, from } = fallen.get(job.senderPoolId as string) as { members: Member[]; from: Member }
-      const reason = from.excluded as PoolExclusionReason
-      const recipient = recipientOf(job.message.body)
-      const stickyKey = poolStickyKey(prefix, job.senderPoolId as string, recipient)
-      const sticky = decodeSticky(await this.#redis.get(stickyKey))
-      // A recipient in an open window with it stays, unless the number is gone.
-      const windowOpen = sticky?.senderId === senderId && sticky.inboundAt + SERVICE_WINDOW_MS > now
-      if (windowOpen && !GONE.has(reason)) continue
-      // Templates are per WABA: a template (or a fallback template) moves only within its WABA.
-      const template = job.message.type === 'template' || job.fallbackTemplate !== undefined
-      const candidates = template ? members.filter((m) => m.row.wabaId === from.row.wabaId) : members
-      const to = spreadByWeight(candidates, recipient)
-      if (to === undefined || to === senderId) continue
-      const target = members.find((m) => m.senderId === to) as Member
+      const move = await this.#destination(job, senderId, fallen, now)
+      if (move === undefined) continue
       const json = (await evalLuaScript(
         this.#redis,
         TAKE_WAITING_SCRIPT,
@@ -210,53 +217,172 @@ export class PoolMover {
         Date.now(),
       )) as string | null
       if (json === null) continue // Admitted or taken meanwhile.
-      const at = new Date()
       const taken = JSON.parse(json) as MessageJob
-      const next: MessageJob = {
-        ...taken,
-        senderId: to,
-        readmitted: true,
-        senderChanged: { from: senderId, to, at: at.toISOString(), reason },
-      }
-      const due = next.sendAt && Date.parse(next.sendAt) > Date.now() ? Date.parse(next.sendAt) : 0
-      const targetKeys = fairKeys(prefix, to)
-      await evalLuaScript(
-        this.#redis,
-        FAIR_ENQUEUE_SCRIPT,
-        targetKeys.jobs,
-        targetKeys.scheduled,
-        fairBase(prefix, to),
-        0,
-        Date.now(),
-        next.messageId,
-        JSON.stringify(next),
-        next.priority ?? 'normal',
-        next.apiKeyId,
-        due,
-      )
-      await this.#redis.sadd(fairActiveKey(prefix), to)
+      moved.push(await this.#place(taken, senderId, move))
       // Stored on the new number: only now out of the fallen one's `moving`.
       await this.#redis.multi().hdel(keys.moving, job.messageId).zrem(keys.movingAt, job.messageId).exec()
-      await this.#redis
-        .set(
-          stickyKey,
-          encodeSticky({ senderId: to, inboundAt: 0 }),
-          'PX',
-          this.#context.config.POOL_STICKY_TTL_DAYS * 86_400_000,
-        )
-        .catch(() => {})
-      moved.push({
-        messageId: next.messageId,
-        apiKeyId: next.apiKeyId,
-        acceptedAt: next.acceptedAt,
-        from: senderId,
-        to,
-        toPhoneNumberId: target.row.phoneNumberId,
-        reason,
-        at,
-      })
     }
     return moved
+  }
+
+  /**
+   * Where a message waiting on a fallen number goes, or nothing when it stays: a recipient in an
+   * open window with it stays, unless the number is gone; a template (or a fallback template)
+   * goes only to a member of the same WABA (templates are per WABA); the member is the spread's
+   * for the recipient over the healthy ones.
+   */
+  async #destination(
+    job: MessageJob,
+    senderId: string,
+    fallen: Map<string, { members: Member[]; from: Member }>,
+    now: number,
+  ): Promise<Destination | undefined> {
+    const pool = job.senderPoolId ? fallen.get(job.senderPoolId) : undefined
+    if (pool === undefined) return undefined
+    const { members, from } = pool
+    const reason = from.excluded as PoolExclusionReason
+    const recipient = recipientOf(job.message.body)
+    const stickyKey = poolStickyKey(this.#context.config.QUEUE_PREFIX, job.senderPoolId as string, recipient)
+    const sticky = decodeSticky(await this.#redis.get(stickyKey))
+    const windowOpen = sticky?.senderId === senderId && sticky.inboundAt + SERVICE_WINDOW_MS > now
+    if (windowOpen && !GONE.has(reason)) return undefined
+    const template = job.message.type === 'template' || job.fallbackTemplate !== undefined
+    const candidates = template ? members.filter((m) => m.row.wabaId === from.row.wabaId) : members
+    const to = spreadByWeight(candidates, recipient)
+    if (to === undefined || to === senderId) return undefined
+    return { to, reason, target: members.find((m) => m.senderId === to) as Member, stickyKey }
+  }
+
+  /**
+   * Stores a message taken off a fallen number on its new one, as a job read against its record
+   * before it is sent (`readmitted`), and sticks its recipient there. The caller then lets it go
+   * from the fallen number's `moving`.
+   */
+  async #place(taken: MessageJob, senderId: string, move: Destination): Promise<SenderChange> {
+    const { to, reason, target, stickyKey } = move
+    const at = new Date()
+    const next: MessageJob = {
+      ...taken,
+      senderId: to,
+      readmitted: true,
+      senderChanged: { from: senderId, to, at: at.toISOString(), reason },
+    }
+    await this.#enqueue(to, next)
+    await this.#redis
+      .set(
+        stickyKey,
+        encodeSticky({ senderId: to, inboundAt: 0 }),
+        'PX',
+        this.#context.config.POOL_STICKY_TTL_DAYS * 86_400_000,
+      )
+      .catch(() => {})
+    return {
+      messageId: next.messageId,
+      apiKeyId: next.apiKeyId,
+      acceptedAt: next.acceptedAt,
+      from: senderId,
+      to,
+      toPhoneNumberId: target.row.phoneNumberId,
+      reason,
+      at,
+    }
+  }
+
+  /** Onto its sender's fair-admission lists (due at its `sendAt`, if scheduled). */
+  async #enqueue(senderId: string, job: MessageJob): Promise<void> {
+    const prefix = this.#context.config.QUEUE_PREFIX
+    const due = job.sendAt && Date.parse(job.sendAt) > Date.now() ? Date.parse(job.sendAt) : 0
+    const keys = fairKeys(prefix, senderId)
+    await evalLuaScript(
+      this.#redis,
+      FAIR_ENQUEUE_SCRIPT,
+      keys.jobs,
+      keys.scheduled,
+      fairBase(prefix, senderId),
+      0,
+      Date.now(),
+      job.messageId,
+      JSON.stringify(job),
+      job.priority ?? 'normal',
+      job.apiKeyId,
+      due,
+    )
+    await this.#redis.sadd(fairActiveKey(prefix), senderId)
+  }
+
+  /**
+   * Moves the messages already admitted into a fallen number's queue that no worker holds (a
+   * paused, held or rate-limited number's queue keeps them): each job (a message's, or a bundle's)
+   * with one that may move is first written to the number's `moving` (so a process dying from here
+   * on leaves it to the admitter, read against its record), then removed from the queue, which
+   * BullMQ refuses for a job a worker took meanwhile (it stays, and is delivered there: never
+   * both). A removed job's messages that move go to their new number; a bundle's others go back to
+   * the fallen number's lists, read against their record.
+   */
+  async #moveQueued(
+    lane: SenderLane,
+    fallen: Map<string, { members: Member[]; from: Member }>,
+    now: number,
+  ): Promise<SenderChange[]> {
+    const senderId = lane.senderId
+    const keys = fairKeys(this.#context.config.QUEUE_PREFIX, senderId)
+    const queue = await lane.queue.get()
+    const jobs = (await queue.getJobs(['wait', 'prioritized', 'delayed'], 0, -1)) as Job[]
+    const moved: SenderChange[] = []
+    for (const job of jobs) {
+      if (!job?.id) continue
+      const settled = new Set(((job.progress ?? {}) as { settled?: string[] }).settled ?? [])
+      const bundle = job.name === MESSAGE_BUNDLE_JOB_NAME
+      const messages = bundle
+        ? (job.data as MessageBundleJob).messages.filter((m) => !settled.has(m.messageId))
+        : [job.data as MessageJob]
+      const plans = await Promise.all(
+        messages.map(async (message) => ({
+          message,
+          move: await this.#destination(message, senderId, fallen, now),
+        })),
+      )
+      if (!plans.some((plan) => plan.move !== undefined)) continue
+      const ids = messages.map((m) => m.messageId)
+      const taking = this.#redis.multi()
+      for (const message of messages)
+        taking.hset(keys.moving, message.messageId, JSON.stringify({ ...message, readmitted: true }))
+      await taking.zadd(keys.movingAt, ...ids.flatMap((id) => [Date.now(), id])).exec()
+      const removed = await this.#removeUntaken(job)
+      if (!removed) {
+        // A worker took it meanwhile: delivered on this number, not moved.
+        await this.#redis
+          .multi()
+          .hdel(keys.moving, ...ids)
+          .zrem(keys.movingAt, ...ids)
+          .exec()
+        continue
+      }
+      for (const { message, move } of plans) {
+        if (move) moved.push(await this.#place(message, senderId, move))
+        else await this.#enqueue(senderId, { ...message, readmitted: true })
+      }
+      // The API finds them on their lists (or a new number's queue) now, not in the bundle's index.
+      if (bundle) await this.#redis.hdel(keys.bundled, ...ids)
+      await this.#redis
+        .multi()
+        .hdel(keys.moving, ...ids)
+        .zrem(keys.movingAt, ...ids)
+        .exec()
+    }
+    return moved
+  }
+
+  /** Takes a job out of its queue if no worker holds it; answers whether it did. */
+  async #removeUntaken(job: Job): Promise<boolean> {
+    const state = await job.getState()
+    if (!UNTAKEN.includes(state)) return false
+    try {
+      await job.remove()
+      return true
+    } catch {
+      return false // Locked: a worker holds it.
+    }
   }
 
   /**

@@ -1,5 +1,9 @@
+import { join } from 'node:path'
 import { decodeSticky, encodeSticky, poolStickyKey, type StickyRecord } from '@dispatch/runtime'
+import { defineLuaCommand, type LuaCall, luaScripts } from '@dispatch/runtime/lua-scripts'
 import { type RedisClient, turnBatched, turnBatchedGet } from '@dispatch/runtime/redis'
+
+const SET_RECORDS = luaScripts(join(import.meta.dirname, 'lua'), ['setStickyRecords']).setStickyRecords
 
 /** A record to write: the recipient now sticks to `senderId` (inbound time 0 unless they wrote to it). */
 export interface StickyWrite extends StickyRecord {
@@ -17,6 +21,7 @@ export class StickyStore {
   readonly #prefix: string
   readonly #ttlMs: number
   readonly #get: (key: string) => Promise<string | null>
+  readonly #setRecords: LuaCall | undefined
 
   constructor(
     redis: RedisClient,
@@ -29,6 +34,7 @@ export class StickyStore {
     this.#prefix = prefix
     this.#ttlMs = ttlMs
     this.#get = read
+    this.#setRecords = redis.isCluster ? undefined : defineLuaCommand(redis, SET_RECORDS)
   }
 
   /** The recipient's record in the pool, or undefined (none, or expired). Rejects when Redis fails. */
@@ -38,7 +44,8 @@ export class StickyStore {
 
   /**
    * Writes records, each expiring `ttlMs` from now: the writes of a turn of the event loop in one
-   * pipeline (a SET each), as the store gathers a turn's messages; on a Cluster a SET each.
+   * script call (lua/setStickyRecords.lua), as the store gathers a turn's messages; on a Cluster a
+   * SET each (the keys spread over slots).
    */
   async write(records: StickyWrite[], _now?: number): Promise<void> {
     if (records.length === 1) await this.#write(records[0] as StickyWrite)
@@ -48,15 +55,16 @@ export class StickyStore {
   readonly #write = turnBatched(async (records: StickyWrite[]): Promise<undefined[]> => {
     const set = (r: StickyWrite) =>
       this.#redis.set(poolStickyKey(this.#prefix, r.poolId, r.recipient), encodeSticky(r), 'PX', this.#ttlMs)
-    if (this.#redis.isCluster) {
+    if (this.#setRecords === undefined) {
       await Promise.all(records.map(set))
     } else {
-      const pipeline = this.#redis.pipeline()
-      for (const r of records) {
-        pipeline.set(poolStickyKey(this.#prefix, r.poolId, r.recipient), encodeSticky(r), 'PX', this.#ttlMs)
-      }
-      const replies = (await pipeline.exec()) ?? []
-      for (const [error] of replies) if (error) throw error
+      // One command for the turn's records (lua/setStickyRecords.lua), not a SET each.
+      await this.#setRecords(
+        records.length,
+        ...records.map((r) => poolStickyKey(this.#prefix, r.poolId, r.recipient)),
+        this.#ttlMs,
+        ...records.map((r) => encodeSticky(r)),
+      )
     }
     return records.map(() => undefined)
   })
