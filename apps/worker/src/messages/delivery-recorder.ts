@@ -108,10 +108,15 @@ export class DeliveryRecorder {
 
   async #flush() {
     const batch = this.#pending.splice(0, this.#maxBatch)
-    // One row per message per statement: Postgres refuses to update a row twice in one upsert.
+    // One row per message per statement: Postgres refuses to update a row twice in one upsert. Each
+    // failed attempt still goes on the timeline, a retried one written with its next attempt's too.
     const latest = new Map(batch.map((p) => [p.outcome.id, p.outcome]))
     try {
-      await recordDeliveryOutcomes(this.#sql, [...latest.values()])
+      await recordDeliveryOutcomes(
+        this.#sql,
+        [...latest.values()],
+        batch.map((p) => p.outcome),
+      )
       for (const p of batch) p.resolve()
       await this.#forget(batch)
     } catch (error) {
@@ -124,7 +129,11 @@ export class DeliveryRecorder {
         [...latest.values()].map(async (outcome) => {
           const waiting = batch.filter((p) => p.outcome.id === outcome.id)
           try {
-            await recordDeliveryOutcomes(this.#sql, [outcome])
+            await recordDeliveryOutcomes(
+              this.#sql,
+              [outcome],
+              waiting.map((p) => p.outcome),
+            )
             for (const p of waiting) p.resolve()
             await this.#forget(waiting)
           } catch (rowError) {

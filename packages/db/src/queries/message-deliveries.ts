@@ -88,7 +88,15 @@ export async function findRecordedDelivery(
  * inserts its row; later ones update it, only forward: the status never moves back (a webhook may
  * already have said `delivered`), attempts never decrease, a recorded platform id is never replaced.
  */
-export async function recordDeliveryOutcomes(sql: Sql, outcomes: DeliveryOutcome[]): Promise<void> {
+export async function recordDeliveryOutcomes(
+  sql: Sql,
+  outcomes: DeliveryOutcome[],
+  /**
+   * Every outcome whose failed attempt goes on the timeline, when the caller kept only each
+   * message's latest in `outcomes` (a retry's failure and its next attempt's, written together).
+   */
+  attempts: DeliveryOutcome[] = outcomes,
+): Promise<void> {
   if (outcomes.length === 0) return
   // Into the period's partition when it has one (one table, not every one: see message-partitions.ts),
   // one statement per period, usually one; else, or when it was dropped meanwhile, through `messages`.
@@ -110,7 +118,7 @@ export async function recordDeliveryOutcomes(sql: Sql, outcomes: DeliveryOutcome
     }
     await writingToPeriods(sql, () => upsertOutcomes(sql, 'messages', group))
   }
-  await writingToPeriods(sql, () => recordFailedAttempts(sql, outcomes))
+  await writingToPeriods(sql, () => recordFailedAttempts(sql, attempts))
 }
 
 /**
