@@ -1,113 +1,33 @@
-import { QueueNames, type SmsFallbackTimerJob, smsFallbackHoldKey } from '@dispatch/contracts'
-import {
-  type FakeSms,
-  type FakeWhatsApp,
-  startFakeSms,
-  startFakeWhatsApp,
-  startWebhookReceiver,
-  statusWebhook,
-  type WebhookReceiver,
-  waitFor,
-} from '@dispatch/testing'
-import type { RunningWorker } from '@dispatch/worker'
-import { Queue, QueueEvents } from 'bullmq'
+import { type SmsFallbackTimerJob, smsFallbackHoldKey } from '@dispatch/contracts'
+import { type FakeSms, statusWebhook, type WebhookReceiver, waitFor } from '@dispatch/testing'
+import type { Queue } from 'bullmq'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
-import {
-  activeKey,
-  buildTestApp,
-  createWorld,
-  messageView,
-  postPlatformWebhook,
-  send,
-  startTestWorker,
-  type TestApp,
-  type TestWorld,
-  untilMessageStatus,
-} from '../helpers.ts'
+import { messageView, postPlatformWebhook, type TestApp, type TestWorld } from '../helpers.ts'
+import { APP_SECRET, SMS, type SmsFallbackWorld, startSmsFallbackWorld } from './sms-fallback-world.ts'
 
 /**
  * The channel fallback when WhatsApp reports a message undeliverable (131026) in a status webhook
  * after taking it, end to end (docs/failover.md): the API answers the webhook, a worker sends the
  * SMS, at most once, from the timer (or hold) armed when WhatsApp took it.
  */
-const APP_SECRET = 'whatsapp-app-secret-for-fallback-tests'
-const PUBLIC_URL = 'https://dispatch.example.com/api/webhooks/sms/status'
-
+let fallbackWorld: SmsFallbackWorld
 let world: TestWorld
 let app: TestApp
-let whatsapp: FakeWhatsApp
 let sms: FakeSms
-let worker: RunningWorker
 let receiver: WebhookReceiver
 let timers: Queue<SmsFallbackTimerJob>
-let timerEvents: QueueEvents
 let key: { id: string; key: string }
 
 beforeAll(async () => {
-  world = await createWorld()
-  whatsapp = await startFakeWhatsApp()
-  sms = await startFakeSms()
-  const smsEnv = sms.env(PUBLIC_URL)
-  app = await buildTestApp(world, { ...smsEnv, WHATSAPP_APP_SECRET: APP_SECRET })
-  worker = await startTestWorker(world, {
-    ...smsEnv,
-    WHATSAPP_API_URL: whatsapp.url,
-    WHATSAPP_ACCESS_TOKEN: 'default-token',
-    WHATSAPP_PHONE_NUMBER_ID: '106540352242922',
-    ADMISSION_INTERVAL_MS: '20',
-    TEMPLATE_SYNC_INTERVAL_MS: '0',
-  })
-  key = await activeKey(app, {
-    scopes: ['send:free-text', 'read:messages', 'send:sms-fallback', 'manage:webhooks'],
-  })
-  receiver = await startWebhookReceiver()
-  const endpoint = await app.inject({
-    method: 'POST',
-    url: '/api/third-party/webhook-endpoints',
-    headers: { 'x-api-key': key.key },
-    payload: { url: receiver.url, events: ['message.delivered', 'message.fallback_sent'] },
-  })
-  expect(endpoint.statusCode, endpoint.body).toBe(201)
-  timers = new Queue(QueueNames.smsFallbackTimers, {
-    connection: { url: world.redisUrl },
-    prefix: world.queuePrefix,
-  })
-  timerEvents = new QueueEvents(QueueNames.smsFallbackTimers, {
-    connection: { url: world.redisUrl },
-    prefix: world.queuePrefix,
-  })
-  await timerEvents.waitUntilReady()
+  fallbackWorld = await startSmsFallbackWorld()
+  ;({ world, app, sms, receiver, timers, key } = fallbackWorld)
 })
-afterAll(async () => {
-  await worker?.close()
-  await timerEvents?.close()
-  await timers?.close()
-  await app?.close()
-  await receiver?.close()
-  await sms?.close()
-  await whatsapp?.close()
-  await world?.close()
-})
+afterAll(() => fallbackWorld?.close())
 
 let phones = 0
 const newPhone = () => `+4915114${String(600_000 + phones++)}`
-const SMS = { text: 'Your order has shipped: track it at example.com/t/1' }
-
-/** Sends a text; answers its id once WhatsApp took it (recorded `sent`). */
-async function sentText(phone: string, extra: Record<string, unknown>, apiKey = key.key) {
-  const res = await send(app, 'send-text', apiKey, { phone, text: 'Your order has shipped', ...extra })
-  expect(res.statusCode, res.body).toBe(202)
-  const { messageId } = res.json<{ messageId: string }>()
-  const view = await untilMessageStatus(app, apiKey, messageId, 'sent')
-  // Recorded in Postgres too (a view may answer from Redis first), so WhatsApp's statuses find it.
-  await waitFor(
-    async () =>
-      (await world.sql`select 1 from messages where id = ${messageId} and status = 'sent'`).length > 0,
-    { what: 'the sent record' },
-  )
-  return { messageId, platformMessageId: view.platformMessageId as string }
-}
+const sentText: SmsFallbackWorld['sentText'] = (...args) => fallbackWorld.sentText(...args)
 
 /** WhatsApp's status webhook for the message, signed as Meta signs it; `failed` with 131026. */
 async function whatsappStatus(sent: { messageId: string; platformMessageId: string }, status: string) {
