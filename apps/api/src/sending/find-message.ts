@@ -132,7 +132,32 @@ export function viewFromJob(job: QueuedJob, state: string, claim: MessageClaim |
 }
 
 /** The senders a key's messages may wait on besides its own: its sender pool's members (none unpooled). */
-export const poolSendersOf = (
+/**
+ * The message a key's route names (`:messageId`), found as `findOwnMessage` finds it: on the key's
+ * own sender or, for a pooled key, on any member of its pool.
+ */
+export function findRequestedMessage(
+  app: {
+    deps: Parameters<typeof findOwnMessage>[0]
+    sending: { pools: Parameters<typeof poolSendersOf>[0] }
+  },
+  request: {
+    apiKey: Parameters<typeof findOwnMessage>[1] & Parameters<typeof poolSendersOf>[1]
+    params: { messageId: string }
+    log: FastifyBaseLogger
+  },
+): Promise<FoundMessage> {
+  const { apiKey } = request
+  return findOwnMessage(
+    app.deps,
+    apiKey,
+    request.params.messageId,
+    request.log,
+    poolSendersOf(app.sending.pools, apiKey),
+  )
+}
+
+const poolSendersOf = (
   pools: { get(poolId: string): { members: ReadonlyArray<{ senderId: string }> } | undefined },
   apiKey: { senderPoolId?: string | null },
 ): string[] =>

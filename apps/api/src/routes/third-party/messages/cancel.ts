@@ -11,7 +11,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError, unavailable } from '../../../errors.ts'
 import { callerOf } from '../../../http/caller.ts'
 import { errorResponses } from '../../../http/error-responses.ts'
-import { findOwnMessage, poolSendersOf, viewFromJob } from '../../../sending/find-message.ts'
+import { findRequestedMessage, viewFromJob } from '../../../sending/find-message.ts'
 import { toMessageView } from '../../../views.ts'
 import { SCOPE_IN_ROUTE } from '../../authenticate.ts'
 import type { MessageRouteOptions } from './send.ts'
@@ -61,13 +61,7 @@ export const cancelMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions>
       if (!scopes.some((s) => s.startsWith('send:'))) {
         throw new AppError('INSUFFICIENT_SCOPE', 'The API key lacks a send scope')
       }
-      const found = await findOwnMessage(
-        app.deps,
-        request.apiKey,
-        request.params.messageId,
-        request.log,
-        poolSendersOf(app.sending.pools, request.apiKey),
-      )
+      const found = await findRequestedMessage(app, request)
       const type = 'row' in found ? found.row.type : found.job.data.message.type
       if (!mayCancel(scopes, type)) {
         throw new AppError('INSUFFICIENT_SCOPE', `The API key lacks the "${SEND_SCOPE[type]}" scope`)

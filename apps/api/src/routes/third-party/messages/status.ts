@@ -1,7 +1,7 @@
 import { MessageIdParams, MessageView } from '@dispatch/contracts'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { errorResponses } from '../../../http/error-responses.ts'
-import { findOwnMessage, poolSendersOf, viewFromJob } from '../../../sending/find-message.ts'
+import { findRequestedMessage, viewFromJob } from '../../../sending/find-message.ts'
 import { ownFallback, withFallback } from '../../../sending/message-fallback-view.ts'
 import { toMessageView } from '../../../views.ts'
 import type { MessageRouteOptions } from './send.ts'
@@ -25,13 +25,7 @@ export const messageStatusRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions>
       },
     },
     async (request) => {
-      const found = await findOwnMessage(
-        app.deps,
-        request.apiKey,
-        request.params.messageId,
-        request.log,
-        poolSendersOf(app.sending.pools, request.apiKey),
-      )
+      const found = await findRequestedMessage(app, request)
       if (!('row' in found)) return viewFromJob(found.job, found.state, found.claim)
       return withFallback(toMessageView(found.row), await ownFallback(app.deps, request.apiKey, found.row.id))
     },

@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { callerOf } from '../../../http/caller.ts'
 import { errorResponses } from '../../../http/error-responses.ts'
 import { openingEntries, timelineOf } from '../../../message-timeline.ts'
-import { findOwnMessage, poolSendersOf, viewFromJob } from '../../../sending/find-message.ts'
+import { findRequestedMessage, viewFromJob } from '../../../sending/find-message.ts'
 import { withFallback } from '../../../sending/message-fallback-view.ts'
 import { toMessageView } from '../../../views.ts'
 import type { MessageRouteOptions } from './send.ts'
@@ -33,13 +33,7 @@ export const messageTimelineRoutes: FastifyPluginAsyncTypebox<MessageRouteOption
       },
     },
     async (request) => {
-      const found = await findOwnMessage(
-        app.deps,
-        request.apiKey,
-        request.params.messageId,
-        request.log,
-        poolSendersOf(app.sending.pools, request.apiKey),
-      )
+      const found = await findRequestedMessage(app, request)
       if ('row' in found) {
         const history = await owned(app.deps.db, callerOf(request)).messages.history(found.row)
         // The admins' retries name an admin: the key sees that it was retried, not by whom.
