@@ -1,7 +1,5 @@
-import { join } from 'node:path'
 import type { MessageJob } from '@dispatch/contracts'
 import type { Sql } from '@dispatch/db'
-import { evalLuaScript, luaScripts } from '@dispatch/runtime/lua-scripts'
 import { fairKeys } from '@dispatch/runtime/message-handoff'
 import type { RedisClient } from '@dispatch/runtime/redis'
 import type { SmsProvider } from '../platforms/sms/types.ts'
@@ -11,14 +9,7 @@ import { takeClaim } from './delivery/claim.ts'
 import type { DeliveryRecorder } from './delivery-recorder.ts'
 import type { SenderLane } from './lanes.ts'
 import { EXPIRED_RULE, fallBackFromJob } from './sms-fallback.ts'
-
-/**
- * Takes one message still waiting in its sender's fair-admission lists into `moving`, as the admit
- * script does, so exactly one of them gets it (lua/takeWaitingMessage-4.lua).
- */
-const TAKE_WAITING_SCRIPT = luaScripts(join(import.meta.dirname, 'lua'), [
-  'takeWaitingMessage',
-]).takeWaitingMessage
+import { takeWaiting } from './take-waiting.ts'
 
 /** Jobs read per HSCAN page. */
 const PAGE = 500
@@ -99,21 +90,8 @@ export class HeldExpirySweeper {
     } while (cursor !== '0')
     let recorded = 0
     for (const id of expired) {
-      const json = (await evalLuaScript(
-        this.#redis,
-        TAKE_WAITING_SCRIPT,
-        keys.jobs,
-        keys.scheduled,
-        keys.moving,
-        keys.movingAt,
-        id,
-        Date.now(),
-      )) as string | null
-      if (json === null) continue
-      await this.#record(lane, JSON.parse(json) as MessageJob)
-      // Recorded: only now out of Redis, so a lookup meanwhile found it in `moving`.
-      await this.#redis.multi().hdel(keys.moving, id).zrem(keys.movingAt, id).exec()
-      recorded++
+      // Recorded before it leaves `moving`, so a lookup meanwhile finds it there.
+      if (await takeWaiting(this.#redis, keys, id, (job) => this.#record(lane, job))) recorded++
     }
     if (recorded > 0) {
       this.#context.logger.info(

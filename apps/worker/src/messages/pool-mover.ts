@@ -1,4 +1,3 @@
-import { join } from 'node:path'
 import {
   type MessageJob,
   type PoolExclusionReason,
@@ -18,7 +17,7 @@ import {
   SERVICE_WINDOW_MS,
   spreadByWeight,
 } from '@dispatch/runtime'
-import { evalLuaScript, luaScripts } from '@dispatch/runtime/lua-scripts'
+import { evalLuaScript } from '@dispatch/runtime/lua-scripts'
 import {
   FAIR_ENQUEUE_SCRIPT,
   fairActiveKey,
@@ -31,11 +30,7 @@ import type { RedisClient } from '@dispatch/runtime/redis'
 import type { Job } from 'bullmq'
 import type { WorkerContext } from '../runtime.ts'
 import type { SenderLane } from './lanes.ts'
-
-/** Takes a waiting message into `moving`, as held-expiry.ts does (lua/takeWaitingMessage-4.lua). */
-const TAKE_WAITING_SCRIPT = luaScripts(join(import.meta.dirname, 'lua'), [
-  'takeWaitingMessage',
-]).takeWaitingMessage
+import { takeWaiting } from './take-waiting.ts'
 
 /** How often each process looks at the pools' members it serves. */
 export const POOL_MOVE_INTERVAL_MS = 1000
@@ -206,21 +201,11 @@ export class PoolMover {
     for (const job of waiting) {
       const move = await this.#destination(job, senderId, fallen, now)
       if (move === undefined) continue
-      const json = (await evalLuaScript(
-        this.#redis,
-        TAKE_WAITING_SCRIPT,
-        keys.jobs,
-        keys.scheduled,
-        keys.moving,
-        keys.movingAt,
-        job.messageId,
-        Date.now(),
-      )) as string | null
-      if (json === null) continue // Admitted or taken meanwhile.
-      const taken = JSON.parse(json) as MessageJob
-      moved.push(await this.#place(taken, senderId, move))
-      // Stored on the new number: only now out of the fallen one's `moving`.
-      await this.#redis.multi().hdel(keys.moving, job.messageId).zrem(keys.movingAt, job.messageId).exec()
+      // Stored on the new number before it leaves the fallen one's `moving` (not there: admitted or
+      // taken meanwhile).
+      await takeWaiting(this.#redis, keys, job.messageId, async (taken) => {
+        moved.push(await this.#place(taken, senderId, move))
+      })
     }
     return moved
   }
