@@ -163,7 +163,7 @@ export const campaignTallies = pgTable(
 
 /**
  * What each write of a campaign's messages changed in its counts, appended by the triggers on
- * `messages` (migrations 0041, 0045): a statement's inserted messages as one row per group (`n`
+ * `messages` (migrations 0041, 0045, 0047): a statement's inserted messages as one row per group (`n`
  * of them, no `from_*`), an update that changes what the counts read as one row (from its old
  * group to its new one). Append-only, no index, no row any writer waits on: the cheapest write a
  * status update can carry. Folded into `campaign_tallies` and deleted by the fold, so it stays a
