@@ -134,10 +134,13 @@ interface Snapshot {
   gc: { api: number; worker: number }
   /** The database's blocks read (not in Postgres' buffers) and found there, so far. */
   blocks: { read: number; hit: number }
-  /** Updates of `messages`' partitions so far, and those of them that were HOT. */
-  updates: { all: number; hot: number }
-  /** The server's WAL so far (`pg_stat_wal`): bytes and full-page images; every database's. */
-  wal: { bytes: number; fpi: number }
+  /**
+   * Updates of `messages`' partitions so far, those of them that were HOT, and the autovacuum and
+   * autoanalyze runs on them (a pass's CPU per message rises with the runs that fall in it).
+   */
+  updates: { all: number; hot: number; vacuums: number; analyzes: number }
+  /** The server's WAL so far (`pg_stat_wal`): bytes and full-page images; and its checkpoints. Every database's. */
+  wal: { bytes: number; fpi: number; checkpoints: number }
   backends: Map<number, number>
   server: Map<number, number>
   redis: number
@@ -161,8 +164,8 @@ interface Pass {
   }
   gc: { api: number; worker: number }
   blocks: { read: number; hit: number }
-  updates: { all: number; hot: number }
-  wal: { bytes: number; fpi: number }
+  updates: { all: number; hot: number; vacuums: number; analyzes: number }
+  wal: { bytes: number; fpi: number; checkpoints: number }
   /** Growth of the platform-id index (every partition's) over the pass. */
   platformIndexDelta: number
   seconds: number
@@ -259,15 +262,27 @@ try {
     return { read: Number(row?.read ?? 0), hit: Number(row?.hit ?? 0) }
   }
   const updates = async () => {
-    const [row] = await sql<{ all: string; hot: string }[]>`
-      select coalesce(sum(n_tup_upd), 0)::text as all, coalesce(sum(n_tup_hot_upd), 0)::text as hot
+    const [row] = await sql<{ all: string; hot: string; vacuums: string; analyzes: string }[]>`
+      select coalesce(sum(n_tup_upd), 0)::text as all, coalesce(sum(n_tup_hot_upd), 0)::text as hot,
+        coalesce(sum(autovacuum_count), 0)::text as vacuums, coalesce(sum(autoanalyze_count), 0)::text as analyzes
       from pg_stat_user_tables where relid in (select inhrelid from pg_inherits where inhparent = 'messages'::regclass)`
-    return { all: Number(row?.all ?? 0), hot: Number(row?.hot ?? 0) }
+    return {
+      all: Number(row?.all ?? 0),
+      hot: Number(row?.hot ?? 0),
+      vacuums: Number(row?.vacuums ?? 0),
+      analyzes: Number(row?.analyzes ?? 0),
+    }
   }
   const walSoFar = async () => {
-    const [row] = await sql<{ bytes: string; fpi: string }[]>`
-      select wal_bytes::text as bytes, wal_fpi::text as fpi from pg_stat_wal`
-    return { bytes: Number(row?.bytes ?? 0), fpi: Number(row?.fpi ?? 0) }
+    const [row] = await sql<{ bytes: string; fpi: string; checkpoints: string }[]>`
+      select wal_bytes::text as bytes, wal_fpi::text as fpi,
+        (select checkpoints_timed + checkpoints_req from pg_stat_bgwriter)::text as checkpoints
+      from pg_stat_wal`
+    return {
+      bytes: Number(row?.bytes ?? 0),
+      fpi: Number(row?.fpi ?? 0),
+      checkpoints: Number(row?.checkpoints ?? 0),
+    }
   }
   const snapshot = async (): Promise<Snapshot> => {
     const [
@@ -449,8 +464,17 @@ try {
       },
       gc: { api: after.gc.api - before.gc.api, worker: after.gc.worker - before.gc.worker },
       blocks: { read: after.blocks.read - before.blocks.read, hit: after.blocks.hit - before.blocks.hit },
-      updates: { all: after.updates.all - before.updates.all, hot: after.updates.hot - before.updates.hot },
-      wal: { bytes: after.wal.bytes - before.wal.bytes, fpi: after.wal.fpi - before.wal.fpi },
+      updates: {
+        all: after.updates.all - before.updates.all,
+        hot: after.updates.hot - before.updates.hot,
+        vacuums: after.updates.vacuums - before.updates.vacuums,
+        analyzes: after.updates.analyzes - before.updates.analyzes,
+      },
+      wal: {
+        bytes: after.wal.bytes - before.wal.bytes,
+        fpi: after.wal.fpi - before.wal.fpi,
+        checkpoints: after.wal.checkpoints - before.wal.checkpoints,
+      },
       redisBefore,
       redisPeak: peak,
       inFlightAtPeak,
@@ -564,7 +588,9 @@ function printPass(pass: Pass) {
       ` ${(pass.blocks.read / messages).toFixed(2)}, found in its buffers ${(pass.blocks.hit / messages).toFixed(1)};` +
       ` updates of messages ${int(pass.updates.all)} (HOT ${int(pass.updates.hot)});` +
       ` the server's WAL ${int(pass.wal.bytes / messages)} B per message, full-page images` +
-      ` ${(pass.wal.fpi / messages).toFixed(2)} (every database's: on a shared server, others' too)`,
+      ` ${(pass.wal.fpi / messages).toFixed(2)} (every database's: on a shared server, others' too)\n` +
+      `  maintenance during the pass: autovacuum ${pass.updates.vacuums} and autoanalyze ${pass.updates.analyzes}` +
+      ` run(s) on messages' partitions, ${pass.wal.checkpoints} checkpoint(s) (the server's)`,
   )
 }
 
