@@ -21,6 +21,7 @@ export function createDb(url: string, options: DbOptions = {}) {
     max: options.max ?? 10,
     onnotice: () => {},
     connect_timeout: 5,
+    backoff: reconnectDelaySeconds,
     connection: {
       ...options.connection,
       // A generic plan does not know its LIMIT (a parameter: a tenth of the rows, Postgres guesses),
@@ -31,6 +32,15 @@ export function createDb(url: string, options: DbOptions = {}) {
   })
   const db = drizzle({ client: preparing(sql), schema, casing: 'snake_case' })
   return { db, sql, close: () => sql.end({ timeout: 5 }) }
+}
+
+/**
+ * How long a connection waits before trying again after a failed one, by the pool's failures in a
+ * row: 0.1 s doubling to 1 s, jittered. postgres.js's own grows to 10–20 s, so after an outage of
+ * a few seconds the first request once Postgres was back waited up to 15 s for its connection.
+ */
+export function reconnectDelaySeconds(failures: number): number {
+  return Math.min(0.1 * 2 ** Math.max(0, failures - 1), 1) * (0.5 + Math.random() / 2)
 }
 
 /**
