@@ -63,6 +63,7 @@ import {
 import { type ServiceProcess, startApiProcess, startWorkerProcess } from '../harness/processes.ts'
 import { freePort, redisCpuSeconds, startRedisServer } from '../harness/redis-server.ts'
 import { printComparison, printFigure } from '../harness/report.ts'
+import { percentile } from '../harness/stats.ts'
 import { createBenchWorld } from '../harness/world.ts'
 
 const intEnv = (name: string, fallback: number) => {
@@ -85,6 +86,8 @@ const passes = Math.max(2, intEnv('SOAK_PASSES', 3))
 const profileDir = process.env.SOAK_CPU_PROFILE_DIR
 /** `text`: 0040 undone, the platform id itself indexed instead of its hash (to compare the two). */
 const platformIndex = process.env.SOAK_PLATFORM_INDEX === 'text' ? 'text' : 'hash'
+/** The machine's probe (`probeMicros`): 20,000 doubles, the same every time, sorted. */
+const PROBE_INPUT = Float64Array.from({ length: 20_000 }, (_, i) => Math.sin(i * 7919))
 const PLATFORM_INDEX = {
   hash: 'messages_platform_message_id_hash_idx',
   text: 'messages_platform_message_id_idx',
@@ -168,6 +171,8 @@ interface Pass {
   wal: { bytes: number; fpi: number; checkpoints: number }
   /** Growth of the platform-id index (every partition's) over the pass. */
   platformIndexDelta: number
+  /** The machine's speed over the pass: the fixed probe's tenth percentile (`probeMicros`), µs. */
+  probeMicros: number
   seconds: number
   redisBefore: number
   redisPeak: number
@@ -394,8 +399,10 @@ try {
     let sent = 0
     let lastProgress = before.at
     let moved = { sent: -1, at: before.at }
+    const probes: number[] = []
     for (;;) {
       if (acceptError) throw acceptError
+      probes.push(probeMicros())
       const [memory, counted] = await Promise.all([usedMemory(), sentSoFar()])
       sent = counted - sentBase
       if (memory > peak) {
@@ -451,6 +458,7 @@ try {
     const pass: Pass = {
       name,
       acceptMs: (acceptedAt ?? after.at) - before.at,
+      probeMicros: percentile(probes, 0.1),
       drainMs: after.at - (acceptedAt ?? after.at),
       seconds: (after.at - before.at) / 1000,
       cpu: {
@@ -514,6 +522,11 @@ try {
       aim: '≤ 1.1',
     })
   }
+  // Not an aim: how much slower the machine itself ran the same work (the CPU ratios above rise with it).
+  console.log(
+    `the machine's probe, pass ${passes} / pass 1: ${(last.probeMicros / Math.max(1, first.probeMicros)).toFixed(2)} ×` +
+      ` (${int(last.probeMicros)} µs vs ${int(first.probeMicros)} µs for the same work)`,
+  )
   for (const pass of results.slice(1)) {
     printComparison({
       name: `Redis used_memory after the drain vs before, ${pass.name} (${int(messages)} a pass)`,
@@ -575,7 +588,8 @@ function printPass(pass: Pass) {
       ` ${secs(pass.drainMs)} later (${int(messages / pass.seconds)} msg/s over the pass)\n` +
       `  CPU µs per message: API ${us(pass.cpu.api)}, worker ${us(pass.cpu.worker)}, Postgres backends` +
       ` ${us(pass.cpu.backends)} + server ${us(pass.cpu.server)}, Redis ${us(pass.cpu.redis)}; machine busy` +
-      ` ${pct(pass.cpu.machine)} % of a core, ${pct(othersCpu(pass))} % by processes outside the run\n` +
+      ` ${pct(pass.cpu.machine)} % of a core, ${pct(othersCpu(pass))} % by processes outside the run;` +
+      ` the machine's probe ${int(pass.probeMicros)} µs\n` +
       `  Redis used_memory: before ${mb(pass.redisBefore)}, peak ${mb(pass.redisPeak)} (${int(pass.inFlightAtPeak)} in flight),` +
       ` after the drain ${mb(pass.redisAfter)} (${int((pass.redisAfter - pass.redisBefore) / messages)} B per message kept;` +
       ` keys ${int(pass.redisKeysBefore)} → ${int(pass.redisKeysAfter)})\n` +
@@ -604,6 +618,20 @@ function ownCpuSeconds() {
  * Postgres backends and Redis): neighbours on a shared machine. Every process's CPU per message
  * rises with it (caches, fewer requests gathered per turn): read the passes' ratios beside it.
  */
+/**
+ * The machine's speed, apart from the service: how long one fixed piece of work takes here, sampled
+ * with Redis' memory through each pass (about 1.5 ms each). A pass whose probe takes longer ran on a
+ * slower machine (a neighbour's cache, the host's load: what `/proc` inside this VM cannot see), and
+ * every process's CPU per message rises with it, history or not. Wall time, since the kernel here
+ * counts a thread's CPU in whole ticks; a pass reads its tenth percentile (the probes no other
+ * process preempted), which moved under 1 % between runs at a load average of 9.
+ */
+function probeMicros(): number {
+  const started = performance.now()
+  PROBE_INPUT.slice().sort()
+  return (performance.now() - started) * 1000
+}
+
 function othersCpu(pass: Pass) {
   const { api, worker, backends, server, redis, machine, bench } = pass.cpu
   return Math.max(0, machine - api - worker - backends - server - redis - bench)
@@ -640,6 +668,7 @@ function printTable(rows: Pass[]) {
       'FPI',
       'accept',
       'drain',
+      'probe µs',
     ],
     ...rows.map((r) => [
       r.name,
@@ -665,6 +694,7 @@ function printTable(rows: Pass[]) {
       (r.wal.fpi / messages).toFixed(2),
       secs(r.acceptMs),
       secs(r.drainMs),
+      int(r.probeMicros),
     ]),
   ]
   const widths = table[0]?.map((_, i) => Math.max(...table.map((r) => r[i]?.length ?? 0))) ?? []
