@@ -85,6 +85,14 @@ export function retryHooks(
             skipped.set(row.id, refusal)
             return
           }
+          // WhatsApp's delivered recorded beside `failed` (docs/failover.md): the recipient has it.
+          if (row.deliveredAt !== null) {
+            skipped.set(
+              row.id,
+              'WhatsApp reported it delivered: sending it again would reach the recipient twice',
+            )
+            return
+          }
           if (!senders.get(senderId)) {
             skipped.set(row.id, `its sender ${JSON.stringify(senderId)} no longer exists`)
             return

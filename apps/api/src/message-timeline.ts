@@ -92,14 +92,20 @@ export function timelineOf(row: MessageRow, history: MessageHistory): TimelineEn
   for (const retry of history.retries) {
     entries.push({ at: iso(retry.createdAt), kind: 'retried', summary: `Retried by admin ${retry.actor}` })
   }
+  // WhatsApp's delivered or read reported after the message failed: recorded beside `failed`,
+  // which stays (docs/failover.md, "WhatsApp's word after the fallback").
+  const afterFailure = (at: Date | null) =>
+    row.status === 'failed' && row.failedAt !== null && at !== null && at > row.failedAt
+      ? ', reported by WhatsApp after the message failed (its status stays failed)'
+      : ''
   const ends: Array<[Date | null, TimelineEntry['kind'], string]> = [
     [
       row.sentAt,
       'sent',
       `Sent${row.platformMessageId ? ` (${row.platformMessageId})` : ''}${row.fallbackUsed ? ', as its fallback template' : ''}`,
     ],
-    [row.deliveredAt, 'delivered', 'Delivered to the phone'],
-    [row.readAt, 'read', 'Read by the recipient'],
+    [row.deliveredAt, 'delivered', `Delivered to the phone${afterFailure(row.deliveredAt)}`],
+    [row.readAt, 'read', `Read by the recipient${afterFailure(row.readAt)}`],
     [
       row.failedAt,
       'failed',

@@ -5810,6 +5810,8 @@ export interface operations {
                                     code: string;
                                     message: string;
                                 } | null;
+                                /** Format: date-time */
+                                whatsappDeliveredAt?: string;
                                 price?: {
                                     amount: string;
                                     currency: string;
@@ -5946,6 +5948,8 @@ export interface operations {
                                 code: string;
                                 message: string;
                             } | null;
+                            /** Format: date-time */
+                            whatsappDeliveredAt?: string;
                             price?: {
                                 amount: string;
                                 currency: string;
@@ -6270,6 +6274,8 @@ export interface operations {
                                     code: string;
                                     message: string;
                                 } | null;
+                                /** Format: date-time */
+                                whatsappDeliveredAt?: string;
                                 price?: {
                                     amount: string;
                                     currency: string;
@@ -13262,6 +13268,8 @@ export interface operations {
                                 code: string;
                                 message: string;
                             } | null;
+                            /** Format: date-time */
+                            whatsappDeliveredAt?: string;
                             price?: {
                                 amount: string;
                                 currency: string;
@@ -13411,6 +13419,8 @@ export interface operations {
                                 code: string;
                                 message: string;
                             } | null;
+                            /** Format: date-time */
+                            whatsappDeliveredAt?: string;
                             price?: {
                                 amount: string;
                                 currency: string;
@@ -13621,6 +13631,8 @@ export interface operations {
                                     code: string;
                                     message: string;
                                 } | null;
+                                /** Format: date-time */
+                                whatsappDeliveredAt?: string;
                                 price?: {
                                     amount: string;
                                     currency: string;
@@ -13895,6 +13907,8 @@ export interface operations {
                                     code: string;
                                     message: string;
                                 } | null;
+                                /** Format: date-time */
+                                whatsappDeliveredAt?: string;
                                 price?: {
                                     amount: string;
                                     currency: string;
@@ -15293,7 +15307,7 @@ export interface operations {
                             /** Format: uuid */
                             id: string;
                             url: string;
-                            events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent" | "message.sender_changed")[];
+                            events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent" | "message.sender_changed" | "message.delivered_after_failure")[];
                             description: string | null;
                             enabled: boolean;
                             disabledReason: ("gone" | "failing") | null;
@@ -15375,7 +15389,7 @@ export interface operations {
             content: {
                 "application/json": {
                     url: string;
-                    events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent" | "message.sender_changed")[];
+                    events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent" | "message.sender_changed" | "message.delivered_after_failure")[];
                     description?: string;
                 };
             };
@@ -15392,7 +15406,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent" | "message.sender_changed")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent" | "message.sender_changed" | "message.delivered_after_failure")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -15516,7 +15530,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent" | "message.sender_changed")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent" | "message.sender_changed" | "message.delivered_after_failure")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -15717,7 +15731,7 @@ export interface operations {
             content: {
                 "application/json": {
                     url?: string;
-                    events?: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent" | "message.sender_changed")[];
+                    events?: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent" | "message.sender_changed" | "message.delivered_after_failure")[];
                     enabled?: boolean;
                 };
             };
@@ -15734,7 +15748,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent" | "message.sender_changed")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent" | "message.sender_changed" | "message.delivered_after_failure")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -15857,7 +15871,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent" | "message.sender_changed")[];
+                        events: ("message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent" | "message.sender_changed" | "message.delivered_after_failure")[];
                         description: string | null;
                         enabled: boolean;
                         disabledReason: ("gone" | "failing") | null;
@@ -16447,7 +16461,7 @@ export interface operations {
                     "application/json": {
                         data: {
                             /** @enum {unknown} */
-                            type: "message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent" | "message.sender_changed";
+                            type: "message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent" | "message.sender_changed" | "message.delivered_after_failure";
                             description: string;
                             schema: unknown;
                             example: unknown;
@@ -16519,7 +16533,7 @@ export interface operations {
                      * @description The type of event to send an example of
                      * @enum {unknown}
                      */
-                    eventType: "message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent" | "message.sender_changed";
+                    eventType: "message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent" | "message.sender_changed" | "message.delivered_after_failure";
                 };
             };
         };
@@ -16536,7 +16550,7 @@ export interface operations {
                         /** Format: uuid */
                         endpointId: string;
                         /** @enum {unknown} */
-                        eventType: "message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent" | "message.sender_changed";
+                        eventType: "message.sent" | "message.delivered" | "message.read" | "message.failed" | "message.received" | "message.expired" | "message.canceled" | "template.status_updated" | "template.quality_updated" | "template.category_updated" | "sender.updated" | "recipient.opted_out" | "recipient.opted_in" | "campaign.started" | "campaign.progress" | "campaign.completed" | "message.fallback_sent" | "message.sender_changed" | "message.delivered_after_failure";
                     };
                 };
             };

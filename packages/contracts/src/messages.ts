@@ -327,7 +327,13 @@ export const FallbackView = Type.Object({
   /** The SMS's delivery as the provider reports it: `queued`, `sent`, `delivered`, `undelivered`, `failed`. */
   status: Type.Union([Type.String(), Type.Null()]),
   error: Type.Union([MessageError, Type.Null()]),
-  /** What the provider charged for the SMS, once a report said: a decimal amount and its currency. */
+  /**
+   * When WhatsApp reported the message delivered (or read), if it ever did: set beside an SMS
+   * `sent`, both channels reached the recipient. Reported after the message `failed` (a 131026,
+   * then WhatsApp's `delivered`), it is recorded here and on the timeline; `status` stays `failed`.
+   */
+  whatsappDeliveredAt: Type.Optional(DateTime),
+  /** What the provider charged for the SMS, once a report (or the provider's message) said: a decimal amount and its currency. */
   price: Type.Optional(
     Type.Object(
       { amount: Type.String({ pattern: '^[0-9]+(\\.[0-9]+)?$' }), currency: Type.String() },

@@ -22,6 +22,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'campaign.completed',
   'message.fallback_sent',
   'message.sender_changed',
+  'message.delivered_after_failure',
 ] as const
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number]
 export type WebhookEndpointEvents = WebhookEventType[]

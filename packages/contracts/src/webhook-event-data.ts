@@ -153,6 +153,37 @@ export const WEBHOOK_EVENT_DATA = {
       }),
     }),
   ],
+  'message.delivered_after_failure': [
+    'WhatsApp reported the message delivered (or read) after it failed, a 131026 say, whose SMS fallback may have gone too: recorded beside `failed`, which stays (`status`); once per message.',
+    Type.Object({
+      messageId,
+      clientReference,
+      status: Type.Literal('failed', {
+        examples: ['failed'],
+        description: 'The message’s status, unchanged',
+      }),
+      sequence,
+      type: messageType,
+      phone,
+      reported: Type.Enum(['delivered', 'read'], {
+        examples: ['delivered'],
+        description: 'What WhatsApp reported first after the failure',
+      }),
+      deliveredAt: Type.String({
+        format: 'date-time',
+        examples: [at],
+        description: 'When, as WhatsApp said',
+      }),
+      fallbackState: Nullable(
+        Str(
+          'sent',
+          "Its SMS fallback's state then (`sent`: both channels reached the recipient); null: none",
+        ),
+      ),
+      userId,
+      redacted,
+    }),
+  ],
   'message.received': [
     'A recipient replied: one content key per kind (`text`, `media`, `location`, `button`…).',
     Type.Object({

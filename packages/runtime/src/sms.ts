@@ -29,6 +29,12 @@ export const smsEnv = {
    */
   SMS_STATUS_CALLBACK_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
   SMS_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 10_000 }),
+  /**
+   * How often a `messages` worker asks the provider for the price of the SMS whose delivery ended
+   * (its status callbacks carry none); an SMS whose price is not there yet is asked again after
+   * twice as long each time, up to 64 times this (docs/failover.md, "Prices").
+   */
+  SMS_PRICE_CHECK_MS: Type.Integer({ minimum: 100, default: 60_000 }),
 }
 
 /** The provider a configuration asks for; `twilio` without its credentials is an error. */
@@ -73,4 +79,20 @@ export function isTwilioSignature(
   const expected = Buffer.from(twilioSignature(authToken, url, params))
   const given = Buffer.from(signature)
   return given.length === expected.length && timingSafeEqual(given, expected)
+}
+
+/**
+ * A price as a Twilio-shaped provider gives it (a report's `Price` and `PriceUnit`, or the Message
+ * resource's `price` and `price_unit`; the charge is negative there): the amount charged, positive,
+ * and its currency. Anything unreadable (or null, as the resource says for a while after the SMS
+ * went) is left out, never refused.
+ */
+export function smsPriceOf(
+  price: string | null | undefined,
+  unit: string | null | undefined,
+): { amount: string; currency: string } | undefined {
+  if (!price || !unit || !/^-?[0-9]{1,7}(\.[0-9]{1,5})?$/.test(price) || !/^[A-Za-z]{3}$/.test(unit)) {
+    return undefined
+  }
+  return { amount: price.replace(/^-/, ''), currency: unit.toUpperCase() }
 }

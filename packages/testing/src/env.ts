@@ -32,6 +32,9 @@ export const fakeSmsEnv = () => ({
   port: Number(process.env.FAKE_SMS_PORT ?? 4030),
   accountSid: process.env.SMS_ACCOUNT_SID ?? 'ACfake0000000000000000000000000000',
   authToken: process.env.SMS_AUTH_TOKEN ?? 'fake-sms-auth-token',
+  /** What its record of each SMS says it cost (Twilio's sign: negative). */
+  price: process.env.FAKE_SMS_PRICE ?? '-0.00750',
+  priceUnit: process.env.FAKE_SMS_PRICE_UNIT ?? 'USD',
 })
 
 /** `pnpm webhook:receiver`: its port, and the endpoint's signing secret (unset: nothing checked). */

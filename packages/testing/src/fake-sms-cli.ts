@@ -6,17 +6,19 @@
  *
  * It takes SMS with SMS_ACCOUNT_SID and SMS_AUTH_TOKEN (the service's; demo values by default),
  * prints each, and reports it `sent`, then `delivered`, to its StatusCallback, signed with the auth
- * token as Twilio signs (`X-Twilio-Signature`).
+ * token as Twilio signs (`X-Twilio-Signature`). Its record of each SMS (`GET …/Messages/{Sid}.json`)
+ * says the price FAKE_SMS_PRICE (default `-0.00750`) in FAKE_SMS_PRICE_UNIT (`USD`).
  */
 import { fakeSmsEnv } from './env.ts'
 import { startFakeSms } from './sms-server.ts'
 
-const { port, accountSid, authToken } = fakeSmsEnv()
+const { port, accountSid, authToken, price, priceUnit } = fakeSmsEnv()
 
 const sms = await startFakeSms({
   port,
   accountSid,
   authToken,
+  pricing: { price, priceUnit },
   onTaken: (request) => {
     console.log(`SMS to ${request.params.To}: "${request.params.Body}" → ${request.sid}`)
     if (!request.params.StatusCallback) return

@@ -60,6 +60,14 @@ export interface FakeSms {
     status: string,
     options?: { target?: string; url?: string; errorCode?: string; price?: string; priceUnit?: string },
   ): Promise<Response>
+  /**
+   * What `GET …/Messages/{Sid}.json` answers as an SMS's `price` (negative, as Twilio charges) and
+   * `price_unit`: null for each SMS's first `unpricedReads` reads, as Twilio says before it priced
+   * it; `price` null: never priced. Change it at any time.
+   */
+  pricing: { price: string | null; priceUnit: string; unpricedReads: number }
+  /** How many times an SMS's record was read (`GET`). */
+  reads(sid: string): number
   /** The settings that point the API or a worker at this fake (`SMS_*`), status callbacks to `statusCallbackUrl`. */
   env(statusCallbackUrl?: string): Record<string, string>
   close(): Promise<void>
@@ -69,12 +77,14 @@ export interface FakeSms {
 const FAKE_SMS_FROM = '+15005550006'
 
 const MESSAGES_PATH = /^\/2010-04-01\/Accounts\/([^/]+)\/Messages\.json$/
+const MESSAGE_PATH = /^\/2010-04-01\/Accounts\/([^/]+)\/Messages\/([^/]+)\.json$/
 
 /**
  * A local HTTP server that answers like Twilio's Messages API: `POST
  * /2010-04-01/Accounts/{AccountSid}/Messages.json`, form-encoded, basic auth with the account SID
  * and auth token; `201` with `sid` and `status: "queued"`, or Twilio's error bodies (wrong
- * credentials 20003, missing `To` 21604, missing `From` 21603, or scripted).
+ * credentials 20003, missing `To` 21604, missing `From` 21603, or scripted). `GET
+ * …/Messages/{Sid}.json` answers an SMS it took, with its price (`pricing`), else 20404.
  */
 export async function startFakeSms(
   options: {
@@ -83,8 +93,12 @@ export async function startFakeSms(
     port?: number
     /** Told of each SMS it took, once answered. */
     onTaken?: (request: SmsApiRequest) => void
+    /** The SMS's price its record answers (`pricing`); by default `-0.00750` USD, from the first read. */
+    pricing?: Partial<FakeSms['pricing']>
   } = {},
 ): Promise<FakeSms> {
+  const pricing = { price: '-0.00750', priceUnit: 'USD', unpricedReads: 0, ...options.pricing }
+  const reads = new Map<string, number>()
   const accountSid = options.accountSid ?? `AC${randomBytes(16).toString('hex')}`
   const authToken = options.authToken ?? randomBytes(16).toString('hex')
   const requests: SmsApiRequest[] = []
@@ -104,6 +118,7 @@ export async function startFakeSms(
         sid: undefined,
         receivedAt: Date.now(),
       }
+      if (req.method === 'GET') return answerRecord(res, req.headers.authorization, path)
       const account = req.method === 'POST' ? MESSAGES_PATH.exec(path)?.[1] : undefined
       if (account === undefined)
         return writeAnswer(res, twilioError(20404, 'The requested resource was not found', 404))
@@ -128,6 +143,27 @@ export async function startFakeSms(
       options.onTaken?.(recorded)
     })
   })
+  /** `GET …/Messages/{Sid}.json`: the Message resource of an SMS it took, priced as `pricing` says. */
+  const answerRecord = (res: ServerResponse, auth: string | undefined, path: string) => {
+    const [, account, sid] = MESSAGE_PATH.exec(path) ?? []
+    if (account !== accountSid || auth !== expectedAuth) {
+      return writeAnswer(res, twilioError(20003, 'Authenticate', 401))
+    }
+    const request = requests.find((r) => r.sid !== undefined && r.sid === sid)
+    if (!request || !sid)
+      return writeAnswer(res, twilioError(20404, 'The requested resource was not found', 404))
+    const read = (reads.get(sid) ?? 0) + 1
+    reads.set(sid, read)
+    const priced = pricing.price !== null && read > pricing.unpricedReads
+    return writeAnswer(res, {
+      status: 200,
+      body: {
+        ...messageResource(accountSid, sid, request.params),
+        price: priced ? pricing.price : null,
+        price_unit: pricing.priceUnit,
+      },
+    })
+  }
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve))
   const { port } = server.address() as AddressInfo
 
@@ -170,6 +206,8 @@ export async function startFakeSms(
     requests,
     sentTo: (phone) => requests.filter((r) => r.sid !== undefined && r.params.To === phone),
     script: (...answers) => void queue.push(...answers),
+    pricing,
+    reads: (sid) => reads.get(sid) ?? 0,
     statusCallback,
     async postStatus(sid, status, extra = {}) {
       const signed = statusCallback(sid, status, extra)

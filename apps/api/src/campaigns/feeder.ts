@@ -24,9 +24,9 @@ import {
 } from '@dispatch/db'
 import { acceptedAtOfMessageId, readReach } from '@dispatch/runtime'
 import { fairKeys } from '@dispatch/runtime/message-handoff'
+import { isOutage } from '@dispatch/runtime/outages'
 import type { RedisClient } from '@dispatch/runtime/redis'
 import { AppError } from '../errors.ts'
-import { isOutage } from '../outages.ts'
 import {
   defineDailyQuotaScript,
   returnDailyQuota,

@@ -1,8 +1,8 @@
 import { TenantForbidden } from '@dispatch/db'
+import { isOutage } from '@dispatch/runtime/outages'
 import type { ErrorObject } from 'ajv'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, errorBody, unavailable } from '../errors.ts'
-import { isOutage } from '../outages.ts'
 import { describeValidationError } from './validation.ts'
 
 /** Fastify's own errors that a client caused, mapped to our codes. */

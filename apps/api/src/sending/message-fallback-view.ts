@@ -22,8 +22,12 @@ export const ownFallback = (
 export function withFallback<View extends MessageView>(
   view: View,
   row: MessageFallbackRow | undefined,
+  message: { deliveredAt?: Date | null },
 ): View {
   if (!row) return view
+  // WhatsApp's delivery, whenever it was reported: before the call (withdrawn), after the SMS, or
+  // after the message failed (its status stays `failed`).
+  const delivered = message.deliveredAt ? { whatsappDeliveredAt: message.deliveredAt.toISOString() } : {}
   const fallback: FallbackView = {
     channel: 'sms',
     reason: row.reason,
@@ -32,6 +36,7 @@ export function withFallback<View extends MessageView>(
     state: row.state,
     status: row.providerStatus,
     error: row.errorCode ? { code: row.errorCode, message: row.errorMessage ?? '' } : null,
+    ...delivered,
     ...(row.price !== null && row.priceUnit !== null
       ? { price: { amount: row.price, currency: row.priceUnit } }
       : {}),

@@ -250,3 +250,14 @@ describe('POST /api/admin/messages/retry', () => {
     expectError(await retryMany({ startDate: 'yesterday' }), 400, 'VALIDATION_ERROR', /body\.startDate/)
   })
 })
+
+describe('retrying a message WhatsApp reported delivered after it failed', () => {
+  it('is refused: the recipient has it (docs/failover.md)', async () => {
+    const late = await insertFailed('131026', '2026-04-01T00:00:00Z')
+    // WhatsApp's delivered, recorded beside `failed` (its status stays).
+    await world.sql`update messages set delivered_at = now() where id = ${late}`
+    expectError(await retry(late), 409, 'INVALID_STATE_TRANSITION', /WhatsApp reported it delivered/)
+    expect(fake.sendsOf(late)).toBe(0)
+    expect((await statusOf(late)).status).toBe('failed')
+  })
+})

@@ -29,14 +29,21 @@ let phones = 0
 const newPhone = () => `+4915114${String(600_000 + phones++)}`
 const sentText: SmsFallbackWorld['sentText'] = (...args) => fallbackWorld.sentText(...args)
 
-/** WhatsApp's status webhook for the message, signed as Meta signs it; `failed` with 131026. */
-async function whatsappStatus(sent: { messageId: string; platformMessageId: string }, status: string) {
+/**
+ * WhatsApp's status webhook for the message, signed as Meta signs it; `failed` with 131026. `at`:
+ * the status's time (Unix seconds), now by default.
+ */
+async function whatsappStatus(
+  sent: { messageId: string; platformMessageId: string },
+  status: string,
+  at = Math.floor(Date.now() / 1000),
+) {
   const res = await postPlatformWebhook(
     app,
     statusWebhook({
       id: sent.platformMessageId,
       status,
-      timestamp: String(Math.floor(Date.now() / 1000)),
+      timestamp: String(at),
       biz_opaque_callback_data: sent.messageId,
       ...(status === 'failed'
         ? { errors: [{ code: 131026, title: 'Message undeliverable', message: 'Message undeliverable' }] }
@@ -57,7 +64,7 @@ const redisOf = () => {
 const settle = () => new Promise((resolve) => setTimeout(resolve, 500))
 
 describe('131026 reported in a status webhook after WhatsApp took the message', () => {
-  it('sends one SMS for a duplicated failed webhook, and a late delivered changes nothing of it', async () => {
+  it('sends one SMS for a duplicated failed webhook; a late delivered, twice, is recorded beside it once', async () => {
     const phone = newPhone()
     const sent = await sentText(phone, { fallback: { sms: SMS } })
     // The hold, armed when WhatsApp took it: kept a day, no timer (never a timeout of its own).
@@ -79,24 +86,62 @@ describe('131026 reported in a status webhook after WhatsApp took the message', 
       what: 'the sms recorded',
     })
     await whatsappStatus(sent, 'failed')
-    // A delivered that somehow arrives after: failed is final, the SMS is what reached them.
-    await whatsappStatus(sent, 'delivered')
+    expect(sms.sentTo(phone)[0]?.params.Body).toBe(SMS.text)
+    await waitFor(() => eventsOf(sent.messageId, 'message.fallback_sent').length > 0, {
+      what: 'fallback_sent',
+    })
+    // A delivered that arrives after, twice: `failed` is final and stays, but WhatsApp's word is
+    // recorded beside it, once, at the first report's time: both channels reached them.
+    const deliveredAt = Math.floor(Date.now() / 1000) + 2
+    await whatsappStatus(sent, 'delivered', deliveredAt)
+    await whatsappStatus(sent, 'delivered', deliveredAt + 5)
     await settle()
     expect(sms.sentTo(phone)).toHaveLength(1)
-    expect(sms.sentTo(phone)[0]?.params.Body).toBe(SMS.text)
     const view = await messageView(app, key.key, sent.messageId)
     expect(view).toMatchObject({
       status: 'failed',
       lastError: { code: '131026' },
       channel: 'sms',
-      fallback: { reason: 'whatsapp_undeliverable', reasonCode: '131026', state: 'sent' },
+      fallback: {
+        reason: 'whatsapp_undeliverable',
+        reasonCode: '131026',
+        state: 'sent',
+        whatsappDeliveredAt: new Date(deliveredAt * 1000).toISOString(),
+      },
     })
-    await waitFor(() => eventsOf(sent.messageId, 'message.fallback_sent').length > 0, {
-      what: 'fallback_sent',
+    const timeline = await app.inject({
+      method: 'GET',
+      url: `/api/third-party/messages/${sent.messageId}/timeline`,
+      headers: { 'x-api-key': key.key },
+    })
+    expect(timeline.statusCode, timeline.body).toBe(200)
+    const entries = timeline.json<{ entries: Array<{ kind: string; at: string; summary: string }> }>().entries
+    expect(entries.map((e) => e.kind)).toEqual(
+      expect.arrayContaining(['failed', 'fallback_decided', 'fallback_sent', 'delivered']),
+    )
+    expect(entries.find((e) => e.kind === 'delivered')).toMatchObject({
+      at: new Date(deliveredAt * 1000).toISOString(),
+      summary: expect.stringMatching(/after the message failed \(its status stays failed\)/),
+    })
+    // One event says it, with the message still failed and its SMS sent; no `message.delivered`.
+    await waitFor(() => eventsOf(sent.messageId, 'message.delivered_after_failure').length > 0, {
+      what: 'delivered_after_failure',
     })
     await settle()
     expect(eventsOf(sent.messageId, 'message.fallback_sent')).toHaveLength(1)
     expect(eventsOf(sent.messageId, 'message.delivered')).toHaveLength(0)
+    const late = eventsOf(sent.messageId, 'message.delivered_after_failure')
+    expect(late).toHaveLength(1)
+    expect(late[0]?.json).toMatchObject({
+      timestamp: new Date(deliveredAt * 1000).toISOString(),
+      data: {
+        messageId: sent.messageId,
+        status: 'failed',
+        reported: 'delivered',
+        deliveredAt: new Date(deliveredAt * 1000).toISOString(),
+        fallbackState: 'sent',
+      },
+    })
     expect(await timers.getJob(sent.messageId)).toBeUndefined()
     expect(await redis.exists(holdKey)).toBe(0)
   })
@@ -137,5 +182,54 @@ describe('131026 reported in a status webhook after WhatsApp took the message', 
     expect(sms.sentTo(phone)).toHaveLength(0)
     const view = await messageView(app, key.key, sent.messageId)
     expect(view.fallback).toBeUndefined()
+  })
+})
+
+describe("an SMS's price, which the provider's reports do not carry", () => {
+  /** The provider's signed delivery report of the SMS, without a price, as Twilio posts them. */
+  async function smsReport(sid: string, status: string) {
+    const signed = sms.statusCallback(sid, status)
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/webhooks/sms/status',
+      headers: signed.headers,
+      payload: signed.body,
+    })
+    expect(res.statusCode, res.body).toBe(204)
+  }
+
+  it('is read from the provider once its delivery ended, asked again while it has none, and shown', async () => {
+    // The provider's record says no price at the first read, as Twilio's does for a while.
+    Object.assign(sms.pricing, { price: '-0.00830', priceUnit: 'USD', unpricedReads: 1 })
+    onTestFinished(() => void Object.assign(sms.pricing, { price: '-0.00750', unpricedReads: 0 }))
+    const phone = newPhone()
+    const sent = await sentText(phone, { fallback: { sms: SMS } })
+    await whatsappStatus(sent, 'failed')
+    await waitFor(async () => (await messageView(app, key.key, sent.messageId)).fallback?.state === 'sent', {
+      what: 'the sms recorded',
+    })
+    const sid = sms.sentTo(phone)[0]?.sid as string
+    // Still on its way: nothing is asked (a price comes after the delivery).
+    await smsReport(sid, 'sent')
+    await settle()
+    expect(sms.reads(sid)).toBe(0)
+    await smsReport(sid, 'delivered')
+    const priced = await waitFor(
+      async () => {
+        const view = await messageView(app, key.key, sent.messageId)
+        return view.fallback?.price !== undefined && view
+      },
+      { what: 'the price read' },
+    )
+    expect(priced.fallback).toMatchObject({
+      state: 'sent',
+      status: 'delivered',
+      price: { amount: '0.00830', currency: 'USD' },
+    })
+    // Once unpriced, then priced: never asked again.
+    expect(sms.reads(sid)).toBe(2)
+    await settle()
+    expect(sms.reads(sid)).toBe(2)
+    expect(sms.sentTo(phone)).toHaveLength(1)
   })
 })

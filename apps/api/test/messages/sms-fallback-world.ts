@@ -28,7 +28,8 @@ export const SMS = { text: 'Your order has shipped: track it at example.com/t/1'
 
 /**
  * The API and a worker pointed at the fake Cloud API and the fake SMS provider, a key that may ask
- * for a fallback with an endpoint subscribed to `message.delivered` and `message.fallback_sent`,
+ * for a fallback with an endpoint subscribed to `message.delivered`, `message.fallback_sent` and
+ * `message.delivered_after_failure`,
  * and the fallback timers' queue: what the end-to-end fallback tests share.
  */
 export interface SmsFallbackWorld {
@@ -63,6 +64,8 @@ export async function startSmsFallbackWorld(): Promise<SmsFallbackWorld> {
     WHATSAPP_PHONE_NUMBER_ID: '106540352242922',
     ADMISSION_INTERVAL_MS: '20',
     TEMPLATE_SYNC_INTERVAL_MS: '0',
+    // The SMS's prices read from the provider soon after their delivery ends.
+    SMS_PRICE_CHECK_MS: '200',
   })
   const key = await activeKey(app, {
     scopes: ['send:free-text', 'read:messages', 'send:sms-fallback', 'manage:webhooks'],
@@ -72,7 +75,10 @@ export async function startSmsFallbackWorld(): Promise<SmsFallbackWorld> {
     method: 'POST',
     url: '/api/third-party/webhook-endpoints',
     headers: { 'x-api-key': key.key },
-    payload: { url: receiver.url, events: ['message.delivered', 'message.fallback_sent'] },
+    payload: {
+      url: receiver.url,
+      events: ['message.delivered', 'message.fallback_sent', 'message.delivered_after_failure'],
+    },
   })
   expect(endpoint.statusCode, endpoint.body).toBe(201)
   const connection = { connection: { url: world.redisUrl }, prefix: world.queuePrefix }

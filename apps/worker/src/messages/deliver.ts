@@ -4,7 +4,7 @@ import { Compile } from 'typebox/compile'
 import { PlatformError } from '../platforms/types.ts'
 import { deliveryOutcome } from '../shared/message-outcome.ts'
 import { claimMessage } from './delivery/claim.ts'
-import { armFallbackTimer } from './delivery/fallback-triggers.ts'
+import { armFallbackTimer, armLate, unarmed } from './delivery/fallback-triggers.ts'
 import { type GateInputs, gate, readGateInputs } from './delivery/gates.ts'
 import { sendToPlatform } from './delivery/platform-send.ts'
 import { findPriorSend } from './delivery/prior-send.ts'
@@ -72,16 +72,22 @@ export async function deliverOne(
   if (cleared.kind !== 'send') {
     // Not sent by this run: a recipient counted beside the claim is given back.
     await giveBackReach(delivery, reads.reach)
-    // Sent by an earlier run (killed before its timer was armed): armed now, once (fallback-timer.ts).
+    // Sent by an earlier run (killed before its timer was armed, or Redis away then): armed now,
+    // once (fallback-timer.ts); still not, the job goes again rather than complete.
     if (cleared.kind === 'done' && 'platformMessageId' in cleared.result && data.fallback) {
-      await armFallbackTimer(delivery)
+      if (!(await armLate(delivery))) return unarmed(cleared.result)
     }
     return cleared
   }
   const sent = await sendToPlatform(delivery, cleared)
   if (sent.kind !== 'sent') return sent
-  if (data.fallback) await armFallbackTimer(delivery)
-  return recordSent(delivery, sent)
+  if (!data.fallback) return recordSent(delivery, sent)
+  const armed = await armFallbackTimer(delivery)
+  const recorded = recordSent(delivery, sent)
+  // Not armed (Redis away): the send is recorded as any, but the job, which alone holds the SMS's
+  // text, does not complete: it goes again and arms the timer then (fallback-triggers.ts).
+  if (!armed) return Promise.resolve(recorded).then(() => unarmed(sent))
+  return recorded
 }
 
 /** The claim, a send an earlier run made, the gates: what may go to the platform, or why not. */
@@ -146,6 +152,8 @@ export async function deliverMessage(
     case 'elsewhere':
       return { outcome: 'elsewhere' }
     case 'again':
+      // Sent, its fallback not armed: the id kept on the job, its next run finds the send.
+      if (disposition.sent) await job.updateProgress(disposition.sent).catch(() => {})
       if (disposition.spent || !token) throw disposition.error
       // Held (the messaging limit): the job says so, and the message shows `scheduled` until then.
       if (disposition.held) await job.updateData({ ...job.data, ...disposition.held })

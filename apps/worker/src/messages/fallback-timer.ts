@@ -1,12 +1,14 @@
 import { type MessageJob, QueueNames, SmsFallbackTimerJob, smsFallbackHoldKey } from '@dispatch/contracts'
 import { findRecordedDelivery, type Sql } from '@dispatch/db'
 import { queuePrefix } from '@dispatch/runtime'
+import { isOutage } from '@dispatch/runtime/outages'
 import type { RedisClient } from '@dispatch/runtime/redis'
-import { type Job, Queue, UnrecoverableError, Worker } from 'bullmq'
+import { DelayedError, Job, Queue, UnrecoverableError, Worker } from 'bullmq'
 import { Compile } from 'typebox/compile'
 import type { SmsProvider } from '../platforms/sms/types.ts'
 import type { WorkerContext } from '../runtime.ts'
 import {
+  EXPIRED_RULE,
   type SmsFallbackOutcome,
   sendSmsFallback,
   UNDELIVERABLE_CODE,
@@ -93,6 +95,46 @@ export class SmsFallbackTimers {
     return true
   }
 
+  /**
+   * The steps of a fallback a message's job met (131026 at send time, `expired`) but could not take
+   * (Postgres away): handed to a timer due now, which holds the SMS's text, reads the record and
+   * takes them once Postgres answers (`fireSmsFallbackTimer`). Its id is the message's: handed twice,
+   * added once.
+   */
+  async runNow(data: MessageJob): Promise<boolean> {
+    const to = data.message.body.phone
+    if (data.fallback === undefined || to === undefined) return false
+    const job: SmsFallbackTimerJob = {
+      messageId: data.messageId,
+      acceptedAt: data.acceptedAt,
+      to,
+      text: data.fallback.sms.text,
+      sentAt: new Date().toISOString(),
+      undeliverableOnly: true,
+    }
+    await this.#queue.add('handed-on', job, { jobId: data.messageId, ...TIMER_JOB_OPTIONS })
+    return true
+  }
+
+  /**
+   * A message's timer or hold armed late (its job run again after the arm failed, or after a kill),
+   * when its record already says `failed` with 131026: a status webhook may have come before the
+   * arm and found nothing to run, so the timer runs now (a delayed one promoted, else one added
+   * due now) and the hold goes. Run after the arm, so that either this sees the `failed` or the
+   * webhook, committing it later, finds the hold; both running it adds one timer.
+   */
+  async runIfUndeliverable(data: MessageJob, recorded: { status: string; lastErrorCode: string | null }) {
+    if (recorded.status !== 'failed' || recorded.lastErrorCode !== UNDELIVERABLE_CODE) return false
+    const job = await Job.fromId(this.#queue, data.messageId)
+    if (job) {
+      if (await job.isDelayed()) await job.promote().catch(() => {})
+    } else {
+      await this.runNow(data)
+    }
+    await this.#redis.del(smsFallbackHoldKey(this.#prefix, data.messageId))
+    return true
+  }
+
   close(): Promise<void> {
     return this.#queue.close()
   }
@@ -123,6 +165,8 @@ export async function fireSmsFallbackTimer(
   if (recorded?.status === 'failed' && recorded.lastErrorCode === UNDELIVERABLE_CODE) {
     return sendSmsFallback(steps, { ...request, ...UNDELIVERABLE_RULE })
   }
+  // Handed on by its job (runNow), which could not take the steps: expired before it went.
+  if (recorded?.status === 'expired') return sendSmsFallback(steps, { ...request, ...EXPIRED_RULE })
   if (recorded && NOT_YET_RECORDED.has(recorded.status)) {
     throw new RecordLagging(`The message is recorded ${recorded.status}, not yet sent; trying later`)
   }
@@ -141,6 +185,33 @@ export async function fireSmsFallbackTimer(
   return outcome
 }
 
+/** How long a timer waits for Postgres before it reads the record again. */
+export const POSTGRES_WAIT_MS = 15_000
+
+/**
+ * A timer's run, which waits out Postgres away: its steps read and write the record before any
+ * call, so a run that cannot reach Postgres sends nothing (never blind) and goes back, delayed,
+ * without spending one of its tries, however long the outage; the record then lets one run call.
+ */
+export async function fireOrWait(
+  deps: Parameters<typeof fireSmsFallbackTimer>[0],
+  job: Job<SmsFallbackTimerJob>,
+  token: string | undefined,
+  waitMs = POSTGRES_WAIT_MS,
+): Promise<SmsFallbackOutcome> {
+  try {
+    return await fireSmsFallbackTimer(deps, job)
+  } catch (error) {
+    if (!token || !isOutage(error)) throw error
+    deps.log.warn(
+      { err: error, messageId: job.data.messageId },
+      'sms fallback waits for Postgres; nothing sent',
+    )
+    await job.moveToDelayed(Date.now() + waitMs, token)
+    throw new DelayedError()
+  }
+}
+
 /** The timers' consumer, in the `messages` role, beside the senders' lanes. */
 export function startSmsFallbackTimerWorker(
   context: WorkerContext,
@@ -151,7 +222,7 @@ export function startSmsFallbackTimerWorker(
   const deps = { sql: context.db.$client as Sql, db: context.db, sms, log: logger }
   const worker = new Worker<SmsFallbackTimerJob, SmsFallbackOutcome>(
     name,
-    (job) => fireSmsFallbackTimer(deps, job),
+    (job, token) => fireOrWait(deps, job, token),
     {
       connection: context.redis('sms-fallback-timers', { blocking: true }),
       prefix: queuePrefix(config, name),

@@ -18,6 +18,8 @@ export interface SmsFallbackDeps {
   log: Logger
   /** How a refusal the provider surely did not act on is tried again (TRANSIENT_RETRY by default). */
   retry?: TransientRetry | undefined
+  /** Where a job's steps that could not be taken (Postgres away) go on: a timer due now. */
+  handOn?: ((data: MessageJob) => Promise<boolean>) | undefined
 }
 
 /**
@@ -187,7 +189,8 @@ export const EXPIRED_RULE: FallbackRule = { reason: 'expired', fromStatuses: ['e
 /**
  * A trigger met by a message's job, its outcome committed: the `fallback.sms` on the job goes out
  * as an SMS. A message sent to a BSUID alone has no number to text. Its steps failing (Postgres
- * away) leave the message as recorded, logged: never an SMS twice.
+ * away) are handed on to a timer due now (`handOn`), which waits for Postgres and takes them then;
+ * the record lets one run call, so never an SMS twice. Redis away too, they are logged and dropped.
  */
 export async function fallBackFromJob(
   deps: SmsFallbackDeps,
@@ -206,6 +209,17 @@ export async function fallBackFromJob(
       ...rule,
     })
   } catch (error) {
+    try {
+      if (deps.handOn && (await deps.handOn(data))) {
+        deps.log.warn(
+          { err: error, messageId: data.messageId },
+          'sms fallback steps failed; handed to a timer',
+        )
+        return undefined
+      }
+    } catch (handOnError) {
+      deps.log.error({ err: handOnError, messageId: data.messageId }, 'sms fallback not handed to a timer')
+    }
     deps.log.error({ err: error, messageId: data.messageId }, 'sms fallback steps failed')
     return undefined
   }

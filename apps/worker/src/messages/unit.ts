@@ -9,6 +9,7 @@ import { PoolMover } from './pool-mover.ts'
 import { SenderRegistry } from './registry.ts'
 import { SentLogSweeper } from './sent-log.ts'
 import { AbandonedSmsCallSweeper } from './sms-call-sweep.ts'
+import { SmsPriceSweeper } from './sms-price-sweep.ts'
 
 /**
  * The `messages` role: for each sender this process serves (WORKER_SENDERS), a lane (its queue,
@@ -52,6 +53,16 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
     context.logger,
   )
   smsCalls.start()
+  // The prices of the SMS whose delivery ended, from the provider (its reports carry none).
+  const smsPrices = lanes.fallback.sms?.price
+    ? new SmsPriceSweeper(
+        context.db.$client as Sql,
+        lanes.fallback.sms,
+        { everyMs: context.config.SMS_PRICE_CHECK_MS },
+        context.logger,
+      )
+    : undefined
+  smsPrices?.start()
   // The "no `delivered` in time" timers of the fallback, as they come due.
   const smsTimers = startSmsFallbackTimerWorker(context, lanes.fallback.sms)
   // Keywords' confirmations, sent from the users' business numbers: this role has the platform's settings.
@@ -77,6 +88,7 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
       await admitter.stop()
       await sentLogs.stop()
       await smsCalls.stop()
+      await smsPrices?.stop()
       await smsTimers.close()
       await lanes.close()
     },

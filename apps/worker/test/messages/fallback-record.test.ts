@@ -1,4 +1,5 @@
 import {
+  applyPlatformStatusTo,
   applySmsStatus,
   beginFallbackCall,
   createDb,
@@ -114,6 +115,46 @@ describe('deciding a fallback', () => {
       state: 'sent',
       providerStatus: 'queued',
     })
+  })
+})
+
+describe("WhatsApp's delivered after the message failed", () => {
+  /** A `failed` message WhatsApp took (its platform id), as a 131026 status leaves it. */
+  async function failedOnWhatsApp() {
+    const m = await message('failed')
+    const platformMessageId = `wamid.${m.messageId.replaceAll('-', '')}`
+    await database.sql`update messages set platform_message_id = ${platformMessageId}, last_error_code = '131026',
+      failed_at = now() where id = ${m.messageId}`
+    const report = (status: 'delivered' | 'read', at: Date) =>
+      applyPlatformStatusTo(client.db, { platformMessageId, messageId: m.messageId, status, at })
+    return { ...m, report }
+  }
+  const recorded = async (id: string) =>
+    (await database.sql`select status, delivered_at, read_at from messages where id = ${id}`)[0]
+
+  it('is recorded beside failed, once, the first report kept, and moves nothing', async () => {
+    const m = await failedOnWhatsApp()
+    const first = new Date(Date.now() - 5_000)
+    expect(await m.report('delivered', first)).toBeUndefined()
+    expect(await m.report('delivered', new Date())).toBeUndefined()
+    const row = await recorded(m.messageId)
+    expect(row?.status).toBe('failed')
+    expect(new Date(row?.delivered_at).toISOString()).toBe(first.toISOString())
+    expect(row?.read_at).toBeNull()
+    const read = new Date()
+    await m.report('read', read)
+    expect(new Date((await recorded(m.messageId))?.read_at).toISOString()).toBe(read.toISOString())
+    expect((await recorded(m.messageId))?.status).toBe('failed')
+  })
+
+  it('keeps a fallback from being decided, and withdraws one decided but not called', async () => {
+    const before = await failedOnWhatsApp()
+    await before.report('delivered', new Date())
+    expect(await decide(before)).toBe('refused')
+    const between = await failedOnWhatsApp()
+    expect(await decide(between)).toBe('decided')
+    await between.report('delivered', new Date())
+    expect(await begin(between)).toBe('withdrawn')
   })
 })
 

@@ -44,8 +44,12 @@ export function insertSenderKey(db: Db) {
   })
 }
 
-/** A database with one API key, a queue prefix, and a fake Cloud API. */
-export async function createDeliveryWorld() {
+/**
+ * A database with one API key, a queue prefix, and a fake Cloud API; on the run's Redis, or on
+ * `redisUrl` (a private one a test stops and starts).
+ */
+export async function createDeliveryWorld(options: { redisUrl?: string } = {}) {
+  const redisUrl = options.redisUrl ?? testRedisUrl()
   const database = await createTestDatabase()
   const queuePrefix = testQueuePrefix()
   const { db, close } = createDb(database.url, { max: 1 })
@@ -53,7 +57,7 @@ export async function createDeliveryWorld() {
   await close()
   const fake = await startFakeWhatsApp()
   const queue = new Queue<MessageJob>(QueueNames.messages, {
-    connection: { url: testRedisUrl() },
+    connection: { url: redisUrl },
     prefix: queuePrefix,
   })
   const workers: RunningWorker[] = []
@@ -61,7 +65,7 @@ export async function createDeliveryWorld() {
   /** The env a worker process of this world runs with: the Cloud API adapter on the fake. */
   const workerEnv = (env: Record<string, string> = {}) => ({
     DATABASE_URL: database.url,
-    REDIS_URL: testRedisUrl(),
+    REDIS_URL: redisUrl,
     QUEUE_PREFIX: queuePrefix,
     WORKER_QUEUES: 'messages',
     WHATSAPP_API_URL: fake.url,
@@ -75,6 +79,7 @@ export async function createDeliveryWorld() {
 
   return {
     sql: database.sql,
+    redisUrl,
     queuePrefix,
     queue,
     fake: fake as FakeWhatsApp,
@@ -90,7 +95,7 @@ export async function createDeliveryWorld() {
     },
     /** Tells running workers a sender changed, as the admin routes do. */
     async announceSenderChange(senderId: string) {
-      const redis = new Redis(testRedisUrl())
+      const redis = new Redis(redisUrl)
       await redis.publish(`${queuePrefix}:${SENDER_CHANGES_CHANNEL}`, senderId)
       redis.disconnect()
     },
@@ -112,7 +117,7 @@ export async function createDeliveryWorld() {
         ...fields,
       }
       const keys = fairKeys(queuePrefix, DEFAULT_SENDER_ID)
-      const redis = new Redis(testRedisUrl())
+      const redis = new Redis(redisUrl)
       await evalLuaScript(
         redis,
         FAIR_ENQUEUE_SCRIPT,

@@ -308,6 +308,9 @@ function laneDeps(claims: Redis, workerConnection: Redis, recordSql: Sql = sql, 
         armHolds || data.fallback?.afterSeconds !== undefined
           ? fallbackTimers.arm(data, sentAt)
           : Promise.resolve(false),
+      runNow: (data: MessageJob) => fallbackTimers.runNow(data),
+      runIfUndeliverable: (...args: Parameters<typeof fallbackTimers.runIfUndeliverable>) =>
+        fallbackTimers.runIfUndeliverable(...args),
     },
   }
 }

@@ -23,6 +23,8 @@ interface Facts {
     status: string | null
     error: { code: string; message: string } | null
     price?: { amount: string; currency: string }
+    /** WhatsApp reported it delivered then, whenever it came (after a failure too). */
+    whatsappDeliveredAt?: string
   }
 }
 
@@ -49,6 +51,14 @@ function FallbackFacts({ fallback }: { fallback: NonNullable<Facts['fallback']> 
           <dt>SMS price</dt>
           <dd>
             {fallback.price.amount} {fallback.price.currency}
+          </dd>
+        </>
+      ) : null}
+      {fallback.whatsappDeliveredAt ? (
+        <>
+          <dt>WhatsApp delivered</dt>
+          <dd>
+            <Time at={fallback.whatsappDeliveredAt} />
           </dd>
         </>
       ) : null}

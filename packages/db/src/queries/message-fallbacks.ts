@@ -221,6 +221,51 @@ export async function applySmsStatus(
   return row?.message_id
 }
 
+/** The SMS statuses after which the provider's price is asked for (its final ones). */
+export const SMS_PRICED_STATUSES = ['delivered', 'undelivered', 'failed']
+/** How many times an SMS's price is asked for before it is left unpriced. */
+export const SMS_PRICE_CHECKS = 24
+
+/**
+ * Takes the price checks due: SMS the provider took whose delivery ended (a final report) and have
+ * no price yet, never asked or asked `spacingMs` · 2^checks ago (at most 64 · `spacingMs`), at most
+ * SMS_PRICE_CHECKS times. Taking one stamps it (`price_checked_at`, `price_checks` + 1) in the same
+ * statement, rows locked by another taker skipped: two workers never ask for the same SMS at once.
+ */
+export async function takeDuePriceChecks(
+  sql: Sql,
+  options: { now: Date; spacingMs: number; limit: number },
+): Promise<Array<{ messageId: string; providerMessageId: string }>> {
+  const now = options.now.toISOString()
+  const rows = await sql<{ message_id: string; provider_message_id: string }[]>`
+    update message_fallbacks f set price_checked_at = ${now}::timestamptz, price_checks = f.price_checks + 1
+    where f.message_id in (
+      select message_id from message_fallbacks
+      where state = 'sent' and price is null and provider_status = any(${SMS_PRICED_STATUSES}::text[])
+        and provider_message_id is not null and price_checks < ${SMS_PRICE_CHECKS}
+        and (price_checked_at is null or price_checked_at
+          + make_interval(secs => ${options.spacingMs / 1000} * power(2, least(price_checks - 1, 6)))
+          <= ${now}::timestamptz)
+      order by price_checked_at nulls first
+      limit ${options.limit}
+      for update skip locked)
+    returning f.message_id, f.provider_message_id`
+  return rows.map((r) => ({ messageId: r.message_id, providerMessageId: r.provider_message_id }))
+}
+
+/** The provider's price of an SMS, as its Message resource said: kept once (a report's, if first, stays). */
+export async function recordSmsPrice(
+  sql: Sql,
+  priced: { messageId: string; price: { amount: string; currency: string }; at: Date },
+): Promise<boolean> {
+  const rows = await sql`
+    update message_fallbacks set price = ${priced.price.amount}::numeric, price_unit = ${priced.price.currency},
+      updated_at = greatest(updated_at, ${priced.at.toISOString()}::timestamptz)
+    where message_id = ${priced.messageId} and price is null
+    returning message_id`
+  return rows.length > 0
+}
+
 /** A message's fallback, for its view; undefined when it has none. */
 export async function findFallback(sql: Sql, messageId: string): Promise<MessageFallbackRow | undefined> {
   const [row] = await sql<Record<string, unknown>[]>`
@@ -263,6 +308,8 @@ function toFallbackRow(row: Record<string, unknown>): MessageFallbackRow {
     errorMessage: text(row.error_message),
     price: text(row.price),
     priceUnit: text(row.price_unit),
+    priceCheckedAt: date(row.price_checked_at),
+    priceChecks: Number(row.price_checks ?? 0),
     updatedAt: date(row.updated_at) as Date,
   }
 }

@@ -6,7 +6,7 @@ import {
   redactAfter,
   redactPayload,
 } from '@dispatch/contracts'
-import { and, eq, inArray, lt, type SQL, sql } from 'drizzle-orm'
+import { and, eq, inArray, isNull, lt, or, type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { writingToPeriods } from '../partitions.ts'
 import { type MessageRow, messages } from '../schema/messages.ts'
@@ -52,18 +52,31 @@ export async function applyPlatformStatus(db: Db, update: PlatformStatusUpdate):
   return (await applyPlatformStatusTo(db, update)) !== undefined
 }
 
-/** As applyPlatformStatus, answering the id of the message it moved (undefined: none moved). */
+/**
+ * As applyPlatformStatus, answering the id of the message it moved (undefined: none moved).
+ *
+ * A `delivered` or `read` of a message already `failed` (WhatsApp's word after a 131026, say, whose
+ * SMS fallback may have gone) moves nothing, as `failed` is final, but is recorded all the same in
+ * the same statement: its `delivered_at` (and `read_at`), the first report's time, so the record
+ * says both truthfully (docs/failover.md, "WhatsApp's word after the fallback"). A duplicate finds
+ * them set and writes nothing. `delivered_at` set is also what keeps a fallback not yet called from
+ * going (fallback record: decided only while it is null, withdrawn at the call).
+ */
 export async function applyPlatformStatusTo(
   db: Db,
   update: PlatformStatusUpdate,
 ): Promise<string | undefined> {
   const { status, recipient } = update
   const at = sql`${update.at.toISOString()}::timestamptz`
+  const reached = status === 'delivered' || status === 'read'
   const apply = (t: MessagesTable, found: SQL) =>
     db
       .update(t)
       .set({
-        status,
+        // Unchanged for a late report of a failed message: same status, so no status event.
+        status: reached
+          ? sql`case when ${t.status} < ${status}::message_status then ${status}::message_status else ${t.status} end`
+          : status,
         updatedAt: sql`now()`,
         ...(recipient?.phone ? { phone: sql`coalesce(${t.phone}, ${recipient.phone})` } : {}),
         ...(recipient?.userId ? { userId: sql`coalesce(${t.userId}, ${recipient.userId})` } : {}),
@@ -71,7 +84,7 @@ export async function applyPlatformStatusTo(
         ...(status === 'delivered' || status === 'read'
           ? { deliveredAt: sql`coalesce(${t.deliveredAt}, ${at})` }
           : {}),
-        ...(status === 'read' ? { readAt: update.at } : {}),
+        ...(status === 'read' ? { readAt: sql`coalesce(${t.readAt}, ${at})` } : {}),
         ...(status === 'failed'
           ? {
               failedAt: at,
@@ -80,21 +93,36 @@ export async function applyPlatformStatusTo(
             }
           : {}),
       })
-      .where(and(found, lt(t.status, status)))
-      .returning({ id: t.id, phone: t.phone, userId: t.userId })
+      .where(
+        and(
+          found,
+          status === 'delivered' || status === 'read'
+            ? or(lt(t.status, status), lateReport(t, status))
+            : lt(t.status, status),
+        ),
+      )
+      .returning({ id: t.id, status: t.status, phone: t.phone, userId: t.userId })
   const rows = await onPartitionOf(
     db,
     update.messageId,
     (day) => apply(day, platformIdIs(day, update.platformMessageId)),
     () => apply(messages, messageWithPlatformId(update.platformMessageId, update.messageId)),
   )
-  const [moved] = rows
+  const [written] = rows
   // A send names one of the two, so a message holding both got the other from a status.
-  if (moved?.phone && moved.userId && recipient) {
-    await rememberRecipientPair(db, { phone: moved.phone, userId: moved.userId }, update.at)
+  if (written?.phone && written.userId && recipient) {
+    await rememberRecipientPair(db, { phone: written.phone, userId: written.userId }, update.at)
   }
-  return moved?.id
+  // A late report recorded beside `failed` moved nothing.
+  return written?.status === status ? written.id : undefined
 }
+
+/** A `delivered` or `read` of a failed message not yet recorded (its first such report). */
+const lateReport = (t: MessagesTable, status: 'delivered' | 'read') =>
+  and(
+    eq(t.status, 'failed'),
+    status === 'read' ? or(isNull(t.deliveredAt), isNull(t.readAt)) : isNull(t.deliveredAt),
+  )
 
 /**
  * The record of a message scheduled for later, written by the API when it accepts it, so it is

@@ -1,5 +1,15 @@
 import { sql } from 'drizzle-orm'
-import { check, index, numeric, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core'
+import {
+  check,
+  index,
+  numeric,
+  pgTable,
+  smallint,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+} from 'drizzle-orm/pg-core'
 
 /** A fallback's life (docs/failover.md, "Channel fallback"): each state is entered once, forward only. */
 export const FALLBACK_STATES = ['decided', 'withdrawn', 'calling', 'sent', 'failed', 'unknown'] as const
@@ -46,6 +56,12 @@ export const messageFallbacks = pgTable(
     price: numeric({ precision: 12, scale: 5 }),
     /** Its currency (ISO 4217, `USD`). */
     priceUnit: text(),
+    /**
+     * The provider's Message resource asked for the price (the reports carry none): when last, and
+     * how often; see `takeDuePriceChecks`.
+     */
+    priceCheckedAt: timestamp({ withTimezone: true }),
+    priceChecks: smallint().notNull().default(0),
     updatedAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
@@ -60,6 +76,12 @@ export const messageFallbacks = pgTable(
     // second also finds those dropped with their message's partition (partitions.ts).
     index('message_fallbacks_api_key_accepted_at_idx').on(t.apiKeyId, t.acceptedAt, t.messageId),
     index('message_fallbacks_accepted_at_idx').on(t.acceptedAt, t.messageId),
+    // The SMS whose delivery ended without a price yet: the price checks' sweep (sms-price-sweep.ts).
+    index('message_fallbacks_price_due_idx')
+      .on(t.priceCheckedAt)
+      .where(
+        sql`${t.state} = 'sent' and ${t.price} is null and ${t.providerStatus} in ('delivered', 'undelivered', 'failed')`,
+      ),
     // A campaign's SMS, summed with its pricing.
     index('message_fallbacks_batch_id_idx').on(t.batchId).where(sql`${t.batchId} is not null`),
     check(

@@ -100,7 +100,7 @@ export const adminMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ...pageMeta(query.page, query.take, itemCount),
         itemCountExact,
         data: rows.map((row) => ({
-          ...withFallback(toAdminMessageView(row), fallbacks.get(row.id)),
+          ...withFallback(toAdminMessageView(row), fallbacks.get(row.id), row),
           clientName: names.get(row.apiKeyId),
         })),
       }

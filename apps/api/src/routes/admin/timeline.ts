@@ -38,7 +38,7 @@ export const adminTimelineRoutes: FastifyPluginAsyncTypebox = async (app) => {
       ])
       return {
         message: {
-          ...withFallback(toAdminMessageView(row), history.fallback),
+          ...withFallback(toAdminMessageView(row), history.fallback, row),
           clientName: names.get(row.apiKeyId),
         },
         request: row.payload as Record<string, unknown>,

@@ -1,6 +1,6 @@
 import { SmsStatusCallback } from '@dispatch/contracts'
 import { applySmsStatus, type Sql } from '@dispatch/db'
-import { isTwilioSignature } from '@dispatch/runtime/sms'
+import { isTwilioSignature, smsPriceOf } from '@dispatch/runtime/sms'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError } from '../../errors.ts'
 import { errorResponses } from '../../http/error-responses.ts'
@@ -59,7 +59,7 @@ export const smsStatusRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { MessageSid, MessageStatus, ErrorCode } = request.body
-      const price = priceOf(request.body.Price, request.body.PriceUnit)
+      const price = smsPriceOf(request.body.Price, request.body.PriceUnit)
       const moved = await applySmsStatus(db.$client as Sql, {
         providerMessageId: MessageSid,
         status: MessageStatus,
@@ -72,19 +72,4 @@ export const smsStatusRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return reply.code(204).send(null)
     },
   )
-}
-
-/**
- * A report's `Price` and `PriceUnit`, when it carries them (Twilio-shaped providers put the charge,
- * negative, on the message; some on its reports): the amount charged, positive, and its currency.
- * Anything unreadable is left out, never refused: the report's status still counts.
- */
-export function priceOf(
-  price: string | undefined,
-  unit: string | undefined,
-): { amount: string; currency: string } | undefined {
-  if (!price || !unit || !/^-?[0-9]{1,7}(\.[0-9]{1,5})?$/.test(price) || !/^[A-Za-z]{3}$/.test(unit)) {
-    return undefined
-  }
-  return { amount: price.replace(/^-/, ''), currency: unit.toUpperCase() }
 }

@@ -3,6 +3,7 @@ import type { Sql } from '@dispatch/db'
 import type { PlatformError } from '../../platforms/types.ts'
 import { MARKETING_STOPPED_CODE, recordMarketingStop } from '../consent/check.ts'
 import { fallBackAfterUndeliverable, UNDELIVERABLE_CODE } from '../sms-fallback.ts'
+import { handOn } from './fallback-triggers.ts'
 import type { Disposition, MessageDelivery } from './types.ts'
 
 /** A retry's place in the sender's pace, taken without holding up the job (a lost one is one message early). */
@@ -72,7 +73,10 @@ async function failedAttempt(delivery: MessageDelivery, error: PlatformError): P
   log.warn({ code: error.code, kind: error.kind, attempts, final }, 'delivery attempt failed')
   if (final && error.code === UNDELIVERABLE_CODE && data.fallback) {
     const sql = deps.db.$client as Sql
-    await fallBackAfterUndeliverable({ sql, sms: deps.sms, clock: () => new Date(), log }, data)
+    await fallBackAfterUndeliverable(
+      { sql, sms: deps.sms, clock: () => new Date(), log, handOn: handOn(deps) },
+      data,
+    )
   }
   return final
     ? { kind: 'failed', reason: `${error.code}: ${error.message}` }

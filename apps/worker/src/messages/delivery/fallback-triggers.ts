@@ -1,26 +1,83 @@
-import type { Sql } from '@dispatch/db'
+import type { MessageJob } from '@dispatch/contracts'
+import { findRecordedDelivery, type Sql } from '@dispatch/db'
 import { EXPIRED_RULE, fallBackFromJob } from '../sms-fallback.ts'
-import type { MessageDelivery } from './types.ts'
+import type { Disposition, MessageDelivery } from './types.ts'
+
+/** How long a job whose timer could not be armed (Redis away) waits before it tries again. */
+export const ARM_RETRY_MS = 5_000
+
+/** The fallback's timer or hold could not be written: the job keeps the SMS's text and runs again. */
+export class FallbackUnarmedError extends Error {
+  override name = 'FallbackUnarmedError'
+}
 
 /**
  * A message WhatsApp took that carries a fallback: its timer armed (fallback-timer.ts) before the
  * job completes, so a process killed before this leaves the job to run again, find its send and
  * arm it then: "no `delivered` in time" with `afterSeconds`, else a hold that a 131026 reported
- * later by a status webhook runs. Nothing for any other message.
+ * later by a status webhook runs. Nothing for any other message. False: it could not be written
+ * (Redis away); the job must not complete then, since it alone holds the SMS's text (see `unarmed`).
  */
-export async function armFallbackTimer({ data, deps, log }: MessageDelivery): Promise<void> {
-  if (data.fallback === undefined || !deps.fallbackTimers) return
+export async function armFallbackTimer({ data, deps, log }: MessageDelivery): Promise<boolean> {
+  if (data.fallback === undefined || !deps.fallbackTimers) return true
   try {
     await deps.fallbackTimers.arm(data, new Date())
+    return true
   } catch (error) {
-    // Unarmed, no SMS follows WhatsApp's `sent`: at most once holds; the miss is logged for ops.
-    log.error({ err: error }, 'sms fallback timer not armed; no sms will follow if it is not delivered')
+    log.error({ err: error }, 'sms fallback timer not armed; the job runs again to arm it')
+    return false
   }
+}
+
+/**
+ * The timer of a message an earlier run sent, armed by this one (that run was killed, or could not
+ * arm it): armed now, then run at once if the record already says 131026 (a status webhook that
+ * came meanwhile found nothing to run). False: not armed (Redis away), see `unarmed`.
+ */
+export async function armLate(delivery: MessageDelivery): Promise<boolean> {
+  if (!(await armFallbackTimer(delivery))) return false
+  const { data, deps, log } = delivery
+  try {
+    const recorded = await findRecordedDelivery(deps.db, data.messageId)
+    if (recorded && (await deps.fallbackTimers?.runIfUndeliverable(data, recorded))) {
+      log.info('sms fallback armed after a 131026 was recorded; run now')
+    }
+    return true
+  } catch (error) {
+    log.error({ err: error }, 'sms fallback armed late, its record not read; the job runs again')
+    return false
+  }
+}
+
+/**
+ * A message sent (or found sent) whose timer could not be armed: instead of completing, its job
+ * goes again in ARM_RETRY_MS, unspent, the platform id kept on it. The run that follows finds the
+ * send (never sends again) and arms the timer then; Redis away for longer, the job's lock lapses and
+ * it is retaken as stalled, with the same outcome. The send's record goes on as it would.
+ */
+export function unarmed(sent: {
+  platformMessageId: string
+  fallbackUsed?: boolean | undefined
+}): Disposition {
+  return {
+    kind: 'again',
+    error: new FallbackUnarmedError('The SMS fallback timer could not be armed (Redis away)'),
+    spent: false,
+    delayMs: ARM_RETRY_MS,
+    sent: { platformMessageId: sent.platformMessageId, fallbackUsed: sent.fallbackUsed === true },
+  }
+}
+
+/** Where a job's fallback steps that could not be taken go on: its timer due now (fallback-timer.ts). */
+export const handOn = (deps: MessageDelivery['deps']) => {
+  const timers = deps.fallbackTimers
+  return timers ? (data: MessageJob) => timers.runNow(data) : undefined
 }
 
 /** Its validity ended before it went, recorded `expired`: its `fallback.sms` goes instead. */
 export async function fallBackAfterExpiry({ data, deps, log }: MessageDelivery): Promise<void> {
   if (!data.fallback) return
   const sql = deps.db.$client as Sql
-  await fallBackFromJob({ sql, sms: deps.sms, clock: () => new Date(), log }, data, EXPIRED_RULE)
+  const steps = { sql, sms: deps.sms, clock: () => new Date(), log, handOn: handOn(deps) }
+  await fallBackFromJob(steps, data, EXPIRED_RULE)
 }

@@ -71,7 +71,7 @@ export interface DeliveryDeps {
   /** The SMS provider of the channel fallback (SMS_PROVIDER); none: a decided fallback fails. */
   sms?: SmsProvider | undefined
   /** The "no `delivered` in time" timers of the fallback (fallback-timer.ts); none: never armed. */
-  fallbackTimers?: Pick<SmsFallbackTimers, 'arm'> | undefined
+  fallbackTimers?: Pick<SmsFallbackTimers, 'arm' | 'runNow' | 'runIfUndeliverable'> | undefined
 }
 
 /** How one job runs one message: the single job's own run, or one message of a bundle. */
@@ -106,6 +106,8 @@ export type Disposition =
       spent: boolean
       delayMs?: number
       held?: { sendAt: string; scheduledReason: 'messaging_limit' }
+      /** Sent already (its fallback's timer not armed): kept on the job, so its next run never sends. */
+      sent?: { platformMessageId: string; fallbackUsed: boolean }
     }
   /** Not sent: the sender is paused (a platform rate limit, a refused token); back in the queue. */
   | { kind: 'held' }

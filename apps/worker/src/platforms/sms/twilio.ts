@@ -1,4 +1,5 @@
 import { toStorableText } from '@dispatch/contracts'
+import { smsPriceOf } from '@dispatch/runtime/sms'
 import { classifySmsAnswer, classifySmsTransportFailure } from './classify.ts'
 import { type SmsAccepted, type SmsProvider, SmsProviderError, type SmsSend } from './types.ts'
 
@@ -29,8 +30,29 @@ interface TwilioAnswer {
 export function createTwilioSmsProvider(options: TwilioOptions): SmsProvider {
   const url = `${options.apiUrl.replace(/\/+$/, '')}/2010-04-01/Accounts/${encodeURIComponent(options.accountSid)}/Messages.json`
   const authorization = `Basic ${Buffer.from(`${options.accountSid}:${options.authToken}`).toString('base64')}`
+  const messageUrl = (sid: string) => url.replace(/\.json$/, `/${encodeURIComponent(sid)}.json`)
   return {
     name: 'twilio',
+    /**
+     * The Message resource (`GET …/Messages/{Sid}.json`): its `price` (negative, the charge) and
+     * `price_unit`, null until the provider has priced it. A refusal or an unreadable answer throws.
+     */
+    async price(providerMessageId: string) {
+      const response = await fetch(messageUrl(providerMessageId), {
+        headers: { authorization },
+        signal: AbortSignal.timeout(options.timeoutMs),
+      })
+      if (!response.ok) {
+        await response.body?.cancel()
+        throw new Error(`The SMS provider answered ${response.status} for the SMS's record`)
+      }
+      const answer = (await response.json()) as { price?: unknown; price_unit?: unknown }
+      // A string in Twilio's answers ("-0.00750"); a number from some providers of its shape.
+      const price =
+        typeof answer.price === 'string' || typeof answer.price === 'number' ? String(answer.price) : null
+      const unit = typeof answer.price_unit === 'string' ? answer.price_unit : null
+      return smsPriceOf(price, unit)
+    },
     async send({ to, text }: SmsSend): Promise<SmsAccepted> {
       const form = new URLSearchParams({ To: to, Body: text })
       if (options.messagingServiceSid) form.set('MessagingServiceSid', options.messagingServiceSid)

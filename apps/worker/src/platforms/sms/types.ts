@@ -17,6 +17,11 @@ export interface SmsAccepted {
 export interface SmsProvider {
   readonly name: string
   send(sms: SmsSend): Promise<SmsAccepted>
+  /**
+   * What the provider charged for an SMS it took, as its record of the SMS says now: undefined while
+   * it says none (a price comes a while after the delivery). Absent: the provider tells no prices.
+   */
+  price?(providerMessageId: string): Promise<{ amount: string; currency: string } | undefined>
 }
 
 export type SmsFailureKind =

@@ -46,7 +46,7 @@ export const messageListRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> =
       return {
         ...pageMeta(query.page, query.take, itemCount),
         itemCountExact,
-        data: rows.map((row) => withFallback(toMessageView(row), fallbacks.get(row.id))),
+        data: rows.map((row) => withFallback(toMessageView(row), fallbacks.get(row.id), row)),
       }
     },
   )

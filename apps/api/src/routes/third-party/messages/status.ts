@@ -27,7 +27,11 @@ export const messageStatusRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions>
     async (request) => {
       const found = await findRequestedMessage(app, request)
       if (!('row' in found)) return viewFromJob(found.job, found.state, found.claim)
-      return withFallback(toMessageView(found.row), await ownFallback(app.deps, request.apiKey, found.row.id))
+      return withFallback(
+        toMessageView(found.row),
+        await ownFallback(app.deps, request.apiKey, found.row.id),
+        found.row,
+      )
     },
   )
 }

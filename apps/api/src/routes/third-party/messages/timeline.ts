@@ -41,7 +41,7 @@ export const messageTimelineRoutes: FastifyPluginAsyncTypebox<MessageRouteOption
           entry.kind === 'retried' ? { ...entry, summary: 'Retried by an admin' } : entry,
         )
         return {
-          message: withFallback(toMessageView(found.row), history.fallback),
+          message: withFallback(toMessageView(found.row), history.fallback, found.row),
           request: found.row.payload as Record<string, unknown>,
           entries,
         }

@@ -1,7 +1,7 @@
 /**
  * Tells a dependency that cannot be reached (Postgres or Redis down, restarting, out of connections)
- * from a bug. The first is `503 SERVICE_UNAVAILABLE` with `Retry-After`: the request was fine and
- * will work shortly. Only the second is `500 INTERNAL_ERROR`.
+ * from a bug. The API answers the first `503 SERVICE_UNAVAILABLE` with `Retry-After` (the request was
+ * fine and will work shortly), the workers wait it out; only the second is `500 INTERNAL_ERROR`.
  */
 
 /** Socket-level failures, from Node, the `postgres` driver and ioredis alike. */
