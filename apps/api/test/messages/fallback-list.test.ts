@@ -143,6 +143,14 @@ describe("a key's list by channel and fallback", () => {
     expect((await keyList({ channel: 'whatsapp' })).names).toEqual(['m6', 'm4', 'm3'])
     expect((await keyList({ fallback: ['none'] })).names).toEqual(['m4'])
     expect((await keyList({ fallback: ['none', 'failed'] })).names).toEqual(['m4', 'm3'])
+    // Counted in the key's index order (`countsAlongKeyIndex`): the whole list, past a short page.
+    expect(await keyList({ channel: 'whatsapp', take: 1 })).toEqual({ names: ['m6'], count: 3, exact: true })
+    expect(await keyList({ fallback: ['none'], take: 1 })).toEqual({ names: ['m4'], count: 1, exact: true })
+    expect(await keyList({ channel: 'whatsapp', status: ['delivered'], take: 1 })).toEqual({
+      names: ['m6'],
+      count: 2,
+      exact: true,
+    })
   })
 })
 

@@ -25,6 +25,10 @@ const STATUS_TIMES = [
   ['canceled', 'canceled_at'],
 ] as const
 
+/** Past this much acceptance time, the chart's messages are read in CHART_SLICES statements at once. */
+const SLICED_PAST_MS = 86_400_000
+const CHART_SLICES = 3
+
 /**
  * The overview's chart: per bucket since `since`, how many messages were accepted and how many
  * reached each later status. Each status has its own time column; the messages read are the ones
@@ -34,36 +38,83 @@ const STATUS_TIMES = [
  * In two steps: the messages are first counted by their buckets, one per status (null before
  * `since`), which folds the range's rows into the few combinations they make (a message is mostly
  * sent and delivered within its acceptance's bucket); only those are then spread into (bucket,
- * status) pairs. Spreading every message into seven rows first made the 7-day chart 3× slower
- * (bench:message-search), growing with the messages past a second at 10 M.
+ * status) pairs. Spreading every message into seven rows first made the 7-day chart 3× slower.
+ *
+ * Reading the messages is most of the time (at 10 M messages, the 7-day chart reads 800,000), and
+ * Postgres reads them in one process: it cannot count the fold in parallel workers, since it
+ * expects a group per message (it multiplies the seven columns' distinct values). So a long window
+ * (over a day: the 7-day chart) is cut into CHART_SLICES spans of acceptance time, counted by as
+ * many statements at once, on as many connections, and summed here (bench:message-search,
+ * docs/benchmarks-paths.md). `until` only places the cuts: every message from `acceptedSince` on
+ * is counted whatever it is.
  */
 export async function messagesPerMinute(
   db: Db,
   since: Date,
   acceptedSince: Date,
   bucketSeconds = 60,
+  options: { until?: Date; slices?: number } = {},
 ): Promise<MinuteRow[]> {
+  const from = acceptedSince.getTime()
+  const until = (options.until ?? new Date()).getTime()
+  const wanted = options.slices ?? (until - from > SLICED_PAST_MS ? CHART_SLICES : 1)
+  const slices = until > from ? Math.max(1, Math.trunc(wanted)) : 1
+  const cuts = Array.from(
+    { length: slices - 1 },
+    (_, i) => new Date(from + ((until - from) * (i + 1)) / slices),
+  )
+  const spans = [acceptedSince, ...cuts].map((start, i) => ({ start, end: cuts[i] }))
+  const counted = await Promise.all(spans.map((span) => chartSlice(db, since, span, bucketSeconds)))
+  const sums = new Map<string, MinuteRow>()
+  for (const row of counted.flat()) {
+    const key = `${row.minute.getTime()} ${row.status}`
+    const sum = sums.get(key)
+    if (sum) sum.count += row.count
+    else sums.set(key, { ...row })
+  }
+  return [...sums.values()].sort((a, b) => a.minute.getTime() - b.minute.getTime())
+}
+
+/**
+ * The chart's counts over the messages accepted in `span` (`end` excluded; none: to the last).
+ *
+ * The seven buckets are folded as one array, computed in a subquery the planner keeps apart
+ * (`offset 0`): grouped by seven expressions over the time columns, Postgres expects a group per
+ * message and may sort them all on seven keys (spilling past `work_mem`); of one value it knows
+ * nothing of, it expects 200 groups and hashes them (a few thousand at 10 M messages). JIT is off
+ * for the statement (`set local`, in its own transaction): the plan's cost passes JIT's thresholds
+ * with the traffic, and compiling it took longer than running it (626–756 ms against 85–146 at
+ * 1 M messages).
+ */
+async function chartSlice(db: Db, since: Date, span: { start: Date; end?: Date }, bucketSeconds: number) {
   const bucket = sql`${`${Math.trunc(bucketSeconds)} seconds`}::interval`
   const from = sql`${since.toISOString()}::timestamptz`
   // Buckets start at whole multiples of their size since the epoch (a minute, a quarter hour, an hour).
   const binned = STATUS_TIMES.map(
-    ([status, column]) =>
-      sql`case when m.${sql.raw(column)} >= ${from} then date_bin(${bucket}, m.${sql.raw(column)}, timestamptz 'epoch') end as ${sql.raw(status)}`,
+    ([, column]) =>
+      sql`case when m.${sql.raw(column)} >= ${from} then date_bin(${bucket}, m.${sql.raw(column)}, timestamptz 'epoch') end`,
   )
-  const spread = STATUS_TIMES.map(([status]) => sql`(${status}, g.${sql.raw(status)})`)
-  const rows = await db.execute<{ minute: Date; status: string; count: string }>(
-    sql`select t.minute, t.status, sum(g.n)::text as count
-      from (
-        select ${sql.join(binned, sql`, `)}, count(*) as n
-        from messages m
-        where m.accepted_at >= ${acceptedSince.toISOString()}::timestamptz
-        group by 1, 2, 3, 4, 5, 6, 7
-      ) g
-      cross join lateral (values ${sql.join(spread, sql`, `)}) as t(status, minute)
-      where t.minute is not null
-      group by 1, 2
-      order by 1`,
-  )
+  const spread = STATUS_TIMES.map(([status], i) => sql`(${status}, g.buckets[${sql.raw(String(i + 1))}])`)
+  const before = span.end ? sql`and m.accepted_at < ${span.end.toISOString()}::timestamptz` : sql``
+  const rows = await db.transaction(async (tx) => {
+    await tx.execute(sql`set local jit = off`)
+    return tx.execute<{ minute: Date; status: string; count: string }>(
+      sql`select t.minute, t.status, sum(g.n)::text as count
+        from (
+          select b.buckets, count(*) as n
+          from (
+            select array[${sql.join(binned, sql`, `)}] as buckets
+            from messages m
+            where m.accepted_at >= ${span.start.toISOString()}::timestamptz ${before}
+            offset 0
+          ) b
+          group by b.buckets
+        ) g
+        cross join lateral (values ${sql.join(spread, sql`, `)}) as t(status, minute)
+        where t.minute is not null
+        group by 1, 2`,
+    )
+  })
   return rows.map((row) => ({ minute: new Date(row.minute), status: row.status, count: Number(row.count) }))
 }
 

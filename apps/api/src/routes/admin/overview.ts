@@ -66,7 +66,7 @@ export const adminOverviewRoutes: FastifyPluginAsyncTypebox = async (app) => {
     // A message reaching a status in the range was accepted at most its validity before it.
     const acceptedSince = new Date(since.getTime() - config.MESSAGE_VALIDITY_SECONDS * 1000)
     const [minutes, queues, senders, endpoints, errors] = await Promise.all([
-      messagesPerMinute(db, since, acceptedSince, bucketSeconds),
+      messagesPerMinute(db, since, acceptedSince, bucketSeconds, { until: now }),
       switchboard.list(),
       listAllSenders(db),
       failingWebhookEndpoints(db, hourAgo),
