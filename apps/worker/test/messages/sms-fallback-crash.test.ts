@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { QueueNames } from '@dispatch/contracts'
 import { createDb, findFallback } from '@dispatch/db'
@@ -137,6 +138,81 @@ it('SIGKILL during the call of a "no delivered in time" timer: retaken, it sends
   } finally {
     await events.close()
     await timers.close()
+    await client.close()
+  }
+}, 120_000)
+
+it('SIGKILL after 131026 is recorded failed, before the fallback is decided: the retaken job sends the SMS, once', async () => {
+  const phone = '+4915112999003'
+  const messageId = randomUUID()
+  world.fake.script(graphError(131026, 'Message undeliverable'))
+  sms.script({ status: 201, body: { sid: 'SMrerun', status: 'queued' } })
+  const client = createDb(dbUrl(), { max: 2 })
+  // Holds the worker at the decision: an uncommitted row of the message's fallback, which its
+  // insert waits on, so the process dies with `failed` committed and nothing decided.
+  const holder = await client.sql.reserve()
+  try {
+    await holder`begin`
+    await holder`insert into message_fallbacks
+      (message_id, accepted_at, api_key_id, reason, state, decided_at, updated_at)
+      values (${messageId}, now(), ${randomUUID()}, 'whatsapp_undeliverable', 'decided', now(), now())`
+    await world.enqueue(
+      { type: 'text', body: { ...text().body, phone } } as ReturnType<typeof text>,
+      messageId,
+      { fallback: { sms: { text: 'Your order has shipped' } } },
+    )
+    const child = spawn(process.execPath, [MAIN], {
+      env: { ...process.env, ...world.workerEnv(smsEnv()), LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    })
+    children.push(child)
+    let stderr = ''
+    child.stderr?.on('data', (chunk) => (stderr += chunk))
+    const exited = new Promise((resolve) => child.once('exit', resolve))
+    const [waiting] = await waitFor(
+      async () => {
+        const rows = await client.sql<{ pid: number }[]>`select pid from pg_stat_activity
+          where datname = current_database() and wait_event_type = 'Lock'
+            and query like '%insert into message_fallbacks%'`
+        return rows.length > 0 ? rows : false
+      },
+      { what: 'the fallback decision under way', timeoutMs: 45_000 },
+    ).catch(async (error) => {
+      throw new Error(
+        `${error.message}; message ${JSON.stringify(await world.message(messageId))}; worker: ${stderr}`,
+      )
+    })
+    expect((await world.message(messageId))?.status).toBe('failed')
+    child.kill('SIGKILL')
+    await exited
+    // Its backend ends too, so the dead process's insert never commits; the row held goes.
+    await client.sql`select pg_terminate_backend(${waiting?.pid as number})`
+    await holder`rollback`
+  } finally {
+    holder.release()
+  }
+  try {
+    expect(await findFallback(client.sql, messageId)).toBeUndefined()
+    expect(sms.requests.filter((r) => r.params.To === phone)).toHaveLength(0)
+    // Another worker retakes the stalled job: it finds the message failed with 131026 and falls back.
+    const second = await world.startWorker(smsEnv())
+    await waitFor(() => jobDone(messageId), {
+      what: 'the job retaken and finished',
+      timeoutMs: 30_000,
+    }).catch((error) => {
+      throw new Error(`${error.message}: ${second.logs.text().slice(-3000)}`)
+    })
+    await second.close()
+    expect(sms.requests.filter((r) => r.params.To === phone)).toHaveLength(1)
+    expect(await findFallback(client.sql, messageId)).toMatchObject({
+      state: 'sent',
+      reason: 'whatsapp_undeliverable',
+      providerMessageId: 'SMrerun',
+    })
+    expect((await world.message(messageId))?.status).toBe('failed')
+    // WhatsApp was asked once: the retaken job found the failure recorded and did not try again.
+    expect(world.fake.requests.filter((r) => r.messageId === messageId)).toHaveLength(1)
+  } finally {
     await client.close()
   }
 }, 120_000)

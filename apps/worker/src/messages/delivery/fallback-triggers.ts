@@ -1,6 +1,6 @@
 import type { MessageJob } from '@dispatch/contracts'
 import { findRecordedDelivery, type Sql } from '@dispatch/db'
-import { EXPIRED_RULE, fallBackFromJob } from '../sms-fallback.ts'
+import { EXPIRED_RULE, fallBackFromJob, UNDELIVERABLE_CODE, UNDELIVERABLE_RULE } from '../sms-fallback.ts'
 import type { Disposition, MessageDelivery } from './types.ts'
 
 /** How long a job whose timer could not be armed (Redis away) waits before it tries again. */
@@ -80,4 +80,20 @@ export async function fallBackAfterExpiry({ data, deps, log }: MessageDelivery):
   const sql = deps.db.$client as Sql
   const steps = { sql, sms: deps.sms, clock: () => new Date(), log, handOn: handOn(deps) }
   await fallBackFromJob(steps, data, EXPIRED_RULE)
+}
+
+/**
+ * Found recorded `failed` by a run that follows (the one that recorded it was killed before its
+ * fallback was decided, failed-send.ts): with 131026 and a `fallback.sms`, the steps taken now. A
+ * fallback already decided or settled by that run is left as it is (`decideFallback`,
+ * `beginFallbackCall`). Nothing for a message without a fallback or failed otherwise.
+ */
+export async function fallBackAfterUndeliverableRecorded(
+  { data, deps, log }: MessageDelivery,
+  lastErrorCode: string | null,
+): Promise<void> {
+  if (!data.fallback || lastErrorCode !== UNDELIVERABLE_CODE) return
+  const sql = deps.db.$client as Sql
+  const steps = { sql, sms: deps.sms, clock: () => new Date(), log, handOn: handOn(deps) }
+  await fallBackFromJob(steps, data, UNDELIVERABLE_RULE)
 }

@@ -1,6 +1,6 @@
 import { findLoggedSent, findRecordedDelivery } from '@dispatch/db'
 import { FINAL_OUTCOMES } from '@dispatch/runtime/message-handoff'
-import { fallBackAfterExpiry } from './fallback-triggers.ts'
+import { fallBackAfterExpiry, fallBackAfterUndeliverableRecorded } from './fallback-triggers.ts'
 import type { Disposition, MessageDelivery } from './types.ts'
 
 const alreadySent = (platformMessageId: string): Disposition => ({
@@ -33,6 +33,9 @@ async function recordedSend(delivery: MessageDelivery): Promise<Disposition | un
   }
   if (recorded.status === 'failed') {
     log.info('message already failed; not sending it again')
+    // A run killed between recording 131026's `failed` and its fallback's decision: the steps
+    // taken again; the record lets one run call, so never an SMS twice.
+    await fallBackAfterUndeliverableRecorded(delivery, recorded.lastErrorCode)
     return { kind: 'failed', reason: 'The message already failed; an admin retry sends it again' }
   }
   return undefined
