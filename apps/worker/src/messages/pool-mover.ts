@@ -256,7 +256,7 @@ export class PoolMover {
     await this.#redis
       .set(
         stickyKey,
-        encodeSticky({ senderId: to, inboundAt: 0 }),
+        encodeSticky({ senderId: to, inboundAt: 0, writtenAt: at.getTime() }),
         'PX',
         this.#context.config.POOL_STICKY_TTL_DAYS * 86_400_000,
       )

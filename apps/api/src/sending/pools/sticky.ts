@@ -1,9 +1,11 @@
 import { join } from 'node:path'
-import { decodeSticky, encodeSticky, poolStickyKey, type StickyRecord } from '@dispatch/runtime'
+import { decodeSticky, encodeSticky, poolStickyKey, type StickyRecord, stickyAging } from '@dispatch/runtime'
 import { defineLuaCommand, type LuaCall, luaScripts } from '@dispatch/runtime/lua-scripts'
 import { type RedisClient, turnBatched, turnBatchedGet } from '@dispatch/runtime/redis'
 
 const SET_RECORDS = luaScripts(join(import.meta.dirname, 'lua'), ['setStickyRecords']).setStickyRecords
+
+const unread = () => null
 
 /** A record to write: the recipient now sticks to `senderId` (inbound time 0 unless they wrote to it). */
 export interface StickyWrite extends StickyRecord {
@@ -14,7 +16,7 @@ export interface StickyWrite extends StickyRecord {
 /**
  * The pools' sticky records in Redis (packages/runtime/src/pool-sticky.ts for the layout): read for
  * every pooled send, every read of a turn of the event loop in one MGET (a GET each on a Cluster);
- * written only when a recipient's number changes, or they reply.
+ * written only when a recipient's number changes, they reply, or a send finds it past half its life.
  */
 export class StickyStore {
   readonly #redis: RedisClient
@@ -40,6 +42,16 @@ export class StickyStore {
   /** The recipient's record in the pool, or undefined (none, or expired). Rejects when Redis fails. */
   read(poolId: string, recipient: string, _now?: number): Promise<StickyRecord | undefined> {
     return this.#get(poolStickyKey(this.#prefix, poolId, recipient)).then(decodeSticky)
+  }
+
+  /** The same read started early for a single send: never rejects (null when Redis failed). */
+  prefetch(poolId: string, recipient: string): Promise<StickyRecord | undefined | null> {
+    return this.#get(poolStickyKey(this.#prefix, poolId, recipient)).then(decodeSticky, unread)
+  }
+
+  /** Whether a send that keeps `record` writes it again: past half its life (`stickyAging`). */
+  aging(record: StickyRecord, now: number): boolean {
+    return stickyAging(record, this.#ttlMs, now)
   }
 
   /**
