@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { decodeSticky, encodeSticky, stickyAging } from './pool-sticky.ts'
+import { decodeSticky, encodeSticky, stickyAging, stickyLifeMs } from './pool-sticky.ts'
 
 const DAY = 86_400_000
 const SENDER = '0b7c4d36-5a7e-4c4e-9d0e-2f1a3b4c5d6e'
@@ -27,12 +27,13 @@ describe("a pool's sticky record", () => {
     expect(decodeSticky(`${SENDER} x y`)).toEqual({ senderId: SENDER, inboundAt: 0, writtenAt: 0 })
   })
 
-  it('is written again by a send once half its life has gone, not before', () => {
+  it('lives twice the configured time, and is written again by a send once it is that old, not before', () => {
     const now = 1_765_000_000_000
     const at = (ageDays: number) => ({ senderId: SENDER, inboundAt: 0, writtenAt: now - ageDays * DAY })
+    expect(stickyLifeMs(30 * DAY)).toBe(60 * DAY)
     expect(stickyAging(at(0), 30 * DAY, now)).toBe(false)
-    expect(stickyAging(at(14.9), 30 * DAY, now)).toBe(false)
-    expect(stickyAging(at(15), 30 * DAY, now)).toBe(true)
-    expect(stickyAging(at(29), 30 * DAY, now)).toBe(true)
+    expect(stickyAging(at(29.9), 30 * DAY, now)).toBe(false)
+    expect(stickyAging(at(30), 30 * DAY, now)).toBe(true)
+    expect(stickyAging(at(59), 30 * DAY, now)).toBe(true)
   })
 })

@@ -4,8 +4,8 @@
  * the record was last written.
  *
  * One small string per pool and recipient, `<senderId> <last inbound ms, 0: none> <written ms>`,
- * expiring `POOL_STICKY_TTL_DAYS` after it was last written (a change of number, a reply, or a
- * send once half its life has gone: `stickyAging`). A string, not a field of a pool's hash: a send
+ * expiring twice `POOL_STICKY_TTL_DAYS` after it was last written (a change of number, a reply, or
+ * a send once it is `POOL_STICKY_TTL_DAYS` old: `stickyLifeMs`, `stickyAging`). A string, not a field of a pool's hash: a send
  * reads it in the MGET its turn of the event loop already makes (`turnBatchedGet`), so the lookup
  * costs no command of its own, and Redis expires each record on its own. Not hash-tagged: a big
  * pool's recipients spread over a Cluster's slots.
@@ -44,10 +44,17 @@ export function decodeSticky(value: string | null | undefined): StickyRecord | u
 }
 
 /**
- * Whether a record a send keeps is past half its life (`ttlMs`), so the send writes it again: a
- * recipient sent to at least that often never loses their number to the expiry (and is never
- * spread afresh mid-conversation), at one write per recipient per half-life; a send within the
- * first half writes nothing.
+ * How long a record lives from its write: twice `POOL_STICKY_TTL_DAYS` (`ttlMs`), so that with the
+ * rewrite below a recipient is remembered at least `ttlMs` after the last send to them or reply
+ * from them, and at most twice that.
+ */
+export const stickyLifeMs = (ttlMs: number) => 2 * ttlMs
+
+/**
+ * Whether a record a send keeps is written again: once less than `ttlMs` of its life is left (it
+ * is `ttlMs` old). A recipient sent to at least that often never loses their number to the expiry
+ * (and is never spread afresh mid-conversation), at one write per recipient per `ttlMs`; a send to
+ * a younger record writes nothing.
  */
 export const stickyAging = (record: StickyRecord, ttlMs: number, now: number) =>
-  now - record.writtenAt >= ttlMs / 2
+  now - record.writtenAt >= ttlMs

@@ -186,25 +186,28 @@ describe("a pooled key's sends", () => {
     expect(counts.c).toBeGreaterThan(Math.max(counts.a, counts.b))
   })
 
-  it('write the recipient’s record when it is new and again once past half its life, else nothing', async () => {
+  it('write the recipient’s record when it is new and again once POOL_STICKY_TTL_DAYS old, else nothing', async () => {
     const phone = '+5511955500501'
     const redis = app.deps.redis
     const key = poolStickyKey(world.queuePrefix, pool.id, phone)
-    const ttlMs = 30 * 86_400_000 // POOL_STICKY_TTL_DAYS' default
+    const DAY = 86_400_000
+    const ttlMs = 30 * DAY // POOL_STICKY_TTL_DAYS' default
     const first = await sendTo(pooled, phone)
     const written = await waitFor(() => redis.get(key).then((v) => v ?? undefined), { what: 'the record' })
     expect(decodeSticky(written)?.senderId).toBe(first.senderId)
-    // Sent to again within the first half of its life: the record is not written (same value).
+    // It lives twice the configured time.
+    expect(await redis.pttl(key)).toBeGreaterThan(2 * ttlMs - 60_000)
+    // Sent to again while younger than the configured time: not written (the same value).
     await sendTo(pooled, phone)
     expect(await redis.get(key)).toBe(written)
-    // Past half its life (16 of 30 days), with their window's time in it: written again by the next
-    // send, for a full life, the window's time kept.
+    // 31 days old, with their window's time in it: written again by the next send, for a whole
+    // life, the window's time kept.
     const aged = {
       senderId: first.senderId as string,
       inboundAt: 1_700_000_000_000,
-      writtenAt: Date.now() - 16 * 86_400_000,
+      writtenAt: Date.now() - 31 * DAY,
     }
-    await redis.set(key, encodeSticky(aged), 'PX', 14 * 86_400_000)
+    await redis.set(key, encodeSticky(aged), 'PX', 29 * DAY)
     const again = await sendTo(pooled, phone)
     expect(again.senderId).toBe(first.senderId)
     const refreshed = await waitFor(
@@ -215,7 +218,7 @@ describe("a pooled key's sends", () => {
       { what: 'the record written again' },
     )
     expect(refreshed).toMatchObject({ senderId: first.senderId, inboundAt: aged.inboundAt })
-    expect(await redis.pttl(key)).toBeGreaterThan(ttlMs - 60_000)
+    expect(await redis.pttl(key)).toBeGreaterThan(2 * ttlMs - 60_000)
     // A record of the older layout (no write time) is written again in the new one.
     await redis.set(key, `${first.senderId} 0`, 'PX', ttlMs)
     await sendTo(pooled, phone)

@@ -52,7 +52,7 @@ export function prefetchSticky(
  * recipient sticks to while it may, else the spread by weight over the healthy members. Each job
  * is set to go through the chosen sender and carries the pool; a send whose recipient changes
  * number carries the new sticky record, written once it is stored, and so does one whose record
- * is past half its life (`stickyAging`); any other send writes nothing. A pool this process has not
+ * is POOL_STICKY_TTL_DAYS old (`stickyAging`); any other send writes nothing. A pool this process has not
  * loaded sends through the key's own sender; a sticky record Redis could not read is none.
  */
 export async function choosePoolSenders(
@@ -119,7 +119,7 @@ export async function choosePoolSenders(
     if (record?.senderId !== choice.senderId) {
       message.sticky = { poolId, recipient, senderId: choice.senderId, inboundAt: 0, writtenAt: now }
     } else if (sending.sticky.aging(record, now)) {
-      // Kept, but past half its life: written again, their window with it kept.
+      // Kept, but POOL_STICKY_TTL_DAYS old: written again, their window with it kept.
       message.sticky = {
         poolId,
         recipient,

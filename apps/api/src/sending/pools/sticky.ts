@@ -1,5 +1,12 @@
 import { join } from 'node:path'
-import { decodeSticky, encodeSticky, poolStickyKey, type StickyRecord, stickyAging } from '@dispatch/runtime'
+import {
+  decodeSticky,
+  encodeSticky,
+  poolStickyKey,
+  type StickyRecord,
+  stickyAging,
+  stickyLifeMs,
+} from '@dispatch/runtime'
 import { defineLuaCommand, type LuaCall, luaScripts } from '@dispatch/runtime/lua-scripts'
 import { type RedisClient, turnBatched, turnBatchedGet } from '@dispatch/runtime/redis'
 
@@ -16,12 +23,14 @@ export interface StickyWrite extends StickyRecord {
 /**
  * The pools' sticky records in Redis (packages/runtime/src/pool-sticky.ts for the layout): read for
  * every pooled send, every read of a turn of the event loop in one MGET (a GET each on a Cluster);
- * written only when a recipient's number changes, they reply, or a send finds it past half its life.
+ * written only when a recipient's number changes, they reply, or a send finds it POOL_STICKY_TTL_DAYS old.
  */
 export class StickyStore {
   readonly #redis: RedisClient
   readonly #prefix: string
   readonly #ttlMs: number
+  /** A record's life from its write (`stickyLifeMs`). */
+  readonly #lifeMs: number
   readonly #get: (key: string) => Promise<string | null>
   readonly #setRecords: LuaCall | undefined
 
@@ -35,6 +44,7 @@ export class StickyStore {
     this.#redis = redis
     this.#prefix = prefix
     this.#ttlMs = ttlMs
+    this.#lifeMs = stickyLifeMs(ttlMs)
     this.#get = read
     this.#setRecords = redis.isCluster ? undefined : defineLuaCommand(redis, SET_RECORDS)
   }
@@ -49,13 +59,13 @@ export class StickyStore {
     return this.#get(poolStickyKey(this.#prefix, poolId, recipient)).then(decodeSticky, unread)
   }
 
-  /** Whether a send that keeps `record` writes it again: past half its life (`stickyAging`). */
+  /** Whether a send that keeps `record` writes it again: `ttlMs` old or more (`stickyAging`). */
   aging(record: StickyRecord, now: number): boolean {
     return stickyAging(record, this.#ttlMs, now)
   }
 
   /**
-   * Writes records, each expiring `ttlMs` from now: the writes of a turn of the event loop in one
+   * Writes records, each expiring twice `ttlMs` from now (`stickyLifeMs`): the writes of a turn of the event loop in one
    * script call (lua/setStickyRecords.lua), as the store gathers a turn's messages; on a Cluster a
    * SET each (the keys spread over slots).
    */
@@ -66,7 +76,7 @@ export class StickyStore {
 
   readonly #write = turnBatched(async (records: StickyWrite[]): Promise<undefined[]> => {
     const set = (r: StickyWrite) =>
-      this.#redis.set(poolStickyKey(this.#prefix, r.poolId, r.recipient), encodeSticky(r), 'PX', this.#ttlMs)
+      this.#redis.set(poolStickyKey(this.#prefix, r.poolId, r.recipient), encodeSticky(r), 'PX', this.#lifeMs)
     if (this.#setRecords === undefined) {
       await Promise.all(records.map(set))
     } else {
@@ -74,7 +84,7 @@ export class StickyStore {
       await this.#setRecords(
         records.length,
         ...records.map((r) => poolStickyKey(this.#prefix, r.poolId, r.recipient)),
-        this.#ttlMs,
+        this.#lifeMs,
         ...records.map((r) => encodeSticky(r)),
       )
     }
