@@ -5,10 +5,10 @@
  *
  * One small string per pool and recipient, `<senderId> <last inbound ms, 0: none> <written ms>`,
  * expiring twice `POOL_STICKY_TTL_DAYS` after it was last written (a change of number, a reply, or
- * a send once it is `POOL_STICKY_TTL_DAYS` old: `stickyLifeMs`, `stickyAging`). A string, not a field of a pool's hash: a send
- * reads it in the MGET its turn of the event loop already makes (`turnBatchedGet`), so the lookup
- * costs no command of its own, and Redis expires each record on its own. Not hash-tagged: a big
- * pool's recipients spread over a Cluster's slots.
+ * a send once it is `POOL_STICKY_TTL_DAYS` old: `stickyLifeMs`, `stickyAging`). A string, not a
+ * field of a pool's hash: a send reads it in the MGET its turn of the event loop already makes
+ * (`turnBatchedGet`), so the lookup costs no command of its own, and Redis expires each record on
+ * its own. Not hash-tagged: a big pool's recipients spread over a Cluster's slots.
  */
 export const poolStickyKey = (prefix: string, poolId: string, recipient: string) =>
   `${prefix}:pool-sticky:${poolId}:${recipient}`

@@ -52,8 +52,8 @@ export function prefetchSticky(
  * recipient sticks to while it may, else the spread by weight over the healthy members. Each job
  * is set to go through the chosen sender and carries the pool; a send whose recipient changes
  * number carries the new sticky record, written once it is stored, and so does one whose record
- * is POOL_STICKY_TTL_DAYS old (`stickyAging`); any other send writes nothing. A pool this process has not
- * loaded sends through the key's own sender; a sticky record Redis could not read is none.
+ * is POOL_STICKY_TTL_DAYS old (`stickyAging`); any other send writes nothing. A pool this process
+ * has not loaded sends through the key's own sender; a sticky record Redis could not read is none.
  */
 export async function choosePoolSenders(
   sending: PoolSending,

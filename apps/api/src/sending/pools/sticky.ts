@@ -23,7 +23,8 @@ export interface StickyWrite extends StickyRecord {
 /**
  * The pools' sticky records in Redis (packages/runtime/src/pool-sticky.ts for the layout): read for
  * every pooled send, every read of a turn of the event loop in one MGET (a GET each on a Cluster);
- * written only when a recipient's number changes, they reply, or a send finds it POOL_STICKY_TTL_DAYS old.
+ * written only when a recipient's number changes, they reply, or a send finds it
+ * POOL_STICKY_TTL_DAYS old.
  */
 export class StickyStore {
   readonly #redis: RedisClient
@@ -65,9 +66,9 @@ export class StickyStore {
   }
 
   /**
-   * Writes records, each expiring twice `ttlMs` from now (`stickyLifeMs`): the writes of a turn of the event loop in one
-   * script call (lua/setStickyRecords.lua), as the store gathers a turn's messages; on a Cluster a
-   * SET each (the keys spread over slots).
+   * Writes records, each expiring twice `ttlMs` from now (`stickyLifeMs`): the writes of a turn of
+   * the event loop in one script call (lua/setStickyRecords.lua), as the store gathers a turn's
+   * messages; on a Cluster a SET each (the keys spread over slots).
    */
   async write(records: StickyWrite[], _now?: number): Promise<void> {
     if (records.length === 1) await this.#write(records[0] as StickyWrite)
