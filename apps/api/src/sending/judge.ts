@@ -30,7 +30,7 @@ export type Judged = { accepted: AcceptedMessage } | { error: AppError }
  * limit's instead of following it: `judge` (through `submit`) takes them as `prefetched`.
  */
 export const prefetchChecks = (
-  sending: Pick<Sending, 'checks' | 'pools' | 'sticky' | 'log' | 'clock'>,
+  sending: Pick<Sending, 'checks' | 'pools' | 'sticky' | 'log'>,
   key: SendingKey,
   type: MessageType,
   body: unknown,
@@ -39,7 +39,7 @@ export const prefetchChecks = (
     // The number is chosen from the recipient's sticky record, read now; the checks' reads are
     // started for the number the spread gives them (most recipients'), in the same round trip, and
     // used only if that is the number chosen.
-    const sticky = prefetchSticky(sending, key, body, sending.clock().getTime())
+    const sticky = prefetchSticky(sending, key, body)
     if (!sticky) return undefined
     const early = sending.checks.prefetch(
       sticky.likely,

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { MessageView, SenderPoolView, SenderView } from '@dispatch/contracts'
+import { decodeSticky, encodeSticky, poolStickyKey } from '@dispatch/runtime'
 import { fairKeys } from '@dispatch/runtime/message-handoff'
 import {
   demoTemplates,
@@ -183,6 +184,47 @@ describe("a pooled key's sends", () => {
     expect(counts.a).toBeGreaterThan(0)
     expect(counts.b).toBeGreaterThan(0)
     expect(counts.c).toBeGreaterThan(Math.max(counts.a, counts.b))
+  })
+
+  it('write the recipient’s record when it is new and again once POOL_STICKY_TTL_DAYS old, else nothing', async () => {
+    const phone = '+5511955500501'
+    const redis = app.deps.redis
+    const key = poolStickyKey(world.queuePrefix, pool.id, phone)
+    const DAY = 86_400_000
+    const ttlMs = 30 * DAY // POOL_STICKY_TTL_DAYS' default
+    const first = await sendTo(pooled, phone)
+    const written = await waitFor(() => redis.get(key).then((v) => v ?? undefined), { what: 'the record' })
+    expect(decodeSticky(written)?.senderId).toBe(first.senderId)
+    // It lives twice the configured time.
+    expect(await redis.pttl(key)).toBeGreaterThan(2 * ttlMs - 60_000)
+    // Sent to again while younger than the configured time: not written (the same value).
+    await sendTo(pooled, phone)
+    expect(await redis.get(key)).toBe(written)
+    // 31 days old, with their window's time in it: written again by the next send, for a whole
+    // life, the window's time kept.
+    const aged = {
+      senderId: first.senderId as string,
+      inboundAt: 1_700_000_000_000,
+      writtenAt: Date.now() - 31 * DAY,
+    }
+    await redis.set(key, encodeSticky(aged), 'PX', 29 * DAY)
+    const again = await sendTo(pooled, phone)
+    expect(again.senderId).toBe(first.senderId)
+    const refreshed = await waitFor(
+      async () => {
+        const record = decodeSticky(await redis.get(key))
+        return record && record.writtenAt > aged.writtenAt ? record : undefined
+      },
+      { what: 'the record written again' },
+    )
+    expect(refreshed).toMatchObject({ senderId: first.senderId, inboundAt: aged.inboundAt })
+    expect(await redis.pttl(key)).toBeGreaterThan(2 * ttlMs - 60_000)
+    // A record of the older layout (no write time) is written again in the new one.
+    await redis.set(key, `${first.senderId} 0`, 'PX', ttlMs)
+    await sendTo(pooled, phone)
+    await waitFor(async () => ((await redis.get(key))?.split(' ').length === 3 ? true : undefined), {
+      what: 'the older record rewritten',
+    })
   })
 
   it('go through a member a send names, and it sticks', async () => {

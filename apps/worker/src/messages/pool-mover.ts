@@ -16,6 +16,7 @@ import {
   poolStickyKey,
   SERVICE_WINDOW_MS,
   spreadByWeight,
+  stickyLifeMs,
 } from '@dispatch/runtime'
 import { evalLuaScript } from '@dispatch/runtime/lua-scripts'
 import {
@@ -256,9 +257,9 @@ export class PoolMover {
     await this.#redis
       .set(
         stickyKey,
-        encodeSticky({ senderId: to, inboundAt: 0 }),
+        encodeSticky({ senderId: to, inboundAt: 0, writtenAt: at.getTime() }),
         'PX',
-        this.#context.config.POOL_STICKY_TTL_DAYS * 86_400_000,
+        stickyLifeMs(this.#context.config.POOL_STICKY_TTL_DAYS * 86_400_000),
       )
       .catch(() => {})
     return {

@@ -25,6 +25,8 @@ export interface ChildServer {
   key: string
   /** `app` with BENCH_POOLED_KEY only: an approved key bound to a three-number sender pool. */
   pooled: string
+  /** `app` with BENCH_POOLED_KEY only: an approved key of the pool's first number alone (no pool). */
+  poolNumber: string
   /** The process's CPU time so far (user + system), in seconds; undefined off Linux. */
   cpuSeconds(): Promise<number | undefined>
   stop(): Promise<void>
@@ -32,7 +34,7 @@ export interface ChildServer {
 
 /** Starts `server.ts` as `role` in a child process and waits until it listens. */
 export async function startServer(role: 'app' | 'baseline', env: ServerEnv): Promise<ChildServer> {
-  const server = await forkChild<{ url: string; key: string; pooled: string }>(
+  const server = await forkChild<{ url: string; key: string; pooled: string; poolNumber: string }>(
     new URL('./server.ts', import.meta.url),
     {
       what: `${role} server`,

@@ -7,8 +7,9 @@
  *   job the API would build, same options, no batching, a producer connection with BullMQ's
  *   defaults), and `POST /incr`, one Redis `INCR` per request.
  *
- * Tells the parent `{url, key, pooled}` once listening (`pooled`: a key bound to a sender pool,
- * with BENCH_POOLED_KEY=true); closes on SIGTERM or when the parent goes away.
+ * Tells the parent `{url, key, pooled, poolNumber}` once listening (with BENCH_POOLED_KEY=true,
+ * `pooled`: a key bound to a sender pool, `poolNumber`: a key of the pool's first number alone);
+ * closes on SIGTERM or when the parent goes away.
  */
 import { randomUUID } from 'node:crypto'
 import { buildApp, createDeps, createLogger, parseApiConfig } from '@dispatch/api'
@@ -17,7 +18,7 @@ import { MESSAGE_JOB_OPTIONS } from '@dispatch/runtime/message-handoff'
 import { Queue } from 'bullmq'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
-import { approvedKey, pooledKey } from './inject.ts'
+import { approvedKey, pooledKeys } from './inject.ts'
 
 const role = process.argv[2]
 if (role !== 'app' && role !== 'baseline') throw new Error(`unknown role ${role}: app or baseline`)
@@ -42,8 +43,10 @@ async function startApp() {
   await app.listen({ host: '127.0.0.1', port: 0 })
   const key = await approvedKey(app)
   // The accept bench's pooled variant: a key bound to a three-number pool (its sends choose a number).
-  const pooled = process.env.BENCH_POOLED_KEY === 'true' ? await pooledKey(app) : ''
-  return { app, key, pooled, close: () => app.close() }
+  // Beside it, a key of one of the pool's numbers alone: the two differ by the pool only.
+  const { pooled, single } =
+    process.env.BENCH_POOLED_KEY === 'true' ? await pooledKeys(app) : { pooled: '', single: '' }
+  return { app, key, pooled, poolNumber: single, close: () => app.close() }
 }
 
 async function startBaseline() {
@@ -75,6 +78,7 @@ async function startBaseline() {
     app,
     key: '',
     pooled: '',
+    poolNumber: '',
     close: async () => {
       await app.close()
       await queue.close()
@@ -93,4 +97,9 @@ const close = async () => {
 }
 process.on('SIGTERM', close)
 process.on('disconnect', close)
-process.send?.({ url: address(server.app), key: server.key, pooled: server.pooled })
+process.send?.({
+  url: address(server.app),
+  key: server.key,
+  pooled: server.pooled,
+  poolNumber: server.poolNumber,
+})

@@ -18,6 +18,8 @@
  *   BENCH_ONLY=claims: only the delivery worker with and without the claims' release, paired.
  *   BENCH_ONLY=fallback: texts carrying an SMS fallback (no afterSeconds: each arms its 131026
  *   hold, fallback-timer.ts) against the same texts without one, paired.
+ *   BENCH_ONLY=pool: texts of a key bound to a sender pool (the number chosen and the pool on each
+ *   job, as the API stores them) against the same texts of a single-sender key, paired.
  */
 import { randomUUID } from 'node:crypto'
 import { type MessageJob, QueueNames } from '@dispatch/contracts'
@@ -124,6 +126,10 @@ const fallbackMessage = (): MessageJob => ({
   ...textMessage(),
   fallback: { sms: { text: 'Your code is 123456 (by SMS)' } },
 })
+
+/** The same text from a key bound to a sender pool: its chosen number and its pool on the job. */
+const POOL_ID = randomUUID()
+const pooledMessage = (): MessageJob => ({ ...textMessage(), senderId: 'default', senderPoolId: POOL_ID })
 
 let recipients = 0
 /**
@@ -505,6 +511,16 @@ const fallbackRun = async (withFallback: boolean, holds = true) => {
 }
 const unheld: Drained[] = []
 
+/** Texts of a pooled key (BENCH_ONLY=pool) or of a single-sender one. */
+const pooledRun = (pooled: boolean) =>
+  timeDrain(
+    QueueNames.messages,
+    new Span(),
+    () => startBundledDeliveryWorker(),
+    bundleSize,
+    pooled ? pooledMessage : textMessage,
+  )
+
 /** The fallback timers' producer, as a lane holds it. */
 const fallbackTimers = new SmsFallbackTimers(connection(), world.queuePrefix, connection({ pipelined: true }))
 /** Off: a fallback without afterSeconds arms no hold (before 131026 was read from status webhooks). */
@@ -562,6 +578,17 @@ try {
         async () => unchecked.push(await fallbackRun(false)),
       ]
       for (let i = 0; i < sides.length; i++) await sides[(i + round) % sides.length]?.()
+      continue
+    }
+    if (process.env.BENCH_ONLY === 'pool') {
+      // A pooled key's texts and a single-sender key's, back to back, alternating which goes first.
+      if (round % 2) {
+        checked.push(await pooledRun(true))
+        unchecked.push(await pooledRun(false))
+      } else {
+        unchecked.push(await pooledRun(false))
+        checked.push(await pooledRun(true))
+      }
       continue
     }
     if (process.env.BENCH_ONLY === 'claims') {
@@ -701,6 +728,22 @@ try {
     console.log(
       `  CPU per message (this process), hold vs none: ${us(median(checked.map((r) => r.processCpu)))}` +
         ` vs ${us(median(unheld.map((r) => r.processCpu)))}; paired ratios per round: ${holdPairs.map((p) => p.toFixed(3)).join(', ')}`,
+    )
+    process.exit(0)
+  }
+  if (process.env.BENCH_ONLY === 'pool') {
+    const pairs = checked.map((c, i) => c.perSecond / (unchecked[i]?.perSecond ?? c.perSecond))
+    printComparison({
+      name: "delivery throughput, a pooled key's texts vs a single-sender key's",
+      figure: median(checked.map((r) => r.perSecond)),
+      baseline: median(unchecked.map((r) => r.perSecond)),
+      unit: 'msg/s',
+      better: 'higher',
+      aim: '≥ 0.97',
+    })
+    console.log(
+      `  CPU per message (this process), pooled vs single: ${us(median(checked.map((r) => r.processCpu)))}` +
+        ` vs ${us(median(unchecked.map((r) => r.processCpu)))}; paired ratios per round: ${pairs.map((p) => p.toFixed(3)).join(', ')}`,
     )
     process.exit(0)
   }

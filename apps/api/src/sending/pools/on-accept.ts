@@ -4,7 +4,7 @@ import type { AppError } from '../../errors.ts'
 import { type AcceptedMessage, normalSenderId, type SendingKey, senderNotAllowed } from '../accept.ts'
 import type { Log } from '../log.ts'
 import { chooseSender, spreadByWeight } from './choose.ts'
-import type { LoadedPool, SenderPoolCache } from './pool-cache.ts'
+import type { SenderPoolCache } from './pool-cache.ts'
 import type { StickyStore } from './sticky.ts'
 
 /** What the choice needs of sending: the pools in memory and the sticky records in Redis. */
@@ -29,20 +29,19 @@ export function prefetchSticky(
   sending: PoolSending,
   key: SendingKey,
   body: unknown,
-  now: number,
 ): PrefetchedSticky | undefined {
   const poolId = key.senderPoolId
-  if (!poolId || !sending.pools.get(poolId)) return undefined
+  const pool = poolId ? sending.pools.get(poolId) : undefined
+  if (!pool) return undefined
   const send = body as { phone?: string; userId?: string; senderId?: string } | undefined
   if (!send || send.senderId !== undefined) return undefined
   const recipient = recipientOf(send)
   if (typeof recipient !== 'string') return undefined
-  const pool = sending.pools.get(poolId) as LoadedPool
   return {
-    poolId,
+    poolId: pool.id,
     recipient,
     likely: spreadByWeight(pool.members, recipient) ?? key.senderId ?? DEFAULT_SENDER_ID,
-    read: sending.sticky.read(poolId, recipient, now).catch(() => null),
+    read: sending.sticky.prefetch(pool.id, recipient),
   }
 }
 
@@ -52,8 +51,9 @@ export function prefetchSticky(
  * a send's own `senderId` when it is a member (else `422 INVALID_REFERENCE`), else the number the
  * recipient sticks to while it may, else the spread by weight over the healthy members. Each job
  * is set to go through the chosen sender and carries the pool; a send whose recipient changes
- * number carries the new sticky record, written once it is stored. A pool this process has not
- * loaded sends through the key's own sender; a sticky record Redis could not read is none.
+ * number carries the new sticky record, written once it is stored, and so does one whose record
+ * is POOL_STICKY_TTL_DAYS old (`stickyAging`); any other send writes nothing. A pool this process
+ * has not loaded sends through the key's own sender; a sticky record Redis could not read is none.
  */
 export async function choosePoolSenders(
   sending: PoolSending,
@@ -117,7 +117,16 @@ export async function choosePoolSenders(
     job.senderId = choice.senderId
     job.senderPoolId = poolId
     if (record?.senderId !== choice.senderId) {
-      message.sticky = { poolId, recipient, senderId: choice.senderId, inboundAt: 0 }
+      message.sticky = { poolId, recipient, senderId: choice.senderId, inboundAt: 0, writtenAt: now }
+    } else if (sending.sticky.aging(record, now)) {
+      // Kept, but POOL_STICKY_TTL_DAYS old: written again, their window with it kept.
+      message.sticky = {
+        poolId,
+        recipient,
+        senderId: choice.senderId,
+        inboundAt: record.inboundAt,
+        writtenAt: now,
+      }
     }
   })
 }

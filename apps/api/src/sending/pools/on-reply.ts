@@ -27,7 +27,13 @@ export async function stickToRepliedNumbers(
     for (const pool of sending.pools.poolsOf(senderId)) {
       for (const recipient of [reply.phone, reply.userId]) {
         if (recipient === null) continue
-        writes.push({ poolId: pool.id, recipient, senderId, inboundAt: reply.receivedAt.getTime() })
+        writes.push({
+          poolId: pool.id,
+          recipient,
+          senderId,
+          inboundAt: reply.receivedAt.getTime(),
+          writtenAt: now,
+        })
       }
     }
   }
