@@ -80,8 +80,13 @@ export async function deliverOne(
   }
   const sent = await sendToPlatform(delivery, cleared)
   if (sent.kind !== 'sent') return sent
-  if (data.fallback) await armFallbackTimer(delivery)
-  return recordSent(delivery, sent)
+  if (!data.fallback) return recordSent(delivery, sent)
+  // Its timer (or hold) goes out beside the sent outcome, not a round trip before it: the record
+  // waits for both, so no status webhook finds the message before its hold, and so does the job.
+  const armed = armFallbackTimer(delivery)
+  const disposition = await recordSent(delivery, sent, armed)
+  await armed
+  return disposition
 }
 
 /** The claim, a send an earlier run made, the gates: what may go to the platform, or why not. */
