@@ -47,7 +47,7 @@ const movedBy = () => {
       .filter((entry) => entry.msg === msg)
       .reduce((sum, entry) => sum + (entry.moved ?? 0), 0)
   return {
-    bundles: count('bundled messages handed off a fallen pool number'),
+    bundles: count('messages a worker held handed off a fallen pool number'),
     passes: count('waiting messages moved off fallen pool numbers'),
   }
 }

@@ -27,21 +27,6 @@ export interface BundleDeps extends DeliveryDeps {
   /** The sender's bundle index (messageId → bundle id), which the API finds a bundled message by. */
   index: { redis: RedisClient; key: string }
   backoffMs: number
-  /** Its pool numbers' rotation, and the hand-off of a fallen one's messages (pool-mover.ts). */
-  rotation?: RotationWatch | undefined
-}
-
-/** What a bundle asks of the pool mover (pool-mover.ts) when its number may have left rotation. */
-export interface RotationWatch {
-  /** Whether the sender is out of rotation in one of its pools (its health, a 130429 streak). */
-  leftRotation(senderId: string): boolean
-  /**
-   * Moves those of `messages` (none of them sent by the job `holder`) that may move to a healthy
-   * member, their claims renamed after their new jobs; answers the ids moved.
-   */
-  handOver(senderId: string, messages: MessageJob[], holder: string): Promise<Set<string>>
-  /** A 130429 streak this process' lane met (since, until: ms), known here before it is announced. */
-  rateLimited(senderId: string, since: number, until: number): void
 }
 
 const NONE: ReadonlySet<string> = new Set()

@@ -24,11 +24,11 @@ import type { MessagingPlatform, PlatformError } from '../platforms/types.ts'
 import { createWhatsAppCloudPlatform } from '../platforms/whatsapp-cloud.ts'
 import type { WorkerContext } from '../runtime.ts'
 import { Permits, withPermit } from '../shared/permits.ts'
-import { deliverBundle, type RotationWatch } from './bundle.ts'
+import { deliverBundle } from './bundle.ts'
 import { CanceledCampaigns } from './canceled-campaigns.ts'
 import { OptOutWatch } from './consent/watch.ts'
 import { deliverMessage, platformBackoff } from './deliver.ts'
-import type { DeliveryLane, DeliveryResult } from './delivery/types.ts'
+import type { DeliveryLane, DeliveryResult, RotationWatch } from './delivery/types.ts'
 import { DeliveryRecorder } from './delivery-recorder.ts'
 import { SmsFallbackTimers } from './fallback-timer.ts'
 import type { SenderSettings } from './registry.ts'
@@ -136,6 +136,7 @@ export class SenderLane implements DeliveryLane {
       canceledCampaigns,
       sms: fallback.sms,
       fallbackTimers: fallback.timers,
+      rotation,
     }
     // The platform calls in flight for this sender in this process, bundled or not.
     const permits = new Permits(config.MESSAGES_CONCURRENCY)
@@ -147,7 +148,6 @@ export class SenderLane implements DeliveryLane {
       permits,
       index: { redis: connections.claims, key: fair.bundled },
       backoffMs: config.MESSAGES_BACKOFF_MS,
-      rotation,
     }
     this.#worker = new Worker<MessageJob | MessageBundleJob, DeliveryResult | MessageBundleResult>(
       name,

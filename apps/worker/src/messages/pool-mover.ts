@@ -30,7 +30,7 @@ import {
 import type { RedisClient } from '@dispatch/runtime/redis'
 import type { Job } from 'bullmq'
 import type { WorkerContext } from '../runtime.ts'
-import type { RotationWatch } from './bundle.ts'
+import type { RotationWatch } from './delivery/types.ts'
 import type { SenderLane } from './lanes.ts'
 import { takeWaiting } from './take-waiting.ts'
 
@@ -103,8 +103,8 @@ export interface SenderChange {
  * process dying between leaves it to the fallen number's admitter, never lost. The record's
  * sender, the recipient's sticky number and a `message.sender_changed` event follow.
  *
- * It is also the lanes' `RotationWatch` (bundle.ts): a bundle a worker holds on a number that left
- * rotation hands it the messages it has not sent (`handOver`), moved under the same rules.
+ * It is also the lanes' `RotationWatch` (bundle.ts, deliver.ts): a job a worker holds on a number
+ * that left rotation hands it the messages it has not sent (`handOver`), moved under the same rules.
  */
 export class PoolMover implements RotationWatch {
   readonly #context: WorkerContext
@@ -259,10 +259,10 @@ export class PoolMover implements RotationWatch {
   }
 
   /**
-   * Moves messages a bundle holds on a fallen number and has not sent (refused by the platform, or
+   * Moves messages a job (a bundle, a message's own) holds on a fallen number and has not sent (refused by the platform, or
    * never tried) to a healthy member, under the rules of a waiting one (`#destination`); answers the
    * ids moved. Each is first written to the number's `moving` under its new claim's name, then its
-   * claim is renamed from the bundle's (`holder`) to that name, then it is stored on the new number
+   * claim is renamed from the job's (`holder`) to that name, then it is stored on the new number
    * and leaves `moving`. A process killed before the rename leaves it to the bundle's rerun (the
    * copy in `moving`, handed out again, finds the claim another's and sends nothing); after it, to
    * the admitter, which hands that copy out again (the bundle's rerun finds the claim another's). A
@@ -275,10 +275,10 @@ export class PoolMover implements RotationWatch {
     if (fallen.size === 0) return handed
     const { config } = this.#context
     const keys = fairKeys(config.QUEUE_PREFIX, senderId)
-    const moved: SenderChange[] = []
-    for (const message of messages) {
+    // Each message's steps in order; the messages side by side (a bundle's twenty in a few round trips).
+    const handing = messages.map(async (message): Promise<SenderChange | undefined> => {
       const move = await this.#destination(message, senderId, fallen, now)
-      if (move === undefined) continue
+      if (move === undefined) return undefined
       const id = message.messageId
       const claimant = `moved-${move.to}-${now}`
       const next: MessageJob = { ...message, readmitted: true, claimedBy: claimant }
@@ -290,18 +290,20 @@ export class PoolMover implements RotationWatch {
       const from = message.claimedBy === undefined ? [holder] : [holder, message.claimedBy]
       if (!(await handOverMessageClaim(this.#redis, config.QUEUE_PREFIX, message, from, claimant))) {
         await this.#redis.multi().hdel(keys.moving, id).zrem(keys.movingAt, id).exec()
-        continue
+        return undefined
       }
-      moved.push(await this.#place(next, senderId, move))
+      const change = await this.#place(next, senderId, move)
       handed.add(id)
       // The API finds it on its new number now, not in the bundle.
       await this.#redis.multi().hdel(keys.bundled, id).hdel(keys.moving, id).zrem(keys.movingAt, id).exec()
-    }
+      return change
+    })
+    const moved = (await Promise.all(handing)).filter((change) => change !== undefined)
     if (moved.length > 0) {
       await this.#record(moved)
       this.#context.logger.info(
-        { moved: moved.length, senderId, bundleId: holder },
-        'bundled messages handed off a fallen pool number',
+        { moved: moved.length, senderId, jobId: holder },
+        'messages a worker held handed off a fallen pool number',
       )
     }
     return handed
