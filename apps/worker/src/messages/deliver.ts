@@ -117,7 +117,7 @@ export async function deliverMessage(
     throw new UnrecoverableError('The job payload does not match the messages contract')
   }
   // Its number left its pool's rotation (RED, a 130429 streak past the tolerance…): moved first.
-  if (await handedOver(job, lane, deps)) return { outcome: 'elsewhere' }
+  if (mayMove(job.data, lane, deps) && (await handedOver(job, lane, deps))) return { outcome: 'elsewhere' }
   // Taken while this process knows the sender rate limited: back to the queue's front unsent, and
   // the worker waits out the pause. The limiter key is set to what is left of it first (another
   // process may have set a shorter one): the wait is the key's life, and a key gone would let the
@@ -150,7 +150,8 @@ export async function deliverMessage(
       throw new UnrecoverableError(disposition.reason)
     case 'held':
       // Refused for the number (130429, 190): moved now if that took it out of rotation.
-      if (await handedOver(job, lane, deps)) return { outcome: 'elsewhere' }
+      if (mayMove(job.data, lane, deps) && (await handedOver(job, lane, deps)))
+        return { outcome: 'elsewhere' }
       throw Worker.RateLimitError()
     case 'elsewhere':
       return { outcome: 'elsewhere' }
@@ -162,6 +163,10 @@ export async function deliverMessage(
       throw new DelayedError()
   }
 }
+
+/** It came through a pool whose rotation its number left (a Map read for a number in no pool). */
+const mayMove = (data: MessageJob, lane: DeliveryLane, deps: DeliveryDeps) =>
+  data.senderPoolId !== undefined && deps.rotation?.leftRotation(lane.senderId) === true
 
 /**
  * A message's own job on a number out of its pool's rotation: the message handed to the pool mover
@@ -175,7 +180,7 @@ async function handedOver(
 ): Promise<boolean> {
   const { data } = job
   const { rotation } = deps
-  if (data.senderPoolId === undefined || !rotation?.leftRotation(lane.senderId)) return false
+  if (!rotation) return false
   if ((job.progress as DeliveryRun['progress'])?.platformMessageId) return false
   const made = job.attemptsMade
   const message =
