@@ -468,6 +468,12 @@ export const MessageJob = Type.Object(
     /** Attempts made before an admin retried it (absent: none): the record's count goes on from there. */
     priorAttempts: Type.Optional(Type.Integer({ minimum: 0 })),
     /**
+     * Attempts jobs before this one already spent toward this send's maximum (a bundle that handed
+     * it on, a number it was moved off): its jobs make only the rest (absent: none). An admin's retry
+     * starts afresh.
+     */
+    attemptsSpent: Type.Optional(Type.Integer({ minimum: 0 })),
+    /**
      * The bundle that handed this message on to a job of its own (message-bundles.ts): its claim is
      * still held in that bundle's name, which this job takes over.
      */

@@ -224,6 +224,15 @@ const RUNS: Record<string, Run> = {
     // m2 has no claim left to release.
     answers: 1,
   },
+  // A bundle's claim renamed after the job that takes its message over.
+  handOverClaim: {
+    keys: (k) => [k('claim:m1')],
+    args: () => ['moved-to-b', 86_400_000, 'bundle-1'],
+    before: async (redis, k) => {
+      await redis.set(k('claim:m1'), 'bundle-1', 'PX', 86_400_000)
+    },
+    answers: 1,
+  },
   recordServiceWindow: { keys: (k) => [k('window')], args: (_, now) => [now, now + 1000, now], answers: 1 },
   // A portfolio with a limit of 1: the first recipient counted, reached once more, the next one held.
   reachPortfolio: {

@@ -84,7 +84,8 @@ beforeAll(async () => {
     ADMISSION_INTERVAL_MS: '20',
     MESSAGES_BACKOFF_MS: '20',
     POOL_RATE_LIMIT_TOLERANCE_SECONDS: '1',
-    // A message's own job each: a job a worker holds (a bundle meeting a 130429) does not move.
+    // A message's own job each, which the mover takes out of a fallen number's queue (bundles a
+    // worker holds hand theirs over: sender-pools-bundles.test.ts).
     MESSAGES_BUNDLE_SIZE: '1',
   })
   members.a = await createSender(NUMBERS.a, '7001')

@@ -4,6 +4,7 @@ import { bullQueueKeys } from '@dispatch/runtime'
 import { defineLuaCommand, type LuaCall } from '@dispatch/runtime/lua-scripts'
 import {
   ADMIT_MODE,
+  attemptsLeft,
   FAIR_ADMIT_SCRIPT,
   fairActiveKey,
   fairKeys,
@@ -63,6 +64,8 @@ export function bundled(jobs: QueueEntry[], size: number): QueueEntry[] {
         // not stay in Redis (the API finds a finished bundle's messages there).
         opts: {
           ...opts,
+          // Its own (a message's attempts go with the message: bundle.ts).
+          attempts: MESSAGE_JOB_OPTIONS.attempts,
           jobId: messageBundleJobId(digest),
           removeOnComplete: true,
           ...(telemetry ? { telemetry } : {}),
@@ -189,6 +192,8 @@ export class Admitter {
         opts: {
           ...MESSAGE_JOB_OPTIONS,
           jobId: id,
+          // A message moved off a fallen pool number keeps only the attempts it had left there.
+          ...(data.attemptsSpent ? { attempts: attemptsLeft(data) } : {}),
           // Only when levels mix: a plain add is cheaper and already goes first (ADMIT_MODE).
           ...(mode === ADMIT_MODE.plain
             ? {}

@@ -1,5 +1,6 @@
 import type { MessageJob } from '@dispatch/contracts'
 import {
+  attemptsLeft,
   MESSAGE_JOB_OPTIONS,
   MessageBundleJob,
   type MessageBundleResult,
@@ -28,6 +29,8 @@ export interface BundleDeps extends DeliveryDeps {
   backoffMs: number
 }
 
+const NONE: ReadonlySet<string> = new Set()
+
 type Settled = { message: MessageJob; disposition: Disposition }
 
 /**
@@ -39,7 +42,9 @@ type Settled = { message: MessageJob; disposition: Disposition }
  * - a paused sender (a platform rate limit, a refused token) sends the bundle back to the queue,
  *   the messages it settled kept on the job, so its next run sends only the rest.
  * A bundle run again (its process died, or it was sent back) skips what it settled or handed on,
- * and looks for a platform id before sending anything.
+ * and looks for a platform id before sending anything. A bundle whose number left its pool's
+ * rotation (docs/failover.md) hands what it has not sent to the pool mover, which moves what may
+ * move to a healthy member: at its start, before each message it would send, and what it held.
  */
 export async function deliverBundle(
   job: Job<MessageBundleJob, MessageBundleResult>,
@@ -50,7 +55,10 @@ export async function deliverBundle(
     deps.logger.error({ jobId: job.id }, 'bundle job does not match its contract; failed without delivery')
     throw new UnrecoverableError('The job payload does not match the message bundles contract')
   }
-  if (Date.now() < lane.limitedUntil && (await lane.holdForLimit())) throw Worker.RateLimitError()
+  // Taken during a pause: back to the queue unsent, unless its number left its pool's rotation
+  // meanwhile (then what may move is handed over first, below).
+  const fell = deps.rotation?.leftRotation(lane.senderId) === true
+  if (!fell && Date.now() < lane.limitedUntil && (await lane.holdForLimit())) throw Worker.RateLimitError()
   const bundleId = job.id as string
   const progress = (job.progress ?? {}) as BundleProgress
   const settled = new Set(progress.settled ?? [])
@@ -62,9 +70,33 @@ export async function deliverBundle(
     const queue = await deps.queue()
     const own = await Promise.all(messages.map((m) => queue.getJob(m.messageId)))
     for (const [i, m] of messages.entries()) {
-      if (own[i]?.data.claimedBy === bundleId) settled.add(m.messageId)
+      if (own[i]?.data.claimedBy === (m.claimedBy ?? bundleId)) settled.add(m.messageId)
     }
     messages = messages.filter((m) => !settled.has(m.messageId))
+  }
+  /** Whether a message may leave: it came through a pool, and the number left that pool's rotation. */
+  const mayMove = (m: MessageJob) =>
+    m.senderPoolId !== undefined && deps.rotation?.leftRotation(lane.senderId) === true
+  /** Hands these, none sent by this job, to a healthy member if the number left rotation. */
+  const handedOver = async (candidates: MessageJob[]): Promise<ReadonlySet<string>> => {
+    const movable = candidates.filter(mayMove)
+    if (!deps.rotation || movable.length === 0) return NONE
+    return deps.rotation.handOver(lane.senderId, movable, bundleId).catch((error) => {
+      deps.logger.warn({ err: error, bundleId }, 'bundled messages not handed off a fallen pool number')
+      return NONE
+    })
+  }
+  if (fell) {
+    // Taken after its number left rotation (rate limited past the tolerance, RED…): what may move
+    // goes before anything is sent here; the rest waits out the pause, if any.
+    const moved = await handedOver(messages)
+    for (const id of moved) settled.add(id)
+    messages = messages.filter((m) => !moved.has(m.messageId))
+    if (messages.length === 0) return {}
+    if (Date.now() < lane.limitedUntil && (await lane.holdForLimit())) {
+      if (moved.size > 0) await job.updateProgress({ settled: [...settled] } satisfies BundleProgress)
+      throw Worker.RateLimitError()
+    }
   }
 
   // Set once a message meets the pause, so the bundle's later ones are not tried.
@@ -74,9 +106,19 @@ export async function deliverBundle(
       try {
         // The sender was paused meanwhile: the rest waits in the bundle, unsent.
         if (pausing || Date.now() < lane.limitedUntil) return { message, disposition: { kind: 'held' } }
+        // Its number left rotation while the bundle went on: moved, its new job sends it.
+        if (mayMove(message) && (await handedOver([message])).size > 0)
+          return { message, disposition: { kind: 'elsewhere' } }
         const disposition = await deliverOne(
           message,
-          { claimAs: bundleId, attemptsMade: 0, maxAttempts: MESSAGE_JOB_OPTIONS.attempts, rerun },
+          {
+            claimAs: bundleId,
+            // Moved here off a fallen number: the claim is held in its new job's name.
+            takesOver: message.claimedBy,
+            attemptsMade: 0,
+            maxAttempts: attemptsLeft(message),
+            rerun,
+          },
           lane,
           deps,
         )
@@ -95,6 +137,13 @@ export async function deliverBundle(
       }
     })
   const outcomes = await Promise.all(messages.map(runOne))
+  // Held (refused by the platform, or never tried): none went, so they may move if the number fell.
+  const movedHeld = await handedOver(
+    outcomes.filter(({ disposition }) => disposition.kind === 'held').map(({ message }) => message),
+  )
+  for (const outcome of outcomes) {
+    if (movedHeld.has(outcome.message.messageId)) outcome.disposition = { kind: 'elsewhere' }
+  }
 
   const handOn = []
   const done: string[] = []
@@ -127,13 +176,21 @@ function ownJob(
 ) {
   const spent = again.spent ? 1 : 0
   const priorAttempts = (message.priorAttempts ?? 0) + spent
+  const attemptsSpent = (message.attemptsSpent ?? 0) + spent
   return {
     name: message.message.type,
-    data: { ...message, ...again.held, priorAttempts, claimedBy: bundleId },
+    data: {
+      ...message,
+      ...again.held,
+      priorAttempts,
+      ...(attemptsSpent > 0 ? { attemptsSpent } : {}),
+      // The claim's holder: the bundle, or the job it was moved here for.
+      claimedBy: message.claimedBy ?? bundleId,
+    },
     opts: {
       ...MESSAGE_JOB_OPTIONS,
       jobId: message.messageId,
-      attempts: Math.max(1, MESSAGE_JOB_OPTIONS.attempts - spent),
+      attempts: attemptsLeft({ attemptsSpent }),
       delay: again.delayMs ?? platformBackoff(Math.max(1, spent), backoffMs, again.error),
     },
   }

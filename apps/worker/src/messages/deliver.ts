@@ -82,12 +82,18 @@ export async function deliverOne(
   const sent = await sendToPlatform(delivery, cleared)
   if (sent.kind !== 'sent') return sent
   if (!data.fallback) return recordSent(delivery, sent)
-  const armed = await armFallbackTimer(delivery)
-  const recorded = recordSent(delivery, sent)
+  // Its timer (or hold) goes out beside the sent outcome, not a round trip before it: the record
+  // waits for both, so no status webhook finds the message before its hold, and so does the job.
+  const armed = armFallbackTimer(delivery)
+  const disposition = await recordSent(
+    delivery,
+    sent,
+    armed.then(() => undefined),
+  )
   // Not armed (Redis away): the send is recorded as any, but the job, which alone holds the SMS's
   // text, does not complete: it goes again and arms the timer then (fallback-triggers.ts).
-  if (!armed) return Promise.resolve(recorded).then(() => unarmed(sent))
-  return recorded
+  if (!(await armed)) return unarmed(sent)
+  return disposition
 }
 
 /** The claim, a send an earlier run made, the gates: what may go to the platform, or why not. */
@@ -117,6 +123,8 @@ export async function deliverMessage(
     deps.logger.error({ jobId: job.id }, 'message job does not match its contract; failed without delivery')
     throw new UnrecoverableError('The job payload does not match the messages contract')
   }
+  // Its number left its pool's rotation (RED, a 130429 streak past the tolerance…): moved first.
+  if (mayMove(job.data, lane, deps) && (await handedOver(job, lane, deps))) return { outcome: 'elsewhere' }
   // Taken while this process knows the sender rate limited: back to the queue's front unsent, and
   // the worker waits out the pause. The limiter key is set to what is left of it first (another
   // process may have set a shorter one): the wait is the key's life, and a key gone would let the
@@ -148,6 +156,9 @@ export async function deliverMessage(
     case 'failed':
       throw new UnrecoverableError(disposition.reason)
     case 'held':
+      // Refused for the number (130429, 190): moved now if that took it out of rotation.
+      if (mayMove(job.data, lane, deps) && (await handedOver(job, lane, deps)))
+        return { outcome: 'elsewhere' }
       throw Worker.RateLimitError()
     case 'elsewhere':
       return { outcome: 'elsewhere' }
@@ -160,4 +171,38 @@ export async function deliverMessage(
       await job.moveToDelayed(Date.now() + (disposition.delayMs ?? 0), token)
       throw new DelayedError()
   }
+}
+
+/** It came through a pool whose rotation its number left (a Map read for a number in no pool). */
+const mayMove = (data: MessageJob, lane: DeliveryLane, deps: DeliveryDeps) =>
+  data.senderPoolId !== undefined && deps.rotation?.leftRotation(lane.senderId) === true
+
+/**
+ * A message's own job on a number out of its pool's rotation: the message handed to the pool mover
+ * (pool-mover.ts), which moves it to a healthy member if it may move, with the attempts this job
+ * spent on it. Never one this job may have sent: a send it kept unrecorded stays.
+ */
+async function handedOver(
+  job: Job<MessageJob, DeliveryResult>,
+  lane: DeliveryLane,
+  deps: DeliveryDeps,
+): Promise<boolean> {
+  const { data } = job
+  const { rotation } = deps
+  if (!rotation) return false
+  if ((job.progress as DeliveryRun['progress'])?.platformMessageId) return false
+  const made = job.attemptsMade
+  const message =
+    made > 0
+      ? {
+          ...data,
+          priorAttempts: (data.priorAttempts ?? 0) + made,
+          attemptsSpent: (data.attemptsSpent ?? 0) + made,
+        }
+      : data
+  const moved = await rotation.handOver(lane.senderId, [message], 'worker').catch((error) => {
+    deps.logger.warn({ err: error, messageId: data.messageId }, 'message not handed off a fallen pool number')
+    return new Set<string>()
+  })
+  return moved.has(data.messageId)
 }

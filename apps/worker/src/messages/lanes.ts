@@ -28,7 +28,7 @@ import { deliverBundle } from './bundle.ts'
 import { CanceledCampaigns } from './canceled-campaigns.ts'
 import { OptOutWatch } from './consent/watch.ts'
 import { deliverMessage, platformBackoff } from './deliver.ts'
-import type { DeliveryLane, DeliveryResult } from './delivery/types.ts'
+import type { DeliveryLane, DeliveryResult, RotationWatch } from './delivery/types.ts'
 import { DeliveryRecorder } from './delivery-recorder.ts'
 import { SmsFallbackTimers } from './fallback-timer.ts'
 import type { SenderSettings } from './registry.ts'
@@ -89,6 +89,7 @@ export class SenderLane implements DeliveryLane {
   readonly #context: WorkerContext
   readonly #publisher: RedisClient
   readonly #pace: string
+  readonly #rotation: RotationWatch
 
   constructor(
     context: WorkerContext,
@@ -100,10 +101,12 @@ export class SenderLane implements DeliveryLane {
     revokedKeys: RevokedKeys,
     canceledCampaigns: CanceledCampaigns,
     fallback: LaneFallback,
+    rotation: RotationWatch,
   ) {
     const { config, logger } = context
     this.#context = context
     this.#publisher = connections.producer
+    this.#rotation = rotation
     this.senderId = settings.id
     this.settings = settings
     this.platform = createSenderPlatform(config, settings)
@@ -133,6 +136,7 @@ export class SenderLane implements DeliveryLane {
       canceledCampaigns,
       sms: fallback.sms,
       fallbackTimers: fallback.timers,
+      rotation,
     }
     // The platform calls in flight for this sender in this process, bundled or not.
     const permits = new Permits(config.MESSAGES_CONCURRENCY)
@@ -264,7 +268,9 @@ export class SenderLane implements DeliveryLane {
     this.#pausedUntil = now + pauseMs
     await (await this.queue.get()).rateLimit(pauseMs)
     // The API's sender pools take a number limited longer than POOL_RATE_LIMIT_TOLERANCE_SECONDS
-    // out of rotation (docs/failover.md): told the streak's start and this pause's end.
+    // out of rotation (docs/failover.md): told the streak's start and this pause's end. This
+    // process' pool mover first, so the bundle that met it hands its messages over at once.
+    this.#rotation.rateLimited(this.senderId, this.#limitedSince, this.#pausedUntil)
     void this.#publisher
       .publish(
         `${this.#context.config.QUEUE_PREFIX}:${SENDER_RATE_LIMITS_CHANNEL}`,
@@ -326,6 +332,14 @@ export class SenderLanes {
   readonly #appendSent: ReturnType<typeof batchedLogSent>
   /** The channel fallback's provider and timers, shared by every lane. */
   readonly fallback: LaneFallback
+  /** The pool mover, once started (`watchRotation`): bundles ask it whether their number fell. */
+  #rotation: RotationWatch | undefined
+  readonly #rotationWatch: RotationWatch = {
+    leftRotation: (senderId) => this.#rotation?.leftRotation(senderId) ?? false,
+    handOver: (senderId, messages, holder) =>
+      this.#rotation?.handOver(senderId, messages, holder) ?? Promise.resolve(new Set<string>()),
+    rateLimited: (senderId, since, until) => this.#rotation?.rateLimited(senderId, since, until),
+  }
 
   constructor(context: WorkerContext) {
     this.#context = context
@@ -391,6 +405,11 @@ export class SenderLanes {
     return this.#optOuts.caughtUp(1_000)
   }
 
+  /** Bundles on a pool number that left rotation hand their unsent messages to `watch` (pool-mover.ts). */
+  watchRotation(watch: RotationWatch): void {
+    this.#rotation = watch
+  }
+
   get producer(): RedisClient {
     return this.#connections.producer
   }
@@ -426,6 +445,7 @@ export class SenderLanes {
           this.#revokedKeys,
           this.#canceledCampaigns,
           this.fallback,
+          this.#rotationWatch,
         )
         this.#lanes.set(sender.id, lane)
         logger.info(

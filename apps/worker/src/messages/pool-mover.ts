@@ -24,14 +24,37 @@ import {
   fairActiveKey,
   fairBase,
   fairKeys,
+  handOverMessageClaim,
   MESSAGE_BUNDLE_JOB_NAME,
   type MessageBundleJob,
 } from '@dispatch/runtime/message-handoff'
 import type { RedisClient } from '@dispatch/runtime/redis'
 import type { Job } from 'bullmq'
 import type { WorkerContext } from '../runtime.ts'
+import type { RotationWatch } from './delivery/types.ts'
 import type { SenderLane } from './lanes.ts'
 import { takeWaiting } from './take-waiting.ts'
+
+/**
+ * A message of a queued job as it leaves the job: its claim's holder named (the bundle, or a
+ * message's own job, `worker`), which its next job takes over, and a message's own job's attempts
+ * so far counted, so that moving gives it no more attempts than the maximum (`attemptsSpent`) and
+ * its record counts on (`priorAttempts`). A bundle spends no attempt of its messages' own.
+ */
+function carriedOver(message: MessageJob, job: Job): MessageJob {
+  const bundle = job.name === MESSAGE_BUNDLE_JOB_NAME
+  const made = bundle ? 0 : job.attemptsMade
+  return {
+    ...message,
+    claimedBy: message.claimedBy ?? (bundle ? (job.id as string) : 'worker'),
+    ...(made > 0
+      ? {
+          priorAttempts: (message.priorAttempts ?? 0) + made,
+          attemptsSpent: (message.attemptsSpent ?? 0) + made,
+        }
+      : {}),
+  }
+}
 
 /** How often each process looks at the pools' members it serves. */
 export const POOL_MOVE_INTERVAL_MS = 1000
@@ -51,6 +74,9 @@ interface Member extends ChoiceMember {
   hash: number
   row: PoolMemberHealthRow
 }
+
+/** The pools a sender is out of rotation in: their members' health now, and the sender's own. */
+type Fallen = Map<string, { members: Member[]; from: Member }>
 
 /** One message moved: what the record and the event say. */
 export interface SenderChange {
@@ -77,12 +103,18 @@ export interface SenderChange {
  * a job read against its record before sending (`readmitted`), then lets it go from `moving`: a
  * process dying between leaves it to the fallen number's admitter, never lost. The record's
  * sender, the recipient's sticky number and a `message.sender_changed` event follow.
+ *
+ * It is also the lanes' `RotationWatch` (bundle.ts, deliver.ts): a job a worker holds on a number
+ * that left rotation hands it the messages it has not sent (`handOver`), moved under the same rules.
  */
-export class PoolMover {
+export class PoolMover implements RotationWatch {
   readonly #context: WorkerContext
   readonly #redis: RedisClient
   readonly #lanes: () => Iterable<SenderLane>
   readonly #limited = new Map<string, { since: number; until: number }>()
+  /** The pools' members as the last sweep read them: by pool, and by sender. */
+  #byPool = new Map<string, PoolMemberHealthRow[]>()
+  #bySender = new Map<string, PoolMemberHealthRow[]>()
   #subscriber: RedisClient | undefined
   #timer: NodeJS.Timeout | undefined
   #running: Promise<void> | undefined
@@ -109,17 +141,28 @@ export class PoolMover {
       if (from !== limits) return
       const [senderId, since, until] = message.split(' ')
       if (senderId && Number.isFinite(Number(since)) && Number.isFinite(Number(until))) {
-        this.#limited.set(senderId, { since: Number(since), until: Number(until) })
-        // Judged again once its streak passes the tolerance.
-        const at = Number(since) + config.POOL_RATE_LIMIT_TOLERANCE_SECONDS * 1000 - Date.now()
-        if (Number(until) - Number(since) > config.POOL_RATE_LIMIT_TOLERANCE_SECONDS * 1000) this.#kick()
-        else if (at > 0) setTimeout(() => this.#kick(), at + 1).unref()
+        this.rateLimited(senderId, Number(since), Number(until))
       }
     })
     subscriber.subscribe(limits, changes).catch((error: Error) => {
       logger.warn({ err: error }, 'pool mover channels not subscribed yet; retries on reconnect')
     })
     this.#timer = setTimeout(() => this.#loop(), POOL_MOVE_INTERVAL_MS)
+  }
+
+  /**
+   * A 130429 streak, as a worker announces it (`senders:rate-limited`), this process' own lanes
+   * first, before they publish it: their bundles then know at once whether the number fell.
+   */
+  rateLimited(senderId: string, since: number, until: number): void {
+    const known = this.#limited.get(senderId)
+    if (known?.since === since && known.until === until) return
+    this.#limited.set(senderId, { since, until })
+    // Judged again once its streak passes the tolerance.
+    const tolerance = this.#context.config.POOL_RATE_LIMIT_TOLERANCE_SECONDS * 1000
+    const at = since + tolerance - Date.now()
+    if (until - since > tolerance) this.#kick()
+    else if (at > 0) setTimeout(() => this.#kick(), at + 1).unref()
   }
 
   #again = false
@@ -149,27 +192,10 @@ export class PoolMover {
   async sweep(now = Date.now()): Promise<SenderChange[]> {
     const served = new Map([...this.#lanes()].map((lane) => [lane.senderId, lane]))
     if (served.size === 0) return []
-    const rows = await loadPoolMembers(this.#context.db)
-    const tolerance = { rateLimitToleranceMs: this.#context.config.POOL_RATE_LIMIT_TOLERANCE_SECONDS * 1000 }
-    const pools = new Map<string, Member[]>()
-    for (const row of rows) {
-      const limited = this.#limited.get(row.senderId)
-      const excluded = exclusionOf(
-        { ...row, rateLimitedSince: limited?.since, rateLimitedUntil: limited?.until },
-        tolerance,
-        now,
-      )
-      const list = pools.get(row.poolId) ?? []
-      list.push({ senderId: row.senderId, weight: row.weight, excluded, hash: memberHash(row.senderId), row })
-      pools.set(row.poolId, list)
-    }
+    this.#load(await loadPoolMembers(this.#context.db))
     const moved: SenderChange[] = []
     for (const [senderId, lane] of served) {
-      const fallen = new Map<string, { members: Member[]; from: Member }>()
-      for (const [poolId, members] of pools) {
-        const from = members.find((m) => m.senderId === senderId)
-        if (from?.excluded) fallen.set(poolId, { members, from })
-      }
+      const fallen = this.#fallenFor(senderId, now)
       if (fallen.size === 0) continue
       moved.push(...(await this.#moveFrom(senderId, fallen, now)))
       moved.push(...(await this.#moveQueued(lane, fallen, now)))
@@ -181,11 +207,110 @@ export class PoolMover {
     return moved
   }
 
-  async #moveFrom(
-    senderId: string,
-    fallen: Map<string, { members: Member[]; from: Member }>,
-    now: number,
-  ): Promise<SenderChange[]> {
+  #load(rows: PoolMemberHealthRow[]): void {
+    const byPool = new Map<string, PoolMemberHealthRow[]>()
+    const bySender = new Map<string, PoolMemberHealthRow[]>()
+    const add = (map: Map<string, PoolMemberHealthRow[]>, id: string, row: PoolMemberHealthRow) => {
+      const list = map.get(id)
+      if (list) list.push(row)
+      else map.set(id, [row])
+    }
+    for (const row of rows) {
+      add(byPool, row.poolId, row)
+      add(bySender, row.senderId, row)
+    }
+    this.#byPool = byPool
+    this.#bySender = bySender
+  }
+
+  /** Why a member is out of rotation now (its row's health, an announced 130429 streak), or null. */
+  #exclusion(row: PoolMemberHealthRow, now: number): PoolExclusionReason | null {
+    const limited = this.#limited.get(row.senderId)
+    return exclusionOf(
+      { ...row, rateLimitedSince: limited?.since, rateLimitedUntil: limited?.until },
+      { rateLimitToleranceMs: this.#context.config.POOL_RATE_LIMIT_TOLERANCE_SECONDS * 1000 },
+      now,
+    )
+  }
+
+  /** The pools `senderId` is out of rotation in now, with their members' health. */
+  #fallenFor(senderId: string, now: number): Fallen {
+    const fallen: Fallen = new Map()
+    for (const { poolId } of this.#bySender.get(senderId) ?? []) {
+      const members = (this.#byPool.get(poolId) ?? []).map((row) => ({
+        senderId: row.senderId,
+        weight: row.weight,
+        excluded: this.#exclusion(row, now),
+        hash: memberHash(row.senderId),
+        row,
+      }))
+      const from = members.find((m) => m.senderId === senderId)
+      if (from?.excluded) fallen.set(poolId, { members, from })
+    }
+    return fallen
+  }
+
+  /**
+   * Whether `senderId` is out of rotation in one of its pools, as this process knows it now (the
+   * rows of its last sweep, the 130429 streaks announced since): one Map read for a number in no pool.
+   */
+  leftRotation(senderId: string, now = Date.now()): boolean {
+    const rows = this.#bySender.get(senderId)
+    return rows?.some((row) => this.#exclusion(row, now) !== null) === true
+  }
+
+  /**
+   * Moves messages a job (a bundle, a message's own) holds on a fallen number and has not sent (refused by the platform, or
+   * never tried) to a healthy member, under the rules of a waiting one (`#destination`); answers the
+   * ids moved. Each is first written to the number's `moving` under its new claim's name, then its
+   * claim is renamed from the job's (`holder`) to that name, then it is stored on the new number
+   * and leaves `moving`. A process killed before the rename leaves it to the bundle's rerun (the
+   * copy in `moving`, handed out again, finds the claim another's and sends nothing); after it, to
+   * the admitter, which hands that copy out again (the bundle's rerun finds the claim another's). A
+   * claim a cancel holds stays where it is, and the bundle records the cancel.
+   */
+  async handOver(senderId: string, messages: MessageJob[], holder: string): Promise<Set<string>> {
+    const now = Date.now()
+    const fallen = this.#fallenFor(senderId, now)
+    const handed = new Set<string>()
+    if (fallen.size === 0) return handed
+    const { config } = this.#context
+    const keys = fairKeys(config.QUEUE_PREFIX, senderId)
+    // Each message's steps in order; the messages side by side (a bundle's twenty in a few round trips).
+    const handing = messages.map(async (message): Promise<SenderChange | undefined> => {
+      const move = await this.#destination(message, senderId, fallen, now)
+      if (move === undefined) return undefined
+      const id = message.messageId
+      const claimant = `moved-${move.to}-${now}`
+      const next: MessageJob = { ...message, readmitted: true, claimedBy: claimant }
+      await this.#redis
+        .multi()
+        .hset(keys.moving, id, JSON.stringify(next))
+        .zadd(keys.movingAt, now, id)
+        .exec()
+      const from = message.claimedBy === undefined ? [holder] : [holder, message.claimedBy]
+      if (!(await handOverMessageClaim(this.#redis, config.QUEUE_PREFIX, message, from, claimant))) {
+        await this.#redis.multi().hdel(keys.moving, id).zrem(keys.movingAt, id).exec()
+        return undefined
+      }
+      const change = await this.#place(next, senderId, move)
+      handed.add(id)
+      // The API finds it on its new number now, not in the bundle.
+      await this.#redis.multi().hdel(keys.bundled, id).hdel(keys.moving, id).zrem(keys.movingAt, id).exec()
+      return change
+    })
+    const moved = (await Promise.all(handing)).filter((change) => change !== undefined)
+    if (moved.length > 0) {
+      await this.#record(moved)
+      this.#context.logger.info(
+        { moved: moved.length, senderId, jobId: holder },
+        'messages a worker held handed off a fallen pool number',
+      )
+    }
+    return handed
+  }
+
+  async #moveFrom(senderId: string, fallen: Fallen, now: number): Promise<SenderChange[]> {
     const prefix = this.#context.config.QUEUE_PREFIX
     const keys = fairKeys(prefix, senderId)
     const waiting: MessageJob[] = []
@@ -220,7 +345,7 @@ export class PoolMover {
   async #destination(
     job: MessageJob,
     senderId: string,
-    fallen: Map<string, { members: Member[]; from: Member }>,
+    fallen: Fallen,
     now: number,
   ): Promise<Destination | undefined> {
     const pool = job.senderPoolId ? fallen.get(job.senderPoolId) : undefined
@@ -303,13 +428,11 @@ export class PoolMover {
    * on leaves it to the admitter, read against its record), then removed from the queue, which
    * BullMQ refuses for a job a worker took meanwhile (it stays, and is delivered there: never
    * both). A removed job's messages that move go to their new number; a bundle's others go back to
-   * the fallen number's lists, read against their record.
+   * the fallen number's lists, read against their record. Each names the job whose claim its next job
+   * takes over, and carries the attempts its own job spent (`carriedOver`). A job that kept a send it
+   * could not record (its platform id on the job) stays, and records it when it runs.
    */
-  async #moveQueued(
-    lane: SenderLane,
-    fallen: Map<string, { members: Member[]; from: Member }>,
-    now: number,
-  ): Promise<SenderChange[]> {
+  async #moveQueued(lane: SenderLane, fallen: Fallen, now: number): Promise<SenderChange[]> {
     const senderId = lane.senderId
     const keys = fairKeys(this.#context.config.QUEUE_PREFIX, senderId)
     const queue = await lane.queue.get()
@@ -317,11 +440,15 @@ export class PoolMover {
     const moved: SenderChange[] = []
     for (const job of jobs) {
       if (!job?.id) continue
-      const settled = new Set(((job.progress ?? {}) as { settled?: string[] }).settled ?? [])
+      const progress = (job.progress ?? {}) as { settled?: string[]; platformMessageId?: string }
+      // Sent by an earlier run that could not record it (the id kept on the job): it stays, and its
+      // next run records it.
+      if (progress.platformMessageId) continue
+      const settled = new Set(progress.settled ?? [])
       const bundle = job.name === MESSAGE_BUNDLE_JOB_NAME
-      const messages = bundle
-        ? (job.data as MessageBundleJob).messages.filter((m) => !settled.has(m.messageId))
-        : [job.data as MessageJob]
+      const messages = (
+        bundle ? (job.data as MessageBundleJob).messages.filter((m) => !settled.has(m.messageId)) : [job.data]
+      ).map((message) => carriedOver(message as MessageJob, job))
       const plans = await Promise.all(
         messages.map(async (message) => ({
           message,
@@ -372,9 +499,9 @@ export class PoolMover {
   }
 
   /**
-   * The record of each move: a listed message's row (a scheduled one) names its new sender, and its
-   * key's endpoints get `message.sender_changed` (a message not listed yet is recorded with its new
-   * sender when it goes).
+   * The record of each move: a listed message's row (a scheduled one, or one between its attempts)
+   * names its new sender, and its key's endpoints get `message.sender_changed` (a message not listed
+   * yet is recorded with its new sender when it goes; a record keeps the sender it first had).
    */
   async #record(moved: SenderChange[]): Promise<void> {
     const sql = this.#context.db.$client as Sql
@@ -385,7 +512,8 @@ export class PoolMover {
       }
       await sql.begin(async (tx) => {
         await tx`update messages set sender_id = ${move.to}, sender_phone_number_id = ${move.toPhoneNumberId}
-          where id = ${move.messageId} and accepted_at = ${move.acceptedAt} and status in ('scheduled', 'queued')`
+          where id = ${move.messageId} and accepted_at = ${move.acceptedAt}
+            and status in ('scheduled', 'queued', 'sending')`
         await tx`select dispatch_emit_webhook_event(${move.apiKeyId}, 'message.sender_changed', ${move.messageId},
           ${JSON.stringify(data)}::jsonb, ${move.at.toISOString()}::timestamptz)`
       })

@@ -38,6 +38,8 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
   // Messages waiting on a pool's number that fell move to a healthy member (docs/failover.md).
   const poolMover = new PoolMover(context, lanes.producer, () => lanes.lanes())
   poolMover.start()
+  // A bundle a worker holds on a number that fell hands it what it has not sent.
+  lanes.watchRotation(poolMover)
   // Sent outcomes a process left in the senders' logs (killed, or Postgres was down) reach Postgres.
   const sentLogs = new SentLogSweeper(
     lanes.recording.claims,

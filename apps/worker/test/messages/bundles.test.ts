@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url'
 import type { MessageJob } from '@dispatch/contracts'
 import {
   fairKeys,
+  handOverMessageClaim,
   MESSAGE_BUNDLE_JOB_NAME,
   MESSAGE_JOB_OPTIONS,
   messageBundleJobId,
@@ -228,4 +229,33 @@ it('a bundle run again skips what it handed on, and sends a message whose own jo
   expect(world.fake.sendsOf(admittedAlone.messageId)).toBe(1)
   // Its own job sends it when due.
   expect(world.fake.sendsOf(handedOn.messageId)).toBe(0)
+})
+
+it('a message its bundle handed off a fallen pool number is left by the bundle run again, and sent by its new job; a canceled one is not handed off', async () => {
+  const bundleId = messageBundleJobId('handed-over')
+  const [moved, stays, canceled] = [job('handed a'), job('handed b'), job('handed c')] as [
+    MessageJob,
+    MessageJob,
+    MessageJob,
+  ]
+  const claimOf = (m: MessageJob) => messageClaimKey(world.queuePrefix, m.messageId)
+  // The bundle held their claims when its number fell (a cancel took the third's first).
+  for (const m of [moved, stays]) await redis.set(claimOf(m), bundleId, 'PX', 600_000)
+  await redis.set(claimOf(canceled), 'cancel', 'PX', 600_000)
+  const to = 'moved-to-another-number'
+  expect(await handOverMessageClaim(redis, world.queuePrefix, moved, [bundleId], to)).toBe(true)
+  expect(await handOverMessageClaim(redis, world.queuePrefix, canceled, [bundleId], to)).toBe(false)
+  expect(await redis.get(claimOf(moved))).toBe(to)
+  // Renamed, not renewed: it keeps the life the bundle's claim had.
+  expect(await redis.pttl(claimOf(moved))).toBeGreaterThan(500_000)
+  expect(await redis.get(claimOf(canceled))).toBe('cancel')
+  // The bundle run again (killed after the hand-off) sends the one it kept, not the one it handed over.
+  await runBundle(world, [moved, stays, canceled], { attemptsStarted: 2, id: bundleId })
+  expect(world.fake.sendsOf(stays.messageId)).toBe(1)
+  expect(world.fake.sendsOf(moved.messageId)).toBe(0)
+  expect(world.fake.sendsOf(canceled.messageId)).toBe(0)
+  // Its new job (here another bundle) takes the claim over and sends it, once.
+  await runBundle(world, [{ ...moved, claimedBy: to, readmitted: true }], { attemptsStarted: 1 })
+  await runBundle(world, [{ ...moved, claimedBy: to, readmitted: true }], { attemptsStarted: 1 })
+  expect(world.fake.sendsOf(moved.messageId)).toBe(1)
 })

@@ -12,3 +12,11 @@ export const MESSAGE_JOB_OPTIONS = {
   removeOnComplete: true,
   removeOnFail: { age: 7 * 24 * 3600, count: 100_000 },
 } as const
+
+/**
+ * The attempts a message's next job may make: the maximum less what jobs before it spent (a bundle
+ * that handed it on, a pool number it was moved off: `attemptsSpent`), at least one. Moving never
+ * gives a message more attempts than the maximum.
+ */
+export const attemptsLeft = (job: { attemptsSpent?: number | undefined }) =>
+  Math.max(1, MESSAGE_JOB_OPTIONS.attempts - (job.attemptsSpent ?? 0))

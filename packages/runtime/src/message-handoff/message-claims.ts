@@ -39,9 +39,32 @@ export const MESSAGE_CLAIM_KEEP_MS = 60_000
 export const FINAL_OUTCOMES: ReadonlySet<string> = new Set(['sent', 'failed', 'expired', 'canceled'])
 
 /** Releases a batch of claims in one command, off a Cluster (lua/claims/releaseClaims.lua). */
-export const RELEASE_CLAIMS_SCRIPT = luaScripts(join(import.meta.dirname, 'lua/claims'), [
-  'releaseClaims',
-]).releaseClaims
+const claimScripts = luaScripts(join(import.meta.dirname, 'lua/claims'), ['releaseClaims', 'handOverClaim'])
+export const RELEASE_CLAIMS_SCRIPT = claimScripts.releaseClaims
+
+/**
+ * Renames a message's claim after the job that takes the message over (lua/claims/handOverClaim-1.lua),
+ * when it is free or held by one of `from`: the job it came from, run again, then finds it another's
+ * and leaves it. Answers true once the claim is `to`'s; false when a cancel (or another job) holds it.
+ */
+export async function handOverMessageClaim(
+  redis: Redis | Cluster,
+  prefix: string,
+  message: { messageId: string; expiresAt?: string | undefined },
+  from: readonly string[],
+  to: string,
+): Promise<boolean> {
+  const ttl = messageClaimTtlMs(message.expiresAt, Date.now())
+  const answer = await evalLuaScript(
+    redis,
+    claimScripts.handOverClaim,
+    messageClaimKey(prefix, message.messageId),
+    to,
+    ttl,
+    ...from,
+  )
+  return answer === 1
+}
 
 /**
  * Shortens the claims of messages whose final outcome is committed in Postgres to `keepMs` (only

@@ -1,5 +1,5 @@
 import { findLoggedSent, findRecordedDelivery } from '@dispatch/db'
-import { FINAL_OUTCOMES } from '@dispatch/runtime/message-handoff'
+import { FINAL_OUTCOMES, fairKeys } from '@dispatch/runtime/message-handoff'
 import { fallBackAfterExpiry, fallBackAfterUndeliverableRecorded } from './fallback-triggers.ts'
 import type { Disposition, MessageDelivery } from './types.ts'
 
@@ -41,14 +41,24 @@ async function recordedSend(delivery: MessageDelivery): Promise<Disposition | un
   return undefined
 }
 
-/** Sent by an earlier run killed after logging it, its row not yet written: written now. */
+/**
+ * Sent by an earlier run killed after logging it, its row not yet written: written now. A message
+ * moved off a fallen pool number (`senderChanged`) is looked for in that number's log too, where a
+ * run of the job it left would have logged it.
+ */
 async function loggedSend({ data, deps, log }: MessageDelivery): Promise<Disposition | undefined> {
   if (!deps.sentLog) return undefined
-  const logged = await findLoggedSent(deps.claims, deps.sentLog.stream, data.messageId)
-  if (!logged?.platformMessageId) return undefined
-  await deps.recorder.record(logged)
-  log.info({ platformMessageId: logged.platformMessageId }, 'message already sent; not sending again')
-  return alreadySent(logged.platformMessageId)
+  const streams = [deps.sentLog.stream]
+  const left = data.senderChanged?.from
+  if (left !== undefined) streams.push(fairKeys(deps.prefix, left).sentLog)
+  for (const stream of new Set(streams)) {
+    const logged = await findLoggedSent(deps.claims, stream, data.messageId)
+    if (!logged?.platformMessageId) continue
+    await deps.recorder.record(logged)
+    log.info({ platformMessageId: logged.platformMessageId }, 'message already sent; not sending again')
+    return alreadySent(logged.platformMessageId)
+  }
+  return undefined
 }
 
 /** Sent by an earlier run whose record failed (the id kept on the job): recorded now. */

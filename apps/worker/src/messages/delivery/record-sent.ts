@@ -26,9 +26,12 @@ function recordThroughSentLog(
   delivery: MessageDelivery,
   sentLog: NonNullable<MessageDelivery['deps']['sentLog']>,
   sent: DeliveryOutcome,
+  after: Promise<void> | undefined,
 ): { recorded: Promise<void>; logged: Promise<LoggedEntry> } {
   const { deps, log } = delivery
-  const logged = sentLog.append ? sentLog.append(sent) : logSent(sentLog.redis, sentLog.stream, sent)
+  const appended = sentLog.append ? sentLog.append(sent) : logSent(sentLog.redis, sentLog.stream, sent)
+  // Logged once what must come first (its fallback's hold) is written too: both in flight at once.
+  const logged = after ? Promise.all([appended, after]).then(([entry]) => entry) : appended
   // Counted once the outcome is in the log: a process killed before that counts nothing it loses.
   logged.then(
     () => countSent(delivery),
@@ -44,8 +47,14 @@ function recordThroughSentLog(
 }
 
 /** Without a sent log: the row written now, the job waiting for it; a failure keeps the id on the job. */
-async function recordNow(delivery: MessageDelivery, outcome: DeliveryOutcome, sent: Sent): Promise<void> {
+async function recordNow(
+  delivery: MessageDelivery,
+  outcome: DeliveryOutcome,
+  sent: Sent,
+  after: Promise<void> | undefined,
+): Promise<void> {
   const { platformMessageId, fallbackUsed } = sent
+  await after
   try {
     await delivery.deps.recorder.record(outcome)
   } catch (error) {
@@ -74,11 +83,16 @@ const sentDisposition = (
 /**
  * Step 5: the sent outcome recorded, through the sender's sent log when there is one, else written
  * now. Not async on the hot path (the sent log's): the pipeline answers without waiting on a write.
+ * `after`: written before the record (a fallback's timer or hold), which waits for it.
  */
-export function recordSent(delivery: MessageDelivery, sent: Sent): Disposition | Promise<Disposition> {
+export function recordSent(
+  delivery: MessageDelivery,
+  sent: Sent,
+  after?: Promise<void>,
+): Disposition | Promise<Disposition> {
   const { platformMessageId, fallbackUsed } = sent
   const outcome = delivery.outcome('sent', { platformMessageId, fallbackUsed })
   const { sentLog } = delivery.deps
-  if (sentLog) return sentDisposition(delivery, sent, recordThroughSentLog(delivery, sentLog, outcome))
-  return recordNow(delivery, outcome, sent).then(() => sentDisposition(delivery, sent))
+  if (sentLog) return sentDisposition(delivery, sent, recordThroughSentLog(delivery, sentLog, outcome, after))
+  return recordNow(delivery, outcome, sent, after).then(() => sentDisposition(delivery, sent))
 }

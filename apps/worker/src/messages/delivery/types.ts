@@ -72,6 +72,21 @@ export interface DeliveryDeps {
   sms?: SmsProvider | undefined
   /** The "no `delivered` in time" timers of the fallback (fallback-timer.ts); none: never armed. */
   fallbackTimers?: Pick<SmsFallbackTimers, 'arm' | 'runNow' | 'runIfUndeliverable'> | undefined
+  /** Its pool numbers' rotation, and the hand-off of a fallen one's messages (pool-mover.ts). */
+  rotation?: RotationWatch | undefined
+}
+
+/** What a job asks of the pool mover (pool-mover.ts) when its number may have left rotation. */
+export interface RotationWatch {
+  /** Whether the sender is out of rotation in one of its pools (its health, a 130429 streak). */
+  leftRotation(senderId: string): boolean
+  /**
+   * Moves those of `messages` (none of them sent by the job `holder`) that may move to a healthy
+   * member, their claims renamed after their new jobs; answers the ids moved.
+   */
+  handOver(senderId: string, messages: MessageJob[], holder: string): Promise<Set<string>>
+  /** A 130429 streak this process' lane met (since, until: ms), known here before it is announced. */
+  rateLimited(senderId: string, since: number, until: number): void
 }
 
 /** How one job runs one message: the single job's own run, or one message of a bundle. */
