@@ -366,6 +366,21 @@ describe('controls', () => {
     expect(total(after.counts)).toBe(300)
     expect(after.counts.canceled).toBeGreaterThan(0)
     await expectCountsExact(campaign.id)
+    // Each canceled line is listed once with its recipient (a block canceled whole reads as its lines).
+    const listed: CampaignRecipient[] = []
+    let next: number | null = 0
+    while (next !== null) {
+      const res: Awaited<ReturnType<typeof app.inject>> = await app.inject({
+        method: 'GET',
+        url: `/api/third-party/campaigns/${campaign.id}/recipients?state=canceled&take=50&after=${next}`,
+        headers: headers(),
+      })
+      const body: { data: CampaignRecipient[]; next: number | null } = res.json()
+      listed.push(...body.data)
+      next = body.next
+    }
+    expect(listed).toHaveLength(after.counts.canceled)
+    for (const r of listed) expect(r.phone).toBe(audience[r.line - 2])
     const sent = audience.filter((p) => sentTo(p).length > 0)
     expect(sent.length).toBe(after.counts.sent)
     for (const phone of sent) expect(sentTo(phone)).toHaveLength(1)

@@ -4,24 +4,20 @@ import type { Executor } from './executor.ts'
 
 /**
  * A campaign's blocks (rows holding many taken lines as uploaded, `campaign_recipients.lines`) that
- * `where` picks, each replaced by a row per line in one statement: `pending` (to be fed or
- * erased) or `canceled`. Answers how many rows it wrote. `where` names `campaign_recipients`'
- * columns unqualified or qualified by the table's name; it need not say `lines is not null`.
+ * `where` picks, each replaced by a row per line in one statement, in the block's state (`pending`,
+ * or `canceled` by a cancel). Answers how many rows it wrote. `where` names
+ * `campaign_recipients`' columns qualified by the table's name; it need not say `lines is not null`.
  */
-export async function expandBlocks(
-  db: Executor,
-  where: SQL,
-  state: 'pending' | 'canceled' = 'pending',
-): Promise<number> {
+export async function expandBlocks(db: Executor, where: SQL): Promise<number> {
   const [row] = await db.execute<{ n: number }>(sql`
     with blocks as (
       delete from campaign_recipients
       where campaign_recipients.lines is not null and (${where})
-      returning campaign_id, line, block, block_fields
+      returning campaign_id, line, state, block, block_fields
     ),
     expanded as (
       insert into campaign_recipients (campaign_id, line, phone, variables, state)
-      select b.campaign_id, b.line + e.n - 1, e.phone, e.variables, ${state}::campaign_recipient_state
+      select b.campaign_id, b.line + e.n - 1, e.phone, e.variables, b.state
       from blocks b cross join lateral dispatch_campaign_block_rows(b.block, b.block_fields) e
       returning 1
     )

@@ -456,17 +456,18 @@ export async function hasPendingRows(db: Db, campaign: CampaignRow): Promise<boo
 }
 
 /**
- * Cancels the rows not fed yet (the campaign's cancel), counted on the campaign: answers how many.
- * Its blocks become a `canceled` row per line.
+ * Cancels the rows not fed yet (the campaign's cancel), counted on the campaign: answers how many
+ * lines. A block is canceled whole, its lines with it (read, or expanded, in its state).
  */
 export async function cancelPendingRows(db: Executor, campaignId: string): Promise<number> {
-  const expanded = await expandBlocks(db, sql`campaign_recipients.campaign_id = ${campaignId}`, 'canceled')
-  const rows = await db
-    .update(campaignRecipients)
-    .set({ state: 'canceled' })
-    .where(and(eq(campaignRecipients.campaignId, campaignId), eq(campaignRecipients.state, 'pending')))
-    .returning({ line: campaignRecipients.line })
-  const canceled = expanded + rows.length
+  const [row] = await db.execute<{ n: number }>(sql`
+    with canceled as (
+      update campaign_recipients set state = 'canceled'
+      where campaign_id = ${campaignId} and state = 'pending'
+      returning coalesce(lines, 1) as n
+    )
+    select coalesce(sum(n), 0)::int as n from canceled`)
+  const canceled = row?.n ?? 0
   if (canceled > 0)
     await db
       .update(campaigns)
