@@ -175,6 +175,22 @@ describe('PUT /api/third-party/campaigns/:id/audience', () => {
     expect(paged).toEqual(expected)
   })
 
+  it('reads a block by its header: columns in any order, a clientReference and a blank userId not kept', async () => {
+    const id = await draftCampaign(key)
+    const [a, b] = [phone(), phone()]
+    const res = await upload(
+      id,
+      `clientReference,date,Phone,userId,first_name\nref-1,Tuesday, ${a} ,,Ana\r\nref-2,Friday,${b},, Bruno\n`,
+    )
+    expect(res.statusCode, res.body).toBe(200)
+    expect((await rowsOf(id)).map((r) => [r.line, r.phone, r.user_id, r.variables])).toEqual([
+      [2, a, null, { first_name: 'Ana', date: 'Tuesday' }],
+      [3, b, null, { first_name: ' Bruno', date: 'Friday' }],
+    ])
+    const stored = await world.sql`select lines from campaign_recipients where campaign_id = ${id}`
+    expect(stored.map((r) => r.lines)).toEqual([2])
+  })
+
   it('takes NDJSON: a line per recipient, phone or userId', async () => {
     const id = await draftCampaign(key)
     const a = phone()
