@@ -81,7 +81,7 @@ const rowsOf = (id: string) =>
       raw: string | null
       variables: Record<string, string> | null
     }[]
-  >`select line, phone, user_id, state::text, reason, detail, raw, variables::jsonb as variables from campaign_recipients where campaign_id = ${id} order by line`
+  >`select line, phone, user_id, state::text, reason, detail, raw, variables::jsonb as variables from campaign_recipient_lines where campaign_id = ${id} order by line`
 
 let phones = 0
 const phone = () => `+551198${String(Date.now()).slice(-5)}${String(phones++).padStart(2, '0')}`
@@ -121,6 +121,74 @@ describe('PUT /api/third-party/campaigns/:id/audience', () => {
     const [campaign] = await world.sql`select status::text, audience from campaigns where id = ${id}`
     expect(campaign?.status).toBe('ready')
     expect(campaign?.audience).toMatchObject({ rows: 2, taken: 2 })
+  })
+
+  it('keeps runs of plain taken lines in blocks, read back line by line, a page at a time', async () => {
+    const id = await draftCampaign(key)
+    const phones = Array.from({ length: 150 }, phone)
+    const lines = phones.map((p, i) => `${p},Name${i},Day ${i}`)
+    lines[40] = `${phones[3]},Again,Monday` // line 42: a duplicate of line 5
+    lines[146] = `${phones[146]},"Quoted, name",Friday` // line 148: read as text, and the rest of the chunk
+    lines[100] = '' // line 102: blank
+    lines[120] = `+12,Short,Sunday` // line 122: invalid
+    const res = await upload(id, `phone,first_name,date\n${lines.join('\n')}\n`)
+    expect(res.statusCode, res.body).toBe(200)
+    expect(res.json<CampaignAudienceUploaded>().audience).toMatchObject({
+      rows: 149,
+      taken: 147,
+      skippedByReason: { duplicate: 1, invalid_recipient: 1 },
+    })
+    // A handful of stored rows, not a row a line: the blocks, and the lines apart from them (those
+    // skipped, and from a quoted line to the end of its chunk, read as text).
+    const [{ stored } = { stored: 0 }] = await world.sql<{ stored: number }[]>`
+      select count(*)::int as stored from campaign_recipients where campaign_id = ${id}`
+    expect(stored).toBeLessThan(20)
+    const expected = lines.flatMap((text, i) => {
+      const line = i + 2
+      if (line === 42 || line === 102 || line === 122) return []
+      const [p, name, date] = line === 148 ? [phones[146], 'Quoted, name', 'Friday'] : text.split(',')
+      return [[line, p, 'pending', { first_name: name, date }]]
+    })
+    const rows = await rowsOf(id)
+    expect(
+      rows.filter((r) => r.state === 'pending').map((r) => [r.line, r.phone, r.state, r.variables]),
+    ).toEqual(expected)
+    expect(rows.filter((r) => r.state === 'skipped').map((r) => [r.line, r.reason])).toEqual([
+      [42, 'duplicate'],
+      [122, 'invalid_recipient'],
+    ])
+    // The recipients' pages, 7 at a time, start and end inside blocks and read every line once.
+    const paged: unknown[] = []
+    let after: number | null = 0
+    while (after !== null) {
+      const page: Awaited<ReturnType<typeof app.inject>> = await app.inject({
+        method: 'GET',
+        url: `/api/third-party/campaigns/${id}/recipients?take=7&after=${after}&state=pending`,
+        headers: { 'x-api-key': key.key },
+      })
+      expect(page.statusCode, page.body).toBe(200)
+      const body: { data: { line: number; phone: string; variables: unknown }[]; next: number | null } =
+        page.json()
+      paged.push(...body.data.map((r) => [r.line, r.phone, 'pending', r.variables]))
+      after = body.next
+    }
+    expect(paged).toEqual(expected)
+  })
+
+  it('reads a block by its header: columns in any order, a clientReference and a blank userId not kept', async () => {
+    const id = await draftCampaign(key)
+    const [a, b] = [phone(), phone()]
+    const res = await upload(
+      id,
+      `clientReference,date,Phone,userId,first_name\nref-1,Tuesday, ${a} ,,Ana\r\nref-2,Friday,${b},, Bruno\n`,
+    )
+    expect(res.statusCode, res.body).toBe(200)
+    expect((await rowsOf(id)).map((r) => [r.line, r.phone, r.user_id, r.variables])).toEqual([
+      [2, a, null, { first_name: 'Ana', date: 'Tuesday' }],
+      [3, b, null, { first_name: ' Bruno', date: 'Friday' }],
+    ])
+    const stored = await world.sql`select lines from campaign_recipients where campaign_id = ${id}`
+    expect(stored.map((r) => r.lines)).toEqual([2])
   })
 
   it('takes NDJSON: a line per recipient, phone or userId', async () => {

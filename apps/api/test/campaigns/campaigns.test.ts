@@ -72,7 +72,8 @@ async function create(apiKey = key.key, body: object = {}) {
 
 /**
  * The campaign's audience, written as an upload leaves it: every row with its line (a CSV's header
- * is line 1), those taken `pending` with their variables, the campaign `ready`.
+ * is line 1), those taken `pending` with their variables in blocks of 7 lines (a CSV's plain lines
+ * as they came: `phone,1,2`; a window of 20 ends inside a block), the campaign `ready`.
  */
 async function loadAudience(
   campaignId: string,
@@ -80,16 +81,19 @@ async function loadAudience(
   skipped: { line: number; reason: string }[] = [],
 ) {
   const rows = phonesOf.map((phone, i) => ({ line: i + 2, phone }))
-  await world.sql`
-    insert into campaign_recipients ${world.sql(
-      rows.map((r) => ({
-        campaign_id: campaignId,
-        line: r.line,
-        phone: r.phone,
-        variables: JSON.stringify({ '1': `Cliente ${r.line}`, '2': `BR-${r.line}` }),
-        state: 'pending',
-      })),
-    )}`
+  const blocks = []
+  for (let at = 0; at < rows.length; at += 7) {
+    const lines = rows.slice(at, at + 7)
+    blocks.push({
+      campaign_id: campaignId,
+      line: (lines[0] as { line: number }).line,
+      state: 'pending',
+      lines: lines.length,
+      block: lines.map((r) => `${r.phone},Cliente ${r.line},BR-${r.line}`).join(at % 2 ? '\r\n' : '\n'),
+      block_fields: ['phone', '1', '2'],
+    })
+  }
+  await world.sql`insert into campaign_recipients ${world.sql(blocks)}`
   for (const s of skipped) {
     await world.sql`insert into campaign_recipients (campaign_id, line, state, reason, detail, raw)
       values (${campaignId}, ${s.line}, 'skipped', ${s.reason}, 'phone is not E.164', 'not-a-phone,Ana,BR-1')`
@@ -362,6 +366,21 @@ describe('controls', () => {
     expect(total(after.counts)).toBe(300)
     expect(after.counts.canceled).toBeGreaterThan(0)
     await expectCountsExact(campaign.id)
+    // Each canceled line is listed once with its recipient (a block canceled whole reads as its lines).
+    const listed: CampaignRecipient[] = []
+    let next: number | null = 0
+    while (next !== null) {
+      const res: Awaited<ReturnType<typeof app.inject>> = await app.inject({
+        method: 'GET',
+        url: `/api/third-party/campaigns/${campaign.id}/recipients?state=canceled&take=50&after=${next}`,
+        headers: headers(),
+      })
+      const body: { data: CampaignRecipient[]; next: number | null } = res.json()
+      listed.push(...body.data)
+      next = body.next
+    }
+    expect(listed).toHaveLength(after.counts.canceled)
+    for (const r of listed) expect(r.phone).toBe(audience[r.line - 2])
     const sent = audience.filter((p) => sentTo(p).length > 0)
     expect(sent.length).toBe(after.counts.sent)
     for (const phone of sent) expect(sentTo(phone)).toHaveLength(1)

@@ -2,8 +2,8 @@
  * What the campaign benchmarks share: the service's real entry points (`node apps/api/src/server.ts`
  * with its campaign feeder, `node apps/worker/src/main.ts` with every role on the sandbox platform)
  * on a database of the benchmark's own and a redis-server of its own; keys approved through the
- * API; a campaign created through the API with its audience written as an upload leaves it (rows
- * `pending`, the campaign `ready`), by one `INSERT … SELECT generate_series` (a million rows in
+ * API; a campaign created through the API with its audience written as an upload leaves it (blocks
+ * of 50 lines `pending`, the campaign `ready`), by one `INSERT … SELECT generate_series` (a million rows in
  * seconds, the upload route's cost left to its own benchmark); and waiting for messages recorded
  * `sent`, with progress lines.
  */
@@ -164,11 +164,16 @@ export async function readyCampaign(services: Services, key: string, size: numbe
     201,
   )
   const { sql } = services
+  // As a CSV upload of plain lines leaves them: blocks of 50 lines as uploaded (`phone,1,2`),
+  // expanded by the feeder as it reaches them.
   await sql`
-    insert into campaign_recipients (campaign_id, line, phone, variables, state)
-    select ${id}::uuid, g + 2, '+5511' || (900000000 + ${from}::int + g)::text,
-      jsonb_build_object('1', 'Cliente ' || (${from}::int + g), '2', 'BR-' || (${from}::int + g))::text, 'pending'
-    from generate_series(0, ${size - 1}::int) as g`
+    insert into campaign_recipients (campaign_id, line, state, lines, block, block_fields)
+    select ${id}::uuid, b * 50 + 2, 'pending', least(50, ${size}::int - b * 50),
+      (select string_agg('+5511' || (900000000 + ${from}::int + g)::text || ',Cliente ' || (${from}::int + g)
+          || ',BR-' || (${from}::int + g), E'\n' order by g)
+        from generate_series(b * 50, least(${size}::int, b * 50 + 50) - 1) as g),
+      '{phone,1,2}'::text[]
+    from generate_series(0, (${size}::int + 49) / 50 - 1) as b`
   const audience = {
     rows: size,
     taken: size,

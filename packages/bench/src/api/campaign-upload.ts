@@ -5,9 +5,9 @@
  * a child process, and `COPY … FROM STDIN (FORMAT csv, HEADER)` of the same file into a bare table
  * (three text columns, no index), rounds alternating; the medians compared as rows per second.
  * Aim ≥ 0.5. Beside them, the floor of the table itself: COPY of the rows exactly as a first upload
- * writes them (COPY's binary format: campaign_recipients' columns, its key, the variables as JSON
- * text, no raw line for a row taken; a table of the campaign's own, its key built after, attached)
- * from a file, which is what the API's own work (HTTP, parsing, judging) adds to.
+ * writes them (COPY's binary format: campaign_recipients' columns, its key, the taken lines in
+ * blocks as they came; a table of the campaign's own, its key built after, attached) from a file,
+ * which is what the API's own work (HTTP, parsing, judging) adds to.
  * Each round prints the API process's CPU time during the upload, and Postgres' (its backends' CPU
  * time, /proc) during each step: their own work, whatever the machine's load. And the API's memory: its peak RSS during the upload over its RSS before
  * (/proc/<pid>/status VmHWM after clearing it, Linux), aim ≤ 100 MB.
@@ -128,7 +128,11 @@ const spent = async <T>(step: () => Promise<T>): Promise<[T, number | undefined]
   return [result, before === undefined || after === undefined ? undefined : after - before]
 }
 
-/** The rows as the upload writes them (queries/campaign-audience-copy.ts: COPY's binary format), for `campaignId`. */
+/**
+ * The rows as the upload writes them (queries/campaign-audience-copy.ts: COPY's binary format), for
+ * `campaignId`: every line of this file is plain and taken, so blocks of consecutive lines, each of
+ * at most 1,900 bytes less its other fields (`BLOCK_ROW_BYTES`), the lines as they are in the file.
+ */
 async function writeTableRows(csv: string, path: string, campaignId: string) {
   const lines = (await readFile(csv, 'utf8')).split('\n').slice(1, -1)
   const out = createWriteStream(path)
@@ -140,25 +144,42 @@ async function writeTableRows(csv: string, path: string, campaignId: string) {
   }
   const text = (value: string | null) =>
     value === null ? int32(-1) : Buffer.concat([int32(Buffer.byteLength(value)), Buffer.from(value)])
+  const fields = ['phone', 'first_name', 'date'].map((f) => Buffer.from(f))
+  const array = Buffer.concat([
+    ...[1, 0, 25, fields.length, 1].map(int32),
+    ...fields.flatMap((f) => [int32(f.length), f]),
+  ])
+  const blockBytes = 1900 - 100 - (array.length + 4)
   out.write(Buffer.concat([Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1'), Buffer.alloc(8)]))
   let chunk: Buffer[] = []
   let size = 0
-  for (const [i, line] of lines.entries()) {
-    const [phone, first_name, date] = line.split(',') as [string, string, string]
+  for (let i = 0; i < lines.length; ) {
+    let bytes = (lines[i] as string).length
+    let j = i + 1
+    while (j < lines.length && bytes + 1 + (lines[j] as string).length <= blockBytes) {
+      bytes += 1 + (lines[j] as string).length
+      j++
+    }
     const row = Buffer.concat([
-      Buffer.from([0, 9]),
+      Buffer.from([0, 12]),
       int32(16),
       campaign,
       int32(4),
       int32(i + 2),
-      text(phone),
       text(null),
-      text(JSON.stringify({ first_name, date })),
+      text(null),
+      text(null),
       text('pending'),
       text(null),
       text(null),
       text(null),
+      int32(4),
+      int32(j - i),
+      text(lines.slice(i, j).join('\n')),
+      int32(array.length),
+      array,
     ])
+    i = j
     chunk.push(row)
     size += row.length
     if (size > 1 << 16) {
@@ -192,7 +213,7 @@ async function copyTable(path: string, campaignId: string): Promise<number> {
       constraint ${table}_campaign check (campaign_id = '${campaignId}'))`)
     const copy = await tx
       .unsafe(`
-      copy ${table} (campaign_id, line, phone, user_id, variables, state, reason, detail, raw)
+      copy ${table} (campaign_id, line, phone, user_id, variables, state, reason, detail, raw, lines, block, block_fields)
       from stdin (format binary, freeze)`)
       .writable()
     await pipeline(createReadStream(path), copy)

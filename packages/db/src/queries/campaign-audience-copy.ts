@@ -17,10 +17,22 @@ export type AudienceBatch = Array<AudienceRow | PlainRows>
 /** COPY's binary format: its signature, no flags, no header extension. */
 const COPY_HEADER = Buffer.concat([Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1'), Buffer.alloc(8)])
 const COPY_TRAILER = Buffer.from([0xff, 0xff])
-/** Each row's fields: campaign_id, line, phone, user_id, variables, state, reason, detail, raw. */
-const FIELDS = 9
+/**
+ * Each row's fields: campaign_id, line, phone, user_id, variables, state, reason, detail, raw,
+ * lines, block, block_fields (the last three null but for a block).
+ */
+const FIELDS = 12
 const PENDING = Buffer.from('pending')
 const SKIPPED = Buffer.from('skipped')
+/** Three fields null; a row's last three when it is no block (lines, block, block_fields). */
+const NULLS_3 = Buffer.alloc(12, 0xff)
+const NO_BLOCK = NULLS_3
+/**
+ * The most bytes of lines a block holds: its row stays under the size past which Postgres would
+ * compress it and move it out of line (TOAST, about 2 kB a row), less what its other fields take.
+ */
+const BLOCK_ROW_BYTES = 1900
+const BLOCK_MIN_BYTES = 256
 
 /**
  * A batch's rows in COPY's binary format, written into one growing buffer: no text to escape, a
@@ -138,9 +150,17 @@ interface Encoding {
   out: BinaryRows
   campaign: Buffer
   judging: AudienceJudging
-  /** A taken row keeps its raw line: the list is joined in SQL after, which may still skip it. */
+  /**
+   * A taken row keeps its raw line: the list is joined in SQL after, which may still skip it. Its
+   * rows are then written a row each, never in blocks.
+   */
   keepRaw: boolean
   skipped: Record<string, number>
+  /** The plain rows' fields (`PlainRows.fields`) as a block's `block_fields`, made once. */
+  blockFieldsOf?: readonly string[]
+  blockFields?: Buffer
+  /** The JSON text around a plain row's values, for its names (made once). */
+  parts: { of?: readonly string[]; parts: Buffer[]; close: Buffer }
 }
 
 function encodeRow(row: AudienceRow, e: Encoding) {
@@ -159,6 +179,7 @@ function encodeRow(row: AudienceRow, e: Encoding) {
     out.null()
     out.null()
     out.text(e.keepRaw ? cut(row.raw) : null)
+    out.raw(NO_BLOCK)
     return
   }
   e.skipped[reason] = (e.skipped[reason] ?? 0) + 1
@@ -167,6 +188,7 @@ function encodeRow(row: AudienceRow, e: Encoding) {
   out.text(reason)
   out.text(detail)
   out.text(cut(row.raw))
+  out.raw(NO_BLOCK)
 }
 
 /** A plain row's raw line: its bytes as they came, unless longer than a raw line is kept. */
@@ -175,26 +197,98 @@ function rawOf(out: BinaryRows, source: Buffer, from: number, to: number) {
   else out.text(cut(source.toString('utf8', from, to)))
 }
 
+/** `fields` as an array's value in COPY's binary format (one dimension, no nulls, text), its length first. */
+function textArray(fields: readonly string[]): Buffer {
+  const items = fields.map((field) => Buffer.from(field))
+  const out = Buffer.alloc(4 + 20 + items.reduce((n, item) => n + 4 + item.length, 0))
+  let at = out.writeInt32BE(out.length - 4, 0)
+  for (const n of [1, 0, 25, items.length, 1]) at = out.writeInt32BE(n, at)
+  for (const item of items) {
+    at = out.writeInt32BE(item.length, at)
+    at += item.copy(out, at)
+  }
+  return out
+}
+
+/**
+ * A block's row: the `count` taken lines from `line` on, as their bytes came (`source` from `from`
+ * to `to`, the newlines between them included), `pending`, with its fields' names.
+ */
+function writeBlock(e: Encoding, source: Buffer, from: number, to: number, line: number, count: number) {
+  const { out } = e
+  const fields = e.blockFields as Buffer
+  out.room(2 + 20 + 8 + 12 + 4 + PENDING.length + 12 + 8 + 4 + (to - from) + fields.length)
+  const b = out.buffer
+  let p = out.at
+  b[p++] = 0
+  b[p++] = FIELDS
+  p = put32(b, p, 16)
+  p = put(b, p, e.campaign, 0, 16)
+  p = put32(b, p, 4)
+  p = put32(b, p, line)
+  p = put(b, p, NULLS_3, 0, 12)
+  p = put32(b, p, PENDING.length)
+  p = put(b, p, PENDING, 0, PENDING.length)
+  p = put(b, p, NULLS_3, 0, 12)
+  p = put32(b, p, 4)
+  p = put32(b, p, count)
+  p = put32(b, p, to - from)
+  p += source.copy(b, p, from, to)
+  out.at = p + fields.copy(b, p)
+}
+
+/**
+ * A chunk's plain rows: each judged against the rows before it (a duplicate) and the list; the
+ * taken ones on consecutive lines kept together as a block, their lines' bytes as they came
+ * (unless each taken row must keep its raw line: then a row each, variables as JSON text).
+ */
 function encodePlain(rows: PlainRows, e: Encoding) {
   const { out, judging } = e
   const { source, lines, keys, stride } = rows
   const spans = rows.spans
-  const { parts, close } = objectParts(rows.names)
   const { hashed, plain } = judging.entries
   const listed = hashed.size > 0 || (plain !== null && plain.size > 0)
+  const blocks = !e.keepRaw
+  if (blocks && e.blockFieldsOf !== rows.fields) {
+    e.blockFieldsOf = rows.fields
+    e.blockFields = textArray(rows.fields)
+  }
+  const blockBytes = Math.max(BLOCK_MIN_BYTES, BLOCK_ROW_BYTES - 100 - (e.blockFields?.length ?? 0))
+  // The block being gathered: its first line, how many lines, its bytes' start and end.
+  let first = 0
+  let count = 0
+  let from = 0
+  let to = 0
   for (let i = 0, at = 0; i < rows.count; i++, at += stride) {
     const line = lines[i] as number
     const lineFrom = spans[at] as number
     const lineTo = spans[at + 1] as number
     const phoneFrom = spans[at + 2] as number
     const phoneTo = spans[at + 3] as number
-    const first = judging.seen.phoneKey(keys[i] as number, line)
+    const seen = judging.seen.phoneKey(keys[i] as number, line)
     const judged =
-      first !== undefined
-        ? (['duplicate', `phone: the same recipient as line ${first}`] as const)
+      seen !== undefined
+        ? (['duplicate', `phone: the same recipient as line ${seen}`] as const)
         : listed
           ? blocked(source.toString('latin1', phoneFrom, phoneTo), 'phone', judging)
           : undefined
+    if (blocks && !judged) {
+      if (count > 0 && line === first + count && lineTo - from <= blockBytes) {
+        count++
+        to = lineTo
+        continue
+      }
+      if (count > 0) writeBlock(e, source, from, to, first, count)
+      first = line
+      count = 1
+      from = lineFrom
+      to = lineTo
+      continue
+    }
+    if (count > 0) {
+      writeBlock(e, source, from, to, first, count)
+      count = 0
+    }
     out.room(2 + 20 + 8 + 4 + (phoneTo - phoneFrom) + 4)
     const b = out.buffer
     let p = out.at
@@ -215,13 +309,15 @@ function encodePlain(rows: PlainRows, e: Encoding) {
       out.text(reason)
       out.text(detail)
       rawOf(out, source, lineFrom, lineTo)
+      out.raw(NO_BLOCK)
       continue
     }
-    if (e.keepRaw) {
-      pendingWithVariables(out, rows, at, parts, close)
-      rawOf(out, source, lineFrom, lineTo)
-    } else pendingWithVariables(out, rows, at, parts, close, true)
+    // Each taken row keeps its raw line (the list is joined in SQL after): a row each.
+    pendingWithVariables(out, rows, at, e.parts)
+    rawOf(out, source, lineFrom, lineTo)
+    out.raw(NO_BLOCK)
   }
+  if (count > 0) writeBlock(e, source, from, to, first, count)
 }
 
 /** Copies bytes one by one: for the few bytes of a field, cheaper than a call into Buffer.copy. */
@@ -238,29 +334,22 @@ const put32 = (to: Uint8Array, at: number, n: number) => {
   return at + 4
 }
 
-/** A taken row's last fields: `pending` then reason and detail null. */
+/** A taken row's last fields but its raw line: `pending` then reason and detail null. */
 const PENDING_TAIL = Buffer.concat([Buffer.from([0, 0, 0, 7]), PENDING, Buffer.alloc(8, 0xff)])
-/** The same, then its raw line null. */
-const PENDING_TAIL_NO_RAW = Buffer.concat([PENDING_TAIL, Buffer.alloc(4, 0xff)])
 
 /**
  * A taken plain row's variables, as JSON text (the names' parts around the values' bytes: nothing
- * in a plain value needs escaping), and its state; its raw line too when `end` (null).
+ * in a plain value needs escaping), and its state.
  */
-function pendingWithVariables(
-  out: BinaryRows,
-  rows: PlainRows,
-  at: number,
-  parts: Buffer[],
-  close: Buffer,
-  end = false,
-) {
+function pendingWithVariables(out: BinaryRows, rows: PlainRows, at: number, json: Encoding['parts']) {
+  if (json.of !== rows.names) Object.assign(json, { of: rows.names }, objectParts(rows.names))
+  const { parts, close } = json
   const { source, spans } = rows
   let length = close.length
   for (let v = 0; v < parts.length; v++)
     length +=
       (parts[v] as Buffer).length + (spans[at + 5 + 2 * v] as number) - (spans[at + 4 + 2 * v] as number)
-  const tail = end ? PENDING_TAIL_NO_RAW : PENDING_TAIL
+  const tail = PENDING_TAIL
   out.room(4 + length + tail.length)
   const b = out.buffer
   let p = put32(b, out.at, length)
@@ -275,9 +364,12 @@ function pendingWithVariables(
 
 /**
  * Writes the rows into `campaign_recipients` by COPY (binary) as they are read, a batch at a time
- * (the next read only once the last is on the socket): taken rows `pending` with their variables
- * (JSON text) and no raw line (unless the list is joined in SQL after, which may still skip them),
- * skipped ones with their reason and their raw line (cut). A row of a recipient taken on an earlier
+ * (the next read only once the last is on the socket): taken rows `pending`, plain ones on
+ * consecutive lines as blocks of their lines' bytes (a row of up to 1,900 bytes of lines, read by
+ * `dispatch_campaign_block_rows`: a tuple and a key entry per 50 rows or so, where a row each cost
+ * Postgres 2.4× a bare COPY of the file), the others a row each with their variables (JSON
+ * text); no raw line (unless the list is joined in SQL after, which may still skip them: then no
+ * blocks either), skipped ones with their reason and their raw line (cut). A row of a recipient taken on an earlier
  * line, or that a blocking entry names, is skipped here. Answers how many rows, and how many were
  * skipped by each reason.
  */
@@ -294,7 +386,7 @@ export async function copyAudience(
   // A table made in this transaction takes its rows frozen: nobody else sees it before it commits,
   // and its pages need no later pass to mark them visible to all.
   const copy = await sql`
-    copy ${sql(into.table)} (campaign_id, line, phone, user_id, variables, state, reason, detail, raw)
+    copy ${sql(into.table)} (campaign_id, line, phone, user_id, variables, state, reason, detail, raw, lines, block, block_fields)
     from stdin (format binary${into.created ? sql`, freeze` : sql``})`.writable()
   // Its errors are the upload's, thrown below; destroying it (below) must not throw them again.
   copy.on('error', () => {})
@@ -304,6 +396,7 @@ export async function copyAudience(
     judging,
     keepRaw: judging.entries.plain === null,
     skipped: skippedByReason,
+    parts: { parts: [], close: Buffer.alloc(0) },
   }
   try {
     await write(copy, COPY_HEADER)

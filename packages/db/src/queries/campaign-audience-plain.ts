@@ -38,10 +38,16 @@ export class PlainRows {
   source: Buffer
   /** The variables' names, in the order a JSON object of them takes (`Object.keys`). */
   readonly names: readonly string[]
+  /**
+   * What each field of a line is, in the line's order: `phone`, a variable's name, or '' (a
+   * field not kept: a blank userId, clientReference). A block of these lines keeps it to be read.
+   */
+  readonly fields: readonly string[]
 
-  constructor(source: Buffer, names: readonly string[], capacity = 256) {
+  constructor(source: Buffer, names: readonly string[], capacity = 256, fields = ['phone', ...names]) {
     this.source = source
     this.names = names
+    this.fields = fields
     this.stride = 4 + 2 * names.length
     this.lines = new Int32Array(capacity)
     this.keys = new Float64Array(capacity)

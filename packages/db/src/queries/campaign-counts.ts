@@ -195,7 +195,10 @@ const messagesOf = (campaign: CampaignRow) =>
  */
 export async function recountCampaign(db: Db, campaign: CampaignRow): Promise<CampaignTally> {
   const states = await db
-    .select({ state: campaignRecipients.state, n: sql<number>`count(*)::int` })
+    .select({
+      state: campaignRecipients.state,
+      n: sql<number>`sum(coalesce(${campaignRecipients.lines}, 1))::int`,
+    })
     .from(campaignRecipients)
     .where(eq(campaignRecipients.campaignId, campaign.id))
     .groupBy(campaignRecipients.state)

@@ -19,6 +19,12 @@ import {
 } from '../schema/campaigns.ts'
 import { messages } from '../schema/messages.ts'
 import { OUTBOX_NOTIFY_CHANNEL, outbox } from '../schema/outbox.ts'
+import {
+  type AudienceLine,
+  audienceLinesAfter,
+  blocksHoldingNext,
+  expandBlocks,
+} from './campaign-audience-blocks.ts'
 import { recipientStateOf } from './campaign-counts.ts'
 import type { Executor } from './executor.ts'
 import { messagesWithIds } from './message-ids.ts'
@@ -112,7 +118,7 @@ interface MessageState {
   lastErrorCode: string | null
   heldFor: 'messaging_limit' | 'quiet_hours' | null
 }
-type RowWithStatus = CampaignRecipientRow & {
+type RowWithStatus = AudienceLine & {
   status: MessageStatus | null
   lastErrorCode: string | null
   heldFor: MessageState['heldFor']
@@ -155,7 +161,7 @@ async function statusesOf(db: Db, ids: string[]) {
   return found
 }
 
-/** Rows of a campaign in line order after `after`, with their messages' statuses. */
+/** Lines of a campaign in line order after `after` (its blocks expanded), with their messages' statuses. */
 async function rowsAfter(
   db: Db,
   campaign: CampaignRow,
@@ -163,18 +169,7 @@ async function rowsAfter(
   take: number,
   only?: CampaignRecipientRow['state'][],
 ) {
-  const rows = await db
-    .select()
-    .from(campaignRecipients)
-    .where(
-      and(
-        eq(campaignRecipients.campaignId, campaign.id),
-        gt(campaignRecipients.line, after),
-        only ? inArray(campaignRecipients.state, only) : undefined,
-      ),
-    )
-    .orderBy(campaignRecipients.line)
-    .limit(take)
+  const rows = await audienceLinesAfter(db, campaign.id, after, take, only)
   const ids = rows.flatMap((r) => (r.messageId && r.state === 'fed' ? [r.messageId] : []))
   const statuses = ids.length > 0 ? await statusesOf(db, ids) : new Map()
   return rows.map(
@@ -214,11 +209,7 @@ export async function campaignRecipientsPage(
       if (data.length === take) break
     }
     if (data.length === take) {
-      const more = await db
-        .select({ line: campaignRecipients.line })
-        .from(campaignRecipients)
-        .where(and(eq(campaignRecipients.campaignId, campaign.id), gt(campaignRecipients.line, after)))
-        .limit(1)
+      const more = await audienceLinesAfter(db, campaign.id, after, 1)
       return { data, next: more.length > 0 ? after : null }
     }
     if (rows.length < chunk) return { data, next: null }
@@ -305,6 +296,9 @@ export async function assignWindow(
         ${token === undefined ? sql`` : sql`and feed_token = ${token}`}
       for update`)
     if (!campaign || campaign.fedThrough !== campaign.confirmedThrough) return []
+    // The blocks holding the window's lines (an upload keeps its taken lines as blocks) become a
+    // row per line first, so the window below reads rows only.
+    await expandBlocks(tx, blocksHoldingNext(campaignId, campaign.fedThrough, size))
     // "tttttttt-tttt-7": the time and version of every id of the window (message-ids.ts).
     const prefix = messageIdAt(at.getTime()).slice(0, 15)
     const rows = await tx.execute<Pick<FedRow, keyof FedRow>>(sql`
@@ -461,19 +455,25 @@ export async function hasPendingRows(db: Db, campaign: CampaignRow): Promise<boo
   return rows.length > 0
 }
 
-/** Cancels the rows not fed yet (the campaign's cancel), counted on the campaign: answers how many. */
+/**
+ * Cancels the rows not fed yet (the campaign's cancel), counted on the campaign: answers how many
+ * lines. A block is canceled whole, its lines with it (read, or expanded, in its state).
+ */
 export async function cancelPendingRows(db: Executor, campaignId: string): Promise<number> {
-  const rows = await db
-    .update(campaignRecipients)
-    .set({ state: 'canceled' })
-    .where(and(eq(campaignRecipients.campaignId, campaignId), eq(campaignRecipients.state, 'pending')))
-    .returning({ line: campaignRecipients.line })
-  if (rows.length > 0)
+  const [row] = await db.execute<{ n: number }>(sql`
+    with canceled as (
+      update campaign_recipients set state = 'canceled'
+      where campaign_id = ${campaignId} and state = 'pending'
+      returning coalesce(lines, 1) as n
+    )
+    select coalesce(sum(n), 0)::int as n from canceled`)
+  const canceled = row?.n ?? 0
+  if (canceled > 0)
     await db
       .update(campaigns)
-      .set({ canceledRows: sql`${campaigns.canceledRows} + ${rows.length}` })
+      .set({ canceledRows: sql`${campaigns.canceledRows} + ${canceled}` })
       .where(eq(campaigns.id, campaignId))
-  return rows.length
+  return canceled
 }
 
 /** Emits a campaign event (`campaign.started`…) to the key's subscribed endpoints, through the outbox. */

@@ -11,6 +11,7 @@ import { outbox } from '../schema/outbox.ts'
 import { suppressions } from '../schema/suppressions.ts'
 import { webhookEndpoints } from '../schema/webhook-endpoints.ts'
 import { webhookAttempts, webhookEvents } from '../schema/webhook-events.ts'
+import { expandBlocks } from './campaign-audience-blocks.ts'
 import {
   webhookAttemptsOfEvents,
   webhookEventsAboutMessages,
@@ -229,20 +230,28 @@ export async function eraseRecipientRows(db: Db, input: EraseRows): Promise<Eras
 
   // Campaigns' audiences: the rows naming them lose the recipient, the variables and the uploaded
   // line; the row (its line, its state, its message id) stays, so the campaign's counts still add up.
+  // A block whose lines hold one of the phones becomes a row per line first (a phone that is only
+  // part of a longer one, or a variable's value, expands a block for nothing: no harm done).
+  const ofKeyCampaigns = apiKeyId
+    ? inArray(
+        campaignRecipients.campaignId,
+        db.select({ id: campaigns.id }).from(campaigns).where(eq(campaigns.apiKeyId, apiKeyId)),
+      )
+    : undefined
+  if (ids.phones.length > 0) {
+    await expandBlocks(
+      db,
+      and(
+        sql`exists (select 1 from unnest(${sql.param(ids.phones)}::text[]) as p(phone)
+          where strpos(campaign_recipients.block, p.phone) > 0)`,
+        ofKeyCampaigns,
+      ) as SQL,
+    )
+  }
   const campaignRows = await db
     .update(campaignRecipients)
     .set({ phone: null, userId: null, variables: null, raw: null, detail: null })
-    .where(
-      and(
-        namedBy(ids, campaignRecipients.phone, campaignRecipients.userId),
-        apiKeyId
-          ? inArray(
-              campaignRecipients.campaignId,
-              db.select({ id: campaigns.id }).from(campaigns).where(eq(campaigns.apiKeyId, apiKeyId)),
-            )
-          : undefined,
-      ),
-    )
+    .where(and(namedBy(ids, campaignRecipients.phone, campaignRecipients.userId), ofKeyCampaigns))
     .returning({ line: campaignRecipients.line })
 
   const suppressed = await hashSuppressions(db, input)

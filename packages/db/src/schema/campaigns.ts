@@ -134,6 +134,17 @@ export const campaignRecipients = pgTable(
     messageId: uuid(),
     /** A row refused when fed: the send's error code. */
     errorCode: text(),
+    /**
+     * A block (migration 0049): the `lines` lines from `line` on, each a recipient an upload took,
+     * kept as the CSV lines they came as (`block`, a newline between them) instead of a row
+     * each, `blockFields` naming each field (`phone`, a variable's name, or '' for a field not
+     * kept). A block is `pending` (or `canceled` whole by a cancel); it is expanded into a row per
+     * line when it is fed or erased (`dispatch_campaign_block_rows`); readers of lines expand it as they read
+     * (the view `campaign_recipient_lines`, `campaignRecipientsPage`). Null for a row of one line.
+     */
+    lines: integer(),
+    block: text(),
+    blockFields: text().array(),
   },
   (t) => [primaryKey({ columns: [t.campaignId, t.line] })],
 )

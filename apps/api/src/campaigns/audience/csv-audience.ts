@@ -26,6 +26,8 @@ interface Plan {
   variables: Int32Array
   /** The variables' names in the order a JSON object of them takes (integer-like names first). */
   names: string[]
+  /** What each field is: `phone`, a variable's name, or '' (userId, clientReference: not kept). */
+  fields: string[]
 }
 
 function planOf(columns: CsvColumns): Plan | undefined {
@@ -33,7 +35,11 @@ function planOf(columns: CsvColumns): Plan | undefined {
   const at: Record<string, number> = {}
   for (const { name, at: field } of columns.variables) at[name] = field
   const names = Object.keys(at)
+  const fields = Array.from({ length: columns.count }, () => '')
+  fields[columns.phone] = 'phone'
+  for (const { name, at: field } of columns.variables) fields[field] = name
   return {
+    fields,
     count: columns.count,
     phone: columns.phone,
     userId: columns.userId,
@@ -263,7 +269,7 @@ export class CsvAudience {
         rows = this.#pool[this.#pooled]
         if (rows) rows.reset(buf)
         else {
-          rows = new PlainRows(buf, plan.names, Math.max(64, (end - pos) >> 5))
+          rows = new PlainRows(buf, plan.names, Math.max(64, (end - pos) >> 5), plan.fields)
           this.#pool.push(rows)
         }
         this.#pooled++
