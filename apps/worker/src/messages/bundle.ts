@@ -6,11 +6,12 @@ import {
   type MessageBundleResult,
 } from '@dispatch/runtime/message-handoff'
 import type { RedisClient } from '@dispatch/runtime/redis'
-import { type Job, type Queue, UnrecoverableError, Worker } from 'bullmq'
+import { DelayedError, type Job, type Queue, UnrecoverableError, Worker } from 'bullmq'
 import { Compile } from 'typebox/compile'
 import { type Permits, withPermit } from '../shared/permits.ts'
 import { deliverOne, platformBackoff } from './deliver.ts'
 import type { DeliveryDeps, DeliveryLane, Disposition } from './delivery/types.ts'
+import { fromNewerVersion, NEWER_JOB_DELAY_MS } from './newer-job.ts'
 
 const isBundleJob = Compile(MessageBundleJob)
 
@@ -50,8 +51,17 @@ export async function deliverBundle(
   job: Job<MessageBundleJob, MessageBundleResult>,
   lane: DeliveryLane,
   deps: BundleDeps,
+  token?: string,
 ): Promise<MessageBundleResult> {
   if (!isBundleJob.Check(job.data)) {
+    if (fromNewerVersion(MessageBundleJob, job.data)) {
+      deps.logger.warn(
+        { jobId: job.id },
+        'bundle job carries fields this worker does not know (a newer version wrote it); left for a newer worker',
+      )
+      await job.moveToDelayed(Date.now() + NEWER_JOB_DELAY_MS, token)
+      throw new DelayedError()
+    }
     deps.logger.error({ jobId: job.id }, 'bundle job does not match its contract; failed without delivery')
     throw new UnrecoverableError('The job payload does not match the message bundles contract')
   }

@@ -19,6 +19,7 @@ import type {
   Disposition,
   MessageDelivery,
 } from './delivery/types.ts'
+import { fromNewerVersion, NEWER_JOB_DELAY_MS } from './newer-job.ts'
 
 const isMessageJob = Compile(MessageJob)
 const MAX_BACKOFF_MS = 15 * 60_000
@@ -120,6 +121,14 @@ export async function deliverMessage(
   deps: DeliveryDeps,
 ): Promise<DeliveryResult> {
   if (!isMessageJob.Check(job.data)) {
+    if (fromNewerVersion(MessageJob, job.data)) {
+      deps.logger.warn(
+        { jobId: job.id },
+        'message job carries fields this worker does not know (a newer version wrote it); left for a newer worker',
+      )
+      await job.moveToDelayed(Date.now() + NEWER_JOB_DELAY_MS, token)
+      throw new DelayedError()
+    }
     deps.logger.error({ jobId: job.id }, 'message job does not match its contract; failed without delivery')
     throw new UnrecoverableError('The job payload does not match the messages contract')
   }

@@ -153,7 +153,7 @@ export class SenderLane implements DeliveryLane {
       name,
       (job, token) =>
         job.name === MESSAGE_BUNDLE_JOB_NAME
-          ? deliverBundle(job as Job<MessageBundleJob, MessageBundleResult>, this, bundleDeps)
+          ? deliverBundle(job as Job<MessageBundleJob, MessageBundleResult>, this, bundleDeps, token)
           : withPermit(permits, () =>
               deliverMessage(job as Job<MessageJob, DeliveryResult>, token, this, deps),
             ),

@@ -284,4 +284,22 @@ describe('failures, classified', () => {
     expect(await job?.getState()).toBe('failed')
     expect(job?.attemptsMade).toBe(1)
   })
+
+  it('a job a newer version wrote (a field this worker does not know) is left for a newer worker, not failed, and goes once one takes it', async () => {
+    const id = await world.enqueue(text(), undefined, { fromTheFuture: 1 } as never)
+    const job = await world.queue.getJob(id)
+    // Put back, unsent and unspent: delayed, no attempt made, nothing sent, no record.
+    await waitFor(async () => (await job?.getState()) === 'delayed', { timeoutMs: 10_000 })
+    expect((await world.queue.getJob(id))?.attemptsMade).toBe(0)
+    expect(requestsFor(id)).toEqual([])
+    expect(await world.message(id)).toBeUndefined()
+    // A worker that knows the field (here: the job as it would read it) takes it: sent once.
+    const waiting = await world.queue.getJob(id)
+    if (!waiting) throw new Error(`job ${id} is gone`)
+    const { fromTheFuture: _, ...known } = waiting.data as unknown as Record<string, unknown>
+    await waiting.updateData(known as never)
+    await waiting.promote()
+    expect(await settled(id)).toMatchObject({ status: 'sent', attempts: 1 })
+    expect(requestsFor(id)).toHaveLength(1)
+  })
 })
