@@ -5,6 +5,7 @@ import type { RedisClient } from '@dispatch/runtime/redis'
 import type { SmsProvider } from '../platforms/sms/types.ts'
 import type { WorkerContext } from '../runtime.ts'
 import { deliveryOutcome, expiredFields } from '../shared/message-outcome.ts'
+import { Periodic } from '../shared/periodic.ts'
 import { takeClaim } from './delivery/claim.ts'
 import type { DeliveryRecorder } from './delivery-recorder.ts'
 import type { SenderLane } from './lanes.ts'
@@ -30,9 +31,7 @@ export class HeldExpirySweeper {
   readonly #recorder: DeliveryRecorder
   readonly #sms: SmsProvider | undefined
   readonly #lanes: () => Iterable<SenderLane>
-  #timer: NodeJS.Timeout | undefined
-  #running: Promise<void> | undefined
-  #stopped = false
+  readonly #every: Periodic
 
   constructor(
     context: WorkerContext,
@@ -51,20 +50,15 @@ export class HeldExpirySweeper {
     this.#recorder = parts.recorder
     this.#sms = parts.sms
     this.#lanes = lanes
+    this.#every = new Periodic(
+      () => this.sweep(),
+      context.config.EXPIRY_SWEEP_MS,
+      (error) => context.logger.warn({ err: error }, 'expiry sweep of held senders failed; trying again'),
+    )
   }
 
   start(): void {
-    const loop = async () => {
-      if (this.#stopped) return
-      this.#running = this.sweep().then(
-        () => {},
-        (error) =>
-          this.#context.logger.warn({ err: error }, 'expiry sweep of held senders failed; trying again'),
-      )
-      await this.#running
-      if (!this.#stopped) this.#timer = setTimeout(loop, this.#context.config.EXPIRY_SWEEP_MS)
-    }
-    this.#timer = setTimeout(loop, this.#context.config.EXPIRY_SWEEP_MS)
+    this.#every.start()
   }
 
   /** One pass over every held sender of this process; answers how many messages it recorded. */
@@ -123,9 +117,7 @@ export class HeldExpirySweeper {
     }
   }
 
-  async stop(): Promise<void> {
-    this.#stopped = true
-    clearTimeout(this.#timer)
-    await this.#running
+  stop(): Promise<void> {
+    return this.#every.stop()
   }
 }

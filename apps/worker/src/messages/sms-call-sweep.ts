@@ -1,5 +1,6 @@
 import { markAbandonedCalls, type Sql } from '@dispatch/db'
 import type { Logger } from 'pino'
+import { Periodic } from '../shared/periodic.ts'
 
 /** How often a messages worker looks for fallback calls a killed process left. */
 const SWEEP_EVERY_MS = 60_000
@@ -17,27 +18,21 @@ export class AbandonedSmsCallSweeper {
   readonly #sql: Sql
   readonly #abandonedAfterMs: number
   readonly #logger: Logger
-  #timer: NodeJS.Timeout | undefined
-  #running: Promise<void> | undefined
-  #stopped = false
+  readonly #every: Periodic
 
   constructor(sql: Sql, options: { smsTimeoutMs: number }, logger: Logger) {
     this.#sql = sql
     this.#abandonedAfterMs = options.smsTimeoutMs + RECORDING_MARGIN_MS
     this.#logger = logger
+    this.#every = new Periodic(
+      () => this.sweep(),
+      SWEEP_EVERY_MS,
+      (error) => logger.warn({ err: error }, 'sweep of abandoned sms calls failed; trying again'),
+    )
   }
 
   start(): void {
-    const loop = async () => {
-      if (this.#stopped) return
-      this.#running = this.sweep().then(
-        () => {},
-        (error) => this.#logger.warn({ err: error }, 'sweep of abandoned sms calls failed; trying again'),
-      )
-      await this.#running
-      if (!this.#stopped) this.#timer = setTimeout(loop, SWEEP_EVERY_MS)
-    }
-    this.#timer = setTimeout(loop, SWEEP_EVERY_MS)
+    this.#every.start()
   }
 
   /** One pass: the message ids recorded `unknown`. */
@@ -57,9 +52,7 @@ export class AbandonedSmsCallSweeper {
     return abandoned
   }
 
-  async stop(): Promise<void> {
-    this.#stopped = true
-    clearTimeout(this.#timer)
-    await this.#running
+  stop(): Promise<void> {
+    return this.#every.stop()
   }
 }

@@ -1,6 +1,7 @@
 import { recordSmsPrice, type Sql, takeDuePriceChecks } from '@dispatch/db'
 import type { Logger } from 'pino'
 import type { SmsProvider } from '../platforms/sms/types.ts'
+import { Periodic } from '../shared/periodic.ts'
 
 /** How many SMS one pass asks about, one after the other (a pass is a handful of GETs a minute). */
 const PER_PASS = 50
@@ -19,28 +20,22 @@ export class SmsPriceSweeper {
   readonly #sms: SmsProvider
   readonly #everyMs: number
   readonly #logger: Logger
-  #timer: NodeJS.Timeout | undefined
-  #running: Promise<void> | undefined
-  #stopped = false
+  readonly #every: Periodic
 
   constructor(sql: Sql, sms: SmsProvider, options: { everyMs: number }, logger: Logger) {
     this.#sql = sql
     this.#sms = sms
     this.#everyMs = options.everyMs
     this.#logger = logger
+    this.#every = new Periodic(
+      () => this.sweep(),
+      options.everyMs,
+      (error) => logger.warn({ err: error }, 'sms price checks failed; trying again'),
+    )
   }
 
   start(): void {
-    const loop = async () => {
-      if (this.#stopped) return
-      this.#running = this.sweep().then(
-        () => {},
-        (error) => this.#logger.warn({ err: error }, 'sms price checks failed; trying again'),
-      )
-      await this.#running
-      if (!this.#stopped) this.#timer = setTimeout(loop, this.#everyMs)
-    }
-    this.#timer = setTimeout(loop, this.#everyMs)
+    this.#every.start()
   }
 
   /** One pass: the message ids whose SMS price was recorded. */
@@ -50,7 +45,7 @@ export class SmsPriceSweeper {
     const due = await takeDuePriceChecks(this.#sql, { now, spacingMs: this.#everyMs, limit: PER_PASS })
     const priced: string[] = []
     for (const { messageId, providerMessageId } of due) {
-      if (this.#stopped) break
+      if (this.#every.stopped) break
       try {
         const found = await price(providerMessageId)
         if (found && (await recordSmsPrice(this.#sql, { messageId, price: found, at: new Date() }))) {
@@ -64,9 +59,7 @@ export class SmsPriceSweeper {
     return priced
   }
 
-  async stop(): Promise<void> {
-    this.#stopped = true
-    clearTimeout(this.#timer)
-    await this.#running
+  stop(): Promise<void> {
+    return this.#every.stop()
   }
 }
