@@ -116,13 +116,23 @@ export async function recordFallbackSent(
   sent: { messageId: string; provider: string; providerMessageId: string; providerStatus: string; at: Date },
 ): Promise<boolean> {
   const at = sent.at.toISOString()
-  const rows = await sql`
-    update message_fallbacks set state = 'sent', settled_at = ${at}::timestamptz,
-      provider = ${sent.provider}, provider_message_id = ${sent.providerMessageId},
-      provider_status = ${sent.providerStatus}, provider_status_at = ${at}::timestamptz,
-      updated_at = ${at}::timestamptz
-    where message_id = ${sent.messageId} and state = 'calling'
-    returning message_id`
+  const rows = await sql.begin(async (tx) => {
+    // The message's row first: `sent` fires its event's trigger (dispatch_fallback_webhook_events),
+    // which locks it, and every other step locks it before the fallback's row. Locked the other way
+    // round, a racing run's `beginFallbackCall` (the message, then the fallback) deadlocked with it.
+    await tx`
+      select 1 from messages m
+      where (m.id, m.accepted_at) in (
+        select message_id, accepted_at from message_fallbacks where message_id = ${sent.messageId})
+      for no key update of m`
+    return tx`
+      update message_fallbacks set state = 'sent', settled_at = ${at}::timestamptz,
+        provider = ${sent.provider}, provider_message_id = ${sent.providerMessageId},
+        provider_status = ${sent.providerStatus}, provider_status_at = ${at}::timestamptz,
+        updated_at = ${at}::timestamptz
+      where message_id = ${sent.messageId} and state = 'calling'
+      returning message_id`
+  })
   return rows.length > 0
 }
 
