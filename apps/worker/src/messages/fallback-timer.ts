@@ -41,6 +41,22 @@ const TIMER_JOB_OPTIONS = {
 }
 
 /**
+ * A message's timer job (the SMS's text and number, from its job): none when it carries no fallback
+ * or has no number to text (a BSUID alone).
+ */
+function timerJobOf(data: MessageJob, sentAt: Date): SmsFallbackTimerJob | undefined {
+  const to = data.message.body.phone
+  if (data.fallback === undefined || to === undefined) return undefined
+  return {
+    messageId: data.messageId,
+    acceptedAt: data.acceptedAt,
+    to,
+    text: data.fallback.sms.text,
+    sentAt: sentAt.toISOString(),
+  }
+}
+
+/**
  * Arms the "no `delivered` within `afterSeconds`" timers: one delayed BullMQ job per message, id the
  * message's, so arming again (a job run again after a kill between its send and this) adds nothing.
  * In Redis like the message's job, it outlives any worker; only it holds the SMS's text.
@@ -68,15 +84,8 @@ export class SmsFallbackTimers {
    */
   async arm(data: MessageJob, sentAt: Date): Promise<boolean> {
     const afterSeconds = data.fallback?.afterSeconds
-    const to = data.message.body.phone
-    if (data.fallback === undefined || to === undefined) return false
-    const job: SmsFallbackTimerJob = {
-      messageId: data.messageId,
-      acceptedAt: data.acceptedAt,
-      to,
-      text: data.fallback.sms.text,
-      sentAt: sentAt.toISOString(),
-    }
+    const job = timerJobOf(data, sentAt)
+    if (!job) return false
     if (afterSeconds === undefined) {
       await this.#redis.set(
         smsFallbackHoldKey(this.#prefix, data.messageId),
@@ -102,17 +111,13 @@ export class SmsFallbackTimers {
    * added once.
    */
   async runNow(data: MessageJob): Promise<boolean> {
-    const to = data.message.body.phone
-    if (data.fallback === undefined || to === undefined) return false
-    const job: SmsFallbackTimerJob = {
-      messageId: data.messageId,
-      acceptedAt: data.acceptedAt,
-      to,
-      text: data.fallback.sms.text,
-      sentAt: new Date().toISOString(),
-      undeliverableOnly: true,
-    }
-    await this.#queue.add('handed-on', job, { jobId: data.messageId, ...TIMER_JOB_OPTIONS })
+    const job = timerJobOf(data, new Date())
+    if (!job) return false
+    await this.#queue.add(
+      'handed-on',
+      { ...job, undeliverableOnly: true },
+      { jobId: data.messageId, ...TIMER_JOB_OPTIONS },
+    )
     return true
   }
 
