@@ -79,11 +79,7 @@ class BinaryRows {
   /** A row's first fields: how many, its campaign, its line. */
   start(campaign: Buffer, line: number) {
     this.room(2 + 20 + 8)
-    this.at = this.buffer.writeInt16BE(FIELDS, this.at)
-    this.at = this.buffer.writeInt32BE(16, this.at)
-    this.at += campaign.copy(this.buffer, this.at)
-    this.at = this.buffer.writeInt32BE(4, this.at)
-    this.at = this.buffer.writeInt32BE(line, this.at)
+    this.at = putRowStart(this.buffer, this.at, campaign, line)
   }
   /**
    * The bytes written, and the buffer emptied for the next batch: the driver copies a chunk into
@@ -210,6 +206,17 @@ function textArray(fields: readonly string[]): Buffer {
   return out
 }
 
+/** A row's first fields, as every row written here begins: how many, its campaign, its line. */
+function putRowStart(b: Buffer, at: number, campaign: Buffer, line: number): number {
+  let p = at
+  b[p++] = 0
+  b[p++] = FIELDS
+  p = put32(b, p, 16)
+  p = put(b, p, campaign, 0, 16)
+  p = put32(b, p, 4)
+  return put32(b, p, line)
+}
+
 /**
  * A block's row: the `count` taken lines from `line` on, as their bytes came (`source` from `from`
  * to `to`, the newlines between them included), `pending`, with its fields' names.
@@ -219,13 +226,7 @@ function writeBlock(e: Encoding, source: Buffer, from: number, to: number, line:
   const fields = e.blockFields as Buffer
   out.room(2 + 20 + 8 + 12 + 4 + PENDING.length + 12 + 8 + 4 + (to - from) + fields.length)
   const b = out.buffer
-  let p = out.at
-  b[p++] = 0
-  b[p++] = FIELDS
-  p = put32(b, p, 16)
-  p = put(b, p, e.campaign, 0, 16)
-  p = put32(b, p, 4)
-  p = put32(b, p, line)
+  let p = putRowStart(b, out.at, e.campaign, line)
   p = put(b, p, NULLS_3, 0, 12)
   p = put32(b, p, PENDING.length)
   p = put(b, p, PENDING, 0, PENDING.length)
@@ -291,13 +292,7 @@ function encodePlain(rows: PlainRows, e: Encoding) {
     }
     out.room(2 + 20 + 8 + 4 + (phoneTo - phoneFrom) + 4)
     const b = out.buffer
-    let p = out.at
-    b[p++] = 0
-    b[p++] = FIELDS
-    p = put32(b, p, 16)
-    p = put(b, p, e.campaign, 0, 16)
-    p = put32(b, p, 4)
-    p = put32(b, p, line)
+    let p = putRowStart(b, out.at, e.campaign, line)
     p = put32(b, p, phoneTo - phoneFrom)
     p = put(b, p, source, phoneFrom, phoneTo)
     out.at = put32(b, p, -1)
