@@ -462,8 +462,10 @@ describe('the messaging limit', () => {
     })
     const limited = await keyOf(app, sender.id, SCOPES)
     const campaign = await create(limited.key)
-    // 30 rows, fed 20 at a time (CAMPAIGN_WINDOW): the first window reaches the limit.
-    const audience = Array.from({ length: 30 }, newPhone)
+    // 60 rows, fed 20 at a time (CAMPAIGN_WINDOW): the first window reaches the limit. The worker
+    // counts the reach as it claims, so one more window may be fed before the first is claimed (a
+    // loaded machine); never a third.
+    const audience = Array.from({ length: 60 }, newPhone)
     await loadAudience(campaign.id, audience)
     expect((await control(campaign.id, 'start', limited.key)).statusCode).toBe(200)
     await waitFor(async () => ((await get(campaign.id, limited.key)).counts.sent === 3 ? true : undefined), {
@@ -473,14 +475,14 @@ describe('the messaging limit', () => {
     const page = async () => {
       const res = await app.inject({
         method: 'GET',
-        url: `/api/third-party/campaigns/${campaign.id}/recipients?take=30`,
+        url: `/api/third-party/campaigns/${campaign.id}/recipients?take=60`,
         headers: headers(limited.key),
       })
       return res.json<{ data: CampaignRecipient[] }>().data
     }
-    // The rest of the first window is held by the worker (scheduled until room frees), never refused.
+    // What was fed past the limit is held by the worker (scheduled until room frees), never refused.
     const fed = (await page()).filter((r) => r.messageId !== null)
-    expect(fed).toHaveLength(20)
+    expect([20, 40]).toContain(fed.length)
     const heldOne = fed.find((r) => r.state !== 'sent') as CampaignRecipient
     const message = await waitFor(
       async () => {
@@ -494,9 +496,9 @@ describe('the messaging limit', () => {
       { what: 'a held message' },
     )
     expect(message).toMatchObject({ scheduledReason: 'messaging_limit' })
-    // At the limit, nothing more is fed: the second window waits for room.
+    // At the limit, nothing more is fed: the rest waits for room.
     await new Promise((resolve) => setTimeout(resolve, 500))
-    expect((await page()).filter((r) => r.messageId !== null)).toHaveLength(20)
+    expect((await page()).filter((r) => r.messageId !== null)).toHaveLength(fed.length)
     const now = await get(campaign.id, limited.key)
     expect(now).toMatchObject({ status: 'running', counts: { sent: 3, skipped: 0 } })
     expect(audience.filter((p) => sentTo(p).length > 0)).toHaveLength(3)

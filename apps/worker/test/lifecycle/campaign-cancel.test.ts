@@ -224,8 +224,9 @@ describe("a campaign's cancel", () => {
     const worker = await world.startWorker({
       WORKER_QUEUES: 'messages,outbox,lifecycle',
       OUTBOX_POLL_MS: '50',
-      // The failed first try is retried 3 to 6 s later: the sweep passes meanwhile and gives way.
-      MESSAGES_BACKOFF_MS: '6000',
+      // The failed first try is retried 10 to 20 s later: the sweep passes meanwhile and gives way
+      // (a retry 3 to 6 s later came before the sweep on a loaded CI machine).
+      MESSAGES_BACKOFF_MS: '20000',
     })
     try {
       world.fake.script({
@@ -240,12 +241,14 @@ describe("a campaign's cancel", () => {
         select job_id from outbox where topic = ${QueueNames.campaignCancels} and payload->>'campaignId' = ${campaign.id}`
       // The sweep gave way to the worker's claim; the delivery's gate cancels it.
       expect(await sweepReport(`outbox-${outbox?.job_id}`)).toEqual({ canceled: 0, inFlight: 1 })
-      expect(await untilStatus(id, 'canceled')).toMatchObject({ last_error_code: CAMPAIGN_CANCELED_CODE })
+      expect(await untilStatus(id, 'canceled', 40_000)).toMatchObject({
+        last_error_code: CAMPAIGN_CANCELED_CODE,
+      })
       await sleep(500)
       expect(world.fake.requests.filter((r) => r.messageId === id)).toHaveLength(1)
       expect(world.fake.sendsOf(id)).toBe(0)
     } finally {
       await worker.close()
     }
-  })
+  }, 60_000)
 })
