@@ -19,12 +19,7 @@ import {
 } from '../schema/campaigns.ts'
 import { messages } from '../schema/messages.ts'
 import { OUTBOX_NOTIFY_CHANNEL, outbox } from '../schema/outbox.ts'
-import {
-  type AudienceLine,
-  audienceLinesAfter,
-  blocksHoldingNext,
-  expandBlocks,
-} from './campaign-audience-blocks.ts'
+import { type AudienceLine, audienceLinesAfter, expandBlocksHoldingNext } from './campaign-audience-blocks.ts'
 import { recipientStateOf } from './campaign-counts.ts'
 import type { Executor } from './executor.ts'
 import { messagesWithIds } from './message-ids.ts'
@@ -298,7 +293,7 @@ export async function assignWindow(
     if (!campaign || campaign.fedThrough !== campaign.confirmedThrough) return []
     // The blocks holding the window's lines (an upload keeps its taken lines as blocks) become a
     // row per line first, so the window below reads rows only.
-    await expandBlocks(tx, blocksHoldingNext(campaignId, campaign.fedThrough, size))
+    await expandBlocksHoldingNext(tx, campaignId, campaign.fedThrough, size)
     // "tttttttt-tttt-7": the time and version of every id of the window (message-ids.ts).
     const prefix = messageIdAt(at.getTime()).slice(0, 15)
     const rows = await tx.execute<Pick<FedRow, keyof FedRow>>(sql`
