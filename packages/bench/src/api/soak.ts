@@ -156,6 +156,11 @@ interface Pass {
   name: string
   acceptMs: number
   drainMs: number
+  /**
+   * The API's CPU split where accepting ended: while it accepted, and after (its timers only, no
+   * request: what a longer drain adds to the pass's figure without any message costing more).
+   */
+  apiSplit: { accepting: number; after: number }
   cpu: {
     api: number
     worker: number
@@ -360,6 +365,7 @@ try {
     let accepted = 0
     let next = 0
     let acceptedAt: number | undefined
+    let apiAtAccepted: number | undefined
     const accepting = Promise.all(
       Array.from({ length: concurrency }, async () => {
         while (next < messages) {
@@ -385,8 +391,9 @@ try {
           accepted += size
         }
       }),
-    ).then(() => {
+    ).then(async () => {
       acceptedAt = performance.now()
+      apiAtAccepted = await api.cpuSeconds()
     })
     let acceptError: unknown
     accepting.catch((error) => {
@@ -460,6 +467,10 @@ try {
       acceptMs: (acceptedAt ?? after.at) - before.at,
       probeMicros: percentile(probes, 0.1),
       drainMs: after.at - (acceptedAt ?? after.at),
+      apiSplit: {
+        accepting: (apiAtAccepted ?? after.api) - before.api,
+        after: after.api - (apiAtAccepted ?? after.api),
+      },
       seconds: (after.at - before.at) / 1000,
       cpu: {
         api: after.api - before.api,
@@ -590,6 +601,8 @@ function printPass(pass: Pass) {
       ` ${us(pass.cpu.backends)} + server ${us(pass.cpu.server)}, Redis ${us(pass.cpu.redis)}; machine busy` +
       ` ${pct(pass.cpu.machine)} % of a core, ${pct(othersCpu(pass))} % by processes outside the run;` +
       ` the machine's probe ${int(pass.probeMicros)} µs\n` +
+      `  API: ${us(pass.apiSplit.accepting)} µs per message while accepting, then` +
+      ` ${int((pass.apiSplit.after * 1e6) / Math.max(1, pass.drainMs / 1000))} µs a second for ${secs(pass.drainMs)} after\n` +
       `  Redis used_memory: before ${mb(pass.redisBefore)}, peak ${mb(pass.redisPeak)} (${int(pass.inFlightAtPeak)} in flight),` +
       ` after the drain ${mb(pass.redisAfter)} (${int((pass.redisAfter - pass.redisBefore) / messages)} B per message kept;` +
       ` keys ${int(pass.redisKeysBefore)} → ${int(pass.redisKeysAfter)})\n` +
