@@ -16,9 +16,9 @@ import { currentTraceContext } from './trace-context.ts'
 const jobIsValid = Compile(MessageJob)
 
 /**
- * Why a message whose channel fallback (docs/failover.md) went, or may have, is not sent on
- * WhatsApp again: the recipient got it by SMS. A fallback that surely sent nothing (`failed`) or
- * was withdrawn does not stand in the way.
+ * Why a message whose channel fallback (docs/fallback.md, "An admin's retry") went, or may have,
+ * is not sent on WhatsApp again: the recipient got it by SMS. A fallback that surely sent nothing
+ * (`failed`) or was withdrawn does not stand in the way.
  */
 const FALLBACK_REFUSALS: Partial<Record<FallbackState, string>> = {
   sent: 'its SMS fallback went: the recipient has it by SMS, and sending it on WhatsApp again would reach them twice',
@@ -85,7 +85,7 @@ export function retryHooks(
             skipped.set(row.id, refusal)
             return
           }
-          // WhatsApp's delivered recorded beside `failed` (docs/failover.md): the recipient has it.
+          // WhatsApp's delivered recorded beside `failed` (docs/fallback.md): the recipient has it.
           if (row.deliveredAt !== null) {
             skipped.set(
               row.id,

@@ -27,7 +27,7 @@ const REASONS: Record<string, string> = {
   not_delivered_in_time: 'WhatsApp reported no delivery in time',
 }
 
-/** Its channel fallback's steps (docs/failover.md): decided, the SMS taken or not, the provider's last report. */
+/** Its channel fallback's steps (docs/fallback.md): decided, the SMS taken or not, the provider's last report. */
 function fallbackEntries(fallback: NonNullable<MessageHistory['fallback']>): TimelineEntry[] {
   const why = `${REASONS[fallback.reason] ?? fallback.reason}${fallback.reasonCode ? ` (${fallback.reasonCode})` : ''}`
   const entries: TimelineEntry[] = [
@@ -93,7 +93,7 @@ export function timelineOf(row: MessageRow, history: MessageHistory): TimelineEn
     entries.push({ at: iso(retry.createdAt), kind: 'retried', summary: `Retried by admin ${retry.actor}` })
   }
   // WhatsApp's delivered or read reported after the message failed: recorded beside `failed`,
-  // which stays (docs/failover.md, "WhatsApp's word after the fallback").
+  // which stays (docs/fallback.md, "WhatsApp's word after the fallback").
   const afterFailure = (at: Date | null) =>
     row.status === 'failed' && row.failedAt !== null && at !== null && at > row.failedAt
       ? ', reported by WhatsApp after the message failed (its status stays failed)'

@@ -3099,7 +3099,7 @@ export interface operations {
             content: {
                 "application/json": {
                     senderId?: string | null;
-                    /** @description The sender pool the key is bound to (docs/failover.md); null: none. The key's `senderId` must be a member: binding a pool without naming a sender moves a key whose sender is not one to the pool's first member. */
+                    /** @description The sender pool the key is bound to (docs/sender-pools.md); null: none. The key's `senderId` must be a member: binding a pool without naming a sender moves a key whose sender is not one to the pool's first member. */
                     senderPoolId?: string | null;
                     ratePerSecond?: number | null;
                     dailyQuota?: number | null;
@@ -10487,7 +10487,7 @@ export interface operations {
                         /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
                         afterSeconds?: number;
                     };
-                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/sender-pools.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
                     senderId?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
@@ -10709,7 +10709,7 @@ export interface operations {
                         /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
                         afterSeconds?: number;
                     };
-                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/sender-pools.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
                     senderId?: string;
                     /**
                      * @description The template's category, for the marketing opt-out and frequency cap when the sender's synced catalog does not know the template (the catalog's category wins when it does). Not sent to the platform.
@@ -10907,7 +10907,7 @@ export interface operations {
                         /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
                         afterSeconds?: number;
                     };
-                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/sender-pools.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
                     senderId?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
@@ -11120,7 +11120,7 @@ export interface operations {
                         /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
                         afterSeconds?: number;
                     };
-                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/sender-pools.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
                     senderId?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
@@ -11332,7 +11332,7 @@ export interface operations {
                         /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
                         afterSeconds?: number;
                     };
-                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/sender-pools.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
                     senderId?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
@@ -11543,7 +11543,7 @@ export interface operations {
                         /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
                         afterSeconds?: number;
                     };
-                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/sender-pools.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
                     senderId?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
@@ -11754,7 +11754,7 @@ export interface operations {
                         /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
                         afterSeconds?: number;
                     };
-                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/sender-pools.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
                     senderId?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
@@ -11966,7 +11966,7 @@ export interface operations {
                         /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
                         afterSeconds?: number;
                     };
-                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/sender-pools.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
                     senderId?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
@@ -12218,7 +12218,7 @@ export interface operations {
                         /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
                         afterSeconds?: number;
                     };
-                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/sender-pools.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
                     senderId?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
@@ -12556,7 +12556,7 @@ export interface operations {
                         /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
                         afterSeconds?: number;
                     };
-                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/sender-pools.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
                     senderId?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {
@@ -12768,7 +12768,7 @@ export interface operations {
                         /** @description Also sent when WhatsApp has not reported the message `delivered` this many seconds after it was `sent` (10–86400). Absent: never once WhatsApp reported it `sent`. */
                         afterSeconds?: number;
                     };
-                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
+                    /** @description The number to send through: the key's own sender, or a member of the sender pool the key is bound to (docs/sender-pools.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE. */
                     senderId?: string;
                     /** @description The template to send instead when the 24-hour window is closed at delivery time */
                     fallbackTemplate?: {

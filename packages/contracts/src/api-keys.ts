@@ -105,9 +105,9 @@ export const UpdateApiKeyBody = Type.Object(
     senderPoolId: Type.Optional(
       Type.Union([Type.String({ format: 'uuid' }), Type.Null()], {
         description:
-          "The sender pool the key is bound to (docs/failover.md); null: none. The key's `senderId` must " +
-          'be a member: binding a pool without naming a sender moves a key whose sender is not one to the ' +
-          "pool's first member.",
+          "The sender pool the key is bound to (docs/sender-pools.md); null: none. The key's `senderId` " +
+          'must be a member: binding a pool without naming a sender moves a key whose sender is not one to ' +
+          "the pool's first member.",
       }),
     ),
     ratePerSecond: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 100_000 }), Type.Null()])),

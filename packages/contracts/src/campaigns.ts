@@ -151,7 +151,7 @@ export const Campaign = Type.Object(
         billable: Type.Integer({ minimum: 0 }),
         byCategory: Type.Record(Type.String(), Type.Integer({ minimum: 0 })),
         /**
-         * Its channel fallback's SMS (docs/failover.md), once one went: how many the provider took,
+         * Its channel fallback's SMS (docs/fallback.md), once one went: how many the provider took,
          * and what its reports said they cost, summed by currency (decimal strings).
          */
         sms: Type.Optional(

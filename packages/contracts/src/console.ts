@@ -143,7 +143,7 @@ export const TIMELINE_KINDS = [
   'retried',
   'webhook_event',
   'webhook_attempt',
-  /** The channel fallback (docs/failover.md): decided, the SMS taken or not, its delivery reports. */
+  /** The channel fallback (docs/fallback.md): decided, the SMS taken or not, its delivery reports. */
   'fallback_decided',
   'fallback_sent',
   'fallback_not_sent',

@@ -16,7 +16,7 @@ export const QueueNames = {
   campaignCancels: 'campaign-cancels',
   /**
    * A message's "no `delivered` within `fallback.afterSeconds`" timer: a delayed job per message,
-   * added when WhatsApp took it, run by a messages worker (docs/failover.md).
+   * added when WhatsApp took it, run by a messages worker (docs/fallback.md).
    */
   smsFallbackTimers: 'sms-fallback-timers',
 } as const

@@ -19,7 +19,7 @@ const AcceptedBound = (edge: string) =>
   })
 
 /**
- * The `fallback` filter's values: a channel fallback's states (docs/failover.md), and `none` for a
+ * The `fallback` filter's values: a channel fallback's states (docs/fallback.md), and `none` for a
  * message with no fallback decided.
  */
 export const FALLBACK_FILTERS = [

@@ -74,7 +74,7 @@ export const FALLBACK_AFTER_MIN_SECONDS = 10
 export const FALLBACK_AFTER_MAX_SECONDS = 86_400
 
 /**
- * The channel fallback (docs/failover.md): the SMS sent instead when WhatsApp cannot deliver the
+ * The channel fallback (docs/fallback.md): the SMS sent instead when WhatsApp cannot deliver the
  * message. Needs the `send:sms-fallback` scope.
  */
 export const MessageFallback = Type.Object(
@@ -120,7 +120,8 @@ export const deliveryOptions = {
       maxLength: 64,
       description:
         "The number to send through: the key's own sender, or a member of the sender pool the key is bound to " +
-        "(docs/failover.md). Absent: the key's sender, or the pool's choice. Another is 422 INVALID_REFERENCE.",
+        "(docs/sender-pools.md). Absent: the key's sender, or the pool's choice. Another is 422 " +
+        'INVALID_REFERENCE.',
     }),
   ),
 }
@@ -369,7 +370,7 @@ export const MessageView = Type.Object({
   senderPhoneNumberId: Type.Union([Type.String(), Type.Null()]),
   /** True when the window was closed at delivery and its `fallbackTemplate` went out instead. */
   fallbackUsed: Type.Boolean(),
-  /** The channel it went out on: `sms` once its channel fallback sent the SMS (docs/failover.md). */
+  /** The channel it went out on: `sms` once its channel fallback sent the SMS (docs/fallback.md). */
   channel: Type.Optional(Type.Enum(MESSAGE_CHANNELS)),
   /** Its channel fallback, once decided: why, when, and how the SMS fared. */
   fallback: Type.Optional(FallbackView),
@@ -442,12 +443,12 @@ export const MessageJob = Type.Object(
     /** The sender it goes out through (absent on jobs queued before senders existed: `default`). */
     senderId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
     /**
-     * The sender pool its number was chosen from (docs/failover.md): a worker may move it to another
+     * The sender pool its number was chosen from (docs/sender-pools.md): a worker may move it to another
      * member while it waits on a fallen one. Absent: it goes through `senderId` only.
      */
     senderPoolId: Type.Optional(Type.String({ format: 'uuid' })),
     /**
-     * Set when a worker moved it off a pool's number that fell while it waited (docs/failover.md,
+     * Set when a worker moved it off a pool's number that fell while it waited (docs/sender-pools.md,
      * "Messages waiting on a fallen number"): from which sender, to which, when and why.
      */
     senderChanged: Type.Optional(

@@ -10,7 +10,7 @@ export const SENDER_POOL_MAX_WEIGHT = 1000
 const DateTime = Type.String({ format: 'date-time' })
 const PoolName = Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' })
 
-/** Why a member takes no new recipients (docs/failover.md, "Health decides"). */
+/** Why a member takes no new recipients (docs/sender-pools.md, "Health: who is in rotation"). */
 export const POOL_EXCLUSION_REASONS = [
   'paused',
   'needs_attention',

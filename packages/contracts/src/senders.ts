@@ -171,7 +171,7 @@ export const SenderView = Type.Object({
   consentConfirmation: Type.Union([ConsentConfirmation, Type.Null()]),
   /**
    * The channel fallback (`fallback`) a send through it carries when it has none of its own and its
-   * key holds `send:sms-fallback` (docs/failover.md); null: none.
+   * key holds `send:sms-fallback` (docs/fallback.md); null: none.
    */
   defaultFallback: Type.Union([MessageFallback, Type.Null()]),
   /** When its template catalog was last synced; null: never (template sends are not checked). */

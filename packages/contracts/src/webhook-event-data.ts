@@ -138,7 +138,8 @@ export const WEBHOOK_EVENT_DATA = {
     }),
   ],
   'message.sender_changed': [
-    "A waiting message of a pooled key moved off a number that left its pool's rotation (docs/failover.md).",
+    "A waiting message of a pooled key moved off a number that left its pool's rotation " +
+      '(docs/sender-pools.md).',
     Type.Object({
       messageId,
       sequence,

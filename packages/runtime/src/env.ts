@@ -118,7 +118,7 @@ export const commonEnv = {
 }
 
 /**
- * Sender pools (docs/failover.md), as the API (the choice on accept) and the workers (moving
+ * Sender pools (docs/sender-pools.md), as the API (the choice on accept) and the workers (moving
  * waiting messages off a fallen number) both read them.
  */
 export const poolEnv = {

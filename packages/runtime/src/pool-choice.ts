@@ -1,6 +1,6 @@
 import type { PoolExclusionReason, SenderState } from '@dispatch/contracts'
 
-// A sender pool's rules (docs/failover.md, "Sender pools"): which member is in rotation
+// A sender pool's rules (docs/sender-pools.md): which member is in rotation
 // (`exclusionOf`) and which number sends to a recipient (`chooseSender`). Pure; shared by the API
 // (the choice on accept) and the workers (moving waiting messages off a fallen number).
 
@@ -112,7 +112,7 @@ export type ChoiceWhy =
 export type Choice = { senderId: string; why: ChoiceWhy } | { senderId: null; why: 'not_in_pool' }
 
 /**
- * Which number of a pool sends to a recipient (docs/failover.md, "Sender pools"). Pure and
+ * Which number of a pool sends to a recipient (docs/sender-pools.md, "Sending through a pool"). Pure and
  * allocation-light: it runs on every pooled send.
  *
  * 1. A send's `senderId` of the pool is honoured (one not in the pool is `not_in_pool`).

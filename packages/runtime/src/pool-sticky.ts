@@ -1,5 +1,5 @@
 /**
- * A sender pool's sticky record (docs/failover.md, "How stickiness is kept"): which of the pool's
+ * A sender pool's sticky record (docs/sender-pools.md, "How stickiness is kept"): which of the pool's
  * numbers last spoke with a recipient, when the recipient last wrote to it (their window), and when
  * the record was last written.
  *

@@ -6,7 +6,7 @@ export const SMS_PROVIDERS = ['twilio', 'sandbox'] as const
 export type SmsProviderName = (typeof SMS_PROVIDERS)[number]
 
 /**
- * The SMS provider of the channel fallback (docs/failover.md, "Channel fallback"), as both apps
+ * The SMS provider of the channel fallback (docs/fallback.md, "The SMS provider"), as both apps
  * read it: the worker sends through it, the API verifies its signed status callbacks. Unset
  * SMS_PROVIDER: no SMS goes out, and a fallback the worker decides ends `failed`.
  */
@@ -32,7 +32,7 @@ export const smsEnv = {
   /**
    * How often a `messages` worker asks the provider for the price of the SMS whose delivery ended
    * (its status callbacks carry none); an SMS whose price is not there yet is asked again after
-   * twice as long each time, up to 64 times this (docs/failover.md, "Prices").
+   * twice as long each time, up to 64 times this (docs/fallback.md, "Prices").
    */
   SMS_PRICE_CHECK_MS: Type.Integer({ minimum: 100, default: 60_000 }),
 }

@@ -1,6 +1,6 @@
 /**
  * The tests' fake SMS provider (Twilio's Messages API shape) as a standalone server, to try the
- * channel fallback without a Twilio account (docs/failover.md, "Trying it against the fakes"):
+ * channel fallback without a Twilio account (docs/fallback.md, "Trying it against the fakes"):
  *
  *   pnpm fake:sms          # listens on 127.0.0.1:4030 (FAKE_SMS_PORT)
  *

@@ -60,7 +60,7 @@ export interface SendingKey {
   id: string
   /** Its sender; null: the default. */
   senderId: string | null
-  /** The sender pool it is bound to (docs/failover.md): its sends' number is chosen from it. */
+  /** The sender pool it is bound to (docs/sender-pools.md): its sends' number is chosen from it. */
   senderPoolId?: string | null
   /** Its tenant (null: none), carried on the job: that tenant's opt-out entries block it at delivery. */
   tenantId?: string | null

@@ -156,7 +156,7 @@ export const SEND_ITEM_SCOPES: readonly string[] = [
 ]
 
 /**
- * A send carrying `fallback` (an SMS, docs/failover.md) needs `send:sms-fallback` beside its type's
+ * A send carrying `fallback` (an SMS, docs/fallback.md) needs `send:sms-fallback` beside its type's
  * scope: `403 INSUFFICIENT_SCOPE` naming the field otherwise.
  */
 export function requireFallbackScope(body: unknown, scopes: string[], field: string): void {

@@ -2,7 +2,7 @@ import { DEFAULT_SENDER_ID, type FallbackView, type MessageView } from '@dispatc
 import { type MessageFallbackRow, owned } from '@dispatch/db'
 import type { ApiDeps } from '../deps.ts'
 
-/** A key's message's channel fallback (docs/failover.md), through the owned layer. */
+/** A key's message's channel fallback (docs/fallback.md), through the owned layer. */
 export const ownFallback = (
   deps: Pick<ApiDeps, 'db'>,
   apiKey: { id: string; senderId: string | null; tenantId?: string | null },

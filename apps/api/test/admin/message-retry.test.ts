@@ -173,7 +173,7 @@ describe('POST /api/admin/messages/:id/retry', () => {
   })
 })
 
-/** The message's channel fallback in `state`, as the worker's steps leave it (docs/failover.md). */
+/** The message's channel fallback in `state`, as the worker's steps leave it (docs/fallback.md). */
 async function withFallback(id: string, state: string) {
   await world.sql`
     insert into message_fallbacks (message_id, accepted_at, api_key_id, reason, reason_code, state, decided_at,
@@ -252,7 +252,7 @@ describe('POST /api/admin/messages/retry', () => {
 })
 
 describe('retrying a message WhatsApp reported delivered after it failed', () => {
-  it('is refused: the recipient has it (docs/failover.md)', async () => {
+  it('is refused: the recipient has it (docs/fallback.md)', async () => {
     const late = await insertFailed('131026', '2026-04-01T00:00:00Z')
     // WhatsApp's delivered, recorded beside `failed` (its status stays).
     await world.sql`update messages set delivered_at = now() where id = ${late}`

@@ -142,7 +142,7 @@ it('acknowledges other events, unknown numbers and malformed values with 200, ch
   }
   expect(await rateOf(sender.id)).toBe(80)
   // Its health changed twice (its tier, then FLAGGED): announced each time, so every API
-  // instance's sender pools and send rules take it at once (docs/failover.md).
+  // instance's sender pools and send rules take it at once (docs/sender-pools.md).
   expect(await publishedSoFar()).toEqual([sender.id, sender.id])
   const logs = app.logs.text()
   expect(logs).toContain('throughput upgrade for a number no sender has')

@@ -27,7 +27,7 @@ import {
 import { browserBinary, checkPage, launchBrowser, openPage, poll } from './browser.ts'
 
 /**
- * The channel fallback as a person sees it (docs/failover.md, docs/console.md), in real Chromium:
+ * The channel fallback as a person sees it (docs/fallback.md, docs/console.md), in real Chromium:
  * a text WhatsApp refuses with 131026 goes out as an SMS through the fake provider, which reports
  * it delivered and priced; another's SMS the provider refuses; a third goes by WhatsApp. The
  * console's list names each one's channel and searches by it, and the message pages (console and

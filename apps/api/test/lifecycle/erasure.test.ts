@@ -211,7 +211,7 @@ describe("a message's channel fallback", () => {
     })
     const phone = newPhone()
     const smsText = secret('sms-text')
-    // WhatsApp took it: its timer (a hold, docs/failover.md) keeps the number and the SMS text.
+    // WhatsApp took it: its timer (a hold, docs/fallback.md) keeps the number and the SMS text.
     const res = await sendText(phone, secret('wa-text'), fallbackKey.key, {
       fallback: { sms: { text: smsText } },
     })

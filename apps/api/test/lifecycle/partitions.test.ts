@@ -189,7 +189,7 @@ describe('messages stored by day', () => {
     const young = await sendAt(base + 3 * DAY + 1000, 'one day younger')
     await untilMessageStatus(app, key.key, young, 'sent')
     await untilMessageStatus(app, key.key, old, 'sent')
-    // Each with a channel fallback's record (docs/failover.md), as the worker's steps leave one.
+    // Each with a channel fallback's record (docs/fallback.md), as the worker's steps leave one.
     const fallbackOf = (id: string) => world.sql`select 1 from message_fallbacks where message_id = ${id}`
     for (const id of [old, young]) {
       await waitFor(async () => (await world.sql`select 1 from messages where id = ${id}`).length > 0, {

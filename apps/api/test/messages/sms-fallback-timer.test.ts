@@ -23,7 +23,7 @@ import { APP_SECRET, SMS, type SmsFallbackWorld, startSmsFallbackWorld } from '.
 
 /**
  * The channel fallback's "no delivered within afterSeconds" rule and a sender's default fallback,
- * end to end (docs/failover.md): the API, the worker, WhatsApp's status webhooks and the fake SMS
+ * end to end (docs/fallback.md): the API, the worker, WhatsApp's status webhooks and the fake SMS
  * provider. Timers are due minutes ahead; a test runs one now (`promote`), as its time would.
  */
 let fallbackWorld: SmsFallbackWorld

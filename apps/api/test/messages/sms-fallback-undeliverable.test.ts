@@ -8,7 +8,7 @@ import { APP_SECRET, SMS, type SmsFallbackWorld, startSmsFallbackWorld } from '.
 
 /**
  * The channel fallback when WhatsApp reports a message undeliverable (131026) in a status webhook
- * after taking it, end to end (docs/failover.md): the API answers the webhook, a worker sends the
+ * after taking it, end to end (docs/fallback.md): the API answers the webhook, a worker sends the
  * SMS, at most once, from the timer (or hold) armed when WhatsApp took it.
  */
 let fallbackWorld: SmsFallbackWorld

@@ -24,7 +24,7 @@ import {
 } from '../helpers.ts'
 
 /**
- * The channel fallback end to end (docs/failover.md): a text WhatsApp refuses with 131026 goes out
+ * The channel fallback end to end (docs/fallback.md): a text WhatsApp refuses with 131026 goes out
  * as an SMS through the fake provider, once, and its view and delivery reports say so.
  */
 const PUBLIC_URL = 'https://dispatch.example.com/api/webhooks/sms/status'

@@ -23,7 +23,7 @@ import {
 
 /**
  * Bundles of several messages on a pool's number that falls while a worker holds them
- * (docs/failover.md, "Messages waiting on a fallen number"): what the bundle has not sent moves to a
+ * (docs/sender-pools.md, "Messages waiting on a fallen number"): what the bundle has not sent moves to a
  * healthy member, each message sent once, from its new number; and a message moved between its
  * attempts gets no more attempts in all than the maximum. Real Postgres and Redis, a worker with
  * bundles of up to 20 (the default), the fake Cloud API.

@@ -29,7 +29,7 @@ import {
 } from '../helpers.ts'
 
 /**
- * A key bound to a sender pool on a real Redis Cluster (docs/failover.md, "Sender pools"): three
+ * A key bound to a sender pool on a real Redis Cluster (docs/sender-pools.md): three
  * masters started here, two API instances and a worker with REDIS_CLUSTER=true. The recipients'
  * sticky records are strings on many slots (a GET each in a turn's reads, a SET each written), and
  * the pool mover's steps touch one fallen number's keys and another's: a command across slots

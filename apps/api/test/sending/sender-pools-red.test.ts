@@ -16,10 +16,11 @@ import {
 } from '../helpers.ts'
 
 /**
- * One number of a three-number pool turned RED mid-run (docs/failover.md, "Measured"): the pool's
- * other numbers keep delivering at 0.9x their pace before or better, and no message waits on the
- * fallen number longer than the configured time. Number B is slow (1 message/s) so a backlog waits
- * on it when it falls; A and C are fast. Steady traffic to new recipients throughout.
+ * One number of a three-number pool turned RED mid-run (docs/benchmarks-features.md, "A pool's
+ * number falling mid-run"): the pool's other numbers keep delivering at 0.9x their pace before or
+ * better, and no message waits on the fallen number longer than the configured time. Number B is
+ * slow (1 message/s) so a backlog waits on it when it falls; A and C are fast. Steady traffic to new
+ * recipients throughout.
  */
 const NUMBERS = { a: '406540352240011', b: '406540352240022', c: '406540352240033' }
 const TOLERANCE_S = 2

@@ -27,7 +27,7 @@ import {
 } from '../helpers.ts'
 
 /**
- * A key bound to a sender pool, end to end (docs/failover.md, "Sender pools"): its sends go out
+ * A key bound to a sender pool, end to end (docs/sender-pools.md): its sends go out
  * through the pool's numbers (sticky per recipient, new recipients spread by weight), a send may
  * name a member and no other number, and a user's reply to any member reaches the key and sticks
  * them to that number. Real Postgres and Redis, a worker, the fake Cloud API.

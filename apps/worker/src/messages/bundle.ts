@@ -44,7 +44,7 @@ type Settled = { message: MessageJob; disposition: Disposition }
  *   the messages it settled kept on the job, so its next run sends only the rest.
  * A bundle run again (its process died, or it was sent back) skips what it settled or handed on,
  * and looks for a platform id before sending anything. A bundle whose number left its pool's
- * rotation (docs/failover.md) hands what it has not sent to the pool mover, which moves what may
+ * rotation (docs/sender-pools.md) hands what it has not sent to the pool mover, which moves what may
  * move to a healthy member: at its start, before each message it would send, and what it held.
  */
 export async function deliverBundle(

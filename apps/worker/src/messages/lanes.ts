@@ -268,7 +268,7 @@ export class SenderLane implements DeliveryLane {
     this.#pausedUntil = now + pauseMs
     await (await this.queue.get()).rateLimit(pauseMs)
     // The API's sender pools take a number limited longer than POOL_RATE_LIMIT_TOLERANCE_SECONDS
-    // out of rotation (docs/failover.md): told the streak's start and this pause's end. This
+    // out of rotation (docs/sender-pools.md): told the streak's start and this pause's end. This
     // process' pool mover first, so the bundle that met it hands its messages over at once.
     this.#rotation.rateLimited(this.senderId, this.#limitedSince, this.#pausedUntil)
     void this.#publisher
@@ -311,7 +311,7 @@ export class SenderLane implements DeliveryLane {
   }
 }
 
-/** The channel fallback's parts a lane delivers with (docs/failover.md). */
+/** The channel fallback's parts a lane delivers with (docs/fallback.md). */
 export interface LaneFallback {
   sms: SmsProvider | undefined
   timers: SmsFallbackTimers

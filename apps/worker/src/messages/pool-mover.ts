@@ -92,7 +92,7 @@ export interface SenderChange {
 
 /**
  * Moves messages waiting on a pool's number that left rotation to a healthy member
- * (docs/failover.md, "Messages waiting on a fallen number"). Every POOL_MOVE_INTERVAL_MS, and at
+ * (docs/sender-pools.md, "Messages waiting on a fallen number"). Every POOL_MOVE_INTERVAL_MS, and at
  * once when a sender's change or a 130429 streak past the tolerance is announced, for each
  * sender this process serves that is out of rotation in a pool (its row's health, or a 130429
  * streak past POOL_RATE_LIMIT_TOLERANCE_SECONDS as workers announce it), each message of that

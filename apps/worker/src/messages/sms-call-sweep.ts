@@ -8,7 +8,7 @@ const SWEEP_EVERY_MS = 60_000
 const RECORDING_MARGIN_MS = 60_000
 
 /**
- * Records `unknown` the SMS fallbacks a killed process left `calling` (docs/failover.md, "At most
+ * Records `unknown` the SMS fallbacks a killed process left `calling` (docs/fallback.md, "At most
  * once: the record"): nothing calls for them again, and their record should say so rather than
  * "calling" for ever. A call lasts at most SMS_TIMEOUT_MS, so one `calling` for longer than that and
  * a margin has no caller left. Every messages worker runs it; the update is conditional, so two at

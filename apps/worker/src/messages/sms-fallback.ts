@@ -75,7 +75,7 @@ export type SmsFallbackOutcome =
   | 'elsewhere'
 
 /**
- * The channel fallback's steps for one message (docs/failover.md, "Channel fallback"): decide,
+ * The channel fallback's steps for one message (docs/fallback.md, "At most once: the record"): decide,
  * take the call (`calling`, committed first), call the provider, record its answer. Safe to run
  * again at any point, by any number of processes at once: a decision already taken is taken
  * again only while nobody called (a run killed between the decision and `calling` is picked up), and

@@ -7,7 +7,7 @@ import { Periodic } from '../shared/periodic.ts'
 const PER_PASS = 50
 
 /**
- * Asks the SMS provider for the price of each SMS whose delivery ended (docs/failover.md,
+ * Asks the SMS provider for the price of each SMS whose delivery ended (docs/fallback.md,
  * "Prices"): Twilio's status callbacks carry none, its Message resource does, a while after. Off
  * the hot path: every `messages` worker runs a pass every SMS_PRICE_CHECK_MS; a pass takes the due
  * checks in one statement (stamped, so two workers never ask for the same SMS at once) and records

@@ -35,7 +35,7 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
     () => lanes.lanes(),
   )
   sweeper.start()
-  // Messages waiting on a pool's number that fell move to a healthy member (docs/failover.md).
+  // Messages waiting on a pool's number that fell move to a healthy member (docs/sender-pools.md).
   const poolMover = new PoolMover(context, lanes.producer, () => lanes.lanes())
   poolMover.start()
   // A bundle a worker holds on a number that fell hands it what it has not sent.

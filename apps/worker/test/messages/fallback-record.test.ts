@@ -16,7 +16,7 @@ import { insertSenderKey } from './world.ts'
 
 /**
  * The channel fallback's record against Postgres: at most one decision per message, none once it is
- * delivered, one caller of the provider, and what a killed caller leaves (docs/failover.md).
+ * delivered, one caller of the provider, and what a killed caller leaves (docs/fallback.md).
  */
 let database: Awaited<ReturnType<typeof createTestDatabase>>
 let client: ReturnType<typeof createDb>

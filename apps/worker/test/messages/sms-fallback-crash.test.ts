@@ -10,7 +10,8 @@ import { createDeliveryWorld, type DeliveryWorld, text } from './world.ts'
 
 /**
  * A worker process killed with SIGKILL while the SMS provider holds its fallback call: the SMS is
- * never sent again, by the job retaken nor by anything else (docs/failover.md, "At most once").
+ * never sent again, by the job retaken nor by anything else (docs/fallback.md, "At most once: the
+ * record").
  */
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url))
 

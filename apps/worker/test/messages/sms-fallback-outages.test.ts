@@ -18,7 +18,7 @@ import { createTwilioSmsProvider } from '../../src/platforms/sms/twilio.ts'
 import { createDeliveryWorld, type DeliveryWorld, text } from './world.ts'
 
 /**
- * The channel fallback through outages (docs/failover.md, "Outages"): Redis away when WhatsApp has
+ * The channel fallback through outages (docs/fallback.md, "Outages"): Redis away when WhatsApp has
  * just taken a message and its timer must be armed (a private redis-server, killed and started
  * again: never the run's), and Postgres away when a timer's steps must run. Never an SMS blind or
  * twice, and the SMS still goes when due.

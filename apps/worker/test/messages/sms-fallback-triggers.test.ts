@@ -20,7 +20,7 @@ import { createDeliveryWorld, type DeliveryWorld, text } from './world.ts'
 
 /**
  * The channel fallback's other triggers, through the real worker against Postgres, Redis, the fake
- * Cloud API and the fake SMS provider (docs/failover.md): a message expired before it went, and
+ * Cloud API and the fake SMS provider (docs/fallback.md): a message expired before it went, and
  * "no `delivered` within `afterSeconds`" after WhatsApp's `sent` (a delayed job in Redis).
  */
 let world: DeliveryWorld

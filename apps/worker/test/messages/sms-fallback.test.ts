@@ -17,7 +17,7 @@ import { insertSenderKey } from './world.ts'
 
 /**
  * The channel fallback's steps against Postgres and the fake SMS provider: whatever runs twice,
- * at once, or dies midway, a recipient gets the SMS at most once (docs/failover.md).
+ * at once, or dies midway, a recipient gets the SMS at most once (docs/fallback.md).
  */
 const CALLBACK = 'https://dispatch.example.com/api/webhooks/sms/status'
 let database: Awaited<ReturnType<typeof createTestDatabase>>

@@ -5,7 +5,7 @@ import { createDeliveryWorld, type DeliveryWorld, text } from './world.ts'
 
 /**
  * The SMS's prices, which Twilio's status callbacks do not carry, read by the worker from the
- * provider's Message resource once each SMS's delivery ended (docs/failover.md, "Prices"), through
+ * provider's Message resource once each SMS's delivery ended (docs/fallback.md, "Prices"), through
  * the real worker against Postgres, Redis and the fake SMS provider, and summed with the campaign.
  */
 let world: DeliveryWorld

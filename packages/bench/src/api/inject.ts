@@ -39,7 +39,7 @@ async function approvedKeyWithId(
 
 /**
  * An approved key bound to a sender pool of three numbers of one business (weights 1, 1, 2), as
- * an admin would set it up (docs/failover.md): for the pooled variant of the accept benchmark.
+ * an admin would set it up (docs/sender-pools.md): for the pooled variant of the accept benchmark.
  * Waits until the API holds the pool.
  */
 export async function pooledKey(app: FastifyInstance): Promise<string> {

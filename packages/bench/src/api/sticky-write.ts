@@ -1,6 +1,6 @@
 /**
- * What writing a pooled send's sticky record costs the API (issue 44, docs/failover.md): a turn's
- * records (50, as 50 sends in flight to new recipients) set by one script call
+ * What writing a pooled send's sticky record costs the API (issue 44, docs/benchmarks-features.md):
+ * a turn's records (50, as 50 sends in flight to new recipients) set by one script call
  * (apps/api/src/sending/pools/lua/setStickyRecords.lua, what the API does on one server) against a
  * SET each in a pipeline (what it does on a Cluster, and did before), CPU of this process per
  * record, rounds alternating in one run.

@@ -1,5 +1,5 @@
 /**
- * A message's channel and its SMS fallback in words (docs/failover.md): what the pages show in
+ * A message's channel and its SMS fallback in words (docs/fallback.md): what the pages show in
  * place of the API's codes, which stay in the search's values and in the API's answers.
  */
 

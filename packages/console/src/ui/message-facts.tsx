@@ -13,7 +13,7 @@ interface Facts {
   clientReference: string | null
   createdAt: string
   lastError: { code: string; message: string } | null
-  /** Its channel fallback, once decided (docs/failover.md). */
+  /** Its channel fallback, once decided (docs/fallback.md). */
   channel?: 'whatsapp' | 'sms'
   fallback?: {
     reason: string

@@ -15,7 +15,7 @@ export interface MessageRow {
   clientReference?: string | null
   lastError?: { code: string; message: string } | null
   createdAt: string
-  /** `sms` once its channel fallback's SMS went (docs/failover.md); absent: WhatsApp's. */
+  /** `sms` once its channel fallback's SMS went (docs/fallback.md); absent: WhatsApp's. */
   channel?: 'whatsapp' | 'sms'
   fallback?: { state: string; reason: string }
   apiKeyId?: string

@@ -20,7 +20,7 @@ export function ownedMessages(db: Db, caller: Caller) {
       const row = await findMessageById(db, id)
       return row?.apiKeyId === key ? row : undefined
     },
-    /** Its channel fallback (docs/failover.md), when it has one and the message is the key's. */
+    /** Its channel fallback (docs/fallback.md), when it has one and the message is the key's. */
     async fallback(id: string) {
       const row = await findFallback(db.$client, id)
       return row?.apiKeyId === key ? row : undefined

@@ -261,7 +261,7 @@ export async function updateApiKeyLimits(
         .for('key share')
       if (!sender) return { outcome: 'unknown_sender', senderId: wanted.senderId }
     }
-    // Bound to a pool, the key's own sender is one of its members (docs/failover.md): binding a pool
+    // Bound to a pool, the key's own sender is one of its members (docs/sender-pools.md): binding a pool
     // without naming a sender moves a key whose sender is not a member to the pool's first one.
     const poolId = set.senderPoolId !== undefined ? set.senderPoolId : current.senderPoolId
     if (poolId && (changes.senderPoolId || changes.senderId)) {

@@ -192,7 +192,7 @@ export async function messageHistory(db: Db, messageId: string) {
       // In the partitions from the message's own time on (its id's), not in every one.
       .where(webhookEventsAboutMessages([messageId]))
       .orderBy(asc(webhookEvents.sequence), asc(webhookEvents.createdAt)),
-    // Its channel fallback (docs/failover.md), when one was decided.
+    // Its channel fallback (docs/fallback.md), when one was decided.
     findFallback(db.$client, messageId),
   ])
   const deliveries =

@@ -3,7 +3,7 @@ import type { FallbackState, MessageFallbackRow } from '../schema/message-fallba
 import { isMissingTable, partitionAt } from './message-partitions.ts'
 
 /**
- * The channel fallback's record (docs/failover.md, "Channel fallback"). Each step is one
+ * The channel fallback's record (docs/fallback.md, "At most once: the record"). Each step is one
  * conditional statement, so two processes (or a late status) never both win a step:
  *
  * - `decideFallback` inserts the decision only while the message is in a status the rule allows

@@ -58,7 +58,7 @@ export async function applyPlatformStatus(db: Db, update: PlatformStatusUpdate):
  * A `delivered` or `read` of a message already `failed` (WhatsApp's word after a 131026, say, whose
  * SMS fallback may have gone) moves nothing, as `failed` is final, but is recorded all the same in
  * the same statement: its `delivered_at` (and `read_at`), the first report's time, so the record
- * says both truthfully (docs/failover.md, "WhatsApp's word after the fallback"). A duplicate finds
+ * says both truthfully (docs/fallback.md, "WhatsApp's word after the fallback"). A duplicate finds
  * them set and writes nothing. `delivered_at` set is also what keeps a fallback not yet called from
  * going (fallback record: decided only while it is null, withdrawn at the call).
  */

@@ -6,7 +6,7 @@ import { senders } from '../schema/senders.ts'
 import type { Executor } from './executor.ts'
 
 /**
- * A reply to a number of a sender pool that no message from that number explains (docs/failover.md,
+ * A reply to a number of a sender pool that no message from that number explains (docs/sender-pools.md,
  * "Replies"): the key bound to a pool this number is in that last wrote to the user from any of the
  * pool's numbers, within `windowMs` before the reply. So a user answering on member B what they got
  * from member A reaches the key. Never a revoked key; null when none.

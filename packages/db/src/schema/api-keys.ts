@@ -27,7 +27,7 @@ export const apiKeys = pgTable(
     /** The sender its messages go out through; null: the default sender. */
     senderId: text().references(() => senders.id),
     /**
-     * The sender pool it may send through (docs/failover.md); null: none. When set, `senderId` (the
+     * The sender pool it may send through (docs/sender-pools.md); null: none. When set, `senderId` (the
      * key's home sender) is one of the pool's members.
      */
     senderPoolId: uuid().references(() => senderPools.id),

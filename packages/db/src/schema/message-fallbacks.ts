@@ -11,7 +11,10 @@ import {
   uuid,
 } from 'drizzle-orm/pg-core'
 
-/** A fallback's life (docs/failover.md, "Channel fallback"): each state is entered once, forward only. */
+/**
+ * A fallback's life (docs/fallback.md, "At most once: the record"): each state is entered once,
+ * forward only.
+ */
 export const FALLBACK_STATES = ['decided', 'withdrawn', 'calling', 'sent', 'failed', 'unknown'] as const
 export type FallbackState = (typeof FALLBACK_STATES)[number]
 

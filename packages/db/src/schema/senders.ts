@@ -39,7 +39,7 @@ export const senders = pgTable(
     /** Texts sent back to a user a keyword opted out (or in); null: none. */
     consentConfirmation: jsonb().$type<ConsentConfirmation>(),
     /**
-     * The channel fallback (`fallback`, docs/failover.md) a send through this number carries when it
+     * The channel fallback (`fallback`, docs/fallback.md) a send through this number carries when it
      * has none of its own and its key holds `send:sms-fallback`; null: none.
      */
     defaultFallback: jsonb().$type<MessageFallback>(),

@@ -6,7 +6,7 @@ import { AppError } from '../../errors.ts'
 import { errorResponses } from '../../http/error-responses.ts'
 
 /**
- * The SMS provider's delivery reports of the channel fallback's SMS (docs/failover.md, "Delivery
+ * The SMS provider's delivery reports of the channel fallback's SMS (docs/fallback.md, "Delivery
  * reports"): form-encoded, signed as Twilio signs them (`X-Twilio-Signature`) against the public
  * URL the provider was given (SMS_STATUS_CALLBACK_URL), not the one the request reached, which a
  * proxy may have rewritten. Registered only when the auth token and that URL are configured.

@@ -21,7 +21,7 @@ export const UNDELIVERABLE_CODE = '131026'
 
 /**
  * The channel fallback of a message WhatsApp reports undeliverable (131026) in a status webhook
- * (docs/failover.md, "Channel fallback"). A message carrying a fallback left, when WhatsApp took it
+ * (docs/fallback.md, "The timer"). A message carrying a fallback left, when WhatsApp took it
  * (the worker writes it before its send is recorded, so before any status can move it), either a
  * timer in the `sms-fallback-timers` queue (`afterSeconds`) or its 131026 hold, a Redis string.
  * Once the `failed` is committed, the timer is promoted, or the hold becomes a timer due now (the

@@ -46,14 +46,15 @@ export function prefetchSticky(
 }
 
 /**
- * Chooses the number of each accepted send of a pooled key (docs/failover.md, "Sender pools"),
- * before the checks, which then use the chosen number's rules (its WABA's templates, its window):
- * a send's own `senderId` when it is a member (else `422 INVALID_REFERENCE`), else the number the
- * recipient sticks to while it may, else the spread by weight over the healthy members. Each job
- * is set to go through the chosen sender and carries the pool; a send whose recipient changes
- * number carries the new sticky record, written once it is stored, and so does one whose record
- * is POOL_STICKY_TTL_DAYS old (`stickyAging`); any other send writes nothing. A pool this process
- * has not loaded sends through the key's own sender; a sticky record Redis could not read is none.
+ * Chooses the number of each accepted send of a pooled key (docs/sender-pools.md, "Sending
+ * through a pool"), before the checks, which then use the chosen number's rules (its WABA's
+ * templates, its window): a send's own `senderId` when it is a member (else `422
+ * INVALID_REFERENCE`), else the number the recipient sticks to while it may, else the spread by
+ * weight over the healthy members. Each job is set to go through the chosen sender and carries the
+ * pool; a send whose recipient changes number carries the new sticky record, written once it is
+ * stored, and so does one whose record is POOL_STICKY_TTL_DAYS old (`stickyAging`); any other send
+ * writes nothing. A pool this process has not loaded sends through the key's own sender; a sticky
+ * record Redis could not read is none.
  */
 export async function choosePoolSenders(
   sending: PoolSending,

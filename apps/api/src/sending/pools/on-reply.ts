@@ -11,7 +11,7 @@ export interface PoolReply {
 
 /**
  * A user who writes to a pool's number sticks to it, their window with it open from the reply's
- * time (docs/failover.md, "Replies"): in every pool the number is in, for each identity they are
+ * time (docs/sender-pools.md, "Replies"): in every pool the number is in, for each identity they are
  * known by (phone and BSUID). Best effort, as the window's copy in Redis: the webhook answers 200
  * whatever Redis says, and a record missed only lets the next send be chosen afresh.
  */

@@ -13,7 +13,7 @@ export interface SmsAccepted {
   status: string
 }
 
-/** The one interface every SMS provider adapter implements (docs/failover.md, "Channel fallback"). */
+/** The one interface every SMS provider adapter implements (docs/fallback.md, "The SMS provider"). */
 export interface SmsProvider {
   readonly name: string
   send(sms: SmsSend): Promise<SmsAccepted>

@@ -45,7 +45,7 @@ function Pool({ pool }: { pool: SenderPoolView }) {
   )
 }
 
-/** The sender pools (docs/failover.md), each with its members in order and their health. */
+/** The sender pools (docs/sender-pools.md), each with its members in order and their health. */
 export function SenderPools() {
   const [page, setPage] = useState(1)
   const pools = useQuery({

@@ -1,4 +1,4 @@
--- A turn's sticky records of pooled sends (docs/failover.md, "How stickiness is kept"), in one call
+-- A turn's sticky records of pooled sends (docs/sender-pools.md, "How stickiness is kept"), in one call
 -- instead of a SET each: the API's cost of a pipeline is per command, and a turn of new recipients
 -- writes one record each. Single server only: on a Cluster the records' keys spread over slots
 -- (not hash-tagged), and the caller sets each on its own.

@@ -1,6 +1,6 @@
 -- Hands a message's claim (message-claims.ts) to a new holder, when it is free or held by one of the
 -- holders named: a job that gives a message it never sent to another job (a bundle whose pool
--- number fell, docs/failover.md) renames the claim after the job that now has it, so that job takes
+-- number fell, docs/sender-pools.md) renames the claim after the job that now has it, so that job takes
 -- it over and the first, run again, finds it held by another and leaves the message alone. A
 -- cancel's claim, or another job's, is left as it is.
 -- KEYS[1] the message's claim. ARGV[1] the new holder, ARGV[2] its life when the claim was free
