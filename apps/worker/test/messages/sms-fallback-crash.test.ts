@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { QueueNames } from '@dispatch/contracts'
-import { createDb, findFallback } from '@dispatch/db'
+import { createDb, findFallback, type Sql } from '@dispatch/db'
 import { type FakeSms, graphError, startFakeSms, testRedisUrl, waitFor } from '@dispatch/testing'
 import { Queue, QueueEvents } from 'bullmq'
 import { afterAll, beforeAll, expect, it } from 'vitest'
@@ -45,24 +45,16 @@ it('SIGKILL during the SMS call: the retaken job sends nothing, and the SMS went
     { fallback: { sms: { text: 'Your order has shipped' } } },
   )
 
-  const child = spawn(process.execPath, [MAIN], {
-    env: { ...process.env, ...world.workerEnv(smsEnv()), LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  })
-  children.push(child)
-  let stderr = ''
-  child.stderr?.on('data', (chunk) => (stderr += chunk))
-  const exited = new Promise((resolve) => child.once('exit', resolve))
+  const worker = spawnWorker()
   await waitFor(() => sms.requests.some((r) => r.params.To === phone), {
     what: 'the SMS call under way',
     timeoutMs: 45_000,
   }).catch(async (error) => {
     throw new Error(
-      `${error.message}; message ${JSON.stringify(await world.message(messageId))}; worker: ${stderr}`,
+      `${error.message}; message ${JSON.stringify(await world.message(messageId))}; worker: ${worker.stderr()}`,
     )
   })
-  child.kill('SIGKILL')
-  await exited
+  await worker.kill()
 
   const client = createDb(dbUrl(), { max: 1 })
   try {
@@ -103,12 +95,7 @@ it('SIGKILL during the call of a "no delivered in time" timer: retaken, it sends
     prefix: world.queuePrefix,
   })
   await events.waitUntilReady()
-  const child = spawn(process.execPath, [MAIN], {
-    env: { ...process.env, ...world.workerEnv(smsEnv()), LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  })
-  children.push(child)
-  const exited = new Promise((resolve) => child.once('exit', resolve))
+  const worker = spawnWorker()
   const client = createDb(dbUrl(), { max: 1 })
   try {
     // WhatsApp took it; the timer is armed in Redis, due in ten minutes: run it now.
@@ -123,8 +110,7 @@ it('SIGKILL during the call of a "no delivered in time" timer: retaken, it sends
       what: 'the SMS call under way',
       timeoutMs: 30_000,
     })
-    child.kill('SIGKILL')
-    await exited
+    await worker.kill()
     expect(await findFallback(client.sql, messageId)).toMatchObject({
       state: 'calling',
       reason: 'not_delivered_in_time',
@@ -148,45 +134,15 @@ it('SIGKILL after 131026 is recorded failed, before the fallback is decided: the
   world.fake.script(graphError(131026, 'Message undeliverable'))
   sms.script({ status: 201, body: { sid: 'SMrerun', status: 'queued' } })
   const client = createDb(dbUrl(), { max: 2 })
-  // Holds the worker at the decision: an uncommitted row of the message's fallback, which its
-  // insert waits on, so the process dies with `failed` committed and nothing decided.
   const holder = await client.sql.reserve()
   try {
-    await holder`begin`
-    await holder`insert into message_fallbacks
-      (message_id, accepted_at, api_key_id, reason, state, decided_at, updated_at)
-      values (${messageId}, now(), ${randomUUID()}, 'whatsapp_undeliverable', 'decided', now(), now())`
+    await holdDecision(holder, messageId)
     await world.enqueue(
       { type: 'text', body: { ...text().body, phone } } as ReturnType<typeof text>,
       messageId,
       { fallback: { sms: { text: 'Your order has shipped' } } },
     )
-    const child = spawn(process.execPath, [MAIN], {
-      env: { ...process.env, ...world.workerEnv(smsEnv()), LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    })
-    children.push(child)
-    let stderr = ''
-    child.stderr?.on('data', (chunk) => (stderr += chunk))
-    const exited = new Promise((resolve) => child.once('exit', resolve))
-    const [waiting] = await waitFor(
-      async () => {
-        const rows = await client.sql<{ pid: number }[]>`select pid from pg_stat_activity
-          where datname = current_database() and wait_event_type = 'Lock'
-            and query like '%insert into message_fallbacks%'`
-        return rows.length > 0 ? rows : false
-      },
-      { what: 'the fallback decision under way', timeoutMs: 45_000 },
-    ).catch(async (error) => {
-      throw new Error(
-        `${error.message}; message ${JSON.stringify(await world.message(messageId))}; worker: ${stderr}`,
-      )
-    })
-    expect((await world.message(messageId))?.status).toBe('failed')
-    child.kill('SIGKILL')
-    await exited
-    // Its backend ends too, so the dead process's insert never commits; the row held goes.
-    await client.sql`select pg_terminate_backend(${waiting?.pid as number})`
+    await killAtDecision(client.sql, messageId, spawnWorker())
     await holder`rollback`
   } finally {
     holder.release()
@@ -216,6 +172,68 @@ it('SIGKILL after 131026 is recorded failed, before the fallback is decided: the
     await client.close()
   }
 }, 120_000)
+
+/** A worker process of this world, its stderr kept for a failure's message. */
+function spawnWorker() {
+  const child = spawn(process.execPath, [MAIN], {
+    env: { ...process.env, ...world.workerEnv(smsEnv()), LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  })
+  children.push(child)
+  let stderr = ''
+  child.stderr?.on('data', (chunk) => (stderr += chunk))
+  const exited = new Promise((resolve) => child.once('exit', resolve))
+  return {
+    stderr: () => stderr,
+    async kill() {
+      child.kill('SIGKILL')
+      await exited
+    },
+  }
+}
+
+/**
+ * Holds a worker at its fallback's decision: an uncommitted row of the message's fallback, which its
+ * insert waits on, so a process killed there dies with `failed` committed and nothing decided.
+ */
+async function holdDecision(holder: Sql, messageId: string): Promise<void> {
+  await holder`begin`
+  await holder`insert into message_fallbacks
+    (message_id, accepted_at, api_key_id, reason, state, decided_at, updated_at)
+    values (${messageId}, now(), ${randomUUID()}, 'whatsapp_undeliverable', 'decided', now(), now())`
+}
+
+/**
+ * Waits until the worker's decision waits on a lock the test holds, the message recorded failed,
+ * then kills the worker. Its backend ends too, so the dead process's insert never commits.
+ */
+async function killAtDecision(
+  sql: Sql,
+  messageId: string,
+  worker: ReturnType<typeof spawnWorker>,
+): Promise<void> {
+  const [waiting] = await waitFor(
+    async () => {
+      const rows = await sql<{ pid: number }[]>`select pid from pg_stat_activity
+        where datname = current_database() and wait_event_type = 'Lock'
+          and query like '%insert into message_fallbacks%'`
+      return rows.length > 0 ? rows : false
+    },
+    { what: 'the fallback decision under way', timeoutMs: 45_000 },
+  ).catch(async (error) => {
+    throw new Error(
+      `${error.message}; message ${JSON.stringify(await world.message(messageId))}; worker: ${worker.stderr()}`,
+    )
+  })
+  expect((await world.message(messageId))?.status).toBe('failed')
+  await worker.kill()
+  const pid = waiting?.pid as number
+  await sql`select pg_terminate_backend(${pid})`
+  // Gone before anything looks for the next run's decision, which must not find this one.
+  await waitFor(async () => (await sql`select 1 from pg_stat_activity where pid = ${pid}`).length === 0, {
+    what: "the killed worker's backend ended",
+  })
+}
 
 /** The world's database URL, as its workers get it. */
 const dbUrl = () => world.workerEnv().DATABASE_URL as string
