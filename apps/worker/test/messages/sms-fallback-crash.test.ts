@@ -2,15 +2,17 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { QueueNames } from '@dispatch/contracts'
-import { createDb, findFallback, type Sql } from '@dispatch/db'
+import { createDb, findFallback, recordFallbackSent, type Sql } from '@dispatch/db'
 import { type FakeSms, graphError, startFakeSms, testRedisUrl, waitFor } from '@dispatch/testing'
 import { Queue, QueueEvents } from 'bullmq'
 import { afterAll, beforeAll, expect, it } from 'vitest'
+import { STALLED_TOO_OFTEN } from '../../src/messages/delivery/fallback-triggers.ts'
 import { createDeliveryWorld, type DeliveryWorld, text } from './world.ts'
 
 /**
  * A worker process killed with SIGKILL while the SMS provider holds its fallback call: the SMS is
  * never sent again, by the job retaken nor by anything else (docs/failover.md, "At most once").
+ * Killed before the decision, once or twice (the job then failed as stalled): the SMS goes once.
  */
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url))
 
@@ -173,6 +175,109 @@ it('SIGKILL after 131026 is recorded failed, before the fallback is decided: the
   }
 }, 120_000)
 
+it('SIGKILL twice between 131026 recorded failed and the decision: failed as stalled, a timer sends the SMS, once', async () => {
+  const phone = '+4915112999004'
+  const messageId = randomUUID()
+  world.fake.script(graphError(131026, 'Message undeliverable'))
+  sms.script({ status: 201, body: { sid: 'SMstalled', status: 'queued' } })
+  const client = createDb(dbUrl(), { max: 2 })
+  const holder = await client.sql.reserve()
+  try {
+    await holdDecision(holder, messageId)
+    await world.enqueue(
+      { type: 'text', body: { ...text().body, phone } } as ReturnType<typeof text>,
+      messageId,
+      { fallback: { sms: { text: 'Your order has shipped' } } },
+    )
+    // The first run records the failure and dies deciding; the run that retakes it, stalled, too.
+    await killAtDecision(client.sql, messageId, spawnWorker())
+    await killAtDecision(client.sql, messageId, spawnWorker())
+    await holder`rollback`
+  } finally {
+    holder.release()
+  }
+  try {
+    expect(await findFallback(client.sql, messageId)).toBeUndefined()
+    expect(sms.requests.filter((r) => r.params.To === phone)).toHaveLength(0)
+    // Stalled twice, the job is failed by the next worker without running it: the fallback it never
+    // decided goes to a timer, which finds the message failed with 131026 and sends the SMS.
+    const healthy = await world.startWorker(smsEnv())
+    await waitFor(async () => (await findFallback(client.sql, messageId))?.state === 'sent', {
+      what: 'the SMS fallback sent',
+      timeoutMs: 30_000,
+    }).catch((error) => {
+      throw new Error(`${error.message}: ${healthy.logs.text().slice(-3000)}`)
+    })
+    expect((await world.queue.getJob(messageId))?.failedReason).toBe(STALLED_TOO_OFTEN)
+    await healthy.close()
+    expect(sms.requests.filter((r) => r.params.To === phone)).toHaveLength(1)
+    expect(await findFallback(client.sql, messageId)).toMatchObject({
+      state: 'sent',
+      reason: 'whatsapp_undeliverable',
+      providerMessageId: 'SMstalled',
+    })
+    expect((await world.message(messageId))?.status).toBe('failed')
+    expect(world.fake.requests.filter((r) => r.messageId === messageId)).toHaveLength(1)
+  } finally {
+    await client.close()
+  }
+}, 150_000)
+
+it('a fallback sent before its job was failed as stalled: the timer it is handed to sends nothing more', async () => {
+  const phone = '+4915112999005'
+  world.fake.script(graphError(131026, 'Message undeliverable'))
+  // The provider takes the SMS request and answers only after a minute: its worker dies meanwhile.
+  sms.script({ status: 201, body: { sid: 'SMbefore', status: 'queued' }, delayMs: 60_000 })
+  const messageId = await world.enqueue(
+    { type: 'text', body: { ...text().body, phone } } as ReturnType<typeof text>,
+    undefined,
+    { fallback: { sms: { text: 'Your order has shipped' } } },
+  )
+  const events = new QueueEvents(QueueNames.smsFallbackTimers, {
+    connection: { url: testRedisUrl() },
+    prefix: world.queuePrefix,
+  })
+  await events.waitUntilReady()
+  const client = createDb(dbUrl(), { max: 2 })
+  try {
+    const first = spawnWorker()
+    await waitFor(() => sms.requests.some((r) => r.params.To === phone), {
+      what: 'the SMS call under way',
+      timeoutMs: 45_000,
+    }).catch((error) => {
+      throw new Error(`${error.message}; worker: ${first.stderr()}`)
+    })
+    await first.kill()
+    // The provider's answer recorded, as the run would have had it lived: the fallback is sent.
+    const sent = { messageId, provider: 'twilio', providerMessageId: 'SMbefore', providerStatus: 'queued' }
+    expect(await recordFallbackSent(client.sql, { ...sent, at: new Date() })).toBe(true)
+    // The run that retakes it waits at the decision on the message's row, held here, and dies there.
+    const holder = await client.sql.reserve()
+    try {
+      await holder`begin`
+      await holder`select 1 from messages where id = ${messageId} for update`
+      await killAtDecision(client.sql, messageId, spawnWorker())
+      await holder`rollback`
+    } finally {
+      holder.release()
+    }
+    // Failed as stalled, its fallback is handed to a timer, which finds it sent and calls nothing.
+    const ran = timerOutcome(events, messageId)
+    const healthy = await world.startWorker(smsEnv())
+    expect(await ran).toBe('elsewhere')
+    expect((await world.queue.getJob(messageId))?.failedReason).toBe(STALLED_TOO_OFTEN)
+    await healthy.close()
+    expect(sms.requests.filter((r) => r.params.To === phone)).toHaveLength(1)
+    expect(await findFallback(client.sql, messageId)).toMatchObject({
+      state: 'sent',
+      providerMessageId: 'SMbefore',
+    })
+  } finally {
+    await events.close()
+    await client.close()
+  }
+}, 150_000)
+
 /** A worker process of this world, its stderr kept for a failure's message. */
 function spawnWorker() {
   const child = spawn(process.execPath, [MAIN], {
@@ -232,6 +337,23 @@ async function killAtDecision(
   // Gone before anything looks for the next run's decision, which must not find this one.
   await waitFor(async () => (await sql`select 1 from pg_stat_activity where pid = ${pid}`).length === 0, {
     what: "the killed worker's backend ended",
+  })
+}
+
+/** What the message's fallback timer returned, once a worker ran it. */
+function timerOutcome(events: QueueEvents, messageId: string): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const timeout = setTimeout(() => {
+      events.off('completed', done)
+      reject(new Error('timed out after 30000 ms waiting for the fallback timer'))
+    }, 30_000)
+    const done = ({ jobId, returnvalue }: { jobId: string; returnvalue: unknown }) => {
+      if (jobId !== messageId) return
+      clearTimeout(timeout)
+      events.off('completed', done)
+      resolve(returnvalue)
+    }
+    events.on('completed', done)
   })
 }
 
