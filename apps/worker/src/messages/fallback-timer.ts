@@ -106,9 +106,9 @@ export class SmsFallbackTimers {
 
   /**
    * The steps of a fallback a message's job met (131026 at send time, `expired`) but could not take
-   * (Postgres away): handed to a timer due now, which holds the SMS's text, reads the record and
-   * takes them once Postgres answers (`fireSmsFallbackTimer`). Its id is the message's: handed twice,
-   * added once.
+   * (Postgres away), or never took (the job failed as stalled, `handOnStalled`): handed to a timer
+   * due now, which holds the SMS's text, reads the record and takes them once Postgres answers
+   * (`fireSmsFallbackTimer`). Its id is the message's: handed twice, added once.
    */
   async runNow(data: MessageJob): Promise<boolean> {
     const job = timerJobOf(data, new Date())

@@ -28,6 +28,7 @@ import { deliverBundle } from './bundle.ts'
 import { CanceledCampaigns } from './canceled-campaigns.ts'
 import { OptOutWatch } from './consent/watch.ts'
 import { deliverMessage, platformBackoff } from './deliver.ts'
+import { handOnStalled } from './delivery/fallback-triggers.ts'
 import type { DeliveryLane, DeliveryResult, RotationWatch } from './delivery/types.ts'
 import { DeliveryRecorder } from './delivery-recorder.ts'
 import { SmsFallbackTimers } from './fallback-timer.ts'
@@ -175,6 +176,12 @@ export class SenderLane implements DeliveryLane {
     )
     this.#worker.on('error', (error) =>
       logger.error({ err: error, senderId: this.senderId }, 'messages worker error'),
+    )
+    // A job failed as stalled too often runs no step again: its undecided fallback goes to a timer.
+    this.#worker.on(
+      'failed',
+      (job, error) =>
+        void handOnStalled({ timers: fallback.timers, db: context.db, log: logger }, job, error),
     )
   }
 

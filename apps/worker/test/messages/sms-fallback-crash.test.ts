@@ -2,16 +2,18 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { QueueNames } from '@dispatch/contracts'
-import { createDb, findFallback } from '@dispatch/db'
+import { createDb, findFallback, recordFallbackSent, type Sql } from '@dispatch/db'
 import { type FakeSms, graphError, startFakeSms, testRedisUrl, waitFor } from '@dispatch/testing'
 import { Queue, QueueEvents } from 'bullmq'
 import { afterAll, beforeAll, expect, it } from 'vitest'
+import { STALLED_TOO_OFTEN } from '../../src/messages/delivery/fallback-triggers.ts'
 import { createDeliveryWorld, type DeliveryWorld, text } from './world.ts'
 
 /**
  * A worker process killed with SIGKILL while the SMS provider holds its fallback call: the SMS is
  * never sent again, by the job retaken nor by anything else (docs/fallback.md, "At most once: the
- * record").
+ * record"). Killed before the decision, once or twice (the job then failed as stalled): the SMS goes
+ * once.
  */
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url))
 
@@ -46,24 +48,16 @@ it('SIGKILL during the SMS call: the retaken job sends nothing, and the SMS went
     { fallback: { sms: { text: 'Your order has shipped' } } },
   )
 
-  const child = spawn(process.execPath, [MAIN], {
-    env: { ...process.env, ...world.workerEnv(smsEnv()), LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  })
-  children.push(child)
-  let stderr = ''
-  child.stderr?.on('data', (chunk) => (stderr += chunk))
-  const exited = new Promise((resolve) => child.once('exit', resolve))
+  const worker = spawnWorker()
   await waitFor(() => sms.requests.some((r) => r.params.To === phone), {
     what: 'the SMS call under way',
     timeoutMs: 45_000,
   }).catch(async (error) => {
     throw new Error(
-      `${error.message}; message ${JSON.stringify(await world.message(messageId))}; worker: ${stderr}`,
+      `${error.message}; message ${JSON.stringify(await world.message(messageId))}; worker: ${worker.stderr()}`,
     )
   })
-  child.kill('SIGKILL')
-  await exited
+  await worker.kill()
 
   const client = createDb(dbUrl(), { max: 1 })
   try {
@@ -104,12 +98,7 @@ it('SIGKILL during the call of a "no delivered in time" timer: retaken, it sends
     prefix: world.queuePrefix,
   })
   await events.waitUntilReady()
-  const child = spawn(process.execPath, [MAIN], {
-    env: { ...process.env, ...world.workerEnv(smsEnv()), LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  })
-  children.push(child)
-  const exited = new Promise((resolve) => child.once('exit', resolve))
+  const worker = spawnWorker()
   const client = createDb(dbUrl(), { max: 1 })
   try {
     // WhatsApp took it; the timer is armed in Redis, due in ten minutes: run it now.
@@ -124,8 +113,7 @@ it('SIGKILL during the call of a "no delivered in time" timer: retaken, it sends
       what: 'the SMS call under way',
       timeoutMs: 30_000,
     })
-    child.kill('SIGKILL')
-    await exited
+    await worker.kill()
     expect(await findFallback(client.sql, messageId)).toMatchObject({
       state: 'calling',
       reason: 'not_delivered_in_time',
@@ -149,45 +137,15 @@ it('SIGKILL after 131026 is recorded failed, before the fallback is decided: the
   world.fake.script(graphError(131026, 'Message undeliverable'))
   sms.script({ status: 201, body: { sid: 'SMrerun', status: 'queued' } })
   const client = createDb(dbUrl(), { max: 2 })
-  // Holds the worker at the decision: an uncommitted row of the message's fallback, which its
-  // insert waits on, so the process dies with `failed` committed and nothing decided.
   const holder = await client.sql.reserve()
   try {
-    await holder`begin`
-    await holder`insert into message_fallbacks
-      (message_id, accepted_at, api_key_id, reason, state, decided_at, updated_at)
-      values (${messageId}, now(), ${randomUUID()}, 'whatsapp_undeliverable', 'decided', now(), now())`
+    await holdDecision(holder, messageId)
     await world.enqueue(
       { type: 'text', body: { ...text().body, phone } } as ReturnType<typeof text>,
       messageId,
       { fallback: { sms: { text: 'Your order has shipped' } } },
     )
-    const child = spawn(process.execPath, [MAIN], {
-      env: { ...process.env, ...world.workerEnv(smsEnv()), LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    })
-    children.push(child)
-    let stderr = ''
-    child.stderr?.on('data', (chunk) => (stderr += chunk))
-    const exited = new Promise((resolve) => child.once('exit', resolve))
-    const [waiting] = await waitFor(
-      async () => {
-        const rows = await client.sql<{ pid: number }[]>`select pid from pg_stat_activity
-          where datname = current_database() and wait_event_type = 'Lock'
-            and query like '%insert into message_fallbacks%'`
-        return rows.length > 0 ? rows : false
-      },
-      { what: 'the fallback decision under way', timeoutMs: 45_000 },
-    ).catch(async (error) => {
-      throw new Error(
-        `${error.message}; message ${JSON.stringify(await world.message(messageId))}; worker: ${stderr}`,
-      )
-    })
-    expect((await world.message(messageId))?.status).toBe('failed')
-    child.kill('SIGKILL')
-    await exited
-    // Its backend ends too, so the dead process's insert never commits; the row held goes.
-    await client.sql`select pg_terminate_backend(${waiting?.pid as number})`
+    await killAtDecision(client.sql, messageId, spawnWorker())
     await holder`rollback`
   } finally {
     holder.release()
@@ -217,6 +175,188 @@ it('SIGKILL after 131026 is recorded failed, before the fallback is decided: the
     await client.close()
   }
 }, 120_000)
+
+it('SIGKILL twice between 131026 recorded failed and the decision: failed as stalled, a timer sends the SMS, once', async () => {
+  const phone = '+4915112999004'
+  const messageId = randomUUID()
+  world.fake.script(graphError(131026, 'Message undeliverable'))
+  sms.script({ status: 201, body: { sid: 'SMstalled', status: 'queued' } })
+  const client = createDb(dbUrl(), { max: 2 })
+  const holder = await client.sql.reserve()
+  try {
+    await holdDecision(holder, messageId)
+    await world.enqueue(
+      { type: 'text', body: { ...text().body, phone } } as ReturnType<typeof text>,
+      messageId,
+      { fallback: { sms: { text: 'Your order has shipped' } } },
+    )
+    // The first run records the failure and dies deciding; the run that retakes it, stalled, too.
+    await killAtDecision(client.sql, messageId, spawnWorker())
+    await killAtDecision(client.sql, messageId, spawnWorker())
+    await holder`rollback`
+  } finally {
+    holder.release()
+  }
+  try {
+    expect(await findFallback(client.sql, messageId)).toBeUndefined()
+    expect(sms.requests.filter((r) => r.params.To === phone)).toHaveLength(0)
+    // Stalled twice, the job is failed by the next worker without running it: the fallback it never
+    // decided goes to a timer, which finds the message failed with 131026 and sends the SMS.
+    const healthy = await world.startWorker(smsEnv())
+    await waitFor(async () => (await findFallback(client.sql, messageId))?.state === 'sent', {
+      what: 'the SMS fallback sent',
+      timeoutMs: 30_000,
+    }).catch((error) => {
+      throw new Error(`${error.message}: ${healthy.logs.text().slice(-3000)}`)
+    })
+    expect((await world.queue.getJob(messageId))?.failedReason).toBe(STALLED_TOO_OFTEN)
+    await healthy.close()
+    expect(sms.requests.filter((r) => r.params.To === phone)).toHaveLength(1)
+    expect(await findFallback(client.sql, messageId)).toMatchObject({
+      state: 'sent',
+      reason: 'whatsapp_undeliverable',
+      providerMessageId: 'SMstalled',
+    })
+    expect((await world.message(messageId))?.status).toBe('failed')
+    expect(world.fake.requests.filter((r) => r.messageId === messageId)).toHaveLength(1)
+  } finally {
+    await client.close()
+  }
+}, 150_000)
+
+it('a fallback sent before its job was failed as stalled: the timer it is handed to sends nothing more', async () => {
+  const phone = '+4915112999005'
+  world.fake.script(graphError(131026, 'Message undeliverable'))
+  // The provider takes the SMS request and answers only after a minute: its worker dies meanwhile.
+  sms.script({ status: 201, body: { sid: 'SMbefore', status: 'queued' }, delayMs: 60_000 })
+  const messageId = await world.enqueue(
+    { type: 'text', body: { ...text().body, phone } } as ReturnType<typeof text>,
+    undefined,
+    { fallback: { sms: { text: 'Your order has shipped' } } },
+  )
+  const events = new QueueEvents(QueueNames.smsFallbackTimers, {
+    connection: { url: testRedisUrl() },
+    prefix: world.queuePrefix,
+  })
+  await events.waitUntilReady()
+  const client = createDb(dbUrl(), { max: 2 })
+  try {
+    const first = spawnWorker()
+    await waitFor(() => sms.requests.some((r) => r.params.To === phone), {
+      what: 'the SMS call under way',
+      timeoutMs: 45_000,
+    }).catch((error) => {
+      throw new Error(`${error.message}; worker: ${first.stderr()}`)
+    })
+    await first.kill()
+    // The provider's answer recorded, as the run would have had it lived: the fallback is sent.
+    const sent = { messageId, provider: 'twilio', providerMessageId: 'SMbefore', providerStatus: 'queued' }
+    expect(await recordFallbackSent(client.sql, { ...sent, at: new Date() })).toBe(true)
+    // The run that retakes it waits at the decision on the message's row, held here, and dies there.
+    const holder = await client.sql.reserve()
+    try {
+      await holder`begin`
+      await holder`select 1 from messages where id = ${messageId} for update`
+      await killAtDecision(client.sql, messageId, spawnWorker())
+      await holder`rollback`
+    } finally {
+      holder.release()
+    }
+    // Failed as stalled, its fallback is handed to a timer, which finds it sent and calls nothing.
+    const ran = timerOutcome(events, messageId)
+    const healthy = await world.startWorker(smsEnv())
+    expect(await ran).toBe('elsewhere')
+    expect((await world.queue.getJob(messageId))?.failedReason).toBe(STALLED_TOO_OFTEN)
+    await healthy.close()
+    expect(sms.requests.filter((r) => r.params.To === phone)).toHaveLength(1)
+    expect(await findFallback(client.sql, messageId)).toMatchObject({
+      state: 'sent',
+      providerMessageId: 'SMbefore',
+    })
+  } finally {
+    await events.close()
+    await client.close()
+  }
+}, 150_000)
+
+/** A worker process of this world, its stderr kept for a failure's message. */
+function spawnWorker() {
+  const child = spawn(process.execPath, [MAIN], {
+    env: { ...process.env, ...world.workerEnv(smsEnv()), LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  })
+  children.push(child)
+  let stderr = ''
+  child.stderr?.on('data', (chunk) => (stderr += chunk))
+  const exited = new Promise((resolve) => child.once('exit', resolve))
+  return {
+    stderr: () => stderr,
+    async kill() {
+      child.kill('SIGKILL')
+      await exited
+    },
+  }
+}
+
+/**
+ * Holds a worker at its fallback's decision: an uncommitted row of the message's fallback, which its
+ * insert waits on, so a process killed there dies with `failed` committed and nothing decided.
+ */
+async function holdDecision(holder: Sql, messageId: string): Promise<void> {
+  await holder`begin`
+  await holder`insert into message_fallbacks
+    (message_id, accepted_at, api_key_id, reason, state, decided_at, updated_at)
+    values (${messageId}, now(), ${randomUUID()}, 'whatsapp_undeliverable', 'decided', now(), now())`
+}
+
+/**
+ * Waits until the worker's decision waits on a lock the test holds, the message recorded failed,
+ * then kills the worker. Its backend ends too, so the dead process's insert never commits.
+ */
+async function killAtDecision(
+  sql: Sql,
+  messageId: string,
+  worker: ReturnType<typeof spawnWorker>,
+): Promise<void> {
+  const [waiting] = await waitFor(
+    async () => {
+      const rows = await sql<{ pid: number }[]>`select pid from pg_stat_activity
+        where datname = current_database() and wait_event_type = 'Lock'
+          and query like '%insert into message_fallbacks%'`
+      return rows.length > 0 ? rows : false
+    },
+    { what: 'the fallback decision under way', timeoutMs: 45_000 },
+  ).catch(async (error) => {
+    throw new Error(
+      `${error.message}; message ${JSON.stringify(await world.message(messageId))}; worker: ${worker.stderr()}`,
+    )
+  })
+  expect((await world.message(messageId))?.status).toBe('failed')
+  await worker.kill()
+  const pid = waiting?.pid as number
+  await sql`select pg_terminate_backend(${pid})`
+  // Gone before anything looks for the next run's decision, which must not find this one.
+  await waitFor(async () => (await sql`select 1 from pg_stat_activity where pid = ${pid}`).length === 0, {
+    what: "the killed worker's backend ended",
+  })
+}
+
+/** What the message's fallback timer returned, once a worker ran it. */
+function timerOutcome(events: QueueEvents, messageId: string): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const timeout = setTimeout(() => {
+      events.off('completed', done)
+      reject(new Error('timed out after 30000 ms waiting for the fallback timer'))
+    }, 30_000)
+    const done = ({ jobId, returnvalue }: { jobId: string; returnvalue: unknown }) => {
+      if (jobId !== messageId) return
+      clearTimeout(timeout)
+      events.off('completed', done)
+      resolve(returnvalue)
+    }
+    events.on('completed', done)
+  })
+}
 
 /** The world's database URL, as its workers get it. */
 const dbUrl = () => world.workerEnv().DATABASE_URL as string

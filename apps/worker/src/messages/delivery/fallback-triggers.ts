@@ -1,5 +1,9 @@
 import type { MessageJob } from '@dispatch/contracts'
-import { findRecordedDelivery, type Sql } from '@dispatch/db'
+import { type Db, findRecordedDelivery, type Sql } from '@dispatch/db'
+import { MESSAGE_BUNDLE_JOB_NAME, type MessageBundleJob } from '@dispatch/runtime/message-handoff'
+import type { Job } from 'bullmq'
+import type { Logger } from 'pino'
+import type { SmsFallbackTimers } from '../fallback-timer.ts'
 import { EXPIRED_RULE, fallBackFromJob, UNDELIVERABLE_CODE, UNDELIVERABLE_RULE } from '../sms-fallback.ts'
 import type { Disposition, MessageDelivery } from './types.ts'
 
@@ -96,4 +100,65 @@ export async function fallBackAfterUndeliverableRecorded(
   const sql = deps.db.$client as Sql
   const steps = { sql, sms: deps.sms, clock: () => new Date(), log, handOn: handOn(deps) }
   await fallBackFromJob(steps, data, UNDELIVERABLE_RULE)
+}
+
+/**
+ * BullMQ's reason for a job that stalled more often than its worker's `maxStalledCount` (1) allows:
+ * moved back to the queue marked so, and failed, unrun, by the next worker that takes it.
+ */
+export const STALLED_TOO_OFTEN = 'job stalled more than allowable limit'
+
+/**
+ * Whether the record says a rule a job meets falls back: `failed` with 131026, or `expired`.
+ * Unread (Postgres away), it may: the timer waits for Postgres and reads it then.
+ */
+async function fallbackMayBeDue(db: Db, messageId: string, log: Logger) {
+  try {
+    const recorded = await findRecordedDelivery(db, messageId)
+    if (recorded?.status === 'failed') return recorded.lastErrorCode === UNDELIVERABLE_CODE
+    return recorded !== undefined && EXPIRED_RULE.fromStatuses.includes(recorded.status)
+  } catch (error) {
+    log.warn({ err: error, messageId }, 'stalled message job: its record not read; its fallback handed on')
+    return true
+  }
+}
+
+/**
+ * A message's job failed as stalled (its process killed, or frozen past its lock, twice) runs no
+ * step again, so a fallback its runs met but had not decided (131026 or `expired` recorded, then the
+ * kill) would never be, and only the job holds the SMS's text. Each of its messages that carries a
+ * fallback (a bundle's too) and is recorded so is handed to a timer due now, as steps that could
+ * not be taken are (`runNow`): the timer reads the record again and takes the steps, so a fallback
+ * decided or settled before is left as it is (never an SMS twice). A message recorded otherwise
+ * gets nothing: a `sent` one keeps its own timer or hold, which a timer of its id added now could
+ * shadow from a 131026 webhook. Only on such a failure: nothing on the delivery path.
+ */
+export async function handOnStalled(
+  deps: { timers: Pick<SmsFallbackTimers, 'runNow'>; db: Db; log: Logger },
+  job: Job<MessageJob | MessageBundleJob> | undefined,
+  error: Error,
+): Promise<void> {
+  if (!job || error.message !== STALLED_TOO_OFTEN) return
+  const { timers, db, log } = deps
+  const messages =
+    job.name === MESSAGE_BUNDLE_JOB_NAME
+      ? ((job.data as MessageBundleJob).messages ?? [])
+      : [job.data as MessageJob]
+  for (const data of messages) {
+    if (!data?.fallback || !(await fallbackMayBeDue(db, data.messageId, log))) continue
+    try {
+      if (await timers.runNow(data)) {
+        log.warn(
+          { messageId: data.messageId },
+          'message job failed as stalled; its sms fallback handed to a timer',
+        )
+      }
+    } catch (caught) {
+      // Redis away: the failed job, kept a week, still holds the text for ops.
+      log.error(
+        { err: caught, messageId: data.messageId },
+        'message job failed as stalled; its sms fallback not handed to a timer',
+      )
+    }
+  }
 }
