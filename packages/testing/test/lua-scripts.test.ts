@@ -71,6 +71,8 @@ const ANY_NUMBER_OF_KEYS: Record<string, string> = {
   reachBesideClaim:
     "a window key per delivery of a turn to one portfolio, then the portfolio's reach (one server only)",
   setStickyRecords: "a pool's sticky record per new recipient of a turn, set in one call (one server only)",
+  setSmsFallbackHolds:
+    "a 131026 hold per message of a turn, set in one call (on a Cluster, the timers' queue's {…} tag holds them)",
 }
 
 /** Commands that take no key, and those whose second argument is a key too. */
@@ -188,6 +190,11 @@ const RUNS: Record<string, Run> = {
   setStickyRecords: {
     keys: (k) => [k('sticky:a'), k('sticky:b')],
     args: () => [60_000, 'sender-a 0', 'sender-b 0'],
+    answers: 2,
+  },
+  setSmsFallbackHolds: {
+    keys: (k) => [k('hold:m1'), k('hold:m2')],
+    args: () => [86_400, '{"messageId":"m1"}', '{"messageId":"m2"}'],
     answers: 2,
   },
   fairEnqueue: {

@@ -1,9 +1,21 @@
-import { type SmsFallbackTimerJob, smsFallbackHoldKey } from '@dispatch/contracts'
+import {
+  type BatchAccepted,
+  DEFAULT_SENDER_ID,
+  type SmsFallbackTimerJob,
+  smsFallbackHoldKey,
+} from '@dispatch/contracts'
+import { fairKeys } from '@dispatch/runtime/message-handoff'
 import { type FakeSms, statusWebhook, type WebhookReceiver, waitFor } from '@dispatch/testing'
 import type { Queue } from 'bullmq'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
-import { messageView, postPlatformWebhook, type TestApp, type TestWorld } from '../helpers.ts'
+import {
+  messageView,
+  postPlatformWebhook,
+  type TestApp,
+  type TestWorld,
+  untilMessageStatus,
+} from '../helpers.ts'
 import { APP_SECRET, SMS, type SmsFallbackWorld, startSmsFallbackWorld } from './sms-fallback-world.ts'
 
 /**
@@ -182,6 +194,73 @@ describe('131026 reported in a status webhook after WhatsApp took the message', 
     expect(sms.sentTo(phone)).toHaveLength(0)
     const view = await messageView(app, key.key, sent.messageId)
     expect(view.fallback).toBeUndefined()
+  })
+})
+
+describe('a bundle of messages carrying a fallback', () => {
+  it('writes each its own hold, and a 131026 reported for each sends each one SMS', async () => {
+    const phones = Array.from({ length: 6 }, newPhone)
+    const redis = redisOf()
+    // WhatsApp slow to answer: the batch's bundle is still sending while its index is read.
+    fallbackWorld.whatsapp.latencyMs = 500
+    onTestFinished(() => {
+      fallbackWorld.whatsapp.latencyMs = 0
+    })
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/messages/batch',
+      headers: { 'x-api-key': key.key },
+      payload: {
+        messages: phones.map((phone) => ({
+          type: 'text',
+          phone,
+          text: 'Your order has shipped',
+          fallback: { sms: SMS },
+        })),
+      },
+    })
+    expect(res.statusCode, res.body).toBe(202)
+    const batch = res.json<BatchAccepted>()
+    expect(batch.accepted).toBe(phones.length)
+    const ids = batch.results.map((r) => ('messageId' in r ? r.messageId : ''))
+    // Delivered in bundles, not a job each: the sender's bundle index names every one of them.
+    await waitFor(
+      async () => {
+        const named = await redis.hmget(fairKeys(world.queuePrefix, DEFAULT_SENDER_ID).bundled, ...ids)
+        return named.every((bundle) => bundle !== null)
+      },
+      { what: 'the six bundled', intervalMs: 10 },
+    )
+    const sent = await Promise.all(
+      ids.map(async (messageId) => {
+        const view = await untilMessageStatus(app, key.key, messageId, 'sent')
+        await waitFor(
+          async () =>
+            (await world.sql`select 1 from messages where id = ${messageId} and status = 'sent'`).length > 0,
+          { what: 'the sent record' },
+        )
+        return { messageId, platformMessageId: view.platformMessageId as string }
+      }),
+    )
+    // Each message its own hold, the SMS's text and its own number, kept a day.
+    for (const [i, { messageId }] of sent.entries()) {
+      const holdKey = smsFallbackHoldKey(world.queuePrefix, messageId)
+      expect(JSON.parse((await redis.get(holdKey)) as string)).toMatchObject({
+        messageId,
+        to: phones[i],
+        text: SMS.text,
+        undeliverableOnly: true,
+      })
+      expect(await redis.ttl(holdKey)).toBeGreaterThan(86_000)
+    }
+    expect(phones.every((phone) => sms.sentTo(phone).length === 0)).toBe(true)
+    await Promise.all(sent.map((message) => whatsappStatus(message, 'failed')))
+    await waitFor(() => phones.every((phone) => sms.sentTo(phone).length > 0), { what: 'six SMS' })
+    await settle()
+    for (const [i, { messageId }] of sent.entries()) {
+      expect(sms.sentTo(phones[i] as string).map((taken) => taken.params.Body)).toEqual([SMS.text])
+      expect(await redis.exists(smsFallbackHoldKey(world.queuePrefix, messageId))).toBe(0)
+    }
   })
 })
 

@@ -1,8 +1,10 @@
+import { join } from 'node:path'
 import { type MessageJob, QueueNames, SmsFallbackTimerJob, smsFallbackHoldKey } from '@dispatch/contracts'
 import { findRecordedDelivery, type Sql } from '@dispatch/db'
-import { queuePrefix } from '@dispatch/runtime'
+import { hasHashTag, queuePrefix } from '@dispatch/runtime'
+import { luaScripts, scriptCall } from '@dispatch/runtime/lua-scripts'
 import { isOutage } from '@dispatch/runtime/outages'
-import type { RedisClient } from '@dispatch/runtime/redis'
+import { type RedisClient, turnBatched } from '@dispatch/runtime/redis'
 import { DelayedError, Job, Queue, UnrecoverableError, Worker } from 'bullmq'
 import { Compile } from 'typebox/compile'
 import type { SmsProvider } from '../platforms/sms/types.ts'
@@ -16,6 +18,10 @@ import {
 } from './sms-fallback.ts'
 
 const isTimerJob = Compile(SmsFallbackTimerJob)
+const SET_HOLDS = luaScripts(join(import.meta.dirname, 'lua'), ['setSmsFallbackHolds']).setSmsFallbackHolds
+
+/** A message's 131026 hold to write: its key and its JSON (what its timer would carry). */
+type Hold = { key: string; value: string }
 
 /** Statuses of a message not yet recorded sent (its sent log's write still on its way): try later. */
 const NOT_YET_RECORDED = new Set(['scheduled', 'queued', 'sending'])
@@ -65,6 +71,8 @@ export class SmsFallbackTimers {
   readonly #queue: Queue<SmsFallbackTimerJob>
   readonly #redis: RedisClient
   readonly #prefix: string
+  /** Writes a hold; rejects when it could not be written. */
+  readonly #hold: (hold: Hold) => Promise<unknown>
 
   /**
    * `holds`: the connection the holds are written on; the lanes give their claims' one, which
@@ -74,25 +82,48 @@ export class SmsFallbackTimers {
     this.#queue = new Queue<SmsFallbackTimerJob>(QueueNames.smsFallbackTimers, { connection, prefix })
     this.#redis = holds
     this.#prefix = prefix
+    const set = (hold: Hold) => holds.set(hold.key, hold.value, 'EX', UNDELIVERABLE_HOLD_SECONDS)
+    if (holds.isCluster && !hasHashTag(prefix)) {
+      // Its keys spread over a Cluster's slots (no {…} of the prefix's to keep them on one): a SET each.
+      this.#hold = set
+      return
+    }
+    // Defined now, not at the first hold: a script defined on an auto-pipelined client is missing
+    // from a pipeline the turn has already started.
+    const setHolds = scriptCall(holds, SET_HOLDS)
+    // The holds of a turn of the event loop (a bundle's messages, and other jobs') in one call of
+    // lua/setSmsFallbackHolds.lua, not a command each; a lone hold, a SET. A call that fails fails
+    // every hold of its turn, each of whose jobs then runs again (`unarmed`).
+    this.#hold = turnBatched(async (batch: Hold[]): Promise<undefined[]> => {
+      if (batch.length === 1) await set(batch[0] as Hold)
+      else {
+        await setHolds(
+          batch.length,
+          ...batch.map((hold) => hold.key),
+          UNDELIVERABLE_HOLD_SECONDS,
+          ...batch.map((hold) => hold.value),
+        )
+      }
+      return batch.map(() => undefined)
+    })
   }
 
   /**
    * The timer of a message WhatsApp took, when it carries a fallback and has a number to text: a
    * delayed job due `afterSeconds` later; without one, its 131026 hold (one Redis string, kept
-   * UNDELIVERABLE_HOLD_SECONDS: a job each would halve such messages' delivery throughput), which a
-   * 131026 status webhook turns into a timer run at once.
+   * UNDELIVERABLE_HOLD_SECONDS: a job each would halve such messages' delivery throughput; written
+   * with the turn's other holds in one call), which a 131026 status webhook turns into a timer run
+   * at once. Answers once its timer or hold is in Redis; rejects when it could not be written.
    */
   async arm(data: MessageJob, sentAt: Date): Promise<boolean> {
     const afterSeconds = data.fallback?.afterSeconds
     const job = timerJobOf(data, sentAt)
     if (!job) return false
     if (afterSeconds === undefined) {
-      await this.#redis.set(
-        smsFallbackHoldKey(this.#prefix, data.messageId),
-        JSON.stringify({ ...job, undeliverableOnly: true }),
-        'EX',
-        UNDELIVERABLE_HOLD_SECONDS,
-      )
+      await this.#hold({
+        key: smsFallbackHoldKey(this.#prefix, data.messageId),
+        value: JSON.stringify({ ...job, undeliverableOnly: true }),
+      })
       return true
     }
     const delay = Math.max(0, sentAt.getTime() + afterSeconds * 1000 - Date.now())
