@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { type MessageJob, smsFallbackHoldKey } from '@dispatch/contracts'
 import { testQueuePrefix, testRedisUrl } from '@dispatch/testing'
-import { Redis } from 'ioredis'
+import { Redis, type RedisOptions } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { SmsFallbackTimers, UNDELIVERABLE_HOLD_SECONDS } from '../../src/messages/fallback-timer.ts'
 
@@ -12,7 +12,7 @@ import { SmsFallbackTimers, UNDELIVERABLE_HOLD_SECONDS } from '../../src/message
  */
 const prefix = testQueuePrefix()
 const clients: Redis[] = []
-const client = (options: ConstructorParameters<typeof Redis>[1] = {}) => {
+const client = (options: RedisOptions = {}) => {
   const redis = new Redis(testRedisUrl(), { maxRetriesPerRequest: null, ...options })
   clients.push(redis)
   return redis
