@@ -290,7 +290,13 @@ const lane = (serviceWindowPolicy: 'off' | 'enforce', limited = false) => ({
  * log on the connection the worker completes jobs on, the opt-out announcements followed (the
  * opt-out read skipped for recipients nobody opted out since accept), and the revoked keys.
  */
-function laneDeps(claims: Redis, workerConnection: Redis, recordSql: Sql = sql, releaseClaims = true) {
+function laneDeps(
+  claims: Redis,
+  workerConnection: Redis,
+  recordSql: Sql = sql,
+  releaseClaims = true,
+  fallbackTimers: SmsFallbackTimers = sharedFallbackTimers,
+) {
   return {
     db,
     claims,
@@ -446,7 +452,8 @@ function startBundledDeliveryWorker(
     connection: connection(),
     prefix: world.queuePrefix,
   })
-  const lanes = laneDeps(claims, workerConnection, sql, releaseClaims)
+  // As a lane's: the holds on the claims' connection (lanes.ts), beside the sent log's appends.
+  const lanes = laneDeps(claims, workerConnection, sql, releaseClaims, fallbackTimersOn(claims))
   const appendSent = batchedLogSent(claims)
   const deps = {
     ...lanes,
@@ -521,8 +528,15 @@ const pooledRun = (pooled: boolean) =>
     pooled ? pooledMessage : textMessage,
   )
 
-/** The fallback timers' producer, as a lane holds it. */
-const fallbackTimers = new SmsFallbackTimers(connection(), world.queuePrefix, connection({ pipelined: true }))
+/** The fallback timers' producer, as a lane holds it: a job per message's on a connection of their own. */
+const sharedFallbackTimers = new SmsFallbackTimers(
+  connection(),
+  world.queuePrefix,
+  connection({ pipelined: true }),
+)
+const timersQueue = connection()
+/** The timers of a bundled worker, its holds written on its claims' connection as a lane's are. */
+const fallbackTimersOn = (claims: Redis) => new SmsFallbackTimers(timersQueue, world.queuePrefix, claims)
 /** Off: a fallback without afterSeconds arms no hold (before 131026 was read from status webhooks). */
 let armHolds = true
 
