@@ -1,14 +1,22 @@
 import { randomUUID } from 'node:crypto'
 import { type MessageJob, smsFallbackHoldKey } from '@dispatch/contracts'
-import { testQueuePrefix, testRedisUrl } from '@dispatch/testing'
-import { Redis, type RedisOptions } from 'ioredis'
+import { queuePrefix } from '@dispatch/runtime'
+import {
+  type LocalRedisCluster,
+  redisClusterMissing,
+  startRedisCluster,
+  testQueuePrefix,
+  testRedisUrl,
+} from '@dispatch/testing'
+import { Cluster, Redis, type RedisOptions } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { SmsFallbackTimers, UNDELIVERABLE_HOLD_SECONDS } from '../../src/messages/fallback-timer.ts'
 
 /**
  * The 131026 holds of messages WhatsApp took in one turn (a bundle's, fallback-timer.ts): written
  * together in one call on the lanes' auto-pipelined connection, each with its own message's SMS,
- * and each arm told when its hold could not be written.
+ * and each arm told when its hold could not be written. On a Redis Cluster, in one call when the
+ * prefix's hash tag holds them on one slot (the lanes' prefix), a SET each when it has none.
  */
 const prefix = testQueuePrefix()
 const clients: Redis[] = []
@@ -83,3 +91,51 @@ describe("a turn's holds", () => {
     await timers.close()
   })
 })
+
+const clusterMissing = redisClusterMissing()
+describe.skipIf(clusterMissing)(
+  `on a Redis Cluster${clusterMissing ? ` (skipped: ${clusterMissing})` : ''}`,
+  () => {
+    let cluster: LocalRedisCluster
+    const connected: Cluster[] = []
+    const connect = (options: { enableAutoPipelining?: boolean } = {}) => {
+      const redis = new Cluster([{ host: '127.0.0.1', port: cluster.ports[0] as number }], options)
+      connected.push(redis)
+      return redis
+    }
+    beforeAll(async () => {
+      cluster = await startRedisCluster()
+    }, 120_000)
+    afterAll(async () => {
+      for (const redis of connected) redis.disconnect()
+      await cluster?.stop()
+    })
+
+    it.each([
+      // The lanes' prefix on a Cluster: the timers' queue's {…} tag holds every hold on one slot.
+      [
+        'in one call, on the slot of the prefix',
+        queuePrefix({ QUEUE_PREFIX: 'dispatch', REDIS_CLUSTER: true }, 'sms-fallback-timers'),
+      ],
+      // A prefix without a tag: the holds spread over the slots, a SET each.
+      ['a SET each, their keys over the slots', 'dispatch-untagged'],
+    ])("a turn's holds are each written: %s", async (_, clusterPrefix) => {
+      const holds = connect({ enableAutoPipelining: true })
+      const timers = new SmsFallbackTimers(connect(), clusterPrefix, holds)
+      const messages = Array.from({ length: 20 }, (_, i) => message(`+49151122${1000 + i}`, `SMS ${i}`))
+      const sentAt = new Date()
+      expect(await Promise.all(messages.map((m) => timers.arm(m, sentAt)))).toEqual(messages.map(() => true))
+      for (const [i, m] of messages.entries()) {
+        const key = smsFallbackHoldKey(clusterPrefix, m.messageId)
+        expect(JSON.parse((await holds.get(key)) as string)).toMatchObject({
+          messageId: m.messageId,
+          to: `+49151122${1000 + i}`,
+          text: `SMS ${i}`,
+          undeliverableOnly: true,
+        })
+        expect(await holds.ttl(key)).toBeGreaterThan(UNDELIVERABLE_HOLD_SECONDS - 60)
+      }
+      await timers.close()
+    })
+  },
+)
