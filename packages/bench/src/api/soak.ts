@@ -35,6 +35,9 @@
  *   SOAK_DRAIN_WAIT_MS (65,000) SOAK_SAMPLE_MS (500) SOAK_PROGRESS_MS (10,000) SOAK_PASSES (3)
  *   SOAK_CPU_PROFILE_DIR (unset): V8's CPU profile of the API and the worker over each pass, written
  *   there as `<api|worker>-<pass>.cpuprofile` (the profiler's cost is in that run's CPU figures).
+ *   SOAK_APART (unset): `1` stops the worker (SIGSTOP, between passes, when it holds nothing) while
+ *   the API accepts, and lets it go once all are accepted: each process's CPU per message is then
+ *   its own, not what it costs beside the others on the same cores (the aims read the same way).
  *   SOAK_PLATFORM_INDEX (hash): `text` undoes migration 0040 in the run's database, the platform id
  *   itself indexed instead of its hash, to compare the two; each pass prints the index's growth.
  */
@@ -84,6 +87,8 @@ const sampleMs = Math.max(50, intEnv('SOAK_SAMPLE_MS', 500))
 const progressMs = intEnv('SOAK_PROGRESS_MS', 10_000)
 const passes = Math.max(2, intEnv('SOAK_PASSES', 3))
 const profileDir = process.env.SOAK_CPU_PROFILE_DIR
+/** The worker stopped while the API accepts (SOAK_APART=1): each process measured on its own. */
+const apart = process.env.SOAK_APART === '1'
 /** `text`: 0040 undone, the platform id itself indexed instead of its hash (to compare the two). */
 const platformIndex = process.env.SOAK_PLATFORM_INDEX === 'text' ? 'text' : 'hash'
 /** The machine's probe (`probeMicros`): 20,000 doubles, the same every time, sorted. */
@@ -339,7 +344,8 @@ try {
     `soak: ${int(messages)} messages of history, then ${passes} passes of ${int(messages)} texts each` +
       ` (batches of ${batchSize}, ${concurrency} in flight, over ${int(recipients)} recipients); one API, one worker` +
       ` (every role, sandbox); ${redisServer.version} of its own at ${redisServer.url}; database ${world.databaseUrl.replace(/^.*\//, '')};` +
-      ` drain wait ${secs(drainWaitMs)}; platform-id index ${PLATFORM_INDEX}; ${load()}`,
+      ` drain wait ${secs(drainWaitMs)}; platform-id index ${PLATFORM_INDEX};` +
+      `${apart ? ' the worker stopped while the API accepts (SOAK_APART);' : ''} ${load()}`,
   )
 
   let sentBase = 0
@@ -361,7 +367,10 @@ try {
     const before = await snapshot()
     const target = sentBase + messages
 
-    // Accepting, while the worker delivers: SOAK_CONCURRENCY batch requests in flight.
+    // Accepting, while the worker delivers (or stopped, SOAK_APART): SOAK_CONCURRENCY batch requests
+    // in flight. The worker is stopped only here, after the last pass's drain and wait: it holds no
+    // job and no lock, so nothing of it lapses while it is stopped.
+    if (apart) process.kill(pids.worker, 'SIGSTOP')
     let accepted = 0
     let next = 0
     let acceptedAt: number | undefined
@@ -394,10 +403,12 @@ try {
     ).then(async () => {
       acceptedAt = performance.now()
       apiAtAccepted = await api.cpuSeconds()
+      if (apart) process.kill(pids.worker, 'SIGCONT')
     })
     let acceptError: unknown
     accepting.catch((error) => {
       acceptError = error
+      if (apart) process.kill(pids.worker, 'SIGCONT')
     })
 
     // Sampling until the worker has counted every message sent, then until Postgres has every row.
@@ -418,7 +429,8 @@ try {
       }
       const now = performance.now()
       if (sent !== moved.sent) moved = { sent, at: now }
-      else if (now - moved.at > stuckMs)
+      // (A worker stopped while the API accepts sends nothing until it is let go.)
+      else if (now - moved.at > stuckMs && !(apart && acceptedAt === undefined))
         throw new Error(`${name}: ${int(sent)}/${int(messages)} sent, none more for ${secs(stuckMs)}`)
       if (now - lastProgress >= progressMs) {
         lastProgress = now
