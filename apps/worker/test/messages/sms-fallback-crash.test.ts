@@ -133,23 +133,8 @@ it('SIGKILL during the call of a "no delivered in time" timer: retaken, it sends
 
 it('SIGKILL after 131026 is recorded failed, before the fallback is decided: the retaken job sends the SMS, once', async () => {
   const phone = '+4915112999003'
-  const messageId = randomUUID()
-  world.fake.script(graphError(131026, 'Message undeliverable'))
-  sms.script({ status: 201, body: { sid: 'SMrerun', status: 'queued' } })
   const client = createDb(dbUrl(), { max: 2 })
-  const holder = await client.sql.reserve()
-  try {
-    await holdDecision(holder, messageId)
-    await world.enqueue(
-      { type: 'text', body: { ...text().body, phone } } as ReturnType<typeof text>,
-      messageId,
-      { fallback: { sms: { text: 'Your order has shipped' } } },
-    )
-    await killAtDecision(client.sql, messageId, spawnWorker())
-    await holder`rollback`
-  } finally {
-    holder.release()
-  }
+  const messageId = await undeliverableKilledAtDecision(client, phone, 'SMrerun', 1)
   try {
     expect(await findFallback(client.sql, messageId)).toBeUndefined()
     expect(sms.requests.filter((r) => r.params.To === phone)).toHaveLength(0)
@@ -178,25 +163,9 @@ it('SIGKILL after 131026 is recorded failed, before the fallback is decided: the
 
 it('SIGKILL twice between 131026 recorded failed and the decision: failed as stalled, a timer sends the SMS, once', async () => {
   const phone = '+4915112999004'
-  const messageId = randomUUID()
-  world.fake.script(graphError(131026, 'Message undeliverable'))
-  sms.script({ status: 201, body: { sid: 'SMstalled', status: 'queued' } })
   const client = createDb(dbUrl(), { max: 2 })
-  const holder = await client.sql.reserve()
-  try {
-    await holdDecision(holder, messageId)
-    await world.enqueue(
-      { type: 'text', body: { ...text().body, phone } } as ReturnType<typeof text>,
-      messageId,
-      { fallback: { sms: { text: 'Your order has shipped' } } },
-    )
-    // The first run records the failure and dies deciding; the run that retakes it, stalled, too.
-    await killAtDecision(client.sql, messageId, spawnWorker())
-    await killAtDecision(client.sql, messageId, spawnWorker())
-    await holder`rollback`
-  } finally {
-    holder.release()
-  }
+  // The first run records the failure and dies deciding; the run that retakes it, stalled, too.
+  const messageId = await undeliverableKilledAtDecision(client, phone, 'SMstalled', 2)
   try {
     expect(await findFallback(client.sql, messageId)).toBeUndefined()
     expect(sms.requests.filter((r) => r.params.To === phone)).toHaveLength(0)
@@ -278,6 +247,36 @@ it('a fallback sent before its job was failed as stalled: the timer it is handed
     await client.close()
   }
 }, 150_000)
+
+/**
+ * A text with an SMS fallback that WhatsApp refuses with 131026 (the provider to answer `sid`),
+ * whose worker records it `failed` and is killed while deciding its fallback, `kills` times over
+ * (each retaking run waits at the decision on a row held here, and dies there). Answers its id.
+ */
+async function undeliverableKilledAtDecision(
+  client: ReturnType<typeof createDb>,
+  phone: string,
+  sid: string,
+  kills: number,
+): Promise<string> {
+  const messageId = randomUUID()
+  world.fake.script(graphError(131026, 'Message undeliverable'))
+  sms.script({ status: 201, body: { sid, status: 'queued' } })
+  const holder = await client.sql.reserve()
+  try {
+    await holdDecision(holder, messageId)
+    await world.enqueue(
+      { type: 'text', body: { ...text().body, phone } } as ReturnType<typeof text>,
+      messageId,
+      { fallback: { sms: { text: 'Your order has shipped' } } },
+    )
+    for (let n = 0; n < kills; n++) await killAtDecision(client.sql, messageId, spawnWorker())
+    await holder`rollback`
+  } finally {
+    holder.release()
+  }
+  return messageId
+}
 
 /** A worker process of this world, its stderr kept for a failure's message. */
 function spawnWorker() {
