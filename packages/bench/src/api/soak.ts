@@ -248,7 +248,9 @@ try {
   const workerMetricsUrl = `http://127.0.0.1:${metricsPort}/metrics`
 
   const sentSoFar = async () => {
-    const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`)
+    // Asked again once on a dropped connection: a worker let go after SIGSTOP (SOAK_APART) first
+    // closes the kept-alive sockets whose idle time ran out while it was stopped.
+    const res = await fetch(workerMetricsUrl).catch(() => fetch(workerMetricsUrl))
     if (res.status !== 200) throw new Error(`worker /metrics answered ${res.status}`)
     return counterSum(await res.text(), 'dispatch_messages_sent_total')
   }
@@ -421,7 +423,9 @@ try {
     for (;;) {
       if (acceptError) throw acceptError
       probes.push(probeMicros())
-      const [memory, counted] = await Promise.all([usedMemory(), sentSoFar()])
+      // A stopped worker (SOAK_APART) answers nothing until it is let go: its count is the last one.
+      const stopped = apart && acceptedAt === undefined
+      const [memory, counted] = await Promise.all([usedMemory(), stopped ? sentBase : sentSoFar()])
       sent = counted - sentBase
       if (memory > peak) {
         peak = memory
