@@ -1,7 +1,7 @@
 import { join } from 'node:path'
 import { Cluster, Redis, type RedisOptions } from 'ioredis'
 import { ConfigError } from './env.ts'
-import { luaScripts } from './lua-scripts.ts'
+import { luaScripts, scriptCall } from './lua-scripts.ts'
 import { turnBatched } from './turn-batch.ts'
 
 /** A connection to the service's Redis: one server, or a Redis Cluster (REDIS_CLUSTER). */
@@ -63,9 +63,10 @@ export function createRedisClient(settings: RedisSettings, options: RedisOptions
  * Releases a lock only while it still holds the holder's token (lua/redis/releaseLock-1.lua): one
  * that expired and was taken by another stays theirs.
  */
-export const RELEASE_LOCK_SCRIPT = luaScripts(join(import.meta.dirname, 'lua/redis'), [
-  'releaseLock',
-]).releaseLock
+const scripts = luaScripts(join(import.meta.dirname, 'lua/redis'), ['releaseLock', 'setEach'])
+export const RELEASE_LOCK_SCRIPT = scripts.releaseLock
+/** Sets strings of one life in one call (lua/redis/setEach.lua, `turnBatchedSet`). */
+export const SET_EACH_SCRIPT = scripts.setEach
 
 export { turnBatched }
 
@@ -77,4 +78,32 @@ export function turnBatchedGet(redis: RedisClient): (key: string) => Promise<str
   return turnBatched((keys: string[]) =>
     redis.isCluster ? Promise.all(keys.map((key) => redis.get(key))) : redis.mget(keys),
   )
+}
+
+/**
+ * Writes of strings that live `lifeMs` gathered per turn of the event loop: a lone write a SET, the
+ * turn's others in one script call (lua/redis/setEach.lua), not a command each. On a Cluster the
+ * script needs the keys on one slot: `oneSlot` says they are (a prefix's {…} hash tag), else each
+ * is a SET of its own. A call that fails fails every write of its turn. The script is defined now,
+ * not at the first write: one defined on an auto-pipelined client is missing from a pipeline the
+ * turn has already started.
+ */
+export function turnBatchedSet(
+  redis: RedisClient,
+  lifeMs: number,
+  { oneSlot }: { oneSlot: boolean },
+): (key: string, value: string) => Promise<void> {
+  const set = (key: string, value: string) => redis.set(key, value, 'PX', lifeMs).then(() => undefined)
+  if (redis.isCluster && !oneSlot) return set
+  const setEach = scriptCall(redis, SET_EACH_SCRIPT)
+  const write = turnBatched(async (batch: Array<[string, string]>): Promise<undefined[]> => {
+    if (batch.length === 1) {
+      const [key, value] = batch[0] as [string, string]
+      await set(key, value)
+    } else {
+      await setEach(batch.length, ...batch.map(([key]) => key), lifeMs, ...batch.map(([, value]) => value))
+    }
+    return batch.map(() => undefined)
+  })
+  return (key, value) => write([key, value])
 }

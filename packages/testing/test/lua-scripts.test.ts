@@ -70,9 +70,8 @@ const ANY_NUMBER_OF_KEYS: Record<string, string> = {
   releaseClaims: 'the claims of a batch of recorded outcomes, released in one call',
   reachBesideClaim:
     "a window key per delivery of a turn to one portfolio, then the portfolio's reach (one server only)",
-  setStickyRecords: "a pool's sticky record per new recipient of a turn, set in one call (one server only)",
-  setSmsFallbackHolds:
-    "a 131026 hold per message of a turn, set in one call (on a Cluster, the timers' queue's {…} tag holds them)",
+  setEach:
+    'a string per write of a turn (sticky records, 131026 holds), set in one call (on a Cluster only keys of one {…} tag)',
 }
 
 /** Commands that take no key, and those whose second argument is a key too. */
@@ -187,14 +186,9 @@ const RUNS: Record<string, Run> = {
     answers: [1, 0, 'ok'],
   },
   slowDownWebhookEndpoint: { keys: (k) => [k('pause')], args: () => [1000], answers: 1000 },
-  setStickyRecords: {
-    keys: (k) => [k('sticky:a'), k('sticky:b')],
-    args: () => [60_000, 'sender-a 0', 'sender-b 0'],
-    answers: 2,
-  },
-  setSmsFallbackHolds: {
-    keys: (k) => [k('hold:m1'), k('hold:m2')],
-    args: () => [86_400, '{"messageId":"m1"}', '{"messageId":"m2"}'],
+  setEach: {
+    keys: (k) => [k('sticky:a'), k('hold:m2')],
+    args: () => [60_000, 'sender-a 0', '{"messageId":"m2"}'],
     answers: 2,
   },
   fairEnqueue: {

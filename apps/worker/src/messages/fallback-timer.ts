@@ -1,10 +1,8 @@
-import { join } from 'node:path'
 import { type MessageJob, QueueNames, SmsFallbackTimerJob, smsFallbackHoldKey } from '@dispatch/contracts'
 import { findRecordedDelivery, type Sql } from '@dispatch/db'
 import { hasHashTag, queuePrefix } from '@dispatch/runtime'
-import { luaScripts, scriptCall } from '@dispatch/runtime/lua-scripts'
 import { isOutage } from '@dispatch/runtime/outages'
-import { type RedisClient, turnBatched } from '@dispatch/runtime/redis'
+import { type RedisClient, turnBatchedSet } from '@dispatch/runtime/redis'
 import { DelayedError, Job, Queue, UnrecoverableError, Worker } from 'bullmq'
 import { Compile } from 'typebox/compile'
 import type { SmsProvider } from '../platforms/sms/types.ts'
@@ -18,7 +16,6 @@ import {
 } from './sms-fallback.ts'
 
 const isTimerJob = Compile(SmsFallbackTimerJob)
-const SET_HOLDS = luaScripts(join(import.meta.dirname, 'lua'), ['setSmsFallbackHolds']).setSmsFallbackHolds
 
 /** A message's 131026 hold to write: its key and its JSON (what its timer would carry). */
 type Hold = { key: string; value: string }
@@ -82,30 +79,12 @@ export class SmsFallbackTimers {
     this.#queue = new Queue<SmsFallbackTimerJob>(QueueNames.smsFallbackTimers, { connection, prefix })
     this.#redis = holds
     this.#prefix = prefix
-    const set = (hold: Hold) => holds.set(hold.key, hold.value, 'EX', UNDELIVERABLE_HOLD_SECONDS)
-    if (holds.isCluster && !hasHashTag(prefix)) {
-      // Its keys spread over a Cluster's slots (no {…} of the prefix's to keep them on one): a SET each.
-      this.#hold = set
-      return
-    }
-    // Defined now, not at the first hold: a script defined on an auto-pipelined client is missing
-    // from a pipeline the turn has already started.
-    const setHolds = scriptCall(holds, SET_HOLDS)
-    // The holds of a turn of the event loop (a bundle's messages, and other jobs') in one call of
-    // lua/setSmsFallbackHolds.lua, not a command each; a lone hold, a SET. A call that fails fails
-    // every hold of its turn, each of whose jobs then runs again (`unarmed`).
-    this.#hold = turnBatched(async (batch: Hold[]): Promise<undefined[]> => {
-      if (batch.length === 1) await set(batch[0] as Hold)
-      else {
-        await setHolds(
-          batch.length,
-          ...batch.map((hold) => hold.key),
-          UNDELIVERABLE_HOLD_SECONDS,
-          ...batch.map((hold) => hold.value),
-        )
-      }
-      return batch.map(() => undefined)
-    })
+    // The holds of a turn of the event loop (a bundle's messages, and other jobs') in one call, not
+    // a command each (`turnBatchedSet`); on a Cluster their keys share a slot only when the prefix
+    // has a {…} hash tag, else a SET each. A call that fails fails every hold of its turn, each of
+    // whose jobs then runs again (`unarmed`).
+    const set = turnBatchedSet(holds, UNDELIVERABLE_HOLD_SECONDS * 1000, { oneSlot: hasHashTag(prefix) })
+    this.#hold = (hold: Hold) => set(hold.key, hold.value)
   }
 
   /**

@@ -1,21 +1,18 @@
 /**
  * What writing a pooled send's sticky record costs the API (issue 44, docs/benchmarks-features.md):
  * a turn's records (50, as 50 sends in flight to new recipients) set by one script call
- * (apps/api/src/sending/pools/lua/setStickyRecords.lua, what the API does on one server) against a
+ * (packages/runtime/src/lua/redis/setEach.lua through `turnBatchedSet`, what the API does on one server) against a
  * SET each in a pipeline (what it does on a Cluster, and did before), CPU of this process per
  * record, rounds alternating in one run.
  *
  *   pnpm --filter @dispatch/bench bench:sticky-write
  */
-import { join } from 'node:path'
-import { defineLuaCommand, luaScripts } from '@dispatch/runtime/lua-scripts'
+import { defineLuaCommand } from '@dispatch/runtime/lua-scripts'
+import { SET_EACH_SCRIPT } from '@dispatch/runtime/redis'
 import { Redis } from 'ioredis'
 
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379')
-const script = luaScripts(join(import.meta.dirname, '../../../../apps/api/src/sending/pools/lua'), [
-  'setStickyRecords',
-]).setStickyRecords
-const call = defineLuaCommand(redis, script)
+const call = defineLuaCommand(redis, SET_EACH_SCRIPT)
 const PER = 50
 const TURNS = 1000
 const keys = (t: number) =>

@@ -56,6 +56,7 @@ import { deliveryOutcome } from '../../../../apps/worker/src/shared/message-outc
 import { Permits } from '../../../../apps/worker/src/shared/permits.ts'
 import { backendsCpuDelta, databaseBackendsCpu } from '../harness/cpu.ts'
 import { insertBenchKey } from '../harness/keys.ts'
+import { redisCpuSeconds } from '../harness/redis-server.ts'
 import { printComparison } from '../harness/report.ts'
 import { median } from '../harness/stats.ts'
 import { createBenchWorld } from '../harness/world.ts'
@@ -78,6 +79,8 @@ const connection = (options: { pipelined?: boolean } = {}) => {
   connections.push(client)
   return client
 }
+/** INFO cpu, for the Redis server's share of each drain. */
+const redisInfo = connection()
 const logger = pino({ level: 'silent' })
 /** Metrics on, as a worker serving METRICS_PORT counts them: every outcome counted. */
 const metrics = new WorkerMetrics()
@@ -183,6 +186,8 @@ interface Drained {
   /** CPU per message in µs: this process, and the database's Postgres backends (when local). */
   processCpu: number
   postgresCpu: number | undefined
+  /** The Redis server's CPU per message in µs (`INFO cpu`: every client of the server, this run's most). */
+  redisCpu: number
 }
 
 /**
@@ -200,6 +205,7 @@ async function timeDrain(
   await fill(queue, per, make)
   const jobCount = Math.ceil(jobs / per)
   const pgBefore = await databaseBackendsCpu(sql)
+  const redisBefore = await redisCpuSeconds(redisInfo)
   const cpuBefore = process.cpuUsage()
   const began = performance.now()
   const worker = start()
@@ -218,6 +224,7 @@ async function timeDrain(
   const seconds = (performance.now() - began) / 1000
   const cpu = process.cpuUsage(cpuBefore)
   const pgAfter = await databaseBackendsCpu(sql)
+  const redisSeconds = (await redisCpuSeconds(redisInfo)) - redisBefore
   await worker.close()
   await queue.obliterate({ force: true })
   await queue.close()
@@ -227,6 +234,7 @@ async function timeDrain(
     perSecond: jobs / seconds,
     processCpu: (cpu.user + cpu.system) / jobs,
     postgresCpu: pgSeconds === undefined ? undefined : (pgSeconds * 1e6) / jobs,
+    redisCpu: (redisSeconds * 1e6) / jobs,
   }
 }
 
@@ -694,7 +702,8 @@ try {
     const pairs = figure.map((c, i) => c.perSecond / (baseline[i]?.perSecond ?? c.perSecond))
     console.log(
       `  CPU per message (this process), ${figureLabel} vs ${baselineLabel}: ${us(median(figure.map((r) => r.processCpu)))}` +
-        ` vs ${us(median(baseline.map((r) => r.processCpu)))}; paired ratios per round:` +
+        ` vs ${us(median(baseline.map((r) => r.processCpu)))}; Redis ${us(median(figure.map((r) => r.redisCpu)))}` +
+        ` vs ${us(median(baseline.map((r) => r.redisCpu)))}; paired ratios per round:` +
         ` ${pairs.map((p) => p.toFixed(3)).join(', ')} (median ${median(pairs).toFixed(3)})`,
     )
   }

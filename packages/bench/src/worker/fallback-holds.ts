@@ -1,7 +1,7 @@
 /**
  * What writing the 131026 holds costs the worker (issue 44, docs/fallback.md "The timer"): a turn's
  * holds (20, a bundle's texts WhatsApp took together) armed through `SmsFallbackTimers.arm`, which
- * sends them in one call of apps/worker/src/messages/lua/setSmsFallbackHolds.lua, against a SET
+ * sends them in one call of packages/runtime/src/lua/redis/setEach.lua (`turnBatchedSet`), against a SET
  * each (what it did before, and does on a Cluster whose timers' prefix has no hash tag), both on
  * an auto-pipelined connection as the lanes' claims one. CPU of this process per hold, the job's
  * JSON included, rounds alternating in one run.

@@ -1,4 +1,3 @@
-import { join } from 'node:path'
 import {
   decodeSticky,
   encodeSticky,
@@ -7,10 +6,7 @@ import {
   stickyAging,
   stickyLifeMs,
 } from '@dispatch/runtime'
-import { defineLuaCommand, type LuaCall, luaScripts } from '@dispatch/runtime/lua-scripts'
-import { type RedisClient, turnBatched, turnBatchedGet } from '@dispatch/runtime/redis'
-
-const SET_RECORDS = luaScripts(join(import.meta.dirname, 'lua'), ['setStickyRecords']).setStickyRecords
+import { type RedisClient, turnBatchedGet, turnBatchedSet } from '@dispatch/runtime/redis'
 
 const unread = () => null
 
@@ -27,13 +23,11 @@ export interface StickyWrite extends StickyRecord {
  * POOL_STICKY_TTL_DAYS old.
  */
 export class StickyStore {
-  readonly #redis: RedisClient
   readonly #prefix: string
   readonly #ttlMs: number
-  /** A record's life from its write (`stickyLifeMs`). */
-  readonly #lifeMs: number
   readonly #get: (key: string) => Promise<string | null>
-  readonly #setRecords: LuaCall | undefined
+  /** A record written, to live `stickyLifeMs` from now. */
+  readonly #set: (key: string, value: string) => Promise<void>
 
   constructor(
     redis: RedisClient,
@@ -42,12 +36,11 @@ export class StickyStore {
     /** The turn's batched reads, shared with the send checks' (one MGET for both). */
     read: (key: string) => Promise<string | null> = turnBatchedGet(redis),
   ) {
-    this.#redis = redis
     this.#prefix = prefix
     this.#ttlMs = ttlMs
-    this.#lifeMs = stickyLifeMs(ttlMs)
     this.#get = read
-    this.#setRecords = redis.isCluster ? undefined : defineLuaCommand(redis, SET_RECORDS)
+    // The records' keys are not hash-tagged: on a Cluster they spread over slots.
+    this.#set = turnBatchedSet(redis, stickyLifeMs(ttlMs), { oneSlot: false })
   }
 
   /** The recipient's record in the pool, or undefined (none, or expired). Rejects when Redis fails. */
@@ -67,28 +60,12 @@ export class StickyStore {
 
   /**
    * Writes records, each expiring twice `ttlMs` from now (`stickyLifeMs`): the writes of a turn of
-   * the event loop in one script call (lua/setStickyRecords.lua), as the store gathers a turn's
-   * messages; on a Cluster a SET each (the keys spread over slots).
+   * the event loop in one script call (`turnBatchedSet`), as the store gathers a turn's messages;
+   * on a Cluster a SET each (the keys spread over slots).
    */
   async write(records: StickyWrite[], _now?: number): Promise<void> {
-    if (records.length === 1) await this.#write(records[0] as StickyWrite)
-    else if (records.length > 1) await Promise.all(records.map((r) => this.#write(r)))
+    await Promise.all(
+      records.map((r) => this.#set(poolStickyKey(this.#prefix, r.poolId, r.recipient), encodeSticky(r))),
+    )
   }
-
-  readonly #write = turnBatched(async (records: StickyWrite[]): Promise<undefined[]> => {
-    const set = (r: StickyWrite) =>
-      this.#redis.set(poolStickyKey(this.#prefix, r.poolId, r.recipient), encodeSticky(r), 'PX', this.#lifeMs)
-    if (this.#setRecords === undefined) {
-      await Promise.all(records.map(set))
-    } else {
-      // One command for the turn's records (lua/setStickyRecords.lua), not a SET each.
-      await this.#setRecords(
-        records.length,
-        ...records.map((r) => poolStickyKey(this.#prefix, r.poolId, r.recipient)),
-        this.#lifeMs,
-        ...records.map((r) => encodeSticky(r)),
-      )
-    }
-    return records.map(() => undefined)
-  })
 }
