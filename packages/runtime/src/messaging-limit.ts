@@ -109,7 +109,7 @@ export const REACH_PORTFOLIO_SCRIPT = scripts.reachPortfolio
 export const REACH_BESIDE_CLAIM_SCRIPT = scripts.reachBesideClaim
 /** lua/messaging-limit/giveBackReach-1.lua: removes recipients added at a time, if still at it. */
 export const GIVE_BACK_REACH_SCRIPT = scripts.giveBackReach
-/** lua/messaging-limit/peekReach-1.lua: the reach, the oldest counted, and whether each recipient is. */
+/** lua/messaging-limit/peekReach-1.lua: the reach, the oldest counted, and when each recipient was (0: not). */
 export const PEEK_REACH_SCRIPT = scripts.peekReach
 
 /** What can read a portfolio's reach now (a client or a pipeline). */

@@ -245,7 +245,7 @@ const RUNS: Record<string, Run> = {
   peekReach: {
     keys: (k) => [k('reach')],
     args: (_, now) => [now - 60_000, 'hmac:a', 'hmac:b'],
-    answers: [1, expect.any(Number), 1, 0],
+    answers: [1, expect.any(Number), expect.any(Number), 0],
   },
   // A limit of 2 now: the recipient of the window recorded above is inside it (-its last message),
   // one without a window is added (1).

@@ -249,9 +249,13 @@ describe('the messaging limit under refuse', () => {
     const [a, b] = [newPhone(), newPhone()]
     await untilMessageStatus(app, key.key, await accepted(key.key, a), 'sent')
     await untilMessageStatus(app, key.key, await accepted(key.key, b), 'sent')
-    const refused = await sendTemplate(key.key, newPhone())
+    const stranger = newPhone()
+    const refused = await sendTemplate(key.key, stranger)
     expectError(refused, 422, 'MESSAGING_LIMIT_REACHED', /messaging limit \(2 users .*room frees at/)
-    // Already counted, inside a window, or free-form: accepted.
+    // Asked again within the second the door keeps what it read: still refused.
+    expectError(await sendTemplate(key.key, stranger), 422, 'MESSAGING_LIMIT_REACHED')
+    // Already counted (again and again, as the door then knows), inside a window, or free-form: accepted.
+    expect((await sendTemplate(key.key, a)).statusCode).toBe(202)
     expect((await sendTemplate(key.key, a)).statusCode).toBe(202)
     const inside = newPhone()
     expect((await replyFrom(app, APP_SECRET, sender.phoneNumberId, inside)).statusCode).toBe(200)

@@ -35,6 +35,7 @@
  *   SOAK_DRAIN_WAIT_MS (65,000) SOAK_SAMPLE_MS (500) SOAK_PROGRESS_MS (10,000) SOAK_PASSES (3)
  *   SOAK_CPU_PROFILE_DIR (unset): V8's CPU profile of the API and the worker over each pass, written
  *   there as `<api|worker>-<pass>.cpuprofile` (the profiler's cost is in that run's CPU figures).
+ *   SOAK_API_NODE_OPTIONS (unset): more of Node's options for the API's process (a V8 heap setting, say).
  *   SOAK_APART (unset): `1` stops the worker (SIGSTOP, between passes, when it holds nothing) while
  *   the API accepts, and lets it go once all are accepted: each process's CPU per message is then
  *   its own, not what it costs beside the others on the same cores (the aims read the same way).
@@ -223,7 +224,9 @@ try {
   const inspectorPorts = { api: await freePort(), worker: await freePort() }
   const api = await startApiProcess('api', {
     ...env,
-    NODE_OPTIONS: inspectorOptions(inspectorPorts.api),
+    NODE_OPTIONS: [inspectorOptions(inspectorPorts.api), process.env.SOAK_API_NODE_OPTIONS ?? '']
+      .join(' ')
+      .trim(),
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
     ADMIN_TOKENS: `bench=${adminToken}`,
     // The key's limits stay in the path, set never to refuse: a pass stores N messages in seconds.

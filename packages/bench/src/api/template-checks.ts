@@ -10,7 +10,11 @@
  *   portfolio's reach (10,000 recipients counted: the door reads the reach once a second, no send
  *   waits for it) versus the synced sender without a limit (issue 43); and from one whose limit is
  *   one above its reach (10,001: every send reads its window and the reach, as every send did
- *   before the door kept the reach a second) versus the same.
+ *   before the door kept the reach a second) versus the same; then at the limit (a reach of 10,001,
+ *   the limit 10,001): to a recipient reached before (counted in the reach) and to one whose window
+ *   with the number is open, each taking no room: the door reads once what it then keeps (counted
+ *   until 24 h after, open until the window closes), versus the same. A new recipient there is
+ *   refused, after a read per turn: the send's answer is in Redis.
  * - The same pairs side by side: both sides loaded at once, half the connections each.
  * - Then both pairs in one process (`inject`, 50 in flight), CPU per send, BENCH_PAIRS pairs of
  *   BENCH_BATCH sends, the order alternating: the figure a shared machine does not blur.
@@ -26,6 +30,7 @@ import { createDb, hashApiKey, replaceSenderTemplates, type SyncedTemplate } fro
 import {
   MESSAGING_LIMIT_WINDOW_MS,
   portfolioReachKey,
+  recipientHasher,
   SERVICE_WINDOW_MS,
   serviceWindowKey,
   serviceWindowsLoadedKey,
@@ -56,6 +61,9 @@ const templateBody = JSON.stringify({
   buttonVariables: [{ buttonIndex: 0, text: 'track/BR-1042', type: 'URL' }],
 })
 const textBody = JSON.stringify({ phone: PHONE, text: 'Your table is ready' })
+/** At the limit, a recipient whose window with the number is open (not counted in the reach). */
+const OPEN_PHONE = '+5511987650000'
+const openTemplateBody = templateBody.replace(PHONE, OPEN_PHONE)
 
 /** A catalog like a busy account's: every template with an image header, two variables and a URL button. */
 const catalog = (): SyncedTemplate[] =>
@@ -87,6 +95,8 @@ const env = {
   REDIS_URL: world.redisUrl,
   QUEUE_PREFIX: world.queuePrefix,
   MESSAGE_OUTSTANDING_MAX: '100000000',
+  // Set, so the bench hashes a recipient into a reach as the API does.
+  ERASURE_HASH_KEY: 'bench-template-checks-erasure-hash-key',
 }
 const redis = new Redis(world.redisUrl, { maxRetriesPerRequest: null })
 const { db, sql, close: closeDb } = createDb(world.databaseUrl, { max: 2 })
@@ -101,6 +111,7 @@ async function setUp() {
     off: { id: 'bench-off', phoneNumberId: '900000000000004', policy: 'off' },
     limited: { id: 'bench-limited', phoneNumberId: '900000000000005', policy: 'off' },
     nearLimit: { id: 'bench-near-limit', phoneNumberId: '900000000000006', policy: 'off' },
+    atLimit: { id: 'bench-at-limit', phoneNumberId: '900000000000007', policy: 'off' },
   } as const
   const keys = {} as Record<keyof typeof senders, string>
   for (const [name, s] of Object.entries(senders) as Array<
@@ -118,11 +129,13 @@ async function setUp() {
   await sql`update senders set templates_synced_at = null where id = ${senders.unchecked.id}`
   // The limited senders: the same catalog, synced, under refuse, each its own portfolio that has
   // reached 10,000 recipients in the last 24 hours (read, never written, at accept); one's limit no
-  // send comes near, the other's one above the reach (the bench's recipient, never counted, fits).
+  // send comes near, the next's one above the reach (the bench's recipient, never counted, fits);
+  // the last's reach holds the bench's recipient too, at its limit of 10,001.
   const now = Date.now()
   for (const [s, limit, business] of [
     [senders.limited, 1_000_000_000, '920000000000001'],
     [senders.nearLimit, 10_001, '920000000000002'],
+    [senders.atLimit, 10_001, '920000000000003'],
   ] as const) {
     await replaceSenderTemplates(db, s.id, catalog(), new Date())
     await sql`update senders set messaging_limit_policy = ${control ? 'off' : 'refuse'}, messaging_limit_override = ${limit},
@@ -130,9 +143,16 @@ async function setUp() {
     const key = portfolioReachKey(world.queuePrefix, `business:${business}`)
     const reach = redis.pipeline()
     for (let i = 0; i < 10_000; i++) reach.zadd(key, now - i * 1000, `hmac:r${i}`)
+    if (s === senders.atLimit) reach.zadd(key, now - 60_000, recipientHasher(env)(PHONE))
     reach.pexpire(key, MESSAGING_LIMIT_WINDOW_MS)
     await reach.exec()
   }
+  await redis.set(
+    serviceWindowKey(world.queuePrefix, senders.atLimit.phoneNumberId, OPEN_PHONE),
+    String(Date.now()),
+    'PX',
+    SERVICE_WINDOW_MS,
+  )
   // The recipient's window is open on both text senders (the enforced one reads it per send).
   for (const s of [senders.enforce, senders.off]) {
     await redis.set(
@@ -197,11 +217,25 @@ try {
       body: templateBody,
       on: keys.nearLimit,
       off: keys.checked,
-      what: 'messaging limit under refuse, one under it (window and reach read per send) vs no limit',
+      what: 'messaging limit under refuse, one under it, the recipient let through (read once a second) vs no limit',
     },
-  ].filter(
-    (pair) => process.env.BENCH_ONLY !== 'limit' || pair.on === keys.limited || pair.on === keys.nearLimit,
-  )
+    {
+      name: 'send-template (at the limit, reached before)',
+      path: 'send-template',
+      body: templateBody,
+      on: keys.atLimit,
+      off: keys.checked,
+      what: 'messaging limit under refuse, at it, a recipient counted before (read once, then known) vs no limit',
+    },
+    {
+      name: 'send-template (at the limit, window open)',
+      path: 'send-template',
+      body: openTemplateBody,
+      on: keys.atLimit,
+      off: keys.checked,
+      what: 'messaging limit under refuse, at it, a recipient in an open window (read once, then known) vs no limit',
+    },
+  ].filter((pair) => process.env.BENCH_ONLY !== 'limit' || pair.name.includes('limit'))
   console.log(
     `checks at the door: ${connections} connections, ${rounds} rounds of ${duration} s per side, the API and` +
       ` autocannon in processes of their own; then ${pairs} pairs of ${batch} sends in one process`,

@@ -4,6 +4,7 @@ import {
   PEEK_REACH_SCRIPT,
   portfolioReachKey,
   type RecipientHasher,
+  SERVICE_WINDOW_MS,
   serviceWindowKey,
   serviceWindowState,
 } from '@dispatch/runtime'
@@ -44,7 +45,8 @@ const limitReached = (send: Send, limit: number, roomAt: number | null) =>
 
 /** One read of the reach: a portfolio's key and the recipients of one request. */
 type Peek = { key: string; cutoff: number; members: string[] }
-type Peeked = { reach: number; oldest: number; counted: boolean[] }
+/** The reach, its oldest time, and per recipient when it was counted (ms; 0: not in the reach). */
+type Peeked = { reach: number; oldest: number; countedAt: number[] }
 
 /**
  * Each connection's reads of the reach, gathered per turn of the event loop: the requests of a turn
@@ -72,7 +74,7 @@ function peekerOf(redis: RedisClient) {
             answers.set(p, {
               reach,
               oldest,
-              counted: p.members.map((_, i) => replies[at + i] === 1),
+              countedAt: p.members.map((_, i) => Number(replies[at + i] ?? 0)),
             })
             at += p.members.length
           }
@@ -132,8 +134,11 @@ export function prefetchLimit(
 ): PrefetchedLimit | undefined {
   const on = refusing(rules)
   if (!on || type !== 'template') return undefined
-  // Room known (the reach read less than a second ago, far from the limit): nothing to read.
-  if (deps.reaches.fits(on.limit.portfolio, on.max, 1, now)) return undefined
+  // The recipient takes no room, or room is known (the reach read less than a second ago, far from
+  // the limit): nothing to read.
+  const { portfolio } = on.limit
+  const free = deps.reaches.free(portfolio, on.rules.phoneNumberId, recipient, now)
+  if (free || deps.reaches.fits(portfolio, on.max, now)) return undefined
   const reads = readLimit(deps, on.rules, on.limit.portfolio, [recipient], now).catch(() => undefined)
   return { recipient, reads }
 }
@@ -159,14 +164,21 @@ export function checkMessagingLimit(
 ): Promise<void> | undefined {
   const on = refusing(rules)
   if (!on) return undefined
-  let templates = 0
-  for (const [i, send] of sends.entries()) if (send.type === 'template' && !errors[i]) templates++
-  if (templates === 0) return undefined
+  // The templates' recipients who may take room: not known open, counted or let through already.
+  const { portfolio } = on.limit
+  let counted: number[] | undefined
+  for (const [i, send] of sends.entries()) {
+    if (send.type !== 'template' || errors[i]) continue
+    if (deps.reaches.free(portfolio, on.rules.phoneNumberId, recipientOf(send.body), now)) continue
+    counted ??= []
+    counted.push(i)
+  }
+  if (counted === undefined) return undefined
   // Room for all of them, each taken as new, by the reach read less than a second ago: no read,
   // and no promise (the request's other checks are not waited for one more turn).
-  if (deps.reaches.take(on.limit.portfolio, on.max, templates, now)) return undefined
-  const counted = sends.flatMap((send, i) => (send.type === 'template' && !errors[i] ? [i] : []))
-  return judgeByReads(deps, on, sends, counted, errors, now, prefetched)
+  const recipients = counted.map((i) => recipientOf((sends[i] as Send).body))
+  if (deps.reaches.take(portfolio, on.max, recipients, now)) return undefined
+  return judgeByReads(deps, on, sends, counted, recipients, errors, now, prefetched)
 }
 
 /** The limit judged on fresh reads of the request's windows and the portfolio's reach. */
@@ -175,16 +187,17 @@ async function judgeByReads(
   on: NonNullable<ReturnType<typeof refusing>>,
   sends: Send[],
   counted: number[],
+  recipients: string[],
   errors: Array<AppError | undefined>,
   now: number,
   prefetched: PrefetchedLimit | undefined,
 ): Promise<void> {
   const { limit, max } = on
-  const recipients = counted.map((i) => recipientOf((sends[i] as Send).body))
+  const { portfolio } = limit
   const early = recipients.length === 1 && prefetched?.recipient === recipients[0] ? prefetched : undefined
   let read: LimitReads | undefined
   try {
-    read = early ? await early.reads : await readLimit(deps, on.rules, limit.portfolio, recipients, now)
+    read = early ? await early.reads : await readLimit(deps, on.rules, portfolio, recipients, now)
     if (!read) throw new Error('the prefetched limit reads failed')
   } catch (error) {
     deps.log.warn({ err: error }, 'messaging limit not checked; delivery counts and holds')
@@ -195,9 +208,17 @@ async function judgeByReads(
   const roomAt = peeked.oldest ? peeked.oldest + MESSAGING_LIMIT_WINDOW_MS : null
   const seen = new Set<string>()
   counted.forEach((i, n) => {
-    if (serviceWindowState(windows[n] ?? null, marker, now) === 'open') return
-    if (peeked.counted[n]) return
     const recipient = recipients[n] as string
+    const window = windows[n] ?? null
+    if (serviceWindowState(window, marker, now) === 'open') {
+      deps.reaches.openUntil(on.rules.phoneNumberId, recipient, Number(window) + SERVICE_WINDOW_MS)
+      return
+    }
+    const countedAt = peeked.countedAt[n] ?? 0
+    if (countedAt > 0) {
+      deps.reaches.countedUntil(portfolio, recipient, countedAt + MESSAGING_LIMIT_WINDOW_MS)
+      return
+    }
     if (seen.has(recipient)) return
     if (reach < max) {
       seen.add(recipient)
@@ -206,5 +227,5 @@ async function judgeByReads(
     }
     errors[i] = limitReached(sends[i] as Send, max, roomAt)
   })
-  deps.reaches.remember(limit.portfolio, peeked.reach, seen.size, now)
+  deps.reaches.remember(portfolio, peeked.reach, seen, now)
 }
