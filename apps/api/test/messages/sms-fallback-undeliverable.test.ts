@@ -185,10 +185,14 @@ describe('131026 reported in a status webhook after WhatsApp took the message', 
     expect(sms.sentTo(phone)).toHaveLength(0)
   })
 
-  it('a delivered first: a failed that follows sends nothing', async () => {
+  it('a delivered first: its hold is let go, and a failed that follows sends nothing', async () => {
     const phone = newPhone()
     const sent = await sentText(phone, { fallback: { sms: SMS } })
+    const holdKey = smsFallbackHoldKey(world.queuePrefix, sent.messageId)
+    await waitFor(async () => (await redisOf().exists(holdKey)) === 1, { what: 'the hold' })
     await whatsappStatus(sent, 'delivered')
+    // Delivered: nothing of the message waits in Redis for a 131026 that cannot come.
+    expect(await redisOf().exists(holdKey)).toBe(0)
     await whatsappStatus(sent, 'failed')
     await settle()
     expect(sms.sentTo(phone)).toHaveLength(0)

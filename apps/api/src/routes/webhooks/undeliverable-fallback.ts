@@ -1,6 +1,6 @@
 import { QueueNames, SmsFallbackTimerJob, smsFallbackHoldKey } from '@dispatch/contracts'
 import { type Db, findRecordedDelivery } from '@dispatch/db'
-import { queuePrefix } from '@dispatch/runtime'
+import { hasHashTag, queuePrefix } from '@dispatch/runtime'
 import type { RedisClient } from '@dispatch/runtime/redis'
 import { Job, Queue } from 'bullmq'
 import { Compile } from 'typebox/compile'
@@ -71,6 +71,24 @@ export class UndeliverableFallbacks {
   close(): Promise<void> {
     return this.#queue.close()
   }
+}
+
+/**
+ * Lets go of the 131026 holds of messages WhatsApp reported delivered or read: a message it
+ * delivered is never undeliverable, so its hold (a day otherwise) would only wait in Redis. One
+ * `DEL` for a webhook's messages; on a Cluster one per message unless the timers' prefix has a
+ * {…} hash tag. A message without a fallback has no hold: its key is simply absent.
+ */
+export async function releaseUndeliverableHolds(
+  deps: Pick<ApiDeps, 'config' | 'redisQueues'>,
+  messageIds: readonly string[],
+): Promise<void> {
+  if (messageIds.length === 0) return
+  const prefix = queuePrefix(deps.config, QueueNames.smsFallbackTimers)
+  const redis = deps.redisQueues
+  const keys = messageIds.map((id) => smsFallbackHoldKey(prefix, id))
+  if (redis.isCluster && !hasHashTag(prefix)) await Promise.all(keys.map((key) => redis.del(key)))
+  else await redis.del(...keys)
 }
 
 /** A duplicate 131026 status (it moved nothing): the message it names, when it is recorded so. */

@@ -14,6 +14,7 @@ import { openServiceWindows } from './service-windows.ts'
 import { applyTemplateUpdates, readTemplateUpdates } from './template-updates.ts'
 import {
   recordedUndeliverable,
+  releaseUndeliverableHolds,
   UNDELIVERABLE_CODE,
   UndeliverableFallbacks,
 } from './undeliverable-fallback.ts'
@@ -151,12 +152,16 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
         )
       }
       let applied = 0
+      const delivered: string[] = []
       for (const update of updates) {
         const moved = await applyPlatformStatusTo(db, update)
         if (moved) applied++
         // Undeliverable: its fallback (if it carries one) goes now, from a worker, only once the
         // `failed` is committed. A failure here answers 5xx; Meta's redelivery moves nothing, and
         // finds the message (by our id) recorded failed with 131026, and its timer, again.
+        const deliveredId = moved ?? update.messageId
+        if ((update.status === 'delivered' || update.status === 'read') && deliveredId)
+          delivered.push(deliveredId)
         if (update.status === 'failed' && update.error?.code === UNDELIVERABLE_CODE) {
           const failedId = moved ?? (await recordedUndeliverable(db, update.messageId))
           if (failedId) await undeliverable().promote(failedId)
@@ -171,6 +176,9 @@ export const whatsappWebhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
         if (priced)
           app.metrics?.priced(priced.senderId ?? 'default', update.pricing.category, update.pricing.billable)
       }
+      // Delivered: nothing of the message stays in Redis for a 131026 that cannot come (after the
+      // statuses are recorded; a failure answers 5xx and Meta's redelivery lets go again).
+      await releaseUndeliverableHolds(app.deps, delivered)
       const replies = { routed: 0, unrouted: 0, duplicate: 0 }
       for (const message of messages) {
         const recorded = await recordInboundMessage(db, message)
