@@ -161,6 +161,84 @@ it('SIGKILL after 131026 is recorded failed, before the fallback is decided: the
   }
 }, 120_000)
 
+it('SIGKILL after the decision is committed, before `calling`: the retaken job sends the SMS, once', async () => {
+  const phone = '+4915112999007'
+  const messageId = randomUUID()
+  const client = createDb(dbUrl(), { max: 2 })
+  const holder = await client.sql.reserve()
+  try {
+    // The worker's step from `decided` to `calling` waits on a lock held here (a trigger of this
+    // test's own database), so it dies with its decision committed and nobody calling.
+    await client.sql.unsafe(`
+      create function test_hold_calling() returns trigger language plpgsql as $$
+      begin perform pg_advisory_xact_lock(4401); return new; end $$;
+      create trigger test_hold_calling before update on message_fallbacks
+        for each row when (new.state = 'calling') execute function test_hold_calling();`)
+    await holder`select pg_advisory_lock(4401)`
+    world.fake.script(graphError(131026, 'Message undeliverable'))
+    sms.script({ status: 201, body: { sid: 'SMdecided', status: 'queued' } })
+    await world.enqueue(
+      { type: 'text', body: { ...text().body, phone } } as ReturnType<typeof text>,
+      messageId,
+      { fallback: { sms: { text: 'Your order has shipped' } } },
+    )
+    const worker = spawnWorker()
+    const [waiting] = await waitFor(
+      async () => {
+        const rows = await client.sql<{ pid: number }[]>`select pid from pg_stat_activity
+          where datname = current_database() and wait_event_type = 'Lock' and wait_event = 'advisory'`
+        return rows.length > 0 ? rows : false
+      },
+      { what: 'the step to calling under way', timeoutMs: 45_000 },
+    ).catch(async (error) => {
+      throw new Error(
+        `${error.message}; message ${JSON.stringify(await world.message(messageId))}; worker: ${worker.stderr()}`,
+      )
+    })
+    expect(await findFallback(client.sql, messageId)).toMatchObject({ state: 'decided' })
+    await worker.kill()
+    const pid = waiting?.pid as number
+    await client.sql`select pg_terminate_backend(${pid})`
+    await waitFor(
+      async () => (await client.sql`select 1 from pg_stat_activity where pid = ${pid}`).length === 0,
+      {
+        what: "the killed worker's backend ended",
+      },
+    )
+    await client.sql.unsafe(
+      'drop trigger test_hold_calling on message_fallbacks; drop function test_hold_calling()',
+    )
+    await holder`select pg_advisory_unlock(4401)`
+    expect(await findFallback(client.sql, messageId)).toMatchObject({ state: 'decided' })
+    expect(sms.requests.filter((r) => r.params.To === phone)).toHaveLength(0)
+
+    // Another worker retakes the stalled job: the decision stands, nobody called, so it calls, once.
+    const second = await world.startWorker(smsEnv())
+    await waitFor(() => jobDone(messageId), {
+      what: 'the job retaken and finished',
+      timeoutMs: 30_000,
+    }).catch((error) => {
+      throw new Error(`${error.message}: ${second.logs.text().slice(-3000)}`)
+    })
+    await second.close()
+    expect(sms.requests.filter((r) => r.params.To === phone)).toHaveLength(1)
+    expect(await findFallback(client.sql, messageId)).toMatchObject({
+      state: 'sent',
+      reason: 'whatsapp_undeliverable',
+      providerMessageId: 'SMdecided',
+    })
+    expect(world.fake.requests.filter((r) => r.messageId === messageId)).toHaveLength(1)
+  } finally {
+    await client.sql
+      .unsafe(
+        'drop trigger if exists test_hold_calling on message_fallbacks; drop function if exists test_hold_calling()',
+      )
+      .catch(() => {})
+    holder.release()
+    await client.close()
+  }
+}, 120_000)
+
 it('SIGKILL twice between 131026 recorded failed and the decision: failed as stalled, a timer sends the SMS, once', async () => {
   const phone = '+4915112999004'
   const client = createDb(dbUrl(), { max: 2 })
