@@ -139,20 +139,7 @@ it('SIGKILL after 131026 is recorded failed, before the fallback is decided: the
     expect(await findFallback(client.sql, messageId)).toBeUndefined()
     expect(sms.requests.filter((r) => r.params.To === phone)).toHaveLength(0)
     // Another worker retakes the stalled job: it finds the message failed with 131026 and falls back.
-    const second = await world.startWorker(smsEnv())
-    await waitFor(() => jobDone(messageId), {
-      what: 'the job retaken and finished',
-      timeoutMs: 30_000,
-    }).catch((error) => {
-      throw new Error(`${error.message}: ${second.logs.text().slice(-3000)}`)
-    })
-    await second.close()
-    expect(sms.requests.filter((r) => r.params.To === phone)).toHaveLength(1)
-    expect(await findFallback(client.sql, messageId)).toMatchObject({
-      state: 'sent',
-      reason: 'whatsapp_undeliverable',
-      providerMessageId: 'SMrerun',
-    })
+    await retakenSendsOnce(client.sql, messageId, phone, 'SMrerun')
     expect((await world.message(messageId))?.status).toBe('failed')
     // WhatsApp was asked once: the retaken job found the failure recorded and did not try again.
     expect(world.fake.requests.filter((r) => r.messageId === messageId)).toHaveLength(1)
@@ -213,20 +200,7 @@ it('SIGKILL after the decision is committed, before `calling`: the retaken job s
     expect(sms.requests.filter((r) => r.params.To === phone)).toHaveLength(0)
 
     // Another worker retakes the stalled job: the decision stands, nobody called, so it calls, once.
-    const second = await world.startWorker(smsEnv())
-    await waitFor(() => jobDone(messageId), {
-      what: 'the job retaken and finished',
-      timeoutMs: 30_000,
-    }).catch((error) => {
-      throw new Error(`${error.message}: ${second.logs.text().slice(-3000)}`)
-    })
-    await second.close()
-    expect(sms.requests.filter((r) => r.params.To === phone)).toHaveLength(1)
-    expect(await findFallback(client.sql, messageId)).toMatchObject({
-      state: 'sent',
-      reason: 'whatsapp_undeliverable',
-      providerMessageId: 'SMdecided',
-    })
+    await retakenSendsOnce(client.sql, messageId, phone, 'SMdecided')
     expect(world.fake.requests.filter((r) => r.messageId === messageId)).toHaveLength(1)
   } finally {
     await client.sql
@@ -437,6 +411,27 @@ function timerOutcome(events: QueueEvents, messageId: string): Promise<unknown> 
 
 /** The world's database URL, as its workers get it. */
 const dbUrl = () => world.workerEnv().DATABASE_URL as string
+
+/**
+ * Starts another worker, which retakes the stalled job, and waits for it to finish: one SMS to
+ * `phone` in all, the message's fallback recorded sent with the provider's `sid`.
+ */
+async function retakenSendsOnce(sql: Sql, messageId: string, phone: string, sid: string): Promise<void> {
+  const second = await world.startWorker(smsEnv())
+  await waitFor(() => jobDone(messageId), {
+    what: 'the job retaken and finished',
+    timeoutMs: 30_000,
+  }).catch((error) => {
+    throw new Error(`${error.message}: ${second.logs.text().slice(-3000)}`)
+  })
+  await second.close()
+  expect(sms.requests.filter((r) => r.params.To === phone)).toHaveLength(1)
+  expect(await findFallback(sql, messageId)).toMatchObject({
+    state: 'sent',
+    reason: 'whatsapp_undeliverable',
+    providerMessageId: sid,
+  })
+}
 
 /** Whether the message's job is finished: completed (and removed), or failed (kept for inspection). */
 async function jobDone(messageId: string): Promise<boolean> {
