@@ -190,6 +190,8 @@ interface Pass {
   /** Messages accepted and not yet recorded sent when the peak was sampled. */
   inFlightAtPeak: number
   redisAfter: number
+  /** `used_memory_dataset` and the clients' buffers, before and after the drain. */
+  redisParts: { before: { dataset: number; clients: number }; after: { dataset: number; clients: number } }
   redisKeysBefore: number
   redisKeysAfter: number
   databaseDelta: number
@@ -258,6 +260,12 @@ try {
     return counterSum(await res.text(), 'dispatch_messages_sent_total')
   }
   const usedMemory = async () => Number(/^used_memory:(\d+)/m.exec(await redis.info('memory'))?.[1] ?? 0)
+  /** What `used_memory` holds beside the data: the keys' own (`used_memory_dataset`) and the clients' buffers. */
+  const memoryParts = async () => {
+    const info = await redis.info('memory')
+    const field = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1] ?? 0)
+    return { dataset: field('used_memory_dataset'), clients: field('mem_clients_normal') }
+  }
   /** The platform-id index's bytes, every partition's. */
   const platformIndexSize = async () => {
     const [row] = await sql<{ bytes: string }[]>`
@@ -360,6 +368,7 @@ try {
     const name = p === 0 ? 'preload' : `pass ${p}`
     const since = new Date(Date.now() - 1000)
     const redisBefore = await usedMemory()
+    const partsBefore = await memoryParts()
     const redisKeysBefore = await redis.dbsize()
     const dbBefore = await databaseSize()
     const platformIndexBefore = await platformIndexSize()
@@ -478,6 +487,7 @@ try {
       worker: await memoryAfterCollection(pids.worker, inspectorPorts.worker),
     }
     const redisAfter = await usedMemory()
+    const partsAfter = await memoryParts()
     const redisKeysAfter = await redis.dbsize()
     const databaseDelta = (await databaseSize()) - dbBefore
     const platformIndexDelta = (await platformIndexSize()) - platformIndexBefore
@@ -517,6 +527,7 @@ try {
       redisPeak: peak,
       inFlightAtPeak,
       redisAfter,
+      redisParts: { before: partsBefore, after: partsAfter },
       redisKeysBefore,
       redisKeysAfter,
       databaseDelta,
@@ -624,7 +635,9 @@ function printPass(pass: Pass) {
       ` ${int((pass.apiSplit.after * 1e6) / Math.max(1, pass.drainMs / 1000))} µs a second for ${secs(pass.drainMs)} after\n` +
       `  Redis used_memory: before ${mb(pass.redisBefore)}, peak ${mb(pass.redisPeak)} (${int(pass.inFlightAtPeak)} in flight),` +
       ` after the drain ${mb(pass.redisAfter)} (${int((pass.redisAfter - pass.redisBefore) / messages)} B per message kept;` +
-      ` keys ${int(pass.redisKeysBefore)} → ${int(pass.redisKeysAfter)})\n` +
+      ` keys ${int(pass.redisKeysBefore)} → ${int(pass.redisKeysAfter)}; the keys' own memory (used_memory_dataset)` +
+      ` ${mb(pass.redisParts.before.dataset)} → ${mb(pass.redisParts.after.dataset)}, clients' buffers` +
+      ` ${mb(pass.redisParts.before.clients)} → ${mb(pass.redisParts.after.clients)})\n` +
       `  Postgres: +${mb(pass.databaseDelta)} (${int(pass.databaseDelta / messages)} B per message;` +
       ` ${PLATFORM_INDEX} +${int(pass.platformIndexDelta / messages)} B);` +
       ` resident memory after the drain: API ${mb(pass.rss.api)} (V8 heap in use ${mb(pass.heap.api)}),` +
