@@ -69,7 +69,14 @@ function PoolActions({ pool }: { pool: SenderPoolView }) {
         />
       ) : (
         <div class="row tight">
-          <button type="button" class="button secondary" onClick={() => setEditing(true)}>
+          <button
+            type="button"
+            class="button secondary"
+            onClick={() => {
+              remove.reset()
+              setEditing(true)
+            }}
+          >
             Change members
           </button>
           <button
