@@ -269,4 +269,35 @@ describe.skipIf(browserBinary.missing)('the sender pools page, in a browser', ()
       ['ana', true],
     ])
   })
+
+  it("says in words that a pool's senders are all of one business, when a member's business changed", async () => {
+    const santiago2 = senderIds.get('Santiago 2') as string
+    const moved = await app.inject({
+      method: 'PATCH',
+      url: `/api/admin/senders/${santiago2}`,
+      headers: asAdmin(),
+      payload: { businessId: '5500055' },
+    })
+    expect(moved.statusCode, moved.body).toBe(200)
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Keys' }).click()
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Sender pools' }).click()
+    const pool = page.getByRole('region', { name: 'Chile support' })
+    await poll(() => pool.getByRole('row').nth(2).textContent()).toContain(
+      "business:5500055 (not the pool's)",
+    )
+    await pool.getByRole('button', { name: 'Change members' }).click()
+    const form = pool.getByRole('form', { name: 'Change Chile support' })
+    await form.getByLabel('Weight of Santiago 1').fill('4')
+    await form.getByRole('button', { name: 'Save pool' }).click()
+    await poll(() => pool.getByRole('alert').textContent()).toBe(
+      `Sender "${santiago2}" is of business portfolio business:5500055, not business:4400044: ` +
+        "a pool's senders are all of one business (its businessId, else its wabaId) (SENDER_POOL_BUSINESS_MISMATCH)",
+    )
+    expect(await membersOf('Chile support')).toEqual([
+      ['Santiago 1', 1],
+      ['Santiago 2', 2],
+    ])
+    await checkPage(page, 'console-sender-pools-business')
+    expect(complaints).toEqual([])
+  })
 })

@@ -143,6 +143,18 @@ function Pool({ pool }: { pool: SenderPoolView }) {
           { header: 'State', cell: (m) => <StatusBadge status={m.state} /> },
           { header: 'Quality', cell: (m) => m.health.qualityRating ?? '—' },
           { header: 'Account', cell: (m) => m.health.accountStatus ?? '—' },
+          {
+            // Judged when the members were written; a member's business changed since shows here.
+            header: 'Portfolio',
+            cell: (m) =>
+              m.portfolio === pool.portfolio ? (
+                <code>{m.portfolio}</code>
+              ) : (
+                <>
+                  <code>{m.portfolio}</code> <strong>(not the pool's)</strong>
+                </>
+              ),
+          },
         ]}
       />
       <PoolActions pool={pool} />
