@@ -1,3 +1,4 @@
+import type { ApiKeyAdminDetail } from '@dispatch/contracts'
 import { useMutation, useQuery, useQueryClient } from '@tanstack/preact-query'
 import { api } from '../../api.ts'
 import { Link } from '../../router.tsx'
@@ -18,6 +19,95 @@ function quietHoursOf(form: FormData) {
   const timeZone = text(form, 'quietZone')
   if (!start && !end) return null
   return { start: start ?? '', end: end ?? '', ...(timeZone ? { timeZone } : {}) }
+}
+
+/** The sender pools, for a key's choice (the first 100, by name). */
+function usePoolOptions() {
+  return useQuery({
+    queryKey: ['sender-pools', 'options'],
+    queryFn: () =>
+      api.GET('/api/admin/sender-pools', {
+        params: { query: { page: 1, take: 100, order: 'ASC', orderField: 'name' } },
+      }),
+  })
+}
+
+/** A pool's name, linked to the pools page (its id until the pools are read). */
+function PoolName({ id }: { id: string }) {
+  const pool = usePoolOptions().data?.data.find((p) => p.id === id)
+  return <Link href="/sender-pools">{pool?.name ?? id}</Link>
+}
+
+/**
+ * The pool the key sends through (docs/sender-pools.md): binding one moves a key whose sender is not
+ * a member to the pool's first member; unbinding leaves the key on its sender.
+ */
+function PoolBinding({ apiKey }: { apiKey: ApiKeyAdminDetail }) {
+  const client = useQueryClient()
+  const pools = usePoolOptions()
+  const list = pools.data?.data ?? []
+  const bound = list.find((pool) => pool.id === apiKey.senderPoolId)
+  const bind = useMutation({
+    mutationFn: (senderPoolId: string | null) =>
+      api.PATCH('/api/admin/api-keys/{id}', { params: { path: { id: apiKey.id } }, body: { senderPoolId } }),
+    onSuccess: () =>
+      Promise.all([
+        client.invalidateQueries({ queryKey: ['api-keys'] }),
+        client.invalidateQueries({ queryKey: ['sender-pools'] }),
+      ]),
+  })
+  return (
+    <Section title="Sender pool">
+      <p>
+        {apiKey.senderPoolId === null ? (
+          'Not bound to a pool: the key sends through its own sender.'
+        ) : (
+          <>
+            Bound to <Link href="/sender-pools">{bound?.name ?? apiKey.senderPoolId}</Link>
+            {bound ? ` (${bound.members.map((m) => m.displayName).join(', ')})` : ''}: each recipient gets one
+            of its numbers. The key's own sender must stay one of them.
+          </>
+        )}
+      </p>
+      <form
+        class="row"
+        aria-label="Sender pool"
+        onSubmit={(event) => {
+          event.preventDefault()
+          bind.mutate(text(new FormData(event.currentTarget), 'senderPoolId') ?? null)
+        }}
+      >
+        <label>
+          Pool
+          <select name="senderPoolId" key={apiKey.senderPoolId ?? 'none'}>
+            <option value="">None</option>
+            {list.map((pool) => (
+              <option key={pool.id} value={pool.id} selected={pool.id === apiKey.senderPoolId}>
+                {pool.name} ({pool.portfolio})
+              </option>
+            ))}
+          </select>
+        </label>
+        <button type="submit" disabled={bind.isPending}>
+          Save pool
+        </button>
+        {apiKey.senderPoolId === null ? null : (
+          <button
+            type="button"
+            class="button secondary"
+            disabled={bind.isPending}
+            onClick={() => bind.mutate(null)}
+          >
+            Unbind
+          </button>
+        )}
+      </form>
+      <Outcome
+        mutation={bind}
+        done={bind.variables === null ? 'Unbound from its pool.' : 'Bound to the pool.'}
+      />
+    </Section>
+  )
 }
 
 /** One key: who asked, its decisions, its limits (editable), its usage today, and revoking it. */
@@ -85,12 +175,21 @@ export function KeyDetail({ id }: { id: string }) {
                   {data.usage.remainingToday === null ? '' : `, ${data.usage.remainingToday} left`} (resets{' '}
                   <Time at={data.usage.resetsAt} />)
                 </dd>
+                <dt>Sender pool</dt>
+                <dd>{data.senderPoolId === null ? 'none' : <PoolName id={data.senderPoolId} />}</dd>
                 <dt>Messages</dt>
                 <dd>
                   <Link href={`/messages?apiKeyId=${data.id}`}>This key’s messages</Link>
                 </dd>
               </dl>
+              <PoolBinding apiKey={data} />
               <Section title="Limits">
+                {data.senderPoolId === null ? null : (
+                  <p class="muted">
+                    Bound to a pool: the sender must be one of its members (unbind it first to choose
+                    another).
+                  </p>
+                )}
                 <form
                   class="row"
                   aria-label="Limits"
