@@ -46,6 +46,7 @@ let failedId: string
 let scheduledId: string
 let sendAt: string
 let discardedId: string
+let bakeryKey: string
 const SECRET_TEXT = `pickup-code-${randomUUID().slice(0, 8)}`
 
 describe.skipIf(browserBinary.missing)('a message’s page in the console, in a browser', () => {
@@ -63,6 +64,7 @@ describe.skipIf(browserBinary.missing)('a message’s page in the console, in a 
     db = createDb(world.databaseUrl, { max: 2 })
     baseUrl = await app.listen({ host: '127.0.0.1', port: 0 })
     const key = await activeKey(app, { scopes: SEND_SCOPES, clientName: 'Bakery' })
+    bakeryKey = key.key
     fake.number(NUMBER, { answer: graphError(131026, 'Message undeliverable') })
     const failed = await send(app, 'send-text', key.key, { phone: '+5511933334444', text: 'Your bread' })
     failedId = failed.json<MessageView>().messageId
@@ -206,5 +208,22 @@ describe.skipIf(browserBinary.missing)('a message’s page in the console, in a 
     expect(await fact('Status').textContent()).toBe('sent')
     await checkPage(page, 'console-message-discarded')
     expect(complaints).toEqual([])
+  })
+
+  it('links the code to the portal’s own error codes page for the key holder', async () => {
+    const portal = await page.context().browser()?.newPage()
+    if (!portal) throw new Error('no page')
+    await portal.goto(`${baseUrl}/portal`)
+    await portal.getByLabel('API key').fill(bakeryKey)
+    await portal.getByLabel('API key').press('Enter')
+    await portal.getByRole('heading', { level: 1, name: 'Messages' }).waitFor()
+    await portal.goto(`${baseUrl}/portal/messages/${failedId}`)
+    const link = portal.locator('.facts').getByRole('link', { name: '131026' })
+    expect(await link.getAttribute('href')).toBe('/portal/error-codes#code-131026')
+    await link.click()
+    await portal.getByRole('heading', { level: 1, name: 'Error codes' }).waitFor()
+    expect(await portal.locator('tr#code-131026').getAttribute('class')).toBe('target')
+    await checkPage(portal, 'portal-error-codes')
+    await portal.close()
   })
 })
