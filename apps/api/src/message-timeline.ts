@@ -16,7 +16,7 @@ export function openingEntries(
   const entries: TimelineEntry[] = [{ at: acceptedAt, kind: 'accepted', summary: 'Accepted (202)' }]
   if (sendAt) {
     const why = quietHours ? ' (the recipient’s quiet hours)' : ''
-    entries.push({ at: acceptedAt, kind: 'scheduled', summary: `Scheduled for ${sendAt}${why}` })
+    entries.push({ at: acceptedAt, kind: 'scheduled', summary: `Scheduled for ${sendAt}${why}`, sendAt })
   }
   return entries
 }

@@ -400,6 +400,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/messages/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel any key’s scheduled or queued message, audited
+         * @description The key’s own cancel (`POST /api/third-party/messages/:messageId/cancel`) for any key’s recorded message: a `scheduled` (or recorded `queued`) message is canceled and never sent, audited as `message.cancel` with the admin as actor. A message a worker has taken (`sending` or later) is 409 `INVALID_STATE_TRANSITION`; canceling a canceled message answers it again. A message not yet recorded by a worker is 404 here for a moment.
+         */
+        post: operations["cancelAdminMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/admin/messages/retry": {
         parameters: {
             query?: never;
@@ -6075,6 +6095,193 @@ export interface operations {
             };
         };
     };
+    cancelAdminMessage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description The message id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        messageId: string;
+                        /** @enum {unknown} */
+                        type: "text" | "template" | "image" | "document" | "video" | "audio" | "sticker" | "location" | "contacts" | "interactive" | "reaction";
+                        phone: string | null;
+                        userId: string | null;
+                        /** @enum {unknown} */
+                        status: "scheduled" | "queued" | "sending" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled";
+                        attempts: number;
+                        clientReference: string | null;
+                        platformMessageId: string | null;
+                        lastError: {
+                            code: string;
+                            message: string;
+                        } | null;
+                        batchId: string | null;
+                        sendAt: string | null;
+                        scheduledReason: ("send_at" | "quiet_hours" | "messaging_limit") | null;
+                        expiresAt: string | null;
+                        senderId: string | null;
+                        senderPhoneNumberId: string | null;
+                        fallbackUsed: boolean;
+                        /** @enum {unknown} */
+                        channel?: "whatsapp" | "sms";
+                        fallback?: {
+                            /** @enum {string} */
+                            channel: "sms";
+                            reason: string;
+                            reasonCode: string | null;
+                            /** Format: date-time */
+                            at: string;
+                            state: string;
+                            status: string | null;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            /** Format: date-time */
+                            whatsappDeliveredAt?: string;
+                            price?: {
+                                amount: string;
+                                currency: string;
+                            };
+                        };
+                        pricing: {
+                            billable: boolean | null;
+                            pricingModel: string | null;
+                            category: string | null;
+                            type: string | null;
+                        } | null;
+                        /**
+                         * @description Present (true) when the content was removed; absent while kept
+                         * @enum {boolean}
+                         */
+                        redacted?: true;
+                        /** @enum {unknown} */
+                        cancelReason?: "key_revoked" | "campaign_canceled";
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                        /** Format: uuid */
+                        apiKeyId: string;
+                        clientName?: string;
+                        retryCount: number;
+                        retriedAt: string | null;
+                    };
+                };
+            };
+            /** @description A malformed parameter, or a malformed body (VALIDATION_ERROR) */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "www-authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A change made with a session cookie lacks its CSRF token (CSRF_TOKEN_INVALID) */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            409: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not JSON (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many failed authentications from this address (RATE_LIMITED) */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The error body every failure answers with */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "retry-after": components["headers"]["RetryAfterWhenGiven"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     retryMessages: {
         parameters: {
             query?: never;
@@ -6315,6 +6522,8 @@ export interface operations {
                             kind: "accepted" | "scheduled" | "attempt_failed" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled" | "retried" | "webhook_event" | "webhook_attempt" | "fallback_decided" | "fallback_sent" | "fallback_not_sent" | "fallback_delivery";
                             summary: string;
                             errorCode?: string;
+                            /** Format: date-time */
+                            sendAt?: string;
                             attempt?: number;
                             eventId?: string;
                             /** Format: uuid */
@@ -13943,6 +14152,8 @@ export interface operations {
                             kind: "accepted" | "scheduled" | "attempt_failed" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled" | "retried" | "webhook_event" | "webhook_attempt" | "fallback_decided" | "fallback_sent" | "fallback_not_sent" | "fallback_delivery";
                             summary: string;
                             errorCode?: string;
+                            /** Format: date-time */
+                            sendAt?: string;
                             attempt?: number;
                             eventId?: string;
                             /** Format: uuid */

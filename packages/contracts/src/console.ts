@@ -157,6 +157,8 @@ export const TimelineEntry = Type.Object({
   /** One line a person reads. */
   summary: Type.String(),
   errorCode: Type.Optional(Type.String()),
+  /** The time it waits for, for `scheduled` (the summary names it too, as this ISO string). */
+  sendAt: Type.Optional(Type.String({ format: 'date-time' })),
   /** The delivery attempt's number, for `attempt_failed`. */
   attempt: Type.Optional(Type.Integer({ minimum: 0 })),
   /** The webhook event's id, for `webhook_event` and `webhook_attempt`. */

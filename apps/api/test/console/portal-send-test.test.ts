@@ -26,7 +26,20 @@ if (browserBinary.missing)
   console.warn(`portal send-a-test: the browser tests are skipped: ${browserBinary.missing}`)
 
 const SECRETS_KEY = randomBytes(32).toString('base64')
-const SCOPES = ['send:free-text', 'send:template', 'send:location', 'send:interactive', 'read:messages']
+const SCOPES = [
+  'send:free-text',
+  'send:template',
+  'send:image',
+  'send:document',
+  'send:video',
+  'send:audio',
+  'send:sticker',
+  'send:location',
+  'send:contacts',
+  'send:interactive',
+  'send:reaction',
+  'read:messages',
+]
 
 let world: TestWorld
 let app: TestApp
@@ -91,7 +104,19 @@ describe.skipIf(browserBinary.missing)('the portal’s send-a-test, in a browser
 
   it('offers the kinds the key may send, and only those', async () => {
     const kinds = await form().getByLabel('Kind of message').locator('option').allTextContents()
-    expect(kinds).toEqual(['Text', 'Template', 'Location', 'Reply buttons (interactive)'])
+    expect(kinds).toEqual([
+      'Text',
+      'Template',
+      'Image',
+      'Document',
+      'Video',
+      'Audio',
+      'Sticker',
+      'Location',
+      'Contact card',
+      'Reply buttons (interactive)',
+      'Reaction',
+    ])
     await checkPage(page, 'portal-send-text')
   })
 
@@ -145,6 +170,98 @@ describe.skipIf(browserBinary.missing)('the portal’s send-a-test, in a browser
       interactive: { type: 'button', body: { text: 'Table for two at 8?' } },
     })
     expect(JSON.stringify(body)).toContain('"title":"No"')
+  })
+
+  it('sends each media kind, by media id or https link, with its caption and file name', async () => {
+    const media = (kind: string) => form().getByLabel(new RegExp(`^The ${kind}: a media id`))
+    const caption = () => form().getByLabel('Caption (optional)')
+
+    await form().getByLabel('Kind of message').selectOption('image')
+    let phone = newPhone()
+    await form().getByLabel('Phone (international format)').fill(phone)
+    await media('image').fill('https://cdn.example.com/receipt.jpg')
+    await caption().fill('Your receipt')
+    await checkPage(page, 'portal-send-image')
+    expect(await sendAndFollow(phone)).toMatchObject({
+      type: 'image',
+      image: { link: 'https://cdn.example.com/receipt.jpg', caption: 'Your receipt' },
+    })
+
+    await form().getByLabel('Kind of message').selectOption('document')
+    phone = newPhone()
+    await form().getByLabel('Phone (international format)').fill(phone)
+    await media('document').fill('1234567890123456')
+    await form().getByLabel('File name shown (optional)').fill('invoice-1042.pdf')
+    await caption().fill('Your invoice')
+    expect(await sendAndFollow(phone)).toMatchObject({
+      type: 'document',
+      document: { id: '1234567890123456', filename: 'invoice-1042.pdf', caption: 'Your invoice' },
+    })
+
+    await form().getByLabel('Kind of message').selectOption('video')
+    phone = newPhone()
+    await form().getByLabel('Phone (international format)').fill(phone)
+    await media('video').fill('https://cdn.example.com/welcome.mp4')
+    await caption().fill('Welcome')
+    expect(await sendAndFollow(phone)).toMatchObject({
+      type: 'video',
+      video: { link: 'https://cdn.example.com/welcome.mp4', caption: 'Welcome' },
+    })
+
+    // Audio and stickers have no caption field: the file alone.
+    await form().getByLabel('Kind of message').selectOption('audio')
+    expect(await caption().count()).toBe(0)
+    phone = newPhone()
+    await form().getByLabel('Phone (international format)').fill(phone)
+    await media('audio').fill('2234567890123456')
+    expect(await sendAndFollow(phone)).toMatchObject({ type: 'audio', audio: { id: '2234567890123456' } })
+
+    await form().getByLabel('Kind of message').selectOption('sticker')
+    phone = newPhone()
+    await form().getByLabel('Phone (international format)').fill(phone)
+    await media('sticker').fill('https://cdn.example.com/thanks.webp')
+    await checkPage(page, 'portal-send-sticker')
+    expect(await sendAndFollow(phone)).toMatchObject({
+      type: 'sticker',
+      sticker: { link: 'https://cdn.example.com/thanks.webp' },
+    })
+  })
+
+  it('sends a contact card, and a reaction to a message', async () => {
+    await form().getByLabel('Kind of message').selectOption('contacts')
+    const phone = newPhone()
+    await form().getByLabel('Phone (international format)').fill(phone)
+    await form().getByLabel("Contact's first name").fill('Bia')
+    await form().getByLabel("Contact's last name (optional)").fill('Souza')
+    await form().getByLabel("Contact's phone").fill('+5511987650042')
+    await checkPage(page, 'portal-send-contacts')
+    const card = await sendAndFollow(phone)
+    expect(card).toMatchObject({
+      type: 'contacts',
+      contacts: [
+        {
+          name: { formatted_name: 'Bia Souza', first_name: 'Bia', last_name: 'Souza' },
+          phones: [{ phone: '+5511987650042', type: 'CELL' }],
+        },
+      ],
+    })
+
+    // A reaction to the card just sent, named by its Dispatch id: the platform gets its wamid.
+    const cardId = (await answer().locator('.facts code.id').first().textContent()) ?? ''
+    const wamid = fake.requests.find((r) => r.messageId === cardId)?.platformMessageId
+    expect(wamid).toMatch(/^wamid\./)
+    await form().getByLabel('Kind of message').selectOption('reaction')
+    await form().getByLabel('Phone (international format)').fill(phone)
+    await form().getByLabel('React to (a message id, or its wamid)').fill(cardId)
+    await form().getByLabel('Emoji').fill('👍')
+    await checkPage(page, 'portal-send-reaction')
+    await form().getByRole('button', { name: 'Send', exact: true }).click()
+    await poll(() => answer().locator('.facts .badge').textContent(), 20_000).toBe('sent')
+    const reaction = await waitFor(
+      () => fake.requests.find((r) => r.body.to === phone.slice(1) && r.body.type === 'reaction'),
+      { what: 'the platform’s reaction' },
+    )
+    expect(reaction.body).toMatchObject({ type: 'reaction', reaction: { message_id: wamid, emoji: '👍' } })
   })
 
   it('stops following a message the API answers 404 for', async () => {

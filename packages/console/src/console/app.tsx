@@ -3,6 +3,7 @@ import { CampaignPage } from '../portal/campaigns/campaign.tsx'
 import { adminCampaigns } from '../portal/campaigns/campaign-source.ts'
 import { match, useLocation } from '../router.tsx'
 import { useSession } from '../session.ts'
+import { ErrorCodes } from '../ui/error-code.tsx'
 import { Shell } from '../ui/shell.tsx'
 import { SignIn } from '../ui/sign-in.tsx'
 import { Campaigns } from './campaigns/campaigns.tsx'
@@ -41,6 +42,7 @@ function Route() {
   if (path === '/campaigns') return <Campaigns />
   if (path === '/queues') return <Queues />
   if (path === '/sessions') return <Sessions />
+  if (path === '/error-codes') return <ErrorCodes />
   let params = match('/keys/:id', path)
   if (params?.id) return <KeyDetail id={params.id} />
   params = match('/senders/:id', path)

@@ -1,6 +1,7 @@
 import { api } from '../api.ts'
 import { match, useLocation } from '../router.tsx'
 import { useSession } from '../session.ts'
+import { ErrorCodes } from '../ui/error-code.tsx'
 import { Shell } from '../ui/shell.tsx'
 import { SignIn } from '../ui/sign-in.tsx'
 import { CampaignPage } from './campaigns/campaign.tsx'
@@ -32,6 +33,7 @@ function Route({ scopes }: { scopes: readonly string[] }) {
   if (path === '/webhooks/event-types') return <WebhookEventTypes />
   if (path === '/usage') return <Usage />
   if (path === '/send') return <SendTest scopes={scopes} />
+  if (path === '/error-codes') return <ErrorCodes />
   let params = match('/messages/:id', path)
   if (params?.id) return <MessageDetail id={params.id} />
   params = match('/campaigns/:id', path)

@@ -1,5 +1,6 @@
 import type { ComponentChildren } from 'preact'
 import { channelName, fallbackReason, fallbackState } from './channel.ts'
+import { ErrorCode } from './error-code.tsx'
 import { CopyButton, Id } from './id.tsx'
 import { StatusBadge } from './status.tsx'
 import { Time } from './time.tsx'
@@ -66,7 +67,7 @@ function FallbackFacts({ fallback }: { fallback: NonNullable<Facts['fallback']> 
         <>
           <dt>SMS error</dt>
           <dd>
-            <code>{fallback.error.code}</code> {fallback.error.message}
+            <ErrorCode code={fallback.error.code} message={fallback.error.message} />
           </dd>
         </>
       ) : null}
@@ -107,7 +108,7 @@ export function MessageFacts({ message, children }: { message: Facts; children?:
         <>
           <dt>Last error</dt>
           <dd>
-            <code>{message.lastError.code}</code> {message.lastError.message}
+            <ErrorCode code={message.lastError.code} message={message.lastError.message} />
           </dd>
         </>
       ) : null}

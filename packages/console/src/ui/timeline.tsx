@@ -1,5 +1,5 @@
 import { DispatchError } from '@dispatch/client'
-import { errorMeaning } from '@dispatch/contracts'
+import { ErrorCode } from './error-code.tsx'
 import { Time } from './time.tsx'
 
 export interface TimelineEntry {
@@ -7,6 +7,7 @@ export interface TimelineEntry {
   kind: string
   summary: string
   errorCode?: string
+  sendAt?: string
 }
 
 /** A message's life, oldest first, as an ordered list a person reads top to bottom. */
@@ -18,21 +19,33 @@ export function Timeline({ entries }: { entries: TimelineEntry[] }) {
         <li key={`${entry.at}-${index}`} class={`tl tl-${entry.kind}`}>
           <Time at={entry.at} />
           <span class="tl-kind">{entry.kind.replace(/_/g, ' ')}</span>
-          <span class="tl-summary">{entry.summary}</span>
-          {entry.errorCode ? <ErrorCode code={entry.errorCode} /> : null}
+          <span class="tl-summary">
+            <Summary entry={entry} />
+          </span>
+          {entry.errorCode ? (
+            <span class="tl-code">
+              <ErrorCode code={entry.errorCode} said={entry.summary} />
+            </span>
+          ) : null}
         </li>
       ))}
     </ol>
   )
 }
 
-/** An error code with what it means and what to do, when Dispatch knows the code. */
-function ErrorCode({ code }: { code: string }) {
-  const meaning = errorMeaning(code)
+/**
+ * An entry's line; a time it names (a scheduled message's `sendAt`) shown as every time is, in
+ * the viewer's zone with the UTC instant on hover, instead of the ISO string the API writes.
+ */
+function Summary({ entry }: { entry: TimelineEntry }) {
+  const at = entry.sendAt
+  const where = at ? entry.summary.indexOf(at) : -1
+  if (!at || where < 0) return <>{entry.summary}</>
   return (
     <>
-      <code class="tl-code">{code}</code>
-      {meaning ? <span class="tl-meaning">{meaning}</span> : null}
+      {entry.summary.slice(0, where)}
+      <Time at={at} />
+      {entry.summary.slice(where + at.length)}
     </>
   )
 }

@@ -190,3 +190,43 @@ export function retryFailedMessages(
     true,
   )
 }
+
+/**
+ * An admin's cancel of a message not yet taken (`POST /api/admin/messages/:id/cancel`): its record
+ * marked `canceled` and the audit row (`message.cancel`, the admin as actor), in one transaction.
+ * Undefined when the record is no longer `scheduled` or `queued`.
+ */
+export function cancelMessageByAdmin(
+  db: Db,
+  id: string,
+  request: { actor: string; now: Date },
+): Promise<MessageRow | undefined> {
+  return db.transaction(async (tx) => {
+    const [old] = await tx
+      .select()
+      .from(messages)
+      .where(and(messageWithId(id), inArray(messages.status, ['scheduled', 'queued'])))
+      .for('update')
+    if (!old) return undefined
+    const [row] = await tx
+      .update(messages)
+      .set({ status: 'canceled', canceledAt: request.now, updatedAt: request.now })
+      .where(messageWithId(id))
+      .returning()
+    await tx.insert(adminAuditLog).values({
+      actor: request.actor,
+      action: 'message.cancel',
+      targetType: 'message',
+      targetId: old.id,
+      details: {
+        from: old.status,
+        to: 'canceled',
+        apiKeyId: old.apiKeyId,
+        sendAt: old.sendAt?.toISOString() ?? null,
+        scheduledReason: old.scheduledReason,
+      },
+      createdAt: request.now,
+    })
+    return row
+  })
+}

@@ -4,6 +4,7 @@ import {
   AdminMessageListQuery,
   type AdminMessageView,
   AdminMessageView as AdminMessageViewSchema,
+  DEFAULT_SENDER_ID,
   type MessageJob,
   pageMeta,
   RetryMessagesBody,
@@ -11,7 +12,9 @@ import {
 } from '@dispatch/contracts'
 import {
   apiKeyClientNames,
+  cancelMessageByAdmin,
   findFallbacks,
+  findMessageById,
   isUuid,
   listAdminMessages,
   type MessageRow,
@@ -19,6 +22,7 @@ import {
   retryFailedMessages,
   type Sql,
 } from '@dispatch/db'
+import { messageClaimKey, messageClaimTtlMs } from '@dispatch/runtime/message-handoff'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { AppError, unavailable } from '../../errors.ts'
@@ -62,8 +66,16 @@ const marketingJudge =
   (senderId: string, message: MessageJob['message']): boolean =>
     app.sending.checks.isMarketing(senderId, { type: message.type, body: message.body, field: 'body' })
 
+/** What an admin can cancel: a message no worker has taken. */
+const CANCELABLE: ReadonlySet<string> = new Set(['scheduled', 'queued'])
+const tooLate = (status: string) =>
+  new AppError(
+    'INVALID_STATE_TRANSITION',
+    `The message is ${status}: only a queued or scheduled message can be canceled`,
+  )
+
 export const adminMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const { db, lists, clock, config } = app.deps
+  const { db, lists, clock, config, redis } = app.deps
   const validUntil = (now: Date) => new Date(now.getTime() + config.MESSAGE_VALIDITY_SECONDS * 1000)
 
   app.get(
@@ -151,6 +163,78 @@ export const adminMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
       }
       request.log.info({ messageId: id, actor: request.adminName }, 'message retried')
       return toAdminMessageView(result.row)
+    },
+  )
+
+  app.post(
+    '/:id/cancel',
+    {
+      schema: {
+        operationId: 'cancelAdminMessage',
+        tags,
+        summary: 'Cancel any key’s scheduled or queued message, audited',
+        description:
+          'The key’s own cancel (`POST /api/third-party/messages/:messageId/cancel`) for any key’s recorded message: ' +
+          'a `scheduled` (or recorded `queued`) message is canceled and never sent, audited as `message.cancel` ' +
+          'with the admin as actor. A message a worker has taken (`sending` or later) is 409 ' +
+          '`INVALID_STATE_TRANSITION`; canceling a canceled message answers it again. A message not yet ' +
+          'recorded by a worker is 404 here for a moment.',
+        security,
+        params: AdminMessageIdParams,
+        response: {
+          200: AdminMessageViewSchema,
+          ...errorResponses('NOT_FOUND', 'INVALID_STATE_TRANSITION', 'SERVICE_UNAVAILABLE'),
+        },
+      },
+    },
+    async (request) => {
+      const raw = request.params.id
+      if (!isUuid(raw)) throw notFound(raw)
+      const id = raw.toLowerCase()
+      const row = await findMessageById(db, id)
+      if (!row) throw notFound(id)
+      if (row.status === 'canceled') return toAdminMessageView(row)
+      if (!CANCELABLE.has(row.status)) throw tooLate(row.status)
+      // The claim decides a race with a worker as the key's cancel does (third-party/messages/cancel.ts).
+      const key = messageClaimKey(config.QUEUE_PREFIX, id)
+      let won = false
+      try {
+        const ttl = messageClaimTtlMs(row.expiresAt?.toISOString(), Date.now())
+        won = (await redis.set(key, 'cancel', 'PX', ttl, 'NX')) === 'OK'
+        if (!won && (await redis.get(key)) !== 'cancel') throw tooLate('sending')
+      } catch (error) {
+        if (error instanceof AppError) throw error
+        request.log.error({ err: error, messageId: id }, 'admin cancel could not reach Redis')
+        throw unavailable('cancel messages')
+      }
+      const giveBack = () => (won ? redis.del(key).catch(() => 0) : Promise.resolve(0))
+      let canceled: MessageRow | undefined
+      try {
+        canceled = await cancelMessageByAdmin(db, id, { actor: request.adminName, now: clock() })
+      } catch (error) {
+        // Not recorded, not audited: the claim given back, and the admin asks again.
+        request.log.error({ err: error, messageId: id }, 'admin cancel could not record it')
+        await giveBack()
+        throw unavailable('cancel messages')
+      }
+      if (!canceled) {
+        // Ended meanwhile (a worker sent it, or its key canceled it): answered as it is now.
+        const now = await findMessageById(db, id)
+        if (now?.status === 'canceled') return toAdminMessageView(now)
+        await giveBack()
+        throw tooLate(now?.status ?? 'sending')
+      }
+      // Due at once: the worker drops its job now instead of at the scheduled time.
+      await app.deps.messages
+        .promote(canceled.senderId ?? DEFAULT_SENDER_ID, id)
+        .catch((error) =>
+          request.log.warn(
+            { err: error, messageId: id },
+            'canceled message stays until its time; never sent',
+          ),
+        )
+      request.log.info({ messageId: id, actor: request.adminName }, 'message canceled by admin')
+      return toAdminMessageView(canceled)
     },
   )
 

@@ -8,7 +8,13 @@ import { Page, Section } from '../../ui/page.tsx'
 import { Loaded, Outcome } from '../../ui/status.tsx'
 import { refreshWhileLive, Timeline } from '../../ui/timeline.tsx'
 
-/** One message and its whole life, refreshed while anything can still happen to it. */
+/** Statuses a message can still be canceled in: no worker has taken it yet. */
+const CANCELABLE = new Set(['queued', 'scheduled'])
+
+/**
+ * One message and its whole life, refreshed while anything can still happen to it; a failed one
+ * can be retried, one no worker has taken yet (scheduled, or queued) canceled (both audited).
+ */
 export function MessageDetail({ id }: { id: string }) {
   const client = useQueryClient()
   const timeline = useQuery({
@@ -19,6 +25,10 @@ export function MessageDetail({ id }: { id: string }) {
   const retry = useMutation({
     mutationFn: () => api.POST('/api/admin/messages/{id}/retry', { params: { path: { id } } }),
     onSuccess: () => client.invalidateQueries({ queryKey: ['messages'] }),
+  })
+  const cancel = useMutation({
+    mutationFn: () => api.POST('/api/admin/messages/{id}/cancel', { params: { path: { id } } }),
+    onSettled: () => client.invalidateQueries({ queryKey: ['messages'] }),
   })
   return (
     <Page title="Message">
@@ -60,6 +70,19 @@ export function MessageDetail({ id }: { id: string }) {
               </div>
             ) : null}
             <Outcome mutation={retry} done="Retried: the message is queued again." />
+            {CANCELABLE.has(message.status) ? (
+              <div class="row">
+                <button
+                  type="button"
+                  class="danger"
+                  onClick={() => cancel.mutate()}
+                  disabled={cancel.isPending}
+                >
+                  Cancel message
+                </button>
+              </div>
+            ) : null}
+            <Outcome mutation={cancel} done="Canceled: it will not be sent." />
             <MessageRequest request={request} redacted={message.redacted} />
             <Section title="Timeline">
               <Timeline entries={entries} />
