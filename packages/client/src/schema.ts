@@ -429,7 +429,7 @@ export interface paths {
         };
         /**
          * A message and its whole life on one timeline, for any key
-         * @description Oldest first: accepted, scheduled, each delivery attempt that met an error, sent, delivered, read (or failed, expired, canceled), each admin retry, and each webhook event with its delivery attempts. A message not yet recorded by a worker is 404 here for a moment.
+         * @description Oldest first: accepted, scheduled, each delivery attempt that met an error, each move to another number of its sender pool, sent, delivered, read (or failed, expired, canceled), each admin retry, and each webhook event with its delivery attempts. A message not yet recorded by a worker is 404 here for a moment.
          */
         get: operations["getAdminMessageTimeline"];
         put?: never;
@@ -1232,7 +1232,7 @@ export interface paths {
         };
         /**
          * A message and its whole life on one timeline
-         * @description Requires the `read:messages` scope; a key sees only its own messages. Oldest first: accepted, scheduled, each delivery attempt that met an error, sent, delivered, read (or failed, expired, canceled), and each webhook event with its delivery attempts to the key’s endpoints. `request` is the send as stored: only what names it once its content was removed (`redacted`).
+         * @description Requires the `read:messages` scope; a key sees only its own messages. Oldest first: accepted, scheduled, each delivery attempt that met an error, each move to another number of its sender pool, sent, delivered, read (or failed, expired, canceled), and each webhook event with its delivery attempts to the key’s endpoints. `request` is the send as stored: only what names it once its content was removed (`redacted`).
          */
         get: operations["getMessageTimeline"];
         put?: never;
@@ -5794,6 +5794,16 @@ export interface operations {
                             expiresAt: string | null;
                             senderId: string | null;
                             senderPhoneNumberId: string | null;
+                            senderChanged?: {
+                                /** @example default */
+                                from: string;
+                                /** @example second-number */
+                                to: string;
+                                /** Format: date-time */
+                                at: string;
+                                /** @example quality_red */
+                                reason: string;
+                            };
                             fallbackUsed: boolean;
                             /** @enum {unknown} */
                             channel?: "whatsapp" | "sms";
@@ -5932,6 +5942,16 @@ export interface operations {
                         expiresAt: string | null;
                         senderId: string | null;
                         senderPhoneNumberId: string | null;
+                        senderChanged?: {
+                            /** @example default */
+                            from: string;
+                            /** @example second-number */
+                            to: string;
+                            /** Format: date-time */
+                            at: string;
+                            /** @example quality_red */
+                            reason: string;
+                        };
                         fallbackUsed: boolean;
                         /** @enum {unknown} */
                         channel?: "whatsapp" | "sms";
@@ -6258,6 +6278,16 @@ export interface operations {
                             expiresAt: string | null;
                             senderId: string | null;
                             senderPhoneNumberId: string | null;
+                            senderChanged?: {
+                                /** @example default */
+                                from: string;
+                                /** @example second-number */
+                                to: string;
+                                /** Format: date-time */
+                                at: string;
+                                /** @example quality_red */
+                                reason: string;
+                            };
                             fallbackUsed: boolean;
                             /** @enum {unknown} */
                             channel?: "whatsapp" | "sms";
@@ -6312,7 +6342,7 @@ export interface operations {
                             /** Format: date-time */
                             at: string;
                             /** @enum {unknown} */
-                            kind: "accepted" | "scheduled" | "attempt_failed" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled" | "retried" | "webhook_event" | "webhook_attempt" | "fallback_decided" | "fallback_sent" | "fallback_not_sent" | "fallback_delivery";
+                            kind: "accepted" | "scheduled" | "attempt_failed" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled" | "retried" | "webhook_event" | "webhook_attempt" | "fallback_decided" | "fallback_sent" | "fallback_not_sent" | "fallback_delivery" | "sender_changed";
                             summary: string;
                             errorCode?: string;
                             attempt?: number;
@@ -6320,6 +6350,16 @@ export interface operations {
                             /** Format: uuid */
                             endpointId?: string;
                             statusCode?: number | null;
+                            senderChanged?: {
+                                /** @example default */
+                                from: string;
+                                /** @example second-number */
+                                to: string;
+                                /** Format: date-time */
+                                at: string;
+                                /** @example quality_red */
+                                reason: string;
+                            };
                         }[];
                     };
                 };
@@ -13252,6 +13292,16 @@ export interface operations {
                         expiresAt: string | null;
                         senderId: string | null;
                         senderPhoneNumberId: string | null;
+                        senderChanged?: {
+                            /** @example default */
+                            from: string;
+                            /** @example second-number */
+                            to: string;
+                            /** Format: date-time */
+                            at: string;
+                            /** @example quality_red */
+                            reason: string;
+                        };
                         fallbackUsed: boolean;
                         /** @enum {unknown} */
                         channel?: "whatsapp" | "sms";
@@ -13403,6 +13453,16 @@ export interface operations {
                         expiresAt: string | null;
                         senderId: string | null;
                         senderPhoneNumberId: string | null;
+                        senderChanged?: {
+                            /** @example default */
+                            from: string;
+                            /** @example second-number */
+                            to: string;
+                            /** Format: date-time */
+                            at: string;
+                            /** @example quality_red */
+                            reason: string;
+                        };
                         fallbackUsed: boolean;
                         /** @enum {unknown} */
                         channel?: "whatsapp" | "sms";
@@ -13615,6 +13675,16 @@ export interface operations {
                             expiresAt: string | null;
                             senderId: string | null;
                             senderPhoneNumberId: string | null;
+                            senderChanged?: {
+                                /** @example default */
+                                from: string;
+                                /** @example second-number */
+                                to: string;
+                                /** Format: date-time */
+                                at: string;
+                                /** @example quality_red */
+                                reason: string;
+                            };
                             fallbackUsed: boolean;
                             /** @enum {unknown} */
                             channel?: "whatsapp" | "sms";
@@ -13891,6 +13961,16 @@ export interface operations {
                             expiresAt: string | null;
                             senderId: string | null;
                             senderPhoneNumberId: string | null;
+                            senderChanged?: {
+                                /** @example default */
+                                from: string;
+                                /** @example second-number */
+                                to: string;
+                                /** Format: date-time */
+                                at: string;
+                                /** @example quality_red */
+                                reason: string;
+                            };
                             fallbackUsed: boolean;
                             /** @enum {unknown} */
                             channel?: "whatsapp" | "sms";
@@ -13940,7 +14020,7 @@ export interface operations {
                             /** Format: date-time */
                             at: string;
                             /** @enum {unknown} */
-                            kind: "accepted" | "scheduled" | "attempt_failed" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled" | "retried" | "webhook_event" | "webhook_attempt" | "fallback_decided" | "fallback_sent" | "fallback_not_sent" | "fallback_delivery";
+                            kind: "accepted" | "scheduled" | "attempt_failed" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled" | "retried" | "webhook_event" | "webhook_attempt" | "fallback_decided" | "fallback_sent" | "fallback_not_sent" | "fallback_delivery" | "sender_changed";
                             summary: string;
                             errorCode?: string;
                             attempt?: number;
@@ -13948,6 +14028,16 @@ export interface operations {
                             /** Format: uuid */
                             endpointId?: string;
                             statusCode?: number | null;
+                            senderChanged?: {
+                                /** @example default */
+                                from: string;
+                                /** @example second-number */
+                                to: string;
+                                /** Format: date-time */
+                                at: string;
+                                /** @example quality_red */
+                                reason: string;
+                            };
                         }[];
                     };
                 };
