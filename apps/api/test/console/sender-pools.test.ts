@@ -1,24 +1,37 @@
 import { randomBytes } from 'node:crypto'
-import type { SenderPoolList, SenderView } from '@dispatch/contracts'
+import type { AdminMessageTimeline, SenderPoolList, SenderView } from '@dispatch/contracts'
+import { waitFor } from '@dispatch/testing'
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ADMIN, asAdmin, buildTestApp, createWorld, type TestApp, type TestWorld } from '../helpers.ts'
+import {
+  ADMIN,
+  activeKey,
+  asAdmin,
+  buildTestApp,
+  createWorld,
+  SEND_SCOPES,
+  send,
+  type TestApp,
+  type TestWorld,
+} from '../helpers.ts'
 import { browserBinary, checkPage, launchBrowser, openPage, poll } from './browser.ts'
 
 /**
  * The console's sender pools page (issue 44): each pool with its members in order and whether each
  * is in rotation, and why not. Its data comes through `GET /api/admin/sender-pools` with the
- * console's session; the page itself is driven in Chromium.
+ * console's session; the page itself is driven in Chromium. And a message a pool's worker moved
+ * off a fallen number: its page says the move.
  */
 
 let world: TestWorld
 let app: TestApp
 let baseUrl: string
+/** The pool's members' ids, in order. */
+const ids: string[] = []
 
 beforeAll(async () => {
   world = await createWorld()
   app = await buildTestApp(world, { SECRETS_KEY: randomBytes(32).toString('base64') })
-  const ids: string[] = []
   for (const [n, name] of ['Santiago 1', 'Santiago 2'].entries()) {
     const res = await app.inject({
       method: 'POST',
@@ -103,6 +116,52 @@ describe.skipIf(browserBinary.missing)('the sender pools page, in a browser', ()
     expect(await rows.nth(2).textContent()).toMatch(/Santiago 2.*out: quality red.*RED/)
     expect(await pool.textContent()).toContain('1 out of rotation')
     await checkPage(page, 'console-sender-pools')
+    expect(complaints).toEqual([])
+  })
+
+  it("says on a moved message's page from which number to which, why and when, and on its timeline", async () => {
+    const key = await activeKey(app, { scopes: SEND_SCOPES })
+    const res = await send(app, 'send-text', key.key, {
+      phone: '+56912340001',
+      text: 'later',
+      sendAt: new Date(Date.now() + 3_600_000).toISOString(),
+    })
+    expect(res.statusCode, res.body).toBe(202)
+    const id = res.json<{ messageId: string }>().messageId
+    await waitFor(
+      async () =>
+        (await app.inject({ method: 'GET', url: `/api/admin/messages/${id}/timeline`, headers: asAdmin() }))
+          .statusCode === 200 || undefined,
+      { what: 'the scheduled message recorded' },
+    )
+    // The move as a pool's worker records it (sender-pools.test.ts moves one end to end).
+    const at = new Date()
+    await world.sql`insert into message_attempts (message_id, attempt, outcome, error_code, from_sender_id, to_sender_id, created_at)
+      values (${id}, 0, 'sender_changed', 'quality_red', ${ids[1] as string}, ${ids[0] as string}, ${at})`
+    const timeline = await app.inject({
+      method: 'GET',
+      url: `/api/admin/messages/${id}/timeline`,
+      headers: asAdmin(),
+    })
+    expect(timeline.json<AdminMessageTimeline>().message.senderChanged).toEqual({
+      from: ids[1],
+      to: ids[0],
+      at: at.toISOString(),
+      reason: 'quality_red',
+    })
+
+    await page.goto(`${baseUrl}/console/messages/${id}`)
+    await page.getByRole('heading', { level: 1, name: 'Message' }).waitFor()
+    const changed = page
+      .locator('.facts dt')
+      .filter({ hasText: /^Sender changed$/ })
+      .locator('xpath=following-sibling::dd[1]')
+    await poll(() => changed.textContent()).toMatch(new RegExp(`^${ids[1]} → ${ids[0]}: its quality RED, `))
+    expect(await changed.locator('time').getAttribute('datetime')).toBe(at.toISOString())
+    await poll(() => page.getByRole('list', { name: 'Timeline' }).textContent()).toMatch(
+      new RegExp(`sender changed.*Moved from sender ${ids[1]} to ${ids[0]}`, 's'),
+    )
+    await checkPage(page, 'console-message-sender-changed')
     expect(complaints).toEqual([])
   })
 })
