@@ -1,5 +1,6 @@
-import { errorMeaning, type TimelineEntry } from '@dispatch/contracts'
+import { errorMeaning, type SenderChangedView, type TimelineEntry } from '@dispatch/contracts'
 import type { MessageHistory, MessageRow } from '@dispatch/db'
+import { senderChangedView } from './sending/sender-change-view.ts'
 
 const iso = (date: Date) => date.toISOString()
 const withMeaning = (code: string, message: string | null) => {
@@ -20,6 +21,17 @@ export function openingEntries(
   }
   return entries
 }
+
+/**
+ * A move to another pool member (docs/sender-pools.md, "Messages waiting on a fallen number"),
+ * from its record or, before the message has one, from its job.
+ */
+export const senderChangedEntry = (change: SenderChangedView): TimelineEntry => ({
+  at: change.at,
+  kind: 'sender_changed',
+  summary: `Moved from sender ${change.from} to ${change.to}: ${change.from} left its pool's rotation (${change.reason})`,
+  senderChanged: change,
+})
 
 const REASONS: Record<string, string> = {
   whatsapp_undeliverable: 'WhatsApp could not deliver it',
@@ -73,8 +85,9 @@ function fallbackEntries(fallback: NonNullable<MessageHistory['fallback']>): Tim
 }
 
 /**
- * A message's whole life, oldest first: accepted, scheduled, each attempt that met an error, sent,
- * delivered, read or its end, each admin retry, and each webhook event with its delivery attempts.
+ * A message's whole life, oldest first: accepted, scheduled, each attempt that met an error, each
+ * move to another pool member, sent, delivered, read or its end, each admin retry, and each webhook
+ * event with its delivery attempts.
  * Built from the message's record and what was written beside it; nothing here is recomputed.
  */
 export function timelineOf(row: MessageRow, history: MessageHistory): TimelineEntry[] {
@@ -89,6 +102,7 @@ export function timelineOf(row: MessageRow, history: MessageHistory): TimelineEn
       attempt: attempt.attempt,
     })
   }
+  for (const change of history.senderChanges) entries.push(senderChangedEntry(senderChangedView(change)))
   for (const retry of history.retries) {
     entries.push({ at: iso(retry.createdAt), kind: 'retried', summary: `Retried by admin ${retry.actor}` })
   }

@@ -449,7 +449,7 @@ export interface paths {
         };
         /**
          * A message and its whole life on one timeline, for any key
-         * @description Oldest first: accepted, scheduled, each delivery attempt that met an error, sent, delivered, read (or failed, expired, canceled), each admin retry, and each webhook event with its delivery attempts. A message not yet recorded by a worker is 404 here for a moment.
+         * @description Oldest first: accepted, scheduled, each delivery attempt that met an error, each move to another number of its sender pool, sent, delivered, read (or failed, expired, canceled), each admin retry, and each webhook event with its delivery attempts. A message not yet recorded by a worker is 404 here for a moment.
          */
         get: operations["getAdminMessageTimeline"];
         put?: never;
@@ -1252,7 +1252,7 @@ export interface paths {
         };
         /**
          * A message and its whole life on one timeline
-         * @description Requires the `read:messages` scope; a key sees only its own messages. Oldest first: accepted, scheduled, each delivery attempt that met an error, sent, delivered, read (or failed, expired, canceled), and each webhook event with its delivery attempts to the key’s endpoints. `request` is the send as stored: only what names it once its content was removed (`redacted`).
+         * @description Requires the `read:messages` scope; a key sees only its own messages. Oldest first: accepted, scheduled, each delivery attempt that met an error, each move to another number of its sender pool, sent, delivered, read (or failed, expired, canceled), and each webhook event with its delivery attempts to the key’s endpoints. `request` is the send as stored: only what names it once its content was removed (`redacted`).
          */
         get: operations["getMessageTimeline"];
         put?: never;
@@ -5814,6 +5814,16 @@ export interface operations {
                             expiresAt: string | null;
                             senderId: string | null;
                             senderPhoneNumberId: string | null;
+                            senderChanged?: {
+                                /** @example default */
+                                from: string;
+                                /** @example second-number */
+                                to: string;
+                                /** Format: date-time */
+                                at: string;
+                                /** @example quality_red */
+                                reason: string;
+                            };
                             fallbackUsed: boolean;
                             /** @enum {unknown} */
                             channel?: "whatsapp" | "sms";
@@ -5952,6 +5962,16 @@ export interface operations {
                         expiresAt: string | null;
                         senderId: string | null;
                         senderPhoneNumberId: string | null;
+                        senderChanged?: {
+                            /** @example default */
+                            from: string;
+                            /** @example second-number */
+                            to: string;
+                            /** Format: date-time */
+                            at: string;
+                            /** @example quality_red */
+                            reason: string;
+                        };
                         fallbackUsed: boolean;
                         /** @enum {unknown} */
                         channel?: "whatsapp" | "sms";
@@ -6465,6 +6485,16 @@ export interface operations {
                             expiresAt: string | null;
                             senderId: string | null;
                             senderPhoneNumberId: string | null;
+                            senderChanged?: {
+                                /** @example default */
+                                from: string;
+                                /** @example second-number */
+                                to: string;
+                                /** Format: date-time */
+                                at: string;
+                                /** @example quality_red */
+                                reason: string;
+                            };
                             fallbackUsed: boolean;
                             /** @enum {unknown} */
                             channel?: "whatsapp" | "sms";
@@ -6519,7 +6549,7 @@ export interface operations {
                             /** Format: date-time */
                             at: string;
                             /** @enum {unknown} */
-                            kind: "accepted" | "scheduled" | "attempt_failed" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled" | "retried" | "webhook_event" | "webhook_attempt" | "fallback_decided" | "fallback_sent" | "fallback_not_sent" | "fallback_delivery";
+                            kind: "accepted" | "scheduled" | "attempt_failed" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled" | "retried" | "webhook_event" | "webhook_attempt" | "fallback_decided" | "fallback_sent" | "fallback_not_sent" | "fallback_delivery" | "sender_changed";
                             summary: string;
                             errorCode?: string;
                             /** Format: date-time */
@@ -6529,6 +6559,16 @@ export interface operations {
                             /** Format: uuid */
                             endpointId?: string;
                             statusCode?: number | null;
+                            senderChanged?: {
+                                /** @example default */
+                                from: string;
+                                /** @example second-number */
+                                to: string;
+                                /** Format: date-time */
+                                at: string;
+                                /** @example quality_red */
+                                reason: string;
+                            };
                         }[];
                     };
                 };
@@ -13461,6 +13501,16 @@ export interface operations {
                         expiresAt: string | null;
                         senderId: string | null;
                         senderPhoneNumberId: string | null;
+                        senderChanged?: {
+                            /** @example default */
+                            from: string;
+                            /** @example second-number */
+                            to: string;
+                            /** Format: date-time */
+                            at: string;
+                            /** @example quality_red */
+                            reason: string;
+                        };
                         fallbackUsed: boolean;
                         /** @enum {unknown} */
                         channel?: "whatsapp" | "sms";
@@ -13612,6 +13662,16 @@ export interface operations {
                         expiresAt: string | null;
                         senderId: string | null;
                         senderPhoneNumberId: string | null;
+                        senderChanged?: {
+                            /** @example default */
+                            from: string;
+                            /** @example second-number */
+                            to: string;
+                            /** Format: date-time */
+                            at: string;
+                            /** @example quality_red */
+                            reason: string;
+                        };
                         fallbackUsed: boolean;
                         /** @enum {unknown} */
                         channel?: "whatsapp" | "sms";
@@ -13824,6 +13884,16 @@ export interface operations {
                             expiresAt: string | null;
                             senderId: string | null;
                             senderPhoneNumberId: string | null;
+                            senderChanged?: {
+                                /** @example default */
+                                from: string;
+                                /** @example second-number */
+                                to: string;
+                                /** Format: date-time */
+                                at: string;
+                                /** @example quality_red */
+                                reason: string;
+                            };
                             fallbackUsed: boolean;
                             /** @enum {unknown} */
                             channel?: "whatsapp" | "sms";
@@ -14100,6 +14170,16 @@ export interface operations {
                             expiresAt: string | null;
                             senderId: string | null;
                             senderPhoneNumberId: string | null;
+                            senderChanged?: {
+                                /** @example default */
+                                from: string;
+                                /** @example second-number */
+                                to: string;
+                                /** Format: date-time */
+                                at: string;
+                                /** @example quality_red */
+                                reason: string;
+                            };
                             fallbackUsed: boolean;
                             /** @enum {unknown} */
                             channel?: "whatsapp" | "sms";
@@ -14149,7 +14229,7 @@ export interface operations {
                             /** Format: date-time */
                             at: string;
                             /** @enum {unknown} */
-                            kind: "accepted" | "scheduled" | "attempt_failed" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled" | "retried" | "webhook_event" | "webhook_attempt" | "fallback_decided" | "fallback_sent" | "fallback_not_sent" | "fallback_delivery";
+                            kind: "accepted" | "scheduled" | "attempt_failed" | "sent" | "delivered" | "read" | "failed" | "expired" | "canceled" | "retried" | "webhook_event" | "webhook_attempt" | "fallback_decided" | "fallback_sent" | "fallback_not_sent" | "fallback_delivery" | "sender_changed";
                             summary: string;
                             errorCode?: string;
                             /** Format: date-time */
@@ -14159,6 +14239,16 @@ export interface operations {
                             /** Format: uuid */
                             endpointId?: string;
                             statusCode?: number | null;
+                            senderChanged?: {
+                                /** @example default */
+                                from: string;
+                                /** @example second-number */
+                                to: string;
+                                /** Format: date-time */
+                                at: string;
+                                /** @example quality_red */
+                                reason: string;
+                            };
                         }[];
                     };
                 };

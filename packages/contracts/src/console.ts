@@ -1,6 +1,6 @@
 import Type, { type Static } from 'typebox'
 import { AdminMessageView } from './admin-messages.ts'
-import { MessageView } from './messages.ts'
+import { MessageView, SenderChangedView } from './messages.ts'
 import { QueueView } from './queue-switches.ts'
 import { SenderView } from './senders.ts'
 
@@ -148,6 +148,8 @@ export const TIMELINE_KINDS = [
   'fallback_sent',
   'fallback_not_sent',
   'fallback_delivery',
+  /** A pool's worker moved it off a number that left the rotation to another member (docs/sender-pools.md). */
+  'sender_changed',
 ] as const
 export type TimelineKind = (typeof TIMELINE_KINDS)[number]
 
@@ -166,6 +168,8 @@ export const TimelineEntry = Type.Object({
   /** The endpoint tried, for `webhook_attempt`. */
   endpointId: Type.Optional(Type.String({ format: 'uuid' })),
   statusCode: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
+  /** The move, for `sender_changed`: from which sender, to which, when and why. */
+  senderChanged: Type.Optional(SenderChangedView),
 })
 export type TimelineEntry = Static<typeof TimelineEntry>
 

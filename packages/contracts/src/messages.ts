@@ -344,6 +344,26 @@ export const FallbackView = Type.Object({
 })
 export type FallbackView = Static<typeof FallbackView>
 
+/**
+ * A pooled message's move off a number that left its pool's rotation while it waited
+ * (docs/sender-pools.md, "Messages waiting on a fallen number"): its latest, when it moved more than
+ * once (its timeline lists each).
+ */
+export const SenderChangedView = Type.Object({
+  /** The sender it waited on. */
+  from: Type.String({ examples: ['default'] }),
+  /** The pool member it goes through since (its `senderId` now). */
+  to: Type.String({ examples: ['second-number'] }),
+  at: DateTime,
+  /**
+   * Why `from` was out of rotation: its `outOfRotation` (`paused`, `needs_attention`,
+   * `account_banned`, `account_restricted`, `account_disconnected`, `quality_red`, `flagged`,
+   * `rate_limited`).
+   */
+  reason: Type.String({ examples: ['quality_red'] }),
+})
+export type SenderChangedView = Static<typeof SenderChangedView>
+
 export const MessageView = Type.Object({
   messageId: MessageId,
   type: Type.Enum(MESSAGE_TYPES),
@@ -368,6 +388,12 @@ export const MessageView = Type.Object({
   senderId: Type.Union([Type.String(), Type.Null()]),
   /** That sender's `phone_number_id`, once a worker has taken the message. */
   senderPhoneNumberId: Type.Union([Type.String(), Type.Null()]),
+  /**
+   * Set once a worker moved it off a pool's number that fell while it waited: from which sender, to
+   * which, when and why (the latest move; its timeline lists each). In its view (`GET …/messages/:id`)
+   * and timelines, not in the lists.
+   */
+  senderChanged: Type.Optional(SenderChangedView),
   /** True when the window was closed at delivery and its `fallbackTemplate` went out instead. */
   fallbackUsed: Type.Boolean(),
   /** The channel it went out on: `sms` once its channel fallback sent the SMS (docs/fallback.md). */

@@ -134,7 +134,7 @@ export const HOT_TABLE_INDEXES: HotIndex[] = [
     entries: 'messages of keys with a contentRetention only (partial), until redacted',
     planCase: 'redactExpiredMessages',
   },
-  // message_attempts: a row per failed try only
+  // message_attempts: a row per failed try, and per move of a pooled message off a fallen number
   {
     table: 'message_attempts',
     index: 'message_attempts_id_created_at_pk',
@@ -146,7 +146,8 @@ export const HOT_TABLE_INDEXES: HotIndex[] = [
   {
     table: 'message_attempts',
     index: 'message_attempts_message_id_idx',
-    serves: "a message's timeline, messageHistory, console.ts:82",
+    serves:
+      "a message's timeline, messageHistory, console.ts:82; its view's latest move, findLatestSenderChange, sender-changes.ts:40",
     hot: false,
     entries: 'every failed try',
     planCase: 'messageHistory',

@@ -124,6 +124,8 @@ export function viewFromJob(job: QueuedJob, state: string, claim: MessageClaim |
     senderPhoneNumberId: null,
     fallbackUsed: (result as { fallbackUsed?: boolean } | undefined)?.fallbackUsed === true,
     pricing: null,
+    // Moved off a pool's fallen number: its job says so until its record does.
+    ...(data.senderChanged ? { senderChanged: data.senderChanged } : {}),
     // Its record will be redacted from the start: say so already while only the queue holds it.
     ...(data.discardContent ? { redacted: true as const } : {}),
     createdAt: data.acceptedAt,

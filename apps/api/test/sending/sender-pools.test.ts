@@ -51,7 +51,7 @@ let pool: SenderPoolView
 const admin = (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: object) =>
   app.inject({ method, url, headers: asAdmin(), ...(payload ? { payload } : {}) })
 
-async function createSender(phoneNumberId: string, businessId: string) {
+async function createSender(phoneNumberId: string, businessId: string, wabaId = `9${businessId}`) {
   const token = `EAAG${randomBytes(18).toString('base64url')}`
   fake.number(phoneNumberId, { token })
   const res = await admin('POST', '/api/admin/senders', {
@@ -59,7 +59,7 @@ async function createSender(phoneNumberId: string, businessId: string) {
     displayName: `Number ${phoneNumberId.slice(-2)}`,
     accessToken: token,
     businessId,
-    wabaId: `9${businessId}`,
+    wabaId,
   })
   expect(res.statusCode, res.body).toBe(201)
   return res.json<SenderView>()
@@ -481,6 +481,197 @@ describe('messages waiting on a number that falls', () => {
     } finally {
       await world.sql`update senders set quality_rating = null where id = ${members.a.id}`
       await app.sending.pools.refresh()
+    }
+  })
+})
+
+/** A pool of `senders` and a key bound to it (no webhook endpoint), once the API has the pool. */
+async function poolOf(name: string, senders: SenderView[]) {
+  const created = await admin('POST', '/api/admin/sender-pools', {
+    name,
+    members: senders.map((sender) => ({ senderId: sender.id })),
+  })
+  expect(created.statusCode, created.body).toBe(201)
+  const made = created.json<SenderPoolView>()
+  const key = await activeKey(app, { scopes: SEND_SCOPES })
+  const bound = await admin('PATCH', `/api/admin/api-keys/${key.id}`, { senderPoolId: made.id })
+  expect(bound.statusCode, bound.body).toBe(200)
+  await waitFor(() => app.sending.pools.get(made.id), { what: `the pool ${name}` })
+  return { pool: made, key }
+}
+
+/** A text from `key` to `phone` through `senderId`, a minute ahead: it waits on that number. */
+async function scheduleText(key: Key, phone: string, senderId: string) {
+  const res = await send(app, 'send-text', key.key, {
+    phone,
+    text: 'later',
+    sendAt: new Date(Date.now() + 60_000).toISOString(),
+    senderId,
+  })
+  expect(res.statusCode, res.body).toBe(202)
+  return res.json<{ messageId: string }>().messageId
+}
+
+/** The view once its `senderId` is `senderId` (moved there, or still there). */
+const viewOn = (key: Key, id: string, senderId: string, what: string) =>
+  waitFor(
+    async () => {
+      const view = await viewOf(key, id)
+      return view.senderId === senderId ? view : undefined
+    },
+    { what, timeoutMs: 15_000 },
+  )
+
+/** Longer than a pass of the mover (POOL_MOVE_INTERVAL_MS, 1 s): one that would move a message has run. */
+const aPass = () => new Promise((resolve) => setTimeout(resolve, 2500))
+
+describe('a move off a fallen number, as the message records it', () => {
+  it('is in its view and its timelines with no webhook endpoint on the key', async () => {
+    // A pool of its own: the moved message waits a minute on its new number, and no other test's.
+    const from = await createSender('606540352240066', '7403')
+    const to = await createSender('606540352240077', '7403')
+    const { key: quiet } = await poolOf('Quiet', [from, to])
+    const id = await scheduleText(quiet, '+5511955500601', from.id)
+    expect((await viewOf(quiet, id)).senderChanged).toBeUndefined()
+    await world.sql`update senders set quality_rating = 'RED' where id = ${from.id}`
+    try {
+      const view = await waitFor(
+        async () => {
+          const found = await viewOf(quiet, id)
+          return found.senderId !== from.id ? found : undefined
+        },
+        { what: 'the message moved off its fallen number', timeoutMs: 15_000 },
+      )
+      expect(view.senderId).toBe(to.id)
+      expect(view.senderChanged).toEqual({
+        from: from.id,
+        to: view.senderId,
+        at: expect.any(String),
+        reason: 'quality_red',
+      })
+      const at = Date.parse(view.senderChanged?.at as string)
+      expect(at).toBeGreaterThanOrEqual(Date.parse(view.createdAt))
+      expect(at).toBeLessThanOrEqual(Date.now())
+
+      const timeline = await app.inject({
+        method: 'GET',
+        url: `/api/third-party/messages/${id}/timeline`,
+        headers: { 'x-api-key': quiet.key },
+      })
+      expect(timeline.statusCode, timeline.body).toBe(200)
+      const { message, entries } = timeline.json<{
+        message: MessageView
+        entries: Array<{ kind: string; summary: string; senderChanged?: unknown }>
+      }>()
+      expect(message.senderChanged).toEqual(view.senderChanged)
+      const moves = entries.filter((entry) => entry.kind === 'sender_changed')
+      expect(moves).toHaveLength(1)
+      expect(moves[0]?.senderChanged).toEqual(view.senderChanged)
+      expect(moves[0]?.summary).toContain(from.id)
+      // Not a failed attempt.
+      expect(entries.filter((entry) => entry.kind === 'attempt_failed')).toEqual([])
+
+      const adminTimeline = await admin('GET', `/api/admin/messages/${id}/timeline`)
+      expect(adminTimeline.statusCode, adminTimeline.body).toBe(200)
+      expect(adminTimeline.json().message.senderChanged).toEqual(view.senderChanged)
+      expect(
+        adminTimeline.json<{ entries: Array<{ kind: string }> }>().entries.map((entry) => entry.kind),
+      ).toContain('sender_changed')
+      // No endpoint, no event: the record above is the message's own.
+      expect(await world.sql`select 1 from webhook_events where message_id = ${id}`).toHaveLength(0)
+    } finally {
+      await world.sql`update senders set quality_rating = null where id = ${from.id}`
+    }
+  })
+})
+
+describe('a message waiting on a fallen number that stays', () => {
+  it('is a template with no healthy member of its WABA; it moves to one once there is', async () => {
+    // One business, two WABAs: X and Z share one (and its catalog), Y has the other.
+    const wabas = { xz: '96001', y: '96002' }
+    const numbers = { x: '606540352240011', y: '606540352240022', z: '606540352240033' }
+    fake.templates.set(wabas.xz, demoTemplates())
+    fake.templates.set(wabas.y, demoTemplates())
+    fake.templates.link(numbers.x, wabas.xz)
+    fake.templates.link(numbers.z, wabas.xz)
+    fake.templates.link(numbers.y, wabas.y)
+    const x = await createSender(numbers.x, '7401', wabas.xz)
+    const y = await createSender(numbers.y, '7401', wabas.y)
+    const z = await createSender(numbers.z, '7401', wabas.xz)
+    const synced = await admin('POST', `/api/admin/senders/${x.id}/templates/sync`)
+    expect(synced.statusCode, synced.body).toBe(200)
+    const { key } = await poolOf('Two WABAs', [x, y, z])
+    // Z, X's only WABA sibling, is out of rotation.
+    await world.sql`update senders set quality_rating = 'RED' where id = ${z.id}`
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/messages/send-template',
+      headers: { 'x-api-key': key.key },
+      payload: {
+        phone: '+5511955500701',
+        templateId: 'appointment_reminder',
+        language: 'en_US',
+        variables: { first_name: 'Ana', date: 'Tuesday' },
+        sendAt: new Date(Date.now() + 60_000).toISOString(),
+        senderId: x.id,
+      },
+    })
+    expect(res.statusCode, res.body).toBe(202)
+    const template = res.json<{ messageId: string }>().messageId
+    const text = await scheduleText(key, '+5511955500702', x.id)
+
+    await world.sql`update senders set quality_rating = 'RED' where id = ${x.id}`
+    // The text moves to Y, the one healthy member; the template cannot (Y has another WABA).
+    const movedText = await viewOn(key, text, y.id, 'the text moved to Y')
+    expect(movedText.senderChanged).toMatchObject({ from: x.id, to: y.id, reason: 'quality_red' })
+    await aPass()
+    const stayed = await viewOf(key, template)
+    expect(stayed.senderId).toBe(x.id)
+    expect(stayed.senderChanged).toBeUndefined()
+
+    // Z back in rotation: the template moves there, not to Y.
+    await world.sql`update senders set quality_rating = null where id = ${z.id}`
+    const movedTemplate = await viewOn(key, template, z.id, 'the template moved to Z, of its WABA')
+    expect(movedTemplate.senderChanged).toMatchObject({ from: x.id, to: z.id, reason: 'quality_red' })
+    await world.sql`update senders set quality_rating = null where id = ${x.id}`
+  })
+
+  it('is a recipient in an open window with a number that is only RED; with one that is banned, it moves', async () => {
+    const numbers = { p: '606540352240044', q: '606540352240055' }
+    const p = await createSender(numbers.p, '7402')
+    const q = await createSender(numbers.q, '7402')
+    const { pool: made, key } = await poolOf('Window', [p, q])
+    const windowed = '+5511955500801'
+    const other = '+5511955500802'
+    const kept = await scheduleText(key, windowed, p.id)
+    const leaving = await scheduleText(key, other, p.id)
+    // The user writes to P: their window with it opens (their record says P, and when).
+    const reply = await postPlatformWebhook(app, messageWebhook(numbers.p, replyFrom(windowed)), APP_SECRET)
+    expect(reply.statusCode, reply.body).toBe(200)
+    const sticky = poolStickyKey(world.queuePrefix, made.id, windowed)
+    await waitFor(
+      async () => {
+        const record = decodeSticky(await app.deps.redis.get(sticky))
+        return record?.senderId === p.id && record.inboundAt > 0 ? true : undefined
+      },
+      { what: "the user's window with P open" },
+    )
+
+    await world.sql`update senders set quality_rating = 'RED' where id = ${p.id}`
+    try {
+      // Outside a window, a message leaves P; in one, it stays while P is only RED.
+      await viewOn(key, leaving, q.id, 'the message outside a window moved to Q')
+      await aPass()
+      const stayed = await viewOf(key, kept)
+      expect(stayed.senderId).toBe(p.id)
+      expect(stayed.senderChanged).toBeUndefined()
+
+      // P banned: it can answer no one, and the conversation leaves it.
+      await world.sql`update senders set account_status = 'BANNED' where id = ${p.id}`
+      const moved = await viewOn(key, kept, q.id, 'the windowed message moved off the banned P')
+      expect(moved.senderChanged).toMatchObject({ from: p.id, to: q.id, reason: 'account_banned' })
+    } finally {
+      await world.sql`update senders set quality_rating = null, account_status = null where id = ${p.id}`
     }
   })
 })

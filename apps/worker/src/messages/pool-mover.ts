@@ -5,7 +5,7 @@ import {
   SENDER_CHANGES_CHANNEL,
   SENDER_RATE_LIMITS_CHANNEL,
 } from '@dispatch/contracts'
-import { loadPoolMembers, type PoolMemberHealthRow, type Sql } from '@dispatch/db'
+import { loadPoolMembers, type PoolMemberHealthRow, recordSenderChange, type Sql } from '@dispatch/db'
 import {
   type ChoiceMember,
   decodeSticky,
@@ -101,8 +101,9 @@ export interface SenderChange {
  * member of the same WABA: templates are per WABA). A move takes the message out of the fallen
  * number's lists into its `moving` set (so one process moves it), stores it on the new number as
  * a job read against its record before sending (`readmitted`), then lets it go from `moving`: a
- * process dying between leaves it to the fallen number's admitter, never lost. The record's
- * sender, the recipient's sticky number and a `message.sender_changed` event follow.
+ * process dying between leaves it to the fallen number's admitter, never lost. The move on the
+ * message's timeline, the record's sender, the recipient's sticky number and a
+ * `message.sender_changed` event follow.
  *
  * It is also the lanes' `RotationWatch` (bundle.ts, deliver.ts): a job a worker holds on a number
  * that left rotation hands it the messages it has not sent (`handOver`), moved under the same rules.
@@ -499,9 +500,12 @@ export class PoolMover implements RotationWatch {
   }
 
   /**
-   * The record of each move: a listed message's row (a scheduled one, or one between its attempts)
-   * names its new sender, and its key's endpoints get `message.sender_changed` (a message not listed
-   * yet is recorded with its new sender when it goes; a record keeps the sender it first had).
+   * The record of each move, in one transaction: a row on the message's timeline
+   * (`message_attempts`, outcome `sender_changed`), whatever its key's endpoints and whether or not
+   * the message has its record yet (its view and timelines read it); a listed message's row (a
+   * scheduled one, or one between its attempts) names its new sender; and its key's endpoints get
+   * `message.sender_changed` (a message not listed yet is recorded with its new sender when it goes;
+   * a record keeps the sender it first had).
    */
   async #record(moved: SenderChange[]): Promise<void> {
     const sql = this.#context.db.$client as Sql
@@ -511,6 +515,7 @@ export class PoolMover implements RotationWatch {
         senderChanged: { from: move.from, to: move.to, reason: move.reason, at: move.at.toISOString() },
       }
       await sql.begin(async (tx) => {
+        await recordSenderChange(tx, move)
         await tx`update messages set sender_id = ${move.to}, sender_phone_number_id = ${move.toPhoneNumberId}
           where id = ${move.messageId} and accepted_at = ${move.acceptedAt}
             and status in ('scheduled', 'queued', 'sending')`

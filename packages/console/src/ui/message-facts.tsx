@@ -27,6 +27,33 @@ interface Facts {
     /** WhatsApp reported it delivered then, whenever it came (after a failure too). */
     whatsappDeliveredAt?: string
   }
+  /** Its latest move off a pool's number that left the rotation (docs/sender-pools.md). */
+  senderChanged?: { from: string; to: string; at: string; reason: string }
+}
+
+/** Why a pool's number left the rotation, in words (docs/sender-pools.md, "Health: who is in rotation"). */
+const OUT_OF_ROTATION: Record<string, string> = {
+  paused: 'paused by an admin',
+  needs_attention: 'held by the service',
+  account_banned: 'its account banned',
+  account_restricted: 'its account restricted',
+  account_disconnected: 'its account disconnected',
+  quality_red: 'its quality RED',
+  flagged: 'its quality FLAGGED',
+  rate_limited: 'rate-limited by the platform',
+}
+
+/** Its latest move to another number of its sender pool: from which, to which, why and when. */
+function SenderChangedFacts({ change }: { change: NonNullable<Facts['senderChanged']> }) {
+  return (
+    <>
+      <dt>Sender changed</dt>
+      <dd>
+        <Id value={change.from} /> → <Id value={change.to} />:{' '}
+        {OUT_OF_ROTATION[change.reason] ?? change.reason}, <Time at={change.at} />
+      </dd>
+    </>
+  )
 }
 
 /** Its SMS fallback: what became of it, why, when it was decided, and how the SMS fared. */
@@ -95,6 +122,7 @@ export function MessageFacts({ message, children }: { message: Facts; children?:
       <dt>Type</dt>
       <dd>{message.type}</dd>
       {children}
+      {message.senderChanged ? <SenderChangedFacts change={message.senderChanged} /> : null}
       <dt>Channel</dt>
       <dd>{channelName(message.channel)}</dd>
       {message.fallback ? <FallbackFacts fallback={message.fallback} /> : null}

@@ -5,6 +5,7 @@ import { findRoutedInboundMessage } from '../queries/inbound-messages.ts'
 import { findFallback, findFallbacks } from '../queries/message-fallbacks.ts'
 import { listMessages } from '../queries/message-list.ts'
 import { findMessageById, markMessageCanceled, recordScheduledMessages } from '../queries/messages.ts'
+import { findLatestSenderChange } from '../queries/sender-changes.ts'
 import type { MessageRow } from '../schema/messages.ts'
 import type { Caller } from './caller.ts'
 
@@ -24,6 +25,11 @@ export function ownedMessages(db: Db, caller: Caller) {
     async fallback(id: string) {
       const row = await findFallback(db.$client, id)
       return row?.apiKeyId === key ? row : undefined
+    },
+    /** Its latest move to another pool member (docs/sender-pools.md), when the message is the key's. */
+    async senderChange(row: MessageRow) {
+      if (row.apiKeyId !== key) return undefined
+      return findLatestSenderChange(db.$client, row.id, row.acceptedAt)
     },
     /** The channel fallbacks of a page of its messages, by id (another key's are left out). */
     async fallbacks(ids: string[]) {
@@ -46,7 +52,14 @@ export function ownedMessages(db: Db, caller: Caller) {
     /** A record's attempts, retries and webhook events: one `find` answered (the key's own). */
     async history(row: MessageRow) {
       if (row.apiKeyId !== key) {
-        return { attempts: [], retries: [], events: [], deliveries: [], fallback: undefined }
+        return {
+          attempts: [],
+          senderChanges: [],
+          retries: [],
+          events: [],
+          deliveries: [],
+          fallback: undefined,
+        }
       }
       return messageHistory(db, row.id)
     },

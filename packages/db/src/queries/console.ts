@@ -1,11 +1,12 @@
 import { and, asc, eq, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { adminAuditLog } from '../schema/admin-audit-log.ts'
-import { messageAttempts } from '../schema/message-attempts.ts'
+import { messageAttempts, SENDER_CHANGED_OUTCOME } from '../schema/message-attempts.ts'
 import { webhookEndpoints } from '../schema/webhook-endpoints.ts'
 import { webhookAttempts, webhookEvents } from '../schema/webhook-events.ts'
 import { findFallback } from './message-fallbacks.ts'
 import { webhookAttemptsOfEvents, webhookEventsAboutMessages } from './partitioned-ids.ts'
+import { senderChangeOf } from './sender-changes.ts'
 
 /** How many messages reached each status, per minute, since `since`. */
 export interface MinuteRow {
@@ -118,11 +119,11 @@ async function chartSlice(db: Db, since: Date, span: { start: Date; end?: Date }
   return rows.map((row) => ({ minute: new Date(row.minute), status: row.status, count: Number(row.count) }))
 }
 
-/** The error codes of failed delivery attempts since `since`, most frequent first. */
+/** The error codes of failed delivery attempts since `since`, most frequent first (a pool's moves are none). */
 export async function topErrorCodes(db: Db, since: Date, limit = 10) {
   const rows = await db.execute<{ code: string; count: string }>(
     sql`select error_code as code, count(*)::text as count from message_attempts
-      where created_at >= ${since.toISOString()}::timestamptz
+      where created_at >= ${since.toISOString()}::timestamptz and outcome <> ${SENDER_CHANGED_OUTCOME}
       group by error_code order by count(*) desc, error_code limit ${Math.trunc(limit)}`,
   )
   return rows.map((row) => ({ code: row.code, count: Number(row.count) }))
@@ -163,9 +164,13 @@ export async function failingWebhookEndpoints(db: Db, since: Date, limit = 20) {
   }))
 }
 
-/** What a message's timeline is made of, besides the message's own row. */
+/**
+ * What a message's timeline is made of, besides the message's own row: its failed attempts, its
+ * moves to another pool member (`senderChanges`, oldest first), its admin retries, its webhook
+ * events and their deliveries, its channel fallback.
+ */
 export async function messageHistory(db: Db, messageId: string) {
-  const [attempts, retries, events, fallback] = await Promise.all([
+  const [rows, retries, events, fallback] = await Promise.all([
     db
       .select()
       .from(messageAttempts)
@@ -214,7 +219,18 @@ export async function messageHistory(db: Db, messageId: string) {
           // In the partitions from the earliest event's day on, not in every one.
           .where(webhookAttemptsOfEvents(events.map((event) => event.id)))
           .orderBy(asc(webhookAttempts.createdAt), asc(webhookAttempts.id))
-  return { attempts, retries, events, deliveries, fallback }
+  const attempts = rows.filter((row) => row.outcome !== SENDER_CHANGED_OUTCOME)
+  const senderChanges = rows
+    .filter((row) => row.outcome === SENDER_CHANGED_OUTCOME)
+    .map((row) =>
+      senderChangeOf({
+        from_sender_id: row.fromSenderId,
+        to_sender_id: row.toSenderId,
+        error_code: row.errorCode,
+        created_at: row.createdAt,
+      }),
+    )
+  return { attempts, senderChanges, retries, events, deliveries, fallback }
 }
 
 export type MessageHistory = Awaited<ReturnType<typeof messageHistory>>

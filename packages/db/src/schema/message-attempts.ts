@@ -3,8 +3,11 @@ import { bigserial, index, integer, pgTable, primaryKey, text, timestamp, uuid }
 /**
  * Each delivery attempt of a message that did not end in `sent`: its number, the error and when,
  * for the message's timeline (the console's, and `GET …/messages/:id/timeline`). Written with the
- * outcome that carried the error, so a message sent at its first try costs no row here. No foreign
- * key: the attempts of a message are read by its id only, and outlive nothing it does not.
+ * outcome that carried the error, so a message sent at its first try costs no row here. Also each
+ * move of a pooled message off a number that left its pool's rotation (outcome `sender_changed`,
+ * docs/sender-pools.md), whatever its key's webhook endpoints: the record of the move its view
+ * and timeline read. No foreign key: the rows of a message are read by its id only, and outlive
+ * nothing it does not (a move is written before a queued message has its record).
  */
 export const messageAttempts = pgTable(
   'message_attempts',
@@ -13,10 +16,18 @@ export const messageAttempts = pgTable(
     messageId: uuid().notNull(),
     /** The delivery attempt's number (1 for the first); 0 when the message never reached the platform. */
     attempt: integer().notNull(),
-    /** What happened: `sending` for an attempt retried later, else the message's final status. */
+    /**
+     * What happened: `sending` for an attempt retried later, `sender_changed` for a move to another
+     * pool member (`SENDER_CHANGED_OUTCOME`), else the message's final status.
+     */
     outcome: text().notNull(),
+    /** The error's code; for a move, why the number it left is out of rotation (`quality_red`…). */
     errorCode: text().notNull(),
     errorMessage: text(),
+    /** A move's: the sender it waited on. Null on an attempt. */
+    fromSenderId: text(),
+    /** A move's: the pool member it goes through now. Null on an attempt. */
+    toSenderId: text(),
     createdAt: timestamp({ withTimezone: true }).notNull(),
   },
   (t) => [
@@ -29,3 +40,6 @@ export const messageAttempts = pgTable(
 )
 
 export type MessageAttemptRow = typeof messageAttempts.$inferSelect
+
+/** The `outcome` of a row that records a move to another pool member, not an attempt. */
+export const SENDER_CHANGED_OUTCOME = 'sender_changed'

@@ -5,6 +5,7 @@ import { AppError } from '../../errors.ts'
 import { errorResponses } from '../../http/error-responses.ts'
 import { timelineOf } from '../../message-timeline.ts'
 import { withFallback } from '../../sending/message-fallback-view.ts'
+import { withSenderChange } from '../../sending/sender-change-view.ts'
 import { toAdminMessageView } from './messages.ts'
 
 const notFound = () => new AppError('NOT_FOUND', 'Message not found')
@@ -20,7 +21,8 @@ export const adminTimelineRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['admin'],
         summary: 'A message and its whole life on one timeline, for any key',
         description:
-          'Oldest first: accepted, scheduled, each delivery attempt that met an error, sent, delivered, read ' +
+          'Oldest first: accepted, scheduled, each delivery attempt that met an error, each move to another number ' +
+          'of its sender pool, sent, delivered, read ' +
           '(or failed, expired, canceled), each admin retry, and each webhook event with its delivery attempts. ' +
           'A message not yet recorded by a worker is 404 here for a moment.',
         security: [{ adminToken: [] }],
@@ -38,7 +40,10 @@ export const adminTimelineRoutes: FastifyPluginAsyncTypebox = async (app) => {
       ])
       return {
         message: {
-          ...withFallback(toAdminMessageView(row), history.fallback, row),
+          ...withSenderChange(
+            withFallback(toAdminMessageView(row), history.fallback, row),
+            history.senderChanges.at(-1),
+          ),
           clientName: names.get(row.apiKeyId),
         },
         request: row.payload as Record<string, unknown>,

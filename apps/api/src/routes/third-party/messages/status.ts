@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { errorResponses } from '../../../http/error-responses.ts'
 import { findRequestedMessage, viewFromJob } from '../../../sending/find-message.ts'
 import { ownFallback, withFallback } from '../../../sending/message-fallback-view.ts'
+import { ownSenderChange, withSenderChange } from '../../../sending/sender-change-view.ts'
 import { toMessageView } from '../../../views.ts'
 import type { MessageRouteOptions } from './send.ts'
 
@@ -27,11 +28,11 @@ export const messageStatusRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions>
     async (request) => {
       const found = await findRequestedMessage(app, request)
       if (!('row' in found)) return viewFromJob(found.job, found.state, found.claim)
-      return withFallback(
-        toMessageView(found.row),
-        await ownFallback(app.deps, request.apiKey, found.row.id),
-        found.row,
-      )
+      const [fallback, moved] = await Promise.all([
+        ownFallback(app.deps, request.apiKey, found.row.id),
+        ownSenderChange(app.deps, request.apiKey, found.row),
+      ])
+      return withSenderChange(withFallback(toMessageView(found.row), fallback, found.row), moved)
     },
   )
 }
