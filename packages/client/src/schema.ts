@@ -6159,6 +6159,16 @@ export interface operations {
                         expiresAt: string | null;
                         senderId: string | null;
                         senderPhoneNumberId: string | null;
+                        senderChanged?: {
+                            /** @example default */
+                            from: string;
+                            /** @example second-number */
+                            to: string;
+                            /** Format: date-time */
+                            at: string;
+                            /** @example quality_red */
+                            reason: string;
+                        };
                         fallbackUsed: boolean;
                         /** @enum {unknown} */
                         channel?: "whatsapp" | "sms";
