@@ -1,5 +1,6 @@
 import type { MessageView } from '@dispatch/contracts'
 import {
+  type FakeTemplate,
   type FakeWhatsApp,
   graphError,
   startFakeWhatsApp,
@@ -37,6 +38,54 @@ const NUMBER = '100000000000424'
 const FAILING_PHONE = '+5511911112222'
 /** Two more failed messages, to one phone: retried together, by a search. */
 const OUTAGE_PHONE = '+5511922223333'
+/** The WhatsApp Business Account the sender's page gives its sender, and its catalog on the fake. */
+const WABA_ID = '102290129340398'
+const template = (
+  id: string,
+  name: string,
+  components: unknown[],
+  more: Partial<FakeTemplate> = {},
+): FakeTemplate => ({
+  id,
+  name,
+  language: 'en_US',
+  status: 'APPROVED',
+  category: 'UTILITY',
+  parameter_format: 'POSITIONAL',
+  components,
+  ...more,
+})
+/** With Meta's examples for its header and body. */
+const ORDER_UPDATE = template('7001', 'order_update', [
+  { type: 'HEADER', format: 'TEXT', text: 'Order {{1}}', example: { header_text: ['4921'] } },
+  {
+    type: 'BODY',
+    text: 'Hello {{1}}, your order {{2}} is on its way.',
+    example: { body_text: [['Ana', '4921']] },
+  },
+  { type: 'FOOTER', text: 'Acme Store' },
+])
+/** Without examples: previewed with its variables' names. */
+const REMINDER = template(
+  '7002',
+  'appointment_reminder',
+  [{ type: 'BODY', text: 'Hi {{first_name}}, see you on {{date}}.' }],
+  { parameter_format: 'NAMED' },
+)
+/** Named, with examples, and buttons. */
+const FEEDBACK = template(
+  '7003',
+  'visit_feedback',
+  [
+    {
+      type: 'BODY',
+      text: 'How was your visit to {{store}}?',
+      example: { body_text_named_params: [{ param_name: 'store', example: 'Acme Centro' }] },
+    },
+    { type: 'BUTTONS', buttons: [{ type: 'QUICK_REPLY', text: 'Great' }] },
+  ],
+  { parameter_format: 'NAMED' },
+)
 if (browserBinary.missing) console.warn(`console: the browser tests are skipped: ${browserBinary.missing}`)
 
 let world: TestWorld
@@ -57,7 +106,7 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     world = await createWorld()
     fake = await startFakeWhatsApp()
     smtp = await startSmtpServer()
-    app = await buildTestApp(world, { MESSAGE_RATE_PER_SECOND: '10000' })
+    app = await buildTestApp(world, { MESSAGE_RATE_PER_SECOND: '10000', WHATSAPP_API_URL: fake.url })
     worker = await startTestWorker(world, {
       WHATSAPP_API_URL: fake.url,
       WHATSAPP_ACCESS_TOKEN: 'EAAG-console-test-token',
@@ -330,7 +379,7 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await poll(() => page.locator('.facts').first().textContent()).toContain('…en-2')
     // Its settings in the page, not by curl: saved, and read back by the API as set.
     const settings = page.getByRole('form', { name: 'Settings' })
-    await settings.getByLabel('WhatsApp Business Account id').fill('102290129340398')
+    await settings.getByLabel('WhatsApp Business Account id').fill(WABA_ID)
     await settings.getByLabel('24-hour window').selectOption('enforce')
     await settings.getByLabel('At most').fill('2')
     await settings.getByLabel('messages in hours').fill('24')
@@ -351,7 +400,7 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
       headers: asAdmin(),
     })
     expect(read.json()).toMatchObject({
-      wabaId: '102290129340398',
+      wabaId: WABA_ID,
       serviceWindowPolicy: 'enforce',
       marketingCap: { count: 2, hours: 24 },
       // Keywords are kept folded, as replies are matched.
@@ -385,7 +434,7 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     })
     expect(after.json()).toMatchObject({
       serviceWindowPolicy: 'enforce',
-      wabaId: '102290129340398',
+      wabaId: WABA_ID,
       messagingLimitPolicy: 'refuse',
       messagingLimitOverride: null,
       defaultFallback: { sms: { text: 'Your code: see the app' }, afterSeconds: 120 },
@@ -398,6 +447,38 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await go('/senders')
     await page.getByRole('link', { name: 'Acme Chile' }).waitFor()
     await checkPage(page, 'console-senders')
+  })
+
+  it('syncs a sender’s templates from its page, and previews each filled with its examples', async () => {
+    await page.getByRole('link', { name: 'Acme Chile' }).click()
+    await heading('Sender').waitFor()
+    const templates = page.getByRole('region', { name: 'Templates' })
+    await poll(() => templates.textContent()).toContain('No template.')
+    fake.templates.set(WABA_ID, [ORDER_UPDATE, REMINDER])
+    await templates.getByRole('button', { name: 'Sync templates from Meta' }).click()
+    await poll(() => templates.getByRole('status').textContent()).toBe(
+      'Templates synced: 2 added, 0 changed, 0 removed; 2 in all.',
+    )
+    const table = templates.getByRole('table', { name: 'Templates' })
+    const row = (name: string) => table.getByRole('row').filter({ hasText: name })
+    // Filled with Meta's examples, header and footer as the recipient reads them.
+    await poll(() => row('order_update').textContent()).toContain(
+      'Order 4921Hello Ana, your order 4921 is on its way.Acme Store',
+    )
+    // No example: each variable named.
+    expect(await row('appointment_reminder').textContent()).toContain('Hi [first_name], see you on [date].')
+    await checkPage(page, 'console-sender-templates')
+    // Meta's catalog changes: one paused, one gone, one new. Synced again, the page shows it at once.
+    fake.templates.set(WABA_ID, [{ ...ORDER_UPDATE, status: 'PAUSED' }, FEEDBACK])
+    await templates.getByRole('button', { name: 'Sync templates from Meta' }).click()
+    await poll(() => templates.getByRole('status').textContent()).toBe(
+      'Templates synced: 1 added, 1 changed, 1 removed; 2 in all.',
+    )
+    await poll(() => row('appointment_reminder').count()).toBe(0)
+    expect(await row('order_update').locator('.badge').textContent()).toBe('paused')
+    expect(await row('visit_feedback').textContent()).toMatch(
+      /How was your visit to Acme Centro\?.*Buttons: Great/,
+    )
   })
 
   it('ends every session of another admin, audited', async () => {
