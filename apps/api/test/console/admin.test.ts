@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import type { MessageView } from '@dispatch/contracts'
 import {
   type FakeTemplate,
@@ -38,6 +39,8 @@ const NUMBER = '100000000000424'
 const FAILING_PHONE = '+5511911112222'
 /** Two more failed messages, to one phone: retried together, by a search. */
 const OUTAGE_PHONE = '+5511922223333'
+/** A message accepted three hours before the test: outside the last hour, inside the last day. */
+const EARLIER_PHONE = '+5511944445555'
 /** The WhatsApp Business Account the sender's page gives its sender, and its catalog on the fake. */
 const WABA_ID = '102290129340398'
 const template = (
@@ -100,6 +103,7 @@ let complaints: string[]
 let failedId: string
 const outageIds: string[] = []
 let senderKey: string
+let senderKeyId: string
 
 describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
   beforeAll(async () => {
@@ -132,6 +136,7 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     }
     for (const id of outageIds) await untilMessageStatus(app, sender.key, id, 'failed')
     senderKey = sender.key
+    senderKeyId = sender.id
     fake.number(NUMBER, { answer: undefined })
     browser = await launchBrowser()
     ;({ page, complaints } = await openPage(browser))
@@ -327,6 +332,57 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await page.getByRole('button', { name: 'Retry every failed message matching' }).click()
     await poll(() => page.getByText('2 messages retried.').isVisible()).toBe(true)
     for (const id of outageIds) await untilMessageStatus(app, senderKey, id, 'sent')
+  })
+
+  it('bounds the messages by a time range kept in the address: the last hour, day or week, or From and Until', async () => {
+    const threeHoursAgo = new Date(Date.now() - 3 * 3_600_000).toISOString()
+    await world.sql`
+      insert into messages (id, api_key_id, type, phone, payload, status, attempts, last_error_code,
+        last_error_message, accepted_at, updated_at)
+      values (${randomUUID()}, ${senderKeyId}, 'text', ${EARLIER_PHONE},
+        ${world.sql.json({ phone: EARLIER_PHONE, text: 'Earlier' })}, 'failed', 1, '131026', 'refused',
+        ${threeHoursAgo}, ${threeHoursAgo})`
+    await go(`/messages?phone=${encodeURIComponent(EARLIER_PHONE)}`)
+    await heading('Messages').waitFor()
+    const counted = () =>
+      page
+        .getByRole('status')
+        .filter({ hasText: /^(about )?\d+ messages?$/ })
+        .textContent()
+    const none = () => page.getByText(/^No message matches/).isVisible()
+    const address = () => new URL(page.url()).searchParams
+    await poll(counted).toMatch(/\b1 message\b/)
+    const picker = page.getByRole('group', { name: 'Time range' })
+    const pressed = (name: string) => picker.getByRole('button', { name }).getAttribute('aria-pressed')
+    expect(await pressed('Any time')).toBe('true')
+    await picker.getByRole('button', { name: '1h' }).click()
+    await poll(none).toBe(true)
+    expect(address().get('range')).toBe('1h')
+    expect(address().get('phone')).toBe(EARLIER_PHONE)
+    expect(await pressed('1h')).toBe('true')
+    await picker.getByRole('button', { name: '24h' }).click()
+    await poll(counted).toMatch(/\b1 message\b/)
+    // Kept in the address: a reload searches the same span, back from the new now.
+    await page.reload()
+    await heading('Messages').waitFor()
+    await poll(counted).toMatch(/\b1 message\b/)
+    expect(await pressed('24h')).toBe('true')
+    await checkPage(page, 'console-messages-range')
+    // A window of one's own: from two hours ago, which the message predates.
+    const search = page.getByRole('search', { name: 'Search messages' })
+    const twoHoursAgo = new Date(Date.now() - 2 * 3_600_000 - new Date().getTimezoneOffset() * 60_000)
+    await search.getByLabel('From').fill(twoHoursAgo.toISOString().slice(0, 16))
+    await search.getByRole('button', { name: 'Search', exact: true }).click()
+    await poll(none).toBe(true)
+    expect(address().get('range')).toBeNull()
+    expect(address().get('startDate')).not.toBeNull()
+    expect(await pressed('24h')).toBe('false')
+    expect(await pressed('Any time')).toBe('false')
+    // Any time: no bound, and the From field emptied.
+    await picker.getByRole('button', { name: 'Any time' }).click()
+    await poll(counted).toMatch(/\b1 message\b/)
+    expect(address().get('startDate')).toBeNull()
+    expect(await search.getByLabel('From').inputValue()).toBe('')
   })
 
   it('pauses and resumes the messages queue with a reason, by keyboard', async () => {

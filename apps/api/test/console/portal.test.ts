@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import type { MessageView } from '@dispatch/contracts'
 import {
   type FakeWhatsApp,
@@ -31,6 +32,8 @@ import { browserBinary, checkPage, launchBrowser, openPage, poll } from './brows
 
 const OWN_PHONE = '+5511933334444'
 const OTHER_PHONE = '+5511955556666'
+/** The key's message accepted three hours before the test. */
+const EARLIER_PHONE = '+5511966667777'
 if (browserBinary.missing) console.warn(`portal: the browser tests are skipped: ${browserBinary.missing}`)
 
 let world: TestWorld
@@ -138,6 +141,31 @@ describe.skipIf(browserBinary.missing)('the portal, in a browser', () => {
     page.off('request', count)
     expect(afterAnswer).toBeGreaterThan(0)
     expect(asked.length).toBe(afterAnswer)
+  })
+
+  it('bounds its messages by a time range kept in the address', async () => {
+    const threeHoursAgo = new Date(Date.now() - 3 * 3_600_000).toISOString()
+    await world.sql`
+      insert into messages (id, api_key_id, type, phone, payload, status, attempts, accepted_at, updated_at)
+      values (${randomUUID()}, ${own.id}, 'text', ${EARLIER_PHONE},
+        ${world.sql.json({ phone: EARLIER_PHONE, text: 'Earlier' })}, 'queued', 0, ${threeHoursAgo},
+        ${threeHoursAgo})`
+    await go('/messages')
+    await heading('Messages').waitFor()
+    const table = page.getByRole('table', { name: 'Messages' })
+    await poll(() => table.textContent()).toContain(EARLIER_PHONE)
+    const picker = page.getByRole('group', { name: 'Time range' })
+    await picker.getByRole('button', { name: '1h' }).click()
+    await poll(() => table.textContent()).not.toContain(EARLIER_PHONE)
+    expect(await table.textContent()).toContain(OWN_PHONE)
+    expect(new URL(page.url()).searchParams.get('range')).toBe('1h')
+    await picker.getByRole('button', { name: '7d' }).click()
+    await poll(() => table.textContent()).toContain(EARLIER_PHONE)
+    await page.reload()
+    await heading('Messages').waitFor()
+    await poll(() => table.textContent()).toContain(EARLIER_PHONE)
+    expect(await picker.getByRole('button', { name: '7d' }).getAttribute('aria-pressed')).toBe('true')
+    await checkPage(page, 'portal-messages-range')
   })
 
   it('shows its message’s timeline, with the webhook attempt', async () => {
