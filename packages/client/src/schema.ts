@@ -6756,6 +6756,7 @@ export interface operations {
                             name: string;
                             /** Format: uuid */
                             apiKeyId: string;
+                            clientName?: string;
                             senderId: string;
                             /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
                             template: {
@@ -6914,6 +6915,7 @@ export interface operations {
                         name: string;
                         /** Format: uuid */
                         apiKeyId: string;
+                        clientName?: string;
                         senderId: string;
                         /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
                         template: {
@@ -7081,6 +7083,7 @@ export interface operations {
                         name: string;
                         /** Format: uuid */
                         apiKeyId: string;
+                        clientName?: string;
                         senderId: string;
                         /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
                         template: {
@@ -7288,6 +7291,7 @@ export interface operations {
                         name: string;
                         /** Format: uuid */
                         apiKeyId: string;
+                        clientName?: string;
                         senderId: string;
                         /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
                         template: {
@@ -7495,6 +7499,7 @@ export interface operations {
                         name: string;
                         /** Format: uuid */
                         apiKeyId: string;
+                        clientName?: string;
                         senderId: string;
                         /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
                         template: {
@@ -17962,6 +17967,7 @@ export interface operations {
                             name: string;
                             /** Format: uuid */
                             apiKeyId: string;
+                            clientName?: string;
                             senderId: string;
                             /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
                             template: {
@@ -18154,6 +18160,7 @@ export interface operations {
                         name: string;
                         /** Format: uuid */
                         apiKeyId: string;
+                        clientName?: string;
                         senderId: string;
                         /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
                         template: {
@@ -18350,6 +18357,7 @@ export interface operations {
                         name: string;
                         /** Format: uuid */
                         apiKeyId: string;
+                        clientName?: string;
                         senderId: string;
                         /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
                         template: {
@@ -18526,6 +18534,7 @@ export interface operations {
                         name: string;
                         /** Format: uuid */
                         apiKeyId: string;
+                        clientName?: string;
                         senderId: string;
                         /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
                         template: {
@@ -18732,6 +18741,7 @@ export interface operations {
                         name: string;
                         /** Format: uuid */
                         apiKeyId: string;
+                        clientName?: string;
                         senderId: string;
                         /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
                         template: {
@@ -18938,6 +18948,7 @@ export interface operations {
                         name: string;
                         /** Format: uuid */
                         apiKeyId: string;
+                        clientName?: string;
                         senderId: string;
                         /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
                         template: {
@@ -19144,6 +19155,7 @@ export interface operations {
                         name: string;
                         /** Format: uuid */
                         apiKeyId: string;
+                        clientName?: string;
                         senderId: string;
                         /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
                         template: {

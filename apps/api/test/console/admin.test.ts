@@ -239,6 +239,11 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await limitsForm.getByRole('button', { name: 'Save limits' }).click()
     await poll(() => page.getByText('Limits saved.').count()).toBe(1)
     const keyId = page.url().split('/').pop() ?? ''
+    // The key's whole id on its page, with a button that copies it.
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: baseUrl })
+    expect(await page.locator('.facts').textContent()).toContain(keyId)
+    await page.getByRole('button', { name: `Copy key id ${keyId}` }).click()
+    await poll(() => page.evaluate('navigator.clipboard.readText()')).toBe(keyId)
     const quietHours = async () =>
       (await app.inject({ method: 'GET', url: `/api/admin/api-keys/${keyId}`, headers: asAdmin() })).json()
         .quietHours
@@ -278,6 +283,9 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: baseUrl })
     await row.getByRole('button', { name: `Copy message id ${failedId}` }).click()
     await poll(() => page.evaluate('navigator.clipboard.readText()')).toBe(failedId)
+    // …and the key's id, under its client's name.
+    await row.getByRole('button', { name: `Copy key id ${senderKeyId}` }).click()
+    await poll(() => page.evaluate('navigator.clipboard.readText()')).toBe(senderKeyId)
     await page.getByRole('link', { name: failedId }).click()
     await heading('Message').waitFor()
     // Times read in the viewer's zone, one format everywhere; the UTC instant on hover.

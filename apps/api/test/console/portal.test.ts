@@ -46,6 +46,7 @@ let baseUrl: string
 let page: Page
 let complaints: string[]
 let own: { id: string; key: string }
+let endpointId: string
 let otherKey: string
 let ownMessage: string
 let otherMessage: string
@@ -86,6 +87,7 @@ describe.skipIf(browserBinary.missing)('the portal, in a browser', () => {
       payload: { url: `${receiver.url}/hooks`, events: ['message.sent'] },
     })
     expect(endpoint.statusCode, endpoint.body).toBe(201)
+    endpointId = endpoint.json<{ id: string }>().id
     ownMessage = await sendText(own.key, OWN_PHONE)
     otherMessage = await sendText(other.key, OTHER_PHONE)
     await waitFor(() => receiver.received.length >= 1, { what: 'the first (refused) delivery' })
@@ -205,10 +207,23 @@ describe.skipIf(browserBinary.missing)('the portal, in a browser', () => {
     await nav('Webhooks')
     await heading('Webhook endpoints').waitFor()
     await checkPage(page, 'portal-webhooks')
+    // Each endpoint's whole id, with a button that copies it.
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: baseUrl })
+    const copied = () => page.evaluate('navigator.clipboard.readText()')
+    await page.getByRole('button', { name: `Copy endpoint id ${endpointId}` }).click()
+    await poll(copied).toBe(endpointId)
     await page.getByRole('link', { name: `${receiver.url}/hooks` }).click()
     await heading('Webhook endpoint').waitFor()
+    expect(await page.locator('.facts').first().textContent()).toContain(endpointId)
     const attempts = page.getByRole('region', { name: 'Attempts' })
     await poll(() => attempts.textContent()).toContain('failed 500')
+    // …and each attempt's event id (the `webhook-id` the receiver got).
+    const eventId = String(receiver.received[0]?.headers['webhook-id'])
+    await attempts
+      .getByRole('button', { name: `Copy event id ${eventId}` })
+      .first()
+      .click()
+    await poll(copied).toBe(eventId)
     await checkPage(page, 'portal-webhook-endpoint')
     // The refused attempt as the receiver met it: the request it got, what it answered.
     await attempts.getByRole('button', { name: /^Details of attempt 1 of message\.sent/ }).click()

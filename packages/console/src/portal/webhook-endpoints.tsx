@@ -1,6 +1,7 @@
 import { useQuery } from '@tanstack/preact-query'
 import { api, paging } from '../api.ts'
 import { Link } from '../router.tsx'
+import { Id } from '../ui/id.tsx'
 import { Page } from '../ui/page.tsx'
 import { Loaded } from '../ui/status.tsx'
 import { Table } from '../ui/table.tsx'
@@ -32,6 +33,7 @@ export function WebhookEndpoints() {
                 detail: (endpoint) => endpoint.description,
                 class: 'wrap',
               },
+              { header: 'Id', cell: (endpoint) => <Id value={endpoint.id} copy="endpoint id" /> },
               { header: 'Events', cell: (endpoint) => endpoint.events.join(', '), class: 'wrap' },
               {
                 header: 'State',

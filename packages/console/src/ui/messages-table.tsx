@@ -27,7 +27,7 @@ export interface MessageRow {
 const keyColumn: Column<MessageRow> = {
   header: 'Key',
   cell: (row) => <Link href={`/keys/${row.apiKeyId}`}>{row.clientName ?? 'Key'}</Link>,
-  detail: (row) => (row.apiKeyId ? <Id value={row.apiKeyId} /> : null),
+  detail: (row) => (row.apiKeyId ? <Id value={row.apiKeyId} copy="key id" /> : null),
 }
 
 /** Messages as a table; each row links to the message's page. */

@@ -106,13 +106,18 @@ export function Overview() {
                     rowKey={(endpoint) => endpoint.endpointId}
                     empty="None failed in the last hour."
                     columns={[
-                      { header: 'Endpoint', cell: (endpoint) => endpoint.url, class: 'wrap' },
+                      {
+                        header: 'Endpoint',
+                        cell: (endpoint) => endpoint.url,
+                        detail: (endpoint) => <Id value={endpoint.endpointId} copy="endpoint id" />,
+                        class: 'wrap',
+                      },
                       {
                         header: 'Key',
                         cell: (endpoint) => (
                           <Link href={`/keys/${endpoint.apiKeyId}`}>{endpoint.clientName ?? 'Key'}</Link>
                         ),
-                        detail: (endpoint) => <Id value={endpoint.apiKeyId} />,
+                        detail: (endpoint) => <Id value={endpoint.apiKeyId} copy="key id" />,
                       },
                       { header: 'Failures (1 h)', cell: (endpoint) => endpoint.failures },
                       { header: 'Last error', cell: (endpoint) => endpoint.lastError ?? '—', class: 'wrap' },
