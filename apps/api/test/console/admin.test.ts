@@ -319,7 +319,10 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     const search = page.getByRole('search', { name: 'Search messages' })
     await search.getByLabel('Channel').selectOption('sms')
     await search.getByRole('button', { name: 'Search' }).click()
-    await poll(() => page.getByText('No message matches.').isVisible()).toBe(true)
+    // None matches: the page says what to do next.
+    await poll(() =>
+      page.getByText('No message matches. Widen the time range or clear a filter.').isVisible(),
+    ).toBe(true)
     expect(await page.getByRole('button', { name: 'Retry every failed message matching' }).isDisabled()).toBe(
       true,
     )
@@ -517,7 +520,10 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await page.getByRole('link', { name: 'Acme Chile' }).click()
     await heading('Sender').waitFor()
     const templates = page.getByRole('region', { name: 'Templates' })
-    await poll(() => templates.textContent()).toContain('No template.')
+    // None yet: the page says how to get them.
+    await poll(() => templates.textContent()).toContain(
+      "No template yet: Sync templates from Meta reads this sender's catalog",
+    )
     fake.templates.set(WABA_ID, [ORDER_UPDATE, REMINDER])
     await templates.getByRole('button', { name: 'Sync templates from Meta' }).click()
     await poll(() => templates.getByRole('status').textContent()).toBe(

@@ -22,7 +22,14 @@ export function WebhookEndpoints() {
       <Loaded query={endpoints}>
         {(result) => (
           <Table
-            empty="No endpoint: create one with POST /api/third-party/webhook-endpoints."
+            empty={
+              <>
+                No endpoint yet. This page does not add one: your system registers its endpoints through the
+                API (<code>POST /api/third-party/webhook-endpoints</code>, with the URL and the events it
+                wants; the answer shows its signing secret once). See{' '}
+                <a href="/docs#/webhooks/createWebhookEndpoint">how, in the API docs</a>.
+              </>
+            }
             rows={result.data}
             rowKey={(endpoint) => endpoint.id}
             rowLink={(endpoint) => `/webhooks/${endpoint.id}`}

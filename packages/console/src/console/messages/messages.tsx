@@ -68,7 +68,12 @@ export function Messages() {
               {result.itemCountExact ? '' : 'about '}
               {count(result.itemCount, 'message')}
             </p>
-            <MessagesTable rows={result.data} showKey />
+            <MessagesTable
+              rows={result.data}
+              showKey
+              searched={Object.keys(search).length > 0}
+              none="No message yet: messages appear here as keys send them."
+            />
             <Pager {...result} onPage={setPage} />
           </>
         )}

@@ -157,7 +157,12 @@ export function SenderDetail({ id }: { id: string }) {
           {(result) => (
             <Table
               caption="Templates"
-              empty="No template."
+              empty={
+                <>
+                  No template yet: <strong>Sync templates from Meta</strong> reads this sender's catalog (the
+                  sender needs its WhatsApp Business Account id, under Settings).
+                </>
+              }
               rows={result.data}
               rowKey={(template) => template.id}
               columns={[
