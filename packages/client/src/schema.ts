@@ -7015,6 +7015,7 @@ export interface operations {
                             name: string;
                             /** Format: uuid */
                             apiKeyId: string;
+                            clientName?: string;
                             senderId: string;
                             /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
                             template: {
@@ -7173,6 +7174,7 @@ export interface operations {
                         name: string;
                         /** Format: uuid */
                         apiKeyId: string;
+                        clientName?: string;
                         senderId: string;
                         /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
                         template: {
@@ -7340,6 +7342,7 @@ export interface operations {
                         name: string;
                         /** Format: uuid */
                         apiKeyId: string;
+                        clientName?: string;
                         senderId: string;
                         /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
                         template: {
@@ -7547,6 +7550,7 @@ export interface operations {
                         name: string;
                         /** Format: uuid */
                         apiKeyId: string;
+                        clientName?: string;
                         senderId: string;
                         /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
                         template: {
@@ -7754,6 +7758,7 @@ export interface operations {
                         name: string;
                         /** Format: uuid */
                         apiKeyId: string;
+                        clientName?: string;
                         senderId: string;
                         /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
                         template: {
@@ -18273,6 +18278,7 @@ export interface operations {
                             name: string;
                             /** Format: uuid */
                             apiKeyId: string;
+                            clientName?: string;
                             senderId: string;
                             /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
                             template: {
@@ -18465,6 +18471,7 @@ export interface operations {
                         name: string;
                         /** Format: uuid */
                         apiKeyId: string;
+                        clientName?: string;
                         senderId: string;
                         /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
                         template: {
@@ -18661,6 +18668,7 @@ export interface operations {
                         name: string;
                         /** Format: uuid */
                         apiKeyId: string;
+                        clientName?: string;
                         senderId: string;
                         /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
                         template: {
@@ -18837,6 +18845,7 @@ export interface operations {
                         name: string;
                         /** Format: uuid */
                         apiKeyId: string;
+                        clientName?: string;
                         senderId: string;
                         /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
                         template: {
@@ -19043,6 +19052,7 @@ export interface operations {
                         name: string;
                         /** Format: uuid */
                         apiKeyId: string;
+                        clientName?: string;
                         senderId: string;
                         /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
                         template: {
@@ -19249,6 +19259,7 @@ export interface operations {
                         name: string;
                         /** Format: uuid */
                         apiKeyId: string;
+                        clientName?: string;
                         senderId: string;
                         /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
                         template: {
@@ -19455,6 +19466,7 @@ export interface operations {
                         name: string;
                         /** Format: uuid */
                         apiKeyId: string;
+                        clientName?: string;
                         senderId: string;
                         /** @description The template every recipient gets, checked against the sender's catalog; each row of the audience fills its body variables */
                         template: {

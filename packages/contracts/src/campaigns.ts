@@ -131,6 +131,11 @@ export const Campaign = Type.Object(
     id: Type.String({ format: 'uuid' }),
     name: Type.String(),
     apiKeyId: Type.String({ format: 'uuid' }),
+    /**
+     * Its key's client name, on the admin routes (`/api/admin/campaigns…`) only, as a message's
+     * there: so a person tells keys apart without opening each.
+     */
+    clientName: Type.Optional(Type.String()),
     senderId: Type.String(),
     template: CampaignTemplate,
     status: Type.Enum(CAMPAIGN_STATUSES),

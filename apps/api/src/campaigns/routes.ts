@@ -78,6 +78,8 @@ export interface CampaignSide {
   /** The campaigns the request may reach. */
   store: (request: FastifyRequest) => CampaignStore
   controls: readonly Control[]
+  /** The client names of these keys, by id: given, each campaign answered carries its key's (the admin's). */
+  clientNames?: (apiKeyIds: string[]) => Promise<Map<string, string>>
   /** After a control changed a campaign (the admin's audit). */
   changed?: (
     request: FastifyRequest,
@@ -104,7 +106,11 @@ export function declareCampaignRoutes(app: App, side: CampaignSide, clock: () =>
     if (!row) throw new AppError('NOT_FOUND', 'Campaign not found')
     return { row, store }
   }
-  const view = async (store: CampaignStore, row: CampaignRow) => toCampaignView(row, await store.counts(row))
+  const view = async (store: CampaignStore, row: CampaignRow) => {
+    const [counts, names] = await Promise.all([store.counts(row), side.clientNames?.([row.apiKeyId])])
+    const clientName = names?.get(row.apiKeyId)
+    return { ...toCampaignView(row, counts), ...(clientName === undefined ? {} : { clientName }) }
+  }
 
   app.get(
     `${side.base}/:campaignId`,

@@ -548,10 +548,16 @@ describe('boundaries', () => {
     const listed = await admin('GET', `?apiKeyId=${key.id}&status=ready`)
     expect(listed.statusCode, listed.body).toBe(200)
     expect(listed.json().data.map((c: Campaign) => c.id)).toContain(campaign.id)
+    // The admin's view names the key's client, as the admin's messages do; the key's own does not.
+    expect(listed.json().data.find((c: Campaign) => c.id === campaign.id).clientName).toBe(
+      'Acme Notifications',
+    )
     expect((await admin('GET', `/${campaign.id}`)).json()).toMatchObject({
       id: campaign.id,
       apiKeyId: key.id,
+      clientName: 'Acme Notifications',
     })
+    expect(await get(campaign.id)).not.toHaveProperty('clientName')
     expectError(await admin('POST', `/${campaign.id}/pause`), 409, 'INVALID_STATE_TRANSITION')
     expect((await admin('POST', `/${campaign.id}/cancel`)).json()).toMatchObject({ status: 'canceled' })
     expect((await get(campaign.id)).counts.canceled).toBe(3)

@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto'
 import type { MessageView } from '@dispatch/contracts'
 import {
+  type FakeTemplate,
   type FakeWhatsApp,
   graphError,
   startFakeWhatsApp,
@@ -37,6 +39,56 @@ const NUMBER = '100000000000424'
 const FAILING_PHONE = '+5511911112222'
 /** Two more failed messages, to one phone: retried together, by a search. */
 const OUTAGE_PHONE = '+5511922223333'
+/** A message accepted three hours before the test: outside the last hour, inside the last day. */
+const EARLIER_PHONE = '+5511944445555'
+/** The WhatsApp Business Account the sender's page gives its sender, and its catalog on the fake. */
+const WABA_ID = '102290129340398'
+const template = (
+  id: string,
+  name: string,
+  components: unknown[],
+  more: Partial<FakeTemplate> = {},
+): FakeTemplate => ({
+  id,
+  name,
+  language: 'en_US',
+  status: 'APPROVED',
+  category: 'UTILITY',
+  parameter_format: 'POSITIONAL',
+  components,
+  ...more,
+})
+/** With Meta's examples for its header and body. */
+const ORDER_UPDATE = template('7001', 'order_update', [
+  { type: 'HEADER', format: 'TEXT', text: 'Order {{1}}', example: { header_text: ['4921'] } },
+  {
+    type: 'BODY',
+    text: 'Hello {{1}}, your order {{2}} is on its way.',
+    example: { body_text: [['Ana', '4921']] },
+  },
+  { type: 'FOOTER', text: 'Acme Store' },
+])
+/** Without examples: previewed with its variables' names. */
+const REMINDER = template(
+  '7002',
+  'appointment_reminder',
+  [{ type: 'BODY', text: 'Hi {{first_name}}, see you on {{date}}.' }],
+  { parameter_format: 'NAMED' },
+)
+/** Named, with examples, and buttons. */
+const FEEDBACK = template(
+  '7003',
+  'visit_feedback',
+  [
+    {
+      type: 'BODY',
+      text: 'How was your visit to {{store}}?',
+      example: { body_text_named_params: [{ param_name: 'store', example: 'Acme Centro' }] },
+    },
+    { type: 'BUTTONS', buttons: [{ type: 'QUICK_REPLY', text: 'Great' }] },
+  ],
+  { parameter_format: 'NAMED' },
+)
 if (browserBinary.missing) console.warn(`console: the browser tests are skipped: ${browserBinary.missing}`)
 
 let world: TestWorld
@@ -51,13 +103,14 @@ let complaints: string[]
 let failedId: string
 const outageIds: string[] = []
 let senderKey: string
+let senderKeyId: string
 
 describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
   beforeAll(async () => {
     world = await createWorld()
     fake = await startFakeWhatsApp()
     smtp = await startSmtpServer()
-    app = await buildTestApp(world, { MESSAGE_RATE_PER_SECOND: '10000' })
+    app = await buildTestApp(world, { MESSAGE_RATE_PER_SECOND: '10000', WHATSAPP_API_URL: fake.url })
     worker = await startTestWorker(world, {
       WHATSAPP_API_URL: fake.url,
       WHATSAPP_ACCESS_TOKEN: 'EAAG-console-test-token',
@@ -83,6 +136,7 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     }
     for (const id of outageIds) await untilMessageStatus(app, sender.key, id, 'failed')
     senderKey = sender.key
+    senderKeyId = sender.id
     fake.number(NUMBER, { answer: undefined })
     browser = await launchBrowser()
     ;({ page, complaints } = await openPage(browser))
@@ -185,6 +239,11 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await limitsForm.getByRole('button', { name: 'Save limits' }).click()
     await poll(() => page.getByText('Limits saved.').count()).toBe(1)
     const keyId = page.url().split('/').pop() ?? ''
+    // The key's whole id on its page, with a button that copies it.
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: baseUrl })
+    expect(await page.locator('.facts').textContent()).toContain(keyId)
+    await page.getByRole('button', { name: `Copy key id ${keyId}` }).click()
+    await poll(() => page.evaluate('navigator.clipboard.readText()')).toBe(keyId)
     const quietHours = async () =>
       (await app.inject({ method: 'GET', url: `/api/admin/api-keys/${keyId}`, headers: asAdmin() })).json()
         .quietHours
@@ -224,6 +283,9 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: baseUrl })
     await row.getByRole('button', { name: `Copy message id ${failedId}` }).click()
     await poll(() => page.evaluate('navigator.clipboard.readText()')).toBe(failedId)
+    // …and the key's id, under its client's name.
+    await row.getByRole('button', { name: `Copy key id ${senderKeyId}` }).click()
+    await poll(() => page.evaluate('navigator.clipboard.readText()')).toBe(senderKeyId)
     await page.getByRole('link', { name: failedId }).click()
     await heading('Message').waitFor()
     // Times read in the viewer's zone, one format everywhere; the UTC instant on hover.
@@ -257,7 +319,10 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     const search = page.getByRole('search', { name: 'Search messages' })
     await search.getByLabel('Channel').selectOption('sms')
     await search.getByRole('button', { name: 'Search' }).click()
-    await poll(() => page.getByText('No message matches.').isVisible()).toBe(true)
+    // None matches: the page says what to do next.
+    await poll(() =>
+      page.getByText('No message matches. Widen the time range or clear a filter.').isVisible(),
+    ).toBe(true)
     expect(await page.getByRole('button', { name: 'Retry every failed message matching' }).isDisabled()).toBe(
       true,
     )
@@ -278,6 +343,57 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await page.getByRole('button', { name: 'Retry every failed message matching' }).click()
     await poll(() => page.getByText('2 messages retried.').isVisible()).toBe(true)
     for (const id of outageIds) await untilMessageStatus(app, senderKey, id, 'sent')
+  })
+
+  it('bounds the messages by a time range kept in the address: the last hour, day or week, or From and Until', async () => {
+    const threeHoursAgo = new Date(Date.now() - 3 * 3_600_000).toISOString()
+    await world.sql`
+      insert into messages (id, api_key_id, type, phone, payload, status, attempts, last_error_code,
+        last_error_message, accepted_at, updated_at)
+      values (${randomUUID()}, ${senderKeyId}, 'text', ${EARLIER_PHONE},
+        ${world.sql.json({ phone: EARLIER_PHONE, text: 'Earlier' })}, 'failed', 1, '131026', 'refused',
+        ${threeHoursAgo}, ${threeHoursAgo})`
+    await go(`/messages?phone=${encodeURIComponent(EARLIER_PHONE)}`)
+    await heading('Messages').waitFor()
+    const counted = () =>
+      page
+        .getByRole('status')
+        .filter({ hasText: /^(about )?\d+ messages?$/ })
+        .textContent()
+    const none = () => page.getByText(/^No message matches/).isVisible()
+    const address = () => new URL(page.url()).searchParams
+    await poll(counted).toMatch(/\b1 message\b/)
+    const picker = page.getByRole('group', { name: 'Time range' })
+    const pressed = (name: string) => picker.getByRole('button', { name }).getAttribute('aria-pressed')
+    expect(await pressed('Any time')).toBe('true')
+    await picker.getByRole('button', { name: '1h' }).click()
+    await poll(none).toBe(true)
+    expect(address().get('range')).toBe('1h')
+    expect(address().get('phone')).toBe(EARLIER_PHONE)
+    expect(await pressed('1h')).toBe('true')
+    await picker.getByRole('button', { name: '24h' }).click()
+    await poll(counted).toMatch(/\b1 message\b/)
+    // Kept in the address: a reload searches the same span, back from the new now.
+    await page.reload()
+    await heading('Messages').waitFor()
+    await poll(counted).toMatch(/\b1 message\b/)
+    expect(await pressed('24h')).toBe('true')
+    await checkPage(page, 'console-messages-range')
+    // A window of one's own: from two hours ago, which the message predates.
+    const search = page.getByRole('search', { name: 'Search messages' })
+    const twoHoursAgo = new Date(Date.now() - 2 * 3_600_000 - new Date().getTimezoneOffset() * 60_000)
+    await search.getByLabel('From').fill(twoHoursAgo.toISOString().slice(0, 16))
+    await search.getByRole('button', { name: 'Search', exact: true }).click()
+    await poll(none).toBe(true)
+    expect(address().get('range')).toBeNull()
+    expect(address().get('startDate')).not.toBeNull()
+    expect(await pressed('24h')).toBe('false')
+    expect(await pressed('Any time')).toBe('false')
+    // Any time: no bound, and the From field emptied.
+    await picker.getByRole('button', { name: 'Any time' }).click()
+    await poll(counted).toMatch(/\b1 message\b/)
+    expect(address().get('startDate')).toBeNull()
+    expect(await search.getByLabel('From').inputValue()).toBe('')
   })
 
   it('pauses and resumes the messages queue with a reason, by keyboard', async () => {
@@ -330,7 +446,7 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await poll(() => page.locator('.facts').first().textContent()).toContain('…en-2')
     // Its settings in the page, not by curl: saved, and read back by the API as set.
     const settings = page.getByRole('form', { name: 'Settings' })
-    await settings.getByLabel('WhatsApp Business Account id').fill('102290129340398')
+    await settings.getByLabel('WhatsApp Business Account id').fill(WABA_ID)
     await settings.getByLabel('24-hour window').selectOption('enforce')
     await settings.getByLabel('At most').fill('2')
     await settings.getByLabel('messages in hours').fill('24')
@@ -351,7 +467,7 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
       headers: asAdmin(),
     })
     expect(read.json()).toMatchObject({
-      wabaId: '102290129340398',
+      wabaId: WABA_ID,
       serviceWindowPolicy: 'enforce',
       marketingCap: { count: 2, hours: 24 },
       // Keywords are kept folded, as replies are matched.
@@ -385,7 +501,7 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     })
     expect(after.json()).toMatchObject({
       serviceWindowPolicy: 'enforce',
-      wabaId: '102290129340398',
+      wabaId: WABA_ID,
       messagingLimitPolicy: 'refuse',
       messagingLimitOverride: null,
       defaultFallback: { sms: { text: 'Your code: see the app' }, afterSeconds: 120 },
@@ -398,6 +514,41 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await go('/senders')
     await page.getByRole('link', { name: 'Acme Chile' }).waitFor()
     await checkPage(page, 'console-senders')
+  })
+
+  it('syncs a sender’s templates from its page, and previews each filled with its examples', async () => {
+    await page.getByRole('link', { name: 'Acme Chile' }).click()
+    await heading('Sender').waitFor()
+    const templates = page.getByRole('region', { name: 'Templates' })
+    // None yet: the page says how to get them.
+    await poll(() => templates.textContent()).toContain(
+      "No template yet: Sync templates from Meta reads this sender's catalog",
+    )
+    fake.templates.set(WABA_ID, [ORDER_UPDATE, REMINDER])
+    await templates.getByRole('button', { name: 'Sync templates from Meta' }).click()
+    await poll(() => templates.getByRole('status').textContent()).toBe(
+      'Templates synced: 2 added, 0 changed, 0 removed; 2 in all.',
+    )
+    const table = templates.getByRole('table', { name: 'Templates' })
+    const row = (name: string) => table.getByRole('row').filter({ hasText: name })
+    // Filled with Meta's examples, header and footer as the recipient reads them.
+    await poll(() => row('order_update').textContent()).toContain(
+      'Order 4921Hello Ana, your order 4921 is on its way.Acme Store',
+    )
+    // No example: each variable named.
+    expect(await row('appointment_reminder').textContent()).toContain('Hi [first_name], see you on [date].')
+    await checkPage(page, 'console-sender-templates')
+    // Meta's catalog changes: one paused, one gone, one new. Synced again, the page shows it at once.
+    fake.templates.set(WABA_ID, [{ ...ORDER_UPDATE, status: 'PAUSED' }, FEEDBACK])
+    await templates.getByRole('button', { name: 'Sync templates from Meta' }).click()
+    await poll(() => templates.getByRole('status').textContent()).toBe(
+      'Templates synced: 1 added, 1 changed, 1 removed; 2 in all.',
+    )
+    await poll(() => row('appointment_reminder').count()).toBe(0)
+    expect(await row('order_update').locator('.badge').textContent()).toBe('paused')
+    expect(await row('visit_feedback').textContent()).toMatch(
+      /How was your visit to Acme Centro\?.*Buttons: Great/,
+    )
   })
 
   it('ends every session of another admin, audited', async () => {

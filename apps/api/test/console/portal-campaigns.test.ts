@@ -335,6 +335,14 @@ describe.skipIf(browserBinary.missing)('the portal’s campaigns, in a browser',
     const table = admin.getByRole('table', { name: 'Campaigns' })
     await poll(() => table.getByRole('row').count()).toBe(4) // a header and three campaigns
     expect(await table.textContent()).toContain(key.id)
+    // Each key by its client's name, beside its whole id and a button that copies it.
+    const boardRow = table.getByRole('row').filter({ hasText: 'Board meeting' })
+    expect(await boardRow.getByRole('link', { name: 'Acme Notifications' }).getAttribute('href')).toBe(
+      `/console/keys/${key.id}`,
+    )
+    await admin.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: baseUrl })
+    await boardRow.getByRole('button', { name: `Copy key id ${key.id}` }).click()
+    await poll(() => admin.evaluate('navigator.clipboard.readText()')).toBe(key.id)
     await admin.getByLabel('Status').selectOption('completed')
     await poll(() => table.getByRole('row').count()).toBe(2)
     expect(await table.textContent()).toContain('December promotion')
@@ -343,6 +351,9 @@ describe.skipIf(browserBinary.missing)('the portal’s campaigns, in a browser',
     await table.getByRole('link', { name: 'Board meeting' }).click()
     await admin.getByRole('heading', { level: 1, name: 'Campaign Board meeting' }).waitFor()
     const state = admin.locator('.facts .badge')
+    const facts = admin.locator('.facts').first()
+    await poll(() => facts.textContent()).toMatch(new RegExp(`Acme Notifications\\s*${key.id}`))
+    expect(await facts.getByRole('button', { name: `Copy key id ${key.id}` }).isVisible()).toBe(true)
     // The key's own steps are not the admin's: no upload, no start, no messaging limit here.
     expect(await admin.getByRole('region', { name: 'Audience' }).count()).toBe(0)
     expect(await admin.getByRole('region', { name: 'Messaging limit' }).count()).toBe(0)

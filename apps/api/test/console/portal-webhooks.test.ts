@@ -76,6 +76,26 @@ describe.skipIf(browserBinary.missing)('the portal’s webhooks, in a browser', 
     await target.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Webhooks' }).click()
   }
 
+  it('says, with no endpoint yet, how one is added: through the API, with a link to its docs', async () => {
+    const empty = await activeKey(app, {
+      scopes: ['send:free-text', 'manage:webhooks'],
+      clientName: 'No endpoint yet',
+    })
+    const { page: second, complaints: secondComplaints } = await openPage(browser)
+    await signIn(second, empty.key)
+    await second.getByRole('heading', { level: 1, name: 'Webhook endpoints' }).waitFor()
+    const note = second.getByText(/^No endpoint yet\./)
+    await poll(() => note.textContent()).toContain('POST /api/third-party/webhook-endpoints')
+    const docs = note.getByRole('link', { name: 'how, in the API docs' })
+    const href = (await docs.getAttribute('href')) ?? ''
+    expect(href).toBe('/docs#/webhooks/createWebhookEndpoint')
+    // The docs page is there (the fragment is Swagger UI's, read in the browser).
+    expect((await second.request.get(`${baseUrl}${href.split('#')[0]}`)).status()).toBe(200)
+    await checkPage(second, 'portal-webhooks-empty')
+    expect(secondComplaints).toEqual([])
+    await second.context().close()
+  })
+
   it('shows the event catalog: every type the service sends, with what it means and an example', async () => {
     await signIn(page, key.key)
     await heading('Webhook endpoints').waitFor()

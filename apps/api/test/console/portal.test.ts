@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import type { MessageView } from '@dispatch/contracts'
 import {
   type FakeWhatsApp,
@@ -31,6 +32,8 @@ import { browserBinary, checkPage, launchBrowser, openPage, poll } from './brows
 
 const OWN_PHONE = '+5511933334444'
 const OTHER_PHONE = '+5511955556666'
+/** The key's message accepted three hours before the test. */
+const EARLIER_PHONE = '+5511966667777'
 if (browserBinary.missing) console.warn(`portal: the browser tests are skipped: ${browserBinary.missing}`)
 
 let world: TestWorld
@@ -43,6 +46,7 @@ let baseUrl: string
 let page: Page
 let complaints: string[]
 let own: { id: string; key: string }
+let endpointId: string
 let otherKey: string
 let ownMessage: string
 let otherMessage: string
@@ -83,6 +87,7 @@ describe.skipIf(browserBinary.missing)('the portal, in a browser', () => {
       payload: { url: `${receiver.url}/hooks`, events: ['message.sent'] },
     })
     expect(endpoint.statusCode, endpoint.body).toBe(201)
+    endpointId = endpoint.json<{ id: string }>().id
     ownMessage = await sendText(own.key, OWN_PHONE)
     otherMessage = await sendText(other.key, OTHER_PHONE)
     await waitFor(() => receiver.received.length >= 1, { what: 'the first (refused) delivery' })
@@ -140,6 +145,31 @@ describe.skipIf(browserBinary.missing)('the portal, in a browser', () => {
     expect(asked.length).toBe(afterAnswer)
   })
 
+  it('bounds its messages by a time range kept in the address', async () => {
+    const threeHoursAgo = new Date(Date.now() - 3 * 3_600_000).toISOString()
+    await world.sql`
+      insert into messages (id, api_key_id, type, phone, payload, status, attempts, accepted_at, updated_at)
+      values (${randomUUID()}, ${own.id}, 'text', ${EARLIER_PHONE},
+        ${world.sql.json({ phone: EARLIER_PHONE, text: 'Earlier' })}, 'queued', 0, ${threeHoursAgo},
+        ${threeHoursAgo})`
+    await go('/messages')
+    await heading('Messages').waitFor()
+    const table = page.getByRole('table', { name: 'Messages' })
+    await poll(() => table.textContent()).toContain(EARLIER_PHONE)
+    const picker = page.getByRole('group', { name: 'Time range' })
+    await picker.getByRole('button', { name: '1h' }).click()
+    await poll(() => table.textContent()).not.toContain(EARLIER_PHONE)
+    expect(await table.textContent()).toContain(OWN_PHONE)
+    expect(new URL(page.url()).searchParams.get('range')).toBe('1h')
+    await picker.getByRole('button', { name: '7d' }).click()
+    await poll(() => table.textContent()).toContain(EARLIER_PHONE)
+    await page.reload()
+    await heading('Messages').waitFor()
+    await poll(() => table.textContent()).toContain(EARLIER_PHONE)
+    expect(await picker.getByRole('button', { name: '7d' }).getAttribute('aria-pressed')).toBe('true')
+    await checkPage(page, 'portal-messages-range')
+  })
+
   it('shows its message’s timeline, with the webhook attempt', async () => {
     await go(`/messages/${ownMessage}`)
     await heading('Message').waitFor()
@@ -177,10 +207,23 @@ describe.skipIf(browserBinary.missing)('the portal, in a browser', () => {
     await nav('Webhooks')
     await heading('Webhook endpoints').waitFor()
     await checkPage(page, 'portal-webhooks')
+    // Each endpoint's whole id, with a button that copies it.
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: baseUrl })
+    const copied = () => page.evaluate('navigator.clipboard.readText()')
+    await page.getByRole('button', { name: `Copy endpoint id ${endpointId}` }).click()
+    await poll(copied).toBe(endpointId)
     await page.getByRole('link', { name: `${receiver.url}/hooks` }).click()
     await heading('Webhook endpoint').waitFor()
+    expect(await page.locator('.facts').first().textContent()).toContain(endpointId)
     const attempts = page.getByRole('region', { name: 'Attempts' })
     await poll(() => attempts.textContent()).toContain('failed 500')
+    // …and each attempt's event id (the `webhook-id` the receiver got).
+    const eventId = String(receiver.received[0]?.headers['webhook-id'])
+    await attempts
+      .getByRole('button', { name: `Copy event id ${eventId}` })
+      .first()
+      .click()
+    await poll(copied).toBe(eventId)
     await checkPage(page, 'portal-webhook-endpoint')
     // The refused attempt as the receiver met it: the request it got, what it answered.
     await attempts.getByRole('button', { name: /^Details of attempt 1 of message\.sent/ }).click()

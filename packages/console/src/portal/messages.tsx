@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks'
 import { api, paging } from '../api.ts'
 import { searchFromAddress, searchFromForm, toAddress, toQuery } from '../console/messages/search.ts'
 import { MessageSearchForm } from '../console/messages/search-form.tsx'
-import { navigate, useLocation } from '../router.tsx'
+import { Link, navigate, useLocation } from '../router.tsx'
 import { count } from '../ui/format.ts'
 import { MessagesTable } from '../ui/messages-table.tsx'
 import { Page } from '../ui/page.tsx'
@@ -37,7 +37,15 @@ export function Messages() {
             <p class="muted" role="status">
               {count(result.itemCount, 'message')}
             </p>
-            <MessagesTable rows={result.data} />
+            <MessagesTable
+              rows={result.data}
+              searched={Object.keys(search).length > 0}
+              none={
+                <>
+                  No message yet: send one from <Link href="/send">Send a test</Link>, or through the API.
+                </>
+              }
+            />
             <Pager {...result} onPage={setPage} />
           </>
         )}

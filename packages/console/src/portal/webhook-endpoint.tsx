@@ -4,6 +4,7 @@ import { useState } from 'preact/hooks'
 import { api } from '../api.ts'
 import { Link } from '../router.tsx'
 import { count, instant } from '../ui/format.ts'
+import { Id } from '../ui/id.tsx'
 import { Page, Section } from '../ui/page.tsx'
 import { Pager } from '../ui/pager.tsx'
 import { Loaded, Outcome } from '../ui/status.tsx'
@@ -61,6 +62,10 @@ export function WebhookEndpoint({ id }: { id: string }) {
       <Loaded query={endpoint}>
         {(data) => (
           <dl class="facts">
+            <dt>Id</dt>
+            <dd>
+              <Id value={data.id} copy="endpoint id" />
+            </dd>
             <dt>URL</dt>
             <dd class="wrap">{data.url}</dd>
             <dt>Events</dt>
@@ -93,7 +98,7 @@ export function WebhookEndpoint({ id }: { id: string }) {
                     {
                       header: 'Event',
                       cell: (attempt) => attempt.eventType,
-                      detail: (attempt) => <code>{attempt.eventId}</code>,
+                      detail: (attempt) => <Id value={attempt.eventId} copy="event id" />,
                     },
                     { header: 'Attempt', cell: (attempt) => attempt.attempt },
                     {

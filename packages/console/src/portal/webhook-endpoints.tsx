@@ -1,6 +1,7 @@
 import { useQuery } from '@tanstack/preact-query'
 import { api, paging } from '../api.ts'
 import { Link } from '../router.tsx'
+import { Id } from '../ui/id.tsx'
 import { Page } from '../ui/page.tsx'
 import { Loaded } from '../ui/status.tsx'
 import { Table } from '../ui/table.tsx'
@@ -21,7 +22,14 @@ export function WebhookEndpoints() {
       <Loaded query={endpoints}>
         {(result) => (
           <Table
-            empty="No endpoint: create one with POST /api/third-party/webhook-endpoints."
+            empty={
+              <>
+                No endpoint yet. This page does not add one: your system registers its endpoints through the
+                API (<code>POST /api/third-party/webhook-endpoints</code>, with the URL and the events it
+                wants; the answer shows its signing secret once). See{' '}
+                <a href="/docs#/webhooks/createWebhookEndpoint">how, in the API docs</a>.
+              </>
+            }
             rows={result.data}
             rowKey={(endpoint) => endpoint.id}
             rowLink={(endpoint) => `/webhooks/${endpoint.id}`}
@@ -32,6 +40,7 @@ export function WebhookEndpoints() {
                 detail: (endpoint) => endpoint.description,
                 class: 'wrap',
               },
+              { header: 'Id', cell: (endpoint) => <Id value={endpoint.id} copy="endpoint id" /> },
               { header: 'Events', cell: (endpoint) => endpoint.events.join(', '), class: 'wrap' },
               {
                 header: 'State',

@@ -1,3 +1,4 @@
+import type { ComponentChildren } from 'preact'
 import { Link } from '../router.tsx'
 import { channelName, fallbackStateShort } from './channel.ts'
 import { CopyButton, Id } from './id.tsx'
@@ -27,11 +28,24 @@ export interface MessageRow {
 const keyColumn: Column<MessageRow> = {
   header: 'Key',
   cell: (row) => <Link href={`/keys/${row.apiKeyId}`}>{row.clientName ?? 'Key'}</Link>,
-  detail: (row) => (row.apiKeyId ? <Id value={row.apiKeyId} /> : null),
+  detail: (row) => (row.apiKeyId ? <Id value={row.apiKeyId} copy="key id" /> : null),
 }
 
-/** Messages as a table; each row links to the message's page. */
-export function MessagesTable({ rows, showKey = false }: { rows: MessageRow[]; showKey?: boolean }) {
+/**
+ * Messages as a table; each row links to the message's page. With no row it says what to do next:
+ * under a search (`searched`), widen it; else `none` (there is no message yet).
+ */
+export function MessagesTable({
+  rows,
+  showKey = false,
+  searched = true,
+  none = 'No message yet.',
+}: {
+  rows: MessageRow[]
+  showKey?: boolean
+  searched?: boolean
+  none?: ComponentChildren
+}) {
   const columns: Column<MessageRow>[] = [
     {
       header: 'Message',
@@ -64,7 +78,7 @@ export function MessagesTable({ rows, showKey = false }: { rows: MessageRow[]; s
       rowKey={(row) => row.messageId}
       rowLink={(row) => `/messages/${row.messageId}`}
       caption="Messages"
-      empty="No message matches."
+      empty={searched ? 'No message matches. Widen the time range or clear a filter.' : none}
     />
   )
 }

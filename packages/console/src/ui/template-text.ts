@@ -52,3 +52,42 @@ export function buttonTitles(components: unknown[]): string[] {
   }
   return []
 }
+
+/**
+ * The example values Meta keeps with a template's `HEADER` (text) or `BODY`, by variable name:
+ * `example.body_text: [["Ana", "4921"]]` fills `{{1}}`, `{{2}}`; `body_text_named_params` (and
+ * `header_text_named_params`) name each; `header_text: ["Summer"]` fills the header's `{{1}}`.
+ */
+export function exampleValues(components: unknown[], type: 'HEADER' | 'BODY'): Record<string, string> {
+  const prefix = type === 'HEADER' ? 'header_text' : 'body_text'
+  for (const component of components) {
+    const c = component as { type?: unknown; example?: Record<string, unknown> }
+    if (String(c.type).toUpperCase() !== type || !c.example || typeof c.example !== 'object') continue
+    const values: Record<string, string> = {}
+    const named = c.example[`${prefix}_named_params`]
+    if (Array.isArray(named)) {
+      for (const param of named as { param_name?: unknown; example?: unknown }[]) {
+        if (typeof param?.param_name === 'string' && param.example != null)
+          values[param.param_name] = String(param.example)
+      }
+    }
+    const positional = c.example[prefix]
+    // The body's examples are one row (a list in a list); the header's, a flat list.
+    const row = Array.isArray(positional) && Array.isArray(positional[0]) ? positional[0] : positional
+    if (Array.isArray(row)) {
+      row.forEach((value, index) => {
+        if (value != null) values[String(index + 1)] = String(value)
+      })
+    }
+    return values
+  }
+  return {}
+}
+
+/**
+ * Values to preview a template with when no one has typed any: its own examples where it has
+ * them, else each variable's name in brackets (`[first_name]`, `[1]`).
+ */
+export function previewValues(names: readonly string[], examples: Record<string, string>) {
+  return Object.fromEntries(names.map((name) => [name, examples[name] ?? `[${name}]`]))
+}

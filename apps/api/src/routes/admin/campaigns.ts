@@ -1,5 +1,11 @@
 import { CAMPAIGN_STATUSES, CampaignList } from '@dispatch/contracts'
-import { type CampaignRow, campaignStore, listCampaigns, recordAdminAction } from '@dispatch/db'
+import {
+  apiKeyClientNames,
+  type CampaignRow,
+  campaignStore,
+  listCampaigns,
+  recordAdminAction,
+} from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import Type from 'typebox'
 import { declareCampaignRoutes } from '../../campaigns/routes.ts'
@@ -23,7 +29,15 @@ const AdminCampaignListQuery = Type.Object(
 export const adminCampaignRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, clock } = app.deps
   const store = campaignStore(db, undefined)
-  const view = async (row: CampaignRow) => toCampaignView(row, await store.counts(row))
+  const clientNames = (ids: string[]) => apiKeyClientNames(db, ids)
+  /** A campaign with its key's client name (as the admin's messages carry it). */
+  const view = async (row: CampaignRow, names: Map<string, string>) => {
+    const clientName = names.get(row.apiKeyId)
+    return {
+      ...toCampaignView(row, await store.counts(row)),
+      ...(clientName === undefined ? {} : { clientName }),
+    }
+  }
 
   app.get(
     '/',
@@ -43,7 +57,8 @@ export const adminCampaignRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ...(apiKeyId ? { apiKeyId: apiKeyId.toLowerCase() } : {}),
         ...(status ? { status } : {}),
       })
-      return { data: await Promise.all(rows.map(view)) }
+      const names = await clientNames(rows.map((row) => row.apiKeyId))
+      return { data: await Promise.all(rows.map((row) => view(row, names))) }
     },
   )
 
@@ -56,6 +71,7 @@ export const adminCampaignRoutes: FastifyPluginAsyncTypebox = async (app) => {
       security,
       describe: (description) => description,
       store: () => store,
+      clientNames,
       // Starting stays the key's own, as creating and uploading do.
       controls: ['pause', 'resume', 'cancel'],
       changed: (request, control, before, after) =>

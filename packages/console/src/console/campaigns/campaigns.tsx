@@ -58,12 +58,11 @@ export function Campaigns() {
               {
                 header: 'Key',
                 cell: (campaign) => (
-                  <Link href={`/keys/${campaign.apiKeyId}`}>
-                    <Id value={campaign.apiKeyId} />
-                  </Link>
+                  <Link href={`/keys/${campaign.apiKeyId}`}>{campaign.clientName ?? 'Key'}</Link>
                 ),
-                detail: (campaign) => campaign.senderId,
+                detail: (campaign) => <Id value={campaign.apiKeyId} copy="key id" />,
               },
+              { header: 'Sender', cell: (campaign) => campaign.senderId },
               { header: 'Status', cell: (campaign) => <StatusBadge status={campaign.status} /> },
               { header: 'Progress', cell: (campaign) => <ProgressBar campaign={campaign} /> },
               { header: 'Failed', cell: (campaign) => campaign.counts.failed },

@@ -3,6 +3,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/preact-query'
 import { api } from '../../api.ts'
 import { Link } from '../../router.tsx'
 import { integer, text } from '../../ui/format.ts'
+import { Id } from '../../ui/id.tsx'
 import { Page, Section } from '../../ui/page.tsx'
 import { Loaded, Outcome, StatusBadge } from '../../ui/status.tsx'
 import { Table } from '../../ui/table.tsx'
@@ -153,6 +154,10 @@ export function KeyDetail({ id }: { id: string }) {
               <dl class="facts">
                 <dt>Client</dt>
                 <dd>{data.clientName}</dd>
+                <dt>Id</dt>
+                <dd>
+                  <Id value={data.id} copy="key id" />
+                </dd>
                 <dt>E-mail</dt>
                 <dd>{data.email}</dd>
                 <dt>Status</dt>

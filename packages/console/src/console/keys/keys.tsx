@@ -3,6 +3,7 @@ import { keepPreviousData, useQuery } from '@tanstack/preact-query'
 import { useState } from 'preact/hooks'
 import { api, paging } from '../../api.ts'
 import { count, text } from '../../ui/format.ts'
+import { Id } from '../../ui/id.tsx'
 import { Page } from '../../ui/page.tsx'
 import { Pager } from '../../ui/pager.tsx'
 import { Loaded, StatusBadge } from '../../ui/status.tsx'
@@ -70,7 +71,11 @@ export function Keys() {
               rowKey={(key) => key.id}
               rowLink={(key) => `/keys/${key.id}`}
               columns={[
-                { header: 'Client', cell: (key) => key.clientName },
+                {
+                  header: 'Client',
+                  cell: (key) => key.clientName,
+                  detail: (key) => <Id value={key.id} copy="key id" />,
+                },
                 { header: 'Prefix', cell: (key) => <code>{key.keyPrefix}</code> },
                 { header: 'Status', cell: (key) => <StatusBadge status={key.status} /> },
                 { header: 'Tenant', cell: (key) => key.tenantId ?? '—' },

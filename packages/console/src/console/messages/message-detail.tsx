@@ -42,7 +42,7 @@ export function MessageDetail({ id }: { id: string }) {
               <dt>Key</dt>
               <dd>
                 <Link href={`/keys/${message.apiKeyId}`}>{message.clientName ?? 'Key'}</Link>{' '}
-                <Id value={message.apiKeyId} />
+                <Id value={message.apiKeyId} copy="key id" />
               </dd>
               <dt>Sender</dt>
               <dd>

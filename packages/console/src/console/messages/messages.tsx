@@ -26,9 +26,12 @@ export function Messages() {
     placeholderData: keepPreviousData,
   })
   // A bulk retry takes no channel: searching by one, the button would retry more than is listed.
-  const { status: _status, channel, ...retryable } = toQuery(search)
+  const { channel } = search
   const retryAll = useMutation({
-    mutationFn: () => api.POST('/api/admin/messages/retry', { body: { ...retryable, limit: RETRY_LIMIT } }),
+    mutationFn: () => {
+      const { status: _status, channel: _channel, ...retryable } = toQuery(search)
+      return api.POST('/api/admin/messages/retry', { body: { ...retryable, limit: RETRY_LIMIT } })
+    },
     onSuccess: () => client.invalidateQueries({ queryKey: ['messages'] }),
   })
   return (
@@ -65,7 +68,12 @@ export function Messages() {
               {result.itemCountExact ? '' : 'about '}
               {count(result.itemCount, 'message')}
             </p>
-            <MessagesTable rows={result.data} showKey />
+            <MessagesTable
+              rows={result.data}
+              showKey
+              searched={Object.keys(search).length > 0}
+              none="No message yet: messages appear here as keys send them."
+            />
             <Pager {...result} onPage={setPage} />
           </>
         )}

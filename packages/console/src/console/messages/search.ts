@@ -1,5 +1,11 @@
-import type { MessageStatus, MessageType } from '@dispatch/contracts'
-/** The message search's fields, kept in the address (so a search can be linked and reloaded). */
+import { type MessageStatus, type MessageType, OVERVIEW_RANGES } from '@dispatch/contracts'
+import { isRange } from '../../ui/range-picker.tsx'
+
+/**
+ * The message search's fields, kept in the address (so a search can be linked and reloaded).
+ * `range` (`1h`, `24h`, `7d`) is a span back from now, read afresh at each request; `startDate` and
+ * `endDate` a fixed window, and a search names one or the other.
+ */
 export const MESSAGE_FILTERS = [
   'phone',
   'apiKeyId',
@@ -11,6 +17,7 @@ export const MESSAGE_FILTERS = [
   'channel',
   'startDate',
   'endDate',
+  'range',
 ] as const
 export type MessageFilter = (typeof MESSAGE_FILTERS)[number]
 export type MessageSearch = Partial<Record<MessageFilter, string>>
@@ -22,7 +29,7 @@ export function searchFromAddress(search: string): MessageSearch {
     const value = params.get(name)
     if (value) found[name] = value
   }
-  return found
+  return withOneWindow(found)
 }
 
 export function searchFromForm(form: FormData): MessageSearch {
@@ -34,7 +41,14 @@ export function searchFromForm(form: FormData): MessageSearch {
       found[name] = name.endsWith('Date') ? new Date(value).toISOString() : value.trim()
     }
   }
-  return found
+  return withOneWindow(found)
+}
+
+/** A fixed window (From or Until given) wins over a span; a span not one of the three is dropped. */
+function withOneWindow(search: MessageSearch): MessageSearch {
+  const { range, ...rest } = search
+  if (!isRange(range) || rest.startDate || rest.endDate) return rest
+  return { ...rest, range }
 }
 
 export const toAddress = (search: MessageSearch) => {
@@ -42,11 +56,14 @@ export const toAddress = (search: MessageSearch) => {
   return query ? `?${query}` : ''
 }
 
-/** The search as the API's query: statuses and types as arrays. */
-export function toQuery(search: MessageSearch) {
-  const { status, type, channel, ...rest } = search
+/** The search as the API's query: statuses and types as arrays, a span as its start from `now`. */
+export function toQuery(search: MessageSearch, now = Date.now()) {
+  const { status, type, channel, range, ...rest } = search
   return {
     ...rest,
+    ...(isRange(range)
+      ? { startDate: new Date(now - OVERVIEW_RANGES[range].spanSeconds * 1000).toISOString() }
+      : {}),
     ...(channel === 'sms' || channel === 'whatsapp' ? { channel: channel as 'sms' | 'whatsapp' } : {}),
     ...(status ? { status: [status as MessageStatus] } : {}),
     ...(type ? { type: [type as MessageType] } : {}),

@@ -5,35 +5,15 @@ import { api } from '../../api.ts'
 import { Link } from '../../router.tsx'
 import { Id } from '../../ui/id.tsx'
 import { Page, Section } from '../../ui/page.tsx'
+import { RangePicker } from '../../ui/range-picker.tsx'
 import { Loaded, StatusBadge } from '../../ui/status.tsx'
 import { Table } from '../../ui/table.tsx'
 import { Time } from '../../ui/time.tsx'
 import { useSenderOptions } from '../senders/sender-options.tsx'
 import { MinuteChart } from './chart.tsx'
 
-const RANGES = Object.keys(OVERVIEW_RANGES) as OverviewRange[]
 const RANGE_LABELS: Record<OverviewRange, string> = { '1h': 'hour', '24h': '24 hours', '7d': '7 days' }
 const BUCKET_LABELS: Record<number, string> = { 60: 'minute', 900: 'quarter hour', 3600: 'hour' }
-
-/** The chart's span: three buttons, the chosen one pressed. */
-function RangePicker(props: { range: OverviewRange; onChange: (range: OverviewRange) => void }) {
-  return (
-    // biome-ignore lint/a11y/useSemanticElements: a group of toggle buttons, not a form's fieldset
-    <div class="range-picker" role="group" aria-label="Time range">
-      {RANGES.map((range) => (
-        <button
-          key={range}
-          type="button"
-          class="secondary"
-          aria-pressed={props.range === range}
-          onClick={() => props.onChange(range)}
-        >
-          {range}
-        </button>
-      ))}
-    </div>
-  )
-}
 
 /** "Is anything on fire?": the first screen, refreshed every five seconds. */
 export function Overview() {
@@ -126,13 +106,18 @@ export function Overview() {
                     rowKey={(endpoint) => endpoint.endpointId}
                     empty="None failed in the last hour."
                     columns={[
-                      { header: 'Endpoint', cell: (endpoint) => endpoint.url, class: 'wrap' },
+                      {
+                        header: 'Endpoint',
+                        cell: (endpoint) => endpoint.url,
+                        detail: (endpoint) => <Id value={endpoint.endpointId} copy="endpoint id" />,
+                        class: 'wrap',
+                      },
                       {
                         header: 'Key',
                         cell: (endpoint) => (
                           <Link href={`/keys/${endpoint.apiKeyId}`}>{endpoint.clientName ?? 'Key'}</Link>
                         ),
-                        detail: (endpoint) => <Id value={endpoint.apiKeyId} />,
+                        detail: (endpoint) => <Id value={endpoint.apiKeyId} copy="key id" />,
                       },
                       { header: 'Failures (1 h)', cell: (endpoint) => endpoint.failures },
                       { header: 'Last error', cell: (endpoint) => endpoint.lastError ?? '—', class: 'wrap' },

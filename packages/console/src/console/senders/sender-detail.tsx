@@ -9,6 +9,7 @@ import { Loaded, Outcome, StatusBadge } from '../../ui/status.tsx'
 import { Table } from '../../ui/table.tsx'
 import { Time } from '../../ui/time.tsx'
 import { SenderSettingsForm } from './sender-settings.tsx'
+import { TemplatePreview } from './template-preview.tsx'
 
 type SenderChange = UpdateSenderBody
 
@@ -144,11 +145,24 @@ export function SenderDetail({ id }: { id: string }) {
         <button type="button" class="secondary" onClick={() => sync.mutate()} disabled={sync.isPending}>
           Sync templates from Meta
         </button>
-        <Outcome mutation={sync} done="Templates synced." />
+        <Outcome
+          mutation={sync}
+          done={
+            sync.data
+              ? `Templates synced: ${sync.data.added} added, ${sync.data.changed} changed, ${sync.data.removed} removed; ${sync.data.total} in all.`
+              : ''
+          }
+        />
         <Loaded query={templates}>
           {(result) => (
             <Table
-              empty="No template."
+              caption="Templates"
+              empty={
+                <>
+                  No template yet: <strong>Sync templates from Meta</strong> reads this sender's catalog (the
+                  sender needs its WhatsApp Business Account id, under Settings).
+                </>
+              }
               rows={result.data}
               rowKey={(template) => template.id}
               columns={[
@@ -165,6 +179,11 @@ export function SenderDetail({ id }: { id: string }) {
                   ),
                 },
                 { header: 'Quality', cell: (template) => template.quality ?? '—' },
+                {
+                  header: 'Preview',
+                  class: 'wrap',
+                  cell: (template) => <TemplatePreview template={template} />,
+                },
               ]}
             />
           )}

@@ -39,9 +39,8 @@ function Facts({ campaign, own }: { campaign: Campaign; own: boolean }) {
         <>
           <dt>Key</dt>
           <dd>
-            <Link href={`/keys/${campaign.apiKeyId}`}>
-              <Id value={campaign.apiKeyId} />
-            </Link>
+            <Link href={`/keys/${campaign.apiKeyId}`}>{campaign.clientName ?? 'Key'}</Link>{' '}
+            <Id value={campaign.apiKeyId} copy="key id" />
           </dd>
           <dt>Sender</dt>
           <dd>
