@@ -1,14 +1,14 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/preact-query'
 import { api } from '../api.ts'
 import { Link } from '../router.tsx'
+import { CancelMessage } from '../ui/cancel-message.tsx'
 import { MessageFacts } from '../ui/message-facts.tsx'
 import { MessageRequest } from '../ui/message-request.tsx'
 import { Page, Section } from '../ui/page.tsx'
-import { Loaded, Outcome } from '../ui/status.tsx'
+import { Loaded } from '../ui/status.tsx'
 import { refreshWhileLive, Timeline } from '../ui/timeline.tsx'
 
 /** Statuses a message can still be canceled in: no worker has taken it yet. */
-const CANCELABLE = new Set(['queued', 'scheduled'])
 
 /**
  * One of the key's messages and its life, refreshed while anything can still happen to it; a
@@ -36,19 +36,7 @@ export function MessageDetail({ id }: { id: string }) {
         {({ message, request, entries }) => (
           <>
             <MessageFacts message={message} />
-            {CANCELABLE.has(message.status) ? (
-              <div class="row">
-                <button
-                  type="button"
-                  class="danger"
-                  onClick={() => cancel.mutate()}
-                  disabled={cancel.isPending}
-                >
-                  Cancel message
-                </button>
-              </div>
-            ) : null}
-            <Outcome mutation={cancel} done="Canceled: it will not be sent." />
+            <CancelMessage status={message.status} cancel={cancel} />
             <MessageRequest request={request} redacted={message.redacted} />
             <Section title="Timeline">
               <Timeline entries={entries} />

@@ -1,6 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/preact-query'
 import { api } from '../../api.ts'
 import { Link } from '../../router.tsx'
+import { CancelMessage } from '../../ui/cancel-message.tsx'
 import { Id } from '../../ui/id.tsx'
 import { MessageFacts } from '../../ui/message-facts.tsx'
 import { MessageRequest } from '../../ui/message-request.tsx'
@@ -9,7 +10,6 @@ import { Loaded, Outcome } from '../../ui/status.tsx'
 import { refreshWhileLive, Timeline } from '../../ui/timeline.tsx'
 
 /** Statuses a message can still be canceled in: no worker has taken it yet. */
-const CANCELABLE = new Set(['queued', 'scheduled'])
 
 /**
  * One message and its whole life, refreshed while anything can still happen to it; a failed one
@@ -70,19 +70,7 @@ export function MessageDetail({ id }: { id: string }) {
               </div>
             ) : null}
             <Outcome mutation={retry} done="Retried: the message is queued again." />
-            {CANCELABLE.has(message.status) ? (
-              <div class="row">
-                <button
-                  type="button"
-                  class="danger"
-                  onClick={() => cancel.mutate()}
-                  disabled={cancel.isPending}
-                >
-                  Cancel message
-                </button>
-              </div>
-            ) : null}
-            <Outcome mutation={cancel} done="Canceled: it will not be sent." />
+            <CancelMessage status={message.status} cancel={cancel} />
             <MessageRequest request={request} redacted={message.redacted} />
             <Section title="Timeline">
               <Timeline entries={entries} />
