@@ -30,20 +30,26 @@ import { type Ran, Shell } from './shell.ts'
  * Issue 45: every walkthrough in the docs works on its own from a fresh start and after the others,
  * in any order. The commands are read from the pages themselves (docs.ts) and run as written, in
  * bash, against the service as the docs start it (the API and the worker, pointed at the fake Cloud
- * API, and the webhook receiver); each `# →` promise is checked against the answer. The pages run
- * one after another on one service, in the docs' order and then in reverse on a fresh one, each page
- * in a shell of its own (no variable carries from page to page). The convention: README.md,
+ * API and the fake SMS provider, and the webhook receiver); each `# →` promise is checked against the
+ * answer. Every page runs first on a fresh service once: each alone on a service of its own (its
+ * fakes, database and key prefix), but for the two that open the orders; then all of them one after
+ * another on one service, in the docs' order, and in reverse on a fresh one. Each page runs in a
+ * shell of its own (no variable carries from page to page). The convention: README.md,
  * "Walkthroughs in the docs".
  */
 
 const root = fileURLToPath(new URL('../../../../', import.meta.url))
 const APP_SECRET = 'demo-app-secret-123'
 const PHONE_NUMBER_ID = '106540352242922'
+/** As docs/fallback.md starts the fakes: a recipient not on WhatsApp (131026), and the SMS account. */
+const UNDELIVERABLE = '+4915100000000'
+const SMS_ACCOUNT_SID = 'ACfake0000000000000000000000000000'
+const SMS_AUTH_TOKEN = 'fake-sms-auth-token'
 /** How long a read (a curl that only GETs) is asked again until it answers what is promised: a
  * media reply goes through the fake Cloud API, the worker and the webhook receiver, which on a busy
  * 2-core CI machine once took more than 30 s. */
 const READ_PATIENCE_MS = 60_000
-/** Starting four processes on a busy CI machine (2 cores, the rest of the suite beside it) is slow. */
+/** Starting five processes on a busy CI machine (2 cores, the rest of the suite beside it) is slow. */
 const STARTUP_MS = 120_000
 
 interface Running {
@@ -56,12 +62,21 @@ interface Running {
   stop(): Promise<void>
 }
 
-/** The fake Cloud API, the webhook receiver, the API and the worker, on a database and prefix of their own. */
+/**
+ * A fresh service: the fake Cloud API, the fake SMS provider, the webhook receiver, the API and the
+ * worker, on a database and key prefix of their own.
+ */
 async function startAll(): Promise<Running> {
+  const started = Date.now()
   const db = await createTestDatabase()
   const prefix = testQueuePrefix()
   const redisUrl = testRedisUrl()
-  const [apiPort, fakePort, receiverPort] = [await freePort(), await freePort(), await freePort()]
+  const [apiPort, fakePort, receiverPort, smsPort] = [
+    await freePort(),
+    await freePort(),
+    await freePort(),
+    await freePort(),
+  ]
   const scratch = mkdtempSync(join(tmpdir(), 'walkthroughs-'))
   mkdirSync(join(scratch, '.mail'))
   const apiUrl = `http://127.0.0.1:${apiPort}`
@@ -85,9 +100,22 @@ async function startAll(): Promise<Running> {
     WHATSAPP_PHONE_NUMBER_ID: PHONE_NUMBER_ID,
     WHATSAPP_APP_SECRET: APP_SECRET,
     WEBHOOK_RETRY_SCHEDULE: '5s,10s,30s,1m,5m,30m,2h',
+    // As docs/fallback.md starts them against the fake SMS provider.
+    SMS_PROVIDER: 'twilio',
+    SMS_API_URL: `http://127.0.0.1:${smsPort}`,
+    SMS_ACCOUNT_SID,
+    SMS_AUTH_TOKEN,
+    SMS_FROM: '+15005550006',
+    SMS_STATUS_CALLBACK_URL: `${apiUrl}/api/webhooks/sms/status`,
   }
   const services: Service[] = []
+  // A run cut short (its timeout) leaves no process behind when the test process ends.
+  const killAll = () => {
+    for (const service of services) service.child.kill('SIGKILL')
+  }
+  process.once('exit', killAll)
   const stop = async () => {
+    process.off('exit', killAll)
     await Promise.all(services.map((service) => service.stop(10_000)))
     await deleteKeysUnder(redisUrl, prefix)
     await db.drop()
@@ -97,19 +125,22 @@ async function startAll(): Promise<Running> {
     const fake = startService('fake-whatsapp', 'packages/testing/src/fake-whatsapp-cli.ts', {
       ...fakeEnv,
       WHATSAPP_APP_SECRET: APP_SECRET,
+      FAKE_UNDELIVERABLE: UNDELIVERABLE,
+    })
+    const sms = startService('fake-sms', 'packages/testing/src/fake-sms-cli.ts', {
+      FAKE_SMS_PORT: String(smsPort),
+      SMS_ACCOUNT_SID,
+      SMS_AUTH_TOKEN,
     })
     const receiver = startService('webhook-receiver', 'packages/testing/src/webhook-receiver-cli.ts', {
       RECEIVER_PORT: String(receiverPort),
     })
     const api = startService('api', ENTRY_POINTS.api, serviceEnv)
     const worker = startService('worker', ENTRY_POINTS.worker, serviceEnv)
-    services.push(fake, receiver, api, worker)
-    // A run cut short (its timeout) leaves no process behind when the test process ends.
-    process.once('exit', () => {
-      for (const service of services) service.child.kill('SIGKILL')
-    })
+    services.push(fake, sms, receiver, api, worker)
     await Promise.all([
       fake.logged('Fake WhatsApp Cloud API on', STARTUP_MS),
+      sms.logged('Fake SMS provider on', STARTUP_MS),
       receiver.logged('Webhook receiver on', STARTUP_MS),
       api.logged('Dispatch API listening', STARTUP_MS),
       worker.logged('Dispatch worker running', STARTUP_MS),
@@ -121,6 +152,7 @@ async function startAll(): Promise<Running> {
     await stop()
     throw new Error(`${(error as Error).message}\n${reports}`)
   }
+  if (process.env.WALKTHROUGH_VERBOSE) console.log(`a fresh service in ${Date.now() - started} ms`)
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
     HOME: process.env.HOME,
@@ -292,7 +324,8 @@ async function runPage(walkthrough: Walkthrough, running: Running): Promise<stri
   }
 }
 
-async function runInOrder(pages: readonly string[]) {
+/** Runs these pages one after another on one fresh service; each failure names the pages before it. */
+async function runOnFreshService(pages: readonly string[]) {
   const walkthroughs = new Map(readWalkthroughs(root).map((w) => [w.page, w]))
   const running = await startAll()
   const failures: string[] = []
@@ -300,9 +333,13 @@ async function runInOrder(pages: readonly string[]) {
     for (const page of pages) {
       const walkthrough = walkthroughs.get(page)
       if (!walkthrough) throw new Error(`no walkthrough ${page}`)
+      const started = Date.now()
       const failure = await runPage(walkthrough, running)
-      if (failure)
-        failures.push(`after ${pages.slice(0, pages.indexOf(page)).join(', ') || 'nothing'}:\n${failure}`)
+      if (process.env.WALKTHROUGH_VERBOSE) console.log(`${page} in ${Date.now() - started} ms`)
+      if (failure) {
+        const before = pages.slice(0, pages.indexOf(page))
+        failures.push(`${before.length ? `after ${before.join(', ')}` : 'first on a fresh service'}:\n${failure}`)
+      }
     }
     const dead = running.services.filter((service) => !service.running())
     if (dead.length) failures.push(dead.map((service) => serviceReport(service)).join('\n'))
@@ -311,6 +348,11 @@ async function runInOrder(pages: readonly string[]) {
   }
   expect(failures.join('\n\n'), `in the order ${pages.join(', ')}`).toBe('')
 }
+
+const IN_ORDER = WALKTHROUGH_PAGES
+const IN_REVERSE = [...WALKTHROUGH_PAGES].reverse()
+/** The pages neither order starts with: each runs alone too, first on a fresh service of its own. */
+const ALONE = WALKTHROUGH_PAGES.filter((page) => page !== IN_ORDER[0] && page !== IN_REVERSE[0])
 
 describe('the walkthroughs in the docs (issue 45)', () => {
   it('are read from the pages: each command, what it promises, what it leaves to the reader', () => {
@@ -329,13 +371,19 @@ describe('the walkthroughs in the docs (issue 45)', () => {
     expect(unlisted, 'add them to WALKTHROUGH_PAGES, or to NOT_WALKTHROUGHS with the reason').toEqual([])
   })
 
-  it('each works after the others, in the docs order', { timeout: 480_000 }, async () => {
-    await runInOrder(WALKTHROUGH_PAGES)
+  it.each(ALONE)('%s works alone, on a fresh service of its own', { timeout: 240_000 }, async (page) => {
+    await runOnFreshService([page])
   })
 
-  it('each works after the others, in reverse order (each page first on a fresh service once)', {
-    timeout: 480_000,
+  it(`all work one after another on one fresh service, in the docs order (${IN_ORDER[0]} first)`, {
+    timeout: 600_000,
   }, async () => {
-    await runInOrder([...WALKTHROUGH_PAGES].reverse())
+    await runOnFreshService(IN_ORDER)
+  })
+
+  it(`all work one after another on one fresh service, in reverse order (${IN_REVERSE[0]} first)`, {
+    timeout: 600_000,
+  }, async () => {
+    await runOnFreshService(IN_REVERSE)
   })
 })
