@@ -116,7 +116,13 @@ async function startAll(): Promise<Running> {
   process.once('exit', killAll)
   const stop = async () => {
     process.off('exit', killAll)
-    await Promise.all(services.map((service) => service.stop(10_000)))
+    const stopping = Date.now()
+    await Promise.all(
+      services.map(async (service) => {
+        await service.stop(10_000)
+        if (process.env.WALKTHROUGH_VERBOSE) console.log(`${service.name} stopped in ${Date.now() - stopping} ms`)
+      }),
+    )
     await deleteKeysUnder(redisUrl, prefix)
     await db.drop()
     rmSync(scratch, { recursive: true, force: true })
@@ -138,6 +144,20 @@ async function startAll(): Promise<Running> {
     const api = startService('api', ENTRY_POINTS.api, serviceEnv)
     const worker = startService('worker', ENTRY_POINTS.worker, serviceEnv)
     services.push(fake, sms, receiver, api, worker)
+    if (process.env.WALKTHROUGH_VERBOSE) {
+      for (const [service, line] of [
+        [fake, 'Fake WhatsApp Cloud API on'],
+        [sms, 'Fake SMS provider on'],
+        [receiver, 'Webhook receiver on'],
+        [api, 'Dispatch API listening'],
+        [worker, 'Dispatch worker running'],
+      ] as const) {
+        void service.logged(line, STARTUP_MS).then(
+          () => console.log(`${service.name} up in ${Date.now() - started} ms`),
+          () => {},
+        )
+      }
+    }
     await Promise.all([
       fake.logged('Fake WhatsApp Cloud API on', STARTUP_MS),
       sms.logged('Fake SMS provider on', STARTUP_MS),
