@@ -120,7 +120,8 @@ async function startAll(): Promise<Running> {
     await Promise.all(
       services.map(async (service) => {
         await service.stop(10_000)
-        if (process.env.WALKTHROUGH_VERBOSE) console.log(`${service.name} stopped in ${Date.now() - stopping} ms`)
+        if (process.env.WALKTHROUGH_VERBOSE)
+          console.log(`${service.name} stopped in ${Date.now() - stopping} ms`)
       }),
     )
     await deleteKeysUnder(redisUrl, prefix)
@@ -358,7 +359,9 @@ async function runOnFreshService(pages: readonly string[]) {
       if (process.env.WALKTHROUGH_VERBOSE) console.log(`${page} in ${Date.now() - started} ms`)
       if (failure) {
         const before = pages.slice(0, pages.indexOf(page))
-        failures.push(`${before.length ? `after ${before.join(', ')}` : 'first on a fresh service'}:\n${failure}`)
+        failures.push(
+          `${before.length ? `after ${before.join(', ')}` : 'first on a fresh service'}:\n${failure}`,
+        )
       }
     }
     const dead = running.services.filter((service) => !service.running())
