@@ -22,6 +22,9 @@ export const WALKTHROUGH_PAGES = [
   'docs/message-kinds.md',
   'docs/orders.md',
   'docs/campaigns.md',
+  'docs/senders.md',
+  'docs/sender-pools.md',
+  'docs/fallback.md',
 ] as const
 
 /**
@@ -31,14 +34,8 @@ export const WALKTHROUGH_PAGES = [
 export const NOT_WALKTHROUGHS: Record<string, string> = {
   'docs/campaigns-audience.md': "one call, on a december.csv of the reader's own",
   'docs/data-lifecycle.md': "single calls, shown beside the prose, on ids of the reader's own",
-  'docs/fallback.md':
-    'its walkthrough needs the fake SMS provider (`pnpm fake:sms`) and the SMS_* settings, which the runs here do not start',
   'docs/media.md': "one upload of a photo.png of the reader's own",
   'docs/operations.md': "single calls of an incident runbook, on an incident's dates",
-  'docs/sender-pools.md':
-    "two senders and a key of the reader's own bound to a pool of them, which every later page would inherit",
-  'docs/senders.md':
-    "a flood of 3,000 messages paced at 20 a second (2.5 minutes), with two keys of the reader's own",
   'docs/statuses.md': "one list call, on a week of the reader's own messages",
 }
 

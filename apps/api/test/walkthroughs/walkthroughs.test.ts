@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -13,7 +13,7 @@ import {
   testQueuePrefix,
   testRedisUrl,
 } from '@dispatch/testing'
-import { describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import {
   NOT_WALKTHROUGHS,
   type Placeholder,
@@ -30,20 +30,26 @@ import { type Ran, Shell } from './shell.ts'
  * Issue 45: every walkthrough in the docs works on its own from a fresh start and after the others,
  * in any order. The commands are read from the pages themselves (docs.ts) and run as written, in
  * bash, against the service as the docs start it (the API and the worker, pointed at the fake Cloud
- * API, and the webhook receiver); each `# →` promise is checked against the answer. The pages run
- * one after another on one service, in the docs' order and then in reverse on a fresh one, each page
- * in a shell of its own (no variable carries from page to page). The convention: README.md,
+ * API and the fake SMS provider, and the webhook receiver); each `# →` promise is checked against the
+ * answer. Every page runs first on a fresh service once: each alone on a service of its own (its
+ * fakes, database and key prefix), but for the two that open the orders; then all of them one after
+ * another on one service, in the docs' order, and in reverse on a fresh one. Each page runs in a
+ * shell of its own (no variable carries from page to page). The convention: README.md,
  * "Walkthroughs in the docs".
  */
 
 const root = fileURLToPath(new URL('../../../../', import.meta.url))
 const APP_SECRET = 'demo-app-secret-123'
 const PHONE_NUMBER_ID = '106540352242922'
+/** As docs/fallback.md starts the fakes: a recipient not on WhatsApp (131026), and the SMS account. */
+const UNDELIVERABLE = '+4915100000000'
+const SMS_ACCOUNT_SID = 'ACfake0000000000000000000000000000'
+const SMS_AUTH_TOKEN = 'fake-sms-auth-token'
 /** How long a read (a curl that only GETs) is asked again until it answers what is promised: a
  * media reply goes through the fake Cloud API, the worker and the webhook receiver, which on a busy
  * 2-core CI machine once took more than 30 s. */
 const READ_PATIENCE_MS = 60_000
-/** Starting four processes on a busy CI machine (2 cores, the rest of the suite beside it) is slow. */
+/** Starting five processes on a busy CI machine (2 cores, the rest of the suite beside it) is slow. */
 const STARTUP_MS = 120_000
 
 interface Running {
@@ -56,12 +62,21 @@ interface Running {
   stop(): Promise<void>
 }
 
-/** The fake Cloud API, the webhook receiver, the API and the worker, on a database and prefix of their own. */
+/**
+ * A fresh service: the fake Cloud API, the fake SMS provider, the webhook receiver, the API and the
+ * worker, on a database and key prefix of their own.
+ */
 async function startAll(): Promise<Running> {
+  const started = Date.now()
   const db = await createTestDatabase()
   const prefix = testQueuePrefix()
   const redisUrl = testRedisUrl()
-  const [apiPort, fakePort, receiverPort] = [await freePort(), await freePort(), await freePort()]
+  const [apiPort, fakePort, receiverPort, smsPort] = [
+    await freePort(),
+    await freePort(),
+    await freePort(),
+    await freePort(),
+  ]
   const scratch = mkdtempSync(join(tmpdir(), 'walkthroughs-'))
   mkdirSync(join(scratch, '.mail'))
   const apiUrl = `http://127.0.0.1:${apiPort}`
@@ -85,10 +100,30 @@ async function startAll(): Promise<Running> {
     WHATSAPP_PHONE_NUMBER_ID: PHONE_NUMBER_ID,
     WHATSAPP_APP_SECRET: APP_SECRET,
     WEBHOOK_RETRY_SCHEDULE: '5s,10s,30s,1m,5m,30m,2h',
+    // As docs/fallback.md starts them against the fake SMS provider.
+    SMS_PROVIDER: 'twilio',
+    SMS_API_URL: `http://127.0.0.1:${smsPort}`,
+    SMS_ACCOUNT_SID,
+    SMS_AUTH_TOKEN,
+    SMS_FROM: '+15005550006',
+    SMS_STATUS_CALLBACK_URL: `${apiUrl}/api/webhooks/sms/status`,
   }
   const services: Service[] = []
+  // A run cut short (its timeout) leaves no process behind when the test process ends.
+  const killAll = () => {
+    for (const service of services) service.child.kill('SIGKILL')
+  }
+  process.once('exit', killAll)
   const stop = async () => {
-    await Promise.all(services.map((service) => service.stop(10_000)))
+    process.off('exit', killAll)
+    const stopping = Date.now()
+    await Promise.all(
+      services.map(async (service) => {
+        await service.stop(10_000)
+        if (process.env.WALKTHROUGH_VERBOSE)
+          console.log(`${service.name} stopped in ${Date.now() - stopping} ms`)
+      }),
+    )
     await deleteKeysUnder(redisUrl, prefix)
     await db.drop()
     rmSync(scratch, { recursive: true, force: true })
@@ -97,19 +132,36 @@ async function startAll(): Promise<Running> {
     const fake = startService('fake-whatsapp', 'packages/testing/src/fake-whatsapp-cli.ts', {
       ...fakeEnv,
       WHATSAPP_APP_SECRET: APP_SECRET,
+      FAKE_UNDELIVERABLE: UNDELIVERABLE,
+    })
+    const sms = startService('fake-sms', 'packages/testing/src/fake-sms-cli.ts', {
+      FAKE_SMS_PORT: String(smsPort),
+      SMS_ACCOUNT_SID,
+      SMS_AUTH_TOKEN,
     })
     const receiver = startService('webhook-receiver', 'packages/testing/src/webhook-receiver-cli.ts', {
       RECEIVER_PORT: String(receiverPort),
     })
     const api = startService('api', ENTRY_POINTS.api, serviceEnv)
     const worker = startService('worker', ENTRY_POINTS.worker, serviceEnv)
-    services.push(fake, receiver, api, worker)
-    // A run cut short (its timeout) leaves no process behind when the test process ends.
-    process.once('exit', () => {
-      for (const service of services) service.child.kill('SIGKILL')
-    })
+    services.push(fake, sms, receiver, api, worker)
+    if (process.env.WALKTHROUGH_VERBOSE) {
+      for (const [service, line] of [
+        [fake, 'Fake WhatsApp Cloud API on'],
+        [sms, 'Fake SMS provider on'],
+        [receiver, 'Webhook receiver on'],
+        [api, 'Dispatch API listening'],
+        [worker, 'Dispatch worker running'],
+      ] as const) {
+        void service.logged(line, STARTUP_MS).then(
+          () => console.log(`${service.name} up in ${Date.now() - started} ms`),
+          () => {},
+        )
+      }
+    }
     await Promise.all([
       fake.logged('Fake WhatsApp Cloud API on', STARTUP_MS),
+      sms.logged('Fake SMS provider on', STARTUP_MS),
       receiver.logged('Webhook receiver on', STARTUP_MS),
       api.logged('Dispatch API listening', STARTUP_MS),
       worker.logged('Dispatch worker running', STARTUP_MS),
@@ -120,6 +172,19 @@ async function startAll(): Promise<Running> {
       .join('\n')
     await stop()
     throw new Error(`${(error as Error).message}\n${reports}`)
+  }
+  if (process.env.WALKTHROUGH_VERBOSE) {
+    // Each process's CPU time so far (Linux: utime + stime in /proc, in ticks of 10 ms).
+    const cpu = services.map((service) => {
+      try {
+        const fields =
+          readFileSync(`/proc/${service.child.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
+        return `${service.name} ${(Number(fields[11]) + Number(fields[12])) * 10} ms`
+      } catch {
+        return `${service.name} ?`
+      }
+    })
+    console.log(`a fresh service in ${Date.now() - started} ms (CPU: ${cpu.join(', ')})`)
   }
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
@@ -292,17 +357,52 @@ async function runPage(walkthrough: Walkthrough, running: Running): Promise<stri
   }
 }
 
-async function runInOrder(pages: readonly string[]) {
+const IN_ORDER = WALKTHROUGH_PAGES
+const IN_REVERSE = [...WALKTHROUGH_PAGES].reverse()
+/** The pages neither order starts with: each runs alone too, first on a fresh service of its own. */
+const ALONE = WALKTHROUGH_PAGES.filter((page) => page !== IN_ORDER[0] && page !== IN_REVERSE[0])
+/** Each run, in the order the tests below take them: one fresh service each. */
+const RUNS: readonly (readonly string[])[] = [...ALONE.map((page) => [page]), IN_ORDER, IN_REVERSE]
+
+/**
+ * A run's service, started while the run before it plays its pages (mostly waiting on the service
+ * and the fakes), so that a fresh start adds little time: each is still a service of its own.
+ */
+const started = new Map<number, Promise<Running>>()
+function serviceFor(run: number): Promise<Running> {
+  let service = started.get(run)
+  if (!service) {
+    service = startAll()
+    service.catch(() => {}) // awaited by its run; one whose run is filtered out is stopped after all
+    started.set(run, service)
+  }
+  return service
+}
+
+/**
+ * Runs the pages of `RUNS[run]` one after another on its fresh service (starting the next run's
+ * meanwhile); each failure names the pages run before it.
+ */
+async function runOnFreshService(run: number) {
+  const pages = RUNS[run] as readonly string[]
   const walkthroughs = new Map(readWalkthroughs(root).map((w) => [w.page, w]))
-  const running = await startAll()
+  const running = await serviceFor(run)
+  started.delete(run)
+  if (run + 1 < RUNS.length) void serviceFor(run + 1)
   const failures: string[] = []
   try {
     for (const page of pages) {
       const walkthrough = walkthroughs.get(page)
       if (!walkthrough) throw new Error(`no walkthrough ${page}`)
+      const began = Date.now()
       const failure = await runPage(walkthrough, running)
-      if (failure)
-        failures.push(`after ${pages.slice(0, pages.indexOf(page)).join(', ') || 'nothing'}:\n${failure}`)
+      if (process.env.WALKTHROUGH_VERBOSE) console.log(`${page} in ${Date.now() - began} ms`)
+      if (failure) {
+        const before = pages.slice(0, pages.indexOf(page))
+        failures.push(
+          `${before.length ? `after ${before.join(', ')}` : 'first on a fresh service'}:\n${failure}`,
+        )
+      }
     }
     const dead = running.services.filter((service) => !service.running())
     if (dead.length) failures.push(dead.map((service) => serviceReport(service)).join('\n'))
@@ -313,6 +413,19 @@ async function runInOrder(pages: readonly string[]) {
 }
 
 describe('the walkthroughs in the docs (issue 45)', () => {
+  afterAll(async () => {
+    const left = [...started.values()]
+    started.clear()
+    await Promise.all(
+      left.map((service) =>
+        service.then(
+          (running) => running.stop(),
+          () => {},
+        ),
+      ),
+    )
+  })
+
   it('are read from the pages: each command, what it promises, what it leaves to the reader', () => {
     const walkthroughs = readWalkthroughs(root)
     for (const walkthrough of walkthroughs) {
@@ -329,13 +442,23 @@ describe('the walkthroughs in the docs (issue 45)', () => {
     expect(unlisted, 'add them to WALKTHROUGH_PAGES, or to NOT_WALKTHROUGHS with the reason').toEqual([])
   })
 
-  it('each works after the others, in the docs order', { timeout: 480_000 }, async () => {
-    await runInOrder(WALKTHROUGH_PAGES)
+  it.each(ALONE.map((page, run) => [page, run] as const))(
+    '%s works alone, on a fresh service of its own',
+    { timeout: 240_000 },
+    async (_page, run) => {
+      await runOnFreshService(run)
+    },
+  )
+
+  it(`all work one after another on one fresh service, in the docs order (${IN_ORDER[0]} first)`, {
+    timeout: 600_000,
+  }, async () => {
+    await runOnFreshService(RUNS.indexOf(IN_ORDER))
   })
 
-  it('each works after the others, in reverse order (each page first on a fresh service once)', {
-    timeout: 480_000,
+  it(`all work one after another on one fresh service, in reverse order (${IN_REVERSE[0]} first)`, {
+    timeout: 600_000,
   }, async () => {
-    await runInOrder([...WALKTHROUGH_PAGES].reverse())
+    await runOnFreshService(RUNS.indexOf(IN_REVERSE))
   })
 })
