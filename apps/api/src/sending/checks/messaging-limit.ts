@@ -167,16 +167,19 @@ export function checkMessagingLimit(
   // The templates' recipients who may take room: not known open, counted or let through already.
   const { portfolio } = on.limit
   let counted: number[] | undefined
+  let recipients: string[] | undefined
   for (const [i, send] of sends.entries()) {
     if (send.type !== 'template' || errors[i]) continue
-    if (deps.reaches.free(portfolio, on.rules.phoneNumberId, recipientOf(send.body), now)) continue
+    const recipient = recipientOf(send.body)
+    if (deps.reaches.free(portfolio, on.rules.phoneNumberId, recipient, now)) continue
     counted ??= []
+    recipients ??= []
     counted.push(i)
+    recipients.push(recipient)
   }
-  if (counted === undefined) return undefined
+  if (counted === undefined || recipients === undefined) return undefined
   // Room for all of them, each taken as new, by the reach read less than a second ago: no read,
   // and no promise (the request's other checks are not waited for one more turn).
-  const recipients = counted.map((i) => recipientOf((sends[i] as Send).body))
   if (deps.reaches.take(portfolio, on.max, recipients, now)) return undefined
   return judgeByReads(deps, on, sends, counted, recipients, errors, now, prefetched)
 }
