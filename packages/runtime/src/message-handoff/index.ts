@@ -9,8 +9,8 @@
  * 2. A worker's admitter takes about one window of the sender's rate at a time, one message per key
  *    round the ring (fairAdmit, apps/worker/src/messages/admitter.ts), and adds each to the sender's BullMQ queue as a job
  *    (MESSAGE_JOB_OPTIONS), or several as one bundle (`MessageBundleJob`, message-bundles.ts).
- * 3. The worker taking a job claims its message (`messageClaimKey`), racing its sender's cancel
- *    (apps/api/src/routes/third-party/messages/cancel.ts) for the same key; the winner alone goes on
+ * 3. The worker taking a job claims its message (`messageClaimKey`), racing its sender's or an
+ *    admin's cancel (apps/api/src/sending/cancel-claim.ts) for the same key; the winner alone goes on
  *    to the platform (apps/worker/src/messages/deliver.ts).
  * 4. A `sent` outcome waits in the sender's `sentLog` stream until the worker writes it to Postgres.
  */

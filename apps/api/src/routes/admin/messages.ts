@@ -22,7 +22,6 @@ import {
   retryFailedMessages,
   type Sql,
 } from '@dispatch/db'
-import { messageClaimKey, messageClaimTtlMs } from '@dispatch/runtime/message-handoff'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { AppError, unavailable } from '../../errors.ts'
@@ -30,6 +29,7 @@ import { acceptedWindowOf } from '../../http/accepted-window.ts'
 import { splitCommaLists } from '../../http/comma-lists.ts'
 import { errorResponses } from '../../http/error-responses.ts'
 import { retryHooks } from '../../message-retry.ts'
+import { takeCancelClaim, tooLate } from '../../sending/cancel-claim.ts'
 import { withFallback } from '../../sending/message-fallback-view.ts'
 import { toMessageView } from '../../views.ts'
 
@@ -41,6 +41,13 @@ export const toAdminMessageView = (row: MessageRow): AdminMessageView => ({
 })
 
 const notFound = (id: string) => new AppError('NOT_FOUND', `No message with id ${JSON.stringify(id)}`)
+
+/** The `:id` of a message route, lowercased; one not shaped as a UUID is no message (404). */
+function messageIdOf(raw: string): string {
+  if (!isUuid(raw)) throw notFound(raw)
+  return raw.toLowerCase()
+}
+
 const security = [{ adminToken: [] }]
 const tags = ['admin']
 
@@ -68,14 +75,9 @@ const marketingJudge =
 
 /** What an admin can cancel: a message no worker has taken. */
 const CANCELABLE: ReadonlySet<string> = new Set(['scheduled', 'queued'])
-const tooLate = (status: string) =>
-  new AppError(
-    'INVALID_STATE_TRANSITION',
-    `The message is ${status}: only a queued or scheduled message can be canceled`,
-  )
 
 export const adminMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const { db, lists, clock, config, redis } = app.deps
+  const { db, lists, clock, config } = app.deps
   const validUntil = (now: Date) => new Date(now.getTime() + config.MESSAGE_VALIDITY_SECONDS * 1000)
 
   app.get(
@@ -138,9 +140,7 @@ export const adminMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const raw = request.params.id
-      if (!isUuid(raw)) throw notFound(raw)
-      const id = raw.toLowerCase()
+      const id = messageIdOf(request.params.id)
       const now = clock()
       const expiresAt = validUntil(now)
       const { hooks, skipped } = retryHooks(app.deps, expiresAt, marketingJudge(app))
@@ -188,40 +188,27 @@ export const adminMessageRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const raw = request.params.id
-      if (!isUuid(raw)) throw notFound(raw)
-      const id = raw.toLowerCase()
+      const id = messageIdOf(request.params.id)
       const row = await findMessageById(db, id)
       if (!row) throw notFound(id)
       if (row.status === 'canceled') return toAdminMessageView(row)
       if (!CANCELABLE.has(row.status)) throw tooLate(row.status)
-      // The claim decides a race with a worker as the key's cancel does (third-party/messages/cancel.ts).
-      const key = messageClaimKey(config.QUEUE_PREFIX, id)
-      let won = false
-      try {
-        const ttl = messageClaimTtlMs(row.expiresAt?.toISOString(), Date.now())
-        won = (await redis.set(key, 'cancel', 'PX', ttl, 'NX')) === 'OK'
-        if (!won && (await redis.get(key)) !== 'cancel') throw tooLate('sending')
-      } catch (error) {
-        if (error instanceof AppError) throw error
-        request.log.error({ err: error, messageId: id }, 'admin cancel could not reach Redis')
-        throw unavailable('cancel messages')
-      }
-      const giveBack = () => (won ? redis.del(key).catch(() => 0) : Promise.resolve(0))
+      // The claim decides a race with a worker as it does for the key's cancel (sending/cancel-claim.ts).
+      const claim = await takeCancelClaim(app.deps, id, row.expiresAt?.toISOString(), request.log)
       let canceled: MessageRow | undefined
       try {
         canceled = await cancelMessageByAdmin(db, id, { actor: request.adminName, now: clock() })
       } catch (error) {
         // Not recorded, not audited: the claim given back, and the admin asks again.
         request.log.error({ err: error, messageId: id }, 'admin cancel could not record it')
-        await giveBack()
+        await claim.giveBack()
         throw unavailable('cancel messages')
       }
       if (!canceled) {
         // Ended meanwhile (a worker sent it, or its key canceled it): answered as it is now.
         const now = await findMessageById(db, id)
         if (now?.status === 'canceled') return toAdminMessageView(now)
-        await giveBack()
+        await claim.giveBack()
         throw tooLate(now?.status ?? 'sending')
       }
       // Due at once: the worker drops its job now instead of at the scheduled time.

@@ -6,11 +6,11 @@ import {
   SEND_SCOPE,
 } from '@dispatch/contracts'
 import { owned } from '@dispatch/db'
-import { messageClaimKey, messageClaimTtlMs } from '@dispatch/runtime/message-handoff'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { AppError, unavailable } from '../../../errors.ts'
 import { callerOf } from '../../../http/caller.ts'
 import { errorResponses } from '../../../http/error-responses.ts'
+import { takeCancelClaim, tooLate } from '../../../sending/cancel-claim.ts'
 import { findRequestedMessage, viewFromJob } from '../../../sending/find-message.ts'
 import { toMessageView } from '../../../views.ts'
 import { SCOPE_IN_ROUTE } from '../../authenticate.ts'
@@ -22,19 +22,13 @@ const mayCancel = (scopes: string[], type: MessageType) => scopes.includes(SEND_
 /** A record in one of these, found after the claim was taken: not ended by a worker. */
 const CANCELABLE: ReadonlySet<string> = new Set(['scheduled', 'queued', 'sending', 'canceled'])
 
-const tooLate = (status: string) =>
-  new AppError(
-    'INVALID_STATE_TRANSITION',
-    `The message is ${status}: only a queued or scheduled message can be canceled`,
-  )
-
 /**
  * Cancels a message no worker has taken yet. The message's claim in Redis decides a race with a
  * worker: whoever sets it first wins, so the answer is either `canceled` (and the platform is never
  * called) or `409` (and the message goes out), never both.
  */
 export const cancelMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions> = async (app, options) => {
-  const { db, redis, config, clock } = app.deps
+  const { db, clock } = app.deps
 
   app.post(
     '/:messageId/cancel',
@@ -73,33 +67,22 @@ export const cancelMessageRoutes: FastifyPluginAsyncTypebox<MessageRouteOptions>
       const messageId = 'row' in found ? found.row.id : found.job.data.messageId
       const expiresAt = 'row' in found ? found.row.expiresAt?.toISOString() : found.job.data.expiresAt
 
-      const key = messageClaimKey(config.QUEUE_PREFIX, messageId)
-      let holder: string | null
-      let won = false
-      try {
-        const set = await redis.set(key, 'cancel', 'PX', messageClaimTtlMs(expiresAt, Date.now()), 'NX')
-        won = set === 'OK'
-        holder = won ? 'cancel' : await redis.get(key)
-      } catch (error) {
-        request.log.error({ err: error, messageId }, 'message cancel could not reach Redis')
-        throw unavailable('cancel messages')
-      }
-      if (holder !== 'cancel') throw tooLate('sending')
+      const claim = await takeCancelClaim(app.deps, messageId, expiresAt, request.log)
       // A claim is released once the message's outcome is in Postgres (message-claims.ts): one set
       // now may come after a worker's that sent it and was released since our first read of the
       // record. The record, written before the release, says so: the cancel lost, and leaves the
       // message as the worker ended it.
-      if (won) {
+      if (claim.won) {
         const ended = await owned(db, callerOf(request))
           .messages.find(messageId)
           .catch(async (error) => {
             // Not known to be ours: given back, and the caller asks again.
             request.log.error({ err: error, messageId }, 'message cancel could not read its record')
-            await redis.del(key).catch(() => {})
+            await claim.giveBack()
             throw unavailable('cancel messages')
           })
         if (ended && !CANCELABLE.has(ended.status)) {
-          await redis.del(key).catch(() => {})
+          await claim.giveBack()
           throw tooLate(ended.status)
         }
       }
