@@ -13,7 +13,7 @@
 -- then not sent); else roomAt (ms), not counted. A recipient twice in one call: added once, then
 -- reached before.
 
---- @include "includes/countReach"
+--- @include "includes/trimReach"
 
 local now = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])

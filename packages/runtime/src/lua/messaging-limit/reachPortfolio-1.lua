@@ -9,6 +9,7 @@
 -- refreshed; else added while the reach is under the limit), else roomAt (ms): when the oldest
 -- counted recipient leaves the window.
 
+--- @include "includes/trimReach"
 --- @include "includes/countReach"
 
 local now = tonumber(ARGV[1])

@@ -1,12 +1,7 @@
--- Counting recipients in a business portfolio's reach (a sorted set: member a recipient's hash,
--- score the last time, ms, they were reached outside their window), shared by reachPortfolio-1.lua
--- and reachBesideClaim.lua. `at`: the index in KEYS of the portfolio's reach.
-
--- Drops who left the window (reached `window` ms ago or more); answers the reach left.
-local function trimReach(at, now, window)
-  redis.call('ZREMRANGEBYSCORE', KEYS[at], '-inf', now - window)
-  return redis.call('ZCARD', KEYS[at])
-end
+-- Counting one recipient in a business portfolio's reach (a sorted set: member a recipient's hash,
+-- score the last time, ms, they were reached outside their window), for reachPortfolio-1.lua; its
+-- reach first brought to now by trimReach (includes/trimReach.lua). `at`: the index in KEYS of the
+-- portfolio's reach.
 
 -- Counts one recipient against `limit`, `reach` being counted now. Answers 0 (reached before: its
 -- time refreshed), 1 (added), or roomAt (ms: when the oldest counted leaves the window, not
