@@ -1,5 +1,5 @@
 import { join } from 'node:path'
-import type { MessagingLimitPolicy } from '@dispatch/contracts'
+import { type MessagingLimitPolicy, portfolioOf } from '@dispatch/contracts'
 import { luaScripts } from './lua-scripts.ts'
 
 /**
@@ -56,16 +56,6 @@ export interface MessagingLimit {
   policy: MessagingLimitPolicy
   /** Whether sends are counted at all: a finite limit under `hold` or `refuse`. */
   tracked: boolean
-}
-
-/**
- * The portfolio a sender counts in: its business id (an admin's), else its WhatsApp Business
- * Account (Meta keeps a WABA in one portfolio), else the sender alone.
- */
-export function portfolioOf(sender: Pick<MessagingLimitSettings, 'id' | 'wabaId' | 'businessId'>): string {
-  if (sender.businessId) return `business:${sender.businessId}`
-  if (sender.wabaId) return `waba:${sender.wabaId}`
-  return `sender:${sender.id}`
 }
 
 /** The effective limit: the admin's override, else the synced tier, else none. */

@@ -1,6 +1,5 @@
-import type { SenderPoolMemberView, SenderPoolView } from '@dispatch/contracts'
+import { portfolioOf, type SenderPoolMemberView, type SenderPoolView } from '@dispatch/contracts'
 import type { SenderPoolDetail } from '@dispatch/db'
-import { portfolioOf } from '@dispatch/runtime'
 import { exclusionOf } from '../sending/pools/health.ts'
 
 /** The row's health only: a 130429 pause is Redis's, not shown here, so no tolerance applies. */

@@ -1,5 +1,9 @@
-import { DEFAULT_SENDER_ID, type SenderPoolListQuery, type SenderPoolMemberInput } from '@dispatch/contracts'
-import { portfolioOf } from '@dispatch/runtime'
+import {
+  DEFAULT_SENDER_ID,
+  portfolioOf,
+  type SenderPoolListQuery,
+  type SenderPoolMemberInput,
+} from '@dispatch/contracts'
 import { asc, count, eq, ilike, inArray } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { adminAuditLog } from '../schema/admin-audit-log.ts'

@@ -1,16 +1,8 @@
-import type { SenderView } from '@dispatch/contracts'
+import { portfolioOf, type SenderView } from '@dispatch/contracts'
 import { useState } from 'preact/hooks'
 
 /** One member as the form holds it: a sender and its weight, in the list's order. */
 export type MemberDraft = { senderId: string; weight: number }
-
-/** A sender's business portfolio, judged as the API judges it (docs/sender-pools.md, "One business"). */
-export const portfolioOf = (sender: Pick<SenderView, 'id' | 'businessId' | 'wabaId'>) =>
-  sender.businessId
-    ? `business:${sender.businessId}`
-    : sender.wabaId
-      ? `waba:${sender.wabaId}`
-      : `sender:${sender.id}`
 
 const move = <T,>(list: T[], from: number, to: number) => {
   const next = [...list]
