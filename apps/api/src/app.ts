@@ -89,7 +89,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   // Before any route, so every request is a span (its children: hooks, the handler).
   if (deps.tracing) {
     // A span per request and its handler; not per hook (five more spans per send, for nothing an
-    // operator reads), and none for probes and scrapes (measured in docs/benchmarks-features.md, "The cost of tracing").
+    // operator reads), and none for probes and scrapes (measured in docs/benchmarks-observability.md, "The cost of tracing").
     const instrumentation = new FastifyOtelInstrumentation({
       instrumentHooks: false,
       ignorePaths: ({ url }) => url === '/healthz' || url === '/readyz' || url === '/metrics',

@@ -53,7 +53,7 @@ export interface FeederOptions {
  * How soon the next turn comes while a campaign is being fed: a sender that drains half a window
  * faster than CAMPAIGN_FEED_INTERVAL_MS (2,000 messages a second at the defaults) would otherwise
  * wait for the feeder with its list empty, the interval rather than the sender setting the pace
- * (docs/benchmarks-features.md, campaign sending). Right after a turn that stored a window the
+ * (docs/benchmarks-campaigns.md, campaign sending). Right after a turn that stored a window the
  * next comes at once; after one that found the lists full, this much later; an idle feeder, or
  * one whose campaigns' lists stay full (a sender at its rate), looks only every interval.
  */
@@ -63,7 +63,7 @@ const QUICK_TURN_MS = 25
  * The counts (every row of the campaign and every message of it, grouped) are taken at most every
  * CAMPAIGN_PROGRESS_SECONDS, and no sooner than this many times their last count's duration: a
  * million-recipient campaign's count takes Postgres about a second, which every 5 s was a fifth of
- * a core taken from the sends it counts (campaign fairness, docs/benchmarks-features.md).
+ * a core taken from the sends it counts (campaign fairness, docs/benchmarks-campaigns.md).
  */
 const COUNTING_SHARE = 20
 
@@ -73,7 +73,7 @@ const COUNTING_SHARE = 20
  */
 const FOLD_EVERY_MS = 5_000
 
-/** Rows submitted at a time when a window is stored (campaign fairness, docs/benchmarks-features.md). */
+/** Rows submitted at a time when a window is stored (campaign fairness, docs/benchmarks-campaigns.md). */
 const STORE_SLICE = 200
 
 /** Refusals that say "not now", not "never": the rows are stored again on a later turn, same ids. */

@@ -16,7 +16,7 @@ import {
 } from '../helpers.ts'
 
 /**
- * One number of a three-number pool turned RED mid-run (docs/benchmarks-features.md, "A pool's
+ * One number of a three-number pool turned RED mid-run (docs/benchmarks-failover.md, "A pool's
  * number falling mid-run"): the pool's other numbers keep delivering at 0.9x their pace before or
  * better, and no message waits on the fallen number longer than the configured time. Number B is
  * slow (1 message/s) so a backlog waits on it when it falls; A and C are fast. Steady traffic to new

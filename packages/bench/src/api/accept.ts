@@ -56,7 +56,7 @@ const targets = [
     headers: { 'x-api-key': api.key },
   },
   // The same send from a key bound to a three-number sender pool: the sticky lookup and the
-  // choice of its number on top (docs/benchmarks-features.md; aim ≤ 3 % against send-text).
+  // choice of its number on top (docs/benchmarks-failover.md; aim ≤ 3 % against send-text).
   {
     name: 'send-text (pool)',
     url: `${api.url}/api/third-party/messages/send-text`,

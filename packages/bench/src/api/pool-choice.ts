@@ -5,7 +5,7 @@
  * `send-text` from a key bound to a three-number pool (sticky read, choice, the chosen number's
  * checks, a sticky write for each new recipient) against one from a single-sender key, by
  * `app.inject` in this process, rounds alternating (steadier than bench:accept's network runs on
- * a shared machine). Aim ≤ 1.03 (docs/benchmarks-features.md).
+ * a shared machine). Aim ≤ 1.03 (docs/benchmarks-failover.md).
  *
  *   pnpm --filter @dispatch/bench bench:pool-choice   (BENCH_SENDS, BENCH_ROUNDS)
  */

@@ -1,5 +1,5 @@
 /**
- * What writing a pooled send's sticky record costs the API (issue 44, docs/benchmarks-features.md):
+ * What writing a pooled send's sticky record costs the API (issue 44, docs/benchmarks-failover.md):
  * a turn's records (50, as 50 sends in flight to new recipients) set by one script call
  * (packages/runtime/src/lua/redis/setEach.lua through `turnBatchedSet`, what the API does on one server) against a
  * SET each in a pipeline (what it does on a Cluster, and did before), CPU of this process per

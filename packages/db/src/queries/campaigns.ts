@@ -262,7 +262,7 @@ export interface FedRow {
  *
  * After the lock, one statement takes the rows, marks them and moves the cursor, so the rows never
  * travel to the feeder and back as parameters (it read them, then sent every line and id back: six
- * round trips a window, docs/benchmarks-features.md). It reads what committed before the lock, and
+ * round trips a window, docs/benchmarks-campaigns.md). It reads what committed before the lock, and
  * updates only rows still `pending`, so a row another feeder marked meanwhile (a lease that ran
  * out) is never given a second id. Each id is `messageIdAt(at)`'s: its time prefix, the rest random.
  * With a feeder's `token`, none either once another feeder took the campaign (`takeCampaignFeed`).
