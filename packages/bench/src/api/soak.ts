@@ -94,6 +94,27 @@ const apart = process.env.SOAK_APART === '1'
 const platformIndex = process.env.SOAK_PLATFORM_INDEX === 'text' ? 'text' : 'hash'
 /** The machine's probe (`probeMicros`): 20,000 doubles, the same every time, sorted. */
 const PROBE_INPUT = Float64Array.from({ length: 20_000 }, (_, i) => Math.sin(i * 7919))
+/** The memory probe (`chaseMicros`): one random cycle through 64 MB, far past the caches (Sattolo). */
+const CHASE = (() => {
+  const next = Int32Array.from({ length: 16 * 2 ** 20 }, (_, i) => i)
+  let seed = 7919
+  for (let i = next.length - 1; i > 0; i--) {
+    seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0
+    const j = seed % i
+    const swap = next[i] as number
+    next[i] = next[j] as number
+    next[j] = swap
+  }
+  return next
+})()
+let chaseAt = 0
+/** The work probe (`jsonMicros`): a batch request's body like the soak's, written and read back. */
+const JSON_INPUT = {
+  messages: Array.from({ length: 100 }, (_, i) => ({
+    phone: `+55119${String(10_000_000 + i).padStart(8, '0')}`,
+    text: `Soak message ${i}: your order is on its way`,
+  })),
+}
 const PLATFORM_INDEX = {
   hash: 'messages_platform_message_id_hash_idx',
   text: 'messages_platform_message_id_idx',
@@ -184,6 +205,11 @@ interface Pass {
   platformIndexDelta: number
   /** The machine's speed over the pass: the fixed probe's tenth percentile (`probeMicros`), µs. */
   probeMicros: number
+  /**
+   * The machine over the pass as a busy service meets it: the median of each probe (the sort, the
+   * memory chase, the JSON work), µs; a neighbour sharing the host's cores and caches raises them.
+   */
+  probeMedians: { sort: number; chase: number; json: number }
   seconds: number
   redisBefore: number
   redisPeak: number
@@ -432,9 +458,13 @@ try {
     let lastProgress = before.at
     let moved = { sent: -1, at: before.at }
     const probes: number[] = []
+    const chases: number[] = []
+    const jsons: number[] = []
     for (;;) {
       if (acceptError) throw acceptError
       probes.push(probeMicros())
+      chases.push(chaseMicros())
+      jsons.push(jsonMicros())
       // A stopped worker (SOAK_APART) answers nothing until it is let go: its count is the last one.
       const stopped = apart && acceptedAt === undefined
       const [memory, counted] = await Promise.all([usedMemory(), stopped ? sentBase : sentSoFar()])
@@ -495,6 +525,11 @@ try {
       name,
       acceptMs: (acceptedAt ?? after.at) - before.at,
       probeMicros: percentile(probes, 0.1),
+      probeMedians: {
+        sort: percentile(probes, 0.5),
+        chase: percentile(chases, 0.5),
+        json: percentile(jsons, 0.5),
+      },
       drainMs: after.at - (acceptedAt ?? after.at),
       apiSplit: {
         accepting: (apiAtAccepted ?? after.api) - before.api,
@@ -568,6 +603,22 @@ try {
     `the machine's probe, pass ${passes} / pass 1: ${(last.probeMicros / Math.max(1, first.probeMicros)).toFixed(2)} ×` +
       ` (${int(last.probeMicros)} µs vs ${int(first.probeMicros)} µs for the same work)`,
   )
+  // The probes' medians: the machine as the pass met it, neighbours included. The CPU ratios read
+  // against the work probe's say what history added, apart from the machine's own drift.
+  const drift = (which: keyof Pass['probeMedians']) =>
+    last.probeMedians[which] / Math.max(1e-9, first.probeMedians[which])
+  console.log(
+    `the machine over the pass (probes' medians), pass ${passes} / pass 1: sort ${drift('sort').toFixed(2)} ×,` +
+      ` memory chase ${drift('chase').toFixed(2)} ×, JSON work ${drift('json').toFixed(2)} ×`,
+  )
+  for (const [label, pick] of processes) {
+    printFigure({
+      name: `${label} CPU per message, pass ${passes} / pass 1, against the machine's JSON work probe`,
+      figure: pick(last) / pick(first) / drift('json'),
+      unit: '×',
+      better: 'lower',
+    })
+  }
   for (const pass of results.slice(1)) {
     printComparison({
       name: `Redis used_memory after the drain vs before, ${pass.name} (${int(messages)} a pass)`,
@@ -630,7 +681,8 @@ function printPass(pass: Pass) {
       `  CPU µs per message: API ${us(pass.cpu.api)}, worker ${us(pass.cpu.worker)}, Postgres backends` +
       ` ${us(pass.cpu.backends)} + server ${us(pass.cpu.server)}, Redis ${us(pass.cpu.redis)}; machine busy` +
       ` ${pct(pass.cpu.machine)} % of a core, ${pct(othersCpu(pass))} % by processes outside the run;` +
-      ` the machine's probe ${int(pass.probeMicros)} µs\n` +
+      ` the machine's probe ${int(pass.probeMicros)} µs (medians: sort ${int(pass.probeMedians.sort)}, memory chase` +
+      ` ${int(pass.probeMedians.chase)}, JSON work ${int(pass.probeMedians.json)} µs)\n` +
       `  API: ${us(pass.apiSplit.accepting)} µs per message while accepting, then` +
       ` ${int((pass.apiSplit.after * 1e6) / Math.max(1, pass.drainMs / 1000))} µs a second for ${secs(pass.drainMs)} after\n` +
       `  Redis used_memory: before ${mb(pass.redisBefore)}, peak ${mb(pass.redisPeak)} (${int(pass.inFlightAtPeak)} in flight),` +
@@ -674,6 +726,25 @@ function ownCpuSeconds() {
 function probeMicros(): number {
   const started = performance.now()
   PROBE_INPUT.slice().sort()
+  return (performance.now() - started) * 1000
+}
+
+/** 10,000 steps of the random cycle through 64 MB: each a read from memory, as a large heap's are. */
+function chaseMicros(): number {
+  const started = performance.now()
+  let at = chaseAt
+  for (let i = 0; i < 10_000; i++) at = CHASE[at] as number
+  chaseAt = at
+  return (performance.now() - started) * 1000
+}
+
+/** A batch body written and read back thirty times: allocation, strings and the young generation's GC. */
+function jsonMicros(): number {
+  const started = performance.now()
+  let length = 0
+  for (let i = 0; i < 30; i++)
+    length += (JSON.parse(JSON.stringify(JSON_INPUT)) as typeof JSON_INPUT).messages.length
+  if (length !== 3_000) throw new Error('the JSON probe lost messages')
   return (performance.now() - started) * 1000
 }
 
