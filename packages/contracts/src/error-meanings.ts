@@ -40,3 +40,12 @@ export const ERROR_MEANINGS: Readonly<Record<string, string>> = {
 }
 
 export const errorMeaning = (code: string): string | null => ERROR_MEANINGS[code] ?? null
+
+/**
+ * A code's meaning in a few words, where a table has room for no more: its meaning up to the first
+ * colon or full stop (`131026`: "Undeliverable"). Read from the meanings above, never kept apart.
+ */
+export function errorTitle(code: string): string | null {
+  const meaning = errorMeaning(code)
+  return meaning === null ? null : (meaning.split(/:\s|\.(?:\s|$)/)[0] ?? meaning).trim()
+}

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { MessageView } from '@dispatch/contracts'
+import { MESSAGE_STATUSES, type MessageView } from '@dispatch/contracts'
 import {
   type FakeTemplate,
   type FakeWhatsApp,
@@ -26,7 +26,14 @@ import {
   type TestWorld,
   untilMessageStatus,
 } from '../helpers.ts'
-import { browserBinary, checkPage, launchBrowser, openPage, poll } from './browser.ts'
+import {
+  browserBinary,
+  checkPage,
+  expectNoOverlappingText,
+  launchBrowser,
+  openPage,
+  poll,
+} from './browser.ts'
 
 /**
  * The admins' console in real Chromium, served by the API from the built app (the test run builds
@@ -151,7 +158,63 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
   })
 
   const go = (path: string) => page.goto(`${baseUrl}/console${path}`)
+
+  /**
+   * Where the chart's cursor lands with the mouse at `fraction` of the plot's width from its left
+   * edge: the centres of its points (one a series, on the bucket nearest the mouse), as fractions.
+   */
+  async function cursorAt(fraction: number) {
+    const plot = await page.locator('.chart .u-over').boundingBox()
+    if (!plot) throw new Error('no plot')
+    await page.mouse.move(plot.x + fraction * plot.width, plot.y + plot.height / 2)
+    const centres: number[] = []
+    for (const point of await page.locator('.chart .u-cursor-pt').all()) {
+      const box = await point.boundingBox()
+      if (box && box.width > 0) centres.push((box.x + box.width / 2 - plot.x) / plot.width)
+    }
+    return centres
+  }
+
+  /**
+   * The chart's buckets spread across the whole plot, which fills the chart's width: at its left
+   * edge, its middle and its right edge the cursor finds a bucket there, not one squeezed against
+   * the right edge.
+   */
+  async function expectChartSpansPlot(range: string) {
+    const chart = page.locator('.chart')
+    await chart.scrollIntoViewIfNeeded()
+    const [outer, plot] = await Promise.all([
+      chart.boundingBox(),
+      page.locator('.chart .u-over').boundingBox(),
+    ])
+    expect(plot?.width, `${range}: the plot's width`).toBeGreaterThan(0.8 * (outer?.width ?? 0))
+    for (const [at, from, to] of [
+      [0.005, 0, 0.03],
+      [0.5, 0.47, 0.53],
+      [0.995, 0.95, 1],
+    ] as const) {
+      await poll(() => cursorAt(at)).toSatisfy(
+        (centres: number[]) => centres.length > 0 && centres.every((x) => x >= from - 0.005 && x <= to),
+        `${range}: the cursor, at ${at} of the plot's width, finds a bucket between ${from} and ${to}`,
+      )
+    }
+    await page.mouse.move(0, 0)
+  }
   const heading = (name: string) => page.getByRole('heading', { level: 1, name })
+
+  /**
+   * No text of the overview drawn over other text, at widths where its sections sit two and three
+   * abreast, each at its narrowest (910 and 1360 px): the backlog's table (its "Paused" header
+   * last) is wider than its cell there, and scrolls in it rather than spilling over the empty
+   * "Senders needing attention" beside it.
+   */
+  async function expectOverviewClear(what: string) {
+    for (const width of [1280, 1360, 1440, 910]) {
+      await page.setViewportSize({ width, height: 900 })
+      await expectNoOverlappingText(page, 'main', `${what} at ${width} px`)
+    }
+    await page.setViewportSize({ width: 1280, height: 900 })
+  }
 
   it('asks for a name and token, refuses a wrong one, and signs in with the right one', async () => {
     await go('')
@@ -180,19 +243,59 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     await page.locator('.chart canvas').waitFor()
     const errors = page.getByRole('region', { name: 'Top errors (1 h)' })
     await poll(() => errors.textContent()).toContain('131026')
-    // The last hour by minute first; the legend names its series (no "--" until hovered).
+    // Beside the code, what it means in a few words, linking to the whole of it.
+    const meaning = errors.getByRole('row', { name: /131026/ }).getByRole('link', { name: 'Undeliverable' })
+    expect(await meaning.getAttribute('href')).toBe('/console/error-codes#code-131026')
+    expect(await meaning.getAttribute('title')).toMatch(/^Undeliverable: not a WhatsApp user/)
+    // The last hour by minute first.
     await page.getByRole('heading', { name: 'Messages per minute (hour)' }).waitFor()
-    expect(await page.locator('.u-legend').textContent()).not.toContain('--')
     await checkPage(page, 'console-overview')
-    // A week, by hour: the same messages, counted in the week's buckets.
+    // Each range's chart spans the plot from edge to edge, whatever few buckets had messages, and
+    // its legend names the statuses (no "--" until hovered).
     const picker = page.getByRole('group', { name: 'Time range' })
-    await picker.getByRole('button', { name: '7d' }).click()
-    await page.getByRole('heading', { name: 'Messages per hour (7 days)' }).waitFor()
-    expect(await picker.getByRole('button', { name: '7d' }).getAttribute('aria-pressed')).toBe('true')
-    await poll(() => page.getByText(/^In the last 7 days:/).textContent()).toMatch(/3 failed/)
-    await checkPage(page, 'console-overview-week')
-    await picker.getByRole('button', { name: '1h' }).click()
-    await page.getByRole('heading', { name: 'Messages per minute (hour)' }).waitFor()
+    for (const [range, title, totals] of [
+      ['24h', 'Messages per quarter hour (24 hours)', /^In the last 24 hours:.*3 failed/],
+      ['7d', 'Messages per hour (7 days)', /^In the last 7 days:.*3 failed/],
+      ['1h', 'Messages per minute (hour)', /^In the last hour:.*3 failed/],
+    ] as const) {
+      await picker.getByRole('button', { name: range }).click()
+      await page.getByRole('heading', { name: title }).waitFor()
+      expect(await picker.getByRole('button', { name: range }).getAttribute('aria-pressed')).toBe('true')
+      await poll(() => page.getByText(/^In the last /).textContent()).toMatch(totals)
+      await expectChartSpansPlot(range)
+      const legend = await page.locator('.chart .u-legend .u-label').allTextContents()
+      expect(legend, range).toContain('failed')
+      for (const label of legend) expect(MESSAGE_STATUSES, `${range} legend`).toContain(label)
+      expect(await page.locator('.chart .u-legend').textContent()).not.toContain('--')
+      if (range === '7d') await checkPage(page, 'console-overview-week')
+    }
+    await expectOverviewClear('overview')
+  })
+
+  it('says what to do next when the overview has no sender queue, clear of the other sections', async () => {
+    // The API always lists the default sender's queue: an answer without any is played here.
+    const overviewRoute = (url: URL) => url.pathname === '/api/admin/overview'
+    await page.route(overviewRoute, async (route) => {
+      const response = await route.fetch()
+      await route.fulfill({ response, json: { ...(await response.json()), backlog: [] } })
+    })
+    await page.reload()
+    const backlog = page.getByRole('region', { name: 'Backlog per sender' })
+    await poll(() => backlog.textContent()).toContain(
+      'No sender queue yet: add a sender, and its queue shows here with what waits in it.',
+    )
+    expect(await backlog.getByRole('link', { name: 'add a sender' }).getAttribute('href')).toBe(
+      '/console/senders',
+    )
+    expect(await backlog.getByRole('columnheader').count()).toBe(0)
+    await expectOverviewClear('overview without a sender queue')
+    await page.unroute(overviewRoute)
+    // The meaning of a top error opens its row on the error codes page.
+    await page.reload()
+    const errors = page.getByRole('region', { name: 'Top errors (1 h)' })
+    await errors.getByRole('link', { name: 'Undeliverable' }).click()
+    await heading('Error codes').waitFor()
+    expect(await page.locator('tr#code-131026').getAttribute('class')).toBe('target')
   })
 
   it('approves a pending key request with a tenant, and the approval e-mail arrives', async () => {

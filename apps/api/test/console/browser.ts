@@ -121,3 +121,47 @@ export async function checkPage(page: Page, name: string) {
 
 /** `expect.poll` with time for a loaded machine (its default is one second). */
 export const poll = <T>(read: () => T | Promise<T>, timeout = 15_000) => expect.poll(read, { timeout })
+
+/**
+ * The text a person reads under `selector` (headings, paragraphs, list items, table cells) whose
+ * boxes overlap another's, as `a / b` pairs: each box cut to what the scrolling or clipping boxes
+ * around it show, an element and one inside it never compared.
+ */
+const OVERLAPPING_TEXT = (selector: string) => `(() => {
+  const root = document.querySelector(${JSON.stringify(selector)})
+  if (!root) return ['nothing matches ' + ${JSON.stringify(selector)}]
+  const shown = (element) => {
+    const r = element.getBoundingClientRect()
+    const box = { left: r.left, top: r.top, right: r.right, bottom: r.bottom }
+    for (let up = element.parentElement; up; up = up.parentElement) {
+      const style = getComputedStyle(up)
+      if (style.overflowX === 'visible' && style.overflowY === 'visible') continue
+      const clip = up.getBoundingClientRect()
+      box.left = Math.max(box.left, clip.left)
+      box.top = Math.max(box.top, clip.top)
+      box.right = Math.min(box.right, clip.right)
+      box.bottom = Math.min(box.bottom, clip.bottom)
+    }
+    return box
+  }
+  const name = (element) => element.tagName.toLowerCase() + ' "' + element.textContent.trim().slice(0, 40) + '"'
+  const texts = [...root.querySelectorAll('h2, h3, p, li, th, td')]
+    .filter((element) => element.getClientRects().length > 0 && !element.closest('.visually-hidden'))
+    .map((element) => ({ element, box: shown(element) }))
+    .filter(({ box }) => box.right - box.left > 1 && box.bottom - box.top > 1)
+  const overlaps = []
+  for (const [at, a] of texts.entries()) {
+    for (const b of texts.slice(at + 1)) {
+      if (a.element.contains(b.element) || b.element.contains(a.element)) continue
+      const wide = Math.min(a.box.right, b.box.right) - Math.max(a.box.left, b.box.left)
+      const high = Math.min(a.box.bottom, b.box.bottom) - Math.max(a.box.top, b.box.top)
+      if (wide > 1 && high > 1) overlaps.push(name(a.element) + ' / ' + name(b.element))
+    }
+  }
+  return overlaps
+})()`
+
+/** No text under `selector` is drawn over other text (a wide table spilling over the next cell). */
+export async function expectNoOverlappingText(page: Page, selector: string, what: string) {
+  expect(await page.evaluate(OVERLAPPING_TEXT(selector)), `${what}: text drawn over other text`).toEqual([])
+}

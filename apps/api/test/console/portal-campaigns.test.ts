@@ -43,6 +43,10 @@ let key: { id: string; key: string }
 let phones = 0
 const newPhone = () => `+55218${String(Date.now()).slice(-6)}${String(phones++).padStart(3, '0')}`
 
+/** The December campaign's audience; the platform answers its last recipient 131026 (not on WhatsApp). */
+const audience = Array.from({ length: 25 }, newPhone)
+const UNDELIVERABLE = audience[24] as string
+
 /**
  * The audience as an upload leaves it, written in SQL (as apps/api/test/campaigns/campaigns.test.ts
  * does): the page's own upload, intercepted, lands here while the API has no upload route yet.
@@ -120,7 +124,7 @@ async function readyNextWeek(apiKey: string, name: string) {
 describe.skipIf(browserBinary.missing)('the portal’s campaigns, in a browser', () => {
   beforeAll(async () => {
     world = await createWorld()
-    fake = await startFakeWhatsApp()
+    fake = await startFakeWhatsApp({ undeliverable: (to) => `+${to}` === UNDELIVERABLE })
     const env = { SECRETS_KEY, WHATSAPP_API_URL: fake.url }
     app = await buildTestApp(world, {
       ...env,
@@ -177,7 +181,6 @@ describe.skipIf(browserBinary.missing)('the portal’s campaigns, in a browser',
     expect(await badge().textContent()).toBe('draft')
   })
 
-  const audience = Array.from({ length: 25 }, newPhone)
   // The third row has no phone: the upload skips it (line 4; the header is line 1).
   const rows = audience.map((p, i) => `${p},Cliente ${i + 1},BR-${i + 1}`)
   const csv = ['phone,1,2', ...rows.slice(0, 2), 'not-a-phone,Ana,BR-0', ...rows.slice(2)].join('\n')
@@ -218,24 +221,35 @@ describe.skipIf(browserBinary.missing)('the portal’s campaigns, in a browser',
     await poll(() => badge().textContent()).toMatch(/running|completed/)
     // Fed ten at a time, every 200 ms: the page reads the counts as they move.
     const counts = page.getByRole('table', { name: 'Recipients by state' })
-    await poll(() => counts.getByRole('row', { name: /^sent/ }).textContent(), 30_000).toBe('sent25')
+    await poll(() => counts.getByRole('row', { name: /^sent/ }).textContent(), 30_000).toBe('sent24')
     await poll(() => badge().textContent(), 30_000).toBe('completed')
+    expect(await counts.getByRole('row', { name: /^failed/ }).textContent()).toBe('failed1')
     expect(await counts.getByRole('row', { name: /^skipped/ }).textContent()).toBe('skipped1')
     expect(await page.getByRole('region', { name: 'Recipients by state' }).textContent()).toMatch(
       /Replied\s*0.*Opted out since\s*0.*Billable messages\s*\d+/s,
     )
-    expect(await page.locator('.facts').first().textContent()).toContain('25 of 25 (100 %)')
+    expect(await page.locator('.facts').first().textContent()).toContain('24 of 25 (96 %)')
     // The chart, drawn from the readings the page took.
-    const chart = page.getByRole('img', { name: /^Progress: 25 sent, 0 failed/ })
+    const chart = page.getByRole('img', { name: /^Progress: 24 sent, 1 failed/ })
     await chart.locator('canvas').waitFor()
     expect(
       await page.getByText(/From its start; read every 3 seconds while it runs\. \d+ points\./).count(),
     ).toBe(1)
-    await page.getByRole('region', { name: 'Failures by error code' }).getByText('No failure.').waitFor()
+    // The failure by its code, what the code means in a few words, linking to the whole of it.
+    const failures = page.getByRole('region', { name: 'Failures by error code' })
+    const failure = failures.getByRole('row', { name: /^131026/ })
+    expect(await failure.textContent()).toBe('1310261Undeliverable')
+    const meaning = failure.getByRole('link', { name: 'Undeliverable' })
+    expect(await meaning.getAttribute('href')).toBe('/portal/error-codes#code-131026')
     // Every taken row went out once.
     for (const phone of audience)
       expect(fake.requests.filter((r) => r.body.to === phone.slice(1))).toHaveLength(1)
     await checkPage(page, 'portal-campaign-completed')
+    await meaning.click()
+    await heading('Error codes').waitFor()
+    expect(await page.locator('tr#code-131026').getAttribute('class')).toBe('target')
+    await page.goBack()
+    await heading('Campaign December promotion').waitFor()
   })
 
   it('lists its recipients by state, a page at a time, and exports them', async () => {
@@ -244,7 +258,7 @@ describe.skipIf(browserBinary.missing)('the portal’s campaigns, in a browser',
     // 26 rows, 25 a page: the second holds the last line, and the way back.
     await poll(() => table.getByRole('row').count()).toBe(26)
     // Read again as the counts moved: each row's state and its message.
-    expect(await table.locator('.badge-sent').count()).toBe(24)
+    await poll(() => table.locator('.badge-sent').count()).toBe(24)
     expect(await table.locator('.badge-skipped').count()).toBe(1)
     await table.getByRole('row').nth(1).getByRole('link').click()
     await heading('Message').waitFor()
@@ -253,7 +267,12 @@ describe.skipIf(browserBinary.missing)('the portal’s campaigns, in a browser',
     await poll(() => table.getByRole('row').count()).toBe(26)
     await recipients.getByRole('button', { name: 'Next page' }).click()
     await poll(() => table.getByRole('row').count()).toBe(2)
-    expect(await table.textContent()).toContain('27')
+    // The last line, not on WhatsApp: its code, and what it means linked to the error codes page.
+    const last = table.getByRole('row', { name: /^27 / })
+    expect(await last.textContent()).toMatch(/^27\+\d+failed131026Undeliverable/)
+    expect(await last.getByRole('link', { name: 'Undeliverable' }).getAttribute('href')).toBe(
+      '/portal/error-codes#code-131026',
+    )
     await recipients.getByRole('button', { name: 'Previous page' }).click()
     await poll(() => table.getByRole('row').count()).toBe(26)
     await recipients.getByLabel('State').selectOption('skipped')
@@ -265,7 +284,8 @@ describe.skipIf(browserBinary.missing)('the portal’s campaigns, in a browser',
     expect(exported.status()).toBe(200)
     const lines = (await exported.text()).trim().split('\n')
     expect(lines).toHaveLength(27)
-    expect(lines.filter((line) => line.includes(',sent,'))).toHaveLength(25)
+    expect(lines.filter((line) => line.includes(',sent,'))).toHaveLength(24)
+    expect(lines.filter((line) => line.includes(',failed,'))).toEqual([expect.stringMatching(/,131026$/)])
     const ndjsonHref = await page.getByRole('link', { name: 'Export NDJSON' }).getAttribute('href')
     expect(ndjsonHref).toMatch(/export\?format=ndjson$/)
   })
@@ -274,7 +294,7 @@ describe.skipIf(browserBinary.missing)('the portal’s campaigns, in a browser',
     await page.getByRole('link', { name: 'All campaigns' }).click()
     await heading('Campaigns').waitFor()
     const row = page.getByRole('row', { name: /December promotion/ })
-    await poll(() => row.textContent()).toContain('25 of 25 (100 %)')
+    await poll(() => row.textContent()).toContain('24 of 25 (96 %)')
     expect(await row.textContent()).toContain('completed')
     await checkPage(page, 'portal-campaigns')
   })
@@ -347,6 +367,18 @@ describe.skipIf(browserBinary.missing)('the portal’s campaigns, in a browser',
     await poll(() => table.getByRole('row').count()).toBe(2)
     expect(await table.textContent()).toContain('December promotion')
     await checkPage(admin, 'console-campaigns')
+    // A campaign's failures in the console too: the code, and its meaning linked to the console's page.
+    await table.getByRole('link', { name: 'December promotion' }).click()
+    await admin.getByRole('heading', { level: 1, name: 'Campaign December promotion' }).waitFor()
+    const failure = admin
+      .getByRole('region', { name: 'Failures by error code' })
+      .getByRole('row', { name: /^131026/ })
+    await poll(() => failure.textContent()).toBe('1310261Undeliverable')
+    expect(await failure.getByRole('link', { name: 'Undeliverable' }).getAttribute('href')).toBe(
+      '/console/error-codes#code-131026',
+    )
+    await admin.goBack()
+    await admin.getByRole('heading', { level: 1, name: 'Campaigns' }).waitFor()
     await admin.getByLabel('Status').selectOption('scheduled')
     await table.getByRole('link', { name: 'Board meeting' }).click()
     await admin.getByRole('heading', { level: 1, name: 'Campaign Board meeting' }).waitFor()

@@ -11,6 +11,7 @@ import type { RunningWorker } from '@dispatch/worker'
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
+  ADMIN,
   activeKey,
   buildTestApp,
   createWorld,
@@ -116,6 +117,14 @@ describe.skipIf(browserBinary.missing)('the portal, in a browser', () => {
     await page.getByLabel('API key').press('Enter')
     await heading('Messages').waitFor()
     expect(await page.getByText('Signed in as').textContent()).toContain('Bistro Centro')
+    // Not production, on the sandbox: said in a band above the page's content.
+    const notice = page.getByRole('note', { name: 'About this service' })
+    expect(await notice.textContent()).toBe(
+      'This is a development service. Messages go to the sandbox platform: they are recorded as sent, and reach no one on WhatsApp.',
+    )
+    const [band, title] = await Promise.all([notice.boundingBox(), heading('Messages').boundingBox()])
+    expect(band?.height).toBeGreaterThan(10)
+    expect((band?.y ?? Number.NaN) + (band?.height ?? 0)).toBeLessThanOrEqual(title?.y ?? Number.NaN)
     const kept = (await page.evaluate(
       '[JSON.stringify(localStorage), JSON.stringify(sessionStorage), document.cookie, document.body.innerHTML].join()',
     )) as string
@@ -298,5 +307,38 @@ describe.skipIf(browserBinary.missing)('the portal, in a browser', () => {
     await go('/webhooks')
     await heading('Dispatch portal').waitFor()
     expect(complaints).toEqual([])
+  })
+
+  it('says neither in the portal nor in the console when the service is production on the Cloud API', async () => {
+    // Another API on the same database: production, with a WhatsApp number of its own.
+    const production = await buildTestApp(world, {
+      APP_ENV: 'production',
+      SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
+      WHATSAPP_API_URL: fake.url,
+      WHATSAPP_ACCESS_TOKEN: 'EAAG-portal-production-token',
+      WHATSAPP_PHONE_NUMBER_ID: '100000000000426',
+    })
+    const { page: live, complaints: liveComplaints } = await openPage(browser)
+    try {
+      const liveUrl = await production.listen({ host: '127.0.0.1', port: 0 })
+      const liveKey = await activeKey(production, { scopes: SEND_SCOPES, clientName: 'Bistro Live' })
+      const notice = live.getByRole('note', { name: 'About this service' })
+      await live.goto(`${liveUrl}/portal`)
+      await live.getByLabel('API key').fill(liveKey.key)
+      await live.getByLabel('API key').press('Enter')
+      await live.getByRole('heading', { level: 1, name: 'Messages' }).waitFor()
+      expect(await live.getByText('Signed in as').textContent()).toContain('Bistro Live')
+      expect(await notice.count()).toBe(0)
+      await live.goto(`${liveUrl}/console`)
+      await live.getByLabel('Admin name').fill('ana')
+      await live.getByLabel('Admin token').fill(ADMIN.ana)
+      await live.getByLabel('Admin token').press('Enter')
+      await live.getByRole('heading', { level: 1, name: 'Overview' }).waitFor()
+      expect(await notice.count()).toBe(0)
+      expect(liveComplaints).toEqual([])
+    } finally {
+      await live.context().close()
+      await production.close()
+    }
   })
 })

@@ -1,4 +1,4 @@
-import { ERROR_MEANINGS, errorMeaning } from '@dispatch/contracts'
+import { ERROR_MEANINGS, errorMeaning, errorTitle } from '@dispatch/contracts'
 import { useEffect } from 'preact/hooks'
 import { Link } from '../router.tsx'
 import { Page } from './page.tsx'
@@ -35,6 +35,21 @@ export function ErrorCode({
         <span class="error-meaning">{meaning}</span>
       ) : null}
     </>
+  )
+}
+
+/**
+ * A code's meaning in a few words, as a table has room for (the overview's top errors, a campaign's
+ * failures): a link to its row on the error codes page, which says the rest; the whole meaning on
+ * hover. A code Dispatch does not know: a dash (the code beside it is the platform's, as it came).
+ */
+export function ErrorTitle({ code }: { code: string }) {
+  const title = errorTitle(code)
+  if (title === null) return <>—</>
+  return (
+    <Link href={errorCodeHref(code)} title={errorMeaning(code) ?? undefined}>
+      {title}
+    </Link>
   )
 }
 

@@ -3,6 +3,7 @@ import { keepPreviousData, useQuery } from '@tanstack/preact-query'
 import { useState } from 'preact/hooks'
 import { api } from '../../api.ts'
 import { Link } from '../../router.tsx'
+import { ErrorTitle } from '../../ui/error-code.tsx'
 import { Id } from '../../ui/id.tsx'
 import { Page, Section } from '../../ui/page.tsx'
 import { RangePicker } from '../../ui/range-picker.tsx'
@@ -71,7 +72,12 @@ export function Overview() {
                     rows={data.backlog}
                     rowKey={(queue) => queue.name}
                     rowLink={(queue) => (queue.senderId ? `/senders/${queue.senderId}` : null)}
-                    empty="No sender queue."
+                    empty={
+                      <>
+                        No sender queue yet: <Link href="/senders">add a sender</Link>, and its queue shows
+                        here with what waits in it.
+                      </>
+                    }
                     columns={[
                       {
                         header: 'Sender',
@@ -134,7 +140,8 @@ export function Overview() {
                     columns={[
                       { header: 'Code', cell: (error) => <code>{error.code}</code> },
                       { header: 'Count', cell: (error) => error.count },
-                      { header: 'Meaning', cell: (error) => error.meaning ?? '—', class: 'wrap' },
+                      // In a few words, linked to the whole of it on the error codes page.
+                      { header: 'Meaning', cell: (error) => <ErrorTitle code={error.code} />, class: 'wrap' },
                     ]}
                   />
                 </Section>

@@ -1,7 +1,8 @@
-import { CAMPAIGN_RECIPIENT_STATES, type CampaignRecipientState, errorMeaning } from '@dispatch/contracts'
+import { CAMPAIGN_RECIPIENT_STATES, type CampaignRecipientState, errorTitle } from '@dispatch/contracts'
 import { keepPreviousData, useQuery } from '@tanstack/preact-query'
 import { useState } from 'preact/hooks'
 import { Link } from '../../router.tsx'
+import { ErrorTitle } from '../../ui/error-code.tsx'
 import { Id } from '../../ui/id.tsx'
 import { Loaded, StatusBadge } from '../../ui/status.tsx'
 import { Table } from '../../ui/table.tsx'
@@ -71,7 +72,8 @@ export function CampaignRecipients({
                   class: 'wrap',
                   cell: (r) =>
                     r.errorCode ? <code>{r.errorCode}</code> : r.reason ? r.reason.replace(/_/g, ' ') : '—',
-                  detail: (r) => (r.errorCode ? errorMeaning(r.errorCode) : r.detail),
+                  detail: (r) =>
+                    r.errorCode ? errorTitle(r.errorCode) && <ErrorTitle code={r.errorCode} /> : r.detail,
                 },
                 {
                   header: 'Message',

@@ -1,8 +1,9 @@
 import { DispatchError } from '@dispatch/client'
-import { CAMPAIGN_RECIPIENT_STATES, type Campaign, errorMeaning } from '@dispatch/contracts'
+import { CAMPAIGN_RECIPIENT_STATES, type Campaign } from '@dispatch/contracts'
 import { useQuery } from '@tanstack/preact-query'
 import { useEffect, useState } from 'preact/hooks'
 import { Link } from '../../router.tsx'
+import { ErrorTitle } from '../../ui/error-code.tsx'
 import { CopyButton, Id } from '../../ui/id.tsx'
 import { Page, Section } from '../../ui/page.tsx'
 import { Loaded, StatusBadge } from '../../ui/status.tsx'
@@ -138,7 +139,7 @@ function Failures({ failedByCode }: { failedByCode: Campaign['failedByCode'] }) 
       columns={[
         { header: 'Error code', cell: ([code]) => <code>{code}</code> },
         { header: 'Recipients', cell: ([, n]) => n },
-        { header: 'What it means', class: 'wrap', cell: ([code]) => errorMeaning(code) ?? '—' },
+        { header: 'What it means', class: 'wrap', cell: ([code]) => <ErrorTitle code={code} /> },
       ]}
     />
   )
