@@ -1,6 +1,8 @@
+import { errorTitle } from '@dispatch/contracts'
 import type { ComponentChildren } from 'preact'
 import { Link } from '../router.tsx'
 import { channelName, fallbackStateShort } from './channel.ts'
+import { ErrorTitle } from './error-code.tsx'
 import { CopyButton, Id } from './id.tsx'
 import { StatusBadge } from './status.tsx'
 import { type Column, Table } from './table.tsx'
@@ -67,6 +69,12 @@ export function MessagesTable({
     {
       header: 'Last error',
       cell: (row) => (row.lastError ? <code title={row.lastError.message}>{row.lastError.code}</code> : '—'),
+      // What the code means in a few words, under it (a code Dispatch does not know: nothing more).
+      detail: (row) =>
+        row.lastError && errorTitle(row.lastError.code) !== null ? (
+          <ErrorTitle code={row.lastError.code} />
+        ) : null,
+      class: 'wrap',
     },
     ...(showKey ? [keyColumn] : []),
     { header: 'Accepted', cell: (row) => <Time at={row.createdAt} /> },
