@@ -389,6 +389,17 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     // …and the key's id, under its client's name.
     await row.getByRole('button', { name: `Copy key id ${senderKeyId}` }).click()
     await poll(() => page.evaluate('navigator.clipboard.readText()')).toBe(senderKeyId)
+    // Its last error: the code, and under it what the code means in a few words, linked to its row
+    // on the error codes page, the whole meaning on hover; clear of the cells beside it at any width.
+    const meaning = row.getByRole('link', { name: 'Undeliverable' })
+    const lastError = row.getByRole('cell').filter({ has: meaning })
+    expect(await lastError.locator('code').textContent()).toBe('131026')
+    expect(await meaning.getAttribute('href')).toBe('/console/error-codes#code-131026')
+    expect(await meaning.getAttribute('title')).toMatch(/^Undeliverable: not a WhatsApp user/)
+    for (const width of [910, 1280]) {
+      await page.setViewportSize({ width, height: 900 })
+      await expectNoOverlappingText(page, 'main', `the messages at ${width} px`)
+    }
     await page.getByRole('link', { name: failedId }).click()
     await heading('Message').waitFor()
     // Times read in the viewer's zone, one format everywhere; the UTC instant on hover.

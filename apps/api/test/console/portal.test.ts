@@ -22,7 +22,14 @@ import {
   type TestWorld,
   untilMessageStatus,
 } from '../helpers.ts'
-import { browserBinary, checkPage, launchBrowser, openPage, poll } from './browser.ts'
+import {
+  browserBinary,
+  checkPage,
+  expectNoOverlappingText,
+  launchBrowser,
+  openPage,
+  poll,
+} from './browser.ts'
 
 /**
  * A key holder's portal in real Chromium: signs in with its key (which the browser does not keep),
@@ -35,6 +42,8 @@ const OWN_PHONE = '+5511933334444'
 const OTHER_PHONE = '+5511955556666'
 /** The key's message accepted three hours before the test. */
 const EARLIER_PHONE = '+5511966667777'
+/** The key's message refused by the platform: outside the 24-hour window. */
+const FAILED_PHONE = '+5511988889999'
 if (browserBinary.missing) console.warn(`portal: the browser tests are skipped: ${browserBinary.missing}`)
 
 let world: TestWorld
@@ -177,6 +186,38 @@ describe.skipIf(browserBinary.missing)('the portal, in a browser', () => {
     await poll(() => table.textContent()).toContain(EARLIER_PHONE)
     expect(await picker.getByRole('button', { name: '7d' }).getAttribute('aria-pressed')).toBe('true')
     await checkPage(page, 'portal-messages-range')
+  })
+
+  it('names its failed message’s last error with what it means, linked to the error codes page', async () => {
+    await world.sql`
+      insert into messages (id, api_key_id, type, phone, payload, status, attempts, last_error_code,
+        last_error_message, accepted_at, updated_at)
+      values (${randomUUID()}, ${own.id}, 'text', ${FAILED_PHONE},
+        ${world.sql.json({ phone: FAILED_PHONE, text: 'Still there?' })}, 'failed', 1, '131047',
+        'Re-engagement message', now(), now())`
+    await go('/messages')
+    await heading('Messages').waitFor()
+    const row = page
+      .getByRole('table', { name: 'Messages' })
+      .getByRole('row')
+      .filter({ hasText: FAILED_PHONE })
+    await poll(() => row.count()).toBe(1)
+    // The code, and under it what it means in a few words; the whole meaning on hover.
+    const meaning = row.getByRole('link', { name: 'Outside the 24-hour window' })
+    const lastError = row.getByRole('cell').filter({ has: meaning })
+    expect(await lastError.locator('code').textContent()).toBe('131047')
+    expect(await meaning.getAttribute('href')).toBe('/portal/error-codes#code-131047')
+    expect(await meaning.getAttribute('title')).toMatch(/^Outside the 24-hour window: only a template/)
+    // Clear of the cells beside it, in a narrow window and a wide one.
+    for (const width of [800, 1280]) {
+      await page.setViewportSize({ width, height: 900 })
+      await expectNoOverlappingText(page, 'main', `the messages at ${width} px`)
+    }
+    await checkPage(page, 'portal-messages-failed')
+    // …and opens its row on the error codes page.
+    await meaning.click()
+    await heading('Error codes').waitFor()
+    expect(await page.locator('tr#code-131047').getAttribute('class')).toBe('target')
   })
 
   it('shows its message’s timeline, with the webhook attempt', async () => {
