@@ -1,5 +1,6 @@
 import { useEffect, useRef } from 'preact/hooks'
 import type uPlot from 'uplot'
+import { chartWidth, useChartWidth } from '../../ui/chart-width.ts'
 
 export interface MinuteCounts {
   minute: string
@@ -41,7 +42,8 @@ export function columns(
 
 /**
  * Messages per minute by status, drawn by uPlot (loaded on first use, so the first page stays
- * small). The table below the chart tells the same to a screen reader.
+ * small) as wide as its box, whatever the window's width. The table below the chart tells the same
+ * to a screen reader.
  */
 export function MinuteChart({
   minutes,
@@ -73,7 +75,7 @@ export function MinuteChart({
       shape.current = shapeNow
       plot.current = new UPlot(
         {
-          width: Math.max(320, box.current.clientWidth),
+          width: chartWidth(box.current),
           height: 260,
           series: [
             {},
@@ -98,6 +100,7 @@ export function MinuteChart({
       cancelled = true
     }
   }, [minutes, bucketSeconds, until, spanSeconds])
+  useChartWidth(box, plot)
   useEffect(() => () => plot.current?.destroy(), [])
   return <div ref={box} class="chart" role="img" aria-label="Messages by status over the chosen range" />
 }

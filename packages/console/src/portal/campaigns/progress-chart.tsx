@@ -1,6 +1,7 @@
 import type { Campaign } from '@dispatch/contracts'
 import { useEffect, useRef } from 'preact/hooks'
 import type uPlot from 'uplot'
+import { chartWidth, useChartWidth } from '../../ui/chart-width.ts'
 import { gone } from './progress.tsx'
 
 /** One reading of a campaign's counts, taken by the page as it polls. */
@@ -74,7 +75,7 @@ export function ProgressChart({ samples }: { samples: Sample[] }) {
       if (plot.current) return plot.current.setData(columns(samples))
       plot.current = new UPlot(
         {
-          width: Math.max(320, box.current.clientWidth),
+          width: chartWidth(box.current),
           height: 220,
           series: [{}, ...SERIES.map(({ label, stroke }) => ({ label, stroke, width: 2 }))],
           axes: [{}, { label: 'recipients' }],
@@ -90,6 +91,7 @@ export function ProgressChart({ samples }: { samples: Sample[] }) {
       cancelled = true
     }
   }, [samples])
+  useChartWidth(box, plot)
   useEffect(() => () => plot.current?.destroy(), [])
   const last = samples.at(-1)
   return (
