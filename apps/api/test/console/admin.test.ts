@@ -200,6 +200,36 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     }
     await page.mouse.move(0, 0)
   }
+  /**
+   * The chart drawn edge to edge of its box, the box's width changing with the window's: narrower,
+   * then wider than the width it was first drawn at (uPlot keeps a width until it is given another).
+   */
+  async function expectChartFollowsWindow() {
+    const chart = page.locator('.chart')
+    const gaps = async () => {
+      const [box, plot] = await Promise.all([
+        chart.boundingBox(),
+        page.locator('.chart .u-wrap').boundingBox(),
+      ])
+      if (!box || !plot) return { box: 0, left: Number.NaN, right: Number.NaN }
+      return { box: box.width, left: plot.x - box.x, right: box.x + box.width - (plot.x + plot.width) }
+    }
+    const edgeToEdge = ({ left, right }: { left: number; right: number }) =>
+      Math.abs(left) <= 1 && Math.abs(right) <= 1
+    await chart.scrollIntoViewIfNeeded()
+    const drawn = await gaps()
+    expect(edgeToEdge(drawn), `the plot spans its box as first drawn: ${JSON.stringify(drawn)}`).toBe(true)
+    const widths: number[] = []
+    for (const width of [960, 1440]) {
+      await page.setViewportSize({ width, height: 900 })
+      await poll(gaps).toSatisfy(edgeToEdge, `at ${width} px, the plot spans its box`)
+      widths.push((await gaps()).box)
+    }
+    // The box did narrow and widen, so the plot followed it both ways.
+    expect(widths[0]).toBeLessThan(drawn.box - 100)
+    expect(widths[1]).toBeGreaterThan(drawn.box + 50)
+    await page.setViewportSize({ width: 1280, height: 900 })
+  }
   const heading = (name: string) => page.getByRole('heading', { level: 1, name })
 
   /**
@@ -269,6 +299,7 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
       expect(await page.locator('.chart .u-legend').textContent()).not.toContain('--')
       if (range === '7d') await checkPage(page, 'console-overview-week')
     }
+    await expectChartFollowsWindow()
     await expectOverviewClear('overview')
   })
 
