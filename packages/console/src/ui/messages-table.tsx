@@ -70,11 +70,11 @@ export function MessagesTable({
       header: 'Last error',
       cell: (row) => (row.lastError ? <code title={row.lastError.message}>{row.lastError.code}</code> : '—'),
       // What the code means in a few words, under it (a code Dispatch does not know: nothing more).
+      // Not `wrap`: its break-word would split "Undeliverable" in a narrow window; words wrap whole.
       detail: (row) =>
         row.lastError && errorTitle(row.lastError.code) !== null ? (
           <ErrorTitle code={row.lastError.code} />
         ) : null,
-      class: 'wrap',
     },
     ...(showKey ? [keyColumn] : []),
     { header: 'Accepted', cell: (row) => <Time at={row.createdAt} /> },
