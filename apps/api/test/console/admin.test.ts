@@ -423,13 +423,16 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     // Its last error: the code, and under it what the code means in a few words, linked to its row
     // on the error codes page, the whole meaning on hover; clear of the cells beside it at any width.
     const meaning = row.getByRole('link', { name: 'Undeliverable' })
-    const lastError = row.getByRole('cell').filter({ has: meaning })
+    const lastError = row.getByRole('cell').filter({ has: page.getByRole('link', { name: 'Undeliverable' }) })
     expect(await lastError.locator('code').textContent()).toBe('131026')
     expect(await meaning.getAttribute('href')).toBe('/console/error-codes#code-131026')
     expect(await meaning.getAttribute('title')).toMatch(/^Undeliverable: not a WhatsApp user/)
     for (const width of [910, 1280]) {
       await page.setViewportSize({ width, height: 900 })
       await expectNoOverlappingText(page, 'main', `the messages at ${width} px`)
+      // Its column as wide as its longest word, not a word broken over two lines.
+      const lines = `document.querySelector('main td a[href$="#code-131026"]').getClientRects().length`
+      expect(await page.evaluate(lines), `at ${width} px`).toBe(1)
     }
     await page.getByRole('link', { name: failedId }).click()
     await heading('Message').waitFor()

@@ -204,7 +204,9 @@ describe.skipIf(browserBinary.missing)('the portal, in a browser', () => {
     await poll(() => row.count()).toBe(1)
     // The code, and under it what it means in a few words; the whole meaning on hover.
     const meaning = row.getByRole('link', { name: 'Outside the 24-hour window' })
-    const lastError = row.getByRole('cell').filter({ has: meaning })
+    const lastError = row
+      .getByRole('cell')
+      .filter({ has: page.getByRole('link', { name: 'Outside the 24-hour window' }) })
     expect(await lastError.locator('code').textContent()).toBe('131047')
     expect(await meaning.getAttribute('href')).toBe('/portal/error-codes#code-131047')
     expect(await meaning.getAttribute('title')).toMatch(/^Outside the 24-hour window: only a template/)
