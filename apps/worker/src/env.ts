@@ -64,6 +64,12 @@ const WorkerEnv = Type.Object({
    */
   EXPIRY_SWEEP_MS: Type.Integer({ minimum: 100, maximum: 600_000, default: 5_000 }),
   /**
+   * How often a `messages` worker (and once at its start) looks for message jobs BullMQ failed as
+   * stalled whose SMS fallback was never handed to a timer, its process killed at that instant
+   * (docs/fallback.md, "Outages").
+   */
+  SMS_STALLED_SWEEP_MS: Type.Integer({ minimum: 100, maximum: 3_600_000, default: 300_000 }),
+  /**
    * How often each sender's template catalog is synced from its WhatsApp Business Account (0: never;
    * admins can still sync on demand). Meta's webhooks keep it current in between.
    */

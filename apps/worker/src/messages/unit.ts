@@ -10,6 +10,7 @@ import { SenderRegistry } from './registry.ts'
 import { SentLogSweeper } from './sent-log.ts'
 import { AbandonedSmsCallSweeper } from './sms-call-sweep.ts'
 import { SmsPriceSweeper } from './sms-price-sweep.ts'
+import { StalledFallbackSweeper } from './stalled-fallback-sweep.ts'
 
 /**
  * The `messages` role: for each sender this process serves (WORKER_SENDERS), a lane (its queue,
@@ -65,6 +66,19 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
       )
     : undefined
   smsPrices?.start()
+  // Jobs failed as stalled whose process died before handing their SMS fallback on: handed now.
+  const stalledFallbacks = new StalledFallbackSweeper(
+    {
+      db: context.db,
+      redis: lanes.producer,
+      timers: lanes.fallback.timers,
+      prefix: context.config.QUEUE_PREFIX,
+      log: context.logger,
+    },
+    () => lanes.lanes(),
+    { everyMs: context.config.SMS_STALLED_SWEEP_MS },
+  )
+  stalledFallbacks.start()
   // The "no `delivered` in time" timers of the fallback, as they come due.
   const smsTimers = startSmsFallbackTimerWorker(context, lanes.fallback.sms)
   // Keywords' confirmations, sent from the users' business numbers: this role has the platform's settings.
@@ -91,6 +105,7 @@ export const startMessagesUnit: WorkerUnitStarter = async (context) => {
       await sentLogs.stop()
       await smsCalls.stop()
       await smsPrices?.stop()
+      await stalledFallbacks.stop()
       await smsTimers.close()
       await lanes.close()
     },

@@ -1,31 +1,38 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
-import { QueueNames } from '@dispatch/contracts'
+import { DEFAULT_SENDER_ID, type MessageJob, QueueNames, smsFallbackHoldKey } from '@dispatch/contracts'
 import { createDb, findFallback, recordFallbackSent, type Sql } from '@dispatch/db'
-import { type FakeSms, graphError, startFakeSms, testRedisUrl, waitFor } from '@dispatch/testing'
-import { Queue, QueueEvents } from 'bullmq'
-import { afterAll, beforeAll, expect, it } from 'vitest'
+import { fairKeys, MESSAGE_JOB_OPTIONS } from '@dispatch/runtime/message-handoff'
+import { type FakeSms, freePort, graphError, startFakeSms, testRedisUrl, waitFor } from '@dispatch/testing'
+import { Queue, QueueEvents, UnrecoverableError, Worker } from 'bullmq'
+import { Redis } from 'ioredis'
+import pino from 'pino'
+import { afterAll, beforeAll, expect, it, vi } from 'vitest'
 import { STALLED_TOO_OFTEN } from '../../src/messages/delivery/fallback-triggers.ts'
+import { StalledFallbackSweeper } from '../../src/messages/stalled-fallback-sweep.ts'
 import { createDeliveryWorld, type DeliveryWorld, text } from './world.ts'
 
 /**
  * A worker process killed with SIGKILL while the SMS provider holds its fallback call: the SMS is
  * never sent again, by the job retaken nor by anything else (docs/fallback.md, "At most once: the
  * record"). Killed before the decision, once or twice (the job then failed as stalled): the SMS goes
- * once.
+ * once, also when the worker that failed it died before handing the fallback on (the sweep).
  */
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url))
 
 let world: DeliveryWorld
 let sms: FakeSms
+let redis: Redis
 const children: ChildProcess[] = []
 beforeAll(async () => {
   world = await createDeliveryWorld()
   sms = await startFakeSms()
+  redis = new Redis(testRedisUrl())
 })
 afterAll(async () => {
   for (const child of children) child.kill('SIGKILL')
+  redis?.disconnect()
   await sms?.close()
   await world?.close()
 })
@@ -299,6 +306,151 @@ it('a fallback sent before its job was failed as stalled: the timer it is handed
     await client.close()
   }
 }, 150_000)
+
+it('failed as stalled by a worker killed before its hand-off: the sweep sends the SMS once, and nothing when run again', async () => {
+  const phone = '+4915112999008'
+  const client = createDb(dbUrl(), { max: 2 })
+  const messageId = await undeliverableKilledAtDecision(client, phone, 'SMswept', 2)
+  const events = new QueueEvents(QueueNames.smsFallbackTimers, {
+    connection: { url: testRedisUrl() },
+    prefix: world.queuePrefix,
+  })
+  await events.waitUntilReady()
+  try {
+    // BullMQ fails it as stalled, and nothing hands its fallback on (that worker died right then).
+    await failAsStalledWithoutHandOff(messageId)
+    expect(await findFallback(client.sql, messageId)).toBeUndefined()
+    expect(sms.requests.filter((r) => r.params.To === phone)).toHaveLength(0)
+
+    // Postgres away: a pass hands nothing on, and leaves the job to the next one.
+    const runNow = vi.fn(async () => true)
+    const away = createDb(`postgres://postgres@127.0.0.1:${await freePort()}/postgres`, { max: 1 })
+    try {
+      const sweeper = new StalledFallbackSweeper(
+        {
+          db: away.db,
+          redis,
+          timers: { runNow },
+          prefix: world.queuePrefix,
+          log: pino({ level: 'silent' }),
+        },
+        () => [{ senderId: DEFAULT_SENDER_ID, queue: { get: async () => world.queue } }],
+        { everyMs: 60_000 },
+      )
+      await expect(sweeper.sweep(Date.now() + 60_000)).rejects.toThrow()
+      expect(runNow).not.toHaveBeenCalled()
+      expect(await sweptPast(messageId)).toBe(false)
+    } finally {
+      await away.close()
+    }
+
+    // A worker starting sweeps the failed jobs: the fallback goes to a timer, which sends it.
+    const healthy = await world.startWorker({ ...smsEnv(), SMS_STALLED_SWEEP_MS: '500' })
+    await waitFor(async () => (await findFallback(client.sql, messageId))?.state === 'sent', {
+      what: 'the SMS fallback sent',
+      timeoutMs: 45_000,
+    }).catch((error) => {
+      throw new Error(`${error.message}: ${healthy.logs.text().slice(-3000)}`)
+    })
+    expect(healthy.logs.text()).toContain('its sms fallback handed to a timer by the sweep')
+    await waitFor(() => sweptPast(messageId), { what: 'the sweep past the job' })
+    // The sweep again, reading the failed jobs from the start: handed on once more, it sends nothing.
+    const ranAgain = timerOutcome(events, messageId)
+    await redis.del(fairKeys(world.queuePrefix, DEFAULT_SENDER_ID).stalledSwept)
+    expect(await ranAgain).toBe('elsewhere')
+    await new Promise((resolve) => setTimeout(resolve, 1500))
+    await healthy.close()
+    expect(sms.requests.filter((r) => r.params.To === phone)).toHaveLength(1)
+    expect(await findFallback(client.sql, messageId)).toMatchObject({
+      state: 'sent',
+      reason: 'whatsapp_undeliverable',
+      providerMessageId: 'SMswept',
+    })
+    expect((await world.queue.getJob(messageId))?.failedReason).toBe(STALLED_TOO_OFTEN)
+    expect(world.fake.requests.filter((r) => r.messageId === messageId)).toHaveLength(1)
+  } finally {
+    await events.close()
+    await client.close()
+  }
+}, 180_000)
+
+it('failed as stalled after WhatsApp took the message (no 131026): the sweep hands nothing on, no SMS', async () => {
+  const phone = '+4915112999009'
+  const client = createDb(dbUrl(), { max: 2 })
+  const timers = new Queue(QueueNames.smsFallbackTimers, {
+    connection: { url: testRedisUrl() },
+    prefix: world.queuePrefix,
+  })
+  try {
+    const message = { type: 'text', body: { ...text().body, phone } } as ReturnType<typeof text>
+    const data: MessageJob = {
+      messageId: randomUUID(),
+      apiKeyId: world.apiKeyId,
+      acceptedAt: new Date().toISOString(),
+      message,
+      fallback: { sms: { text: 'Your order has shipped' } },
+    }
+    const { messageId } = data
+    const first = await world.startWorker(smsEnv())
+    await world.enqueue(message, messageId, data)
+    await waitFor(async () => (await world.message(messageId))?.status === 'sent', { what: 'sent' })
+    await first.close()
+    // Its job again, failed as stalled (as after two kills past the send) by BullMQ alone.
+    await world.queue.add(message.type, data, { ...MESSAGE_JOB_OPTIONS, jobId: messageId })
+    await redis.hset(world.queue.toKey(messageId), 'defa', STALLED_TOO_OFTEN)
+    await failAsStalledWithoutHandOff(messageId)
+
+    const healthy = await world.startWorker({ ...smsEnv(), SMS_STALLED_SWEEP_MS: '500' })
+    await waitFor(() => sweptPast(messageId), { what: 'the sweep past the job', timeoutMs: 45_000 })
+    await healthy.close()
+    expect(await timers.getJob(messageId)).toBeUndefined()
+    expect(await findFallback(client.sql, messageId)).toBeUndefined()
+    expect(sms.requests.filter((r) => r.params.To === phone)).toHaveLength(0)
+    // Its 131026 hold stays, for a 131026 WhatsApp may still report.
+    const hold = smsFallbackHoldKey(world.queuePrefix, messageId)
+    expect(await redis.exists(hold)).toBe(1)
+    expect((await world.message(messageId))?.status).toBe('sent')
+  } finally {
+    await timers.close()
+    await client.close()
+  }
+}, 120_000)
+
+/**
+ * BullMQ alone, without the service's `failed` listener, as a worker killed right after BullMQ failed
+ * the job: a job stalled once more (or marked so) is failed as stalled and nothing is handed on.
+ */
+async function failAsStalledWithoutHandOff(messageId: string): Promise<void> {
+  const bare = new Worker(
+    QueueNames.messages,
+    async () => {
+      throw new UnrecoverableError('not to be run here')
+    },
+    {
+      connection: { url: testRedisUrl() },
+      prefix: world.queuePrefix,
+      lockDuration: 1000,
+      stalledInterval: 500,
+      maxStalledCount: 1,
+    },
+  )
+  bare.on('error', () => {})
+  try {
+    await waitFor(async () => (await world.queue.getJob(messageId))?.failedReason === STALLED_TOO_OFTEN, {
+      what: 'the job failed as stalled',
+      timeoutMs: 30_000,
+    })
+  } finally {
+    await bare.close()
+  }
+}
+
+/** Whether the sweep of the default sender's failed jobs has read past the message's job. */
+async function sweptPast(messageId: string): Promise<boolean> {
+  const job = await world.queue.getJob(messageId)
+  const cursor = await redis.get(fairKeys(world.queuePrefix, DEFAULT_SENDER_ID).stalledSwept)
+  return cursor !== null && Number(cursor.split(':')[0]) >= (job?.finishedOn ?? Number.POSITIVE_INFINITY)
+}
 
 /**
  * A text with an SMS fallback that WhatsApp refuses with 131026 (the provider to answer `sid`),

@@ -34,6 +34,8 @@ export const fairKeys = (prefix: string, senderId: string) => {
     bundled: `${base}bundled`,
     /** Stream of `sent` outcomes not yet written to Postgres (the worker's sent log). */
     sentLog: `${base}sent-log`,
+    /** `<score>:<count>`: how far the sweep of stalled jobs' SMS fallbacks read the sender's failed jobs. */
+    stalledSwept: `${base}stalled-swept`,
     /** The sender's pace: `tokens` (messages it may still be sent now) and `at` (ms), see fairAdmit-8.lua. */
     pace: `${base}pace`,
     ring: (level: MessagePriority) => `${base}ring:${level}`,

@@ -108,19 +108,30 @@ export async function fallBackAfterUndeliverableRecorded(
  */
 export const STALLED_TOO_OFTEN = 'job stalled more than allowable limit'
 
+/** Whether a message's record says a rule its job met falls back: `failed` with 131026, or `expired`. */
+export function fallbackDue(recorded: { status: string; lastErrorCode: string | null } | undefined) {
+  if (recorded?.status === 'failed') return recorded.lastErrorCode === UNDELIVERABLE_CODE
+  return recorded !== undefined && EXPIRED_RULE.fromStatuses.includes(recorded.status)
+}
+
 /**
- * Whether the record says a rule a job meets falls back: `failed` with 131026, or `expired`.
- * Unread (Postgres away), it may: the timer waits for Postgres and reads it then.
+ * Whether the record says a rule a job meets falls back. Unread (Postgres away), it may: the timer
+ * waits for Postgres and reads it then.
  */
 async function fallbackMayBeDue(db: Db, messageId: string, log: Logger) {
   try {
-    const recorded = await findRecordedDelivery(db, messageId)
-    if (recorded?.status === 'failed') return recorded.lastErrorCode === UNDELIVERABLE_CODE
-    return recorded !== undefined && EXPIRED_RULE.fromStatuses.includes(recorded.status)
+    return fallbackDue(await findRecordedDelivery(db, messageId))
   } catch (error) {
     log.warn({ err: error, messageId }, 'stalled message job: its record not read; its fallback handed on')
     return true
   }
+}
+
+/** The messages a message job carries: a bundle's, or its own. */
+export function messagesOfJob(job: Job<MessageJob | MessageBundleJob>): MessageJob[] {
+  return job.name === MESSAGE_BUNDLE_JOB_NAME
+    ? ((job.data as MessageBundleJob).messages ?? [])
+    : [job.data as MessageJob]
 }
 
 /**
@@ -131,7 +142,8 @@ async function fallbackMayBeDue(db: Db, messageId: string, log: Logger) {
  * not be taken are (`runNow`): the timer reads the record again and takes the steps, so a fallback
  * decided or settled before is left as it is (never an SMS twice). A message recorded otherwise
  * gets nothing: a `sent` one keeps its own timer or hold, which a timer of its id added now could
- * shadow from a 131026 webhook. Only on such a failure: nothing on the delivery path.
+ * shadow from a 131026 webhook. Only on such a failure: nothing on the delivery path. A process
+ * killed before this ran leaves the job to the sweep of stalled jobs (stalled-fallback-sweep.ts).
  */
 export async function handOnStalled(
   deps: { timers: Pick<SmsFallbackTimers, 'runNow'>; db: Db; log: Logger },
@@ -140,11 +152,7 @@ export async function handOnStalled(
 ): Promise<void> {
   if (!job || error.message !== STALLED_TOO_OFTEN) return
   const { timers, db, log } = deps
-  const messages =
-    job.name === MESSAGE_BUNDLE_JOB_NAME
-      ? ((job.data as MessageBundleJob).messages ?? [])
-      : [job.data as MessageJob]
-  for (const data of messages) {
+  for (const data of messagesOfJob(job)) {
     if (!data?.fallback || !(await fallbackMayBeDue(db, data.messageId, log))) continue
     try {
       if (await timers.runNow(data)) {
@@ -154,7 +162,7 @@ export async function handOnStalled(
         )
       }
     } catch (caught) {
-      // Redis away: the failed job, kept a week, still holds the text for ops.
+      // Redis away: the failed job, kept a week, still holds the text; the sweep hands it on later.
       log.error(
         { err: caught, messageId: data.messageId },
         'message job failed as stalled; its sms fallback not handed to a timer',
