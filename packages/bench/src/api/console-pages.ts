@@ -57,24 +57,25 @@ const DEFAULT_PHONE_NUMBER_ID = '106540352242922'
 async function seedPageRows(sql: postgres.Sql, busyKeyId: string) {
   const [done] = await sql`select 1 from senders where id = 'bench-pages-1'`
   if (done) return console.log('the other rows are there already')
+  const otherKeyId = await keyIdOf(sql, 1)
   const started = performance.now()
-  const step = async (what: string, run: (tx: postgres.TransactionSql) => Promise<unknown>) => {
+  console.log('writing the other rows a service of this size has …')
+  // One transaction: a run stopped midway leaves none of them, and the next writes them all.
+  await sql.begin(async (tx) => {
+  await tx`set local session_replication_role = replica`
+  const step = async (what: string, run: () => Promise<unknown>) => {
     const at = performance.now()
-    const result = await sql.begin(async (tx) => {
-      await tx`set local session_replication_role = replica`
-      return run(tx)
-    })
+    const result = await run()
     const count = (result as { count?: number }).count
     console.log(`  ${what}${count === undefined ? '' : `: ${count.toLocaleString('en-US')} rows`} (${secondsSince(at)})`)
   }
-  console.log('writing the other rows a service of this size has …')
-  await step('senders', (tx) => tx`
+  await step('senders', () => tx`
     insert into senders (id, phone_number_id, display_name)
     select case when i = 0 then 'default' else 'bench-pages-' || i end,
       case when i = 0 then ${DEFAULT_PHONE_NUMBER_ID} else (200000000000000 + i)::text end, 'Sender ' || i
     from generate_series(0, ${SENDERS - 1}::int) i
     on conflict do nothing`)
-  await step('templates', (tx) => tx`
+  await step('templates', () => tx`
     insert into message_templates (sender_id, platform_template_id, name, language, status, components, variables,
       synced_at, updated_at)
     select s.id, s.id || '-' || n, 'template_' || n, case when n % 4 = 0 then 'en_US' else 'pt_BR' end,
@@ -84,14 +85,14 @@ async function seedPageRows(sql: postgres.Sql, busyKeyId: string) {
       now(), now() - n * interval '1 hour'
     from senders s cross join generate_series(1, ${TEMPLATES_PER_SENDER}::int) n`)
   // One opt-out per 200 messages, on the default number, over the 90 days.
-  await step('suppressions', (tx) => tx`
+  await step('suppressions', () => tx`
     insert into suppressions (phone_number_id, sender_id, recipient, scope, source, created_by, owner, created_at)
     select ${DEFAULT_PHONE_NUMBER_ID}, 'default', '+5521' || (100000000 + i)::text,
       case when i % 3 = 0 then 'all' else 'marketing' end, case when i % 3 = 0 then 'admin' else 'keyword' end,
       'platform', '', now() - (i % 90) * interval '1 day' - (i % 86400) * interval '1 second'
     from generate_series(1, ${Math.max(1_000, Math.floor(total / 200))}::int) i
     on conflict do nothing`)
-  await step('webhook endpoints', (tx) => tx`
+  await step('webhook endpoints', () => tx`
     insert into webhook_endpoints (id, api_key_id, url, secret, events, created_at)
     select md5('bench-pages-endpoint-' || k || '-' || e)::uuid, ${keyIdSql('k')},
       'https://hooks.bench.test/' || k || '/' || e, 'whsec_' || md5(k || '-' || e),
@@ -99,7 +100,7 @@ async function seedPageRows(sql: postgres.Sql, busyKeyId: string) {
     from generate_series(0, ${Math.min(50, keyCount - 1)}::int) k cross join generate_series(0, 2) e
     where k = 0 or e = 0`)
   // The busy key's messages of the last 30 days (webhook events' retention): one event each.
-  await step('webhook events', (tx) => tx`
+  await step('webhook events', () => tx`
     insert into webhook_events (id, api_key_id, type, message_id, sequence, payload, created_at)
     select 'msg_' || lpad(to_hex((extract(epoch from m.updated_at) * 1000)::bigint), 12, '0')
         || '7' || substr(md5(m.id::text), 1, 19),
@@ -110,7 +111,7 @@ async function seedPageRows(sql: postgres.Sql, busyKeyId: string) {
       and m.status in ('sent', 'delivered', 'read', 'failed')`)
   // Each delivered to the busy key's first endpoint; one in twenty answered 500, then again a minute later.
   const endpoint = `md5('bench-pages-endpoint-0-0')::uuid`
-  await step('webhook attempts', (tx) =>
+  await step('webhook attempts', () =>
     tx.unsafe(`
     insert into webhook_attempts (endpoint_id, event_id, attempt, status_code, duration_ms, response_excerpt, error,
       created_at)
@@ -121,7 +122,7 @@ async function seedPageRows(sql: postgres.Sql, busyKeyId: string) {
       cross join generate_series(1, 2) a
     where a = 1 or h % 20 = 0`),
   )
-  await step('message attempts (three per failed message)', (tx) => tx`
+  await step('message attempts (three per failed message)', () => tx`
     insert into message_attempts (message_id, attempt, outcome, error_code, error_message, created_at)
     select id, a, 'failed', '131026', 'Message undeliverable', failed_at - (3 - a) * interval '1 second'
     from messages cross join generate_series(1, 3) a where status = 'failed'`)
@@ -130,10 +131,10 @@ async function seedPageRows(sql: postgres.Sql, busyKeyId: string) {
   for (let c = 0; c < CAMPAIGNS + 2; c++) {
     const own = c < CAMPAIGNS
     const size = own ? campaignSize : 1_000
-    const keyId = own ? busyKeyId : await keyIdOf(sql, 1)
+    const keyId = own ? busyKeyId : otherKeyId
     const startedAt = new Date(Date.now() - (c + 1) * 3 * 86_400_000)
     const id = `md5('bench-pages-campaign-${c}')::uuid`
-    await step(`campaign ${c} (${size.toLocaleString('en-US')} recipients)`, async (tx) => {
+    await step(`campaign ${c} (${size.toLocaleString('en-US')} recipients)`, async () => {
       const audience = {
         rows: size,
         taken: size,
@@ -179,12 +180,13 @@ async function seedPageRows(sql: postgres.Sql, busyKeyId: string) {
     })
   }
   // Replies from a thousand recipients of the running campaign (what its engagement counts).
-  await step('replies', (tx) => tx`
+  await step('replies', () => tx`
     insert into inbound_messages (id, platform_message_id, phone_number_id, phone, type, content, api_key_id,
       received_at)
     select gen_random_uuid(), 'wamid.in.pages.' || r.line, ${DEFAULT_PHONE_NUMBER_ID}, r.phone, 'text',
       '{"text":"obrigado"}'::jsonb, ${busyKeyId}, now() - (r.line % 3600) * interval '1 second'
     from campaign_recipients r where r.campaign_id = md5('bench-pages-campaign-0')::uuid and r.line <= 1000`)
+  })
   const analyzing = performance.now()
   for (const table of [
     'senders',
@@ -315,18 +317,23 @@ const pages: Page[] = [
     ],
   },
   { name: 'Senders', scope: 'admin', calls: () => [`/api/admin/senders${paging(25)}`] },
-  {
-    name: 'A sender (templates, suppressions)',
-    scope: 'admin',
-    calls: (j) => {
-      const id = encodeURIComponent(at(senderIds, j))
-      return [
-        `/api/admin/senders/${id}`,
-        `/api/admin/senders/${id}/templates${paging(100, { orderField: 'updatedAt' })}`,
-        `/api/admin/suppressions${paging(50, { senderId: at(senderIds, j) })}`,
-      ]
-    },
-  },
+  ...[
+    { name: 'A sender', ids: senderIds },
+    { name: 'The default sender (its suppressions)', ids: ['default'] },
+  ].map(
+    ({ name, ids: senders }): Page => ({
+      name,
+      scope: 'admin',
+      calls: (j) => {
+        const id = encodeURIComponent(at(senders, j))
+        return [
+          `/api/admin/senders/${id}`,
+          `/api/admin/senders/${id}/templates${paging(100, { orderField: 'updatedAt' })}`,
+          `/api/admin/suppressions${paging(50, { senderId: at(senders, j) })}`,
+        ]
+      },
+    }),
+  ),
   { name: 'Sender pools', scope: 'admin', calls: () => [`/api/admin/sender-pools${paging(10)}`, SENDER_OPTIONS] },
   { name: 'Messages', scope: 'admin', calls: () => [`/api/admin/messages${paging(25)}`] },
   { name: 'A message', scope: 'admin', calls: (j) => [`/api/admin/messages/${at(anyMessages, j)}/timeline`] },
@@ -367,7 +374,7 @@ const pages: Page[] = [
     ],
   },
   {
-    name: 'Portal: new campaign (templates)',
+    name: 'Portal: new campaign, send a test (templates)',
     scope: 'key',
     calls: () => [
       `/api/third-party/templates?${new URLSearchParams({ page: '1', take: '1000', order: 'ASC', orderField: 'name', status: 'APPROVED' })}`,
