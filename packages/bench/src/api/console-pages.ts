@@ -55,27 +55,34 @@ const DEFAULT_PHONE_NUMBER_ID = '106540352242922'
  * reused database has them already.
  */
 async function seedPageRows(sql: postgres.Sql, busyKeyId: string) {
-  const [done] = await sql`select 1 from senders where id = 'bench-pages-1'`
+  const [done] = await sql`select 1 from campaigns where id = md5('bench-pages-campaign-0')::uuid`
   if (done) return console.log('the other rows are there already')
   const otherKeyId = await keyIdOf(sql, 1)
   const started = performance.now()
   console.log('writing the other rows a service of this size has …')
   // One transaction: a run stopped midway leaves none of them, and the next writes them all.
   await sql.begin(async (tx) => {
-  await tx`set local session_replication_role = replica`
-  const step = async (what: string, run: () => Promise<unknown>) => {
-    const at = performance.now()
-    const result = await run()
-    const count = (result as { count?: number }).count
-    console.log(`  ${what}${count === undefined ? '' : `: ${count.toLocaleString('en-US')} rows`} (${secondsSince(at)})`)
-  }
-  await step('senders', () => tx`
+    await tx`set local session_replication_role = replica`
+    const step = async (what: string, run: () => Promise<unknown>) => {
+      const at = performance.now()
+      const result = await run()
+      const count = (result as { count?: number }).count
+      console.log(
+        `  ${what}${count === undefined ? '' : `: ${count.toLocaleString('en-US')} rows`} (${secondsSince(at)})`,
+      )
+    }
+    await step(
+      'senders',
+      () => tx`
     insert into senders (id, phone_number_id, display_name)
-    select case when i = 0 then 'default' else 'bench-pages-' || i end,
+    select case when i = 0 then 'default' else md5('bench-pages-sender-' || i)::uuid::text end,
       case when i = 0 then ${DEFAULT_PHONE_NUMBER_ID} else (200000000000000 + i)::text end, 'Sender ' || i
     from generate_series(0, ${SENDERS - 1}::int) i
-    on conflict do nothing`)
-  await step('templates', () => tx`
+    on conflict do nothing`,
+    )
+    await step(
+      'templates',
+      () => tx`
     insert into message_templates (sender_id, platform_template_id, name, language, status, components, variables,
       synced_at, updated_at)
     select s.id, s.id || '-' || n, 'template_' || n, case when n % 4 = 0 then 'en_US' else 'pt_BR' end,
@@ -83,36 +90,48 @@ async function seedPageRows(sql: postgres.Sql, busyKeyId: string) {
       '[{"type":"BODY","text":"Olá {{1}}, seu pedido {{2}} foi enviado"}]'::jsonb,
       '{"parameterFormat":"positional","body":["1","2"],"header":null,"buttons":[]}'::jsonb,
       now(), now() - n * interval '1 hour'
-    from senders s cross join generate_series(1, ${TEMPLATES_PER_SENDER}::int) n`)
-  // One opt-out per 200 messages, on the default number, over the 90 days.
-  await step('suppressions', () => tx`
-    insert into suppressions (phone_number_id, sender_id, recipient, scope, source, created_by, owner, created_at)
+    from senders s cross join generate_series(1, ${TEMPLATES_PER_SENDER}::int) n`,
+    )
+    // One opt-out per 200 messages, on the default number, over the 90 days.
+    await step(
+      'suppressions',
+      () => tx`
+    insert into suppressions (phone_number_id, sender_id, recipient, scope, source, created_by, created_at)
     select ${DEFAULT_PHONE_NUMBER_ID}, 'default', '+5521' || (100000000 + i)::text,
       case when i % 3 = 0 then 'all' else 'marketing' end, case when i % 3 = 0 then 'admin' else 'keyword' end,
-      'platform', '', now() - (i % 90) * interval '1 day' - (i % 86400) * interval '1 second'
+      'platform', now() - (i % 90) * interval '1 day' - (i % 86400) * interval '1 second'
     from generate_series(1, ${Math.max(1_000, Math.floor(total / 200))}::int) i
-    on conflict do nothing`)
-  await step('webhook endpoints', () => tx`
+    on conflict do nothing`,
+    )
+    await step('webhook endpoints', () =>
+      tx.unsafe(`
     insert into webhook_endpoints (id, api_key_id, url, secret, events, created_at)
     select md5('bench-pages-endpoint-' || k || '-' || e)::uuid, ${keyIdSql('k')},
       'https://hooks.bench.test/' || k || '/' || e, 'whsec_' || md5(k || '-' || e),
       '{message.sent,message.delivered,message.read,message.failed}', now() - (k + e) * interval '1 hour'
-    from generate_series(0, ${Math.min(50, keyCount - 1)}::int) k cross join generate_series(0, 2) e
-    where k = 0 or e = 0`)
-  // The busy key's messages of the last 30 days (webhook events' retention): one event each.
-  await step('webhook events', () => tx`
+    from generate_series(0, ${Math.min(50, keyCount - 1)}) k cross join generate_series(0, 2) e
+    where k = 0 or e = 0`),
+    )
+    // The busy key's messages of the last 30 days (webhook events' retention): one event each.
+    await step(
+      'webhook events',
+      () => tx`
     insert into webhook_events (id, api_key_id, type, message_id, sequence, payload, created_at)
     select 'msg_' || lpad(to_hex((extract(epoch from m.updated_at) * 1000)::bigint), 12, '0')
         || '7' || substr(md5(m.id::text), 1, 19),
       m.api_key_id, 'message.' || m.status, m.id, 1,
-      jsonb_build_object('type', 'message.' || m.status, 'messageId', m.id, 'status', m.status), m.updated_at
+      jsonb_build_object('type', 'message.' || m.status, 'timestamp', m.updated_at, 'data',
+        jsonb_build_object('messageId', m.id, 'clientReference', m.client_reference, 'status', m.status,
+          'sequence', 1, 'phone', m.phone)),
+      m.updated_at
     from messages m
     where m.api_key_id = ${busyKeyId} and m.accepted_at >= now() - interval '30 days'
-      and m.status in ('sent', 'delivered', 'read', 'failed')`)
-  // Each delivered to the busy key's first endpoint; one in twenty answered 500, then again a minute later.
-  const endpoint = `md5('bench-pages-endpoint-0-0')::uuid`
-  await step('webhook attempts', () =>
-    tx.unsafe(`
+      and m.status in ('sent', 'delivered', 'read', 'failed')`,
+    )
+    // Each delivered to the busy key's first endpoint; one in twenty answered 500, then again a minute later.
+    const endpoint = `md5('bench-pages-endpoint-0-0')::uuid`
+    await step('webhook attempts', () =>
+      tx.unsafe(`
     insert into webhook_attempts (endpoint_id, event_id, attempt, status_code, duration_ms, response_excerpt, error,
       created_at)
     select ${endpoint}, v.id, a, case when a = 1 and h % 20 = 0 then 500 else 200 end, 40 + h % 200,
@@ -121,45 +140,48 @@ async function seedPageRows(sql: postgres.Sql, busyKeyId: string) {
     from (select id, created_at, abs(hashtext(id)) as h from webhook_events) v
       cross join generate_series(1, 2) a
     where a = 1 or h % 20 = 0`),
-  )
-  await step('message attempts (three per failed message)', () => tx`
+    )
+    await step(
+      'message attempts (three per failed message)',
+      () => tx`
     insert into message_attempts (message_id, attempt, outcome, error_code, error_message, created_at)
     select id, a, 'failed', '131026', 'Message undeliverable', failed_at - (3 - a) * interval '1 second'
-    from messages cross join generate_series(1, 3) a where status = 'failed'`)
-  // Campaigns of the busy key, each over existing messages of its day (their batch id set), the
-  // newest one still running; two small ones of another key.
-  for (let c = 0; c < CAMPAIGNS + 2; c++) {
-    const own = c < CAMPAIGNS
-    const size = own ? campaignSize : 1_000
-    const keyId = own ? busyKeyId : otherKeyId
-    const startedAt = new Date(Date.now() - (c + 1) * 3 * 86_400_000)
-    const id = `md5('bench-pages-campaign-${c}')::uuid`
-    await step(`campaign ${c} (${size.toLocaleString('en-US')} recipients)`, async () => {
-      const audience = {
-        rows: size,
-        taken: size,
-        skipped: 0,
-        skippedByReason: {},
-        format: 'csv',
-        uploadedAt: new Date(startedAt.getTime() - 600_000).toISOString(),
-      }
-      await tx.unsafe(
-        `insert into campaigns (id, api_key_id, sender_id, name, template, status, audience, fed_through,
+    from messages cross join generate_series(1, 3) a where status = 'failed'`,
+    )
+    // Campaigns of the busy key, each over existing messages of its day (their batch id set), the
+    // newest one still running; two small ones of another key.
+    for (let c = 0; c < CAMPAIGNS + 2; c++) {
+      const own = c < CAMPAIGNS
+      const size = own ? campaignSize : 1_000
+      const keyId = own ? busyKeyId : otherKeyId
+      const startedAt = new Date(Date.now() - (c + 1) * 3 * 86_400_000)
+      const id = `md5('bench-pages-campaign-${c}')::uuid`
+      await step(`campaign ${c} (${size.toLocaleString('en-US')} recipients)`, async () => {
+        const audience = {
+          rows: size,
+          taken: size,
+          skipped: 0,
+          skippedByReason: {},
+          format: 'csv',
+          uploadedAt: new Date(startedAt.getTime() - 600_000).toISOString(),
+        }
+        await tx.unsafe(
+          `insert into campaigns (id, api_key_id, sender_id, name, template, status, audience, fed_through,
            confirmed_through, fed_rows, created_at, started_at, completed_at, progress_at)
          values (${id}, $1, 'default', $2, '{"templateId":"template_1","language":"pt_BR"}'::jsonb, $3, $4::jsonb,
            $5, $5, $5, $6::timestamptz - interval '1 hour', $6::timestamptz, $7, $6::timestamptz)`,
-        [
-          keyId,
-          `Campaign ${c + 1}`,
-          c === 0 ? 'running' : 'completed',
-          JSON.stringify(audience),
-          size,
-          startedAt.toISOString(),
-          c === 0 ? null : new Date(startedAt.getTime() + 3_600_000).toISOString(),
-        ],
-      )
-      await tx.unsafe(
-        `with picked as (
+          [
+            keyId,
+            `Campaign ${c + 1}`,
+            c === 0 ? 'running' : 'completed',
+            JSON.stringify(audience),
+            size,
+            startedAt.toISOString(),
+            c === 0 ? null : new Date(startedAt.getTime() + 3_600_000).toISOString(),
+          ],
+        )
+        await tx.unsafe(
+          `with picked as (
            select id, accepted_at, phone, row_number() over (order by accepted_at, id) as line from (
              select id, accepted_at, phone from messages
              where api_key_id = $1 and accepted_at >= $2::timestamptz order by accepted_at limit $3) m),
@@ -168,24 +190,27 @@ async function seedPageRows(sql: postgres.Sql, busyKeyId: string) {
            where m.id = p.id and m.accepted_at = p.accepted_at returning m.id)
          insert into campaign_recipients (campaign_id, line, phone, variables, state, message_id)
          select ${id}, line, phone, '{"1":"Ana","2":"BR-1042"}', 'fed', id from picked`,
-        [keyId, startedAt.toISOString(), size],
-      )
-      return tx.unsafe(
-        `insert into campaign_tallies (campaign_id, status, error_code, billable, category, n)
+          [keyId, startedAt.toISOString(), size],
+        )
+        return tx.unsafe(
+          `insert into campaign_tallies (campaign_id, status, error_code, billable, category, n)
          select batch_id, status, case when status in ('failed', 'expired') then coalesce(last_error_code, '') else '' end,
            false, '', count(*)::int
          from messages where api_key_id = $1 and batch_id = ${id} group by 1, 2, 3`,
-        [keyId],
-      )
-    })
-  }
-  // Replies from a thousand recipients of the running campaign (what its engagement counts).
-  await step('replies', () => tx`
+          [keyId],
+        )
+      })
+    }
+    // Replies from a thousand recipients of the running campaign (what its engagement counts).
+    await step(
+      'replies',
+      () => tx`
     insert into inbound_messages (id, platform_message_id, phone_number_id, phone, type, content, api_key_id,
       received_at)
     select gen_random_uuid(), 'wamid.in.pages.' || r.line, ${DEFAULT_PHONE_NUMBER_ID}, r.phone, 'text',
       '{"text":"obrigado"}'::jsonb, ${busyKeyId}, now() - (r.line % 3600) * interval '1 second'
-    from campaign_recipients r where r.campaign_id = md5('bench-pages-campaign-0')::uuid and r.line <= 1000`)
+    from campaign_recipients r where r.campaign_id = md5('bench-pages-campaign-0')::uuid and r.line <= 1000`,
+    )
   })
   const analyzing = performance.now()
   for (const table of [
@@ -227,7 +252,9 @@ const ids = async (query: string, params: unknown[] = []) =>
   (await sql.unsafe<{ id: string }[]>(query, params as never)).map((row) => row.id)
 const shuffled = <T>(values: T[]) => values.toSorted(() => Math.random() - 0.5)
 const want = rounds + WARMUP_ROUNDS
-const anyMessages = shuffled(await ids(`select id::text from messages tablesample system (0.2) limit ${want * 4}`))
+const anyMessages = shuffled(
+  await ids(`select id::text from messages tablesample system (0.2) limit ${want * 4}`),
+)
 const failedMessages = shuffled(
   await ids(`select id::text from messages tablesample system (1) where status = 'failed' limit ${want * 2}`),
 )
@@ -334,7 +361,11 @@ const pages: Page[] = [
       },
     }),
   ),
-  { name: 'Sender pools', scope: 'admin', calls: () => [`/api/admin/sender-pools${paging(10)}`, SENDER_OPTIONS] },
+  {
+    name: 'Sender pools',
+    scope: 'admin',
+    calls: () => [`/api/admin/sender-pools${paging(10)}`, SENDER_OPTIONS],
+  },
   { name: 'Messages', scope: 'admin', calls: () => [`/api/admin/messages${paging(25)}`] },
   { name: 'A message', scope: 'admin', calls: (j) => [`/api/admin/messages/${at(anyMessages, j)}/timeline`] },
   {
@@ -380,7 +411,11 @@ const pages: Page[] = [
       `/api/third-party/templates?${new URLSearchParams({ page: '1', take: '1000', order: 'ASC', orderField: 'name', status: 'APPROVED' })}`,
     ],
   },
-  { name: 'Portal: webhooks', scope: 'key', calls: () => [`/api/third-party/webhook-endpoints${paging(100)}`] },
+  {
+    name: 'Portal: webhooks',
+    scope: 'key',
+    calls: () => [`/api/third-party/webhook-endpoints${paging(100)}`],
+  },
   {
     name: 'Portal: a webhook endpoint',
     scope: 'key',
@@ -427,7 +462,8 @@ async function visit(page: Page, j: number) {
   const times = await Promise.all(
     calls.map(async (path) => {
       const response = await http.get(`${address}${path}`, headersOf(page))
-      if (response.status !== 200) throw new Error(`${page.name}: ${path} → ${response.status} ${response.body}`)
+      if (response.status !== 200)
+        throw new Error(`${page.name}: ${path} → ${response.status} ${response.body}`)
       if (path.startsWith('/api/admin/overview')) {
         const generated = Date.parse((JSON.parse(response.body) as { generatedAt: string }).generatedAt)
         if (generated < startedAt - 50) throw new Error(`${page.name}: a cached overview (${generated})`)
