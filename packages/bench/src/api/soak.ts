@@ -65,7 +65,7 @@ import {
   startCpuProfile,
 } from '../harness/inspector.ts'
 import { type ServiceProcess, startApiProcess, startWorkerProcess } from '../harness/processes.ts'
-import { freePort, redisCpuSeconds, startRedisServer } from '../harness/redis-server.ts'
+import { commandCounts, freePort, redisCpuSeconds, startRedisServer } from '../harness/redis-server.ts'
 import { printComparison, printFigure } from '../harness/report.ts'
 import { percentile } from '../harness/stats.ts'
 import { createBenchWorld } from '../harness/world.ts'
@@ -219,6 +219,12 @@ interface Pass {
   /** `used_memory_dataset` and the clients' buffers, before and after the drain. */
   redisParts: { before: { dataset: number; clients: number }; after: { dataset: number; clients: number } }
   redisKeysBefore: number
+  /**
+   * Commands Redis ran over the pass (`INFO commandstats`, a script's own commands with it): the
+   * same a message in every pass, since Redis holds nothing of the history. Its CPU a command is
+   * then the machine's speed as a memory-bound server meets it.
+   */
+  redisCalls: number
   redisKeysAfter: number
   databaseDelta: number
   rss: { api: number; worker: number }
@@ -286,6 +292,7 @@ try {
     return counterSum(await res.text(), 'dispatch_messages_sent_total')
   }
   const usedMemory = async () => Number(/^used_memory:(\d+)/m.exec(await redis.info('memory'))?.[1] ?? 0)
+  const redisCalls = async () => [...(await commandCounts(redis)).values()].reduce((a, b) => a + b, 0)
   /** What `used_memory` holds beside the data: the keys' own (`used_memory_dataset`) and the clients' buffers. */
   const memoryParts = async () => {
     const info = await redis.info('memory')
@@ -396,6 +403,7 @@ try {
     const redisBefore = await usedMemory()
     const partsBefore = await memoryParts()
     const redisKeysBefore = await redis.dbsize()
+    const callsBefore = await redisCalls()
     const dbBefore = await databaseSize()
     const platformIndexBefore = await platformIndexSize()
     const profiling = profileDir
@@ -519,6 +527,7 @@ try {
     const redisAfter = await usedMemory()
     const partsAfter = await memoryParts()
     const redisKeysAfter = await redis.dbsize()
+    const callsAfter = await redisCalls()
     const databaseDelta = (await databaseSize()) - dbBefore
     const platformIndexDelta = (await platformIndexSize()) - platformIndexBefore
     const pass: Pass = {
@@ -564,6 +573,7 @@ try {
       redisAfter,
       redisParts: { before: partsBefore, after: partsAfter },
       redisKeysBefore,
+      redisCalls: callsAfter - callsBefore,
       redisKeysAfter,
       databaseDelta,
       platformIndexDelta,
@@ -611,6 +621,22 @@ try {
     `the machine over the pass (probes' medians), pass ${passes} / pass 1: sort ${drift('sort').toFixed(2)} ×,` +
       ` memory chase ${drift('chase').toFixed(2)} ×, JSON work ${drift('json').toFixed(2)} ×`,
   )
+  // Redis as the control: the same commands a message every pass, so its CPU a command is the
+  // machine's speed as the service's own kind of work met it, in the same seconds.
+  const redisDrift =
+    last.cpu.redis / Math.max(1, last.redisCalls) / (first.cpu.redis / Math.max(1, first.redisCalls))
+  console.log(
+    `Redis, pass ${passes} / pass 1: ${(last.redisCalls / Math.max(1, first.redisCalls)).toFixed(3)} × the commands,` +
+      ` ${redisDrift.toFixed(2)} × the CPU a command`,
+  )
+  for (const [label, pick] of processes.slice(0, 3)) {
+    printFigure({
+      name: `${label} CPU per message, pass ${passes} / pass 1, against Redis's CPU a command`,
+      figure: pick(last) / pick(first) / redisDrift,
+      unit: '×',
+      better: 'lower',
+    })
+  }
   for (const [label, pick] of processes) {
     printFigure({
       name: `${label} CPU per message, pass ${passes} / pass 1, against the machine's JSON work probe`,
@@ -685,6 +711,7 @@ function printPass(pass: Pass) {
       ` ${int(pass.probeMedians.chase)}, JSON work ${int(pass.probeMedians.json)} µs)\n` +
       `  API: ${us(pass.apiSplit.accepting)} µs per message while accepting, then` +
       ` ${int((pass.apiSplit.after * 1e6) / Math.max(1, pass.drainMs / 1000))} µs a second for ${secs(pass.drainMs)} after\n` +
+      `  Redis: ${(pass.redisCalls / messages).toFixed(2)} commands a message, ${((pass.cpu.redis * 1e6) / Math.max(1, pass.redisCalls)).toFixed(2)} µs of CPU a command\n` +
       `  Redis used_memory: before ${mb(pass.redisBefore)}, peak ${mb(pass.redisPeak)} (${int(pass.inFlightAtPeak)} in flight),` +
       ` after the drain ${mb(pass.redisAfter)} (${int((pass.redisAfter - pass.redisBefore) / messages)} B per message kept;` +
       ` keys ${int(pass.redisKeysBefore)} → ${int(pass.redisKeysAfter)}; the keys' own memory (used_memory_dataset)` +
