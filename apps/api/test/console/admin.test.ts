@@ -430,6 +430,9 @@ describe.skipIf(browserBinary.missing)('the console, in a browser', () => {
     for (const width of [910, 1280]) {
       await page.setViewportSize({ width, height: 900 })
       await expectNoOverlappingText(page, 'main', `the messages at ${width} px`)
+      // The full ids' table scrolls in its own box: the page itself is no wider than the window.
+      const pageWidth = 'document.documentElement.scrollWidth - document.documentElement.clientWidth'
+      expect(await page.evaluate(pageWidth), `the page's overflow at ${width} px`).toBeLessThanOrEqual(0)
       // Its column as wide as its longest word, not a word broken over two lines.
       const lines = `document.querySelector('main td a[href$="#code-131026"]').getClientRects().length`
       expect(await page.evaluate(lines), `at ${width} px`).toBe(1)

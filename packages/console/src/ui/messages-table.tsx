@@ -79,14 +79,17 @@ export function MessagesTable({
     ...(showKey ? [keyColumn] : []),
     { header: 'Accepted', cell: (row) => <Time at={row.createdAt} /> },
   ]
+  // Full ids are wide: on a narrow window the table scrolls in its own box, not the page.
   return (
-    <Table
-      rows={rows}
-      columns={columns}
-      rowKey={(row) => row.messageId}
-      rowLink={(row) => `/messages/${row.messageId}`}
-      caption="Messages"
-      empty={searched ? 'No message matches. Widen the time range or clear a filter.' : none}
-    />
+    <div class="table-scroll">
+      <Table
+        rows={rows}
+        columns={columns}
+        rowKey={(row) => row.messageId}
+        rowLink={(row) => `/messages/${row.messageId}`}
+        caption="Messages"
+        empty={searched ? 'No message matches. Widen the time range or clear a filter.' : none}
+      />
+    </div>
   )
 }
