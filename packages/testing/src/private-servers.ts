@@ -13,8 +13,8 @@ import { waitFor } from './wait.ts'
 
 const run = promisify(execFile)
 
-/** A port nothing listens on now (the OS's pick), for a child process to bind. */
-export const freePort = () =>
+/** The OS's pick of a port nothing listens on now. */
+const osPort = () =>
   new Promise<number>((resolve, reject) => {
     const server = createServer()
     server.once('error', reject)
@@ -23,6 +23,24 @@ export const freePort = () =>
       server.close(() => (address && typeof address === 'object' ? resolve(address.port) : reject()))
     })
   })
+
+/**
+ * Ports this process has handed out. Once closed, a port is the OS's to pick again at once: a
+ * walkthrough's four ports asked in a row once came back with the same port twice (the API and the
+ * fake SMS provider, EADDRINUSE), since none is bound until its child starts.
+ */
+const handedOut = new Set<number>()
+
+/** A port nothing listens on now and this process has not handed out before, for a child to bind. */
+export async function freePort(): Promise<number> {
+  for (let tries = 1; ; tries++) {
+    const port = await osPort()
+    if (!handedOut.has(port) || tries >= 50) {
+      handedOut.add(port)
+      return port
+    }
+  }
+}
 
 const exitOf = (child: ChildProcess) =>
   new Promise<void>((resolve) => {

@@ -34,7 +34,7 @@ describe('reachBesideClaim.lua', () => {
     await redis.set(p.window('open'), String(now - 1000))
     await redis.set(p.window('closed'), String(now - DAY - 1))
     expect(await p.call(now, 10, ['open', 'closed', 'new', 'new'])).toEqual([-(now - 1000), 1, 1, 0])
-    expect(await redis.zrange(p.reach, 0, -1)).toEqual(['closed', 'new'])
+    expect(await redis.zrange(p.reach, '0', '-1')).toEqual(['closed', 'new'])
     // Reached again later: not added, its time refreshed.
     expect(await p.call(now + 5, 10, ['new'])).toEqual([0])
     expect(Number(await redis.zscore(p.reach, 'new'))).toBe(now + 5)
@@ -52,10 +52,10 @@ describe('reachBesideClaim.lua', () => {
       now - 3000 + DAY,
       0,
     ])
-    expect((await redis.zrange(p.reach, 0, -1)).sort()).toEqual(['first', 'second', 'third'])
+    expect((await redis.zrange(p.reach, '0', '-1')).sort()).toEqual(['first', 'second', 'third'])
     // Who left the window is dropped first, making room.
     expect(await p.call(now - 3000 + DAY, 3, ['fourth'])).toEqual([1])
-    expect((await redis.zrange(p.reach, 0, -1)).sort()).toEqual(['fourth', 'second', 'third'])
+    expect((await redis.zrange(p.reach, '0', '-1')).sort()).toEqual(['fourth', 'second', 'third'])
   })
 
   it('takes a turn of thousands of recipients in one call', async () => {
