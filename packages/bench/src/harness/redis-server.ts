@@ -4,19 +4,11 @@
  * alone. `stop()` kills it.
  */
 import { spawn } from 'node:child_process'
-import { createServer } from 'node:net'
+import { freePort } from '@dispatch/testing'
 import type { Redis } from 'ioredis'
 
-/** A port nothing listens on now (the OS's pick), for a child process to bind. */
-export const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address()
-      server.close(() => (address && typeof address === 'object' ? resolve(address.port) : reject()))
-    })
-  })
+/** The tests' free ports (never the same one twice in a process), for the benchmarks' children too. */
+export { freePort }
 
 export async function startRedisServer() {
   const port = await freePort()
