@@ -16,6 +16,7 @@ import {
   hasPendingRows,
   type RefusedRow,
   recordedMessageIds,
+  recountCampaignEngagement,
   startCampaign,
   takeCampaignFeed,
   transitionCampaign,
@@ -363,6 +364,9 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
       unfinished(counts) === 0 &&
       !(await hasPendingRows(db, campaign))
     if (done) {
+      // Once, at its end: replies stored before their message's record counted too.
+      await recountCampaignEngagement(db, campaign.id)
+      const engaged = (await campaignCounts(db, campaign)).engagement
       await db.transaction(async (tx) => {
         const row = await transitionCampaign(tx, campaign.id, ['running'], 'completed', now, {
           set: { completedAt: now, progressAt: now },
@@ -372,7 +376,7 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
             tx,
             row,
             'campaign.completed',
-            { counts, failedByCode, pricing, engagement },
+            { counts, failedByCode, pricing, engagement: engaged },
             now,
           )
       })

@@ -4,6 +4,7 @@ import { assignWindow, campaignCounts, findCampaign, recountCampaign } from '@di
 import { serviceWindowsLoadedKey } from '@dispatch/runtime'
 import {
   type FakeWhatsApp,
+  inboundMessage,
   messageWebhook,
   startFakeWhatsApp,
   startWebhookReceiver,
@@ -282,6 +283,97 @@ describe('a campaign, from creation to completion', () => {
       .split('\n')
       .map((l) => JSON.parse(l))
     expect(rows).toHaveLength(45)
+  })
+
+  it('counts each recipient who replied or opted out of its sender once, in the lists too, and in full again when it completes', async () => {
+    const campaign = await create()
+    await loadAudience(campaign.id, Array.from({ length: 200 }, newPhone))
+    const started = await control(campaign.id, 'start')
+    expect(started.statusCode).toBe(200)
+    await waitFor(async () => ((await get(campaign.id)).counts.sent >= 20 ? true : undefined), {
+      what: 'some sent',
+    })
+    expect((await control(campaign.id, 'pause')).statusCode).toBe(200)
+    // The platform stamps a reply in whole seconds: these come a second after the start at least.
+    const at = Math.max(Date.now(), Date.parse(started.json<Campaign>().startedAt as string) + 1000)
+    const sent = await app.inject({
+      method: 'GET',
+      url: `/api/third-party/campaigns/${campaign.id}/recipients?state=sent&take=3`,
+      headers: headers(),
+    })
+    const [replier, stopper, keyListed] = sent
+      .json<{ data: CampaignRecipient[] }>()
+      .data.map((r) => r.phone as string)
+    // Two replies from one recipient, one from a stranger; a STOP from another (who wrote back too);
+    // the key's own suppression of a third (no opt-out of theirs): two replied, one opted out.
+    for (const phone of [replier, replier, newPhone()]) {
+      const reply = await replyFrom(app, APP_SECRET, senderNumber, phone as string)
+      expect(reply.statusCode, reply.body).toBe(200)
+    }
+    const stop = messageWebhook(
+      senderNumber,
+      inboundMessage('text', { phone: stopper as string }, { text: 'STOP' }),
+    )
+    expect((await postPlatformWebhook(app, stop, APP_SECRET)).statusCode).toBe(200)
+    const listed = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/suppressions',
+      headers: headers(),
+      payload: { phone: keyListed, reason: 'asked by phone' },
+    })
+    expect(listed.statusCode, listed.body).toBe(201)
+    const engaged = { replied: 2, optedOut: 1 }
+    await waitFor(
+      async () =>
+        JSON.stringify((await get(campaign.id)).engagement) === JSON.stringify(engaged) ? true : undefined,
+      { what: 'the reply and the opt-out counted', timeoutMs: 20_000 },
+    )
+    const list = await app.inject({
+      method: 'GET',
+      url: '/api/third-party/campaigns?take=50',
+      headers: headers(),
+    })
+    expect(list.json<{ data: Campaign[] }>().data.find((c) => c.id === campaign.id)?.engagement).toEqual(
+      engaged,
+    )
+    await expectCountsExact(campaign.id)
+
+    // A reply whose row was not written as it was stored (stored before its message's record, as a
+    // Postgres outage's catch-up may): not counted while it runs, counted when it completes.
+    await world.sql`delete from campaign_engagement where campaign_id = ${campaign.id} and kind = 'replied'`
+    expect((await get(campaign.id)).engagement).toEqual({ replied: 0, optedOut: 1 })
+    expect((await control(campaign.id, 'resume')).statusCode).toBe(200)
+    const done = await untilStatus(campaign.id, 'completed')
+    expect(done.engagement).toEqual(engaged)
+    const completed = await waitFor(
+      () =>
+        receiver.received.find(
+          (r) => r.json.data?.campaignId === campaign.id && r.json.type === 'campaign.completed',
+        ),
+      { what: 'campaign.completed' },
+    )
+    expect(completed.json.data.engagement).toEqual(engaged)
+
+    // Erasing the recipient who replied leaves the count: it names no one.
+    const erasure = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/erasures',
+      headers: headers(),
+      payload: { phone: replier },
+    })
+    expect(erasure.statusCode, erasure.body).toBe(202)
+    await waitFor(
+      async () => {
+        const res = await app.inject({
+          method: 'GET',
+          url: `/api/third-party/erasures/${erasure.json().id}`,
+          headers: headers(),
+        })
+        return res.json<{ status: string }>().status === 'completed' ? true : undefined
+      },
+      { what: 'the erasure completed' },
+    )
+    expect((await get(campaign.id)).engagement).toEqual(engaged)
   })
 
   it('refuses a row its send would refuse: an opted-out recipient is skipped with the reason, the rest go', async () => {

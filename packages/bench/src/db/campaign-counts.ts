@@ -14,13 +14,18 @@
  * the triggers and without (disabled on every partition), switched every 200 messages in
  * alternating order, BENCH_ROUNDS times, totals compared; and the same for messages of no campaign.
  * The moves the triggers appended are folded after each block with them (timed apart: the feeder's
- * work, not the writer's).
+ * work, not the writer's). And the engagement's triggers (migration 0051) on storing a reply and an
+ * opt-out: BENCH_REPLIES (2,000) replies a round from recipients of the campaign, each stored as the
+ * worker stores one (`recordInboundMessage`: routed by the messages to the phone, the window moved),
+ * and as many opt-outs (`addSuppression`), with the triggers and without, switched every 100.
  *
  *   pnpm --filter @dispatch/bench bench:campaign-counts
  */
 import { randomUUID } from 'node:crypto'
 import { isDeepStrictEqual } from 'node:util'
+import type { InboundContent } from '@dispatch/contracts'
 import {
+  addSuppression,
   applyPlatformStatus,
   type CampaignRow,
   campaignCounts,
@@ -30,6 +35,7 @@ import {
   foldCampaignTallies,
   hasPendingRows,
   recordDeliveryOutcomes,
+  recordInboundMessage,
   recountCampaign,
 } from '@dispatch/db'
 import { messageIdAt } from '@dispatch/runtime'
@@ -41,7 +47,10 @@ const intEnv = (name: string, fallback: number) => Number(process.env[name] ?? f
 const total = intEnv('BENCH_COUNTS_ROWS', 1_000_000)
 const rounds = Math.max(1, intEnv('BENCH_ROUNDS', 5))
 const writes = intEnv('BENCH_WRITES', 20_000)
+const replies = intEnv('BENCH_REPLIES', 2_000)
 const fedShare = 0.9
+/** The campaign's sender's number: its messages' `sender_phone_number_id`, where replies come. */
+const NUMBER = '106540352242922'
 
 const world = await createBenchWorld('campaign_counts')
 const { db, sql, close } = createDb(world.databaseUrl, { max: 4 })
@@ -86,12 +95,13 @@ try {
       await tx`set local session_replication_role = replica`
       await tx.unsafe(
         `insert into messages (id, api_key_id, type, phone, payload, status, batch_id, accepted_at, updated_at,
-           last_error_code, pricing_billable, pricing_category)
+           last_error_code, pricing_billable, pricing_category, sender_phone_number_id, sender_id, sent_at)
          select md5($1::text || i)::uuid, $2::uuid, 'template', '+5511' || (10000000 + i)::text, '{}'::jsonb, s, $6::uuid,
            $3::timestamptz + i * interval '1 millisecond', now(),
            case when s = 'failed' then (array['131026','131049','131047'])[1 + i % 3] end,
            case when s in ('delivered', 'read') then true end,
-           case when s in ('delivered', 'read') then (case when i % 7 = 0 then 'utility' else 'marketing' end) end
+           case when s in ('delivered', 'read') then (case when i % 7 = 0 then 'utility' else 'marketing' end) end,
+           '${NUMBER}', 'bench-sender', $3::timestamptz + i * interval '1 millisecond' + interval '1 second'
          from (select i, ${STATUS} as s from generate_series($4::int, $5::int) i where i % 100 <> 0) src`,
         [id, key.id, startedAt.toISOString(), lo, hi, id],
       )
@@ -109,7 +119,7 @@ try {
   // Replies from a few hundred of its recipients since it started.
   await sql`
     insert into inbound_messages (platform_message_id, phone_number_id, phone, type, content, api_key_id, received_at)
-    select 'wamid.in.' || i, '106540352242922', '+5511' || (10000000 + i * 997)::text, 'text', '{"text":"ok"}'::jsonb,
+    select 'wamid.in.' || i, ${NUMBER}, '+5511' || (10000000 + i * 997)::text, 'text', '{"text":"ok"}'::jsonb,
       ${key.id}, now() - interval '10 minutes'
     from generate_series(1, 500) i`
   await sql`analyze`
@@ -182,7 +192,7 @@ try {
       userId: null,
       payload: { templateId: 'order_shipped', language: 'pt_BR' },
       clientReference: null,
-      senderPhoneNumberId: '106540352242922',
+      senderPhoneNumberId: NUMBER,
       senderId: 'bench-sender',
       batchId,
       acceptedAt: at,
@@ -252,6 +262,79 @@ try {
         ` ${ms(off.updated)} (${(on.updated / off.updated).toFixed(3)}x)`,
     )
   }
+
+  // The engagement's triggers on storing a reply and an opt-out (migration 0051), paired the same way.
+  const inboundPartitions = await sql<{ name: string }[]>`
+    select c.oid::regclass::text as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
+    where i.inhparent = 'inbound_messages'::regclass`
+  const engagementTriggers = async (on: boolean) => {
+    const switched = on ? 'enable' : 'disable'
+    for (const name of ['inbound_messages', ...inboundPartitions.map((p) => p.name)])
+      await sql.unsafe(`alter table ${name} ${switched} trigger inbound_messages_campaign_replied`)
+    await sql.unsafe(`alter table suppressions ${switched} trigger suppressions_campaign_opted_out`)
+  }
+  // Each reply and opt-out from a recipient of its own, fed and not yet engaged (lines 1..fed).
+  let line = 0
+  const nextRecipient = () => {
+    do line += 7
+    while (line % 100 === 0 || line % 997 === 0)
+    if (line > fed) throw new Error('BENCH_REPLIES too many for the fed recipients')
+    return `+5511${10_000_000 + line}`
+  }
+  const engagedBefore = (await campaignCounts(db, row)).engagement
+  const stored = { 'reply with': 0, 'reply without': 0, 'opt-out with': 0, 'opt-out without': 0 }
+  const routed = { with: 0, without: 0 }
+  const engagedBlock = 100
+  for (let round = 0; round < rounds; round++) {
+    for (let done = 0; done < replies; done += engagedBlock) {
+      const order = (done / engagedBlock + round) % 2 === 0 ? [true, false] : [false, true]
+      for (const on of order) {
+        await engagementTriggers(on)
+        const side = on ? 'with' : 'without'
+        const replying = performance.now()
+        for (let i = 0; i < engagedBlock; i++) {
+          const reply = await recordInboundMessage(db, {
+            platformMessageId: `wamid.bench.${randomUUID()}`,
+            phoneNumberId: NUMBER,
+            phone: nextRecipient(),
+            userId: null,
+            username: null,
+            type: 'text',
+            content: { text: 'obrigado' } as InboundContent,
+            contextId: null,
+            receivedAt: new Date(),
+          })
+          if (reply.outcome === 'stored' && reply.apiKeyId === key.id) routed[side]++
+        }
+        stored[`reply ${side}`] += performance.now() - replying
+        const opting = performance.now()
+        for (let i = 0; i < engagedBlock; i++)
+          await addSuppression(db, {
+            phoneNumberId: NUMBER,
+            senderId: 'bench-sender',
+            recipient: nextRecipient(),
+            scope: 'marketing',
+            source: 'keyword',
+            reason: null,
+            createdBy: 'platform',
+          })
+        stored[`opt-out ${side}`] += performance.now() - opting
+      }
+    }
+  }
+  await engagementTriggers(true)
+  const engaged = (await campaignCounts(db, row)).engagement
+  const each = (replies * rounds).toLocaleString()
+  if (routed.with !== replies * rounds || engaged.replied - engagedBefore.replied !== routed.with)
+    throw new Error(`replies not counted: ${routed.with} routed, engagement ${JSON.stringify(engaged)}`)
+  if (engaged.optedOut - engagedBefore.optedOut !== replies * rounds)
+    throw new Error(`opt-outs not counted: engagement ${JSON.stringify(engaged)}`)
+  console.log(
+    `  engagement, ${each} replies stored (each routed, its window moved): with its trigger ${ms(stored['reply with'])},` +
+      ` without ${ms(stored['reply without'])} (${(stored['reply with'] / stored['reply without']).toFixed(3)}x);` +
+      ` ${each} opt-outs: with ${ms(stored['opt-out with'])}, without ${ms(stored['opt-out without'])}` +
+      ` (${(stored['opt-out with'] / stored['opt-out without']).toFixed(3)}x); each counted once`,
+  )
 } finally {
   await close()
   await world.drop()

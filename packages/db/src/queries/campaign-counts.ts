@@ -111,7 +111,8 @@ export async function foldCampaignTallies(db: Db): Promise<number> {
  * and 0045), all in one statement, so one snapshot: a row is counted fed before its message can be
  * recorded, and a move is counted once whether or not a fold took it. So the counts always add up
  * to the audience's rows, and reading them costs the same for ten recipients as for a million. The
- * moves are folded first, so the read scans few.
+ * moves are folded first, so the read scans few. Its engagement is read from `campaign_engagement`
+ * (a row per recipient who replied or opted out, written as each is stored) in the same statement.
  */
 export async function campaignCounts(db: Db, campaign: CampaignRow): Promise<CampaignTally> {
   await foldCampaignTallies(db)
@@ -121,8 +122,12 @@ export async function campaignCounts(db: Db, campaign: CampaignRow): Promise<Cam
     refusedRows: number
     canceledRows: number
     groups: Array<{ status: MessageStatus; code: string; billable: boolean; category: string; n: number }>
+    replied: number
+    optedOut: number
   }>(sql`
-    select c.audience, c.fed_rows as "fedRows", c.refused_rows as "refusedRows", c.canceled_rows as "canceledRows",
+    select c.audience,
+      (select count(*)::int from campaign_engagement e where e.campaign_id = c.id and e.kind = 'replied') as replied,
+      (select count(*)::int from campaign_engagement e where e.campaign_id = c.id and e.kind = 'opted_out') as "optedOut", c.fed_rows as "fedRows", c.refused_rows as "refusedRows", c.canceled_rows as "canceledRows",
       coalesce((select json_agg(g) from (
         select status, error_code as code, billable, category, sum(n)::int as n from (
           select status, error_code, billable, category, n from campaign_tallies where campaign_id = c.id
@@ -150,18 +155,25 @@ export async function campaignCounts(db: Db, campaign: CampaignRow): Promise<Cam
     category: g.billable ? g.category : null,
     n: g.n,
   }))
-  if (rows.fed === 0) return { ...tallyOf(rows, groups), engagement: { replied: 0, optedOut: 0 } }
-  return withFedParts(db, campaign, tallyOf(rows, groups))
+  const tally = tallyOf(rows, groups)
+  const engagement = { replied: row?.replied ?? 0, optedOut: row?.optedOut ?? 0 }
+  if (rows.fed === 0) return { ...tally, engagement }
+  return withSms(db, campaign, { ...tally, engagement })
 }
 
-/** What only fed messages have: replies and opt-outs since, and the fallback SMS with their prices. */
-async function withFedParts(
-  db: Db,
-  campaign: CampaignRow,
-  tally: Omit<CampaignTally, 'engagement'>,
-): Promise<CampaignTally> {
-  const [engagement, sms] = await Promise.all([engagementOf(db, campaign), smsOf(db, campaign)])
-  return { ...tally, ...(sms ? { pricing: { ...tally.pricing, sms } } : {}), engagement }
+/** The fallback SMS of its fed messages, with their prices, beside the rest of the tally. */
+async function withSms(db: Db, campaign: CampaignRow, tally: CampaignTally): Promise<CampaignTally> {
+  const sms = await smsOf(db, campaign)
+  return sms ? { ...tally, pricing: { ...tally.pricing, sms } } : tally
+}
+
+/**
+ * Counts a campaign's engagement again from every reply and opt-out since it started, adding what
+ * the triggers did not write (a reply stored before its campaign message's record, as after a
+ * Postgres outage). Run once, when the campaign completes; it reads the campaign's messages.
+ */
+export async function recountCampaignEngagement(db: Db, campaignId: string): Promise<void> {
+  await db.execute(sql`select dispatch_campaign_engagement_recount(${campaignId}::uuid)`)
 }
 
 /**
@@ -216,15 +228,15 @@ export async function recountCampaign(db: Db, campaign: CampaignRow): Promise<Ca
     .from(messages)
     .where(messagesOf(campaign))
     .groupBy(messages.status, messages.lastErrorCode, messages.pricingBillable, messages.pricingCategory)
-  return withFedParts(db, campaign, tallyOf(rows, groups))
+  return withSms(db, campaign, { ...tallyOf(rows, groups), engagement: await engagementOf(db, campaign) })
 }
 
 /**
  * The recipients who replied (an inbound message routed to the campaign's key since it started)
  * and who opted out of its sender since (their own opt-out: a keyword, a preference, a block), each
- * counted once, among those its messages went to. Read from the few replies and opt-outs since the
- * start, each matched to a message of the campaign by the messages' phone index: never the
- * campaign's rows (a million rows' read, a quarter of a second, when it joined them by phone).
+ * counted once, among those its messages went to: read from every reply and opt-out since the
+ * start, each matched to a message of the campaign (~150 ms a campaign at 10 M messages). What
+ * `campaign_engagement` must hold, for the recount.
  */
 async function engagementOf(db: Db, campaign: CampaignRow): Promise<CampaignTally['engagement']> {
   const since = (campaign.startedAt ?? campaign.createdAt).toISOString()

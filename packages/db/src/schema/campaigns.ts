@@ -85,9 +85,29 @@ export const campaigns = pgTable(
   (t) => [
     index('campaigns_api_key_id_created_at_idx').on(t.apiKeyId, t.createdAt),
     index('campaigns_status_idx').on(t.status),
+    // A reply's or an opt-out's campaigns (migration 0051's triggers): a sender's, started by then.
+    index('campaigns_sender_id_started_at_idx').on(t.senderId, t.startedAt),
   ],
 )
 export type CampaignRow = typeof campaigns.$inferSelect
+
+/**
+ * A campaign's engagement, a row per recipient who replied (`replied`) or opted out of its sender
+ * (`opted_out`) since it started, written by triggers on `inbound_messages` and `suppressions` as
+ * each is stored (migration 0051), so counting it reads this key alone. The recipient is named by
+ * the campaign's first message to them (`message_id`), never by their phone: nothing personal is
+ * kept, and an erasure leaves the count as it was. `at`: the reply's or opt-out's time.
+ */
+export const campaignEngagement = pgTable(
+  'campaign_engagement',
+  {
+    campaignId: uuid().notNull(),
+    kind: text({ enum: ['replied', 'opted_out'] }).notNull(),
+    messageId: uuid().notNull(),
+    at: timestamp({ withTimezone: true }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.campaignId, t.kind, t.messageId] })],
+)
 
 /**
  * A row's variables as JSON text (0042): an upload writes a million of them by COPY, and Postgres
