@@ -252,7 +252,8 @@ try {
     `  the fold (apart from the writes): ${folded.toLocaleString()} moves in ${ms(folding)}` +
       ` (${((folding * 1000) / Math.max(1, folded)).toFixed(1)} µs a move)`,
   )
-  for (const kind of Object.keys(kinds)) {
+  // BENCH_WRITES=0 skips the writes (the engagement's part alone).
+  for (const kind of writes > 0 ? Object.keys(kinds) : []) {
     const on = totals[`${kind} with`] as { recorded: number; updated: number }
     const off = totals[`${kind} without`] as { recorded: number; updated: number }
     console.log(
