@@ -25,7 +25,6 @@
  */
 
 import { cpus, loadavg } from 'node:os'
-import { buildApp, createDeps, createLogger, parseApiConfig } from '@dispatch/api'
 import { Scopes } from '@dispatch/contracts'
 import { generateApiKey } from '@dispatch/db'
 import postgres from 'postgres'
@@ -33,7 +32,7 @@ import { millions, secondsSince } from '../harness/format.ts'
 import { keepAliveGet } from '../harness/http.ts'
 import { printFigure } from '../harness/report.ts'
 import { median, p95 } from '../harness/stats.ts'
-import { keyIdSql, prepareSearchWorld, searchMessages } from './message-search-generate.ts'
+import { keyIdSql, listenSearchApi, prepareSearchWorld, searchMessages } from './message-search-generate.ts'
 
 const layout = searchMessages()
 const { total, keyCount } = layout
@@ -300,15 +299,7 @@ console.log(
 )
 
 const adminToken = 'bench-pages-admin-token'
-const config = parseApiConfig({
-  DATABASE_URL: world.databaseUrl,
-  REDIS_URL: world.redisUrl ?? 'redis://127.0.0.1:6379',
-  QUEUE_PREFIX: world.queuePrefix,
-  LOG_LEVEL: 'warn',
-  ADMIN_TOKENS: `bench=${adminToken}`,
-})
-const app = await buildApp(createDeps(config, { logger: createLogger(config) }))
-const address = await app.listen({ host: '127.0.0.1', port: 0 })
+const { app, address } = await listenSearchApi(world, adminToken)
 // As many connections as a browser opens to one host: a page's calls go at once.
 const http = keepAliveGet({ maxSockets: 6 })
 

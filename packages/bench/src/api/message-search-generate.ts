@@ -6,6 +6,7 @@
  * one benchmark (BENCH_KEEP_DB=1) is the other's too (BENCH_REUSE_DB).
  */
 
+import { buildApp, createDeps, createLogger, parseApiConfig } from '@dispatch/api'
 import { Scopes } from '@dispatch/contracts'
 import postgres from 'postgres'
 import { millions, secondsSince } from '../harness/format.ts'
@@ -122,6 +123,25 @@ async function generate(databaseUrl: string, { total, keyCount, phones }: Search
   } finally {
     await sql.end()
   }
+}
+
+/**
+ * The API in this process over `world`'s database, an admin token of its own, listening on a free
+ * port of 127.0.0.1: what both benchmarks ask their pages and searches of.
+ */
+export async function listenSearchApi(
+  world: { databaseUrl: string; redisUrl?: string | undefined; queuePrefix: string },
+  adminToken: string,
+) {
+  const config = parseApiConfig({
+    DATABASE_URL: world.databaseUrl,
+    REDIS_URL: world.redisUrl ?? 'redis://127.0.0.1:6379',
+    QUEUE_PREFIX: world.queuePrefix,
+    LOG_LEVEL: 'warn',
+    ADMIN_TOKENS: `bench=${adminToken}`,
+  })
+  const app = await buildApp(createDeps(config, { logger: createLogger(config) }))
+  return { app, config, address: await app.listen({ host: '127.0.0.1', port: 0 }) }
 }
 
 /**

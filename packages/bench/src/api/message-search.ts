@@ -28,7 +28,6 @@
  * MESSAGE_SEARCH_KEYS must be those it was generated with).
  */
 
-import { buildApp, createDeps, createLogger, parseApiConfig } from '@dispatch/api'
 import {
   type AdminMessageListQuery,
   type MessageListQuery,
@@ -41,7 +40,7 @@ import { millions } from '../harness/format.ts'
 import { keepAliveGet } from '../harness/http.ts'
 import { printComparison } from '../harness/report.ts'
 import { median, p95 } from '../harness/stats.ts'
-import { prepareSearchWorld, searchMessages } from './message-search-generate.ts'
+import { listenSearchApi, prepareSearchWorld, searchMessages } from './message-search-generate.ts'
 
 const layout = searchMessages()
 const { total, keyOf, phoneOf, referenceOf } = layout
@@ -61,15 +60,7 @@ const [indexList] = await sql<{ names: string }[]>`
 console.log(`indexes on messages: ${indexList?.names}`)
 
 const adminToken = 'bench-search-admin-token'
-const config = parseApiConfig({
-  DATABASE_URL: world.databaseUrl,
-  REDIS_URL: world.redisUrl ?? 'redis://127.0.0.1:6379',
-  QUEUE_PREFIX: world.queuePrefix,
-  LOG_LEVEL: 'warn',
-  ADMIN_TOKENS: `bench=${adminToken}`,
-})
-const app = await buildApp(createDeps(config, { logger: createLogger(config) }))
-const address = await app.listen({ host: '127.0.0.1', port: 0 })
+const { app, config, address } = await listenSearchApi(world, adminToken)
 // Three connections: the overview's 7-day chart counts three spans at once (`messagesPerMinute`).
 const direct = createDb(world.databaseUrl, { max: 3 })
 const http = keepAliveGet()
