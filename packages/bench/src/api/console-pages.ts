@@ -210,8 +210,8 @@ async function seedPageRows(sql: postgres.Sql, busyKeyId: string) {
       '{"text":"obrigado"}'::jsonb, ${busyKeyId}, now() - (r.line % 3600) * interval '1 second'
     from campaign_recipients r where r.campaign_id = md5('bench-pages-campaign-0')::uuid and r.line <= 1000`,
     )
-    // The opt-outs above came before the campaigns: their engagement counted in full, as migration
-    // 0051 did for the campaigns there were (the replies' rows came with them, by the trigger).
+    // Written with triggers off (replica), as a restore: every campaign's engagement counted in
+    // full from the replies and opt-outs above, as migration 0051 counts it for the campaigns there are.
     await step(
       'campaign engagement',
       () => tx`select dispatch_campaign_engagement_recount(id) from campaigns`,
