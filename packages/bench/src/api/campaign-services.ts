@@ -11,10 +11,11 @@ import { randomBytes } from 'node:crypto'
 import { loadavg } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createDb } from '@dispatch/db'
+import { freePort } from '@dispatch/testing'
 import { Redis } from 'ioredis'
 import { exitCleanups } from '../harness/cleanups.ts'
 import { type ServiceProcess, startApiProcess, startWorkerProcess } from '../harness/processes.ts'
-import { freePort, startRedisServer } from '../harness/redis-server.ts'
+import { startRedisServer } from '../harness/redis-server.ts'
 import { createBenchWorld } from '../harness/world.ts'
 
 export const intEnv = (name: string, fallback: number) => {

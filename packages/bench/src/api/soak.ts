@@ -48,6 +48,7 @@ import { loadavg } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createDb } from '@dispatch/db'
 import { MESSAGE_CLAIM_KEEP_MS } from '@dispatch/runtime/message-handoff'
+import { freePort } from '@dispatch/testing'
 import { Redis } from 'ioredis'
 import { exitCleanups } from '../harness/cleanups.ts'
 import {
@@ -65,7 +66,7 @@ import {
   startCpuProfile,
 } from '../harness/inspector.ts'
 import { type ServiceProcess, startApiProcess, startWorkerProcess } from '../harness/processes.ts'
-import { commandCounts, freePort, redisCpuSeconds, startRedisServer } from '../harness/redis-server.ts'
+import { commandCounts, redisCpuSeconds, startRedisServer } from '../harness/redis-server.ts'
 import { printComparison, printFigure } from '../harness/report.ts'
 import { percentile } from '../harness/stats.ts'
 import { createBenchWorld } from '../harness/world.ts'

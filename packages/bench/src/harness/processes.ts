@@ -2,9 +2,8 @@
  * The service's own entry points as the scaling benchmark runs them: `apps/api/src/server.ts` and
  * `apps/worker/src/main.ts`, each started with `node` in a process of its own, as deployed.
  */
-import { ENTRY_POINTS, type LogLine, type Service, startService, waitFor } from '@dispatch/testing'
+import { ENTRY_POINTS, freePort, type LogLine, type Service, startService, waitFor } from '@dispatch/testing'
 import { processCpuSeconds } from './cpu.ts'
-import { freePort } from './redis-server.ts'
 
 export interface ServiceProcess {
   name: string

@@ -7,9 +7,6 @@ import { spawn } from 'node:child_process'
 import { freePort } from '@dispatch/testing'
 import type { Redis } from 'ioredis'
 
-/** The tests' free ports (never the same one twice in a process), for the benchmarks' children too. */
-export { freePort }
-
 export async function startRedisServer() {
   const port = await freePort()
   const binary = process.env.REDIS_SERVER ?? 'redis-server'
