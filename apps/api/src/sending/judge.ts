@@ -11,7 +11,7 @@ import { AppError } from '../errors.ts'
 import { describeValidationError, makeAjv } from '../plugins/validation.ts'
 import { type AcceptedMessage, acceptMessage, type SendingKey } from './accept.ts'
 import type { Prefetched, SendToCheck } from './checks/send-checks.ts'
-import { choosePoolSenders, prefetchSticky } from './pools/on-accept.ts'
+import { choosePoolSenders, prefetchSticky, readStickyRecords } from './pools/on-accept.ts'
 import type { Sending } from './sending.ts'
 
 /** One send of a request: its type, its validated body, and its field (`body`, `body.messages[3]`). */
@@ -47,7 +47,10 @@ export const prefetchChecks = (
       type,
       suppressionOwner({ apiKeyId: key.id, tenantId: key.tenantId }),
     )
-    return { ...(early ?? { recipient: sticky.recipient }), senderId: sticky.likely, sticky }
+    const prefetched: Prefetched = early ?? { recipient: sticky.recipient }
+    prefetched.senderId = sticky.likely
+    prefetched.sticky = sticky
+    return prefetched
   }
   return sending.checks.prefetch(
     key.senderId ?? DEFAULT_SENDER_ID,
@@ -100,15 +103,9 @@ export async function judge(
   const open = judged.flatMap((j, i) => ('accepted' in j ? [i] : []))
   if (open.length === 0) return judged
   if (key.senderPoolId) {
-    await choosePoolSenders(
-      sending,
-      key,
-      judged,
-      items,
-      open,
-      options.now.getTime(),
-      options.prefetched?.sticky,
-    )
+    const now = options.now.getTime()
+    const records = await readStickyRecords(sending, key, items, open, now, options.prefetched?.sticky)
+    choosePoolSenders(sending, key, judged, items, open, now, records)
   }
   // Each send is checked against the rules of the number it goes through (a pool's sends, against
   // the number chosen for each): one group for a key's own sender.

@@ -28,6 +28,8 @@ const config = parseApiConfig({
   QUEUE_PREFIX: process.env.QUEUE_PREFIX,
   LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
   METRICS_ENABLED: process.env.METRICS_ENABLED,
+  // A round stores over 100,000 messages on one key (the default bound) on a quiet machine.
+  MESSAGE_OUTSTANDING_MAX: process.env.MESSAGE_OUTSTANDING_MAX,
   // The per-key limit stays in the path being measured, set high enough never to refuse.
   MESSAGE_RATE_PER_SECOND: '1000000000',
 })

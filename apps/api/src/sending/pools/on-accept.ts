@@ -33,7 +33,7 @@ export function prefetchSticky(
   const poolId = key.senderPoolId
   const pool = poolId ? sending.pools.get(poolId) : undefined
   if (!pool) return undefined
-  const send = body as { phone?: string; userId?: string; senderId?: string } | undefined
+  const send = body as SendBody | undefined
   if (!send || send.senderId !== undefined) return undefined
   const recipient = recipientOf(send)
   if (typeof recipient !== 'string') return undefined
@@ -45,37 +45,28 @@ export function prefetchSticky(
   }
 }
 
+/** Each open send's sticky record (undefined: none, or not read), in the order of `open`. */
+export type StickyRecords = Array<StickyRecord | null | undefined>
+
 /**
- * Chooses the number of each accepted send of a pooled key (docs/sender-pools.md, "Sending
- * through a pool"), before the checks, which then use the chosen number's rules (its WABA's
- * templates, its window): a send's own `senderId` when it is a member (else `422
- * INVALID_REFERENCE`), else the number the recipient sticks to while it may, else the spread by
- * weight over the healthy members. Each job is set to go through the chosen sender and carries the
- * pool; a send whose recipient changes number carries the new sticky record, written once it is
- * stored, and so does one whose record is POOL_STICKY_TTL_DAYS old (`stickyAging`); any other send
- * writes nothing. A pool this process has not loaded sends through the key's own sender; a sticky
- * record Redis could not read is none.
+ * The sticky records a pooled key's sends are chosen by (`choosePoolSenders`): the prefetched read
+ * of a single send, else one more key in the turn's MGET each. Undefined when the key has no pool
+ * this process knows, or no send needs a read; a lone send's read awaited alone (no Promise.all on
+ * the hot path). A record Redis could not read is none.
  */
-export async function choosePoolSenders(
+export function readStickyRecords(
   sending: PoolSending,
   key: SendingKey,
-  judged: Array<{ accepted: AcceptedMessage } | { error: AppError }>,
-  items: ReadonlyArray<{ body: unknown; field: string }>,
+  items: ReadonlyArray<{ body: unknown }>,
   open: number[],
   now: number,
   prefetched?: PrefetchedSticky,
-): Promise<void> {
+): Promise<StickyRecords> | StickyRecords {
   const poolId = key.senderPoolId
-  if (!poolId) return
-  const pool = sending.pools.get(poolId)
-  const home = key.senderId ?? DEFAULT_SENDER_ID
-  const accepted = (i: number) => (judged[i] as { accepted: AcceptedMessage }).accepted
-  const bodyOf = (i: number) =>
-    (items[i] as { body: unknown }).body as { phone?: string; userId?: string; senderId?: string }
-  // Each send's sticky read: the prefetched one (a single send's), else one more in the turn's MGET.
+  if (!poolId || !sending.pools.get(poolId)) return []
   const readOf = (i: number): Promise<StickyRecord | null | undefined> | undefined => {
-    const body = bodyOf(i)
-    if (!pool || body.senderId !== undefined) return undefined
+    const body = (items[i] as { body: unknown }).body as SendBody
+    if (body.senderId !== undefined) return undefined
     const recipient = recipientOf(body) as string
     if (prefetched && prefetched.poolId === poolId && prefetched.recipient === recipient)
       return prefetched.read
@@ -84,20 +75,53 @@ export async function choosePoolSenders(
       return undefined
     })
   }
-  // A lone send awaits its read alone: no Promise.all on the hot path.
-  const records: Array<StickyRecord | null | undefined> =
-    open.length === 1 ? [await readOf(open[0] as number)] : await Promise.all(open.map(readOf))
-  open.forEach((i, n) => {
-    const message = accepted(i)
+  if (open.length === 1) {
+    const read = readOf(open[0] as number)
+    return read ? read.then(one) : [undefined]
+  }
+  return Promise.all(open.map(readOf))
+}
+
+const one = (record: StickyRecord | null | undefined): StickyRecords => [record]
+
+type SendBody = { phone?: string; userId?: string; senderId?: string }
+
+/**
+ * Chooses the number of each accepted send of a pooled key (docs/sender-pools.md, "Sending
+ * through a pool"), before the checks, which then use the chosen number's rules (its WABA's
+ * templates, its window): a send's own `senderId` when it is a member (else `422
+ * INVALID_REFERENCE`), else the number the recipient sticks to while it may (`records`, read by
+ * `readStickyRecords`), else the spread by weight over the healthy members. Each job is set to go
+ * through the chosen sender and carries the pool; a send whose recipient changes number carries
+ * the new sticky record, written once it is stored, and so does one whose record is
+ * POOL_STICKY_TTL_DAYS old (`stickyAging`); any other send writes nothing. A pool this process has
+ * not loaded sends through the key's own sender.
+ */
+export function choosePoolSenders(
+  sending: PoolSending,
+  key: SendingKey,
+  judged: Array<{ accepted: AcceptedMessage } | { error: AppError }>,
+  items: ReadonlyArray<{ body: unknown; field: string }>,
+  open: number[],
+  now: number,
+  records: StickyRecords,
+): void {
+  const poolId = key.senderPoolId
+  if (!poolId) return
+  const pool = sending.pools.get(poolId)
+  const home = key.senderId ?? DEFAULT_SENDER_ID
+  for (let n = 0; n < open.length; n++) {
+    const i = open[n] as number
+    const message = (judged[i] as { accepted: AcceptedMessage }).accepted
     const { job } = message
-    const body = bodyOf(i)
-    const field = (items[i] as { field: string }).field
+    const item = items[i] as { body: unknown; field: string }
+    const body = item.body as SendBody
     const requested = body.senderId === undefined ? undefined : normalSenderId(body.senderId)
     if (!pool) {
       if (requested !== undefined && requested !== home) {
-        judged[i] = { error: senderNotAllowed(field, requested) }
+        judged[i] = { error: senderNotAllowed(item.field, requested) }
       }
-      return
+      continue
     }
     const recipient = recipientOf(body) as string
     const record = records[n] ?? undefined
@@ -112,8 +136,8 @@ export async function choosePoolSenders(
       home,
     })
     if (choice.senderId === null) {
-      judged[i] = { error: senderNotAllowed(field, requested as string) }
-      return
+      judged[i] = { error: senderNotAllowed(item.field, requested as string) }
+      continue
     }
     job.senderId = choice.senderId
     job.senderPoolId = poolId
@@ -129,5 +153,5 @@ export async function choosePoolSenders(
         writtenAt: now,
       }
     }
-  })
+  }
 }
