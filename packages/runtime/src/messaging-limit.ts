@@ -1,16 +1,28 @@
 import { join } from 'node:path'
 import { type MessagingLimitPolicy, portfolioOf } from '@dispatch/contracts'
-import { luaScripts } from './lua-scripts.ts'
+import { luaScripts, scriptCall } from './lua-scripts.ts'
+import type { RedisClient } from './redis.ts'
 
 /**
  * WhatsApp's messaging limit: the unique users a business portfolio may reach outside a
  * customer-service window in a moving 24 hours (250, 2,000, 10,000, 100,000 or unlimited), shared
- * by every number of the portfolio. Dispatch counts the portfolio's reach in Redis, one sorted set a
- * portfolio (`portfolioReachKey`): member a recipient's hash (recipient-hash.ts, 48 bytes), score
- * the last time (ms) they were reached outside their window. A member costs about 120 bytes in
- * Redis (its string, its score, a skiplist node and a dict entry), so a portfolio at 100,000 a day
- * holds about 12 MB; at most a day of recipients is kept (trimmed as it is counted, the key expiring
- * 24 h after the last add). Nothing is kept for a portfolio without a finite limit.
+ * by every number of the portfolio. Dispatch counts the portfolio's reach in Redis, in two keys of
+ * one slot:
+ *
+ * - **the exact set** (`portfolioReachKey`): a sorted set, member a recipient's hash
+ *   (recipient-hash.ts, 48 bytes), score the last time (ms) they were reached outside their window;
+ *   about 140 bytes a member;
+ * - **the recent list** (`portfolioRecentKey`): entries "<time> <hash>" appended in time order
+ *   while the set and the list together, each entry taken as a recipient of its own, stay within
+ *   the limit; about 70 bytes an entry, at most 100,000 entries. An append costs Redis about a
+ *   third of a set's insert, and a recipient reached twice is two entries: far from its limit a
+ *   portfolio needs no exact count.
+ *
+ * Once a count, a door's read or a view finds the two together at the limit, the list is folded
+ * into the set (each recipient keeping its latest time) and counted exactly from then on
+ * (lua/messaging-limit/includes/recentReach.lua). Both keep at most a day (trimmed as they are
+ * counted, each expiring 24 h after its last write). Nothing is kept for a portfolio without a
+ * finite limit.
  */
 export const MESSAGING_LIMIT_WINDOW_MS = 24 * 60 * 60 * 1000
 
@@ -79,56 +91,56 @@ export function messagingLimitOf(sender: MessagingLimitSettings): MessagingLimit
 
 /** The portfolio's reach: a sorted set of recipient hashes by when last reached outside their window. */
 export const portfolioReachKey = (prefix: string, portfolio: string) => `${prefix}:reach:{${portfolio}}`
+/** The portfolio's recent reach, not yet counted: entries "<time> <hash>" in a list, on the set's slot. */
+export const portfolioRecentKey = (prefix: string, portfolio: string) =>
+  `${prefix}:reach:{${portfolio}}:recent`
 
 const scripts = luaScripts(join(import.meta.dirname, 'lua/messaging-limit'), [
   'reachPortfolio',
   'reachBesideClaim',
   'giveBackReach',
   'peekReach',
+  'readReach',
 ])
 /**
- * lua/messaging-limit/reachPortfolio-1.lua: counts recipients (in order), or says when room frees.
+ * lua/messaging-limit/reachPortfolio-2.lua: counts recipients (in order), or says when room frees.
  * Its answer per recipient: 0 reached (counted), else when room frees (ms).
  */
 export const REACH_PORTFOLIO_SCRIPT = scripts.reachPortfolio
 /**
  * lua/messaging-limit/reachBesideClaim.lua (one server): reads each recipient's window and counts
- * those outside it, in order. Per recipient: -lastInbound (open, not counted), 0 reached before,
- * 1 added, else when room frees (ms).
+ * those outside it, in order. Per recipient: -lastInbound (open, not counted), 0 reached (appended
+ * or before), 1 added, else when room frees (ms).
  */
 export const REACH_BESIDE_CLAIM_SCRIPT = scripts.reachBesideClaim
-/** lua/messaging-limit/giveBackReach-1.lua: removes recipients added at a time, if still at it. */
+/** lua/messaging-limit/giveBackReach-2.lua: removes recipients added at a time, if still at it. */
 export const GIVE_BACK_REACH_SCRIPT = scripts.giveBackReach
-/** lua/messaging-limit/peekReach-1.lua: the reach, the oldest counted, and when each recipient was (0: not). */
+/** lua/messaging-limit/peekReach-2.lua: the reach, the oldest counted, and when each recipient was (0: not). */
 export const PEEK_REACH_SCRIPT = scripts.peekReach
+/** lua/messaging-limit/readReach-2.lua: the reach and its oldest time, folding the list at a bound. */
+export const READ_REACH_SCRIPT = scripts.readReach
 
-/** What can read a portfolio's reach now (a client or a pipeline). */
-export interface ReachReader {
-  zcount(key: string, min: number | string, max: number | string): Promise<number>
-  zrangebyscore(
-    key: string,
-    min: number | string,
-    max: number | string,
-    withScores: 'WITHSCORES',
-    limit: 'LIMIT',
-    offset: number,
-    count: number,
-  ): Promise<string[]>
-}
-
-/** The reach now and when room frees (the oldest counted recipient's time + 24 h; null: none). */
+/**
+ * The reach now and when room frees (the oldest counted recipient's time + 24 h; null: none).
+ * `foldAt`: the reach at which what waits in the recent list is folded into the exact set first
+ * (a campaign's feeder: its limit, so far from it nothing is folded); undefined: always, until
+ * nothing waits (the sender's view shows the exact reach).
+ */
 export async function readReach(
-  redis: ReachReader,
+  redis: RedisClient,
   prefix: string,
   portfolio: string,
   now: number,
+  foldAt?: number,
 ): Promise<{ reach: number; roomAt: number | null }> {
-  const key = portfolioReachKey(prefix, portfolio)
-  const from = `(${now - MESSAGING_LIMIT_WINDOW_MS}`
-  const [reach, oldest] = await Promise.all([
-    redis.zcount(key, from, '+inf'),
-    redis.zrangebyscore(key, from, '+inf', 'WITHSCORES', 'LIMIT', 0, 1),
-  ])
-  const roomAt = oldest[1] === undefined ? null : Number(oldest[1]) + MESSAGING_LIMIT_WINDOW_MS
-  return { reach, roomAt }
+  const read = scriptCall(redis, READ_REACH_SCRIPT)
+  const keys = [portfolioReachKey(prefix, portfolio), portfolioRecentKey(prefix, portfolio)]
+  let answer: number[] = []
+  // A fold moves at most 5,000 entries a call (a list holds at most 100,000).
+  for (let calls = 0; calls < 25; calls++) {
+    answer = ((await read(...keys, now, MESSAGING_LIMIT_WINDOW_MS, foldAt ?? 0)) as number[]).map(Number)
+    if (foldAt !== undefined || (answer[2] ?? 0) === 0) break
+  }
+  const [reach = 0, oldest = 0] = answer
+  return { reach, roomAt: oldest > 0 ? oldest + MESSAGING_LIMIT_WINDOW_MS : null }
 }

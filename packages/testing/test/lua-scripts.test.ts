@@ -69,7 +69,7 @@ const ANY_NUMBER_OF_KEYS: Record<string, string> = {
   checkMarketingConsent: 'one pair of keys per marketing message of a turn, gathered into one call',
   releaseClaims: 'the claims of a batch of recorded outcomes, released in one call',
   reachBesideClaim:
-    "a window key per delivery of a turn to one portfolio, then the portfolio's reach (one server only)",
+    "a window key per delivery of a turn to one portfolio, then the portfolio's reach and its recent list (one server only)",
   setEach:
     'a string per write of a turn (sticky records, 131026 holds), set in one call (on a Cluster only keys of one {…} tag)',
 }
@@ -237,25 +237,35 @@ const RUNS: Record<string, Run> = {
   recordServiceWindow: { keys: (k) => [k('window')], args: (_, now) => [now, now + 1000, now], answers: 1 },
   // A portfolio with a limit of 1: the first recipient counted, reached once more, the next one held.
   reachPortfolio: {
-    keys: (k) => [k('reach')],
+    keys: (k) => [k('reach'), k('reach:recent')],
     args: (_, now) => [now, 60_000, 1, 'hmac:a', 'hmac:a', 'hmac:b'],
     answers: [0, 0, expect.any(Number)],
   },
   // Read after reachPortfolio above: one recipient counted (a), one not (b).
   peekReach: {
-    keys: (k) => [k('reach')],
-    args: (_, now) => [now - 60_000, 'hmac:a', 'hmac:b'],
+    keys: (k) => [k('reach'), k('reach:recent')],
+    args: (_, now) => [now - 60_000, 60_000, 'hmac:a', 'hmac:b'],
     answers: [1, expect.any(Number), expect.any(Number), 0],
   },
-  // A limit of 2 now: the recipient of the window recorded above is inside it (-its last message),
-  // one without a window is added (1).
+  // A limit of 2 now, near enough to count exactly: the recipient of the window recorded above is
+  // inside it (-its last message), one without a window is added (1), then reached before (0).
   reachBesideClaim: {
-    keys: (k) => [k('window'), k('window:c'), k('reach')],
-    args: (_, now) => [now, 60_000, 2, 86_400_000, 'hmac:w', 'hmac:c'],
-    answers: [expect.any(Number), 1],
+    keys: (k) => [k('window'), k('window:c'), k('window:c'), k('reach'), k('reach:recent')],
+    args: (_, now) => [now, 60_000, 2, 86_400_000, 'hmac:w', 'hmac:c', 'hmac:c'],
+    answers: [expect.any(Number), 1, 0],
   },
   // The one added above, given back (counted at `now`, not reached since).
-  giveBackReach: { keys: (k) => [k('reach')], args: (_, now) => [now, 'hmac:c'], answers: 1 },
+  giveBackReach: {
+    keys: (k) => [k('reach'), k('reach:recent')],
+    args: (_, now) => [now, 'hmac:c'],
+    answers: 1,
+  },
+  // The reach left: the one counted by reachPortfolio above, and nothing waiting in the list.
+  readReach: {
+    keys: (k) => [k('reach'), k('reach:recent')],
+    args: (_, now) => [now, 60_000, 0],
+    answers: [1, expect.any(Number), 0],
+  },
   releaseLock: {
     keys: (k) => [k('lock')],
     args: () => ['token'],

@@ -340,7 +340,10 @@ export function startCampaignFeeder(sending: Sending, redis: RedisClient, option
   async function atLimit(campaign: CampaignRow, now: Date): Promise<boolean> {
     const limit = sending.rules.get(campaign.senderId)?.messagingLimit
     if (!limit?.tracked || limit.limit === null) return false
-    const reached = await readReach(redis, prefix, limit.portfolio, now.getTime()).catch(() => null)
+    // Folded only at the limit: far from it the count waits in the recent list.
+    const reached = await readReach(redis, prefix, limit.portfolio, now.getTime(), limit.limit).catch(
+      () => null,
+    )
     return reached !== null && reached.reach >= limit.limit
   }
 

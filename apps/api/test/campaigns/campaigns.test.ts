@@ -307,12 +307,12 @@ describe('a campaign, from creation to completion', () => {
     // Two replies from one recipient, one from a stranger; a STOP from another (who wrote back too);
     // the key's own suppression of a third (no opt-out of theirs): two replied, one opted out.
     for (const phone of [replier, replier, newPhone()]) {
-      const reply = await replyFrom(app, APP_SECRET, senderNumber, phone as string)
+      const reply = await replyFrom(app, APP_SECRET, senderNumber, phone as string, at)
       expect(reply.statusCode, reply.body).toBe(200)
     }
     const stop = messageWebhook(
       senderNumber,
-      inboundMessage('text', { phone: stopper as string }, { text: 'STOP' }),
+      inboundMessage('text', { phone: stopper as string }, { text: 'STOP', at }),
     )
     expect((await postPlatformWebhook(app, stop, APP_SECRET)).statusCode).toBe(200)
     const listed = await app.inject({

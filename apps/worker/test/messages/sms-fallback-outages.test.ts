@@ -68,10 +68,13 @@ describe.skipIf(missing)('Redis away when the timer must be armed', () => {
     )
     await redis.kill()
     // WhatsApp took them; their timers could not be written.
-    await waitFor(() => worker.logs.lines.filter((l) => l.includes('sms fallback timer not armed')).length >= 2, {
-      what: 'the arms refused',
-      timeoutMs: 10_000,
-    })
+    await waitFor(
+      () => worker.logs.lines.filter((l) => l.includes('sms fallback timer not armed')).length >= 2,
+      {
+        what: 'the arms refused',
+        timeoutMs: 10_000,
+      },
+    )
     world.fake.latencyMs = 0
     await redis.start()
     // Their sends are recorded once their sent log can be written.

@@ -26,6 +26,8 @@ import { type MessageJob, QueueNames } from '@dispatch/contracts'
 import { createDb, type DeliveryOutcome, type Sql } from '@dispatch/db'
 import {
   type MessagingLimit,
+  portfolioReachKey,
+  portfolioRecentKey,
   recipientHasher,
   SERVICE_WINDOW_MS,
   serviceWindowKey,
@@ -272,9 +274,14 @@ const timedSql = new Proxy(sql, {
 }) as Sql
 
 const sandbox = createSandboxPlatform({ latencyMs: 0, failureRate: 0, phoneNumberId: '100000000000001' })
-/** A portfolio's limit so high nothing is held: every template outside its window counted. */
+/**
+ * A portfolio under Meta's largest finite tier (100,000 a day), its reach emptied before each
+ * counted run (`templateRun`): no run reaches it, so each is counted as a portfolio below its tier
+ * is (appended to the recent list, packages/runtime/src/messaging-limit.ts). Near the limit the
+ * count is exact, as every count was before the list (docs/benchmarks-messaging-limit.md).
+ */
 const BENCH_LIMIT: MessagingLimit = {
-  limit: 1_000_000_000,
+  limit: 100_000,
   source: 'admin',
   portfolio: 'bench',
   policy: 'hold',
@@ -498,16 +505,26 @@ const enforcedRun = () =>
   timeDrain(QueueNames.messages, new Span(), () => startBundledDeliveryWorker('enforce'), bundleSize)
 /**
  * Templates to new recipients outside their window, with the portfolio's messaging limit counted
- * (each: its window read beside the claim, then reachPortfolio-1.lua) and without (policy `off`).
+ * (each: its window read beside the claim, then reachPortfolio-2.lua) and without (policy `off`).
  */
-const templateRun = (limited: boolean) =>
-  timeDrain(
+/** BENCH_CONTROL=1: the counted side runs with the limit `off` too (the pairing's own noise). */
+const limitControl = process.env.BENCH_CONTROL === '1'
+const templateRun = async (limited: boolean) => {
+  if (limited) {
+    const redis = connection()
+    await redis.del(
+      portfolioReachKey(world.queuePrefix, BENCH_LIMIT.portfolio),
+      portfolioRecentKey(world.queuePrefix, BENCH_LIMIT.portfolio),
+    )
+  }
+  return timeDrain(
     QueueNames.messages,
     new Span(),
-    () => startBundledDeliveryWorker('off', true, true, limited),
+    () => startBundledDeliveryWorker('off', true, true, limited && !limitControl),
     bundleSize,
     templateMessage,
   )
+}
 
 /** Texts with an SMS fallback (BENCH_ONLY=fallback), its hold armed or not, or without one. */
 const fallbackRun = async (withFallback: boolean, holds = true) => {

@@ -22,7 +22,7 @@ const MOST_FREE = 100_000
  *   recipient whose window a read found open is free with that number until it closes (24 h after
  *   their last message: a window only ever opens further).
  *
- * Near the limit a send to a new recipient still reads (peekReach-1.lua), as before this cache.
+ * Near the limit a send to a new recipient still reads (peekReach-2.lua), as before this cache.
  */
 export class KnownReaches {
   readonly #known = new Map<string, { reach: number; passed: Set<string>; until: number }>()

@@ -3,6 +3,7 @@ import {
   MESSAGING_LIMIT_WINDOW_MS,
   PEEK_REACH_SCRIPT,
   portfolioReachKey,
+  portfolioRecentKey,
   type RecipientHasher,
   SERVICE_WINDOW_MS,
   serviceWindowKey,
@@ -43,14 +44,14 @@ const limitReached = (send: Send, limit: number, roomAt: number | null) =>
       (roomAt ? `; room frees at ${new Date(roomAt).toISOString()}` : ''),
   )
 
-/** One read of the reach: a portfolio's key and the recipients of one request. */
-type Peek = { key: string; cutoff: number; members: string[] }
+/** One read of the reach: a portfolio's keys (its set, its recent list) and the recipients of one request. */
+type Peek = { key: string; recent: string; cutoff: number; members: string[] }
 /** The reach, its oldest time, and per recipient when it was counted (ms; 0: not in the reach). */
 type Peeked = { reach: number; oldest: number; countedAt: number[] }
 
 /**
  * Each connection's reads of the reach, gathered per turn of the event loop: the requests of a turn
- * to one portfolio read it in one script call (peekReach-1.lua), as the marketing cap's counts are.
+ * to one portfolio read it in one script call (peekReach-2.lua), as the marketing cap's counts are.
  */
 const peekers = new WeakMap<RedisClient, (peek: Peek) => Promise<Peeked>>()
 function peekerOf(redis: RedisClient) {
@@ -65,7 +66,9 @@ function peekerOf(redis: RedisClient) {
           const first = group[0] as Peek
           const replies = (await script(
             first.key,
+            first.recent,
             first.cutoff,
+            MESSAGING_LIMIT_WINDOW_MS,
             ...group.flatMap((p) => p.members),
           )) as number[]
           const [reach = 0, oldest = 0] = replies
@@ -115,6 +118,7 @@ function readLimit(
     deps.marker(now),
     peekerOf(deps.redis)({
       key: portfolioReachKey(deps.prefix, portfolio),
+      recent: portfolioRecentKey(deps.prefix, portfolio),
       cutoff,
       members: recipients.map((r) => deps.hash(r)),
     }),
@@ -148,7 +152,7 @@ export function prefetchLimit(
  * unknown) whom the portfolio has not reached in the last 24 h is refused once the reach is at the
  * limit (422 MESSAGING_LIMIT_REACHED). Only reads: the count itself is taken at delivery, so a send
  * that fails elsewhere, or is canceled, takes no room. The windows go in the turn's MGET, the reach
- * in one script call per portfolio for every request of the turn (peekReach-1.lua), a single send's
+ * in one script call per portfolio for every request of the turn (peekReach-2.lua), a single send's
  * started early with its other reads: the request waits no round trip more. In a batch, the new
  * recipients take what room is left in order. Unreadable: let through (delivery counts and holds).
  * Far from the limit nothing is read: the reach read less than a second ago, with every recipient

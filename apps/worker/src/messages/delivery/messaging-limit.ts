@@ -1,13 +1,18 @@
 import { recipientOf } from '@dispatch/contracts'
-import { MESSAGING_LIMIT_WINDOW_MS, portfolioReachKey, REACH_PORTFOLIO_SCRIPT } from '@dispatch/runtime'
+import {
+  MESSAGING_LIMIT_WINDOW_MS,
+  portfolioReachKey,
+  portfolioRecentKey,
+  REACH_PORTFOLIO_SCRIPT,
+} from '@dispatch/runtime'
 import { scriptCall } from '@dispatch/runtime/lua-scripts'
 import { type RedisClient, turnBatched } from '@dispatch/runtime/redis'
 import type { ReachCount } from './reach-beside-claim.ts'
 import { recordHeld } from './record-held.ts'
 import type { Cleared, Disposition, MessageDelivery } from './types.ts'
 
-/** One recipient to count: the portfolio's key, its limit, the recipient's hash. */
-type ReachCall = { key: string; limit: number; member: string }
+/** One recipient to count: the portfolio's keys (its set, its recent list), its limit, the recipient's hash. */
+type ReachCall = { key: string; recent: string; limit: number; member: string }
 
 /**
  * Each connection's counting after the gates (a Cluster; a fallback template), gathered per turn of
@@ -28,6 +33,7 @@ function counterOf(redis: RedisClient) {
           const first = group[0] as ReachCall
           const replies = (await script(
             first.key,
+            first.recent,
             now,
             MESSAGING_LIMIT_WINDOW_MS,
             first.limit,
@@ -74,7 +80,7 @@ async function held(
  * The messaging limit, after every other gate: a template to a recipient whose window is not open
  * (closed, or unknown: counted, as Meta would) is counted in its portfolio's reach (a recipient
  * already reached in the last 24 h is counted once): beside the claim on one server (`counted`,
- * reachBesideClaim.lua), here on a Cluster and for a fallback template (reachPortfolio-1.lua).
+ * reachBesideClaim.lua), here on a Cluster and for a fallback template (reachPortfolio-2.lua).
  * Past the limit it is held, not sent: the job waits until the oldest counted recipient leaves the
  * 24 hours (`scheduled`, `scheduledReason: messaging_limit`), and is counted again then. Under
  * `refuse` too: the door refused what it saw; what passed it meanwhile (a batch, another instance)
@@ -102,6 +108,7 @@ export async function messagingLimitGate(
   try {
     roomAt = await counterOf(deps.claims)({
       key: portfolioReachKey(deps.prefix, limit.portfolio),
+      recent: portfolioRecentKey(deps.prefix, limit.portfolio),
       limit: limit.limit,
       member: deps.hash(recipientOf(cleared.message.body)),
     })

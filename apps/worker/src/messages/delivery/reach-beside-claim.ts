@@ -3,6 +3,7 @@ import {
   GIVE_BACK_REACH_SCRIPT,
   MESSAGING_LIMIT_WINDOW_MS,
   portfolioReachKey,
+  portfolioRecentKey,
   REACH_BESIDE_CLAIM_SCRIPT,
   SERVICE_WINDOW_MS,
   serviceWindowKey,
@@ -36,8 +37,8 @@ export type ReachCount =
 
 const OPEN: Promise<ReachCount> = Promise.resolve({ kind: 'open' })
 
-/** One recipient to count beside its claim: the portfolio's key, its limit, the window, the hash. */
-type BesideCall = { key: string; limit: number; window: string; member: string }
+/** One recipient to count beside its claim: the portfolio's keys, its limit, the window, the hash. */
+type BesideCall = { key: string; recent: string; limit: number; window: string; member: string }
 
 /**
  * Each connection's counts beside the claims, gathered per turn of the event loop: the recipients of
@@ -62,9 +63,10 @@ function besideOf(redis: RedisClient): Beside {
         [...groups.values()].map(async (group) => {
           const first = group[0] as BesideCall
           const replies = (await script(
-            group.length + 1,
+            group.length + 2,
             ...group.map((call) => call.window),
             first.key,
+            first.recent,
             now,
             MESSAGING_LIMIT_WINDOW_MS,
             first.limit,
@@ -109,6 +111,7 @@ export function countBesideClaim(
   return besideOf(deps.claims)
     .count({
       key: portfolioReachKey(deps.prefix, limit.portfolio),
+      recent: portfolioRecentKey(deps.prefix, limit.portfolio),
       limit: limit.limit,
       window,
       member: recipientHash,
@@ -119,7 +122,7 @@ export function countBesideClaim(
 /**
  * A message counted beside its claim that this run does not send (its claim held elsewhere or by a
  * cancel, sent by an earlier run, stopped at a gate): its recipient, if the count added them, is
- * given back (giveBackReach-1.lua, only while their time is still the count's: a delivery that
+ * given back (giveBackReach-2.lua, from the exact set or the recent list, only while their time is still the count's: a delivery that
  * reached them since keeps them). Failing, they stay counted: the reach errs high, never low.
  */
 export async function giveBackReach(delivery: MessageDelivery, count: Promise<ReachCount> | undefined) {
@@ -130,6 +133,7 @@ export async function giveBackReach(delivery: MessageDelivery, count: Promise<Re
   try {
     await besideOf(deps.claims).giveBack(
       portfolioReachKey(deps.prefix, portfolio),
+      portfolioRecentKey(deps.prefix, portfolio),
       counted.at,
       deps.hash(recipientOf(data.message.body)),
     )

@@ -1,26 +1,31 @@
 -- Delivery's count against a business portfolio's messaging limit on a single Redis server, sent
 -- beside the messages' claims: reads each recipient's customer-service window itself, and counts
 -- the recipients whose window is not open. A turn's deliveries to one portfolio in one call, in a
--- fixed number of commands whatever their number (one MGET, one ZMSCORE, one ZADD), not three a
--- recipient (measured alone, about a sixth less of Redis's CPU a recipient).
+-- fixed number of commands whatever their number.
+-- Far from the limit (the exact set and the recent list together, each entry taken as a recipient
+-- of its own, stay within it) the recipients are appended to the recent list, uncounted; near it
+-- the list is folded into the set first and each recipient counted exactly
+-- (includes/recentReach.lua).
 -- KEYS: each recipient's window (`serviceWindowKey`), then, last, the portfolio's reach
--- (`portfolioReachKey`): the window keys sit on other slots, so a Cluster counts apart
--- (reachPortfolio-1.lua).
+-- (`portfolioReachKey`) and its recent list (`portfolioRecentKey`): the window keys sit on other
+-- slots, so a Cluster counts apart (reachPortfolio-2.lua).
 -- ARGV[1] now (ms), ARGV[2] the limit's window (ms), ARGV[3] the limit, ARGV[4] the
 -- customer-service window (ms), ARGV[5..] the recipients' hashes, one per window key, in order.
 -- Returns one answer per recipient: -lastInbound (ms) when their window is open (not counted);
--- 0 reached before (time refreshed); 1 added (given back by giveBackReach-1.lua if the message is
--- then not sent); else roomAt (ms), not counted. A recipient twice in one call: added once, then
--- reached before.
+-- 0 reached before (time refreshed); 1 added, to the list or the set (given back by
+-- giveBackReach-2.lua if the message is then not sent); else roomAt (ms), not counted. A
+-- recipient twice in one call: added once, then reached before (far from the limit: appended
+-- twice, each answered 1).
 
 --- @include "includes/trimReach"
+--- @include "includes/recentReach"
 
 local now = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
 local serviceWindow = tonumber(ARGV[4])
-local at = #KEYS
-local reach = trimReach(at, now, window)
+local recentAt = #KEYS
+local at = #KEYS - 1
 local answers = {}
 
 -- `command` over `list` in parts (Lua's unpack takes some 8,000 values at most), replies joined.
@@ -53,6 +58,20 @@ for i = 1, at - 1 do
 end
 if #members == 0 then return answers end
 
+local reach = trimReach(at, now, window)
+local recent = trimRecent(recentAt, now - window)
+if farFromLimit(reach, recent, #members, limit) then
+  appendRecent(recentAt, now, window, members)
+  for j = 1, #places do answers[places[j]] = 1 end
+  return answers
+end
+-- Near the limit: what waits in the list folded first; what a fold leaves is counted as reached.
+if recent > 0 then
+  recent = recent - foldRecent(at, recentAt, window)
+  reach = redis.call('ZCARD', KEYS[at])
+end
+reach = reach + recent
+
 local scores = inParts('ZMSCORE', KEYS[at], members, 1000)
 local reached, add, roomAt = {}, {}, nil
 for j = 1, #members do
@@ -64,10 +83,7 @@ for j = 1, #members do
     answer = 1
     reach = reach + 1
   else
-    if not roomAt then
-      local oldest = redis.call('ZRANGE', KEYS[at], 0, 0, 'WITHSCORES')
-      roomAt = (tonumber(oldest[2]) or now) + window
-    end
+    roomAt = roomAt or oldestReached(at, recentAt, now) + window
     answer = roomAt
   end
   if answer <= 1 and not reached[member] then

@@ -1,12 +1,13 @@
 -- Counting one recipient in a business portfolio's reach (a sorted set: member a recipient's hash,
--- score the last time, ms, they were reached outside their window), for reachPortfolio-1.lua; its
--- reach first brought to now by trimReach (includes/trimReach.lua). `at`: the index in KEYS of the
--- portfolio's reach.
+-- score the last time, ms, they were reached outside their window), for reachPortfolio-2.lua; its
+-- reach first brought to now by trimReach (includes/trimReach.lua) and its recent list folded
+-- (includes/recentReach.lua, which this needs). `at`: the index in KEYS of the portfolio's reach.
 
--- Counts one recipient against `limit`, `reach` being counted now. Answers 0 (reached before: its
--- time refreshed), 1 (added), or roomAt (ms: when the oldest counted leaves the window, not
--- counted); and the reach after. Under the limit one ZADD adds or refreshes and says which.
-local function countReach(at, now, window, limit, reach, member)
+-- Counts one recipient against `limit`, `reach` being counted now (what is left in the recent
+-- list included). Answers 0 (reached before: its time refreshed), 1 (added), or roomAt (ms: when
+-- the oldest counted leaves the window, not counted); and the reach after. Under the limit one
+-- ZADD adds or refreshes and says which.
+local function countReach(at, recentAt, now, window, limit, reach, member)
   if reach < limit then
     local added = redis.call('ZADD', KEYS[at], now, member)
     return added, reach + added
@@ -15,6 +16,5 @@ local function countReach(at, now, window, limit, reach, member)
     redis.call('ZADD', KEYS[at], now, member)
     return 0, reach
   end
-  local oldest = redis.call('ZRANGE', KEYS[at], 0, 0, 'WITHSCORES')
-  return tonumber(oldest[2]) + window, reach
+  return oldestReached(at, recentAt, now) + window, reach
 end

@@ -1,6 +1,6 @@
 -- A business portfolio's reach (a sorted set: member a recipient's hash, score the last time, ms,
--- they were reached outside their window) brought to now, shared by reachPortfolio-1.lua and
--- reachBesideClaim.lua. `at`: the index in KEYS of the portfolio's reach.
+-- they were reached outside their window) brought to now, shared by the scripts that count it.
+-- `at`: the index in KEYS of the portfolio's reach.
 
 -- Drops who left the window (reached `window` ms ago or more); answers the reach left.
 local function trimReach(at, now, window)
