@@ -244,7 +244,7 @@ const RUNS: Record<string, Run> = {
   // Read after reachPortfolio above: one recipient counted (a), one not (b).
   peekReach: {
     keys: (k) => [k('reach'), k('reach:recent')],
-    args: (_, now) => [now - 60_000, 60_000, 'hmac:a', 'hmac:b'],
+    args: (_, now) => [now - 60_000, 60_000, 1, 'hmac:a', 'hmac:b'],
     answers: [1, expect.any(Number), expect.any(Number), 0],
   },
   // A limit of 2 now, near enough to count exactly: the recipient of the window recorded above is

@@ -111,12 +111,16 @@ describe('reachBesideClaim.lua', () => {
     expect(await redis.zcard(p.reach)).toBe(0)
   })
 
-  it('lets the door find a recipient still in the list: its read folds it first', async () => {
+  it('lets the door find a recipient still in the list near the limit: its read folds it first', async () => {
     const p = portfolio()
     const now = Date.now()
     await p.call(now - 5000, 100, ['a', 'b', 'a'])
     const cutoff = now - DAY
-    expect(await peek(p.reach, p.recent, cutoff, DAY, 'a', 'z')).toEqual([2, now - 5000, now - 5000, 0])
+    // Far from the limit (3 entries and 2 recipients under 100) the door's read folds nothing.
+    expect(await peek(p.reach, p.recent, cutoff, DAY, 100, 'a', 'z')).toEqual([3, now - 5000, 0, 0])
+    expect(await redis.llen(p.recent)).toBe(3)
+    // Near it (3 + 2 past 4): folded, each recipient once.
+    expect(await peek(p.reach, p.recent, cutoff, DAY, 4, 'a', 'z')).toEqual([2, now - 5000, now - 5000, 0])
     expect(await redis.llen(p.recent)).toBe(0)
   })
 

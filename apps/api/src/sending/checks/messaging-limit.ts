@@ -45,7 +45,7 @@ const limitReached = (send: Send, limit: number, roomAt: number | null) =>
   )
 
 /** One read of the reach: a portfolio's keys (its set, its recent list) and the recipients of one request. */
-type Peek = { key: string; recent: string; cutoff: number; members: string[] }
+type Peek = { key: string; recent: string; cutoff: number; limit: number; members: string[] }
 /** The reach, its oldest time, and per recipient when it was counted (ms; 0: not in the reach). */
 type Peeked = { reach: number; oldest: number; countedAt: number[] }
 
@@ -60,7 +60,7 @@ function peekerOf(redis: RedisClient) {
     const script = scriptCall(redis, PEEK_REACH_SCRIPT)
     peek = turnBatched(async (peeks: Peek[]) => {
       const answers = new Map<Peek, Peeked>()
-      const groups = Map.groupBy(peeks, (p) => `${p.cutoff} ${p.key}`)
+      const groups = Map.groupBy(peeks, (p) => `${p.cutoff} ${p.limit} ${p.key}`)
       await Promise.all(
         [...groups.values()].map(async (group) => {
           const first = group[0] as Peek
@@ -69,6 +69,7 @@ function peekerOf(redis: RedisClient) {
             first.recent,
             first.cutoff,
             MESSAGING_LIMIT_WINDOW_MS,
+            first.limit,
             ...group.flatMap((p) => p.members),
           )) as number[]
           const [reach = 0, oldest = 0] = replies
@@ -120,6 +121,7 @@ function readLimit(
       key: portfolioReachKey(deps.prefix, portfolio),
       recent: portfolioRecentKey(deps.prefix, portfolio),
       cutoff,
+      limit: rules.messagingLimit?.limit ?? 0,
       members: recipients.map((r) => deps.hash(r)),
     }),
   ]).then(([windows, marker, peeked]) => ({ windows, marker, peeked }))
