@@ -52,7 +52,12 @@ export function Campaigns() {
               {
                 header: 'Name',
                 cell: (campaign) => campaign.name,
-                detail: (campaign) => `${campaign.template.templateId} (${campaign.template.language})`,
+                // A template's name is one word: the column widens for it rather than break it.
+                detail: (campaign) => (
+                  <span class="nowrap">
+                    {campaign.template.templateId} ({campaign.template.language})
+                  </span>
+                ),
                 class: 'wrap',
               },
               {
