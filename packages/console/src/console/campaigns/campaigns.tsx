@@ -67,7 +67,10 @@ export function Campaigns() {
                 ),
                 detail: (campaign) => <Id value={campaign.apiKeyId} copy="key id" />,
               },
-              { header: 'Sender', cell: (campaign) => campaign.senderId },
+              {
+                header: 'Sender',
+                cell: (campaign) => <Link href={`/senders/${campaign.senderId}`}>{campaign.senderId}</Link>,
+              },
               { header: 'Status', cell: (campaign) => <StatusBadge status={campaign.status} /> },
               { header: 'Progress', cell: (campaign) => <ProgressBar campaign={campaign} /> },
               { header: 'Failed', cell: (campaign) => campaign.counts.failed },
