@@ -164,6 +164,17 @@ describe('the messaging limit under hold', () => {
     })
   }, 40_000)
 
+  it('takes one place for a recipient reached three times far from the limit, once it nears', async () => {
+    const { sender, key } = await limitedSender({ messagingLimitOverride: 3, messagingLimitPolicy: 'hold' })
+    const again = newPhone()
+    // Far from the limit each send is appended uncounted: three entries for one recipient.
+    for (let i = 0; i < 3; i++) await untilMessageStatus(app, key.key, await accepted(key.key, again), 'sent')
+    // The next recipient would pass the limit if each entry were a recipient: counted exactly
+    // instead, one place taken by the first, the second sent.
+    await untilMessageStatus(app, key.key, await accepted(key.key, newPhone()), 'sent')
+    expect((await senderView(sender.id)).messagingLimit).toMatchObject({ limit: 3, reach: 2 })
+  }, 40_000)
+
   it('lets exactly the limit through when a batch arrives at once (one bundle, one count)', async () => {
     const { sender, key } = await limitedSender({ messagingLimitOverride: 2, messagingLimitPolicy: 'hold' })
     const res = await app.inject({

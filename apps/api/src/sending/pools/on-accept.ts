@@ -50,9 +50,10 @@ export type StickyRecords = Array<StickyRecord | null | undefined>
 
 /**
  * The sticky records a pooled key's sends are chosen by (`choosePoolSenders`): the prefetched read
- * of a single send, else one more key in the turn's MGET each. Undefined when the key has no pool
- * this process knows, or no send needs a read; a lone send's read awaited alone (no Promise.all on
- * the hot path). A record Redis could not read is none.
+ * of a single send, else one more key in the turn's MGET each; none (an empty list, no promise)
+ * when the key has no pool this process knows, and none for a send that names its number. A lone
+ * send's read is awaited alone (no Promise.all on the hot path). A record Redis could not read is
+ * none.
  */
 export function readStickyRecords(
   sending: PoolSending,

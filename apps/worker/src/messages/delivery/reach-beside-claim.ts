@@ -122,8 +122,9 @@ export function countBesideClaim(
 /**
  * A message counted beside its claim that this run does not send (its claim held elsewhere or by a
  * cancel, sent by an earlier run, stopped at a gate): its recipient, if the count added them, is
- * given back (giveBackReach-2.lua, from the exact set or the recent list, only while their time is still the count's: a delivery that
- * reached them since keeps them). Failing, they stay counted: the reach errs high, never low.
+ * given back (giveBackReach-2.lua: from the exact set or the recent list, only while their time is
+ * still the count's: a delivery that reached them since keeps them). Failing, they stay counted:
+ * the reach errs high, never low.
  */
 export async function giveBackReach(delivery: MessageDelivery, count: Promise<ReachCount> | undefined) {
   const counted = await count
