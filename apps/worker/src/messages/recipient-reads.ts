@@ -69,6 +69,7 @@ const OPEN: Promise<'open'> = Promise.resolve('open')
 
 /** Whether this process read the window `key` open and it still is (no read needed). */
 export function knownOpenWindow(key: string, now: number): boolean {
+  if (knownOpen.size === 0) return false
   const until = knownOpen.get(key)
   if (until === undefined) return false
   if (until > now) return true

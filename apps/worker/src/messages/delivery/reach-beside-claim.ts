@@ -56,39 +56,73 @@ function besideOf(redis: RedisClient): Beside {
     // is missing from a pipeline the turn has already started.
     const giveBack = scriptCall(redis, GIVE_BACK_REACH_SCRIPT)
     const count = turnBatched(async (calls: BesideCall[]) => {
-      const answers = new Map<BesideCall, ReachCount>()
+      const answers: ReachCount[] = new Array(calls.length)
       const now = Date.now()
-      const groups = Map.groupBy(calls, (call) => `${call.limit} ${call.key}`)
-      await Promise.all(
-        [...groups.values()].map(async (group) => {
-          const first = group[0] as BesideCall
-          const replies = (await script(
-            group.length + 2,
-            ...group.map((call) => call.window),
-            first.key,
-            first.recent,
-            now,
-            MESSAGING_LIMIT_WINDOW_MS,
-            first.limit,
-            SERVICE_WINDOW_MS,
-            ...group.map((call) => call.member),
-          )) as number[]
-          group.forEach((call, i) => {
-            const answer = Number(replies[i] ?? 0)
-            if (answer < 0) {
-              rememberOpenWindow(call.window, -answer, now)
-              answers.set(call, { kind: 'open' })
-            } else if (answer <= 1) answers.set(call, { kind: 'reached', added: answer === 1, at: now })
-            else answers.set(call, { kind: 'held', roomAt: answer })
-          })
-        }),
-      )
-      return calls.map((call) => answers.get(call) as ReachCount)
+      // One answer object for every recipient added in this call (read only, never changed).
+      const added: ReachCount = { kind: 'reached', added: true, at: now }
+      const before: ReachCount = { kind: 'reached', added: false, at: now }
+      const countGroup = async (group: BesideCall[], places: number[] | undefined) => {
+        const first = group[0] as BesideCall
+        const replies = (await script(
+          group.length + 2,
+          ...group.map((call) => call.window),
+          first.key,
+          first.recent,
+          now,
+          MESSAGING_LIMIT_WINDOW_MS,
+          first.limit,
+          SERVICE_WINDOW_MS,
+          ...group.map((call) => call.member),
+        )) as number[]
+        for (let i = 0; i < group.length; i++) {
+          const answer = Number(replies[i] ?? 0)
+          let counted: ReachCount
+          if (answer < 0) {
+            rememberOpenWindow((group[i] as BesideCall).window, -answer, now)
+            counted = { kind: 'open' }
+          } else if (answer === 1) counted = added
+          else if (answer === 0) counted = before
+          else counted = { kind: 'held', roomAt: answer }
+          answers[places ? (places[i] as number) : i] = counted
+        }
+      }
+      // Most turns count for one portfolio under one limit: one call, no grouping.
+      const first = calls[0] as BesideCall
+      if (calls.every((call) => call.key === first.key && call.limit === first.limit)) {
+        await countGroup(calls, undefined)
+        return answers
+      }
+      const groups = new Map<string, { group: BesideCall[]; places: number[] }>()
+      calls.forEach((call, place) => {
+        const name = `${call.limit} ${call.key}`
+        let entry = groups.get(name)
+        if (!entry) groups.set(name, (entry = { group: [], places: [] }))
+        entry.group.push(call)
+        entry.places.push(place)
+      })
+      await Promise.all([...groups.values()].map(({ group, places }) => countGroup(group, places)))
+      return answers
     })
     beside = { count, giveBack }
     besides.set(redis, beside)
   }
   return beside
+}
+
+/** Each portfolio's two keys, built once (a message's count would build both), under a prefix. */
+const reachKeys = new Map<string, { prefix: string; key: string; recent: string }>()
+function reachKeysOf(prefix: string, portfolio: string) {
+  let keys = reachKeys.get(portfolio)
+  if (keys?.prefix !== prefix) {
+    if (reachKeys.size >= 10_000) reachKeys.clear()
+    keys = {
+      prefix,
+      key: portfolioReachKey(prefix, portfolio),
+      recent: portfolioRecentKey(prefix, portfolio),
+    }
+    reachKeys.set(portfolio, keys)
+  }
+  return keys
 }
 
 /**
@@ -108,10 +142,11 @@ export function countBesideClaim(
     return undefined
   const window = serviceWindowKey(deps.prefix, lane.platform.phoneNumberId, recipient)
   if (knownOpenWindow(window, Date.now())) return OPEN
+  const keys = reachKeysOf(deps.prefix, limit.portfolio)
   return besideOf(deps.claims)
     .count({
-      key: portfolioReachKey(deps.prefix, limit.portfolio),
-      recent: portfolioRecentKey(deps.prefix, limit.portfolio),
+      key: keys.key,
+      recent: keys.recent,
       limit: limit.limit,
       window,
       member: recipientHash,
