@@ -58,7 +58,8 @@ function besideOf(redis: RedisClient): Beside {
     const count = turnBatched(async (calls: BesideCall[]) => {
       const answers: ReachCount[] = new Array(calls.length)
       const now = Date.now()
-      // One answer object for every recipient added in this call (read only, never changed).
+      // One answer object for all the recipients added in this call, one for all reached before
+      // (read only, never changed).
       const added: ReachCount = { kind: 'reached', added: true, at: now }
       const before: ReachCount = { kind: 'reached', added: false, at: now }
       const countGroup = async (group: BesideCall[], places: number[] | undefined) => {
