@@ -360,6 +360,13 @@ describe.skipIf(browserBinary.missing)('the portal’s campaigns, in a browser',
     expect(await boardRow.getByRole('link', { name: 'Acme Notifications' }).getAttribute('href')).toBe(
       `/console/keys/${key.id}`,
     )
+    // Each sender by its name, linked to its page.
+    await poll(() =>
+      boardRow
+        .getByRole('link', { name: 'Checked sender' })
+        .getAttribute('href')
+        .catch(() => null),
+    ).toMatch(/^\/console\/senders\/[0-9a-f-]{36}$/)
     await admin.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: baseUrl })
     await boardRow.getByRole('button', { name: `Copy key id ${key.id}` }).click()
     await poll(() => admin.evaluate('navigator.clipboard.readText()')).toBe(key.id)

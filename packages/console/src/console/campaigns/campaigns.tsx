@@ -9,10 +9,15 @@ import { Page } from '../../ui/page.tsx'
 import { Loaded, StatusBadge } from '../../ui/status.tsx'
 import { Table } from '../../ui/table.tsx'
 import { Time } from '../../ui/time.tsx'
+import { useSenderOptions } from '../senders/sender-options.tsx'
 
 /** Every key's campaigns (the API's last 100, newest first), by status; each opens its page. */
 export function Campaigns() {
   const [status, setStatus] = useState<CampaignStatus | undefined>()
+  // Each sender by its name, as the overview shows them; its id until the senders are read.
+  const senders = useSenderOptions()
+  const senderName = (senderId: string) =>
+    senders.find((sender) => sender.id === senderId)?.displayName ?? senderId
   const campaigns = useQuery({
     queryKey: ['campaigns', 'admin-list', status],
     queryFn: () => api.GET('/api/admin/campaigns', { params: { query: status ? { status } : {} } }),
@@ -69,7 +74,9 @@ export function Campaigns() {
               },
               {
                 header: 'Sender',
-                cell: (campaign) => <Link href={`/senders/${campaign.senderId}`}>{campaign.senderId}</Link>,
+                cell: (campaign) => (
+                  <Link href={`/senders/${campaign.senderId}`}>{senderName(campaign.senderId)}</Link>
+                ),
               },
               { header: 'Status', cell: (campaign) => <StatusBadge status={campaign.status} /> },
               { header: 'Progress', cell: (campaign) => <ProgressBar campaign={campaign} /> },
