@@ -109,8 +109,9 @@ const scripts = luaScripts(join(import.meta.dirname, 'lua/messaging-limit'), [
 export const REACH_PORTFOLIO_SCRIPT = scripts.reachPortfolio
 /**
  * lua/messaging-limit/reachBesideClaim.lua (one server): reads each recipient's window and counts
- * those outside it, in order. Per recipient: -lastInbound (open, not counted), 0 reached (appended
- * or before), 1 added, else when room frees (ms).
+ * those outside it, in order. Per recipient: -lastInbound (open, not counted), 0 reached before,
+ * 1 added (appended to the recent list far from the limit, else to the set), else when room frees
+ * (ms).
  */
 export const REACH_BESIDE_CLAIM_SCRIPT = scripts.reachBesideClaim
 /** lua/messaging-limit/giveBackReach-2.lua: removes recipients added at a time, if still at it. */

@@ -17,7 +17,6 @@
 -- recipient twice in one call: added once, then reached before (far from the limit: appended
 -- twice, each answered 1).
 
---- @include "includes/trimReach"
 --- @include "includes/recentReach"
 
 local now = tonumber(ARGV[1])
@@ -58,18 +57,14 @@ for i = 1, at - 1 do
 end
 if #members == 0 then return answers end
 
-local reach = trimReach(at, now, window)
-local recent = trimRecent(recentAt, now - window)
+local reach, recent = reachNow(at, recentAt, now, window)
 if farFromLimit(reach, recent, #members, limit) then
   appendRecent(recentAt, now, window, members)
   for j = 1, #places do answers[places[j]] = 1 end
   return answers
 end
 -- Near the limit: what waits in the list folded first; what a fold leaves is counted as reached.
-if recent > 0 then
-  recent = recent - foldRecent(at, recentAt, window)
-  reach = redis.call('ZCARD', KEYS[at])
-end
+if recent > 0 then reach, recent = foldNow(at, recentAt, window, recent) end
 reach = reach + recent
 
 local scores = inParts('ZMSCORE', KEYS[at], members, 1000)

@@ -11,7 +11,6 @@
 -- refreshed; else added while the reach is under the limit), else roomAt (ms): when the oldest
 -- counted recipient leaves the window.
 
---- @include "includes/trimReach"
 --- @include "includes/recentReach"
 --- @include "includes/countReach"
 
@@ -20,8 +19,7 @@ local recentAt = 2 -- KEYS[2]
 local now = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
-local reach = trimReach(1, now, window)
-local recent = trimRecent(recentAt, now - window)
+local reach, recent = reachNow(1, recentAt, now, window)
 local members = {}
 for i = 4, #ARGV do members[#members + 1] = ARGV[i] end
 local answers = {}
@@ -30,10 +28,7 @@ if farFromLimit(reach, recent, #members, limit) then
   for j = 1, #members do answers[j] = 0 end
   return answers
 end
-if recent > 0 then
-  recent = recent - foldRecent(1, recentAt, window)
-  reach = redis.call('ZCARD', KEYS[1])
-end
+if recent > 0 then reach, recent = foldNow(1, recentAt, window, recent) end
 reach = reach + recent
 local added = false
 for j = 1, #members do

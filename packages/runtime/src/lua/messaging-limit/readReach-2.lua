@@ -6,7 +6,6 @@
 -- Returns {reach (the set, and each entry a fold left as a recipient of its own), oldest (ms; 0:
 -- none), entries left in the list}.
 
---- @include "includes/trimReach"
 --- @include "includes/recentReach"
 
 -- The recent list's index, for the includes' calls (KEYS[recentAt]).
@@ -14,12 +13,8 @@ local recentAt = 2 -- KEYS[2]
 local now = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
 local foldAt = tonumber(ARGV[3])
-local reach = trimReach(1, now, window)
-local recent = trimRecent(recentAt, now - window)
-if recent > 0 and reach + recent >= foldAt then
-  recent = recent - foldRecent(1, recentAt, window)
-  reach = redis.call('ZCARD', KEYS[1])
-end
+local reach, recent = reachNow(1, recentAt, now, window)
+if recent > 0 and reach + recent >= foldAt then reach, recent = foldNow(1, recentAt, window, recent) end
 local oldest = 0
 if reach + recent > 0 then oldest = oldestReached(1, recentAt, now) end
 return {reach + recent, oldest, recent}

@@ -1,7 +1,7 @@
 -- Counting one recipient in a business portfolio's reach (a sorted set: member a recipient's hash,
 -- score the last time, ms, they were reached outside their window), for reachPortfolio-2.lua; its
--- reach first brought to now by trimReach (includes/trimReach.lua) and its recent list folded
--- (includes/recentReach.lua, which this needs). `at`: the index in KEYS of the portfolio's reach.
+-- reach first brought to now and its recent list folded (`reachNow`, `foldNow`:
+-- includes/recentReach.lua, which this needs). `at`: the index in KEYS of the portfolio's reach.
 
 -- Counts one recipient against `limit`, `reach` being counted now (what is left in the recent
 -- list included). Answers 0 (reached before: its time refreshed), 1 (added), or roomAt (ms: when

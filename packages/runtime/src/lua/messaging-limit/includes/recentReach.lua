@@ -4,6 +4,8 @@
 -- together might reach it. Shared by the scripts that count, read or fold the reach; `at` is the
 -- index in KEYS of the exact set, `recentAt` the list's (`portfolioRecentKey`).
 
+--- @include "trimReach"
+
 -- At most this many entries wait in the list: past them a portfolio is counted exactly, as near
 -- its limit (Meta's largest finite tier).
 local RECENT_MAX = 100000
@@ -51,6 +53,19 @@ local function foldRecent(at, recentAt, window)
   redis.call('LTRIM', KEYS[recentAt], #part, -1)
   redis.call('PEXPIRE', KEYS[at], window)
   return #part
+end
+
+-- The set and the list brought to now (who left the window dropped from both): the set's size
+-- and the entries the list holds.
+local function reachNow(at, recentAt, now, window)
+  return trimReach(at, now, window), trimRecent(recentAt, now - window)
+end
+
+-- Folds a fold's worth of the list's `recent` entries into the set: the set's size after, and the
+-- entries left in the list.
+local function foldNow(at, recentAt, window, recent)
+  local left = recent - foldRecent(at, recentAt, window)
+  return redis.call('ZCARD', KEYS[at]), left
 end
 
 -- Whether `n` more recipients may be appended without a count: the set and the list together

@@ -1,5 +1,5 @@
 -- A business portfolio's reach (a sorted set: member a recipient's hash, score the last time, ms,
--- they were reached outside their window) brought to now, shared by the scripts that count it.
+-- they were reached outside their window) brought to now, for `reachNow` (includes/recentReach.lua).
 -- `at`: the index in KEYS of the portfolio's reach.
 
 -- Drops who left the window (reached `window` ms ago or more); answers the reach left.
