@@ -1,13 +1,8 @@
 import { recipientOf } from '@dispatch/contracts'
-import {
-  MESSAGING_LIMIT_WINDOW_MS,
-  portfolioReachKey,
-  portfolioRecentKey,
-  REACH_PORTFOLIO_SCRIPT,
-} from '@dispatch/runtime'
+import { MESSAGING_LIMIT_WINDOW_MS, REACH_PORTFOLIO_SCRIPT } from '@dispatch/runtime'
 import { scriptCall } from '@dispatch/runtime/lua-scripts'
 import { type RedisClient, turnBatched } from '@dispatch/runtime/redis'
-import type { ReachCount } from './reach-beside-claim.ts'
+import { type ReachCount, reachKeysOf } from './reach-beside-claim.ts'
 import { recordHeld } from './record-held.ts'
 import type { Cleared, Disposition, MessageDelivery } from './types.ts'
 
@@ -106,9 +101,10 @@ export async function messagingLimitGate(
   if (cleared.message.type !== 'template' || window === 'open') return cleared
   let roomAt: number
   try {
+    const keys = reachKeysOf(deps.prefix, limit.portfolio)
     roomAt = await counterOf(deps.claims)({
-      key: portfolioReachKey(deps.prefix, limit.portfolio),
-      recent: portfolioRecentKey(deps.prefix, limit.portfolio),
+      key: keys.key,
+      recent: keys.recent,
       limit: limit.limit,
       member: deps.hash(recipientOf(cleared.message.body)),
     })

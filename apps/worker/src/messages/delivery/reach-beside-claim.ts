@@ -112,7 +112,7 @@ function besideOf(redis: RedisClient): Beside {
 
 /** Each portfolio's two keys, built once (a message's count would build both), under a prefix. */
 const reachKeys = new Map<string, { prefix: string; key: string; recent: string }>()
-function reachKeysOf(prefix: string, portfolio: string) {
+export function reachKeysOf(prefix: string, portfolio: string) {
   let keys = reachKeys.get(portfolio)
   if (keys?.prefix !== prefix) {
     if (reachKeys.size >= 10_000) reachKeys.clear()
@@ -168,9 +168,10 @@ export async function giveBackReach(delivery: MessageDelivery, count: Promise<Re
   const { data, lane, deps, log } = delivery
   const portfolio = lane.settings.messagingLimit?.portfolio as string
   try {
+    const keys = reachKeysOf(deps.prefix, portfolio)
     await besideOf(deps.claims).giveBack(
-      portfolioReachKey(deps.prefix, portfolio),
-      portfolioRecentKey(deps.prefix, portfolio),
+      keys.key,
+      keys.recent,
       counted.at,
       deps.hash(recipientOf(data.message.body)),
     )
