@@ -8,7 +8,6 @@ import {
   messageWebhook,
   startFakeWhatsApp,
   startWebhookReceiver,
-  statusWebhook,
   waitFor,
 } from '@dispatch/testing'
 import type { RunningWorker } from '@dispatch/worker'

@@ -97,7 +97,10 @@ function besideOf(redis: RedisClient): Beside {
       calls.forEach((call, place) => {
         const name = `${call.limit} ${call.key}`
         let entry = groups.get(name)
-        if (!entry) groups.set(name, (entry = { group: [], places: [] }))
+        if (!entry) {
+          entry = { group: [], places: [] }
+          groups.set(name, entry)
+        }
         entry.group.push(call)
         entry.places.push(place)
       })
