@@ -126,12 +126,31 @@ export function defineLuaCommand(redis: Client, script: LuaScript): LuaCall {
       lua: script.lua,
       ...(script.numberOfKeys === undefined ? {} : { numberOfKeys: script.numberOfKeys }),
     })
+    onWaitingAutoPipelines(redis, script.name)
   } else if (known.lua !== script.lua) {
     throw new LuaScriptError(
       `the client already defines another script named ${script.name} (${script.file})`,
     )
   }
   return luaCommandOf(redis, script) as LuaCall
+}
+
+/**
+ * Puts the command `name`, just defined on `redis`, on its auto-pipelines that wait to be sent.
+ * ioredis copies a client's commands into a pipeline when it makes it, so a command defined after
+ * this tick's auto-pipeline was opened is missing there: its call then throws
+ * (`pipeline[functionName] is not a function`) and, when that pipeline answers one reply short,
+ * ioredis throws outside any promise (`results[i] is not iterable`) and the process dies.
+ */
+function onWaitingAutoPipelines(redis: Client, name: string) {
+  const waiting = (redis as unknown as { _autoPipelines?: Map<string, Record<string, unknown>> })
+    ._autoPipelines
+  if (!waiting) return
+  const commands = redis as unknown as Record<string, unknown>
+  for (const pipeline of waiting.values()) {
+    pipeline[name] = commands[name]
+    pipeline[`${name}Buffer`] = commands[`${name}Buffer`]
+  }
 }
 
 /**

@@ -1,4 +1,5 @@
-import { readdirSync } from 'node:fs'
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { dirname, join, relative, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import {
@@ -312,6 +313,24 @@ async function runAll(redis: Redis | Cluster, by: 'defined' | 'eval') {
 describe('on Redis', () => {
   it('runs each script as a defined command (EVALSHA)', () => runAll(new Redis(testRedisUrl()), 'defined'))
   it('runs each script by EVAL', () => runAll(new Redis(testRedisUrl()), 'eval'))
+
+  it('runs a script defined while an auto-pipeline waits to be sent, in the same pipeline', async () => {
+    // ioredis copies a client's commands into each pipeline when it makes it: a script defined
+    // after another command opened this tick's auto-pipeline was not on it, and its call failed
+    // (`pipeline[functionName] is not a function`) and crashed the process when the pipeline
+    // answered (`results[i] is not iterable`), as a worker's first count of a turn once did.
+    const redis = new Redis(testRedisUrl(), { enableAutoPipelining: true })
+    clients.push(redis)
+    const key = `${testQueuePrefix()}:lua:late`
+    const dir = mkdtempSync(join(tmpdir(), 'lua-late-'))
+    writeFileSync(join(dir, 'lateDefined-1.lua'), "return redis.call('INCR', KEYS[1])\n")
+    const script = readLuaScript(join(dir, 'lateDefined-1.lua'))
+    rmSync(dir, { recursive: true })
+    const first = redis.set(key, '41')
+    const late = defineLuaCommand(redis, script)(key)
+    await expect(Promise.all([first, late])).resolves.toEqual(['OK', 42])
+    await redis.del(key)
+  })
 })
 
 describe.skipIf(clusterMissing)(
