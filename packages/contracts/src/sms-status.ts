@@ -47,5 +47,11 @@ export type SmsFallbackTimerJob = Static<typeof SmsFallbackTimerJob>
  * the timers' queue (`prefix` its queue prefix). A 131026 status webhook turns it into a timer run
  * at once; nothing else reads it, and it expires unread otherwise.
  */
+/**
+ * How long after its send a message's 131026 still brings its SMS: its hold lives this long, and a
+ * sent record's kept SMS is read only this long. Meta reports it within seconds or minutes.
+ */
+export const UNDELIVERABLE_HOLD_SECONDS = 86_400
+
 export const smsFallbackHoldKey = (prefix: string, messageId: string) =>
   `${prefix}:sms-fallback-timers:hold:${messageId}`

@@ -204,27 +204,24 @@ describe("an admin's erasure", () => {
 })
 
 describe("a message's channel fallback", () => {
-  it('leaves neither the number nor the SMS text: its timer in Redis and the error its record kept', async () => {
+  it('leaves neither the number nor the SMS text: its sent record and the error its fallback record kept', async () => {
     const fallbackKey = await activeKey(app, {
       scopes: ['send:free-text', 'read:messages', 'send:sms-fallback'],
       clientName: 'Fallback',
     })
     const phone = newPhone()
     const smsText = secret('sms-text')
-    // WhatsApp took it: its timer (a hold, docs/fallback.md) keeps the number and the SMS text.
+    // WhatsApp took it: its sent record keeps the number and the SMS text (docs/fallback.md).
     const res = await sendText(phone, secret('wa-text'), fallbackKey.key, {
       fallback: { sms: { text: smsText } },
     })
     expect(res.statusCode, res.body).toBe(202)
     const { messageId } = res.json<{ messageId: string }>()
     await untilMessageStatus(app, fallbackKey.key, messageId, 'sent')
-    await waitFor(async () => (await findInRedis(redis, world.queuePrefix, [smsText])).length > 0, {
-      what: 'the fallback timer',
+    await waitFor(async () => (await findInPostgres(world.sql, [smsText])).length > 0, {
+      what: 'the record keeping the SMS',
     })
     // Its fallback's record with the provider's error quoting the number, as Twilio's 21211 does.
-    await waitFor(async () => (await world.sql`select 1 from messages where id = ${messageId}`).length > 0, {
-      what: 'the record',
-    })
     await world.sql`
       insert into message_fallbacks (message_id, accepted_at, api_key_id, reason, state, decided_at, settled_at,
         error_code, error_message, updated_at)

@@ -4,12 +4,15 @@ import {
   type SmsFallbackTimerJob,
   smsFallbackHoldKey,
 } from '@dispatch/contracts'
+import { redactExpiredMessages } from '@dispatch/db'
 import { fairKeys } from '@dispatch/runtime/message-handoff'
 import { type FakeSms, statusWebhook, type WebhookReceiver, waitFor } from '@dispatch/testing'
 import type { Queue } from 'bullmq'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import {
+  activeKey,
+  asAdmin,
   messageView,
   postPlatformWebhook,
   type TestApp,
@@ -74,21 +77,25 @@ const redisOf = () => {
   return redis
 }
 const settle = () => new Promise((resolve) => setTimeout(resolve, 500))
+/** The SMS its sent record keeps, once the record is written (null: none). */
+const keptSms = (messageId: string) =>
+  waitFor(
+    async () => {
+      const [row] = await world.sql<{ status: string; text: string | null }[]>`
+        select status, sms_fallback_text as text from messages where id = ${messageId}`
+      return row?.status === 'sent' ? { text: row.text } : undefined
+    },
+    { what: 'the sent record' },
+  ).then((row) => row.text)
 
 describe('131026 reported in a status webhook after WhatsApp took the message', () => {
   it('sends one SMS for a duplicated failed webhook; a late delivered, twice, is recorded beside it once', async () => {
     const phone = newPhone()
     const sent = await sentText(phone, { fallback: { sms: SMS } })
-    // The hold, armed when WhatsApp took it: kept a day, no timer (never a timeout of its own).
-    const redis = new Redis(world.redisUrl)
-    onTestFinished(() => redis.disconnect())
-    const holdKey = smsFallbackHoldKey(world.queuePrefix, sent.messageId)
-    await waitFor(async () => (await redis.exists(holdKey)) === 1, { what: 'the hold' })
-    expect(await redis.ttl(holdKey)).toBeGreaterThan(86_000)
-    expect(JSON.parse((await redis.get(holdKey)) as string)).toMatchObject({
-      text: SMS.text,
-      undeliverableOnly: true,
-    })
+    // The SMS kept with its sent record when WhatsApp took it: nothing waits in Redis, no timer
+    // (never a timeout of its own).
+    expect(await keptSms(sent.messageId)).toBe(SMS.text)
+    expect(await redisOf().exists(smsFallbackHoldKey(world.queuePrefix, sent.messageId))).toBe(0)
     expect(await timers.getJob(sent.messageId)).toBeUndefined()
     expect(sms.sentTo(phone)).toHaveLength(0)
     // Meta delivers the failed status twice, at once.
@@ -155,7 +162,6 @@ describe('131026 reported in a status webhook after WhatsApp took the message', 
       },
     })
     expect(await timers.getJob(sent.messageId)).toBeUndefined()
-    expect(await redis.exists(holdKey)).toBe(0)
   })
 
   it('runs an afterSeconds timer at once, for the undeliverable rule', async () => {
@@ -185,14 +191,79 @@ describe('131026 reported in a status webhook after WhatsApp took the message', 
     expect(sms.sentTo(phone)).toHaveLength(0)
   })
 
-  it('a delivered first: its hold is let go, and a failed that follows sends nothing', async () => {
+  it('a send whose content is discarded keeps its SMS in Redis, never in its record; a 131026 sends it once', async () => {
+    const phone = newPhone()
+    const sent = await sentText(phone, { fallback: { sms: SMS }, contentRetention: 'discard' })
+    expect(await keptSms(sent.messageId)).toBeNull()
+    const holdKey = smsFallbackHoldKey(world.queuePrefix, sent.messageId)
+    const redis = redisOf()
+    expect(await redis.ttl(holdKey)).toBeGreaterThan(86_000)
+    expect(JSON.parse((await redis.get(holdKey)) as string)).toMatchObject({
+      messageId: sent.messageId,
+      to: phone,
+      text: SMS.text,
+      undeliverableOnly: true,
+    })
+    await Promise.all([whatsappStatus(sent, 'failed'), whatsappStatus(sent, 'failed')])
+    await waitFor(() => sms.sentTo(phone).length > 0, { what: 'the sms' })
+    await settle()
+    expect(sms.sentTo(phone).map((taken) => taken.params.Body)).toEqual([SMS.text])
+    expect(await redis.exists(holdKey)).toBe(0)
+  })
+
+  it('a recipient erased before the 131026: its record keeps no SMS, and none is sent', async () => {
     const phone = newPhone()
     const sent = await sentText(phone, { fallback: { sms: SMS } })
-    const holdKey = smsFallbackHoldKey(world.queuePrefix, sent.messageId)
-    await waitFor(async () => (await redisOf().exists(holdKey)) === 1, { what: 'the hold' })
+    expect(await keptSms(sent.messageId)).toBe(SMS.text)
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/admin/erasures',
+      headers: asAdmin(),
+      payload: { phone },
+    })
+    expect(res.statusCode, res.body).toBe(202)
+    const erased = await waitFor(
+      async () => {
+        const [row] = await world.sql<{ phone: string | null; text: string | null }[]>`
+          select phone, sms_fallback_text as text from messages where id = ${sent.messageId}`
+        return row && row.phone === null ? row : undefined
+      },
+      { what: 'the erasure', timeoutMs: 20_000 },
+    )
+    expect(erased.text).toBeNull()
+    await whatsappStatus(sent, 'failed')
+    await settle()
+    expect(sms.sentTo(phone)).toHaveLength(0)
+    expect((await messageView(app, key.key, sent.messageId)).fallback).toBeUndefined()
+  })
+
+  it('content redacted before the 131026 (its key keeps it an hour): its record keeps no SMS, and none is sent', async () => {
+    const hourly = await activeKey(app, { scopes: ['send:free-text', 'read:messages', 'send:sms-fallback'] })
+    const patched = await app.inject({
+      method: 'PATCH',
+      url: `/api/admin/api-keys/${hourly.id}`,
+      headers: asAdmin(),
+      payload: { contentRetention: 1 },
+    })
+    expect(patched.statusCode, patched.body).toBe(200)
+    const phone = newPhone()
+    const sent = await sentText(phone, { fallback: { sms: SMS } }, hourly.key)
+    expect(await keptSms(sent.messageId)).toBe(SMS.text)
+    // The redaction as a worker runs it, two hours on: the message's content is due.
+    await redactExpiredMessages(app.deps.db, new Date(Date.now() + 2 * 3_600_000), 1_000)
+    const [row] = await world.sql<{ text: string | null; redacted: boolean }[]>`
+      select sms_fallback_text as text, redacted_at is not null as redacted from messages where id = ${sent.messageId}`
+    expect(row).toEqual({ text: null, redacted: true })
+    await whatsappStatus(sent, 'failed')
+    await settle()
+    expect(sms.sentTo(phone)).toHaveLength(0)
+  })
+
+  it('a delivered first: a failed that follows sends nothing', async () => {
+    const phone = newPhone()
+    const sent = await sentText(phone, { fallback: { sms: SMS } })
+    expect(await keptSms(sent.messageId)).toBe(SMS.text)
     await whatsappStatus(sent, 'delivered')
-    // Delivered: nothing of the message waits in Redis for a 131026 that cannot come.
-    expect(await redisOf().exists(holdKey)).toBe(0)
     await whatsappStatus(sent, 'failed')
     await settle()
     expect(sms.sentTo(phone)).toHaveLength(0)
@@ -202,7 +273,7 @@ describe('131026 reported in a status webhook after WhatsApp took the message', 
 })
 
 describe('a bundle of messages carrying a fallback', () => {
-  it('writes each its own hold, and a 131026 reported for each sends each one SMS', async () => {
+  it('keeps each its own SMS with its record, and a 131026 reported for each sends each one SMS', async () => {
     const phones = Array.from({ length: 6 }, newPhone)
     const redis = redisOf()
     // WhatsApp slow to answer: the batch's bundle is still sending while its index is read.
@@ -246,16 +317,12 @@ describe('a bundle of messages carrying a fallback', () => {
         return { messageId, platformMessageId: view.platformMessageId as string }
       }),
     )
-    // Each message its own hold, the SMS's text and its own number, kept a day.
+    // Each message keeps the SMS's text with its own record and number; nothing waits in Redis.
     for (const [i, { messageId }] of sent.entries()) {
-      const holdKey = smsFallbackHoldKey(world.queuePrefix, messageId)
-      expect(JSON.parse((await redis.get(holdKey)) as string)).toMatchObject({
-        messageId,
-        to: phones[i],
-        text: SMS.text,
-        undeliverableOnly: true,
-      })
-      expect(await redis.ttl(holdKey)).toBeGreaterThan(86_000)
+      const [row] = await world.sql<{ phone: string; text: string }[]>`
+        select phone, sms_fallback_text as text from messages where id = ${messageId}`
+      expect(row).toEqual({ phone: phones[i], text: SMS.text })
+      expect(await redis.exists(smsFallbackHoldKey(world.queuePrefix, messageId))).toBe(0)
     }
     expect(phones.every((phone) => sms.sentTo(phone).length === 0)).toBe(true)
     await Promise.all(sent.map((message) => whatsappStatus(message, 'failed')))

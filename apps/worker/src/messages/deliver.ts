@@ -2,7 +2,7 @@ import { MessageJob } from '@dispatch/contracts'
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq'
 import { Compile } from 'typebox/compile'
 import { PlatformError } from '../platforms/types.ts'
-import { deliveryOutcome } from '../shared/message-outcome.ts'
+import { deliveryOutcome, smsKeptWithRecord } from '../shared/message-outcome.ts'
 import { claimMessage } from './delivery/claim.ts'
 import { armFallbackTimer, armLate, unarmed } from './delivery/fallback-triggers.ts'
 import { type GateInputs, gate, readGateInputs } from './delivery/gates.ts'
@@ -41,6 +41,9 @@ function openDelivery(
   const attempts = run.attemptsMade + 1
   // A message an admin retried (or a bundle handed on) counts on from its earlier attempts.
   const priorAttempts = data.priorAttempts ?? 0
+  // A fallback's SMS sent only on a 131026 rides with the sent record (no hold in Redis), when this
+  // worker runs fallbacks at all.
+  const smsFallbackText = deps.fallbackTimers ? smsKeptWithRecord(data) : undefined
   return {
     data,
     run,
@@ -48,8 +51,13 @@ function openDelivery(
     deps,
     log: deps.logger.child({ messageId: data.messageId, type: data.message.type, senderId: lane.senderId }),
     attempts,
+    smsFallbackText,
     outcome: (status, fields) =>
-      deliveryOutcome(data, lane, status, { attempts: priorAttempts + attempts, ...fields }),
+      deliveryOutcome(data, lane, status, {
+        attempts: priorAttempts + attempts,
+        ...(smsFallbackText !== undefined && status === 'sent' ? { smsFallbackText } : {}),
+        ...fields,
+      }),
   }
 }
 
@@ -82,7 +90,8 @@ export async function deliverOne(
   }
   const sent = await sendToPlatform(delivery, cleared)
   if (sent.kind !== 'sent') return sent
-  if (!data.fallback) return recordSent(delivery, sent)
+  // Without a fallback, or with its SMS in the sent record itself: nothing else to write.
+  if (!data.fallback || delivery.smsFallbackText !== undefined) return recordSent(delivery, sent)
   // Its timer (or hold) goes out beside the sent outcome, not a round trip before it: the record
   // waits for both, so no status webhook finds the message before its hold, and so does the job.
   const armed = armFallbackTimer(delivery)

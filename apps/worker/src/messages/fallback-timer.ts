@@ -1,4 +1,10 @@
-import { type MessageJob, QueueNames, SmsFallbackTimerJob, smsFallbackHoldKey } from '@dispatch/contracts'
+import {
+  type MessageJob,
+  QueueNames,
+  SmsFallbackTimerJob,
+  smsFallbackHoldKey,
+  UNDELIVERABLE_HOLD_SECONDS,
+} from '@dispatch/contracts'
 import { findRecordedDelivery, type Sql } from '@dispatch/db'
 import { hasHashTag, queuePrefix } from '@dispatch/runtime'
 import { isOutage } from '@dispatch/runtime/outages'
@@ -25,11 +31,8 @@ const NOT_YET_RECORDED = new Set(['scheduled', 'queued', 'sending'])
 /** Its timer tries again this often, this many times, while the record lags behind WhatsApp. */
 const RECORD_LAG_RETRY_MS = 15_000
 const RECORD_LAG_ATTEMPTS = 8
-/**
- * How long a message's hold (a fallback without `afterSeconds`) waits for WhatsApp to report it
- * undeliverable (131026) in a status webhook: Meta reports it within seconds or minutes of the send.
- */
-export const UNDELIVERABLE_HOLD_SECONDS = 86_400
+
+export { UNDELIVERABLE_HOLD_SECONDS }
 
 /**
  * As a message's own job: gone once run (it holds the SMS's text, which nothing keeps after), kept

@@ -61,6 +61,18 @@ export function deliveryOutcome(
   }
 }
 
+/**
+ * The SMS a `sent` record keeps for a 131026 reported later (docs/fallback.md, "The timer"): the
+ * text of a fallback without `afterSeconds`, to a number, whose content may reach Postgres. Such a
+ * message needs no hold in Redis. Undefined otherwise (a timer, a BSUID alone, `discardContent`:
+ * its hold stays in Redis).
+ */
+export function smsKeptWithRecord(data: MessageJob): string | undefined {
+  const { fallback } = data
+  if (fallback === undefined || fallback.afterSeconds !== undefined || data.discardContent) return undefined
+  return data.message.body.phone === undefined ? undefined : fallback.sms.text
+}
+
 /** The fields of an expiry: never handed to the platform before its validity ended. */
 export const expiredFields = (expiresAt: string | undefined) => ({
   lastErrorCode: 'MESSAGE_EXPIRED',

@@ -57,11 +57,15 @@ describe.skipIf(missing)('Redis away when the timer must be armed', () => {
     const [timed, held] = ['+4915117100001', '+4915117100003']
     // WhatsApp takes its time answering: Redis goes away meanwhile.
     world.fake.latencyMs = 1500
-    // One with a timer (afterSeconds), one with a 131026 hold.
+    // One with a timer (afterSeconds), one with a 131026 hold (its content discarded: the hold, not
+    // its record, keeps its SMS).
     const timedId = await world.enqueue(to(timed), undefined, {
       fallback: { sms: { text: SMS_TEXT }, afterSeconds: 600 },
     })
-    const heldId = await world.enqueue(to(held), undefined, { fallback: { sms: { text: SMS_TEXT } } })
+    const heldId = await world.enqueue(to(held), undefined, {
+      fallback: { sms: { text: SMS_TEXT } },
+      discardContent: true,
+    })
     await waitFor(
       () => [timedId, heldId].every((id) => world.fake.requests.some((r) => r.messageId === id)),
       { what: 'both sends under way' },

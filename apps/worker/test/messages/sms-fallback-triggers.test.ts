@@ -200,17 +200,36 @@ describe('no delivered within afterSeconds', () => {
     expect((await findFallback(client.sql, messageId))?.state).toBe('sent')
   })
 
-  it('a message without afterSeconds arms no timer, only its 131026 hold: no SMS after WhatsApp took it', async () => {
+  it('a message without afterSeconds arms no timer and writes no hold: its sent record keeps the SMS; none is sent', async () => {
     const phone = newPhone()
     const messageId = await world.enqueue(to(phone), undefined, { fallback: { sms: { text: SMS_TEXT } } })
     await waitFor(async () => (await world.message(messageId))?.status === 'sent', { what: 'sent' })
+    const [row] = await client.sql<{ phone: string; text: string }[]>`
+      select phone, sms_fallback_text as text from messages where id = ${messageId}`
+    expect(row).toEqual({ phone, text: SMS_TEXT })
+    const redis = new Redis(testRedisUrl())
+    onTestFinished(() => redis.disconnect())
+    expect(await redis.exists(smsFallbackHoldKey(world.queuePrefix, messageId))).toBe(0)
+    expect(await timers.getJob(messageId)).toBeUndefined()
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    expect(sms.sentTo(phone)).toHaveLength(0)
+  })
+
+  it('a message whose content is discarded: its sent record keeps no SMS, a hold of a day does', async () => {
+    const phone = newPhone()
+    const messageId = await world.enqueue(to(phone), undefined, {
+      fallback: { sms: { text: SMS_TEXT } },
+      discardContent: true,
+    })
+    await waitFor(async () => (await world.message(messageId))?.status === 'sent', { what: 'sent' })
+    const [row] = await client.sql<{ text: string | null }[]>`
+      select sms_fallback_text as text from messages where id = ${messageId}`
+    expect(row?.text).toBeNull()
     const redis = new Redis(testRedisUrl())
     onTestFinished(() => redis.disconnect())
     const hold = JSON.parse((await redis.get(smsFallbackHoldKey(world.queuePrefix, messageId))) as string)
     expect(hold).toMatchObject({ messageId, to: phone, text: SMS_TEXT, undeliverableOnly: true })
     expect(await redis.ttl(smsFallbackHoldKey(world.queuePrefix, messageId))).toBeGreaterThan(86_000)
-    expect(await timers.getJob(messageId)).toBeUndefined()
-    await new Promise((resolve) => setTimeout(resolve, 200))
     expect(sms.sentTo(phone)).toHaveLength(0)
   })
 })

@@ -24,8 +24,9 @@ async function redactEvents(tx: Executor, ids: string[]): Promise<void> {
  * One bounded pass of timed redaction for sent messages: up to `limit` messages due before `now`
  * (`redact_after`: acceptance plus the hours their key kept content then) and not redacted yet,
  * read through the partial index that holds only those, lose their content (`redactPayload`, the one
- * place that knows which fields are content) and get `redacted_at`; so do their stored events. Rows
- * another pass holds are skipped, so several workers may sweep at once. Answers how many it redacted.
+ * place that knows which fields are content, and the SMS of a fallback kept with the record) and
+ * get `redacted_at`; so do their stored events. Rows another pass holds are skipped, so several
+ * workers may sweep at once. Answers how many it redacted.
  */
 export async function redactExpiredMessages(db: Db, now: Date, limit: number): Promise<number> {
   const at = now.toISOString()
@@ -39,7 +40,7 @@ export async function redactExpiredMessages(db: Db, now: Date, limit: number): P
     if (rows.length === 0) return 0
     const redacted = rows.map((row) => ({ id: row.id, payload: redactPayload(row.type, row.payload) }))
     await tx.execute(sql`
-      update messages m set payload = v.payload, redacted_at = ${at}::timestamptz
+      update messages m set payload = v.payload, sms_fallback_text = null, redacted_at = ${at}::timestamptz
       from jsonb_to_recordset(${JSON.stringify(redacted)}::jsonb) as v(id uuid, payload jsonb)
       where m.id = v.id`)
     await redactEvents(

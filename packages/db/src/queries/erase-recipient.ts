@@ -144,6 +144,7 @@ export async function eraseRecipientRows(db: Db, input: EraseRows): Promise<Eras
         phone: null,
         userId: null,
         payload: stripContentSql(messages.type, messages.payload),
+        smsFallbackText: null,
         lastErrorMessage: null,
         redactedAt: sql`coalesce(${messages.redactedAt}, ${atSql})`,
       })

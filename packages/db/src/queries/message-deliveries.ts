@@ -1,7 +1,8 @@
 import type { MessageType } from '@dispatch/contracts'
-import { eq } from 'drizzle-orm'
+import { and, eq, gte, isNotNull, isNull, notExists, type SQL, sql } from 'drizzle-orm'
 import type { Db, Sql } from '../client.ts'
 import { writingToPeriods } from '../partitions.ts'
+import { messageFallbacks } from '../schema/message-fallbacks.ts'
 import { messages } from '../schema/messages.ts'
 import { messageWithId } from './message-ids.ts'
 import { isMissingTable, onPartitionOf, partitionAt } from './message-partitions.ts'
@@ -39,7 +40,65 @@ export interface DeliveryOutcome {
   lastErrorMessage: string | null
   /** The window was closed, and the message's fallback template went out instead. */
   fallbackUsed?: boolean
+  /**
+   * A `sent` message's SMS fallback without `afterSeconds` (sent only on a 131026): kept with its
+   * record for a status webhook to read (`findUndeliverableSms`). Never for a redacted record.
+   */
+  smsFallbackText?: string | null
   at: Date
+}
+
+/** A 131026's SMS as the message's record keeps it (`findUndeliverableSms`). */
+export interface UndeliverableSms {
+  to: string
+  text: string
+  acceptedAt: Date
+  sentAt: Date
+}
+
+/**
+ * The SMS of a message recorded `failed` with 131026 whose fallback has no `afterSeconds`, kept
+ * with its sent record (`smsFallbackText`): while its content is kept (not redacted or erased), it
+ * has a number, WhatsApp never reported it delivered, no fallback was decided for it yet, and it
+ * was sent after `sentSince`. Else undefined: nothing to send.
+ */
+export async function findUndeliverableSms(
+  db: Db,
+  id: string,
+  sentSince: Date,
+): Promise<UndeliverableSms | undefined> {
+  const read = (table: typeof messages, where: SQL) =>
+    db
+      .select({
+        to: table.phone,
+        text: table.smsFallbackText,
+        acceptedAt: table.acceptedAt,
+        sentAt: table.sentAt,
+      })
+      .from(table)
+      .where(
+        and(
+          where,
+          eq(table.status, 'failed'),
+          eq(table.lastErrorCode, '131026'),
+          isNotNull(table.smsFallbackText),
+          isNotNull(table.phone),
+          isNull(table.redactedAt),
+          isNull(table.deliveredAt),
+          gte(table.sentAt, sentSince),
+          notExists(
+            db.select({ one: sql`1` }).from(messageFallbacks).where(eq(messageFallbacks.messageId, table.id)),
+          ),
+        ),
+      )
+      .limit(1)
+  const [row] = await onPartitionOf(
+    db,
+    id,
+    (day) => read(day as unknown as typeof messages, eq(day.id, id)),
+    () => read(messages, messageWithId(id)),
+  )
+  return row ? (row as UndeliverableSms) : undefined
 }
 
 /** The platform id already recorded for a message, if any: a job run again must not resend it. */
@@ -154,7 +213,8 @@ export function upsertOutcomes(sql: Sql, table: string, group: DeliveryOutcome[]
   return sql`
   insert into ${sql(table)} as m (id, api_key_id, type, phone, user_id, payload, client_reference, sender_phone_number_id, sender_id, status, attempts,
     platform_message_id, last_error_code, last_error_message, batch_id, accepted_at, send_at, expires_at,
-    sent_at, failed_at, expired_at, canceled_at, updated_at, fallback_used, held_for_quiet_hours, redacted_at, redact_after)
+    sent_at, failed_at, expired_at, canceled_at, updated_at, fallback_used, held_for_quiet_hours, redacted_at, redact_after,
+    sms_fallback_text)
   select * from unnest(
     ${column((o) => o.id)}::text[]::uuid[], ${column((o) => o.apiKeyId)}::text[]::uuid[],
     ${column((o) => o.type)}::text[]::message_type[], ${column((o) => o.phone)}::text[],
@@ -176,7 +236,8 @@ export function upsertOutcomes(sql: Sql, table: string, group: DeliveryOutcome[]
     ${column((o) => (o.fallbackUsed ? 'true' : 'false'))}::text[]::boolean[],
     ${column((o) => (o.heldForQuietHours ? 'true' : 'false'))}::text[]::boolean[],
     ${column((o) => (o.redacted ? iso(o.at) : null))}::text[]::timestamptz[],
-    ${column((o) => iso(o.redactAfter ?? null))}::text[]::timestamptz[])
+    ${column((o) => iso(o.redactAfter ?? null))}::text[]::timestamptz[],
+    ${column((o) => (o.redacted ? null : (o.smsFallbackText ?? null)))}::text[])
   on conflict (id, accepted_at) do update set
     status = greatest(m.status, excluded.status),
     attempts = greatest(m.attempts, excluded.attempts),
@@ -198,5 +259,7 @@ export function upsertOutcomes(sql: Sql, table: string, group: DeliveryOutcome[]
     payload = case when m.redacted_at is null and excluded.redacted_at is not null
       then excluded.payload else m.payload end,
     redacted_at = coalesce(m.redacted_at, excluded.redacted_at),
+    sms_fallback_text = case when m.redacted_at is null and excluded.redacted_at is null
+      then coalesce(m.sms_fallback_text, excluded.sms_fallback_text) end,
     redact_after = coalesce(m.redact_after, excluded.redact_after)`
 }

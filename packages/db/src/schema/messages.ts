@@ -86,6 +86,13 @@ export const messageColumns = {
    * they were then; null for a key that retains (or discards) content.
    */
   redactAfter: timestamp({ withTimezone: true }),
+  /**
+   * The SMS of its channel fallback when that has no `afterSeconds` (sent only if WhatsApp reports
+   * it undeliverable, 131026): written with its sent record, read by a 131026 status webhook
+   * (docs/fallback.md, "The timer"). Content: nulled by redaction and erasure; a message whose
+   * content is discarded never has it (its text waits in Redis instead). Null otherwise (0052).
+   */
+  smsFallbackText: text(),
   updatedAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
 }
 

@@ -1,5 +1,10 @@
-import { QueueNames, SmsFallbackTimerJob, smsFallbackHoldKey } from '@dispatch/contracts'
-import { type Db, findRecordedDelivery } from '@dispatch/db'
+import {
+  QueueNames,
+  SmsFallbackTimerJob,
+  smsFallbackHoldKey,
+  UNDELIVERABLE_HOLD_SECONDS,
+} from '@dispatch/contracts'
+import { type Db, findRecordedDelivery, findUndeliverableSms } from '@dispatch/db'
 import { hasHashTag, queuePrefix } from '@dispatch/runtime'
 import type { RedisClient } from '@dispatch/runtime/redis'
 import { Job, Queue } from 'bullmq'
@@ -34,9 +39,11 @@ export class UndeliverableFallbacks {
   readonly #queue: Queue
   readonly #redis: RedisClient
   readonly #prefix: string
+  readonly #db: Db
 
-  constructor(deps: Pick<ApiDeps, 'config' | 'redisQueues' | 'logger'>) {
+  constructor(deps: Pick<ApiDeps, 'config' | 'redisQueues' | 'logger' | 'db'>) {
     const name = QueueNames.smsFallbackTimers
+    this.#db = deps.db
     this.#prefix = queuePrefix(deps.config, name)
     this.#redis = deps.redisQueues
     this.#queue = new Queue(name, { connection: deps.redisQueues, prefix: this.#prefix })
@@ -59,12 +66,34 @@ export class UndeliverableFallbacks {
     }
     const holdKey = smsFallbackHoldKey(this.#prefix, messageId)
     const held = await this.#redis.get(holdKey)
-    if (held === null) return false
+    if (held === null) return this.#fromRecord(messageId)
     const data: unknown = JSON.parse(held)
     if (!isTimerJob.Check(data) || data.messageId !== messageId) return false
     // Its id is the message's: a second status turning the same hold into a timer adds nothing.
     await this.#queue.add('undeliverable', data, { jobId: messageId, ...TIMER_JOB_OPTIONS })
     await this.#redis.del(holdKey)
+    return true
+  }
+
+  /**
+   * The SMS its sent record keeps (a fallback without `afterSeconds`, whose content may be stored):
+   * a timer due now, as a hold would have made. None once a fallback was decided, WhatsApp reported
+   * it delivered, its content was redacted or erased, or it was sent more than a day ago.
+   */
+  async #fromRecord(messageId: string): Promise<boolean> {
+    const since = new Date(Date.now() - UNDELIVERABLE_HOLD_SECONDS * 1000)
+    const kept = await findUndeliverableSms(this.#db, messageId, since)
+    if (!kept) return false
+    const data: SmsFallbackTimerJob = {
+      messageId,
+      acceptedAt: kept.acceptedAt.toISOString(),
+      to: kept.to,
+      text: kept.text,
+      sentAt: kept.sentAt.toISOString(),
+      undeliverableOnly: true,
+    }
+    // Its id is the message's: a duplicate status adds nothing while it waits or runs.
+    await this.#queue.add('undeliverable', data, { jobId: messageId, ...TIMER_JOB_OPTIONS })
     return true
   }
 

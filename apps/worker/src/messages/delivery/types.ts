@@ -139,6 +139,11 @@ export interface MessageDelivery {
   /** This attempt's number: the attempts this job made at the message before, plus this one. */
   attempts: number
   /**
+   * Its fallback's SMS when the `sent` record keeps it (`smsKeptWithRecord`): every `sent` outcome
+   * carries it, and no hold is written in Redis. Undefined: none, or kept by a timer or hold.
+   */
+  smsFallbackText: string | undefined
+  /**
    * The message's outcome, `attempts` counted on from an admin's retry or a bundle's hand-off (the
    * record keeps the greater count, so outcomes that spend no attempt pass their own, no offset).
    */
