@@ -513,7 +513,10 @@ export const MessageJob = Type.Object(
     readmitted: Type.Optional(Type.Literal(true)),
     /** A free-form message's template for a closed window (see `FallbackTemplate`). */
     fallbackTemplate: Type.Optional(FallbackTemplate),
-    /** Its channel fallback (`MessageFallback`): only this job holds the SMS's text. */
+    /**
+     * Its channel fallback (`MessageFallback`): only this job holds the SMS's text until WhatsApp
+     * took the message (then its timer, its sent record or its hold does).
+     */
     fallback: Type.Optional(MessageFallback),
     /**
      * A marketing template, as the accept path judged it (the catalog's category, else the send's

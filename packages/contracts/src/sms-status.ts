@@ -43,7 +43,8 @@ export type SmsFallbackTimerJob = Static<typeof SmsFallbackTimerJob>
 
 /**
  * A message's 131026 hold: what its timer would need (the job's fields but the id), kept as one
- * Redis string for a day after WhatsApp took a message whose fallback has no `afterSeconds`, beside
+ * Redis string for a day after WhatsApp took a message whose fallback has no `afterSeconds` and
+ * whose content is discarded (any other's sent record keeps its SMS), beside
  * the timers' queue (`prefix` its queue prefix). A 131026 status webhook turns it into a timer run
  * at once; nothing else reads it, and it expires unread otherwise.
  */

@@ -27,10 +27,11 @@ export const UNDELIVERABLE_CODE = '131026'
 /**
  * The channel fallback of a message WhatsApp reports undeliverable (131026) in a status webhook
  * (docs/fallback.md, "The timer"). A message carrying a fallback left, when WhatsApp took it
- * (the worker writes it before its send is recorded, so before any status can move it), either a
- * timer in the `sms-fallback-timers` queue (`afterSeconds`) or its 131026 hold, a Redis string.
- * Once the `failed` is committed, the timer is promoted, or the hold becomes a timer due now (the
- * hold then deleted): a worker runs it and, finding the message `failed` with 131026, takes the
+ * (the worker writes it no later than its send's record, so before any status can move it), a
+ * timer in the `sms-fallback-timers` queue (`afterSeconds`), or its SMS in its sent record, or (its
+ * content discarded) a 131026 hold, a Redis string. Once the `failed` is committed, the timer is
+ * promoted, or the record's SMS or the hold becomes a timer due now (the hold then deleted): a
+ * worker runs it and, finding the message `failed` with 131026, takes the
  * fallback's steps (decided with the message's row locked, `calling` committed before the provider
  * is called). The webhook itself never calls the SMS provider. A message without a fallback has
  * neither: nothing happens.
