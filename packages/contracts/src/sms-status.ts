@@ -42,17 +42,17 @@ export const SmsFallbackTimerJob = Type.Object(
 export type SmsFallbackTimerJob = Static<typeof SmsFallbackTimerJob>
 
 /**
- * A message's 131026 hold: what its timer would need (the job's fields but the id), kept as one
- * Redis string for a day after WhatsApp took a message whose fallback has no `afterSeconds` and
- * whose content is discarded (any other's sent record keeps its SMS), beside
- * the timers' queue (`prefix` its queue prefix). A 131026 status webhook turns it into a timer run
- * at once; nothing else reads it, and it expires unread otherwise.
- */
-/**
  * How long after its send a message's 131026 still brings its SMS: its hold lives this long, and a
  * sent record's kept SMS is read only this long. Meta reports it within seconds or minutes.
  */
 export const UNDELIVERABLE_HOLD_SECONDS = 86_400
 
+/**
+ * A message's 131026 hold: what its timer would need (the job's fields but the id), kept as one
+ * Redis string for a day after WhatsApp took a message whose fallback has no `afterSeconds` and
+ * whose content is discarded (any other's sent record keeps its SMS), beside the timers' queue
+ * (`prefix` its queue prefix). A 131026 status webhook turns it into a timer run at once; nothing
+ * else reads it, and it expires unread otherwise.
+ */
 export const smsFallbackHoldKey = (prefix: string, messageId: string) =>
   `${prefix}:sms-fallback-timers:hold:${messageId}`

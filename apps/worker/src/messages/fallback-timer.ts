@@ -32,8 +32,6 @@ const NOT_YET_RECORDED = new Set(['scheduled', 'queued', 'sending'])
 const RECORD_LAG_RETRY_MS = 15_000
 const RECORD_LAG_ATTEMPTS = 8
 
-export { UNDELIVERABLE_HOLD_SECONDS }
-
 /**
  * As a message's own job: gone once run (it holds the SMS's text, which nothing keeps after), kept
  * a week when it failed, for inspection.

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { type MessageJob, smsFallbackHoldKey } from '@dispatch/contracts'
+import { type MessageJob, smsFallbackHoldKey, UNDELIVERABLE_HOLD_SECONDS } from '@dispatch/contracts'
 import { queuePrefix } from '@dispatch/runtime'
 import {
   type LocalRedisCluster,
@@ -10,7 +10,7 @@ import {
 } from '@dispatch/testing'
 import { Cluster, Redis, type RedisOptions } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { SmsFallbackTimers, UNDELIVERABLE_HOLD_SECONDS } from '../../src/messages/fallback-timer.ts'
+import { SmsFallbackTimers } from '../../src/messages/fallback-timer.ts'
 
 /**
  * The 131026 holds of messages WhatsApp took in one turn (a bundle's, fallback-timer.ts): written

@@ -9,12 +9,9 @@
  *   pnpm --filter @dispatch/bench bench:fallback-holds    (BENCH_TURNS, BENCH_PER)
  */
 import { randomUUID } from 'node:crypto'
-import { type MessageJob, smsFallbackHoldKey } from '@dispatch/contracts'
+import { type MessageJob, smsFallbackHoldKey, UNDELIVERABLE_HOLD_SECONDS } from '@dispatch/contracts'
 import { Redis } from 'ioredis'
-import {
-  SmsFallbackTimers,
-  UNDELIVERABLE_HOLD_SECONDS,
-} from '../../../../apps/worker/src/messages/fallback-timer.ts'
+import { SmsFallbackTimers } from '../../../../apps/worker/src/messages/fallback-timer.ts'
 
 const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
 const PER = Number(process.env.BENCH_PER ?? 20)

@@ -21,8 +21,8 @@ export class FallbackUnarmedError extends Error {
  * arm it then: "no `delivered` in time" with `afterSeconds`, else a hold that a 131026 reported
  * later by a status webhook runs (on the delivery path, only for a message whose content is
  * discarded: any other's sent record keeps its SMS, `smsKeptWithRecord`). Nothing for any other
- * message. False: it could not be written
- * (Redis away); the job must not complete then, since it alone holds the SMS's text (see `unarmed`).
+ * message. False: it could not be written (Redis away); the job must not complete then, since it
+ * alone holds the SMS's text (see `unarmed`).
  */
 export async function armFallbackTimer({ data, deps, log }: MessageDelivery): Promise<boolean> {
   if (data.fallback === undefined || !deps.fallbackTimers) return true
@@ -143,8 +143,8 @@ export function messagesOfJob(job: Job<MessageJob | MessageBundleJob>): MessageJ
  * fallback (a bundle's too) and is recorded so is handed to a timer due now, as steps that could
  * not be taken are (`runNow`): the timer reads the record again and takes the steps, so a fallback
  * decided or settled before is left as it is (never an SMS twice). A message recorded otherwise
- * gets nothing: a `sent` one keeps its own timer, hold or record's SMS, which a timer of its id added now could
- * shadow from a 131026 webhook. Only on such a failure: nothing on the delivery path. A process
+ * gets nothing: a `sent` one keeps its own timer, hold or record's SMS, which a timer of its id
+ * added now could shadow from a 131026 webhook. Only on such a failure: nothing on the delivery path. A process
  * killed before this ran leaves the job to the sweep of stalled jobs (stalled-fallback-sweep.ts).
  */
 export async function handOnStalled(
