@@ -436,20 +436,23 @@ describe('controls', () => {
     for (const phone of audience) expect(sentTo(phone), phone).toHaveLength(1)
   })
 
-  it('cancel ends the rows not fed as canceled, and the counts still add up', async () => {
-    const campaign = await create()
+  it('cancel ends the rows not fed, and the fed messages not sent, as canceled; the counts still add up', async () => {
+    // A slow sender (5 a second): a window of fed messages still waits in its queue at the cancel.
+    const slow = await syncedSender(app, fake, { body: { ratePerSecond: 5 } })
+    const own = await keyOf(app, slow.id, SCOPES)
+    const campaign = await create(own.key)
     const audience = Array.from({ length: 300 }, newPhone)
     await loadAudience(campaign.id, audience)
-    expect((await control(campaign.id, 'start')).statusCode).toBe(200)
-    await waitFor(async () => ((await get(campaign.id)).counts.sent >= 10 ? true : undefined), {
+    expect((await control(campaign.id, 'start', own.key)).statusCode).toBe(200)
+    await waitFor(async () => ((await get(campaign.id, own.key)).counts.sent >= 3 ? true : undefined), {
       what: 'some sent',
     })
-    const canceled = await control(campaign.id, 'cancel')
+    const canceled = await control(campaign.id, 'cancel', own.key)
     expect(canceled.statusCode, canceled.body).toBe(200)
     expect(canceled.json<Campaign>()).toMatchObject({ status: 'canceled' })
     const after = await waitFor(
       async () => {
-        const campaignNow = await get(campaign.id)
+        const campaignNow = await get(campaign.id, own.key)
         return campaignNow.counts.pending === 0 && campaignNow.counts.held === 0 ? campaignNow : undefined
       },
       { what: 'nothing of the campaign pending', timeoutMs: 20_000 },
@@ -464,7 +467,7 @@ describe('controls', () => {
       const res: Awaited<ReturnType<typeof app.inject>> = await app.inject({
         method: 'GET',
         url: `/api/third-party/campaigns/${campaign.id}/recipients?state=canceled&take=50&after=${next}`,
-        headers: headers(),
+        headers: headers(own.key),
       })
       const body: { data: CampaignRecipient[]; next: number | null } = res.json()
       listed.push(...body.data)
@@ -472,11 +475,13 @@ describe('controls', () => {
     }
     expect(listed).toHaveLength(after.counts.canceled)
     for (const r of listed) expect(r.phone).toBe(audience[r.line - 2])
+    // Fed messages canceled in the queue are listed too, with their message.
+    expect(listed.some((r) => r.messageId !== null)).toBe(true)
     const sent = audience.filter((p) => sentTo(p).length > 0)
     expect(sent.length).toBe(after.counts.sent)
     for (const phone of sent) expect(sentTo(phone)).toHaveLength(1)
-    expect((await control(campaign.id, 'cancel')).statusCode).toBe(409)
-    expect((await control(campaign.id, 'start')).statusCode).toBe(409)
+    expect((await control(campaign.id, 'cancel', own.key)).statusCode).toBe(409)
+    expect((await control(campaign.id, 'start', own.key)).statusCode).toBe(409)
   })
 
   it('a window given ids but never stored (its feeder died) is stored again under the same ids, each sent once', async () => {

@@ -179,9 +179,10 @@ async function rowsAfter(
 
 /**
  * A page of a campaign's recipients in line order, after line `after`, optionally of one state.
- * A state a row holds itself (skipped, canceled) is read off the rows; a message's state reads the
- * fed rows in line order and keeps those whose message is in it, page after page, until `take`
- * are found or the audience ends.
+ * A state only a row holds (skipped) is read off the rows; a message's state reads the fed rows in
+ * line order and keeps those whose message is in it, page after page, until `take` are found or
+ * the audience ends. Canceled is both: a row not fed when its campaign was canceled, and a fed
+ * one whose message was canceled before it went; both are read.
  */
 export async function campaignRecipientsPage(
   db: Db,
@@ -190,9 +191,16 @@ export async function campaignRecipientsPage(
 ): Promise<{ data: CampaignRecipient[]; next: number | null }> {
   const { state, take } = options
   let after = options.after ?? 0
-  const own = state === 'skipped' || state === 'canceled' ? [state] : undefined
+  const own = state === 'skipped' ? [state] : undefined
   const rowStates: CampaignRecipientRow['state'][] | undefined =
-    own ?? (state === undefined ? undefined : state === 'pending' ? ['pending', 'fed'] : ['fed'])
+    own ??
+    (state === undefined
+      ? undefined
+      : state === 'pending'
+        ? ['pending', 'fed']
+        : state === 'canceled'
+          ? ['canceled', 'fed']
+          : ['fed'])
   const data: CampaignRecipient[] = []
   const chunk = state === undefined || own ? take : Math.max(take, 1000)
   for (;;) {
