@@ -23,7 +23,7 @@ function portfolio() {
   const reach = `${base}:reach`
   const recent = `${reach}:recent`
   const window = (member: string) => `${base}:window:${member}`
-  const call = (now: number, limit: number, members: string[]) =>
+  const raw = (now: number, limit: number, members: string[]) =>
     count(
       members.length + 2,
       ...members.map(window),
@@ -34,14 +34,19 @@ function portfolio() {
       limit,
       DAY,
       ...members,
-    ) as Promise<number[]>
+    ) as Promise<number[] | number>
+  /** One answer per recipient (every one appended is answered by the single number 1). */
+  const call = async (now: number, limit: number, members: string[]) => {
+    const answers = await raw(now, limit, members)
+    return typeof answers === 'number' ? members.map(() => answers) : answers
+  }
   /** The recent list's entries, as [time, hash]. */
   const pairs = async () =>
     (await redis.lrange(recent, 0, -1)).map((entry) => {
       const [time, hash] = entry.split(' ')
       return [Number(time), hash]
     })
-  return { reach, recent, window, call, pairs }
+  return { reach, recent, window, raw, call, pairs }
 }
 
 describe('reachBesideClaim.lua', () => {
@@ -58,6 +63,9 @@ describe('reachBesideClaim.lua', () => {
     ])
     expect(await redis.exists(p.reach)).toBe(0)
     expect(await redis.pttl(p.recent)).toBeGreaterThan(DAY - 60_000)
+    // Every recipient appended (no window open): one number for them all, not a list.
+    expect(await p.raw(now, 10, ['x', 'y'])).toBe(1)
+    expect(await redis.llen(p.recent)).toBe(5)
   })
 
   it('near the limit folds the list into the set, each recipient once at their latest time, then counts exactly', async () => {

@@ -74,7 +74,13 @@ function besideOf(redis: RedisClient): Beside {
           first.limit,
           SERVICE_WINDOW_MS,
           ...group.map((call) => call.member),
-        )) as number[]
+        )) as number[] | number
+        // Every recipient appended, far from the limit: one number for them all.
+        if (replies === 1) {
+          for (let i = 0; i < group.length; i++) answers[places ? (places[i] as number) : i] = added
+          return
+        }
+        if (!Array.isArray(replies)) throw new Error(`unexpected reach count reply: ${replies}`)
         for (let i = 0; i < group.length; i++) {
           const answer = Number(replies[i] ?? 0)
           let counted: ReachCount

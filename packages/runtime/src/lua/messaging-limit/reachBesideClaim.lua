@@ -15,7 +15,8 @@
 -- 0 reached before (time refreshed); 1 added, to the list or the set (given back by
 -- giveBackReach-2.lua if the message is then not sent); else roomAt (ms), not counted. A
 -- recipient twice in one call: added once, then reached before (far from the limit: appended
--- twice, each answered 1).
+-- twice, each answered 1). Every recipient appended (far from the limit, no window open): the
+-- single number 1 instead of a list of them.
 
 --- @include "includes/recentReach"
 
@@ -27,8 +28,12 @@ local recentAt = #KEYS
 local at = #KEYS - 1
 local answers = {}
 
--- `command` over `list` in parts (Lua's unpack takes some 8,000 values at most), replies joined.
+-- `command` over `list` in parts (Lua's unpack takes some 8,000 values at most), replies joined;
+-- a list of one part in one call, its reply as it is.
 local function inParts(command, key, list, size)
+  if #list <= size then
+    return key and redis.call(command, key, unpack(list)) or redis.call(command, unpack(list))
+  end
   local replies = {}
   for first = 1, #list, size do
     local part = {}
@@ -41,18 +46,26 @@ local function inParts(command, key, list, size)
   return replies
 end
 
-local windows = {}
-for i = 1, at - 1 do windows[i] = KEYS[i] end
-local lasts = inParts('MGET', nil, windows, 1000)
+-- Each window's last inbound time: the keys read where they are (a copy of them cost Redis a fifth
+-- of the call), in parts past what one call may unpack.
+local lasts
+if at - 1 <= 4000 then
+  lasts = redis.call('MGET', unpack(KEYS, 1, at - 1))
+else
+  local windows = {}
+  for i = 1, at - 1 do windows[i] = KEYS[i] end
+  lasts = inParts('MGET', nil, windows, 1000)
+end
 -- The recipients outside their window, and where each stands in the answers.
-local members, places = {}, {}
+local members, places, outside = {}, {}, 0
 for i = 1, at - 1 do
-  local last = tonumber(lasts[i])
+  local last = lasts[i] and tonumber(lasts[i])
   if last and last + serviceWindow > now then
     answers[i] = -last
   else
-    members[#members + 1] = ARGV[i + 4]
-    places[#places + 1] = i
+    outside = outside + 1
+    members[outside] = ARGV[i + 4]
+    places[outside] = i
   end
 end
 if #members == 0 then return answers end
@@ -60,6 +73,7 @@ if #members == 0 then return answers end
 local reach, recent = reachNow(at, recentAt, now, window)
 if farFromLimit(reach, recent, #members, limit) then
   appendRecent(recentAt, now, window, members)
+  if outside == at - 1 then return 1 end
   for j = 1, #places do answers[places[j]] = 1 end
   return answers
 end

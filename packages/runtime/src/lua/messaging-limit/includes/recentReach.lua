@@ -77,15 +77,16 @@ end
 -- Appends `members` (a Lua list) at `now`; the list expires a window after its last append.
 local function appendRecent(recentAt, now, window, members)
   local stamp = now .. ' '
-  local entries = {}
+  local entries, n = {}, 0
   for j = 1, #members do
-    entries[#entries + 1] = stamp .. members[j]
-    if #entries >= 4000 then
+    n = n + 1
+    entries[n] = stamp .. members[j]
+    if n >= 4000 then
       redis.call('RPUSH', KEYS[recentAt], unpack(entries))
-      entries = {}
+      entries, n = {}, 0
     end
   end
-  if #entries > 0 then redis.call('RPUSH', KEYS[recentAt], unpack(entries)) end
+  if n > 0 then redis.call('RPUSH', KEYS[recentAt], unpack(entries, 1, n)) end
   redis.call('PEXPIRE', KEYS[recentAt], window)
 end
 
