@@ -41,6 +41,9 @@ export const SmsFallbackTimerJob = Type.Object(
 )
 export type SmsFallbackTimerJob = Static<typeof SmsFallbackTimerJob>
 
+/** WhatsApp's "message undeliverable" (not on WhatsApp, or unreachable): what an SMS falls back from. */
+export const UNDELIVERABLE_CODE = '131026'
+
 /**
  * How long after its send a message's 131026 still brings its SMS: its hold lives this long, and a
  * sent record's kept SMS is read only this long. Meta reports it within seconds or minutes.

@@ -3,6 +3,7 @@ import {
   QueueNames,
   SmsFallbackTimerJob,
   smsFallbackHoldKey,
+  UNDELIVERABLE_CODE,
   UNDELIVERABLE_HOLD_SECONDS,
 } from '@dispatch/contracts'
 import { findRecordedDelivery, type Sql } from '@dispatch/db'
@@ -13,13 +14,7 @@ import { DelayedError, Job, Queue, UnrecoverableError, Worker } from 'bullmq'
 import { Compile } from 'typebox/compile'
 import type { SmsProvider } from '../platforms/sms/types.ts'
 import type { WorkerContext } from '../runtime.ts'
-import {
-  EXPIRED_RULE,
-  type SmsFallbackOutcome,
-  sendSmsFallback,
-  UNDELIVERABLE_CODE,
-  UNDELIVERABLE_RULE,
-} from './sms-fallback.ts'
+import { EXPIRED_RULE, type SmsFallbackOutcome, sendSmsFallback, UNDELIVERABLE_RULE } from './sms-fallback.ts'
 
 const isTimerJob = Compile(SmsFallbackTimerJob)
 

@@ -1,4 +1,4 @@
-import type { MessageJob } from '@dispatch/contracts'
+import { type MessageJob, UNDELIVERABLE_CODE } from '@dispatch/contracts'
 import {
   beginFallbackCall,
   decideFallback,
@@ -169,9 +169,6 @@ export async function sendSmsFallback(
   })
   return 'sent'
 }
-
-/** WhatsApp's "message undeliverable" (not on WhatsApp, or unreachable): the send-time trigger. */
-export const UNDELIVERABLE_CODE = '131026'
 
 /** A trigger of the fallback, as a message's job meets it: why, and the statuses it falls back from. */
 export type FallbackRule = Pick<SmsFallbackRequest, 'reason' | 'reasonCode' | 'fromStatuses'>

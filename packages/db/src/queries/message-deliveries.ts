@@ -1,4 +1,4 @@
-import type { MessageType } from '@dispatch/contracts'
+import { type MessageType, UNDELIVERABLE_CODE } from '@dispatch/contracts'
 import { and, eq, gte, isNotNull, isNull, notExists, type SQL, sql } from 'drizzle-orm'
 import type { Db, Sql } from '../client.ts'
 import { writingToPeriods } from '../partitions.ts'
@@ -80,7 +80,7 @@ export async function findUndeliverableSms(
         and(
           where,
           eq(table.status, 'failed'),
-          eq(table.lastErrorCode, '131026'),
+          eq(table.lastErrorCode, UNDELIVERABLE_CODE),
           isNotNull(table.smsFallbackText),
           isNotNull(table.phone),
           isNull(table.redactedAt),

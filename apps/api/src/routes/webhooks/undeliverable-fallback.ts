@@ -2,6 +2,7 @@ import {
   QueueNames,
   SmsFallbackTimerJob,
   smsFallbackHoldKey,
+  UNDELIVERABLE_CODE,
   UNDELIVERABLE_HOLD_SECONDS,
 } from '@dispatch/contracts'
 import { type Db, findRecordedDelivery, findUndeliverableSms } from '@dispatch/db'
@@ -20,9 +21,6 @@ const TIMER_JOB_OPTIONS = {
   removeOnComplete: true,
   removeOnFail: { age: 7 * 86_400, count: 100_000 },
 }
-
-/** WhatsApp's "message undeliverable" (not on WhatsApp, or unreachable). */
-export const UNDELIVERABLE_CODE = '131026'
 
 /**
  * The channel fallback of a message WhatsApp reports undeliverable (131026) in a status webhook

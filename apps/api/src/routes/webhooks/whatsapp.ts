@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto'
-import { WhatsAppVerifyQuery, WhatsAppWebhook } from '@dispatch/contracts'
+import { UNDELIVERABLE_CODE, WhatsAppVerifyQuery, WhatsAppWebhook } from '@dispatch/contracts'
 import { applyPlatformStatusTo, recordInboundMessage, recordMessagePricing } from '@dispatch/db'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { applyConsentKeywords } from '../../consent/keywords.ts'
@@ -15,7 +15,6 @@ import { applyTemplateUpdates, readTemplateUpdates } from './template-updates.ts
 import {
   recordedUndeliverable,
   releaseUndeliverableHolds,
-  UNDELIVERABLE_CODE,
   UndeliverableFallbacks,
 } from './undeliverable-fallback.ts'
 import { readInboundMessages } from './whatsapp-messages.ts'

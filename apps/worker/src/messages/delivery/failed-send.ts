@@ -1,8 +1,8 @@
-import { recipientOf } from '@dispatch/contracts'
+import { recipientOf, UNDELIVERABLE_CODE } from '@dispatch/contracts'
 import type { Sql } from '@dispatch/db'
 import type { PlatformError } from '../../platforms/types.ts'
 import { MARKETING_STOPPED_CODE, recordMarketingStop } from '../consent/check.ts'
-import { fallBackAfterUndeliverable, UNDELIVERABLE_CODE } from '../sms-fallback.ts'
+import { fallBackAfterUndeliverable } from '../sms-fallback.ts'
 import { handOn } from './fallback-triggers.ts'
 import type { Disposition, MessageDelivery } from './types.ts'
 

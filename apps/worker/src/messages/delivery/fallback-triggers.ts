@@ -1,10 +1,10 @@
-import type { MessageJob } from '@dispatch/contracts'
+import { type MessageJob, UNDELIVERABLE_CODE } from '@dispatch/contracts'
 import { type Db, findRecordedDelivery, type Sql } from '@dispatch/db'
 import { MESSAGE_BUNDLE_JOB_NAME, type MessageBundleJob } from '@dispatch/runtime/message-handoff'
 import type { Job } from 'bullmq'
 import type { Logger } from 'pino'
 import type { SmsFallbackTimers } from '../fallback-timer.ts'
-import { EXPIRED_RULE, fallBackFromJob, UNDELIVERABLE_CODE, UNDELIVERABLE_RULE } from '../sms-fallback.ts'
+import { EXPIRED_RULE, fallBackFromJob, UNDELIVERABLE_RULE } from '../sms-fallback.ts'
 import type { Disposition, MessageDelivery } from './types.ts'
 
 /** How long a job whose timer could not be armed (Redis away) waits before it tries again. */

@@ -52,8 +52,6 @@ function besideOf(redis: RedisClient): Beside {
   let beside = besides.get(redis)
   if (!beside) {
     const script = scriptCall(redis, REACH_BESIDE_CLAIM_SCRIPT)
-    // Defined with the count, not at its first use: a script defined on an auto-pipelined client
-    // is missing from a pipeline the turn has already started.
     const giveBack = scriptCall(redis, GIVE_BACK_REACH_SCRIPT)
     const count = turnBatched(async (calls: BesideCall[]) => {
       const answers: ReachCount[] = new Array(calls.length)
