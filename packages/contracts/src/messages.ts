@@ -511,6 +511,13 @@ export const MessageJob = Type.Object(
      * before sending (message-claims.ts).
      */
     readmitted: Type.Optional(Type.Literal(true)),
+    /**
+     * A template counted against its portfolio's messaging limit: when the recipient's 24-hour
+     * window closes, as the accept path read it (epoch ms; 0: closed, or none, when accepted). A
+     * worker delivering it soon after (`WINDOW_KNOWN_AT_ACCEPT_MS`) counts it by this, without
+     * reading the window again. Absent: not read (delivery reads it).
+     */
+    windowClosesAt: Type.Optional(Type.Integer({ minimum: 0 })),
     /** A free-form message's template for a closed window (see `FallbackTemplate`). */
     fallbackTemplate: Type.Optional(FallbackTemplate),
     /**

@@ -89,6 +89,20 @@ export function messagingLimitOf(sender: MessagingLimitSettings): MessagingLimit
   return { limit, source, portfolio, policy, tracked: limit !== null && policy !== 'off' }
 }
 
+/**
+ * How long the recipient's window as the accept path read it (`windowClosesAt` on a template's
+ * job) stands at delivery: a job delivered within this of its acceptance is counted by it, with no
+ * read (a recipient who wrote in between is counted: the reach errs high, never low); a later one
+ * (scheduled, held, backlogged) reads the window as it is then.
+ */
+export const WINDOW_KNOWN_AT_ACCEPT_MS = 60_000
+
+/**
+ * At most this many entries wait in the recent list (lua/messaging-limit/includes/recentReach.lua's
+ * `RECENT_MAX`): past them a portfolio is counted exactly, as near its limit.
+ */
+export const RECENT_REACH_MAX = 100_000
+
 /** The portfolio's reach: a sorted set of recipient hashes by when last reached outside their window. */
 export const portfolioReachKey = (prefix: string, portfolio: string) => `${prefix}:reach:{${portfolio}}`
 /** The portfolio's recent reach, not yet counted: entries "<time> <hash>" in a list, on the set's slot. */

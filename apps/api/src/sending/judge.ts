@@ -115,17 +115,25 @@ export async function judge(
   )
   const mayFallBack = key.scopes?.includes(Scopes.sendSmsFallback) === true
   const checkGroup = async (senderId: string, group: number[]) => {
-    const refused = await sending.checks.check(
-      senderId,
-      group.map((i) => items[i] as SendToCheck),
-      options.now.getTime(),
-      // A pooled send's early reads were made for one number: used only when it is the one chosen.
+    const sends = group.map((i) => items[i] as SendToCheck)
+    // A pooled send's early reads were made for one number: used only when it is the one chosen.
+    const prefetched =
       options.prefetched?.senderId === undefined || options.prefetched.senderId === senderId
         ? options.prefetched
-        : undefined,
+        : undefined
+    // Under a counted messaging limit, the templates' windows for their jobs: a single send's read
+    // early, the others' in the same turn as the checks' reads (one MGET for both).
+    const early = prefetched?.limitWindow
+    const closing = early ? undefined : sending.checks.windowsClosing(senderId, sends)
+    const refused = await sending.checks.check(
+      senderId,
+      sends,
+      options.now.getTime(),
+      prefetched,
       suppressionOwner({ apiKeyId: key.id, tenantId: key.tenantId }),
       options.holdAtLimit === true,
     )
+    const closesAt = closing && (await closing)
     // The sender's default fallback, on the sends that carry none, for a key that may ask for one.
     const defaultFallback = mayFallBack ? sending.checks.defaultFallback(senderId) : null
     refused.forEach((error, n) => {
@@ -135,6 +143,8 @@ export async function judge(
         return
       }
       const { job } = (judged[i] as { accepted: AcceptedMessage }).accepted
+      const windowClosesAt = early ? early.closesAt : closesAt?.[n]
+      if (windowClosesAt !== undefined) job.windowClosesAt = windowClosesAt
       if (defaultFallback && !job.fallback) job.fallback = defaultFallback
       // Carried on the job: an opt-out of marketing made before delivery cancels it then.
       if (sending.checks.isMarketing(senderId, items[i] as SendToCheck)) job.marketing = true

@@ -164,6 +164,48 @@ describe('the messaging limit under hold', () => {
     })
   }, 40_000)
 
+  it('counts by the window the accept path read: a recipient who writes between the accept and the send is counted', async () => {
+    const { sender, key } = await limitedSender({ messagingLimitOverride: 5, messagingLimitPolicy: 'hold' })
+    // The portfolio's first count in a worker goes through the script, which reads windows afresh.
+    await untilMessageStatus(app, key.key, await accepted(key.key, newPhone()), 'sent')
+    const phone = newPhone()
+    const due = await send(app, 'send-template', key.key, {
+      ...validSends['send-template'],
+      phone,
+      sendAt: new Date(Date.now() + 2000).toISOString(),
+    })
+    expect(due.statusCode, due.body).toBe(202)
+    expect((await replyFrom(app, APP_SECRET, sender.phoneNumberId, phone)).statusCode).toBe(200)
+    await untilMessageStatus(app, key.key, due.json().messageId, 'sent')
+    // Counted as the accept path found them, outside their window (it went within a minute of
+    // its acceptance, WINDOW_KNOWN_AT_ACCEPT_MS): the reach errs high, never low.
+    expect((await senderView(sender.id)).messagingLimit.reach).toBe(2)
+    // In their window when accepted: not counted.
+    await untilMessageStatus(app, key.key, await accepted(key.key, phone), 'sent')
+    expect((await senderView(sender.id)).messagingLimit.reach).toBe(2)
+    // A batch's templates carry theirs too.
+    const other = newPhone()
+    const batch = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/messages/batch',
+      headers: { 'x-api-key': key.key },
+      payload: {
+        messages: [
+          {
+            type: 'template',
+            ...validSends['send-template'],
+            phone: other,
+            sendAt: new Date(Date.now() + 2000).toISOString(),
+          },
+        ],
+      },
+    })
+    expect(batch.statusCode, batch.body).toBe(202)
+    expect((await replyFrom(app, APP_SECRET, sender.phoneNumberId, other)).statusCode).toBe(200)
+    await untilMessageStatus(app, key.key, batch.json().results[0].messageId, 'sent')
+    expect((await senderView(sender.id)).messagingLimit.reach).toBe(3)
+  }, 40_000)
+
   it('takes one place for a recipient reached three times far from the limit, once it nears', async () => {
     const { sender, key } = await limitedSender({ messagingLimitOverride: 3, messagingLimitPolicy: 'hold' })
     const again = newPhone()

@@ -159,6 +159,9 @@ const templateMessage = (): MessageJob => ({
   },
 })
 
+/** A template under a counted messaging limit, as the API stores it: its window read closed at accept. */
+const countedTemplateMessage = (): MessageJob => ({ ...templateMessage(), windowClosesAt: 0 })
+
 /** Fills a queue with `jobs` text messages, as the API adds them (`per` > 1: that many to a job). */
 async function fill(queue: Queue, per = 1, make: () => MessageJob = textMessage) {
   for (let start = 0; start < jobs; start += 1000) {
@@ -517,7 +520,8 @@ const templateRun = async (limited: boolean) => {
     new Span(),
     () => startBundledDeliveryWorker('off', true, true, limited && !limitControl),
     bundleSize,
-    templateMessage,
+    // Counted, a template's job carries its recipient's window as the accept path read it (closed).
+    limited && !limitControl ? countedTemplateMessage : templateMessage,
   )
 }
 

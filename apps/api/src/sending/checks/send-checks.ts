@@ -10,6 +10,7 @@ import {
   MARKETING_CONSENT_SCRIPT,
   marketingCountKey,
   type RecipientHasher,
+  SERVICE_WINDOW_MS,
   type SuppressionOwner,
   scopeForOwner,
   serviceWindowKey,
@@ -68,6 +69,12 @@ export interface Prefetched {
   /** A template's window and its portfolio's reach, under `messagingLimitPolicy: refuse`. */
   limit?: PrefetchedLimit
   /**
+   * A template's window under a counted messaging limit, for its job (`windowClosesAt`): when it
+   * closes, set once read (absent: not read yet, or the read failed). Read in the MGET of the
+   * send's other early reads, which the checks wait for: no wait of its own.
+   */
+  limitWindow?: { closesAt?: number }
+  /**
    * A pooled key's send: its recipient's sticky record, and the number the reads above were made
    * for (the spread's: the checks use them only when it is the number chosen).
    */
@@ -84,6 +91,19 @@ interface MarketingCall {
   args: [number, number]
   owners: string[]
 }
+
+/**
+ * When a window whose last inbound message was at `last` closes (0: none), or undefined when it
+ * was not read.
+ */
+const closingOf = (last: string | null | undefined): number | undefined => {
+  if (last === undefined) return undefined
+  if (last === null) return 0
+  const at = Number(last)
+  return Number.isFinite(at) && at > 0 ? at + SERVICE_WINDOW_MS : 0
+}
+
+const unread = () => undefined
 
 /** How long a read of the windows' completeness marker stands. */
 const MARKER_TTL_MS = 1000
@@ -226,7 +246,41 @@ export class SendChecks {
     }
     const limit = prefetchLimit(this.#limitDeps, rules, type, recipient, Date.now())
     if (limit) prefetched.limit = limit
-    return prefetched.window || prefetched.consent || prefetched.limit ? prefetched : undefined
+    if (type === 'template' && rules?.messagingLimit.tracked) {
+      const limitWindow: { closesAt?: number } = {}
+      this.#read(serviceWindowKey(this.#prefix, rules.phoneNumberId, recipient)).then((last) => {
+        const closesAt = closingOf(last)
+        if (closesAt !== undefined) limitWindow.closesAt = closesAt
+      }, unread)
+      prefetched.limitWindow = limitWindow
+    }
+    return prefetched.window || prefetched.consent || prefetched.limit || prefetched.limitWindow
+      ? prefetched
+      : undefined
+  }
+
+  /**
+   * Under a counted messaging limit (a finite one, `hold` or `refuse`), when each template's
+   * recipient's window closes (epoch ms; 0: closed, or none), read in the turn's MGET beside the
+   * checks' other reads: its job carries it (`windowClosesAt`), so delivery soon after counts it
+   * without reading the window again (reach-beside-claim.ts). Undefined for a sender whose limit is
+   * not counted; undefined for a send that is not a template, or whose window was not read (Redis
+   * failed: delivery reads it). Never rejects. A single send's is read early instead
+   * (`Prefetched.limitWindow`).
+   */
+  windowsClosing(senderId: string, sends: SendToCheck[]): Promise<Array<number | undefined>> | undefined {
+    const rules = this.#rules.get(senderId)
+    if (!rules?.messagingLimit.tracked) return undefined
+    return Promise.all(
+      sends.map((send) =>
+        send.type === 'template'
+          ? this.#read(serviceWindowKey(this.#prefix, rules.phoneNumberId, recipientOf(send.body))).then(
+              closingOf,
+              unread,
+            )
+          : undefined,
+      ),
+    )
   }
 
   /**

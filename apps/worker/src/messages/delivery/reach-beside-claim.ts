@@ -5,8 +5,10 @@ import {
   portfolioReachKey,
   portfolioRecentKey,
   REACH_BESIDE_CLAIM_SCRIPT,
+  RECENT_REACH_MAX,
   SERVICE_WINDOW_MS,
   serviceWindowKey,
+  WINDOW_KNOWN_AT_ACCEPT_MS,
 } from '@dispatch/runtime'
 import { type LuaCall, scriptCall } from '@dispatch/runtime/lua-scripts'
 import { type RedisClient, turnBatched } from '@dispatch/runtime/redis'
@@ -37,8 +39,46 @@ export type ReachCount =
 
 const OPEN: Promise<ReachCount> = Promise.resolve({ kind: 'open' })
 
-/** One recipient to count beside its claim: the portfolio's keys, its limit, the window, the hash. */
-type BesideCall = { key: string; recent: string; limit: number; window: string; member: string }
+/**
+ * One recipient to count beside its claim: the portfolio's keys, its limit, the window, the hash;
+ * `closed`: its window known closed (read at accept, `windowClosesAt`), so it needs no read.
+ */
+type BesideCall = {
+  key: string
+  recent: string
+  limit: number
+  /** The window's key: '' for a window known closed (built only if the script reads it). */
+  window: string
+  member: string
+  closed: boolean
+  prefix: string
+  number: string
+  recipient: string
+}
+
+/** The call's window key, built for a window known closed only when the script is to read it. */
+const windowKeyOf = (call: BesideCall) =>
+  call.window || serviceWindowKey(call.prefix, call.number, call.recipient)
+
+/**
+ * Until when each portfolio (by its reach key) is counted by the script only: an append without one
+ * found it at its limit. Then, every `TRIM_EVERY_MS`, one turn's count goes through the script,
+ * which drops from the list what left the 24 hours (an append alone never trims).
+ */
+const scriptOnlyUntil = new Map<string, number>()
+const NEAR_RECHECK_MS = 1000
+const TRIM_EVERY_MS = 60_000
+const trimmedAt = new Map<string, number>()
+
+/** Whether a turn's recipients known outside their window may be appended without a script. */
+function mayAppend(key: string, now: number): boolean {
+  if ((scriptOnlyUntil.get(key) ?? 0) > now) return false
+  const trimmed = trimmedAt.get(key)
+  if (trimmed !== undefined && now - trimmed < TRIM_EVERY_MS) return true
+  if (trimmedAt.size >= 10_000) trimmedAt.clear()
+  trimmedAt.set(key, now)
+  return false
+}
 
 /**
  * Each connection's counts beside the claims, gathered per turn of the event loop: the recipients of
@@ -53,7 +93,7 @@ function besideOf(redis: RedisClient): Beside {
   if (!beside) {
     const script = scriptCall(redis, REACH_BESIDE_CLAIM_SCRIPT)
     const giveBack = scriptCall(redis, GIVE_BACK_REACH_SCRIPT)
-    const count = turnBatched(async (calls: BesideCall[]) => {
+    const countTurn = async (calls: BesideCall[]) => {
       const answers: ReachCount[] = new Array(calls.length)
       const now = Date.now()
       // One answer object for all the recipients added in this call, one for all reached before
@@ -64,7 +104,7 @@ function besideOf(redis: RedisClient): Beside {
         const first = group[0] as BesideCall
         const replies = (await script(
           group.length + 2,
-          ...group.map((call) => call.window),
+          ...group.map(windowKeyOf),
           first.key,
           first.recent,
           now,
@@ -83,7 +123,7 @@ function besideOf(redis: RedisClient): Beside {
           const answer = Number(replies[i] ?? 0)
           let counted: ReachCount
           if (answer < 0) {
-            rememberOpenWindow((group[i] as BesideCall).window, -answer, now)
+            rememberOpenWindow(windowKeyOf(group[i] as BesideCall), -answer, now)
             counted = { kind: 'open' }
           } else if (answer === 1) counted = added
           else if (answer === 0) counted = before
@@ -91,10 +131,35 @@ function besideOf(redis: RedisClient): Beside {
           answers[places ? (places[i] as number) : i] = counted
         }
       }
+      // Recipients whose window the accept path found closed, far from the limit: appended to the
+      // recent list by one RPUSH, no script (its call costs Redis more than the appends); the
+      // list's length it answers, with the set's size, says whether they fit. Past the limit they
+      // are taken back and counted by the script, exactly.
+      const appendGroup = async (group: BesideCall[], places: number[] | undefined) => {
+        const first = group[0] as BesideCall
+        const stamp = `${now} `
+        const entries = group.map((call) => stamp + call.member)
+        const [length, , reach] = await Promise.all([
+          redis.rpush(first.recent, ...entries),
+          redis.pexpire(first.recent, MESSAGING_LIMIT_WINDOW_MS),
+          redis.zcard(first.key),
+        ])
+        if (length <= RECENT_REACH_MAX && length + reach <= first.limit) {
+          for (let i = 0; i < group.length; i++) answers[places ? (places[i] as number) : i] = added
+          return
+        }
+        scriptOnlyUntil.set(first.key, now + NEAR_RECHECK_MS)
+        await giveBack(first.key, first.recent, now, ...group.map((call) => call.member))
+        await countGroup(group, places)
+      }
+      const countOrAppend = (group: BesideCall[], places: number[] | undefined) =>
+        group.every((call) => call.closed) && mayAppend((group[0] as BesideCall).key, now)
+          ? appendGroup(group, places)
+          : countGroup(group, places)
       // Most turns count for one portfolio under one limit: one call, no grouping.
       const first = calls[0] as BesideCall
       if (calls.every((call) => call.key === first.key && call.limit === first.limit)) {
-        await countGroup(calls, undefined)
+        await countOrAppend(calls, undefined)
         return answers
       }
       const groups = new Map<string, { group: BesideCall[]; places: number[] }>()
@@ -108,9 +173,13 @@ function besideOf(redis: RedisClient): Beside {
         entry.group.push(call)
         entry.places.push(place)
       })
-      await Promise.all([...groups.values()].map(({ group, places }) => countGroup(group, places)))
+      await Promise.all([...groups.values()].map(({ group, places }) => countOrAppend(group, places)))
       return answers
-    })
+    }
+    // Never rejects: Redis failing, the turn's recipients are unread (sent uncounted).
+    const count = turnBatched((calls: BesideCall[]) =>
+      countTurn(calls).catch((error: unknown) => calls.map((): ReachCount => ({ kind: 'unread', error }))),
+    )
     beside = { count, giveBack }
     besides.set(redis, beside)
   }
@@ -136,8 +205,10 @@ export function reachKeysOf(prefix: string, portfolio: string) {
 /**
  * The messaging limit's count, started beside the claim on one Redis server: undefined when the
  * message does not count, or on a Cluster (the window keys sit on other slots than the reach;
- * `messagingLimitGate` counts there once the gates have passed). A window this process knows open
- * needs no call. Never rejects.
+ * `messagingLimitGate` counts there once the gates have passed). A window this process knows open,
+ * or the accept path read open (`windowClosesAt`, standing `WINDOW_KNOWN_AT_ACCEPT_MS`), needs no
+ * call; one the accept path read closed needs no read: far from the limit it is appended alone.
+ * Never rejects.
  */
 export function countBesideClaim(
   delivery: MessageDelivery,
@@ -148,18 +219,28 @@ export function countBesideClaim(
   const limit = lane.settings.messagingLimit
   if (deps.claims.isCluster || !countsAgainstLimit(delivery) || !limit || limit.limit === null)
     return undefined
-  const window = serviceWindowKey(deps.prefix, lane.platform.phoneNumberId, recipient)
-  if (knownOpenWindow(window, Date.now())) return OPEN
+  const now = Date.now()
+  // The window as the accept path read it, while that read stands: open, not counted; closed,
+  // counted with no read.
+  const closesAt = delivery.data.windowClosesAt
+  const known =
+    closesAt !== undefined && now - Date.parse(delivery.data.acceptedAt) <= WINDOW_KNOWN_AT_ACCEPT_MS
+  if (known && (closesAt as number) > now) return OPEN
+  const number = lane.platform.phoneNumberId
+  const window = known ? '' : serviceWindowKey(deps.prefix, number, recipient)
+  if (!known && knownOpenWindow(window, now)) return OPEN
   const keys = reachKeysOf(deps.prefix, limit.portfolio)
-  return besideOf(deps.claims)
-    .count({
-      key: keys.key,
-      recent: keys.recent,
-      limit: limit.limit,
-      window,
-      member: recipientHash,
-    })
-    .catch((error: unknown) => ({ kind: 'unread', error }))
+  return besideOf(deps.claims).count({
+    key: keys.key,
+    recent: keys.recent,
+    limit: limit.limit,
+    window,
+    member: recipientHash,
+    closed: known,
+    prefix: deps.prefix,
+    number,
+    recipient,
+  })
 }
 
 /**

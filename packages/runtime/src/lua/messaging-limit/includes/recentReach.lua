@@ -7,7 +7,8 @@
 --- @include "trimReach"
 
 -- At most this many entries wait in the list: past them a portfolio is counted exactly, as near
--- its limit (Meta's largest finite tier).
+-- its limit (Meta's largest finite tier). `RECENT_REACH_MAX` in messaging-limit.ts: the worker's
+-- append without a script (reach-beside-claim.ts) keeps to it too.
 local RECENT_MAX = 100000
 -- At most this many entries folded in one call (a fold costs Redis about 2 µs an entry).
 local FOLD_MAX = 5000
