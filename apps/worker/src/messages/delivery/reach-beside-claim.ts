@@ -81,12 +81,19 @@ function mayAppend(key: string, now: number): boolean {
 }
 
 /**
- * Each connection's counts beside the claims, gathered per turn of the event loop: the recipients of
- * every delivery of a turn (a bundle's messages and other jobs') to one portfolio under one limit
- * in one call of reachBesideClaim.lua, which reads their windows itself. Sent in the turn the
- * claims are (the claims' connection pipelines them): no round trip more.
+ * Each connection's counts beside the claims: the recipients whose window must be read, gathered per
+ * turn of the event loop (a bundle's messages and other jobs') to one portfolio under one limit, in
+ * one call of reachBesideClaim.lua, which reads their windows itself; those known outside their
+ * window (`windowClosesAt`), gathered per callback so their append joins the auto-pipeline the
+ * claims wait in (ioredis holds a connection's next pipeline until the running one's replies are
+ * in: a turn's end would cost them a round trip).
  */
-type Beside = { count: (call: BesideCall) => Promise<ReachCount>; giveBack: LuaCall }
+type Beside = {
+  count: (call: BesideCall) => Promise<ReachCount>
+  /** Recipients known outside their window: gathered per callback, appended in the claims' pipeline. */
+  countKnown: (call: BesideCall) => Promise<ReachCount>
+  giveBack: LuaCall
+}
 const besides = new WeakMap<RedisClient, Beside>()
 function besideOf(redis: RedisClient): Beside {
   let beside = besides.get(redis)
@@ -177,10 +184,13 @@ function besideOf(redis: RedisClient): Beside {
       return answers
     }
     // Never rejects: Redis failing, the turn's recipients are unread (sent uncounted).
-    const count = turnBatched((calls: BesideCall[]) =>
-      countTurn(calls).catch((error: unknown) => calls.map((): ReachCount => ({ kind: 'unread', error }))),
-    )
-    beside = { count, giveBack }
+    const countSafely = (calls: BesideCall[]) =>
+      countTurn(calls).catch((error: unknown) => calls.map((): ReachCount => ({ kind: 'unread', error })))
+    beside = {
+      count: turnBatched(countSafely),
+      countKnown: turnBatched(countSafely, 'microtask'),
+      giveBack,
+    }
     besides.set(redis, beside)
   }
   return beside
@@ -230,7 +240,8 @@ export function countBesideClaim(
   const window = known ? '' : serviceWindowKey(deps.prefix, number, recipient)
   if (!known && knownOpenWindow(window, now)) return OPEN
   const keys = reachKeysOf(deps.prefix, limit.portfolio)
-  return besideOf(deps.claims).count({
+  const beside = besideOf(deps.claims)
+  return (known ? beside.countKnown : beside.count)({
     key: keys.key,
     recent: keys.recent,
     limit: limit.limit,
