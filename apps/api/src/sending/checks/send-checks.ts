@@ -246,7 +246,7 @@ export class SendChecks {
     }
     const limit = prefetchLimit(this.#limitDeps, rules, type, recipient, Date.now())
     if (limit) prefetched.limit = limit
-    if (type === 'template' && rules?.messagingLimit.tracked) {
+    if (type === 'template' && rules?.messagingLimit.tracked && !this.#redis.isCluster) {
       const limitWindow: { closesAt?: number } = {}
       this.#read(serviceWindowKey(this.#prefix, rules.phoneNumberId, recipient)).then((last) => {
         const closesAt = closingOf(last)
@@ -264,13 +264,14 @@ export class SendChecks {
    * recipient's window closes (epoch ms; 0: closed, or none), read in the turn's MGET beside the
    * checks' other reads: its job carries it (`windowClosesAt`), so delivery soon after counts it
    * without reading the window again (reach-beside-claim.ts). Undefined for a sender whose limit is
-   * not counted; undefined for a send that is not a template, or whose window was not read (Redis
-   * failed: delivery reads it). Never rejects. A single send's is read early instead
-   * (`Prefetched.limitWindow`).
+   * not counted, and on a Cluster (delivery reads it there); undefined for a send that is not a
+   * template, or whose window was not read (Redis failed: delivery reads it). Never rejects. A
+   * single send's is read early instead (`Prefetched.limitWindow`).
    */
   windowsClosing(senderId: string, sends: SendToCheck[]): Promise<Array<number | undefined>> | undefined {
     const rules = this.#rules.get(senderId)
-    if (!rules?.messagingLimit.tracked) return undefined
+    // On a Cluster delivery reads the window beside the claim anyway (reach-beside-claim.ts).
+    if (!rules?.messagingLimit.tracked || this.#redis.isCluster) return undefined
     return Promise.all(
       sends.map((send) =>
         send.type === 'template'
