@@ -11,7 +11,13 @@ import { AppError } from '../errors.ts'
 import { describeValidationError, makeAjv } from '../plugins/validation.ts'
 import { type AcceptedMessage, acceptMessage, type SendingKey } from './accept.ts'
 import type { Prefetched, SendToCheck } from './checks/send-checks.ts'
-import { choosePoolSenders, prefetchSticky, readStickyRecords } from './pools/on-accept.ts'
+import {
+  choosePoolSenders,
+  earlySticky,
+  prefetchSticky,
+  readStickyRecords,
+  stickyChoice,
+} from './pools/on-accept.ts'
 import type { Sending } from './sending.ts'
 
 /** One send of a request: its type, its validated body, and its field (`body`, `body.messages[3]`). */
@@ -80,7 +86,7 @@ export async function judge(
     holdAtLimit?: boolean | undefined
   },
 ): Promise<Judged[]> {
-  const judged: Judged[] = items.map((item, i) => {
+  const accept = (item: SendItem, i: number, messageId = options.messageIds?.[i]): Judged => {
     try {
       return {
         accepted: acceptMessage(
@@ -89,7 +95,7 @@ export async function judge(
             apiKey: key,
             now: options.now,
             ...(options.batchId ? { batchId: options.batchId } : {}),
-            ...(options.messageIds ? { messageId: options.messageIds[i] as string } : {}),
+            ...(messageId ? { messageId } : {}),
           },
           sending.config,
           sending.quietHours,
@@ -99,14 +105,56 @@ export async function judge(
       if (!(error instanceof AppError)) throw error
       return { error }
     }
-  })
+  }
+  const judged: Judged[] = items.map((item, i) => accept(item, i))
   const open = judged.flatMap((j, i) => ('accepted' in j ? [i] : []))
   if (open.length === 0) return judged
   if (key.senderPoolId) {
     const now = options.now.getTime()
+    const early = earlySticky(sending, key, items, open, options.prefetched?.sticky)
+    if (early) {
+      // A single send whose record is being read: checked against the spread's number (its early
+      // reads were made for it) while the record lands in the same round trip, so it waits no
+      // more than a single-sender key's send. Only a recipient who sticks to another number is
+      // accepted again (the same id) and checked against that one.
+      const i = open[0] as number
+      ;(judged[i] as { accepted: AcceptedMessage }).accepted.job.senderId = early.likely
+      await checkSends(sending, key, items, judged, open, options)
+      const record = (early.settled ? early.record : await early.read) ?? undefined
+      if (stickyChoice(sending, key, early.recipient, record, now) === early.likely) {
+        if ('accepted' in (judged[i] as Judged)) {
+          choosePoolSenders(sending, key, judged, items, open, now, [record])
+        }
+        return judged
+      }
+      const item = items[i] as SendItem
+      const first = judged[i] as Judged
+      judged[i] = accept(item, i, 'accepted' in first ? first.accepted.job.messageId : undefined)
+      if (!('accepted' in (judged[i] as Judged))) return judged
+      choosePoolSenders(sending, key, judged, items, open, now, [record])
+      await checkSends(sending, key, items, judged, open, options)
+      return judged
+    }
     const records = await readStickyRecords(sending, key, items, open, now, options.prefetched?.sticky)
     choosePoolSenders(sending, key, judged, items, open, now, records)
   }
+  await checkSends(sending, key, items, judged, open, options)
+  return judged
+}
+
+/**
+ * The checks of every accepted send, each against the number it goes through: a send refused is
+ * given its error in `judged`; one let through gets what its checks add to its job (its window
+ * under a counted limit, the sender's default fallback, its marketing mark).
+ */
+async function checkSends(
+  sending: Pick<Sending, 'checks'>,
+  key: SendingKey,
+  items: SendItem[],
+  judged: Judged[],
+  open: number[],
+  options: { now: Date; prefetched?: Prefetched | undefined; holdAtLimit?: boolean | undefined },
+): Promise<void> {
   // Each send is checked against the rules of the number it goes through (a pool's sends, against
   // the number chosen for each): one group for a key's own sender.
   const bySender = Map.groupBy(
@@ -153,7 +201,6 @@ export async function judge(
   const [only] = bySender
   if (bySender.size === 1 && only) await checkGroup(...only)
   else await Promise.all([...bySender].map(([senderId, group]) => checkGroup(senderId, group)))
-  return judged
 }
 
 /** The scopes a batch item (or its dry run) may ask for: its type's, and the fallback's when it has one. */

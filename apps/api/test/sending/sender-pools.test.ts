@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { MessageView, SenderPoolView, SenderView } from '@dispatch/contracts'
-import { decodeSticky, encodeSticky, poolStickyKey } from '@dispatch/runtime'
+import { decodeSticky, encodeSticky, poolStickyKey, spreadByWeight } from '@dispatch/runtime'
 import { fairKeys } from '@dispatch/runtime/message-handoff'
 import {
   demoTemplates,
@@ -729,6 +729,45 @@ describe('a pooled template send', () => {
       })
     expectError(await template(made.bare.id), 422, 'TEMPLATE_NOT_FOUND')
     expect((await template(made.full.id)).statusCode).toBe(202)
+    // Without a senderId, the number the recipient sticks to is checked, whatever the spread
+    // would give them: one the spread gives the bare number, stuck to the full one, is accepted;
+    // one the spread gives the full number, stuck to the bare one, is refused.
+    const poolId = created.json<SenderPoolView>().id
+    const members = app.sending.pools.get(poolId)?.members ?? []
+    const phones = Array.from({ length: 40 }, (_, n) => `+55119555006${String(n).padStart(2, '0')}`)
+    const spreadTo = (id: string) => phones.find((phone) => spreadByWeight(members, phone) === id) as string
+    const stick = (phone: string, senderId: string) =>
+      app.deps.redis.set(
+        poolStickyKey(world.queuePrefix, poolId, phone),
+        encodeSticky({ senderId, inboundAt: 0, writtenAt: Date.now() }),
+        'PX',
+        3_600_000,
+      )
+    const unnamed = (phone: string) =>
+      app.inject({
+        method: 'POST',
+        url: '/api/third-party/messages/send-template',
+        headers: { 'x-api-key': key.key },
+        payload: {
+          phone,
+          templateId: 'appointment_reminder',
+          language: 'en_US',
+          variables: { first_name: 'Ana', date: 'Tuesday' },
+        },
+      })
+    const toFull = spreadTo(made.bare.id)
+    await stick(toFull, made.full.id)
+    const accepted = await unnamed(toFull)
+    expect(accepted.statusCode, accepted.body).toBe(202)
+    const view = await app.inject({
+      method: 'GET',
+      url: `/api/third-party/messages/${accepted.json().messageId}`,
+      headers: { 'x-api-key': key.key },
+    })
+    expect(view.json().senderId).toBe(made.full.id)
+    const toBare = spreadTo(made.full.id)
+    await stick(toBare, made.bare.id)
+    expectError(await unnamed(toBare), 422, 'TEMPLATE_NOT_FOUND')
   })
 })
 

@@ -22,6 +22,9 @@ export interface PrefetchedSticky {
   likely: string
   /** The record, undefined when there is none, null when the read failed. */
   read: Promise<StickyRecord | undefined | null>
+  /** Set once the read is in: `record` is then its answer. */
+  settled?: boolean
+  record?: StickyRecord | undefined | null
 }
 
 /** Starts the sticky read of a pooled key's single send, so it overlaps the rate limit's round trip. */
@@ -37,12 +40,56 @@ export function prefetchSticky(
   if (!send || send.senderId !== undefined) return undefined
   const recipient = recipientOf(send)
   if (typeof recipient !== 'string') return undefined
-  return {
+  const early: PrefetchedSticky = {
     poolId: pool.id,
     recipient,
     likely: spreadByWeight(pool.members, recipient) ?? key.senderId ?? DEFAULT_SENDER_ID,
-    read: sending.sticky.prefetch(pool.id, recipient),
+    read: UNREAD,
+    settled: false,
+    record: undefined,
   }
+  early.read = sending.sticky.prefetch(pool.id, recipient, early)
+  return early
+}
+
+const UNREAD: Promise<null> = Promise.resolve(null)
+
+/**
+ * The early read of a pooled key's single send when it is this request's send (its pool, its
+ * recipient, no `senderId` of its own, the pool loaded): `judge` checks the send against the
+ * spread's number while the record lands (judge.ts).
+ */
+export function earlySticky(
+  sending: PoolSending,
+  key: SendingKey,
+  items: ReadonlyArray<{ body: unknown }>,
+  open: number[],
+  prefetched: PrefetchedSticky | undefined,
+): PrefetchedSticky | undefined {
+  if (!prefetched || open.length !== 1 || prefetched.poolId !== key.senderPoolId) return undefined
+  const body = (items[open[0] as number] as { body: unknown }).body as SendBody
+  if (body.senderId !== undefined || recipientOf(body) !== prefetched.recipient) return undefined
+  return sending.pools.get(prefetched.poolId) ? prefetched : undefined
+}
+
+/** The number a pooled send without its own `senderId` goes through, by its recipient's record. */
+export function stickyChoice(
+  sending: PoolSending,
+  key: SendingKey,
+  recipient: string,
+  record: StickyRecord | undefined,
+  now: number,
+): string | null {
+  const pool = key.senderPoolId ? sending.pools.get(key.senderPoolId) : undefined
+  const home = key.senderId ?? DEFAULT_SENDER_ID
+  if (!pool) return home
+  return chooseSender({
+    members: pool.members,
+    recipient,
+    sticky: record && { senderId: record.senderId, windowOpen: record.inboundAt + SERVICE_WINDOW_MS > now },
+    requested: undefined,
+    home,
+  }).senderId
 }
 
 /** Each open send's sticky record (undefined: none, or not read), in the order of `open`. */

@@ -48,9 +48,30 @@ export class StickyStore {
     return this.#get(poolStickyKey(this.#prefix, poolId, recipient)).then(decodeSticky)
   }
 
-  /** The same read started early for a single send: never rejects (null when Redis failed). */
-  prefetch(poolId: string, recipient: string): Promise<StickyRecord | undefined | null> {
-    return this.#get(poolStickyKey(this.#prefix, poolId, recipient)).then(decodeSticky, unread)
+  /**
+   * The same read started early for a single send: never rejects (null when Redis failed). `into`
+   * is given the record as the read lands, to be taken without a wait.
+   */
+  prefetch(
+    poolId: string,
+    recipient: string,
+    into?: { settled?: boolean; record?: StickyRecord | undefined | null },
+  ): Promise<StickyRecord | undefined | null> {
+    const read = this.#get(poolStickyKey(this.#prefix, poolId, recipient))
+    if (!into) return read.then(decodeSticky, unread)
+    return read.then(
+      (value) => {
+        const record = decodeSticky(value)
+        into.settled = true
+        into.record = record
+        return record
+      },
+      () => {
+        into.settled = true
+        into.record = null
+        return null
+      },
+    )
   }
 
   /** Whether a send that keeps `record` writes it again: `ttlMs` old or more (`stickyAging`). */
