@@ -23,6 +23,7 @@ function delivery(
   limit: number,
   phone: string,
   accepted: { at?: number; windowClosesAt?: number } = {},
+  claims: Redis = redis,
 ) {
   return {
     data: {
@@ -34,7 +35,7 @@ function delivery(
       platform: { phoneNumberId: `number-of-${portfolio}` },
       settings: { messagingLimit: { limit, portfolio, policy: 'hold', tracked: true, source: 'admin' } },
     },
-    deps: { claims: redis, prefix },
+    deps: { claims, prefix },
   } as unknown as MessageDelivery
 }
 
@@ -150,5 +151,46 @@ describe('the count beside the claim', () => {
     expect(reach).not.toContain('h24')
     expect(reach.sort()).toEqual(['h-other', 'h21', 'h22', 'h23'])
     await redis.del(recent, portfolioReachKey(prefix, 'd'))
+  })
+
+  it('never lets more recipients through than the limit while appends and scripts race over several connections', async () => {
+    const prefix = testQueuePrefix()
+    const limit = 25
+    const connections = Array.from(
+      { length: 4 },
+      () => new Redis(testRedisUrl(), { enableAutoPipelining: true }),
+    )
+    try {
+      const closed = { windowClosesAt: 0 }
+      let n = 0
+      const countOne = (claims: Redis) => {
+        const phone = `+55119100${String(n++).padStart(5, '0')}`
+        return countBesideClaim(delivery(prefix, 'e', limit, phone, closed, claims), phone, `h-${phone}`)
+      }
+      // Each connection's first turn goes through the script; then waves, some in one callback, some a
+      // microtask or a turn apart, over every connection at once.
+      const answers = await Promise.all(connections.map((c) => countOne(c)))
+      for (let wave = 0; wave < 12; wave++) {
+        const counts: unknown[] = []
+        for (const c of connections) {
+          counts.push(countOne(c), countOne(c))
+          counts.push(Promise.resolve().then(() => countOne(c)))
+          counts.push(new Promise((r) => setImmediate(r)).then(() => countOne(c)))
+        }
+        answers.push(...((await Promise.all(counts)) as typeof answers))
+      }
+      const letThrough = answers.filter((a) => a?.kind === 'reached').length
+      expect(letThrough).toBe(limit)
+      expect(answers.filter((a) => a?.kind === 'held')).toHaveLength(answers.length - limit)
+      // What the reach holds is exactly who was let through.
+      const members = new Set([
+        ...(await redis.lrange(portfolioRecentKey(prefix, 'e'), 0, -1)).map((e) => e.split(' ')[1]),
+        ...(await redis.zrange(portfolioReachKey(prefix, 'e'), '0', '-1')),
+      ])
+      expect(members.size).toBe(limit)
+    } finally {
+      for (const c of connections) c.disconnect()
+      await redis.del(portfolioRecentKey(prefix, 'e'), portfolioReachKey(prefix, 'e'))
+    }
   })
 })
