@@ -51,6 +51,14 @@ async function limitedSender(
 const sendTemplate = (key: string, phone: string) =>
   send(app, 'send-template', key, { ...validSends['send-template'], phone })
 
+/** A template to `phone` scheduled 2 s ahead: accepted now, delivered after. */
+const dueIn2s = (key: string, phone: string) =>
+  send(app, 'send-template', key, {
+    ...validSends['send-template'],
+    phone,
+    sendAt: new Date(Date.now() + 2000).toISOString(),
+  })
+
 async function accepted(key: string, phone: string): Promise<string> {
   const res = await sendTemplate(key, phone)
   expect(res.statusCode, res.body).toBe(202)
@@ -169,11 +177,7 @@ describe('the messaging limit under hold', () => {
     // The portfolio's first count in a worker goes through the script, which reads windows afresh.
     await untilMessageStatus(app, key.key, await accepted(key.key, newPhone()), 'sent')
     const phone = newPhone()
-    const due = await send(app, 'send-template', key.key, {
-      ...validSends['send-template'],
-      phone,
-      sendAt: new Date(Date.now() + 2000).toISOString(),
-    })
+    const due = await dueIn2s(key.key, phone)
     expect(due.statusCode, due.body).toBe(202)
     expect((await replyFrom(app, APP_SECRET, sender.phoneNumberId, phone)).statusCode).toBe(200)
     await untilMessageStatus(app, key.key, due.json().messageId, 'sent')
@@ -262,11 +266,7 @@ describe('the messaging limit under hold', () => {
       'manage:suppressions',
     ])
     const phone = newPhone()
-    const due = await send(app, 'send-template', key.key, {
-      ...validSends['send-template'],
-      phone,
-      sendAt: new Date(Date.now() + 2000).toISOString(),
-    })
+    const due = await dueIn2s(key.key, phone)
     expect(due.statusCode, due.body).toBe(202)
     // Opted out once accepted (an entry added, no reply: the window stays closed): the worker
     // counts the recipient beside its claim, then the opt-out gate stops the message.
