@@ -155,6 +155,7 @@ function besideOf(redis: RedisClient): Beside {
           for (let i = 0; i < group.length; i++) answers[places ? (places[i] as number) : i] = added
           return
         }
+        if (scriptOnlyUntil.size >= 10_000) scriptOnlyUntil.clear()
         scriptOnlyUntil.set(first.key, now + NEAR_RECHECK_MS)
         await giveBack(first.key, first.recent, now, ...group.map((call) => call.member))
         await countGroup(group, places)
