@@ -16,7 +16,9 @@ import type { RedisClient } from './redis.ts'
  *   while the set and the list together, each entry taken as a recipient of its own, stay within
  *   the limit; about 70 bytes an entry, at most 100,000 entries. An append costs Redis about a
  *   third of a set's insert, and a recipient reached twice is two entries: far from its limit a
- *   portfolio needs no exact count.
+ *   portfolio needs no exact count. A worker appends the recipients whose window the accept path
+ *   read closed (`windowClosesAt`) with a plain `RPUSH`, no script, checking the list's length and
+ *   the set's size after (apps/worker/src/messages/delivery/reach-beside-claim.ts).
  *
  * Once a count, a door's read or a view finds the two together at the limit, the list is folded
  * into the set (each recipient keeping its latest time) and counted exactly from then on
