@@ -3,7 +3,7 @@ import { SERVICE_WINDOW_MS, type StickyRecord } from '@dispatch/runtime'
 import type { AppError } from '../../errors.ts'
 import { type AcceptedMessage, normalSenderId, type SendingKey, senderNotAllowed } from '../accept.ts'
 import type { Log } from '../log.ts'
-import { chooseSender, spreadByWeight } from './choose.ts'
+import { type ChoiceInput, chooseSender, spreadByWeight } from './choose.ts'
 import type { SenderPoolCache } from './pool-cache.ts'
 import type { StickyStore } from './sticky.ts'
 
@@ -83,14 +83,25 @@ export function stickyChoice(
   const pool = key.senderPoolId ? sending.pools.get(key.senderPoolId) : undefined
   const home = key.senderId ?? DEFAULT_SENDER_ID
   if (!pool) return home
-  return chooseSender({
-    members: pool.members,
+  return choiceFor(pool.members, recipient, record, undefined, home, now).senderId
+}
+
+/** `chooseSender` for a recipient by their record: sticky while it may be, its window open or not. */
+const choiceFor = (
+  members: ChoiceInput['members'],
+  recipient: string,
+  record: StickyRecord | undefined,
+  requested: string | undefined,
+  home: string,
+  now: number,
+) =>
+  chooseSender({
+    members,
     recipient,
     sticky: record && { senderId: record.senderId, windowOpen: record.inboundAt + SERVICE_WINDOW_MS > now },
-    requested: undefined,
+    requested,
     home,
-  }).senderId
-}
+  })
 
 /** Each open send's sticky record (undefined: none, or not read), in the order of `open`. */
 export type StickyRecords = Array<StickyRecord | null | undefined>
@@ -173,16 +184,7 @@ export function choosePoolSenders(
     }
     const recipient = recipientOf(body) as string
     const record = records[n] ?? undefined
-    const choice = chooseSender({
-      members: pool.members,
-      recipient,
-      sticky: record && {
-        senderId: record.senderId,
-        windowOpen: record.inboundAt + SERVICE_WINDOW_MS > now,
-      },
-      requested,
-      home,
-    })
+    const choice = choiceFor(pool.members, recipient, record, requested, home, now)
     if (choice.senderId === null) {
       judged[i] = { error: senderNotAllowed(item.field, requested as string) }
       continue
