@@ -39,18 +39,17 @@ export type ReachCount =
 
 const OPEN: Promise<ReachCount> = Promise.resolve({ kind: 'open' })
 
-/**
- * One recipient to count beside its claim: the portfolio's keys, its limit, the window, the hash;
- * `closed`: its window known closed (read at accept, `windowClosesAt`), so it needs no read.
- */
+/** One recipient to count beside its claim: the portfolio's keys, its limit, the window, the hash. */
 type BesideCall = {
   key: string
   recent: string
   limit: number
-  /** The window's key: '' for a window known closed (built only if the script reads it). */
+  /**
+   * The window's key: '' for a window known closed (read at accept, `windowClosesAt`), built only
+   * if the script is to read it.
+   */
   window: string
   member: string
-  closed: boolean
   prefix: string
   number: string
   recipient: string
@@ -100,7 +99,8 @@ function besideOf(redis: RedisClient): Beside {
   if (!beside) {
     const script = scriptCall(redis, REACH_BESIDE_CLAIM_SCRIPT)
     const giveBack = scriptCall(redis, GIVE_BACK_REACH_SCRIPT)
-    const countTurn = async (calls: BesideCall[]) => {
+    /** `known`: every window known closed (`countKnown`'s calls), so far from the limit an append. */
+    const countTurn = async (calls: BesideCall[], known: boolean) => {
       const answers: ReachCount[] = new Array(calls.length)
       const now = Date.now()
       // One answer object for all the recipients added in this call, one for all reached before
@@ -161,7 +161,7 @@ function besideOf(redis: RedisClient): Beside {
         await countGroup(group, places)
       }
       const countOrAppend = (group: BesideCall[], places: number[] | undefined) =>
-        group.every((call) => call.closed) && mayAppend((group[0] as BesideCall).key, now)
+        known && mayAppend((group[0] as BesideCall).key, now)
           ? appendGroup(group, places)
           : countGroup(group, places)
       // Most turns count for one portfolio under one limit: one call, no grouping.
@@ -185,11 +185,13 @@ function besideOf(redis: RedisClient): Beside {
       return answers
     }
     // Never rejects: Redis failing, the turn's recipients are unread (sent uncounted).
-    const countSafely = (calls: BesideCall[]) =>
-      countTurn(calls).catch((error: unknown) => calls.map((): ReachCount => ({ kind: 'unread', error })))
+    const countSafely = (calls: BesideCall[], known: boolean) =>
+      countTurn(calls, known).catch((error: unknown) =>
+        calls.map((): ReachCount => ({ kind: 'unread', error })),
+      )
     beside = {
-      count: turnBatched(countSafely),
-      countKnown: turnBatched(countSafely, 'microtask'),
+      count: turnBatched((calls: BesideCall[]) => countSafely(calls, false)),
+      countKnown: turnBatched((calls: BesideCall[]) => countSafely(calls, true), 'microtask'),
       giveBack,
     }
     besides.set(redis, beside)
@@ -248,7 +250,6 @@ export function countBesideClaim(
     limit: limit.limit,
     window,
     member: recipientHash,
-    closed: known,
     prefix: deps.prefix,
     number,
     recipient,
