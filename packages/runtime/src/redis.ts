@@ -2,7 +2,7 @@ import { join } from 'node:path'
 import { Cluster, Redis, type RedisOptions } from 'ioredis'
 import { ConfigError } from './env.ts'
 import { luaScripts, scriptCall } from './lua-scripts.ts'
-import { turnBatched } from './turn-batch.ts'
+import { type Settle, type TurnBatched, turnBatched } from './turn-batch.ts'
 
 /** A connection to the service's Redis: one server, or a Redis Cluster (REDIS_CLUSTER). */
 export type RedisClient = Redis | Cluster
@@ -68,13 +68,13 @@ export const RELEASE_LOCK_SCRIPT = scripts.releaseLock
 /** Sets strings of one life in one call (lua/redis/setEach.lua, `turnBatchedSet`). */
 export const SET_EACH_SCRIPT = scripts.setEach
 
-export { turnBatched }
+export { type Settle, type TurnBatched, turnBatched }
 
 /**
  * Reads of single keys gathered per turn of the event loop: one MGET for every read of the turn (a
  * GET each on a Cluster, where the keys sit on many slots).
  */
-export function turnBatchedGet(redis: RedisClient): (key: string) => Promise<string | null> {
+export function turnBatchedGet(redis: RedisClient): TurnBatched<string, string | null> {
   return turnBatched((keys: string[]) =>
     redis.isCluster ? Promise.all(keys.map((key) => redis.get(key))) : redis.mget(keys),
   )

@@ -37,6 +37,22 @@ describe('turnBatched', () => {
     expect(order[0]).toBe('batch')
   })
 
+  it('hands an into call its answer on its target, in the same batch as the promised calls', async () => {
+    const { call, batches } = recorded()
+    const got: Array<number | string> = []
+    const target = { resolve: (n: number) => got.push(n), reject: () => got.push('rejected') }
+    call.into(5, target)
+    expect(await call(6)).toBe(12)
+    expect(got).toEqual([10])
+    expect(batches).toEqual([[5, 6]])
+    const failing = turnBatched(async (_: number[]): Promise<number[]> => {
+      throw new Error('redis away')
+    })
+    failing.into(1, target)
+    await expect(failing(2)).rejects.toThrow('redis away')
+    expect(got).toEqual([10, 'rejected'])
+  })
+
   it('rejects every call of a batch whose run throws', async () => {
     const failing = turnBatched(async (_: number[]): Promise<number[]> => {
       throw new Error('redis away')

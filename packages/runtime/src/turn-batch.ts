@@ -1,3 +1,19 @@
+/** Where a batched call's answer goes: a promise's pair, or an object that takes it as it lands. */
+export interface Settle<R> {
+  resolve(value: R): void
+  reject(error: unknown): void
+}
+
+/**
+ * A turn's batcher: called, it answers with a promise; `into` hands the answer to `target`
+ * instead, with no promise made (what a hot path reads on every request and mostly takes without a
+ * wait: `target` keeps it).
+ */
+export interface TurnBatched<T, R> {
+  (item: T): Promise<R>
+  into(item: T, target: Settle<R>): void
+}
+
 /**
  * Gathers the calls made in one turn of the event loop and runs them together at its end: under
  * load, one Redis command for many requests, and a lone request waits only for the current turn.
@@ -13,21 +29,26 @@ export function turnBatched<T, R>(
    * for a script, fewer calls may be worth the wait.
    */
   defer: 'turn' | 'microtask' = 'turn',
-): (item: T) => Promise<R> {
+): TurnBatched<T, R> {
   const schedule = defer === 'microtask' ? queueMicrotask : setImmediate
-  let pending: Array<{ item: T; resolve: (value: R) => void; reject: (error: unknown) => void }> = []
+  let items: T[] = []
+  let targets: Array<Settle<R>> = []
   const flush = async () => {
-    const batch = pending
-    pending = []
+    const batch = items
+    const settle = targets
+    items = []
+    targets = []
     try {
-      const results = await run(batch.map((call) => call.item))
-      for (const [i, call] of batch.entries()) call.resolve(results[i] as R)
+      const results = await run(batch)
+      for (let i = 0; i < settle.length; i++) (settle[i] as Settle<R>).resolve(results[i] as R)
     } catch (error) {
-      for (const call of batch) call.reject(error)
+      for (const target of settle) target.reject(error)
     }
   }
-  return (item) =>
-    new Promise<R>((resolve, reject) => {
-      if (pending.push({ item, resolve, reject }) === 1) schedule(flush)
-    })
+  const into = (item: T, target: Settle<R>) => {
+    if (items.push(item) === 1) schedule(flush)
+    targets.push(target)
+  }
+  const call = (item: T) => new Promise<R>((resolve, reject) => into(item, { resolve, reject }))
+  return Object.assign(call, { into })
 }

@@ -14,9 +14,9 @@ import type { Prefetched, SendToCheck } from './checks/send-checks.ts'
 import {
   choosePoolSenders,
   earlySticky,
+  keepsLikely,
   prefetchSticky,
   readStickyRecords,
-  stickyChoice,
 } from './pools/on-accept.ts'
 import type { Sending } from './sending.ts'
 
@@ -120,16 +120,11 @@ export async function judge(
       const i = open[0] as number
       ;(judged[i] as { accepted: AcceptedMessage }).accepted.job.senderId = early.likely
       await checkSends(sending, key, items, judged, open, options)
-      const record = (early.settled ? early.record : await early.read) ?? undefined
-      if (stickyChoice(sending, key, early.recipient, record, now) === early.likely) {
-        if ('accepted' in (judged[i] as Judged)) {
-          choosePoolSenders(sending, key, judged, items, open, now, [record])
-        }
-        return judged
-      }
-      const item = items[i] as SendItem
-      const first = judged[i] as Judged
-      judged[i] = accept(item, i, 'accepted' in first ? first.accepted.job.messageId : undefined)
+      const record = (early.settled ? early.record : await early.wait()) ?? undefined
+      const checked = judged[i] as Judged
+      const message = 'accepted' in checked ? checked.accepted : undefined
+      if (keepsLikely(sending, key, early, record, message, now)) return judged
+      judged[i] = accept(items[i] as SendItem, i, message?.job.messageId)
       if (!('accepted' in (judged[i] as Judged))) return judged
       choosePoolSenders(sending, key, judged, items, open, now, [record])
       await checkSends(sending, key, items, judged, open, options)

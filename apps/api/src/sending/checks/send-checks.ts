@@ -22,7 +22,7 @@ import { scriptCall } from '@dispatch/runtime/lua-scripts'
 import { type RedisClient, turnBatched, turnBatchedGet } from '@dispatch/runtime/redis'
 import { AppError } from '../../errors.ts'
 import type { Log } from '../log.ts'
-import type { PrefetchedSticky } from '../pools/on-accept.ts'
+import type { StickyRead } from '../pools/sticky.ts'
 import { checkTemplate } from './check-template.ts'
 import { KnownReaches } from './known-reach.ts'
 import {
@@ -78,7 +78,7 @@ export interface Prefetched {
    * A pooled key's send: its recipient's sticky record, and the number the reads above were made
    * for (the spread's: the checks use them only when it is the number chosen).
    */
-  sticky?: PrefetchedSticky
+  sticky?: StickyRead
   senderId?: string
 }
 

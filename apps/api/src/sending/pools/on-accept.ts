@@ -5,7 +5,7 @@ import { type AcceptedMessage, normalSenderId, type SendingKey, senderNotAllowed
 import type { Log } from '../log.ts'
 import { type ChoiceInput, chooseSender, spreadByWeight } from './choose.ts'
 import type { SenderPoolCache } from './pool-cache.ts'
-import type { StickyStore } from './sticky.ts'
+import { StickyRead, type StickyStore } from './sticky.ts'
 
 /** What the choice needs of sending: the pools in memory and the sticky records in Redis. */
 export interface PoolSending {
@@ -14,25 +14,8 @@ export interface PoolSending {
   log: Log
 }
 
-/** A single send's sticky read, started with the request's other reads (`prefetchSticky`). */
-export interface PrefetchedSticky {
-  poolId: string
-  recipient: string
-  /** The number the spread gives the recipient (most sends' choice), for the checks' early reads. */
-  likely: string
-  /** The record, undefined when there is none, null when the read failed. */
-  read: Promise<StickyRecord | undefined | null>
-  /** Set once the read is in: `record` is then its answer. */
-  settled?: boolean
-  record?: StickyRecord | undefined | null
-}
-
 /** Starts the sticky read of a pooled key's single send, so it overlaps the rate limit's round trip. */
-export function prefetchSticky(
-  sending: PoolSending,
-  key: SendingKey,
-  body: unknown,
-): PrefetchedSticky | undefined {
+export function prefetchSticky(sending: PoolSending, key: SendingKey, body: unknown): StickyRead | undefined {
   const poolId = key.senderPoolId
   const pool = poolId ? sending.pools.get(poolId) : undefined
   if (!pool) return undefined
@@ -40,19 +23,14 @@ export function prefetchSticky(
   if (!send || send.senderId !== undefined) return undefined
   const recipient = recipientOf(send)
   if (typeof recipient !== 'string') return undefined
-  const early: PrefetchedSticky = {
-    poolId: pool.id,
+  const read = new StickyRead(
+    pool.id,
     recipient,
-    likely: spreadByWeight(pool.members, recipient) ?? key.senderId ?? DEFAULT_SENDER_ID,
-    read: UNREAD,
-    settled: false,
-    record: undefined,
-  }
-  early.read = sending.sticky.prefetch(pool.id, recipient, early)
-  return early
+    spreadByWeight(pool.members, recipient) ?? key.senderId ?? DEFAULT_SENDER_ID,
+  )
+  sending.sticky.prefetch(read)
+  return read
 }
-
-const UNREAD: Promise<null> = Promise.resolve(null)
 
 /**
  * The early read of a pooled key's single send when it is this request's send (its pool, its
@@ -64,26 +42,35 @@ export function earlySticky(
   key: SendingKey,
   items: ReadonlyArray<{ body: unknown }>,
   open: number[],
-  prefetched: PrefetchedSticky | undefined,
-): PrefetchedSticky | undefined {
+  prefetched: StickyRead | undefined,
+): StickyRead | undefined {
   if (!prefetched || open.length !== 1 || prefetched.poolId !== key.senderPoolId) return undefined
   const body = (items[open[0] as number] as { body: unknown }).body as SendBody
   if (body.senderId !== undefined || recipientOf(body) !== prefetched.recipient) return undefined
   return sending.pools.get(prefetched.poolId) ? prefetched : undefined
 }
 
-/** The number a pooled send without its own `senderId` goes through, by its recipient's record. */
-export function stickyChoice(
+/**
+ * Whether the early read's send keeps the spread's number it was checked against (`judge`), by its
+ * recipient's record: if so, `message` (absent when the checks refused it) is set to go through it,
+ * as `choosePoolSenders` would set it. If not, nothing is set: the send is chosen and checked again.
+ */
+export function keepsLikely(
   sending: PoolSending,
   key: SendingKey,
-  recipient: string,
+  early: StickyRead,
   record: StickyRecord | undefined,
+  message: AcceptedMessage | undefined,
   now: number,
-): string | null {
-  const pool = key.senderPoolId ? sending.pools.get(key.senderPoolId) : undefined
+): boolean {
+  const pool = sending.pools.get(early.poolId)
   const home = key.senderId ?? DEFAULT_SENDER_ID
-  if (!pool) return home
-  return choiceFor(pool.members, recipient, record, undefined, home, now).senderId
+  // A pool gone since the read: the send goes through the key's own sender.
+  if (!pool) return home === early.likely
+  const chosen = choiceFor(pool.members, early.recipient, record, undefined, home, now).senderId
+  if (chosen !== early.likely) return false
+  if (message) setChoice(sending, message, early.poolId, early.recipient, record, chosen, now)
+  return true
 }
 
 /** `chooseSender` for a recipient by their record: sticky while it may be, its window open or not. */
@@ -119,7 +106,7 @@ export function readStickyRecords(
   items: ReadonlyArray<{ body: unknown }>,
   open: number[],
   now: number,
-  prefetched?: PrefetchedSticky,
+  prefetched?: StickyRead,
 ): Promise<StickyRecords> | StickyRecords {
   const poolId = key.senderPoolId
   if (!poolId || !sending.pools.get(poolId)) return []
@@ -128,7 +115,7 @@ export function readStickyRecords(
     if (body.senderId !== undefined) return undefined
     const recipient = recipientOf(body) as string
     if (prefetched && prefetched.poolId === poolId && prefetched.recipient === recipient)
-      return prefetched.read
+      return prefetched.wait()
     return sending.sticky.read(poolId, recipient, now).catch((error) => {
       sending.log.warn({ err: error, senderPoolId: poolId }, 'sticky sender not read; choosing afresh')
       return undefined
@@ -172,7 +159,6 @@ export function choosePoolSenders(
   for (let n = 0; n < open.length; n++) {
     const i = open[n] as number
     const message = (judged[i] as { accepted: AcceptedMessage }).accepted
-    const { job } = message
     const item = items[i] as { body: unknown; field: string }
     const body = item.body as SendBody
     const requested = body.senderId === undefined ? undefined : normalSenderId(body.senderId)
@@ -189,19 +175,26 @@ export function choosePoolSenders(
       judged[i] = { error: senderNotAllowed(item.field, requested as string) }
       continue
     }
-    job.senderId = choice.senderId
-    job.senderPoolId = poolId
-    if (record?.senderId !== choice.senderId) {
-      message.sticky = { poolId, recipient, senderId: choice.senderId, inboundAt: 0, writtenAt: now }
-    } else if (sending.sticky.aging(record, now)) {
-      // Kept, but POOL_STICKY_TTL_DAYS old: written again, their window with it kept.
-      message.sticky = {
-        poolId,
-        recipient,
-        senderId: choice.senderId,
-        inboundAt: record.inboundAt,
-        writtenAt: now,
-      }
-    }
+    setChoice(sending, message, poolId, recipient, record, choice.senderId, now)
+  }
+}
+
+/** Sets a pooled send to go through `senderId`, with the record to write if it is a change or aging. */
+function setChoice(
+  sending: PoolSending,
+  message: AcceptedMessage,
+  poolId: string,
+  recipient: string,
+  record: StickyRecord | undefined,
+  senderId: string,
+  now: number,
+): void {
+  message.job.senderId = senderId
+  message.job.senderPoolId = poolId
+  if (record?.senderId !== senderId) {
+    message.sticky = { poolId, recipient, senderId, inboundAt: 0, writtenAt: now }
+  } else if (sending.sticky.aging(record, now)) {
+    // Kept, but POOL_STICKY_TTL_DAYS old: written again, their window with it kept.
+    message.sticky = { poolId, recipient, senderId, inboundAt: record.inboundAt, writtenAt: now }
   }
 }

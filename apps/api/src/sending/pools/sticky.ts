@@ -6,9 +6,13 @@ import {
   stickyAging,
   stickyLifeMs,
 } from '@dispatch/runtime'
-import { type RedisClient, turnBatchedGet, turnBatchedSet } from '@dispatch/runtime/redis'
-
-const unread = () => null
+import {
+  type RedisClient,
+  type Settle,
+  type TurnBatched,
+  turnBatchedGet,
+  turnBatchedSet,
+} from '@dispatch/runtime/redis'
 
 /** A record to write: the recipient now sticks to `senderId` (inbound time 0 unless they wrote to it). */
 export interface StickyWrite extends StickyRecord {
@@ -25,7 +29,7 @@ export interface StickyWrite extends StickyRecord {
 export class StickyStore {
   readonly #prefix: string
   readonly #ttlMs: number
-  readonly #get: (key: string) => Promise<string | null>
+  readonly #get: TurnBatched<string, string | null>
   /** A record written, to live `stickyLifeMs` from now. */
   readonly #set: (key: string, value: string) => Promise<void>
 
@@ -34,7 +38,7 @@ export class StickyStore {
     prefix: string,
     ttlMs: number,
     /** The turn's batched reads, shared with the send checks' (one MGET for both). */
-    read: (key: string) => Promise<string | null> = turnBatchedGet(redis),
+    read: TurnBatched<string, string | null> = turnBatchedGet(redis),
   ) {
     this.#prefix = prefix
     this.#ttlMs = ttlMs
@@ -48,30 +52,9 @@ export class StickyStore {
     return this.#get(poolStickyKey(this.#prefix, poolId, recipient)).then(decodeSticky)
   }
 
-  /**
-   * The same read started early for a single send: never rejects (null when Redis failed). `into`
-   * is given the record as the read lands, to be taken without a wait.
-   */
-  prefetch(
-    poolId: string,
-    recipient: string,
-    into?: { settled?: boolean; record?: StickyRecord | undefined | null },
-  ): Promise<StickyRecord | undefined | null> {
-    const read = this.#get(poolStickyKey(this.#prefix, poolId, recipient))
-    if (!into) return read.then(decodeSticky, unread)
-    return read.then(
-      (value) => {
-        const record = decodeSticky(value)
-        into.settled = true
-        into.record = record
-        return record
-      },
-      () => {
-        into.settled = true
-        into.record = null
-        return null
-      },
-    )
+  /** The same read started early for a single send: `read` takes the record as it lands. */
+  prefetch(read: StickyRead): void {
+    this.#get.into(poolStickyKey(this.#prefix, read.poolId, read.recipient), read)
   }
 
   /** Whether a send that keeps `record` writes it again: `ttlMs` old or more (`stickyAging`). */
@@ -88,5 +71,52 @@ export class StickyStore {
     await Promise.all(
       records.map((r) => this.#set(poolStickyKey(this.#prefix, r.poolId, r.recipient), encodeSticky(r))),
     )
+  }
+}
+
+/**
+ * A single send's sticky read, started with the request's other reads (`prefetchSticky`): it takes
+ * the record as the turn's MGET lands, with no promise of its own (most sends find it there once
+ * their checks' reads, made in the same MGET, are in). Never rejects: a failed read is null.
+ */
+export class StickyRead implements Settle<string | null> {
+  readonly poolId: string
+  readonly recipient: string
+  /** The number the spread gives the recipient (most sends' choice), for the checks' early reads. */
+  readonly likely: string
+  /** Set once the read is in: `record` is then its answer. */
+  settled = false
+  /** The record: undefined when there is none, null when the read failed. */
+  record: StickyRecord | undefined | null = undefined
+  #wake: Array<(record: StickyRecord | undefined | null) => void> | undefined
+
+  constructor(poolId: string, recipient: string, likely: string) {
+    this.poolId = poolId
+    this.recipient = recipient
+    this.likely = likely
+  }
+
+  resolve(value: string | null): void {
+    this.#settle(decodeSticky(value))
+  }
+
+  reject(): void {
+    this.#settle(null)
+  }
+
+  /** The record once the read is in. */
+  wait(): Promise<StickyRecord | undefined | null> {
+    if (this.settled) return Promise.resolve(this.record)
+    return new Promise((resolve) => {
+      this.#wake ??= []
+      this.#wake.push(resolve)
+    })
+  }
+
+  #settle(record: StickyRecord | undefined | null): void {
+    this.record = record
+    this.settled = true
+    if (this.#wake) for (const wake of this.#wake) wake(record)
+    this.#wake = undefined
   }
 }
