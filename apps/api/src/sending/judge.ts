@@ -143,7 +143,7 @@ export async function judge(
  * under a counted limit, the sender's default fallback, its marketing mark).
  */
 async function checkSends(
-  sending: Pick<Sending, 'checks'>,
+  sending: Pick<Sending, 'checks' | 'pools'>,
   key: SendingKey,
   items: SendItem[],
   judged: Judged[],
@@ -157,6 +157,10 @@ async function checkSends(
     (i) => (judged[i] as { accepted: AcceptedMessage }).accepted.job.senderId as string,
   )
   const mayFallBack = key.scopes?.includes(Scopes.sendSmsFallback) === true
+  // A pooled key's opt-outs hold on every number of its pool: a recipient who opted out on one
+  // member, or whom the key's tenant suppressed (kept on the key's own sender), hears from none.
+  const pool = key.senderPoolId ? sending.pools.get(key.senderPoolId) : undefined
+  const poolSenders = pool && [...pool.members.map((m) => m.senderId), key.senderId ?? DEFAULT_SENDER_ID]
   const checkGroup = async (senderId: string, group: number[]) => {
     const sends = group.map((i) => items[i] as SendToCheck)
     // A pooled send's early reads were made for one number: used only when it is the one chosen.
@@ -175,6 +179,7 @@ async function checkSends(
       prefetched,
       suppressionOwner({ apiKeyId: key.id, tenantId: key.tenantId }),
       options.holdAtLimit === true,
+      poolSenders?.filter((id) => id !== senderId),
     )
     const closesAt = closing && (await closing)
     // The sender's default fallback, on the sends that carry none, for a key that may ask for one.

@@ -108,7 +108,7 @@ beforeAll(async () => {
     members: [{ senderId: outsider.id }],
   })
   expect(other.statusCode, other.body).toBe(201)
-  pooled = await activeKey(app, { scopes: SEND_SCOPES, tenantId: 'acme' })
+  pooled = await activeKey(app, { scopes: [...SEND_SCOPES, 'manage:suppressions'], tenantId: 'acme' })
   unpooled = await activeKey(app, { scopes: SEND_SCOPES, tenantId: 'globex' })
   const bound = await admin('PATCH', `/api/admin/api-keys/${pooled.id}`, { senderPoolId: pool.id })
   expect(bound.statusCode, bound.body).toBe(200)
@@ -851,4 +851,76 @@ describe('messages already in a number’s queue when it falls', () => {
       fake.number(NUMBERS.b, { answer: undefined })
     }
   }, 60_000)
+})
+
+describe("a pooled key's opt-outs", () => {
+  const sendsFrom = (key: Key, phone: string) => [
+    ...(['a', 'b', 'c'] as const).map((name) =>
+      send(app, 'send-text', key.key, { phone, text: 'Your order shipped', senderId: members[name].id }),
+    ),
+    send(app, 'send-text', key.key, { phone, text: 'Your order shipped' }),
+  ]
+
+  it("block its sends through every number of the pool: its tenant's, kept on its own sender", async () => {
+    const phone = '+5511955500801'
+    const added = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/suppressions',
+      headers: { 'x-api-key': pooled.key },
+      payload: { phone, reason: 'asked us by e-mail' },
+    })
+    expect(added.statusCode, added.body).toBe(201)
+    for (const res of await Promise.all(sendsFrom(pooled, phone))) {
+      expectError(res, 422, 'RECIPIENT_OPTED_OUT')
+    }
+    // Another tenant's key on the same pool is not blocked by this tenant's list.
+    const other = await activeKey(app, { scopes: SEND_SCOPES, tenantId: 'initech' })
+    const bound = await admin('PATCH', `/api/admin/api-keys/${other.id}`, { senderPoolId: pool.id })
+    expect(bound.statusCode, bound.body).toBe(200)
+    for (const res of await Promise.all(sendsFrom(other, phone))) expect(res.statusCode, res.body).toBe(202)
+  })
+
+  it("block its sends through every number of the pool: the recipient's STOP to one of them", async () => {
+    const phone = '+5511955500802'
+    const stop = { ...replyFrom(phone), text: { body: 'STOP' } }
+    const res = await postPlatformWebhook(app, messageWebhook(NUMBERS.b, stop), APP_SECRET)
+    expect(res.statusCode, res.body).toBe(200)
+    await waitFor(
+      async () => {
+        const tried = await send(app, 'send-text', pooled.key, {
+          phone,
+          text: 'Your order shipped',
+          senderId: members.b.id,
+        })
+        return tried.statusCode === 422 ? true : undefined
+      },
+      { what: 'the opt-out on b' },
+    )
+    const batch = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/messages/batch',
+      headers: { 'x-api-key': pooled.key },
+      payload: {
+        messages: [
+          ...(['a', 'c'] as const).map((name) => ({
+            type: 'text',
+            phone,
+            text: 'Your order shipped',
+            senderId: members[name].id,
+          })),
+          { type: 'text', phone: '+5511955500803', text: 'Your order shipped' },
+        ],
+      },
+    })
+    expect(batch.statusCode, batch.body).toBe(202)
+    const items = batch.json<{ results: Array<{ error?: { errorCode: string } }> }>().results
+    expect(items.map((r) => r.error?.errorCode)).toEqual([
+      'RECIPIENT_OPTED_OUT',
+      'RECIPIENT_OPTED_OUT',
+      undefined,
+    ])
+    for (const res of await Promise.all(sendsFrom(pooled, phone))) {
+      expectError(res, 422, 'RECIPIENT_OPTED_OUT')
+    }
+  })
 })

@@ -294,6 +294,17 @@ export class SendChecks {
     )
   }
 
+  /** The numbers of `senderIds` but `except`, each once (those known here). */
+  #numbersOf(senderIds: readonly string[], except: string | undefined): readonly string[] {
+    if (senderIds.length === 0) return NONE
+    const numbers = new Set<string>()
+    for (const id of senderIds) {
+      const number = this.#numberOf(id, this.#rules.get(id))
+      if (number !== undefined && number !== except) numbers.add(number)
+    }
+    return [...numbers]
+  }
+
   /** The number a sender sends from: its rules', or the environment's for `default` before it has any. */
   #numberOf(senderId: string, rules: SenderRules | undefined): string | undefined {
     return rules?.phoneNumberId ?? (senderId === DEFAULT_SENDER_ID ? this.#defaultNumber : undefined)
@@ -307,6 +318,11 @@ export class SendChecks {
     owner: SuppressionOwner = '',
     /** The sends wait for room under the messaging limit whatever the sender's policy (a campaign's). */
     holdAtLimit = false,
+    /**
+     * Other senders whose opt-outs block these sends too: a pooled key's other numbers and its own
+     * sender, where its opt-outs are kept (docs/consent.md, "Sender pools").
+     */
+    alsoBlockedBy: readonly string[] = NONE,
   ): Promise<Array<AppError | undefined>> {
     const rules = this.#rules.get(senderId)
     const errors: Array<AppError | undefined> = sends.map(() => undefined)
@@ -331,7 +347,15 @@ export class SendChecks {
     const consentChecked =
       number === undefined
         ? Promise.resolve()
-        : this.#checkConsent(number, owner, rules, sends, errors, prefetched)
+        : this.#checkConsent(
+            number,
+            owner,
+            rules,
+            sends,
+            errors,
+            prefetched,
+            this.#numbersOf(alsoBlockedBy, number),
+          )
     // The portfolio's reach under `refuse`, in the same turn (no reads at all for another policy,
     // nor while the reach read less than a second ago leaves room).
     const limitChecked =
@@ -412,7 +436,9 @@ export class SendChecks {
     rules: SenderRules | undefined,
     sends: SendToCheck[],
     errors: Array<AppError | undefined>,
-    prefetched?: Prefetched,
+    prefetched: Prefetched | undefined,
+    /** Other numbers whose entries block these sends too (a pool's): read beside, any one blocks. */
+    others: readonly string[],
   ) {
     const open = sends.flatMap((_send, i) => (errors[i] ? [] : [i]))
     if (open.length === 0) return
@@ -430,6 +456,7 @@ export class SendChecks {
     const counted = new Set(cap ? open.filter((i) => isMarketing(rules, sends[i] as SendToCheck)) : [])
     const marketing = [...counted]
     const answers = new Map<number, unknown>()
+    const blockedElsewhere = new Map<number, 'all' | 'marketing'>()
     try {
       // The other sends' entries, read with those of every request of this turn.
       const plain = open.filter((i) => !counted.has(i))
@@ -454,7 +481,19 @@ export class SendChecks {
         const replies = await this.#countMarketing({ keys, args, owners: group.map(() => owner) })
         for (const [n, i] of group.entries()) answers.set(i, replies[n])
       })
-      await Promise.all([...reads, ...scripts])
+      // Each send's entries on the other numbers, in the same MGET.
+      const elsewhere =
+        others.length === 0
+          ? []
+          : open.map(async (i) => {
+              const hashed = hashOf(i)
+              const scopes = await Promise.all(
+                others.map((number) => this.#readEntries(number, hashed, owner)),
+              )
+              const blocking = strongestScope(scopes)
+              if (blocking) blockedElsewhere.set(i, blocking)
+            })
+      await Promise.all([...reads, ...scripts, ...elsewhere])
     } catch (error) {
       this.#log.warn({ err: error }, 'consent not checked; sending as if no one opted out, under any cap')
       return
@@ -462,10 +501,12 @@ export class SendChecks {
     answers.forEach((answer, i) => {
       const send = sends[i] as SendToCheck
       const who = `${recipientField(send.body, send.field)}: ${recipientOf(send.body)}`
-      if (answer === 'all' || (answer === 'marketing' && isMarketing(rules, send))) {
+      const elsewhere = blockedElsewhere.get(i)
+      const here = blocks(answer, rules, send)
+      if (here || blocks(elsewhere, rules, send)) {
         errors[i] = new AppError(
           'RECIPIENT_OPTED_OUT',
-          `${who} opted out of ${answer === 'all' ? 'messages' : 'marketing messages'} from this sender`,
+          `${who} opted out of ${(here ? answer : elsewhere) === 'all' ? 'messages' : 'marketing messages'} from ${here ? 'this sender' : "another number of this key's sender pool"}`,
         )
       } else if (answer === 0 && cap) {
         errors[i] = new AppError(
@@ -475,6 +516,18 @@ export class SendChecks {
       }
     })
   }
+}
+
+const NONE: readonly string[] = []
+
+/** Whether an entry's scope for the send's owner refuses it: `all`, or `marketing` for a marketing send. */
+const blocks = (scope: unknown, rules: SenderRules | undefined, send: SendToCheck) =>
+  scope === 'all' || (scope === 'marketing' && isMarketing(rules, send))
+
+/** The widest of entries' blocking scopes (`scopeForOwner`'s answers): `all`, else `marketing`, else none. */
+function strongestScope(scopes: ReadonlyArray<string | null>): 'all' | 'marketing' | undefined {
+  if (scopes.includes('all')) return 'all'
+  return scopes.includes('marketing') ? 'marketing' : undefined
 }
 
 /**
