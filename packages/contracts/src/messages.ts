@@ -14,6 +14,7 @@ import {
   VideoObject,
 } from './message-kinds.ts'
 import { MESSAGE_STATUSES, MESSAGE_TYPES, type MessageType } from './message-types.ts'
+import { SENDER_POOL_MAX_MEMBERS } from './pool-limits.ts'
 import { QuietHours, SCHEDULED_REASONS, TimeZone } from './quiet-hours.ts'
 import { Phone, recipientFields } from './recipients.ts'
 import { CONTENT_RETENTION_MAX_HOURS, Redacted } from './redaction.ts'
@@ -473,6 +474,15 @@ export const MessageJob = Type.Object(
      * member while it waits on a fallen one. Absent: it goes through `senderId` only.
      */
     senderPoolId: Type.Optional(Type.String({ format: 'uuid' })),
+    /**
+     * A pooled message's numbers whose opt-outs stop it too (docs/consent.md, "Sender pools"): its
+     * pool's and its key's own sender's, as phone number ids, when it was accepted. An opt-out on
+     * any of them made since cancels it at delivery, whichever number it goes through then.
+     * Absent: its own number's alone.
+     */
+    optOutNumbers: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: SENDER_POOL_MAX_MEMBERS + 1 }),
+    ),
     /**
      * Set when a worker moved it off a pool's number that fell while it waited (docs/sender-pools.md,
      * "Messages waiting on a fallen number"): from which sender, to which, when and why.

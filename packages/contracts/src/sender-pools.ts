@@ -1,10 +1,10 @@
 import Type, { type Static } from 'typebox'
 import { PathId } from './ids.ts'
 import { DataEnvelope, listQueryProperties } from './paging.ts'
+import { SENDER_POOL_MAX_MEMBERS } from './pool-limits.ts'
 import { SENDER_STATES, SenderHealth } from './senders.ts'
 
-/** How many senders one pool holds at most: the choice reads them all on every new recipient. */
-export const SENDER_POOL_MAX_MEMBERS = 50
+export { SENDER_POOL_MAX_MEMBERS }
 export const SENDER_POOL_MAX_WEIGHT = 1000
 
 const DateTime = Type.String({ format: 'date-time' })

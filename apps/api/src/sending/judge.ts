@@ -159,8 +159,12 @@ async function checkSends(
   const mayFallBack = key.scopes?.includes(Scopes.sendSmsFallback) === true
   // A pooled key's opt-outs hold on every number of its pool: a recipient who opted out on one
   // member, or whom the key's tenant suppressed (kept on the key's own sender), hears from none.
+  // The numbers travel with each job (`optOutNumbers`): an opt-out on any of them since stops it
+  // at delivery, wherever it was moved.
   const pool = key.senderPoolId ? sending.pools.get(key.senderPoolId) : undefined
-  const poolSenders = pool && [...pool.members.map((m) => m.senderId), key.senderId ?? DEFAULT_SENDER_ID]
+  const optOutNumbers =
+    pool &&
+    sending.checks.numbersOf([...pool.members.map((m) => m.senderId), key.senderId ?? DEFAULT_SENDER_ID])
   const checkGroup = async (senderId: string, group: number[]) => {
     const sends = group.map((i) => items[i] as SendToCheck)
     // A pooled send's early reads were made for one number: used only when it is the one chosen.
@@ -179,7 +183,7 @@ async function checkSends(
       prefetched,
       suppressionOwner({ apiKeyId: key.id, tenantId: key.tenantId }),
       options.holdAtLimit === true,
-      poolSenders?.filter((id) => id !== senderId),
+      optOutNumbers,
     )
     const closesAt = closing && (await closing)
     // The sender's default fallback, on the sends that carry none, for a key that may ask for one.
@@ -194,6 +198,7 @@ async function checkSends(
       const windowClosesAt = early ? early.closesAt : closesAt?.[n]
       if (windowClosesAt !== undefined) job.windowClosesAt = windowClosesAt
       if (defaultFallback && !job.fallback) job.fallback = defaultFallback
+      if (optOutNumbers) job.optOutNumbers = optOutNumbers
       // Carried on the job: an opt-out of marketing made before delivery cancels it then.
       if (sending.checks.isMarketing(senderId, items[i] as SendToCheck)) job.marketing = true
     })

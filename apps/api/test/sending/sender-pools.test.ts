@@ -923,4 +923,27 @@ describe("a pooled key's opt-outs", () => {
       expectError(res, 422, 'RECIPIENT_OPTED_OUT')
     }
   })
+
+  it('stop a message accepted before the recipient opted out on another number of the pool', async () => {
+    const phone = '+5511955500804'
+    const sendAt = new Date(Date.now() + 6_000).toISOString()
+    const res = await send(app, 'send-text', pooled.key, { phone, text: 'Your order shipped', sendAt })
+    expect(res.statusCode, res.body).toBe(202)
+    const { messageId } = res.json<{ messageId: string }>()
+    const chosen = (await viewOf(pooled, messageId)).senderId
+    const other = (['a', 'b', 'c'] as const).find((k) => members[k].id !== chosen) as 'a'
+    const stop = { ...replyFrom(phone), text: { body: 'STOP' } }
+    const webhook = await postPlatformWebhook(app, messageWebhook(NUMBERS[other], stop), APP_SECRET)
+    expect(webhook.statusCode, webhook.body).toBe(200)
+    const done = await waitFor(
+      async () => {
+        const view = await viewOf(pooled, messageId)
+        return view.status === 'queued' || view.status === 'scheduled' ? undefined : view
+      },
+      { what: 'the scheduled message settled', timeoutMs: 20_000 },
+    )
+    expect(done.status).toBe('canceled')
+    expect(done.lastError?.message).toMatch(/opted out/)
+    expect(Object.values(NUMBERS).some((number) => sentBy(number, messageId))).toBe(false)
+  })
 })

@@ -7,6 +7,7 @@ import {
   serviceWindowState,
   serviceWindowsLoadedKey,
   suppressionKey,
+  widerScope,
 } from '@dispatch/runtime'
 import { type RedisClient, turnBatchedGet } from '@dispatch/runtime/redis'
 import { knownWindowsMarker, rememberWindowsMarker } from './service-window.ts'
@@ -42,18 +43,27 @@ export function readRecipient(
   redis: RedisClient,
   prefix: string,
   at: { phoneNumberId: string; recipient: string; recipientHash: string; owner: SuppressionOwner },
-  reads: { optOut: boolean; window: boolean },
+  reads: {
+    optOut: boolean
+    window: boolean
+    /** Other numbers whose opt-outs stop the message too (a pooled message's `optOutNumbers`). */
+    optOutAlso?: readonly string[] | undefined
+  },
 ): RecipientReads {
   const { phoneNumberId, recipient, recipientHash, owner } = at
   const read = readerOf(redis)
+  // One value holds the recipient's own entry and every owner's: this key's owner's is read in it.
+  const optOutOn = (number: string) =>
+    read(suppressionKey(prefix, number, recipientHash)).then(
+      (value) => scopeForOwner(value, owner),
+      () => null,
+    )
+  const own = reads.optOut ? optOutOn(phoneNumberId) : NONE
+  const also = reads.optOutAlso
   return {
-    // One value holds the recipient's own entry and every owner's: this key's owner's is read in it.
-    optOut: reads.optOut
-      ? read(suppressionKey(prefix, phoneNumberId, recipientHash)).then(
-          (value) => scopeForOwner(value, owner),
-          () => null,
-        )
-      : NONE,
+    optOut: also?.length
+      ? Promise.all([own, ...also.map(optOutOn)]).then((scopes) => scopes.reduce(widerScope, null))
+      : own,
     window: reads.window ? windowOf(read, prefix, phoneNumberId, recipient) : undefined,
   }
 }

@@ -17,6 +17,7 @@ import {
   serviceWindowState,
   serviceWindowsLoadedKey,
   suppressionKey,
+  widerScope,
 } from '@dispatch/runtime'
 import { scriptCall } from '@dispatch/runtime/lua-scripts'
 import { type RedisClient, turnBatched, turnBatchedGet } from '@dispatch/runtime/redis'
@@ -294,13 +295,12 @@ export class SendChecks {
     )
   }
 
-  /** The numbers of `senderIds` but `except`, each once (those known here). */
-  #numbersOf(senderIds: readonly string[], except: string | undefined): readonly string[] {
-    if (senderIds.length === 0) return NONE
+  /** The phone numbers of senders, each once (those this process knows). */
+  numbersOf(senderIds: readonly string[]): string[] {
     const numbers = new Set<string>()
     for (const id of senderIds) {
       const number = this.#numberOf(id, this.#rules.get(id))
-      if (number !== undefined && number !== except) numbers.add(number)
+      if (number !== undefined) numbers.add(number)
     }
     return [...numbers]
   }
@@ -319,10 +319,10 @@ export class SendChecks {
     /** The sends wait for room under the messaging limit whatever the sender's policy (a campaign's). */
     holdAtLimit = false,
     /**
-     * Other senders whose opt-outs block these sends too: a pooled key's other numbers and its own
-     * sender, where its opt-outs are kept (docs/consent.md, "Sender pools").
+     * Numbers (phone number ids) whose opt-outs block these sends too: a pooled key's pool's and its
+     * own sender's, where its opt-outs are kept (docs/consent.md, "Sender pools").
      */
-    alsoBlockedBy: readonly string[] = NONE,
+    alsoBlockedOn: readonly string[] = NONE,
   ): Promise<Array<AppError | undefined>> {
     const rules = this.#rules.get(senderId)
     const errors: Array<AppError | undefined> = sends.map(() => undefined)
@@ -354,7 +354,7 @@ export class SendChecks {
             sends,
             errors,
             prefetched,
-            this.#numbersOf(alsoBlockedBy, number),
+            alsoBlockedOn.length === 0 ? NONE : alsoBlockedOn.filter((other) => other !== number),
           )
     // The portfolio's reach under `refuse`, in the same turn (no reads at all for another policy,
     // nor while the reach read less than a second ago leaves room).
@@ -456,7 +456,7 @@ export class SendChecks {
     const counted = new Set(cap ? open.filter((i) => isMarketing(rules, sends[i] as SendToCheck)) : [])
     const marketing = [...counted]
     const answers = new Map<number, unknown>()
-    const blockedElsewhere = new Map<number, 'all' | 'marketing'>()
+    const blockedElsewhere = new Map<number, string>()
     try {
       // The other sends' entries, read with those of every request of this turn.
       const plain = open.filter((i) => !counted.has(i))
@@ -490,7 +490,7 @@ export class SendChecks {
               const scopes = await Promise.all(
                 others.map((number) => this.#readEntries(number, hashed, owner)),
               )
-              const blocking = strongestScope(scopes)
+              const blocking = scopes.reduce(widerScope, null)
               if (blocking) blockedElsewhere.set(i, blocking)
             })
       await Promise.all([...reads, ...scripts, ...elsewhere])
@@ -523,12 +523,6 @@ const NONE: readonly string[] = []
 /** Whether an entry's scope for the send's owner refuses it: `all`, or `marketing` for a marketing send. */
 const blocks = (scope: unknown, rules: SenderRules | undefined, send: SendToCheck) =>
   scope === 'all' || (scope === 'marketing' && isMarketing(rules, send))
-
-/** The widest of entries' blocking scopes (`scopeForOwner`'s answers): `all`, else `marketing`, else none. */
-function strongestScope(scopes: ReadonlyArray<string | null>): 'all' | 'marketing' | undefined {
-  if (scopes.includes('all')) return 'all'
-  return scopes.includes('marketing') ? 'marketing' : undefined
-}
 
 /**
  * A marketing template send: its template filed under MARKETING by the sender's catalog, or, when

@@ -38,6 +38,8 @@ export function readGateInputs(delivery: MessageDelivery): GateInputs {
     expired(delivery) || keyRevoked(delivery)
       ? undefined
       : countBesideClaim(delivery, recipient, recipientHash)
+  const acceptedAt = Date.parse(data.acceptedAt)
+  const mustRead = (number: string) => deps.optOuts?.mustRead(number, recipientHash, acceptedAt) ?? true
   const reads = readRecipient(
     deps.claims,
     deps.prefix,
@@ -49,7 +51,9 @@ export function readGateInputs(delivery: MessageDelivery): GateInputs {
       owner: suppressionOwner({ apiKeyId: data.apiKeyId, tenantId: data.tenantId ?? null }),
     },
     {
-      optOut: deps.optOuts?.mustRead(phoneNumberId, recipientHash, Date.parse(data.acceptedAt)) ?? true,
+      optOut: mustRead(phoneNumberId),
+      // A pooled message: its pool's other numbers' and its key's own sender's opt-outs stop it too.
+      optOutAlso: data.optOutNumbers?.filter((number) => number !== phoneNumberId && mustRead(number)),
       window:
         (lane.settings.serviceWindowPolicy === 'enforce' && isFreeForm(data.message)) ||
         (reach === undefined && countsAgainstLimit(delivery)),
