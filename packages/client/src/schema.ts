@@ -1671,7 +1671,7 @@ export interface paths {
         };
         /**
          * One entry of yours, or whether a recipient is blocked for your key
-         * @description Requires `manage:suppressions`. With an entry id (uuid): that entry, if your tenant’s (else 404). With a recipient (a phone in E.164, `%2B` for `+`, or a userId): whether sends to them are blocked for your key, for which scope, and by which entries (the recipient’s own opt-outs, and your tenant’s; ids and reasons only on yours).
+         * @description Requires `manage:suppressions`. With an entry id (uuid): that entry, if your tenant’s (else 404). With a recipient (a phone in E.164, `%2B` for `+`, or a userId): whether sends to them are blocked for your key, for which scope, and by which entries (the recipient’s own opt-outs, and your tenant’s; ids and reasons only on yours); for a key bound to a sender pool, on every number of the pool.
          */
         get: operations["getSuppression"];
         put?: never;

@@ -922,6 +922,18 @@ describe("a pooled key's opt-outs", () => {
     for (const res of await Promise.all(sendsFrom(pooled, phone))) {
       expectError(res, 422, 'RECIPIENT_OPTED_OUT')
     }
+    // Asked about, the key is told it is blocked: the recipient's own entry, on another number.
+    const asked = await app.inject({
+      method: 'GET',
+      url: `/api/third-party/suppressions/${encodeURIComponent(phone)}`,
+      headers: { 'x-api-key': pooled.key },
+    })
+    expect(asked.statusCode, asked.body).toBe(200)
+    expect(asked.json()).toMatchObject({
+      blocked: true,
+      scope: 'all',
+      entries: [{ owner: 'recipient', id: null }],
+    })
   })
 
   it('stop a message accepted before the recipient opted out on another number of the pool', async () => {

@@ -47,13 +47,20 @@ export function ownedSuppressions(db: Db, caller: Caller) {
      * The entries that block the caller's sends to a recipient (its names and hashes): the
      * recipient's own and the caller's, never another tenant's.
      */
-    ofRecipient: (recipients: string[]) =>
+    /**
+     * The entries that block the caller's sends to a recipient: the recipient's own and the
+     * caller's owner's, on its sender and on `alsoOn` (a pooled key's pool's numbers, whose
+     * opt-outs block its sends too).
+     */
+    ofRecipient: (recipients: string[], alsoOn: readonly string[] = []) =>
       db
         .select()
         .from(suppressions)
         .where(
           and(
-            eq(suppressions.senderId, caller.senderId),
+            alsoOn.length === 0
+              ? eq(suppressions.senderId, caller.senderId)
+              : inArray(suppressions.senderId, [caller.senderId, ...alsoOn]),
             inArray(suppressions.recipient, recipients),
             inArray(suppressions.owner, [EVERY_KEY, owner]),
           ),

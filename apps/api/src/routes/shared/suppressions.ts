@@ -173,7 +173,8 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
             'Requires `manage:suppressions`. With an entry id (uuid): that entry, if your tenant’s (else 404). ' +
             'With a recipient (a phone in E.164, `%2B` for `+`, or a userId): whether sends to them are ' +
             'blocked for your key, for which scope, and by which entries (the recipient’s own opt-outs, ' +
-            'and your tenant’s; ids and reasons only on yours).',
+            'and your tenant’s; ids and reasons only on yours); for a key bound to a sender pool, on every ' +
+            'number of the pool.',
           params: EntryParams,
           response: {
             200: Type.Union([SuppressionView, SuppressionStatus]),
@@ -195,8 +196,12 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
             'params.idOrRecipient must be an entry id (uuid), a phone in E.164 (%2B for the +) or a userId',
           )
         }
-        // By name, and by hash: an entry kept after the recipient was erased still blocks them.
-        return toSuppressionStatus(asked, await mine.ofRecipient([asked, hash(asked)]))
+        // By name, and by hash: an entry kept after the recipient was erased still blocks them. A
+        // pooled key's sends are blocked by entries on every number of its pool too.
+        const poolId = request.apiKey.senderPoolId
+        const pool = poolId ? app.sending.pools.get(poolId) : undefined
+        const alsoOn = pool ? pool.members.map((m) => m.senderId) : []
+        return toSuppressionStatus(asked, await mine.ofRecipient([asked, hash(asked)], alsoOn))
       },
     )
   }
