@@ -476,13 +476,18 @@ export const MessageJob = Type.Object(
     senderPoolId: Type.Optional(Type.String({ format: 'uuid' })),
     /**
      * A pooled message's numbers whose opt-outs stop it too (docs/consent.md, "Sender pools"): its
-     * pool's and its key's own sender's, as phone number ids, when it was accepted. An opt-out on
+     * pool's, as phone number ids, when it was accepted. An opt-out on
      * any of them made since cancels it at delivery, whichever number it goes through then.
      * Absent: its own number's alone.
      */
     optOutNumbers: Type.Optional(
-      Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: SENDER_POOL_MAX_MEMBERS + 1 }),
+      Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: SENDER_POOL_MAX_MEMBERS }),
     ),
+    /**
+     * A pooled message's key's own sender's number when it is outside the pool: the key's tenant's
+     * entries there (where its own are kept) stop it too, not the recipient's own.
+     */
+    optOutOwnNumber: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
     /**
      * Set when a worker moved it off a pool's number that fell while it waited (docs/sender-pools.md,
      * "Messages waiting on a fallen number"): from which sender, to which, when and why.

@@ -1,5 +1,6 @@
 import type { SuppressionScope } from '@dispatch/contracts'
 import {
+  ownerOnlyScope,
   SERVICE_WINDOW_MS,
   type SuppressionOwner,
   scopeForOwner,
@@ -48,6 +49,8 @@ export function readRecipient(
     window: boolean
     /** Other numbers whose opt-outs stop the message too (a pooled message's `optOutNumbers`). */
     optOutAlso?: readonly string[] | undefined
+    /** A number where only the owner's entry stops it (a pooled message's `optOutOwnNumber`). */
+    optOutOwnerOn?: string | undefined
   },
 ): RecipientReads {
   const { phoneNumberId, recipient, recipientHash, owner } = at
@@ -60,10 +63,23 @@ export function readRecipient(
     )
   const own = reads.optOut ? optOutOn(phoneNumberId) : NONE
   const also = reads.optOutAlso
+  const ownerOn = reads.optOutOwnerOn
+  const elsewhere = [
+    ...(also ?? []).map(optOutOn),
+    ...(ownerOn === undefined
+      ? []
+      : [
+          read(suppressionKey(prefix, ownerOn, recipientHash)).then(
+            (value) => ownerOnlyScope(value, owner),
+            () => null,
+          ),
+        ]),
+  ]
   return {
-    optOut: also?.length
-      ? Promise.all([own, ...also.map(optOutOn)]).then((scopes) => scopes.reduce(widerScope, null))
-      : own,
+    optOut:
+      elsewhere.length > 0
+        ? Promise.all([own, ...elsewhere]).then((scopes) => scopes.reduce(widerScope, null))
+        : own,
     window: reads.window ? windowOf(read, prefix, phoneNumberId, recipient) : undefined,
   }
 }

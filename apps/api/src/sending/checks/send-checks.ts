@@ -9,6 +9,7 @@ import {
 import {
   MARKETING_CONSENT_SCRIPT,
   marketingCountKey,
+  ownerOnlyScope,
   type RecipientHasher,
   SERVICE_WINDOW_MS,
   type SuppressionOwner,
@@ -20,7 +21,13 @@ import {
   widerScope,
 } from '@dispatch/runtime'
 import { scriptCall } from '@dispatch/runtime/lua-scripts'
-import { type RedisClient, turnBatched, turnBatchedGet } from '@dispatch/runtime/redis'
+import {
+  type RedisClient,
+  type Settle,
+  type TurnBatched,
+  turnBatched,
+  turnBatchedGet,
+} from '@dispatch/runtime/redis'
 import { AppError } from '../../errors.ts'
 import type { Log } from '../log.ts'
 import type { StickyRead } from '../pools/sticky.ts'
@@ -81,6 +88,8 @@ export interface Prefetched {
    */
   sticky?: StickyRead
   senderId?: string
+  /** A pooled send's entries on its pool's other numbers (`readOptOutsElsewhere`), read with the rest. */
+  elsewhere?: OptOutsElsewhere
 }
 
 /**
@@ -125,7 +134,7 @@ const outsideWindow = (field: string, body: SendToCheck['body']) =>
 export class SendChecks {
   readonly #rules: SendRulesCache
   readonly #redis: RedisClient
-  readonly #read: (key: string) => Promise<string | null>
+  readonly #read: TurnBatched<string, string | null>
   readonly #prefix: string
   readonly #log: Log
   /** The recipient's hash, which the suppression list's copy and the cap's counts are keyed by. */
@@ -151,7 +160,7 @@ export class SendChecks {
     defaultNumber: string,
     hash: RecipientHasher,
     /** The turn's batched reads, shared with the pools' sticky reads (one MGET for both). */
-    read: (key: string) => Promise<string | null> = turnBatchedGet(redis),
+    read: TurnBatched<string, string | null> = turnBatchedGet(redis),
   ) {
     this.#hash = hash
     this.#rules = rules
@@ -295,6 +304,33 @@ export class SendChecks {
     )
   }
 
+  /**
+   * A recipient's entries on `numbers` (a pooled send's pool's other numbers), in the turn's MGET,
+   * taken as they land: the widest scope any of them blocks `owner` with.
+   */
+  readOptOutsElsewhere(where: Elsewhere, recipient: string, owner: SuppressionOwner): OptOutsElsewhere {
+    const reads = new OptOutsElsewhere(where, recipient, owner)
+    const hashed = this.#hash(recipient)
+    for (const number of where.numbers) this.#read.into(suppressionKey(this.#prefix, number, hashed), reads)
+    if (where.own !== undefined)
+      this.#read.into(suppressionKey(this.#prefix, where.own, hashed), reads.ownRead)
+    return reads
+  }
+
+  /**
+   * Where else a pooled key's entries block its sends through `senderId`, beside its number's own:
+   * the pool's other numbers, and the key's own sender's when outside the pool. Undefined: nowhere.
+   */
+  elsewhereFor(pool: PoolOptOuts, senderId: string): Elsewhere | undefined {
+    return this.#elsewhereOf(pool, this.#numberOf(senderId, this.#rules.get(senderId)))
+  }
+
+  #elsewhereOf(pool: PoolOptOuts, number: string | undefined): Elsewhere | undefined {
+    const numbers = pool.numbers.filter((other) => other !== number)
+    const own = pool.own === number ? undefined : pool.own
+    return numbers.length === 0 && own === undefined ? undefined : { numbers, own }
+  }
+
   /** The phone numbers of senders, each once (those this process knows). */
   numbersOf(senderIds: readonly string[]): string[] {
     const numbers = new Set<string>()
@@ -318,11 +354,8 @@ export class SendChecks {
     owner: SuppressionOwner = '',
     /** The sends wait for room under the messaging limit whatever the sender's policy (a campaign's). */
     holdAtLimit = false,
-    /**
-     * Numbers (phone number ids) whose opt-outs block these sends too: a pooled key's pool's and its
-     * own sender's, where its opt-outs are kept (docs/consent.md, "Sender pools").
-     */
-    alsoBlockedOn: readonly string[] = NONE,
+    /** A pooled key's: where else its sends are blocked (docs/consent.md, "Sender pools"). */
+    pool?: PoolOptOuts,
   ): Promise<Array<AppError | undefined>> {
     const rules = this.#rules.get(senderId)
     const errors: Array<AppError | undefined> = sends.map(() => undefined)
@@ -354,7 +387,7 @@ export class SendChecks {
             sends,
             errors,
             prefetched,
-            alsoBlockedOn.length === 0 ? NONE : alsoBlockedOn.filter((other) => other !== number),
+            pool && this.#elsewhereOf(pool, number),
           )
     // The portfolio's reach under `refuse`, in the same turn (no reads at all for another policy,
     // nor while the reach read less than a second ago leaves room).
@@ -437,8 +470,8 @@ export class SendChecks {
     sends: SendToCheck[],
     errors: Array<AppError | undefined>,
     prefetched: Prefetched | undefined,
-    /** Other numbers whose entries block these sends too (a pool's): read beside, any one blocks. */
-    others: readonly string[],
+    /** Where else entries block these sends (a pooled key's), read beside: any one blocks. */
+    others: Elsewhere | undefined,
   ) {
     const open = sends.flatMap((_send, i) => (errors[i] ? [] : [i]))
     if (open.length === 0) return
@@ -481,17 +514,25 @@ export class SendChecks {
         const replies = await this.#countMarketing({ keys, args, owners: group.map(() => owner) })
         for (const [n, i] of group.entries()) answers.set(i, replies[n])
       })
-      // Each send's entries on the other numbers, in the same MGET.
+      // Each send's entries on the other numbers: a single send's read early, the others' in the
+      // same MGET as the rest.
       const elsewhere =
-        others.length === 0
+        others === undefined
           ? []
           : open.map(async (i) => {
-              const hashed = hashOf(i)
-              const scopes = await Promise.all(
-                others.map((number) => this.#readEntries(number, hashed, owner)),
-              )
-              const blocking = scopes.reduce(widerScope, null)
-              if (blocking) blockedElsewhere.set(i, blocking)
+              const recipient = recipientOf((sends[i] as SendToCheck).body)
+              const early = prefetched?.elsewhere
+              const read =
+                early &&
+                early.owner === owner &&
+                early.recipient === recipient &&
+                early.own === others.own &&
+                sameNumbers(early.numbers, others.numbers)
+                  ? early
+                  : this.readOptOutsElsewhere(others, recipient, owner)
+              await read.settled()
+              if (read.failed) throw new Error('the entries on the pool’s other numbers were not read')
+              if (read.widest) blockedElsewhere.set(i, read.widest)
             })
       await Promise.all([...reads, ...scripts, ...elsewhere])
     } catch (error) {
@@ -518,7 +559,77 @@ export class SendChecks {
   }
 }
 
-const NONE: readonly string[] = []
+/** Where a pooled key's sends are blocked besides their own number (docs/consent.md, "Sender pools"). */
+export interface PoolOptOuts {
+  /** Its pool's numbers: the recipient's own entries and the key's owner's on any of them block. */
+  numbers: readonly string[]
+  /** Its own sender's number when outside the pool (its entries are kept there): its owner's only. */
+  own: string | undefined
+}
+
+/** A `PoolOptOuts` less the number a send goes through. */
+export type Elsewhere = PoolOptOuts
+
+const sameNumbers = (a: readonly string[], b: readonly string[]) =>
+  a.length === b.length && a.every((number, i) => number === b[i])
+
+/**
+ * A recipient's entries on several numbers (a pooled send's pool's other numbers), read in the
+ * turn's MGET and taken as they land, no promise each: the widest scope blocking `owner`.
+ */
+export class OptOutsElsewhere implements Settle<string | null> {
+  readonly numbers: readonly string[]
+  readonly own: string | undefined
+  readonly recipient: string
+  readonly owner: SuppressionOwner
+  /** The widest scope read so far that blocks the owner; null: none. */
+  widest: string | null = null
+  /** Some read failed: the entries are not known. */
+  failed = false
+  /** The read of `own`: only the owner's entry there counts. */
+  readonly ownRead: Settle<string | null> = {
+    resolve: (value) => {
+      this.widest = widerScope(this.widest, ownerOnlyScope(value, this.owner))
+      this.#landed()
+    },
+    reject: () => this.reject(),
+  }
+  #left: number
+  #wake: Array<() => void> | undefined
+
+  constructor(where: Elsewhere, recipient: string, owner: SuppressionOwner) {
+    this.numbers = where.numbers
+    this.own = where.own
+    this.recipient = recipient
+    this.owner = owner
+    this.#left = where.numbers.length + (where.own === undefined ? 0 : 1)
+  }
+
+  resolve(value: string | null): void {
+    this.widest = widerScope(this.widest, scopeForOwner(value, this.owner))
+    this.#landed()
+  }
+
+  reject(): void {
+    this.failed = true
+    this.#landed()
+  }
+
+  /** Once every read is in (undefined when they are already). */
+  settled(): Promise<void> | undefined {
+    if (this.#left === 0) return undefined
+    return new Promise((resolve) => {
+      this.#wake ??= []
+      this.#wake.push(resolve)
+    })
+  }
+
+  #landed(): void {
+    if (--this.#left > 0 || !this.#wake) return
+    for (const wake of this.#wake) wake()
+    this.#wake = undefined
+  }
+}
 
 /** Whether an entry's scope for the send's owner refuses it: `all`, or `marketing` for a marketing send. */
 const blocks = (scope: unknown, rules: SenderRules | undefined, send: SendToCheck) =>
