@@ -62,23 +62,20 @@ export function readRecipient(
       () => null,
     )
   const own = reads.optOut ? optOutOn(phoneNumberId) : NONE
-  const also = reads.optOutAlso
-  const ownerOn = reads.optOutOwnerOn
-  const elsewhere = [
-    ...(also ?? []).map(optOutOn),
-    ...(ownerOn === undefined
-      ? []
-      : [
-          read(suppressionKey(prefix, ownerOn, recipientHash)).then(
-            (value) => ownerOnlyScope(value, owner),
-            () => null,
-          ),
-        ]),
-  ]
+  const { optOutAlso: also, optOutOwnerOn: ownerOn } = reads
   return {
     optOut:
-      elsewhere.length > 0
-        ? Promise.all([own, ...elsewhere]).then((scopes) => scopes.reduce(widerScope, null))
+      also?.length || ownerOn !== undefined
+        ? Promise.all([
+            own,
+            ...(also ?? []).map(optOutOn),
+            ownerOn === undefined
+              ? NONE
+              : read(suppressionKey(prefix, ownerOn, recipientHash)).then(
+                  (value) => ownerOnlyScope(value, owner),
+                  () => null,
+                ),
+          ]).then((scopes) => scopes.reduce(widerScope, null))
         : own,
     window: reads.window ? windowOf(read, prefix, phoneNumberId, recipient) : undefined,
   }
