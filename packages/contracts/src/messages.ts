@@ -484,11 +484,6 @@ export const MessageJob = Type.Object(
       Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: SENDER_POOL_MAX_MEMBERS }),
     ),
     /**
-     * A pooled message's key's own sender's number when it is outside the pool: the key's tenant's
-     * entries there (where its own are kept) stop it too, not the recipient's own.
-     */
-    optOutOwnNumber: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    /**
      * Set when a worker moved it off a pool's number that fell while it waited (docs/sender-pools.md,
      * "Messages waiting on a fallen number"): from which sender, to which, when and why.
      */

@@ -53,20 +53,6 @@ export function scopeForOwner(value: string | null, owner: SuppressionOwner): Su
 }
 
 /**
- * `owner`'s own entry in the copy's value, without the recipient's: what blocks a pooled key on its
- * own sender when that sender is outside its pool (docs/consent.md, "Sender pools").
- */
-export function ownerOnlyScope(value: string | null, owner: SuppressionOwner): SuppressionScope | null {
-  if (value === null || owner === EVERY_KEY) return null
-  const needle = `|${owner}=`
-  const at = value.indexOf(needle)
-  if (at === -1) return null
-  const from = at + needle.length
-  const to = value.indexOf('|', from)
-  return (value.slice(from, to === -1 ? undefined : to) || null) as SuppressionScope | null
-}
-
-/**
  * Sets (or, with an empty scope, lifts) one owner's entry in the copy's value, the others kept
  * (lua/consent/writeOptOut-1.lua).
  */

@@ -10,7 +10,7 @@ import { suppressionOwner } from '@dispatch/runtime'
 import { AppError } from '../errors.ts'
 import { describeValidationError, makeAjv } from '../plugins/validation.ts'
 import { type AcceptedMessage, acceptMessage, type SendingKey } from './accept.ts'
-import type { PoolOptOuts, Prefetched, SendToCheck } from './checks/send-checks.ts'
+import type { Prefetched, SendToCheck } from './checks/send-checks.ts'
 import {
   choosePoolSenders,
   earlySticky,
@@ -53,9 +53,9 @@ export const prefetchChecks = (
     prefetched.senderId = sticky.likely
     prefetched.sticky = sticky
     // The recipient's entries on the pool's other numbers, in the same MGET (consent.md, "Sender pools").
-    const pool = poolOptOuts(sending, key)
-    const elsewhere = pool && sending.checks.elsewhereFor(pool, sticky.likely)
-    if (elsewhere)
+    const numbers = poolNumbers(sending, key)
+    const elsewhere = numbers && sending.checks.elsewhereFor(numbers, sticky.likely)
+    if (elsewhere?.length)
       prefetched.elsewhere = sending.checks.readOptOutsElsewhere(elsewhere, sticky.recipient, owner)
     return prefetched
   }
@@ -159,10 +159,10 @@ async function checkSends(
   )
   const mayFallBack = key.scopes?.includes(Scopes.sendSmsFallback) === true
   // A pooled key's opt-outs hold on every number of its pool: a recipient who opted out on one
-  // member, or whom the key's tenant suppressed (kept on the key's own sender), hears from none.
+  // member, or whom the key's tenant suppressed (on the key's own sender, a member), hears from none.
   // The numbers travel with each job (`optOutNumbers`): an opt-out on any of them since stops it
   // at delivery, wherever it was moved.
-  const pool = poolOptOuts(sending, key)
+  const numbers = poolNumbers(sending, key)
   const checkGroup = async (senderId: string, group: number[]) => {
     const sends = group.map((i) => items[i] as SendToCheck)
     // A pooled send's early reads were made for one number: used only when it is the one chosen.
@@ -181,7 +181,7 @@ async function checkSends(
       prefetched,
       suppressionOwner({ apiKeyId: key.id, tenantId: key.tenantId }),
       options.holdAtLimit === true,
-      pool,
+      numbers,
     )
     const closesAt = closing && (await closing)
     // The sender's default fallback, on the sends that carry none, for a key that may ask for one.
@@ -196,10 +196,7 @@ async function checkSends(
       const windowClosesAt = early ? early.closesAt : closesAt?.[n]
       if (windowClosesAt !== undefined) job.windowClosesAt = windowClosesAt
       if (defaultFallback && !job.fallback) job.fallback = defaultFallback
-      if (pool) {
-        job.optOutNumbers = pool.numbers as string[]
-        if (pool.own !== undefined) job.optOutOwnNumber = pool.own
-      }
+      if (numbers) job.optOutNumbers = numbers
       // Carried on the job: an opt-out of marketing made before delivery cancels it then.
       if (sending.checks.isMarketing(senderId, items[i] as SendToCheck)) job.marketing = true
     })
@@ -210,18 +207,13 @@ async function checkSends(
 }
 
 /**
- * Where a pooled key's opt-outs block its sends (docs/consent.md, "Sender pools"): its pool's
- * numbers, and its own sender's when outside the pool (where its entries are kept). Undefined for
- * a key without a pool this process knows.
+ * The numbers of a pooled key's pool, whose opt-outs block its sends (docs/consent.md, "Sender
+ * pools"); its own sender is one of them (binding a key to a pool makes it a member, and a member
+ * that is a bound key's sender cannot leave). Undefined for a key without a pool this process knows.
  */
-function poolOptOuts(sending: Pick<Sending, 'checks' | 'pools'>, key: SendingKey): PoolOptOuts | undefined {
+function poolNumbers(sending: Pick<Sending, 'checks' | 'pools'>, key: SendingKey): string[] | undefined {
   const pool = key.senderPoolId ? sending.pools.get(key.senderPoolId) : undefined
-  if (!pool) return undefined
-  const members = pool.members.map((m) => m.senderId)
-  const numbers = sending.checks.numbersOf(members)
-  const home = key.senderId ?? DEFAULT_SENDER_ID
-  const [own] = members.includes(home) ? [] : sending.checks.numbersOf([home])
-  return { numbers, own: own === undefined || numbers.includes(own) ? undefined : own }
+  return pool && sending.checks.numbersOf(pool.members.map((m) => m.senderId))
 }
 
 /** The scopes a batch item (or its dry run) may ask for: its type's, and the fallback's when it has one. */

@@ -854,6 +854,10 @@ describe('messages already in a number’s queue when it falls', () => {
 })
 
 describe("a pooled key's opt-outs", () => {
+  let unpooledDefault: Key
+  beforeAll(async () => {
+    unpooledDefault = await activeKey(app, { scopes: SEND_SCOPES, tenantId: 'acme' })
+  })
   const sendsFrom = (key: Key, phone: string) => [
     ...(['a', 'b', 'c'] as const).map((name) =>
       send(app, 'send-text', key.key, { phone, text: 'Your order shipped', senderId: members[name].id }),
@@ -861,7 +865,7 @@ describe("a pooled key's opt-outs", () => {
     send(app, 'send-text', key.key, { phone, text: 'Your order shipped' }),
   ]
 
-  it("block its sends through every number of the pool: its tenant's, kept on its own sender", async () => {
+  it("block its sends through every number of the pool: its tenant's, kept on its own sender (a member)", async () => {
     const phone = '+5511955500801'
     const added = await app.inject({
       method: 'POST',
@@ -934,6 +938,25 @@ describe("a pooled key's opt-outs", () => {
       scope: 'all',
       entries: [{ owner: 'recipient', id: null }],
     })
+  })
+
+  it("are not blocked by a recipient's STOP to a number outside the pool", async () => {
+    // The environment's `default` (the sandbox's number here): another business's as far as the
+    // pool goes.
+    const phone = '+5511955500805'
+    const stop = { ...replyFrom(phone), text: { body: 'STOP' } }
+    const res = await postPlatformWebhook(app, messageWebhook('100000000000001', stop), APP_SECRET)
+    expect(res.statusCode, res.body).toBe(200)
+    // Recorded on `default`: a key of its own is refused once the copy has it.
+    await waitFor(
+      async () => {
+        const tried = await send(app, 'send-text', unpooledDefault.key, { phone, text: 'Your order shipped' })
+        return tried.statusCode === 422 ? true : undefined
+      },
+      { what: 'the opt-out on default' },
+    )
+    const sent = await send(app, 'send-text', pooled.key, { phone, text: 'Your order shipped' })
+    expect(sent.statusCode, sent.body).toBe(202)
   })
 
   it('stop a message accepted before the recipient opted out on another number of the pool', async () => {

@@ -1,6 +1,5 @@
 import type { SuppressionScope } from '@dispatch/contracts'
 import {
-  ownerOnlyScope,
   SERVICE_WINDOW_MS,
   type SuppressionOwner,
   scopeForOwner,
@@ -49,8 +48,6 @@ export function readRecipient(
     window: boolean
     /** Other numbers whose opt-outs stop the message too (a pooled message's `optOutNumbers`). */
     optOutAlso?: readonly string[] | undefined
-    /** A number where only the owner's entry stops it (a pooled message's `optOutOwnNumber`). */
-    optOutOwnerOn?: string | undefined
   },
 ): RecipientReads {
   const { phoneNumberId, recipient, recipientHash, owner } = at
@@ -62,21 +59,11 @@ export function readRecipient(
       () => null,
     )
   const own = reads.optOut ? optOutOn(phoneNumberId) : NONE
-  const { optOutAlso: also, optOutOwnerOn: ownerOn } = reads
+  const also = reads.optOutAlso
   return {
-    optOut:
-      also?.length || ownerOn !== undefined
-        ? Promise.all([
-            own,
-            ...(also ?? []).map(optOutOn),
-            ownerOn === undefined
-              ? NONE
-              : read(suppressionKey(prefix, ownerOn, recipientHash)).then(
-                  (value) => ownerOnlyScope(value, owner),
-                  () => null,
-                ),
-          ]).then((scopes) => scopes.reduce(widerScope, null))
-        : own,
+    optOut: also?.length
+      ? Promise.all([own, ...also.map(optOutOn)]).then((scopes) => scopes.reduce(widerScope, null))
+      : own,
     window: reads.window ? windowOf(read, prefix, phoneNumberId, recipient) : undefined,
   }
 }

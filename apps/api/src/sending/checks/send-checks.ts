@@ -9,7 +9,6 @@ import {
 import {
   MARKETING_CONSENT_SCRIPT,
   marketingCountKey,
-  ownerOnlyScope,
   type RecipientHasher,
   SERVICE_WINDOW_MS,
   type SuppressionOwner,
@@ -308,27 +307,24 @@ export class SendChecks {
    * A recipient's entries on `numbers` (a pooled send's pool's other numbers), in the turn's MGET,
    * taken as they land: the widest scope any of them blocks `owner` with.
    */
-  readOptOutsElsewhere(where: Elsewhere, recipient: string, owner: SuppressionOwner): OptOutsElsewhere {
-    const reads = new OptOutsElsewhere(where, recipient, owner)
+  readOptOutsElsewhere(
+    numbers: readonly string[],
+    recipient: string,
+    owner: SuppressionOwner,
+  ): OptOutsElsewhere {
+    const reads = new OptOutsElsewhere(numbers, recipient, owner)
     const hashed = this.#hash(recipient)
-    for (const number of where.numbers) this.#read.into(suppressionKey(this.#prefix, number, hashed), reads)
-    if (where.own !== undefined)
-      this.#read.into(suppressionKey(this.#prefix, where.own, hashed), reads.ownRead)
+    for (const number of numbers) this.#read.into(suppressionKey(this.#prefix, number, hashed), reads)
     return reads
   }
 
   /**
-   * Where else a pooled key's entries block its sends through `senderId`, beside its number's own:
-   * the pool's other numbers, and the key's own sender's when outside the pool. Undefined: nowhere.
+   * The numbers of a pooled key's pool (`poolNumbers`) but the one `senderId` sends from: whose
+   * entries block its sends beside that number's own. Empty: none.
    */
-  elsewhereFor(pool: PoolOptOuts, senderId: string): Elsewhere | undefined {
-    return this.#elsewhereOf(pool, this.#numberOf(senderId, this.#rules.get(senderId)))
-  }
-
-  #elsewhereOf(pool: PoolOptOuts, number: string | undefined): Elsewhere | undefined {
-    const numbers = pool.numbers.filter((other) => other !== number)
-    const own = pool.own === number ? undefined : pool.own
-    return numbers.length === 0 && own === undefined ? undefined : { numbers, own }
+  elsewhereFor(poolNumbers: readonly string[], senderId: string): readonly string[] {
+    const own = this.#numberOf(senderId, this.#rules.get(senderId))
+    return poolNumbers.filter((number) => number !== own)
   }
 
   /** The phone numbers of senders, each once (those this process knows). */
@@ -354,8 +350,8 @@ export class SendChecks {
     owner: SuppressionOwner = '',
     /** The sends wait for room under the messaging limit whatever the sender's policy (a campaign's). */
     holdAtLimit = false,
-    /** A pooled key's: where else its sends are blocked (docs/consent.md, "Sender pools"). */
-    pool?: PoolOptOuts,
+    /** A pooled key's pool's numbers: its sends are blocked by entries on any (docs/consent.md, "Sender pools"). */
+    poolNumbers?: readonly string[],
   ): Promise<Array<AppError | undefined>> {
     const rules = this.#rules.get(senderId)
     const errors: Array<AppError | undefined> = sends.map(() => undefined)
@@ -387,7 +383,7 @@ export class SendChecks {
             sends,
             errors,
             prefetched,
-            pool && this.#elsewhereOf(pool, number),
+            poolNumbers && this.elsewhereFor(poolNumbers, senderId),
           )
     // The portfolio's reach under `refuse`, in the same turn (no reads at all for another policy,
     // nor while the reach read less than a second ago leaves room).
@@ -470,8 +466,8 @@ export class SendChecks {
     sends: SendToCheck[],
     errors: Array<AppError | undefined>,
     prefetched: Prefetched | undefined,
-    /** Where else entries block these sends (a pooled key's), read beside: any one blocks. */
-    others: Elsewhere | undefined,
+    /** Other numbers whose entries block these sends (a pooled key's pool's), read beside: any one blocks. */
+    others: readonly string[] | undefined,
   ) {
     const open = sends.flatMap((_send, i) => (errors[i] ? [] : [i]))
     if (open.length === 0) return
@@ -517,7 +513,7 @@ export class SendChecks {
       // Each send's entries on the other numbers: a single send's read early, the others' in the
       // same MGET as the rest.
       const elsewhere =
-        others === undefined
+        others === undefined || others.length === 0
           ? []
           : open.map(async (i) => {
               const recipient = recipientOf((sends[i] as SendToCheck).body)
@@ -526,8 +522,7 @@ export class SendChecks {
                 early &&
                 early.owner === owner &&
                 early.recipient === recipient &&
-                early.own === others.own &&
-                sameNumbers(early.numbers, others.numbers)
+                sameNumbers(early.numbers, others)
                   ? early
                   : this.readOptOutsElsewhere(others, recipient, owner)
               await read.settled()
@@ -559,17 +554,6 @@ export class SendChecks {
   }
 }
 
-/** Where a pooled key's sends are blocked besides their own number (docs/consent.md, "Sender pools"). */
-export interface PoolOptOuts {
-  /** Its pool's numbers: the recipient's own entries and the key's owner's on any of them block. */
-  numbers: readonly string[]
-  /** Its own sender's number when outside the pool (its entries are kept there): its owner's only. */
-  own: string | undefined
-}
-
-/** A `PoolOptOuts` less the number a send goes through. */
-export type Elsewhere = PoolOptOuts
-
 const sameNumbers = (a: readonly string[], b: readonly string[]) =>
   a.length === b.length && a.every((number, i) => number === b[i])
 
@@ -579,30 +563,20 @@ const sameNumbers = (a: readonly string[], b: readonly string[]) =>
  */
 export class OptOutsElsewhere implements Settle<string | null> {
   readonly numbers: readonly string[]
-  readonly own: string | undefined
   readonly recipient: string
   readonly owner: SuppressionOwner
   /** The widest scope read so far that blocks the owner; null: none. */
   widest: string | null = null
   /** Some read failed: the entries are not known. */
   failed = false
-  /** The read of `own`: only the owner's entry there counts. */
-  readonly ownRead: Settle<string | null> = {
-    resolve: (value) => {
-      this.widest = widerScope(this.widest, ownerOnlyScope(value, this.owner))
-      this.#landed()
-    },
-    reject: () => this.reject(),
-  }
   #left: number
   #wake: Array<() => void> | undefined
 
-  constructor(where: Elsewhere, recipient: string, owner: SuppressionOwner) {
-    this.numbers = where.numbers
-    this.own = where.own
+  constructor(numbers: readonly string[], recipient: string, owner: SuppressionOwner) {
+    this.numbers = numbers
     this.recipient = recipient
     this.owner = owner
-    this.#left = where.numbers.length + (where.own === undefined ? 0 : 1)
+    this.#left = numbers.length
   }
 
   resolve(value: string | null): void {

@@ -52,14 +52,8 @@ export function readGateInputs(delivery: MessageDelivery): GateInputs {
     },
     {
       optOut: mustRead(phoneNumberId),
-      // A pooled message: its pool's other numbers' and its key's own sender's opt-outs stop it too.
+      // A pooled message: its pool's other numbers' opt-outs stop it too.
       optOutAlso: data.optOutNumbers?.filter((number) => number !== phoneNumberId && mustRead(number)),
-      optOutOwnerOn:
-        data.optOutOwnNumber !== undefined &&
-        data.optOutOwnNumber !== phoneNumberId &&
-        mustRead(data.optOutOwnNumber)
-          ? data.optOutOwnNumber
-          : undefined,
       window:
         (lane.settings.serviceWindowPolicy === 'enforce' && isFreeForm(data.message)) ||
         (reach === undefined && countsAgainstLimit(delivery)),
