@@ -476,9 +476,8 @@ export const MessageJob = Type.Object(
     senderPoolId: Type.Optional(Type.String({ format: 'uuid' })),
     /**
      * A pooled message's numbers whose opt-outs stop it too (docs/consent.md, "Sender pools"): its
-     * pool's, as phone number ids, when it was accepted. An opt-out on
-     * any of them made since cancels it at delivery, whichever number it goes through then.
-     * Absent: its own number's alone.
+     * pool's, as phone number ids, when it was accepted. An opt-out on any of them made since
+     * cancels it at delivery, whichever number it goes through then. Absent: its own number's alone.
      */
     optOutNumbers: Type.Optional(
       Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: SENDER_POOL_MAX_MEMBERS }),

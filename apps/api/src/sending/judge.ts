@@ -47,16 +47,17 @@ export const prefetchChecks = (
     // used only if that is the number chosen.
     const sticky = prefetchSticky(sending, key, body)
     if (!sticky) return undefined
-    const owner = suppressionOwner({ apiKeyId: key.id, tenantId: key.tenantId })
-    const early = sending.checks.prefetch(sticky.likely, body, type, owner)
+    // The recipient's entries on the pool's other numbers too, in the same MGET (consent.md, "Sender pools").
+    const early = sending.checks.prefetch(
+      sticky.likely,
+      body,
+      type,
+      suppressionOwner({ apiKeyId: key.id, tenantId: key.tenantId }),
+      poolNumbers(sending, key),
+    )
     const prefetched: Prefetched = early ?? { recipient: sticky.recipient }
     prefetched.senderId = sticky.likely
     prefetched.sticky = sticky
-    // The recipient's entries on the pool's other numbers, in the same MGET (consent.md, "Sender pools").
-    const numbers = poolNumbers(sending, key)
-    const elsewhere = numbers && sending.checks.elsewhereFor(numbers, sticky.likely)
-    if (elsewhere?.length)
-      prefetched.elsewhere = sending.checks.readOptOutsElsewhere(elsewhere, sticky.recipient, owner)
     return prefetched
   }
   return sending.checks.prefetch(
@@ -162,7 +163,7 @@ async function checkSends(
   // member, or whom the key's tenant suppressed (on the key's own sender, a member), hears from none.
   // The numbers travel with each job (`optOutNumbers`): an opt-out on any of them since stops it
   // at delivery, wherever it was moved.
-  const numbers = poolNumbers(sending, key)
+  const numbers = options.prefetched?.poolNumbers ?? poolNumbers(sending, key)
   const checkGroup = async (senderId: string, group: number[]) => {
     const sends = group.map((i) => items[i] as SendToCheck)
     // A pooled send's early reads were made for one number: used only when it is the one chosen.

@@ -45,12 +45,8 @@ export function ownedSuppressions(db: Db, caller: Caller) {
       ),
     /**
      * The entries that block the caller's sends to a recipient (its names and hashes): the
-     * recipient's own and the caller's, never another tenant's.
-     */
-    /**
-     * The entries that block the caller's sends to a recipient: the recipient's own and the
-     * caller's owner's, on its sender and on `alsoOn` (a pooled key's pool's numbers, whose
-     * opt-outs block its sends too).
+     * recipient's own and the caller's, never another tenant's; on its sender and on `alsoOn` (a
+     * pooled key's pool's members, whose opt-outs block its sends too).
      */
     ofRecipient: (recipients: string[], alsoOn: readonly string[] = []) =>
       db

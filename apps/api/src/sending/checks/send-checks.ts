@@ -87,7 +87,9 @@ export interface Prefetched {
    */
   sticky?: StickyRead
   senderId?: string
-  /** A pooled send's entries on its pool's other numbers (`readOptOutsElsewhere`), read with the rest. */
+  /** A pooled key's pool's numbers, as `prefetch` was given them (`check`'s `poolNumbers`). */
+  poolNumbers?: string[]
+  /** A pooled send's entries on its pool's other numbers, read with the rest. */
   elsewhere?: OptOutsElsewhere
 }
 
@@ -231,6 +233,8 @@ export class SendChecks {
     body: unknown,
     type: MessageType,
     owner: SuppressionOwner,
+    /** A pooled key's pool's numbers: its entries on the others are read too. */
+    poolNumbers?: string[],
   ): Prefetched | undefined {
     const rules = this.#rules.get(senderId)
     const send = body as SendToCheck['body'] | undefined
@@ -243,6 +247,8 @@ export class SendChecks {
       prefetched.window = read.catch(() => undefined)
     }
     const number = this.#numberOf(senderId, rules)
+    const others = poolNumbers && this.#elsewhereFor(poolNumbers, number)
+    const hashed = number !== undefined || others?.length ? this.#hash(recipient) : ''
     if (
       number !== undefined &&
       !(rules?.marketingCap && isMarketing(rules, { type, body: send, field: '' }))
@@ -250,9 +256,11 @@ export class SendChecks {
       prefetched.consent = {
         number,
         owner,
-        read: this.#readEntries(number, this.#hash(recipient), owner).catch(() => undefined),
+        read: this.#readEntries(number, hashed, owner).catch(() => undefined),
       }
     }
+    if (poolNumbers) prefetched.poolNumbers = poolNumbers
+    if (others?.length) prefetched.elsewhere = this.#readElsewhere(others, recipient, hashed, owner)
     const limit = prefetchLimit(this.#limitDeps, rules, type, recipient, Date.now())
     if (limit) prefetched.limit = limit
     if (type === 'template' && rules?.messagingLimit.tracked && !this.#redis.isCluster) {
@@ -263,7 +271,11 @@ export class SendChecks {
       }, unread)
       prefetched.limitWindow = limitWindow
     }
-    return prefetched.window || prefetched.consent || prefetched.limit || prefetched.limitWindow
+    return prefetched.window ||
+      prefetched.consent ||
+      prefetched.limit ||
+      prefetched.limitWindow ||
+      prefetched.elsewhere
       ? prefetched
       : undefined
   }
@@ -307,24 +319,20 @@ export class SendChecks {
    * A recipient's entries on `numbers` (a pooled send's pool's other numbers), in the turn's MGET,
    * taken as they land: the widest scope any of them blocks `owner` with.
    */
-  readOptOutsElsewhere(
+  #readElsewhere(
     numbers: readonly string[],
     recipient: string,
+    hashed: string,
     owner: SuppressionOwner,
   ): OptOutsElsewhere {
     const reads = new OptOutsElsewhere(numbers, recipient, owner)
-    const hashed = this.#hash(recipient)
     for (const number of numbers) this.#read.into(suppressionKey(this.#prefix, number, hashed), reads)
     return reads
   }
 
-  /**
-   * The numbers of a pooled key's pool (`poolNumbers`) but the one `senderId` sends from: whose
-   * entries block its sends beside that number's own. Empty: none.
-   */
-  elsewhereFor(poolNumbers: readonly string[], senderId: string): readonly string[] {
-    const own = this.#numberOf(senderId, this.#rules.get(senderId))
-    return poolNumbers.filter((number) => number !== own)
+  /** A pooled key's pool's numbers but `number`, the one a send goes through: whose entries block it too. */
+  #elsewhereFor(poolNumbers: readonly string[], number: string | undefined): readonly string[] {
+    return poolNumbers.filter((other) => other !== number)
   }
 
   /** The phone numbers of senders, each once (those this process knows). */
@@ -383,7 +391,7 @@ export class SendChecks {
             sends,
             errors,
             prefetched,
-            poolNumbers && this.elsewhereFor(poolNumbers, senderId),
+            poolNumbers && this.#elsewhereFor(poolNumbers, number),
           )
     // The portfolio's reach under `refuse`, in the same turn (no reads at all for another policy,
     // nor while the reach read less than a second ago leaves room).
@@ -472,16 +480,18 @@ export class SendChecks {
     const open = sends.flatMap((_send, i) => (errors[i] ? [] : [i]))
     if (open.length === 0) return
     const cap = rules?.marketingCap ?? null
+    // Each send's hash once, whichever of its reads needs it.
+    const hashes: string[] = []
+    const hashOf = (i: number) => (hashes[i] ??= this.#hash(recipientOf((sends[i] as SendToCheck).body)))
     const keysOf = (i: number) => {
       // Keyed by the recipient's hash: an opt-out kept after its recipient was erased (stored hashed)
       // is found by this same single read.
-      const hashed = this.#hash(recipientOf((sends[i] as SendToCheck).body))
+      const hashed = hashOf(i)
       return [
         suppressionKey(this.#prefix, phoneNumberId, hashed),
         marketingCountKey(this.#prefix, phoneNumberId, hashed),
       ] as const
     }
-    const hashOf = (i: number) => this.#hash(recipientOf((sends[i] as SendToCheck).body))
     const counted = new Set(cap ? open.filter((i) => isMarketing(rules, sends[i] as SendToCheck)) : [])
     const marketing = [...counted]
     const answers = new Map<number, unknown>()
@@ -524,7 +534,7 @@ export class SendChecks {
                 early.recipient === recipient &&
                 sameNumbers(early.numbers, others)
                   ? early
-                  : this.readOptOutsElsewhere(others, recipient, owner)
+                  : this.#readElsewhere(others, recipient, hashOf(i), owner)
               await read.settled()
               if (read.failed) throw new Error('the entries on the pool’s other numbers were not read')
               if (read.widest) blockedElsewhere.set(i, read.widest)
