@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process'
-import { chownSync, mkdtempSync, rmSync } from 'node:fs'
+import { chownSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -13,29 +13,46 @@ import { waitFor } from './wait.ts'
 
 const run = promisify(execFile)
 
-/** The OS's pick of a port nothing listens on now. */
-const osPort = () =>
-  new Promise<number>((resolve, reject) => {
+/** Whether nothing listens on a port of 127.0.0.1 now. */
+const canBind = (port: number) =>
+  new Promise<boolean>((resolve) => {
     const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address()
-      server.close(() => (address && typeof address === 'object' ? resolve(address.port) : reject()))
-    })
+    server.once('error', () => resolve(false))
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)))
   })
 
 /**
- * Ports this process has handed out. Once closed, a port is the OS's to pick again at once: a
- * walkthrough's four ports asked in a row once came back with the same port twice (the API and the
- * fake SMS provider, EADDRINUSE), since none is bound until its child starts.
+ * The lowest port the kernel hands to outgoing connections and `listen(0)` (Linux's
+ * ip_local_port_range; 32768 where it cannot be read). A port for a child is picked below it: one
+ * picked inside it was once taken by some process's outgoing connection between the probe and the
+ * child's bind (the walkthroughs' API, EADDRINUSE).
+ */
+const ephemeralLow = (() => {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').split(/\s+/)[0])
+    return Number.isInteger(low) && low > 12_000 ? low : 32_768
+  } catch {
+    return 32_768
+  }
+})()
+
+/**
+ * Ports this process has handed out: none is bound until its child starts, so a second ask must
+ * not get the same port back.
  */
 const handedOut = new Set<number>()
 
-/** A port nothing listens on now and this process has not handed out before, for a child to bind. */
+/**
+ * A port nothing listens on now, this process has not handed out before, and outside the range the
+ * kernel picks from, for a child to bind. Random across ten thousand ports, so test files running
+ * side by side rarely pick the same one.
+ */
 export async function freePort(): Promise<number> {
+  const low = ephemeralLow - 10_000
   for (let tries = 1; ; tries++) {
-    const port = await osPort()
-    if (!handedOut.has(port) || tries >= 50) {
+    const port = low + Math.floor(Math.random() * 10_000)
+    if (handedOut.has(port)) continue
+    if ((await canBind(port)) || tries >= 200) {
       handedOut.add(port)
       return port
     }
