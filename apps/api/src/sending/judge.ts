@@ -197,7 +197,8 @@ async function checkSends(
       const windowClosesAt = early ? early.closesAt : closesAt?.[n]
       if (windowClosesAt !== undefined) job.windowClosesAt = windowClosesAt
       if (defaultFallback && !job.fallback) job.fallback = defaultFallback
-      if (numbers) job.optOutNumbers = numbers
+      // The loaded pool's own list, shared by its jobs: serialized as they are stored, never changed.
+      if (numbers) job.optOutNumbers = numbers as string[]
       // Carried on the job: an opt-out of marketing made before delivery cancels it then.
       if (sending.checks.isMarketing(senderId, items[i] as SendToCheck)) job.marketing = true
     })
@@ -212,9 +213,8 @@ async function checkSends(
  * pools"); its own sender is one of them (binding a key to a pool makes it a member, and a member
  * that is a bound key's sender cannot leave). Undefined for a key without a pool this process knows.
  */
-function poolNumbers(sending: Pick<Sending, 'checks' | 'pools'>, key: SendingKey): string[] | undefined {
-  const pool = key.senderPoolId ? sending.pools.get(key.senderPoolId) : undefined
-  return pool && sending.checks.numbersOf(pool.members.map((m) => m.senderId))
+function poolNumbers(sending: Pick<Sending, 'pools'>, key: SendingKey): readonly string[] | undefined {
+  return key.senderPoolId ? sending.pools.get(key.senderPoolId)?.numbers : undefined
 }
 
 /** The scopes a batch item (or its dry run) may ask for: its type's, and the fallback's when it has one. */

@@ -7,7 +7,8 @@
  *
  *   pnpm --filter @dispatch/bench bench:accept    (BENCH_CONNECTIONS, BENCH_DURATION_S, BENCH_ROUNDS)
  *   BENCH_ONLY=pool: only the sends: the pooled one against the single-sender key's and against a
- *   key of one of the pool's numbers alone (the two differ by the pool only), rounds rotating.
+ *   key of one of the pool's numbers alone (the two differ by the pool only), and a key of a pool of
+ *   that number alone against it (the sticky lookup and the choice only), rounds rotating.
  */
 import { QueueNames } from '@dispatch/contracts'
 import { MESSAGE_JOB_OPTIONS } from '@dispatch/runtime/message-handoff'
@@ -69,14 +70,23 @@ const targets = [
     url: `${api.url}/api/third-party/messages/send-text`,
     headers: { 'x-api-key': api.poolNumber },
   },
+  // BENCH_ONLY=pool: a key bound to a pool of that number alone: against the number alone, the
+  // sticky lookup and the choice only, with no other number's opt-outs to read.
+  {
+    name: 'send-text (pool of one)',
+    url: `${api.url}/api/third-party/messages/send-text`,
+    headers: { 'x-api-key': api.pooledOne },
+  },
   { name: 'BullMQ add', url: `${bare.url}/add`, headers: {} },
   { name: 'INCR', url: `${bare.url}/incr`, headers: {} },
 ] as const
 type Target = (typeof targets)[number]['name']
-/** BENCH_ONLY=pool: the three sends only (the pooled one against both single-sender keys), more rounds. */
+/** BENCH_ONLY=pool: the four sends only (the pooled ones against the single-sender keys), more rounds. */
 const onlyPool = process.env.BENCH_ONLY === 'pool'
 const measured = targets.filter((t) =>
-  onlyPool ? t.name.startsWith('send-text') : t.name !== 'send-text (pool number alone)',
+  onlyPool
+    ? t.name.startsWith('send-text')
+    : t.name !== 'send-text (pool number alone)' && t.name !== 'send-text (pool of one)',
 )
 
 try {
@@ -132,26 +142,33 @@ try {
   })
   // Each round's pooled send against a single-sender one of the same round: load that drifts
   // between rounds falls on both of a pair alike.
-  const comparePooledCpu = (baseline: Target, what: string) => {
+  const comparePooledCpu = (baseline: Target, what: string, pool: Target = 'send-text (pool)') => {
+    const which = pool === 'send-text (pool)' ? 'a pooled key' : 'a key of a pool of one'
     printComparison({
-      name: `send-text from a pooled key vs ${what} (CPU per request)`,
-      figure: cpuOf('send-text (pool)'),
+      name: `send-text from ${which} vs ${what} (CPU per request)`,
+      figure: cpuOf(pool),
       baseline: cpuOf(baseline),
       unit: 'µs',
       better: 'lower',
       aim: '≤ 1.03',
     })
     const single = cpus.get(baseline) ?? []
-    const paired = (cpus.get('send-text (pool)') ?? []).map((cpu, i) => cpu / (single[i] ?? cpu))
+    const paired = (cpus.get(pool) ?? []).map((cpu, i) => cpu / (single[i] ?? cpu))
     const pairedMedian = [...paired].sort((a, b) => a - b)[Math.floor(paired.length / 2)]
     console.log(
-      `  CPU per request, pooled / ${what}, round by round: ${paired.map((r) => r.toFixed(3)).join(', ')}` +
+      `  CPU per request, ${which} / ${what}, round by round: ${paired.map((r) => r.toFixed(3)).join(', ')}` +
         ` (median ${pairedMedian?.toFixed(3)})`,
     )
   }
   comparePooledCpu('send-text', 'from a single-sender key')
   if (onlyPool) {
     comparePooledCpu('send-text (pool number alone)', "from a key of one of the pool's numbers alone")
+    // The sticky lookup and the choice alone: the pool of one against its number alone.
+    comparePooledCpu(
+      'send-text (pool number alone)',
+      'from a key of its number alone',
+      'send-text (pool of one)',
+    )
   } else {
     const add = medianOf('BullMQ add')
     const incr = medianOf('INCR')

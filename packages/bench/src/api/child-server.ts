@@ -27,6 +27,8 @@ export interface ChildServer {
   pooled: string
   /** `app` with BENCH_POOLED_KEY only: an approved key of the pool's first number alone (no pool). */
   poolNumber: string
+  /** `app` with BENCH_POOLED_KEY only: an approved key bound to a pool of that first number alone. */
+  pooledOne: string
   /** The process's CPU time so far (user + system), in seconds; undefined off Linux. */
   cpuSeconds(): Promise<number | undefined>
   stop(): Promise<void>
@@ -34,13 +36,16 @@ export interface ChildServer {
 
 /** Starts `server.ts` as `role` in a child process and waits until it listens. */
 export async function startServer(role: 'app' | 'baseline', env: ServerEnv): Promise<ChildServer> {
-  const server = await forkChild<{ url: string; key: string; pooled: string; poolNumber: string }>(
-    new URL('./server.ts', import.meta.url),
-    {
-      what: `${role} server`,
-      args: [role],
-      env: { ...env },
-    },
-  )
+  const server = await forkChild<{
+    url: string
+    key: string
+    pooled: string
+    poolNumber: string
+    pooledOne: string
+  }>(new URL('./server.ts', import.meta.url), {
+    what: `${role} server`,
+    args: [role],
+    env: { ...env },
+  })
   return { ...server.ready, cpuSeconds: server.cpuSeconds, stop: server.stop }
 }

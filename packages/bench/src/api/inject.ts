@@ -50,7 +50,9 @@ export async function pooledKey(app: FastifyInstance): Promise<string> {
  * `pooledKey`'s key, and beside it a key bound to the pool's first number alone (no pool): the two
  * differ by the pool only, for comparing their sends.
  */
-export async function pooledKeys(app: FastifyInstance): Promise<{ pooled: string; single: string }> {
+export async function pooledKeys(
+  app: FastifyInstance,
+): Promise<{ pooled: string; single: string; pooledOne: string }> {
   const { db } = app.deps
   const tag = `${Date.now()}`.slice(-9)
   const ids = [0, 1, 2].map(() => randomUUID())
@@ -72,15 +74,31 @@ export async function pooledKeys(app: FastifyInstance): Promise<{ pooled: string
   if (!('outcome' in created) || created.outcome !== 'written') {
     throw new Error(`pool not created: ${JSON.stringify(created)}`)
   }
-  const poolId = created.detail.pool.id
-  const { id, key } = await approvedKeyWithId(app)
-  const bound = await app.inject({
-    method: 'PATCH',
-    url: `/api/admin/api-keys/${id}`,
-    headers: { authorization: `Bearer ${app.deps.config.adminTokens[0]?.token}` },
-    payload: { senderPoolId: poolId },
+  // A pool of the first number alone, beside it: its key's sends cost the sticky lookup and the
+  // choice, and no other number's opt-outs (the pool has none).
+  const alone = await createSenderPool(db, {
+    name: 'Bench pool of one',
+    members: [{ senderId: ids[0] as string, weight: 1 }],
+    actor: 'bench',
+    now: new Date(),
   })
-  if (bound.statusCode !== 200) throw new Error(`binding failed: ${bound.body}`)
+  if (!('outcome' in alone) || alone.outcome !== 'written') {
+    throw new Error(`pool not created: ${JSON.stringify(alone)}`)
+  }
+  const bind = async (senderPoolId: string) => {
+    const { id, key } = await approvedKeyWithId(app)
+    const bound = await app.inject({
+      method: 'PATCH',
+      url: `/api/admin/api-keys/${id}`,
+      headers: { authorization: `Bearer ${app.deps.config.adminTokens[0]?.token}` },
+      payload: { senderPoolId },
+    })
+    if (bound.statusCode !== 200) throw new Error(`binding failed: ${bound.body}`)
+    return key
+  }
+  const poolId = created.detail.pool.id
+  const key = await bind(poolId)
+  const pooledOne = await bind(alone.detail.pool.id)
   // The numbers' send rules too, so each send is checked as a known sender's (its consent read).
   await Promise.all([app.sending.pools.refresh(), app.sending.rules.refresh()])
   if (!app.sending.pools.get(poolId)) throw new Error('the API did not load the pool')
@@ -92,7 +110,7 @@ export async function pooledKeys(app: FastifyInstance): Promise<{ pooled: string
     payload: { senderId: ids[0] },
   })
   if (own.statusCode !== 200) throw new Error(`binding failed: ${own.body}`)
-  return { pooled: key, single: single.key }
+  return { pooled: key, single: single.key, pooledOne }
 }
 
 /**

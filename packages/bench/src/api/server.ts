@@ -46,9 +46,12 @@ async function startApp() {
   const key = await approvedKey(app)
   // The accept bench's pooled variant: a key bound to a three-number pool (its sends choose a number).
   // Beside it, a key of one of the pool's numbers alone: the two differ by the pool only.
-  const { pooled, single } =
-    process.env.BENCH_POOLED_KEY === 'true' ? await pooledKeys(app) : { pooled: '', single: '' }
-  return { app, key, pooled, poolNumber: single, close: () => app.close() }
+  // And a key bound to a pool of that number alone: the sticky lookup and the choice, no other number.
+  const { pooled, single, pooledOne } =
+    process.env.BENCH_POOLED_KEY === 'true'
+      ? await pooledKeys(app)
+      : { pooled: '', single: '', pooledOne: '' }
+  return { app, key, pooled, poolNumber: single, pooledOne, close: () => app.close() }
 }
 
 async function startBaseline() {
@@ -81,6 +84,7 @@ async function startBaseline() {
     key: '',
     pooled: '',
     poolNumber: '',
+    pooledOne: '',
     close: async () => {
       await app.close()
       await queue.close()
@@ -104,4 +108,5 @@ process.send?.({
   key: server.key,
   pooled: server.pooled,
   poolNumber: server.poolNumber,
+  pooledOne: server.pooledOne,
 })

@@ -88,7 +88,7 @@ export interface Prefetched {
   sticky?: StickyRead
   senderId?: string
   /** A pooled key's pool's numbers, as `prefetch` was given them (`check`'s `poolNumbers`). */
-  poolNumbers?: string[]
+  poolNumbers?: readonly string[]
   /** A pooled send's entries on its pool's other numbers, read with the rest. */
   elsewhere?: OptOutsElsewhere
 }
@@ -234,7 +234,7 @@ export class SendChecks {
     type: MessageType,
     owner: SuppressionOwner,
     /** A pooled key's pool's numbers: its entries on the others are read too. */
-    poolNumbers?: string[],
+    poolNumbers?: readonly string[],
   ): Prefetched | undefined {
     const rules = this.#rules.get(senderId)
     const send = body as SendToCheck['body'] | undefined
@@ -330,20 +330,20 @@ export class SendChecks {
     return reads
   }
 
-  /** A pooled key's pool's numbers but `number`, the one a send goes through: whose entries block it too. */
+  /**
+   * A pooled key's pool's numbers but `number`, the one a send goes through: whose entries block it
+   * too. Worked out once per pool load and number (`poolNumbers` is the loaded pool's own list).
+   */
   #elsewhereFor(poolNumbers: readonly string[], number: string | undefined): readonly string[] {
-    return poolNumbers.filter((other) => other !== number)
+    let byNumber = this.#elsewhere.get(poolNumbers)
+    if (!byNumber) this.#elsewhere.set(poolNumbers, (byNumber = new Map()))
+    let others = byNumber.get(number)
+    if (!others) byNumber.set(number, (others = poolNumbers.filter((other) => other !== number)))
+    return others
   }
 
-  /** The phone numbers of senders, each once (those this process knows). */
-  numbersOf(senderIds: readonly string[]): string[] {
-    const numbers = new Set<string>()
-    for (const id of senderIds) {
-      const number = this.#numberOf(id, this.#rules.get(id))
-      if (number !== undefined) numbers.add(number)
-    }
-    return [...numbers]
-  }
+  /** `#elsewhereFor`'s answers, by the pool's list of numbers (a new one each load) and number. */
+  readonly #elsewhere = new WeakMap<readonly string[], Map<string | undefined, readonly string[]>>()
 
   /** The number a sender sends from: its rules', or the environment's for `default` before it has any. */
   #numberOf(senderId: string, rules: SenderRules | undefined): string | undefined {
@@ -521,11 +521,11 @@ export class SendChecks {
         for (const [n, i] of group.entries()) answers.set(i, replies[n])
       })
       // Each send's entries on the other numbers: a single send's read early, the others' in the
-      // same MGET as the rest.
+      // same MGET as the rest; waited for only while some are still out.
       const elsewhere =
         others === undefined || others.length === 0
           ? []
-          : open.map(async (i) => {
+          : open.map((i): [number, OptOutsElsewhere] => {
               const recipient = recipientOf((sends[i] as SendToCheck).body)
               const early = prefetched?.elsewhere
               const read =
@@ -535,11 +535,14 @@ export class SendChecks {
                 sameNumbers(early.numbers, others)
                   ? early
                   : this.#readElsewhere(others, recipient, hashOf(i), owner)
-              await read.settled()
-              if (read.failed) throw new Error('the entries on the pool’s other numbers were not read')
-              if (read.widest) blockedElsewhere.set(i, read.widest)
+              return [i, read]
             })
-      await Promise.all([...reads, ...scripts, ...elsewhere])
+      const waiting = elsewhere.flatMap(([, read]) => read.settled() ?? [])
+      await Promise.all([...reads, ...scripts, ...waiting])
+      for (const [i, read] of elsewhere) {
+        if (read.failed) throw new Error('the entries on the pool’s other numbers were not read')
+        if (read.widest) blockedElsewhere.set(i, read.widest)
+      }
     } catch (error) {
       this.#log.warn({ err: error }, 'consent not checked; sending as if no one opted out, under any cap')
       return
@@ -565,7 +568,7 @@ export class SendChecks {
 }
 
 const sameNumbers = (a: readonly string[], b: readonly string[]) =>
-  a.length === b.length && a.every((number, i) => number === b[i])
+  a === b || (a.length === b.length && a.every((number, i) => number === b[i]))
 
 /**
  * A recipient's entries on several numbers (a pooled send's pool's other numbers), read in the

@@ -21,6 +21,11 @@ export interface PoolMember extends ChoiceMember {
 export interface LoadedPool {
   id: string
   members: PoolMember[]
+  /**
+   * Its members' numbers, each once: whose opt-outs block its keys' sends (docs/consent.md, "Sender
+   * pools"). One list per load, so the send checks keep what they work out of it by its identity.
+   */
+  numbers: readonly string[]
 }
 
 /**
@@ -109,7 +114,7 @@ export class SenderPoolCache {
       ofNumber.set(row.phoneNumberId, row.senderId)
       let pool = pools.get(row.poolId)
       if (!pool) {
-        pool = { id: row.poolId, members: [] }
+        pool = { id: row.poolId, members: [], numbers: [] }
         pools.set(row.poolId, pool)
       }
       const health: MemberHealth = {
@@ -127,6 +132,7 @@ export class SenderPoolCache {
         health,
         excluded: exclusionOf(health, this.#rules, now),
       })
+      if (!pool.numbers.includes(row.phoneNumberId)) (pool.numbers as string[]).push(row.phoneNumberId)
       const list = ofSender.get(row.senderId)
       if (list) list.push(pool)
       else ofSender.set(row.senderId, [pool])
