@@ -198,7 +198,8 @@ async function checkSends(
       if (windowClosesAt !== undefined) job.windowClosesAt = windowClosesAt
       if (defaultFallback && !job.fallback) job.fallback = defaultFallback
       // The loaded pool's own list, shared by its jobs: serialized as they are stored, never changed.
-      if (numbers) job.optOutNumbers = numbers as string[]
+      // A pool of one number has none but the job's own, which delivery reads anyway.
+      if (numbers && numbers.length > 1) job.optOutNumbers = numbers as string[]
       // Carried on the job: an opt-out of marketing made before delivery cancels it then.
       if (sending.checks.isMarketing(senderId, items[i] as SendToCheck)) job.marketing = true
     })

@@ -5,6 +5,9 @@
  * A tool for finding what to cut, not a figure to judge by (`bench:accept` is that).
  *
  *   pnpm --filter @dispatch/bench bench:accept-profile   (BENCH_ROUNDS, BENCH_DURATION_S, BENCH_TOP)
+ *   BENCH_SIDES: the two keys compared, of `single` (a single-sender key), `pooled` (a key of a
+ *   three-number pool), `number` (a key of that pool's first number alone) and `one` (a key of a
+ *   pool of that number alone); `single,pooled` unless set (`number,one`: the sticky lookup alone).
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -39,10 +42,12 @@ const api = await startServer('app', {
 } as Parameters<typeof startServer>[1])
 const redis = new Redis(world.redisUrl, { maxRetriesPerRequest: null })
 const url = `${api.url}/api/third-party/messages/send-text`
-const sides = [
-  { name: 'single', key: api.key },
-  { name: 'pooled', key: api.pooled },
-] as const
+const keys = { single: api.key, pooled: api.pooled, number: api.poolNumber, one: api.pooledOne }
+const sides = (process.env.BENCH_SIDES ?? 'single,pooled').split(',').map((name) => {
+  if (!Object.hasOwn(keys, name)) throw new Error(`BENCH_SIDES: no key "${name}" (${Object.keys(keys)})`)
+  return { name, key: keys[name as keyof typeof keys] }
+})
+const [base, other] = sides.map((side) => side.name) as [string, string]
 // The profile's clock: V8's ticks are the monotonic clock in µs, as hrtime's.
 const nowUs = () => Number(process.hrtime.bigint() / 1000n)
 const phases: Array<{ side: string; from: number; to: number; requests: number }> = []
@@ -50,7 +55,7 @@ try {
   for (const side of sides)
     await autocannon({ url, headers: { 'x-api-key': side.key }, body, connections, seconds: 2 })
   for (let round = 1; round <= rounds; round++) {
-    for (const side of round % 2 ? sides : [...sides].reverse()) {
+    for (const side of round % 2 ? sides : sides.toReversed()) {
       const from = nowUs()
       const run = await autocannon({
         url,
@@ -104,17 +109,17 @@ const perRequest = (side: string, name: string) =>
 const total = (side: string) =>
   [...(selfUs.get(side)?.values() ?? [])].reduce((a, b) => a + b, 0) / (requests.get(side) || 1)
 console.log(
-  `CPU a request on the profile: single ${total('single').toFixed(1)} µs, pooled ${total('pooled').toFixed(1)} µs` +
-    ` (${(total('pooled') / total('single')).toFixed(3)})`,
+  `CPU a request on the profile: ${base} ${total(base).toFixed(1)} µs, ${other} ${total(other).toFixed(1)} µs` +
+    ` (${(total(other) / total(base)).toFixed(3)})`,
 )
 const names = new Set(sides.flatMap((s) => [...(selfUs.get(s.name)?.keys() ?? [])]))
 const rows = [...names]
-  .map((name) => ({ name, single: perRequest('single', name), pooled: perRequest('pooled', name) }))
-  .sort((a, b) => Math.abs(b.pooled - b.single) - Math.abs(a.pooled - a.single))
+  .map((name) => ({ name, base: perRequest(base, name), other: perRequest(other, name) }))
+  .sort((a, b) => Math.abs(b.other - b.base) - Math.abs(a.other - a.base))
   .slice(0, top)
-console.log('self µs a request: pooled − single, pooled, single, function')
+console.log(`self µs a request: ${other} − ${base}, ${other}, ${base}, function`)
 for (const row of rows) {
   console.log(
-    `  ${(row.pooled - row.single).toFixed(2).padStart(7)} ${row.pooled.toFixed(2).padStart(7)} ${row.single.toFixed(2).padStart(7)}  ${row.name}`,
+    `  ${(row.other - row.base).toFixed(2).padStart(7)} ${row.other.toFixed(2).padStart(7)} ${row.base.toFixed(2).padStart(7)}  ${row.name}`,
   )
 }

@@ -19,8 +19,8 @@
  *   BENCH_ONLY=fallback: texts carrying an SMS fallback (no afterSeconds: its SMS kept with the
  *   sent record) against the same texts without one, paired; and, for comparison, the same with
  *   their content discarded (each then holds its SMS in Redis, fallback-timer.ts).
- *   BENCH_ONLY=pool: texts of a key bound to a sender pool (the number chosen and the pool on each
- *   job, as the API stores them) against the same texts of a single-sender key, paired.
+ *   BENCH_ONLY=pool: texts of a key bound to a sender pool (the number chosen, the pool and its
+ *   numbers on each job, as the API stores them) against the same texts of a single-sender key, paired.
  */
 import { randomUUID } from 'node:crypto'
 import { type MessageJob, QueueNames } from '@dispatch/contracts'
@@ -135,9 +135,19 @@ const fallbackMessage = (): MessageJob => ({
 /** …its content discarded: its SMS held in Redis a day instead (its 131026 hold). */
 const heldFallbackMessage = (): MessageJob => ({ ...fallbackMessage(), discardContent: true })
 
-/** The same text from a key bound to a sender pool: its chosen number and its pool on the job. */
+/**
+ * The same text from a key bound to a sender pool: its chosen number, its pool and the pool's three
+ * numbers (whose opt-outs stop it: read only when one may have come since it was accepted) on the
+ * job, as the API stores them.
+ */
 const POOL_ID = randomUUID()
-const pooledMessage = (): MessageJob => ({ ...textMessage(), senderId: 'default', senderPoolId: POOL_ID })
+const POOL_NUMBERS = ['100000000000001', '100000000000002', '100000000000003']
+const pooledMessage = (): MessageJob => ({
+  ...textMessage(),
+  senderId: 'default',
+  senderPoolId: POOL_ID,
+  optOutNumbers: POOL_NUMBERS,
+})
 
 let recipients = 0
 /**

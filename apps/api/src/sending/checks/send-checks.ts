@@ -335,6 +335,7 @@ export class SendChecks {
    * too. Worked out once per pool load and number (`poolNumbers` is the loaded pool's own list).
    */
   #elsewhereFor(poolNumbers: readonly string[], number: string | undefined): readonly string[] {
+    if (poolNumbers.length === 1 && poolNumbers[0] === number) return NONE
     let byNumber = this.#elsewhere.get(poolNumbers)
     if (!byNumber) this.#elsewhere.set(poolNumbers, (byNumber = new Map()))
     let others = byNumber.get(number)
@@ -566,6 +567,9 @@ export class SendChecks {
     })
   }
 }
+
+/** No other numbers: a pool of the send's number alone. */
+const NONE: readonly string[] = Object.freeze([])
 
 const sameNumbers = (a: readonly string[], b: readonly string[]) =>
   a === b || (a.length === b.length && a.every((number, i) => number === b[i]))
