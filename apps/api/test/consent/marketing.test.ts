@@ -350,6 +350,96 @@ describe("a tenant's own marketing entry under a cap", () => {
   })
 })
 
+describe("a pooled key's marketing template under a cap", () => {
+  it('refused by an opt-out on another number of its pool, is not counted against the cap', async () => {
+    // Two numbers of one business, each with the catalog, both capped at one marketing message.
+    const [a, b] = [
+      await syncedSender(app, fake, { body: { businessId: '7100' } }),
+      await syncedSender(app, fake, { body: { businessId: '7100' } }),
+    ]
+    const made = await app.inject({
+      method: 'POST',
+      url: '/api/admin/sender-pools',
+      headers: asAdmin(),
+      payload: { name: 'Capped pool', members: [{ senderId: a.id }, { senderId: b.id }] },
+    })
+    expect(made.statusCode, made.body).toBe(201)
+    const poolId = made.json<{ id: string }>().id
+    const pooled = await activeKey(app, { scopes: ['send:template'], tenantId: 'capped-co' })
+    const bound = await app.inject({
+      method: 'PATCH',
+      url: `/api/admin/api-keys/${pooled.id}`,
+      headers: asAdmin(),
+      payload: { senderPoolId: poolId },
+    })
+    expect(bound.statusCode, bound.body).toBe(200)
+    await waitFor(() => app.sending.pools.get(poolId), { what: 'the pool loaded by the API' })
+    for (const s of [a, b]) {
+      const capped = await app.inject({
+        method: 'PATCH',
+        url: `/api/admin/senders/${s.id}`,
+        headers: asAdmin(),
+        payload: { marketingCap: { count: 1, hours: 24 } },
+      })
+      expect(capped.statusCode, capped.body).toBe(200)
+    }
+    // Through a (the send names it): once the pool and the cap are in force, a second is capped.
+    const throughA = (phone: string, path = 'send-template') =>
+      app.inject({
+        method: 'POST',
+        url: `/api/third-party/messages/${path}`,
+        headers: { 'x-api-key': pooled.key },
+        payload: { ...marketing(phone), senderId: a.id },
+      })
+    await waitFor(async () => {
+      const probe = newPhone()
+      await throughA(probe)
+      return (await throughA(probe)).statusCode === 422 || undefined
+    })
+    const phone = newPhone()
+    const entry = await app.inject({
+      method: 'POST',
+      url: '/api/admin/suppressions',
+      headers: asAdmin(),
+      payload: { senderId: b.id, phone, scope: 'marketing', reason: 'Asked at the shop' },
+    })
+    expect(entry.statusCode, entry.body).toBe(201)
+    for (let n = 0; n < 2; n++) {
+      expectError(
+        await throughA(phone),
+        422,
+        'RECIPIENT_OPTED_OUT',
+        /another number of this key's sender pool/,
+      )
+    }
+    const batch = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/messages/batch',
+      headers: { 'x-api-key': pooled.key },
+      payload: {
+        messages: [
+          { type: 'template', ...marketing(phone), senderId: a.id },
+          { type: 'template', ...utility(phone), senderId: a.id },
+        ],
+      },
+    })
+    expect(batch.statusCode, batch.body).toBe(202)
+    expect(batch.json().results[0].error, batch.body).toMatchObject({ errorCode: 'RECIPIENT_OPTED_OUT' })
+    expect(batch.json().results[1], batch.body).toMatchObject({ status: 'queued' })
+    // The entry lifted: the refusals were not counted, so the first marketing message goes, and the
+    // cap still holds the second.
+    const lifted = await app.inject({
+      method: 'DELETE',
+      url: `/api/admin/suppressions/${entry.json<{ id: string }>().id}`,
+      headers: asAdmin(),
+      payload: { reason: 'Asked again' },
+    })
+    expect(lifted.statusCode, lifted.body).toBe(200)
+    expect((await throughA(phone)).statusCode).toBe(202)
+    expectError(await throughA(phone), 422, 'FREQUENCY_CAP_EXCEEDED')
+  })
+})
+
 /** A marketing-only entry for `phone` on `senderId`, as an admin adds it. */
 async function optedOutOfMarketing(senderId: string, phone: string) {
   const added = await app.inject({

@@ -346,6 +346,25 @@ export class SendChecks {
   /** `#elsewhereFor`'s answers, by the pool's list of numbers (a new one each load) and number. */
   readonly #elsewhere = new WeakMap<readonly string[], Map<string | undefined, readonly string[]>>()
 
+  /**
+   * The sends of `group` no entry on another number of the pool blocks, once those entries are in:
+   * the others are answered unread here (null), so only the pool's entry refuses them.
+   */
+  async #notBlockedElsewhere(
+    group: number[],
+    elsewhere: Array<[number, OptOutsElsewhere]>,
+    answers: Map<number, unknown>,
+  ): Promise<number[]> {
+    const reads = new Map(elsewhere)
+    const out = group.flatMap((i) => reads.get(i)?.settled() ?? [])
+    if (out.length) await Promise.all(out)
+    return group.filter((i) => {
+      const blocked = reads.get(i)?.widest
+      if (blocked) answers.set(i, null)
+      return !blocked
+    })
+  }
+
   /** The number a sender sends from: its rules', or the environment's for `default` before it has any. */
   #numberOf(senderId: string, rules: SenderRules | undefined): string | undefined {
     return rules?.phoneNumberId ?? (senderId === DEFAULT_SENDER_ID ? this.#defaultNumber : undefined)
@@ -498,6 +517,23 @@ export class SendChecks {
     const answers = new Map<number, unknown>()
     const blockedElsewhere = new Map<number, string>()
     try {
+      // Each send's entries on the other numbers: a single send's read early, the others' in the
+      // same MGET as the rest; waited for only while some are still out.
+      const elsewhere =
+        others === undefined || others.length === 0
+          ? []
+          : open.map((i): [number, OptOutsElsewhere] => {
+              const recipient = recipientOf((sends[i] as SendToCheck).body)
+              const early = prefetched?.elsewhere
+              const read =
+                early &&
+                early.owner === owner &&
+                early.recipient === recipient &&
+                sameNumbers(early.numbers, others)
+                  ? early
+                  : this.#readElsewhere(others, recipient, hashOf(i), owner)
+              return [i, read]
+            })
       // The other sends' entries, read with those of every request of this turn.
       const plain = open.filter((i) => !counted.has(i))
       const reads = plain.map(async (i) => {
@@ -517,27 +553,14 @@ export class SendChecks {
       // Cluster, one per message (its slot).
       const groups = this.#redis.isCluster ? marketing.map((i) => [i]) : marketing.length ? [marketing] : []
       const scripts = groups.map(async (group) => {
-        const keys = group.flatMap(keysOf)
-        const replies = await this.#countMarketing({ keys, args, owners: group.map(() => owner) })
-        for (const [n, i] of group.entries()) answers.set(i, replies[n])
+        // A marketing send an opt-out on another number of the pool refuses is not counted against
+        // the cap: those entries first (a single send's are in by now, read early).
+        const counting = elsewhere.length ? await this.#notBlockedElsewhere(group, elsewhere, answers) : group
+        if (counting.length === 0) return
+        const keys = counting.flatMap(keysOf)
+        const replies = await this.#countMarketing({ keys, args, owners: counting.map(() => owner) })
+        for (const [n, i] of counting.entries()) answers.set(i, replies[n])
       })
-      // Each send's entries on the other numbers: a single send's read early, the others' in the
-      // same MGET as the rest; waited for only while some are still out.
-      const elsewhere =
-        others === undefined || others.length === 0
-          ? []
-          : open.map((i): [number, OptOutsElsewhere] => {
-              const recipient = recipientOf((sends[i] as SendToCheck).body)
-              const early = prefetched?.elsewhere
-              const read =
-                early &&
-                early.owner === owner &&
-                early.recipient === recipient &&
-                sameNumbers(early.numbers, others)
-                  ? early
-                  : this.#readElsewhere(others, recipient, hashOf(i), owner)
-              return [i, read]
-            })
       const waiting = elsewhere.flatMap(([, read]) => read.settled() ?? [])
       await Promise.all([...reads, ...scripts, ...waiting])
       for (const [i, read] of elsewhere) {
