@@ -106,8 +106,10 @@ for (let i = 0; i < profile.samples.length; i++) {
 }
 const perRequest = (side: string, name: string) =>
   (selfUs.get(side)?.get(name) ?? 0) / (requests.get(side) || 1)
+// Busy time only: the samples V8 files under `(idle)` are the process waiting, not CPU.
 const total = (side: string) =>
-  [...(selfUs.get(side)?.values() ?? [])].reduce((a, b) => a + b, 0) / (requests.get(side) || 1)
+  [...(selfUs.get(side) ?? [])].reduce((sum, [name, us]) => (name === '(idle)' ? sum : sum + us), 0) /
+  (requests.get(side) || 1)
 console.log(
   `CPU a request on the profile: ${base} ${total(base).toFixed(1)} µs, ${other} ${total(other).toFixed(1)} µs` +
     ` (${(total(other) / total(base)).toFixed(3)})`,
