@@ -48,7 +48,8 @@ export async function pooledKey(app: FastifyInstance): Promise<string> {
 
 /**
  * `pooledKey`'s key, and beside it a key bound to the pool's first number alone (no pool): the two
- * differ by the pool only, for comparing their sends.
+ * differ by the pool only, for comparing their sends; and a key bound to a pool of that number
+ * alone (`pooledOne`): against the number alone, the sticky lookup and the choice only.
  */
 export async function pooledKeys(
   app: FastifyInstance,
@@ -65,52 +66,39 @@ export async function pooledKeys(
       wabaId: `7${tag}`,
     })),
   )
-  const created = await createSenderPool(db, {
-    name: 'Bench pool',
-    members: ids.map((senderId, n) => ({ senderId, weight: n === 2 ? 2 : 1 })),
-    actor: 'bench',
-    now: new Date(),
-  })
-  if (!('outcome' in created) || created.outcome !== 'written') {
-    throw new Error(`pool not created: ${JSON.stringify(created)}`)
+  const pool = async (name: string, members: Array<{ senderId: string; weight: number }>) => {
+    const created = await createSenderPool(db, { name, members, actor: 'bench', now: new Date() })
+    if (!('outcome' in created) || created.outcome !== 'written') {
+      throw new Error(`pool not created: ${JSON.stringify(created)}`)
+    }
+    return created.detail.pool.id
   }
-  // A pool of the first number alone, beside it: its key's sends cost the sticky lookup and the
-  // choice, and no other number's opt-outs (the pool has none).
-  const alone = await createSenderPool(db, {
-    name: 'Bench pool of one',
-    members: [{ senderId: ids[0] as string, weight: 1 }],
-    actor: 'bench',
-    now: new Date(),
-  })
-  if (!('outcome' in alone) || alone.outcome !== 'written') {
-    throw new Error(`pool not created: ${JSON.stringify(alone)}`)
-  }
-  const bind = async (senderPoolId: string) => {
+  /** A new approved key, bound as an admin binds it (its pool, or its sender). */
+  const keyBound = async (payload: { senderPoolId: string } | { senderId: string }) => {
     const { id, key } = await approvedKeyWithId(app)
     const bound = await app.inject({
       method: 'PATCH',
       url: `/api/admin/api-keys/${id}`,
       headers: { authorization: `Bearer ${app.deps.config.adminTokens[0]?.token}` },
-      payload: { senderPoolId },
+      payload,
     })
     if (bound.statusCode !== 200) throw new Error(`binding failed: ${bound.body}`)
     return key
   }
-  const poolId = created.detail.pool.id
-  const key = await bind(poolId)
-  const pooledOne = await bind(alone.detail.pool.id)
+  const poolId = await pool(
+    'Bench pool',
+    ids.map((senderId, n) => ({ senderId, weight: n === 2 ? 2 : 1 })),
+  )
+  // A pool of the first number alone, beside it: its key's sends cost the sticky lookup and the
+  // choice, and no other number's opt-outs (the pool has none).
+  const aloneId = await pool('Bench pool of one', [{ senderId: ids[0] as string, weight: 1 }])
+  const pooled = await keyBound({ senderPoolId: poolId })
+  const pooledOne = await keyBound({ senderPoolId: aloneId })
   // The numbers' send rules too, so each send is checked as a known sender's (its consent read).
   await Promise.all([app.sending.pools.refresh(), app.sending.rules.refresh()])
   if (!app.sending.pools.get(poolId)) throw new Error('the API did not load the pool')
-  const single = await approvedKeyWithId(app)
-  const own = await app.inject({
-    method: 'PATCH',
-    url: `/api/admin/api-keys/${single.id}`,
-    headers: { authorization: `Bearer ${app.deps.config.adminTokens[0]?.token}` },
-    payload: { senderId: ids[0] },
-  })
-  if (own.statusCode !== 200) throw new Error(`binding failed: ${own.body}`)
-  return { pooled: key, single: single.key, pooledOne }
+  const single = await keyBound({ senderId: ids[0] as string })
+  return { pooled, single, pooledOne }
 }
 
 /**
