@@ -56,6 +56,15 @@ const sendTemplate = (payload: object) =>
     payload,
   })
 
+/** An admin setting a sender's frequency cap on marketing (`null`: removing it). */
+const setMarketingCap = (senderId: string, marketingCap: { count: number; hours: number } | null) =>
+  app.inject({
+    method: 'PATCH',
+    url: `/api/admin/senders/${senderId}`,
+    headers: asAdmin(),
+    payload: { marketingCap },
+  })
+
 beforeAll(async () => {
   world = await createWorld()
   fake = await startFakeWhatsApp()
@@ -201,12 +210,7 @@ describe('what the platform says', () => {
 
 describe('a frequency cap on marketing', () => {
   it('refuses the (N+1)th marketing message to one recipient across two API instances; utility goes on', async () => {
-    const capped = await app.inject({
-      method: 'PATCH',
-      url: `/api/admin/senders/${sender.id}`,
-      headers: asAdmin(),
-      payload: { marketingCap: { count: 2, hours: 24 } },
-    })
+    const capped = await setMarketingCap(sender.id, { count: 2, hours: 24 })
     expect(capped.statusCode, capped.body).toBe(200)
     expect(capped.json().marketingCap).toEqual({ count: 2, hours: 24 })
     const second = await buildTestApp(world, { SECRETS_KEY: secretsKey, WHATSAPP_API_URL: fake.url })
@@ -266,12 +270,7 @@ describe('a frequency cap on marketing', () => {
       expect(answers.map((r) => r.statusCode).sort()).toEqual([202, 202, 422, 422, 422])
     } finally {
       await second.close()
-      await app.inject({
-        method: 'PATCH',
-        url: `/api/admin/senders/${sender.id}`,
-        headers: asAdmin(),
-        payload: { marketingCap: null },
-      })
+      await setMarketingCap(sender.id, null)
     }
   })
 })
@@ -300,12 +299,7 @@ describe("a tenant's own marketing entry under a cap", () => {
         headers: { 'x-api-key': k.key },
         payload,
       })
-    const capped = await app.inject({
-      method: 'PATCH',
-      url: `/api/admin/senders/${sender.id}`,
-      headers: asAdmin(),
-      payload: { marketingCap: { count: 1, hours: 24 } },
-    })
+    const capped = await setMarketingCap(sender.id, { count: 1, hours: 24 })
     expect(capped.statusCode, capped.body).toBe(200)
     try {
       await waitFor(async () => {
@@ -340,12 +334,7 @@ describe("a tenant's own marketing entry under a cap", () => {
       expect((await as(theirs, marketing(phone))).statusCode).toBe(202)
       expectError(await as(theirs, marketing(phone)), 422, 'FREQUENCY_CAP_EXCEEDED')
     } finally {
-      await app.inject({
-        method: 'PATCH',
-        url: `/api/admin/senders/${sender.id}`,
-        headers: asAdmin(),
-        payload: { marketingCap: null },
-      })
+      await setMarketingCap(sender.id, null)
     }
   })
 })
@@ -375,12 +364,7 @@ describe("a pooled key's marketing template under a cap", () => {
     expect(bound.statusCode, bound.body).toBe(200)
     await waitFor(() => app.sending.pools.get(poolId), { what: 'the pool loaded by the API' })
     for (const s of [a, b]) {
-      const capped = await app.inject({
-        method: 'PATCH',
-        url: `/api/admin/senders/${s.id}`,
-        headers: asAdmin(),
-        payload: { marketingCap: { count: 1, hours: 24 } },
-      })
+      const capped = await setMarketingCap(s.id, { count: 1, hours: 24 })
       expect(capped.statusCode, capped.body).toBe(200)
     }
     // Through a (the send names it): once the pool and the cap are in force, a second is capped.
