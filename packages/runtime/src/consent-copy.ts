@@ -9,7 +9,11 @@ import { evalLuaScript, type LuaEvaluator, luaScripts } from './lua-scripts.ts'
  * the copy from Postgres when its marker (`suppressionsLoadedKey`) is missing.
  */
 
-const scripts = luaScripts(join(import.meta.dirname, 'lua/consent'), ['writeOptOut', 'checkMarketingConsent'])
+const scripts = luaScripts(join(import.meta.dirname, 'lua/consent'), [
+  'writeOptOut',
+  'noteOptOutNumber',
+  'checkMarketingConsent',
+])
 
 /**
  * The scope an entry holds in Redis, per business number and recipient: keyed by the recipient's
@@ -18,6 +22,31 @@ const scripts = luaScripts(join(import.meta.dirname, 'lua/consent'), ['writeOptO
  */
 export const suppressionKey = (prefix: string, phoneNumberId: string, recipientHash: string) =>
   `${prefix}:optout:{${phoneNumberId}:${recipientHash}}`
+
+/**
+ * The business numbers a recipient has (or had) an entry on, by the recipient's hash: each number
+ * followed by a space, e.g. `1055501 1055502 `. Written before the entry (`noteOptOutNumber`), never
+ * trimmed by a lift: every number with an entry is listed, some listed may have none left. A send
+ * through a pool reads this one key instead of every member's entry, and reads the entries of the
+ * listed members only (none, for nearly every recipient). Complete only under the copy's marker
+ * (`suppressionsLoadedKey`).
+ */
+export const optOutNumbersKey = (prefix: string, recipientHash: string) =>
+  `${prefix}:optout:numbers:{${recipientHash}}`
+
+/** Whether `numbers` (an `optOutNumbersKey` value) lists `number`. */
+export function listsNumber(numbers: string | null, number: string): boolean {
+  if (!numbers) return false
+  const needle = `${number} `
+  // At the start or after a space: `15` is not listed by `115 `.
+  for (let at = numbers.indexOf(needle); at !== -1; at = numbers.indexOf(needle, at + 1)) {
+    if (at === 0 || numbers.charCodeAt(at - 1) === 32) return true
+  }
+  return false
+}
+
+/** Adds a number to a recipient's `optOutNumbersKey` (lua/consent/noteOptOutNumber-1.lua). */
+export const OPT_OUT_NUMBER_SCRIPT = scripts.noteOptOutNumber
 
 /**
  * Whom an entry blocks (`suppressions.owner`, docs/consent.md): '' for the recipient's own opt-outs
@@ -71,6 +100,15 @@ export async function writeOptOutCopy(
   },
 ): Promise<void> {
   const key = suppressionKey(prefix, entry.phoneNumberId, entry.recipientHash)
+  // The number listed first: an entry is never in the copy without its number in the list.
+  if (entry.scope) {
+    await evalLuaScript(
+      redis,
+      OPT_OUT_NUMBER_SCRIPT,
+      optOutNumbersKey(prefix, entry.recipientHash),
+      entry.phoneNumberId,
+    )
+  }
   await evalLuaScript(redis, OPT_OUT_WRITE_SCRIPT, key, entry.owner ?? EVERY_KEY, entry.scope ?? '')
 }
 
@@ -79,11 +117,12 @@ export const widerScope = (a: string | null | undefined, b: string | null | unde
   a === 'all' || b === 'all' ? 'all' : a === 'marketing' || b === 'marketing' ? 'marketing' : null
 
 /**
- * Set once the Redis copy holds every entry: without it, a missing entry is unknown, not absent.
- * `hashed`: the copy keyed by the recipient's hash (before, by the recipient itself); a new name, so
- * the worker rebuilds the copy in the new shape once after the upgrade.
+ * Set once the Redis copy holds every entry, and every recipient's list of numbers
+ * (`optOutNumbersKey`): without it, a missing entry is unknown, not absent. The name says the
+ * copy's shape (`numbered`: with the lists; before, `hashed-loaded`: keyed by the recipient's hash
+ * without them): a new name, so the worker rebuilds the copy in the new shape once after an upgrade.
  */
-export const suppressionsLoadedKey = (prefix: string) => `${prefix}:optout:hashed-loaded`
+export const suppressionsLoadedKey = (prefix: string) => `${prefix}:optout:numbered-loaded`
 
 /**
  * Where each opt-out written to the Redis copy is announced (`optOutAnnouncement`), and a rebuilt

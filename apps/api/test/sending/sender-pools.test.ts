@@ -1,6 +1,15 @@
 import { randomBytes } from 'node:crypto'
 import type { MessageView, SenderPoolView, SenderView } from '@dispatch/contracts'
-import { decodeSticky, encodeSticky, poolStickyKey, spreadByWeight } from '@dispatch/runtime'
+import {
+  decodeSticky,
+  encodeSticky,
+  optOutNumbersKey,
+  poolStickyKey,
+  recipientHasher,
+  spreadByWeight,
+  suppressionKey,
+  suppressionsLoadedKey,
+} from '@dispatch/runtime'
 import { fairKeys } from '@dispatch/runtime/message-handoff'
 import {
   demoTemplates,
@@ -87,6 +96,8 @@ beforeAll(async () => {
     // A message's own job each, which the mover takes out of a fallen number's queue (bundles a
     // worker holds hand theirs over: sender-pools-bundles.test.ts).
     MESSAGES_BUNDLE_SIZE: '1',
+    // The Redis copies checked for loss often (the opt-outs' rebuild below).
+    SERVICE_WINDOW_CHECK_MS: '200',
   })
   members.a = await createSender(NUMBERS.a, '7001')
   members.b = await createSender(NUMBERS.b, '7001')
@@ -934,6 +945,46 @@ describe("a pooled key's opt-outs", () => {
       scope: 'all',
       entries: [{ owner: 'recipient', id: null }],
     })
+  })
+
+  it('hold again once Redis lost its copy and a worker rebuilt it; a START lifts them', async () => {
+    const phone = '+5511955500806'
+    const stop = { ...replyFrom(phone), text: { body: 'STOP' } }
+    const res = await postPlatformWebhook(app, messageWebhook(NUMBERS.b, stop), APP_SECRET)
+    expect(res.statusCode, res.body).toBe(200)
+    const refusedOn = (name: 'a' | 'c') =>
+      send(app, 'send-text', pooled.key, { phone, text: 'Your order shipped', senderId: members[name].id })
+    await waitFor(async () => ((await refusedOn('a')).statusCode === 422 ? true : undefined), {
+      what: 'the opt-out on b',
+    })
+    // What a Redis restart without persistence leaves: no entry, no list of numbers, no marker.
+    const redis = app.deps.redis
+    const hashed = recipientHasher({})(phone)
+    const marker = suppressionsLoadedKey(world.queuePrefix)
+    await redis.del(
+      suppressionKey(world.queuePrefix, NUMBERS.b, hashed),
+      optOutNumbersKey(world.queuePrefix, hashed),
+      marker,
+    )
+    await waitFor(async () => ((await redis.exists(marker)) === 1 ? true : undefined), {
+      what: 'the suppression copy rebuilt',
+    })
+    // Refused throughout, as the API learns the copy is whole again (it reads the marker once a
+    // second) and reads the recipient's list of numbers instead of every member's entry.
+    const until = Date.now() + 2_500
+    while (Date.now() < until) {
+      for (const res of await Promise.all([refusedOn('a'), refusedOn('c')])) {
+        expectError(res, 422, 'RECIPIENT_OPTED_OUT')
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    const start = { ...replyFrom(phone), text: { body: 'START' } }
+    const lifted = await postPlatformWebhook(app, messageWebhook(NUMBERS.b, start), APP_SECRET)
+    expect(lifted.statusCode, lifted.body).toBe(200)
+    await waitFor(async () => ((await refusedOn('c')).statusCode === 202 ? true : undefined), {
+      what: 'the START on b',
+    })
+    for (const res of await Promise.all(sendsFrom(pooled, phone))) expect(res.statusCode, res.body).toBe(202)
   })
 
   it("are not blocked by a recipient's STOP to a number outside the pool", async () => {

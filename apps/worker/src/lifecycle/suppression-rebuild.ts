@@ -1,8 +1,10 @@
 import { listSuppressionsAfter } from '@dispatch/db'
 import {
   announceOptOut,
+  OPT_OUT_NUMBER_SCRIPT,
   OPT_OUT_WRITE_SCRIPT,
   OPT_OUTS_RESET,
+  optOutNumbersKey,
   recipientHasher,
   suppressionKey,
   suppressionsLoadedKey,
@@ -29,16 +31,22 @@ export function suppressionRebuild(context: WorkerContext): RedisCopyRebuild {
       lock: `${prefix}:optout:rebuild-lock`,
       async copy(redis) {
         const write = scriptCall(redis, OPT_OUT_WRITE_SCRIPT)
+        const list = scriptCall(redis, OPT_OUT_NUMBER_SCRIPT)
         let copied = 0
         let after: string | undefined
         for (;;) {
           const page = await listSuppressionsAfter(db, after, PAGE)
           if (page.length === 0) break
           await Promise.all(
-            // Each entry into its number and recipient's value, beside the other owners' there.
-            page.map((s) =>
-              write(suppressionKey(prefix, s.phoneNumberId, hash(s.recipient)), s.owner, s.scope),
-            ),
+            // Each entry into its number and recipient's value, beside the other owners' there, and
+            // its number into the recipient's list (what a pooled send reads first).
+            page.flatMap((s) => {
+              const hashed = hash(s.recipient)
+              return [
+                list(optOutNumbersKey(prefix, hashed), s.phoneNumberId),
+                write(suppressionKey(prefix, s.phoneNumberId, hashed), s.owner, s.scope),
+              ]
+            }),
           )
           copied += page.length
           after = page.at(-1)?.id

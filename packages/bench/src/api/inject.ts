@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import { createSenderPool, senders } from '@dispatch/db'
+import { suppressionsLoadedKey } from '@dispatch/runtime'
 import type { FastifyInstance } from 'fastify'
 
 /** Requests a key with every send scope (or `scopes`) and approves it, through the API itself. */
@@ -97,6 +98,9 @@ export async function pooledKeys(
   // The numbers' send rules too, so each send is checked as a known sender's (its consent read).
   await Promise.all([app.sending.pools.refresh(), app.sending.rules.refresh()])
   if (!app.sending.pools.get(poolId)) throw new Error('the API did not load the pool')
+  // The suppression copy whole, as a worker's rebuild leaves it in every deployment: a pooled send
+  // reads its recipient's list of numbers, not each member's entry (docs/consent.md).
+  await app.deps.redis.set(suppressionsLoadedKey(app.deps.config.QUEUE_PREFIX), new Date().toISOString())
   const single = await keyBound({ senderId: ids[0] as string })
   return { pooled, single, pooledOne }
 }

@@ -7,8 +7,10 @@ import {
   recipientOf,
 } from '@dispatch/contracts'
 import {
+  listsNumber,
   MARKETING_CONSENT_SCRIPT,
   marketingCountKey,
+  optOutNumbersKey,
   type RecipientHasher,
   SERVICE_WINDOW_MS,
   type SuppressionOwner,
@@ -17,6 +19,7 @@ import {
   serviceWindowState,
   serviceWindowsLoadedKey,
   suppressionKey,
+  suppressionsLoadedKey,
   widerScope,
 } from '@dispatch/runtime'
 import { scriptCall } from '@dispatch/runtime/lua-scripts'
@@ -249,18 +252,20 @@ export class SendChecks {
     const number = this.#numberOf(senderId, rules)
     const others = poolNumbers && this.#elsewhereFor(poolNumbers, number)
     const hashed = number !== undefined || others?.length ? this.#hash(recipient) : ''
+    // A pooled send's entries on every number of its pool, through the one list of numbers its
+    // recipient has entries on (none, for nearly every recipient).
+    const listed = poolNumbers && hashed ? this.#listed(hashed) : undefined
     if (
       number !== undefined &&
       !(rules?.marketingCap && isMarketing(rules, { type, body: send, field: '' }))
     ) {
-      prefetched.consent = {
-        number,
-        owner,
-        read: this.#readEntries(number, hashed, owner).catch(() => undefined),
-      }
+      const read = listed
+        ? listed.then((list) => (listsNumber(list, number) ? this.#readEntries(number, hashed, owner) : null))
+        : this.#readEntries(number, hashed, owner)
+      prefetched.consent = { number, owner, read: read.catch(() => undefined) }
     }
     if (poolNumbers) prefetched.poolNumbers = poolNumbers
-    if (others?.length) prefetched.elsewhere = this.#readElsewhere(others, recipient, hashed, owner)
+    if (others?.length) prefetched.elsewhere = this.#readElsewhere(others, recipient, hashed, owner, listed)
     const limit = prefetchLimit(this.#limitDeps, rules, type, recipient, Date.now())
     if (limit) prefetched.limit = limit
     if (type === 'template' && rules?.messagingLimit.tracked && !this.#redis.isCluster) {
@@ -317,18 +322,57 @@ export class SendChecks {
 
   /**
    * A recipient's entries on `numbers` (a pooled send's pool's other numbers), in the turn's MGET,
-   * taken as they land: the widest scope any of them blocks `owner` with.
+   * taken as they land: the widest scope any of them blocks `owner` with. Once the copy's marker
+   * says its lists are complete, the recipient's list of numbers first (`listed`, read now unless
+   * given), then the entries of the numbers it lists only.
    */
   #readElsewhere(
     numbers: readonly string[],
     recipient: string,
     hashed: string,
     owner: SuppressionOwner,
+    listed = this.#listed(hashed),
   ): OptOutsElsewhere {
-    const reads = new OptOutsElsewhere(numbers, recipient, owner)
-    for (const number of numbers) this.#read.into(suppressionKey(this.#prefix, number, hashed), reads)
+    if (!listed) {
+      const reads = new OptOutsElsewhere(numbers, recipient, owner, numbers.length)
+      for (const number of numbers) this.#read.into(suppressionKey(this.#prefix, number, hashed), reads)
+      return reads
+    }
+    const reads = new OptOutsElsewhere(numbers, recipient, owner, 1)
+    listed.then(
+      (list) => {
+        const on = list ? numbers.filter((number) => listsNumber(list, number)) : NONE
+        reads.expect(on.length)
+        for (const number of on) this.#read.into(suppressionKey(this.#prefix, number, hashed), reads)
+      },
+      () => reads.reject(),
+    )
     return reads
   }
+
+  /**
+   * The numbers the recipient has entries on (`optOutNumbersKey`), in the turn's MGET; undefined
+   * while the copy's marker is not known to be set (then every number's entry is read).
+   */
+  #listed(hashed: string): Promise<string | null> | undefined {
+    const now = Date.now()
+    if (now >= this.#listsKnownUntil) {
+      this.#listsKnownUntil = now + MARKER_TTL_MS
+      this.#read(suppressionsLoadedKey(this.#prefix)).then(
+        (marker) => {
+          this.#listsComplete = marker !== null
+        },
+        () => {
+          this.#listsComplete = false
+        },
+      )
+    }
+    return this.#listsComplete ? this.#read(optOutNumbersKey(this.#prefix, hashed)) : undefined
+  }
+
+  /** The copy's marker as last read (its lists are complete), and until when that read stands. */
+  #listsComplete = false
+  #listsKnownUntil = 0
 
   /**
    * A pooled key's pool's numbers but `number`, the one a send goes through: whose entries block it
@@ -337,9 +381,15 @@ export class SendChecks {
   #elsewhereFor(poolNumbers: readonly string[], number: string | undefined): readonly string[] {
     if (poolNumbers.length === 1 && poolNumbers[0] === number) return NONE
     let byNumber = this.#elsewhere.get(poolNumbers)
-    if (!byNumber) this.#elsewhere.set(poolNumbers, (byNumber = new Map()))
+    if (!byNumber) {
+      byNumber = new Map()
+      this.#elsewhere.set(poolNumbers, byNumber)
+    }
     let others = byNumber.get(number)
-    if (!others) byNumber.set(number, (others = poolNumbers.filter((other) => other !== number)))
+    if (!others) {
+      others = poolNumbers.filter((other) => other !== number)
+      byNumber.set(number, others)
+    }
     return others
   }
 
@@ -612,11 +662,18 @@ export class OptOutsElsewhere implements Settle<string | null> {
   #left: number
   #wake: Array<() => void> | undefined
 
-  constructor(numbers: readonly string[], recipient: string, owner: SuppressionOwner) {
+  /** `reads`: how many land here (each number's entry, or the recipient's list of numbers first). */
+  constructor(numbers: readonly string[], recipient: string, owner: SuppressionOwner, reads: number) {
     this.numbers = numbers
     this.recipient = recipient
     this.owner = owner
-    this.#left = numbers.length
+    this.#left = reads
+  }
+
+  /** The list of numbers landed: `entries` of them to read, whose entries land here next. */
+  expect(entries: number): void {
+    this.#left += entries
+    this.#landed()
   }
 
   resolve(value: string | null): void {
