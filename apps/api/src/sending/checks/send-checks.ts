@@ -259,10 +259,15 @@ export class SendChecks {
       number !== undefined &&
       !(rules?.marketingCap && isMarketing(rules, { type, body: send, field: '' }))
     ) {
+      // Unlisted (nearly every recipient): no entry, and no promise more than the list's.
       const read = listed
-        ? listed.then((list) => (listsNumber(list, number) ? this.#readEntries(number, hashed, owner) : null))
-        : this.#readEntries(number, hashed, owner)
-      prefetched.consent = { number, owner, read: read.catch(() => undefined) }
+        ? listed.then(
+            (list) =>
+              listsNumber(list, number) ? this.#readEntries(number, hashed, owner).catch(unread) : null,
+            unread,
+          )
+        : this.#readEntries(number, hashed, owner).catch(unread)
+      prefetched.consent = { number, owner, read }
     }
     if (poolNumbers) prefetched.poolNumbers = poolNumbers
     if (others?.length) prefetched.elsewhere = this.#readElsewhere(others, recipient, hashed, owner, listed)
