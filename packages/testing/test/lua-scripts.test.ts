@@ -214,6 +214,13 @@ const RUNS: Record<string, Run> = {
     answers: [1, 1, 0, 0, 'm1', JOB],
   },
   writeOptOut: { keys: (k) => [k('optout')], args: () => ['', 'all'], answers: 'all' },
+  noteOptOutNumber: {
+    keys: (k) => [k('optout:numbers')],
+    args: () => ['1055502'],
+    // Not listed by `10555021`, which starts with it: added.
+    before: (redis, k) => redis.set(k('optout:numbers'), '10555021 '),
+    answers: 1,
+  },
   checkMarketingConsent: {
     keys: (k) => [k('optout'), k('cap')],
     args: () => [3, 60_000, 'tenant:acme'],
