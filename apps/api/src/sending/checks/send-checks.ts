@@ -253,8 +253,8 @@ export class SendChecks {
     const others = poolNumbers && this.#elsewhereFor(poolNumbers, number)
     const hashed = number !== undefined || others?.length ? this.#hash(recipient) : ''
     // A pooled send's entries on every number of its pool, through the one list of numbers its
-    // recipient has entries on (none, for nearly every recipient).
-    const listed = poolNumbers && hashed ? this.#listed(hashed) : undefined
+    // recipient has entries on (none, for nearly every recipient); a pool of one reads its entry.
+    const listed = others?.length ? this.#listed(hashed) : undefined
     if (
       number !== undefined &&
       !(rules?.marketingCap && isMarketing(rules, { type, body: send, field: '' }))
