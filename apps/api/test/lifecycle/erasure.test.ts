@@ -1,6 +1,7 @@
-import { randomBytes } from 'node:crypto'
+import { randomBytes, randomUUID } from 'node:crypto'
 import { type ErasureView, type MessageJob, senderQueueName } from '@dispatch/contracts'
-import { messageIdAt } from '@dispatch/runtime'
+import { createSenderPool, senders } from '@dispatch/db'
+import { messageIdAt, poolStickyKey } from '@dispatch/runtime'
 import {
   fairKeys,
   MESSAGE_BUNDLE_JOB_NAME,
@@ -503,5 +504,64 @@ describe("a key's erasure", () => {
       404,
       'NOT_FOUND',
     )
+  })
+})
+
+describe("a pooled key's recipient", () => {
+  it("keeps no sticky record naming them: a key's erasure its pool's, an admin's every pool's", async () => {
+    // Two numbers of one business in a pool, written as an admin's routes would (no platform here).
+    const tag = String(Date.now()).slice(-9)
+    const senderIds = [randomUUID(), randomUUID()]
+    const { db } = app.deps
+    await db.insert(senders).values(
+      senderIds.map((id, n) => ({
+        id,
+        phoneNumberId: `8${tag}${n}`,
+        displayName: `Pool number ${n}`,
+        businessId: `7${tag}`,
+        wabaId: `6${tag}`,
+      })),
+    )
+    const created = await createSenderPool(db, {
+      name: 'Erasure pool',
+      members: senderIds.map((senderId) => ({ senderId, weight: 1 })),
+      actor: 'test',
+      now: new Date(),
+    })
+    if (!('outcome' in created) || created.outcome !== 'written') throw new Error('pool not created')
+    const poolId = created.detail.pool.id
+    const pooled = await activeKey(app, { scopes: ['send:free-text', 'read:messages', 'manage:data'] })
+    const bound = await app.inject({
+      method: 'PATCH',
+      url: `/api/admin/api-keys/${pooled.id}`,
+      headers: asAdmin(),
+      payload: { senderPoolId: poolId },
+    })
+    expect(bound.statusCode, bound.body).toBe(200)
+    await app.sending.pools.refresh()
+    const [byKey, byAdmin] = [newPhone(), newPhone()]
+    for (const phone of [byKey, byAdmin]) {
+      // Queued on a number no worker here serves: its sticky record is written at accept.
+      expect((await sendText(phone, secret('pooled'), pooled.key)).statusCode).toBe(202)
+      await waitFor(
+        async () => (await redis.exists(poolStickyKey(world.queuePrefix, poolId, phone))) || undefined,
+        {
+          what: 'the sticky record',
+        },
+      )
+      // Another pool's record of them (a pool deleted since, or another tenant's).
+      await redis.set(poolStickyKey(world.queuePrefix, randomUUID(), phone), 'other 0 1', 'PX', 60_000)
+    }
+
+    // The key's erasure: its pool's record goes, another pool's stays.
+    const own = await erase('/api/third-party', { 'x-api-key': pooled.key }, { phone: byKey })
+    expect(own.done.status).toBe('completed')
+    expect(await redis.exists(poolStickyKey(world.queuePrefix, poolId, byKey))).toBe(0)
+    expect(await findInRedis(redis, world.queuePrefix, [byKey])).toHaveLength(1)
+
+    // An admin's: every pool's, and nothing in Redis names them.
+    const all = await erase('/api/admin', asAdmin(), { phone: byAdmin })
+    expect(all.done.status).toBe('completed')
+    expect(await findInRedis(redis, world.queuePrefix, [byAdmin, byAdmin.slice(1)])).toEqual([])
   })
 })

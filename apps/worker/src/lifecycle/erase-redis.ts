@@ -16,7 +16,7 @@ import {
   parseOutcome,
   type RecipientIdentities,
 } from '@dispatch/db'
-import { legacyRecipientKeys, queuePrefix, serviceWindowKey } from '@dispatch/runtime'
+import { legacyRecipientKeys, poolStickyKey, queuePrefix, serviceWindowKey } from '@dispatch/runtime'
 import {
   fairKeys,
   MESSAGE_BUNDLE_JOB_NAME,
@@ -268,13 +268,16 @@ export class RedisEraser {
 
   /**
    * Keys named after the recipient: its 24-hour window per business number (an admin's erasure: the
-   * window is the number's, shared by every key), and an opt-out or cap count keyed by the plain
-   * recipient, left from before the copy was keyed by hash.
+   * window is the number's, shared by every key), an opt-out or cap count keyed by the plain
+   * recipient, left from before the copy was keyed by hash, and the sender pools' sticky records
+   * (`poolStickyKey`): every pool's for an admin's erasure (pools since deleted included), the
+   * key's own pool's for a key's (`pools`: 'all', or the key's pool id, or null for none).
    */
   async removeRecipientKeys(
     phoneNumberIds: string[],
     recipients: string[],
     windows: boolean,
+    pools: 'all' | string | null,
   ): Promise<number> {
     const keys: string[] = []
     for (const number of phoneNumberIds) {
@@ -283,10 +286,33 @@ export class RedisEraser {
         if (windows) keys.push(serviceWindowKey(this.#prefix, number, recipient))
       }
     }
+    if (pools === 'all') keys.push(...(await this.#stickyRecordsOf(recipients)))
+    else if (pools)
+      for (const recipient of recipients) keys.push(poolStickyKey(this.#prefix, pools, recipient))
     let removed = 0
     // One key per DEL: on a Cluster the keys sit on different slots.
     for (const key of keys) removed += await this.#redis.del(key)
     return removed
+  }
+
+  /** Every pool's sticky record of the recipients, found by one scan of each node. */
+  async #stickyRecordsOf(recipients: string[]): Promise<string[]> {
+    // `<prefix>:pool-sticky:`, then `<poolId>:<recipient>` (pool ids hold no `:`).
+    const stem = poolStickyKey(this.#prefix, '', '').slice(0, -1)
+    const wanted = new Set(recipients)
+    const found: string[] = []
+    for (const node of this.#nodes()) {
+      let cursor = '0'
+      do {
+        const [next, keys] = await node.scan(cursor, 'MATCH', `${globEscape(stem)}*`, 'COUNT', 1000)
+        cursor = next
+        for (const key of keys) {
+          const rest = key.slice(stem.length)
+          if (wanted.has(rest.slice(rest.indexOf(':') + 1))) found.push(key)
+        }
+      } while (cursor !== '0')
+    }
+    return found
   }
 
   /**
@@ -402,3 +428,6 @@ export const jobMatcher = (ids: RecipientIdentities, apiKeyId: string | null) =>
     return matches({ apiKeyId: job.apiKeyId, phone: body.phone, userId: body.userId })
   }
 }
+
+/** `text` matched literally by a SCAN MATCH pattern. */
+const globEscape = (text: string) => text.replace(/[*?[\]\\]/g, (c) => `\\${c}`)

@@ -93,6 +93,7 @@ export async function runErasure(
     ownSenders.map((s) => s.phoneNumberId),
     recipients,
     apiKeyId === null,
+    apiKeyId === null ? 'all' : (key?.senderPoolId ?? null),
   )
   report.idempotencyAnswers += await eraser.rewriteIdempotencyAnswers(apiKeyId, recipients)
   await endErasure(db, data.erasureId, data.outboxId, { report }, new Date())
