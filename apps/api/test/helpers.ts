@@ -174,6 +174,21 @@ export async function activeKey(app: FastifyInstance, overrides: Record<string, 
   return created
 }
 
+/**
+ * Binds a key to a sender pool as an admin does (`PATCH /api/admin/api-keys/:id`), then waits
+ * until this API instance has the pool loaded, so the key's next send goes through it.
+ */
+export async function bindKeyToPool(app: FastifyInstance, keyId: string, poolId: string) {
+  const bound = await app.inject({
+    method: 'PATCH',
+    url: `/api/admin/api-keys/${keyId}`,
+    headers: asAdmin(),
+    payload: { senderPoolId: poolId },
+  })
+  if (bound.statusCode !== 200) throw new Error(`binding failed: ${bound.statusCode} ${bound.body}`)
+  await waitFor(() => app.sending.pools.get(poolId), { what: 'the pool loaded by the API' })
+}
+
 /** Asserts the spec's error body, exactly: its four fields, the status, the code, `error` the reason phrase. */
 export function expectError(
   res: LightMyRequestResponse,

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
   asAdmin,
+  bindKeyToPool,
   buildTestApp,
   createWorld,
   expectError,
@@ -355,14 +356,7 @@ describe("a pooled key's marketing template under a cap", () => {
     expect(made.statusCode, made.body).toBe(201)
     const poolId = made.json<{ id: string }>().id
     const pooled = await activeKey(app, { scopes: ['send:template'], tenantId: 'capped-co' })
-    const bound = await app.inject({
-      method: 'PATCH',
-      url: `/api/admin/api-keys/${pooled.id}`,
-      headers: asAdmin(),
-      payload: { senderPoolId: poolId },
-    })
-    expect(bound.statusCode, bound.body).toBe(200)
-    await waitFor(() => app.sending.pools.get(poolId), { what: 'the pool loaded by the API' })
+    await bindKeyToPool(app, pooled.id, poolId)
     for (const s of [a, b]) {
       const capped = await setMarketingCap(s.id, { count: 1, hours: 24 })
       expect(capped.statusCode, capped.body).toBe(200)

@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
   asAdmin,
+  bindKeyToPool,
   buildTestApp,
   createWorld,
   expectError,
@@ -531,14 +532,9 @@ describe("a pooled key's recipient", () => {
     if (!('outcome' in created) || created.outcome !== 'written') throw new Error('pool not created')
     const poolId = created.detail.pool.id
     const pooled = await activeKey(app, { scopes: ['send:free-text', 'read:messages', 'manage:data'] })
-    const bound = await app.inject({
-      method: 'PATCH',
-      url: `/api/admin/api-keys/${pooled.id}`,
-      headers: asAdmin(),
-      payload: { senderPoolId: poolId },
-    })
-    expect(bound.statusCode, bound.body).toBe(200)
+    // Written straight to Postgres, so announced to no API: loaded now.
     await app.sending.pools.refresh()
+    await bindKeyToPool(app, pooled.id, poolId)
     const [byKey, byAdmin] = [newPhone(), newPhone()]
     for (const phone of [byKey, byAdmin]) {
       // Queued on a number no worker here serves: its sticky record is written at accept.

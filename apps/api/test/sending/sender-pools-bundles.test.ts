@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
   asAdmin,
+  bindKeyToPool,
   buildTestApp,
   createWorld,
   SEND_SCOPES,
@@ -113,14 +114,7 @@ beforeAll(async () => {
     payload: { url: 'http://127.0.0.1:9/bundle-moves', events: ['message.sender_changed'] },
   })
   expect(endpoint.statusCode, endpoint.body).toBe(201)
-  const bound = await app.inject({
-    method: 'PATCH',
-    url: `/api/admin/api-keys/${key.id}`,
-    headers: asAdmin(),
-    payload: { senderPoolId: pool.id },
-  })
-  expect(bound.statusCode, bound.body).toBe(200)
-  await waitFor(() => app.sending.pools.get(pool.id), { what: 'the pool in the API' })
+  await bindKeyToPool(app, key.id, pool.id)
 })
 afterAll(async () => {
   await worker?.close()

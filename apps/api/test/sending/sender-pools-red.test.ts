@@ -6,6 +6,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest'
 import {
   activeKey,
   asAdmin,
+  bindKeyToPool,
   buildTestApp,
   createWorld,
   SEND_SCOPES,
@@ -96,14 +97,7 @@ it('keeps the other numbers at 0.9x their pace or better, and nothing waits on t
     payload: { url: 'http://127.0.0.1:9/red-run', events: ['message.sender_changed'] },
   })
   expect(endpoint.statusCode, endpoint.body).toBe(201)
-  const bound = await app.inject({
-    method: 'PATCH',
-    url: `/api/admin/api-keys/${key.id}`,
-    headers: asAdmin(),
-    payload: { senderPoolId: pool.id },
-  })
-  expect(bound.statusCode, bound.body).toBe(200)
-  await waitFor(() => app.sending.pools.get(pool.id), { what: 'the pool in the API' })
+  await bindKeyToPool(app, key.id, pool.id)
 
   let n = 0
   const ids: string[] = []
