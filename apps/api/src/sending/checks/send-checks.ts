@@ -119,8 +119,53 @@ const closingOf = (last: string | null | undefined): number | undefined => {
 
 const unread = () => undefined
 
-/** How long a read of the windows' completeness marker stands. */
+/** How long a read of a Redis copy's completeness marker stands. */
 const MARKER_TTL_MS = 1000
+
+/**
+ * A Redis copy's completeness marker (set once a worker's rebuild is done), read at most once per
+ * MARKER_TTL_MS in the turn's MGET: it changes only when Redis loses its data.
+ */
+class MarkerRead {
+  readonly #read: TurnBatched<string, string | null>
+  readonly #key: string
+  #value: string | null = null
+  #until = 0
+
+  constructor(read: TurnBatched<string, string | null>, key: string) {
+    this.#read = read
+    this.#key = key
+  }
+
+  /** The marker, read again (and waited for) once the last read is stale. Rejects when Redis fails. */
+  read(now: number): Promise<string | null> {
+    if (now < this.#until) return Promise.resolve(this.#value)
+    return this.#read(this.#key).then((value) => {
+      this.#value = value
+      this.#until = now + MARKER_TTL_MS
+      return value
+    })
+  }
+
+  /**
+   * Whether the marker was set at the last read, without waiting: a stale read starts a new one,
+   * whose answer a later call gets (not set until the first lands, nor after a failed read).
+   */
+  wasSet(now: number): boolean {
+    if (now >= this.#until) {
+      this.#until = now + MARKER_TTL_MS
+      this.#read(this.#key).then(
+        (value) => {
+          this.#value = value
+        },
+        () => {
+          this.#value = null
+        },
+      )
+    }
+    return this.#value !== null
+  }
+}
 
 const outsideWindow = (field: string, body: SendToCheck['body']) =>
   new AppError(
@@ -143,9 +188,10 @@ export class SendChecks {
   readonly #log: Log
   /** The recipient's hash, which the suppression list's copy and the cap's counts are keyed by. */
   readonly #hash: RecipientHasher
-  /** The windows' completeness marker, as last read, and until when that read stands. */
-  #loaded: string | null = null
-  #loadedUntil = 0
+  /** The windows' completeness marker. */
+  readonly #windowsLoaded: MarkerRead
+  /** The suppression copy's marker: its recipients' lists of numbers are complete. */
+  readonly #suppressionsLoaded: MarkerRead
 
   /** The environment's own sender's number: what `default` sends from before it has a rules row. */
   readonly #defaultNumber: string
@@ -199,25 +245,17 @@ export class SendChecks {
     // The suppression entries and windows every request of a turn reads, in one MGET (on a
     // Cluster, one GET each: they sit on many slots).
     this.#read = read
+    this.#windowsLoaded = new MarkerRead(read, serviceWindowsLoadedKey(prefix))
+    this.#suppressionsLoaded = new MarkerRead(read, suppressionsLoadedKey(prefix))
     this.#limitDeps = {
       redis,
       read: this.#read,
       prefix,
       hash,
       log,
-      marker: (now) => this.#marker(now),
+      marker: (now) => this.#windowsLoaded.read(now),
       reaches: new KnownReaches(),
     }
-  }
-
-  /** The windows' completeness marker as last read, read again once its read is a second old. */
-  #marker(now: number): Promise<string | null> {
-    if (now < this.#loadedUntil) return Promise.resolve(this.#loaded)
-    return this.#read(serviceWindowsLoadedKey(this.#prefix)).then((value) => {
-      this.#loaded = value
-      this.#loadedUntil = now + MARKER_TTL_MS
-      return value
-    })
   }
 
   /** What the messaging limit's reads use (messaging-limit.ts). */
@@ -328,15 +366,16 @@ export class SendChecks {
   /**
    * A recipient's entries on `numbers` (a pooled send's pool's other numbers), in the turn's MGET,
    * taken as they land: the widest scope any of them blocks `owner` with. Once the copy's marker
-   * says its lists are complete, the recipient's list of numbers first (`listed`, read now unless
-   * given), then the entries of the numbers it lists only.
+   * says its lists are complete, the recipient's list of numbers first (`listed`), then the entries
+   * of the numbers it lists only.
    */
   #readElsewhere(
     numbers: readonly string[],
     recipient: string,
     hashed: string,
     owner: SuppressionOwner,
-    listed = this.#listed(hashed),
+    /** The recipient's list of numbers being read (`#listed`), or undefined: every number's entry. */
+    listed: Promise<string | null> | undefined,
   ): OptOutsElsewhere {
     if (!listed) {
       const reads = new OptOutsElsewhere(numbers, recipient, owner, numbers.length)
@@ -360,24 +399,10 @@ export class SendChecks {
    * while the copy's marker is not known to be set (then every number's entry is read).
    */
   #listed(hashed: string): Promise<string | null> | undefined {
-    const now = Date.now()
-    if (now >= this.#listsKnownUntil) {
-      this.#listsKnownUntil = now + MARKER_TTL_MS
-      this.#read(suppressionsLoadedKey(this.#prefix)).then(
-        (marker) => {
-          this.#listsComplete = marker !== null
-        },
-        () => {
-          this.#listsComplete = false
-        },
-      )
-    }
-    return this.#listsComplete ? this.#read(optOutNumbersKey(this.#prefix, hashed)) : undefined
+    return this.#suppressionsLoaded.wasSet(Date.now())
+      ? this.#read(optOutNumbersKey(this.#prefix, hashed))
+      : undefined
   }
-
-  /** The copy's marker as last read (its lists are complete), and until when that read stands. */
-  #listsComplete = false
-  #listsKnownUntil = 0
 
   /**
    * A pooled key's pool's numbers but `number`, the one a send goes through: whose entries block it
@@ -484,13 +509,13 @@ export class SendChecks {
       return errors
     }
     // The marker changes only when Redis loses its data (then a worker rebuilds it): read once a
-    // second, not per send (`#marker`), so a send under `enforce` costs one read, pipelined with the
+    // second, not per send (`#windowsLoaded`), so a send under `enforce` costs one read, pipelined with the
     // request's others.
     let loaded: string | null
     let answers: Array<string | null>
     try {
       ;[loaded, ...answers] = await Promise.all([
-        this.#marker(now),
+        this.#windowsLoaded.read(now),
         ...windows.map((i) => {
           const recipient = recipientOf((sends[i] as SendToCheck).body)
           if (prefetched?.window && prefetched.recipient === recipient) {
@@ -586,7 +611,7 @@ export class SendChecks {
                 early.recipient === recipient &&
                 sameNumbers(early.numbers, others)
                   ? early
-                  : this.#readElsewhere(others, recipient, hashOf(i), owner)
+                  : this.#readElsewhere(others, recipient, hashOf(i), owner, this.#listed(hashOf(i)))
               return [i, read]
             })
       // The other sends' entries, read with those of every request of this turn.
