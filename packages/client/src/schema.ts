@@ -1647,7 +1647,7 @@ export interface paths {
         };
         /**
          * Your sender's suppression list
-         * @description Requires `manage:suppressions`. The entries your tenant (your key, without one) added on the sender your key sends through. The recipients’ own opt-outs are not listed: ask about one with `GET /suppressions/{recipient}`.
+         * @description Requires `manage:suppressions`. The entries your tenant (your key, without one) added on the sender your key sends through, and for a key bound to a sender pool on every number of the pool (each entry names its `senderId`). The recipients’ own opt-outs are not listed: ask about one with `GET /suppressions/{recipient}`.
          */
         get: operations["listSuppressions"];
         put?: never;
@@ -1694,7 +1694,7 @@ export interface paths {
         post?: never;
         /**
          * Lift an opt-out (audited, with its reason)
-         * @description The body gives the reason, kept in the audit log; `recipient.opted_in` goes to subscribed endpoints of your tenant’s keys. Only your tenant’s entries: a recipient’s own opt-out is lifted by them (an opt-in keyword) or an admin.
+         * @description The body gives the reason, kept in the audit log; `recipient.opted_in` goes to subscribed endpoints of your tenant’s keys. Only your tenant’s entries on your sender (a pooled key: on its pool’s numbers): a recipient’s own opt-out is lifted by them (an opt-in keyword) or an admin.
          */
         delete: operations["deleteSuppression"];
         options?: never;

@@ -1024,4 +1024,140 @@ describe("a pooled key's opt-outs", () => {
     expect(done.lastError?.message).toMatch(/opted out/)
     expect(Object.values(NUMBERS).some((number) => sentBy(number, messageId))).toBe(false)
   })
+
+  /** A key of `tenantId` with a consent-events endpoint, bound to `bind` (a pool, or a sender). */
+  async function consentKey(tenantId: string, bind: { senderPoolId: string } | { senderId: string }) {
+    const key = await activeKey(app, {
+      scopes: [...SEND_SCOPES, 'manage:suppressions', 'manage:webhooks'],
+      tenantId,
+    })
+    const bound = await admin('PATCH', `/api/admin/api-keys/${key.id}`, bind)
+    expect(bound.statusCode, bound.body).toBe(200)
+    const endpoint = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/webhook-endpoints',
+      headers: { 'x-api-key': key.key },
+      payload: {
+        url: 'http://127.0.0.1:9/consent-events',
+        events: ['recipient.opted_out', 'recipient.opted_in'],
+      },
+    })
+    expect(endpoint.statusCode, endpoint.body).toBe(201)
+    return key
+  }
+  const consentEventsOf = async (key: Key, phone: string) =>
+    (
+      await world.sql<{ type: string; senderId: string }[]>`
+        select type, payload->'data'->>'senderId' as "senderId" from webhook_events
+        where api_key_id = ${key.id} and type like 'recipient.%' and payload->'data'->>'phone' = ${phone}
+        order by sequence`
+    ).map((row) => ({ ...row }))
+  const keyGet = (key: Key, url: string) =>
+    app.inject({ method: 'GET', url, headers: { 'x-api-key': key.key } })
+  const keyLift = (key: Key, id: string) =>
+    app.inject({
+      method: 'DELETE',
+      url: `/api/third-party/suppressions/${id}`,
+      headers: { 'x-api-key': key.key },
+      payload: { reason: 'the customer asked again' },
+    })
+  const addEntry = async (key: Key, phone: string) => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/suppressions',
+      headers: { 'x-api-key': key.key },
+      payload: { phone, reason: 'asked us by e-mail' },
+    })
+    expect(res.statusCode, res.body).toBe(201)
+    return res.json<{ id: string; senderId: string }>()
+  }
+
+  it("are its tenant's to list, read and lift on every number of the pool, not another tenant's nor a number outside it", async () => {
+    const phone = '+5511955500807'
+    const acmePooled = await consentKey('acme', { senderPoolId: pool.id })
+    const initechPooled = await consentKey('initech', { senderPoolId: pool.id })
+    // The tenant's entry on member c, added by its key of that number alone.
+    const acmeOnC = await consentKey('acme', { senderId: members.c.id })
+    const onC = await addEntry(acmeOnC, phone)
+    expect(onC.senderId).toBe(members.c.id)
+    // The same tenant's entry on a number outside the pool: not the pooled key's.
+    const acmeOutside = await consentKey('acme', { senderId: outsider.id })
+    const outside = await addEntry(acmeOutside, phone)
+
+    const listed = await keyGet(
+      acmePooled,
+      `/api/third-party/suppressions?recipient=${encodeURIComponent(phone)}`,
+    )
+    expect(listed.statusCode, listed.body).toBe(200)
+    expect(listed.json()).toMatchObject({ itemCount: 1, data: [{ id: onC.id, senderId: members.c.id }] })
+    expect((await keyGet(acmePooled, `/api/third-party/suppressions/${onC.id}`)).json()).toMatchObject({
+      id: onC.id,
+      tenantId: 'acme',
+    })
+    expectError(await keyGet(acmePooled, `/api/third-party/suppressions/${outside.id}`), 404, 'NOT_FOUND')
+    expectError(await keyLift(acmePooled, outside.id), 404, 'NOT_FOUND')
+    // Another tenant's key on the same pool: none of acme's entries, as if absent.
+    const theirs = await keyGet(
+      initechPooled,
+      `/api/third-party/suppressions?recipient=${encodeURIComponent(phone)}`,
+    )
+    expect(theirs.json()).toMatchObject({ itemCount: 0, data: [] })
+    expectError(await keyGet(initechPooled, `/api/third-party/suppressions/${onC.id}`), 404, 'NOT_FOUND')
+    expectError(await keyLift(initechPooled, onC.id), 404, 'NOT_FOUND')
+
+    // The entry on c blocks the pooled key there; the pooled key lifts it, and sends again.
+    const throughC = () =>
+      send(app, 'send-text', acmePooled.key, { phone, text: 'Your order shipped', senderId: members.c.id })
+    expectError(await throughC(), 422, 'RECIPIENT_OPTED_OUT')
+    const lifted = await keyLift(acmePooled, onC.id)
+    expect(lifted.statusCode, lifted.body).toBe(200)
+    expect((await throughC()).statusCode).toBe(202)
+    const [audit] = await world.sql<{ actor: string; senderId: string }[]>`
+      select actor, details->>'senderId' as "senderId" from admin_audit_log where target_id = ${onC.id}`
+    expect(audit).toEqual({ actor: `key:${acmePooled.id}`, senderId: members.c.id })
+    // Still listed and lifted by the key of the number outside the pool only.
+    expect((await keyGet(acmeOutside, `/api/third-party/suppressions/${outside.id}`)).statusCode).toBe(200)
+
+    // The pooled key heard of the entry on its member and of its lift; another tenant's, nothing.
+    await waitFor(async () => ((await consentEventsOf(acmePooled, phone)).length === 2 ? true : undefined), {
+      what: "the pooled key's consent events",
+    })
+    expect(await consentEventsOf(acmePooled, phone)).toEqual([
+      { type: 'recipient.opted_out', senderId: members.c.id },
+      { type: 'recipient.opted_in', senderId: members.c.id },
+    ])
+    expect(await consentEventsOf(initechPooled, phone)).toEqual([])
+  })
+
+  it('reach its endpoints when the recipient opts out of any number of the pool, and not of a number outside it', async () => {
+    const phone = '+5511955500808'
+    const acmePooled = await consentKey('acme', { senderPoolId: pool.id })
+    const initechPooled = await consentKey('initech', { senderPoolId: pool.id })
+    const onOutsider = await consentKey('globex', { senderId: outsider.id })
+    const stop = { ...replyFrom(phone), text: { body: 'STOP' } }
+    const res = await postPlatformWebhook(app, messageWebhook(NUMBERS.b, stop), APP_SECRET)
+    expect(res.statusCode, res.body).toBe(200)
+    // The recipient's own opt-out is everyone's: every key of the pool hears of it, whatever its tenant.
+    for (const key of [acmePooled, initechPooled]) {
+      const events = await waitFor(
+        async () => {
+          const found = await consentEventsOf(key, phone)
+          return found.length ? found : undefined
+        },
+        { what: 'the opt-out event' },
+      )
+      expect(events).toEqual([{ type: 'recipient.opted_out', senderId: members.b.id }])
+    }
+    expect(await consentEventsOf(onOutsider, phone)).toEqual([])
+    // A STOP to the number outside the pool: its key hears of it, the pool's keys do not.
+    const other = '+5511955500809'
+    const outsideStop = { ...replyFrom(other), text: { body: 'STOP' } }
+    const sent = await postPlatformWebhook(app, messageWebhook(OUTSIDER_NUMBER, outsideStop), APP_SECRET)
+    expect(sent.statusCode, sent.body).toBe(200)
+    await waitFor(async () => ((await consentEventsOf(onOutsider, other)).length ? true : undefined), {
+      what: "the outsider's opt-out event",
+    })
+    expect(await consentEventsOf(acmePooled, other)).toEqual([])
+    expect(await consentEventsOf(initechPooled, other)).toEqual([])
+  })
 })

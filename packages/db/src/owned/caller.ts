@@ -10,6 +10,11 @@ export interface Caller {
   apiKeyId: string
   tenantId: string | null
   senderId: string
+  /**
+   * A pooled key's pool's members (its own sender among them): its owner's suppression entries on
+   * any of them block its sends, so they are its to list, read and lift. Absent: its sender only.
+   */
+  poolSenderIds?: readonly string[]
 }
 
 /** The caller's owner of suppression entries: its tenant, or the key itself without one. */

@@ -8,13 +8,19 @@ import { type Caller, ownerOf } from './caller.ts'
 
 /**
  * A key's view of the suppression list: the entries its tenant (or, without one, the key) added on
- * its sender, which it lists, reads and lifts; another owner's id is as if absent. The recipient's
- * own opt-outs it only asks about (`ofRecipient`): they block it, but only the recipient or an
- * admin lifts them.
+ * its sender, and on every member of its pool for a pooled key (they block its sends there), which
+ * it lists, reads and lifts; another owner's id, or one on another sender, is as if absent. The
+ * recipient's own opt-outs it only asks about (`ofRecipient`): they block it, but only the recipient
+ * or an admin lifts them.
  */
 export function ownedSuppressions(db: Db, caller: Caller) {
   const owner = ownerOf(caller)
-  const mine = and(eq(suppressions.owner, owner), eq(suppressions.senderId, caller.senderId))
+  const senders = [...new Set([caller.senderId, ...(caller.poolSenderIds ?? [])])]
+  const onSenders =
+    senders.length === 1
+      ? eq(suppressions.senderId, caller.senderId)
+      : inArray(suppressions.senderId, senders)
+  const mine = and(eq(suppressions.owner, owner), onSenders)
   return {
     /** A new entry of the caller's (source `api`), ready for `optOut`. */
     entry(fields: Pick<NewSuppression, 'phoneNumberId' | 'recipient' | 'scope' | 'reason'>): NewSuppression {
@@ -27,7 +33,7 @@ export function ownedSuppressions(db: Db, caller: Caller) {
         apiKeyId: caller.apiKeyId,
       }
     },
-    list: (query: SuppressionListQuery) => listSuppressions(db, query, caller.senderId, mine),
+    list: (query: SuppressionListQuery) => listSuppressions(db, query, undefined, mine),
     async find(id: string): Promise<SuppressionRow | undefined> {
       const [row] = await db
         .select()
@@ -39,24 +45,21 @@ export function ownedSuppressions(db: Db, caller: Caller) {
     remove: (id: string, reason: string, at: Date) =>
       removeSuppression(
         db,
-        { id, owner },
-        { actor: `key:${caller.apiKeyId}`, reason, senderId: caller.senderId },
+        { id, owner, senderIds: senders },
+        { actor: `key:${caller.apiKeyId}`, reason },
         at,
       ),
     /**
      * The entries that block the caller's sends to a recipient (its names and hashes): the
-     * recipient's own and the caller's, never another tenant's; on its sender and on `alsoOn` (a
-     * pooled key's pool's members, whose opt-outs block its sends too).
+     * recipient's own and the caller's, never another tenant's; on its sender and its pool's members.
      */
-    ofRecipient: (recipients: string[], alsoOn: readonly string[] = []) =>
+    ofRecipient: (recipients: string[]) =>
       db
         .select()
         .from(suppressions)
         .where(
           and(
-            alsoOn.length === 0
-              ? eq(suppressions.senderId, caller.senderId)
-              : inArray(suppressions.senderId, [caller.senderId, ...alsoOn]),
+            onSenders,
             inArray(suppressions.recipient, recipients),
             inArray(suppressions.owner, [EVERY_KEY, owner]),
           ),

@@ -106,8 +106,10 @@ async function addOne(tx: Executor, entry: NewSuppression, at: Date) {
 /**
  * `recipient.opted_out` / `recipient.opted_in`, in the entry's transaction, to the keys sending
  * through the entry's sender that have an endpoint (the event function keeps those subscribed):
- * every one for the recipient's own opt-out (and an admin's), only the owner's for an entry a key
- * added (its tenant's keys, or the key itself), so no tenant hears of another's list.
+ * the keys bound to it, and the keys bound to a pool it is a member of (the entry blocks their
+ * sends through every member); every one for the recipient's own opt-out (and an admin's), only
+ * the owner's for an entry a key added (its tenant's keys, or the key itself), so no tenant hears
+ * of another's list.
  */
 async function emitConsentEvent(tx: Executor, type: string, row: SuppressionRow, at: Date) {
   // An entry kept by hash after an erasure names nobody in its events either.
@@ -127,14 +129,18 @@ async function emitConsentEvent(tx: Executor, type: string, row: SuppressionRow,
   await tx.execute(sql`
     select dispatch_emit_webhook_event(k.id, ${type}, null, ${JSON.stringify(data)}::jsonb, ${at.toISOString()}::timestamptz)
     from api_keys k
-    where (k.sender_id = ${row.senderId} or (${row.senderId} = ${DEFAULT_SENDER_ID} and k.sender_id is null))
+    where (k.sender_id = ${row.senderId} or (${row.senderId} = ${DEFAULT_SENDER_ID} and k.sender_id is null)
+        or k.sender_pool_id in (select m.pool_id from sender_pool_members m where m.sender_id = ${row.senderId}))
       and (${row.owner} = '' or (case when k.tenant_id is not null then 'tenant:' || k.tenant_id else 'key:' || k.id::text end) = ${row.owner})
       and exists (select 1 from webhook_endpoints e where e.api_key_id = k.id)`)
 }
 
 type SuppressionMatch =
-  /** One entry, by id; with `owner`, only if that owner's (a key lifts its own tenant's only). */
-  | { id: string; owner?: string }
+  /**
+   * One entry, by id; with `owner`, only if that owner's (a key lifts its own tenant's only), and
+   * with `senderIds` only on one of those senders (a key's own, its pool's members).
+   */
+  | { id: string; owner?: string; senderIds?: readonly string[] }
   /** The recipient's own opt-out (`owner` ''): an opt-in keyword, Meta's "resume". */
   | {
       phoneNumberId: string
@@ -143,7 +149,7 @@ type SuppressionMatch =
       recipientHash?: string
       onlyScope?: SuppressionScope
     }
-type LiftAudit = { actor: string; reason: string; senderId?: string }
+type LiftAudit = { actor: string; reason: string }
 
 /**
  * Lifts an opt-out (an opt-in keyword, Meta's `user_preferences` "resume", a key, an admin): the
@@ -186,7 +192,7 @@ async function removeOne(tx: Executor, where: SuppressionMatch, audit: LiftAudit
     'id' in where
       ? and(
           eq(suppressions.id, where.id),
-          audit.senderId === undefined ? undefined : eq(suppressions.senderId, audit.senderId),
+          where.senderIds === undefined ? undefined : inArray(suppressions.senderId, [...where.senderIds]),
           where.owner === undefined ? undefined : eq(suppressions.owner, where.owner),
         )
       : and(

@@ -48,7 +48,8 @@ const AdminFilter = Type.Object({ senderId: Type.Optional(Type.String({ minLengt
 
 /**
  * `GET/POST/DELETE …/suppressions`: the suppression list. A key lists, reads and lifts its tenant's
- * own entries on its sender only (another tenant's or sender's are 404, as if absent), and asks
+ * own entries on its sender only, a pooled key on its pool's numbers (another tenant's or sender's
+ * are 404, as if absent), and asks
  * whether one recipient is blocked for it; an admin reads and lifts any entry (`senderId` names a
  * sender on a create, and filters a list). Lifting an entry needs a reason, audited under the actor.
  */
@@ -64,6 +65,17 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
   const actorOf = (request: FastifyRequest) =>
     admin ? `admin:${request.adminName}` : `key:${request.apiKey.id}`
   const hash = recipientHasher(config)
+  /**
+   * A key's entries: its tenant's on its sender and, for a pooled key, on every member of its pool
+   * (they block its sends there too), as this process has the pool loaded.
+   */
+  const entriesOf = (request: FastifyRequest) => {
+    const caller = callerOf(request)
+    const poolId = request.apiKey.senderPoolId
+    const pool = poolId ? app.sending.pools.get(poolId) : undefined
+    const ownedBy = pool ? { ...caller, poolSenderIds: pool.members.map((m) => m.senderId) } : caller
+    return owned(db, ownedBy).suppressions
+  }
 
   app.get(
     '/suppressions',
@@ -76,7 +88,8 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
         description: admin
           ? 'Every sender’s opted-out recipients; `senderId` keeps one sender’s.'
           : 'Requires `manage:suppressions`. The entries your tenant (your key, without one) added on the ' +
-            'sender your key sends through. The recipients’ own opt-outs are not listed: ask about one ' +
+            'sender your key sends through, and for a key bound to a sender pool on every number of the pool ' +
+            '(each entry names its `senderId`). The recipients’ own opt-outs are not listed: ask about one ' +
             'with `GET /suppressions/{recipient}`.',
         querystring: admin
           ? Type.Object({ ...SuppressionListQuery.properties, ...AdminFilter.properties }, closed)
@@ -88,7 +101,7 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
       const query = request.query as SuppressionListQuery & { senderId?: string }
       const { rows, itemCount } = admin
         ? await listSuppressions(db, query, query.senderId)
-        : await owned(db, callerOf(request)).suppressions.list(query)
+        : await entriesOf(request).list(query)
       return { ...pageMeta(query.page, query.take, itemCount), data: rows.map(toSuppressionView) }
     },
   )
@@ -184,7 +197,7 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
       },
       async (request) => {
         const asked = request.params.idOrRecipient
-        const mine = owned(db, callerOf(request)).suppressions
+        const mine = entriesOf(request)
         if (isDispatchId(asked)) {
           const row = await mine.find(asked.toLowerCase())
           if (!row) throw new AppError('NOT_FOUND', 'No such entry in this suppression list')
@@ -198,10 +211,7 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
         }
         // By name, and by hash: an entry kept after the recipient was erased still blocks them. A
         // pooled key's sends are blocked by entries on every number of its pool too.
-        const poolId = request.apiKey.senderPoolId
-        const pool = poolId ? app.sending.pools.get(poolId) : undefined
-        const alsoOn = pool ? pool.members.map((m) => m.senderId) : []
-        return toSuppressionStatus(asked, await mine.ofRecipient([asked, hash(asked)], alsoOn))
+        return toSuppressionStatus(asked, await mine.ofRecipient([asked, hash(asked)]))
       },
     )
   }
@@ -218,8 +228,8 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
           'The body gives the reason, kept in the audit log; `recipient.opted_in` goes to subscribed endpoints ' +
           (admin
             ? 'of every key the entry blocked.'
-            : 'of your tenant’s keys. Only your tenant’s entries: a recipient’s own opt-out is lifted by them ' +
-              '(an opt-in keyword) or an admin.'),
+            : 'of your tenant’s keys. Only your tenant’s entries on your sender (a pooled key: on its pool’s ' +
+              'numbers): a recipient’s own opt-out is lifted by them (an opt-in keyword) or an admin.'),
         params: IdParams,
         body: DeleteSuppressionBody,
         response: { 200: SuppressionView, ...errorResponses('VALIDATION_ERROR', 'NOT_FOUND') },
@@ -230,7 +240,7 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
       const { reason } = request.body
       const removed = admin
         ? await optIn(app.deps, request.log, { id }, { actor: actorOf(request), reason }, clock())
-        : await owned(db, callerOf(request)).suppressions.remove(id, reason, clock())
+        : await entriesOf(request).remove(id, reason, clock())
       if (!admin) await dropCopies(app.deps, request.log, [removed])
       if (!removed) throw new AppError('NOT_FOUND', 'No such entry in this suppression list')
       return toSuppressionView(removed)
