@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import { type ErasureView, type MessageJob, senderQueueName } from '@dispatch/contracts'
-import { createSenderPool, senders } from '@dispatch/db'
-import { messageIdAt, poolStickyKey } from '@dispatch/runtime'
+import { createSenderPool, senders, suppressions } from '@dispatch/db'
+import { isRecipientHash, messageIdAt, poolStickyKey } from '@dispatch/runtime'
 import {
   fairKeys,
   MESSAGE_BUNDLE_JOB_NAME,
@@ -509,7 +509,7 @@ describe("a key's erasure", () => {
 })
 
 describe("a pooled key's recipient", () => {
-  it("keeps no sticky record naming them: a key's erasure its pool's, an admin's every pool's", async () => {
+  it("keeps no sticky record naming them (a key's erasure its pool's, an admin's every pool's) and its tenant's opt-outs on the pool by hash", async () => {
     // Two numbers of one business in a pool, written as an admin's routes would (no platform here).
     const tag = String(Date.now()).slice(-9)
     const senderIds = [randomUUID(), randomUUID()]
@@ -531,7 +531,10 @@ describe("a pooled key's recipient", () => {
     })
     if (!('outcome' in created) || created.outcome !== 'written') throw new Error('pool not created')
     const poolId = created.detail.pool.id
-    const pooled = await activeKey(app, { scopes: ['send:free-text', 'read:messages', 'manage:data'] })
+    const pooled = await activeKey(app, {
+      scopes: ['send:free-text', 'read:messages', 'manage:data'],
+      tenantId: `pool-${tag}`,
+    })
     // Written straight to Postgres, so announced to no API: loaded now.
     await app.sending.pools.refresh()
     await bindKeyToPool(app, pooled.id, poolId)
@@ -549,11 +552,39 @@ describe("a pooled key's recipient", () => {
       await redis.set(poolStickyKey(world.queuePrefix, randomUUID(), phone), 'other 0 1', 'PX', 60_000)
     }
 
-    // The key's erasure: its pool's record goes, another pool's stays.
+    // Its tenant's opt-outs of them on the pool's other number (which the pooled key lists and
+    // lifts), and on a number outside the pool (which it does not).
+    const entryOn = (senderId: string, phoneNumberId: string) => ({
+      senderId,
+      phoneNumberId,
+      recipient: byKey,
+      scope: 'all' as const,
+      source: 'api' as const,
+      reason: `asked on ${senderId}`,
+      // Its owner (generated) is the tenant's: `tenant:pool-…`.
+      tenantId: `pool-${tag}`,
+      apiKeyId: pooled.id,
+      createdBy: `key:${pooled.id}`,
+    })
+    const [onMember, outside] = await db
+      .insert(suppressions)
+      .values([entryOn(senderIds[1] as string, `8${tag}1`), entryOn('default', SANDBOX_NUMBER)])
+      .returning({ id: suppressions.id })
+
+    // The key's erasure: its pool's record goes, another pool's stays; its tenant's opt-out on the
+    // pool's member stays, kept by hash; the one outside the pool is not the key's to erase.
     const own = await erase('/api/third-party', { 'x-api-key': pooled.key }, { phone: byKey })
     expect(own.done.status).toBe('completed')
     expect(await redis.exists(poolStickyKey(world.queuePrefix, poolId, byKey))).toBe(0)
     expect(await findInRedis(redis, world.queuePrefix, [byKey])).toHaveLength(1)
+    const recipientOf = async (id: string | undefined) =>
+      (
+        await world.sql<
+          { recipient: string }[]
+        >`select recipient from suppressions where id = ${id as string}`
+      )[0]?.recipient
+    expect(isRecipientHash((await recipientOf(onMember?.id)) as string)).toBe(true)
+    expect(await recipientOf(outside?.id)).toBe(byKey)
 
     // An admin's: every pool's, and nothing in Redis names them.
     const all = await erase('/api/admin', asAdmin(), { phone: byAdmin })

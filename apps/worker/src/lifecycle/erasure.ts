@@ -9,6 +9,7 @@ import {
   endErasure,
   eraseRecipientRows,
   findApiKeyById,
+  findSenderPool,
   identitiesOf,
   listAllSenders,
   recordDeliveryOutcomes,
@@ -49,6 +50,9 @@ export async function runErasure(
   const apiKeyId = erasure.apiKeyId
   const key = apiKeyId ? await findApiKeyById(db, apiKeyId) : undefined
   const senderId = key?.senderId ?? (apiKeyId ? DEFAULT_SENDER_ID : null)
+  // A pooled key's tenant's opt-outs on its pool's members are its too (it lists and lifts them).
+  const pool = key?.senderPoolId ? await findSenderPool(db, key.senderPoolId) : undefined
+  const poolSenderIds = pool?.members.map((m) => m.sender.id) ?? []
   // Kept on the job before anything is erased: a retry after the pairs are gone still has them.
   const identities = data.identities ?? (await identitiesOf(db, data))
   if (!data.identities) await job.updateData({ ...data, identities })
@@ -72,6 +76,7 @@ export async function runErasure(
       identities,
       apiKeyId,
       senderId,
+      poolSenderIds,
       // The key's tenant's entries (its tenant as it is now: entries belong to the tenant).
       ...(apiKeyId ? { owner: suppressionOwner({ apiKeyId, tenantId: key?.tenantId ?? null }) } : {}),
       hash: recipientHasher(config),

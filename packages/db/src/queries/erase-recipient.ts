@@ -65,6 +65,11 @@ export interface EraseRows {
   /** The key's sender, whose suppression list a key's erasure hashes. */
   senderId: string | null
   /**
+   * A pooled key's pool's members: its tenant's entries on them are its too (it lists and lifts
+   * them), so its erasure hashes those as well.
+   */
+  poolSenderIds?: readonly string[]
+  /**
    * The key's owner of suppression entries (`suppressionOwner`): a key's erasure hashes its own
    * tenant's entries only, never the recipient's own or another tenant's (still theirs to read).
    */
@@ -281,20 +286,23 @@ export async function eraseRecipientRows(db: Db, input: EraseRows): Promise<Eras
  * Opt-outs must hold after the erasure: each entry of the recipient stays, its recipient replaced by
  * its hash, which the Redis copy is keyed by anyway. Where the number already has a hashed entry
  * (an earlier erasure, then a new opt-out), the two become one, the wider scope kept. A reason that
- * quotes the recipient goes. A key's erasure hashes its own tenant's entries on its sender (the
- * recipient's own opt-outs and other tenants' entries are not its to make unreadable); an admin's,
- * every one.
+ * quotes the recipient goes. A key's erasure hashes its own tenant's entries on its sender and, for a
+ * pooled key, its pool's members (the recipient's own opt-outs and other tenants' entries are not
+ * its to make unreadable); an admin's, every one.
  */
 async function hashSuppressions(db: Db, input: EraseRows): Promise<number> {
   const { identities, senderId, apiKeyId, hash } = input
-  const sender = senderId ?? DEFAULT_SENDER_ID
+  const senders = [...new Set([senderId ?? DEFAULT_SENDER_ID, ...(input.poolSenderIds ?? [])])]
   // A key with no owner given (a job queued before owners) is its own owner.
   const owner = input.owner ?? `key:${apiKeyId}`
   const ofSender =
     apiKeyId === null
       ? sql`true`
-      : sql`${suppressions.senderId} = ${sender} and ${suppressions.owner} = ${owner}`
-  const plainOfSender = apiKeyId === null ? sql`true` : sql`p.sender_id = ${sender} and p.owner = ${owner}`
+      : sql`${suppressions.senderId} = any(${sql.param(senders)}::text[]) and ${suppressions.owner} = ${owner}`
+  const plainOfSender =
+    apiKeyId === null
+      ? sql`true`
+      : sql`p.sender_id = any(${sql.param(senders)}::text[]) and p.owner = ${owner}`
   let changed = 0
   for (const recipient of [...identities.phones, ...identities.userIds]) {
     const hashed = hash(recipient)
