@@ -1751,7 +1751,7 @@ export interface paths {
         };
         /**
          * Everything held about a recipient for your key (NDJSON)
-         * @description Requires `manage:data`. One JSON object per line, each with its `kind`: `message`, `inbound_message`, `event` (webhook events about them), `suppression` (the entries that block your sends to them: their own opt-outs of your sender, and your tenant’s; never another tenant’s). Streamed as it is read; the phone in E.164 (`%2B` for the `+`).
+         * @description Requires `manage:data`. One JSON object per line, each with its `kind`: `message`, `inbound_message`, `event` (webhook events about them), `suppression` (the entries that block your sends to them: their own opt-outs of your sender, and your tenant’s, on every number of your sender pool for a pooled key; never another tenant’s). Streamed as it is read; the phone in E.164 (`%2B` for the `+`).
          */
         get: operations["exportRecipient"];
         put?: never;

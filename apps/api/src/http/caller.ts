@@ -1,6 +1,7 @@
 import { DEFAULT_SENDER_ID } from '@dispatch/contracts'
 import type { Caller } from '@dispatch/db'
 import type { FastifyRequest } from 'fastify'
+import type { SenderPoolCache } from '../sending/pools/pool-cache.ts'
 
 /**
  * Who a key route acts for, as the owned data layer takes it (`owned(db, callerOf(request))`): the
@@ -13,3 +14,14 @@ export const callerOf = (request: FastifyRequest): Caller => ({
   tenantId: request.apiKey.tenantId,
   senderId: request.apiKey.senderId ?? DEFAULT_SENDER_ID,
 })
+
+/**
+ * `callerOf`, with a pooled key's pool's members as this process has the pool loaded: for what
+ * blocks its sends on every member (its tenant's opt-outs there, which it lists, lifts and exports).
+ */
+export const pooledCallerOf = (request: FastifyRequest, pools: SenderPoolCache): Caller => {
+  const caller = callerOf(request)
+  const poolId = request.apiKey.senderPoolId
+  const pool = poolId ? pools.get(poolId) : undefined
+  return pool ? { ...caller, poolSenderIds: pool.members.map((m) => m.senderId) } : caller
+}

@@ -1028,7 +1028,7 @@ describe("a pooled key's opt-outs", () => {
   /** A key of `tenantId` with a consent-events endpoint, bound to `bind` (a pool, or a sender). */
   async function consentKey(tenantId: string, bind: { senderPoolId: string } | { senderId: string }) {
     const key = await activeKey(app, {
-      scopes: [...SEND_SCOPES, 'manage:suppressions', 'manage:webhooks'],
+      scopes: [...SEND_SCOPES, 'manage:suppressions', 'manage:webhooks', 'manage:data'],
       tenantId,
     })
     const bound = await admin('PATCH', `/api/admin/api-keys/${key.id}`, bind)
@@ -1072,7 +1072,7 @@ describe("a pooled key's opt-outs", () => {
     return res.json<{ id: string; senderId: string }>()
   }
 
-  it("are its tenant's to list, read and lift on every number of the pool, not another tenant's nor a number outside it", async () => {
+  it("are its tenant's to list, read, lift and export on every number of the pool, not another tenant's nor a number outside it", async () => {
     const phone = '+5511955500807'
     const acmePooled = await consentKey('acme', { senderPoolId: pool.id })
     const initechPooled = await consentKey('initech', { senderPoolId: pool.id })
@@ -1096,6 +1096,19 @@ describe("a pooled key's opt-outs", () => {
     })
     expectError(await keyGet(acmePooled, `/api/third-party/suppressions/${outside.id}`), 404, 'NOT_FOUND')
     expectError(await keyLift(acmePooled, outside.id), 404, 'NOT_FOUND')
+    // Its export of the recipient holds what blocks it on the pool (the entry on c), nothing outside.
+    const exportOf = async (key: Key) => {
+      const res = await keyGet(key, `/api/third-party/recipients/${encodeURIComponent(phone)}/export`)
+      expect(res.statusCode, res.body).toBe(200)
+      return res.body
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as { kind: string; id?: string })
+        .filter((line) => line.kind === 'suppression')
+        .map((line) => line.id)
+    }
+    expect(await exportOf(acmePooled)).toEqual([onC.id])
+    expect(await exportOf(initechPooled)).toEqual([])
     // Another tenant's key on the same pool: none of acme's entries, as if absent.
     const theirs = await keyGet(
       initechPooled,

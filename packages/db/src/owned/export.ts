@@ -5,7 +5,7 @@ import { type Caller, ownerOf } from './caller.ts'
 /**
  * Everything held about one recipient for the caller, a page at a time: its key's messages, replies
  * and events, and the suppression entries that block its sends to them (the recipient's own and its
- * tenant's), never another tenant's entry or reason.
+ * tenant's, on its sender and a pooled key's pool's members), never another tenant's entry or reason.
  */
 export const ownedExport =
   (db: Db, caller: Caller) => (input: Pick<ExportInput, 'identities' | 'hashes' | 'pageSize'>) =>
@@ -13,5 +13,6 @@ export const ownedExport =
       ...input,
       apiKeyId: caller.apiKeyId,
       senderId: caller.senderId,
+      ...(caller.poolSenderIds ? { poolSenderIds: caller.poolSenderIds } : {}),
       owner: ownerOf(caller),
     })

@@ -19,6 +19,8 @@ export interface ExportInput {
   apiKeyId: string
   /** The key's sender, whose suppression list is the key's. */
   senderId: string
+  /** A pooled key's pool's members: their entries block its sends too, so they are exported as well. */
+  poolSenderIds?: readonly string[]
   /** The key's owner of entries (`suppressionOwner`): its own and the recipient's are exported. */
   owner: string
   identities: RecipientIdentities
@@ -191,9 +193,9 @@ export async function* recipientExportPages(db: Db, input: ExportInput): AsyncGe
     .from(suppressions)
     .where(
       and(
-        eq(suppressions.senderId, input.senderId),
+        inArray(suppressions.senderId, [...new Set([input.senderId, ...(input.poolSenderIds ?? [])])]),
         inArray(suppressions.recipient, recipients),
-        // The recipient's own opt-outs of the key's number, and the key's tenant's entries: never
+        // The recipient's own opt-outs of the key's numbers, and the key's tenant's entries: never
         // another tenant's (its reason is that tenant's business).
         inArray(suppressions.owner, [EVERY_KEY, input.owner]),
       ),

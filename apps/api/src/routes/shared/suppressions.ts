@@ -22,7 +22,7 @@ import Type from 'typebox'
 import { dropCopies, optIn, optOut } from '../../consent/suppression-list.ts'
 import { toSuppressionStatus, toSuppressionView } from '../../consent/views.ts'
 import { AppError } from '../../errors.ts'
-import { callerOf } from '../../http/caller.ts'
+import { callerOf, pooledCallerOf } from '../../http/caller.ts'
 import { errorResponses } from '../../http/error-responses.ts'
 
 const E164 = /^\+[1-9][0-9]{7,14}$/
@@ -69,13 +69,8 @@ export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOption
    * A key's entries: its tenant's on its sender and, for a pooled key, on every member of its pool
    * (they block its sends there too), as this process has the pool loaded.
    */
-  const entriesOf = (request: FastifyRequest) => {
-    const caller = callerOf(request)
-    const poolId = request.apiKey.senderPoolId
-    const pool = poolId ? app.sending.pools.get(poolId) : undefined
-    const ownedBy = pool ? { ...caller, poolSenderIds: pool.members.map((m) => m.senderId) } : caller
-    return owned(db, ownedBy).suppressions
-  }
+  const entriesOf = (request: FastifyRequest) =>
+    owned(db, pooledCallerOf(request, app.sending.pools)).suppressions
 
   app.get(
     '/suppressions',

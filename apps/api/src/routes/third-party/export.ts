@@ -5,7 +5,7 @@ import { recipientHasher } from '@dispatch/runtime'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import Type from 'typebox'
 import { toSuppressionView } from '../../consent/views.ts'
-import { callerOf } from '../../http/caller.ts'
+import { pooledCallerOf } from '../../http/caller.ts'
 import { errorResponses } from '../../http/error-responses.ts'
 import { toInboundMessageView, toMessageView } from '../../views.ts'
 
@@ -60,7 +60,8 @@ export const recipientExportRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'Requires `manage:data`. One JSON object per line, each with its `kind`: `message`, ' +
           '`inbound_message`, `event` (webhook events about them), `suppression` (the entries that block your ' +
-          'sends to them: their own opt-outs of your sender, and your tenant’s; never another tenant’s). Streamed as it is read; the phone in E.164 (`%2B` for the `+`).',
+          'sends to them: their own opt-outs of your sender, and your tenant’s, on every number of your sender pool ' +
+          'for a pooled key; never another tenant’s). Streamed as it is read; the phone in E.164 (`%2B` for the `+`).',
         params: ExportParams,
         response: {
           200: {
@@ -75,7 +76,7 @@ export const recipientExportRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const { phone } = request.params
       const key = request.apiKey
       const identities = await identitiesOf(db, { phone })
-      const pages = owned(db, callerOf(request)).exportPages({
+      const pages = owned(db, pooledCallerOf(request, app.sending.pools)).exportPages({
         identities,
         hashes: [...identities.phones, ...identities.userIds].map(hash),
         pageSize: EXPORT_PAGE_SIZE,
