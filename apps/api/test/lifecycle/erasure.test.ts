@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import { type ErasureView, type MessageJob, senderQueueName } from '@dispatch/contracts'
 import { createSenderPool, senders, suppressions } from '@dispatch/db'
-import { isRecipientHash, messageIdAt, poolStickyKey } from '@dispatch/runtime'
+import { isRecipientHash, legacyRecipientKeys, messageIdAt, poolStickyKey } from '@dispatch/runtime'
 import {
   fairKeys,
   MESSAGE_BUNDLE_JOB_NAME,
@@ -570,6 +570,10 @@ describe("a pooled key's recipient", () => {
       .insert(suppressions)
       .values([entryOn(senderIds[1] as string, `8${tag}1`), entryOn('default', SANDBOX_NUMBER)])
       .returning({ id: suppressions.id })
+
+    // What an older release kept under the recipient's phone on the pool's other number.
+    for (const key of legacyRecipientKeys(world.queuePrefix, `8${tag}1`, byKey))
+      await redis.set(key, 'all', 'PX', 60_000)
 
     // The key's erasure: its pool's record goes, another pool's stays; its tenant's opt-out on the
     // pool's member stays, kept by hash; the one outside the pool is not the key's to erase.

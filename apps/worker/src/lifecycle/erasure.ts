@@ -58,7 +58,10 @@ export async function runErasure(
   if (!data.identities) await job.updateData({ ...data, identities })
   const recipients = [...identities.phones, ...identities.userIds]
   const senders = (await listAllSenders(db)).map((s) => ({ id: s.id, phoneNumberId: s.phoneNumberId }))
-  const ownSenders = apiKeyId ? senders.filter((s) => s.id === senderId) : senders
+  // A key's numbers: its sender's, and its pool's members' for a pooled key (its messages went through them).
+  const ownSenders = apiKeyId
+    ? senders.filter((s) => s.id === senderId || poolSenderIds.includes(s.id))
+    : senders
   const matches = jobMatcher(identities, apiKeyId)
   const isRecipient = recipientMatcher(identities, apiKeyId)
   const report = emptyErasureReport()
