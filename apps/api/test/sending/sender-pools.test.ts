@@ -872,15 +872,56 @@ describe("a pooled key's opt-outs", () => {
     send(app, 'send-text', key.key, { phone, text: 'Your order shipped' }),
   ]
 
-  it("block its sends through every number of the pool: its tenant's, kept on its own sender (a member)", async () => {
-    const phone = '+5511955500801'
-    const added = await app.inject({
+  /** A key of `tenantId` with a consent-events endpoint, bound to `bind` (a pool, or a sender). */
+  async function consentKey(tenantId: string, bind: { senderPoolId: string } | { senderId: string }) {
+    const key = await activeKey(app, {
+      scopes: [...SEND_SCOPES, 'manage:suppressions', 'manage:webhooks', 'manage:data'],
+      tenantId,
+    })
+    const bound = await admin('PATCH', `/api/admin/api-keys/${key.id}`, bind)
+    expect(bound.statusCode, bound.body).toBe(200)
+    const endpoint = await app.inject({
+      method: 'POST',
+      url: '/api/third-party/webhook-endpoints',
+      headers: { 'x-api-key': key.key },
+      payload: {
+        url: 'http://127.0.0.1:9/consent-events',
+        events: ['recipient.opted_out', 'recipient.opted_in'],
+      },
+    })
+    expect(endpoint.statusCode, endpoint.body).toBe(201)
+    return key
+  }
+  const consentEventsOf = async (key: Key, phone: string) =>
+    (
+      await world.sql<{ type: string; senderId: string }[]>`
+        select type, payload->'data'->>'senderId' as "senderId" from webhook_events
+        where api_key_id = ${key.id} and type like 'recipient.%' and payload->'data'->>'phone' = ${phone}
+        order by sequence`
+    ).map((row) => ({ ...row }))
+  const keyGet = (key: Key, url: string) =>
+    app.inject({ method: 'GET', url, headers: { 'x-api-key': key.key } })
+  const keyLift = (key: Key, id: string) =>
+    app.inject({
+      method: 'DELETE',
+      url: `/api/third-party/suppressions/${id}`,
+      headers: { 'x-api-key': key.key },
+      payload: { reason: 'the customer asked again' },
+    })
+  const addEntry = async (key: Key, phone: string) => {
+    const res = await app.inject({
       method: 'POST',
       url: '/api/third-party/suppressions',
-      headers: { 'x-api-key': pooled.key },
+      headers: { 'x-api-key': key.key },
       payload: { phone, reason: 'asked us by e-mail' },
     })
-    expect(added.statusCode, added.body).toBe(201)
+    expect(res.statusCode, res.body).toBe(201)
+    return res.json<{ id: string; senderId: string }>()
+  }
+
+  it("block its sends through every number of the pool: its tenant's, kept on its own sender (a member)", async () => {
+    const phone = '+5511955500801'
+    await addEntry(pooled, phone)
     for (const res of await Promise.all(sendsFrom(pooled, phone))) {
       expectError(res, 422, 'RECIPIENT_OPTED_OUT')
     }
@@ -1024,53 +1065,6 @@ describe("a pooled key's opt-outs", () => {
     expect(done.lastError?.message).toMatch(/opted out/)
     expect(Object.values(NUMBERS).some((number) => sentBy(number, messageId))).toBe(false)
   })
-
-  /** A key of `tenantId` with a consent-events endpoint, bound to `bind` (a pool, or a sender). */
-  async function consentKey(tenantId: string, bind: { senderPoolId: string } | { senderId: string }) {
-    const key = await activeKey(app, {
-      scopes: [...SEND_SCOPES, 'manage:suppressions', 'manage:webhooks', 'manage:data'],
-      tenantId,
-    })
-    const bound = await admin('PATCH', `/api/admin/api-keys/${key.id}`, bind)
-    expect(bound.statusCode, bound.body).toBe(200)
-    const endpoint = await app.inject({
-      method: 'POST',
-      url: '/api/third-party/webhook-endpoints',
-      headers: { 'x-api-key': key.key },
-      payload: {
-        url: 'http://127.0.0.1:9/consent-events',
-        events: ['recipient.opted_out', 'recipient.opted_in'],
-      },
-    })
-    expect(endpoint.statusCode, endpoint.body).toBe(201)
-    return key
-  }
-  const consentEventsOf = async (key: Key, phone: string) =>
-    (
-      await world.sql<{ type: string; senderId: string }[]>`
-        select type, payload->'data'->>'senderId' as "senderId" from webhook_events
-        where api_key_id = ${key.id} and type like 'recipient.%' and payload->'data'->>'phone' = ${phone}
-        order by sequence`
-    ).map((row) => ({ ...row }))
-  const keyGet = (key: Key, url: string) =>
-    app.inject({ method: 'GET', url, headers: { 'x-api-key': key.key } })
-  const keyLift = (key: Key, id: string) =>
-    app.inject({
-      method: 'DELETE',
-      url: `/api/third-party/suppressions/${id}`,
-      headers: { 'x-api-key': key.key },
-      payload: { reason: 'the customer asked again' },
-    })
-  const addEntry = async (key: Key, phone: string) => {
-    const res = await app.inject({
-      method: 'POST',
-      url: '/api/third-party/suppressions',
-      headers: { 'x-api-key': key.key },
-      payload: { phone, reason: 'asked us by e-mail' },
-    })
-    expect(res.statusCode, res.body).toBe(201)
-    return res.json<{ id: string; senderId: string }>()
-  }
 
   it("are its tenant's to list, read, lift and export on every number of the pool, not another tenant's nor a number outside it", async () => {
     const phone = '+5511955500807'
