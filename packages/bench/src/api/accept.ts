@@ -16,6 +16,7 @@ import { Queue } from 'bullmq'
 import { Redis } from 'ioredis'
 import { assertClean, autocannon, medianRun, type Run, settle } from '../harness/load.ts'
 import { printComparison } from '../harness/report.ts'
+import { median, medianInterval } from '../harness/stats.ts'
 import { clearFairAdmission, createBenchWorld } from '../harness/world.ts'
 import { startServer } from './child-server.ts'
 
@@ -154,10 +155,12 @@ try {
     })
     const single = cpus.get(baseline) ?? []
     const paired = (cpus.get(pool) ?? []).map((cpu, i) => cpu / (single[i] ?? cpu))
-    const pairedMedian = [...paired].sort((a, b) => a - b)[Math.floor(paired.length / 2)]
+    // A round's ratio moves by ±10 % on shared cores: the interval says what the median may be off by.
+    const interval = medianInterval(paired)
     console.log(
       `  CPU per request, ${which} / ${what}, round by round: ${paired.map((r) => r.toFixed(3)).join(', ')}` +
-        ` (median ${pairedMedian?.toFixed(3)})`,
+        ` (median ${median(paired).toFixed(3)}` +
+        `${interval ? `, 90 % interval ${interval[0].toFixed(3)}–${interval[1].toFixed(3)}` : ''})`,
     )
   }
   comparePooledCpu('send-text', 'from a single-sender key')

@@ -4,6 +4,30 @@
 export const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
 
+/**
+ * A distribution-free interval for the median `values` were drawn from: the order statistics that
+ * hold it with at least `level` confidence (the count of values under the median is binomial, p =
+ * ½). For 16 rounds at 90 %: the 5th and the 12th smallest. Undefined when there are too few values
+ * for that confidence (4 or fewer at 90 %). What a median of rounds may be off by on a noisy machine.
+ */
+export function medianInterval(values: number[], level = 0.9): [number, number] | undefined {
+  const n = values.length
+  const tail = (1 - level) / 2
+  // j: the largest with P(B ≤ j − 1) ≤ tail, B ~ Binomial(n, ½), summed a term at a time.
+  let below = 0
+  let term = 0.5 ** n
+  let j = 0
+  for (let i = 0; i < n; i++) {
+    below += term
+    if (below > tail) break
+    j = i + 1
+    term = (term * (n - i)) / (i + 1)
+  }
+  if (j === 0) return undefined
+  const sorted = [...values].sort((a, b) => a - b)
+  return [sorted[j - 1] as number, sorted[n - j] as number]
+}
+
 /** The value 95 % of the samples stay at or under. */
 export const p95 = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length * 0.95)] ?? 0
