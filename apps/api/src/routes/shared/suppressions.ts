@@ -49,9 +49,9 @@ const AdminFilter = Type.Object({ senderId: Type.Optional(Type.String({ minLengt
 /**
  * `GET/POST/DELETE …/suppressions`: the suppression list. A key lists, reads and lifts its tenant's
  * own entries on its sender only, a pooled key on its pool's numbers (another tenant's or sender's
- * are 404, as if absent), and asks
- * whether one recipient is blocked for it; an admin reads and lifts any entry (`senderId` names a
- * sender on a create, and filters a list). Lifting an entry needs a reason, audited under the actor.
+ * are 404, as if absent), and asks whether one recipient is blocked for it; an admin reads and lifts
+ * any entry (`senderId` names a sender on a create, and filters a list). Lifting an entry needs a
+ * reason, audited under the actor.
  */
 export const suppressionRoutes: FastifyPluginAsyncTypebox<SuppressionRouteOptions> = async (app, options) => {
   const { db, config, clock } = app.deps
