@@ -17701,6 +17701,7 @@ export interface operations {
                             source: "keyword" | "user_preferences" | "131050" | "api" | "admin";
                             /** @enum {unknown} */
                             owner: "recipient" | "tenant";
+                            senderId: string;
                             id: string | null;
                             reason: string | null;
                             /** Format: date-time */

@@ -210,6 +210,8 @@ export const SuppressionStatus = Type.Object(
           source: Type.Enum(SUPPRESSION_SOURCES),
           /** `recipient`: their own opt-out (or an admin's), lifted only by them or an admin; `tenant`: yours. */
           owner: Type.Enum(['recipient', 'tenant']),
+          /** The sender the entry is on: your key's own, or for a pooled key any number of its pool. */
+          senderId: Type.String(),
           id: Type.Union([Type.String({ format: 'uuid' }), Type.Null()]),
           reason: Type.Union([Type.String(), Type.Null()]),
           createdAt: DateTime,

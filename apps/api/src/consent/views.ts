@@ -31,6 +31,7 @@ export function toSuppressionStatus(recipient: string, rows: SuppressionRow[]): 
         scope: row.scope,
         source: row.source,
         owner: mine ? 'tenant' : 'recipient',
+        senderId: row.senderId,
         id: mine ? row.id : null,
         reason: mine ? row.reason : null,
         createdAt: row.createdAt.toISOString(),

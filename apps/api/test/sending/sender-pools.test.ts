@@ -984,7 +984,7 @@ describe("a pooled key's opt-outs", () => {
     expect(asked.json()).toMatchObject({
       blocked: true,
       scope: 'all',
-      entries: [{ owner: 'recipient', id: null }],
+      entries: [{ owner: 'recipient', id: null, senderId: members.b.id }],
     })
   })
 
