@@ -189,6 +189,25 @@ export async function bindKeyToPool(app: FastifyInstance, keyId: string, poolId:
   await waitFor(() => app.sending.pools.get(poolId), { what: 'the pool loaded by the API' })
 }
 
+/**
+ * Adds a webhook endpoint to a key (`POST /api/third-party/webhook-endpoints`, `manage:webhooks`)
+ * and asserts it was created: the answer, for its `secret` and `id`.
+ */
+export async function addWebhookEndpoint(
+  app: FastifyInstance,
+  apiKey: string,
+  endpoint: { url: string; events: readonly string[] },
+) {
+  const res = await app.inject({
+    method: 'POST',
+    url: '/api/third-party/webhook-endpoints',
+    headers: { 'x-api-key': apiKey },
+    payload: endpoint,
+  })
+  expect(res.statusCode, res.body).toBe(201)
+  return res
+}
+
 /** Asserts the spec's error body, exactly: its four fields, the status, the code, `error` the reason phrase. */
 export function expectError(
   res: LightMyRequestResponse,

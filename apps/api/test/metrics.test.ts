@@ -14,6 +14,7 @@ import type { RunningWorker } from '@dispatch/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
+  addWebhookEndpoint,
   buildTestApp,
   createWorld,
   expectError,
@@ -60,13 +61,7 @@ beforeAll(async () => {
     METRICS_TOKEN: TOKEN,
   })
   key = await activeKey(app, { scopes: [...SEND_SCOPES, 'manage:webhooks'] })
-  const endpoint = await app.inject({
-    method: 'POST',
-    url: '/api/third-party/webhook-endpoints',
-    headers: { 'x-api-key': key.key },
-    payload: { url: receiver.url, events: ['message.sent', 'message.failed'] },
-  })
-  expect(endpoint.statusCode, endpoint.body).toBe(201)
+  await addWebhookEndpoint(app, key.key, { url: receiver.url, events: ['message.sent', 'message.failed'] })
 })
 afterAll(async () => {
   await worker?.close()

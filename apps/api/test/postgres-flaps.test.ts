@@ -11,7 +11,15 @@ import {
   waitFor,
 } from '@dispatch/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { activeKey, buildTestApp, createWorld, send, type TestApp, type TestWorld } from './helpers.ts'
+import {
+  activeKey,
+  addWebhookEndpoint,
+  buildTestApp,
+  createWorld,
+  send,
+  type TestApp,
+  type TestWorld,
+} from './helpers.ts'
 
 /**
  * Issue 41: a worker process exited on an unhandled `read ECONNRESET` while Postgres went away and
@@ -85,13 +93,10 @@ describe.runIf(enabled)('Postgres flapping under a worker process', () => {
 
   it(`a worker under load survives Postgres reset and refused ${FLAPS} times for ${DOWN_MS / 1000} s: no exit, every message ends`, async () => {
     const key = await activeKey(app, { scopes: ['send:free-text', 'read:messages', 'manage:webhooks'] })
-    const endpoint = await app.inject({
-      method: 'POST',
-      url: '/api/third-party/webhook-endpoints',
-      headers: { 'x-api-key': key.key },
-      payload: { url: `${receiver.url}/hook`, events: ['message.sent', 'message.failed'] },
+    await addWebhookEndpoint(app, key.key, {
+      url: `${receiver.url}/hook`,
+      events: ['message.sent', 'message.failed'],
     })
-    expect(endpoint.statusCode, endpoint.body).toBe(201)
 
     const accepted: string[] = []
     let sending = true

@@ -21,6 +21,7 @@ import { Cluster, Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
+  addWebhookEndpoint,
   asAdmin,
   buildTestApp,
   createWorld,
@@ -309,13 +310,7 @@ describe.skipIf(missing !== undefined)(
         const receiver = await startWebhookReceiver()
         extra.push(receiver)
         const key = await activeKey(app, { scopes: [...SEND_SCOPES, 'manage:webhooks'] })
-        const endpoint = await app.inject({
-          method: 'POST',
-          url: '/api/third-party/webhook-endpoints',
-          headers: { 'x-api-key': key.key },
-          payload: { url: receiver.url, events: ['message.sent'] },
-        })
-        expect(endpoint.statusCode, endpoint.body).toBe(201)
+        await addWebhookEndpoint(app, key.key, { url: receiver.url, events: ['message.sent'] })
         const res = await send(second, 'send-text', key.key)
         expect(res.statusCode, res.body).toBe(202)
         const id = res.json<{ messageId: string }>().messageId

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   ADMIN,
   activeKey,
+  addWebhookEndpoint,
   asAdmin,
   buildTestApp,
   createWorld,
@@ -47,13 +48,10 @@ beforeAll(async () => {
   })
   key = await activeKey(app, { scopes: [...SEND_SCOPES, 'manage:webhooks'] })
   // With an endpoint, the key's status changes are recorded as webhook events.
-  const endpoint = await app.inject({
-    method: 'POST',
-    url: '/api/third-party/webhook-endpoints',
-    headers: { 'x-api-key': key.key },
-    payload: { url: 'http://127.0.0.1:9/hooks', events: ['message.sent', 'message.failed'] },
+  await addWebhookEndpoint(app, key.key, {
+    url: 'http://127.0.0.1:9/hooks',
+    events: ['message.sent', 'message.failed'],
   })
-  expect(endpoint.statusCode, endpoint.body).toBe(201)
 })
 afterAll(async () => {
   await worker?.close()

@@ -11,6 +11,7 @@ import type { RunningWorker } from '@dispatch/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
+  addWebhookEndpoint,
   asAdmin,
   buildTestApp,
   createWorld,
@@ -76,13 +77,7 @@ afterAll(async () => {
 /** An approved key with an endpoint on `on` subscribed to every message event. */
 async function keyWithEndpoint(on: WebhookReceiver = receiver): Promise<Key> {
   const key = await activeKey(app, { scopes: [...SEND_SCOPES, 'manage:webhooks'] })
-  const res = await app.inject({
-    method: 'POST',
-    url: '/api/third-party/webhook-endpoints',
-    headers: { 'x-api-key': key.key },
-    payload: { url: on.url, events: ALL_EVENTS },
-  })
-  expect(res.statusCode, res.body).toBe(201)
+  await addWebhookEndpoint(app, key.key, { url: on.url, events: ALL_EVENTS })
   return key
 }
 

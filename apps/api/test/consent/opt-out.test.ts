@@ -12,6 +12,7 @@ import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
+  addWebhookEndpoint,
   asAdmin,
   buildTestApp,
   createWorld,
@@ -59,13 +60,10 @@ beforeAll(async () => {
   acme = await activeKey(app, {
     scopes: ['send:free-text', 'read:messages', 'manage:webhooks', 'manage:suppressions'],
   })
-  const endpoint = await app.inject({
-    method: 'POST',
-    url: '/api/third-party/webhook-endpoints',
-    headers: { 'x-api-key': acme.key },
-    payload: { url: receiver.url, events: ['recipient.opted_out', 'recipient.opted_in'] },
+  await addWebhookEndpoint(app, acme.key, {
+    url: receiver.url,
+    events: ['recipient.opted_out', 'recipient.opted_in'],
   })
-  expect(endpoint.statusCode, endpoint.body).toBe(201)
 })
 
 afterAll(async () => {

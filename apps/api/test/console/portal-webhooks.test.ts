@@ -6,6 +6,7 @@ import { Webhook } from 'standardwebhooks'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
+  addWebhookEndpoint,
   buildTestApp,
   createWorld,
   startTestWorker,
@@ -48,13 +49,10 @@ describe.skipIf(browserBinary.missing)('the portal’s webhooks, in a browser', 
     baseUrl = await app.listen({ host: '127.0.0.1', port: 0 })
     key = await activeKey(app, { scopes: ['send:free-text', 'manage:webhooks'], clientName: 'Bistro Norte' })
     withoutScope = await activeKey(app, { scopes: ['send:free-text'], clientName: 'No hooks' })
-    const created = await app.inject({
-      method: 'POST',
-      url: '/api/third-party/webhook-endpoints',
-      headers: { 'x-api-key': key.key },
-      payload: { url: `${receiver.url}/hooks`, events: ['message.received'] },
+    const created = await addWebhookEndpoint(app, key.key, {
+      url: `${receiver.url}/hooks`,
+      events: ['message.received'],
     })
-    expect(created.statusCode, created.body).toBe(201)
     endpoint = created.json<WebhookEndpointWithSecret>()
     browser = await launchBrowser()
     ;({ page, complaints } = await openPage(browser))

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   ADMIN,
   activeKey,
+  addWebhookEndpoint,
   buildTestApp,
   createWorld,
   SEND_SCOPES,
@@ -90,13 +91,10 @@ describe.skipIf(browserBinary.missing)('the portal, in a browser', () => {
     own = await activeKey(app, { scopes: [...SEND_SCOPES, 'manage:webhooks'], clientName: 'Bistro Centro' })
     const other = await activeKey(app, { scopes: SEND_SCOPES, clientName: 'Someone else' })
     otherKey = other.key
-    const endpoint = await app.inject({
-      method: 'POST',
-      url: '/api/third-party/webhook-endpoints',
-      headers: { 'x-api-key': own.key },
-      payload: { url: `${receiver.url}/hooks`, events: ['message.sent'] },
+    const endpoint = await addWebhookEndpoint(app, own.key, {
+      url: `${receiver.url}/hooks`,
+      events: ['message.sent'],
     })
-    expect(endpoint.statusCode, endpoint.body).toBe(201)
     endpointId = endpoint.json<{ id: string }>().id
     ownMessage = await sendText(own.key, OWN_PHONE)
     otherMessage = await sendText(other.key, OTHER_PHONE)

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   ADMIN,
   activeKey,
+  addWebhookEndpoint,
   buildTestApp,
   createWorld,
   expectError,
@@ -46,13 +47,10 @@ beforeAll(async () => {
   })
   key = await activeKey(app, { scopes: [...SEND_SCOPES, 'manage:webhooks'] })
   // An endpoint nobody answers: its attempts fail, and it shows among the failing ones.
-  const endpoint = await app.inject({
-    method: 'POST',
-    url: '/api/third-party/webhook-endpoints',
-    headers: { 'x-api-key': key.key },
-    payload: { url: 'http://127.0.0.1:9/hooks', events: ['message.sent', 'message.failed'] },
+  await addWebhookEndpoint(app, key.key, {
+    url: 'http://127.0.0.1:9/hooks',
+    events: ['message.sent', 'message.failed'],
   })
-  expect(endpoint.statusCode, endpoint.body).toBe(201)
   const signIn = await app.inject({
     method: 'POST',
     url: '/api/admin/session',

@@ -12,6 +12,7 @@ import type { RunningWorker } from '@dispatch/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
+  addWebhookEndpoint,
   buildTestApp,
   createWorld,
   postPlatformWebhook,
@@ -52,13 +53,7 @@ beforeAll(async () => {
   app = await buildTestApp(world, { WHATSAPP_APP_SECRET: APP_SECRET })
   worker = await startTestWorker(world)
   key = await activeKey(app, { scopes: ['send:free-text', 'read:messages', 'manage:webhooks'] })
-  const endpoint = await app.inject({
-    method: 'POST',
-    url: '/api/third-party/webhook-endpoints',
-    headers: { 'x-api-key': key.key },
-    payload: { url: receiver.url, events: ['message.received'] },
-  })
-  expect(endpoint.statusCode, endpoint.body).toBe(201)
+  await addWebhookEndpoint(app, key.key, { url: receiver.url, events: ['message.received'] })
   sent = { id: crypto.randomUUID(), wamid: `wamid.${randomBytes(10).toString('hex')}` }
   await world.sql`
     insert into messages (id, api_key_id, type, phone, payload, status, attempts, platform_message_id,

@@ -10,6 +10,7 @@ import type { RunningWorker } from '@dispatch/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
+  addWebhookEndpoint,
   buildTestApp,
   createWorld,
   expectError,
@@ -50,13 +51,7 @@ beforeAll(async () => {
   receiver = await startWebhookReceiver()
   app = await buildTestApp(world, { SCHEDULE_MIN_AHEAD_SECONDS: '1' })
   key = await activeKey(app, { scopes: [...KIND_SCOPES, 'manage:webhooks'] })
-  const endpoint = await app.inject({
-    method: 'POST',
-    url: '/api/third-party/webhook-endpoints',
-    headers: { 'x-api-key': key.key },
-    payload: { url: receiver.url, events: ['message.sent'] },
-  })
-  expect(endpoint.statusCode, endpoint.body).toBe(201)
+  await addWebhookEndpoint(app, key.key, { url: receiver.url, events: ['message.sent'] })
   worker = await startTestWorker(world, {
     WHATSAPP_API_URL: fake.url,
     WHATSAPP_ACCESS_TOKEN: 'default-token',

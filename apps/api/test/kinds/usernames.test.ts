@@ -14,6 +14,7 @@ import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
+  addWebhookEndpoint,
   asAdmin,
   buildTestApp,
   createWorld,
@@ -69,13 +70,10 @@ beforeAll(async () => {
   redis = new Redis(world.redisUrl)
   acme = await activeKey(app, { scopes: ['send:free-text', 'read:messages', 'manage:webhooks'] })
   other = await activeKey(app, { scopes: ['send:free-text', 'read:messages'] })
-  const endpoint = await app.inject({
-    method: 'POST',
-    url: '/api/third-party/webhook-endpoints',
-    headers: { 'x-api-key': acme.key },
-    payload: { url: receiver.url, events: ['message.received', 'message.sent', 'message.delivered'] },
+  await addWebhookEndpoint(app, acme.key, {
+    url: receiver.url,
+    events: ['message.received', 'message.sent', 'message.delivered'],
   })
-  expect(endpoint.statusCode, endpoint.body).toBe(201)
   worker = await startTestWorker(world, {
     WHATSAPP_API_URL: fake.url,
     WHATSAPP_ACCESS_TOKEN: 'default-token',

@@ -15,6 +15,7 @@ import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
+  addWebhookEndpoint,
   asAdmin,
   bindKeyToPool,
   buildTestApp,
@@ -90,16 +91,10 @@ beforeAll(async () => {
   acme = await activeKey(app, { scopes })
   beta = await activeKey(app, { scopes, clientName: 'Beta' })
   // An endpoint, so the messages' and replies' events exist (and their delivery jobs).
-  const endpoint = await app.inject({
-    method: 'POST',
-    url: '/api/third-party/webhook-endpoints',
-    headers: { 'x-api-key': acme.key },
-    payload: {
-      url: 'http://127.0.0.1:9/hooks',
-      events: ['message.sent', 'message.received', 'recipient.opted_out'],
-    },
+  await addWebhookEndpoint(app, acme.key, {
+    url: 'http://127.0.0.1:9/hooks',
+    events: ['message.sent', 'message.received', 'recipient.opted_out'],
   })
-  expect(endpoint.statusCode, endpoint.body).toBe(201)
 })
 
 afterAll(async () => {

@@ -7,6 +7,7 @@ import type { RunningWorker } from '@dispatch/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
+  addWebhookEndpoint,
   buildTestApp,
   createWorld,
   expectError,
@@ -59,13 +60,10 @@ beforeAll(async () => {
   const scopes = ['send:free-text', 'read:messages', 'manage:webhooks', 'manage:data']
   beta = await activeKey(app, { scopes, clientName: 'Beta' })
   acme = await activeKey(app, { scopes })
-  const endpoint = await app.inject({
-    method: 'POST',
-    url: '/api/third-party/webhook-endpoints',
-    headers: { 'x-api-key': acme.key },
-    payload: { url: receiver.url, events: ['message.sent', 'message.received', 'recipient.opted_out'] },
+  await addWebhookEndpoint(app, acme.key, {
+    url: receiver.url,
+    events: ['message.sent', 'message.received', 'recipient.opted_out'],
   })
-  expect(endpoint.statusCode, endpoint.body).toBe(201)
 })
 
 afterAll(async () => {

@@ -36,6 +36,7 @@ import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
+  addWebhookEndpoint,
   asAdmin,
   buildTestApp,
   createWorld,
@@ -96,13 +97,10 @@ beforeAll(async () => {
   })
   key = await activeKey(app, { scopes: [...SEND_SCOPES, 'manage:webhooks'] })
   receiver = await startWebhookReceiver()
-  const created = await app.inject({
-    method: 'POST',
-    url: '/api/third-party/webhook-endpoints',
-    headers: { 'x-api-key': key.key },
-    payload: { url: receiver.url, events: ['message.sent', 'message.received'] },
+  const created = await addWebhookEndpoint(app, key.key, {
+    url: receiver.url,
+    events: ['message.sent', 'message.received'],
   })
-  expect(created.statusCode, created.body).toBe(201)
   endpointId = created.json<{ id: string }>().id
 })
 afterAll(async () => {

@@ -17,6 +17,7 @@ import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
+  addWebhookEndpoint,
   buildTestApp,
   createWorld,
   messageView,
@@ -62,13 +63,7 @@ beforeAll(async () => {
   })
   key = await activeKey(app, { scopes: [...SEND_SCOPES, 'manage:webhooks'] })
   receiver = await startWebhookReceiver()
-  const created = await app.inject({
-    method: 'POST',
-    url: '/api/third-party/webhook-endpoints',
-    headers: { 'x-api-key': key.key },
-    payload: { url: receiver.url, events: ['message.sent', 'message.delivered'] },
-  })
-  expect(created.statusCode, created.body).toBe(201)
+  await addWebhookEndpoint(app, key.key, { url: receiver.url, events: ['message.sent', 'message.delivered'] })
 })
 afterAll(async () => {
   await worker?.close()

@@ -6,6 +6,7 @@ import { type RunningWorker, sweepContentRedaction } from '@dispatch/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
+  addWebhookEndpoint,
   asAdmin,
   buildTestApp,
   createWorld,
@@ -48,13 +49,10 @@ const columnsHolding = (needle: string) => columnsHoldingIn(world.sql, needle)
 /** A key with the send scopes and an endpoint (only keys with one get events stored), its retention set. */
 async function keyWith(contentRetention?: unknown): Promise<Key> {
   const key = await activeKey(app, { scopes: [...SEND_SCOPES, 'manage:webhooks'] })
-  const endpoint = await app.inject({
-    method: 'POST',
-    url: '/api/third-party/webhook-endpoints',
-    headers: { 'x-api-key': key.key },
-    payload: { url: 'http://127.0.0.1:9/events', events: ['message.sent', 'message.received'] },
+  await addWebhookEndpoint(app, key.key, {
+    url: 'http://127.0.0.1:9/events',
+    events: ['message.sent', 'message.received'],
   })
-  expect(endpoint.statusCode, endpoint.body).toBe(201)
   if (contentRetention !== undefined) {
     const res = await app.inject({
       method: 'PATCH',

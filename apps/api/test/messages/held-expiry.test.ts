@@ -14,6 +14,7 @@ import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
+  addWebhookEndpoint,
   asAdmin,
   buildTestApp,
   createWorld,
@@ -59,13 +60,7 @@ beforeAll(async () => {
     ...sms.env(),
   })
   key = await activeKey(app, { scopes: [...SEND_SCOPES, 'manage:webhooks', 'send:sms-fallback'] })
-  const endpoint = await app.inject({
-    method: 'POST',
-    url: '/api/third-party/webhook-endpoints',
-    headers: { 'x-api-key': key.key },
-    payload: { url: receiver.url, events: ['message.expired', 'message.sent'] },
-  })
-  expect(endpoint.statusCode, endpoint.body).toBe(201)
+  await addWebhookEndpoint(app, key.key, { url: receiver.url, events: ['message.expired', 'message.sent'] })
   redis = new Redis(world.redisUrl)
 })
 

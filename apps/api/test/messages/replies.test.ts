@@ -5,6 +5,7 @@ import Value from 'typebox/value'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
+  addWebhookEndpoint,
   asAdmin,
   buildTestApp,
   createWorld,
@@ -47,13 +48,7 @@ let globex: Key
 /** An approved key of its own tenant, with an endpoint: only keys with one get events. */
 async function tenantKey(tenantId: string): Promise<Key> {
   const key = await activeKey(app, { scopes: [...SEND_SCOPES, 'manage:webhooks'], tenantId })
-  const res = await app.inject({
-    method: 'POST',
-    url: '/api/third-party/webhook-endpoints',
-    headers: { 'x-api-key': key.key },
-    payload: { url: 'http://127.0.0.1:9/replies', events: ['message.received'] },
-  })
-  expect(res.statusCode, res.body).toBe(201)
+  await addWebhookEndpoint(app, key.key, { url: 'http://127.0.0.1:9/replies', events: ['message.received'] })
   return key
 }
 

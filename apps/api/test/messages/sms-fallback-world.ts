@@ -13,6 +13,7 @@ import { Queue, QueueEvents } from 'bullmq'
 import { expect } from 'vitest'
 import {
   activeKey,
+  addWebhookEndpoint,
   buildTestApp,
   createWorld,
   send,
@@ -71,16 +72,10 @@ export async function startSmsFallbackWorld(): Promise<SmsFallbackWorld> {
     scopes: ['send:free-text', 'read:messages', 'send:sms-fallback', 'manage:webhooks'],
   })
   const receiver = await startWebhookReceiver()
-  const endpoint = await app.inject({
-    method: 'POST',
-    url: '/api/third-party/webhook-endpoints',
-    headers: { 'x-api-key': key.key },
-    payload: {
-      url: receiver.url,
-      events: ['message.delivered', 'message.fallback_sent', 'message.delivered_after_failure'],
-    },
+  await addWebhookEndpoint(app, key.key, {
+    url: receiver.url,
+    events: ['message.delivered', 'message.fallback_sent', 'message.delivered_after_failure'],
   })
-  expect(endpoint.statusCode, endpoint.body).toBe(201)
   const connection = { connection: { url: world.redisUrl }, prefix: world.queuePrefix }
   const timers = new Queue<SmsFallbackTimerJob>(QueueNames.smsFallbackTimers, connection)
   const timerEvents = new QueueEvents(QueueNames.smsFallbackTimers, connection)

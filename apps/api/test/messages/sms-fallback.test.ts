@@ -12,6 +12,7 @@ import type { RunningWorker } from '@dispatch/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
+  addWebhookEndpoint,
   buildTestApp,
   createWorld,
   expectError,
@@ -55,13 +56,10 @@ beforeAll(async () => {
     scopes: ['send:free-text', 'read:messages', 'send:sms-fallback', 'manage:webhooks'],
   })
   receiver = await startWebhookReceiver()
-  const endpoint = await app.inject({
-    method: 'POST',
-    url: '/api/third-party/webhook-endpoints',
-    headers: { 'x-api-key': key.key },
-    payload: { url: receiver.url, events: ['message.failed', 'message.fallback_sent'] },
+  await addWebhookEndpoint(app, key.key, {
+    url: receiver.url,
+    events: ['message.failed', 'message.fallback_sent'],
   })
-  expect(endpoint.statusCode, endpoint.body).toBe(201)
 })
 afterAll(async () => {
   await worker?.close()

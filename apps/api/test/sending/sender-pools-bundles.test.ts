@@ -11,6 +11,7 @@ import type { RunningWorker } from '@dispatch/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
+  addWebhookEndpoint,
   asAdmin,
   bindKeyToPool,
   buildTestApp,
@@ -107,13 +108,10 @@ beforeAll(async () => {
   expect(created.statusCode, created.body).toBe(201)
   const pool = created.json<SenderPoolView>()
   key = await activeKey(app, { scopes: [...SEND_SCOPES, 'manage:webhooks'] })
-  const endpoint = await app.inject({
-    method: 'POST',
-    url: '/api/third-party/webhook-endpoints',
-    headers: { 'x-api-key': key.key },
-    payload: { url: 'http://127.0.0.1:9/bundle-moves', events: ['message.sender_changed'] },
+  await addWebhookEndpoint(app, key.key, {
+    url: 'http://127.0.0.1:9/bundle-moves',
+    events: ['message.sender_changed'],
   })
-  expect(endpoint.statusCode, endpoint.body).toBe(201)
   await bindKeyToPool(app, key.id, pool.id)
 })
 afterAll(async () => {

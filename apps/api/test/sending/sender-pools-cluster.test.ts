@@ -17,6 +17,7 @@ import { Cluster, Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
+  addWebhookEndpoint,
   asAdmin,
   buildTestApp,
   createWorld,
@@ -191,13 +192,10 @@ describe.skipIf(missing !== undefined)(
       const bound = await admin('PATCH', `/api/admin/api-keys/${pooled.id}`, { senderPoolId: pool.id })
       expect(bound.statusCode, bound.body).toBe(200)
       // Moves are recorded as events of the key's endpoints (no worker delivers them here).
-      const endpoint = await app.inject({
-        method: 'POST',
-        url: '/api/third-party/webhook-endpoints',
-        headers: { 'x-api-key': pooled.key },
-        payload: { url: 'http://127.0.0.1:9/pool-cluster', events: ['message.sender_changed'] },
+      await addWebhookEndpoint(app, pooled.key, {
+        url: 'http://127.0.0.1:9/pool-cluster',
+        events: ['message.sender_changed'],
       })
-      expect(endpoint.statusCode, endpoint.body).toBe(201)
       await waitFor(
         () => (app.sending.pools.get(pool.id) && second.sending.pools.get(pool.id)) || undefined,
         {

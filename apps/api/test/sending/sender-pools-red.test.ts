@@ -5,6 +5,7 @@ import type { RunningWorker } from '@dispatch/worker'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import {
   activeKey,
+  addWebhookEndpoint,
   asAdmin,
   bindKeyToPool,
   buildTestApp,
@@ -90,13 +91,10 @@ it('keeps the other numbers at 0.9x their pace or better, and nothing waits on t
   expect(created.statusCode, created.body).toBe(201)
   const pool = created.json<SenderPoolView>()
   const key = await activeKey(app, { scopes: [...SEND_SCOPES, 'manage:webhooks'] })
-  const endpoint = await app.inject({
-    method: 'POST',
-    url: '/api/third-party/webhook-endpoints',
-    headers: { 'x-api-key': key.key },
-    payload: { url: 'http://127.0.0.1:9/red-run', events: ['message.sender_changed'] },
+  await addWebhookEndpoint(app, key.key, {
+    url: 'http://127.0.0.1:9/red-run',
+    events: ['message.sender_changed'],
   })
-  expect(endpoint.statusCode, endpoint.body).toBe(201)
   await bindKeyToPool(app, key.id, pool.id)
 
   let n = 0

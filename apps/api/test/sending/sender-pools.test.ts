@@ -23,6 +23,7 @@ import type { RunningWorker } from '@dispatch/worker'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   activeKey,
+  addWebhookEndpoint,
   asAdmin,
   buildTestApp,
   createWorld,
@@ -441,13 +442,10 @@ describe('messages waiting on a number that falls', () => {
     const watcher = await activeKey(app, { scopes: [...SEND_SCOPES, 'manage:webhooks'], tenantId: 'acme' })
     const bound = await admin('PATCH', `/api/admin/api-keys/${watcher.id}`, { senderPoolId: pool.id })
     expect(bound.statusCode, bound.body).toBe(200)
-    const endpoint = await app.inject({
-      method: 'POST',
-      url: '/api/third-party/webhook-endpoints',
-      headers: { 'x-api-key': watcher.key },
-      payload: { url: 'http://127.0.0.1:9/pool-events', events: ['message.sender_changed'] },
+    await addWebhookEndpoint(app, watcher.key, {
+      url: 'http://127.0.0.1:9/pool-events',
+      events: ['message.sender_changed'],
     })
-    expect(endpoint.statusCode, endpoint.body).toBe(201)
     const sendAt = new Date(Date.now() + 60_000).toISOString()
     // Waiting on member A: four recipients, one of whom wrote to A (their window is open).
     const phones = ['+5511955500301', '+5511955500302', '+5511955500303', '+5511955500304']
@@ -787,13 +785,10 @@ describe('messages already in a number’s queue when it falls', () => {
     const watcher = await activeKey(app, { scopes: [...SEND_SCOPES, 'manage:webhooks'], tenantId: 'acme' })
     const bound = await admin('PATCH', `/api/admin/api-keys/${watcher.id}`, { senderPoolId: pool.id })
     expect(bound.statusCode, bound.body).toBe(200)
-    const endpoint = await app.inject({
-      method: 'POST',
-      url: '/api/third-party/webhook-endpoints',
-      headers: { 'x-api-key': watcher.key },
-      payload: { url: 'http://127.0.0.1:9/queued-moves', events: ['message.sender_changed'] },
+    await addWebhookEndpoint(app, watcher.key, {
+      url: 'http://127.0.0.1:9/queued-moves',
+      events: ['message.sender_changed'],
     })
-    expect(endpoint.statusCode, endpoint.body).toBe(201)
     // Member B answers every send 130429: its first message meets the limit, and every message
     // admitted into its queue sits there while the number is paused.
     fake.number(NUMBERS.b, { answer: graphError(130429, '(#130429) Rate limit hit') })
@@ -880,16 +875,10 @@ describe("a pooled key's opt-outs", () => {
     })
     const bound = await admin('PATCH', `/api/admin/api-keys/${key.id}`, bind)
     expect(bound.statusCode, bound.body).toBe(200)
-    const endpoint = await app.inject({
-      method: 'POST',
-      url: '/api/third-party/webhook-endpoints',
-      headers: { 'x-api-key': key.key },
-      payload: {
-        url: 'http://127.0.0.1:9/consent-events',
-        events: ['recipient.opted_out', 'recipient.opted_in'],
-      },
+    await addWebhookEndpoint(app, key.key, {
+      url: 'http://127.0.0.1:9/consent-events',
+      events: ['recipient.opted_out', 'recipient.opted_in'],
     })
-    expect(endpoint.statusCode, endpoint.body).toBe(201)
     return key
   }
   const consentEventsOf = async (key: Key, phone: string) =>

@@ -11,6 +11,7 @@ import {
 import type { RunningWorker } from '@dispatch/worker'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import {
+  addWebhookEndpoint,
   asAdmin,
   buildTestApp,
   createWorld,
@@ -64,13 +65,7 @@ beforeAll(async () => {
     updatedAt: null,
   })
   key = await keyOf(app, sender.id, [...SEND_SCOPES, 'manage:webhooks'])
-  const endpoint = await app.inject({
-    method: 'POST',
-    url: '/api/third-party/webhook-endpoints',
-    headers: { 'x-api-key': key.key },
-    payload: { url: receiver.url, events: ['sender.updated'] },
-  })
-  expect(endpoint.statusCode, endpoint.body).toBe(201)
+  await addWebhookEndpoint(app, key.key, { url: receiver.url, events: ['sender.updated'] })
 })
 
 afterAll(async () => {

@@ -14,6 +14,7 @@ import type { RunningWorker } from '@dispatch/worker'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
+  addWebhookEndpoint,
   asAdmin,
   buildTestApp,
   createWorld,
@@ -89,13 +90,7 @@ beforeAll(async () => {
   redis = new Redis(world.redisUrl)
   sender = await syncedSender(app, fake)
   key = await keyOf(app, sender.id, [...SEND_SCOPES, 'manage:webhooks'])
-  const endpoint = await app.inject({
-    method: 'POST',
-    url: '/api/third-party/webhook-endpoints',
-    headers: { 'x-api-key': key.key },
-    payload: { url: receiver.url, events: ['message.sent', 'message.failed'] },
-  })
-  expect(endpoint.statusCode, endpoint.body).toBe(201)
+  await addWebhookEndpoint(app, key.key, { url: receiver.url, events: ['message.sent', 'message.failed'] })
   await setPolicy('enforce')
   worker = await startTestWorker(world, {
     ...env,

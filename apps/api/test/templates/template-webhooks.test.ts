@@ -14,6 +14,7 @@ import type { RunningWorker } from '@dispatch/worker'
 import { Webhook } from 'standardwebhooks'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
+  addWebhookEndpoint,
   asAdmin,
   buildTestApp,
   createWorld,
@@ -77,13 +78,7 @@ beforeAll(async () => {
   otherKey = await keyOf(app, other.id, [...SEND_SCOPES, 'manage:webhooks'])
   const events = ['template.status_updated', 'template.quality_updated', 'template.category_updated']
   for (const k of [key, otherKey]) {
-    const res = await app.inject({
-      method: 'POST',
-      url: '/api/third-party/webhook-endpoints',
-      headers: { 'x-api-key': k.key },
-      payload: { url: `${receiver.url}/${k.id}`, events },
-    })
-    expect(res.statusCode, res.body).toBe(201)
+    const res = await addWebhookEndpoint(app, k.key, { url: `${receiver.url}/${k.id}`, events })
     if (k === key) secret = res.json().secret
   }
   // The second instance learned of the sync by its announcement.
