@@ -558,7 +558,7 @@ describe("a message's events, read from the message's own time on", () => {
       const pages: ExportPage[] = []
       for await (const page of recipientExportPages(traced.db, {
         apiKeyId: key.id,
-        senderId: 'default',
+        senderIds: ['default'],
         owner: `key:${key.id}`,
         identities: { phones: [phone], userIds: [] },
         hashes: [],
@@ -606,7 +606,7 @@ describe("a message's events, read from the message's own time on", () => {
       eraseRecipientRows(traced.db, {
         identities: { phones: [phone], userIds: [] },
         apiKeyId: key.id,
-        senderId: 'default',
+        senderIds: ['default'],
         hash: recipientHasher({}),
         at: new Date(),
       })

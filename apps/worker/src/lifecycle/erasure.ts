@@ -13,6 +13,7 @@ import {
   identitiesOf,
   listAllSenders,
   recordDeliveryOutcomes,
+  sendersOf,
   startErasure,
 } from '@dispatch/db'
 import { recipientHasher, suppressionOwner } from '@dispatch/runtime'
@@ -49,19 +50,21 @@ export async function runErasure(
   if (!erasure) throw new UnrecoverableError('no such erasure')
   const apiKeyId = erasure.apiKeyId
   const key = apiKeyId ? await findApiKeyById(db, apiKeyId) : undefined
-  const senderId = key?.senderId ?? (apiKeyId ? DEFAULT_SENDER_ID : null)
-  // A pooled key's tenant's opt-outs on its pool's members are its too (it lists and lifts them).
+  // A key's senders: its own, and its pool's members for a pooled key (its messages went through
+  // them, and its tenant's opt-outs there are its to list and lift). None for an admin's erasure.
   const pool = key?.senderPoolId ? await findSenderPool(db, key.senderPoolId) : undefined
-  const poolSenderIds = pool?.members.map((m) => m.sender.id) ?? []
+  const keySenders = apiKeyId
+    ? sendersOf({
+        senderId: key?.senderId ?? DEFAULT_SENDER_ID,
+        poolSenderIds: pool?.members.map((m) => m.sender.id) ?? [],
+      })
+    : []
   // Kept on the job before anything is erased: a retry after the pairs are gone still has them.
   const identities = data.identities ?? (await identitiesOf(db, data))
   if (!data.identities) await job.updateData({ ...data, identities })
   const recipients = [...identities.phones, ...identities.userIds]
   const senders = (await listAllSenders(db)).map((s) => ({ id: s.id, phoneNumberId: s.phoneNumberId }))
-  // A key's numbers: its sender's, and its pool's members' for a pooled key (its messages went through them).
-  const ownSenders = apiKeyId
-    ? senders.filter((s) => s.id === senderId || poolSenderIds.includes(s.id))
-    : senders
+  const ownSenders = apiKeyId ? senders.filter((s) => keySenders.includes(s.id)) : senders
   const matches = jobMatcher(identities, apiKeyId)
   const isRecipient = recipientMatcher(identities, apiKeyId)
   const report = emptyErasureReport()
@@ -78,8 +81,7 @@ export async function runErasure(
     const rows = await eraseRecipientRows(db, {
       identities,
       apiKeyId,
-      senderId,
-      poolSenderIds,
+      senderIds: keySenders,
       // The key's tenant's entries (its tenant as it is now: entries belong to the tenant).
       ...(apiKeyId ? { owner: suppressionOwner({ apiKeyId, tenantId: key?.tenantId ?? null }) } : {}),
       hash: recipientHasher(config),

@@ -17,6 +17,14 @@ export interface Caller {
   poolSenderIds?: readonly string[]
 }
 
+/**
+ * The senders whose suppression entries are the caller's: its own and, for a pooled key, its
+ * pool's members (each once).
+ */
+export const sendersOf = (caller: Pick<Caller, 'senderId' | 'poolSenderIds'>): string[] => [
+  ...new Set([caller.senderId, ...(caller.poolSenderIds ?? [])]),
+]
+
 /** The caller's owner of suppression entries: its tenant, or the key itself without one. */
 export const ownerOf = (caller: Caller): SuppressionOwner =>
   suppressionOwner({ apiKeyId: caller.apiKeyId, tenantId: caller.tenantId })

@@ -1,6 +1,6 @@
 import type { Db } from '../client.ts'
 import { type ExportInput, recipientExportPages } from '../queries/recipient-export.ts'
-import { type Caller, ownerOf } from './caller.ts'
+import { type Caller, ownerOf, sendersOf } from './caller.ts'
 
 /**
  * Everything held about one recipient for the caller, a page at a time: its key's messages, replies
@@ -12,7 +12,6 @@ export const ownedExport =
     recipientExportPages(db, {
       ...input,
       apiKeyId: caller.apiKeyId,
-      senderId: caller.senderId,
-      ...(caller.poolSenderIds ? { poolSenderIds: caller.poolSenderIds } : {}),
+      senderIds: sendersOf(caller),
       owner: ownerOf(caller),
     })

@@ -42,6 +42,6 @@ export function owned(db: Db, caller: Caller) {
 }
 export type Owned = ReturnType<typeof owned>
 
-export { type Caller, ownerOf } from './caller.ts'
+export { type Caller, ownerOf, sendersOf } from './caller.ts'
 export { type CampaignStore, campaignStore } from './campaigns.ts'
 export { TenantForbidden } from './tenant.ts'

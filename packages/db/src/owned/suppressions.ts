@@ -4,7 +4,7 @@ import { and, asc, eq, inArray } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { listSuppressions, type NewSuppression, removeSuppression } from '../queries/suppressions.ts'
 import { type SuppressionRow, suppressions } from '../schema/suppressions.ts'
-import { type Caller, ownerOf } from './caller.ts'
+import { type Caller, ownerOf, sendersOf } from './caller.ts'
 
 /**
  * A key's view of the suppression list: the entries its tenant (or, without one, the key) added on
@@ -15,11 +15,8 @@ import { type Caller, ownerOf } from './caller.ts'
  */
 export function ownedSuppressions(db: Db, caller: Caller) {
   const owner = ownerOf(caller)
-  const senders = [...new Set([caller.senderId, ...(caller.poolSenderIds ?? [])])]
-  const onSenders =
-    senders.length === 1
-      ? eq(suppressions.senderId, caller.senderId)
-      : inArray(suppressions.senderId, senders)
+  const senders = sendersOf(caller)
+  const onSenders = inArray(suppressions.senderId, senders)
   const mine = and(eq(suppressions.owner, owner), onSenders)
   return {
     /** A new entry of the caller's (source `api`), ready for `optOut`. */

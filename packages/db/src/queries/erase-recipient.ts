@@ -1,4 +1,4 @@
-import { DEFAULT_SENDER_ID, QueueNames } from '@dispatch/contracts'
+import { QueueNames } from '@dispatch/contracts'
 import type { RecipientHasher } from '@dispatch/runtime'
 import { and, eq, inArray, isNull, or, type SQL, sql } from 'drizzle-orm'
 import type { AnyPgColumn } from 'drizzle-orm/pg-core'
@@ -62,13 +62,11 @@ export interface EraseRows {
   identities: RecipientIdentities
   /** A key's own data only; null: every key's, and the business numbers' shared records too. */
   apiKeyId: string | null
-  /** The key's sender, whose suppression list a key's erasure hashes. */
-  senderId: string | null
   /**
-   * A pooled key's pool's members: its tenant's entries on them are its too (it lists and lifts
-   * them), so its erasure hashes those as well.
+   * The key's senders, whose suppression lists a key's erasure hashes: its own and, for a pooled
+   * key, its pool's members (`sendersOf`; its tenant's entries there are its to list and lift).
    */
-  poolSenderIds?: readonly string[]
+  senderIds: readonly string[]
   /**
    * The key's owner of suppression entries (`suppressionOwner`): a key's erasure hashes its own
    * tenant's entries only, never the recipient's own or another tenant's (still theirs to read).
@@ -291,8 +289,8 @@ export async function eraseRecipientRows(db: Db, input: EraseRows): Promise<Eras
  * its to make unreadable); an admin's, every one.
  */
 async function hashSuppressions(db: Db, input: EraseRows): Promise<number> {
-  const { identities, senderId, apiKeyId, hash } = input
-  const senders = [...new Set([senderId ?? DEFAULT_SENDER_ID, ...(input.poolSenderIds ?? [])])]
+  const { identities, apiKeyId, hash } = input
+  const senders = [...input.senderIds]
   // A key with no owner given (a job queued before owners) is its own owner.
   const owner = input.owner ?? `key:${apiKeyId}`
   const ofSender =

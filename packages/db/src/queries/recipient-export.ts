@@ -17,10 +17,8 @@ export type ExportPage =
 
 export interface ExportInput {
   apiKeyId: string
-  /** The key's sender, whose suppression list is the key's. */
-  senderId: string
-  /** A pooled key's pool's members: their entries block its sends too, so they are exported as well. */
-  poolSenderIds?: readonly string[]
+  /** The key's senders (its own, a pooled key's pool's members), whose entries block its sends. */
+  senderIds: readonly string[]
   /** The key's owner of entries (`suppressionOwner`): its own and the recipient's are exported. */
   owner: string
   identities: RecipientIdentities
@@ -193,7 +191,7 @@ export async function* recipientExportPages(db: Db, input: ExportInput): AsyncGe
     .from(suppressions)
     .where(
       and(
-        inArray(suppressions.senderId, [...new Set([input.senderId, ...(input.poolSenderIds ?? [])])]),
+        inArray(suppressions.senderId, [...input.senderIds]),
         inArray(suppressions.recipient, recipients),
         // The recipient's own opt-outs of the key's numbers, and the key's tenant's entries: never
         // another tenant's (its reason is that tenant's business).
