@@ -301,16 +301,11 @@ export class RedisEraser {
     const stem = poolStickyKey(this.#prefix, '', '').slice(0, -1)
     const wanted = new Set(recipients)
     const found: string[] = []
-    for (const node of this.#nodes()) {
-      let cursor = '0'
-      do {
-        const [next, keys] = await node.scan(cursor, 'MATCH', `${globEscape(stem)}*`, 'COUNT', 1000)
-        cursor = next
-        for (const key of keys) {
-          const rest = key.slice(stem.length)
-          if (wanted.has(rest.slice(rest.indexOf(':') + 1))) found.push(key)
-        }
-      } while (cursor !== '0')
+    for await (const keys of this.#scan(`${globEscape(stem)}*`)) {
+      for (const key of keys) {
+        const rest = key.slice(stem.length)
+        if (wanted.has(rest.slice(rest.indexOf(':') + 1))) found.push(key)
+      }
     }
     return found
   }
@@ -324,28 +319,35 @@ export class RedisEraser {
     const match = `${this.#prefix}:idempotency:${apiKeyId ?? '*'}:*`
     const quoted = recipients.map((r) => JSON.stringify(r))
     let rewritten = 0
+    for await (const keys of this.#scan(match)) {
+      // A page's values in one round trip (one GET each: on a Cluster they sit on many slots).
+      const pipeline = this.#redis.pipeline()
+      for (const key of keys) pipeline.get(key)
+      const values = keys.length ? ((await pipeline.exec()) ?? []) : []
+      for (const [i, key] of keys.entries()) {
+        const value = values[i]?.[1] as string | null | undefined
+        if (!value) continue
+        const stored = JSON.parse(value) as { body?: string }
+        if (typeof stored.body !== 'string' || !quoted.some((q) => stored.body?.includes(q))) continue
+        let body = stored.body
+        for (const q of quoted) body = body.split(q).join('null')
+        await this.#redis.set(key, JSON.stringify({ ...stored, body }), 'KEEPTTL')
+        rewritten++
+      }
+    }
+    return rewritten
+  }
+
+  /** The keys matching `pattern`, a SCAN page at a time, on every master of a Cluster (or the one server). */
+  async *#scan(pattern: string): AsyncGenerator<string[]> {
     for (const node of this.#nodes()) {
       let cursor = '0'
       do {
-        const [next, keys] = await node.scan(cursor, 'MATCH', match, 'COUNT', 1000)
+        const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000)
         cursor = next
-        // A page's values in one round trip (one GET each: on a Cluster they sit on many slots).
-        const pipeline = this.#redis.pipeline()
-        for (const key of keys) pipeline.get(key)
-        const values = keys.length ? ((await pipeline.exec()) ?? []) : []
-        for (const [i, key] of keys.entries()) {
-          const value = values[i]?.[1] as string | null | undefined
-          if (!value) continue
-          const stored = JSON.parse(value) as { body?: string }
-          if (typeof stored.body !== 'string' || !quoted.some((q) => stored.body?.includes(q))) continue
-          let body = stored.body
-          for (const q of quoted) body = body.split(q).join('null')
-          await this.#redis.set(key, JSON.stringify({ ...stored, body }), 'KEEPTTL')
-          rewritten++
-        }
+        yield keys
       } while (cursor !== '0')
     }
-    return rewritten
   }
 
   /** The servers to SCAN: each master of a Cluster, or the one server. */
