@@ -881,13 +881,11 @@ describe("a pooled key's opt-outs", () => {
     })
     return key
   }
-  const consentEventsOf = async (key: Key, phone: string) =>
-    (
-      await world.sql<{ type: string; senderId: string }[]>`
-        select type, payload->'data'->>'senderId' as "senderId" from webhook_events
-        where api_key_id = ${key.id} and type like 'recipient.%' and payload->'data'->>'phone' = ${phone}
-        order by sequence`
-    ).map((row) => ({ ...row }))
+  const consentEventsOf = (key: Key, phone: string) =>
+    world.sql<{ type: string; senderId: string }[]>`
+      select type, payload->'data'->>'senderId' as "senderId" from webhook_events
+      where api_key_id = ${key.id} and type like 'recipient.%' and payload->'data'->>'phone' = ${phone}
+      order by sequence`
   const keyGet = (key: Key, url: string) =>
     app.inject({ method: 'GET', url, headers: { 'x-api-key': key.key } })
   const keyLift = (key: Key, id: string) =>
