@@ -29,6 +29,8 @@ export interface ChildServer {
   poolNumber: string
   /** `app` with BENCH_POOLED_KEY only: an approved key bound to a pool of that first number alone. */
   pooledOne: string
+  /** The server's process id (its CPU read finer than `cpuSeconds`, harness/cpu.ts). */
+  pid: number | undefined
   /** The process's CPU time so far (user + system), in seconds; undefined off Linux. */
   cpuSeconds(): Promise<number | undefined>
   stop(): Promise<void>
@@ -47,5 +49,5 @@ export async function startServer(role: 'app' | 'baseline', env: ServerEnv): Pro
     args: [role],
     env: { ...env },
   })
-  return { ...server.ready, cpuSeconds: server.cpuSeconds, stop: server.stop }
+  return { ...server.ready, pid: server.process.pid, cpuSeconds: server.cpuSeconds, stop: server.stop }
 }

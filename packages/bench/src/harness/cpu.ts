@@ -3,7 +3,7 @@
  * 100): a process's (and its resident memory), this process's exited children's, the whole
  * machine's, the Postgres backends serving a database and the Postgres server's own processes.
  */
-import { readFile } from 'node:fs/promises'
+import { readdir, readFile } from 'node:fs/promises'
 import type { Sql } from '@dispatch/db'
 
 const statFields = async (path: string) =>
@@ -14,6 +14,29 @@ export async function processCpuSeconds(pid: number | undefined): Promise<number
   try {
     const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]?.split(' ') ?? []
     return (Number(fields[11]) + Number(fields[12])) / 100
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * A process's CPU time so far in nanoseconds, every thread's (the first field of each
+ * /proc/<pid>/task/<tid>/schedstat), or undefined where there is none: `processCpuSeconds` counts
+ * in ticks of 10 ms, too coarse for a slice of a second (a thread that has exited is not counted:
+ * read it across spans its threads live through, as a server's are).
+ */
+export async function processCpuNs(pid: number | undefined): Promise<number | undefined> {
+  try {
+    const tasks = await readdir(`/proc/${pid}/task`)
+    const times = await Promise.all(
+      tasks.map((tid) =>
+        readFile(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').then(
+          (stat) => Number(stat.split(' ')[0]),
+          () => 0,
+        ),
+      ),
+    )
+    return times.reduce((sum, ns) => sum + ns, 0)
   } catch {
     return undefined
   }
