@@ -1606,8 +1606,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Your sender's WhatsApp templates, with their status and the variables a send must fill
-         * @description Requires the `send:template` scope. Lists the templates of the sender your key sends through (as last synced from its WhatsApp Business Account and kept current by Meta’s webhooks); empty until an admin has synced it.
+         * Your senders' WhatsApp templates, with their status and the variables a send must fill
+         * @description Requires the `send:template` scope. Lists the templates of the sender your key sends through (as last synced from its WhatsApp Business Account and kept current by Meta’s webhooks); empty until an admin has synced it. A key bound to a sender pool lists every member’s, each naming its `senderId`: a send is checked against the catalog of the number chosen for it (templates are per WABA). `senderId` narrows the list to one of your senders; another matches nothing.
          */
         get: operations["listTemplates"];
         put?: never;
@@ -17211,6 +17211,8 @@ export interface operations {
                 language?: string;
                 status?: "APPROVED" | "PENDING" | "REJECTED" | "PAUSED" | "DISABLED" | "PENDING_DELETION" | "DELETED" | "ARCHIVED" | "IN_APPEAL" | "LIMIT_EXCEEDED";
                 category?: "MARKETING" | "UTILITY" | "AUTHENTICATION";
+                /** @description One of the key's senders (its own, or a member of its sender pool): that sender's templates only. */
+                senderId?: string;
             };
             header?: {
                 /** @description An id of the caller's for this request, kept when it is 1 to 128 of `A-Za-z0-9._:-` (else replaced): it is echoed in the `x-request-id` answer header and the logs. */

@@ -98,6 +98,26 @@ export const TemplateListQuery = Type.Object(
 )
 export type TemplateListQuery = Static<typeof TemplateListQuery>
 
+/**
+ * A key's `GET /templates`: a pooled key's lists every member's catalog, `senderId` narrows it to
+ * one of its senders (another matches nothing).
+ */
+export const KeyTemplateListQuery = Type.Object(
+  {
+    ...TemplateListQuery.properties,
+    senderId: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 64,
+        description:
+          "One of the key's senders (its own, or a member of its sender pool): that sender's templates only.",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+)
+export type KeyTemplateListQuery = Static<typeof KeyTemplateListQuery>
+
 export const TemplateList = DataEnvelope(TemplateView)
 export type TemplateList = Static<typeof TemplateList>
 

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import type { MessageView, SenderPoolView, SenderView } from '@dispatch/contracts'
+import type { MessageView, SenderPoolView, SenderView, TemplateView } from '@dispatch/contracts'
 import {
   decodeSticky,
   encodeSticky,
@@ -686,8 +686,11 @@ describe('a message waiting on a fallen number that stays', () => {
 })
 
 describe('a pooled template send', () => {
-  it('is checked against the catalog of the number that sends it (templates are per WABA)', async () => {
-    // One business, two WABAs: only the first's catalog has appointment_reminder.
+  // One business, two WABAs: only the first's catalog has appointment_reminder.
+  const made: Record<'full' | 'bare', SenderView> = {} as never
+  let key: Key
+  let poolId: string
+  beforeAll(async () => {
     const numbers = { full: '506540352240011', bare: '506540352240022' }
     const wabas = { full: '95001', bare: '95002' }
     fake.templates.set(wabas.full, demoTemplates())
@@ -695,7 +698,6 @@ describe('a pooled template send', () => {
       wabas.bare,
       demoTemplates().filter((t) => t.name !== 'appointment_reminder'),
     )
-    const made: Record<'full' | 'bare', SenderView> = {} as never
     for (const name of ['full', 'bare'] as const) {
       fake.templates.link(numbers[name], wabas[name])
       const token = `EAAG${randomBytes(18).toString('base64url')}`
@@ -717,12 +719,14 @@ describe('a pooled template send', () => {
       members: [{ senderId: made.full.id }, { senderId: made.bare.id }],
     })
     expect(created.statusCode, created.body).toBe(201)
-    const key = await activeKey(app, { scopes: SEND_SCOPES })
-    const bound = await admin('PATCH', `/api/admin/api-keys/${key.id}`, {
-      senderPoolId: created.json<SenderPoolView>().id,
-    })
+    poolId = created.json<SenderPoolView>().id
+    key = await activeKey(app, { scopes: SEND_SCOPES })
+    const bound = await admin('PATCH', `/api/admin/api-keys/${key.id}`, { senderPoolId: poolId })
     expect(bound.statusCode, bound.body).toBe(200)
-    await waitFor(() => app.sending.pools.get(created.json<SenderPoolView>().id), { what: 'the pool' })
+    await waitFor(() => app.sending.pools.get(poolId), { what: 'the pool' })
+  })
+
+  it('is checked against the catalog of the number that sends it (templates are per WABA)', async () => {
     const template = (senderId: string) =>
       app.inject({
         method: 'POST',
@@ -741,7 +745,6 @@ describe('a pooled template send', () => {
     // Without a senderId, the number the recipient sticks to is checked, whatever the spread
     // would give them: one the spread gives the bare number, stuck to the full one, is accepted;
     // one the spread gives the full number, stuck to the bare one, is refused.
-    const poolId = created.json<SenderPoolView>().id
     const members = app.sending.pools.get(poolId)?.members ?? []
     const phones = Array.from({ length: 40 }, (_, n) => `+55119555006${String(n).padStart(2, '0')}`)
     const spreadTo = (id: string) => phones.find((phone) => spreadByWeight(members, phone) === id) as string
@@ -777,6 +780,43 @@ describe('a pooled template send', () => {
     const toBare = spreadTo(made.full.id)
     await stick(toBare, made.bare.id)
     expectError(await unnamed(toBare), 422, 'TEMPLATE_NOT_FOUND')
+  })
+
+  it("is listed with every member's catalog, each template naming its number, and no other's", async () => {
+    const list = async (apiKey: Key, query = '') => {
+      const res = await app.inject({
+        method: 'GET',
+        url: `/api/third-party/templates?take=100${query}`,
+        headers: { 'x-api-key': apiKey.key },
+      })
+      expect(res.statusCode, res.body).toBe(200)
+      return res.json<{ data: TemplateView[]; itemCount: number }>()
+    }
+    const reminders = (page: { data: TemplateView[] }) =>
+      page.data.filter((t) => t.name === 'appointment_reminder').map((t) => t.senderId)
+    const all = await list(key)
+    // The full catalog's reminder, not the bare one's (it has none): what a send there is checked against.
+    expect(reminders(all)).toEqual([made.full.id])
+    expect(new Set(all.data.map((t) => t.senderId))).toEqual(new Set([made.full.id, made.bare.id]))
+    const bare = await list(key, `&senderId=${made.bare.id}`)
+    expect(bare.data.length).toBeGreaterThan(0)
+    expect(bare.data.every((t) => t.senderId === made.bare.id)).toBe(true)
+    expect(reminders(bare)).toEqual([])
+    expect(all.itemCount).toBe(bare.itemCount + (await list(key, `&senderId=${made.full.id}`)).itemCount)
+    // Another business's number, or an unknown one: nothing, not its catalog.
+    fake.templates.set(outsider.wabaId as string, demoTemplates())
+    fake.templates.link(OUTSIDER_NUMBER, outsider.wabaId as string)
+    const synced = await admin('POST', `/api/admin/senders/${outsider.id}/templates/sync`)
+    expect(synced.statusCode, synced.body).toBe(200)
+    expect((await list(unpooled)).data.every((t) => t.senderId === outsider.id)).toBe(true)
+    expect((await list(unpooled)).itemCount).toBeGreaterThan(0)
+    for (const senderId of [outsider.id, 'no-such-sender']) {
+      const page = await list(key, `&senderId=${senderId}`)
+      expect(page.data, senderId).toEqual([])
+      expect(page.itemCount, senderId).toBe(0)
+    }
+    // A key without a pool names its own sender, or gets nothing.
+    expect((await list(unpooled, `&senderId=${made.full.id}`)).data).toEqual([])
   })
 })
 

@@ -1,5 +1,5 @@
 import type { TemplateListQuery, TemplateVariables } from '@dispatch/contracts'
-import { and, count, eq, ilike, isNotNull, isNull, lt, notInArray, or, sql } from 'drizzle-orm'
+import { and, count, eq, ilike, inArray, isNotNull, isNull, lt, notInArray, or, sql } from 'drizzle-orm'
 import type { Db } from '../client.ts'
 import { type MessageTemplateRow, messageTemplates } from '../schema/message-templates.ts'
 import { senders } from '../schema/senders.ts'
@@ -126,10 +126,13 @@ const sqlChangedAt = (now: Date) =>
 const orderColumns = { name: messageTemplates.name, updatedAt: messageTemplates.updatedAt } as const
 
 /** One page of a sender's catalog, with the list's filters. */
-export async function listTemplates(db: Db, senderId: string, query: TemplateListQuery) {
+/** The catalogs of `senderIds` (one sender's for an admin, every sender a pooled key may use), a page. */
+export async function listTemplates(db: Db, senderIds: readonly string[], query: TemplateListQuery) {
   const pattern = query.q ? likePattern(query.q) : undefined
   const where = whereAll([
-    eq(messageTemplates.senderId, senderId),
+    senderIds.length === 1
+      ? eq(messageTemplates.senderId, senderIds[0] as string)
+      : inArray(messageTemplates.senderId, [...senderIds]),
     query.name ? eq(messageTemplates.name, query.name) : undefined,
     query.language ? eq(messageTemplates.language, query.language) : undefined,
     query.status ? eq(messageTemplates.status, query.status) : undefined,

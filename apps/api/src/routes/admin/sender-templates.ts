@@ -113,7 +113,7 @@ export const adminSenderTemplateRoutes: FastifyPluginAsyncTypebox = async (app) 
     async (request) => {
       const id = checkId(request.params.id)
       if (!(await findSender(db, id))) throw notFound(id)
-      const { rows, itemCount } = await listTemplates(db, id, request.query)
+      const { rows, itemCount } = await listTemplates(db, [id], request.query)
       return {
         ...pageMeta(request.query.page, request.query.take, itemCount),
         data: rows.map(toTemplateView),
