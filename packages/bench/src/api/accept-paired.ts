@@ -20,18 +20,15 @@ import { printComparison } from '../harness/report.ts'
 import { median, medianInterval } from '../harness/stats.ts'
 import { compareSlices, pairedSlices, type Slice, startSwitchedLoad } from '../harness/switched-load.ts'
 import { clearFairAdmission, createBenchWorld } from '../harness/world.ts'
-import { startServer } from './child-server.ts'
+import { sideNames, startPooledApp } from './child-server.ts'
 
 const forks = Number(process.env.BENCH_FORKS ?? 5)
 const blocks = Number(process.env.BENCH_BLOCKS ?? 30)
 const sliceMs = Number(process.env.BENCH_SLICE_MS ?? 1000)
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 100)
 const body = JSON.stringify({ phone: '+5511987654321', text: 'Your code is 123456' })
-const names = (process.env.BENCH_SIDES ?? 'single,pooled,number,one').split(',')
-const KEYS = ['single', 'pooled', 'number', 'one']
-for (const name of names) {
-  if (!KEYS.includes(name)) throw new Error(`BENCH_SIDES: no key "${name}" (${KEYS})`)
-}
+const sideList = 'single,pooled,number,one'
+const names: string[] = sideNames(sideList)
 const has = (...wanted: string[]) => wanted.every((name) => names.includes(name))
 
 /**
@@ -46,20 +43,7 @@ async function fork(): Promise<Slice[][]> {
     await settle()
     await clearFairAdmission(redis, world.queuePrefix)
   }
-  const api = await startServer('app', {
-    DATABASE_URL: world.databaseUrl,
-    REDIS_URL: world.redisUrl,
-    QUEUE_PREFIX: world.queuePrefix,
-    MESSAGE_OUTSTANDING_MAX: '100000000',
-    BENCH_POOLED_KEY: 'true',
-  })
-  const keys: Record<string, string> = {
-    single: api.key,
-    pooled: api.pooled,
-    number: api.poolNumber,
-    one: api.pooledOne,
-  }
-  const sides = names.map((name) => ({ name, key: keys[name] as string }))
+  const { api, sides } = await startPooledApp(world, sideList)
   const load = await startSwitchedLoad({
     url: `${api.url}/api/third-party/messages/send-text`,
     body,

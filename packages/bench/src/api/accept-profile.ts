@@ -15,7 +15,7 @@ import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import { autocannon, settle } from '../harness/load.ts'
 import { clearFairAdmission, createBenchWorld } from '../harness/world.ts'
-import { startServer } from './child-server.ts'
+import { startPooledApp } from './child-server.ts'
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 6)
 const duration = Number(process.env.BENCH_DURATION_S ?? 6)
@@ -32,21 +32,11 @@ interface CpuProfile {
 
 const world = await createBenchWorld('accept-profile')
 const dir = mkdtempSync(join(tmpdir(), 'accept-profile-'))
-const api = await startServer('app', {
-  DATABASE_URL: world.databaseUrl,
-  REDIS_URL: world.redisUrl,
-  QUEUE_PREFIX: world.queuePrefix,
-  MESSAGE_OUTSTANDING_MAX: '100000000',
-  BENCH_POOLED_KEY: 'true',
+const { api, sides } = await startPooledApp(world, 'single,pooled', {
   NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${dir} --cpu-prof-interval=200`,
-} as Parameters<typeof startServer>[1])
+})
 const redis = new Redis(world.redisUrl, { maxRetriesPerRequest: null })
 const url = `${api.url}/api/third-party/messages/send-text`
-const keys = { single: api.key, pooled: api.pooled, number: api.poolNumber, one: api.pooledOne }
-const sides = (process.env.BENCH_SIDES ?? 'single,pooled').split(',').map((name) => {
-  if (!Object.hasOwn(keys, name)) throw new Error(`BENCH_SIDES: no key "${name}" (${Object.keys(keys)})`)
-  return { name, key: keys[name as keyof typeof keys] }
-})
 const [base, other] = sides.map((side) => side.name) as [string, string]
 // The profile's clock: V8's ticks are the monotonic clock in µs, as hrtime's.
 const nowUs = () => Number(process.hrtime.bigint() / 1000n)

@@ -51,3 +51,40 @@ export async function startServer(role: 'app' | 'baseline', env: ServerEnv): Pro
   })
   return { ...server.ready, pid: server.process.pid, cpuSeconds: server.cpuSeconds, stop: server.stop }
 }
+
+/** The pooled accept benches' keys, as BENCH_SIDES names them (`startPooledApp`). */
+export const POOL_SIDES = ['single', 'pooled', 'number', 'one'] as const
+export type PoolSide = (typeof POOL_SIDES)[number]
+
+/**
+ * The API with the pooled accept benches' keys (BENCH_POOLED_KEY), against `world`: `single` a
+ * single-sender key, `pooled` a key of a three-number pool, `number` a key of that pool's first
+ * number alone, `one` a key of a pool of that number alone; `sides` those BENCH_SIDES names
+ * (comma-separated, `fallback` unless set), each with its key. Throws on a name it does not know.
+ */
+export async function startPooledApp(
+  world: { databaseUrl: string; redisUrl: string; queuePrefix: string },
+  fallback: string,
+  env: { NODE_OPTIONS?: string } = {},
+): Promise<{ api: ChildServer; sides: Array<{ name: PoolSide; key: string }> }> {
+  const names = sideNames(fallback)
+  const api = await startServer('app', {
+    DATABASE_URL: world.databaseUrl,
+    REDIS_URL: world.redisUrl,
+    QUEUE_PREFIX: world.queuePrefix,
+    MESSAGE_OUTSTANDING_MAX: '100000000',
+    BENCH_POOLED_KEY: 'true',
+    ...env,
+  } as ServerEnv)
+  const keys = { single: api.key, pooled: api.pooled, number: api.poolNumber, one: api.pooledOne }
+  return { api, sides: names.map((name) => ({ name, key: keys[name] })) }
+}
+
+/** BENCH_SIDES's names (`fallback` unless set), each one of `POOL_SIDES`. */
+export function sideNames(fallback: string): PoolSide[] {
+  return (process.env.BENCH_SIDES ?? fallback).split(',').map((name) => {
+    if (!(POOL_SIDES as readonly string[]).includes(name))
+      throw new Error(`BENCH_SIDES: no key "${name}" (${POOL_SIDES})`)
+    return name as PoolSide
+  })
+}
