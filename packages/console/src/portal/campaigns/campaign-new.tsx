@@ -6,6 +6,7 @@ import { navigate } from '../../router.tsx'
 import { instant, text } from '../../ui/format.ts'
 import { Page } from '../../ui/page.tsx'
 import { Loaded, Outcome } from '../../ui/status.tsx'
+import { templateChoices } from '../../ui/template-choices.ts'
 import { bodyText } from './audience-preview.ts'
 
 /** The header and button variables a template takes, the same for every recipient, from the form. */
@@ -100,7 +101,8 @@ export function CampaignNew() {
     <Page title="New campaign">
       <Loaded query={templates}>
         {({ data }) => {
-          const template = data[chosen]
+          const choices = templateChoices(data)
+          const template = choices[chosen]?.template
           return data.length === 0 ? (
             <p class="muted">
               Your sender has no approved template yet: a campaign sends one. Ask your Dispatch admin to sync
@@ -130,10 +132,9 @@ export function CampaignNew() {
                   <option value="" disabled>
                     Choose an approved template
                   </option>
-                  {data.map((t, index) => (
+                  {choices.map(({ template: t, label }, index) => (
                     <option key={`${t.name} ${t.language}`} value={String(index)}>
-                      {t.name} ({t.language}
-                      {t.category ? `, ${t.category.toLowerCase()}` : ''})
+                      {label}
                     </option>
                   ))}
                 </select>

@@ -4,6 +4,7 @@ import { useState } from 'preact/hooks'
 import { api } from '../../api.ts'
 import { FilledText } from '../../ui/filled-text.tsx'
 import { Loaded } from '../../ui/status.tsx'
+import { templateChoices } from '../../ui/template-choices.ts'
 import { bodyText, buttonTitles, componentText } from '../../ui/template-text.ts'
 
 /** What the form holds for a template: the variables by name, the header's value, URL suffixes by button. */
@@ -94,8 +95,9 @@ export function TemplateFields(props: {
   const { template, values, onValues } = props
   return (
     <Loaded query={templates}>
-      {({ data }) =>
-        data.length === 0 ? (
+      {({ data }) => {
+        const choices = templateChoices(data)
+        return data.length === 0 ? (
           <p class="muted">
             Your sender has no approved template yet. Ask your Dispatch admin to sync its templates.
           </p>
@@ -112,14 +114,13 @@ export function TemplateFields(props: {
                   const index = event.currentTarget.value
                   setChosen(index)
                   onValues(EMPTY)
-                  props.onTemplate(index === '' ? undefined : data[Number(index)])
+                  props.onTemplate(index === '' ? undefined : choices[Number(index)]?.template)
                 }}
               >
                 <option value="">Choose an approved template</option>
-                {data.map((t, index) => (
+                {choices.map(({ template: t, label }, index) => (
                   <option key={`${t.name} ${t.language}`} value={String(index)}>
-                    {t.name} ({t.language}
-                    {t.category ? `, ${t.category.toLowerCase()}` : ''})
+                    {label}
                   </option>
                 ))}
               </select>
@@ -176,7 +177,7 @@ export function TemplateFields(props: {
             ) : null}
           </>
         )
-      }
+      }}
     </Loaded>
   )
 }
