@@ -13,7 +13,10 @@ export interface SwitchedLoad {
   key(key: string): Promise<void>
   /** The answers since the last count: 2xx and the others. */
   count(): Promise<{ ok: number; failed: number }>
-  /** Closes the connections (no request in flight once answered), and opens them again. */
+  /**
+   * Closes the connections (a request the server took before still finishes there: wait a moment
+   * before emptying what it stored), and opens them again.
+   */
   pause(): Promise<void>
   resume(): Promise<void>
   stop(): Promise<void>
