@@ -11,15 +11,16 @@ export interface Caller {
   tenantId: string | null
   senderId: string
   /**
-   * A pooled key's pool's members (its own sender among them): its owner's suppression entries on
-   * any of them block its sends, so they are its to list, read and lift. Absent: its sender only.
+   * A pooled key's pool's members (its own sender among them): its sends may go through any of
+   * them, so its owner's suppression entries there (which block its sends) are its to list, read
+   * and lift, and their template catalogs its to list. Absent: its sender only.
    */
   poolSenderIds?: readonly string[]
 }
 
 /**
- * The senders whose suppression entries are the caller's: its own and, for a pooled key, its
- * pool's members (each once).
+ * The senders the caller's sends may go through, whose suppression entries (its owner's) and
+ * template catalogs are its: its own and, for a pooled key, its pool's members (each once).
  */
 export const sendersOf = (caller: Pick<Caller, 'senderId' | 'poolSenderIds'>): string[] => [
   ...new Set([caller.senderId, ...(caller.poolSenderIds ?? [])]),
