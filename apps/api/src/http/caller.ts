@@ -17,7 +17,8 @@ export const callerOf = (request: FastifyRequest): Caller => ({
 
 /**
  * `callerOf`, with a pooled key's pool's members as this process has the pool loaded: for what
- * blocks its sends on every member (its tenant's opt-outs there, which it lists, lifts and exports).
+ * holds its sends on every member (its tenant's opt-outs there, which it lists, lifts and exports;
+ * the members' template catalogs, which it lists).
  */
 export const pooledCallerOf = (request: FastifyRequest, pools: SenderPoolCache): Caller => {
   const caller = callerOf(request)
