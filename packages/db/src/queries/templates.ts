@@ -125,14 +125,14 @@ const sqlChangedAt = (now: Date) =>
 
 const orderColumns = { name: messageTemplates.name, updatedAt: messageTemplates.updatedAt } as const
 
-/** One page of a sender's catalog, with the list's filters. */
-/** The catalogs of `senderIds` (one sender's for an admin, every sender a pooled key may use), a page. */
+/**
+ * One page of the catalogs of `senderIds` (one sender's for an admin, every sender a pooled key may
+ * use), with the list's filters.
+ */
 export async function listTemplates(db: Db, senderIds: readonly string[], query: TemplateListQuery) {
   const pattern = query.q ? likePattern(query.q) : undefined
   const where = whereAll([
-    senderIds.length === 1
-      ? eq(messageTemplates.senderId, senderIds[0] as string)
-      : inArray(messageTemplates.senderId, [...senderIds]),
+    inArray(messageTemplates.senderId, [...senderIds]),
     query.name ? eq(messageTemplates.name, query.name) : undefined,
     query.language ? eq(messageTemplates.language, query.language) : undefined,
     query.status ? eq(messageTemplates.status, query.status) : undefined,
