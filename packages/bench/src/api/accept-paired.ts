@@ -14,6 +14,7 @@
  * pool), `number` (a key of that pool's first number alone) and `one` (a key of a pool of that
  * number alone), as `bench:accept`'s BENCH_ONLY=pool; all four unless set.
  */
+import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
 import { settle } from '../harness/load.ts'
 import { printComparison } from '../harness/report.ts'
@@ -54,7 +55,7 @@ async function fork(): Promise<Slice[][]> {
     // Warm-up: each key for two slices' length, unmeasured.
     for (const side of sides) {
       await load.key(side.key)
-      await new Promise((resolve) => setTimeout(resolve, 2 * sliceMs))
+      await sleep(2 * sliceMs)
     }
     await load.pause()
     await empty()

@@ -89,7 +89,6 @@ export async function pairedSlices(options: {
   settleMs?: number
   blocksPerSegment?: number
   between?: () => Promise<unknown>
-  progress?: (done: number, blocks: number) => void
 }): Promise<Slice[][]> {
   const { load, sides, sliceMs } = options
   const settleMs = options.settleMs ?? 100
@@ -120,7 +119,6 @@ export async function pairedSlices(options: {
       block.push({ side: side.name, requests: ok, cpuNs: after - before })
     }
     out.push(block)
-    options.progress?.(b + 1, options.blocks)
   }
   return out
 }
