@@ -475,9 +475,9 @@ export const MessageJob = Type.Object(
      */
     senderPoolId: Type.Optional(Type.String({ format: 'uuid' })),
     /**
-     * A pooled message's numbers whose opt-outs stop it too (docs/consent.md, "Sender pools"): its
-     * pool's, as phone number ids, when it was accepted. An opt-out on any of them made since
-     * cancels it at delivery, whichever number it goes through then. Absent: its own number's alone.
+     * A pooled message's numbers whose opt-outs stop it too (docs/consent.md, "Sender pools"), as
+     * phone number ids: set by earlier versions only, on jobs they accepted (the worker now reads
+     * the pool's numbers by `senderPoolId`); honored when present.
      */
     optOutNumbers: Type.Optional(
       Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: SENDER_POOL_MAX_MEMBERS }),

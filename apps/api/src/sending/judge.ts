@@ -161,8 +161,8 @@ async function checkSends(
   const mayFallBack = key.scopes?.includes(Scopes.sendSmsFallback) === true
   // A pooled key's opt-outs hold on every number of its pool: a recipient who opted out on one
   // member, or whom the key's tenant suppressed (on the key's own sender, a member), hears from none.
-  // The numbers travel with each job (`optOutNumbers`): an opt-out on any of them since stops it
-  // at delivery, wherever it was moved.
+  // An opt-out on any of them since stops it at delivery too, wherever it was moved: the worker
+  // reads its pool's numbers itself (the job carries its pool's id, not its numbers).
   const numbers = options.prefetched?.poolNumbers ?? poolNumbers(sending, key)
   const checkGroup = async (senderId: string, group: number[]) => {
     const sends = group.map((i) => items[i] as SendToCheck)
@@ -197,9 +197,6 @@ async function checkSends(
       const windowClosesAt = early ? early.closesAt : closesAt?.[n]
       if (windowClosesAt !== undefined) job.windowClosesAt = windowClosesAt
       if (defaultFallback && !job.fallback) job.fallback = defaultFallback
-      // The loaded pool's own list, shared by its jobs: serialized as they are stored, never changed.
-      // A pool of one number has none but the job's own, which delivery reads anyway.
-      if (numbers && numbers.length > 1) job.optOutNumbers = numbers as string[]
       // Carried on the job: an opt-out of marketing made before delivery cancels it then.
       if (sending.checks.isMarketing(senderId, items[i] as SendToCheck)) job.marketing = true
     })

@@ -1094,6 +1094,48 @@ describe("a pooled key's opt-outs", () => {
     expect(Object.values(NUMBERS).some((number) => sentBy(number, messageId))).toBe(false)
   })
 
+  it('stop a message accepted before a number joined the pool, once the recipient opts out on that number', async () => {
+    // The worker reads the pool's numbers at delivery: a number that joined since counts too.
+    const joining = await createSender('306540352240055', '7001')
+    const phone = '+5511955500805'
+    const sendAt = new Date(Date.now() + 6_000).toISOString()
+    const res = await send(app, 'send-text', pooled.key, { phone, text: 'Your order shipped', sendAt })
+    expect(res.statusCode, res.body).toBe(202)
+    const { messageId } = res.json<{ messageId: string }>()
+    const memberList = (extra: { senderId: string; weight?: number }[]) => ({
+      members: [
+        { senderId: members.a.id, weight: 1 },
+        { senderId: members.b.id, weight: 1 },
+        { senderId: members.c.id, weight: 3 },
+        ...extra,
+      ],
+    })
+    const joined = await admin(
+      'PATCH',
+      `/api/admin/sender-pools/${pool.id}`,
+      memberList([{ senderId: joining.id }]),
+    )
+    expect(joined.statusCode, joined.body).toBe(200)
+    try {
+      const stop = { ...replyFrom(phone), text: { body: 'STOP' } }
+      const webhook = await postPlatformWebhook(app, messageWebhook(joining.phoneNumberId, stop), APP_SECRET)
+      expect(webhook.statusCode, webhook.body).toBe(200)
+      const done = await waitFor(
+        async () => {
+          const view = await viewOf(pooled, messageId)
+          return view.status === 'queued' || view.status === 'scheduled' ? undefined : view
+        },
+        { what: 'the scheduled message settled', timeoutMs: 20_000 },
+      )
+      expect(done.status).toBe('canceled')
+      expect(done.lastError?.message).toMatch(/opted out/)
+      expect(Object.values(NUMBERS).some((number) => sentBy(number, messageId))).toBe(false)
+    } finally {
+      const left = await admin('PATCH', `/api/admin/sender-pools/${pool.id}`, memberList([]))
+      expect(left.statusCode, left.body).toBe(200)
+    }
+  })
+
   it("are its tenant's to list, read, lift and export on every number of the pool, not another tenant's nor a number outside it", async () => {
     const phone = '+5511955500807'
     const acmePooled = await consentKey('acme', { senderPoolId: pool.id })

@@ -113,9 +113,14 @@ export class PoolMover implements RotationWatch {
   readonly #redis: RedisClient
   readonly #lanes: () => Iterable<SenderLane>
   readonly #limited = new Map<string, { since: number; until: number }>()
-  /** The pools' members as the last sweep read them: by pool, and by sender. */
+  /** The pools' members as the last read found them: by pool, and by sender. */
   #byPool = new Map<string, PoolMemberHealthRow[]>()
   #bySender = new Map<string, PoolMemberHealthRow[]>()
+  /** Each pool's numbers (phone number ids, in order), as the last read found them. */
+  #numbers = new Map<string, readonly string[]>()
+  /** The read of the pools under way (one at a time), and when the last one ended (ms; 0: none yet). */
+  #reading: Promise<void> | undefined
+  #readAt = 0
   #subscriber: RedisClient | undefined
   #timer: NodeJS.Timeout | undefined
   #running: Promise<void> | undefined
@@ -148,7 +153,43 @@ export class PoolMover implements RotationWatch {
     subscriber.subscribe(limits, changes).catch((error: Error) => {
       logger.warn({ err: error }, 'pool mover channels not subscribed yet; retries on reconnect')
     })
+    // Read at once: delivery asks for pooled messages' numbers (`poolNumbers`) before the first sweep.
+    void this.#read().catch(() => {})
     this.#timer = setTimeout(() => this.#loop(), POOL_MOVE_INTERVAL_MS)
+  }
+
+  /**
+   * A pool's numbers as this process last read them, whose opt-outs stop a pooled message at
+   * delivery (docs/consent.md, "Sender pools"): at no round trip once read. A pool not known yet
+   * (this process just started, or the pool is newer than its last read) is read first, once for
+   * every message asking at that moment; unknown after a read this last interval (a pool since
+   * deleted), or unreadable (Postgres away), undefined: the message's own number's alone.
+   */
+  poolNumbers(poolId: string): readonly string[] | Promise<readonly string[] | undefined> | undefined {
+    const known = this.#numbers.get(poolId)
+    if (known !== undefined) return known
+    if (this.#reading === undefined && Date.now() - this.#readAt < POOL_MOVE_INTERVAL_MS) return undefined
+    return this.#read().then(
+      () => this.#numbers.get(poolId),
+      (error) => {
+        this.#context.logger.warn(
+          { err: error, poolId },
+          "pool's numbers not read; its message checks its own",
+        )
+        return undefined
+      },
+    )
+  }
+
+  /** Reads every pool's members (one read at a time: a caller meanwhile shares it). */
+  #read(): Promise<void> {
+    this.#reading ??= loadPoolMembers(this.#context.db)
+      .then((rows) => this.#load(rows))
+      .finally(() => {
+        this.#readAt = Date.now()
+        this.#reading = undefined
+      })
+    return this.#reading
   }
 
   /**
@@ -193,7 +234,7 @@ export class PoolMover implements RotationWatch {
   async sweep(now = Date.now()): Promise<SenderChange[]> {
     const served = new Map([...this.#lanes()].map((lane) => [lane.senderId, lane]))
     if (served.size === 0) return []
-    this.#load(await loadPoolMembers(this.#context.db))
+    await this.#read()
     const moved: SenderChange[] = []
     for (const [senderId, lane] of served) {
       const fallen = this.#fallenFor(senderId, now)
@@ -222,6 +263,9 @@ export class PoolMover implements RotationWatch {
     }
     this.#byPool = byPool
     this.#bySender = bySender
+    this.#numbers = new Map(
+      [...byPool].map(([poolId, members]) => [poolId, members.map((m) => m.phoneNumberId)]),
+    )
   }
 
   /** Why a member is out of rotation now (its row's health, an announced 130429 streak), or null. */

@@ -46,8 +46,8 @@ export function readRecipient(
   reads: {
     optOut: boolean
     window: boolean
-    /** Other numbers whose opt-outs stop the message too (a pooled message's `optOutNumbers`). */
-    optOutAlso?: readonly string[] | undefined
+    /** Other numbers whose opt-outs stop the message too (a pooled message's pool's), or their read. */
+    optOutAlso?: readonly string[] | Promise<readonly string[] | undefined> | undefined
   },
 ): RecipientReads {
   const { phoneNumberId, recipient, recipientHash, owner } = at
@@ -59,11 +59,13 @@ export function readRecipient(
       () => null,
     )
   const own = reads.optOut ? optOutOn(phoneNumberId) : NONE
+  const withOthers = (also: readonly string[] | undefined) =>
+    also?.length
+      ? Promise.all([own, ...also.map(optOutOn)]).then((scopes) => scopes.reduce(widerScope, null))
+      : own
   const also = reads.optOutAlso
   return {
-    optOut: also?.length
-      ? Promise.all([own, ...also.map(optOutOn)]).then((scopes) => scopes.reduce(widerScope, null))
-      : own,
+    optOut: also instanceof Promise ? also.then(withOthers, () => own) : withOthers(also),
     window: reads.window ? windowOf(read, prefix, phoneNumberId, recipient) : undefined,
   }
 }

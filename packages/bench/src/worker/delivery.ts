@@ -48,7 +48,7 @@ import pino from 'pino'
 import { deliverBundle } from '../../../../apps/worker/src/messages/bundle.ts'
 import { OptOutWatch } from '../../../../apps/worker/src/messages/consent/watch.ts'
 import { deliverMessage } from '../../../../apps/worker/src/messages/deliver.ts'
-import type { DeliveryResult } from '../../../../apps/worker/src/messages/delivery/types.ts'
+import type { DeliveryResult, RotationWatch } from '../../../../apps/worker/src/messages/delivery/types.ts'
 import { DeliveryRecorder } from '../../../../apps/worker/src/messages/delivery-recorder.ts'
 import { SmsFallbackTimers } from '../../../../apps/worker/src/messages/fallback-timer.ts'
 import { batchedLogSent } from '../../../../apps/worker/src/messages/sent-log.ts'
@@ -136,18 +136,21 @@ const fallbackMessage = (): MessageJob => ({
 const heldFallbackMessage = (): MessageJob => ({ ...fallbackMessage(), discardContent: true })
 
 /**
- * The same text from a key bound to a sender pool: its chosen number, its pool and the pool's three
- * numbers (whose opt-outs stop it: read only when one may have come since it was accepted) on the
- * job, as the API stores them.
+ * The same text from a key bound to a sender pool: its chosen number and its pool on the job, as the
+ * API stores them; the pool's three numbers (whose opt-outs stop it: read only when one may have
+ * come since it was accepted) as a worker's pool mover holds them (`rotation`).
  */
 const POOL_ID = randomUUID()
 const POOL_NUMBERS = ['100000000000001', '100000000000002', '100000000000003']
-const pooledMessage = (): MessageJob => ({
-  ...textMessage(),
-  senderId: 'default',
-  senderPoolId: POOL_ID,
-  optOutNumbers: POOL_NUMBERS,
-})
+const pooledMessage = (): MessageJob => ({ ...textMessage(), senderId: 'default', senderPoolId: POOL_ID })
+
+/** The pool mover as a lane asks it (pool-mover.ts): the pool read, no number out of rotation. */
+const rotation: RotationWatch = {
+  leftRotation: () => false,
+  handOver: async () => new Set<string>(),
+  rateLimited: () => {},
+  poolNumbers: (poolId) => (poolId === POOL_ID ? POOL_NUMBERS : undefined),
+}
 
 let recipients = 0
 /**
@@ -319,7 +322,8 @@ const lane = (serviceWindowPolicy: 'off' | 'enforce', limited = false) => ({
 /**
  * What a lane hands its worker: the claims connection, the recorder (sharing its batches), the sent
  * log on the connection the worker completes jobs on, the opt-out announcements followed (the
- * opt-out read skipped for recipients nobody opted out since accept), and the revoked keys.
+ * opt-out read skipped for recipients nobody opted out since accept), the revoked keys and the pool
+ * mover.
  */
 function laneDeps(
   claims: Redis,
@@ -347,6 +351,7 @@ function laneDeps(
     // As a lane has them: a message WhatsApp took with a fallback arms its timer, or, without
     // `afterSeconds`, its sent record keeps the SMS (a hold only when its content is discarded).
     fallbackTimers,
+    rotation,
   }
 }
 

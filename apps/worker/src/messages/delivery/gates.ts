@@ -40,6 +40,12 @@ export function readGateInputs(delivery: MessageDelivery): GateInputs {
       : countBesideClaim(delivery, recipient, recipientHash)
   const acceptedAt = Date.parse(data.acceptedAt)
   const mustRead = (number: string) => deps.optOuts?.mustRead(number, recipientHash, acceptedAt) ?? true
+  // A pooled message: its pool's other numbers' opt-outs stop it too, those of its pool now (a job
+  // an earlier version accepted carries its pool's numbers then, `optOutNumbers`).
+  const others = (numbers: readonly string[] | undefined) =>
+    numbers?.filter((number) => number !== phoneNumberId && mustRead(number))
+  const pooled =
+    data.optOutNumbers ?? (data.senderPoolId ? deps.rotation?.poolNumbers(data.senderPoolId) : undefined)
   const reads = readRecipient(
     deps.claims,
     deps.prefix,
@@ -52,8 +58,7 @@ export function readGateInputs(delivery: MessageDelivery): GateInputs {
     },
     {
       optOut: mustRead(phoneNumberId),
-      // A pooled message: its pool's other numbers' opt-outs stop it too.
-      optOutAlso: data.optOutNumbers?.filter((number) => number !== phoneNumberId && mustRead(number)),
+      optOutAlso: pooled instanceof Promise ? pooled.then(others) : others(pooled),
       window:
         (lane.settings.serviceWindowPolicy === 'enforce' && isFreeForm(data.message)) ||
         (reach === undefined && countsAgainstLimit(delivery)),

@@ -87,6 +87,11 @@ export interface RotationWatch {
   handOver(senderId: string, messages: MessageJob[], holder: string): Promise<Set<string>>
   /** A 130429 streak this process' lane met (since, until: ms), known here before it is announced. */
   rateLimited(senderId: string, since: number, until: number): void
+  /**
+   * A pool's numbers (phone number ids), whose opt-outs stop its messages: at once when known, a
+   * promise while it is read, undefined when the pool is not there (pool-mover.ts).
+   */
+  poolNumbers(poolId: string): readonly string[] | Promise<readonly string[] | undefined> | undefined
 }
 
 /** How one job runs one message: the single job's own run, or one message of a bundle. */
