@@ -346,7 +346,7 @@ export class SenderLanes {
     handOver: (senderId, messages, holder) =>
       this.#rotation?.handOver(senderId, messages, holder) ?? Promise.resolve(new Set<string>()),
     rateLimited: (senderId, since, until) => this.#rotation?.rateLimited(senderId, since, until),
-    poolNumbers: (poolId) => this.#rotation?.poolNumbers(poolId),
+    poolNumbers: (poolId, acceptedAt) => this.#rotation?.poolNumbers(poolId, acceptedAt),
   }
 
   constructor(context: WorkerContext) {

@@ -58,6 +58,8 @@ function carriedOver(message: MessageJob, job: Job): MessageJob {
 
 /** How often each process looks at the pools' members it serves. */
 export const POOL_MOVE_INTERVAL_MS = 1000
+/** How far the API's clock (a message's `acceptedAt`) and this process' may differ. */
+const CLOCK_MARGIN_MS = 2_000
 /** Jobs read per HSCAN page. */
 const PAGE = 500
 /** The BullMQ states of a job no worker holds: it may be taken out of the queue and moved. */
@@ -118,9 +120,12 @@ export class PoolMover implements RotationWatch {
   #bySender = new Map<string, PoolMemberHealthRow[]>()
   /** Each pool's numbers (phone number ids, in order), as the last read found them. */
   #numbers = new Map<string, readonly string[]>()
-  /** The read of the pools under way (one at a time), and when the last one ended (ms; 0: none yet). */
-  #reading: Promise<void> | undefined
-  #readAt = 0
+  /** The read of the pools under way (one at a time): when it started, and its end. */
+  #reading: { startedAt: number; done: Promise<void> } | undefined
+  /** When the last read that succeeded started, and when the last one failed (ms; 0: none yet). */
+  #readStartedAt = 0
+  #failedAt = 0
+  #failureLogged = 0
   #subscriber: RedisClient | undefined
   #timer: NodeJS.Timeout | undefined
   #running: Promise<void> | undefined
@@ -161,35 +166,60 @@ export class PoolMover implements RotationWatch {
   /**
    * A pool's numbers as this process last read them, whose opt-outs stop a pooled message at
    * delivery (docs/consent.md, "Sender pools"): at no round trip once read. A pool not known yet
-   * (this process just started, or the pool is newer than its last read) is read first, once for
-   * every message asking at that moment; unknown after a read this last interval (a pool since
-   * deleted), or unreadable (Postgres away), undefined: the message's own number's alone.
+   * (this process just started, or the pool is newer than its last read) is read first, by a read
+   * that starts after the message was accepted (one for every message asking meanwhile). Undefined,
+   * the message's own number's opt-outs alone: a pool such a read did not find (deleted since), or
+   * pools Postgres did not answer for in the last interval.
    */
-  poolNumbers(poolId: string): readonly string[] | Promise<readonly string[] | undefined> | undefined {
+  poolNumbers(
+    poolId: string,
+    acceptedAt: number,
+  ): readonly string[] | Promise<readonly string[] | undefined> | undefined {
     const known = this.#numbers.get(poolId)
     if (known !== undefined) return known
-    if (this.#reading === undefined && Date.now() - this.#readAt < POOL_MOVE_INTERVAL_MS) return undefined
-    return this.#read().then(
+    if (this.#readStartedAt > acceptedAt + CLOCK_MARGIN_MS) return undefined
+    if (Date.now() - this.#failedAt < POOL_MOVE_INTERVAL_MS) return undefined
+    return this.#readSince(acceptedAt).then(
       () => this.#numbers.get(poolId),
       (error) => {
-        this.#context.logger.warn(
-          { err: error, poolId },
-          "pool's numbers not read; its message checks its own",
-        )
+        if (this.#failureLogged !== this.#failedAt) {
+          this.#failureLogged = this.#failedAt
+          this.#context.logger.warn(
+            { err: error },
+            "pools not read: pooled messages check their own number's opt-outs",
+          )
+        }
         return undefined
       },
     )
   }
 
+  /** A read of the pools that started after `at` (ms): the one under way if so, else the next. */
+  async #readSince(at: number): Promise<void> {
+    const reading = this.#reading
+    if (reading && reading.startedAt > at) return reading.done
+    if (reading) await reading.done.catch(() => {})
+    return this.#read()
+  }
+
   /** Reads every pool's members (one read at a time: a caller meanwhile shares it). */
   #read(): Promise<void> {
-    this.#reading ??= loadPoolMembers(this.#context.db)
-      .then((rows) => this.#load(rows))
-      .finally(() => {
-        this.#readAt = Date.now()
+    if (this.#reading) return this.#reading.done
+    const startedAt = Date.now()
+    const done = loadPoolMembers(this.#context.db).then(
+      (rows) => {
+        this.#load(rows)
+        this.#readStartedAt = startedAt
         this.#reading = undefined
-      })
-    return this.#reading
+      },
+      (error) => {
+        this.#failedAt = Date.now()
+        this.#reading = undefined
+        throw error
+      },
+    )
+    this.#reading = { startedAt, done }
+    return done
   }
 
   /**

@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto'
-import { type MessageJob, senderQueueName } from '@dispatch/contracts'
-import { createSecretBox } from '@dispatch/runtime'
+import { DEFAULT_SENDER_ID, type MessageJob, senderQueueName } from '@dispatch/contracts'
+import { copyOptOut, createSecretBox, recipientHasher } from '@dispatch/runtime'
 import { MESSAGE_JOB_OPTIONS } from '@dispatch/runtime/message-handoff'
 import { testRedisUrl, waitFor } from '@dispatch/testing'
+import { parseWorkerConfig } from '@dispatch/worker'
 import { Queue } from 'bullmq'
+import { Redis } from 'ioredis'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { createDeliveryWorld, type DeliveryWorld, text } from './world.ts'
 
@@ -53,4 +55,47 @@ it('a worker delivers only for the senders WORKER_SENDERS names; another pool de
   expect(row).toMatchObject({ sender_id: SECOND.id, sender_phone_number_id: SECOND.number })
   const [sent] = world.fake.sentFrom(SECOND.number)
   expect(sent?.headers.authorization).toBe(`Bearer ${SECOND.token}`)
+})
+
+it('a pooled message is canceled by an opt-out on another number of its pool, a pool the worker had not read yet', async () => {
+  const redis = new Redis(testRedisUrl())
+  const config = parseWorkerConfig(world.workerEnv())
+  const hash = recipientHasher(config)
+  // A pool of the default number and the second, made as the message is stored: the worker reads it
+  // at delivery (its sweep may not have yet).
+  const [pool] = await world.sql<
+    { id: string }[]
+  >`insert into sender_pools (name) values ('Acme') returning id`
+  const poolId = (pool as { id: string }).id
+  await world.sql`insert into sender_pool_members (pool_id, sender_id, position)
+    values (${poolId}, ${DEFAULT_SENDER_ID}, 0), (${poolId}, ${SECOND.id}, 1)`
+  const acceptedAt = new Date().toISOString()
+  const stopped = '+5511955501001'
+  const reached = '+5511955501002'
+  // The recipient's STOP to the second number, after the message was accepted.
+  await copyOptOut(redis, world.queuePrefix, {
+    phoneNumberId: SECOND.number,
+    recipientHash: hash(stopped),
+    scope: 'all',
+  })
+  redis.disconnect()
+  const pooled = { senderId: DEFAULT_SENDER_ID, senderPoolId: poolId, acceptedAt }
+  const canceled = await world.enqueue(
+    { type: 'text', body: { phone: stopped, text: 'Shipped' } },
+    undefined,
+    pooled,
+  )
+  const sent = await world.enqueue(
+    { type: 'text', body: { phone: reached, text: 'Shipped' } },
+    undefined,
+    pooled,
+  )
+  const settled = (id: string) =>
+    waitFor(async () => {
+      const row = await world.message(id)
+      return row && row.status !== 'queued' && row.status !== 'sending' ? row : undefined
+    })
+  expect((await settled(canceled)).status).toBe('canceled')
+  expect((await settled(sent)).status).toBe('sent')
+  expect(world.fake.requests.some((r) => r.messageId === canceled)).toBe(false)
 })

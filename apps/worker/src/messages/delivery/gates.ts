@@ -45,7 +45,8 @@ export function readGateInputs(delivery: MessageDelivery): GateInputs {
   const others = (numbers: readonly string[] | undefined) =>
     numbers?.filter((number) => number !== phoneNumberId && mustRead(number))
   const pooled =
-    data.optOutNumbers ?? (data.senderPoolId ? deps.rotation?.poolNumbers(data.senderPoolId) : undefined)
+    data.optOutNumbers ??
+    (data.senderPoolId ? deps.rotation?.poolNumbers(data.senderPoolId, acceptedAt) : undefined)
   const reads = readRecipient(
     deps.claims,
     deps.prefix,

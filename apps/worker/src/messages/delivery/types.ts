@@ -91,7 +91,10 @@ export interface RotationWatch {
    * A pool's numbers (phone number ids), whose opt-outs stop its messages: at once when known, a
    * promise while it is read, undefined when the pool is not there (pool-mover.ts).
    */
-  poolNumbers(poolId: string): readonly string[] | Promise<readonly string[] | undefined> | undefined
+  poolNumbers(
+    poolId: string,
+    acceptedAt: number,
+  ): readonly string[] | Promise<readonly string[] | undefined> | undefined
 }
 
 /** How one job runs one message: the single job's own run, or one message of a bundle. */
