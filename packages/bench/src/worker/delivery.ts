@@ -19,8 +19,9 @@
  *   BENCH_ONLY=fallback: texts carrying an SMS fallback (no afterSeconds: its SMS kept with the
  *   sent record) against the same texts without one, paired; and, for comparison, the same with
  *   their content discarded (each then holds its SMS in Redis, fallback-timer.ts).
- *   BENCH_ONLY=pool: texts of a key bound to a sender pool (the number chosen, the pool and its
- *   numbers on each job, as the API stores them) against the same texts of a single-sender key, paired.
+ *   BENCH_ONLY=pool: texts of a key bound to a sender pool (the number chosen and the pool on each
+ *   job, as the API stores them; the pool's numbers as a worker holds them) against the same texts
+ *   of a single-sender key, paired.
  */
 import { randomUUID } from 'node:crypto'
 import { type MessageJob, QueueNames } from '@dispatch/contracts'
