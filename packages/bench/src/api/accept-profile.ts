@@ -18,6 +18,12 @@ import { clearFairAdmission, createBenchWorld } from '../harness/world.ts'
 import { startPooledApp } from './child-server.ts'
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 6)
+// The first round warms the API and is not counted: one round would measure nothing.
+if (!(Number.isInteger(rounds) && rounds >= 2)) {
+  throw new Error(
+    `BENCH_ROUNDS must be a whole number of 2 or more (the first round is not counted); got ${process.env.BENCH_ROUNDS}`,
+  )
+}
 const duration = Number(process.env.BENCH_DURATION_S ?? 6)
 const top = Number(process.env.BENCH_TOP ?? 30)
 const connections = 100
