@@ -1071,16 +1071,17 @@ describe("a pooled key's opt-outs", () => {
     expect(sent.statusCode, sent.body).toBe(202)
   })
 
-  it('stop a message accepted before the recipient opted out on another number of the pool', async () => {
-    const phone = '+5511955500804'
+  /** A text of the pooled key to `phone`, scheduled a few seconds ahead: its id. */
+  async function scheduledTo(phone: string) {
     const sendAt = new Date(Date.now() + 6_000).toISOString()
     const res = await send(app, 'send-text', pooled.key, { phone, text: 'Your order shipped', sendAt })
     expect(res.statusCode, res.body).toBe(202)
-    const { messageId } = res.json<{ messageId: string }>()
-    const chosen = (await viewOf(pooled, messageId)).senderId
-    const other = (['a', 'b', 'c'] as const).find((k) => members[k].id !== chosen) as 'a'
+    return res.json<{ messageId: string }>().messageId
+  }
+  /** The recipient's STOP to `number`; then the scheduled message is canceled, sent by no member. */
+  async function stopCancels(messageId: string, phone: string, number: string) {
     const stop = { ...replyFrom(phone), text: { body: 'STOP' } }
-    const webhook = await postPlatformWebhook(app, messageWebhook(NUMBERS[other], stop), APP_SECRET)
+    const webhook = await postPlatformWebhook(app, messageWebhook(number, stop), APP_SECRET)
     expect(webhook.statusCode, webhook.body).toBe(200)
     const done = await waitFor(
       async () => {
@@ -1091,18 +1092,23 @@ describe("a pooled key's opt-outs", () => {
     )
     expect(done.status).toBe('canceled')
     expect(done.lastError?.message).toMatch(/opted out/)
-    expect(Object.values(NUMBERS).some((number) => sentBy(number, messageId))).toBe(false)
+    expect(Object.values(NUMBERS).some((n) => sentBy(n, messageId))).toBe(false)
+  }
+
+  it('stop a message accepted before the recipient opted out on another number of the pool', async () => {
+    const phone = '+5511955500804'
+    const messageId = await scheduledTo(phone)
+    const chosen = (await viewOf(pooled, messageId)).senderId
+    const other = (['a', 'b', 'c'] as const).find((k) => members[k].id !== chosen) as 'a'
+    await stopCancels(messageId, phone, NUMBERS[other])
   })
 
   it('stop a message accepted before a number joined the pool, once the recipient opts out on that number', async () => {
     // The worker reads the pool's numbers at delivery: a number that joined since counts too.
     const joining = await createSender('306540352240055', '7001')
     const phone = '+5511955500805'
-    const sendAt = new Date(Date.now() + 6_000).toISOString()
-    const res = await send(app, 'send-text', pooled.key, { phone, text: 'Your order shipped', sendAt })
-    expect(res.statusCode, res.body).toBe(202)
-    const { messageId } = res.json<{ messageId: string }>()
-    const memberList = (extra: { senderId: string; weight?: number }[]) => ({
+    const messageId = await scheduledTo(phone)
+    const memberList = (extra: { senderId: string }[]) => ({
       members: [
         { senderId: members.a.id, weight: 1 },
         { senderId: members.b.id, weight: 1 },
@@ -1117,19 +1123,7 @@ describe("a pooled key's opt-outs", () => {
     )
     expect(joined.statusCode, joined.body).toBe(200)
     try {
-      const stop = { ...replyFrom(phone), text: { body: 'STOP' } }
-      const webhook = await postPlatformWebhook(app, messageWebhook(joining.phoneNumberId, stop), APP_SECRET)
-      expect(webhook.statusCode, webhook.body).toBe(200)
-      const done = await waitFor(
-        async () => {
-          const view = await viewOf(pooled, messageId)
-          return view.status === 'queued' || view.status === 'scheduled' ? undefined : view
-        },
-        { what: 'the scheduled message settled', timeoutMs: 20_000 },
-      )
-      expect(done.status).toBe('canceled')
-      expect(done.lastError?.message).toMatch(/opted out/)
-      expect(Object.values(NUMBERS).some((number) => sentBy(number, messageId))).toBe(false)
+      await stopCancels(messageId, phone, joining.phoneNumberId)
     } finally {
       const left = await admin('PATCH', `/api/admin/sender-pools/${pool.id}`, memberList([]))
       expect(left.statusCode, left.body).toBe(200)
