@@ -7,7 +7,7 @@ import { parseWorkerConfig } from '@dispatch/worker'
 import { Queue } from 'bullmq'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { createDeliveryWorld, type DeliveryWorld, text } from './world.ts'
+import { createDeliveryWorld, type DeliveryWorld, PHONE_NUMBER_ID, text } from './world.ts'
 
 const SECOND = { id: randomUUID(), number: '300000000000999', token: 'EAAG-pool-token-0004' }
 
@@ -57,7 +57,7 @@ it('a worker delivers only for the senders WORKER_SENDERS names; another pool de
   expect(sent?.headers.authorization).toBe(`Bearer ${SECOND.token}`)
 })
 
-it('a pooled message is canceled by an opt-out on another number of its pool, a pool the worker had not read yet', async () => {
+it('a pooled message is canceled by an opt-out on another number of its pool, a pool the worker had not read yet, or the numbers an earlier API put on its job', async () => {
   const redis = new Redis(testRedisUrl())
   const config = parseWorkerConfig(world.workerEnv())
   const hash = recipientHasher(config)
@@ -90,12 +90,24 @@ it('a pooled message is canceled by an opt-out on another number of its pool, a 
     undefined,
     pooled,
   )
+  // As an earlier API stored a pooled job: its pool's numbers on it, checked whatever the pool is now.
+  const earlier = await world.enqueue(
+    { type: 'text', body: { phone: stopped, text: 'Shipped' } },
+    undefined,
+    {
+      senderId: DEFAULT_SENDER_ID,
+      senderPoolId: randomUUID(),
+      optOutNumbers: [PHONE_NUMBER_ID, SECOND.number],
+      acceptedAt,
+    },
+  )
   const settled = (id: string) =>
     waitFor(async () => {
       const row = await world.message(id)
       return row && row.status !== 'queued' && row.status !== 'sending' ? row : undefined
     })
   expect((await settled(canceled)).status).toBe('canceled')
+  expect((await settled(earlier)).status).toBe('canceled')
   expect((await settled(sent)).status).toBe('sent')
-  expect(world.fake.requests.some((r) => r.messageId === canceled)).toBe(false)
+  expect(world.fake.requests.some((r) => r.messageId === canceled || r.messageId === earlier)).toBe(false)
 })
