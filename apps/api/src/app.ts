@@ -58,6 +58,10 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.decorate('deps', deps)
+  // Fastify runs `onClose` hooks last added first: added before every plugin's, the connections
+  // close after the plugins have stopped their work on them (the campaign feeder's turn, the
+  // caches' refreshes), not under it.
+  app.addHook('onClose', async () => deps.close())
   refuseConnect(app.server)
   installValidation(app)
   installPathIds(app)
@@ -119,7 +123,5 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(queueSwitchboard)
 
   await registerRoutes(app)
-
-  app.addHook('onClose', async () => deps.close())
   return app
 }
