@@ -604,5 +604,7 @@ export class PoolMover implements RotationWatch {
     clearTimeout(this.#timer)
     await this.#subscriber?.unsubscribe().catch(() => {})
     await this.#running
+    // A read delivery asked for ends before the process closes Postgres.
+    await this.#reading?.done.catch(() => {})
   }
 }
