@@ -58,6 +58,8 @@ it('a worker delivers only for the senders WORKER_SENDERS names; another pool de
 })
 
 it('a pooled message is canceled by an opt-out on another number of its pool, a pool the worker had not read yet, or the numbers an earlier API put on its job', async () => {
+  // A worker of its own (beside the first test's, when it ran): this test runs alone too.
+  await world.startWorker({ WORKER_SENDERS: DEFAULT_SENDER_ID })
   const redis = new Redis(testRedisUrl())
   const config = parseWorkerConfig(world.workerEnv())
   const hash = recipientHasher(config)
