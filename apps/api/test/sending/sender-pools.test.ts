@@ -58,6 +58,14 @@ const members: Record<'a' | 'b' | 'c', SenderView> = {} as never
 let outsider: SenderView
 let pool: SenderPoolView
 
+/** The pool's members as the tests start them (then `extra`), weights and order included. */
+const acmeMembers = (extra: { senderId: string }[] = []) => [
+  { senderId: members.a.id, weight: 1 },
+  { senderId: members.b.id, weight: 1 },
+  { senderId: members.c.id, weight: 3 },
+  ...extra,
+]
+
 const admin = (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: object) =>
   app.inject({ method, url, headers: asAdmin(), ...(payload ? { payload } : {}) })
 
@@ -106,11 +114,7 @@ beforeAll(async () => {
   outsider = await createSender(OUTSIDER_NUMBER, '7002')
   const created = await admin('POST', '/api/admin/sender-pools', {
     name: 'Acme numbers',
-    members: [
-      { senderId: members.a.id, weight: 1 },
-      { senderId: members.b.id, weight: 1 },
-      { senderId: members.c.id, weight: 3 },
-    ],
+    members: acmeMembers(),
   })
   expect(created.statusCode, created.body).toBe(201)
   pool = created.json<SenderPoolView>()
@@ -1108,24 +1112,14 @@ describe("a pooled key's opt-outs", () => {
     const joining = await createSender('306540352240055', '7001')
     const phone = '+5511955500805'
     const messageId = await scheduledTo(phone)
-    const memberList = (extra: { senderId: string }[]) => ({
-      members: [
-        { senderId: members.a.id, weight: 1 },
-        { senderId: members.b.id, weight: 1 },
-        { senderId: members.c.id, weight: 3 },
-        ...extra,
-      ],
+    const joined = await admin('PATCH', `/api/admin/sender-pools/${pool.id}`, {
+      members: acmeMembers([{ senderId: joining.id }]),
     })
-    const joined = await admin(
-      'PATCH',
-      `/api/admin/sender-pools/${pool.id}`,
-      memberList([{ senderId: joining.id }]),
-    )
     expect(joined.statusCode, joined.body).toBe(200)
     try {
       await stopCancels(messageId, phone, joining.phoneNumberId)
     } finally {
-      const left = await admin('PATCH', `/api/admin/sender-pools/${pool.id}`, memberList([]))
+      const left = await admin('PATCH', `/api/admin/sender-pools/${pool.id}`, { members: acmeMembers() })
       expect(left.statusCode, left.body).toBe(200)
     }
   })
