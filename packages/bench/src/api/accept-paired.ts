@@ -5,7 +5,9 @@
  * runs side by side, a shared machine's drift over a second is smaller. And the run is split over
  * API processes of their own (forks), as a ratio moves from one process to the next by more than
  * within one (JIT and heap state): the figure is the median of the forks' ratios
- * (docs/benchmarks-failover.md, "A pooled key's accept").
+ * (docs/benchmarks-failover.md, "A pooled key's accept"). Each comparison also prints the two
+ * sides' CPU by thread of the API (`main`, `V8Worker`: V8's collector and compiler), to say where
+ * a difference is.
  *
  *   pnpm --filter @dispatch/bench bench:accept-paired
  *     BENCH_FORKS (5: odd, so the median is one of them), BENCH_BLOCKS a fork (30), BENCH_SLICE_MS (1000), BENCH_CONNECTIONS (100)
@@ -114,4 +116,9 @@ for (const [figure, baseline, what] of comparisons) {
       ` every block of every fork: median ${all.median.toFixed(3)}` +
       `${interval ? ` (90 % interval ${interval[0].toFixed(3)}–${interval[1].toFixed(3)}, within the forks only)` : ''}`,
   )
+  // Which of the API's threads the difference is on (V8Worker: V8's collector and compiler).
+  const byThread = all.threads
+    .filter((t) => t.figureUs >= 0.05 || t.baselineUs >= 0.05)
+    .map((t) => `${t.name} ${t.figureUs.toFixed(2)} vs ${t.baselineUs.toFixed(2)} µs`)
+  console.log(`  by thread, every fork: ${byThread.join('; ')}`)
 }

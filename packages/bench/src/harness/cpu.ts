@@ -20,23 +20,34 @@ export async function processCpuSeconds(pid: number | undefined): Promise<number
 }
 
 /**
- * A process's CPU time so far in nanoseconds, every thread's (the first field of each
- * /proc/<pid>/task/<tid>/schedstat), or undefined where there is none: `processCpuSeconds` counts
- * in ticks of 10 ms, too coarse for a slice of a second (a thread that has exited is not counted:
- * read it across spans its threads live through, as a server's are).
+ * A process's CPU time so far in nanoseconds by thread, from the first field of each
+ * /proc/<pid>/task/<tid>/schedstat (`processCpuSeconds` counts in ticks of 10 ms, too coarse for a
+ * slice of a second), summed by thread name: `main` for the process's own, else the kernel's name
+ * for it (`V8Worker`: V8's collector and compiler; `libuv-worker`), or undefined where there is
+ * none. A thread that has exited is not counted: read it across spans its threads live through,
+ * as a server's are.
  */
-export async function processCpuNs(pid: number | undefined): Promise<number | undefined> {
+export async function processCpuNsByThread(
+  pid: number | undefined,
+): Promise<Map<string, number> | undefined> {
   try {
     const tasks = await readdir(`/proc/${pid}/task`)
-    const times = await Promise.all(
-      tasks.map((tid) =>
-        readFile(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').then(
-          (stat) => Number(stat.split(' ')[0]),
-          () => 0,
-        ),
-      ),
+    const threads = await Promise.all(
+      tasks.map(async (tid) => {
+        try {
+          const [stat, comm] = await Promise.all([
+            readFile(`/proc/${pid}/task/${tid}/schedstat`, 'utf8'),
+            tid === String(pid) ? 'main' : readFile(`/proc/${pid}/task/${tid}/comm`, 'utf8'),
+          ])
+          return [comm.trim(), Number(stat.split(' ')[0])] as const
+        } catch {
+          return ['exited', 0] as const
+        }
+      }),
     )
-    return times.reduce((sum, ns) => sum + ns, 0)
+    const byName = new Map<string, number>()
+    for (const [name, ns] of threads) byName.set(name, (byName.get(name) ?? 0) + ns)
+    return byName
   } catch {
     return undefined
   }

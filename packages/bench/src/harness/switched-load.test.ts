@@ -24,9 +24,19 @@ describe('blockOrder', () => {
 })
 
 describe('compareSlices', () => {
+  // Nine tenths of each slice's CPU on the main thread, the rest on V8's.
+  const slice = (side: string, [cpuNs, requests]: [number, number]): Slice => ({
+    side,
+    cpuNs,
+    requests,
+    threads: new Map([
+      ['main', cpuNs * 0.9],
+      ['V8Worker', cpuNs * 0.1],
+    ]),
+  })
   const block = (pooled: [number, number], single: [number, number]): Slice[] => [
-    { side: 'pooled', cpuNs: pooled[0], requests: pooled[1] },
-    { side: 'single', cpuNs: single[0], requests: single[1] },
+    slice('pooled', pooled),
+    slice('single', single),
   ]
 
   it("pairs each block's CPU a request, and totals every slice's", () => {
@@ -41,6 +51,11 @@ describe('compareSlices', () => {
     // 380 ms over 3,500 requests against 400 ms over 4,000.
     expect(c.figureUs).toBeCloseTo(380_000 / 3500)
     expect(c.baselineUs).toBeCloseTo(100)
+    // And by thread, each on the same requests.
+    expect(c.threads).toEqual([
+      { name: 'main', figureUs: expect.closeTo((0.9 * 380_000) / 3500), baselineUs: expect.closeTo(90) },
+      { name: 'V8Worker', figureUs: expect.closeTo((0.1 * 380_000) / 3500), baselineUs: expect.closeTo(10) },
+    ])
   })
 
   it('drops a block where a side had no answer, rather than pair nothing', () => {

@@ -5,7 +5,7 @@
  */
 import { fork } from 'node:child_process'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { processCpuNs } from './cpu.ts'
+import { processCpuNsByThread } from './cpu.ts'
 import { median, medianInterval } from './stats.ts'
 
 export interface SwitchedLoad {
@@ -65,11 +65,13 @@ export function startSwitchedLoad(load: {
   })
 }
 
-/** One slice: a side's requests answered over it and the server's CPU meanwhile. */
+/** One slice: a side's requests answered over it and the server's CPU meanwhile, in all and by thread. */
 export interface Slice {
   side: string
   requests: number
   cpuNs: number
+  /** `cpuNs` by thread name (harness/cpu.ts `processCpuNsByThread`). */
+  threads: Map<string, number>
 }
 
 /**
@@ -94,9 +96,9 @@ export async function pairedSlices(options: {
   const settleMs = options.settleMs ?? 100
   const perSegment = options.blocksPerSegment ?? 10
   const cpu = async () => {
-    const ns = await processCpuNs(options.serverPid)
-    if (ns === undefined) throw new Error('no CPU reading of the server (Linux /proc only)')
-    return ns
+    const threads = await processCpuNsByThread(options.serverPid)
+    if (threads === undefined) throw new Error('no CPU reading of the server (Linux /proc only)')
+    return threads
   }
   const out: Slice[][] = []
   for (let b = 0; b < options.blocks; b++) {
@@ -116,7 +118,9 @@ export async function pairedSlices(options: {
       const after = await cpu()
       const { ok, failed } = await load.count()
       if (failed > 0) throw new Error(`${side.name}: ${failed} answers were not 2xx`)
-      block.push({ side: side.name, requests: ok, cpuNs: after - before })
+      const threads = new Map([...after].map(([name, ns]) => [name, ns - (before.get(name) ?? 0)]))
+      const cpuNs = [...threads.values()].reduce((sum, ns) => sum + ns, 0)
+      block.push({ side: side.name, requests: ok, cpuNs, threads })
     }
     out.push(block)
   }
@@ -148,16 +152,25 @@ export function compareSlices(blocks: Slice[][], figure: string, baseline: strin
   const ratios = blocks
     .map((block) => perRequest(block, figure) / perRequest(block, baseline))
     .filter(Number.isFinite)
-  const total = (side: string) => {
+  // µs a request over every slice of a side: its whole CPU, or one thread's (by name).
+  const total = (side: string, thread?: string) => {
     const slices = blocks.flatMap((block) => block.filter((s) => s.side === side))
     const requests = slices.reduce((sum, s) => sum + s.requests, 0)
-    return slices.reduce((sum, s) => sum + s.cpuNs, 0) / requests / 1000
+    const ns = (s: Slice) => (thread === undefined ? s.cpuNs : (s.threads.get(thread) ?? 0))
+    return slices.reduce((sum, s) => sum + ns(s), 0) / requests / 1000
   }
+  const names = new Set(blocks.flatMap((block) => block.flatMap((s) => [...s.threads.keys()])))
   return {
     ratios,
     median: median(ratios),
     interval: medianInterval(ratios),
     figureUs: total(figure),
     baselineUs: total(baseline),
+    /** Where the difference is: each thread's µs a request on either side. */
+    threads: [...names].map((name) => ({
+      name,
+      figureUs: total(figure, name),
+      baselineUs: total(baseline, name),
+    })),
   }
 }
