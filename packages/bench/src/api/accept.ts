@@ -58,7 +58,7 @@ const targets = [
     headers: { 'x-api-key': api.key },
   },
   // The same send from a key bound to a three-number sender pool: the sticky lookup and the
-  // choice of its number on top (docs/benchmarks-failover.md; aim ≤ 3 % against send-text).
+  // choice of its number on top (docs/benchmarks-failover.md: printed without an aim).
   {
     name: 'send-text (pool)',
     url: `${api.url}/api/third-party/messages/send-text`,
@@ -139,7 +139,7 @@ try {
     baseline: send.requestsPerSecond,
     unit: 'req/s',
     better: 'higher',
-    aim: '≥ 0.97',
+    // No aim: the CPU comparisons below say why (the sticky record's read).
   })
   // Each round's pooled send against a single-sender one of the same round: load that drifts
   // between rounds falls on both of a pair alike.
@@ -151,7 +151,8 @@ try {
       baseline: cpuOf(baseline),
       unit: 'µs',
       better: 'lower',
-      aim: '≤ 1.03',
+      // No aim: a pooled send pays its sticky record's read, the feature's price
+      // (docs/benchmarks-failover.md, "The accept hop's aim, withdrawn"); printed to show a change.
     })
     const single = cpus.get(baseline) ?? []
     const paired = (cpus.get(pool) ?? []).map((cpu, i) => cpu / (single[i] ?? cpu))
